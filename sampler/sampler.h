@@ -1,0 +1,73 @@
+/* The search space and the searchers that draw configs from it.
+ *
+ * A Space is parsed once from an experiment's "search_space" (API.md, table
+ * "Search space") and is immutable afterwards, so the proposer thread and the
+ * request thread may read it at once. Non-grid, non-constant parameters map
+ * to one coordinate each of the unit cube [0, 1)^d ("cube dims"); grid
+ * parameters are enumerated (Ray Tune's grid_search); constants pass through.
+ *
+ * Random and grid searchers are pure functions of (space, searcher, trial
+ * number): trial n's config never depends on history, which makes a restart
+ * resume exactly where it stopped and the same seed give the same sequence. */
+#ifndef RUNG_SAMPLER_H
+#define RUNG_SAMPLER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+
+/* Limits on what a user controls, each with why. */
+#define SPACE_MAX_PARAMS 256          /* a GP over more dims is hopeless anyway */
+#define SPACE_MAX_VALUES 10000        /* choice/grid values: keeps specs small */
+#define SPACE_MAX_NAME 64             /* API.md: [A-Za-z_][A-Za-z0-9_.-]{0,63} */
+#define SAMPLER_MAX_TRIALS 10000000LL /* num_samples x grid product, bounded */
+
+typedef struct Space Space;
+
+typedef enum { SEARCHER_RANDOM, SEARCHER_GRID, SEARCHER_BAYES } SearcherType;
+
+typedef struct SearcherSpec {
+    SearcherType type;
+    uint64_t seed;     /* always set: from the spec, or drawn by the caller */
+    bool has_seed;     /* whether the spec gave one */
+    bool quasi;        /* random: Sobol points instead of pseudo-random ones */
+    int64_t n_initial; /* bayes: quasi-random start points */
+} SearcherSpec;
+
+/* Parses and validates search_space (the object itself). Errors are
+ * RUNG_E_INVALID_SPEC with field "search_space.<name>[.<key>]".
+ * On success *out is new (free with space_free). */
+int space_parse(const json_t *search_space, Space **out, RungError *err);
+void space_free(Space *space);
+
+/* Number of unit-cube coordinates (sampled parameters). */
+int space_cube_dims(const Space *space);
+/* Product of the grid parameters' value counts (1 when there is none). */
+int64_t space_grid_size(const Space *space);
+
+/* Parses "searcher" (may be NULL: random). Validates against the space: the
+ * grid searcher needs every parameter enumerable. Fields named
+ * "searcher.<key>" or "search_space.<name>.grid_points". */
+int searcher_parse(const json_t *searcher, const Space *space, SearcherSpec *out,
+                   RungError *err);
+
+/* Number of trials an experiment has: grid combinations x num_samples, where
+ * the grid searcher enumerates every parameter. Fails (invalid_spec, field
+ * "num_samples") above SAMPLER_MAX_TRIALS. */
+int sampler_total_trials(const Space *space, const SearcherSpec *searcher, int64_t num_samples,
+                         int64_t *out, RungError *err);
+
+/* The config of trial `number` (0-based) for random and grid searchers.
+ * Returns a new reference (an object, parameters in spec order), or NULL when
+ * out of memory. */
+json_t *sampler_config(const Space *space, const SearcherSpec *searcher, int64_t number);
+
+/* Unit-cube encoding of the sampled parameters: decode maps u (cube_dims
+ * values in [0, 1]) plus a grid combination index to a config (new
+ * reference); encode maps a config back to u. decode(encode(c)) == c. */
+json_t *space_decode(const Space *space, const double *u, int64_t grid_index);
+int space_encode(const Space *space, const json_t *config, double *u, RungError *err);
+
+#endif

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Rung builds and tests with. Idempotent: it asks
+# apt only for what is missing, so a second run costs a second of dpkg.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git curl ca-certificates
+  libmicrohttpd-dev libsqlite3-dev sqlite3 libgsl-dev libopenblas-dev libjansson-dev
+  libcurl4-openssl-dev libcmocka-dev zlib1g-dev
+  python3 python3-optuna
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "deps: installing ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "deps: run as root (apt-get needs it)" >&2
+    exit 1
+  fi
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
