@@ -23,6 +23,9 @@
 #define SPACE_MAX_VALUES 10000        /* choice/grid values: keeps specs small */
 #define SPACE_MAX_NAME 64             /* API.md: [A-Za-z_][A-Za-z0-9_.-]{0,63} */
 #define SAMPLER_MAX_TRIALS 10000000LL /* num_samples x grid product, bounded */
+/* grid_points at most, and the most values of an integer domain that the grid
+ * searcher enumerates without them: a grid is for a handful of values. */
+#define SPACE_MAX_GRID_POINTS 1000
 
 typedef struct Space Space;
 
@@ -44,6 +47,10 @@ void space_free(Space *space);
 
 /* Number of unit-cube coordinates (sampled parameters). */
 int space_cube_dims(const Space *space);
+/* Number of parameters (constants and grids included), and the name of the
+ * i-th in spec order (borrowed from space; NULL when i is out of range). */
+int space_param_count(const Space *space);
+const char *space_param_name(const Space *space, int i);
 /* Product of the grid parameters' value counts (1 when there is none). */
 int64_t space_grid_size(const Space *space);
 
@@ -61,12 +68,22 @@ int sampler_total_trials(const Space *space, const SearcherSpec *searcher, int64
 
 /* The config of trial `number` (0-based) for random and grid searchers.
  * Returns a new reference (an object, parameters in spec order), or NULL when
- * out of memory. */
+ * out of memory. Trial n takes grid combination n mod G and repetition n / G
+ * (G: the grid product; the first grid parameter varies slowest). Random
+ * search draws trial n from (seed, n) alone; "quasi" (and bayes, which starts
+ * quasi-random) takes point n / G of a Sobol sequence shifted by (seed, n mod
+ * G). NULL too when number < 0 or the Sobol sequence is exhausted (2^30
+ * points, beyond SAMPLER_MAX_TRIALS). */
 json_t *sampler_config(const Space *space, const SearcherSpec *searcher, int64_t number);
 
 /* Unit-cube encoding of the sampled parameters: decode maps u (cube_dims
  * values in [0, 1]) plus a grid combination index to a config (new
- * reference); encode maps a config back to u. decode(encode(c)) == c. */
+ * reference); encode maps a config back to u. decode(encode(c)) == c.
+ * decode clamps u into [0, 1] and returns NULL when grid_index is outside
+ * [0, space_grid_size) or out of memory; u may be NULL when cube_dims is 0.
+ * encode reads only the cube's parameters: a missing one, a value of the
+ * wrong type or an unknown choice fails with RUNG_E_INVALID_ARGUMENT and
+ * field "config.<name>"; numbers outside a domain are clamped into it. */
 json_t *space_decode(const Space *space, const double *u, int64_t grid_index);
 int space_encode(const Space *space, const json_t *config, double *u, RungError *err);
 

@@ -1,0 +1,226 @@
+/* The unit cube: every sampled parameter is one coordinate u in [0, 1].
+ *
+ * Random search, Sobol points and (later) the GP all work in the cube, and
+ * this file is the only place that knows how a coordinate becomes a value.
+ * Decoding follows Ray Tune's samplers (log domains uniform in log space,
+ * quantized floats rounded to multiples of q, integers floored). Encoding is
+ * its inverse; a discrete value maps to the centre of the cell of u that
+ * decodes to it, so decode(encode(c)) == c exactly for discrete domains. */
+#include "sampler_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#include "jsonv.h"
+
+static double clamp01(double u)
+{
+    if (!(u >= 0.0)) /* NaN too */
+        return 0.0;
+    return u > 1.0 ? 1.0 : u;
+}
+
+/* Index floor(u * n) of the cell holding u, clamped into [0, n - 1] so that
+ * u = 1 lands in the last cell. */
+static int64_t cell(double u, int64_t n)
+{
+    int64_t k = (int64_t)floor(u * (double)n);
+    if (k < 0)
+        return 0;
+    return k > n - 1 ? n - 1 : k;
+}
+
+/* The nearest integer to x within [lo, hi]; NaN gives lo. Clamping before
+ * converting keeps huge doubles from overflowing the cast. */
+static int64_t to_int(double x, int64_t lo, int64_t hi)
+{
+    if (!(x >= (double)lo))
+        return lo;
+    if (x > (double)hi)
+        return hi;
+    return (int64_t)llround(x);
+}
+
+/* Keeps x in [low, high): high is excluded like in Ray's uniform, but
+ * low + u * (high - low) and exp() can round onto or past it. */
+static double below_high(const SpaceParam *p, double x)
+{
+    if (x >= p->high)
+        return nextafter(p->high, p->low);
+    return x < p->low ? p->low : x;
+}
+
+double space__quantize(const SpaceParam *p, double x)
+{
+    double k = round(x / p->q);
+    if (!(k >= p->kmin)) /* NaN too */
+        k = p->kmin;
+    if (k > p->kmax)
+        k = p->kmax;
+    double y = k * p->q;
+    /* k * q can round a hair outside a bound that is itself a multiple. */
+    if (y < p->low)
+        y = p->low;
+    if (y > p->high)
+        y = p->high;
+    return y + 0.0; /* no -0.0 in a config */
+}
+
+/* exp(log low + u * (log high - log low)): log-uniform in [low, high]. */
+static double log_scale(const SpaceParam *p, double u)
+{
+    return exp(p->log_low + u * (p->log_high - p->log_low));
+}
+
+/* The inverse of log_scale, clamped into [0, 1]. */
+static double log_unscale(const SpaceParam *p, double x)
+{
+    if (!(x > 0.0))
+        return 0.0;
+    return clamp01((log(x) - p->log_low) / (p->log_high - p->log_low));
+}
+
+json_t *space__decode_value(const SpaceParam *p, double u)
+{
+    u = clamp01(u);
+    switch (p->kind) {
+    case SPACE_UNIFORM:
+        return json_real(below_high(p, p->low + u * (p->high - p->low)));
+    case SPACE_LOGUNIFORM:
+        return json_real(below_high(p, log_scale(p, u)));
+    case SPACE_QUNIFORM:
+        return json_real(space__quantize(p, p->low + u * (p->high - p->low)));
+    case SPACE_QLOGUNIFORM:
+        return json_real(space__quantize(p, log_scale(p, u)));
+    case SPACE_RANDINT:
+        return json_integer(p->ilow + cell(u, p->count));
+    case SPACE_QRANDINT:
+        return json_integer((p->ik0 + cell(u, p->count)) * p->iq);
+    case SPACE_LOGRANDINT:
+        return json_integer(to_int(floor(log_scale(p, u)), p->ilow, p->ihigh - 1));
+    case SPACE_CHOICE:
+        return json_deep_copy(json_array_get(p->values, (size_t)cell(u, p->count)));
+    default: /* grids and constants have no coordinate */
+        return NULL;
+    }
+}
+
+/* Cube coordinate of the quantized value k * q: the centre of the range of
+ * x that rounds to it (the end cells reach only to low and high). */
+static double encode_quantized(const SpaceParam *p, double x)
+{
+    double k = round(x / p->q);
+    if (!(k >= p->kmin))
+        k = p->kmin;
+    if (k > p->kmax)
+        k = p->kmax;
+    double lo = k == p->kmin ? p->low : (k - 0.5) * p->q;
+    double hi = k == p->kmax ? p->high : (k + 0.5) * p->q;
+    if (p->kind == SPACE_QUNIFORM)
+        return clamp01(((lo + hi) / 2.0 - p->low) / (p->high - p->low));
+    /* Cells of a log domain are measured in log space. */
+    double mid = (log(lo) + log(hi)) / 2.0;
+    return clamp01((mid - p->log_low) / (p->log_high - p->log_low));
+}
+
+static double encode_number(const SpaceParam *p, double x)
+{
+    switch (p->kind) {
+    case SPACE_UNIFORM:
+        return clamp01((x - p->low) / (p->high - p->low));
+    case SPACE_LOGUNIFORM:
+        return log_unscale(p, x);
+    case SPACE_QUNIFORM:
+    case SPACE_QLOGUNIFORM:
+        return encode_quantized(p, x);
+    case SPACE_RANDINT: {
+        int64_t k = to_int(x, p->ilow, p->ihigh - 1) - p->ilow;
+        return ((double)k + 0.5) / (double)p->count;
+    }
+    case SPACE_QRANDINT: {
+        /* The nearest multiple of q, as an index into the multiples. */
+        int64_t j = to_int(x / (double)p->iq, p->ik0, p->ik0 + p->count - 1) - p->ik0;
+        return ((double)j + 0.5) / (double)p->count;
+    }
+    case SPACE_LOGRANDINT: {
+        /* Integer k is drawn for log-uniform x in [k, k + 1). */
+        int64_t k = to_int(x, p->ilow, p->ihigh - 1);
+        double mid = (log((double)k) + log((double)k + 1.0)) / 2.0;
+        return clamp01((mid - p->log_low) / (p->log_high - p->log_low));
+    }
+    default:
+        return 0.0;
+    }
+}
+
+int space_encode(const Space *space, const json_t *config, double *u, RungError *err)
+{
+    if (!json_is_object(config))
+        return rung_error_set(err, RUNG_E_INVALID_ARGUMENT, "config",
+                              "config: must be a JSON object");
+    for (int i = 0; i < space->nparams; i++) {
+        const SpaceParam *p = &space->params[i];
+        if (p->cube < 0)
+            continue;
+        char field[RUNG_FIELD_MAX];
+        jsonv_path(field, sizeof field, "config", p->name);
+        const json_t *v = json_object_get(config, p->name);
+        if (v == NULL)
+            return rung_error_set(err, RUNG_E_INVALID_ARGUMENT, field, "%s: required", field);
+        if (p->kind == SPACE_CHOICE) {
+            int64_t k = 0;
+            while (k < p->count && !json_equal(json_array_get(p->values, (size_t)k), v))
+                k++;
+            if (k == p->count)
+                return rung_error_set(err, RUNG_E_INVALID_ARGUMENT, field,
+                                      "%s: not one of the choices", field);
+            u[p->cube] = ((double)k + 0.5) / (double)p->count;
+            continue;
+        }
+        if (!json_is_number(v))
+            return rung_error_set(err, RUNG_E_INVALID_ARGUMENT, field, "%s: must be a number",
+                                  field);
+        u[p->cube] = encode_number(p, json_number_value(v));
+    }
+    return 0;
+}
+
+json_t *space__build(const Space *space, const double *u, const int64_t *idx)
+{
+    json_t *config = json_object();
+    if (config == NULL)
+        return NULL;
+    for (int i = 0; i < space->nparams; i++) {
+        const SpaceParam *p = &space->params[i];
+        json_t *v;
+        if (p->kind == SPACE_CONST)
+            v = json_deep_copy(p->values);
+        else if (idx != NULL && idx[i] >= 0)
+            v = space__enum_value(p, idx[i]);
+        else
+            v = space__decode_value(p, u[p->cube]);
+        /* json_object_set_new steals v, also when it fails. */
+        if (v == NULL || json_object_set_new(config, p->name, v) != 0) {
+            json_decref(config);
+            return NULL;
+        }
+    }
+    return config;
+}
+
+json_t *space_decode(const Space *space, const double *u, int64_t grid_index)
+{
+    if (grid_index < 0 || grid_index >= space->grid_size)
+        return NULL;
+    /* Mixed radix over the grid parameters: the first varies slowest. */
+    int64_t idx[SPACE_MAX_PARAMS];
+    for (int i = space->nparams - 1; i >= 0; i--) {
+        const SpaceParam *p = &space->params[i];
+        idx[i] = -1;
+        if (p->kind == SPACE_GRID) {
+            idx[i] = grid_index % p->count;
+            grid_index /= p->count;
+        }
+    }
+    return space__build(space, u, idx);
+}

@@ -1,0 +1,135 @@
+/* What the grid searcher enumerates for each parameter.
+ *
+ * Grid and choice parameters enumerate their values, an integer domain its
+ * integers (when there are at most SPACE_MAX_GRID_POINTS of them), and a
+ * domain given "grid_points": n its n points spaced like numpy's linspace from
+ * low to high inclusive (in log space for log domains), rounded to the
+ * domain's values and de-duplicated. The points are made once at parse time
+ * so that enumerating is an array lookup. */
+#include "sampler_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static bool is_int_kind(SpaceKind kind)
+{
+    return kind == SPACE_RANDINT || kind == SPACE_QRANDINT || kind == SPACE_LOGRANDINT;
+}
+
+/* Point i of n (n >= 2) of numpy's linspace(start, stop, n): start + i * step,
+ * with the last point exactly stop. */
+static double linspace(double start, double stop, int64_t i, int64_t n)
+{
+    if (i == n - 1)
+        return stop;
+    return (double)i * ((stop - start) / (double)(n - 1)) + start;
+}
+
+/* Point i of n of the domain, before de-duplication. */
+static double grid_point(const SpaceParam *p, int64_t i, int64_t n)
+{
+    /* linspace with one point is [start]. */
+    bool first = i == 0;
+    switch (p->kind) {
+    case SPACE_UNIFORM:
+        return first ? p->low : linspace(p->low, p->high, i, n);
+    case SPACE_QUNIFORM:
+        return space__quantize(p, first ? p->low : linspace(p->low, p->high, i, n));
+    case SPACE_LOGUNIFORM:
+    case SPACE_QLOGUNIFORM: {
+        /* Like numpy's geomspace: the ends are exactly low and high. */
+        double x = p->high;
+        if (first)
+            x = p->low;
+        else if (i < n - 1)
+            x = exp(linspace(p->log_low, p->log_high, i, n));
+        return p->kind == SPACE_QLOGUNIFORM ? space__quantize(p, x) : x;
+    }
+    case SPACE_RANDINT: {
+        double top = (double)(p->ihigh - 1);
+        return first ? (double)p->ilow : round(linspace((double)p->ilow, top, i, n));
+    }
+    case SPACE_QRANDINT: {
+        /* Evenly spaced among the multiples of q. */
+        double j = first ? 0.0 : round(linspace(0.0, (double)(p->count - 1), i, n));
+        return (double)((p->ik0 + (int64_t)j) * p->iq);
+    }
+    case SPACE_LOGRANDINT: {
+        double top = (double)(p->ihigh - 1);
+        if (first)
+            return (double)p->ilow;
+        double x = round(exp(linspace(p->log_low, log(top), i, n)));
+        return x < (double)p->ilow ? (double)p->ilow : (x > top ? top : x);
+    }
+    default:
+        return 0.0;
+    }
+}
+
+int space__make_points(SpaceParam *p)
+{
+    int64_t n = p->grid_points;
+    /* Asking for as many points as an integer domain has values, or more,
+     * gives every value (log spacing would round some of them together). */
+    bool every = is_int_kind(p->kind) && n >= p->count;
+    if (every)
+        n = p->count;
+    p->points = malloc((size_t)n * sizeof *p->points);
+    if (p->points == NULL)
+        return -1;
+    /* Rounding keeps the points ascending, so duplicates are neighbours. */
+    p->npoints = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double x;
+        if (!every)
+            x = grid_point(p, i, n);
+        else if (p->kind == SPACE_QRANDINT)
+            x = (double)((p->ik0 + i) * p->iq);
+        else
+            x = (double)(p->ilow + i);
+        if (p->npoints == 0 || x != p->points[p->npoints - 1])
+            p->points[p->npoints++] = x;
+    }
+    return 0;
+}
+
+int64_t space__enum_count(const SpaceParam *p)
+{
+    switch (p->kind) {
+    case SPACE_CONST:
+        return 1;
+    case SPACE_CHOICE:
+    case SPACE_GRID:
+        return p->count;
+    case SPACE_RANDINT:
+    case SPACE_QRANDINT:
+    case SPACE_LOGRANDINT:
+        if (p->npoints > 0)
+            return p->npoints;
+        return p->count <= SPACE_MAX_GRID_POINTS ? p->count : 0;
+    default:
+        return p->npoints; /* 0 without grid_points: not enumerable */
+    }
+}
+
+json_t *space__enum_value(const SpaceParam *p, int64_t i)
+{
+    switch (p->kind) {
+    case SPACE_CONST:
+        return json_deep_copy(p->values);
+    case SPACE_CHOICE:
+    case SPACE_GRID:
+        return json_deep_copy(json_array_get(p->values, (size_t)i));
+    case SPACE_RANDINT:
+    case SPACE_LOGRANDINT:
+        if (p->npoints > 0)
+            return json_integer((json_int_t)p->points[i]);
+        return json_integer(p->ilow + i);
+    case SPACE_QRANDINT:
+        if (p->npoints > 0)
+            return json_integer((json_int_t)p->points[i]);
+        return json_integer((p->ik0 + i) * p->iq);
+    default:
+        return json_real(p->points[i]);
+    }
+}

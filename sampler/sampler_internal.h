@@ -1,0 +1,124 @@
+/* What the files of sampler/ share and nobody else should use.
+ *
+ * A Space is an array of parameters in spec order. Each parameter is one of
+ * the domains of API.md's table; its bounds are kept in the form the unit
+ * cube mapping needs (logs precomputed, quantized and integer domains as an
+ * ordered set of `count` values), so decoding a config is arithmetic only.
+ * Names with two underscores (`space__x`, `sampler__x`) cross files of this
+ * library; the unit tests use a few of them to compare against references. */
+#ifndef RUNG_SAMPLER_INTERNAL_H
+#define RUNG_SAMPLER_INTERNAL_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "sampler.h"
+
+/* Streams of sampler__hash, so that draws for different purposes from the
+ * same (seed, number, dimension) are independent. */
+#define SAMPLER_STREAM_RANDOM 1
+#define SAMPLER_STREAM_SOBOL_SHIFT 2
+
+/* Integer bounds are kept within +-2^40 so that every value, every count and
+ * every cell centre of the unit cube is exact in a double, and log-uniform
+ * integer cells stay wide enough to round-trip (a seed range of 2^32 fits). */
+#define SPACE_INT_LIMIT (INT64_C(1) << 40)
+/* Quantized floats keep |bound / q| below 2^50: the multiples k*q are then
+ * told apart by a double and their count fits an int64. */
+#define SPACE_QUANT_LIMIT 1125899906842624.0
+/* GSL's Sobol generator goes up to 40 dimensions. */
+#define SOBOL_MAX_DIMS 40
+/* GSL's Sobol numerators have 30 bits: points are k / 2^30. */
+#define SOBOL_BITS 30
+
+typedef enum {
+    SPACE_CONST,
+    SPACE_UNIFORM,
+    SPACE_QUNIFORM,
+    SPACE_LOGUNIFORM,
+    SPACE_QLOGUNIFORM,
+    SPACE_RANDINT,
+    SPACE_QRANDINT,
+    SPACE_LOGRANDINT,
+    SPACE_CHOICE,
+    SPACE_GRID,
+} SpaceKind;
+
+typedef struct SpaceParam {
+    char name[SPACE_MAX_NAME + 1]; /* as in the spec, NUL-terminated */
+    SpaceKind kind;
+    /* Float domains (uniform, quniform, loguniform, qloguniform). */
+    double low, high;         /* bounds as given; low < high */
+    double log_low, log_high; /* log(low), log(high) for log domains */
+    double q;                 /* quantized floats: the step, > 0 */
+    double kmin, kmax;        /* quantized floats: values are k*q, k integral in [kmin, kmax] */
+    /* Integer domains (randint, qrandint, lograndint). */
+    int64_t ilow, ihigh; /* bounds as given (ihigh exclusive but for qrandint) */
+    int64_t iq;          /* qrandint: the step, >= 1 */
+    int64_t ik0;         /* qrandint: values are (ik0 + j) * iq, j in [0, count) */
+    /* Discrete domains: number of distinct values (integers, choice, grid);
+     * 1 for a constant, 0 for a continuous domain. */
+    int64_t count;
+    /* "grid_points" as given (0 when absent), and the points the grid
+     * searcher enumerates then: ascending, de-duplicated, npoints of them.
+     * Integer domains hold exact integers here. */
+    int64_t grid_points;
+    double *points;
+    int64_t npoints;
+    /* choice/grid: the "values" array; constant: the value. Own reference. */
+    json_t *values;
+    int cube; /* coordinate in the unit cube; -1 for grid and constant */
+} SpaceParam;
+
+struct Space {
+    SpaceParam *params; /* nparams of them, in spec order */
+    int nparams;
+    int dims;          /* unit-cube coordinates */
+    int64_t grid_size; /* product of the grid parameters' counts, >= 1 */
+};
+
+/* Value of p at cube coordinate u (clamped into [0, 1]); p is not a grid or
+ * a constant. New reference, NULL when out of memory. */
+json_t *space__decode_value(const SpaceParam *p, double u);
+
+/* Number of values the grid searcher enumerates for p; 0 when p cannot be
+ * enumerated (continuous without grid_points, or an integer domain with more
+ * than SPACE_MAX_GRID_POINTS values and no grid_points). */
+int64_t space__enum_count(const SpaceParam *p);
+/* The i-th enumerated value of p (0 <= i < space__enum_count). New
+ * reference, NULL when out of memory. */
+json_t *space__enum_value(const SpaceParam *p, int64_t i);
+
+/* Fills p->points / p->npoints from p->grid_points (p's bounds must be set).
+ * Returns 0, or -1 when out of memory. */
+int space__make_points(SpaceParam *p);
+
+/* round(x / q) * q for a quantized float domain, clamped into [low, high] by
+ * stepping to the nearest multiple inside (kmin or kmax). */
+double space__quantize(const SpaceParam *p, double x);
+
+/* Builds a config in spec order: parameter i takes its enumerated value
+ * idx[i] when idx[i] >= 0, else its value at cube coordinate u[cube].
+ * Constants are copied. New reference, NULL when out of memory. */
+json_t *space__build(const Space *space, const double *u, const int64_t *idx);
+
+/* 64 random bits that depend only on the four keys (splitmix64 of each in
+ * turn): the stream of trial `number` never depends on another trial. */
+uint64_t sampler__hash(uint64_t seed, uint64_t stream, uint64_t number, uint64_t dim);
+/* sampler__hash(seed, SAMPLER_STREAM_RANDOM, number, dim) as a double in [0, 1). */
+double sampler__uniform(uint64_t seed, uint64_t number, uint64_t dim);
+
+/* Point `index` (0-based) of GSL's Sobol sequence in `dims` dimensions
+ * (dims <= SOBOL_MAX_DIMS), as 30-bit numerators: point = x / 2^30. Index i
+ * is the point GSL's generator holds after i calls of gsl_qrng_get (index 0
+ * is the origin it starts from). Returns 0, or -1 when GSL fails or
+ * index >= 2^30 (GSL's sequence ends there). Thread-safe. */
+int sampler__sobol_raw(uint64_t index, int dims, uint32_t *x);
+
+/* Point `index` of the Sobol sequence, digitally shifted: each coordinate's
+ * 30 bits XOR-ed with bits drawn from (seed, shift_key, dimension), so
+ * different seeds give different sequences with the same spread. Values in
+ * [0, 1). Returns 0 or -1 as sampler__sobol_raw. */
+int sampler__sobol_point(uint64_t index, int dims, uint64_t seed, uint64_t shift_key, double *u);
+
+#endif

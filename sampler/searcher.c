@@ -1,0 +1,192 @@
+/* The searchers' spec, the trial count, and the config of trial n.
+ *
+ * Grid semantics are Ray Tune's: the enumerated parameters form a cartesian
+ * product of G combinations (first parameter slowest) that is repeated
+ * num_samples times, trial n taking combination n mod G in repetition n / G.
+ * The random searcher enumerates only "grid" parameters and draws the rest;
+ * the grid searcher enumerates every parameter. Nothing here keeps state, so
+ * a config is a pure function of (space, searcher, n). */
+#include "sampler_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "jsonv.h"
+
+#define INVALID RUNG_E_INVALID_SPEC
+
+/* Seeds go up to 2^53 so that they survive a trip through a JSON double. */
+#define SEARCHER_MAX_SEED (INT64_C(1) << 53)
+
+static const char *const SEARCHER_KEYS[] = {"type", "seed", "quasi", "n_initial", NULL};
+
+/* Fails on the first parameter the grid searcher cannot enumerate. */
+static int check_enumerable(const Space *space, RungError *err)
+{
+    for (int i = 0; i < space->nparams; i++) {
+        const SpaceParam *p = &space->params[i];
+        if (space__enum_count(p) > 0)
+            continue;
+        char path[RUNG_FIELD_MAX];
+        char field[RUNG_FIELD_MAX];
+        jsonv_path(path, sizeof path, "search_space", p->name);
+        jsonv_path(field, sizeof field, path, "grid_points");
+        if (p->count > 0)
+            return rung_error_set(err, INVALID, field,
+                                  "%s: the grid searcher needs grid_points for an integer "
+                                  "domain of %lld values (at most %d are enumerated)",
+                                  path, (long long)p->count, SPACE_MAX_GRID_POINTS);
+        return rung_error_set(err, INVALID, field,
+                              "%s: the grid searcher needs grid_points for a continuous domain",
+                              path);
+    }
+    return 0;
+}
+
+int searcher_parse(const json_t *searcher, const Space *space, SearcherSpec *out, RungError *err)
+{
+    memset(out, 0, sizeof *out);
+    out->type = SEARCHER_RANDOM;
+    int dims = space->dims;
+    if (searcher == NULL || json_is_null(searcher))
+        return 0;
+    int rc = jsonv_object(searcher, "searcher", INVALID, err);
+    if (rc == 0)
+        rc = jsonv_only_keys(searcher, "searcher", SEARCHER_KEYS, INVALID, err);
+    const char *type = "random";
+    if (rc == 0)
+        rc = jsonv_string(searcher, "searcher", "type", JSONV_OPTIONAL, 16, &type, INVALID, err);
+    if (rc != 0)
+        return rc;
+    if (strcmp(type, "random") == 0)
+        out->type = SEARCHER_RANDOM;
+    else if (strcmp(type, "grid") == 0)
+        out->type = SEARCHER_GRID;
+    else if (strcmp(type, "bayes") == 0)
+        out->type = SEARCHER_BAYES;
+    else
+        return rung_error_set(err, INVALID, "searcher.type",
+                              "searcher.type: unknown searcher \"%s\" (random, grid or bayes)",
+                              type);
+
+    int64_t seed = -1;
+    rc = jsonv_int(searcher, "searcher", "seed", JSONV_OPTIONAL, 0, SEARCHER_MAX_SEED, &seed,
+                   INVALID, err);
+    if (rc != 0)
+        return rc;
+    /* Without a seed the caller draws one and stores it with the experiment. */
+    out->has_seed = seed >= 0;
+    out->seed = out->has_seed ? (uint64_t)seed : 0;
+
+    const json_t *quasi = json_object_get(searcher, "quasi");
+    if (quasi != NULL && out->type != SEARCHER_RANDOM)
+        return rung_error_set(err, INVALID, "searcher.quasi",
+                              "searcher.quasi: only the random searcher takes quasi");
+    rc = jsonv_bool(searcher, "searcher", "quasi", JSONV_OPTIONAL, &out->quasi, INVALID, err);
+    if (rc != 0)
+        return rc;
+    if (out->quasi && dims > SOBOL_MAX_DIMS)
+        return rung_error_set(err, INVALID, "searcher.quasi",
+                              "searcher.quasi: Sobol points have at most %d dimensions, the "
+                              "search space samples %d parameters",
+                              SOBOL_MAX_DIMS, dims);
+
+    const json_t *n_initial = json_object_get(searcher, "n_initial");
+    if (n_initial != NULL && out->type != SEARCHER_BAYES)
+        return rung_error_set(err, INVALID, "searcher.n_initial",
+                              "searcher.n_initial: only the bayes searcher takes n_initial");
+    if (out->type == SEARCHER_BAYES) {
+        out->n_initial = 2 * (int64_t)dims > 5 ? 2 * (int64_t)dims : 5; /* API.md default */
+        rc = jsonv_int(searcher, "searcher", "n_initial", JSONV_OPTIONAL, 1, SAMPLER_MAX_TRIALS,
+                       &out->n_initial, INVALID, err);
+        if (rc != 0)
+            return rc;
+    }
+    if (out->type == SEARCHER_GRID)
+        return check_enumerable(space, err);
+    return 0;
+}
+
+/* Number of combinations the searcher enumerates, saturated at
+ * SAMPLER_MAX_TRIALS + 1 (the grid searcher's product can be astronomical);
+ * 0 when some parameter cannot be enumerated. */
+static int64_t combinations(const Space *space, const SearcherSpec *searcher)
+{
+    if (searcher->type != SEARCHER_GRID)
+        return space->grid_size;
+    int64_t g = 1;
+    for (int i = 0; i < space->nparams; i++) {
+        int64_t n = space__enum_count(&space->params[i]);
+        if (n == 0)
+            return 0;
+        /* g <= MAX + 1 and n <= SPACE_MAX_VALUES: the product fits. */
+        g *= n;
+        if (g > SAMPLER_MAX_TRIALS)
+            g = SAMPLER_MAX_TRIALS + 1;
+    }
+    return g;
+}
+
+int sampler_total_trials(const Space *space, const SearcherSpec *searcher, int64_t num_samples,
+                         int64_t *out, RungError *err)
+{
+    *out = 0;
+    if (num_samples < 1)
+        return rung_error_set(err, INVALID, "num_samples", "num_samples: must be >= 1");
+    if (searcher->type == SEARCHER_GRID) {
+        int rc = check_enumerable(space, err);
+        if (rc != 0)
+            return rc;
+    }
+    int64_t g = combinations(space, searcher);
+    if (g > SAMPLER_MAX_TRIALS / num_samples)
+        return rung_error_set(err, INVALID, "num_samples",
+                              "num_samples: %lld samples of %s%lld grid combinations are more "
+                              "than %lld trials",
+                              (long long)num_samples, g > SAMPLER_MAX_TRIALS ? "over " : "",
+                              (long long)(g > SAMPLER_MAX_TRIALS ? SAMPLER_MAX_TRIALS : g),
+                              SAMPLER_MAX_TRIALS);
+    *out = g * num_samples;
+    return 0;
+}
+
+json_t *sampler_config(const Space *space, const SearcherSpec *searcher, int64_t number)
+{
+    bool all = searcher->type == SEARCHER_GRID;
+    int64_t g = combinations(space, searcher);
+    if (number < 0 || g < 1 || g > SAMPLER_MAX_TRIALS)
+        return NULL;
+    int64_t combo = number % g;
+    int64_t rep = number / g;
+
+    /* Mixed radix over the enumerated parameters: the first varies slowest. */
+    int64_t idx[SPACE_MAX_PARAMS];
+    int64_t rest = combo;
+    for (int i = space->nparams - 1; i >= 0; i--) {
+        const SpaceParam *p = &space->params[i];
+        idx[i] = -1;
+        if (all || p->kind == SPACE_GRID) {
+            int64_t n = all ? space__enum_count(p) : p->count;
+            idx[i] = rest % n;
+            rest /= n;
+        }
+    }
+    if (all)
+        return space__build(space, NULL, idx);
+
+    double u[SPACE_MAX_PARAMS];
+    int dims = space->dims;
+    /* bayes starts from Sobol points too, where there are enough dimensions. */
+    bool quasi = searcher->type == SEARCHER_RANDOM ? searcher->quasi : dims <= SOBOL_MAX_DIMS;
+    if (dims > 0 && quasi) {
+        /* Each grid combination gets its own shifted sequence and walks it
+         * with the repetition index: every k-th point of one shared sequence
+         * (k = G) would not be spread at all when k is a power of two. */
+        if (sampler__sobol_point((uint64_t)rep, dims, searcher->seed, (uint64_t)combo, u) != 0)
+            return NULL;
+    } else {
+        for (int j = 0; j < dims; j++)
+            u[j] = sampler__uniform(searcher->seed, (uint64_t)number, (uint64_t)j);
+    }
+    return space__build(space, u, idx);
+}

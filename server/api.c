@@ -1,0 +1,728 @@
+/* Request handlers; see api.h and API.md for every shape. */
+#include "api.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "jsonv.h"
+
+#define A RUNG_E_INVALID_ARGUMENT
+#define LIST_DEFAULT 100    /* API.md: lists default to 100 items ... */
+#define LIST_MAX 1000       /* ... and give at most 1,000 at once */
+#define METRICS_MAX 10000   /* reports per metrics call; page with after_step */
+#define LONG_POLL_MAX_S 30  /* API.md: a lease waits at most 30 s */
+#define MAX_TRIAL_IDS 1024  /* trials one heartbeat may list */
+#define MAX_NAME 256        /* worker name and hostname */
+#define MAX_GPUS_JSON 64    /* GPUs a worker may describe */
+
+void api_error(Job *job, int code, const char *field, const char *message)
+{
+    json_decref(job->reply);
+    job->status = rung_error_status(code);
+    json_t *body = json_pack("{s:s, s:s}", "code", rung_error_string(code), "message", message);
+    if (field && field[0])
+        json_object_set_new(body, "field", json_string(field));
+    job->reply = json_pack("{s:o}", "error", body);
+}
+
+static void fail(Job *job, const RungError *err)
+{
+    api_error(job, err->code, err->field, err->message);
+}
+
+static void reply(Job *job, int status, json_t *body)
+{
+    json_decref(job->reply);
+    job->status = status;
+    job->reply = body;
+}
+
+static void not_found(Job *job, const char *what, int64_t id)
+{
+    char msg[96];
+    snprintf(msg, sizeof msg, "%s %lld not found", what, (long long)id);
+    api_error(job, RUNG_E_NOT_FOUND, "", msg);
+}
+
+static json_t *time_json(int64_t ms)
+{
+    if (ms <= 0)
+        return json_null();
+    char buf[RUNG_TIME_LEN];
+    rung_time_format(ms, buf, sizeof buf);
+    return json_string(buf);
+}
+
+static json_t *id_or_null(int64_t id)
+{
+    return id > 0 ? json_integer(id) : json_null();
+}
+
+/* A non-negative integer query argument; fills err on a bad one. */
+static int query_int(const Job *job, const char *name, int64_t def, int64_t min, int64_t max,
+                     int64_t *out, RungError *err)
+{
+    *out = def;
+    const char *s = json_string_value(json_object_get(job->query, name));
+    if (s == NULL || s[0] == '\0')
+        return 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (*end != '\0' || v < min || v > max)
+        return rung_error_set(err, A, name, "%s: must be an integer between %lld and %lld", name,
+                              (long long)min, (long long)max);
+    *out = v;
+    return 0;
+}
+
+/* The body as an object with only the allowed keys. */
+static int body_object(const Job *job, const char *const *allowed, RungError *err)
+{
+    if (!json_is_object(job->body))
+        return rung_error_set(err, RUNG_E_BAD_JSON, "", "body: must be a JSON object");
+    return jsonv_only_keys(job->body, "", allowed, A, err);
+}
+
+/* ---- objects ---- */
+
+static json_t *counts_json(const Experiment *x)
+{
+    json_t *c = json_object();
+    for (int s = 0; s < TRIAL__COUNT; s++)
+        json_object_set_new(c, trial_state_name((TrialState)s), json_integer(x->counts[s]));
+    return c;
+}
+
+/* A finite metric value as a number, a non-finite one as API.md's string. */
+static json_t *value_json(double v)
+{
+    if (isnan(v))
+        return json_string("NaN");
+    if (isinf(v))
+        return json_string(v > 0 ? "Infinity" : "-Infinity");
+    return json_real(v);
+}
+
+static json_t *experiment_json(const Experiment *x)
+{
+    json_t *o = json_copy(x->spec.json); /* shallow: the spec's members are shared */
+    json_object_set_new(o, "id", json_integer(x->id));
+    json_object_set_new(o, "state", json_string(exp_state_name(x->state)));
+    json_object_set_new(o, "created_at", time_json(x->created_at));
+    json_object_set_new(o, "ended_at", time_json(x->ended_at));
+    json_object_set_new(o, "total_trials", json_integer(x->spec.total_trials));
+    json_object_set_new(o, "counts", counts_json(x));
+    const Trial *b = x->best;
+    json_object_set_new(o, "best",
+                        b ? json_pack("{s:I, s:o, s:O, s:I}", "trial_id", (json_int_t)b->id,
+                                      "value", value_json(b->best_value), "config", b->config,
+                                      "step", (json_int_t)b->best_step)
+                          : json_null());
+    return o;
+}
+
+static json_t *trial_json(const Trial *t)
+{
+    json_t *o = json_pack("{s:I, s:I, s:I, s:s, s:O, s:I}", "id", (json_int_t)t->id,
+                          "experiment_id", (json_int_t)t->exp->id, "number",
+                          (json_int_t)t->number, "state", trial_state_name(t->state), "config",
+                          t->config, "attempt", (json_int_t)t->attempt);
+    json_object_set_new(o, "worker_id", id_or_null(t->worker_id));
+    json_object_set_new(o, "step", t->has_step ? json_integer(t->step) : json_null());
+    json_object_set_new(o, "last", t->last ? json_incref(t->last) : json_null());
+    json_object_set_new(o, "best",
+                        t->has_best ? json_pack("{s:o, s:I}", "value", value_json(t->best_value),
+                                                "step", (json_int_t)t->best_step)
+                                    : json_null());
+    json_object_set_new(o, "error", t->error ? json_string(t->error) : json_null());
+    json_object_set_new(o, "created_at", time_json(t->created_at));
+    json_object_set_new(o, "started_at", time_json(t->started_at));
+    json_object_set_new(o, "ended_at", time_json(t->ended_at));
+    return o;
+}
+
+static json_t *list_json(json_t *items, int64_t total)
+{
+    return json_pack("{s:o, s:I}", "items", items, "total", (json_int_t)total);
+}
+
+/* ---- experiments ---- */
+
+void api_experiment_create(Engine *e, Job *job)
+{
+    RungError err;
+    rung_error_clear(&err);
+    Spec spec;
+    if (spec_parse(job->body, engine_seed(), &spec, &err) != 0) {
+        fail(job, &err);
+        return;
+    }
+    Experiment *x = core_experiment_add(engine_core(e), &spec, engine_now(e));
+    reply(job, 201, experiment_json(x));
+}
+
+void api_experiment_list(Engine *e, Job *job)
+{
+    RungError err;
+    int64_t limit, offset;
+    if (query_int(job, "limit", LIST_DEFAULT, 1, LIST_MAX, &limit, &err) ||
+        query_int(job, "offset", 0, 0, INT64_MAX, &offset, &err)) {
+        fail(job, &err);
+        return;
+    }
+    Core *core = engine_core(e);
+    json_t *items = json_array();
+    int64_t total = 0;
+    for (int64_t id = core->n_exps - 1; id >= 1; id--) { /* newest first */
+        Experiment *x = core->exps[id];
+        if (x == NULL)
+            continue;
+        if (total >= offset && total < offset + limit)
+            json_array_append_new(items, experiment_json(x));
+        total++;
+    }
+    reply(job, 200, list_json(items, total));
+}
+
+static Experiment *find_experiment(Engine *e, Job *job)
+{
+    Experiment *x = core_experiment(engine_core(e), job->ids[0]);
+    if (x == NULL)
+        not_found(job, "experiment", job->ids[0]);
+    return x;
+}
+
+void api_experiment_get(Engine *e, Job *job)
+{
+    Experiment *x = find_experiment(e, job);
+    if (x)
+        reply(job, 200, experiment_json(x));
+}
+
+void api_experiment_cancel(Engine *e, Job *job)
+{
+    Experiment *x = find_experiment(e, job);
+    if (x == NULL)
+        return;
+    RungError err;
+    if (core_cancel(engine_core(e), x, engine_now(e), &err) != 0)
+        fail(job, &err);
+    else
+        reply(job, 200, experiment_json(x));
+}
+
+/* Orders trials by best value, best first; trials without one go last. */
+static int by_value(const void *pa, const void *pb)
+{
+    const Trial *a = *(Trial *const *)pa, *b = *(Trial *const *)pb;
+    if (a->has_best != b->has_best)
+        return a->has_best ? -1 : 1;
+    if (a->has_best) {
+        double la = spec_loss(&a->exp->spec, a->best_value);
+        double lb = spec_loss(&b->exp->spec, b->best_value);
+        if (la != lb)
+            return la < lb ? -1 : 1;
+    }
+    return a->number < b->number ? -1 : (a->number > b->number);
+}
+
+void api_experiment_trials(Engine *e, Job *job)
+{
+    Experiment *x = find_experiment(e, job);
+    if (x == NULL)
+        return;
+    RungError err;
+    int64_t limit, offset;
+    if (query_int(job, "limit", LIST_DEFAULT, 1, LIST_MAX, &limit, &err) ||
+        query_int(job, "offset", 0, 0, INT64_MAX, &offset, &err)) {
+        fail(job, &err);
+        return;
+    }
+    const char *state_s = json_string_value(json_object_get(job->query, "state"));
+    const char *sort = json_string_value(json_object_get(job->query, "sort"));
+    TrialState state = TRIAL_PENDING;
+    bool filter = state_s != NULL && state_s[0] != '\0';
+    if (filter && trial_state_parse(state_s, &state) != 0) {
+        api_error(job, A, "state",
+                  "state: must be pending, running, completed, stopped, failed or canceled");
+        return;
+    }
+    if (sort && sort[0] && strcmp(sort, "value") != 0 && strcmp(sort, "number") != 0) {
+        api_error(job, A, "sort", "sort: must be number or value");
+        return;
+    }
+    Trial **sel = malloc(sizeof(Trial *) * (size_t)(x->n_trials ? x->n_trials : 1));
+    if (sel == NULL)
+        abort();
+    int64_t n = 0;
+    for (int64_t i = 0; i < x->n_trials; i++)
+        if (!filter || x->trials[i]->state == state)
+            sel[n++] = x->trials[i];
+    if (sort && strcmp(sort, "value") == 0)
+        qsort(sel, (size_t)n, sizeof *sel, by_value);
+    json_t *items = json_array();
+    for (int64_t i = offset; i < n && i < offset + limit; i++)
+        json_array_append_new(items, trial_json(sel[i]));
+    free(sel);
+    reply(job, 200, list_json(items, n));
+}
+
+/* Writes s as one CSV field, quoted when it needs to be (RFC 4180). */
+static void csv_field(FILE *out, const char *s)
+{
+    if (strpbrk(s, ",\"\r\n") == NULL) {
+        fputs(s, out);
+        return;
+    }
+    fputc('"', out);
+    for (const char *c = s; *c; c++) {
+        if (*c == '"')
+            fputc('"', out);
+        fputc(*c, out);
+    }
+    fputc('"', out);
+}
+
+static void csv_value(FILE *out, const json_t *v)
+{
+    if (v == NULL || json_is_null(v))
+        return;
+    if (json_is_string(v)) {
+        csv_field(out, json_string_value(v));
+    } else if (json_is_integer(v)) {
+        fprintf(out, "%lld", (long long)json_integer_value(v));
+    } else if (json_is_real(v)) {
+        fprintf(out, "%.17g", json_real_value(v));
+    } else {
+        char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        csv_field(out, text ? text : "");
+        free(text);
+    }
+}
+
+void api_experiment_csv(Engine *e, Job *job)
+{
+    Experiment *x = find_experiment(e, job);
+    if (x == NULL)
+        return;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    if (out == NULL)
+        abort();
+    json_t *space = json_object_get(x->spec.json, "search_space");
+    const char *name;
+    json_t *dom;
+    fputs("id,number,state", out);
+    json_object_foreach(space, name, dom) {
+        fputc(',', out);
+        csv_field(out, name);
+    }
+    fputs(",best_value,last_value,steps\n", out);
+    for (int64_t i = 0; i < x->n_trials; i++) {
+        const Trial *t = x->trials[i];
+        fprintf(out, "%lld,%lld,%s", (long long)t->id, (long long)t->number,
+                trial_state_name(t->state));
+        json_object_foreach(space, name, dom) {
+            fputc(',', out);
+            csv_value(out, json_object_get(t->config, name));
+        }
+        fputc(',', out);
+        if (t->has_best)
+            fprintf(out, "%.17g", t->best_value);
+        fputc(',', out);
+        csv_value(out, t->last ? json_object_get(t->last, x->spec.metric) : NULL);
+        fputc(',', out);
+        if (t->has_step)
+            fprintf(out, "%lld", (long long)t->step);
+        fputc('\n', out);
+    }
+    fclose(out);
+    job->status = 200;
+    job->text = buf;
+    job->text_len = len;
+    job->content_type = "text/csv; charset=utf-8";
+}
+
+/* ---- trials ---- */
+
+static Trial *find_trial(Engine *e, Job *job)
+{
+    Trial *t = core_trial(engine_core(e), job->ids[0]);
+    if (t == NULL)
+        not_found(job, "trial", job->ids[0]);
+    return t;
+}
+
+void api_trial_get(Engine *e, Job *job)
+{
+    Trial *t = find_trial(e, job);
+    if (t)
+        reply(job, 200, trial_json(t));
+}
+
+void api_trial_metrics(Engine *e, Job *job)
+{
+    Trial *t = find_trial(e, job);
+    if (t == NULL)
+        return;
+    RungError err;
+    int64_t after, limit;
+    if (query_int(job, "after_step", -1, -1, INT64_MAX, &after, &err) ||
+        query_int(job, "limit", METRICS_MAX, 1, METRICS_MAX, &limit, &err)) {
+        fail(job, &err);
+        return;
+    }
+    json_t *items;
+    if (store_reports(engine_store(e), t->id, t->attempt, after, limit, &items, &err) != 0) {
+        fail(job, &err);
+        return;
+    }
+    reply(job, 200, json_pack("{s:o, s:I}", "items", items, "attempt", (json_int_t)t->attempt));
+}
+
+/* Checks a report's metrics: at most CORE_MAX_METRICS, each a number or one
+ * of the strings that stand for non-finite values. */
+static int check_metrics(const json_t *metrics, RungError *err)
+{
+    if (!json_is_object(metrics))
+        return rung_error_set(err, A, "metrics", "metrics: required, a JSON object");
+    if (json_object_size(metrics) > CORE_MAX_METRICS)
+        return rung_error_set(err, A, "metrics", "metrics: more than %d values",
+                              CORE_MAX_METRICS);
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)metrics, key, v) {
+        if (json_is_number(v))
+            continue;
+        const char *s = json_string_value(v);
+        if (s && (strcmp(s, "NaN") == 0 || strcmp(s, "Infinity") == 0 ||
+                  strcmp(s, "-Infinity") == 0))
+            continue;
+        char field[RUNG_FIELD_MAX];
+        jsonv_path(field, sizeof field, "metrics", key);
+        return rung_error_set(err, A, field,
+                              "%s: must be a number (or \"NaN\", \"Infinity\", \"-Infinity\")",
+                              field);
+    }
+    return 0;
+}
+
+void api_trial_report(Engine *e, Job *job)
+{
+    static const char *const allowed[] = {"lease_token", "step", "metrics", NULL};
+    RungError err;
+    rung_error_clear(&err);
+    const char *token;
+    int64_t step;
+    if (body_object(job, allowed, &err) ||
+        jsonv_string(job->body, "", "lease_token", JSONV_REQUIRED, 64, &token, A, &err) ||
+        jsonv_int(job->body, "", "step", JSONV_REQUIRED, 0, (1LL << 53), &step, A, &err) ||
+        check_metrics(json_object_get(job->body, "metrics"), &err)) {
+        fail(job, &err);
+        return;
+    }
+    Trial *t = find_trial(e, job);
+    if (t == NULL)
+        return;
+    ReportAction action;
+    if (core_report(engine_core(e), t, token, step, json_object_get(job->body, "metrics"),
+                    engine_now(e), &action, &err) != 0) {
+        fail(job, &err);
+        return;
+    }
+    reply(job, 200, json_pack("{s:s}", "action", action == ACTION_STOP ? "stop" : "continue"));
+}
+
+void api_trial_finish(Engine *e, Job *job)
+{
+    static const char *const allowed[] = {"lease_token", "status", "error", NULL};
+    RungError err;
+    rung_error_clear(&err);
+    const char *token, *status, *error = NULL;
+    if (body_object(job, allowed, &err) ||
+        jsonv_string(job->body, "", "lease_token", JSONV_REQUIRED, 64, &token, A, &err) ||
+        jsonv_string(job->body, "", "status", JSONV_REQUIRED, 16, &status, A, &err)) {
+        fail(job, &err);
+        return;
+    }
+    json_t *ev = json_object_get(job->body, "error");
+    if (ev && !json_is_null(ev)) {
+        if (!json_is_string(ev)) {
+            api_error(job, A, "error", "error: must be a string");
+            return;
+        }
+        error = json_string_value(ev); /* longer than CORE_MAX_ERROR: the head is kept */
+    }
+    bool completed = strcmp(status, "completed") == 0;
+    if (!completed && strcmp(status, "failed") != 0) {
+        api_error(job, A, "status", "status: must be completed or failed");
+        return;
+    }
+    Trial *t = find_trial(e, job);
+    if (t == NULL)
+        return;
+    if (core_finish(engine_core(e), t, token, completed, error, engine_now(e), &err) != 0)
+        fail(job, &err);
+    else
+        reply(job, 200, trial_json(t));
+}
+
+/* ---- workers ---- */
+
+void api_worker_register(Engine *e, Job *job)
+{
+    static const char *const allowed[] = {"name", "hostname", "gpus", "cpus", NULL};
+    RungError err;
+    rung_error_clear(&err);
+    const char *name = NULL, *hostname = "";
+    int64_t cpus = 0;
+    if (body_object(job, allowed, &err) ||
+        jsonv_string(job->body, "", "name", JSONV_OPTIONAL, MAX_NAME, &name, A, &err) ||
+        jsonv_string(job->body, "", "hostname", JSONV_OPTIONAL, MAX_NAME, &hostname, A, &err) ||
+        jsonv_int(job->body, "", "cpus", JSONV_OPTIONAL, 0, SPEC_MAX_CPUS, &cpus, A, &err)) {
+        fail(job, &err);
+        return;
+    }
+    json_t *gpus = json_object_get(job->body, "gpus");
+    if (gpus == NULL || json_is_null(gpus)) {
+        gpus = json_array();
+    } else if (!json_is_array(gpus) || json_array_size(gpus) > MAX_GPUS_JSON) {
+        api_error(job, A, "gpus", "gpus: must be an array of at most 64 GPU objects");
+        return;
+    } else {
+        size_t i;
+        json_t *g;
+        json_array_foreach(gpus, i, g) {
+            if (!json_is_object(g)) {
+                char field[32];
+                snprintf(field, sizeof field, "gpus[%zu]", i);
+                api_error(job, A, field, "gpus: each GPU must be an object");
+                return;
+            }
+        }
+        json_incref(gpus);
+    }
+    const char *label = name ? name : (hostname[0] ? hostname : "worker");
+    Worker *w = core_worker_add(engine_core(e), label, hostname, gpus, cpus, engine_now(e));
+    const EngineConfig *cfg = engine_config(e);
+    reply(job, 201, json_pack("{s:I, s:I, s:f}", "worker_id", (json_int_t)w->id, "heartbeat_s",
+                              (json_int_t)cfg->heartbeat_s, "lease_s",
+                              (double)cfg->lease_ms / 1000.0));
+}
+
+void api_worker_list(Engine *e, Job *job)
+{
+    Core *core = engine_core(e);
+    const EngineConfig *cfg = engine_config(e);
+    json_t *items = json_array();
+    /* Running trials by worker: one pass over the running list. */
+    json_t **running = calloc((size_t)core->n_workers, sizeof *running);
+    if (running == NULL)
+        abort();
+    for (Trial *t = core->running.head; t != NULL; t = t->next) {
+        if (t->worker_id <= 0 || t->worker_id >= core->n_workers)
+            continue;
+        if (running[t->worker_id] == NULL)
+            running[t->worker_id] = json_array();
+        json_array_append_new(running[t->worker_id], json_integer(t->id));
+    }
+    for (int64_t id = 1; id < core->n_workers; id++) {
+        Worker *w = core->workers[id];
+        if (w == NULL)
+            continue;
+        /* Alive: seen within a lease length (a worker heartbeats several
+         * times per lease). */
+        bool alive = engine_now(e) - w->last_seen_at <= cfg->lease_ms;
+        json_t *o = json_pack("{s:I, s:s, s:s, s:O, s:I, s:o, s:o, s:b, s:O, s:o}", "id",
+                              (json_int_t)w->id, "name", w->name, "hostname", w->hostname,
+                              "gpus", w->gpus, "cpus", (json_int_t)w->cpus, "registered_at",
+                              time_json(w->registered_at), "last_seen_at",
+                              time_json(w->last_seen_at), "alive", alive, "heartbeat",
+                              w->heartbeat ? w->heartbeat : json_null(), "running_trials",
+                              running[id] ? running[id] : json_array());
+        json_array_append_new(items, o);
+    }
+    free(running);
+    reply(job, 200, list_json(items, (int64_t)json_array_size(items)));
+}
+
+static Worker *find_worker(Engine *e, Job *job)
+{
+    Worker *w = core_worker(engine_core(e), job->ids[0]);
+    if (w == NULL)
+        not_found(job, "worker", job->ids[0]);
+    return w;
+}
+
+static int parse_offer(const Job *job, const Worker *w, LeaseOffer *offer, double *wait_s,
+                       RungError *err)
+{
+    static const char *const allowed[] = {"gpus", "cpus", "wait_s", NULL};
+    memset(offer, 0, sizeof *offer);
+    offer->cpus = w->cpus;
+    *wait_s = 0;
+    if (body_object(job, allowed, err) ||
+        jsonv_int(job->body, "", "cpus", JSONV_OPTIONAL, 0, SPEC_MAX_CPUS, &offer->cpus, A,
+                  err) ||
+        jsonv_number(job->body, "", "wait_s", JSONV_OPTIONAL, wait_s, A, err))
+        return err->code;
+    if (*wait_s < 0)
+        return rung_error_set(err, A, "wait_s", "wait_s: must be >= 0");
+    if (*wait_s > LONG_POLL_MAX_S)
+        *wait_s = LONG_POLL_MAX_S; /* API.md: the server caps a long poll at 30 s */
+    json_t *gpus = json_object_get(job->body, "gpus");
+    if (gpus == NULL || json_is_null(gpus))
+        return 0;
+    if (!json_is_array(gpus) || json_array_size(gpus) > CORE_MAX_LEASE_GPUS)
+        return rung_error_set(err, A, "gpus", "gpus: must be an array of at most %d indices",
+                              CORE_MAX_LEASE_GPUS);
+    size_t i;
+    json_t *g;
+    json_array_foreach(gpus, i, g) {
+        if (!json_is_integer(g) || json_integer_value(g) < 0) {
+            char field[32];
+            snprintf(field, sizeof field, "gpus[%zu]", i);
+            return rung_error_set(err, A, field, "%s: must be a GPU index (integer >= 0)",
+                                  field);
+        }
+        offer->gpus[offer->n_gpus++] = json_integer_value(g);
+    }
+    return 0;
+}
+
+void api_worker_lease(Engine *e, Job *job)
+{
+    Worker *w = find_worker(e, job);
+    if (w == NULL)
+        return;
+    LeaseOffer offer;
+    double wait_s;
+    RungError err;
+    rung_error_clear(&err);
+    if (parse_offer(job, w, &offer, &wait_s, &err) != 0) {
+        fail(job, &err);
+        return;
+    }
+    char token[CORE_TOKEN_LEN + 1];
+    engine_token(token);
+    Trial *t = core_lease(engine_core(e), w, &offer, token, engine_now(e));
+    if (t != NULL) {
+        json_t *o = trial_json(t);
+        json_t *trainable = json_object_get(t->exp->spec.json, "trainable");
+        json_object_set(o, "trainable", trainable ? trainable : json_null());
+        json_object_set(o, "resources", t->resources);
+        json_object_set_new(o, "lease_token", json_string(token));
+        reply(job, 200, json_pack("{s:o}", "trial", o));
+        return;
+    }
+    /* First call: set the deadline; later calls (re-runs) keep it. */
+    if (job->deadline_ms == 0)
+        job->deadline_ms = rung_mono_ns() / 1000000 + (int64_t)(wait_s * 1000.0);
+    if (rung_mono_ns() / 1000000 < job->deadline_ms &&
+        engine_park(e, job, job->deadline_ms))
+        return;
+    job->status = 204;
+}
+
+void api_worker_heartbeat(Engine *e, Job *job)
+{
+    static const char *const allowed[] = {"trials", "gpus", NULL};
+    Worker *w = find_worker(e, job);
+    if (w == NULL)
+        return;
+    RungError err;
+    rung_error_clear(&err);
+    if (body_object(job, allowed, &err) != 0) {
+        fail(job, &err);
+        return;
+    }
+    int64_t ids[MAX_TRIAL_IDS];
+    int64_t n = 0;
+    json_t *trials = json_object_get(job->body, "trials");
+    if (trials != NULL && !json_is_null(trials)) {
+        if (!json_is_array(trials) || json_array_size(trials) > MAX_TRIAL_IDS) {
+            api_error(job, A, "trials", "trials: must be an array of at most 1024 trial ids");
+            return;
+        }
+        size_t i;
+        json_t *v;
+        json_array_foreach(trials, i, v) {
+            if (!json_is_integer(v)) {
+                char field[32];
+                snprintf(field, sizeof field, "trials[%zu]", i);
+                api_error(job, A, field, "trials: each must be a trial id");
+                return;
+            }
+            ids[n++] = json_integer_value(v);
+        }
+    }
+    json_t *gpus = json_object_get(job->body, "gpus");
+    if (gpus != NULL && !json_is_null(gpus) && !json_is_array(gpus)) {
+        api_error(job, A, "gpus", "gpus: must be an array");
+        return;
+    }
+    json_t *stop = core_heartbeat(engine_core(e), w, ids, n, json_incref(job->body),
+                                  engine_now(e));
+    reply(job, 200, json_pack("{s:o}", "stop", stop));
+}
+
+/* ---- operations ---- */
+
+void api_prometheus(Engine *e, Job *job)
+{
+    Core *core = engine_core(e);
+    Stats *st = engine_stats(e);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    if (out == NULL)
+        abort();
+    int64_t counts[TRIAL__COUNT];
+    core_trial_counts(core, counts);
+    fputs("# HELP rung_trials Trials by state.\n# TYPE rung_trials gauge\n", out);
+    for (int s = 0; s < TRIAL__COUNT; s++)
+        fprintf(out, "rung_trials{state=\"%s\"} %lld\n", trial_state_name((TrialState)s),
+                (long long)counts[s]);
+    int64_t exps[3] = {0, 0, 0};
+    for (int64_t id = 1; id < core->n_exps; id++)
+        if (core->exps[id])
+            exps[core->exps[id]->state]++;
+    fputs("# HELP rung_experiments Experiments by state.\n# TYPE rung_experiments gauge\n", out);
+    for (int s = 0; s < 3; s++)
+        fprintf(out, "rung_experiments{state=\"%s\"} %lld\n", exp_state_name((ExpState)s),
+                (long long)exps[s]);
+    int64_t alive = 0;
+    for (int64_t id = 1; id < core->n_workers; id++)
+        if (core->workers[id] &&
+            engine_now(e) - core->workers[id]->last_seen_at <= engine_config(e)->lease_ms)
+            alive++;
+    fprintf(out, "# HELP rung_workers_alive Workers seen within a lease length.\n"
+                 "# TYPE rung_workers_alive gauge\nrung_workers_alive %lld\n",
+            (long long)alive);
+    fprintf(out,
+            "# HELP rung_reports_total Reports committed (rate() gives reports/s).\n"
+            "# TYPE rung_reports_total counter\nrung_reports_total %llu\n",
+            (unsigned long long)atomic_load(&st->reports));
+    fprintf(out,
+            "# HELP rung_requests_total HTTP requests answered.\n"
+            "# TYPE rung_requests_total counter\nrung_requests_total %llu\n",
+            (unsigned long long)atomic_load(&st->requests));
+    fprintf(out,
+            "# HELP rung_commits_total SQLite transactions committed.\n"
+            "# TYPE rung_commits_total counter\nrung_commits_total %llu\n",
+            (unsigned long long)atomic_load(&st->batches));
+    stats_write_histogram(out, "rung_request_duration_seconds",
+                          "HTTP request latency, first byte in to reply queued.",
+                          &st->request_latency);
+    stats_write_histogram(out, "rung_sqlite_commit_seconds", "SQLite COMMIT latency.",
+                          &st->commit_latency);
+    fclose(out);
+    job->status = 200;
+    job->text = buf;
+    job->text_len = len;
+    job->content_type = "text/plain; version=0.0.4; charset=utf-8";
+}

@@ -1,0 +1,28 @@
+/* Request handlers: JSON in, core calls, JSON out. They run on the engine
+ * thread (see engine.h), hold no SQL and no policy of their own: validation
+ * of request bodies is here, decisions are in core.c. */
+#ifndef RUNG_SERVER_API_H
+#define RUNG_SERVER_API_H
+
+#include "engine.h"
+
+void api_experiment_create(Engine *e, Job *job);
+void api_experiment_list(Engine *e, Job *job);
+void api_experiment_get(Engine *e, Job *job);
+void api_experiment_cancel(Engine *e, Job *job);
+void api_experiment_trials(Engine *e, Job *job);
+void api_experiment_csv(Engine *e, Job *job);
+void api_trial_get(Engine *e, Job *job);
+void api_trial_metrics(Engine *e, Job *job);
+void api_trial_report(Engine *e, Job *job);
+void api_trial_finish(Engine *e, Job *job);
+void api_worker_register(Engine *e, Job *job);
+void api_worker_list(Engine *e, Job *job);
+void api_worker_lease(Engine *e, Job *job);
+void api_worker_heartbeat(Engine *e, Job *job);
+void api_prometheus(Engine *e, Job *job);
+
+/* Sets job's reply to the error of API.md's shape; field may be "". */
+void api_error(Job *job, int code, const char *field, const char *message);
+
+#endif

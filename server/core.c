@@ -1,0 +1,806 @@
+/* The trial state machine; see core.h for the contract.
+ *
+ * Trial lifecycle:
+ *
+ *   pending --lease--> running --finish ok--> completed
+ *      ^                  |  \--report NaN / finish failed, no retry left--> failed
+ *      |                  |  \--cancel, at its next report or heartbeat--> canceled
+ *      +--retry (attempt+1): finish failed or lease expired, attempt <= max_failures
+ *
+ * An experiment is completed once all its trials exist and are terminal. */
+#include "core.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const trial_names[TRIAL__COUNT] = {"pending",  "running", "completed",
+                                                      "stopped",  "failed",  "canceled"};
+static const char *const exp_names[] = {"running", "completed", "canceled"};
+
+const char *trial_state_name(TrialState s)
+{
+    return (s >= 0 && s < TRIAL__COUNT) ? trial_names[s] : "unknown";
+}
+
+int trial_state_parse(const char *name, TrialState *out)
+{
+    for (int i = 0; i < TRIAL__COUNT; i++) {
+        if (strcmp(name, trial_names[i]) == 0) {
+            *out = (TrialState)i;
+            return 0;
+        }
+    }
+    return RUNG_E_INVALID_ARGUMENT;
+}
+
+const char *exp_state_name(ExpState s)
+{
+    return (s >= EXP_RUNNING && s <= EXP_CANCELED) ? exp_names[s] : "unknown";
+}
+
+int exp_state_parse(const char *name, ExpState *out)
+{
+    for (int i = 0; i <= EXP_CANCELED; i++) {
+        if (strcmp(name, exp_names[i]) == 0) {
+            *out = (ExpState)i;
+            return 0;
+        }
+    }
+    return RUNG_E_INVALID_ARGUMENT;
+}
+
+bool trial_state_terminal(TrialState s)
+{
+    return s == TRIAL_COMPLETED || s == TRIAL_STOPPED || s == TRIAL_FAILED || s == TRIAL_CANCELED;
+}
+
+/* Grows *arr (of elem bytes each) so that index `need` fits; aborts on OOM,
+ * since a daemon that cannot grow its tables cannot keep its promises. */
+static void grow(void **arr, int64_t *cap, int64_t need, size_t elem)
+{
+    if (need < *cap)
+        return;
+    int64_t n = *cap ? *cap : 16;
+    while (n <= need)
+        n *= 2;
+    void *p = realloc(*arr, (size_t)n * elem);
+    if (p == NULL)
+        abort();
+    memset((char *)p + (size_t)*cap * elem, 0, (size_t)(n - *cap) * elem);
+    *arr = p;
+    *cap = n;
+}
+
+/* ---- intrusive lists ---- */
+
+static void list_push_back(TrialList *l, Trial *t)
+{
+    t->next = NULL;
+    t->prev = l->tail;
+    if (l->tail)
+        l->tail->next = t;
+    else
+        l->head = t;
+    l->tail = t;
+    l->len++;
+}
+
+static void list_push_front(TrialList *l, Trial *t)
+{
+    t->prev = NULL;
+    t->next = l->head;
+    if (l->head)
+        l->head->prev = t;
+    else
+        l->tail = t;
+    l->head = t;
+    l->len++;
+}
+
+static void list_remove(TrialList *l, Trial *t)
+{
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        l->head = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    else
+        l->tail = t->prev;
+    t->prev = t->next = NULL;
+    l->len--;
+}
+
+/* ---- change queue ---- */
+
+static void mark_trial(Core *core, Trial *t)
+{
+    if (t->dirty)
+        return;
+    t->dirty = true;
+    grow((void **)&core->dirty_trials, &core->cap_dirty_trials, core->n_dirty_trials,
+         sizeof(Trial *));
+    core->dirty_trials[core->n_dirty_trials++] = t;
+}
+
+static void mark_exp(Core *core, Experiment *e)
+{
+    if (e->dirty)
+        return;
+    e->dirty = true;
+    grow((void **)&core->dirty_exps, &core->cap_dirty_exps, core->n_dirty_exps,
+         sizeof(Experiment *));
+    core->dirty_exps[core->n_dirty_exps++] = e;
+}
+
+static void mark_worker(Core *core, Worker *w)
+{
+    if (w->dirty)
+        return;
+    w->dirty = true;
+    grow((void **)&core->dirty_workers, &core->cap_dirty_workers, core->n_dirty_workers,
+         sizeof(Worker *));
+    core->dirty_workers[core->n_dirty_workers++] = w;
+}
+
+void core_changes(Core *core, CoreChanges *out)
+{
+    out->exps = core->dirty_exps;
+    out->n_exps = core->n_dirty_exps;
+    out->trials = core->dirty_trials;
+    out->n_trials = core->n_dirty_trials;
+    out->workers = core->dirty_workers;
+    out->n_workers = core->n_dirty_workers;
+    out->reports = core->reports;
+    out->n_reports = core->n_reports;
+}
+
+void core_changes_clear(Core *core)
+{
+    for (int64_t i = 0; i < core->n_dirty_exps; i++)
+        core->dirty_exps[i]->dirty = false;
+    for (int64_t i = 0; i < core->n_dirty_trials; i++)
+        core->dirty_trials[i]->dirty = false;
+    for (int64_t i = 0; i < core->n_dirty_workers; i++)
+        core->dirty_workers[i]->dirty = false;
+    for (int64_t i = 0; i < core->n_reports; i++)
+        json_decref(core->reports[i].metrics);
+    core->n_dirty_exps = core->n_dirty_trials = core->n_dirty_workers = core->n_reports = 0;
+}
+
+/* ---- lifecycle ---- */
+
+Core *core_new(int64_t lease_ms)
+{
+    Core *core = calloc(1, sizeof *core);
+    if (core == NULL)
+        return NULL;
+    core->lease_ms = lease_ms;
+    /* Ids start at 1: slot 0 of every table stays empty. */
+    core->n_exps = core->n_trials = core->n_workers = 1;
+    return core;
+}
+
+static void trial_free(Trial *t)
+{
+    json_decref(t->config);
+    json_decref(t->resources);
+    json_decref(t->last);
+    free(t->error);
+    free(t->seen);
+    free(t);
+}
+
+void core_free(Core *core)
+{
+    if (core == NULL)
+        return;
+    core_changes_clear(core);
+    for (int64_t i = 0; i < core->n_trials; i++)
+        if (core->trials[i])
+            trial_free(core->trials[i]);
+    for (int64_t i = 0; i < core->n_exps; i++) {
+        Experiment *e = core->exps[i];
+        if (e) {
+            spec_close(&e->spec);
+            free(e->trials);
+            free(e);
+        }
+    }
+    for (int64_t i = 0; i < core->n_workers; i++) {
+        Worker *w = core->workers[i];
+        if (w) {
+            free(w->name);
+            free(w->hostname);
+            json_decref(w->gpus);
+            json_decref(w->heartbeat);
+            free(w);
+        }
+    }
+    free(core->exps);
+    free(core->trials);
+    free(core->workers);
+    free(core->dirty_exps);
+    free(core->dirty_trials);
+    free(core->dirty_workers);
+    free(core->reports);
+    free(core);
+}
+
+Experiment *core_experiment(Core *core, int64_t id)
+{
+    return (id > 0 && id < core->n_exps) ? core->exps[id] : NULL;
+}
+
+Trial *core_trial(Core *core, int64_t id)
+{
+    return (id > 0 && id < core->n_trials) ? core->trials[id] : NULL;
+}
+
+Worker *core_worker(Core *core, int64_t id)
+{
+    return (id > 0 && id < core->n_workers) ? core->workers[id] : NULL;
+}
+
+/* ---- experiments and trials ---- */
+
+static void put_exp(Core *core, int64_t id, Experiment *e)
+{
+    grow((void **)&core->exps, &core->cap_exps, id, sizeof(Experiment *));
+    core->exps[id] = e;
+    if (id >= core->n_exps)
+        core->n_exps = id + 1;
+}
+
+static void put_trial(Core *core, Experiment *e, Trial *t)
+{
+    grow((void **)&core->trials, &core->cap_trials, t->id, sizeof(Trial *));
+    core->trials[t->id] = t;
+    if (t->id >= core->n_trials)
+        core->n_trials = t->id + 1;
+    grow((void **)&e->trials, &e->cap_trials, t->number, sizeof(Trial *));
+    e->trials[t->number] = t;
+    if (t->number >= e->n_trials)
+        e->n_trials = t->number + 1;
+    e->counts[t->state]++;
+}
+
+static Experiment *exp_new(Core *core, int64_t id, Spec *spec, int64_t now)
+{
+    Experiment *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        abort();
+    e->id = id;
+    e->spec = *spec;
+    memset(spec, 0, sizeof *spec);
+    e->state = EXP_RUNNING;
+    e->created_at = now;
+    put_exp(core, id, e);
+    return e;
+}
+
+Experiment *core_experiment_add(Core *core, Spec *spec, int64_t now)
+{
+    Experiment *e = exp_new(core, core->n_exps, spec, now);
+    mark_exp(core, e);
+    core->availability_changed = true;
+    return e;
+}
+
+Trial *core_trial_add(Core *core, Experiment *exp, json_t *config, int64_t now)
+{
+    Trial *t = calloc(1, sizeof *t);
+    if (t == NULL)
+        abort();
+    t->id = core->n_trials;
+    t->exp = exp;
+    t->number = exp->n_trials;
+    t->state = TRIAL_PENDING;
+    t->config = config;
+    t->attempt = 1;
+    t->created_at = now;
+    put_trial(core, exp, t);
+    list_push_back(&exp->pending, t);
+    mark_trial(core, t);
+    core->availability_changed = true;
+    return t;
+}
+
+int64_t core_proposals_wanted(const Experiment *exp, int64_t target)
+{
+    if (exp->state != EXP_RUNNING)
+        return 0;
+    int64_t left = exp->spec.total_trials - exp->n_trials - exp->proposing;
+    int64_t want = target - exp->pending.len - exp->proposing;
+    if (want > left)
+        want = left;
+    return want > 0 ? want : 0;
+}
+
+/* Whether a is a better value of exp's metric than b. */
+static bool better(const Experiment *e, double a, double b)
+{
+    return spec_loss(&e->spec, a) < spec_loss(&e->spec, b);
+}
+
+static void recompute_best(Experiment *e)
+{
+    e->best = NULL;
+    for (int64_t i = 0; i < e->n_trials; i++) {
+        Trial *t = e->trials[i];
+        if (t && t->has_best && (e->best == NULL || better(e, t->best_value, e->best->best_value)))
+            e->best = t;
+    }
+}
+
+static void maybe_complete(Core *core, Experiment *e, int64_t now)
+{
+    if (e->state != EXP_RUNNING || e->n_trials < e->spec.total_trials)
+        return;
+    int64_t terminal = e->counts[TRIAL_COMPLETED] + e->counts[TRIAL_STOPPED] +
+                       e->counts[TRIAL_FAILED] + e->counts[TRIAL_CANCELED];
+    if (terminal < e->spec.total_trials)
+        return;
+    e->state = EXP_COMPLETED;
+    e->ended_at = now;
+    mark_exp(core, e);
+}
+
+/* Moves t to state s, keeping counts, lists and times in step. */
+static void set_state(Core *core, Trial *t, TrialState s, int64_t now)
+{
+    Experiment *e = t->exp;
+    if (t->state == TRIAL_RUNNING) {
+        list_remove(&core->running, t);
+        core->availability_changed = true; /* a concurrency slot is free */
+    } else if (t->state == TRIAL_PENDING) {
+        list_remove(&e->pending, t);
+    }
+    e->counts[t->state]--;
+    e->counts[s]++;
+    t->state = s;
+    if (s == TRIAL_RUNNING) {
+        list_push_back(&core->running, t);
+        t->started_at = now;
+        t->ended_at = 0;
+    }
+    if (trial_state_terminal(s)) {
+        t->ended_at = now;
+        maybe_complete(core, e, now);
+    }
+    mark_trial(core, t);
+}
+
+static void set_error(Trial *t, const char *error)
+{
+    free(t->error);
+    t->error = NULL;
+    if (error == NULL)
+        return;
+    size_t len = strnlen(error, CORE_MAX_ERROR);
+    t->error = malloc(len + 1);
+    if (t->error == NULL)
+        abort();
+    memcpy(t->error, error, len);
+    t->error[len] = '\0';
+}
+
+/* Forgets what the current attempt reported, for a retry. */
+static void reset_attempt(Trial *t)
+{
+    t->has_step = t->has_best = false;
+    t->step = t->best_step = 0;
+    t->best_value = 0;
+    json_decref(t->last);
+    t->last = NULL;
+    t->n_seen = 0;
+}
+
+/* A failed attempt: retried as the same trial while attempts remain. */
+static void fail_or_retry(Core *core, Trial *t, const char *error, int64_t now)
+{
+    set_error(t, error);
+    if (t->attempt <= t->exp->spec.max_failures) {
+        Experiment *e = t->exp;
+        set_state(core, t, TRIAL_PENDING, now);
+        /* Retries go first: they were promised before the trials behind them. */
+        list_push_front(&e->pending, t);
+        t->attempt++;
+        t->lease_token[0] = '\0';
+        t->started_at = 0;
+        reset_attempt(t);
+        if (e->best == t)
+            recompute_best(e);
+        core->availability_changed = true;
+    } else {
+        set_state(core, t, TRIAL_FAILED, now);
+    }
+}
+
+/* ---- workers and leases ---- */
+
+static char *dup_str(const char *s)
+{
+    char *d = strdup(s ? s : "");
+    if (d == NULL)
+        abort();
+    return d;
+}
+
+static Worker *worker_new(Core *core, int64_t id, const char *name, const char *hostname,
+                          json_t *gpus, int64_t cpus, int64_t registered_at)
+{
+    Worker *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        abort();
+    w->id = id;
+    w->name = dup_str(name);
+    w->hostname = dup_str(hostname);
+    w->gpus = gpus;
+    w->cpus = cpus;
+    w->registered_at = w->last_seen_at = registered_at;
+    grow((void **)&core->workers, &core->cap_workers, id, sizeof(Worker *));
+    core->workers[id] = w;
+    if (id >= core->n_workers)
+        core->n_workers = id + 1;
+    return w;
+}
+
+Worker *core_worker_add(Core *core, const char *name, const char *hostname, json_t *gpus,
+                        int64_t cpus, int64_t now)
+{
+    Worker *w = worker_new(core, core->n_workers, name, hostname, gpus, cpus, now);
+    mark_worker(core, w);
+    return w;
+}
+
+void core_worker_seen(Core *core, Worker *w, int64_t now)
+{
+    (void)core;
+    if (now > w->last_seen_at)
+        w->last_seen_at = now;
+}
+
+static bool fits(const Experiment *e, const LeaseOffer *offer)
+{
+    if (e->spec.max_concurrent > 0 && e->counts[TRIAL_RUNNING] >= e->spec.max_concurrent)
+        return false;
+    return e->spec.gpus <= offer->n_gpus && e->spec.cpus <= offer->cpus;
+}
+
+Trial *core_lease(Core *core, Worker *w, const LeaseOffer *offer, const char *token,
+                  int64_t now)
+{
+    core_worker_seen(core, w, now);
+    for (int64_t id = 1; id < core->n_exps; id++) {
+        Experiment *e = core->exps[id];
+        if (e == NULL || e->state != EXP_RUNNING || e->pending.head == NULL || !fits(e, offer))
+            continue;
+        Trial *t = e->pending.head;
+        set_state(core, t, TRIAL_RUNNING, now);
+        t->worker_id = w->id;
+        snprintf(t->lease_token, sizeof t->lease_token, "%s", token);
+        t->lease_expires_ms = now + core->lease_ms;
+        json_t *gpus = json_array();
+        for (int64_t i = 0; i < e->spec.gpus; i++)
+            json_array_append_new(gpus, json_integer(offer->gpus[i]));
+        json_decref(t->resources);
+        t->resources = json_pack("{s:o, s:I}", "gpus", gpus, "cpus", (json_int_t)e->spec.cpus);
+        return t;
+    }
+    return NULL;
+}
+
+/* Compares lease tokens in time that does not depend on where they differ,
+ * so a client cannot guess a token byte by byte. */
+static bool token_equal(const char *given, const char *expected)
+{
+    size_t n = strlen(expected);
+    size_t m = strnlen(given, CORE_TOKEN_LEN + 1);
+    unsigned diff = (unsigned)(n ^ m) | (n == 0);
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)expected[i] ^ (unsigned char)(i < m ? given[i] : 0);
+    return diff == 0;
+}
+
+static int lease_lost(const Trial *t, RungError *err)
+{
+    return rung_error_set(err, RUNG_E_LEASE_LOST, "lease_token",
+                          "trial %lld: lease_token is not this trial's current lease "
+                          "(it expired, or the trial was retried); end the trial",
+                          (long long)t->id);
+}
+
+/* Reads the objective from metrics: 1 with *v set, 0 when absent. Non-finite
+ * values travel as the strings "NaN", "Infinity" and "-Infinity". */
+static int objective(const Experiment *e, const json_t *metrics, double *v)
+{
+    json_t *m = json_object_get(metrics, e->spec.metric);
+    if (json_is_number(m)) {
+        *v = json_number_value(m);
+        return 1;
+    }
+    if (json_is_string(m)) {
+        const char *s = json_string_value(m);
+        if (strcmp(s, "NaN") == 0)
+            *v = NAN;
+        else if (strcmp(s, "Infinity") == 0)
+            *v = INFINITY;
+        else if (strcmp(s, "-Infinity") == 0)
+            *v = -INFINITY;
+        else
+            return 0;
+        return 1;
+    }
+    return 0;
+}
+
+/* Index in t->seen of the first entry with step >= step. */
+static size_t seen_lower_bound(const Trial *t, int64_t step)
+{
+    size_t lo = 0, hi = t->n_seen;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->seen[mid].step < step)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void seen_insert(Trial *t, int64_t step, ReportAction a)
+{
+    size_t at = seen_lower_bound(t, step);
+    if (t->n_seen == t->cap_seen) {
+        size_t cap = t->cap_seen ? t->cap_seen * 2 : 8;
+        StepSeen *p = realloc(t->seen, cap * sizeof *p);
+        if (p == NULL)
+            abort();
+        t->seen = p;
+        t->cap_seen = cap;
+    }
+    memmove(&t->seen[at + 1], &t->seen[at], (t->n_seen - at) * sizeof *t->seen);
+    t->seen[at].step = step;
+    t->seen[at].action = (uint8_t)a;
+    t->n_seen++;
+}
+
+/* Records a report's values on the trial (both live and at load). */
+static void record(Trial *t, int64_t step, json_t *metrics, ReportAction a)
+{
+    Experiment *e = t->exp;
+    json_t *ta = json_object_get(metrics, e->spec.time_attr);
+    t->step = (strcmp(e->spec.time_attr, "step") != 0 && json_is_integer(ta))
+                  ? (int64_t)json_integer_value(ta)
+                  : step;
+    t->has_step = true;
+    json_decref(t->last);
+    t->last = json_incref(metrics);
+    double v;
+    if (objective(e, metrics, &v) && isfinite(v)) {
+        if (!t->has_best || better(e, v, t->best_value)) {
+            t->has_best = true;
+            t->best_value = v;
+            t->best_step = step;
+        }
+        if (e->best == NULL || better(e, t->best_value, e->best->best_value))
+            e->best = t;
+    }
+    seen_insert(t, step, a);
+}
+
+int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *metrics,
+                int64_t now, ReportAction *action, RungError *err)
+{
+    if (t->lease_token[0] == '\0' || !token_equal(token, t->lease_token))
+        return lease_lost(t, err);
+    size_t at = seen_lower_bound(t, step);
+    if (at < t->n_seen && t->seen[at].step == step) {
+        *action = (ReportAction)t->seen[at].action; /* a retry: same answer, stored once */
+        return 0;
+    }
+    if (t->state != TRIAL_RUNNING) {
+        *action = ACTION_STOP; /* it ended meanwhile; the worker must end it too */
+        return 0;
+    }
+    Experiment *e = t->exp;
+    t->lease_expires_ms = now + core->lease_ms; /* a report proves the worker alive */
+    ReportAction a = ACTION_CONTINUE;
+    double v;
+    if (objective(e, metrics, &v) && !isfinite(v)) {
+        char msg[SPEC_MAX_METRIC + 96];
+        snprintf(msg, sizeof msg, "%s is %s at step %lld", e->spec.metric,
+                 isnan(v) ? "NaN" : (v > 0 ? "Infinity" : "-Infinity"), (long long)step);
+        set_error(t, msg);
+        set_state(core, t, TRIAL_FAILED, now); /* a diverged run is not retried */
+        a = ACTION_STOP;
+    } else if (t->stop_requested) {
+        set_state(core, t, TRIAL_CANCELED, now);
+        a = ACTION_STOP;
+    }
+    record(t, step, metrics, a);
+    grow((void **)&core->reports, &core->cap_reports, core->n_reports, sizeof(NewReport));
+    core->reports[core->n_reports++] = (NewReport){
+        .trial_id = t->id,
+        .attempt = t->attempt,
+        .step = step,
+        .time = now,
+        .metrics = json_incref(metrics),
+        .action = a,
+    };
+    *action = a;
+    return 0;
+}
+
+int core_finish(Core *core, Trial *t, const char *token, bool completed, const char *error,
+                int64_t now, RungError *err)
+{
+    if (t->lease_token[0] == '\0' || !token_equal(token, t->lease_token))
+        return lease_lost(t, err);
+    if (t->state != TRIAL_RUNNING)
+        return 0; /* already ended: finishing again changes nothing */
+    if (t->stop_requested) {
+        set_state(core, t, TRIAL_CANCELED, now);
+    } else if (completed) {
+        set_error(t, NULL);
+        set_state(core, t, TRIAL_COMPLETED, now);
+    } else {
+        fail_or_retry(core, t, (error && error[0]) ? error : "the trial failed", now);
+    }
+    return 0;
+}
+
+json_t *core_heartbeat(Core *core, Worker *w, const int64_t *ids, int64_t n_ids,
+                       json_t *heartbeat, int64_t now)
+{
+    core_worker_seen(core, w, now);
+    json_decref(w->heartbeat);
+    w->heartbeat = heartbeat;
+    mark_worker(core, w);
+    json_t *stop = json_array();
+    for (int64_t i = 0; i < n_ids; i++) {
+        Trial *t = core_trial(core, ids[i]);
+        if (t != NULL && t->state == TRIAL_RUNNING && t->worker_id == w->id) {
+            if (t->stop_requested)
+                set_state(core, t, TRIAL_CANCELED, now);
+            else
+                t->lease_expires_ms = now + core->lease_ms;
+        }
+        /* Whatever this worker no longer holds, it must stop. */
+        if (t == NULL || t->state != TRIAL_RUNNING || t->worker_id != w->id)
+            json_array_append_new(stop, json_integer(ids[i]));
+    }
+    return stop;
+}
+
+int core_cancel(Core *core, Experiment *e, int64_t now, RungError *err)
+{
+    if (e->state == EXP_COMPLETED)
+        return rung_error_set(err, RUNG_E_CONFLICT, NULL,
+                              "experiment %lld already completed", (long long)e->id);
+    if (e->state == EXP_CANCELED)
+        return 0;
+    e->state = EXP_CANCELED;
+    e->ended_at = now;
+    mark_exp(core, e);
+    while (e->pending.head != NULL)
+        set_state(core, e->pending.head, TRIAL_CANCELED, now);
+    for (int64_t i = 0; i < e->n_trials; i++) {
+        Trial *t = e->trials[i];
+        if (t && t->state == TRIAL_RUNNING) {
+            t->stop_requested = true;
+            mark_trial(core, t);
+        }
+    }
+    return 0;
+}
+
+int64_t core_expire_leases(Core *core, int64_t now)
+{
+    int64_t n = 0;
+    Trial *next;
+    for (Trial *t = core->running.head; t != NULL; t = next) {
+        next = t->next;
+        if (t->lease_expires_ms > now)
+            continue;
+        n++;
+        t->lease_token[0] = '\0';
+        if (t->stop_requested) {
+            set_state(core, t, TRIAL_CANCELED, now);
+        } else {
+            char msg[128];
+            snprintf(msg, sizeof msg, "worker lost: no heartbeat from worker %lld for %.1f s",
+                     (long long)t->worker_id, (double)core->lease_ms / 1000.0);
+            fail_or_retry(core, t, msg, now);
+        }
+    }
+    return n;
+}
+
+/* ---- loading ---- */
+
+Experiment *core_load_experiment(Core *core, int64_t id, Spec *spec, ExpState state,
+                                 int64_t created_at, int64_t ended_at)
+{
+    Experiment *e = exp_new(core, id, spec, created_at);
+    e->state = state;
+    e->ended_at = ended_at;
+    e->stored = true;
+    return e;
+}
+
+Trial *core_load_trial(Core *core, Experiment *exp, int64_t id, int64_t number, TrialState st,
+                       json_t *config, int64_t attempt, int64_t worker_id, const char *token,
+                       json_t *resources, bool stop_requested, const char *error,
+                       int64_t created_at, int64_t started_at, int64_t ended_at)
+{
+    Trial *t = calloc(1, sizeof *t);
+    if (t == NULL)
+        abort();
+    t->id = id;
+    t->exp = exp;
+    t->number = number;
+    t->state = st;
+    t->config = config;
+    t->attempt = attempt;
+    t->worker_id = worker_id;
+    snprintf(t->lease_token, sizeof t->lease_token, "%s", token ? token : "");
+    t->resources = resources;
+    t->stop_requested = stop_requested;
+    set_error(t, error);
+    t->created_at = created_at;
+    t->started_at = started_at;
+    t->ended_at = ended_at;
+    t->stored = true;
+    put_trial(core, exp, t);
+    if (st == TRIAL_PENDING)
+        list_push_back(&exp->pending, t);
+    else if (st == TRIAL_RUNNING)
+        list_push_back(&core->running, t);
+    return t;
+}
+
+void core_load_report(Core *core, Trial *t, int64_t step, json_t *metrics, ReportAction a)
+{
+    (void)core;
+    record(t, step, metrics, a);
+}
+
+Worker *core_load_worker(Core *core, int64_t id, const char *name, const char *hostname,
+                         json_t *gpus, int64_t cpus, int64_t registered_at,
+                         int64_t last_seen_at, json_t *heartbeat)
+{
+    Worker *w = worker_new(core, id, name, hostname, gpus, cpus, registered_at);
+    w->last_seen_at = last_seen_at;
+    w->heartbeat = heartbeat;
+    w->stored = true;
+    return w;
+}
+
+void core_load_done(Core *core, int64_t now)
+{
+    /* The daemon was down: nobody could heartbeat, so every lease starts
+     * afresh rather than expiring the moment we are back. */
+    for (Trial *t = core->running.head; t != NULL; t = t->next)
+        t->lease_expires_ms = now + core->lease_ms;
+    for (int64_t id = 1; id < core->n_exps; id++) {
+        Experiment *e = core->exps[id];
+        if (e != NULL)
+            maybe_complete(core, e, now);
+    }
+    core->availability_changed = true;
+}
+
+void core_trial_counts(const Core *core, int64_t counts[TRIAL__COUNT])
+{
+    memset(counts, 0, sizeof(int64_t) * TRIAL__COUNT);
+    for (int64_t id = 1; id < core->n_exps; id++) {
+        const Experiment *e = core->exps[id];
+        if (e != NULL)
+            for (int s = 0; s < TRIAL__COUNT; s++)
+                counts[s] += e->counts[s];
+    }
+}

@@ -1,0 +1,187 @@
+/* rungd: the scheduler daemon. Parses its options from one table, opens the
+ * store, loads the state, starts the engine and the HTTP front, and runs
+ * until SIGINT or SIGTERM, then shuts down cleanly: parked long polls are
+ * answered, requests in flight complete, and the last batch commits. Running
+ * trials keep their leases and are picked up again after a restart. */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "core.h"
+#include "engine.h"
+#include "http.h"
+#include "log.h"
+#include "stats.h"
+#include "store.h"
+
+#ifndef RUNG_WEB_DIR
+#define RUNG_WEB_DIR "web"
+#endif
+
+typedef enum { OPT_STRING, OPT_INT } OptKind;
+
+typedef struct Option {
+    const char *name;   /* without the leading "--" */
+    OptKind kind;
+    const char *value;  /* strings: current value; ints: parsed into ival */
+    long long ival, min, max;
+    const char *help;
+} Option;
+
+enum { O_BIND, O_PORT, O_DB, O_TOKEN, O_WEB_DIR, O_LEASE_S, O_MAX_BODY, O_DURABILITY, O__COUNT };
+
+/* The one table of options: validation and --help both come from it. */
+static Option options[O__COUNT] = {
+    [O_BIND] = {"bind", OPT_STRING, "127.0.0.1", 0, 0, 0,
+                "address to listen on (non-loopback needs a token)"},
+    [O_PORT] = {"port", OPT_INT, NULL, 8080, 0, 65535, "port; 0 picks a free one"},
+    [O_DB] = {"db", OPT_STRING, "rung.db", 0, 0, 0, "SQLite database file"},
+    [O_TOKEN] = {"token", OPT_STRING, NULL, 0, 0, 0,
+                 "bearer token for /api/v1 (default: $RUNG_TOKEN)"},
+    [O_WEB_DIR] = {"web-dir", OPT_STRING, RUNG_WEB_DIR, 0, 0, 0, "the dashboard's files"},
+    [O_LEASE_S] = {"lease-s", OPT_INT, NULL, 30, 1, 3600,
+                   "seconds without heartbeat before a trial's worker counts as lost"},
+    [O_MAX_BODY] = {"max-body", OPT_INT, NULL, 1048576, 1024, 64 * 1048576LL,
+                    "largest request body in bytes"},
+    [O_DURABILITY] = {"durability", OPT_STRING, "normal", 0, 0, 0,
+                      "normal (survives kill -9) or full (fsync per commit: power loss)"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: rungd [options]\n\n");
+    for (int i = 0; i < O__COUNT; i++) {
+        const Option *o = &options[i];
+        if (o->kind == OPT_INT)
+            fprintf(out, "  --%-11s N  %s (default %lld)\n", o->name, o->help, o->ival);
+        else
+            fprintf(out, "  --%-11s S  %s%s%s%s\n", o->name, o->help,
+                    o->value ? " (default " : "", o->value ? o->value : "",
+                    o->value ? ")" : "");
+    }
+}
+
+static int parse_args(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            usage(stdout);
+            exit(0);
+        }
+        const char *eq = strchr(arg, '=');
+        size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
+        Option *o = NULL;
+        for (int k = 0; k < O__COUNT; k++)
+            if (strncmp(arg, "--", 2) == 0 && name_len - 2 == strlen(options[k].name) &&
+                strncmp(arg + 2, options[k].name, name_len - 2) == 0)
+                o = &options[k];
+        if (o == NULL) {
+            fprintf(stderr, "rungd: unknown option %s (see --help)\n", arg);
+            return -1;
+        }
+        const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (value == NULL) {
+            fprintf(stderr, "rungd: --%s needs a value\n", o->name);
+            return -1;
+        }
+        if (o->kind == OPT_STRING) {
+            o->value = value;
+            continue;
+        }
+        char *end;
+        errno = 0;
+        long long v = strtoll(value, &end, 10);
+        if (errno || *end != '\0' || v < o->min || v > o->max) {
+            fprintf(stderr, "rungd: --%s must be an integer between %lld and %lld, not '%s'\n",
+                    o->name, o->min, o->max, value);
+            return -1;
+        }
+        o->ival = v;
+    }
+    const char *d = options[O_DURABILITY].value;
+    if (strcmp(d, "normal") != 0 && strcmp(d, "full") != 0) {
+        fprintf(stderr, "rungd: --durability must be normal or full, not '%s'\n", d);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (parse_args(argc, argv) != 0)
+        return 2;
+    const char *token = options[O_TOKEN].value;
+    if (token == NULL)
+        token = getenv("RUNG_TOKEN");
+
+    /* Signals go to the main thread's sigwait only: block them before any
+     * thread starts so that every thread inherits the mask. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    RungError err;
+    rung_error_clear(&err);
+    Store *store;
+    if (store_open(options[O_DB].value, strcmp(options[O_DURABILITY].value, "full") == 0,
+                   &store, &err) != 0) {
+        fprintf(stderr, "rungd: %s\n", err.message);
+        return 1;
+    }
+    int64_t lease_ms = options[O_LEASE_S].ival * 1000;
+    Core *core = core_new(lease_ms);
+    if (core == NULL || store_load(store, core, rung_now_ms(), &err) != 0) {
+        fprintf(stderr, "rungd: %s\n", core ? err.message : "out of memory");
+        core_free(core);
+        store_close(store);
+        return 1;
+    }
+    static Stats stats;
+    /* Workers heartbeat several times per lease, so one lost packet is no loss. */
+    EngineConfig ecfg = {.lease_ms = lease_ms,
+                         .heartbeat_s = options[O_LEASE_S].ival >= 6
+                                            ? options[O_LEASE_S].ival / 6
+                                            : 1};
+    Engine *engine = engine_start(store, core, &ecfg, &stats);
+    if (engine == NULL) {
+        fprintf(stderr, "rungd: cannot start threads\n");
+        return 1;
+    }
+    HttpConfig hcfg = {.bind = options[O_BIND].value,
+                       .port = (int)options[O_PORT].ival,
+                       .token = token,
+                       .web_dir = options[O_WEB_DIR].value,
+                       .max_body = (size_t)options[O_MAX_BODY].ival};
+    Http *http;
+    int port;
+    if (http_start(&hcfg, engine, &stats, &http, &port, &err) != 0) {
+        fprintf(stderr, "rungd: %s\n", err.message);
+        engine_stop(engine);
+        return 2;
+    }
+    const char *host = hcfg.bind;
+    bool v6 = strchr(host, ':') != NULL;
+    printf("listening on http://%s%s%s:%d\n", v6 ? "[" : "", host, v6 ? "]" : "", port);
+    printf("dashboard: http://%s%s%s:%d/\n", v6 ? "[" : "", host, v6 ? "]" : "", port);
+    LOG_INFO("rungd: database %s, lease %llds, %s", options[O_DB].value,
+             (long long)options[O_LEASE_S].ival, token && token[0] ? "token required" : "no token");
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    LOG_INFO("rungd: %s, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    engine_drain(engine);
+    http_stop(http);
+    engine_stop(engine);
+    LOG_INFO("rungd: stopped");
+    return 0;
+}

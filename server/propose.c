@@ -1,0 +1,134 @@
+/* The proposer thread; see propose.h. */
+#include "propose.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+typedef struct Request {
+    int64_t exp_id, first, count;
+    json_t *space;
+    SearcherSpec searcher;
+    struct Request *next;
+} Request;
+
+struct Proposer {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    Request *head, *tail;
+    bool stopping;
+    ProposeDone done;
+    void *ctx;
+};
+
+void proposals_free(Proposals *p)
+{
+    if (p == NULL)
+        return;
+    for (int64_t i = 0; i < p->count; i++)
+        json_decref(p->configs[i]);
+    free(p->configs);
+    free(p);
+}
+
+static Proposals *compute(const Request *r)
+{
+    Proposals *p = calloc(1, sizeof *p);
+    json_t **configs = calloc((size_t)r->count, sizeof *configs);
+    if (p == NULL || configs == NULL)
+        abort();
+    p->exp_id = r->exp_id;
+    p->first = r->first;
+    p->count = r->count;
+    p->configs = configs;
+    Space *space = NULL;
+    RungError err;
+    if (space_parse(r->space, &space, &err) != 0)
+        return p; /* cannot happen for a spec that was validated; entries stay NULL */
+    for (int64_t i = 0; i < r->count; i++)
+        configs[i] = sampler_config(space, &r->searcher, r->first + i);
+    space_free(space);
+    return p;
+}
+
+static void *run(void *arg)
+{
+    Proposer *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (p->head == NULL && !p->stopping)
+            pthread_cond_wait(&p->cond, &p->mu);
+        if (p->stopping)
+            break;
+        Request *r = p->head;
+        p->head = r->next;
+        if (p->head == NULL)
+            p->tail = NULL;
+        pthread_mutex_unlock(&p->mu);
+        Proposals *out = compute(r);
+        json_decref(r->space);
+        free(r);
+        p->done(p->ctx, out);
+        pthread_mutex_lock(&p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+Proposer *proposer_start(ProposeDone done, void *ctx)
+{
+    Proposer *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return NULL;
+    p->done = done;
+    p->ctx = ctx;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cond, NULL);
+    if (pthread_create(&p->thread, NULL, run, p) != 0) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void proposer_request(Proposer *p, int64_t exp_id, json_t *search_space,
+                      const SearcherSpec *searcher, int64_t first, int64_t count)
+{
+    Request *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        abort();
+    r->exp_id = exp_id;
+    r->first = first;
+    r->count = count;
+    r->space = json_incref(search_space);
+    r->searcher = *searcher;
+    pthread_mutex_lock(&p->mu);
+    if (p->tail)
+        p->tail->next = r;
+    else
+        p->head = r;
+    p->tail = r;
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void proposer_stop(Proposer *p)
+{
+    if (p == NULL)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->stopping = true;
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->thread, NULL);
+    while (p->head) {
+        Request *r = p->head;
+        p->head = r->next;
+        json_decref(r->space);
+        free(r);
+    }
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cond);
+    free(p);
+}

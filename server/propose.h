@@ -1,0 +1,38 @@
+/* The proposer thread: computes configs for new trials off the request
+ * path, so that no request waits on a sampler (a GP fit can take a while).
+ *
+ * The engine asks for `count` configs of an experiment starting at trial
+ * number `first`; the proposer answers through the `done` callback, in the
+ * order asked. A request carries its own reference to the search space JSON
+ * and parses it itself, so it never points into the engine's state. */
+#ifndef RUNG_SERVER_PROPOSE_H
+#define RUNG_SERVER_PROPOSE_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "sampler.h"
+
+typedef struct Proposals {
+    int64_t exp_id;
+    int64_t first;     /* trial number of configs[0] */
+    int64_t count;
+    json_t **configs;  /* owned: count new references (NULL entries on failure) */
+} Proposals;
+
+void proposals_free(Proposals *p);
+
+/* Receives finished proposals and takes ownership of them. */
+typedef void (*ProposeDone)(void *ctx, Proposals *p);
+
+typedef struct Proposer Proposer;
+
+/* Starts the thread; NULL when it cannot. */
+Proposer *proposer_start(ProposeDone done, void *ctx);
+/* Queues a request; search_space is borrowed (a reference is taken). */
+void proposer_request(Proposer *p, int64_t exp_id, json_t *search_space,
+                      const SearcherSpec *searcher, int64_t first, int64_t count);
+/* Finishes the request in progress, drops the rest, joins the thread. */
+void proposer_stop(Proposer *p);
+
+#endif

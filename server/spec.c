@@ -1,0 +1,265 @@
+/* Validation of an experiment's spec (API.md, "Experiments").
+ *
+ * The submitted JSON is deep-copied, checked field by field with the path of
+ * the first offending field in the error, and completed with the defaults
+ * that apply, so that GET shows exactly what runs. Unknown fields anywhere
+ * are errors: a typo never passes silently. */
+#include "spec.h"
+
+#include <ctype.h>
+#include <string.h>
+
+#include "jsonv.h"
+
+#define E RUNG_E_INVALID_SPEC
+
+static const char *const top_keys[] = {
+    "name", "metric", "mode", "search_space", "searcher", "scheduler", "num_samples",
+    "max_concurrent_trials", "max_failures", "resources_per_trial", "trainable", NULL};
+
+static int parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
+{
+    json_t *s = json_object_get(spec_json, "scheduler");
+    spec->scheduler = SCHEDULER_FIFO;
+    spec->time_attr = "step";
+    if (s == NULL || json_is_null(s)) {
+        json_object_set_new(spec_json, "scheduler", json_pack("{s:s}", "type", "fifo"));
+        return 0;
+    }
+    if (jsonv_object(s, "scheduler", E, err))
+        return err->code;
+    const char *allowed[] = {"type", "time_attr", NULL};
+    if (jsonv_only_keys(s, "scheduler", allowed, E, err))
+        return err->code;
+    const char *type = "fifo";
+    if (jsonv_string(s, "scheduler", "type", JSONV_OPTIONAL, 32, &type, E, err))
+        return err->code;
+    if (strcmp(type, "fifo") != 0)
+        return rung_error_set(err, E, "scheduler.type",
+                              "scheduler.type: '%s' is not supported by this rungd (use fifo)",
+                              type);
+    if (jsonv_string(s, "scheduler", "time_attr", JSONV_OPTIONAL, SPEC_MAX_METRIC,
+                     &spec->time_attr, E, err))
+        return err->code;
+    json_object_set_new(s, "type", json_string("fifo"));
+    return 0;
+}
+
+static int parse_resources(json_t *spec_json, Spec *spec, RungError *err)
+{
+    json_t *r = json_object_get(spec_json, "resources_per_trial");
+    spec->cpus = 1;
+    spec->gpus = 0;
+    if (r != NULL && !json_is_null(r)) {
+        if (jsonv_object(r, "resources_per_trial", E, err))
+            return err->code;
+        const char *allowed[] = {"cpu", "gpu", NULL};
+        if (jsonv_only_keys(r, "resources_per_trial", allowed, E, err) ||
+            jsonv_int(r, "resources_per_trial", "cpu", JSONV_OPTIONAL, 0, SPEC_MAX_CPUS,
+                      &spec->cpus, E, err) ||
+            jsonv_int(r, "resources_per_trial", "gpu", JSONV_OPTIONAL, 0, SPEC_MAX_GPUS,
+                      &spec->gpus, E, err))
+            return err->code;
+    }
+    json_object_set_new(spec_json, "resources_per_trial",
+                        json_pack("{s:I, s:I}", "cpu", (json_int_t)spec->cpus, "gpu",
+                                  (json_int_t)spec->gpus));
+    return 0;
+}
+
+/* Checks that every "{name}" in an argv entry names a parameter, so a typo in
+ * a placeholder fails at submit instead of reaching the program verbatim. */
+static int check_placeholders(const char *arg, const char *field, const json_t *space,
+                              RungError *err)
+{
+    for (const char *p = strchr(arg, '{'); p != NULL; p = strchr(p + 1, '{')) {
+        const char *end = strchr(p + 1, '}');
+        if (end == NULL)
+            break;
+        size_t len = (size_t)(end - p - 1);
+        if (len == 0 || len > SPACE_MAX_NAME || !(isalpha((unsigned char)p[1]) || p[1] == '_'))
+            continue;
+        bool ident = true;
+        for (const char *c = p + 1; c < end; c++)
+            if (!isalnum((unsigned char)*c) && *c != '_' && *c != '.' && *c != '-')
+                ident = false;
+        if (!ident)
+            continue;
+        char name[SPACE_MAX_NAME + 1];
+        memcpy(name, p + 1, len);
+        name[len] = '\0';
+        if (json_object_get(space, name) == NULL)
+            return rung_error_set(err, E, field, "%s: {%s} names no parameter of search_space",
+                                  field, name);
+    }
+    return 0;
+}
+
+static int parse_command(json_t *t, const json_t *space, RungError *err)
+{
+    const char *allowed[] = {"type", "argv", "env", "cwd", "timeout_s", NULL};
+    if (jsonv_only_keys(t, "trainable", allowed, E, err))
+        return err->code;
+    json_t *argv = json_object_get(t, "argv");
+    if (!json_is_array(argv) || json_array_size(argv) == 0)
+        return rung_error_set(err, E, "trainable.argv",
+                              "trainable.argv: required, a non-empty array of strings");
+    if (json_array_size(argv) > SPEC_MAX_ARGV)
+        return rung_error_set(err, E, "trainable.argv", "trainable.argv: more than %d entries",
+                              SPEC_MAX_ARGV);
+    size_t i;
+    json_t *a;
+    json_array_foreach(argv, i, a) {
+        char field[RUNG_FIELD_MAX];
+        snprintf(field, sizeof field, "trainable.argv[%zu]", i);
+        if (!json_is_string(a) || json_string_length(a) > SPEC_MAX_ARG)
+            return rung_error_set(err, E, field, "%s: must be a string of at most %d bytes",
+                                  field, SPEC_MAX_ARG);
+        if (check_placeholders(json_string_value(a), field, space, err))
+            return err->code;
+    }
+    json_t *env = json_object_get(t, "env");
+    if (env != NULL && !json_is_null(env)) {
+        if (jsonv_object(env, "trainable.env", E, err))
+            return err->code;
+        if (json_object_size(env) > SPEC_MAX_ENV)
+            return rung_error_set(err, E, "trainable.env", "trainable.env: more than %d entries",
+                                  SPEC_MAX_ENV);
+        const char *key;
+        json_t *v;
+        json_object_foreach(env, key, v) {
+            char field[RUNG_FIELD_MAX];
+            jsonv_path(field, sizeof field, "trainable.env", key);
+            if (key[0] == '\0' || strchr(key, '=') != NULL)
+                return rung_error_set(err, E, field, "%s: not a valid variable name", field);
+            if (!json_is_string(v) || json_string_length(v) > SPEC_MAX_ARG)
+                return rung_error_set(err, E, field, "%s: must be a string of at most %d bytes",
+                                      field, SPEC_MAX_ARG);
+        }
+    }
+    const char *cwd;
+    double timeout = 0;
+    if (jsonv_string(t, "trainable", "cwd", JSONV_OPTIONAL, SPEC_MAX_ARG, &cwd, E, err) ||
+        jsonv_number(t, "trainable", "timeout_s", JSONV_OPTIONAL, &timeout, E, err))
+        return err->code;
+    if (json_object_get(t, "timeout_s") && timeout <= 0)
+        return rung_error_set(err, E, "trainable.timeout_s", "trainable.timeout_s: must be > 0");
+    return 0;
+}
+
+static int parse_trainable(json_t *spec_json, RungError *err)
+{
+    json_t *t = json_object_get(spec_json, "trainable");
+    if (t == NULL || json_is_null(t))
+        return 0; /* workers of one's own (the pull API) need none */
+    if (jsonv_object(t, "trainable", E, err))
+        return err->code;
+    const char *type;
+    if (jsonv_string(t, "trainable", "type", JSONV_REQUIRED, 32, &type, E, err))
+        return err->code;
+    if (strcmp(type, "command") == 0)
+        return parse_command(t, json_object_get(spec_json, "search_space"), err);
+    if (strcmp(type, "builtin") == 0) {
+        const char *allowed[] = {"type", "model", "dataset", NULL};
+        const char *s;
+        if (jsonv_only_keys(t, "trainable", allowed, E, err) ||
+            jsonv_string(t, "trainable", "model", JSONV_OPTIONAL, 64, &s, E, err) ||
+            jsonv_string(t, "trainable", "dataset", JSONV_OPTIONAL, 256, &s, E, err))
+            return err->code;
+        return 0;
+    }
+    return rung_error_set(err, E, "trainable.type",
+                          "trainable.type: must be command or builtin, not '%s'", type);
+}
+
+static int parse_counts(json_t *j, Spec *spec, RungError *err)
+{
+    spec->num_samples = 1;
+    spec->max_concurrent = 0;
+    spec->max_failures = 0;
+    if (jsonv_int(j, "", "num_samples", JSONV_OPTIONAL, 1, SAMPLER_MAX_TRIALS,
+                  &spec->num_samples, E, err) ||
+        jsonv_int(j, "", "max_concurrent_trials", JSONV_OPTIONAL, 0, 1000000,
+                  &spec->max_concurrent, E, err) ||
+        jsonv_int(j, "", "max_failures", JSONV_OPTIONAL, 0, SPEC_MAX_FAILURES,
+                  &spec->max_failures, E, err))
+        return err->code;
+    json_object_set_new(j, "num_samples", json_integer(spec->num_samples));
+    json_object_set_new(j, "max_concurrent_trials", json_integer(spec->max_concurrent));
+    json_object_set_new(j, "max_failures", json_integer(spec->max_failures));
+    return 0;
+}
+
+static int parse_searcher(json_t *j, uint64_t seed, Spec *spec, RungError *err)
+{
+    json_t *s = json_object_get(j, "searcher");
+    if (json_is_null(s))
+        s = NULL;
+    if (searcher_parse(s, spec->space, &spec->searcher, err))
+        return err->code;
+    if (spec->searcher.type == SEARCHER_BAYES)
+        return rung_error_set(err, E, "searcher.type",
+                              "searcher.type: bayes is not supported by this rungd yet "
+                              "(use random or grid)");
+    if (!spec->searcher.has_seed) {
+        spec->searcher.seed = seed;
+        spec->searcher.has_seed = true;
+    }
+    if (s == NULL) {
+        s = json_pack("{s:s}", "type", "random");
+        json_object_set_new(j, "searcher", s);
+    } else if (json_object_get(s, "type") == NULL) {
+        json_object_set_new(s, "type", json_string("random"));
+    }
+    json_object_set_new(s, "seed", json_integer((json_int_t)spec->searcher.seed));
+    return 0;
+}
+
+int spec_parse(const json_t *spec_json, uint64_t seed, Spec *spec, RungError *err)
+{
+    memset(spec, 0, sizeof *spec);
+    if (!json_is_object(spec_json))
+        return rung_error_set(err, RUNG_E_BAD_JSON, NULL, "body: must be a JSON object");
+    json_t *j = json_deep_copy(spec_json);
+    if (j == NULL)
+        return rung_error_set(err, RUNG_E_INTERNAL, NULL, "out of memory");
+    spec->json = j;
+    const char *mode;
+    spec->name = "experiment";
+    if (jsonv_only_keys(j, "", top_keys, E, err) ||
+        jsonv_string(j, "", "name", JSONV_OPTIONAL, SPEC_MAX_NAME, &spec->name, E, err) ||
+        jsonv_string(j, "", "metric", JSONV_REQUIRED, SPEC_MAX_METRIC, &spec->metric, E, err) ||
+        jsonv_string(j, "", "mode", JSONV_REQUIRED, 8, &mode, E, err))
+        goto fail;
+    if (strcmp(mode, "min") != 0 && strcmp(mode, "max") != 0) {
+        rung_error_set(err, E, "mode", "mode: must be min or max, not '%s'", mode);
+        goto fail;
+    }
+    spec->mode = strcmp(mode, "min") == 0 ? SPEC_MODE_MIN : SPEC_MODE_MAX;
+    json_t *space = json_object_get(j, "search_space");
+    if (space == NULL || json_is_null(space)) {
+        rung_error_set(err, E, "search_space", "search_space: required");
+        goto fail;
+    }
+    if (jsonv_object(space, "search_space", E, err) || space_parse(space, &spec->space, err) ||
+        parse_searcher(j, seed, spec, err) || parse_scheduler(j, spec, err) ||
+        parse_counts(j, spec, err) || parse_resources(j, spec, err) || parse_trainable(j, err) ||
+        sampler_total_trials(spec->space, &spec->searcher, spec->num_samples,
+                             &spec->total_trials, err))
+        goto fail;
+    if (json_object_get(j, "name") == NULL)
+        json_object_set_new(j, "name", json_string(spec->name));
+    return 0;
+fail:
+    spec_close(spec);
+    return err->code ? err->code : E;
+}
+
+void spec_close(Spec *spec)
+{
+    if (spec == NULL)
+        return;
+    space_free(spec->space);
+    json_decref(spec->json);
+    memset(spec, 0, sizeof *spec);
+}

@@ -1,0 +1,493 @@
+/* The SQLite store; see store.h.
+ *
+ * Workload: a stream of small writes (a report is one INSERT; a lease, a
+ * finish or a retry one UPDATE of a trial row) from one thread, batched into
+ * transactions by the engine, and a few reads (metrics of a trial). The whole
+ * state is read once at start. Every statement is prepared once and kept;
+ * parameters are bound by name and a wrong name is a programming error that
+ * aborts at once. */
+#include "store.h"
+
+#include "clock.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const char *const rung_migrations[];
+
+enum {
+    ST_BEGIN,
+    ST_COMMIT,
+    ST_ROLLBACK,
+    ST_EXP_INSERT,
+    ST_EXP_UPDATE,
+    ST_TRIAL_INSERT,
+    ST_TRIAL_UPDATE,
+    ST_REPORT_INSERT,
+    ST_WORKER_INSERT,
+    ST_WORKER_UPDATE,
+    ST_REPORTS_OF,
+    ST__COUNT
+};
+
+static const char *const sql_text[ST__COUNT] = {
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
+    [ST_ROLLBACK] = "ROLLBACK",
+    [ST_EXP_INSERT] = "INSERT INTO experiments (id, name, spec, seed, state, total_trials, "
+                      "created_at, ended_at) VALUES (:id, :name, :spec, :seed, :state, "
+                      ":total, :created_at, :ended_at)",
+    [ST_EXP_UPDATE] = "UPDATE experiments SET state = :state, ended_at = :ended_at "
+                      "WHERE id = :id",
+    [ST_TRIAL_INSERT] =
+        "INSERT INTO trials (id, experiment_id, number, state, config, attempt, worker_id, "
+        "lease_token, resources, stop_requested, error, created_at, started_at, ended_at) "
+        "VALUES (:id, :exp, :number, :state, :config, :attempt, :worker, :token, :resources, "
+        ":stop, :error, :created_at, :started_at, :ended_at)",
+    [ST_TRIAL_UPDATE] =
+        "UPDATE trials SET state = :state, attempt = :attempt, worker_id = :worker, "
+        "lease_token = :token, resources = :resources, stop_requested = :stop, error = :error, "
+        "started_at = :started_at, ended_at = :ended_at WHERE id = :id",
+    [ST_REPORT_INSERT] = "INSERT INTO reports (trial_id, attempt, step, time, metrics, action) "
+                         "VALUES (:trial, :attempt, :step, :time, :metrics, :action)",
+    [ST_WORKER_INSERT] = "INSERT INTO workers (id, name, hostname, gpus, cpus, registered_at, "
+                         "last_seen_at, heartbeat) VALUES (:id, :name, :hostname, :gpus, :cpus, "
+                         ":registered_at, :last_seen_at, :heartbeat)",
+    [ST_WORKER_UPDATE] = "UPDATE workers SET last_seen_at = :last_seen_at, heartbeat = "
+                         ":heartbeat WHERE id = :id",
+    [ST_REPORTS_OF] = "SELECT step, time, metrics FROM reports WHERE trial_id = :trial AND "
+                      "attempt = :attempt AND step > :after ORDER BY step LIMIT :limit",
+};
+
+struct Store {
+    sqlite3 *db;
+    sqlite3_stmt *st[ST__COUNT];
+};
+
+static int db_error(Store *s, RungError *err, const char *what)
+{
+    return rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: %s: %s", what,
+                          sqlite3_errmsg(s->db));
+}
+
+static int param(sqlite3_stmt *st, const char *name)
+{
+    int i = sqlite3_bind_parameter_index(st, name);
+    if (i == 0) {
+        fprintf(stderr, "store: no parameter %s in: %s\n", name, sqlite3_sql(st));
+        abort();
+    }
+    return i;
+}
+
+static void bind_int(sqlite3_stmt *st, const char *name, int64_t v)
+{
+    sqlite3_bind_int64(st, param(st, name), v);
+}
+
+/* Binds v, or NULL when v is 0 (times and ids that are not set yet). */
+static void bind_int_or_null(sqlite3_stmt *st, const char *name, int64_t v)
+{
+    if (v == 0)
+        sqlite3_bind_null(st, param(st, name));
+    else
+        sqlite3_bind_int64(st, param(st, name), v);
+}
+
+static void bind_text(sqlite3_stmt *st, const char *name, const char *v)
+{
+    if (v == NULL)
+        sqlite3_bind_null(st, param(st, name));
+    else
+        sqlite3_bind_text(st, param(st, name), v, -1, SQLITE_TRANSIENT);
+}
+
+/* Binds the compact JSON text of v (NULL for no value). */
+static void bind_json(sqlite3_stmt *st, const char *name, const json_t *v)
+{
+    if (v == NULL) {
+        sqlite3_bind_null(st, param(st, name));
+        return;
+    }
+    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (text == NULL)
+        abort();
+    sqlite3_bind_text(st, param(st, name), text, -1, free);
+}
+
+/* Runs a write statement once and resets it. */
+static int run(Store *s, sqlite3_stmt *st, RungError *err, const char *what)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (rc != SQLITE_DONE)
+        return db_error(s, err, what);
+    return 0;
+}
+
+static int exec(Store *s, const char *sql, RungError *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: %s", msg ? msg : "exec failed");
+        sqlite3_free(msg);
+        return RUNG_E_INTERNAL;
+    }
+    return 0;
+}
+
+static int user_version(Store *s, int *out, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+        return db_error(s, err, "user_version");
+    int rc = sqlite3_step(st);
+    *out = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 0 : db_error(s, err, "user_version");
+}
+
+/* Applies migrations user_version+1 … N, each in its own transaction. */
+static int migrate(Store *s, RungError *err)
+{
+    int have, known = 0;
+    while (rung_migrations[known] != NULL)
+        known++;
+    if (user_version(s, &have, err))
+        return err->code;
+    if (have > known)
+        return rung_error_set(err, RUNG_E_INTERNAL, NULL,
+                              "store: the database has schema version %d, newer than the %d "
+                              "this rungd knows; use a newer rungd",
+                              have, known);
+    for (int v = have; v < known; v++) {
+        char pragma[64];
+        snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", v + 1);
+        if (exec(s, "BEGIN", err) || exec(s, rung_migrations[v], err) ||
+            exec(s, pragma, err) || exec(s, "COMMIT", err)) {
+            exec(s, "ROLLBACK", NULL);
+            return err->code;
+        }
+    }
+    return 0;
+}
+
+int store_open(const char *path, bool durable_full, Store **out, RungError *err)
+{
+    Store *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return rung_error_set(err, RUNG_E_INTERNAL, NULL, "out of memory");
+    if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK) {
+        rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: cannot open %s: %s", path,
+                       s->db ? sqlite3_errmsg(s->db) : "out of memory");
+        store_close(s);
+        return RUNG_E_INTERNAL;
+    }
+    /* WAL: readers never block the writer, and a commit is one append.
+     * synchronous=NORMAL in WAL loses nothing on a process crash, only on
+     * power loss; FULL adds an fsync per commit. */
+    const char *pragmas = durable_full
+                              ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+                              : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;";
+    if (exec(s, pragmas, err) || exec(s, "PRAGMA foreign_keys=ON; PRAGMA busy_timeout=5000;", err) ||
+        migrate(s, err)) {
+        store_close(s);
+        return err->code;
+    }
+    for (int i = 0; i < ST__COUNT; i++) {
+        if (sqlite3_prepare_v3(s->db, sql_text[i], -1, SQLITE_PREPARE_PERSISTENT, &s->st[i],
+                               NULL) != SQLITE_OK) {
+            db_error(s, err, sql_text[i]);
+            store_close(s);
+            return RUNG_E_INTERNAL;
+        }
+    }
+    *out = s;
+    return 0;
+}
+
+void store_close(Store *s)
+{
+    if (s == NULL)
+        return;
+    for (int i = 0; i < ST__COUNT; i++)
+        sqlite3_finalize(s->st[i]);
+    sqlite3_close(s->db);
+    free(s);
+}
+
+int store_begin(Store *s, RungError *err)
+{
+    return run(s, s->st[ST_BEGIN], err, "begin");
+}
+
+int store_commit(Store *s, RungError *err)
+{
+    return run(s, s->st[ST_COMMIT], err, "commit");
+}
+
+void store_rollback(Store *s)
+{
+    if (!sqlite3_get_autocommit(s->db))
+        run(s, s->st[ST_ROLLBACK], NULL, "rollback");
+}
+
+static int write_exp(Store *s, Experiment *e, RungError *err)
+{
+    sqlite3_stmt *st = s->st[e->stored ? ST_EXP_UPDATE : ST_EXP_INSERT];
+    bind_int(st, ":id", e->id);
+    bind_text(st, ":state", exp_state_name(e->state));
+    bind_int_or_null(st, ":ended_at", e->ended_at);
+    if (!e->stored) {
+        bind_text(st, ":name", e->spec.name);
+        bind_json(st, ":spec", e->spec.json);
+        bind_int(st, ":seed", (int64_t)e->spec.searcher.seed);
+        bind_int(st, ":total", e->spec.total_trials);
+        bind_int(st, ":created_at", e->created_at);
+    }
+    if (run(s, st, err, "write experiment"))
+        return err->code;
+    e->stored = true;
+    return 0;
+}
+
+static int write_trial(Store *s, Trial *t, RungError *err)
+{
+    sqlite3_stmt *st = s->st[t->stored ? ST_TRIAL_UPDATE : ST_TRIAL_INSERT];
+    bind_int(st, ":id", t->id);
+    bind_text(st, ":state", trial_state_name(t->state));
+    bind_int(st, ":attempt", t->attempt);
+    bind_int_or_null(st, ":worker", t->worker_id);
+    bind_text(st, ":token", t->lease_token[0] ? t->lease_token : NULL);
+    bind_json(st, ":resources", t->resources);
+    bind_int(st, ":stop", t->stop_requested);
+    bind_text(st, ":error", t->error);
+    bind_int_or_null(st, ":started_at", t->started_at);
+    bind_int_or_null(st, ":ended_at", t->ended_at);
+    if (!t->stored) {
+        bind_int(st, ":exp", t->exp->id);
+        bind_int(st, ":number", t->number);
+        bind_json(st, ":config", t->config);
+        bind_int(st, ":created_at", t->created_at);
+    }
+    if (run(s, st, err, "write trial"))
+        return err->code;
+    t->stored = true;
+    return 0;
+}
+
+static int write_worker(Store *s, Worker *w, RungError *err)
+{
+    sqlite3_stmt *st = s->st[w->stored ? ST_WORKER_UPDATE : ST_WORKER_INSERT];
+    bind_int(st, ":id", w->id);
+    bind_int(st, ":last_seen_at", w->last_seen_at);
+    bind_json(st, ":heartbeat", w->heartbeat);
+    if (!w->stored) {
+        bind_text(st, ":name", w->name);
+        bind_text(st, ":hostname", w->hostname);
+        bind_json(st, ":gpus", w->gpus);
+        bind_int(st, ":cpus", w->cpus);
+        bind_int(st, ":registered_at", w->registered_at);
+    }
+    if (run(s, st, err, "write worker"))
+        return err->code;
+    w->stored = true;
+    return 0;
+}
+
+static int write_report(Store *s, const NewReport *r, RungError *err)
+{
+    sqlite3_stmt *st = s->st[ST_REPORT_INSERT];
+    bind_int(st, ":trial", r->trial_id);
+    bind_int(st, ":attempt", r->attempt);
+    bind_int(st, ":step", r->step);
+    bind_int(st, ":time", r->time);
+    bind_json(st, ":metrics", r->metrics);
+    bind_text(st, ":action", r->action == ACTION_STOP ? "stop" : "continue");
+    return run(s, st, err, "write report");
+}
+
+int store_write_changes(Store *s, const CoreChanges *c, RungError *err)
+{
+    /* Parents first: foreign keys are checked row by row. */
+    for (int64_t i = 0; i < c->n_exps; i++)
+        if (write_exp(s, c->exps[i], err))
+            return err->code;
+    for (int64_t i = 0; i < c->n_workers; i++)
+        if (write_worker(s, c->workers[i], err))
+            return err->code;
+    for (int64_t i = 0; i < c->n_trials; i++)
+        if (write_trial(s, c->trials[i], err))
+            return err->code;
+    for (int64_t i = 0; i < c->n_reports; i++)
+        if (write_report(s, &c->reports[i], err))
+            return err->code;
+    return 0;
+}
+
+/* ---- loading ---- */
+
+static json_t *column_json(sqlite3_stmt *st, int col)
+{
+    const char *text = (const char *)sqlite3_column_text(st, col);
+    if (text == NULL)
+        return NULL;
+    return json_loads(text, JSON_DECODE_ANY, NULL);
+}
+
+static int load_experiments(Store *s, Core *core, RungError *err)
+{
+    sqlite3_stmt *st;
+    const char *sql = "SELECT id, spec, seed, state, created_at, ended_at FROM experiments "
+                      "ORDER BY id";
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_error(s, err, "load experiments");
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        json_t *spec_json = column_json(st, 1);
+        Spec spec;
+        RungError why;
+        ExpState state = EXP_RUNNING;
+        exp_state_parse((const char *)sqlite3_column_text(st, 3), &state);
+        if (spec_parse(spec_json, (uint64_t)sqlite3_column_int64(st, 2), &spec, &why)) {
+            json_decref(spec_json);
+            sqlite3_finalize(st);
+            return rung_error_set(err, RUNG_E_INTERNAL, NULL,
+                                  "store: experiment %lld has a spec this rungd rejects: %s",
+                                  (long long)id, why.message);
+        }
+        json_decref(spec_json);
+        core_load_experiment(core, id, &spec, state, sqlite3_column_int64(st, 4),
+                             sqlite3_column_int64(st, 5));
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : db_error(s, err, "load experiments");
+}
+
+static int load_trials(Store *s, Core *core, RungError *err)
+{
+    sqlite3_stmt *st;
+    const char *sql = "SELECT id, experiment_id, number, state, config, attempt, worker_id, "
+                      "lease_token, resources, stop_requested, error, created_at, started_at, "
+                      "ended_at FROM trials ORDER BY experiment_id, number";
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_error(s, err, "load trials");
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        Experiment *e = core_experiment(core, sqlite3_column_int64(st, 1));
+        TrialState state = TRIAL_PENDING;
+        trial_state_parse((const char *)sqlite3_column_text(st, 3), &state);
+        json_t *config = column_json(st, 4);
+        if (e == NULL || config == NULL) {
+            json_decref(config);
+            sqlite3_finalize(st);
+            return rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: trial %lld is corrupt",
+                                  (long long)sqlite3_column_int64(st, 0));
+        }
+        core_load_trial(core, e, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 2), state,
+                        config, sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6),
+                        (const char *)sqlite3_column_text(st, 7), column_json(st, 8),
+                        sqlite3_column_int(st, 9) != 0,
+                        (const char *)sqlite3_column_text(st, 10), sqlite3_column_int64(st, 11),
+                        sqlite3_column_int64(st, 12), sqlite3_column_int64(st, 13));
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : db_error(s, err, "load trials");
+}
+
+/* Replays the reports of every trial's current attempt, in step order. */
+static int load_reports(Store *s, Core *core, RungError *err)
+{
+    sqlite3_stmt *st;
+    const char *sql = "SELECT r.trial_id, r.step, r.metrics, r.action FROM reports r "
+                      "JOIN trials t ON t.id = r.trial_id AND t.attempt = r.attempt "
+                      "ORDER BY r.trial_id, r.step";
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_error(s, err, "load reports");
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        Trial *t = core_trial(core, sqlite3_column_int64(st, 0));
+        json_t *metrics = column_json(st, 2);
+        const char *action = (const char *)sqlite3_column_text(st, 3);
+        if (t != NULL && metrics != NULL)
+            core_load_report(core, t, sqlite3_column_int64(st, 1), metrics,
+                             strcmp(action, "stop") == 0 ? ACTION_STOP : ACTION_CONTINUE);
+        json_decref(metrics);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : db_error(s, err, "load reports");
+}
+
+static int load_workers(Store *s, Core *core, RungError *err)
+{
+    sqlite3_stmt *st;
+    const char *sql = "SELECT id, name, hostname, gpus, cpus, registered_at, last_seen_at, "
+                      "heartbeat FROM workers ORDER BY id";
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_error(s, err, "load workers");
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *gpus = column_json(st, 3);
+        core_load_worker(core, sqlite3_column_int64(st, 0),
+                         (const char *)sqlite3_column_text(st, 1),
+                         (const char *)sqlite3_column_text(st, 2), gpus ? gpus : json_array(),
+                         sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5),
+                         sqlite3_column_int64(st, 6), column_json(st, 7));
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : db_error(s, err, "load workers");
+}
+
+int store_load(Store *s, Core *core, int64_t now, RungError *err)
+{
+    if (load_experiments(s, core, err) || load_workers(s, core, err) ||
+        load_trials(s, core, err) || load_reports(s, core, err))
+        return err->code;
+    core_load_done(core, now);
+    /* What loading changed (experiments found complete) is written at once. */
+    CoreChanges c;
+    core_changes(core, &c);
+    int rc = 0;
+    if (c.n_exps + c.n_trials > 0) {
+        rc = store_begin(s, err) || store_write_changes(s, &c, err) || store_commit(s, err);
+        if (rc) {
+            store_rollback(s);
+            rc = err->code;
+        }
+    }
+    core_changes_clear(core);
+    return rc;
+}
+
+int store_reports(Store *s, int64_t trial_id, int64_t attempt, int64_t after_step,
+                  int64_t limit, json_t **items, RungError *err)
+{
+    sqlite3_stmt *st = s->st[ST_REPORTS_OF];
+    bind_int(st, ":trial", trial_id);
+    bind_int(st, ":attempt", attempt);
+    bind_int(st, ":after", after_step);
+    bind_int(st, ":limit", limit);
+    json_t *arr = json_array();
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        char when[32];
+        rung_time_format(sqlite3_column_int64(st, 1), when, sizeof when);
+        json_t *metrics = column_json(st, 2);
+        json_array_append_new(arr, json_pack("{s:I, s:s, s:o}", "step",
+                                             (json_int_t)sqlite3_column_int64(st, 0), "time",
+                                             when, "metrics", metrics ? metrics : json_object()));
+    }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (rc != SQLITE_DONE) {
+        json_decref(arr);
+        return db_error(s, err, "read reports");
+    }
+    *items = arr;
+    return 0;
+}

@@ -1,0 +1,202 @@
+"""Integration tests: durability and restarts.
+
+API.md: "A report answered 200 is durable: it survives kill -9 of the daemon",
+and on SIGTERM rungd shuts down cleanly with running trials keeping their
+leases. These tests acknowledge reports, kill or stop rungd, restart it on the
+same database file and check that nothing acknowledged is lost and that the
+same workers can carry on with the same lease tokens.
+"""
+
+import signal
+import threading
+import time
+
+import rungd_harness as h
+
+STOP_PROMPTLY_S = 5.0
+
+
+def value(trial_number, step):
+    """The loss a simulated trial reports; distinct for every (trial, step)."""
+    return 10.0 / (step + 1) + 0.001 * trial_number
+
+
+class KillNine(h.RungdTestCase):
+    """Issue test 6."""
+
+    TRIALS = 4
+    STEPS = 50  # 4 x 50 = 200 acknowledged reports
+
+    def test_acknowledged_reports_survive_kill_9(self):
+        d = self.daemon()
+        exp = d.create_experiment(h.spec(name="durable", num_samples=self.TRIALS,
+                                         max_concurrent_trials=0))
+        eid = exp["id"]
+        w = h.Worker(d, name="durable-worker")
+        leased = [w.lease_one() for _ in range(self.TRIALS)]
+        self.assertEqual(len({t["id"] for t in leased}), self.TRIALS)
+
+        # Four reporters at once, so the daemon batches commits; every report
+        # counted here was answered 200.
+        acked = {t["id"]: [] for t in leased}
+        errors = []
+
+        def reporter(t):
+            try:
+                for step in range(1, self.STEPS + 1):
+                    v = value(t["number"], step)
+                    self.assertEqual(w.report_ok(t, step, {"loss": v, "step_x2": 2 * step}),
+                                     "continue")
+                    acked[t["id"]].append((step, v))
+            except BaseException as e:
+                errors.append(repr(e))
+
+        threads = [threading.Thread(target=reporter, args=(t,), daemon=True) for t in leased]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(60)
+            self.assertFalse(th.is_alive(), "a reporter hung")
+        self.assertEqual(errors, [])
+        self.assertEqual(sum(len(v) for v in acked.values()), self.TRIALS * self.STEPS)
+
+        d.kill9()  # right after the last acknowledgement
+        d.restart()
+
+        # Every acknowledged report is there, once, with its values.
+        for t in leased:
+            items = d.metrics_of(t["id"])
+            self.assertEqual([i["step"] for i in items], [s for s, _ in acked[t["id"]]],
+                             "reports of trial %d after kill -9" % t["id"])
+            for item, (step, v) in zip(items, acked[t["id"]]):
+                self.assertEqual(item["metrics"]["loss"], v)
+                self.assertEqual(item["metrics"]["step_x2"], 2 * step)
+            cur = d.trial(t["id"])
+            self.assertEqual((cur["state"], cur["attempt"]), ("running", 1))
+            self.assertEqual(cur["step"], self.STEPS)
+        exp = d.experiment(eid)
+        self.assertEqual(exp["state"], "running")
+        self.assertEqual(exp["name"], "durable")
+        self.assertEqual(exp["counts"]["running"], self.TRIALS, exp["counts"])
+        best = min(v for vs in acked.values() for _, v in vs)
+        self.assertEqual(exp["best"]["value"], best)
+
+        # The same worker carries on with the same lease tokens.
+        for t in leased:
+            again = w.report(t, self.STEPS, {"loss": value(t["number"], self.STEPS),
+                                             "step_x2": 2 * self.STEPS})
+            self.assertEqual(again, (200, {"action": "continue"}), "a retried report")
+            w.report_ok(t, self.STEPS + 1, {"loss": 0.5})
+            w.finish_ok(t)
+        exp = d.wait_state(eid, "completed")
+        self.assertEqual(exp["counts"]["completed"], self.TRIALS, exp["counts"])
+        self.assertEqual(exp["best"]["value"], min(best, 0.5))
+        for t in leased:
+            self.assertEqual(len(d.metrics_of(t["id"])), self.STEPS + 1)
+
+    def test_pending_trials_and_workers_survive_kill_9(self):
+        d = self.daemon()
+        exp = d.create_experiment(h.spec(num_samples=3))
+        eid = exp["id"]
+        w = h.Worker(d)
+        t = w.lease_one()
+        w.report_ok(t, 1, {"loss": 1.0})
+        d.kill9()
+        d.restart()
+        self.assertEqual(d.experiment(eid)["state"], "running")
+        # The worker id stays valid; the remaining trials are leased after the restart.
+        rest = [w.lease_one(), w.lease_one()]
+        self.assertEqual(len({t["id"]} | {r["id"] for r in rest}), 3)
+        for r in rest + [t]:
+            w.report_ok(r, 2, {"loss": 0.5})
+            w.finish_ok(r)
+        exp = d.wait_state(eid, "completed")
+        self.assertEqual(exp["counts"]["completed"], 3)
+        self.assertEqual(exp["best"]["value"], 0.5)
+
+    def test_expired_leases_are_noticed_after_restart(self):
+        # A trial whose worker died while rungd was down is not stuck forever:
+        # after the fresh lease window it is failed as worker lost.
+        d = self.daemon("--lease-s", "1")
+        exp = d.create_experiment(h.spec(num_samples=1))
+        w = h.Worker(d)
+        t = w.lease_one()
+        d.kill9()
+        d.restart()
+        cur = h.wait_until(lambda: (lambda x: x if x["state"] != "running" else None)(
+            d.trial(t["id"])), 8.0, "the lease to run out after a restart")
+        self.assertEqual(cur["state"], "failed")
+        self.assertIn("worker lost", cur["error"].lower())
+        d.wait_state(exp["id"], "completed")
+
+
+class Sigterm(h.RungdTestCase):
+    """Issue test 11."""
+
+    def test_sigterm_exits_0_and_restart_resumes(self):
+        d = self.daemon()
+        exp = d.create_experiment(h.spec(num_samples=3, searcher={"type": "random", "seed": 5}))
+        eid = exp["id"]
+        w = h.Worker(d)
+        t = w.lease_one()
+        w.report_ok(t, 1, {"loss": 2.0})
+        w.report_ok(t, 2, {"loss": 1.0})
+        configs_before = {x["id"]: x["config"] for x in d.all_trials(eid)}
+
+        t0 = time.monotonic()
+        d.signal(signal.SIGTERM)
+        rc = d.wait_exit(STOP_PROMPTLY_S)
+        self.assertIsNotNone(rc, "rungd still runs %.0f s after SIGTERM" % STOP_PROMPTLY_S)
+        self.assertEqual(rc, 0, d.diagnostics())
+        self.assertLess(time.monotonic() - t0, STOP_PROMPTLY_S)
+
+        d.restart()
+        exp = d.experiment(eid)
+        self.assertEqual(exp["state"], "running")
+        configs_after = {x["id"]: x["config"] for x in d.all_trials(eid)}
+        for tid, config in configs_before.items():
+            self.assertEqual(configs_after.get(tid), config, "trial %d after restart" % tid)
+        cur = d.trial(t["id"])
+        self.assertEqual((cur["state"], cur["attempt"], cur["step"]), ("running", 1, 2))
+        self.assertEqual([i["step"] for i in d.metrics_of(t["id"])], [1, 2])
+        self.assertEqual(w.report_ok(t, 3, {"loss": 0.5}), "continue")
+        w.finish_ok(t)
+        for _ in range(2):
+            r = w.lease_one()
+            w.report_ok(r, 1, {"loss": 3.0})
+            w.finish_ok(r)
+        exp = d.wait_state(eid, "completed")
+        self.assertEqual(exp["counts"]["completed"], 3)
+        self.assertEqual(exp["best"]["value"], 0.5)
+        self.assertEqual(exp["best"]["trial_id"], t["id"])
+
+    def test_sigterm_during_a_long_poll(self):
+        # A worker waiting in a long poll must not hold up the shutdown.
+        d = self.daemon()
+        w = h.Worker(d)
+        th = threading.Thread(target=lambda: self._quiet_lease(w), daemon=True)
+        th.start()
+        time.sleep(0.5)
+        d.signal(signal.SIGTERM)
+        rc = d.wait_exit(STOP_PROMPTLY_S)
+        self.assertIsNotNone(rc, "rungd still runs %.0f s after SIGTERM with a worker "
+                             "in a long poll" % STOP_PROMPTLY_S)
+        self.assertEqual(rc, 0)
+        th.join(25)
+
+    @staticmethod
+    def _quiet_lease(w):
+        try:
+            w.lease(wait_s=20)
+        except AssertionError:
+            pass  # the connection may be closed by the shutdown
+
+    def test_sigint_exits_0(self):
+        d = self.daemon()
+        d.signal(signal.SIGINT)
+        rc = d.wait_exit(STOP_PROMPTLY_S)
+        self.assertEqual(rc, 0)
+
+
+if __name__ == "__main__":
+    h.main()

@@ -1,0 +1,1109 @@
+/* Unit tests of sampler/: every domain's bounds and unit-cube round trip,
+ * the log-uniform distribution, Ray Tune's grid expansion, the validation
+ * errors with their exact field paths, seeded reproducibility, and the Sobol
+ * points (against GSL's own generator, and against pseudo-random spread). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_qrng.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sampler.h"
+#include "sampler_internal.h"
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static json_t *load(const char *text)
+{
+    json_error_t jerr;
+    json_t *json = json_loads(text, JSON_DECODE_ANY, &jerr);
+    if (json == NULL)
+        fail_msg("bad JSON in test: %s: %s", text, jerr.text);
+    return json;
+}
+
+static Space *parse_ok(const char *text)
+{
+    json_t *json = load(text);
+    Space *space = NULL;
+    RungError err;
+    rung_error_clear(&err);
+    int rc = space_parse(json, &space, &err);
+    json_decref(json);
+    if (rc != 0)
+        fail_msg("space_parse(%s): %s", text, err.message);
+    assert_non_null(space);
+    return space;
+}
+
+static SearcherSpec searcher_ok(const char *text, const Space *space)
+{
+    json_t *json = text ? load(text) : NULL;
+    SearcherSpec s;
+    RungError err;
+    rung_error_clear(&err);
+    int rc = searcher_parse(json, space, &s, &err);
+    json_decref(json);
+    if (rc != 0)
+        fail_msg("searcher_parse(%s): %s", text ? text : "NULL", err.message);
+    return s;
+}
+
+static int64_t total_ok(const Space *space, const SearcherSpec *s, int64_t num_samples)
+{
+    int64_t total = -1;
+    RungError err;
+    rung_error_clear(&err);
+    if (sampler_total_trials(space, s, num_samples, &total, &err) != 0)
+        fail_msg("sampler_total_trials: %s", err.message);
+    return total;
+}
+
+/* Compact JSON with sorted keys: a canonical key for counting. */
+static char *dump(const json_t *json)
+{
+    char *text = json_dumps(json, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    assert_non_null(text);
+    return text;
+}
+
+/* A small multiset of strings, enough to count distinct values. */
+typedef struct {
+    char *keys[4096];
+    int counts[4096];
+    int n;
+} Tally;
+
+static void tally_add(Tally *t, char *key) /* steals key */
+{
+    for (int i = 0; i < t->n; i++) {
+        if (strcmp(t->keys[i], key) == 0) {
+            t->counts[i]++;
+            free(key);
+            return;
+        }
+    }
+    assert_true(t->n < 4096);
+    t->keys[t->n] = key;
+    t->counts[t->n++] = 1;
+}
+
+static void tally_free(Tally *t)
+{
+    for (int i = 0; i < t->n; i++)
+        free(t->keys[i]);
+    t->n = 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Kolmogorov-Smirnov statistic of xs (sorted in place) against the uniform
+ * distribution on [a, b]. */
+static double ks_uniform(double *xs, int n, double a, double b)
+{
+    qsort(xs, (size_t)n, sizeof *xs, cmp_double);
+    double d = 0.0;
+    for (int i = 0; i < n; i++) {
+        double f = (xs[i] - a) / (b - a);
+        double above = (double)(i + 1) / n - f;
+        double below = f - (double)i / n;
+        d = fmax(d, fmax(above, below));
+    }
+    return d;
+}
+
+/* ---- every domain: bounds, integrality, quantization, round trip ------ */
+
+typedef struct {
+    const char *domain; /* the domain object of parameter "x" */
+    double low, high;   /* every value in [low, high] */
+    bool high_open;     /* ... and below high */
+    bool integer;       /* values are JSON integers (else reals, or choices) */
+    double q;           /* values are multiples of q (0: no constraint) */
+    bool log;           /* continuous values compare relative to themselves */
+    int distinct;       /* exact number of distinct values seen (0: skip) */
+} DomainCase;
+
+static const DomainCase DOMAIN_CASES[] = {
+    {"{\"type\": \"uniform\", \"low\": -2, \"high\": 3}", -2, 3, true, false, 0, false, 0},
+    {"{\"type\": \"uniform\", \"low\": 0, \"high\": 1, \"grid_points\": 3}", 0, 1, true, false, 0,
+     false, 0},
+    {"{\"type\": \"quniform\", \"low\": 0, \"high\": 1, \"q\": 0.1}", 0, 1, false, false, 0.1,
+     false, 11},
+    {"{\"type\": \"quniform\", \"low\": 0.05, \"high\": 0.95, \"q\": 0.1}", 0.05, 0.95, false,
+     false, 0.1, false, 9},
+    {"{\"type\": \"quniform\", \"low\": -1, \"high\": 1, \"q\": 0.5}", -1, 1, false, false, 0.5,
+     false, 5},
+    {"{\"type\": \"loguniform\", \"low\": 1e-4, \"high\": 1}", 1e-4, 1, true, false, 0, true, 0},
+    {"{\"type\": \"loguniform\", \"low\": 1e-300, \"high\": 1e300}", 1e-300, 1e300, true, false, 0,
+     true, 0},
+    {"{\"type\": \"qloguniform\", \"low\": 1, \"high\": 1000, \"q\": 5}", 1, 1000, false, false, 5,
+     false, 0},
+    {"{\"type\": \"qloguniform\", \"low\": 0.001, \"high\": 0.1, \"q\": 0.001}", 0.001, 0.1, false,
+     false, 0.001, false, 0},
+    {"{\"type\": \"randint\", \"low\": -3, \"high\": 4}", -3, 4, true, true, 1, false, 7},
+    {"{\"type\": \"randint\", \"low\": 0, \"high\": 1099511627776}", 0, 1099511627776.0, true,
+     true, 1, false, 0},
+    {"{\"type\": \"qrandint\", \"low\": 0, \"high\": 10, \"q\": 5}", 0, 10, false, true, 5, false,
+     3},
+    {"{\"type\": \"qrandint\", \"low\": -7, \"high\": 7, \"q\": 3}", -7, 7, false, true, 3, false,
+     5},
+    {"{\"type\": \"lograndint\", \"low\": 1, \"high\": 100}", 1, 100, true, true, 1, false, 99},
+    {"{\"type\": \"lograndint\", \"low\": 1, \"high\": 1099511627776}", 1, 1099511627776.0, true,
+     true, 1, false, 0},
+    {"{\"type\": \"choice\", \"values\": [\"a\", 2, true, 1.5]}", 0, 0, false, false, 0, false, 4},
+};
+
+/* Checks one value of a case; returns whether the value is an integer. */
+static void check_value(const DomainCase *c, const json_t *v)
+{
+    if (c->low == c->high) { /* choice */
+        assert_true(json_is_string(v) || json_is_number(v) || json_is_boolean(v));
+        return;
+    }
+    if (c->integer)
+        assert_true(json_is_integer(v));
+    else
+        assert_true(json_is_real(v));
+    double x = json_number_value(v);
+    if (x < c->low || x > c->high || (c->high_open && x >= c->high))
+        fail_msg("%s: %.17g outside the domain", c->domain, x);
+    if (c->q > 0.0) {
+        double k = x / c->q;
+        /* a bound may stand for its multiple (0.05 for 0.1 * 0 would not) */
+        if (fabs(k - round(k)) > 1e-9 && x != c->low && x != c->high)
+            fail_msg("%s: %.17g is not a multiple of %g", c->domain, x, c->q);
+    }
+}
+
+static void check_round_trip(const DomainCase *c, const Space *space, const json_t *config)
+{
+    double u[1];
+    RungError err;
+    rung_error_clear(&err);
+    assert_int_equal(space_encode(space, config, u, &err), 0);
+    assert_true(u[0] >= 0.0 && u[0] <= 1.0);
+    json_t *again = space_decode(space, u, 0);
+    assert_non_null(again);
+    const json_t *a = json_object_get(config, "x");
+    const json_t *b = json_object_get(again, "x");
+    bool continuous = c->low != c->high && !c->integer && c->q == 0.0;
+    if (!continuous) {
+        if (!json_equal(a, b))
+            fail_msg("%s: decode(encode(%.17g)) = %.17g", c->domain, json_number_value(a),
+                     json_number_value(b));
+    } else {
+        double x = json_number_value(a), y = json_number_value(b);
+        double scale = c->log ? fabs(x) : fmax(fabs(c->low), fabs(c->high));
+        if (fabs(x - y) > 1e-12 * scale)
+            fail_msg("%s: decode(encode(%.17g)) = %.17g", c->domain, x, y);
+    }
+    json_decref(again);
+}
+
+static void test_domains_bounds_and_round_trip(void **state)
+{
+    (void)state;
+    const int n = 10000;
+    for (size_t ci = 0; ci < sizeof DOMAIN_CASES / sizeof DOMAIN_CASES[0]; ci++) {
+        const DomainCase *c = &DOMAIN_CASES[ci];
+        char text[512];
+        snprintf(text, sizeof text, "{\"x\": %s}", c->domain);
+        Space *space = parse_ok(text);
+        assert_int_equal(space_cube_dims(space), 1);
+        assert_int_equal(space_grid_size(space), 1);
+        /* Pseudo-random and Sobol draws both stay inside the domain. */
+        const char *searchers[] = {"{\"seed\": 11}", "{\"seed\": 12, \"quasi\": true}"};
+        for (int si = 0; si < 2; si++) {
+            SearcherSpec s = searcher_ok(searchers[si], space);
+            Tally seen = {.n = 0};
+            for (int i = 0; i < n; i++) {
+                json_t *config = sampler_config(space, &s, i);
+                assert_non_null(config);
+                assert_int_equal(json_object_size(config), 1);
+                const json_t *v = json_object_get(config, "x");
+                assert_non_null(v);
+                check_value(c, v);
+                check_round_trip(c, space, config);
+                if (c->distinct > 0)
+                    tally_add(&seen, dump(v));
+                json_decref(config);
+            }
+            if (c->distinct > 0 && seen.n != c->distinct)
+                fail_msg("%s: %d distinct values, expected %d", c->domain, seen.n, c->distinct);
+            tally_free(&seen);
+        }
+        space_free(space);
+    }
+}
+
+/* The ends of the cube map to the ends of each domain. */
+static void test_decode_edges(void **state)
+{
+    (void)state;
+    Space *space = parse_ok("{\"u\": {\"type\": \"uniform\", \"low\": 1, \"high\": 2},"
+                            " \"r\": {\"type\": \"randint\", \"low\": 0, \"high\": 4},"
+                            " \"l\": {\"type\": \"lograndint\", \"low\": 2, \"high\": 9},"
+                            " \"q\": {\"type\": \"qrandint\", \"low\": 1, \"high\": 9, \"q\": 4},"
+                            " \"c\": {\"type\": \"choice\", \"values\": [\"a\", \"b\"]}}");
+    double lo[5] = {0, 0, 0, 0, 0}, hi[5] = {1, 1, 1, 1, 1};
+    json_t *a = space_decode(space, lo, 0);
+    json_t *b = space_decode(space, hi, 0);
+    json_t *want_a = load("{\"u\": 1.0, \"r\": 0, \"l\": 2, \"q\": 4, \"c\": \"a\"}");
+    assert_true(json_equal(a, want_a));
+    assert_true(json_real_value(json_object_get(b, "u")) < 2.0);
+    assert_true(json_real_value(json_object_get(b, "u")) > 1.999999);
+    assert_int_equal(json_integer_value(json_object_get(b, "r")), 3);
+    assert_int_equal(json_integer_value(json_object_get(b, "l")), 8);
+    assert_int_equal(json_integer_value(json_object_get(b, "q")), 8);
+    assert_string_equal(json_string_value(json_object_get(b, "c")), "b");
+    /* Out-of-range coordinates are clamped, a bad grid index refused. */
+    double wild[5] = {-3, NAN, 7, 0.5, 2};
+    json_t *w = space_decode(space, wild, 0);
+    assert_non_null(w);
+    assert_int_equal(json_integer_value(json_object_get(w, "r")), 0);
+    assert_null(space_decode(space, lo, 1));
+    assert_null(space_decode(space, lo, -1));
+    json_decref(a);
+    json_decref(b);
+    json_decref(w);
+    json_decref(want_a);
+    space_free(space);
+}
+
+/* ---- distributions --------------------------------------------------- */
+
+static void test_loguniform_is_uniform_in_log_space(void **state)
+{
+    (void)state;
+    const int n = 10000;
+    const double a = 1e-4, b = 1.0;
+    /* Critical value of the KS statistic at alpha = 0.01 for large n. */
+    const double crit = 1.63 / sqrt((double)n);
+    Space *space = parse_ok("{\"lr\": {\"type\": \"loguniform\", \"low\": 1e-4, \"high\": 1}}");
+    const char *searchers[] = {"{\"seed\": 3}", "{\"seed\": 3, \"quasi\": true}"};
+    double *logs = malloc(n * sizeof *logs);
+    double *raw = malloc(n * sizeof *raw);
+    assert_non_null(logs);
+    assert_non_null(raw);
+    for (int si = 0; si < 2; si++) {
+        SearcherSpec s = searcher_ok(searchers[si], space);
+        for (int i = 0; i < n; i++) {
+            json_t *config = sampler_config(space, &s, i);
+            raw[i] = json_real_value(json_object_get(config, "lr"));
+            logs[i] = log(raw[i]);
+            json_decref(config);
+        }
+        double d_log = ks_uniform(logs, n, log(a), log(b));
+        double d_raw = ks_uniform(raw, n, a, b);
+        print_message("%s: KS log %.4f, raw %.4f, critical %.4f\n", searchers[si], d_log, d_raw,
+                      crit);
+        assert_true(d_log < crit);
+        /* The same test on raw values must reject: it is able to fail. */
+        assert_true(d_raw > crit);
+    }
+    free(logs);
+    free(raw);
+    space_free(space);
+}
+
+/* Chi-square over randint's 10 values and a lograndint's decades. */
+static void test_integer_distributions(void **state)
+{
+    (void)state;
+    const int n = 10000;
+    Space *space = parse_ok("{\"r\": {\"type\": \"randint\", \"low\": 0, \"high\": 10},"
+                            " \"l\": {\"type\": \"lograndint\", \"low\": 1, \"high\": 10000}}");
+    SearcherSpec s = searcher_ok("{\"seed\": 5}", space);
+    int r_counts[10] = {0}, l_counts[4] = {0};
+    for (int i = 0; i < n; i++) {
+        json_t *config = sampler_config(space, &s, i);
+        r_counts[json_integer_value(json_object_get(config, "r"))]++;
+        json_int_t l = json_integer_value(json_object_get(config, "l"));
+        l_counts[l < 10 ? 0 : l < 100 ? 1 : l < 1000 ? 2 : 3]++;
+        json_decref(config);
+    }
+    double chi_r = 0.0, chi_l = 0.0;
+    for (int k = 0; k < 10; k++)
+        chi_r += pow(r_counts[k] - n / 10.0, 2) / (n / 10.0);
+    /* Log-uniform on [1, 10^4): a quarter of the mass per decade. */
+    for (int k = 0; k < 4; k++)
+        chi_l += pow(l_counts[k] - n / 4.0, 2) / (n / 4.0);
+    /* Critical values at alpha = 0.001: 27.88 (9 dof), 16.27 (3 dof). */
+    assert_true(chi_r < 27.88);
+    assert_true(chi_l < 16.27);
+    space_free(space);
+}
+
+/* ---- grid expansion (Ray Tune's semantics) ---------------------------- */
+
+/* Runs every trial and checks that each combination of the `keys` params
+ * appears exactly num_samples times; returns the number of trials. */
+static int64_t check_grid(const char *space_text, const char *searcher_text, int64_t num_samples,
+                          const char *const *keys, int64_t combos)
+{
+    Space *space = parse_ok(space_text);
+    SearcherSpec s = searcher_ok(searcher_text, space);
+    int64_t total = total_ok(space, &s, num_samples);
+    Tally tally = {.n = 0};
+    for (int64_t t = 0; t < total; t++) {
+        json_t *config = sampler_config(space, &s, t);
+        assert_non_null(config);
+        assert_int_equal(json_object_size(config), space_param_count(space));
+        json_t *combo = json_object();
+        for (const char *const *k = keys; *k != NULL; k++)
+            json_object_set(combo, *k, json_object_get(config, *k));
+        tally_add(&tally, dump(combo));
+        json_decref(combo);
+        json_decref(config);
+    }
+    assert_int_equal(tally.n, combos);
+    for (int i = 0; i < tally.n; i++)
+        assert_int_equal(tally.counts[i], num_samples);
+    tally_free(&tally);
+    space_free(space);
+    return total;
+}
+
+static void test_grid_trial_counts(void **state)
+{
+    (void)state;
+    const char *two_grids = "{\"a\": {\"type\": \"grid\", \"values\": [1, 2, 3]},"
+                            " \"k\": 7,"
+                            " \"b\": {\"type\": \"grid\", \"values\": [\"x\", {\"y\": 1}]}}";
+    const char *ab[] = {"a", "b", NULL};
+    assert_int_equal(check_grid(two_grids, NULL, 1, ab, 6), 6);
+    assert_int_equal(check_grid(two_grids, NULL, 3, ab, 6), 18);
+
+    const char *grid_and_log = "{\"a\": {\"type\": \"grid\", \"values\": [0.1, 0.2]},"
+                               " \"lr\": {\"type\": \"loguniform\", \"low\": 1e-4, \"high\": 0.1}}";
+    const char *a[] = {"a", NULL};
+    assert_int_equal(check_grid(grid_and_log, "{\"seed\": 1}", 5, a, 2), 10);
+    assert_int_equal(check_grid(grid_and_log, "{\"seed\": 1, \"quasi\": true}", 5, a, 2), 10);
+
+    const char *all = "{\"c\": {\"type\": \"choice\", \"values\": [\"relu\", \"tanh\", \"gelu\"]},"
+                      " \"n\": {\"type\": \"randint\", \"low\": 0, \"high\": 4},"
+                      " \"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1,"
+                      " \"grid_points\": 5}}";
+    const char *cnx[] = {"c", "n", "x", NULL};
+    assert_int_equal(check_grid(all, "{\"type\": \"grid\"}", 1, cnx, 60), 60);
+    assert_int_equal(check_grid(all, "{\"type\": \"grid\"}", 2, cnx, 60), 120);
+}
+
+/* Trial n takes combination n mod G, the first grid parameter slowest, and
+ * the sampled parameters differ between trials. */
+static void test_grid_order(void **state)
+{
+    (void)state;
+    Space *space = parse_ok("{\"a\": {\"type\": \"grid\", \"values\": [1, 2, 3]},"
+                            " \"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+                            " \"b\": {\"type\": \"grid\", \"values\": [\"p\", \"q\"]}}");
+    assert_int_equal(space_grid_size(space), 6);
+    assert_int_equal(space_cube_dims(space), 1);
+    SearcherSpec s = searcher_ok("{\"seed\": 9}", space);
+    const char *want[] = {"1p", "1q", "2p", "2q", "3p", "3q", "1p"};
+    double xs[7];
+    for (int t = 0; t < 7; t++) {
+        json_t *config = sampler_config(space, &s, t);
+        char got[16];
+        snprintf(got, sizeof got, "%lld%s",
+                 (long long)json_integer_value(json_object_get(config, "a")),
+                 json_string_value(json_object_get(config, "b")));
+        assert_string_equal(got, want[t]);
+        xs[t] = json_real_value(json_object_get(config, "x"));
+        /* space_decode with the same grid index agrees on the grid values. */
+        double u[1] = {0.5};
+        json_t *decoded = space_decode(space, u, t % 6);
+        assert_true(json_equal(json_object_get(decoded, "a"), json_object_get(config, "a")));
+        assert_true(json_equal(json_object_get(decoded, "b"), json_object_get(config, "b")));
+        json_decref(decoded);
+        json_decref(config);
+    }
+    for (int t = 1; t < 7; t++)
+        assert_true(xs[t] != xs[0]);
+    space_free(space);
+}
+
+/* The values the grid searcher enumerates for one parameter. */
+static void check_enumeration(const char *domain, const char *want_text)
+{
+    char text[512];
+    snprintf(text, sizeof text, "{\"x\": %s}", domain);
+    Space *space = parse_ok(text);
+    SearcherSpec s = searcher_ok("{\"type\": \"grid\"}", space);
+    json_t *want = load(want_text);
+    int64_t total = total_ok(space, &s, 1);
+    if (total != (int64_t)json_array_size(want))
+        fail_msg("%s: %lld points, expected %zu", domain, (long long)total,
+                 json_array_size(want));
+    for (int64_t i = 0; i < total; i++) {
+        json_t *config = sampler_config(space, &s, i);
+        const json_t *got = json_object_get(config, "x");
+        const json_t *w = json_array_get(want, (size_t)i);
+        assert_int_equal(json_typeof(got), json_typeof(w));
+        double g = json_number_value(got), e = json_number_value(w);
+        if (fabs(g - e) > 1e-12 * fabs(e))
+            fail_msg("%s: point %lld is %.17g, expected %.17g", domain, (long long)i, g, e);
+        json_decref(config);
+    }
+    json_decref(want);
+    space_free(space);
+}
+
+static void test_grid_points(void **state)
+{
+    (void)state;
+    check_enumeration("{\"type\": \"uniform\", \"low\": 0, \"high\": 1, \"grid_points\": 5}",
+                      "[0.0, 0.25, 0.5, 0.75, 1.0]");
+    check_enumeration("{\"type\": \"uniform\", \"low\": 2, \"high\": 3, \"grid_points\": 1}",
+                      "[2.0]");
+    check_enumeration("{\"type\": \"loguniform\", \"low\": 1e-4, \"high\": 1, \"grid_points\": 5}",
+                      "[1e-4, 1e-3, 1e-2, 1e-1, 1.0]");
+    check_enumeration("{\"type\": \"quniform\", \"low\": 0, \"high\": 1, \"q\": 0.5,"
+                      " \"grid_points\": 5}",
+                      "[0.0, 0.5, 1.0]");
+    check_enumeration("{\"type\": \"qloguniform\", \"low\": 1, \"high\": 100, \"q\": 1,"
+                      " \"grid_points\": 3}",
+                      "[1.0, 10.0, 100.0]");
+    check_enumeration("{\"type\": \"randint\", \"low\": 0, \"high\": 4}", "[0, 1, 2, 3]");
+    check_enumeration("{\"type\": \"randint\", \"low\": 0, \"high\": 100, \"grid_points\": 3}",
+                      "[0, 50, 99]");
+    check_enumeration("{\"type\": \"randint\", \"low\": 0, \"high\": 5000, \"grid_points\": 2}",
+                      "[0, 4999]");
+    check_enumeration("{\"type\": \"lograndint\", \"low\": 1, \"high\": 1001, \"grid_points\": 4}",
+                      "[1, 10, 100, 1000]");
+    check_enumeration("{\"type\": \"lograndint\", \"low\": 1, \"high\": 5, \"grid_points\": 4}",
+                      "[1, 2, 3, 4]");
+    check_enumeration("{\"type\": \"qrandint\", \"low\": 0, \"high\": 100, \"q\": 10,"
+                      " \"grid_points\": 20}",
+                      "[0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]");
+    check_enumeration("{\"type\": \"qrandint\", \"low\": 1, \"high\": 20, \"q\": 3}",
+                      "[3, 6, 9, 12, 15, 18]");
+    check_enumeration("{\"type\": \"choice\", \"values\": [3, 1, 2]}", "[3, 1, 2]");
+}
+
+/* ---- validation: the exact field of every error ---------------------- */
+
+typedef struct {
+    const char *spec;
+    const char *field;
+} BadCase;
+
+static const BadCase BAD_SPACES[] = {
+    {"[]", "search_space"},
+    {"3", "search_space"},
+    {"{\"1x\": 1}", "search_space.1x"},
+    {"{\"\": 1}", "search_space."},
+    {"{\"a b\": 1}", "search_space.a b"},
+    {"{\"a/b\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}", "search_space.a/b"},
+    {"{\"x\": {\"type\": \"normal\"}}", "search_space.x.type"},
+    {"{\"x\": {\"type\": 3}}", "search_space.x.type"},
+    {"{\"x\": {\"type\": \"\"}}", "search_space.x.type"},
+    {"{\"x\": {\"type\": \"uniform\", \"low\": 0}}", "search_space.x.high"},
+    {"{\"x\": {\"type\": \"uniform\", \"high\": 1}}", "search_space.x.low"},
+    {"{\"x\": {\"type\": \"uniform\", \"low\": 1, \"high\": 1}}", "search_space.x.high"},
+    {"{\"x\": {\"type\": \"uniform\", \"low\": \"0\", \"high\": 1}}", "search_space.x.low"},
+    {"{\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1, \"q\": 0.1}}", "search_space.x.q"},
+    {"{\"x\": {\"type\": \"uniform\", \"low\": -1e308, \"high\": 1e308}}", "search_space.x.high"},
+    {"{\"x\": {\"type\": \"loguniform\", \"low\": 0, \"high\": 1}}", "search_space.x.low"},
+    {"{\"x\": {\"type\": \"loguniform\", \"low\": -1, \"high\": 1}}", "search_space.x.low"},
+    {"{\"x\": {\"type\": \"loguniform\", \"low\": 1, \"high\": 0.5}}", "search_space.x.high"},
+    {"{\"x\": {\"type\": \"loguniform\", \"low\": 1e-3, \"high\": 1, \"base\": 10}}",
+     "search_space.x.base"},
+    {"{\"x\": {\"type\": \"quniform\", \"low\": 0, \"high\": 1}}", "search_space.x.q"},
+    {"{\"x\": {\"type\": \"quniform\", \"low\": 0, \"high\": 1, \"q\": 0}}", "search_space.x.q"},
+    {"{\"x\": {\"type\": \"quniform\", \"low\": 0, \"high\": 1, \"q\": -0.5}}", "search_space.x.q"},
+    {"{\"x\": {\"type\": \"quniform\", \"low\": 0.1, \"high\": 0.2, \"q\": 1}}",
+     "search_space.x.q"},
+    {"{\"x\": {\"type\": \"quniform\", \"low\": 0, \"high\": 1, \"q\": 1e-300}}",
+     "search_space.x.q"},
+    {"{\"x\": {\"type\": \"qloguniform\", \"low\": 0, \"high\": 1, \"q\": 0.1}}",
+     "search_space.x.low"},
+    {"{\"x\": {\"type\": \"randint\", \"low\": 0.5, \"high\": 3}}", "search_space.x.low"},
+    {"{\"x\": {\"type\": \"randint\", \"low\": 3, \"high\": 3}}", "search_space.x.high"},
+    {"{\"x\": {\"type\": \"randint\", \"low\": 0, \"high\": 1e300}}", "search_space.x.high"},
+    {"{\"x\": {\"type\": \"randint\", \"low\": 0, \"high\": 2000000000000}}",
+     "search_space.x.high"},
+    {"{\"x\": {\"type\": \"lograndint\", \"low\": 0, \"high\": 10}}", "search_space.x.low"},
+    {"{\"x\": {\"type\": \"qrandint\", \"low\": 1, \"high\": 10, \"q\": 0}}", "search_space.x.q"},
+    {"{\"x\": {\"type\": \"qrandint\", \"low\": 0, \"high\": 10, \"q\": 2.5}}",
+     "search_space.x.q"},
+    {"{\"x\": {\"type\": \"qrandint\", \"low\": 1, \"high\": 3, \"q\": 5}}", "search_space.x.q"},
+    {"{\"x\": {\"type\": \"qrandint\", \"low\": 5, \"high\": 1, \"q\": 1}}",
+     "search_space.x.high"},
+    {"{\"x\": {\"type\": \"choice\"}}", "search_space.x.values"},
+    {"{\"x\": {\"type\": \"choice\", \"values\": []}}", "search_space.x.values"},
+    {"{\"x\": {\"type\": \"choice\", \"values\": 3}}", "search_space.x.values"},
+    {"{\"x\": {\"type\": \"choice\", \"values\": [1, [2]]}}", "search_space.x.values[1]"},
+    {"{\"x\": {\"type\": \"choice\", \"values\": [\"a\", null]}}", "search_space.x.values[1]"},
+    {"{\"x\": {\"type\": \"choice\", \"values\": [1, 2], \"grid_points\": 2}}",
+     "search_space.x.grid_points"},
+    {"{\"x\": {\"type\": \"grid\", \"values\": []}}", "search_space.x.values"},
+    {"{\"x\": {\"type\": \"grid\", \"values\": [1], \"low\": 0}}", "search_space.x.low"},
+    {"{\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1, \"grid_points\": 0}}",
+     "search_space.x.grid_points"},
+    {"{\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1, \"grid_points\": 1001}}",
+     "search_space.x.grid_points"},
+    {"{\"x\": {\"type\": \"randint\", \"low\": 0, \"high\": 9, \"grid_points\": 2.5}}",
+     "search_space.x.grid_points"},
+    {"{\"ok\": 1, \"y\": {\"type\": \"uniform\", \"low\": 2, \"high\": 1}}", "search_space.y.high"},
+};
+
+static void expect_bad_space(const json_t *json, const char *what, const char *field)
+{
+    Space *space = (Space *)&space; /* must be reset to NULL */
+    RungError err;
+    rung_error_clear(&err);
+    int rc = space_parse(json, &space, &err);
+    if (rc != RUNG_E_INVALID_SPEC || strcmp(err.field, field) != 0)
+        fail_msg("%s: rc %d field \"%s\" (%s), expected field \"%s\"", what, rc, err.field,
+                 err.message, field);
+    assert_null(space);
+    /* The message names the path, so a person can find the field. */
+    assert_true(strncmp(err.message, "search_space", 12) == 0);
+}
+
+static void test_invalid_spaces(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof BAD_SPACES / sizeof BAD_SPACES[0]; i++) {
+        json_t *json = load(BAD_SPACES[i].spec);
+        expect_bad_space(json, BAD_SPACES[i].spec, BAD_SPACES[i].field);
+        json_decref(json);
+    }
+
+    /* API.md's own example, message included. */
+    json_t *json = load("{\"lr\": {\"type\": \"loguniform\", \"low\": 0, \"high\": 0.3}}");
+    Space *space = NULL;
+    RungError err;
+    assert_int_equal(space_parse(json, &space, &err), RUNG_E_INVALID_SPEC);
+    assert_string_equal(err.field, "search_space.lr.low");
+    assert_string_equal(err.message, "search_space.lr: low must be > 0 for loguniform");
+    json_decref(json);
+
+    /* A name of 64 characters is fine, 65 is not. */
+    char name[70];
+    memset(name, 'n', sizeof name);
+    name[64] = '\0';
+    json = json_pack("{s:i}", name, 1);
+    assert_int_equal(space_parse(json, &space, &err), 0);
+    space_free(space);
+    json_decref(json);
+    name[64] = 'n';
+    name[65] = '\0';
+    char field[100];
+    snprintf(field, sizeof field, "search_space.%s", name);
+    json = json_pack("{s:i}", name, 1);
+    expect_bad_space(json, "65-character name", field);
+    json_decref(json);
+
+    /* SPACE_MAX_PARAMS parameters are fine, one more is not. */
+    json = json_object();
+    for (int i = 0; i < SPACE_MAX_PARAMS; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "p%d", i);
+        json_object_set_new(json, key, json_pack("{s:s, s:i, s:i}", "type", "uniform", "low", 0,
+                                                 "high", 1));
+    }
+    assert_int_equal(space_parse(json, &space, &err), 0);
+    assert_int_equal(space_cube_dims(space), SPACE_MAX_PARAMS);
+    space_free(space);
+    json_object_set_new(json, "one_more", json_integer(1));
+    expect_bad_space(json, "too many parameters", "search_space");
+    json_decref(json);
+
+    /* SPACE_MAX_VALUES choices are fine, one more is not. */
+    json_t *values = json_array();
+    for (int i = 0; i < SPACE_MAX_VALUES; i++)
+        json_array_append_new(values, json_integer(i));
+    json = json_pack("{s:{s:s, s:O}}", "c", "type", "choice", "values", values);
+    assert_int_equal(space_parse(json, &space, &err), 0);
+    space_free(space);
+    json_decref(json);
+    json_array_append_new(values, json_integer(-1));
+    json = json_pack("{s:{s:s, s:O}}", "c", "type", "choice", "values", values);
+    expect_bad_space(json, "too many values", "search_space.c.values");
+    json_decref(json);
+    json_decref(values);
+
+    /* Three grids of 1000 values: 10^9 combinations, over the trial limit. */
+    values = json_array();
+    for (int i = 0; i < 1000; i++)
+        json_array_append_new(values, json_integer(i));
+    json = json_pack("{s:{s:s, s:O}, s:{s:s, s:O}, s:{s:s, s:O}}", "a", "type", "grid", "values",
+                     values, "b", "type", "grid", "values", values, "c", "type", "grid",
+                     "values", values);
+    expect_bad_space(json, "grid product", "search_space.c.values");
+    json_decref(json);
+    json_decref(values);
+}
+
+static const BadCase BAD_SEARCHERS[] = {
+    {"3", "searcher"},
+    {"{\"type\": \"sobol\"}", "searcher.type"},
+    {"{\"type\": 1}", "searcher.type"},
+    {"{\"seed\": -1}", "searcher.seed"},
+    {"{\"seed\": 1.5}", "searcher.seed"},
+    {"{\"seed\": \"1\"}", "searcher.seed"},
+    {"{\"seed\": 9007199254740993}", "searcher.seed"},
+    {"{\"quasi\": 1}", "searcher.quasi"},
+    {"{\"type\": \"grid\", \"quasi\": true}", "searcher.quasi"},
+    {"{\"type\": \"bayes\", \"quasi\": false}", "searcher.quasi"},
+    {"{\"n_initial\": 3}", "searcher.n_initial"},
+    {"{\"type\": \"bayes\", \"n_initial\": 0}", "searcher.n_initial"},
+    {"{\"type\": \"bayes\", \"n_initial\": true}", "searcher.n_initial"},
+    {"{\"typo\": 1}", "searcher.typo"},
+    {"{\"type\": \"grid\"}", "search_space.lr.grid_points"},
+};
+
+static void expect_bad_searcher(const char *searcher_text, const Space *space, const char *field)
+{
+    json_t *json = load(searcher_text);
+    SearcherSpec s;
+    RungError err;
+    rung_error_clear(&err);
+    int rc = searcher_parse(json, space, &s, &err);
+    if (rc != RUNG_E_INVALID_SPEC || strcmp(err.field, field) != 0)
+        fail_msg("%s: rc %d field \"%s\" (%s), expected field \"%s\"", searcher_text, rc,
+                 err.field, err.message, field);
+    assert_true(strstr(err.message, field) != NULL ||
+                strncmp(err.message, "search_space", 12) == 0);
+    json_decref(json);
+}
+
+static void test_invalid_searchers(void **state)
+{
+    (void)state;
+    Space *space = parse_ok("{\"lr\": {\"type\": \"loguniform\", \"low\": 1e-4, \"high\": 1},"
+                            " \"c\": {\"type\": \"choice\", \"values\": [1, 2]}}");
+    for (size_t i = 0; i < sizeof BAD_SEARCHERS / sizeof BAD_SEARCHERS[0]; i++)
+        expect_bad_searcher(BAD_SEARCHERS[i].spec, space, BAD_SEARCHERS[i].field);
+    space_free(space);
+
+    /* An integer domain the grid searcher would have to enumerate whole. */
+    space = parse_ok("{\"lr\": {\"type\": \"loguniform\", \"low\": 1e-4, \"high\": 1,"
+                     " \"grid_points\": 3}, \"n\": {\"type\": \"randint\", \"low\": 0,"
+                     " \"high\": 1001}}");
+    expect_bad_searcher("{\"type\": \"grid\"}", space, "search_space.n.grid_points");
+    space_free(space);
+    space = parse_ok("{\"n\": {\"type\": \"randint\", \"low\": 0, \"high\": 1000}}");
+    SearcherSpec s = searcher_ok("{\"type\": \"grid\"}", space);
+    assert_int_equal(total_ok(space, &s, 2), 2000);
+    space_free(space);
+
+    /* Sobol points have 40 dimensions at most. */
+    json_t *json = json_object();
+    for (int i = 0; i < SOBOL_MAX_DIMS + 1; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "p%d", i);
+        json_object_set_new(json, key, json_pack("{s:s, s:i, s:i}", "type", "uniform", "low", 0,
+                                                 "high", 1));
+        if (i == SOBOL_MAX_DIMS - 1) {
+            Space *forty = NULL;
+            assert_int_equal(space_parse(json, &forty, NULL), 0);
+            s = searcher_ok("{\"quasi\": true}", forty);
+            assert_true(s.quasi);
+            space_free(forty);
+        }
+    }
+    RungError err;
+    assert_int_equal(space_parse(json, &space, &err), 0);
+    expect_bad_searcher("{\"quasi\": true}", space, "searcher.quasi");
+    json_decref(json);
+    space_free(space);
+}
+
+static void test_total_trials_limits(void **state)
+{
+    (void)state;
+    Space *space = parse_ok("{\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}");
+    SearcherSpec s = searcher_ok(NULL, space);
+    int64_t total = 0;
+    RungError err;
+    assert_int_equal(sampler_total_trials(space, &s, 0, &total, &err), RUNG_E_INVALID_SPEC);
+    assert_string_equal(err.field, "num_samples");
+    assert_int_equal(total_ok(space, &s, SAMPLER_MAX_TRIALS), SAMPLER_MAX_TRIALS);
+    assert_int_equal(sampler_total_trials(space, &s, SAMPLER_MAX_TRIALS + 1, &total, &err),
+                     RUNG_E_INVALID_SPEC);
+    assert_string_equal(err.field, "num_samples");
+    space_free(space);
+
+    /* Eight choices of ten values: the grid searcher's 10^8 combinations
+     * are refused even with one sample. */
+    json_t *json = json_object();
+    for (int i = 0; i < 8; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "c%d", i);
+        json_object_set_new(json, key,
+                            load("{\"type\": \"choice\", \"values\": [0,1,2,3,4,5,6,7,8,9]}"));
+    }
+    assert_int_equal(space_parse(json, &space, &err), 0);
+    json_decref(json);
+    s = searcher_ok("{\"type\": \"grid\"}", space);
+    assert_int_equal(sampler_total_trials(space, &s, 1, &total, &err), RUNG_E_INVALID_SPEC);
+    assert_string_equal(err.field, "num_samples");
+    assert_true(strncmp(err.message, "num_samples", 11) == 0);
+    /* The random searcher samples choices: no product at all. */
+    s = searcher_ok("{\"type\": \"random\"}", space);
+    assert_int_equal(total_ok(space, &s, 10), 10);
+    space_free(space);
+
+    /* A grid of 10^4 values repeated 1001 times is over the limit. */
+    json_t *values = json_array();
+    for (int i = 0; i < 10000; i++)
+        json_array_append_new(values, json_integer(i));
+    json = json_pack("{s:{s:s, s:o}}", "g", "type", "grid", "values", values);
+    assert_int_equal(space_parse(json, &space, &err), 0);
+    json_decref(json);
+    s = searcher_ok(NULL, space);
+    assert_int_equal(total_ok(space, &s, 1000), SAMPLER_MAX_TRIALS);
+    assert_int_equal(sampler_total_trials(space, &s, 1001, &total, &err), RUNG_E_INVALID_SPEC);
+    assert_string_equal(err.field, "num_samples");
+    space_free(space);
+}
+
+/* ---- searcher spec, constants, order ---------------------------------- */
+
+static void test_searcher_defaults(void **state)
+{
+    (void)state;
+    Space *space = parse_ok("{\"a\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+                            " \"b\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}");
+    SearcherSpec s = searcher_ok(NULL, space);
+    assert_int_equal(s.type, SEARCHER_RANDOM);
+    assert_false(s.has_seed);
+    assert_int_equal(s.seed, 0);
+    assert_false(s.quasi);
+    s = searcher_ok("null", space);
+    assert_int_equal(s.type, SEARCHER_RANDOM);
+    s = searcher_ok("{\"type\": \"random\", \"seed\": 9007199254740992, \"quasi\": true}", space);
+    assert_true(s.has_seed);
+    assert_true(s.seed == UINT64_C(9007199254740992));
+    assert_true(s.quasi);
+    s = searcher_ok("{\"seed\": 0}", space);
+    assert_true(s.has_seed);
+    assert_int_equal(s.seed, 0);
+    /* bayes: n_initial defaults to max(5, 2 d). */
+    s = searcher_ok("{\"type\": \"bayes\"}", space);
+    assert_int_equal(s.type, SEARCHER_BAYES);
+    assert_int_equal(s.n_initial, 5);
+    s = searcher_ok("{\"type\": \"bayes\", \"n_initial\": 12, \"seed\": 4}", space);
+    assert_int_equal(s.n_initial, 12);
+    /* Its start points are Sobol points, inside the space. */
+    json_t *c = sampler_config(space, &s, 3);
+    assert_non_null(c);
+    assert_int_equal(json_object_size(c), 2);
+    json_decref(c);
+    space_free(space);
+    space = parse_ok("{\"a\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1,"
+                     " \"grid_points\": 3},"
+                     " \"b\": {\"type\": \"randint\", \"low\": 0, \"high\": 3},"
+                     " \"g\": {\"type\": \"grid\", \"values\": [1, 2]}, \"k\": 5,"
+                     " \"c\": {\"type\": \"choice\", \"values\": [1, 2]},"
+                     " \"d\": {\"type\": \"lograndint\", \"low\": 1, \"high\": 3}}");
+    assert_int_equal(space_cube_dims(space), 4);
+    s = searcher_ok("{\"type\": \"bayes\"}", space);
+    assert_int_equal(s.n_initial, 8);
+    s = searcher_ok("{\"type\": \"grid\", \"seed\": 3}", space);
+    assert_int_equal(s.type, SEARCHER_GRID);
+    /* a: 3 points, b: 3 integers, g: 2, c: 2, d: 2 (lograndint 1..2). */
+    assert_int_equal(total_ok(space, &s, 1), 3 * 3 * 2 * 2 * 2);
+    space_free(space);
+}
+
+static void test_constants_and_order(void **state)
+{
+    (void)state;
+    const char *text = "{\"z\": 1, \"a\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+                       " \"m\": {\"k\": [1, 2]}, \"n\": null, \"s\": \"str\", \"f\": 2.5,"
+                       " \"g\": {\"type\": \"grid\", \"values\": [{\"x\": 1}, [1], null]},"
+                       " \"t\": [1, {\"type\": \"uniform\"}], \"b\": false}";
+    const char *order[] = {"z", "a", "m", "n", "s", "f", "g", "t", "b"};
+    Space *space = parse_ok(text);
+    assert_int_equal(space_param_count(space), 9);
+    assert_int_equal(space_cube_dims(space), 1);
+    assert_int_equal(space_grid_size(space), 3);
+    for (int i = 0; i < 9; i++)
+        assert_string_equal(space_param_name(space, i), order[i]);
+    assert_null(space_param_name(space, 9));
+    json_t *spec = load(text);
+    const char *searchers[] = {NULL, "{\"type\": \"grid\"}"};
+    SearcherSpec s = searcher_ok(searchers[0], space);
+    assert_int_equal(total_ok(space, &s, 2), 6);
+    for (int t = 0; t < 6; t++) {
+        json_t *config = sampler_config(space, &s, t);
+        /* Every parameter in spec order; constants unchanged. */
+        int i = 0;
+        const char *key;
+        json_t *value;
+        json_object_foreach(config, key, value) {
+            assert_string_equal(key, order[i++]);
+            if (strcmp(key, "a") != 0 && strcmp(key, "g") != 0)
+                assert_true(json_equal(value, json_object_get(spec, key)));
+        }
+        assert_int_equal(i, 9);
+        const json_t *g = json_array_get(json_object_get(json_object_get(spec, "g"), "values"),
+                                         (size_t)(t % 3));
+        assert_true(json_equal(json_object_get(config, "g"), g));
+        json_decref(config);
+    }
+    /* The grid searcher needs grid_points for "a". */
+    json_t *grid = load(searchers[1]);
+    RungError err;
+    assert_int_equal(searcher_parse(grid, space, &s, &err), RUNG_E_INVALID_SPEC);
+    assert_string_equal(err.field, "search_space.a.grid_points");
+    json_decref(grid);
+    json_decref(spec);
+    space_free(space);
+
+    /* An empty space: every trial is the empty config. */
+    space = parse_ok("{}");
+    assert_int_equal(space_cube_dims(space), 0);
+    assert_int_equal(space_grid_size(space), 1);
+    for (int si = 0; si < 3; si++) {
+        const char *texts[] = {NULL, "{\"type\": \"grid\"}", "{\"quasi\": true}"};
+        s = searcher_ok(texts[si], space);
+        assert_int_equal(total_ok(space, &s, 4), 4);
+        json_t *config = sampler_config(space, &s, 3);
+        assert_non_null(config);
+        assert_int_equal(json_object_size(config), 0);
+        json_decref(config);
+    }
+    json_t *empty = space_decode(space, NULL, 0);
+    assert_int_equal(json_object_size(empty), 0);
+    json_decref(empty);
+    space_free(space);
+    space_free(NULL);
+}
+
+static void test_encode_errors(void **state)
+{
+    (void)state;
+    Space *space = parse_ok("{\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+                            " \"c\": {\"type\": \"choice\", \"values\": [\"a\", \"b\"]},"
+                            " \"g\": {\"type\": \"grid\", \"values\": [1, 2]}}");
+    double u[2];
+    RungError err;
+    const BadCase bad[] = {
+        {"[]", "config"},
+        {"{\"c\": \"a\"}", "config.x"},
+        {"{\"x\": \"0.5\", \"c\": \"a\"}", "config.x"},
+        {"{\"x\": 0.5, \"c\": \"z\"}", "config.c"},
+        {"{\"x\": 0.5}", "config.c"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *config = load(bad[i].spec);
+        rung_error_clear(&err);
+        assert_int_equal(space_encode(space, config, u, &err), RUNG_E_INVALID_ARGUMENT);
+        assert_string_equal(err.field, bad[i].field);
+        json_decref(config);
+    }
+    /* Grid parameters are not in the cube; numbers outside are clamped. */
+    json_t *config = load("{\"x\": 7, \"c\": \"b\"}");
+    assert_int_equal(space_encode(space, config, u, &err), 0);
+    assert_true(u[0] == 1.0);
+    assert_true(u[1] == 0.75);
+    json_decref(config);
+    space_free(space);
+}
+
+/* ---- reproducibility -------------------------------------------------- */
+
+#define REPRO_N 200
+
+static void draw(const Space *space, const char *searcher_text, json_t **out)
+{
+    SearcherSpec s = searcher_ok(searcher_text, space);
+    for (int i = 0; i < REPRO_N; i++) {
+        out[i] = sampler_config(space, &s, i);
+        assert_non_null(out[i]);
+    }
+}
+
+static int count_equal(json_t **a, json_t **b)
+{
+    int same = 0;
+    for (int i = 0; i < REPRO_N; i++)
+        same += json_equal(a[i], b[i]);
+    return same;
+}
+
+static void release(json_t **configs)
+{
+    for (int i = 0; i < REPRO_N; i++)
+        json_decref(configs[i]);
+}
+
+static void test_reproducible(void **state)
+{
+    (void)state;
+    Space *space = parse_ok("{\"lr\": {\"type\": \"loguniform\", \"low\": 1e-5, \"high\": 1},"
+                            " \"m\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+                            " \"h\": {\"type\": \"qrandint\", \"low\": 8, \"high\": 512,"
+                            " \"q\": 8}, \"c\": {\"type\": \"choice\", \"values\": [1, 2, 3]}}");
+    const char *pairs[][3] = {
+        {"{\"seed\": 42}", "{\"seed\": 42}", "{\"seed\": 43}"},
+        {"{\"seed\": 42, \"quasi\": true}", "{\"seed\": 42, \"quasi\": true}",
+         "{\"seed\": 43, \"quasi\": true}"},
+        {"{\"type\": \"bayes\", \"seed\": 1}", "{\"type\": \"bayes\", \"seed\": 1}",
+         "{\"type\": \"bayes\", \"seed\": 2}"},
+    };
+    for (int p = 0; p < 3; p++) {
+        json_t *a[REPRO_N], *b[REPRO_N], *c[REPRO_N];
+        draw(space, pairs[p][0], a);
+        draw(space, pairs[p][1], b);
+        draw(space, pairs[p][2], c);
+        assert_int_equal(count_equal(a, b), REPRO_N);
+        assert_int_equal(count_equal(a, c), 0);
+        /* Within one sequence, trials differ too. */
+        assert_false(json_equal(a[0], a[1]));
+        /* Trial n alone, asked in any order, is the same: a pure function. */
+        SearcherSpec s = searcher_ok(pairs[p][0], space);
+        for (int i = REPRO_N - 1; i >= 0; i -= 7) {
+            json_t *again = sampler_config(space, &s, i);
+            assert_true(json_equal(again, a[i]));
+            json_decref(again);
+        }
+        release(a);
+        release(b);
+        release(c);
+    }
+    space_free(space);
+}
+
+/* ---- Sobol ------------------------------------------------------------ */
+
+/* Our indexed points are GSL's stepped ones, in all 40 dimensions. */
+static void test_sobol_matches_gsl(void **state)
+{
+    (void)state;
+    gsl_set_error_handler_off();
+    gsl_qrng *gen = gsl_qrng_alloc(gsl_qrng_sobol, SOBOL_MAX_DIMS);
+    assert_non_null(gen);
+    double x[SOBOL_MAX_DIMS];
+    uint32_t ours[SOBOL_MAX_DIMS];
+    /* Point 0 is the origin GSL starts from; point i its i-th output. */
+    assert_int_equal(sampler__sobol_raw(0, SOBOL_MAX_DIMS, ours), 0);
+    for (int j = 0; j < SOBOL_MAX_DIMS; j++)
+        assert_int_equal(ours[j], 0);
+    const uint64_t far = 70000; /* past the first table of 2^12 points */
+    for (uint64_t i = 1; i <= far; i++) {
+        assert_int_equal(gsl_qrng_get(gen, x), GSL_SUCCESS);
+        if (i > 5000 && i != far)
+            continue;
+        assert_int_equal(sampler__sobol_raw(i, SOBOL_MAX_DIMS, ours), 0);
+        for (int j = 0; j < SOBOL_MAX_DIMS; j++) {
+            if (ldexp((double)ours[j], -SOBOL_BITS) != x[j])
+                fail_msg("point %llu dim %d: %.17g, GSL %.17g", (unsigned long long)i, j,
+                         ldexp((double)ours[j], -SOBOL_BITS), x[j]);
+        }
+    }
+    gsl_qrng_free(gen);
+    assert_int_equal(sampler__sobol_raw(0, SOBOL_MAX_DIMS + 1, ours), -1);
+    assert_int_equal(sampler__sobol_raw(UINT64_C(1) << 30, 2, ours), -1);
+
+    /* Shifted points are in [0, 1) and depend on the seed. */
+    double u[SOBOL_MAX_DIMS], v[SOBOL_MAX_DIMS];
+    for (uint64_t i = 0; i < 1000; i++) {
+        assert_int_equal(sampler__sobol_point(i, SOBOL_MAX_DIMS, 7, 0, u), 0);
+        assert_int_equal(sampler__sobol_point(i, SOBOL_MAX_DIMS, 8, 0, v), 0);
+        int same = 0;
+        for (int j = 0; j < SOBOL_MAX_DIMS; j++) {
+            assert_true(u[j] >= 0.0 && u[j] < 1.0);
+            same += u[j] == v[j];
+        }
+        assert_true(same < SOBOL_MAX_DIMS);
+    }
+}
+
+/* Largest |count - expected| over 16 bins of each of `dims` coordinates,
+ * and the number of occupied cells of a 16 x 16 grid over the first two. */
+static void spread(const char *searcher_text, int *max_dev, int *cells)
+{
+    enum { DIMS = 4, POINTS = 256, BINS = 16 };
+    Space *space = parse_ok("{\"a\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+                            " \"b\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+                            " \"c\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+                            " \"d\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}");
+    SearcherSpec s = searcher_ok(searcher_text, space);
+    int counts[DIMS][BINS] = {{0}};
+    int grid[BINS][BINS] = {{0}};
+    const char *names[DIMS] = {"a", "b", "c", "d"};
+    for (int i = 0; i < POINTS; i++) {
+        json_t *config = sampler_config(space, &s, i);
+        int bin[DIMS];
+        for (int j = 0; j < DIMS; j++) {
+            double x = json_real_value(json_object_get(config, names[j]));
+            assert_true(x >= 0.0 && x < 1.0);
+            bin[j] = (int)(x * BINS);
+            counts[j][bin[j]]++;
+        }
+        grid[bin[0]][bin[1]]++;
+        json_decref(config);
+    }
+    *max_dev = 0;
+    *cells = 0;
+    for (int j = 0; j < DIMS; j++)
+        for (int k = 0; k < BINS; k++)
+            *max_dev = abs(counts[j][k] - POINTS / BINS) > *max_dev
+                           ? abs(counts[j][k] - POINTS / BINS)
+                           : *max_dev;
+    for (int k = 0; k < BINS; k++)
+        for (int l = 0; l < BINS; l++)
+            *cells += grid[k][l] > 0;
+    space_free(space);
+}
+
+static void test_sobol_spread(void **state)
+{
+    (void)state;
+    int dev, cells;
+    for (int seed = 1; seed <= 3; seed++) {
+        char text[64];
+        snprintf(text, sizeof text, "{\"seed\": %d, \"quasi\": true}", seed);
+        spread(text, &dev, &cells);
+        print_message("sobol seed %d: max bin deviation %d, cells %d/256\n", seed, dev, cells);
+        assert_true(dev <= 2);
+        /* The first two Sobol coordinates form a (0, m, 2)-net. */
+        assert_int_equal(cells, 256);
+    }
+    /* Pseudo-random points miss both marks: the checks can fail. */
+    spread("{\"seed\": 1}", &dev, &cells);
+    print_message("random: max bin deviation %d, cells %d/256\n", dev, cells);
+    assert_true(dev > 2);
+    assert_true(cells < 200);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_domains_bounds_and_round_trip),
+        cmocka_unit_test(test_decode_edges),
+        cmocka_unit_test(test_loguniform_is_uniform_in_log_space),
+        cmocka_unit_test(test_integer_distributions),
+        cmocka_unit_test(test_grid_trial_counts),
+        cmocka_unit_test(test_grid_order),
+        cmocka_unit_test(test_grid_points),
+        cmocka_unit_test(test_invalid_spaces),
+        cmocka_unit_test(test_invalid_searchers),
+        cmocka_unit_test(test_total_trials_limits),
+        cmocka_unit_test(test_searcher_defaults),
+        cmocka_unit_test(test_constants_and_order),
+        cmocka_unit_test(test_encode_errors),
+        cmocka_unit_test(test_reproducible),
+        cmocka_unit_test(test_sobol_matches_gsl),
+        cmocka_unit_test(test_sobol_spread),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
