@@ -198,10 +198,11 @@ void core_free(Core *core)
     if (core == NULL)
         return;
     core_changes_clear(core);
-    for (int64_t i = 0; i < core->n_trials; i++)
+    /* Slot 0 is never used, and a table may not exist yet. */
+    for (int64_t i = 1; core->trials && i < core->n_trials; i++)
         if (core->trials[i])
             trial_free(core->trials[i]);
-    for (int64_t i = 0; i < core->n_exps; i++) {
+    for (int64_t i = 1; core->exps && i < core->n_exps; i++) {
         Experiment *e = core->exps[i];
         if (e) {
             spec_close(&e->spec);
@@ -209,7 +210,7 @@ void core_free(Core *core)
             free(e);
         }
     }
-    for (int64_t i = 0; i < core->n_workers; i++) {
+    for (int64_t i = 1; core->workers && i < core->n_workers; i++) {
         Worker *w = core->workers[i];
         if (w) {
             free(w->name);

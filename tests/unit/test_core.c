@@ -1,0 +1,333 @@
+/* Unit tests of server/spec.c and server/core.c: the spec's validation and
+ * the trial state machine, driven with explicit times and tokens. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <string.h>
+
+#include "core.h"
+#include "spec.h"
+
+#define LEASE_MS 1000
+
+static Experiment *add_experiment(Core *core, const char *text)
+{
+    json_error_t jerr;
+    json_t *j = json_loads(text, 0, &jerr);
+    assert_non_null(j);
+    Spec spec;
+    RungError err;
+    rung_error_clear(&err);
+    int rc = spec_parse(j, 42, &spec, &err);
+    if (rc != 0)
+        fail_msg("spec rejected: %s", err.message);
+    json_decref(j);
+    Experiment *e = core_experiment_add(core, &spec, 1000);
+    /* The proposer's part, done inline: every trial's config. */
+    for (int64_t n = 0; n < e->spec.total_trials; n++)
+        core_trial_add(core, e, sampler_config(e->spec.space, &e->spec.searcher, n), 1000);
+    core_changes_clear(core);
+    return e;
+}
+
+static const char *const SIMPLE =
+    "{\"metric\": \"loss\", \"mode\": \"min\", \"num_samples\": 3, \"max_failures\": 1,"
+    " \"search_space\": {\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}}";
+
+static Worker *add_worker(Core *core)
+{
+    return core_worker_add(core, "w", "host", json_array(), 8, 1000);
+}
+
+static LeaseOffer cpus(int64_t n)
+{
+    LeaseOffer o;
+    memset(&o, 0, sizeof o);
+    o.cpus = n;
+    return o;
+}
+
+static json_t *metrics(double loss)
+{
+    return json_pack("{s:f}", "loss", loss);
+}
+
+static void test_spec_defaults_and_errors(void **state)
+{
+    (void)state;
+    json_t *j = json_loads(SIMPLE, 0, NULL);
+    Spec spec;
+    RungError err;
+    assert_int_equal(spec_parse(j, 7, &spec, &err), 0);
+    assert_int_equal(spec.total_trials, 3);
+    assert_int_equal(spec.searcher.seed, 7);
+    assert_int_equal(spec.cpus, 1);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(spec.json, "scheduler"), "type")),
+                        "fifo");
+    spec_close(&spec);
+    json_decref(j);
+
+    static const struct {
+        const char *text, *field;
+    } bad[] = {
+        {"{\"mode\": \"min\", \"search_space\": {}}", "metric"},
+        {"{\"metric\": \"l\", \"mode\": \"median\", \"search_space\": {}}", "mode"},
+        {"{\"metric\": \"l\", \"mode\": \"min\"}", "search_space"},
+        {"{\"metric\": \"l\", \"mode\": \"min\", \"search_space\": {}, \"typo\": 1}", "typo"},
+        {"{\"metric\": \"l\", \"mode\": \"min\", \"search_space\": {}, \"num_samples\": 0}",
+         "num_samples"},
+        {"{\"metric\": \"l\", \"mode\": \"min\", \"search_space\": {}, \"max_failures\": -1}",
+         "max_failures"},
+        {"{\"metric\": \"l\", \"mode\": \"min\", \"search_space\": {},"
+         " \"scheduler\": {\"type\": \"nope\"}}",
+         "scheduler.type"},
+        {"{\"metric\": \"l\", \"mode\": \"min\", \"search_space\": {},"
+         " \"resources_per_trial\": {\"gpu\": -1}}",
+         "resources_per_trial.gpu"},
+        {"{\"metric\": \"l\", \"mode\": \"min\", \"search_space\": {},"
+         " \"trainable\": {\"type\": \"command\"}}",
+         "trainable.argv"},
+        {"{\"metric\": \"l\", \"mode\": \"min\", \"search_space\": {\"lr\": 1},"
+         " \"trainable\": {\"type\": \"command\", \"argv\": [\"x\", \"--lr={lrr}\"]}}",
+         "trainable.argv[1]"},
+        {"{\"metric\": \"l\", \"mode\": \"min\", \"search_space\": {},"
+         " \"trainable\": {\"type\": \"command\", \"argv\": [\"x\"], \"env\": {\"A\": 1}}}",
+         "trainable.env.A"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        j = json_loads(bad[i].text, 0, NULL);
+        assert_non_null(j);
+        rung_error_clear(&err);
+        assert_int_equal(spec_parse(j, 1, &spec, &err), RUNG_E_INVALID_SPEC);
+        assert_string_equal(err.field, bad[i].field);
+        assert_non_null(strstr(err.message, bad[i].field));
+        json_decref(j);
+    }
+}
+
+static void test_lease_report_finish_completes(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *e = add_experiment(core, SIMPLE);
+    Worker *w = add_worker(core);
+    assert_int_equal(e->counts[TRIAL_PENDING], 3);
+    LeaseOffer offer = cpus(1);
+    double values[3] = {0.5, 0.2, 0.9};
+    for (int i = 0; i < 3; i++) {
+        char token[CORE_TOKEN_LEN + 1];
+        snprintf(token, sizeof token, "%032d", i);
+        Trial *t = core_lease(core, w, &offer, token, 2000);
+        assert_non_null(t);
+        assert_int_equal(t->number, i);
+        assert_int_equal(t->state, TRIAL_RUNNING);
+        ReportAction a;
+        RungError err;
+        json_t *m = metrics(values[i]);
+        assert_int_equal(core_report(core, t, token, 1, m, 2100, &a, &err), 0);
+        json_decref(m);
+        assert_int_equal(a, ACTION_CONTINUE);
+        assert_int_equal(core_finish(core, t, token, true, NULL, 2200, &err), 0);
+        assert_int_equal(t->state, TRIAL_COMPLETED);
+    }
+    assert_null(core_lease(core, w, &offer, "tok", 2300));
+    assert_int_equal(e->state, EXP_COMPLETED);
+    assert_int_equal(e->counts[TRIAL_COMPLETED], 3);
+    assert_non_null(e->best);
+    assert_true(e->best->best_value == 0.2);
+    CoreChanges c;
+    core_changes(core, &c);
+    assert_int_equal(c.n_reports, 3);
+    core_free(core);
+}
+
+static void test_repeated_report_same_answer_stored_once(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    add_experiment(core, SIMPLE);
+    Worker *w = add_worker(core);
+    LeaseOffer offer = cpus(1);
+    const char *tok = "0123456789abcdef0123456789abcdef";
+    Trial *t = core_lease(core, w, &offer, tok, 2000);
+    ReportAction a1, a2;
+    RungError err;
+    json_t *m = metrics(0.3);
+    assert_int_equal(core_report(core, t, tok, 5, m, 2100, &a1, &err), 0);
+    assert_int_equal(core_report(core, t, tok, 5, m, 2200, &a2, &err), 0);
+    assert_int_equal(a1, a2);
+    CoreChanges c;
+    core_changes(core, &c);
+    assert_int_equal(c.n_reports, 1);
+    /* A stale token is refused, naming the field. */
+    assert_int_equal(core_report(core, t, "ffffffffffffffffffffffffffffffff", 6, m, 2300, &a1,
+                                 &err),
+                     RUNG_E_LEASE_LOST);
+    assert_string_equal(err.field, "lease_token");
+    json_decref(m);
+    core_free(core);
+}
+
+static void test_expiry_retries_then_fails(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *e = add_experiment(core, SIMPLE);
+    Worker *w = add_worker(core);
+    LeaseOffer offer = cpus(1);
+    Trial *t = core_lease(core, w, &offer, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 2000);
+    int64_t id = t->id;
+    assert_int_equal(core_expire_leases(core, 2000 + LEASE_MS - 1), 0);
+    assert_int_equal(core_expire_leases(core, 2000 + LEASE_MS), 1);
+    assert_int_equal(t->state, TRIAL_PENDING);
+    assert_int_equal(t->attempt, 2);
+    assert_non_null(strstr(t->error, "worker lost"));
+    /* The retry goes first, as the same trial. */
+    Trial *again = core_lease(core, w, &offer, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", 4000);
+    assert_int_equal(again->id, id);
+    ReportAction a;
+    RungError err;
+    json_t *m = metrics(1.0);
+    assert_int_equal(core_report(core, t, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 1, m, 4100, &a,
+                                 &err),
+                     RUNG_E_LEASE_LOST);
+    json_decref(m);
+    /* A heartbeat renews the lease; then silence fails it for good. */
+    json_t *stop = core_heartbeat(core, w, &id, 1, NULL, 4900);
+    assert_int_equal(json_array_size(stop), 0);
+    json_decref(stop);
+    assert_int_equal(core_expire_leases(core, 5000), 0);
+    assert_int_equal(core_expire_leases(core, 5900), 1);
+    assert_int_equal(t->state, TRIAL_FAILED);
+    assert_int_equal(e->counts[TRIAL_FAILED], 1);
+    core_free(core);
+}
+
+static void test_nan_fails_without_retry(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    add_experiment(core, SIMPLE);
+    Worker *w = add_worker(core);
+    LeaseOffer offer = cpus(1);
+    const char *tok = "cccccccccccccccccccccccccccccccc";
+    Trial *t = core_lease(core, w, &offer, tok, 2000);
+    json_t *m = json_pack("{s:s}", "loss", "NaN");
+    ReportAction a;
+    RungError err;
+    assert_int_equal(core_report(core, t, tok, 3, m, 2100, &a, &err), 0);
+    json_decref(m);
+    assert_int_equal(a, ACTION_STOP);
+    assert_int_equal(t->state, TRIAL_FAILED);
+    assert_string_equal(t->error, "loss is NaN at step 3");
+    /* The worker's finish after the stop changes nothing. */
+    assert_int_equal(core_finish(core, t, tok, false, "killed", 2200, &err), 0);
+    assert_int_equal(t->state, TRIAL_FAILED);
+    assert_int_equal(t->attempt, 1);
+    core_free(core);
+}
+
+static void test_finish_failed_retries_then_fails(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    add_experiment(core, SIMPLE);
+    Worker *w = add_worker(core);
+    LeaseOffer offer = cpus(1);
+    RungError err;
+    Trial *t = core_lease(core, w, &offer, "dddddddddddddddddddddddddddddddd", 2000);
+    assert_int_equal(core_finish(core, t, "dddddddddddddddddddddddddddddddd", false, "exit 1",
+                                 2100, &err),
+                     0);
+    assert_int_equal(t->state, TRIAL_PENDING);
+    assert_int_equal(t->attempt, 2);
+    assert_ptr_equal(core_lease(core, w, &offer, "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", 2200), t);
+    assert_int_equal(core_finish(core, t, "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", false, "exit 1",
+                                 2300, &err),
+                     0);
+    assert_int_equal(t->state, TRIAL_FAILED);
+    assert_string_equal(t->error, "exit 1");
+    /* Finishing again is idempotent. */
+    assert_int_equal(core_finish(core, t, "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", true, NULL, 2400,
+                                 &err),
+                     0);
+    assert_int_equal(t->state, TRIAL_FAILED);
+    core_free(core);
+}
+
+static void test_cancel_and_concurrency(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *e = add_experiment(
+        core, "{\"metric\": \"loss\", \"mode\": \"max\", \"num_samples\": 5,"
+              " \"max_concurrent_trials\": 2, \"search_space\": {}}");
+    Worker *w = add_worker(core);
+    LeaseOffer offer = cpus(4);
+    Trial *a = core_lease(core, w, &offer, "11111111111111111111111111111111", 2000);
+    Trial *b = core_lease(core, w, &offer, "22222222222222222222222222222222", 2000);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_null(core_lease(core, w, &offer, "33333333333333333333333333333333", 2000));
+    RungError err;
+    assert_int_equal(core_cancel(core, e, 2100, &err), 0);
+    assert_int_equal(e->state, EXP_CANCELED);
+    assert_int_equal(e->counts[TRIAL_CANCELED], 3);
+    ReportAction act;
+    json_t *m = metrics(1.0);
+    assert_int_equal(core_report(core, a, "11111111111111111111111111111111", 1, m, 2200, &act,
+                                 &err),
+                     0);
+    json_decref(m);
+    assert_int_equal(act, ACTION_STOP);
+    assert_int_equal(a->state, TRIAL_CANCELED);
+    int64_t id = b->id;
+    json_t *stop = core_heartbeat(core, w, &id, 1, NULL, 2300);
+    assert_int_equal(json_array_size(stop), 1);
+    json_decref(stop);
+    assert_int_equal(b->state, TRIAL_CANCELED);
+    core_free(core);
+}
+
+static void test_resources_must_fit(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    add_experiment(core, "{\"metric\": \"loss\", \"mode\": \"min\", \"search_space\": {},"
+                         " \"resources_per_trial\": {\"gpu\": 2, \"cpu\": 2}}");
+    Worker *w = add_worker(core);
+    LeaseOffer offer = cpus(4);
+    offer.n_gpus = 1;
+    offer.gpus[0] = 3;
+    assert_null(core_lease(core, w, &offer, "44444444444444444444444444444444", 2000));
+    offer.n_gpus = 3;
+    offer.gpus[1] = 5;
+    offer.gpus[2] = 6;
+    Trial *t = core_lease(core, w, &offer, "44444444444444444444444444444444", 2000);
+    assert_non_null(t);
+    json_t *gpus = json_object_get(t->resources, "gpus");
+    assert_int_equal(json_array_size(gpus), 2);
+    assert_int_equal(json_integer_value(json_array_get(gpus, 0)), 3);
+    assert_int_equal(json_integer_value(json_array_get(gpus, 1)), 5);
+    core_free(core);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spec_defaults_and_errors),
+        cmocka_unit_test(test_lease_report_finish_completes),
+        cmocka_unit_test(test_repeated_report_same_answer_stored_once),
+        cmocka_unit_test(test_expiry_retries_then_fails),
+        cmocka_unit_test(test_nan_fails_without_retry),
+        cmocka_unit_test(test_finish_failed_retries_then_fails),
+        cmocka_unit_test(test_cancel_and_concurrency),
+        cmocka_unit_test(test_resources_must_fit),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
