@@ -56,6 +56,16 @@ static json_t *time_json(int64_t ms)
     return json_string(buf);
 }
 
+/* Seconds as a JSON integer when whole (API.md shows "heartbeat_s": 5), else
+ * as a real, so short test leases still get a heartbeat several times per
+ * lease. */
+static json_t *seconds_json(int64_t ms)
+{
+    if (ms % 1000 == 0)
+        return json_integer(ms / 1000);
+    return json_real((double)ms / 1000.0);
+}
+
 static json_t *id_or_null(int64_t id)
 {
     return id > 0 ? json_integer(id) : json_null();
@@ -509,9 +519,9 @@ void api_worker_register(Engine *e, Job *job)
     const char *label = name ? name : (hostname[0] ? hostname : "worker");
     Worker *w = core_worker_add(engine_core(e), label, hostname, gpus, cpus, engine_now(e));
     const EngineConfig *cfg = engine_config(e);
-    reply(job, 201, json_pack("{s:I, s:I, s:f}", "worker_id", (json_int_t)w->id, "heartbeat_s",
-                              (json_int_t)cfg->heartbeat_s, "lease_s",
-                              (double)cfg->lease_ms / 1000.0));
+    reply(job, 201, json_pack("{s:I, s:o, s:o}", "worker_id", (json_int_t)w->id, "heartbeat_s",
+                              seconds_json(cfg->heartbeat_ms), "lease_s",
+                              seconds_json(cfg->lease_ms)));
 }
 
 void api_worker_list(Engine *e, Job *job)
@@ -707,6 +717,10 @@ void api_prometheus(Engine *e, Job *job)
             "# HELP rung_reports_total Reports committed (rate() gives reports/s).\n"
             "# TYPE rung_reports_total counter\nrung_reports_total %llu\n",
             (unsigned long long)atomic_load(&st->reports));
+    fprintf(out,
+            "# HELP rung_reports_per_second Reports committed per second, last second.\n"
+            "# TYPE rung_reports_per_second gauge\nrung_reports_per_second %.1f\n",
+            atomic_load(&st->reports_per_s));
     fprintf(out,
             "# HELP rung_requests_total HTTP requests answered.\n"
             "# TYPE rung_requests_total counter\nrung_requests_total %llu\n",

@@ -33,6 +33,8 @@ struct Engine {
     Job *parked;             /* parked jobs, oldest first */
     int64_t now;
     int64_t next_tick;
+    int64_t rate_at_ms;      /* monotonic ms of the last reports/s sample */
+    uint64_t rate_reports;   /* reports committed at that sample */
 };
 
 static int64_t mono_ms(void)
@@ -249,6 +251,20 @@ static void reload(Engine *e)
     e->core = fresh;
 }
 
+/* Samples reports/s for GET /metrics about once a second. */
+static void sample_rate(Engine *e)
+{
+    int64_t mono = mono_ms();
+    if (mono - e->rate_at_ms < 1000)
+        return;
+    uint64_t reports = atomic_load(&e->stats->reports);
+    if (e->rate_at_ms > 0)
+        atomic_store(&e->stats->reports_per_s, (double)(reports - e->rate_reports) * 1000.0 /
+                                                   (double)(mono - e->rate_at_ms));
+    e->rate_at_ms = mono;
+    e->rate_reports = reports;
+}
+
 static void run_batch(Engine *e, Job *batch, bool draining)
 {
     Job *done = NULL;
@@ -265,6 +281,7 @@ static void run_batch(Engine *e, Job *batch, bool draining)
         if (tick) {
             e->next_tick = mono_ms() + TICK_MS;
             core_expire_leases(e->core, e->now);
+            sample_rate(e);
         }
         serve_parked(e, &done, tick, draining);
         e->core->availability_changed = false;
@@ -303,13 +320,12 @@ static void run_batch(Engine *e, Job *batch, bool draining)
             set_internal_error(j, "the store could not commit; nothing was changed");
         reload(e);
     }
-    pthread_mutex_lock(&e->mu);
+    /* One semaphore per job: waking 64 waiters must not make them queue
+     * on a shared mutex. */
     for (Job *j = done, *next; j != NULL; j = next) {
         next = j->next;
-        j->done = true;
-        pthread_cond_signal(&j->cond);
+        sem_post(&j->done);
     }
-    pthread_mutex_unlock(&e->mu);
 }
 
 static void *engine_main(void *arg)
@@ -367,8 +383,7 @@ Engine *engine_start(Store *store, Core *core, const EngineConfig *cfg, Stats *s
 
 void engine_submit(Engine *e, Job *job)
 {
-    pthread_cond_init(&job->cond, NULL);
-    job->done = false;
+    sem_init(&job->done, 0, 0);
     job->next = NULL;
     pthread_mutex_lock(&e->mu);
     if (e->stopping) {
@@ -376,19 +391,22 @@ void engine_submit(Engine *e, Job *job)
         job->status = 503;
         job->reply = json_pack("{s:{s:s, s:s}}", "error", "code", "unavailable", "message",
                                "rungd is shutting down");
-        pthread_cond_destroy(&job->cond);
+        sem_destroy(&job->done);
         return;
     }
+    bool was_empty = e->head == NULL;
     if (e->tail)
         e->tail->next = job;
     else
         e->head = job;
     e->tail = job;
-    pthread_cond_signal(&e->cond);
-    while (!job->done)
-        pthread_cond_wait(&job->cond, &e->mu);
+    /* The engine only sleeps on an empty queue. */
+    if (was_empty)
+        pthread_cond_signal(&e->cond);
     pthread_mutex_unlock(&e->mu);
-    pthread_cond_destroy(&job->cond);
+    while (sem_wait(&job->done) != 0)
+        ; /* EINTR: keep waiting, the reply is coming */
+    sem_destroy(&job->done);
 }
 
 void engine_drain(Engine *e)

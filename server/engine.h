@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -37,16 +38,16 @@ struct Job {
     size_t text_len;
     const char *content_type; /* of text */
     /* Engine's own. */
-    bool done, parked;
+    bool parked;
     int64_t deadline_ms;    /* parked: when to answer 204 (monotonic ms) */
-    pthread_cond_t cond;
+    sem_t done;             /* posted once the reply is committed */
     Job *next;
     void *data;             /* internal jobs: their payload */
 };
 
 typedef struct EngineConfig {
     int64_t lease_ms;       /* lease length (--lease-s) */
-    int64_t heartbeat_s;    /* what workers are told to use */
+    int64_t heartbeat_ms;   /* what workers are told to use: several per lease */
 } EngineConfig;
 
 /* Takes ownership of store and core. NULL when threads cannot start. */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "core.h"
@@ -22,6 +23,18 @@
 #ifndef RUNG_WEB_DIR
 #define RUNG_WEB_DIR "web"
 #endif
+
+static int signal_pipe[2];
+
+static void on_signal(int signo)
+{
+    int saved = errno;
+    unsigned char b = (unsigned char)signo;
+    if (write(signal_pipe[1], &b, 1) < 0) {
+        /* The pipe is full: a shutdown is already on its way. */
+    }
+    errno = saved;
+}
 
 typedef enum { OPT_STRING, OPT_INT } OptKind;
 
@@ -121,14 +134,27 @@ int main(int argc, char **argv)
     if (token == NULL)
         token = getenv("RUNG_TOKEN");
 
-    /* Signals go to the main thread's sigwait only: block them before any
-     * thread starts so that every thread inherits the mask. */
+    /* SIGINT and SIGTERM write to a pipe that the main thread reads. A mask
+     * alone is not enough: libraries start threads of their own before main
+     * (OpenBLAS's pool), and a signal delivered to one of them must still
+     * mean "shut down cleanly", never the default death. Our own threads
+     * block the signals so that system calls there are not interrupted. */
+    if (pipe(signal_pipe) != 0) {
+        perror("rungd: pipe");
+        return 1;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
 
     RungError err;
     rung_error_clear(&err);
@@ -148,10 +174,7 @@ int main(int argc, char **argv)
     }
     static Stats stats;
     /* Workers heartbeat several times per lease, so one lost packet is no loss. */
-    EngineConfig ecfg = {.lease_ms = lease_ms,
-                         .heartbeat_s = options[O_LEASE_S].ival >= 6
-                                            ? options[O_LEASE_S].ival / 6
-                                            : 1};
+    EngineConfig ecfg = {.lease_ms = lease_ms, .heartbeat_ms = lease_ms / 6};
     Engine *engine = engine_start(store, core, &ecfg, &stats);
     if (engine == NULL) {
         fprintf(stderr, "rungd: cannot start threads\n");
@@ -176,8 +199,10 @@ int main(int argc, char **argv)
     LOG_INFO("rungd: database %s, lease %llds, %s", options[O_DB].value,
              (long long)options[O_LEASE_S].ival, token && token[0] ? "token required" : "no token");
 
-    int sig = 0;
-    sigwait(&sigs, &sig);
+    pthread_sigmask(SIG_UNBLOCK, &sigs, NULL);
+    unsigned char sig = 0;
+    while (read(signal_pipe[0], &sig, 1) != 1 && errno == EINTR)
+        ;
     LOG_INFO("rungd: %s, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
     engine_drain(engine);
     http_stop(http);

@@ -28,9 +28,7 @@ static int parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
     }
     if (jsonv_object(s, "scheduler", E, err))
         return err->code;
-    const char *allowed[] = {"type", "time_attr", NULL};
-    if (jsonv_only_keys(s, "scheduler", allowed, E, err))
-        return err->code;
+    /* The type first: the fields allowed depend on it. */
     const char *type = "fifo";
     if (jsonv_string(s, "scheduler", "type", JSONV_OPTIONAL, 32, &type, E, err))
         return err->code;
@@ -38,6 +36,9 @@ static int parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
         return rung_error_set(err, E, "scheduler.type",
                               "scheduler.type: '%s' is not supported by this rungd (use fifo)",
                               type);
+    const char *allowed[] = {"type", "time_attr", NULL};
+    if (jsonv_only_keys(s, "scheduler", allowed, E, err))
+        return err->code;
     if (jsonv_string(s, "scheduler", "time_attr", JSONV_OPTIONAL, SPEC_MAX_METRIC,
                      &spec->time_attr, E, err))
         return err->code;

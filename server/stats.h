@@ -23,6 +23,7 @@ typedef struct Stats {
     _Atomic uint64_t requests;  /* HTTP requests answered */
     _Atomic uint64_t reports;   /* reports committed */
     _Atomic uint64_t batches;   /* engine transactions committed */
+    _Atomic double reports_per_s; /* over the last second or so (engine tick) */
 } Stats;
 
 void stats_observe(Histogram *h, int64_t ns);

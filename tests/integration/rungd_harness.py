@@ -55,6 +55,7 @@ LISTEN_RE = re.compile(r"listening on http://(\[[^\]]+\]|[^:/\s]+):(\d+)")
 
 _live_lock = threading.Lock()
 _live = set()  # Popen objects of daemons that may still run
+_tmpdirs = set()  # temporary folders not yet removed
 
 
 def rungd_path():
@@ -90,7 +91,14 @@ def _kill_all_live():
                 pass
 
 
-atexit.register(_kill_all_live)
+def _clean_up():
+    _kill_all_live()
+    for path in list(_tmpdirs):
+        shutil.rmtree(path, ignore_errors=True)
+        _tmpdirs.discard(path)
+
+
+atexit.register(_clean_up)
 
 
 def wait_until(predicate, timeout, what, interval=0.05):
@@ -495,9 +503,14 @@ class RungdTestCase(unittest.TestCase):
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="rung-itest-")
-        self.addCleanup(shutil.rmtree, self.tmp, True)
+        _tmpdirs.add(self.tmp)
+        self.addCleanup(self._remove_tmp)
         self._daemons = []
         self.addCleanup(self._stop_daemons)
+
+    def _remove_tmp(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        _tmpdirs.discard(self.tmp)
 
     def _stop_daemons(self):
         problems = []
@@ -543,7 +556,7 @@ def _watchdog():
     sys.stderr.write("\nrungd_harness: test file exceeded %.0f s; killing daemons\n"
                      % WATCHDOG_S)
     sys.stderr.flush()
-    _kill_all_live()
+    _clean_up()
     os._exit(3)
 
 
@@ -565,6 +578,9 @@ def main():
             continue
         argv.append(a)
         i += 1
+    if os.environ.get("RUNGD"):
+        # rungd runs in a temporary folder: a relative path must not change meaning.
+        os.environ["RUNGD"] = os.path.abspath(os.environ["RUNGD"])
     rungd_path()  # fail at once, with one clear message, when the binary is missing
     dog = threading.Timer(WATCHDOG_S, _watchdog)
     dog.daemon = True

@@ -5,6 +5,7 @@ Body limits, malformed JSON, spec validation with the offending field's path,
 without one, /healthz and /metrics, static files, and the daemon's options.
 """
 
+import http.client
 import json
 import os
 import re
@@ -25,8 +26,8 @@ class Errors(h.RungdTestCase):
         self.assertError(d.request("POST", "/api/v1/experiments", raw=raw), 413,
                          "payload_too_large")
         # Just under the limit is fine, and nothing was created by the refusal.
-        small = json.dumps(h.spec(name="y" * 700)).encode()
-        self.assertLess(len(small), 1024)
+        small = json.dumps(h.spec(name="just-under")).encode()
+        small += b" " * (1000 - len(small))  # JSON allows trailing whitespace
         r = d.request("POST", "/api/v1/experiments", raw=small)
         self.assertEqual(r.status, 201, r)
         self.assertEqual(d.ok("GET", "/api/v1/experiments")["total"], 1)
@@ -53,6 +54,62 @@ class Errors(h.RungdTestCase):
             s.close()
         self.assertTrue(data.startswith(b"HTTP/1.1 413") or data.startswith(b"HTTP/1.0 413"),
                         "expected 413 before the body was sent, got %r" % data[:200])
+
+    def test_chunked_body_over_the_limit(self):
+        # No Content-Length to check up front: the limit still holds.
+        d = self.daemon("--max-body", "1024")
+        conn = http.client.HTTPConnection(d.host, d.port, timeout=10)
+        try:
+            chunks = [b" " * 1000 for _ in range(10)] + [json.dumps(h.spec()).encode()]
+            conn.request("POST", "/api/v1/experiments", body=iter(chunks),
+                         headers={"Content-Type": "application/json"}, encode_chunked=True)
+            r = conn.getresponse()
+            body = json.loads(r.read())
+            self.assertEqual(r.status, 413, body)
+            self.assertEqual(body["error"]["code"], "payload_too_large")
+        finally:
+            conn.close()
+        conn = http.client.HTTPConnection(d.host, d.port, timeout=10)
+        try:
+            conn.request("POST", "/api/v1/experiments", body=iter([json.dumps(h.spec()).encode()]),
+                         headers={"Content-Type": "application/json"}, encode_chunked=True)
+            r = conn.getresponse()
+            r.read()
+            self.assertEqual(r.status, 201)
+        finally:
+            conn.close()
+        self.assertEqual(d.ok("GET", "/api/v1/experiments")["total"], 1)
+
+    def test_keep_alive(self):
+        # Workers (libcurl) reuse connections: many requests, errors among
+        # them, on one connection.
+        d = self.daemon()
+        conn = http.client.HTTPConnection(d.host, d.port, timeout=10)
+        try:
+            statuses = []
+            for i in range(20):
+                conn.request("POST", "/api/v1/experiments", body=b"{",
+                             headers={"Content-Type": "application/json"})
+                r = conn.getresponse()
+                r.read()
+                statuses.append(r.status)
+                conn.request("POST", "/api/v1/experiments",
+                             body=json.dumps(h.spec(name="k%d" % i)).encode(),
+                             headers={"Content-Type": "application/json"})
+                r = conn.getresponse()
+                r.read()
+                statuses.append(r.status)
+        finally:
+            conn.close()
+        self.assertEqual(statuses, [400, 201] * 20)
+        self.assertEqual(d.ok("GET", "/api/v1/experiments")["total"], 20)
+
+    def test_content_type_with_charset(self):
+        # API.md's own content type.
+        d = self.daemon()
+        r = d.request("POST", "/api/v1/experiments", raw=json.dumps(h.spec()).encode(),
+                      headers={"Content-Type": "application/json; charset=utf-8"})
+        self.assertEqual(r.status, 201, r)
 
     def test_malformed_json(self):
         d = self.daemon()
@@ -101,6 +158,11 @@ class Errors(h.RungdTestCase):
         self.assertError(d.request("GET", "/api/v1/experiments/12345"), 404, "not_found")
         self.assertError(d.request("GET", "/api/v1/experiments/12345/trials"), 404, "not_found")
         self.assertError(d.request("GET", "/api/v1/experiments/abc"), 404, "not_found")
+        self.assertError(d.request("GET", "/api/v1/experiments/0"), 404, "not_found")
+        self.assertError(d.request("GET", "/api/v1/experiments/-1"), 404, "not_found")
+        self.assertError(d.request("GET", "/api/v1/experiments/99999999999999999999999"), 404,
+                         "not_found")
+        self.assertError(d.request("GET", "/api/v1/trials/0/metrics"), 404, "not_found")
         self.assertError(d.request("GET", "/api/v1/no-such-thing"), 404, "not_found")
         r = d.request("DELETE", "/api/v1/experiments")
         self.assertEqual(r.status, 405, r)

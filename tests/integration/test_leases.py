@@ -40,9 +40,14 @@ class LeaseExpiry(h.RungdTestCase):
         self.assertEqual(t["experiment_id"], eid)
         self.assertEqual(d.experiment(eid)["state"], "running")
 
-        # The worker that lost it learns so from its stale token.
+        # The worker that lost it learns so from its stale token, and from
+        # its heartbeat.
         st, doc = w.report(lost, 1, {"loss": 0.9})
         self.assertError((st, doc), 409, "lease_lost")
+        st, hb = w.heartbeat([lost["id"]])
+        self.assertEqual(st, 200, hb)
+        self.assertIn(lost["id"], hb["stop"])
+        self.assertEqual(d.trial(lost["id"])["state"], "pending")  # not revived
 
         # A worker picks it up again: same id, attempt 2, a new token.
         w2 = h.Worker(d, name="second")
@@ -81,7 +86,8 @@ class LeaseExpiry(h.RungdTestCase):
         d.wait_state(exp["id"], "completed")
 
     def test_stale_token_after_retry(self):
-        d = self.daemon("--lease-s", "1")
+        # A 2 s lease: the checks on the second lease must fit in its window.
+        d = self.daemon("--lease-s", "2")
         d.create_experiment(h.spec(num_samples=1, max_failures=3))
         w = h.Worker(d)
         old = w.lease_one()
@@ -116,6 +122,27 @@ class LeaseExpiry(h.RungdTestCase):
         cur = d.trial(t["id"])
         self.assertEqual((cur["state"], cur["attempt"]), ("running", 1))
         self.assertEqual(w.report_ok(t, 1, {"loss": 0.1}), "continue")
+
+    def test_heartbeat_interval_fits_in_the_lease(self):
+        # A worker heartbeats every heartbeat_s it was told at registration;
+        # doing just that must keep its trials, whatever --lease-s is.
+        d = self.daemon()
+        reg = h.Worker(d).registration
+        self.assertEqual(reg["lease_s"], 30)  # the default
+        self.assertLess(reg["heartbeat_s"], reg["lease_s"])
+        d = self.daemon("--lease-s", "1")
+        d.create_experiment(h.spec(num_samples=1))
+        w = h.Worker(d)
+        self.assertEqual(w.registration["lease_s"], 1)
+        self.assertLess(w.registration["heartbeat_s"], w.registration["lease_s"],
+                        "heartbeat_s must leave room for a round trip within the lease")
+        t = w.lease_one()
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            time.sleep(w.registration["heartbeat_s"])
+            w.heartbeat([t["id"]])
+        cur = d.trial(t["id"])
+        self.assertEqual((cur["state"], cur["attempt"]), ("running", 1), cur)
 
     def test_reports_renew_the_lease(self):
         d = self.daemon("--lease-s", "1")
@@ -167,6 +194,11 @@ class Reports(h.RungdTestCase):
                                      "metrics": {"loss": 1}})
         self.assertEqual(r.status, 400, r)
         self.assertEqual(r.json["error"]["field"], "step")
+        # Metric values are numbers.
+        r = d.request("POST", path, {"lease_token": t["lease_token"], "step": 1,
+                                     "metrics": {"loss": "low"}})
+        self.assertEqual(r.status, 400, r)
+        self.assertEqual(r.json["error"]["field"], "metrics.loss")
         self.assertEqual(d.metrics_of(t["id"]), [])
         self.assertEqual(w.report_ok(t, 0, {"loss": 1.0}), "continue")  # step 0 is fine
 
@@ -224,6 +256,24 @@ class Reports(h.RungdTestCase):
         w.finish_ok(t)
         w.finish_ok(t)
         self.assertEqual(d.trial(t["id"])["state"], "completed")
+
+    def test_workers_list(self):
+        d = self.daemon()
+        d.create_experiment(h.spec(num_samples=1))
+        w = h.Worker(d, name="gpu-box-1", cpus=12, gpus=(0, 1))
+        t = w.lease_one()
+        st, hb = w.heartbeat([t["id"]])
+        self.assertEqual(st, 200, hb)
+        doc = d.ok("GET", "/api/v1/workers")
+        self.assertEqual(doc["total"], 1)
+        mine = doc["items"][0]
+        self.assertEqual(mine["name"], "gpu-box-1")
+        self.assertEqual(mine["cpus"], 12)
+        self.assertEqual([g["index"] for g in mine["gpus"]], [0, 1])
+        # "running trials" (API.md) under whatever key names them.
+        running = [v for k, v in mine.items() if "running" in k and isinstance(v, list)]
+        self.assertTrue(any(t["id"] in v or any(isinstance(x, dict) and x.get("id") == t["id"]
+                                                 for x in v) for v in running), mine)
 
     def test_unknown_trial_and_worker(self):
         d = self.daemon()
