@@ -1,13 +1,19 @@
 /* The engine thread; see engine.h. */
 #include "engine.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clock.h"
+#include "http.h"
 #include "log.h"
 #include "propose.h"
 
@@ -20,17 +26,24 @@
 
 struct Engine {
     pthread_t thread;
+    struct Http *http;
+    int epfd;                /* waits on the HTTP front's epoll fd and wake_fd */
+    int wake_fd;             /* eventfd: the proposer's answers, shutdown */
+    atomic_bool stop_requested;
+    /* Internal jobs (proposals) from other threads, under mu. */
     pthread_mutex_t mu;
-    pthread_cond_t cond;
-    Job *head, *tail;        /* queued jobs, under mu */
-    bool draining, stopping; /* under mu */
+    Job *inbox;
     /* Engine thread only: */
     Store *store;
     Core *core;
     EngineConfig cfg;
     Stats *stats;
     Proposer *proposer;
-    Job *parked;             /* parked jobs, oldest first */
+    bool draining;
+    Job *done;               /* jobs answered in this batch, released after commit */
+    Job *parked;             /* parked jobs, newest first */
+    int64_t in_flight;       /* jobs submitted whose on_done has not run */
+    bool resumed;            /* on_done ran last batch: the HTTP front must run again */
     int64_t now;
     int64_t next_tick;
     int64_t rate_at_ms;      /* monotonic ms of the last reports/s sample */
@@ -95,14 +108,19 @@ uint64_t engine_seed(void)
 
 bool engine_park(Engine *e, Job *job, int64_t deadline_ms)
 {
-    pthread_mutex_lock(&e->mu);
-    bool draining = e->draining;
-    pthread_mutex_unlock(&e->mu);
-    if (draining)
+    if (e->draining)
         return false;
     job->parked = true;
     job->deadline_ms = deadline_ms;
     return true;
+}
+
+static void wake(Engine *e)
+{
+    uint64_t one = 1;
+    if (write(e->wake_fd, &one, sizeof one) < 0) {
+        /* The counter is saturated: the engine is awake anyway. */
+    }
 }
 
 /* ---- proposals ---- */
@@ -129,7 +147,7 @@ static void apply_proposals(Engine *e, Job *job)
     free(job);
 }
 
-/* Called on the proposer thread: queue the result as an internal job. */
+/* On the proposer thread: queue the result as an internal job. */
 static void on_proposals(void *ctx, Proposals *p)
 {
     Engine *e = ctx;
@@ -139,19 +157,10 @@ static void on_proposals(void *ctx, Proposals *p)
     job->fn = apply_proposals;
     job->data = p;
     pthread_mutex_lock(&e->mu);
-    if (e->stopping) {
-        pthread_mutex_unlock(&e->mu);
-        proposals_free(p);
-        free(job);
-        return;
-    }
-    if (e->tail)
-        e->tail->next = job;
-    else
-        e->head = job;
-    e->tail = job;
-    pthread_cond_signal(&e->cond);
+    job->next = e->inbox;
+    e->inbox = job;
     pthread_mutex_unlock(&e->mu);
+    wake(e);
 }
 
 static void request_proposals(Engine *e)
@@ -162,8 +171,9 @@ static void request_proposals(Engine *e)
         if (exp == NULL)
             continue;
         int64_t want = core_proposals_wanted(exp, PENDING_TARGET);
-        /* Ask in chunks so that a fast sampler's answer is not one long
-         * transaction; below a quarter of the target, wait for more need. */
+        /* Ask in chunks, so that one answer is not one long transaction and
+         * the proposer is not woken per trial; the end of the experiment is
+         * asked for whatever it is. */
         if (want <= 0 || (want < PENDING_TARGET / 4 &&
                           exp->n_trials + exp->proposing + want < exp->spec.total_trials))
             continue;
@@ -176,13 +186,6 @@ static void request_proposals(Engine *e)
 
 /* ---- the batch ---- */
 
-/* Appends job to the list *done (a singly linked list through next). */
-static void push(Job **list, Job *job)
-{
-    job->next = *list;
-    *list = job;
-}
-
 static void set_internal_error(Job *job, const char *msg)
 {
     json_decref(job->reply);
@@ -193,26 +196,30 @@ static void set_internal_error(Job *job, const char *msg)
 }
 
 /* Runs job's handler; a job that parks joins the parked list, the others
- * the done list. Internal jobs free themselves. */
-static void run_job(Engine *e, Job *job, Job **done)
+ * the done list. */
+static void run_job(Engine *e, Job *job)
 {
-    bool internal = job->fn == apply_proposals;
     job->parked = false;
     job->next = NULL;
     job->fn(e, job);
-    if (internal)
-        return;
     if (job->parked) {
         job->next = e->parked;
         e->parked = job;
     } else {
-        push(done, job);
+        job->next = e->done;
+        e->done = job;
     }
 }
 
-/* Re-runs parked jobs (oldest first) while trials may have become available,
- * and answers 204 to those past their deadline or when draining. */
-static void serve_parked(Engine *e, Job **done, bool tick, bool draining)
+void engine_submit(Engine *e, Job *job)
+{
+    e->in_flight++;
+    run_job(e, job);
+}
+
+/* Re-runs parked jobs (oldest first) when trials may have become available,
+ * and answers 204 to those past their deadline, or all when draining. */
+static void serve_parked(Engine *e, bool tick)
 {
     /* The list is newest first; reverse it to serve the oldest first. */
     Job *list = NULL;
@@ -225,12 +232,13 @@ static void serve_parked(Engine *e, Job **done, bool tick, bool draining)
     int64_t mono = mono_ms();
     for (Job *j = list, *next; j != NULL; j = next) {
         next = j->next;
-        if (draining || (tick && j->deadline_ms <= mono)) {
+        if (e->draining || (tick && j->deadline_ms <= mono)) {
             j->parked = false;
             j->status = 204;
-            push(done, j);
+            j->next = e->done;
+            e->done = j;
         } else if (e->core->availability_changed) {
-            run_job(e, j, done);
+            run_job(e, j);
         } else {
             j->next = e->parked;
             e->parked = j;
@@ -245,7 +253,7 @@ static void reload(Engine *e)
     if (fresh == NULL || store_load(e->store, fresh, rung_now_ms(), &err) != 0) {
         LOG_ERROR("cannot reload the state from the store: %s; exiting",
                   fresh ? err.message : "out of memory");
-        exit(1); /* only the program exits; this is the program's engine */
+        exit(1); /* the daemon cannot serve without a state it trusts */
     }
     core_free(e->core);
     e->core = fresh;
@@ -265,103 +273,134 @@ static void sample_rate(Engine *e)
     e->rate_reports = reports;
 }
 
-static void run_batch(Engine *e, Job *batch, bool draining)
+/* Writes the batch's changes and commits; on failure every reply of the
+ * batch says so and the state is rebuilt from the store. */
+static void commit(Engine *e, int rc, RungError *err)
 {
-    Job *done = NULL;
-    e->now = rung_now_ms();
-    RungError err;
-    rung_error_clear(&err);
-    int rc = store_begin(e->store, &err);
     if (rc == 0) {
-        for (Job *j = batch, *next; j != NULL; j = next) {
-            next = j->next;
-            run_job(e, j, &done);
-        }
-        bool tick = mono_ms() >= e->next_tick;
-        if (tick) {
-            e->next_tick = mono_ms() + TICK_MS;
-            core_expire_leases(e->core, e->now);
-            sample_rate(e);
-        }
-        serve_parked(e, &done, tick, draining);
-        e->core->availability_changed = false;
-        request_proposals(e);
         CoreChanges changes;
         core_changes(e->core, &changes);
         int64_t reports = changes.n_reports;
-        rc = store_write_changes(e->store, &changes, &err);
+        rc = store_write_changes(e->store, &changes, err);
         core_changes_clear(e->core);
         if (rc == 0) {
             int64_t t0 = rung_mono_ns();
-            rc = store_commit(e->store, &err);
+            rc = store_commit(e->store, err);
             stats_observe(&e->stats->commit_latency, rung_mono_ns() - t0);
             if (rc == 0) {
                 atomic_fetch_add(&e->stats->reports, (uint64_t)reports);
                 atomic_fetch_add(&e->stats->batches, 1);
             }
         }
-    } else {
-        for (Job *j = batch, *next; j != NULL; j = next) {
-            next = j->next;
-            if (j->fn == apply_proposals) {
-                proposals_free(j->data);
-                free(j);
-            } else {
-                push(&done, j);
-            }
-        }
     }
     if (rc != 0) {
-        /* Nothing of this batch is durable: say so to every request, and
-         * rebuild the state from what the store does hold. */
-        LOG_ERROR("transaction failed: %s", err.message);
+        LOG_ERROR("transaction failed: %s", err->message);
         store_rollback(e->store);
-        for (Job *j = done; j != NULL; j = j->next)
+        for (Job *j = e->done; j != NULL; j = j->next)
             set_internal_error(j, "the store could not commit; nothing was changed");
         reload(e);
     }
-    /* One semaphore per job: waking 64 waiters must not make them queue
-     * on a shared mutex. */
+}
+
+static void run_batch(Engine *e)
+{
+    e->now = rung_now_ms();
+    RungError err;
+    rung_error_clear(&err);
+    int rc = store_begin(e->store, &err);
+    if (rc != 0)
+        LOG_ERROR("cannot begin a transaction: %s", err.message);
+    /* Requests are read only inside a transaction: their writes need one. */
+    if (rc == 0)
+        http_run(e->http);
+    pthread_mutex_lock(&e->mu);
+    Job *inbox = e->inbox;
+    e->inbox = NULL;
+    pthread_mutex_unlock(&e->mu);
+    for (Job *j = inbox, *next; j != NULL; j = next) {
+        next = j->next;
+        if (rc == 0) {
+            j->fn(e, j); /* internal: frees itself */
+        } else {
+            proposals_free(j->data);
+            free(j);
+        }
+    }
+    if (rc == 0) {
+        bool tick = mono_ms() >= e->next_tick;
+        if (tick) {
+            e->next_tick = mono_ms() + TICK_MS;
+            core_expire_leases(e->core, e->now);
+            sample_rate(e);
+        }
+        serve_parked(e, tick);
+        e->core->availability_changed = false;
+        request_proposals(e);
+    }
+    commit(e, rc, &err);
+    /* Only now may the replies go out. */
+    Job *done = e->done;
+    e->done = NULL;
+    e->resumed = done != NULL;
     for (Job *j = done, *next; j != NULL; j = next) {
         next = j->next;
-        sem_post(&j->done);
+        e->in_flight--;
+        j->on_done(j);
     }
 }
+
+/* Waits for requests, proposals, the tick or HTTP timeouts. */
+static void wait_events(Engine *e)
+{
+    int64_t timeout = e->next_tick - mono_ms();
+    int64_t http = http_timeout_ms(e->http);
+    if (http >= 0 && http < timeout)
+        timeout = http;
+    if (e->draining && timeout > 10)
+        timeout = 10; /* shutting down: look again soon */
+    if (e->resumed || timeout < 0)
+        timeout = 0; /* resumed connections must be run again at once */
+    struct epoll_event ev[4];
+    int n = epoll_wait(e->epfd, ev, 4, (int)timeout);
+    for (int i = 0; i < n; i++) {
+        if (ev[i].data.fd == e->wake_fd) {
+            uint64_t count;
+            if (read(e->wake_fd, &count, sizeof count) < 0) {
+                /* EAGAIN: another read took it. */
+            }
+        }
+    }
+}
+
+/* How long requests in flight may take to finish at shutdown. */
+#define DRAIN_MS 2000
 
 static void *engine_main(void *arg)
 {
     Engine *e = arg;
     e->next_tick = mono_ms() + TICK_MS;
-    pthread_mutex_lock(&e->mu);
+    int64_t drain_until = 0;
+    int flush_turns = 0;
     for (;;) {
-        while (e->head == NULL && !e->stopping && mono_ms() < e->next_tick) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            int64_t wait_ms = e->next_tick - mono_ms();
-            if (wait_ms < 1)
-                wait_ms = 1;
-            ts.tv_sec += wait_ms / 1000;
-            ts.tv_nsec += (wait_ms % 1000) * 1000000;
-            if (ts.tv_nsec >= 1000000000) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000;
-            }
-            pthread_cond_timedwait(&e->cond, &e->mu, &ts);
+        if (atomic_load(&e->stop_requested) && !e->draining) {
+            e->draining = true;
+            http_quiesce(e->http); /* no new connections */
+            drain_until = mono_ms() + DRAIN_MS;
         }
-        Job *batch = e->head;
-        e->head = e->tail = NULL;
-        bool stopping = e->stopping, draining = e->draining;
-        pthread_mutex_unlock(&e->mu);
-        run_batch(e, batch, draining);
-        pthread_mutex_lock(&e->mu);
-        if (stopping && e->head == NULL)
+        if (e->draining && e->in_flight == 0 && !e->resumed) {
+            /* A few more turns let the last replies reach their sockets. */
+            if (++flush_turns > 3 || mono_ms() > drain_until)
+                break;
+        }
+        if (e->draining && mono_ms() > drain_until + DRAIN_MS)
             break;
+        wait_events(e);
+        run_batch(e);
     }
-    pthread_mutex_unlock(&e->mu);
     return NULL;
 }
 
-Engine *engine_start(Store *store, Core *core, const EngineConfig *cfg, Stats *stats)
+Engine *engine_new(Store *store, Core *core, const EngineConfig *cfg, Stats *stats)
 {
     Engine *e = calloc(1, sizeof *e);
     if (e == NULL)
@@ -370,69 +409,58 @@ Engine *engine_start(Store *store, Core *core, const EngineConfig *cfg, Stats *s
     e->core = core;
     e->cfg = *cfg;
     e->stats = stats;
+    e->epfd = e->wake_fd = -1;
     pthread_mutex_init(&e->mu, NULL);
-    pthread_cond_init(&e->cond, NULL);
+    atomic_init(&e->stop_requested, false);
+    e->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    e->epfd = epoll_create1(EPOLL_CLOEXEC);
     e->proposer = proposer_start(on_proposals, e);
-    if (e->proposer == NULL || pthread_create(&e->thread, NULL, engine_main, e) != 0) {
-        proposer_stop(e->proposer);
-        free(e);
+    if (e->wake_fd < 0 || e->epfd < 0 || e->proposer == NULL) {
+        engine_shutdown(e);
         return NULL;
     }
     return e;
 }
 
-void engine_submit(Engine *e, Job *job)
+int engine_start(Engine *e, struct Http *http)
 {
-    sem_init(&job->done, 0, 0);
-    job->next = NULL;
-    pthread_mutex_lock(&e->mu);
-    if (e->stopping) {
-        pthread_mutex_unlock(&e->mu);
-        job->status = 503;
-        job->reply = json_pack("{s:{s:s, s:s}}", "error", "code", "unavailable", "message",
-                               "rungd is shutting down");
-        sem_destroy(&job->done);
-        return;
-    }
-    bool was_empty = e->head == NULL;
-    if (e->tail)
-        e->tail->next = job;
-    else
-        e->head = job;
-    e->tail = job;
-    /* The engine only sleeps on an empty queue. */
-    if (was_empty)
-        pthread_cond_signal(&e->cond);
-    pthread_mutex_unlock(&e->mu);
-    while (sem_wait(&job->done) != 0)
-        ; /* EINTR: keep waiting, the reply is coming */
-    sem_destroy(&job->done);
+    e->http = http;
+    struct epoll_event ev = {.events = EPOLLIN};
+    ev.data.fd = http_epoll_fd(http);
+    if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev) != 0)
+        return -1;
+    ev.data.fd = e->wake_fd;
+    if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->wake_fd, &ev) != 0)
+        return -1;
+    if (pthread_create(&e->thread, NULL, engine_main, e) != 0)
+        return -1;
+    return 0;
 }
 
-void engine_drain(Engine *e)
-{
-    pthread_mutex_lock(&e->mu);
-    e->draining = true;
-    /* Force a tick so parked jobs are answered at once. */
-    pthread_cond_signal(&e->cond);
-    pthread_mutex_unlock(&e->mu);
-}
-
-void engine_stop(Engine *e)
+void engine_shutdown(Engine *e)
 {
     if (e == NULL)
         return;
-    /* The proposer first: its answers go through our queue. */
+    if (e->http != NULL) {
+        atomic_store(&e->stop_requested, true);
+        wake(e);
+        pthread_join(e->thread, NULL);
+        http_stop(e->http);
+    }
     proposer_stop(e->proposer);
-    pthread_mutex_lock(&e->mu);
-    e->draining = e->stopping = true;
-    pthread_cond_signal(&e->cond);
-    pthread_mutex_unlock(&e->mu);
-    pthread_join(e->thread, NULL);
-    /* Parked jobs were answered by the last batch (draining). */
+    /* Proposals that arrived after the last batch are dropped: they are
+     * asked for again after a restart. */
+    for (Job *j = e->inbox, *next; j != NULL; j = next) {
+        next = j->next;
+        proposals_free(j->data);
+        free(j);
+    }
     store_close(e->store);
     core_free(e->core);
+    if (e->wake_fd >= 0)
+        close(e->wake_fd);
+    if (e->epfd >= 0)
+        close(e->epfd);
     pthread_mutex_destroy(&e->mu);
-    pthread_cond_destroy(&e->cond);
     free(e);
 }

@@ -1,19 +1,20 @@
-/* The engine: the one thread that owns the Core and the Store.
+/* The engine: one thread that owns the Core, the Store and the HTTP event
+ * loop, in the manner of Redis.
  *
- * HTTP threads turn each request into a Job and hand it over with
- * engine_submit, which blocks until the reply is ready. The engine takes
- * every job that queued up while it was busy, runs their handlers in one
- * transaction, commits once, and only then releases the replies (group
- * commit: a 200 always means committed). A lease that finds nothing parks
- * its job until a trial frees up or its deadline passes (long poll). A tick
- * several times a second expires leases and parked jobs; the proposer thread
- * keeps each experiment's pending queue filled. */
+ * Each turn of the loop opens a transaction, lets libmicrohttpd read every
+ * request that has arrived (http.c turns each into a Job and hands it to
+ * engine_submit, which runs its handler at once and parks the connection),
+ * applies what the proposer thread has finished, expires leases, commits
+ * once, and only then resumes the parked connections so that their replies
+ * go out: a 200 always means committed (group commit), and no request pays
+ * for a thread switch. A lease that finds nothing stays parked until a
+ * trial frees up or its deadline passes (long poll). The proposer thread
+ * keeps each experiment's pending queue filled, so no request waits on a
+ * sampler. */
 #ifndef RUNG_SERVER_ENGINE_H
 #define RUNG_SERVER_ENGINE_H
 
 #include <jansson.h>
-#include <pthread.h>
-#include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -26,7 +27,7 @@ typedef struct Job Job;
 typedef void (*JobFn)(Engine *e, Job *job);
 
 struct Job {
-    /* Request, set by the HTTP thread; borrowed by the engine. */
+    /* Request, set by the HTTP layer; borrowed by the engine. */
     JobFn fn;
     int64_t ids[2];         /* the {id}s of the path, in order */
     json_t *body;           /* parsed JSON body, or NULL */
@@ -37,10 +38,11 @@ struct Job {
     char *text;             /* malloc'd non-JSON body, or NULL */
     size_t text_len;
     const char *content_type; /* of text */
+    /* Called on the engine thread once the reply is committed (or failed). */
+    void (*on_done)(Job *job);
     /* Engine's own. */
     bool parked;
     int64_t deadline_ms;    /* parked: when to answer 204 (monotonic ms) */
-    sem_t done;             /* posted once the reply is committed */
     Job *next;
     void *data;             /* internal jobs: their payload */
 };
@@ -50,14 +52,20 @@ typedef struct EngineConfig {
     int64_t heartbeat_ms;   /* what workers are told to use: several per lease */
 } EngineConfig;
 
-/* Takes ownership of store and core. NULL when threads cannot start. */
-Engine *engine_start(Store *store, Core *core, const EngineConfig *cfg, Stats *stats);
-/* Runs job on the engine thread and waits for its reply. */
+struct Http;
+
+/* Takes ownership of store and core; starts the proposer thread. */
+Engine *engine_new(Store *store, Core *core, const EngineConfig *cfg, Stats *stats);
+/* Starts the loop thread serving http (whose ownership it takes). */
+int engine_start(Engine *e, struct Http *http);
+/* From any thread: answers parked long polls, lets requests in flight
+ * finish, stops the HTTP front, commits the last batch and joins. Then
+ * frees everything. */
+void engine_shutdown(Engine *e);
+
+/* On the engine thread (from the HTTP layer): runs job's handler now, inside
+ * the open transaction; job->on_done follows after the commit. */
 void engine_submit(Engine *e, Job *job);
-/* Answers every parked job now (204) and parks no more: for shutdown. */
-void engine_drain(Engine *e);
-/* Runs what is queued, stops the threads, frees store and core. */
-void engine_stop(Engine *e);
 
 /* For handlers, on the engine thread only. */
 Core *engine_core(Engine *e);
@@ -65,8 +73,9 @@ Store *engine_store(Engine *e);
 Stats *engine_stats(Engine *e);
 const EngineConfig *engine_config(Engine *e);
 int64_t engine_now(Engine *e);  /* the batch's time, ms since the epoch */
-/* Parks job until deadline_ms (monotonic, rung_mono_ns() / 1e6); its fn runs again whenever a trial may
- * have become available. Returns false (and parks nothing) when draining. */
+/* Parks job until deadline_ms (monotonic, rung_mono_ns() / 1e6); its fn
+ * runs again whenever a trial may have become available. Returns false
+ * (and parks nothing) when shutting down. */
 bool engine_park(Engine *e, Job *job, int64_t deadline_ms);
 /* A fresh lease token: 32 hex characters from the OS's random source. */
 void engine_token(char out[CORE_TOKEN_LEN + 1]);

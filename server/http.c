@@ -20,11 +20,10 @@
 
 #define MAX_IDS 2             /* {id}s in one path */
 #define MAX_QUERY_ARGS 32     /* query arguments kept per request */
-#define CONNECTION_LIMIT 1024 /* one thread each; a few GPU boxes need far fewer */
+/* Connections at once: each worker slot and dashboard tab holds one. */
+#define CONNECTION_LIMIT 4096
 /* Idle keep-alive connections are closed after this; above the 30 s long poll. */
 #define IDLE_TIMEOUT_S 120
-/* Per-connection thread stack: handlers are shallow, jansson recursion is bounded. */
-#define THREAD_STACK_BYTES (512 * 1024)
 
 typedef struct Route {
     const char *method;
@@ -61,12 +60,16 @@ struct Http {
 
 /* Per-request state: made on the first callback, freed when MHD completes. */
 typedef struct Request {
+    Job job;               /* first: on_done gets the Job and finds the Request */
+    struct MHD_Connection *connection;
     int64_t t0;            /* monotonic ns at the first callback */
     const Route *route;
     int64_t ids[MAX_IDS];
     char *body;
     size_t len, cap;
     bool too_large;
+    bool submitted;        /* the job went to the engine */
+    bool answered;         /* the engine is done with it */
 } Request;
 
 /* Matches url against pattern, collecting {id}s. */
@@ -291,6 +294,31 @@ static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *re
     return MHD_YES;
 }
 
+/* The engine committed the job's batch: wake its connection, whose next
+ * callback sends the reply. */
+static void on_done(Job *job)
+{
+    Request *req = (Request *)job; /* job is the first member */
+    req->answered = true;
+    MHD_resume_connection(req->connection);
+}
+
+static enum MHD_Result reply(Http *h, struct MHD_Connection *c, Request *req)
+{
+    Job *job = &req->job;
+    enum MHD_Result rc;
+    if (job->text != NULL) {
+        rc = send_buffer(c, job->status, job->text, job->text_len, job->content_type);
+        job->text = NULL; /* MHD owns it now */
+    } else {
+        rc = send_json(c, job->status ? job->status : 500, job->reply);
+    }
+    job->reply = NULL;
+    stats_observe(&h->stats->request_latency, rung_mono_ns() - req->t0);
+    atomic_fetch_add_explicit(&h->stats->requests, 1, memory_order_relaxed);
+    return rc;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_size, void **con_cls)
@@ -303,6 +331,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (req == NULL)
             return MHD_NO;
         req->t0 = rung_mono_ns();
+        req->connection = c;
         *con_cls = req;
         /* Either queues a reply at once (401, 404, 413, ...) and leaves
          * req->route NULL, or sets req->route and waits for the body. */
@@ -337,33 +366,31 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         snprintf(msg, sizeof msg, "body larger than %zu bytes", h->max_body);
         return send_error(c, RUNG_E_PAYLOAD_TOO_LARGE, "", msg);
     }
-    Job job;
-    memset(&job, 0, sizeof job);
-    job.fn = req->route->fn;
-    memcpy(job.ids, req->ids, sizeof job.ids);
+    if (req->answered)
+        return reply(h, c, req);
+    if (req->submitted)
+        return MHD_YES; /* spurious call while the engine works: keep waiting */
+    Job *job = &req->job;
+    job->fn = req->route->fn;
+    job->on_done = on_done;
+    memcpy(job->ids, req->ids, sizeof job->ids);
     if (req->len > 0) {
         json_error_t jerr;
-        job.body = json_loadb(req->body, req->len, JSON_REJECT_DUPLICATES, &jerr);
-        if (job.body == NULL) {
+        job->body = json_loadb(req->body, req->len, JSON_REJECT_DUPLICATES, &jerr);
+        if (job->body == NULL) {
             char msg[256];
             snprintf(msg, sizeof msg, "body is not valid JSON: %s (line %d, column %d)",
                      jerr.text, jerr.line, jerr.column);
             return send_error(c, RUNG_E_BAD_JSON, "", msg);
         }
     }
-    job.query = json_object();
-    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, job.query);
-    engine_submit(h->engine, &job);
-    json_decref(job.body);
-    json_decref(job.query);
-    enum MHD_Result rc;
-    if (job.text != NULL)
-        rc = send_buffer(c, job.status, job.text, job.text_len, job.content_type);
-    else
-        rc = send_json(c, job.status ? job.status : 500, job.reply);
-    stats_observe(&h->stats->request_latency, rung_mono_ns() - req->t0);
-    atomic_fetch_add_explicit(&h->stats->requests, 1, memory_order_relaxed);
-    return rc;
+    job->query = json_object();
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, job->query);
+    req->submitted = true;
+    /* The handler runs now; the reply waits for the commit (on_done). */
+    MHD_suspend_connection(c);
+    engine_submit(h->engine, job);
+    return MHD_YES;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -374,6 +401,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     (void)toe;
     Request *req = *con_cls;
     if (req) {
+        json_decref(req->job.body);
+        json_decref(req->job.query);
+        json_decref(req->job.reply);
+        free(req->job.text);
         free(req->body);
         free(req);
     }
@@ -447,13 +478,13 @@ int http_start(const HttpConfig *cfg, Engine *engine, Stats *stats, Http **out, 
     h->token = (cfg->token && cfg->token[0]) ? strdup(cfg->token) : NULL;
     h->web_dir = cfg->web_dir ? strdup(cfg->web_dir) : NULL;
     h->max_body = cfg->max_body;
+    /* No thread of MHD's own: the engine's loop runs it (epoll, external
+     * mode), so a request costs no thread switch. */
     h->daemon = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
-            MHD_USE_ITC,
-        0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S, MHD_OPTION_THREAD_STACK_SIZE,
-        (size_t)THREAD_STACK_BYTES, MHD_OPTION_END);
+        MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request,
+        h, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)IDLE_TIMEOUT_S, MHD_OPTION_END);
     if (h->daemon == NULL) {
         close(fd);
         free(h->token);
@@ -463,6 +494,32 @@ int http_start(const HttpConfig *cfg, Engine *engine, Stats *stats, Http **out, 
     }
     *out = h;
     return 0;
+}
+
+int http_epoll_fd(Http *h)
+{
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+    return info ? info->epoll_fd : -1;
+}
+
+void http_run(Http *h)
+{
+    MHD_run(h->daemon);
+}
+
+int64_t http_timeout_ms(Http *h)
+{
+    MHD_UNSIGNED_LONG_LONG ms;
+    if (MHD_get_timeout(h->daemon, &ms) != MHD_YES)
+        return -1;
+    return ms > INT32_MAX ? INT32_MAX : (int64_t)ms;
+}
+
+void http_quiesce(Http *h)
+{
+    MHD_socket fd = MHD_quiesce_daemon(h->daemon);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
 }
 
 void http_stop(Http *h)

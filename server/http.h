@@ -1,8 +1,9 @@
 /* The HTTP front: libmicrohttpd, routing, authentication, body limits and
- * JSON error replies. Each connection has its own thread (MHD's
- * thread-per-connection mode): it parses the request, hands a Job to the
- * engine and blocks until the reply is committed, which keeps long polls and
- * group commit simple. Static dashboard files are served from one folder. */
+ * JSON error replies. MHD runs without threads of its own, in epoll mode,
+ * driven by the engine's loop (http_run): a complete request becomes a Job
+ * handed to the engine, and its connection is suspended until the engine has
+ * committed and calls the job's on_done, which resumes it. Static dashboard
+ * files are served from one folder. */
 #ifndef RUNG_SERVER_HTTP_H
 #define RUNG_SERVER_HTTP_H
 
@@ -22,11 +23,19 @@ typedef struct HttpConfig {
 
 typedef struct Http Http;
 
-/* Binds, listens and starts serving. Refuses (RUNG_E_INVALID_ARGUMENT) a
- * non-loopback address without a token. *port gets the bound port. */
+/* Binds and listens. Refuses (RUNG_E_INVALID_ARGUMENT) a non-loopback
+ * address without a token. *port gets the bound port. Nothing is served
+ * until the engine runs it. */
 int http_start(const HttpConfig *cfg, Engine *engine, Stats *stats, Http **out, int *port,
                RungError *err);
-/* Stops accepting, closes idle connections and waits for busy ones. */
+/* For the engine's loop, on its thread: the fd to wait on, a pass over every
+ * ready connection, and how soon MHD needs the next pass (-1: no limit). */
+int http_epoll_fd(Http *http);
+void http_run(Http *http);
+int64_t http_timeout_ms(Http *http);
+/* Stops accepting new connections (shutdown). */
+void http_quiesce(Http *http);
+/* Closes every connection and frees; no connection may be suspended. */
 void http_stop(Http *http);
 
 #endif

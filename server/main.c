@@ -5,6 +5,7 @@
  * trials keep their leases and are picked up again after a restart. */
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -175,9 +176,9 @@ int main(int argc, char **argv)
     static Stats stats;
     /* Workers heartbeat several times per lease, so one lost packet is no loss. */
     EngineConfig ecfg = {.lease_ms = lease_ms, .heartbeat_ms = lease_ms / 6};
-    Engine *engine = engine_start(store, core, &ecfg, &stats);
+    Engine *engine = engine_new(store, core, &ecfg, &stats);
     if (engine == NULL) {
-        fprintf(stderr, "rungd: cannot start threads\n");
+        fprintf(stderr, "rungd: cannot start the proposer thread\n");
         return 1;
     }
     HttpConfig hcfg = {.bind = options[O_BIND].value,
@@ -189,8 +190,12 @@ int main(int argc, char **argv)
     int port;
     if (http_start(&hcfg, engine, &stats, &http, &port, &err) != 0) {
         fprintf(stderr, "rungd: %s\n", err.message);
-        engine_stop(engine);
+        engine_shutdown(engine);
         return 2;
+    }
+    if (engine_start(engine, http) != 0) {
+        fprintf(stderr, "rungd: cannot start the engine thread\n");
+        return 1;
     }
     const char *host = hcfg.bind;
     bool v6 = strchr(host, ':') != NULL;
@@ -200,13 +205,16 @@ int main(int argc, char **argv)
              (long long)options[O_LEASE_S].ival, token && token[0] ? "token required" : "no token");
 
     pthread_sigmask(SIG_UNBLOCK, &sigs, NULL);
+    /* Wake now and then even without a byte: sanitizers deliver a signal to
+     * its handler only when the thread returns from a call. */
     unsigned char sig = 0;
-    while (read(signal_pipe[0], &sig, 1) != 1 && errno == EINTR)
-        ;
+    for (;;) {
+        struct pollfd pfd = {.fd = signal_pipe[0], .events = POLLIN};
+        if (poll(&pfd, 1, 250) > 0 && read(signal_pipe[0], &sig, 1) == 1)
+            break;
+    }
     LOG_INFO("rungd: %s, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    engine_drain(engine);
-    http_stop(http);
-    engine_stop(engine);
+    engine_shutdown(engine);
     LOG_INFO("rungd: stopped");
     return 0;
 }
