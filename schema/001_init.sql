@@ -29,7 +29,7 @@ CREATE TABLE trials (
     -- Positive id, unique across experiments, assigned by rungd.
     id INTEGER PRIMARY KEY CHECK (id >= 1),
     -- The experiment it belongs to.
-    experiment_id INTEGER NOT NULL REFERENCES experiments (id),
+    experiment_id INTEGER NOT NULL REFERENCES experiments (id) CHECK (experiment_id >= 1),
     -- 0-based position within the experiment; decides its config.
     number INTEGER NOT NULL CHECK (number >= 0),
     -- Lifecycle; pending again when a failed attempt is retried.
@@ -40,8 +40,10 @@ CREATE TABLE trials (
     -- 1-based attempt; grows by one per retry (at most max_failures + 1).
     attempt INTEGER NOT NULL CHECK (attempt >= 1),
     -- The worker holding (or that last held) the trial; NULL before a lease.
-    worker_id INTEGER REFERENCES workers (id),
+    worker_id INTEGER REFERENCES workers (id) CHECK (worker_id IS NULL OR worker_id >= 1),
     -- 32 hex characters while a worker may report on the trial, else NULL.
+    -- Lease expiry is not stored: after a restart every running trial gets a
+    -- fresh lease, since no worker could heartbeat while rungd was down.
     lease_token TEXT CHECK (lease_token IS NULL OR length(lease_token) = 32),
     -- The resources granted at lease time (JSON), NULL before a lease.
     resources TEXT CHECK (resources IS NULL OR json_valid(resources)),
@@ -50,6 +52,7 @@ CREATE TABLE trials (
     stop_requested INTEGER NOT NULL DEFAULT 0 CHECK (stop_requested IN (0, 1)),
     -- Why the last attempt failed, NULL when it did not.
     error TEXT CHECK (error IS NULL OR length(error) <= 8192),
+    -- When the proposer made it.
     created_at INTEGER NOT NULL CHECK (created_at >= 0),
     -- When the current attempt was leased; NULL while pending.
     started_at INTEGER CHECK (started_at IS NULL OR started_at >= created_at),
@@ -60,7 +63,8 @@ CREATE TABLE trials (
 
 -- One row per acknowledged report; the primary key makes retries idempotent.
 CREATE TABLE reports (
-    trial_id INTEGER NOT NULL REFERENCES trials (id),
+    -- The trial reported on.
+    trial_id INTEGER NOT NULL REFERENCES trials (id) CHECK (trial_id >= 1),
     -- The trial's attempt the report belongs to.
     attempt INTEGER NOT NULL CHECK (attempt >= 1),
     -- The report's step (its position in the trial's progress), >= 0.
@@ -77,13 +81,17 @@ CREATE TABLE reports (
 
 -- One row per registered worker.
 CREATE TABLE workers (
+    -- Positive id, assigned by rungd at registration.
     id INTEGER PRIMARY KEY CHECK (id >= 1),
+    -- A label for people (the worker's --name, else its host name).
     name TEXT NOT NULL CHECK (length(name) BETWEEN 1 AND 256),
+    -- The machine it runs on, as it says; may be empty.
     hostname TEXT NOT NULL CHECK (length(hostname) <= 256),
     -- The GPUs it offered at registration (JSON array).
     gpus TEXT NOT NULL CHECK (json_valid(gpus) AND json_type(gpus) = 'array'),
     -- CPUs it offered at registration.
     cpus INTEGER NOT NULL CHECK (cpus >= 0),
+    -- When it registered.
     registered_at INTEGER NOT NULL CHECK (registered_at >= 0),
     -- Its last request of any kind.
     last_seen_at INTEGER NOT NULL CHECK (last_seen_at >= registered_at),
@@ -91,4 +99,5 @@ CREATE TABLE workers (
     heartbeat TEXT CHECK (heartbeat IS NULL OR json_valid(heartbeat))
 );
 
-CREATE INDEX trials_by_experiment ON trials (experiment_id, number);
+-- Covered by UNIQUE (experiment_id, number) above; no further index: reads
+-- of trials come from memory.
