@@ -308,8 +308,10 @@ static void run_batch(Engine *e)
     RungError err;
     rung_error_clear(&err);
     int rc = store_begin(e->store, &err);
-    if (rc != 0)
+    if (rc != 0) {
         LOG_ERROR("cannot begin a transaction: %s", err.message);
+        usleep(100 * 1000); /* requests wait rather than spin the loop */
+    }
     /* Requests are read only inside a transaction: their writes need one. */
     if (rc == 0)
         http_run(e->http);

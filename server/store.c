@@ -10,10 +10,14 @@
 
 #include "clock.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 extern const char *const rung_migrations[];
 
@@ -64,6 +68,7 @@ static const char *const sql_text[ST__COUNT] = {
 struct Store {
     sqlite3 *db;
     sqlite3_stmt *st[ST__COUNT];
+    int lock_fd;             /* flock'ed PATH.lock: one rungd per database */
 };
 
 static int db_error(Store *s, RungError *err, const char *what)
@@ -175,11 +180,34 @@ static int migrate(Store *s, RungError *err)
     return 0;
 }
 
+/* Takes an exclusive lock on PATH.lock. Two daemons on one database would
+ * each believe they own every trial; the second one must refuse to start.
+ * A lock file (rather than SQLite's exclusive locking mode) leaves the
+ * database readable by other programs, the sqlite3 shell included. */
+static int lock_database(Store *s, const char *path, RungError *err)
+{
+    char lock[4096];
+    snprintf(lock, sizeof lock, "%s.lock", path);
+    s->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (s->lock_fd < 0)
+        return rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: cannot open %s: %s", lock,
+                              strerror(errno));
+    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0)
+        return rung_error_set(err, RUNG_E_CONFLICT, NULL,
+                              "store: %s is in use by another rungd (%s is locked)", path, lock);
+    return 0;
+}
+
 int store_open(const char *path, bool durable_full, Store **out, RungError *err)
 {
     Store *s = calloc(1, sizeof *s);
     if (s == NULL)
         return rung_error_set(err, RUNG_E_INTERNAL, NULL, "out of memory");
+    s->lock_fd = -1;
+    if (lock_database(s, path, err) != 0) {
+        store_close(s);
+        return err->code;
+    }
     if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
         SQLITE_OK) {
         rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: cannot open %s: %s", path,
@@ -217,6 +245,8 @@ void store_close(Store *s)
     for (int i = 0; i < ST__COUNT; i++)
         sqlite3_finalize(s->st[i]);
     sqlite3_close(s->db);
+    if (s->lock_fd >= 0)
+        close(s->lock_fd); /* releases the lock */
     free(s);
 }
 

@@ -259,6 +259,21 @@ class CommandLine(h.RungdTestCase):
         self.assertTrue(d.stderr_text().strip())
         self.assertEqual(first.call("GET", "/healthz"), (200, {"ok": True}))
 
+    def test_second_daemon_on_the_same_database_is_refused(self):
+        # Two daemons on one file would both hand out the same trials.
+        first = self.daemon()
+        d = self.daemon(db=first.db, start=False)
+        rc = d.run_to_exit()
+        self.assertIsNotNone(rc, "a second rungd ran on a database in use")
+        self.assertNotEqual(rc, 0)
+        self.assertIsNone(d.port)
+        self.assertIn("in use by another rungd", d.stderr_text())
+        self.assertEqual(first.call("GET", "/healthz"), (200, {"ok": True}))
+        # Once the first one stops, the database is free again.
+        self.assertEqual(first.stop(), 0)
+        again = self.daemon(db=first.db)
+        self.assertEqual(again.call("GET", "/healthz"), (200, {"ok": True}))
+
 
 class Operations(h.RungdTestCase):
     """Issue test 10."""
