@@ -2,6 +2,7 @@
  * several threads log. */
 #include "log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,19 +10,24 @@
 
 #include "clock.h"
 
+static int level = RUNG_LOG_INFO;
+static pthread_once_t level_once = PTHREAD_ONCE_INIT;
+
+static void read_level(void)
+{
+    const char *env = getenv("RUNG_LOG");
+    if (env && strcmp(env, "debug") == 0)
+        level = RUNG_LOG_DEBUG;
+    else if (env && strcmp(env, "warn") == 0)
+        level = RUNG_LOG_WARN;
+    else if (env && strcmp(env, "error") == 0)
+        level = RUNG_LOG_ERROR;
+}
+
+/* Read once, whichever thread logs first. */
 static int threshold(void)
 {
-    static int level = -1;
-    if (level < 0) {
-        const char *env = getenv("RUNG_LOG");
-        level = RUNG_LOG_INFO;
-        if (env && strcmp(env, "debug") == 0)
-            level = RUNG_LOG_DEBUG;
-        else if (env && strcmp(env, "warn") == 0)
-            level = RUNG_LOG_WARN;
-        else if (env && strcmp(env, "error") == 0)
-            level = RUNG_LOG_ERROR;
-    }
+    pthread_once(&level_once, read_level);
     return level;
 }
 

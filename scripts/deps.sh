@@ -8,6 +8,7 @@ packages=(
   libmicrohttpd-dev libsqlite3-dev sqlite3 libgsl-dev libopenblas-dev libjansson-dev
   libcurl4-openssl-dev libcmocka-dev zlib1g-dev
   python3 python3-optuna
+  clang libclang-rt-14-dev
 )
 
 missing=()

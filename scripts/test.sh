@@ -15,3 +15,10 @@ ctest --test-dir build --output-on-failure -j"$jobs"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRUNG_ASAN=ON -DRUNG_UBSAN=ON
 cmake --build build-asan -j"$jobs"
 ctest --test-dir build-asan --output-on-failure -j"$jobs"
+
+# The fuzz targets under libFuzzer (clang): only they are built in build-fuzz,
+# and each runs for a bounded time (tests/fuzz/CMakeLists.txt), well under a
+# minute in all. The gcc builds above ran them with the plain driver.
+CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build-fuzz -j"$jobs" --target fuzz_targets
+ctest --test-dir build-fuzz -L fuzz --output-on-failure

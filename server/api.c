@@ -604,6 +604,16 @@ static int parse_offer(const Job *job, const Worker *w, LeaseOffer *offer, doubl
     return 0;
 }
 
+/* The lease's reply never reached the worker: give the trial back. */
+static void lease_undelivered(Engine *e, Job *job)
+{
+    json_t *trial = json_object_get(job->reply, "trial");
+    const char *token = json_string_value(json_object_get(trial, "lease_token"));
+    Trial *t = core_trial(engine_core(e), json_integer_value(json_object_get(trial, "id")));
+    if (t != NULL && token != NULL)
+        core_unlease(engine_core(e), t, token, engine_now(e));
+}
+
 void api_worker_lease(Engine *e, Job *job)
 {
     Worker *w = find_worker(e, job);
@@ -627,6 +637,7 @@ void api_worker_lease(Engine *e, Job *job)
         json_object_set(o, "resources", t->resources);
         json_object_set_new(o, "lease_token", json_string(token));
         reply(job, 200, json_pack("{s:o}", "trial", o));
+        job->on_undelivered = lease_undelivered;
         return;
     }
     /* First call: set the deadline; later calls (re-runs) keep it. */

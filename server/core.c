@@ -593,6 +593,19 @@ static void record(Trial *t, int64_t step, json_t *metrics, ReportAction a)
     seen_insert(t, step, a);
 }
 
+bool core_unlease(Core *core, Trial *t, const char *token, int64_t now)
+{
+    if (t->state != TRIAL_RUNNING || t->lease_token[0] == '\0' ||
+        !token_equal(token, t->lease_token) || t->n_seen > 0)
+        return false;
+    set_state(core, t, TRIAL_PENDING, now);
+    list_push_front(&t->exp->pending, t);
+    t->lease_token[0] = '\0';
+    t->started_at = 0;
+    core->availability_changed = true;
+    return true;
+}
+
 int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *metrics,
                 int64_t now, ReportAction *action, RungError *err)
 {

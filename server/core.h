@@ -173,6 +173,11 @@ typedef struct LeaseOffer {
 Trial *core_lease(Core *core, Worker *w, const LeaseOffer *offer, const char *token,
                   int64_t now);
 
+/* Takes back a lease whose reply never reached the worker: the trial is
+ * pending again, first in line, with the same attempt. Returns whether it
+ * was taken back (false when the token is no longer the trial's). */
+bool core_unlease(Core *core, Trial *t, const char *token, int64_t now);
+
 /* A report on a trial. RUNG_E_LEASE_LOST for a token that is not the
  * trial's; *action gets the answer, the same for a repeated step. metrics is
  * borrowed (copied when stored). */

@@ -211,6 +211,12 @@ static void run_job(Engine *e, Job *job)
     }
 }
 
+void engine_undelivered(Engine *e, Job *job)
+{
+    if (job->on_undelivered != NULL)
+        job->on_undelivered(e, job);
+}
+
 void engine_submit(Engine *e, Job *job)
 {
     e->in_flight++;

@@ -40,6 +40,10 @@ struct Job {
     const char *content_type; /* of text */
     /* Called on the engine thread once the reply is committed (or failed). */
     void (*on_done)(Job *job);
+    /* Set by a handler whose reply hands something out that must come back
+     * if the client never receives it (a leased trial); see
+     * engine_undelivered. */
+    JobFn on_undelivered;
     /* Engine's own. */
     bool parked;
     int64_t deadline_ms;    /* parked: when to answer 204 (monotonic ms) */
@@ -66,6 +70,10 @@ void engine_shutdown(Engine *e);
 /* On the engine thread (from the HTTP layer): runs job's handler now, inside
  * the open transaction; job->on_done follows after the commit. */
 void engine_submit(Engine *e, Job *job);
+
+/* On the engine thread (from the HTTP layer): job's reply was committed but
+ * could not be delivered (the client left); runs job->on_undelivered. */
+void engine_undelivered(Engine *e, Job *job);
 
 /* For handlers, on the engine thread only. */
 Core *engine_core(Engine *e);

@@ -311,9 +311,10 @@ static enum MHD_Result reply(Http *h, struct MHD_Connection *c, Request *req)
         rc = send_buffer(c, job->status, job->text, job->text_len, job->content_type);
         job->text = NULL; /* MHD owns it now */
     } else {
-        rc = send_json(c, job->status ? job->status : 500, job->reply);
+        /* job->reply stays until the request completes: an undelivered
+         * reply may need to be read back (engine_undelivered). */
+        rc = send_json(c, job->status ? job->status : 500, json_incref(job->reply));
     }
-    job->reply = NULL;
     stats_observe(&h->stats->request_latency, rung_mono_ns() - req->t0);
     atomic_fetch_add_explicit(&h->stats->requests, 1, memory_order_relaxed);
     return rc;
@@ -396,10 +397,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
     (void)c;
-    (void)toe;
+    Http *h = cls;
     Request *req = *con_cls;
+    /* The client left before the reply was out (a long poll whose worker
+     * quit): what the reply handed out must come back. */
+    if (req && req->answered && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        engine_undelivered(h->engine, &req->job);
     if (req) {
         json_decref(req->job.body);
         json_decref(req->job.query);

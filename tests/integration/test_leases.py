@@ -6,6 +6,9 @@ lease tokens, idempotent reports, failures and retries reported by the
 worker, diverged (NaN) runs, max_concurrent_trials and resource matching.
 """
 
+import json
+import os
+import socket
 import threading
 import time
 
@@ -130,7 +133,8 @@ class LeaseExpiry(h.RungdTestCase):
         reg = h.Worker(d).registration
         self.assertEqual(reg["lease_s"], 30)  # the default
         self.assertLess(reg["heartbeat_s"], reg["lease_s"])
-        d = self.daemon("--lease-s", "1")
+        # A database of its own: the first daemon still holds its database.
+        d = self.daemon("--lease-s", "1", db=os.path.join(self.tmp, "short-lease.db"))
         d.create_experiment(h.spec(num_samples=1))
         w = h.Worker(d)
         self.assertEqual(w.registration["lease_s"], 1)
@@ -326,6 +330,26 @@ class Dispatch(h.RungdTestCase):
         self.assertEqual(status, 200)
         self.assertEqual(trial["experiment_id"], exp["id"])
         self.assertLess(result["took"], 8.0, "the long poll slept through new work")
+
+    def test_lease_of_a_worker_that_left_is_given_back(self):
+        # A worker waits in a long poll, then goes away; the trial that comes
+        # along meanwhile must not be lost to it (nor use up an attempt).
+        d = self.daemon()
+        w = h.Worker(d)
+        body = json.dumps({"cpus": 1, "gpus": [], "wait_s": 10}).encode()
+        s = socket.create_connection((d.host, d.port), timeout=5)
+        s.sendall(b"POST /api/v1/workers/%d/lease HTTP/1.1\r\nHost: x\r\n"
+                  b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                  % (w.id, len(body)) + body)
+        time.sleep(0.5)
+        s.close()
+        time.sleep(0.2)
+        exp = d.create_experiment(h.spec(num_samples=1, max_failures=0))
+        end = time.monotonic() + 5
+        while time.monotonic() < end and d.experiment(exp["id"])["counts"]["pending"] != 1:
+            time.sleep(0.1)
+        t = h.Worker(d, name="second").lease_one(wait_s=3)
+        self.assertEqual((t["number"], t["attempt"]), (0, 1), t)
 
     def test_resources_must_fit(self):
         d = self.daemon()

@@ -1,0 +1,418 @@
+/* The experiment commands of `rung`: submit, ls, show, cancel, export.
+ * Each is one or two requests and a printout; `watch` has its own file. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "commands.h"
+#include "fmt.h"
+#include "table.h"
+#include "view.h"
+
+/* Largest spec file we read: the daemon's default body limit is 1 MiB and
+ * it can be raised, so this only guards against reading a disk image by
+ * mistake. */
+#define SPEC_MAX ((size_t)64 << 20)
+/* Page size of list requests: API.md's maximum, so a listing takes the
+ * fewest round trips. */
+#define PAGE 1000
+/* Trials `show` lists: the best ones; `export` has them all. */
+#define SHOW_TRIALS 20
+/* Longest experiment name shown in `ls`: the rest is in `show`. */
+#define NAME_WIDTH 32
+
+int cli_cmd_parse_id(const char *command, const char *arg, int64_t *id)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(arg, &end, 10);
+    if (arg[0] < '0' || arg[0] > '9' || *end != '\0' || errno != 0 || v <= 0) {
+        char shown[64];
+        cli_fmt_sanitize(arg, shown, sizeof shown, false);
+        fprintf(stderr, "rung: %s: ID must be a positive integer, got '%s'\n", command, shown);
+        return -1;
+    }
+    *id = v;
+    return 0;
+}
+
+int cli_cmd_fail(const CliHttp *h, const CliError *err)
+{
+    cli_error_print(err, h ? cli_http_server(h) : NULL);
+    return CLI_EXIT_ERROR;
+}
+
+/* Reads all of f (at most SPEC_MAX bytes) into a new buffer. */
+static int read_all(FILE *f, const char *name, char **out, size_t *out_len, CliError *err)
+{
+    size_t cap = 64 * 1024, len = 0;
+    char *buf = cli_xmalloc(cap);
+    for (;;) {
+        if (len == cap) {
+            if (cap >= SPEC_MAX) {
+                free(buf);
+                return cli_error_local(err, "%s: larger than %zu MiB; is it a spec?", name,
+                                       SPEC_MAX >> 20);
+            }
+            cap *= 2;
+            buf = cli_xrealloc(buf, cap);
+        }
+        size_t n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (n == 0) {
+            if (ferror(f)) {
+                int e = errno;
+                free(buf);
+                return cli_error_local(err, "cannot read %s: %s", name, strerror(e));
+            }
+            break;
+        }
+    }
+    *out = buf;
+    *out_len = len;
+    return 0;
+}
+
+/* Reads and checks a spec file ("-" for stdin): it must be one JSON object
+ * without duplicate keys (with duplicates, which one wins is up to the
+ * parser, so a typo'd override would pass silently). The bytes are sent as
+ * they are, so the daemon sees exactly what the user wrote. */
+static int load_spec(const char *path, char **body, size_t *len, CliError *err)
+{
+    const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (f == NULL)
+        return cli_error_local(err, "cannot open %s: %s", name, strerror(errno));
+    int rc = read_all(f, name, body, len, err);
+    if (f != stdin)
+        fclose(f);
+    if (rc != 0)
+        return rc;
+    json_error_t jerr;
+    json_t *doc = json_loadb(*body, *len, JSON_REJECT_DUPLICATES, &jerr);
+    if (doc == NULL) {
+        free(*body);
+        *body = NULL;
+        char text[sizeof jerr.text];
+        cli_fmt_sanitize(jerr.text, text, sizeof text, false);
+        if (jerr.line > 0)
+            return cli_error_local(err, "%s:%d:%d: invalid JSON: %s", name, jerr.line, jerr.column,
+                                   text);
+        return cli_error_local(err, "%s: invalid JSON: %s", name, text);
+    }
+    bool object = json_is_object(doc);
+    json_decref(doc);
+    if (!object) {
+        free(*body);
+        *body = NULL;
+        return cli_error_local(err, "%s: a spec must be a JSON object ({...})", name);
+    }
+    return 0;
+}
+
+int cli_cmd_submit(CliHttp *h, int argc, char **argv)
+{
+    bool quiet = false;
+    const char *path = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0)
+            quiet = true;
+        else if (path == NULL && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0))
+            path = argv[i];
+        else
+            return CLI_EXIT_USAGE;
+    }
+    if (path == NULL)
+        return CLI_EXIT_USAGE;
+    CliError err;
+    char *body = NULL;
+    size_t len = 0;
+    if (load_spec(path, &body, &len, &err) != 0)
+        return cli_cmd_fail(h, &err);
+    json_t *exp;
+    int rc = cli_http_json(h, "POST", "/api/v1/experiments", body, len, &exp, &err);
+    free(body);
+    if (rc != 0)
+        return cli_cmd_fail(h, &err);
+    int64_t id = cli_fmt_int(exp, "id", 0);
+    if (quiet) {
+        printf("%" PRId64 "\n", id);
+    } else {
+        char name[256];
+        cli_fmt_sanitize(cli_fmt_str(exp, "name", "(unnamed)"), name, sizeof name, false);
+        int64_t total = cli_fmt_total(exp);
+        printf("experiment %" PRId64 " submitted: %s, %" PRId64 " trial%s\n", id, name, total,
+               total == 1 ? "" : "s");
+    }
+    json_decref(exp);
+    return CLI_EXIT_OK;
+}
+
+int cli_cmd_fetch_all(CliHttp *h, const char *path, json_t **out, CliError *err)
+{
+    json_t *all = json_array();
+    for (int64_t offset = 0;;) {
+        char url[512];
+        snprintf(url, sizeof url, "%s?limit=%d&offset=%" PRId64, path, PAGE, offset);
+        json_t *page;
+        if (cli_http_json(h, "GET", url, NULL, 0, &page, err) != 0) {
+            json_decref(all);
+            return -1;
+        }
+        json_t *items = json_object_get(page, "items");
+        int64_t total = cli_fmt_int(page, "total", 0);
+        size_t n = json_array_size(items);
+        json_array_extend(all, items);
+        json_decref(page);
+        offset += (int64_t)n;
+        if (n == 0 || offset >= total)
+            break;
+    }
+    *out = all;
+    return 0;
+}
+
+int cli_cmd_ls(CliHttp *h, int argc, char **argv)
+{
+    (void)argv;
+    if (argc != 0)
+        return CLI_EXIT_USAGE;
+    CliError err;
+    json_t *items;
+    if (cli_cmd_fetch_all(h, "/api/v1/experiments", &items, &err) != 0)
+        return cli_cmd_fail(h, &err);
+    if (json_array_size(items) == 0) {
+        fputs("no experiments yet (submit one with: rung submit SPEC.json)\n", stderr);
+        json_decref(items);
+        return CLI_EXIT_OK;
+    }
+    int64_t now = rung_now_ms();
+    CliTable *t = cli_table_new();
+    cli_table_column(t, "ID", CLI_ALIGN_RIGHT, 0);
+    cli_table_column(t, "NAME", CLI_ALIGN_LEFT, NAME_WIDTH);
+    cli_table_column(t, "STATE", CLI_ALIGN_LEFT, 0);
+    cli_table_column(t, "DONE", CLI_ALIGN_RIGHT, 0);
+    cli_table_column(t, "BEST", CLI_ALIGN_RIGHT, 0);
+    cli_table_column(t, "METRIC", CLI_ALIGN_LEFT, 0);
+    cli_table_column(t, "SEARCHER", CLI_ALIGN_LEFT, 0);
+    cli_table_column(t, "CREATED", CLI_ALIGN_LEFT, 0);
+    size_t i;
+    json_t *x;
+    json_array_foreach(items, i, x) {
+        char buf[CLI_FMT_VALUE_MAX];
+        cli_table_cellf(t, "%" PRId64, cli_fmt_int(x, "id", 0));
+        cli_table_cell(t, cli_fmt_str(x, "name", ""));
+        cli_table_cell(t, cli_fmt_str(x, "state", "?"));
+        cli_table_cellf(t, "%" PRId64 "/%" PRId64, cli_fmt_done(json_object_get(x, "counts")),
+                        cli_fmt_total(x));
+        cli_table_cell(t, cli_fmt_value(json_object_get(json_object_get(x, "best"), "value"), buf,
+                                        sizeof buf));
+        cli_table_cellf(t, "%s (%s)", cli_fmt_str(x, "metric", "?"), cli_fmt_str(x, "mode", "?"));
+        cli_table_cell(t, cli_fmt_str(json_object_get(x, "searcher"), "type", "random"));
+        cli_table_cell(t, cli_fmt_age(cli_fmt_str(x, "created_at", NULL), now, buf, sizeof buf));
+    }
+    cli_table_print(t, stdout, CLI_TABLE_PLAIN);
+    cli_table_free(t);
+    json_decref(items);
+    return CLI_EXIT_OK;
+}
+
+/* "bayes (seed 1, n_initial 10)": an object's type and its other members. */
+static void describe(FILE *out, const json_t *obj, const char *def)
+{
+    if (!json_is_object(obj)) {
+        char buf[CLI_FMT_VALUE_MAX];
+        fputs(obj ? cli_fmt_value(obj, buf, sizeof buf) : def, out);
+        return;
+    }
+    char buf[CLI_FMT_VALUE_MAX], key[CLI_FMT_VALUE_MAX];
+    fputs(cli_fmt_value(json_object_get(obj, "type"), buf, sizeof buf), out);
+    const char *sep = " (";
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)obj, k, v) {
+        if (strcmp(k, "type") == 0)
+            continue;
+        cli_fmt_sanitize(k, key, sizeof key, false);
+        fprintf(out, "%s%s %s", sep, key, cli_fmt_value(v, buf, sizeof buf));
+        sep = ", ";
+    }
+    if (sep[0] == ',')
+        fputc(')', out);
+}
+
+static void show_time(FILE *out, const char *label, const char *rfc3339, int64_t now)
+{
+    char age[64];
+    if (rfc3339 == NULL) {
+        fprintf(out, "  %-12s-\n", label);
+        return;
+    }
+    char shown[64];
+    cli_fmt_sanitize(rfc3339, shown, sizeof shown, false);
+    fprintf(out, "  %-12s%s (%s)\n", label, shown, cli_fmt_age(rfc3339, now, age, sizeof age));
+}
+
+int cli_cmd_show(CliHttp *h, int argc, char **argv)
+{
+    int64_t id;
+    if (argc != 1)
+        return CLI_EXIT_USAGE;
+    if (cli_cmd_parse_id("show", argv[0], &id) != 0)
+        return CLI_EXIT_USAGE;
+    CliError err;
+    char path[128];
+    json_t *x, *page;
+    snprintf(path, sizeof path, "/api/v1/experiments/%" PRId64, id);
+    if (cli_http_json(h, "GET", path, NULL, 0, &x, &err) != 0)
+        return cli_cmd_fail(h, &err);
+    snprintf(path, sizeof path, "/api/v1/experiments/%" PRId64 "/trials?sort=value&limit=%d", id,
+             SHOW_TRIALS);
+    if (cli_http_json(h, "GET", path, NULL, 0, &page, &err) != 0) {
+        json_decref(x);
+        return cli_cmd_fail(h, &err);
+    }
+    int64_t now = rung_now_ms();
+    char name[256], buf[CLI_FMT_VALUE_MAX];
+    cli_fmt_sanitize(cli_fmt_str(x, "name", ""), name, sizeof name, false);
+    printf("experiment %" PRId64 ": %s\n", id, name);
+    printf("  %-12s%s\n", "state:", cli_fmt_str(x, "state", "?"));
+    cli_fmt_sanitize(cli_fmt_str(x, "metric", "?"), buf, sizeof buf, false);
+    printf("  %-12s%s (%s)\n", "metric:", buf, cli_fmt_str(x, "mode", "?"));
+    printf("  %-12s", "searcher:");
+    describe(stdout, json_object_get(x, "searcher"), "random");
+    printf("\n  %-12s", "scheduler:");
+    describe(stdout, json_object_get(x, "scheduler"), "fifo");
+    printf("\n  %-12s", "trainable:");
+    describe(stdout, json_object_get(x, "trainable"), "-");
+    printf("\n  %-12s%" PRId64 " (%" PRId64 " trials in all)\n",
+           "samples:", cli_fmt_int(x, "num_samples", 1), cli_fmt_total(x));
+    show_time(stdout, "created:", cli_fmt_str(x, "created_at", NULL), now);
+    show_time(stdout, "ended:", cli_fmt_str(x, "ended_at", NULL), now);
+    printf("  %-12s", "progress:");
+    cli_view_progress(stdout, x);
+    printf("  search space:\n");
+    const char *param;
+    json_t *domain;
+    json_object_foreach(json_object_get(x, "search_space"), param, domain) {
+        cli_fmt_sanitize(param, buf, sizeof buf, false);
+        printf("    %-14s", buf);
+        if (json_is_object(domain) && json_object_get(domain, "type"))
+            describe(stdout, domain, "");
+        else
+            printf("%s (constant)", cli_fmt_value(domain, buf, sizeof buf));
+        putchar('\n');
+    }
+    cli_view_best(stdout, x, "");
+    json_t *items = json_object_get(page, "items");
+    size_t n = json_array_size(items);
+    int64_t total = cli_fmt_int(page, "total", (int64_t)n);
+    if (n > 0) {
+        json_t **rows = cli_xmalloc(n * sizeof *rows);
+        for (size_t i = 0; i < n; i++)
+            rows[i] = json_array_get(items, i);
+        cli_fmt_sanitize(cli_fmt_str(x, "metric", "value"), buf, sizeof buf, false);
+        printf("\ntrials (%s%zu of %" PRId64 ", by best %s):\n", (int64_t)n < total ? "first " : "",
+               n, total, buf);
+        cli_view_trials(stdout, x, rows, n, CLI_TABLE_PLAIN, 0, NULL);
+        free(rows);
+    } else {
+        printf("\nno trials yet\n");
+    }
+    json_decref(page);
+    json_decref(x);
+    return CLI_EXIT_OK;
+}
+
+int cli_cmd_cancel(CliHttp *h, int argc, char **argv)
+{
+    int64_t id;
+    if (argc != 1)
+        return CLI_EXIT_USAGE;
+    if (cli_cmd_parse_id("cancel", argv[0], &id) != 0)
+        return CLI_EXIT_USAGE;
+    CliError err;
+    char path[128];
+    json_t *x;
+    snprintf(path, sizeof path, "/api/v1/experiments/%" PRId64 "/cancel", id);
+    if (cli_http_json(h, "POST", path, NULL, 0, &x, &err) != 0)
+        return cli_cmd_fail(h, &err);
+    printf("experiment %" PRId64 ": %s (", id, cli_fmt_str(x, "state", "?"));
+    cli_fmt_counts(stdout, json_object_get(x, "counts"));
+    printf(")\n");
+    int64_t running = cli_fmt_int(json_object_get(x, "counts"), "running", 0);
+    if (running > 0)
+        printf("%" PRId64 " running trial%s will stop at their next report\n", running,
+               running == 1 ? "" : "s");
+    json_decref(x);
+    return CLI_EXIT_OK;
+}
+
+/* Rows of a CSV text (RFC 4180: a newline inside quotes is not a row end). */
+static size_t csv_rows(const char *s, size_t len)
+{
+    size_t rows = 0;
+    bool quoted = false;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '"')
+            quoted = !quoted;
+        else if (s[i] == '\n' && !quoted)
+            rows++;
+    }
+    if (len > 0 && s[len - 1] != '\n')
+        rows++;
+    return rows;
+}
+
+int cli_cmd_export(CliHttp *h, int argc, char **argv)
+{
+    const char *id_arg = NULL, *file = NULL;
+    for (int i = 0; i < argc; i++) {
+        if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) && i + 1 < argc)
+            file = argv[++i];
+        else if (strncmp(argv[i], "--output=", 9) == 0)
+            file = argv[i] + 9;
+        else if (id_arg == NULL && argv[i][0] != '-')
+            id_arg = argv[i];
+        else
+            return CLI_EXIT_USAGE;
+    }
+    int64_t id;
+    if (id_arg == NULL || (file != NULL && file[0] == '\0'))
+        return CLI_EXIT_USAGE;
+    if (cli_cmd_parse_id("export", id_arg, &id) != 0)
+        return CLI_EXIT_USAGE;
+    CliError err;
+    CliReply reply;
+    char path[128];
+    snprintf(path, sizeof path, "/api/v1/experiments/%" PRId64 "/trials.csv", id);
+    if (cli_http_request(h, "GET", path, NULL, 0, &reply, &err) != 0)
+        return cli_cmd_fail(h, &err);
+    /* The file is opened only once the CSV is here, so a failed request
+     * never truncates an earlier export. */
+    bool to_stdout = file == NULL || strcmp(file, "-") == 0;
+    FILE *out = to_stdout ? stdout : fopen(file, "wb");
+    if (out == NULL) {
+        cli_error_local(&err, "cannot write %s: %s", file, strerror(errno));
+        cli_http_reply_free(&reply);
+        return cli_cmd_fail(h, &err);
+    }
+    size_t wrote = fwrite(reply.body, 1, reply.len, out);
+    int closed = to_stdout ? fflush(out) : fclose(out);
+    if (wrote != reply.len || closed != 0) {
+        cli_error_local(&err, "cannot write %s: %s", to_stdout ? "stdout" : file, strerror(errno));
+        cli_http_reply_free(&reply);
+        return cli_cmd_fail(h, &err);
+    }
+    if (!to_stdout) {
+        size_t rows = csv_rows(reply.body, reply.len);
+        rows = rows > 0 ? rows - 1 : 0; /* the header */
+        printf("exported %zu trial%s of experiment %" PRId64 " to %s\n", rows, rows == 1 ? "" : "s",
+               id, file);
+    }
+    cli_http_reply_free(&reply);
+    return CLI_EXIT_OK;
+}

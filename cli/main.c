@@ -1,0 +1,164 @@
+/* rung: the command line client of the Rung daemon.
+ *
+ *   rung [--server URL] [--token T] COMMAND [ARGS]
+ *
+ * One table below names every command with its arguments and a line of
+ * help, so the usage text and the dispatch cannot disagree. Global options
+ * may stand before or after the command (people type `rung ls --server X`
+ * as often as `rung --server X ls`); RUNG_SERVER and RUNG_TOKEN stand in for
+ * them (API.md, "Command lines"). Exit status: 0 done, 1 the request failed,
+ * 2 bad arguments. */
+#include <curl/curl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "http.h"
+
+/* Where rungd listens when started without --port (API.md). */
+#define DEFAULT_SERVER "http://127.0.0.1:8080"
+/* Arguments we keep after taking the global options out; more than any
+ * command takes, so a longer line is simply wrong. */
+#define ARGS_MAX 64
+
+typedef struct {
+    const char *name;
+    const char *args; /* its arguments, as the usage shows them */
+    const char *help; /* one line */
+    int (*run)(CliHttp *h, int argc, char **argv);
+} Command;
+
+static const Command commands[] = {
+    {"submit", "SPEC.json|- [-q]", "submit an experiment (-q: print only its id)", cli_cmd_submit},
+    {"ls", "", "list experiments, newest first", cli_cmd_ls},
+    {"show", "ID", "an experiment: settings, counts, best trial, its best 20 trials", cli_cmd_show},
+    {"watch", "ID [--interval S] [--rows N]",
+     "follow an experiment live until it completes or is canceled", cli_cmd_watch},
+    {"cancel", "ID", "cancel an experiment (pending trials are dropped)", cli_cmd_cancel},
+    {"export", "ID [-o FILE]", "write the experiment's trials as CSV", cli_cmd_export},
+    {"workers", "", "list workers, their GPUs and running trials", cli_cmd_workers},
+    {"help", "", "show this help", NULL},
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *out)
+{
+    fputs("usage: rung [--server URL] [--token T] COMMAND [ARGS]\n\ncommands:\n", out);
+    for (size_t i = 0; i < N_COMMANDS; i++) {
+        char head[64];
+        snprintf(head, sizeof head, "%s %s", commands[i].name, commands[i].args);
+        if (strlen(head) > 24)
+            fprintf(out, "  %s\n  %-24s  %s\n", head, "", commands[i].help);
+        else
+            fprintf(out, "  %-24s  %s\n", head, commands[i].help);
+    }
+    fputs("\noptions:\n"
+          "  --server URL   the daemon (default $RUNG_SERVER, else " DEFAULT_SERVER ")\n"
+          "  --token T      bearer token of a daemon started with one (default $RUNG_TOKEN)\n"
+          "  -h, --help     show this help\n"
+          "\nexit status: 0 done, 1 the request failed, 2 bad arguments\n",
+          out);
+}
+
+static int usage_error(const Command *c)
+{
+    if (c != NULL)
+        fprintf(stderr, "usage: rung [--server URL] [--token T] %s %s\n", c->name, c->args);
+    fputs("run 'rung --help' for every command\n", stderr);
+    return CLI_EXIT_USAGE;
+}
+
+/* Takes the value of a global option: "--server URL" or "--server=URL".
+ * Returns 1 when argv[*i] was that option (and advances *i past its value),
+ * 0 when it was not, -1 when its value is missing. */
+static int take_option(const char *name, int argc, char **argv, int *i, const char **value)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0)
+        return 0;
+    if (a[n] == '=') {
+        *value = a + n + 1;
+        return 1;
+    }
+    if (a[n] != '\0')
+        return 0;
+    if (*i + 1 >= argc)
+        return -1;
+    *value = argv[++*i];
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    const char *server = getenv("RUNG_SERVER");
+    const char *token = getenv("RUNG_TOKEN");
+    char *rest[ARGS_MAX];
+    int n_rest = 0;
+    bool help = false;
+    for (int i = 1; i < argc; i++) {
+        int r;
+        if (strcmp(argv[i], "--") == 0) {
+            /* Everything after "--" is an argument, even "--token". */
+            for (i++; i < argc && n_rest < ARGS_MAX; i++)
+                rest[n_rest++] = argv[i];
+            break;
+        }
+        if ((r = take_option("--server", argc, argv, &i, &server)) != 0 ||
+            (r = take_option("--token", argc, argv, &i, &token)) != 0) {
+            if (r < 0) {
+                fprintf(stderr, "rung: %s needs a value\n", argv[i]);
+                return usage_error(NULL);
+            }
+            continue;
+        }
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            help = true;
+            continue;
+        }
+        if (n_rest == ARGS_MAX) {
+            fputs("rung: too many arguments\n", stderr);
+            return usage_error(NULL);
+        }
+        rest[n_rest++] = argv[i];
+    }
+    if (help || (n_rest > 0 && strcmp(rest[0], "help") == 0)) {
+        usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (n_rest == 0) {
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    const Command *cmd = NULL;
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (commands[i].run != NULL && strcmp(commands[i].name, rest[0]) == 0)
+            cmd = &commands[i];
+    if (cmd == NULL) {
+        fprintf(stderr, "rung: unknown command '%s'\n\n", rest[0]);
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if (server == NULL || server[0] == '\0')
+        server = DEFAULT_SERVER;
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fputs("rung: cannot initialize libcurl\n", stderr);
+        return CLI_EXIT_ERROR;
+    }
+    CliError err;
+    CliHttp *h = cli_http_new(server, token, &err);
+    int rc;
+    if (h == NULL) {
+        cli_error_print(&err, NULL);
+        rc = CLI_EXIT_USAGE;
+    } else {
+        rc = cmd->run(h, n_rest - 1, rest + 1);
+        if (rc == CLI_EXIT_USAGE)
+            usage_error(cmd);
+    }
+    cli_http_free(h);
+    curl_global_cleanup();
+    return rc;
+}

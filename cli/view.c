@@ -1,0 +1,91 @@
+/* Shared pieces of `show` and `watch`; see view.h. */
+#include "view.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "fmt.h"
+
+/* A parameter value is a short thing; a long string (a path, say) is cut so
+ * that one parameter cannot push the metric columns off the screen. */
+#define PARAM_WIDTH 16
+
+void cli_view_progress(FILE *out, const json_t *exp)
+{
+    const json_t *counts = json_object_get(exp, "counts");
+    int64_t done = cli_fmt_done(counts);
+    int64_t total = cli_fmt_total(exp);
+    cli_fmt_bar(out, done, total, CLI_VIEW_BAR);
+    fprintf(out, " %" PRId64 "/%" PRId64 " trials  ", done, total);
+    cli_fmt_counts(out, counts);
+    fputc('\n', out);
+}
+
+void cli_view_best(FILE *out, const json_t *exp, const char *indent)
+{
+    const json_t *best = json_object_get(exp, "best");
+    char metric[CLI_FMT_VALUE_MAX];
+    cli_fmt_sanitize(cli_fmt_str(exp, "metric", "value"), metric, sizeof metric, false);
+    if (!json_is_object(best)) {
+        fprintf(out, "%sbest %s: none yet\n", indent, metric);
+        return;
+    }
+    char value[CLI_FMT_VALUE_MAX];
+    fprintf(out, "%sbest %s: %s (trial %" PRId64, indent, metric,
+            cli_fmt_value(json_object_get(best, "value"), value, sizeof value),
+            cli_fmt_int(best, "trial_id", 0));
+    int64_t step = cli_fmt_int(best, "step", -1);
+    if (step >= 0)
+        fprintf(out, ", step %" PRId64, step);
+    char *config = cli_fmt_config(json_object_get(best, "config"));
+    fprintf(out, ")\n%s  config: %s\n", indent, config);
+    free(config);
+}
+
+/* A searched parameter is a domain object with a "type"; constants are the
+ * same in every trial and would only widen the table. */
+static bool searched(const json_t *domain)
+{
+    return json_is_object(domain) && json_is_string(json_object_get(domain, "type"));
+}
+
+void cli_view_trials(FILE *out, const json_t *exp, json_t *const *trials, size_t n,
+                     CliTableStyle style, size_t more, const char *more_what)
+{
+    const json_t *space = json_object_get(exp, "search_space");
+    const char *metric = cli_fmt_str(exp, "metric", "value");
+    const char *time_attr = cli_fmt_str(json_object_get(exp, "scheduler"), "time_attr", "step");
+    CliTable *t = cli_table_new();
+    cli_table_column(t, "trial", CLI_ALIGN_RIGHT, 0);
+    cli_table_column(t, "state", CLI_ALIGN_LEFT, 0);
+    const char *name;
+    json_t *domain;
+    json_object_foreach((json_t *)space, name, domain) {
+        if (searched(domain))
+            cli_table_column(t, name, CLI_ALIGN_AUTO, PARAM_WIDTH);
+    }
+    cli_table_column(t, time_attr, CLI_ALIGN_RIGHT, 0);
+    cli_table_column(t, metric, CLI_ALIGN_AUTO, 0);
+    cli_table_column(t, "best", CLI_ALIGN_AUTO, 0);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *tr = trials[i];
+        char buf[CLI_FMT_VALUE_MAX];
+        cli_table_cellf(t, "%" PRId64, cli_fmt_int(tr, "id", 0));
+        cli_table_cell(t, cli_fmt_str(tr, "state", "?"));
+        const json_t *config = json_object_get(tr, "config");
+        json_object_foreach((json_t *)space, name, domain) {
+            if (searched(domain))
+                cli_table_cell(t, cli_fmt_value(json_object_get(config, name), buf, sizeof buf));
+        }
+        cli_table_cell(t, cli_fmt_value(json_object_get(tr, "step"), buf, sizeof buf));
+        const json_t *last = json_object_get(json_object_get(tr, "last"), metric);
+        cli_table_cell(t, cli_fmt_value(last, buf, sizeof buf));
+        const json_t *best = json_object_get(json_object_get(tr, "best"), "value");
+        cli_table_cell(t, cli_fmt_value(best, buf, sizeof buf));
+    }
+    cli_table_print(t, out, style);
+    cli_table_free(t);
+    if (more > 0)
+        fprintf(out, "… %zu more%s%s\n", more, more_what ? " " : "", more_what ? more_what : "");
+}

@@ -1,0 +1,512 @@
+"""Integration tests: the `rung` command line client against a real rungd.
+
+Every test runs the real binary as a user would, against a daemon started by
+the harness, and checks what it prints against what the API answers: submit
+(and its errors), ls, show, watch (driven to completion by a simulated worker
+in a thread; without a TTY, on a pseudo-terminal, across a daemon restart),
+cancel, export, workers, tokens, an unreachable server and RUNG_SERVER.
+
+The client is `rung` in the folder of rungd (every program lands in one
+folder), or $RUNG_CLI. A run whose stderr carries a sanitizer report fails,
+so the same tests check an ASan/UBSan build.
+"""
+
+import csv
+import io
+import math
+import os
+import pty
+import re
+import select
+import socket
+import subprocess
+import threading
+import time
+
+import rungd_harness as h
+
+# One client command must end within this (watch tests pass their own).
+RUN_TIMEOUT_S = 30.0
+SANITIZER_RE = re.compile(r"ERROR: (Address|Leak)Sanitizer|runtime error:|SUMMARY: \w+Sanitizer")
+ANSI_RE = re.compile(r"\x1b\[")
+
+
+def rung_path():
+    path = os.environ.get("RUNG_CLI") or os.path.join(os.path.dirname(h.rungd_path()), "rung")
+    if not os.access(path, os.X_OK):
+        raise AssertionError("rung binary not found or not executable: %s" % path)
+    return path
+
+
+def objective(config, step):
+    """A loss that falls with the step and is best near x = 0.3."""
+    return (config["x"] - 0.3) ** 2 + 1.0 / (step + 1)
+
+
+def free_port():
+    """A loopback port nobody listens on (right now)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def drive(d, eid, steps=3, pause=0.0, stop=None, worker_name="sim"):
+    """Leases, reports and finishes trials of experiment eid until it is no
+    longer running; returns {trial id: [values]}. Runs in a thread."""
+    w = h.Worker(d, name=worker_name)
+    reported = {}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (stop and stop.is_set()):
+        status, trial = w.lease(wait_s=1)
+        if status == 204:
+            if d.experiment(eid)["state"] != "running":
+                break
+            continue
+        vals = reported.setdefault(trial["id"], [])
+        for step in range(1, steps + 1):
+            v = objective(trial["config"], step)
+            vals.append(v)
+            if w.report_ok(trial, step, {"loss": v}) == "stop":
+                break
+            time.sleep(pause)
+        w.finish_ok(trial)
+    return reported
+
+
+class CliTest(h.RungdTestCase):
+
+    def rung(self, *args, server=None, token=None, env=None, stdin=None,
+             timeout=RUN_TIMEOUT_S, expect=None):
+        """Runs the client; returns the CompletedProcess (text). server is a
+        Daemon (its URL is passed with --server) or a URL string."""
+        cmd = [rung_path()]
+        if server is not None:
+            cmd += ["--server", server if isinstance(server, str) else server.url]
+        if token is not None:
+            cmd += ["--token", token]
+        cmd += list(args)
+        e = dict(os.environ)
+        e.pop("RUNG_SERVER", None)  # the caller's shell must not leak in
+        e.pop("RUNG_TOKEN", None)
+        e.update(env or {})
+        p = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=e,
+                           timeout=timeout, cwd=self.tmp)
+        self.assertNoSanitizer(p.stderr, cmd)
+        if expect is not None:
+            self.assertEqual(p.returncode, expect, "%s -> %d\nstdout:\n%s\nstderr:\n%s"
+                             % (" ".join(args), p.returncode, p.stdout, p.stderr))
+        return p
+
+    def assertNoSanitizer(self, text, cmd):
+        m = SANITIZER_RE.search(text)
+        self.assertIsNone(m, "sanitizer report from %s:\n%s" % (cmd, text))
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def submit(self, d, **over):
+        """Submits through the client; returns the experiment id."""
+        path = self.write("spec.json", h.json.dumps(h.spec(**over)))
+        p = self.rung("submit", path, server=d, expect=0)
+        m = re.search(r"experiment (\d+) submitted", p.stdout)
+        self.assertIsNotNone(m, p.stdout)
+        return int(m.group(1))
+
+    def run_to_completion(self, d, eid, steps=3):
+        reported = drive(d, eid, steps=steps)
+        return d.wait_state(eid, "completed", timeout=20), reported
+
+    # ---- submit --------------------------------------------------------
+
+    def test_submit_prints_id_and_experiment_exists(self):
+        d = self.daemon()
+        path = self.write("spec.json", h.json.dumps(h.spec(name="cli-sub", num_samples=3)))
+        p = self.rung("submit", path, server=d, expect=0)
+        m = re.fullmatch(r"experiment (\d+) submitted: cli-sub, 3 trials\n", p.stdout)
+        self.assertIsNotNone(m, p.stdout)
+        doc = d.experiment(int(m.group(1)))
+        self.assertEqual(doc["name"], "cli-sub")
+        self.assertEqual(doc["num_samples"], 3)
+        # From stdin, -q: the id alone, for scripts.
+        p = self.rung("submit", "-", "-q", server=d, stdin=h.json.dumps(h.spec(name="q")),
+                      expect=0)
+        self.assertRegex(p.stdout, r"^\d+\n$")
+        self.assertEqual(d.experiment(int(p.stdout))["name"], "q")
+
+    def test_submit_invalid_spec_prints_message_and_field(self):
+        d = self.daemon()
+        bad = h.spec(search_space={"lr": {"type": "loguniform", "low": 0, "high": 1}})
+        p = self.rung("submit", self.write("bad.json", h.json.dumps(bad)), server=d)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("invalid_spec", p.stderr)
+        self.assertIn("search_space.lr: low must be > 0 for loguniform", p.stderr)
+        self.assertIn("(field search_space.lr.low)", p.stderr)
+        self.assertEqual(p.stdout, "")
+        self.assertEqual(d.call("GET", "/api/v1/experiments")[1]["total"], 0)
+        # An unknown field: the daemon names it, the client passes it on.
+        p = self.rung("submit", "-", server=d, stdin=h.json.dumps(h.spec(nmu_samples=3)))
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("nmu_samples", p.stderr)
+
+    def test_submit_bad_file(self):
+        d = self.daemon()
+        path = self.write("broken.json", '{"name": "x",\n  "metric": }\n')
+        p = self.rung("submit", path, server=d)
+        self.assertEqual(p.returncode, 1)
+        self.assertRegex(p.stderr, r"broken\.json:2:\d+: invalid JSON")
+        p = self.rung("submit", os.path.join(self.tmp, "missing.json"), server=d)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("missing.json", p.stderr)
+        self.assertIn("No such file", p.stderr)
+        p = self.rung("submit", "-", server=d, stdin="[1, 2]")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("<stdin>", p.stderr)
+        self.assertEqual(d.call("GET", "/api/v1/experiments")[1]["total"], 0)
+
+    # ---- ls and show ---------------------------------------------------
+
+    def test_ls_and_show_print_the_api_numbers(self):
+        d = self.daemon()
+        done = self.submit(d, name="first-done", num_samples=4)
+        doc, _ = self.run_to_completion(d, done)
+        waiting = self.submit(d, name="second-waiting", num_samples=5)
+        d.wait_proposed(waiting, 5)
+
+        p = self.rung("ls", server=d, expect=0)
+        lines = p.stdout.splitlines()
+        self.assertRegex(lines[0], r"^\s*ID\s+NAME\s+STATE\s+DONE\s+BEST")
+        rows = {int(l.split()[0]): l for l in lines[1:]}
+        self.assertEqual(list(rows), [waiting, done], "not newest first:\n" + p.stdout)
+        row = rows[done].split()
+        self.assertEqual(row[1:4], ["first-done", "completed", "4/4"])
+        self.assertEqual(row[4], "%.6g" % doc["best"]["value"])
+        row = rows[waiting].split()
+        self.assertEqual(row[1:5], ["second-waiting", "running", "0/5", "-"])
+
+        p = self.rung("show", str(done), server=d, expect=0)
+        out = p.stdout
+        self.assertIn("experiment %d: first-done" % done, out)
+        self.assertRegex(out, r"state:\s+completed")
+        self.assertIn("4/4 trials  4 completed", out)
+        best = doc["best"]
+        self.assertIn("best loss: %.6g (trial %d, step %d)" % (best["value"], best["trial_id"],
+                                                              best["step"]), out)
+        self.assertIn("config: x=%.6g" % best["config"]["x"], out)
+        # The trials table: sorted by value, the best first, every trial once.
+        table = out[out.index("trials ("):].splitlines()[2:]
+        ids = [int(l.split()[0]) for l in table]
+        api = d.trials(done, sort="value")["items"]
+        self.assertEqual(ids, [t["id"] for t in api])
+        self.assertEqual(table[0].split()[-1], "%.6g" % best["value"])
+
+        self.assertIn("not_found", self.rung("show", "999", server=d, expect=1).stderr)
+        self.rung("show", "abc", server=d, expect=2)
+
+    def test_names_cannot_inject_terminal_escapes(self):
+        d = self.daemon()
+        evil = "evil\x1b[2J\x1b]0;pwned\x07name"
+        eid = d.create_experiment(h.spec(name=evil))["id"]
+        long_name = "é" * 40  # cut to the column, on a character boundary
+        d.create_experiment(h.spec(name=long_name))
+        for args in (["ls"], ["show", str(eid)], ["watch", str(eid), "--interval", "0.2"]):
+            if args[0] == "watch":
+                d.ok("POST", "/api/v1/experiments/%d/cancel" % eid)
+            with self.subTest(args=args):
+                out = self.rung(*args, server=d, expect=0).stdout
+                self.assertNotIn("\x1b", out)
+                self.assertNotIn("\x07", out)
+                self.assertIn("evil?[2J?]0;pwned?name", out)
+        out = self.rung("ls", server=d, expect=0).stdout
+        self.assertIn("é" * 31 + "…", out)
+
+    def test_show_lists_first_twenty_by_value(self):
+        d = self.daemon()
+        eid = self.submit(d, num_samples=25)
+        self.run_to_completion(d, eid, steps=1)
+        out = self.rung("show", str(eid), server=d, expect=0).stdout
+        self.assertIn("trials (first 20 of 25, by best loss)", out)
+        table = out[out.index("trials ("):].splitlines()[2:]
+        self.assertEqual(len(table), 20)
+        api = d.trials(eid, sort="value", limit=20)["items"]
+        self.assertEqual([int(l.split()[0]) for l in table], [t["id"] for t in api])
+
+    # ---- watch ---------------------------------------------------------
+
+    def start_watch(self, d, eid, *extra):
+        cmd = [rung_path(), "--server", d.url, "watch", str(eid), "--interval", "0.2"]
+        cmd += list(extra)
+        env = dict(os.environ)
+        env.pop("RUNG_SERVER", None)
+        env.pop("RUNG_TOKEN", None)
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env, cwd=self.tmp)
+
+    def finish_watch(self, proc, timeout=60):
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            self.fail("watch did not exit within %d s\nstdout:\n%s\nstderr:\n%s"
+                      % (timeout, out[-3000:], err[-3000:]))
+        self.assertNoSanitizer(err, "rung watch")
+        return proc.returncode, out, err
+
+    def test_watch_until_completed_without_tty(self):
+        d = self.daemon()
+        n = 6
+        eid = self.submit(d, num_samples=n)
+        proc = self.start_watch(d, eid)
+        result = {}
+        t = threading.Thread(target=lambda: result.update(drive(d, eid, steps=3, pause=0.1)))
+        t.start()
+        rc, out, err = self.finish_watch(proc)
+        t.join(60)
+        self.assertEqual(rc, 0, "stdout:\n%s\nstderr:\n%s" % (out[-3000:], err))
+        self.assertIsNone(ANSI_RE.search(out), "escape sequences without a TTY")
+        doc = d.experiment(eid)
+        self.assertEqual(doc["state"], "completed")
+        # Snapshots, each printed only because something changed.
+        frames = re.split(r"^\[\d{4}-\d\d-\d\dT[\d:.]+Z\]\n", out, flags=re.M)[1:]
+        self.assertGreaterEqual(len(frames), 3, out)
+        for a, b in zip(frames, frames[1:]):
+            self.assertNotEqual(a, b, "the same snapshot printed twice")
+        final = frames[-1]
+        self.assertIn("(completed)", final)
+        self.assertIn("[%s] %d/%d trials" % ("#" * 30, n, n), final)
+        best = doc["best"]
+        self.assertIn("best loss: %.6g (trial %d, step %d)"
+                      % (best["value"], best["trial_id"], best["step"]), final)
+        # One row per trial, with its config and last value as the API has them.
+        for tr in d.all_trials(eid):
+            row = re.search(r"^\|\s+%d \| completed .*$" % tr["id"], final, flags=re.M)
+            self.assertIsNotNone(row, "no row for trial %d in\n%s" % (tr["id"], final))
+            cells = [c.strip() for c in row.group(0).strip("|").split("|")]
+            self.assertEqual(cells[2], "%.6g" % tr["config"]["x"])
+            self.assertEqual(cells[3], "3")  # step
+            self.assertEqual(cells[4], "%.6g" % tr["last"]["loss"])
+            self.assertEqual(cells[5], "%.6g" % tr["best"]["value"])
+        # Some snapshot caught trials in flight.
+        self.assertRegex(out, r"\| running ")
+
+    def test_watch_caps_rows(self):
+        d = self.daemon()
+        eid = self.submit(d, num_samples=12)
+        d.wait_proposed(eid, 12)
+        d.ok("POST", "/api/v1/experiments/%d/cancel" % eid)
+        rc, out, err = self.finish_watch(self.start_watch(d, eid, "--rows", "5"))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("(canceled)", out)
+        self.assertIn("… 7 more (7 canceled)", out)
+        self.assertEqual(len(re.findall(r"^\|\s+\d+ \| canceled", out, flags=re.M)), 5)
+
+    def test_watch_pages_through_more_than_a_thousand_trials(self):
+        d = self.daemon()
+        n = 1005
+        eid = self.submit(d, num_samples=n)
+        # The daemon proposes only a little ahead of the leases: run them all
+        # (a finish without reports is enough).
+        w = h.Worker(d)
+        for _ in range(n):
+            w.finish_ok(w.lease_one())
+        d.wait_state(eid, "completed")
+        rc, out, err = self.finish_watch(self.start_watch(d, eid, "--rows", "5"))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("%d/%d trials" % (n, n), out)
+        self.assertIn("… %d more (%d completed)" % (n - 5, n - 5), out)
+
+    def test_watch_on_a_tty_redraws(self):
+        d = self.daemon()
+        eid = self.submit(d, num_samples=2)
+        stop = threading.Event()
+        t = threading.Thread(target=drive, args=(d, eid), kwargs={"pause": 0.3, "stop": stop})
+        t.start()
+        self.addCleanup(t.join, 60)
+        self.addCleanup(stop.set)
+        master, slave = pty.openpty()
+        env = dict(os.environ, COLUMNS="120", LINES="40")
+        env.pop("RUNG_SERVER", None)
+        proc = subprocess.Popen([rung_path(), "--server", d.url, "watch", str(eid),
+                                 "--interval", "0.2"], stdout=slave, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, env=env, cwd=self.tmp)
+        os.close(slave)
+        chunks = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:  # EIO: the child closed its end
+                    break
+                if not data:
+                    break
+                chunks.append(data)
+            elif proc.poll() is not None:
+                break
+        os.close(master)
+        rc = proc.wait(timeout=10)
+        err = proc.stderr.read().decode()
+        proc.stderr.close()
+        self.assertNoSanitizer(err, "rung watch (tty)")
+        out = b"".join(chunks).decode("utf-8", errors="replace")
+        self.assertEqual(rc, 0, err + out[-2000:])
+        self.assertIn("\x1b[2J", out)  # cleared once
+        self.assertGreaterEqual(out.count("\x1b[H"), 2, "no redraws")
+        self.assertIn("experiment %d completed" % eid, out)
+        self.assertIn("2/2 trials", out)
+
+    def test_watch_unknown_experiment_fails(self):
+        d = self.daemon()
+        rc, out, err = self.finish_watch(self.start_watch(d, 42), timeout=20)
+        self.assertEqual(rc, 1)
+        self.assertIn("experiment 42 not found", err)
+
+    def test_watch_waits_for_a_restarted_daemon(self):
+        port = free_port()
+        d = self.daemon("--port", str(port))
+        self.assertEqual(d.port, port, "rungd did not take the later --port")
+        eid = self.submit(d, num_samples=2)
+        proc = self.start_watch(d, eid)
+        lines = []
+        reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+        reader.start()
+        h.wait_until(lambda: any("== experiment" in l for l in lines), 10, "a first snapshot")
+        d.kill9()
+        h.wait_until(lambda: any("(reconnecting…" in l for l in lines), 10, "reconnecting")
+        self.assertIsNone(proc.poll(), "watch gave up while the daemon was down")
+        d.restart()
+        self.assertEqual(d.port, port)
+        drive(d, eid)
+        try:
+            rc = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = proc.wait()
+        reader.join(10)
+        err = proc.stderr.read()
+        proc.stderr.close()
+        proc.stdout.close()
+        self.assertNoSanitizer(err, "rung watch")
+        out = "".join(lines)
+        self.assertEqual(rc, 0, err + out[-2000:])
+        self.assertIn("(reconnected)", out)
+        self.assertIn("2/2 trials", out)
+
+    # ---- cancel, export, workers ----------------------------------------
+
+    def test_cancel(self):
+        d = self.daemon()
+        eid = self.submit(d, num_samples=3)
+        d.wait_proposed(eid, 3)
+        p = self.rung("cancel", str(eid), server=d, expect=0)
+        self.assertIn("experiment %d: canceled" % eid, p.stdout)
+        self.assertIn("3 canceled", p.stdout)
+        self.assertEqual(d.experiment(eid)["state"], "canceled")
+        p = self.rung("cancel", "77", server=d, expect=1)
+        self.assertIn("experiment 77 not found", p.stderr)
+
+    def test_export_writes_csv(self):
+        d = self.daemon()
+        eid = self.submit(d, num_samples=5)
+        self.run_to_completion(d, eid)
+        p = self.rung("export", str(eid), server=d, expect=0)
+        rows = list(csv.reader(io.StringIO(p.stdout)))
+        self.assertEqual(rows[0][:3], ["id", "number", "state"])
+        self.assertIn("x", rows[0])
+        self.assertEqual(len(rows), 1 + 5)
+        self.assertEqual(sorted(int(r[0]) for r in rows[1:]),
+                         sorted(t["id"] for t in d.all_trials(eid)))
+        api_csv = d.request("GET", "/api/v1/experiments/%d/trials.csv" % eid).text
+        self.assertEqual(p.stdout, api_csv)
+        out = os.path.join(self.tmp, "out.csv")
+        p = self.rung("export", str(eid), "-o", out, server=d, expect=0)
+        self.assertIn("exported 5 trials of experiment %d" % eid, p.stdout)
+        with open(out) as f:
+            self.assertEqual(f.read(), api_csv)
+        # A failed export leaves an earlier file alone.
+        self.rung("export", "999", "-o", out, server=d, expect=1)
+        self.assertGreater(os.path.getsize(out), 0)
+
+    def test_workers_lists_a_registered_worker(self):
+        d = self.daemon()
+        w = h.Worker(d, name="gpu-box-1", cpus=8, gpus=(0, 1))
+        eid = self.submit(d, num_samples=1)
+        trial = w.lease_one()
+        d.ok("POST", "/api/v1/workers/%d/heartbeat" % w.id,
+             {"trials": [trial["id"]],
+              "gpus": [{"index": 0, "util": 0.97, "memory_used_mb": 400},
+                       {"index": 1, "util": 0.05, "memory_used_mb": 12}]})
+        p = self.rung("workers", server=d, expect=0)
+        lines = p.stdout.splitlines()
+        self.assertRegex(lines[0], r"^\s*ID\s+NAME\s+HOST\s+ALIVE")
+        row = lines[1].split()
+        self.assertEqual(row[:5], [str(w.id), "gpu-box-1", socket.gethostname(), "yes", "8"])
+        self.assertIn("0 fake 97% 400/1024 MiB", lines[1])
+        self.assertIn(str(trial["id"]), lines[1])
+        self.assertIn("1 fake 5% 12/1024 MiB", lines[2])  # one line per GPU
+        w.finish_ok(trial)
+        d.wait_state(eid, "completed")
+
+    # ---- connection, auth, environment, usage ---------------------------
+
+    def test_token(self):
+        d = self.daemon("--token", "s3cret", token="s3cret")
+        p = self.rung("ls", server=d, token="wrong", expect=1)
+        self.assertIn("unauthorized", p.stderr)
+        self.assertIn("RUNG_TOKEN", p.stderr)
+        self.rung("ls", server=d, expect=1)
+        eid = self.submit_with_token(d, "s3cret")
+        p = self.rung("show", str(eid), server=d, env={"RUNG_TOKEN": "s3cret"}, expect=0)
+        self.assertIn("experiment %d" % eid, p.stdout)
+        # A token a header cannot carry is refused before anything is sent.
+        self.rung("ls", server=d, token="a\nb", expect=2)
+
+    def submit_with_token(self, d, token):
+        p = self.rung("submit", "-", "-q", server=d, token=token,
+                      stdin=h.json.dumps(h.spec()), expect=0)
+        return int(p.stdout)
+
+    def test_unreachable_server(self):
+        url = "http://127.0.0.1:%d" % free_port()
+        for args in (["ls"], ["show", "1"], ["watch", "1"], ["workers"]):
+            with self.subTest(args=args):
+                p = self.rung(*args, server=url, timeout=20)
+                self.assertEqual(p.returncode, 1, p.stderr)
+                self.assertIn("rung: cannot reach rungd at %s" % url, p.stderr)
+
+    def test_rung_server_environment(self):
+        d = self.daemon()
+        eid = self.submit(d, name="via-env")
+        p = self.rung("ls", env={"RUNG_SERVER": d.url}, expect=0)
+        self.assertIn("via-env", p.stdout)
+        # Without a scheme, and with the flag after the command.
+        p = self.rung("show", str(eid), "--server", "%s:%d" % (d.host, d.port), expect=0)
+        self.assertIn("via-env", p.stdout)
+        # The flag wins over the environment.
+        p = self.rung("ls", server=d, env={"RUNG_SERVER": "http://127.0.0.1:1"}, expect=0)
+        self.assertIn("via-env", p.stdout)
+
+    def test_usage(self):
+        p = self.rung("--help", expect=0)
+        self.assertIn("usage: rung", p.stdout)
+        for cmd in ("submit", "ls", "show", "watch", "cancel", "export", "workers"):
+            self.assertIn(cmd, p.stdout)
+        self.assertIn("usage: rung", self.rung("help", expect=0).stdout)
+        self.assertIn("usage: rung", self.rung(expect=2).stderr)
+        self.assertIn("unknown command", self.rung("frobnicate", expect=2).stderr)
+        self.rung("show", expect=2)
+        self.rung("show", "1", "2", expect=2)
+        self.rung("show", "-3", expect=2)
+        self.rung("export", "1", "-o", expect=2)
+        self.rung("watch", "1", "--interval", "0", expect=2)
+        self.rung("ls", "--server", expect=2)
+
+
+if __name__ == "__main__":
+    h.main()

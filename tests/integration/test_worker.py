@@ -1,0 +1,413 @@
+"""Integration tests: rung-worker running real trainables against a real rungd.
+
+Every test starts a real rungd (on a loopback port, with a temporary
+database) and real `rung-worker --gpus none --cpu-slots N` processes, which
+lease trials and run command trainables as child processes: the examples in
+examples/trainables/ and small Python programs written by the tests. What is
+checked is API.md's pull protocol and report line protocol as seen from the
+outside: the trials' states, attempts, errors and stored reports, the CSV,
+and the processes themselves (kill -9 of a worker or of rungd, a stop that
+must kill a whole process group).
+"""
+
+import csv
+import io
+import json
+import os
+import subprocess
+import time
+
+import rungd_harness as h
+import worker_harness as wh
+
+LOGREG = os.path.join("examples", "trainables", "logreg.py")
+
+
+def loss_script(steps, sleep_s):
+    """A trainable that reports `loss` = 1/step for steps 1..steps, sleeping
+    sleep_s after each report; argv[1] (a float) shifts the values."""
+    return """
+        import json, sys, time
+        shift = float(sys.argv[1]) if len(sys.argv) > 1 else 0.0
+        for step in range(1, %d + 1):
+            print("@rung " + json.dumps({"step": step, "loss": 1.0 / step + shift}), flush=True)
+            time.sleep(%r)
+        """ % (steps, sleep_s)
+
+
+class RealExperiment(wh.WorkerTestCase):
+    """a. Two workers with two CPU slots each run the logreg example."""
+
+    def test_two_workers_run_24_logreg_trials(self):
+        d = self.daemon()
+        s = wh.example_spec("logreg-random.json", num_samples=24)
+        params = sorted(s["search_space"])
+        epochs = s["search_space"]["epochs"]
+        eid = d.create_experiment(s)["id"]
+        workers = [self.worker(d, name, cpu_slots=2, once=True) for name in ("wa", "wb")]
+        codes = self.wait_workers_exit(workers, 120)
+        self.assertEqual(codes, [0, 0], self.explain(d, *workers))
+
+        exp = d.experiment(eid)
+        self.assertEqual(exp["state"], "completed", self.explain(d, *workers))
+        self.assertEqual(exp["counts"]["completed"], 24, exp["counts"])
+        trials = d.all_trials(eid)
+        self.assertEqual(len(trials), 24)
+
+        # Every epoch of every trial was reported, and the experiment's best
+        # is the minimum of everything reported.
+        values = []
+        by_trial = {}
+        for t in trials:
+            self.assertEqual(t["state"], "completed", t)
+            self.assertEqual(t["attempt"], 1, t)
+            items = d.metrics_of(t["id"])
+            self.assertEqual([i["step"] for i in items], list(range(1, epochs + 1)),
+                             "reports of trial %d" % t["id"])
+            for i in items:
+                self.assertIn("val_acc", i["metrics"])
+            vs = wh.metric_values(items, "val_loss")
+            self.assertEqual(len(vs), epochs, "finite val_loss values of trial %d" % t["id"])
+            self.assertEqual(t["step"], epochs)
+            self.assertEqual(t["best"]["value"], min(vs), t)
+            by_trial[t["id"]] = vs
+            values.extend(vs)
+        best = min(values)
+        self.assertEqual(exp["best"]["value"], best, exp["best"])
+        self.assertIn(best, by_trial[exp["best"]["trial_id"]])
+        self.assertEqual(exp["best"]["config"], d.trial(exp["best"]["trial_id"])["config"])
+
+        # The CSV has one row per trial, with every parameter as a column.
+        r = d.request("GET", "/api/v1/experiments/%d/trials.csv" % eid)
+        self.assertEqual(r.status, 200, r)
+        rows = list(csv.reader(io.StringIO(r.text)))
+        header, body = rows[0], [row for row in rows[1:] if row]
+        self.assertEqual(len(body), 24, r.text[:2000])
+        for column in ["id", "state"] + params:
+            self.assertIn(column, header)
+        self.assertEqual(sorted(int(row[header.index("id")]) for row in body),
+                         sorted(t["id"] for t in trials))
+
+        # Both workers ran trials.
+        ids = self.worker_ids(d)
+        ran = {t["worker_id"] for t in trials}
+        self.assertEqual(ran, {ids["wa"], ids["wb"]}, "worker_id of the trials")
+
+
+class KillWorker(wh.WorkerTestCase):
+    """b. kill -9 of a worker during a trial: the trial is retried elsewhere."""
+
+    def test_trial_of_a_killed_worker_is_retried_on_the_other(self):
+        d = self.daemon("--lease-s", "2")
+        prog = self.script("slow.py", loss_script(steps=20, sleep_s=0.15))
+        eid = d.create_experiment(wh.command_spec(
+            [wh.PYTHON, prog, "{x}"], num_samples=1, max_failures=1))["id"]
+        a = self.worker(d, "first")
+        trial = h.wait_until(lambda: [t for t in d.all_trials(eid)
+                                      if t["state"] == "running" and (t["step"] or 0) >= 2],
+                             20, "the trial to run on the first worker")[0]
+        tid = trial["id"]
+        ids = self.worker_ids(d)
+        self.assertEqual(trial["worker_id"], ids["first"])
+        self.assertEqual(trial["attempt"], 1)
+
+        b = self.worker(d, "second")
+        time.sleep(0.5)  # registered and polling, with nothing to lease
+        a.kill9()
+        t = self.wait_trial(d, tid, lambda t: t["state"] in ("completed", "failed"), 30,
+                            "trial %d to end after its worker was killed" % tid)
+        self.assertEqual(t["state"], "completed", "%r\n%s" % (t, self.explain(d, a, b)))
+        self.assertEqual(t["attempt"], 2, t)
+        self.assertEqual(t["worker_id"], self.worker_ids(d)["second"], t)
+        # The metrics shown are those of the second attempt, all of them.
+        self.assertEqual([i["step"] for i in d.metrics_of(tid)], list(range(1, 21)))
+        exp = d.wait_state(eid, "completed")
+        self.assertEqual(exp["counts"]["completed"], 1, exp["counts"])
+
+
+class KillDaemon(wh.WorkerTestCase):
+    """c. kill -9 of rungd while workers report; it comes back on the same port."""
+
+    STEPS = 40
+
+    def test_workers_reconnect_and_no_acknowledged_report_is_lost(self):
+        d = self.daemon(fixed_port=True)
+        prog = self.script("steady.py", loss_script(steps=self.STEPS, sleep_s=0.02))
+        eid = d.create_experiment(wh.command_spec(
+            [wh.PYTHON, prog, "{x}"], num_samples=8, max_failures=0))["id"]
+        workers = [self.worker(d, name, cpu_slots=2) for name in ("wa", "wb")]
+        pids = [w.pid for w in workers]
+
+        # Kill it while reports stream in.
+        h.wait_until(lambda: any((t["step"] or 0) >= 3 for t in d.all_trials(eid)), 20,
+                     "reports to arrive")
+        d.kill9()
+        time.sleep(1.5)  # trials go on reporting into the void (and some end)
+        d.restart()
+        self.assertEqual(d.port, d.fixed_port)
+
+        exp = d.wait_experiment(eid, lambda e: e["state"] == "completed", 60,
+                                "experiment %d to complete after the restart" % eid)
+        self.assertEqual(exp["counts"]["completed"], 8,
+                         "%r\n%s" % (exp["counts"], self.explain(d, *workers)))
+        for t in d.all_trials(eid):
+            self.assertEqual((t["state"], t["attempt"]), ("completed", 1), t)
+            items = d.metrics_of(t["id"])
+            self.assertEqual([i["step"] for i in items], list(range(1, self.STEPS + 1)),
+                             "reports of trial %d" % t["id"])
+            shift = t["config"]["x"]
+            for i in items:
+                self.assertAlmostEqual(i["metrics"]["loss"], 1.0 / i["step"] + shift, places=6)
+        # The same worker processes carried on: none was restarted.
+        for w, pid in zip(workers, pids):
+            self.assertTrue(w.alive(), w.diagnostics())
+            self.assertEqual(w.pid, pid)
+
+
+class FailingTrial(wh.WorkerTestCase):
+    """d. A trainable that exits 1 fails with its stderr, after its retries."""
+
+    def test_exit_1_fails_with_stderr_tail_after_retries(self):
+        d = self.daemon()
+        prog = self.script("boom.py", """
+            import json, sys
+            print("@rung " + json.dumps({"step": 1, "loss": 0.5}), flush=True)
+            sys.stderr.write("loading data\\nstarting\\nboom\\n")
+            sys.exit(1)
+            """)
+        eid = d.create_experiment(wh.command_spec(
+            [wh.PYTHON, prog, "{x}"], num_samples=1, max_failures=1))["id"]
+        w = self.worker(d, "w")
+        exp = d.wait_state(eid, "completed", timeout=30)
+        t = d.all_trials(eid)[0]
+        self.assertEqual(t["state"], "failed", "%r\n%s" % (t, self.explain(d, w)))
+        self.assertEqual(t["attempt"], 2, t)  # max_failures + 1 attempts
+        error = t["error"] or ""
+        self.assertIn("boom", error, t)
+        self.assertTrue(error.rstrip().endswith("boom"), "the tail of stderr: %r" % error)
+        self.assertEqual(exp["counts"]["failed"], 1, exp["counts"])
+
+    def test_program_that_cannot_start_fails_with_a_reason(self):
+        d = self.daemon()
+        missing = os.path.join(self.tmp, "no-such-program")
+        eid = d.create_experiment(wh.command_spec([missing, "{x}"], num_samples=1))["id"]
+        w = self.worker(d, "w", once=True)
+        self.assertEqual(self.wait_workers_exit([w], 30), [0], w.diagnostics())
+        t = d.all_trials(eid)[0]
+        self.assertEqual((t["state"], t["attempt"]), ("failed", 1), t)
+        self.assertIn("no-such-program", t["error"] or "", t)
+        self.assertEqual(d.experiment(eid)["state"], "completed")
+
+
+class StopKillsProcessGroup(wh.WorkerTestCase):
+    """e. A stop kills the trainable's whole process group: SIGTERM, then
+    SIGKILL 10 s later for a child that ignores SIGTERM."""
+
+    def test_cancel_kills_child_that_ignores_sigterm(self):
+        d = self.daemon()
+        piddir = os.path.join(self.tmp, "pids")
+        os.makedirs(piddir)
+        prog = self.script("stubborn.py", """
+            import json, os, subprocess, sys, time
+
+            CHILD = '''
+            import os, signal, sys, time
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            with open(sys.argv[1] + "/child.tmp", "w") as f:
+                f.write(str(os.getpid()))
+            os.rename(sys.argv[1] + "/child.tmp", sys.argv[1] + "/child.pid")
+            time.sleep(120)  # bounded even if nobody kills it
+            '''
+            piddir = sys.argv[1]
+            subprocess.Popen([sys.executable, "-c", CHILD, piddir])
+            with open(piddir + "/parent.tmp", "w") as f:
+                f.write(str(os.getpid()))
+            os.rename(piddir + "/parent.tmp", piddir + "/parent.pid")
+            for step in range(1, 600):
+                print("@rung " + json.dumps({"step": step, "loss": 1.0 / step}), flush=True)
+                time.sleep(0.2)
+            """)
+        eid = d.create_experiment(wh.command_spec(
+            [wh.PYTHON, prog, piddir, "{x}"], num_samples=1))["id"]
+        w = self.worker(d, "w")
+
+        def pids():
+            try:
+                with open(os.path.join(piddir, "parent.pid")) as f:
+                    parent = int(f.read())
+                with open(os.path.join(piddir, "child.pid")) as f:
+                    child = int(f.read())
+            except (OSError, ValueError):
+                return None
+            return parent, child
+
+        parent, child = h.wait_until(pids, 20, "the trainable and its child to start")
+        h.wait_until(lambda: [t for t in d.all_trials(eid) if (t["step"] or 0) >= 2], 20,
+                     "reports of the trial")
+        self.assertTrue(wh.pid_alive(parent) and wh.pid_alive(child))
+
+        d.ok("POST", "/api/v1/experiments/%d/cancel" % eid)
+        t0 = time.monotonic()
+        h.wait_until(lambda: not wh.pid_alive(parent), 5,
+                     "the trainable (pid %d) to die of SIGTERM" % parent)
+        parent_gone = time.monotonic() - t0
+        h.wait_until(lambda: not wh.pid_alive(child), 14,
+                     "the child that ignores SIGTERM (pid %d) to be killed" % child,
+                     interval=0.1)
+        child_gone = time.monotonic() - t0
+        # SIGKILL comes 10 s after SIGTERM, not at once.
+        self.assertGreater(child_gone - parent_gone, 5.0,
+                           "child killed %.1f s after the parent" % (child_gone - parent_gone))
+
+        exp = d.wait_state(eid, "canceled", timeout=10)
+        t = d.all_trials(eid)[0]
+        self.assertIn(t["state"], ("canceled", "stopped"), t)
+        self.assertEqual(exp["counts"]["running"], 0, exp["counts"])
+        self.assertTrue(w.alive(), w.diagnostics())  # the worker itself goes on
+
+
+class MalformedLines(wh.WorkerTestCase):
+    """f. Malformed @rung lines are warned about and never fatal."""
+
+    def test_bad_report_lines_are_skipped_with_a_warning(self):
+        d = self.daemon()
+        prog = self.script("sloppy.py", r"""
+            print("starting: this line is the trial's log", flush=True)
+            print('@rung {"loss": 0.5}', flush=True)
+            print('@rung {bad', flush=True)
+            print('@rung {"loss": "x"}', flush=True)
+            print('@rung {"loss": 0.4}', flush=True)
+            print('@rung {"step": 3, "loss": 0.3, "acc": 0.9}', flush=True)
+            """)
+        eid = d.create_experiment(wh.command_spec(
+            [wh.PYTHON, prog, "{x}"], num_samples=1))["id"]
+        w = self.worker(d, "w", once=True)
+        self.assertEqual(self.wait_workers_exit([w], 30), [0], w.diagnostics())
+        t = d.all_trials(eid)[0]
+        self.assertEqual(t["state"], "completed", "%r\n%s" % (t, self.explain(d, w)))
+        items = d.metrics_of(t["id"])
+        # Steps left out count 1, 2, ...: the bad lines take no step.
+        self.assertEqual([(i["step"], i["metrics"]["loss"]) for i in items],
+                         [(1, 0.5), (2, 0.4), (3, 0.3)])
+        self.assertEqual(items[2]["metrics"].get("acc"), 0.9)
+        self.assertEqual(d.experiment(eid)["best"]["value"], 0.3)
+        err = w.stderr_text()
+        self.assertIn("{bad", err, "the warning names the bad line\n" + w.diagnostics())
+        self.assertTrue(any("loss" in line and "{bad" not in line for line in err.splitlines()),
+                        "a warning about the non-numeric loss\n" + w.diagnostics())
+
+
+class Diverged(wh.WorkerTestCase):
+    """g. The logreg example with a huge learning rate reports NaN."""
+
+    def test_nan_fails_the_trial_without_retry(self):
+        args = ["--lr=10000", "--hidden=16", "--epochs=8", "--seed=0"]
+        # Where it diverges, from running it here the same way.
+        out = subprocess.run([wh.PYTHON, LOGREG] + args, cwd=wh.REPO_ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             timeout=60, env=dict(os.environ, RUNG_CONFIG="")).stdout.decode()
+        nan_steps = [json.loads(line[6:])["step"] for line in out.splitlines()
+                     if line.startswith("@rung ") and "NaN" in line]
+        self.assertTrue(nan_steps, "the example should diverge at lr 1e4:\n" + out)
+        n = nan_steps[0]
+
+        d = self.daemon()
+        s = wh.command_spec([wh.PYTHON, LOGREG, "--lr={lr}"] + args[1:], num_samples=1,
+                            max_failures=2, metric="val_loss",
+                            search_space={"lr": 10000})
+        eid = d.create_experiment(s)["id"]
+        w = self.worker(d, "w")
+        exp = d.wait_state(eid, "completed", timeout=30)
+        t = d.all_trials(eid)[0]
+        self.assertEqual(t["state"], "failed", "%r\n%s" % (t, self.explain(d, w)))
+        self.assertEqual(t["error"], "val_loss is NaN at step %d" % n, t)
+        self.assertEqual(t["attempt"], 1, "a diverged run is not retried: %r" % t)
+        time.sleep(0.5)
+        self.assertEqual(d.trial(t["id"])["attempt"], 1)
+        self.assertEqual(exp["counts"]["failed"], 1, exp["counts"])
+        steps = [i["step"] for i in d.metrics_of(t["id"])]
+        self.assertEqual(steps[:n - 1], list(range(1, n)), "reports before the NaN")
+
+
+class TorchExample(wh.WorkerTestCase):
+    """h. The PyTorch example runs one trial (where Debian's torch exists)."""
+
+    PY = "/usr/bin/python3"
+
+    def test_torch_example_completes(self):
+        try:
+            ok = subprocess.run([self.PY, "-c", "import torch"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, timeout=120).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            ok = False
+        if not ok:
+            self.skipTest("%s cannot import torch (install python3-torch)" % self.PY)
+        d = self.daemon()
+        s = wh.example_spec("torch-mlp.json", num_samples=1)
+        s["search_space"]["epochs"] = 3
+        eid = d.create_experiment(s)["id"]
+        w = self.worker(d, "w", once=True)
+        self.assertEqual(self.wait_workers_exit([w], 150), [0], w.diagnostics())
+        t = d.all_trials(eid)[0]
+        self.assertEqual(t["state"], "completed", "%r\n%s" % (t, self.explain(d, w)))
+        items = d.metrics_of(t["id"])
+        self.assertEqual([i["step"] for i in items], [1, 2, 3])
+        for i in items:
+            self.assertTrue(0.0 <= i["metrics"]["val_acc"] <= 1.0, i)
+        self.assertEqual(d.experiment(eid)["state"], "completed")
+
+
+class TrialEnvironment(wh.WorkerTestCase):
+    """What a command trainable is given: argv with its parameters, the spec's
+    env and cwd, RUNG_* variables and an empty CUDA_VISIBLE_DEVICES."""
+
+    def test_argv_env_and_folders(self):
+        d = self.daemon()
+        outdir = os.path.join(self.tmp, "seen")
+        os.makedirs(outdir)
+        prog = self.script("env.py", """
+            import json, os, sys
+            keys = ["RUNG_TRIAL_ID", "RUNG_EXPERIMENT_ID", "RUNG_CONFIG", "RUNG_TRIAL_DIR",
+                    "CUDA_VISIBLE_DEVICES", "MY_SETTING"]
+            seen = {"argv": sys.argv[1:], "cwd": os.getcwd(),
+                    "env": {k: os.environ.get(k) for k in keys},
+                    "trial_dir_is_dir": os.path.isdir(os.environ.get("RUNG_TRIAL_DIR", ""))}
+            with open(os.path.join(sys.argv[1], os.environ["RUNG_TRIAL_ID"] + ".json"),
+                      "w") as f:
+                json.dump(seen, f)
+            print("@rung " + json.dumps({"loss": 1.0}), flush=True)
+            """)
+        s = wh.command_spec(
+            [wh.PYTHON, prog, outdir, "--n={n}", "--name={name}", "--lr={lr}"],
+            num_samples=2,
+            search_space={"n": {"type": "randint", "low": 1, "high": 100},
+                          "name": {"type": "choice", "values": ["two words"]},
+                          "lr": {"type": "loguniform", "low": 1e-5, "high": 1e-3}})
+        s["trainable"]["env"] = {"MY_SETTING": "from the spec"}
+        eid = d.create_experiment(s)["id"]
+        w = self.worker(d, "w", cpu_slots=2, once=True)
+        self.assertEqual(self.wait_workers_exit([w], 30), [0], w.diagnostics())
+        self.assertEqual(d.experiment(eid)["counts"]["completed"], 2, self.explain(d, w))
+        trial_dirs = set()
+        for t in d.all_trials(eid):
+            with open(os.path.join(outdir, "%d.json" % t["id"])) as f:
+                seen = json.load(f)
+            cfg = t["config"]
+            argv = seen["argv"]
+            self.assertEqual(argv[:3], [outdir, "--n=%d" % cfg["n"], "--name=two words"], seen)
+            self.assertTrue(argv[3].startswith("--lr="), seen)
+            self.assertAlmostEqual(float(argv[3][5:]), cfg["lr"], delta=1e-12 * cfg["lr"])
+            env = seen["env"]
+            self.assertEqual(env["RUNG_TRIAL_ID"], str(t["id"]))
+            self.assertEqual(env["RUNG_EXPERIMENT_ID"], str(eid))
+            self.assertEqual(json.loads(env["RUNG_CONFIG"]), cfg)
+            self.assertEqual(env["MY_SETTING"], "from the spec")
+            self.assertEqual(env["CUDA_VISIBLE_DEVICES"], "", "a trial given no GPU sees none")
+            self.assertTrue(seen["trial_dir_is_dir"], seen)
+            self.assertEqual(os.path.realpath(seen["cwd"]), os.path.realpath(wh.REPO_ROOT))
+            trial_dirs.add(env["RUNG_TRIAL_DIR"])
+        self.assertEqual(len(trial_dirs), 2, "each trial has its own folder")
+
+
+if __name__ == "__main__":
+    wh.main()

@@ -1,0 +1,423 @@
+/* Unit tests of worker/reportline.c, the "@rung {json}" line parser: tables
+ * of lines that are reports, log lines and invalid reports (each with the
+ * words its warning must hold), then the limits at and just past each edge.
+ * Run under ASan too, so a leaked or double-freed metrics object fails. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "reportline.h"
+
+/* A line with its length, so lines may hold NUL bytes. */
+#define LINE(s) s, sizeof(s) - 1
+
+#define WHY_SIZE 256
+#define NEXT_STEP 7
+
+typedef struct {
+    const char *line;
+    size_t len;
+    int64_t step;        /* expected step (NEXT_STEP when the line has none) */
+    const char *metrics; /* expected metrics, compact JSON, in the line's order */
+} OkCase;
+
+typedef struct {
+    const char *line;
+    size_t len;
+} NoneCase;
+
+typedef struct {
+    const char *line;
+    size_t len;
+    const char *why; /* a part of the message: what it must name */
+} InvalidCase;
+
+static const OkCase OK_CASES[] = {
+    {LINE("@rung {\"step\": 3, \"val_loss\": 0.41, \"val_acc\": 0.86}"), 3,
+     "{\"val_loss\":0.41,\"val_acc\":0.86}"},
+    {LINE("@rung {\"val_loss\": 0.5}"), NEXT_STEP, "{\"val_loss\":0.5}"},
+    /* What Python's json.dumps prints for a diverged run. */
+    {LINE("@rung {\"step\": 2, \"loss\": NaN, \"acc\": 0.5}"), 2, "{\"loss\":\"NaN\",\"acc\":0.5}"},
+    {LINE("@rung {\"a\": Infinity, \"b\": -Infinity, \"c\": NaN}"), NEXT_STEP,
+     "{\"a\":\"Infinity\",\"b\":\"-Infinity\",\"c\":\"NaN\"}"},
+    {LINE("@rung {\"loss\":NaN,\"b\":-Infinity}"), NEXT_STEP,
+     "{\"loss\":\"NaN\",\"b\":\"-Infinity\"}"},
+    {LINE("@rung { \"loss\" :\tNaN , \"b\":\n-Infinity\t,\"c\" : Infinity\r\n}"), NEXT_STEP,
+     "{\"loss\":\"NaN\",\"b\":\"-Infinity\",\"c\":\"Infinity\"}"},
+    /* Integers stay integers, reals stay reals. */
+    {LINE("@rung {\"step\": 0, \"n\": 42, \"r\": -1.5e-3, \"big\": 9223372036854775807}"), 0,
+     "{\"n\":42,\"r\":-0.0015,\"big\":9223372036854775807}"},
+    {LINE("@rung {\"step\": 3.0, \"x\": 1}"), 3, "{\"x\":1}"},
+    {LINE("@rung {\"step\": -0.0, \"x\": 1}"), 0, "{\"x\":1}"},
+    {LINE("@rung {\"step\": 9007199254740992, \"x\": 1}"), 9007199254740992LL, "{\"x\":1}"},
+    {LINE("@rung {\"x\": 1e-400}"), NEXT_STEP, "{\"x\":0.0}"},
+    /* "step" may come anywhere. */
+    {LINE("@rung {\"x\": 1, \"step\": 5}"), 5, "{\"x\":1}"},
+    /* CRLF line ends (a program on Windows, or a pty). */
+    {LINE("@rung {\"x\": 1}\r"), NEXT_STEP, "{\"x\":1}"},
+    {LINE("@rung\t{\"x\": 1}"), NEXT_STEP, "{\"x\":1}"},
+    {LINE("@rung    {\"x\": 1}   "), NEXT_STEP, "{\"x\":1}"},
+    /* The special words as names, and inside strings, are left alone. */
+    {LINE("@rung {\"NaN\": 1, \"Infinity\": Infinity}"), NEXT_STEP,
+     "{\"NaN\":1,\"Infinity\":\"Infinity\"}"},
+    {LINE("@rung {\"a NaN, b\": NaN}"), NEXT_STEP, "{\"a NaN, b\":\"NaN\"}"},
+    {LINE("@rung {\"q\\\"NaN\": -Infinity}"), NEXT_STEP, "{\"q\\\"NaN\":\"-Infinity\"}"},
+    {LINE("@rung {\"\\\\\": NaN}"), NEXT_STEP, "{\"\\\\\":\"NaN\"}"},
+    {LINE("@rung {\"\xce\xb4_loss\": 1}"), NEXT_STEP, "{\"\xce\xb4_loss\":1}"},
+};
+
+static const NoneCase NONE_CASES[] = {
+    {LINE("")},
+    {LINE("\r")},
+    {LINE("epoch 3: loss 0.41")},
+    {LINE("@rungs {\"x\": 1}")},
+    {LINE("@rungx {\"x\": 1}")},
+    {LINE("@rung: starting")},
+    {LINE("@run {\"x\": 1}")},
+    {LINE("@RUNG {\"x\": 1}")},
+    {LINE(" @rung {\"x\": 1}")},
+    {LINE("\t@rung {\"x\": 1}")},
+    {LINE("log: @rung {\"x\": 1}")},
+    {LINE("\0@rung {\"x\": 1}")},
+    {LINE("@rung\0 {\"x\": 1}")},
+    {LINE("\xff\xfe garbage \x01")},
+};
+
+static const InvalidCase INVALID_CASES[] = {
+    {LINE("@rung"), "not followed by a JSON object"},
+    {LINE("@rung   \t"), "not followed by a JSON object"},
+    {LINE("@rung\r"), "not followed by a JSON object"},
+    {LINE("@rung{\"x\": 1}"), "followed by a space"},
+    {LINE("@rung hello"), "invalid JSON: '[' or '{' expected near 'hello'"},
+    {LINE("@rung [1, 2]"), "must be a JSON object"},
+    {LINE("@rung {}"), "no metrics"},
+    {LINE("@rung {\"step\": 3}"), "no metrics"},
+    {LINE("@rung {\"step\": -1, \"x\": 1}"), "step must be an integer in [0, 2^53]"},
+    {LINE("@rung {\"step\": 1.5, \"x\": 1}"), "step must be an integer in [0, 2^53]"},
+    {LINE("@rung {\"step\": \"3\", \"x\": 1}"), "step must be an integer in [0, 2^53]"},
+    {LINE("@rung {\"step\": 9007199254740993, \"x\": 1}"), "step must be an integer in [0, 2^53]"},
+    {LINE("@rung {\"step\": 1e300, \"x\": 1}"), "step must be an integer in [0, 2^53]"},
+    {LINE("@rung {\"step\": -1e-300, \"x\": 1}"), "step must be an integer in [0, 2^53]"},
+    {LINE("@rung {\"step\": NaN, \"x\": 1}"), "step must be an integer in [0, 2^53]"},
+    {LINE("@rung {\"step\": Infinity, \"x\": 1}"), "step must be an integer in [0, 2^53]"},
+    {LINE("@rung {\"step\": true, \"x\": 1}"), "step must be an integer in [0, 2^53]"},
+    {LINE("@rung {\"step\": null, \"x\": 1}"), "step must be an integer in [0, 2^53]"},
+    {LINE("@rung {\"note\": \"NaN\"}"), "metric 'note' is not a number"},
+    {LINE("@rung {\"x\": \"Infinity\"}"), "metric 'x' is not a number"},
+    {LINE("@rung {\"a\": 1, \"b\": true}"), "metric 'b' is not a number"},
+    {LINE("@rung {\"a\": null}"), "metric 'a' is not a number"},
+    {LINE("@rung {\"a\": [1]}"), "metric 'a' is not a number"},
+    {LINE("@rung {\"a\": [NaN]}"), "metric 'a' is not a number"},
+    {LINE("@rung {\"a\": {\"b\": 1}}"), "metric 'a' is not a number"},
+    {LINE("@rung {\"a\": \"1.5\"}"), "metric 'a' is not a number"},
+    /* A trial cannot forge the parser's mark for a bare NaN. */
+    {LINE("@rung {\"x\": \"\\u0000NaN\"}"), "metric 'x' is not a number"},
+    {LINE("@rung {\"x\": \"\\u0000\\u0000NaN\"}"), "metric 'x' is not a number"},
+    /* Control bytes in a name are shown as '?'. */
+    {LINE("@rung {\"a\\u0001b\": \"s\"}"), "metric 'a?b' is not a number"},
+    {LINE("@rung {\"a\": 1, \"a\": 2}"), "duplicate object key near '\"a\"'"},
+    {LINE("@rung {\"\": 1}"), "name is empty"},
+    {LINE("@rung {\"\\u0000\": 1}"), "NUL byte in object key"},
+    {LINE("@rung {\"x\": 1} trailing"), "end of file expected"},
+    {LINE("@rung {\"x\": 1}{\"y\": 2}"), "end of file expected"},
+    {LINE("@rung {\"x\": NaNx}"), "invalid token near 'NaNx'"},
+    {LINE("@rung {\"x\": nan}"), "invalid token near 'nan'"},
+    {LINE("@rung {\"x\": -NaN}"), "invalid token near '-'"},
+    {LINE("@rung {\"x\": +1}"), "invalid token near '+'"},
+    {LINE("@rung {\"x\": 0x10}"), "expected near 'x'"},
+    /* A bare token as a key stays invalid, and the message shows it as written. */
+    {LINE("@rung {NaN: 1}"), "near 'NaN'"},
+    {LINE("@rung {\"x\": [NaN NaN]}"), "expected near 'NaN'"},
+    {LINE("@rung {\"x\": 1e400}"), "real number overflow"},
+    {LINE("@rung {\"x\": 99999999999999999999}"), "too big integer"},
+    {LINE("@rung {\"x\": \"abc"), "premature end of input"},
+    {LINE("@rung {\"x\": Infinity"), "expected near end of file"},
+    {LINE("@rung {'x': 1}"), "expected near '''"},
+    {LINE("@rung {\"\xff\": 1}"), "unable to decode byte 0xff"},
+    {LINE("@rung {\"x\": 1\0}"), "NUL byte at byte 14"},
+    {LINE("@rung {\"x\": \"a\0b\"}"), "NUL byte at byte 15"},
+};
+
+#define N_CASES(t) (sizeof(t) / sizeof((t)[0]))
+
+/* Parses with the defaults the tests share; *metrics starts as a dangling
+ * value so that a parser that forgets to set it is caught. */
+static ReportLineKind parse(const char *line, size_t len, json_t **metrics, int64_t *step,
+                            char *why)
+{
+    static json_t poison;
+    *metrics = &poison;
+    return reportline_parse(line, len, NEXT_STEP, metrics, step, why, WHY_SIZE);
+}
+
+static char *dump(const json_t *j)
+{
+    char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    assert_non_null(text);
+    return text;
+}
+
+static void test_ok_lines(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < N_CASES(OK_CASES); i++) {
+        const OkCase *c = &OK_CASES[i];
+        json_t *metrics;
+        int64_t step = -99;
+        char why[WHY_SIZE];
+        ReportLineKind kind = parse(c->line, c->len, &metrics, &step, why);
+        if (kind != REPORTLINE_OK)
+            fail_msg("case %zu (%s): kind %d, why: %s", i, c->line, (int)kind, why);
+        assert_string_equal(why, "");
+        assert_int_equal(step, c->step);
+        /* Compared as text: order, integer versus real and the strings count. */
+        json_error_t jerr;
+        json_t *want = json_loads(c->metrics, 0, &jerr);
+        assert_non_null(want);
+        char *got_text = dump(metrics);
+        char *want_text = dump(want);
+        if (strcmp(got_text, want_text) != 0)
+            fail_msg("case %zu (%s): got %s, want %s", i, c->line, got_text, want_text);
+        free(got_text);
+        free(want_text);
+        json_decref(want);
+        assert_int_equal(metrics->refcount, 1); /* ours alone to free */
+        json_decref(metrics);
+    }
+}
+
+static void test_none_lines(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < N_CASES(NONE_CASES); i++) {
+        const NoneCase *c = &NONE_CASES[i];
+        json_t *metrics;
+        int64_t step = -99;
+        char why[WHY_SIZE];
+        ReportLineKind kind = parse(c->line, c->len, &metrics, &step, why);
+        if (kind != REPORTLINE_NONE)
+            fail_msg("case %zu (%s): kind %d, why: %s", i, c->line, (int)kind, why);
+        assert_null(metrics);
+        assert_int_equal(step, -99);
+        assert_string_equal(why, "");
+    }
+}
+
+static void test_invalid_lines(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < N_CASES(INVALID_CASES); i++) {
+        const InvalidCase *c = &INVALID_CASES[i];
+        json_t *metrics;
+        int64_t step = -99;
+        char why[WHY_SIZE];
+        ReportLineKind kind = parse(c->line, c->len, &metrics, &step, why);
+        if (kind != REPORTLINE_INVALID)
+            fail_msg("case %zu (%s): kind %d", i, c->line, (int)kind);
+        assert_null(metrics);
+        assert_int_equal(step, -99);
+        if (strstr(why, c->why) == NULL)
+            fail_msg("case %zu (%s): why '%s' lacks '%s'", i, c->line, why, c->why);
+        /* The parser's internal mark never shows in a message. */
+        if (strstr(why, "\\u0000NaN") != NULL)
+            fail_msg("case %zu (%s): why '%s' shows the mark", i, c->line, why);
+    }
+}
+
+/* Builds "@rung {" + n metrics "m0":0, ... + "}" with names of name_len bytes
+ * (padded with 'x'). Free with free(). */
+static char *metrics_line(int n, size_t name_len)
+{
+    size_t cap = 16 + (size_t)n * (name_len + 16);
+    char *line = malloc(cap);
+    assert_non_null(line);
+    size_t used = (size_t)snprintf(line, cap, "@rung {");
+    for (int i = 0; i < n; i++) {
+        char name[128];
+        int k = snprintf(name, sizeof name, "m%d", i);
+        assert_true((size_t)k <= name_len && name_len < sizeof name);
+        memset(name + k, 'x', name_len - (size_t)k);
+        name[name_len] = '\0';
+        used += (size_t)snprintf(line + used, cap - used, "%s\"%s\": %d", i ? ", " : "", name, i);
+    }
+    snprintf(line + used, cap - used, "}");
+    return line;
+}
+
+static void test_metric_limits(void **state)
+{
+    (void)state;
+    json_t *metrics;
+    int64_t step;
+    char why[WHY_SIZE];
+
+    char *line = metrics_line(64, 64);
+    assert_int_equal(parse(line, strlen(line), &metrics, &step, why), REPORTLINE_OK);
+    assert_int_equal(json_object_size(metrics), 64);
+    json_decref(metrics);
+    free(line);
+
+    line = metrics_line(65, 8);
+    assert_int_equal(parse(line, strlen(line), &metrics, &step, why), REPORTLINE_INVALID);
+    assert_string_equal(why, "65 metrics, more than 64");
+    assert_null(metrics);
+    free(line);
+
+    /* "step" is not a metric: 64 metrics and a step are fine. */
+    line = metrics_line(64, 4);
+    char *with_step = malloc(strlen(line) + 32);
+    assert_non_null(with_step);
+    sprintf(with_step, "@rung {\"step\": 1, %s", line + 7);
+    assert_int_equal(parse(with_step, strlen(with_step), &metrics, &step, why), REPORTLINE_OK);
+    assert_int_equal(json_object_size(metrics), 64);
+    assert_int_equal(step, 1);
+    json_decref(metrics);
+    free(with_step);
+    free(line);
+
+    line = metrics_line(2, 65);
+    assert_int_equal(parse(line, strlen(line), &metrics, &step, why), REPORTLINE_INVALID);
+    assert_non_null(strstr(why, "metric name 'm0xxx"));
+    assert_non_null(strstr(why, "...' is longer than 64 bytes"));
+    free(line);
+}
+
+/* A line of exactly len bytes: a report padded with spaces inside the JSON. */
+static char *padded_line(size_t len, const char *start)
+{
+    char *line = malloc(len);
+    assert_non_null(line);
+    size_t n = strlen(start);
+    memcpy(line, start, n);
+    memset(line + n, ' ', len - n - 1);
+    line[len - 1] = '}';
+    return line;
+}
+
+static void test_line_length(void **state)
+{
+    (void)state;
+    json_t *metrics;
+    int64_t step;
+    char why[WHY_SIZE];
+
+    char *line = padded_line(REPORTLINE_MAX, "@rung {\"x\": 1");
+    assert_int_equal(parse(line, REPORTLINE_MAX, &metrics, &step, why), REPORTLINE_OK);
+    json_decref(metrics);
+    free(line);
+
+    /* The '\r' does not count. */
+    line = padded_line(REPORTLINE_MAX + 1, "@rung {\"x\": 1");
+    line[REPORTLINE_MAX] = '\r';
+    line[REPORTLINE_MAX - 1] = '}';
+    assert_int_equal(parse(line, REPORTLINE_MAX + 1, &metrics, &step, why), REPORTLINE_OK);
+    json_decref(metrics);
+    free(line);
+
+    line = padded_line(REPORTLINE_MAX + 1, "@rung {\"x\": 1");
+    assert_int_equal(parse(line, REPORTLINE_MAX + 1, &metrics, &step, why), REPORTLINE_INVALID);
+    assert_string_equal(why, "line is longer than 65536 bytes");
+    assert_null(metrics);
+    free(line);
+
+    /* A long log line is still a log line, not a warning. */
+    line = padded_line(10 * REPORTLINE_MAX, "progress: ");
+    assert_int_equal(parse(line, 10 * REPORTLINE_MAX, &metrics, &step, why), REPORTLINE_NONE);
+    free(line);
+}
+
+/* jansson bounds nesting, so a hostile line cannot exhaust the stack. */
+static void test_deep_nesting(void **state)
+{
+    (void)state;
+    json_t *metrics;
+    int64_t step;
+    char why[WHY_SIZE];
+    size_t depth = 60000;
+    char *line = malloc(16 + depth);
+    assert_non_null(line);
+    strcpy(line, "@rung {\"x\": ");
+    size_t n = strlen(line);
+    memset(line + n, '[', depth);
+    assert_int_equal(parse(line, n + depth, &metrics, &step, why), REPORTLINE_INVALID);
+    assert_non_null(strstr(why, "depth"));
+    assert_null(metrics);
+    free(line);
+}
+
+static void test_why_buffer(void **state)
+{
+    (void)state;
+    json_t *metrics;
+    int64_t step;
+    const char *bad = "@rung {\"note\": \"NaN\"}";
+
+    /* A short buffer is cut and still terminated. */
+    char small[9];
+    memset(small, 'Z', sizeof small);
+    assert_int_equal(reportline_parse(bad, strlen(bad), 1, &metrics, &step, small, 8),
+                     REPORTLINE_INVALID);
+    assert_string_equal(small, "metric ");
+    assert_int_equal(small[8], 'Z');
+
+    /* No buffer at all. */
+    assert_int_equal(reportline_parse(bad, strlen(bad), 1, &metrics, &step, NULL, 0),
+                     REPORTLINE_INVALID);
+    assert_null(metrics);
+    const char *good = "@rung {\"x\": NaN}";
+    assert_int_equal(reportline_parse(good, strlen(good), 1, &metrics, &step, NULL, 0),
+                     REPORTLINE_OK);
+    assert_int_equal(step, 1);
+    json_decref(metrics);
+
+    /* The line need not be NUL-terminated: only len bytes are read. */
+    char unterminated[] = {'@', 'r', 'u', 'n', 'g', ' ', '{', '"', 'x', '"', ':', '1', '}'};
+    char *heap = malloc(sizeof unterminated);
+    assert_non_null(heap);
+    memcpy(heap, unterminated, sizeof unterminated);
+    assert_int_equal(reportline_parse(heap, sizeof unterminated, 4, &metrics, &step, NULL, 0),
+                     REPORTLINE_OK);
+    assert_int_equal(step, 4);
+    json_decref(metrics);
+    free(heap);
+
+    assert_int_equal(reportline_parse(NULL, 0, 1, &metrics, &step, NULL, 0), REPORTLINE_NONE);
+    assert_null(metrics);
+}
+
+/* The metrics object shares nothing with the parser: it outlives further
+ * calls and can be changed by the caller. */
+static void test_ownership(void **state)
+{
+    (void)state;
+    json_t *a;
+    json_t *b;
+    int64_t step;
+    char why[WHY_SIZE];
+    const char *line = "@rung {\"loss\": NaN, \"acc\": 0.5}";
+    assert_int_equal(parse(line, strlen(line), &a, &step, why), REPORTLINE_OK);
+    assert_int_equal(parse(line, strlen(line), &b, &step, why), REPORTLINE_OK);
+    assert_true(a != b);
+    assert_true(json_equal(a, b));
+    assert_int_equal(json_object_set_new(a, "extra", json_integer(1)), 0);
+    assert_false(json_equal(a, b));
+    assert_string_equal(json_string_value(json_object_get(b, "loss")), "NaN");
+    json_decref(a);
+    json_decref(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ok_lines),      cmocka_unit_test(test_none_lines),
+        cmocka_unit_test(test_invalid_lines), cmocka_unit_test(test_metric_limits),
+        cmocka_unit_test(test_line_length),   cmocka_unit_test(test_deep_nesting),
+        cmocka_unit_test(test_why_buffer),    cmocka_unit_test(test_ownership),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

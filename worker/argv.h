@@ -1,0 +1,35 @@
+/* A command trainable's argv with the trial's config filled in (API.md: in
+ * `argv`, `{name}` is replaced by the parameter's value). Pure.
+ *
+ * A value is inserted as text: a string raw (no quotes), an integer as an
+ * integer, a real with the fewest digits that read back to the same double
+ * (17 at most), written the way jansson writes JSON reals ("3.0", "1e-5"),
+ * booleans as true/false, null as null, arrays and objects as compact JSON.
+ * A placeholder naming no key of the config is left as it is, so a program
+ * that takes literal braces ("{}", "{x:1}") still gets them. */
+#ifndef RUNG_WORKER_ARGV_H
+#define RUNG_WORKER_ARGV_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#define ARGV_MAX_ARGS 256 /* as the server's SPEC_MAX_ARGV */
+#define ARGV_MAX_NAME 64  /* longest parameter name (API.md) */
+
+/* The text of one value, as above. New string (free with free), NULL when
+ * out of memory. */
+char *argv_value_text(const json_t *value);
+
+/* arg with every {name} that names a key of config (borrowed) replaced.
+ * New string (free with free), NULL when out of memory. */
+char *argv_subst(const char *arg, const json_t *config);
+
+/* The whole argv: a NULL-terminated array of new strings (free with
+ * argv_free). NULL when argv is not a non-empty array of at most
+ * ARGV_MAX_ARGS strings, with why (why_size bytes) saying so. */
+char **argv_expand(const json_t *argv, const json_t *config, char *why, size_t why_size);
+
+/* Frees what argv_expand made; NULL is fine. */
+void argv_free(char **argv);
+
+#endif

@@ -1,0 +1,43 @@
+/* The machine's GPUs, through NVML opened at run time.
+ *
+ * The worker does not link CUDA or NVML (DESIGN.md): it dlopen()s
+ * libnvidia-ml.so.1, which ships with the driver, so one binary runs on GPU
+ * and CPU-only machines alike. No library, a missing symbol or an NVML error
+ * means zero GPUs, never a crash. NVML's own functions are thread-safe, so
+ * one Gpus may serve the main and the heartbeat thread. */
+#ifndef RUNG_WORKER_GPUS_H
+#define RUNG_WORKER_GPUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GPUS_NAME_MAX 96 /* NVML_DEVICE_NAME_V2_BUFFER_SIZE */
+
+typedef struct Gpus Gpus;
+
+typedef struct GpuInfo {
+    int index;                /* NVML index (PCI bus order) */
+    char name[GPUS_NAME_MAX]; /* "NVIDIA H100 80GB HBM3" */
+    int64_t memory_mb;        /* total memory, MiB */
+} GpuInfo;
+
+typedef struct GpuUsage {
+    double util;             /* busy fraction of the last sample period, 0..1 */
+    int64_t memory_used_mb;  /* MiB */
+    int64_t memory_total_mb; /* MiB */
+} GpuUsage;
+
+/* Opens NVML. NULL when there is none (why, of why_size bytes, says what
+ * failed, for a log line); free with gpus_close. */
+Gpus *gpus_open(char *why, size_t why_size);
+/* Shuts NVML down; NULL is fine. */
+void gpus_close(Gpus *g);
+
+/* How many GPUs NVML sees; 0 for NULL. */
+int gpus_count(const Gpus *g);
+/* Name and memory of GPU index: 0, or -1 when NVML fails for it. */
+int gpus_info(const Gpus *g, int index, GpuInfo *out);
+/* Utilization and memory in use of GPU index: 0, or -1. */
+int gpus_usage(const Gpus *g, int index, GpuUsage *out);
+
+#endif

@@ -1,0 +1,464 @@
+/* rung-worker: runs trials for rungd on this machine (API.md, "Workers").
+ *
+ * Parses its options from one table, finds the GPUs (NVML, optional),
+ * registers, then runs the lease and heartbeat threads (worker.h) and one
+ * supervisor per trial (trial.h) until told to stop:
+ *
+ *   - SIGINT/SIGTERM once: no new lease requests (the long poll in flight
+ *     ends by itself, within --lease-wait-s, and a trial it brings is run);
+ *     running trials finish and their reports and finish are delivered;
+ *     exit 0.
+ *   - a second time: the trials' process groups get SIGTERM, what can be
+ *     delivered within WORKER_HARD_STOP_S is, then exit (1 if something was
+ *     left undelivered; the server retries those trials once their leases
+ *     expire).
+ *   - --once: exit 0 when a lease request made with nothing running got 204.
+ *
+ * Each trial runs in <workdir>/trials/<trial id> (RUNG_TRIAL_DIR), with its
+ * stdout.log and stderr.log (every attempt appended after a header line).
+ * The default workdir is ./rung-worker-<worker id> (or -2, -3, ... when that
+ * exists), made in the folder the worker starts in; --workdir names another. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "gpus.h"
+#include "log.h"
+#include "worker.h"
+
+#define MAX_CPU_SLOTS 4096 /* as the server's SPEC_MAX_CPUS */
+
+typedef enum { OPT_STRING, OPT_INT, OPT_FLAG } OptKind;
+
+typedef struct Option {
+    const char *name; /* without the leading "--" */
+    OptKind kind;
+    const char *value; /* strings: current value; flags: non-NULL when given */
+    long long ival, min, max;
+    const char *help;
+} Option;
+
+enum { O_SERVER, O_TOKEN, O_NAME, O_GPUS, O_CPU_SLOTS, O_WORKDIR, O_ONCE, O_LEASE_WAIT, O__COUNT };
+
+/* The one table of options: validation and --help both come from it. */
+static Option options[O__COUNT] = {
+    [O_SERVER] = {"server", OPT_STRING, NULL, 0, 0, 0,
+                  "rungd's address, http://HOST:PORT (default: $RUNG_SERVER)"},
+    [O_TOKEN] = {"token", OPT_STRING, NULL, 0, 0, 0, "bearer token (default: $RUNG_TOKEN)"},
+    [O_NAME] = {"name", OPT_STRING, NULL, 0, 0, 0,
+                "name shown for this worker (default: host name)"},
+    [O_GPUS] = {"gpus", OPT_STRING, "auto", 0, 0, 0,
+                "auto (every GPU NVML sees), none, or indices like 0,1"},
+    [O_CPU_SLOTS] = {"cpu-slots", OPT_INT, NULL, 0, 1, MAX_CPU_SLOTS,
+                     "CPUs offered to trials (default: the online CPUs)"},
+    [O_WORKDIR] = {"workdir", OPT_STRING, NULL, 0, 0, 0,
+                   "folder for trial folders (default: ./rung-worker-<worker id>)"},
+    [O_ONCE] = {"once", OPT_FLAG, NULL, 0, 0, 0, "exit when the server has no more work"},
+    [O_LEASE_WAIT] = {"lease-wait-s", OPT_INT, NULL, 10, 1, 30,
+                      "long poll of one lease request, seconds"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: rung-worker --server URL [options]\n\n");
+    for (int i = 0; i < O__COUNT; i++) {
+        const Option *o = &options[i];
+        if (o->kind == OPT_INT)
+            if (o->ival)
+                fprintf(out, "  --%-13s N  %s (default %lld)\n", o->name, o->help, o->ival);
+            else
+                fprintf(out, "  --%-13s N  %s\n", o->name, o->help);
+        else if (o->kind == OPT_FLAG)
+            fprintf(out, "  --%-13s    %s\n", o->name, o->help);
+        else
+            fprintf(out, "  --%-13s S  %s%s%s%s\n", o->name, o->help, o->value ? " (default " : "",
+                    o->value ? o->value : "", o->value ? ")" : "");
+    }
+    fprintf(out, "\nSIGINT/SIGTERM: finish the running trials, then exit; "
+                 "a second one ends them now.\n");
+}
+
+static int parse_args(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            usage(stdout);
+            exit(0);
+        }
+        const char *eq = strchr(arg, '=');
+        size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
+        Option *o = NULL;
+        for (int k = 0; k < O__COUNT; k++)
+            if (strncmp(arg, "--", 2) == 0 && name_len - 2 == strlen(options[k].name) &&
+                strncmp(arg + 2, options[k].name, name_len - 2) == 0)
+                o = &options[k];
+        if (o == NULL) {
+            fprintf(stderr, "rung-worker: unknown option %s (see --help)\n", arg);
+            return -1;
+        }
+        if (o->kind == OPT_FLAG) {
+            if (eq) {
+                fprintf(stderr, "rung-worker: --%s takes no value\n", o->name);
+                return -1;
+            }
+            o->value = "yes";
+            continue;
+        }
+        const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (value == NULL) {
+            fprintf(stderr, "rung-worker: --%s needs a value\n", o->name);
+            return -1;
+        }
+        if (o->kind == OPT_STRING) {
+            o->value = value;
+            continue;
+        }
+        char *end;
+        errno = 0;
+        long long v = strtoll(value, &end, 10);
+        if (errno || end == value || *end != '\0' || v < o->min || v > o->max) {
+            fprintf(stderr,
+                    "rung-worker: --%s must be an integer between %lld and %lld, not '%s'\n",
+                    o->name, o->min, o->max, value);
+            return -1;
+        }
+        o->ival = v;
+        o->value = value;
+    }
+    return 0;
+}
+
+/* Parses --gpus: "auto" and "none" set *mode; a list fills gpus. */
+enum { GPUS_AUTO, GPUS_NONE, GPUS_LIST };
+
+static int parse_gpus(const char *s, int *mode, int *gpus, int *n)
+{
+    *n = 0;
+    if (strcmp(s, "auto") == 0) {
+        *mode = GPUS_AUTO;
+        return 0;
+    }
+    if (strcmp(s, "none") == 0) {
+        *mode = GPUS_NONE;
+        return 0;
+    }
+    *mode = GPUS_LIST;
+    const char *p = s;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || v < 0 || v > 1023 || (*end != ',' && *end != '\0'))
+            goto bad;
+        for (int i = 0; i < *n; i++)
+            if (gpus[i] == v) {
+                fprintf(stderr, "rung-worker: --gpus lists GPU %ld twice\n", v);
+                return -1;
+            }
+        if (*n == SLOTS_MAX_GPUS) {
+            fprintf(stderr, "rung-worker: --gpus lists more than %d GPUs\n", SLOTS_MAX_GPUS);
+            return -1;
+        }
+        gpus[(*n)++] = (int)v;
+        if (*end == '\0')
+            return 0;
+        p = end + 1;
+    }
+bad:
+    fprintf(stderr, "rung-worker: --gpus must be auto, none or indices like 0,1, not '%s'\n", s);
+    return -1;
+}
+
+/* ---- signals ---- */
+
+static sigset_t stop_signals;
+
+/* Waits for SIGINT/SIGTERM (blocked in every thread) and escalates. Never
+ * returns; the process ends with it. */
+static void *signal_main(void *arg)
+{
+    Worker *w = arg;
+    for (int count = 1;; count++) {
+        int sig = 0;
+        if (sigwait(&stop_signals, &sig) != 0)
+            continue;
+        LOG_INFO("%s received", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        worker_stop(w, count == 1 ? STOP_DRAIN : STOP_HARD);
+    }
+    return NULL;
+}
+
+/* ---- start-up ---- */
+
+static bool register_cancel(void *arg)
+{
+    return worker_stopping(arg, STOP_DRAIN);
+}
+
+/* Registers with the server, retrying while it cannot be reached. 0, 1
+ * (stopped meanwhile) or -1 (refused). */
+static int register_worker(Worker *w, const int *gpus, int n_gpus)
+{
+    Client *c = client_new(w->server, w->token);
+    if (c == NULL) {
+        fprintf(stderr, "rung-worker: out of memory\n");
+        return -1;
+    }
+    json_t *list = json_array();
+    for (int i = 0; i < n_gpus; i++) {
+        GpuInfo info;
+        if (gpus_info(w->gpus, gpus[i], &info) != 0) {
+            snprintf(info.name, sizeof info.name, "GPU %d", gpus[i]);
+            info.memory_mb = 0;
+        }
+        json_array_append_new(list, json_pack("{s:i, s:s, s:I}", "index", gpus[i], "name",
+                                              info.name, "memory_mb", (json_int_t)info.memory_mb));
+    }
+    json_t *body = json_pack("{s:s, s:s, s:o, s:I}", "name", w->name, "hostname", w->hostname,
+                             "gpus", list, "cpus", (json_int_t)w->slots.cpus);
+    ClientCall call = {
+        .retry = true, .cancel = register_cancel, .cancel_arg = w, .what = "register"};
+    ClientReply reply;
+    int rc = client_post(c, "/api/v1/workers", body, &call, &reply);
+    json_decref(body);
+    client_free(c);
+    if (rc != 0) {
+        client_reply_clear(&reply);
+        return 1;
+    }
+    const json_t *id = json_object_get(reply.body, "worker_id");
+    const json_t *hb = json_object_get(reply.body, "heartbeat_s");
+    const json_t *lease = json_object_get(reply.body, "lease_s");
+    if (reply.status != 201 && reply.status != 200) {
+        fprintf(stderr, "rung-worker: registration refused: %s\n", reply.error);
+        client_reply_clear(&reply);
+        return -1;
+    }
+    if (!json_is_integer(id) || json_integer_value(id) <= 0) {
+        fprintf(stderr, "rung-worker: registration reply has no worker_id\n");
+        client_reply_clear(&reply);
+        return -1;
+    }
+    w->id = json_integer_value(id);
+    /* Defaults for a server that leaves them out: API.md's example values. */
+    w->heartbeat_s = json_is_number(hb) && json_number_value(hb) > 0 ? json_number_value(hb) : 5;
+    w->lease_s =
+        json_is_number(lease) && json_number_value(lease) > 0 ? json_number_value(lease) : 30;
+    client_reply_clear(&reply);
+    return 0;
+}
+
+/* mkdir -p of an absolute or relative path, 0700 for what it makes. */
+static int make_dirs(const char *path)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0700) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Makes the workdir and its trials/ folder; w->workdir becomes absolute.
+ *
+ * A database never gives the same worker id twice, so a default folder that
+ * already exists belongs to another database (a fresh one, or another
+ * daemon): its trials/<id> are other trials, whose checkpoints a program
+ * must not resume from. The default then takes the first free suffix. A
+ * --workdir is used as given: sharing it between worker processes of one
+ * database lets a retried trial find its earlier attempts' files. */
+static int setup_workdir(Worker *w, const char *given)
+{
+    char dir[PATH_MAX];
+    if (given) {
+        snprintf(dir, sizeof dir, "%s", given);
+    } else {
+        for (int k = 1;; k++) {
+            if (k == 1)
+                snprintf(dir, sizeof dir, "rung-worker-%" PRId64, w->id);
+            else
+                snprintf(dir, sizeof dir, "rung-worker-%" PRId64 "-%d", w->id, k);
+            if (mkdir(dir, 0700) == 0)
+                break;
+            if (errno != EEXIST || k == 1000) {
+                fprintf(stderr, "rung-worker: cannot make %s: %s\n", dir, strerror(errno));
+                return -1;
+            }
+        }
+    }
+    char trials[PATH_MAX + 8];
+    snprintf(trials, sizeof trials, "%s/trials", dir);
+    if (make_dirs(trials) != 0) {
+        fprintf(stderr, "rung-worker: cannot make %s: %s\n", trials, strerror(errno));
+        return -1;
+    }
+    if (realpath(dir, w->workdir) == NULL) {
+        fprintf(stderr, "rung-worker: %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* The folder of this program, where rung-train lives beside it. */
+static void find_exe_dir(Worker *w, const char *argv0)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+    } else if (realpath(argv0, exe) == NULL) {
+        snprintf(exe, sizeof exe, "%s", argv0);
+    }
+    snprintf(w->exe_dir, sizeof w->exe_dir, "%s", dirname(exe));
+}
+
+int main(int argc, char **argv)
+{
+    /* File descriptors 0..2 must exist: the trial runner relies on new
+     * descriptors being above them. */
+    for (int fd = open("/dev/null", O_RDWR); fd >= 0 && fd <= 2; fd = open("/dev/null", O_RDWR)) {
+    }
+    /* Before any thread exists (NVML, curl's resolver), so all inherit it:
+     * only the signal thread takes SIGINT/SIGTERM. */
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (parse_args(argc, argv) != 0)
+        return 2;
+    /* common/log.c reads RUNG_LOG lazily, unguarded: let that first read
+     * happen here, before any thread could race it. */
+    LOG_DEBUG("rung-worker starting");
+    const char *server = options[O_SERVER].value ? options[O_SERVER].value : getenv("RUNG_SERVER");
+    const char *token = options[O_TOKEN].value ? options[O_TOKEN].value : getenv("RUNG_TOKEN");
+    if (server == NULL || server[0] == '\0') {
+        fprintf(stderr, "rung-worker: --server URL is required (or set RUNG_SERVER)\n");
+        return 2;
+    }
+    if (strncmp(server, "http://", 7) != 0 && strncmp(server, "https://", 8) != 0) {
+        fprintf(stderr, "rung-worker: --server must start with http:// or https://, not '%s'\n",
+                server);
+        return 2;
+    }
+    int mode, gpus[SLOTS_MAX_GPUS], n_gpus;
+    if (parse_gpus(options[O_GPUS].value, &mode, gpus, &n_gpus) != 0)
+        return 2;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int64_t cpus =
+        options[O_CPU_SLOTS].value ? options[O_CPU_SLOTS].ival : (online > 0 ? online : 1);
+    if (cpus > MAX_CPU_SLOTS)
+        cpus = MAX_CPU_SLOTS;
+
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
+        fprintf(stderr, "rung-worker: cannot initialize libcurl\n");
+        return 1;
+    }
+    static Worker w; /* static: the detached trial threads may outlive main's frame */
+    if (worker_init(&w, NULL, 0, cpus) != 0) {
+        fprintf(stderr, "rung-worker: cannot initialize locks\n");
+        return 1;
+    }
+    w.server = server;
+    w.token = token && token[0] ? token : NULL;
+    w.once = options[O_ONCE].value != NULL;
+    w.lease_wait_s = (int)options[O_LEASE_WAIT].ival;
+    if (gethostname(w.hostname, sizeof w.hostname - 1) != 0)
+        snprintf(w.hostname, sizeof w.hostname, "unknown");
+    snprintf(w.name, sizeof w.name, "%s",
+             options[O_NAME].value ? options[O_NAME].value : w.hostname);
+    find_exe_dir(&w, argv[0]);
+
+    if (mode != GPUS_NONE) {
+        char why[256] = "";
+        w.gpus = gpus_open(why, sizeof why);
+        if (mode == GPUS_AUTO) {
+            n_gpus = gpus_count(w.gpus);
+            if (n_gpus > SLOTS_MAX_GPUS)
+                n_gpus = SLOTS_MAX_GPUS;
+            for (int i = 0; i < n_gpus; i++)
+                gpus[i] = i;
+            if (w.gpus == NULL)
+                LOG_INFO("no GPUs: NVML is not available (%s)", why);
+        } else if (w.gpus == NULL) {
+            LOG_WARN("NVML is not available (%s); offering GPUs %s as given", why,
+                     options[O_GPUS].value);
+        } else {
+            for (int i = 0; i < n_gpus; i++)
+                if (gpus[i] >= gpus_count(w.gpus)) {
+                    fprintf(stderr, "rung-worker: --gpus: no GPU %d (NVML sees %d)\n", gpus[i],
+                            gpus_count(w.gpus));
+                    return 2;
+                }
+        }
+    }
+    slots_init(&w.slots, gpus, n_gpus, cpus);
+
+    pthread_t sig_thread;
+    if (pthread_create(&sig_thread, NULL, signal_main, &w) != 0) {
+        fprintf(stderr, "rung-worker: cannot start the signal thread\n");
+        return 1;
+    }
+    pthread_detach(sig_thread);
+
+    int rc = register_worker(&w, gpus, n_gpus);
+    if (rc != 0) {
+        gpus_close(w.gpus);
+        return rc < 0 ? 1 : 0;
+    }
+    if (setup_workdir(&w, options[O_WORKDIR].value) != 0)
+        return 1;
+    char gpu_text[SLOTS_MAX_GPUS * 8] = "";
+    for (int i = 0, o = 0; i < n_gpus; i++)
+        o += snprintf(gpu_text + o, sizeof gpu_text - (size_t)o, "%s%d", i ? "," : "", gpus[i]);
+    LOG_INFO("registered with %s as worker %" PRId64 " (%s): gpus [%s], %" PRId64
+             " cpu slots, heartbeat every %.3g s, lease %.3g s; trials in %s/trials",
+             server, w.id, w.name, gpu_text, cpus, w.heartbeat_s, w.lease_s, w.workdir);
+
+    pthread_t lease_thread, heartbeat_thread;
+    if (pthread_create(&heartbeat_thread, NULL, worker_heartbeat_main, &w) != 0 ||
+        pthread_create(&lease_thread, NULL, worker_lease_main, &w) != 0) {
+        fprintf(stderr, "rung-worker: cannot start threads\n");
+        return 1;
+    }
+    int left = worker_wait_idle(&w);
+    atomic_store(&w.exiting, true);
+    pthread_mutex_lock(&w.mu);
+    pthread_cond_broadcast(&w.cond);
+    pthread_mutex_unlock(&w.mu);
+    pthread_join(heartbeat_thread, NULL);
+    pthread_join(lease_thread, NULL);
+    if (left > 0) {
+        /* Hard stop past its deadline: end what is left and go. The server
+         * fails and retries these trials when their leases expire. */
+        LOG_ERROR("exiting with %d trial(s) not delivered", left);
+        worker_kill_all_now(&w);
+        fflush(stderr);
+        _exit(1); /* their threads still run: no exit handlers under their feet */
+    }
+    LOG_INFO("exiting");
+    gpus_close(w.gpus);
+    worker_close(&w);
+    curl_global_cleanup();
+    return 0;
+}

@@ -1,0 +1,871 @@
+/* One leased trial: supervisor and sender threads; see trial.h. */
+#include "trial.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "argv.h"
+#include "client.h"
+#include "clock.h"
+#include "env.h"
+#include "linebuf.h"
+#include "log.h"
+#include "reportline.h"
+#include "tail.h"
+#include "worker.h"
+
+extern char **environ;
+
+#define NS_PER_MS 1000000LL
+#define NS_PER_S 1000000000LL
+/* How often to look at a process without a pidfd, or at a group whose
+ * leader is gone (nothing signals either). */
+#define POLL_TICK_MS 100
+#define IDLE_POLL_MS 1000      /* longest poll; every wake-up cause has its own fd */
+#define LEFTOVER_GRACE_MS 1000 /* after the program exited, its group may close by itself */
+/* After SIGKILL, pipes still held (a process stuck in the kernel) are given up. */
+#define FORCE_CLOSE_MS 2000
+#define READ_CHUNK 65536  /* bytes per read() of a pipe */
+#define READS_PER_WAKE 16 /* reads of one pipe per poll round, so neither pipe starves */
+#define SNIPPET 120       /* bytes of an offending line quoted in a warning */
+
+static int64_t now_ns(void)
+{
+    return rung_mono_ns();
+}
+
+/* snprintf for messages that may be cut (paths in them can be long). */
+static void say(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void say(char *buf, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, size, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- the trial object ---- */
+
+static int64_t int_or(const json_t *v, int64_t def)
+{
+    return json_is_integer(v) ? (int64_t)json_integer_value(v) : def;
+}
+
+/* Reads resources {"gpus":[...], "cpus":n}; false when malformed. */
+static bool read_resources(Trial *t, const json_t *res)
+{
+    if (res == NULL || json_is_null(res))
+        return true; /* nothing granted: a trial that needs nothing */
+    if (!json_is_object(res))
+        return false;
+    const json_t *gpus = json_object_get(res, "gpus");
+    if (gpus != NULL && !json_is_null(gpus)) {
+        if (!json_is_array(gpus) || json_array_size(gpus) > SLOTS_MAX_GPUS)
+            return false;
+        size_t i;
+        const json_t *g;
+        json_array_foreach (gpus, i, g) {
+            if (!json_is_integer(g) || json_integer_value(g) < 0)
+                return false;
+            t->gpus[t->n_gpus++] = json_integer_value(g);
+        }
+    }
+    const json_t *cpus = json_object_get(res, "cpus");
+    if (cpus != NULL && (!json_is_integer(cpus) || json_integer_value(cpus) < 0))
+        return false;
+    t->cpus = int_or(cpus, 0);
+    return true;
+}
+
+Trial *trial_new(Worker *w, const json_t *o, char *why, size_t why_size)
+{
+    const json_t *id = json_object_get(o, "id");
+    const char *token = json_string_value(json_object_get(o, "lease_token"));
+    if (!json_is_integer(id) || json_integer_value(id) <= 0 || token == NULL || token[0] == '\0' ||
+        strlen(token) > TRIAL_TOKEN_MAX) {
+        snprintf(why, why_size, "the lease reply has no trial id or lease token");
+        return NULL;
+    }
+    Trial *t = calloc(1, sizeof *t);
+    if (t == NULL) {
+        snprintf(why, why_size, "out of memory");
+        return NULL;
+    }
+    t->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (t->wake_fd < 0) {
+        snprintf(why, why_size, "eventfd: %s", strerror(errno));
+        free(t);
+        return NULL;
+    }
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->cond, NULL);
+    t->worker = w;
+    t->runner.out_fd = t->runner.err_fd = t->runner.pidfd = -1;
+    t->id = json_integer_value(id);
+    t->experiment_id = int_or(json_object_get(o, "experiment_id"), 0);
+    t->attempt = int_or(json_object_get(o, "attempt"), 1);
+    snprintf(t->lease_token, sizeof t->lease_token, "%s", token);
+    json_t *config = json_object_get(o, "config");
+    t->config = json_is_object(config) ? json_incref(config) : json_object();
+    json_t *trainable = json_object_get(o, "trainable");
+    t->trainable = trainable ? json_incref(trainable) : json_null();
+    if (!json_is_object(config))
+        snprintf(t->prefail, sizeof t->prefail, "the lease reply has no config object");
+    if (!read_resources(t, json_object_get(o, "resources"))) {
+        snprintf(t->prefail, sizeof t->prefail, "the lease reply has malformed resources");
+        t->n_gpus = 0; /* take nothing from the slots for it */
+        t->cpus = 0;
+    }
+    return t;
+}
+
+void trial_free(Trial *t)
+{
+    if (t == NULL)
+        return;
+    for (Report *r = t->head, *next; r != NULL; r = next) {
+        next = r->next;
+        json_decref(r->metrics);
+        free(r);
+    }
+    json_decref(t->config);
+    json_decref(t->trainable);
+    free(t->error);
+    runner_close(&t->runner);
+    if (t->wake_fd >= 0)
+        close(t->wake_fd);
+    pthread_mutex_destroy(&t->mu);
+    pthread_cond_destroy(&t->cond);
+    free(t);
+}
+
+static void wake(Trial *t)
+{
+    uint64_t one = 1;
+    if (write(t->wake_fd, &one, sizeof one) < 0) {
+        /* EAGAIN: the counter is already non-zero, the supervisor will wake */
+    }
+}
+
+/* Sends SIGTERM if a kill was asked, the process runs and none went yet.
+ * Caller holds t->mu. */
+static void term_if_asked(Trial *t)
+{
+    if (t->kill_reason == KILL_NONE || t->term_sent || t->runner.pid <= 0 || t->group_gone)
+        return;
+    runner_signal(&t->runner, SIGTERM);
+    t->term_sent = true;
+    t->kill_at_ns = now_ns();
+}
+
+bool trial_kill(Trial *t, KillReason reason)
+{
+    pthread_mutex_lock(&t->mu);
+    bool first = t->kill_reason == KILL_NONE;
+    if (first)
+        t->kill_reason = reason;
+    term_if_asked(t);
+    pthread_mutex_unlock(&t->mu);
+    wake(t);
+    return first;
+}
+
+void trial_kill_now(Trial *t)
+{
+    pthread_mutex_lock(&t->mu);
+    if (t->runner.pid > 0 && !t->group_gone) {
+        runner_signal(&t->runner, SIGKILL);
+        t->kill_sent = true;
+    }
+    pthread_mutex_unlock(&t->mu);
+}
+
+/* Drops every queued report. Caller holds t->mu. */
+static void drop_queue(Trial *t)
+{
+    for (Report *r = t->head, *next; r != NULL; r = next) {
+        next = r->next;
+        json_decref(r->metrics);
+        free(r);
+    }
+    t->head = t->tail = NULL;
+    t->queued = 0;
+    wake(t); /* stdout may have been paused on a full queue */
+}
+
+/* ---- the sender ---- */
+
+static bool sender_cancel(void *arg)
+{
+    Trial *t = arg;
+    return worker_gave_up(t->worker);
+}
+
+/* The first line of s, at most n bytes, for a log line. */
+static int first_line_len(const char *s, int n)
+{
+    int len = (int)strcspn(s, "\n");
+    return len < n ? len : n;
+}
+
+static void send_finish(Trial *t, Client *c)
+{
+    pthread_mutex_lock(&t->mu);
+    bool completed = t->completed;
+    json_t *body = json_pack("{s:s, s:s}", "lease_token", t->lease_token, "status",
+                             completed ? "completed" : "failed");
+    if (!completed && body)
+        json_object_set_new(body, "error", json_string(t->error ? t->error : "failed"));
+    int64_t sent = t->reports_sent;
+    pthread_mutex_unlock(&t->mu);
+    if (body == NULL) {
+        LOG_ERROR("trial %" PRId64 ": out of memory; not finished", t->id);
+        return;
+    }
+    char path[96], what[96];
+    snprintf(path, sizeof path, "/api/v1/trials/%" PRId64 "/finish", t->id);
+    snprintf(what, sizeof what, "finish of trial %" PRId64, t->id);
+    ClientCall call = {.retry = true, .cancel = sender_cancel, .cancel_arg = t, .what = what};
+    ClientReply reply;
+    int rc = client_post(c, path, body, &call, &reply);
+    json_decref(body);
+    if (rc != 0) {
+        LOG_WARN("trial %" PRId64 ": finish not delivered (worker shutting down)", t->id);
+    } else if (reply.status == 200) {
+        if (completed)
+            LOG_INFO("trial %" PRId64 " (attempt %" PRId64 ") finished: completed (%" PRId64
+                     " reports)",
+                     t->id, t->attempt, sent);
+        else
+            LOG_INFO("trial %" PRId64 " (attempt %" PRId64 ") finished: failed: %.*s", t->id,
+                     t->attempt, first_line_len(t->error ? t->error : "", 300),
+                     t->error ? t->error : "");
+    } else if (reply.status == 409) {
+        LOG_DEBUG("trial %" PRId64 ": finish refused (%s)", t->id, reply.error);
+    } else {
+        LOG_ERROR("trial %" PRId64 ": finish refused: %s", t->id, reply.error);
+    }
+    client_reply_clear(&reply);
+}
+
+/* Sends one report; returns false when the trial must send nothing more. */
+static bool send_report(Trial *t, Client *c, const Report *r)
+{
+    json_t *body = json_pack("{s:s, s:I, s:O}", "lease_token", t->lease_token, "step",
+                             (json_int_t)r->step, "metrics", r->metrics);
+    if (body == NULL) {
+        LOG_ERROR("trial %" PRId64 ": out of memory; report of step %" PRId64 " dropped", t->id,
+                  r->step);
+        return true;
+    }
+    char path[96], what[128];
+    snprintf(path, sizeof path, "/api/v1/trials/%" PRId64 "/report", t->id);
+    snprintf(what, sizeof what, "report of trial %" PRId64 " step %" PRId64, t->id, r->step);
+    ClientCall call = {.retry = true, .cancel = sender_cancel, .cancel_arg = t, .what = what};
+    ClientReply reply;
+    int rc = client_post(c, path, body, &call, &reply);
+    json_decref(body);
+    bool go_on = true;
+    if (rc != 0) {
+        LOG_WARN("trial %" PRId64 ": reports from step %" PRId64
+                 " on not delivered (worker shutting down)",
+                 t->id, r->step);
+        go_on = false;
+    } else if (reply.status == 200) {
+        const char *action = json_string_value(json_object_get(reply.body, "action"));
+        pthread_mutex_lock(&t->mu);
+        t->reports_sent++;
+        bool stop = action && strcmp(action, "stop") == 0 && !t->stop_received;
+        if (stop) {
+            t->stop_received = true;
+            drop_queue(t);
+        }
+        pthread_mutex_unlock(&t->mu);
+        if (stop) {
+            LOG_INFO("trial %" PRId64 ": stop at step %" PRId64 "; ending its process group", t->id,
+                     r->step);
+            trial_kill(t, KILL_STOP);
+        }
+    } else if (reply.status == 409) {
+        LOG_WARN("trial %" PRId64 ": lease lost (%s); ending it without finishing", t->id,
+                 reply.error);
+        pthread_mutex_lock(&t->mu);
+        t->abandoned = true;
+        drop_queue(t);
+        pthread_mutex_unlock(&t->mu);
+        trial_kill(t, KILL_LEASE_LOST);
+        go_on = false;
+    } else {
+        /* A final 4xx (a metric the server refuses, ...): retrying cannot help. */
+        LOG_WARN("trial %" PRId64 ": report of step %" PRId64 " refused, dropped: %s", t->id,
+                 r->step, reply.error);
+    }
+    client_reply_clear(&reply);
+    return go_on;
+}
+
+/* Pops the oldest queued report (NULL when none or when the trial was
+ * abandoned). Caller holds t->mu. */
+static Report *pop_report(Trial *t)
+{
+    Report *r = t->head;
+    if (r == NULL || t->abandoned)
+        return NULL;
+    t->head = r->next;
+    if (t->head == NULL)
+        t->tail = NULL;
+    if (t->queued-- >= TRIAL_QUEUE_MAX)
+        wake(t); /* stdout was paused on a full queue */
+    r->next = NULL;
+    return r;
+}
+
+static void *sender_main(void *arg)
+{
+    Trial *t = arg;
+    Worker *w = t->worker;
+    Client *c = client_new(w->server, w->token);
+    if (c == NULL) {
+        LOG_ERROR("trial %" PRId64 ": out of memory for an HTTP client; its results are lost",
+                  t->id);
+        pthread_mutex_lock(&t->mu);
+        t->abandoned = true;
+        drop_queue(t);
+        pthread_mutex_unlock(&t->mu);
+        return NULL;
+    }
+    for (;;) {
+        pthread_mutex_lock(&t->mu);
+        while (t->head == NULL && !t->outcome_known && !t->abandoned)
+            pthread_cond_wait(&t->cond, &t->mu);
+        /* Taken off the queue: the sender owns it until it is acknowledged
+         * (or refused), so a drop_queue meanwhile cannot free it. */
+        Report *r = pop_report(t);
+        bool done = t->outcome_known, abandoned = t->abandoned;
+        pthread_mutex_unlock(&t->mu);
+        if (abandoned)
+            break;
+        if (r == NULL) {
+            if (done)
+                send_finish(t, c);
+            break;
+        }
+        bool go_on = send_report(t, c, r);
+        json_decref(r->metrics);
+        free(r);
+        if (!go_on)
+            break;
+    }
+    client_free(c);
+    return NULL;
+}
+
+/* ---- the supervisor ---- */
+
+/* The supervisor's own state (not shared). */
+typedef struct Sup {
+    Trial *t;
+    char dir[PATH_MAX];   /* <workdir>/trials/<id> */
+    int out_log, err_log; /* stdout.log, stderr.log; -1 when they could not be opened */
+    bool log_failed;      /* a write failed: warned once */
+    Linebuf out_lines, err_lines;
+    Tail tail;         /* of stderr */
+    int64_t line_no;   /* stdout lines so far */
+    int64_t next_step; /* the step of a report without one */
+    char *buf;         /* READ_CHUNK bytes */
+    char **argv, **envp;
+    const char *cwd;  /* borrowed from the trainable */
+    double timeout_s; /* 0 = none */
+} Sup;
+
+static void write_log(Sup *s, int fd, const char *data, size_t n)
+{
+    while (fd >= 0 && n > 0) {
+        ssize_t w = write(fd, data, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (!s->log_failed)
+                LOG_WARN("trial %" PRId64 ": cannot write its log in %s: %s", s->t->id, s->dir,
+                         strerror(errno));
+            s->log_failed = true;
+            return;
+        }
+        data += w;
+        n -= (size_t)w;
+    }
+}
+
+static void enqueue(Trial *t, int64_t step, json_t *metrics)
+{
+    pthread_mutex_lock(&t->mu);
+    if (t->abandoned || t->stop_received) {
+        pthread_mutex_unlock(&t->mu);
+        json_decref(metrics); /* the server ended the trial: nothing more is stored */
+        return;
+    }
+    Report *r = malloc(sizeof *r);
+    if (r == NULL) {
+        pthread_mutex_unlock(&t->mu);
+        LOG_ERROR("trial %" PRId64 ": out of memory; report of step %" PRId64 " dropped", t->id,
+                  step);
+        json_decref(metrics);
+        return;
+    }
+    r->next = NULL;
+    r->step = step;
+    r->metrics = metrics;
+    if (t->tail)
+        t->tail->next = r;
+    else
+        t->head = r;
+    t->tail = r;
+    t->queued++;
+    pthread_cond_signal(&t->cond);
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void on_stdout_line(void *arg, const char *line, size_t len, bool cut)
+{
+    Sup *s = arg;
+    Trial *t = s->t;
+    s->line_no++;
+    if (cut) {
+        if (len >= 5 && memcmp(line, "@rung", 5) == 0)
+            LOG_WARN("trial %" PRId64 ": stdout line %" PRId64
+                     " is not a valid report: longer than %d bytes",
+                     t->id, s->line_no, REPORTLINE_MAX);
+        return;
+    }
+    json_t *metrics = NULL;
+    int64_t step = 0;
+    char why[256] = "";
+    ReportLineKind kind =
+        reportline_parse(line, len, s->next_step, &metrics, &step, why, sizeof why);
+    if (kind == REPORTLINE_INVALID) {
+        LOG_WARN("trial %" PRId64 ": stdout line %" PRId64 " is not a valid report (%s): %.*s",
+                 t->id, s->line_no, why, (int)(len < SNIPPET ? len : SNIPPET), line);
+        json_decref(metrics);
+        return;
+    }
+    if (kind != REPORTLINE_OK || metrics == NULL) {
+        json_decref(metrics);
+        return;
+    }
+    s->next_step = step + 1;
+    enqueue(t, step, metrics);
+}
+
+static void on_stderr_line(void *arg, const char *line, size_t len, bool cut)
+{
+    (void)cut;
+    Sup *s = arg;
+    tail_add(&s->tail, line, len);
+}
+
+static bool queue_full(Trial *t)
+{
+    pthread_mutex_lock(&t->mu);
+    bool full = t->queued >= TRIAL_QUEUE_MAX;
+    pthread_mutex_unlock(&t->mu);
+    return full;
+}
+
+/* Reads what a pipe has now; closes it at EOF. */
+static void pump(Sup *s, int *fd, bool is_stdout)
+{
+    Linebuf *lb = is_stdout ? &s->out_lines : &s->err_lines;
+    LinebufFn fn = is_stdout ? on_stdout_line : on_stderr_line;
+    for (int round = 0; round < READS_PER_WAKE && *fd >= 0; round++) {
+        if (is_stdout && queue_full(s->t))
+            return;
+        ssize_t n = read(*fd, s->buf, READ_CHUNK);
+        if (n > 0) {
+            write_log(s, is_stdout ? s->out_log : s->err_log, s->buf, (size_t)n);
+            linebuf_feed(lb, s->buf, (size_t)n, fn, s);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        linebuf_flush(lb, fn, s); /* EOF (or a read error, taken as one) */
+        runner_close_fd(fd);
+    }
+}
+
+/* Makes the trial folder and opens the logs, with a header per attempt. */
+static int open_logs(Sup *s, char *why, size_t why_size)
+{
+    Trial *t = s->t;
+    Worker *w = t->worker;
+    int len = snprintf(s->dir, sizeof s->dir, "%s/trials/%" PRId64, w->workdir, t->id);
+    if (len < 0 || len >= (int)sizeof s->dir) {
+        say(why, why_size, "the trial folder's path is too long (workdir %s)", w->workdir);
+        return -1;
+    }
+    if (mkdir(s->dir, 0700) != 0 && errno != EEXIST) {
+        say(why, why_size, "cannot make the trial folder %s: %s", s->dir, strerror(errno));
+        return -1;
+    }
+    char path[PATH_MAX + 16];
+    char when[RUNG_TIME_LEN];
+    rung_time_format(rung_now_ms(), when, sizeof when);
+    char header[512];
+    int hlen = snprintf(header, sizeof header,
+                        "==== rung-worker: trial %" PRId64 ", attempt %" PRId64 ", worker %" PRId64
+                        " (%s), %s ====\n",
+                        t->id, t->attempt, w->id, w->hostname, when);
+    if (hlen < 0 || hlen >= (int)sizeof header)
+        hlen = (int)strlen(header);
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/%s", s->dir, k == 0 ? "stdout.log" : "stderr.log");
+        int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (fd < 0) {
+            say(why, why_size, "cannot open %s: %s", path, strerror(errno));
+            return -1;
+        }
+        *(k == 0 ? &s->out_log : &s->err_log) = fd;
+        write_log(s, fd, header, (size_t)hlen);
+    }
+    return 0;
+}
+
+/* Decides argv, environment, cwd and timeout from the trainable. */
+static int prepare(Sup *s, char *why, size_t why_size)
+{
+    Trial *t = s->t;
+    Worker *w = t->worker;
+    const json_t *tr = t->trainable;
+    if (tr == NULL || json_is_null(tr)) {
+        snprintf(why, why_size, "the experiment has no trainable");
+        return -1;
+    }
+    const char *type = json_string_value(json_object_get(tr, "type"));
+    bool builtin = type && strcmp(type, "builtin") == 0;
+    if (type == NULL || (!builtin && strcmp(type, "command") != 0)) {
+        snprintf(why, why_size, "trainable.type '%s' is not one this worker runs",
+                 type ? type : "(none)");
+        return -1;
+    }
+    if (builtin) {
+        /* The built-in trainer is a program beside this one (DESIGN.md). */
+        char exe[PATH_MAX + 16];
+        snprintf(exe, sizeof exe, "%s/rung-train", w->exe_dir);
+        if (access(exe, X_OK) != 0) {
+            say(why, why_size,
+                "builtin trainable: the trainer rung-train is not installed next to "
+                "rung-worker (%s: %s)",
+                exe, strerror(errno));
+            return -1;
+        }
+        s->argv = calloc(2, sizeof *s->argv);
+        if (s->argv == NULL || (s->argv[0] = strdup(exe)) == NULL) {
+            snprintf(why, why_size, "out of memory");
+            return -1;
+        }
+    } else {
+        s->argv = argv_expand(json_object_get(tr, "argv"), t->config, why, why_size);
+        if (s->argv == NULL)
+            return -1;
+        const json_t *cwd = json_object_get(tr, "cwd");
+        if (cwd && !json_is_null(cwd)) {
+            if (!json_is_string(cwd)) {
+                snprintf(why, why_size, "trainable.cwd is not a string");
+                return -1;
+            }
+            s->cwd = json_string_value(cwd);
+        }
+        const json_t *timeout = json_object_get(tr, "timeout_s");
+        if (json_is_number(timeout) && json_number_value(timeout) > 0)
+            s->timeout_s = json_number_value(timeout);
+    }
+    char *config = json_dumps(t->config, JSON_COMPACT);
+    char gpus[SLOTS_MAX_GPUS * 8] = "";
+    for (int i = 0, o = 0; i < t->n_gpus; i++)
+        o += snprintf(gpus + o, sizeof gpus - (size_t)o, "%s%" PRId64, i ? "," : "", t->gpus[i]);
+    char num[3][24];
+    snprintf(num[0], sizeof num[0], "%" PRId64, t->id);
+    snprintf(num[1], sizeof num[1], "%" PRId64, t->experiment_id);
+    snprintf(num[2], sizeof num[2], "%" PRId64, t->attempt);
+    Env env;
+    env_init(&env);
+    /* CUDA numbers GPUs fastest first unless told otherwise; NVML (and so
+     * the indices we lease) goes by PCI bus. A trainable may still override. */
+    env_set(&env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+    env_set_list(&env, environ);
+    env_unset(&env, "RUNG_TOKEN"); /* the worker's credential is not the trial's */
+    bool env_ok = builtin || env_set_json(&env, json_object_get(tr, "env"));
+    env_set(&env, "CUDA_VISIBLE_DEVICES", gpus);
+    env_set(&env, "RUNG_TRIAL_ID", num[0]);
+    env_set(&env, "RUNG_EXPERIMENT_ID", num[1]);
+    env_set(&env, "RUNG_ATTEMPT", num[2]);
+    env_set(&env, "RUNG_CONFIG", config ? config : "{}");
+    env_set(&env, "RUNG_TRIAL_DIR", s->dir);
+    if (builtin) {
+        char *trainable = json_dumps(tr, JSON_COMPACT);
+        env_set(&env, "RUNG_TRAINABLE", trainable ? trainable : "{}");
+        free(trainable);
+    }
+    bool config_ok = config != NULL;
+    free(config);
+    s->envp = env_take(&env);
+    env_close(&env);
+    if (!env_ok) {
+        snprintf(why, why_size, "trainable.env must be an object of strings");
+        return -1;
+    }
+    if (s->envp == NULL || !config_ok) {
+        snprintf(why, why_size, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* The loop of a started process: returns when it exited, its pipes are
+ * drained and its group is gone (or given up on after SIGKILL). Sets
+ * *reason_at_exit to the kill reason when the leader ended. */
+static void watch(Sup *s, KillReason *reason_at_exit)
+{
+    Trial *t = s->t;
+    Runner *r = &t->runner;
+    int64_t started = now_ns();
+    int64_t timeout_at = s->timeout_s > 0 ? started + (int64_t)(s->timeout_s * NS_PER_S) : 0;
+    int64_t exited_at = 0, kill_sent_at = 0;
+    for (;;) {
+        int64_t now = now_ns();
+        if (!r->reaped && runner_exited(r)) {
+            pthread_mutex_lock(&t->mu);
+            runner_reap(r); /* under the lock: nobody signals the group in between */
+            *reason_at_exit = t->kill_reason;
+            pthread_mutex_unlock(&t->mu);
+            exited_at = now;
+        }
+        pthread_mutex_lock(&t->mu);
+        if (r->reaped && !t->group_gone) {
+            /* Zombies of the group that are our children (we are PID 1 in a
+             * container, or they were never orphaned) are ours to reap. */
+            while (waitpid(-r->pid, NULL, WNOHANG) > 0) {
+            }
+            if (!runner_group_alive(r))
+                t->group_gone = true;
+        }
+        bool gone = t->group_gone;
+        KillReason reason = t->kill_reason;
+        if (t->term_sent && !t->kill_sent && !gone &&
+            now >= t->kill_at_ns + TRIAL_KILL_GRACE_S * NS_PER_S) {
+            LOG_INFO("trial %" PRId64 ": still running %d s after SIGTERM; SIGKILL", t->id,
+                     TRIAL_KILL_GRACE_S);
+            runner_signal(r, SIGKILL);
+            t->kill_sent = true;
+        }
+        if (t->kill_sent && kill_sent_at == 0)
+            kill_sent_at = now;
+        bool term_sent = t->term_sent, kill_sent = t->kill_sent;
+        int64_t kill_at = t->kill_at_ns;
+        pthread_mutex_unlock(&t->mu);
+
+        if (timeout_at && !r->reaped && reason == KILL_NONE && now >= timeout_at) {
+            LOG_WARN("trial %" PRId64 ": timed out after %g s; ending its process group", t->id,
+                     s->timeout_s);
+            trial_kill(t, KILL_TIMEOUT);
+            continue;
+        }
+        if (r->reaped && !gone && !term_sent && now >= exited_at + LEFTOVER_GRACE_MS * NS_PER_MS) {
+            LOG_INFO("trial %" PRId64 ": the program exited but left processes in its group; "
+                     "ending them",
+                     t->id);
+            trial_kill(t, KILL_LEFTOVER);
+            continue;
+        }
+        bool pipes_open = r->out_fd >= 0 || r->err_fd >= 0;
+        if (r->reaped && !pipes_open && gone)
+            return;
+        if (r->reaped && kill_sent_at && now >= kill_sent_at + FORCE_CLOSE_MS * NS_PER_MS) {
+            if (pipes_open || !gone)
+                LOG_WARN("trial %" PRId64 ": its processes do not go away after SIGKILL; "
+                         "leaving them",
+                         t->id);
+            linebuf_flush(&s->out_lines, on_stdout_line, s);
+            linebuf_flush(&s->err_lines, on_stderr_line, s);
+            runner_close_fd(&r->out_fd);
+            runner_close_fd(&r->err_fd);
+            return;
+        }
+
+        int64_t wait_ms = IDLE_POLL_MS;
+        if ((!r->reaped && r->pidfd < 0) || (r->reaped && !gone) || kill_sent)
+            wait_ms = POLL_TICK_MS;
+        if (timeout_at && !r->reaped && reason == KILL_NONE) {
+            int64_t left = (timeout_at - now) / NS_PER_MS + 1;
+            wait_ms = left < wait_ms ? left : wait_ms;
+        }
+        if (term_sent && !kill_sent) {
+            int64_t left = (kill_at + TRIAL_KILL_GRACE_S * NS_PER_S - now) / NS_PER_MS + 1;
+            wait_ms = left < wait_ms ? left : wait_ms;
+        }
+        if (wait_ms < 1)
+            wait_ms = 1;
+        struct pollfd fds[4];
+        int n = 0, i_out = -1, i_err = -1;
+        if (r->out_fd >= 0 && !queue_full(t)) {
+            i_out = n;
+            fds[n++] = (struct pollfd){.fd = r->out_fd, .events = POLLIN};
+        }
+        if (r->err_fd >= 0) {
+            i_err = n;
+            fds[n++] = (struct pollfd){.fd = r->err_fd, .events = POLLIN};
+        }
+        if (!r->reaped && r->pidfd >= 0)
+            fds[n++] = (struct pollfd){.fd = r->pidfd, .events = POLLIN};
+        fds[n++] = (struct pollfd){.fd = t->wake_fd, .events = POLLIN};
+        if (poll(fds, (nfds_t)n, (int)wait_ms) < 0 && errno != EINTR) {
+            LOG_ERROR("trial %" PRId64 ": poll: %s", t->id, strerror(errno));
+            struct timespec ts = {.tv_sec = 0, .tv_nsec = POLL_TICK_MS * NS_PER_MS};
+            nanosleep(&ts, NULL);
+        }
+        uint64_t count;
+        if (read(t->wake_fd, &count, sizeof count) < 0) {
+            /* EAGAIN: nobody woke us */
+        }
+        if (i_out >= 0 && fds[i_out].revents)
+            pump(s, &r->out_fd, true);
+        if (i_err >= 0 && fds[i_err].revents)
+            pump(s, &r->err_fd, false);
+    }
+}
+
+/* The finish's error text: head, then the stderr tail when there is one.
+ * New string. */
+static char *error_text(Sup *s, const char *head)
+{
+    char *tail = tail_text(&s->tail);
+    size_t n = strlen(head) + (tail ? strlen(tail) : 0) + 2;
+    char *e = malloc(n);
+    if (e)
+        snprintf(e, n, "%s%s%s", head, tail && tail[0] ? "\n" : "", tail ? tail : "");
+    free(tail);
+    return e;
+}
+
+static void *supervise(void *arg)
+{
+    Trial *t = arg;
+    Worker *w = t->worker;
+    Sup s = {.t = t, .out_log = -1, .err_log = -1, .next_step = 1};
+    tail_init(&s.tail);
+    char why[TRIAL_WHY_MAX];
+    snprintf(why, sizeof why, "%s", t->prefail);
+    s.buf = malloc(READ_CHUNK);
+    /* One byte over the parser's limit, so that it sees (and names) an
+     * over-long report line itself. */
+    if (s.buf == NULL || linebuf_init(&s.out_lines, REPORTLINE_MAX + 1) != 0 ||
+        linebuf_init(&s.err_lines, TAIL_MAX_BYTES) != 0)
+        snprintf(why, sizeof why, "out of memory");
+    if (why[0] == '\0')
+        open_logs(&s, why, sizeof why);
+    if (why[0] == '\0')
+        prepare(&s, why, sizeof why);
+
+    pthread_t sender;
+    bool sender_running = pthread_create(&sender, NULL, sender_main, t) == 0;
+    if (!sender_running && why[0] == '\0')
+        snprintf(why, sizeof why, "cannot start a thread for the trial's reports");
+
+    KillReason reason_at_exit = KILL_NONE;
+    if (why[0] == '\0') {
+        pthread_mutex_lock(&t->mu);
+        KillReason early = t->kill_reason;
+        pthread_mutex_unlock(&t->mu);
+        if (early != KILL_NONE) {
+            snprintf(why, sizeof why, "%s before it started",
+                     early == KILL_SHUTDOWN ? "the worker shut down" : "stopped");
+        } else {
+            RunnerSpec spec = {.argv = s.argv, .envp = s.envp, .cwd = s.cwd};
+            Runner r;
+            if (runner_start(&spec, &r, why, sizeof why) == 0) {
+                pthread_mutex_lock(&t->mu);
+                t->runner = r;
+                term_if_asked(t); /* a kill asked while it was starting */
+                pthread_mutex_unlock(&t->mu);
+                LOG_DEBUG("trial %" PRId64 ": started pid %d", t->id, (int)r.pid);
+                watch(&s, &reason_at_exit);
+            }
+        }
+    }
+
+    /* The process is gone: its GPUs and CPUs may take the next trial while
+     * its last reports and the finish are still on their way. */
+    worker_trial_release(w, t);
+    bool completed = false;
+    char *error = NULL;
+    if (why[0] != '\0') {
+        error = strdup(why);
+    } else {
+        char desc[160];
+        runner_describe(t->runner.status, desc, sizeof desc);
+        char head[256];
+        if (reason_at_exit == KILL_TIMEOUT) {
+            snprintf(head, sizeof head, "timed out after %g s", s.timeout_s);
+            error = error_text(&s, head);
+        } else if (reason_at_exit == KILL_SHUTDOWN) {
+            snprintf(head, sizeof head, "the worker shut down and ended the trial (%s)", desc);
+            error = error_text(&s, head);
+        } else if (WIFEXITED(t->runner.status) && WEXITSTATUS(t->runner.status) == 0) {
+            completed = true;
+        } else {
+            error = error_text(&s, desc);
+        }
+        LOG_DEBUG("trial %" PRId64 ": process ended: %s", t->id, desc);
+    }
+    if (!completed && error == NULL)
+        error = strdup("failed (out of memory describing why)");
+    pthread_mutex_lock(&t->mu);
+    t->completed = completed;
+    t->error = error;
+    t->outcome_known = true;
+    pthread_cond_signal(&t->cond);
+    pthread_mutex_unlock(&t->mu);
+
+    if (sender_running)
+        pthread_join(sender, NULL);
+    else
+        sender_main(t); /* no reports went out (none were made): the finish still goes */
+
+    if (s.out_log >= 0)
+        close(s.out_log);
+    if (s.err_log >= 0)
+        close(s.err_log);
+    linebuf_close(&s.out_lines);
+    linebuf_close(&s.err_lines);
+    tail_close(&s.tail);
+    free(s.buf);
+    argv_free(s.argv);
+    env_free(s.envp);
+    worker_trial_done(w, t);
+    trial_free(t);
+    return NULL;
+}
+
+int trial_start(Trial *t)
+{
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t th;
+    int rc = pthread_create(&th, &attr, supervise, t);
+    pthread_attr_destroy(&attr);
+    return rc == 0 ? 0 : -1;
+}

@@ -1,0 +1,109 @@
+/* One leased trial attempt on this worker: its process, its report queue
+ * and its delivery.
+ *
+ * Two threads per trial:
+ *   - the supervisor makes <workdir>/trials/<id>, starts the process
+ *     (runner.h), polls its stdout, stderr and exit; stdout lines go to
+ *     stdout.log and through reportline_parse, reports into the queue;
+ *     stderr lines go to stderr.log and a bounded tail (tail.h); it enforces
+ *     timeout_s and escalates a kill from SIGTERM to SIGKILL after
+ *     TRIAL_KILL_GRACE_S; when the process has ended and its pipes are
+ *     drained it frees the trial's GPUs and CPUs, records the outcome, joins
+ *     the sender, and hands the trial back to the worker;
+ *   - the sender POSTs the queued reports in order, each retried until
+ *     acknowledged (client.h), acts on the answer ("stop", 409 lease_lost),
+ *     and, once the outcome is known and the queue is empty, POSTs finish.
+ *
+ * Kill reasons decide the finish: a timeout or a shutdown fails the trial
+ * with that reason; a lost lease sends nothing more; a stop from the
+ * scheduler or the server ends it with its exit status (the server has
+ * already ended it and ignores the finish). */
+#ifndef RUNG_WORKER_TRIAL_H
+#define RUNG_WORKER_TRIAL_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runner.h"
+#include "slots.h"
+
+#define TRIAL_KILL_GRACE_S 10 /* SIGTERM, then SIGKILL this much later (API.md) */
+#define TRIAL_QUEUE_MAX                                                                            \
+    10000                   /* reports waiting; beyond it stdout is not read                       \
+                               (the program blocks on its pipe: nothing is lost) */
+#define TRIAL_TOKEN_MAX 128 /* lease token bytes; the server's are 32 */
+#define TRIAL_WHY_MAX 768   /* a reason the trial could not run (paths included) */
+
+struct Worker;
+
+typedef enum {
+    KILL_NONE,
+    KILL_STOP,       /* a report was answered "stop" */
+    KILL_SERVER,     /* a heartbeat listed the trial under "stop" */
+    KILL_LEASE_LOST, /* 409 lease_lost: end it, tell nothing */
+    KILL_TIMEOUT,    /* trainable.timeout_s passed */
+    KILL_SHUTDOWN,   /* the worker is stopping hard */
+    KILL_LEFTOVER,   /* the program exited; what it left in its group is ended */
+} KillReason;
+
+typedef struct Report {
+    struct Report *next;
+    int64_t step;
+    json_t *metrics; /* owned */
+} Report;
+
+typedef struct Trial {
+    /* Set by trial_new; read-only afterwards. */
+    struct Worker *worker; /* borrowed; outlives the trial */
+    int64_t id, experiment_id, attempt;
+    char lease_token[TRIAL_TOKEN_MAX + 1];
+    json_t *config;               /* owned */
+    json_t *trainable;            /* owned; json null when the experiment has none */
+    int64_t gpus[SLOTS_MAX_GPUS]; /* granted GPU indices */
+    int n_gpus;
+    int64_t cpus;                /* granted CPUs */
+    bool holds_slots;            /* under Worker.mu: the grant is taken from the slots */
+    char prefail[TRIAL_WHY_MAX]; /* non-empty: do not run; fail with this */
+
+    struct Trial *prev, *next; /* the worker's list, under Worker.mu */
+
+    pthread_mutex_t mu;  /* guards what follows */
+    pthread_cond_t cond; /* the sender waits here for reports or the outcome */
+    Report *head, *tail; /* queue, oldest first */
+    int64_t queued;
+    int64_t reports_sent; /* acknowledged */
+    bool outcome_known;   /* process ended and drained: completed/error set */
+    bool completed;
+    char *error;               /* owned: the finish error, NULL when completed */
+    bool stop_received;        /* "stop": later reports are dropped */
+    bool abandoned;            /* lease lost: nothing more is sent */
+    KillReason kill_reason;    /* the first reason a kill was asked for */
+    int64_t kill_at_ns;        /* when SIGTERM was asked (monotonic), 0 = never */
+    bool term_sent, kill_sent; /* SIGTERM / SIGKILL went to the group */
+    Runner runner;             /* pid 0 until started */
+    bool group_gone;           /* leader reaped and nothing of the group left */
+    int wake_fd;               /* eventfd: wakes the supervisor's poll */
+} Trial;
+
+/* Reads a lease reply's "trial" object (borrowed). NULL with why when it
+ * lacks an id or a lease token (then it cannot even be finished); other
+ * defects make a trial whose prefail says what is wrong. */
+Trial *trial_new(struct Worker *w, const json_t *leased, char *why, size_t why_size);
+/* Frees t; its threads must have ended. NULL is fine. */
+void trial_free(Trial *t);
+
+/* Starts the supervisor (detached). 0, or -1 when no thread could be made
+ * (then t is still the caller's). */
+int trial_start(Trial *t);
+
+/* Asks for the trial's process group to end: SIGTERM now (or as soon as
+ * it starts), SIGKILL TRIAL_KILL_GRACE_S later if anything is left. Safe
+ * from any thread, any number of times; the first reason is kept. Returns
+ * whether this call was the first. */
+bool trial_kill(Trial *t, KillReason reason);
+/* SIGKILL to the group now, if it is still there. */
+void trial_kill_now(Trial *t);
+
+#endif

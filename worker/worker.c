@@ -1,0 +1,392 @@
+/* The worker's shared state, the lease thread and the heartbeat thread;
+ * see worker.h. */
+#include "worker.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backoff.h"
+#include "client.h"
+#include "clock.h"
+#include "log.h"
+#include "trial.h"
+
+#define NS_PER_MS 1000000LL
+#define NS_PER_S 1000000000LL
+#define LEASE_SLACK_MS 15000 /* a lease request may take its long poll plus this */
+#define WAIT_SLICE_MS 200    /* main's wait re-checks the hard-stop deadline this often */
+/* Long poll while some of our resources are busy. The offer is then partial
+ * and grows when a trial ends, but a request in flight cannot be changed, and
+ * aborting it could drop a trial the server just granted. Short polls bound
+ * how long freed resources wait for a trial that needs more than the old
+ * offer (one cheap request per second while busy). */
+#define LEASE_BUSY_WAIT_S 1
+
+int worker_init(Worker *w, const int *gpus, int n_gpus, int64_t cpus)
+{
+    pthread_condattr_t ca;
+    if (pthread_mutex_init(&w->mu, NULL) != 0 || pthread_condattr_init(&ca) != 0)
+        return -1;
+    /* Timed waits measure durations: immune to the wall clock being set. */
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(&w->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    if (rc != 0)
+        return -1;
+    slots_init(&w->slots, gpus, n_gpus, cpus);
+    w->trials = NULL;
+    w->n_trials = 0;
+    w->lease_done = false;
+    atomic_init(&w->stop, STOP_NONE);
+    atomic_init(&w->hard_deadline_ns, 0);
+    atomic_init(&w->exiting, false);
+    return 0;
+}
+
+void worker_close(Worker *w)
+{
+    pthread_cond_destroy(&w->cond);
+    pthread_mutex_destroy(&w->mu);
+}
+
+/* Waits on w->cond for at most ms. Caller holds w->mu. */
+static void timed_wait(Worker *w, int64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t ns = ts.tv_nsec + (ms % 1000) * NS_PER_MS;
+    ts.tv_sec += (time_t)(ms / 1000 + ns / NS_PER_S);
+    ts.tv_nsec = (long)(ns % NS_PER_S);
+    pthread_cond_timedwait(&w->cond, &w->mu, &ts);
+}
+
+bool worker_stopping(Worker *w, StopLevel level)
+{
+    return atomic_load(&w->stop) >= (int)level;
+}
+
+bool worker_gave_up(Worker *w)
+{
+    return atomic_load(&w->stop) >= STOP_HARD &&
+           rung_mono_ns() >= atomic_load(&w->hard_deadline_ns);
+}
+
+void worker_stop(Worker *w, StopLevel level)
+{
+    if (atomic_load(&w->stop) >= (int)level)
+        return;
+    if (level == STOP_HARD)
+        atomic_store(&w->hard_deadline_ns, rung_mono_ns() + WORKER_HARD_STOP_S * NS_PER_S);
+    atomic_store(&w->stop, (int)level);
+    pthread_mutex_lock(&w->mu);
+    if (level == STOP_HARD) {
+        if (w->n_trials > 0)
+            LOG_WARN("stopping now: ending %d trial(s); %d s to deliver what they sent",
+                     w->n_trials, WORKER_HARD_STOP_S);
+        for (Trial *t = w->trials; t != NULL; t = t->next)
+            trial_kill(t, KILL_SHUTDOWN);
+    } else if (w->n_trials > 0) {
+        LOG_INFO("stopping: no new trials; waiting for %d running trial(s) to end "
+                 "(signal again to end them now)",
+                 w->n_trials);
+    } else {
+        LOG_INFO("stopping");
+    }
+    pthread_cond_broadcast(&w->cond);
+    pthread_mutex_unlock(&w->mu);
+}
+
+int worker_wait_idle(Worker *w)
+{
+    pthread_mutex_lock(&w->mu);
+    while (!(w->lease_done && w->n_trials == 0) && !worker_gave_up(w))
+        timed_wait(w, WAIT_SLICE_MS);
+    int n = w->n_trials;
+    pthread_mutex_unlock(&w->mu);
+    return n;
+}
+
+void worker_kill_all_now(Worker *w)
+{
+    pthread_mutex_lock(&w->mu);
+    for (Trial *t = w->trials; t != NULL; t = t->next)
+        trial_kill_now(t);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void worker_trial_release(Worker *w, Trial *t)
+{
+    pthread_mutex_lock(&w->mu);
+    if (t->holds_slots) {
+        slots_release(&w->slots, t->gpus, t->n_gpus, t->cpus);
+        t->holds_slots = false;
+        pthread_cond_broadcast(&w->cond);
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+void worker_trial_done(Worker *w, Trial *t)
+{
+    pthread_mutex_lock(&w->mu);
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        w->trials = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    t->prev = t->next = NULL;
+    w->n_trials--;
+    if (t->holds_slots)
+        slots_release(&w->slots, t->gpus, t->n_gpus, t->cpus);
+    t->holds_slots = false;
+    pthread_cond_broadcast(&w->cond);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* ---- leasing ---- */
+
+/* A lease request in flight is aborted only by a hard stop. rungd keeps a
+ * parked long poll until its wait_s is over even when the worker has gone,
+ * and a trial it hands to that poll is lost until its lease expires (and
+ * then counts as a failed attempt). So a draining worker lets its last long
+ * poll end, and runs what it brings. */
+static bool lease_cancel(void *arg)
+{
+    return worker_stopping(arg, STOP_HARD);
+}
+
+/* "0,1" from a list of GPU indices. */
+static void gpu_list(const int64_t *gpus, int n, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    size_t o = 0;
+    for (int i = 0; i < n && o < size; i++)
+        o += (size_t)snprintf(buf + o, size - o, "%s%" PRId64, i ? "," : "", gpus[i]);
+}
+
+/* Takes a granted trial: marks its resources busy and starts it. */
+static void take_trial(Worker *w, const json_t *reply)
+{
+    char why[256];
+    Trial *t = trial_new(w, json_object_get(reply, "trial"), why, sizeof why);
+    if (t == NULL) {
+        LOG_ERROR("lease: unusable reply (%s); the server will expire that lease", why);
+        return;
+    }
+    char gpus[SLOTS_MAX_GPUS * 8];
+    gpu_list(t->gpus, t->n_gpus, gpus, sizeof gpus);
+    pthread_mutex_lock(&w->mu);
+    if (slots_take(&w->slots, t->gpus, t->n_gpus, t->cpus) == 0)
+        t->holds_slots = true;
+    else if (t->prefail[0] == '\0')
+        snprintf(t->prefail, sizeof t->prefail,
+                 "the server granted resources this worker does not have free "
+                 "(gpus [%s], cpus %" PRId64 ")",
+                 gpus, t->cpus);
+    t->prev = NULL;
+    t->next = w->trials;
+    if (w->trials)
+        w->trials->prev = t;
+    w->trials = t;
+    w->n_trials++;
+    pthread_mutex_unlock(&w->mu);
+
+    char *config = json_dumps(t->config, JSON_COMPACT);
+    LOG_INFO("trial %" PRId64 " leased (experiment %" PRId64 ", attempt %" PRId64
+             "): config %.600s; gpus [%s], cpus %" PRId64,
+             t->id, t->experiment_id, t->attempt, config ? config : "?", gpus, t->cpus);
+    free(config);
+    if (t->prefail[0])
+        LOG_ERROR("trial %" PRId64 ": %s", t->id, t->prefail);
+    else if (worker_stopping(w, STOP_DRAIN))
+        LOG_INFO("trial %" PRId64 ": leased while stopping; running it to its end", t->id);
+    if (trial_start(t) != 0) {
+        LOG_ERROR("trial %" PRId64 ": cannot start a thread; the server will expire its lease",
+                  t->id);
+        worker_trial_done(w, t);
+        trial_free(t);
+    }
+}
+
+void *worker_lease_main(void *arg)
+{
+    Worker *w = arg;
+    Client *c = client_new(w->server, w->token);
+    char path[96];
+    snprintf(path, sizeof path, "/api/v1/workers/%" PRId64 "/lease", w->id);
+    uint64_t rng = backoff_seed((uint64_t)rung_mono_ns() ^ (uint64_t)w->id);
+    int refusals = 0;
+    if (c == NULL)
+        LOG_ERROR("lease: out of memory for an HTTP client; no trials will be run");
+    while (c != NULL) {
+        pthread_mutex_lock(&w->mu);
+        while (!worker_stopping(w, STOP_DRAIN) && !slots_any_free(&w->slots))
+            pthread_cond_wait(&w->cond, &w->mu);
+        if (worker_stopping(w, STOP_DRAIN)) {
+            pthread_mutex_unlock(&w->mu);
+            break;
+        }
+        int free_gpus[SLOTS_MAX_GPUS];
+        int ng = slots_free_gpus(&w->slots, free_gpus, SLOTS_MAX_GPUS);
+        int64_t cpus = slots_free_cpus(&w->slots);
+        int held = w->n_trials;
+        pthread_mutex_unlock(&w->mu);
+
+        json_t *gpus = json_array();
+        for (int i = 0; i < ng; i++)
+            json_array_append_new(gpus, json_integer(free_gpus[i]));
+        int wait_s =
+            held == 0 || w->lease_wait_s < LEASE_BUSY_WAIT_S ? w->lease_wait_s : LEASE_BUSY_WAIT_S;
+        json_t *body =
+            json_pack("{s:o, s:I, s:i}", "gpus", gpus, "cpus", (json_int_t)cpus, "wait_s", wait_s);
+        ClientCall call = {.timeout_ms = wait_s * 1000L + LEASE_SLACK_MS,
+                           .retry = true,
+                           .cancel = lease_cancel,
+                           .cancel_arg = w,
+                           .what = "lease"};
+        ClientReply reply;
+        int rc = client_post(c, path, body, &call, &reply);
+        json_decref(body);
+        if (rc != 0) { /* stopping */
+            client_reply_clear(&reply);
+            break;
+        }
+        if (reply.status == 200) {
+            refusals = 0;
+            take_trial(w, reply.body);
+        } else if (reply.status == 204) {
+            refusals = 0;
+            if (w->once && held == 0) {
+                LOG_INFO("no more work for this worker (--once)");
+                client_reply_clear(&reply);
+                break;
+            }
+        } else {
+            /* A final 4xx: our request is wrong (or the server lost us, 404);
+             * asking again at once would only spin. */
+            LOG_ERROR("lease refused: %s", reply.error);
+            int64_t ms = backoff_delay_ms(refusals++, 1000, 30000, &rng);
+            pthread_mutex_lock(&w->mu);
+            if (!worker_stopping(w, STOP_DRAIN))
+                timed_wait(w, ms);
+            pthread_mutex_unlock(&w->mu);
+        }
+        client_reply_clear(&reply);
+    }
+    client_free(c);
+    pthread_mutex_lock(&w->mu);
+    w->lease_done = true;
+    pthread_cond_broadcast(&w->cond);
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* ---- heartbeats ---- */
+
+static bool heartbeat_cancel(void *arg)
+{
+    Worker *w = arg;
+    return atomic_load(&w->exiting);
+}
+
+/* GPU usage of the offered GPUs, from NVML; NULL without NVML. */
+static json_t *gpu_usage(Worker *w)
+{
+    if (w->gpus == NULL || w->slots.n_gpus == 0)
+        return NULL;
+    json_t *a = json_array();
+    for (int i = 0; i < w->slots.n_gpus; i++) {
+        GpuUsage u;
+        int index = w->slots.gpu_index[i]; /* read-only after start: no lock needed */
+        if (gpus_usage(w->gpus, index, &u) != 0)
+            continue;
+        json_array_append_new(a, json_pack("{s:i, s:f, s:I, s:I}", "index", index, "util", u.util,
+                                           "memory_used_mb", (json_int_t)u.memory_used_mb,
+                                           "memory_total_mb", (json_int_t)u.memory_total_mb));
+    }
+    return a;
+}
+
+void *worker_heartbeat_main(void *arg)
+{
+    Worker *w = arg;
+    Client *c = client_new(w->server, w->token);
+    if (c == NULL) {
+        LOG_ERROR("heartbeat: out of memory for an HTTP client; leases will expire");
+        return NULL;
+    }
+    char path[96];
+    snprintf(path, sizeof path, "/api/v1/workers/%" PRId64 "/heartbeat", w->id);
+    /* Long enough for a busy daemon, short enough to beat again well within a lease. */
+    long timeout_ms = (long)(w->lease_s * 500);
+    timeout_ms = timeout_ms < 1000 ? 1000 : (timeout_ms > 10000 ? 10000 : timeout_ms);
+    int64_t period_ns = (int64_t)(w->heartbeat_s * NS_PER_S);
+    long last_status = 200;
+    pthread_mutex_lock(&w->mu);
+    while (!atomic_load(&w->exiting)) {
+        int64_t next = rung_mono_ns() + period_ns;
+        /* The attempts listed, by lease token: a "stop" answers for those,
+         * not for a new attempt of the same trial leased meanwhile. */
+        json_t *ids = json_array(), *listed = json_object();
+        for (Trial *t = w->trials; t != NULL; t = t->next) {
+            json_array_append_new(ids, json_integer(t->id));
+            json_object_set_new(listed, t->lease_token, json_true());
+        }
+        pthread_mutex_unlock(&w->mu);
+
+        json_t *body = json_pack("{s:o}", "trials", ids);
+        json_t *usage = gpu_usage(w);
+        if (usage)
+            json_object_set_new(body, "gpus", usage);
+        ClientCall call = {.timeout_ms = timeout_ms,
+                           .cancel = heartbeat_cancel,
+                           .cancel_arg = w,
+                           .what = "heartbeat"};
+        ClientReply reply;
+        client_post(c, path, body, &call, &reply);
+        json_decref(body);
+        if (reply.status == 200) {
+            if (last_status != 200)
+                LOG_INFO("heartbeat: the server answers again");
+            const json_t *stop = json_object_get(reply.body, "stop");
+            size_t i;
+            const json_t *id;
+            pthread_mutex_lock(&w->mu);
+            json_array_foreach (stop, i, id) {
+                for (Trial *t = w->trials; t != NULL; t = t->next)
+                    if (t->id == json_integer_value(id) &&
+                        json_object_get(listed, t->lease_token) != NULL &&
+                        trial_kill(t, KILL_SERVER))
+                        LOG_INFO("trial %" PRId64 ": the server asks to stop it; ending its "
+                                 "process group",
+                                 t->id);
+            }
+            pthread_mutex_unlock(&w->mu);
+        } else if (reply.status == 404 && last_status != 404) {
+            LOG_ERROR("heartbeat: the server does not know this worker (%s); was its database "
+                      "replaced? Restart the worker to register again",
+                      reply.error);
+        } else if (reply.status != 404 && reply.status != last_status &&
+                   !atomic_load(&w->exiting)) {
+            LOG_WARN("heartbeat failed: %s; trying again every %.3g s",
+                     reply.error[0] ? reply.error : "no reply", w->heartbeat_s);
+        }
+        json_decref(listed);
+        last_status = reply.status;
+        client_reply_clear(&reply);
+        pthread_mutex_lock(&w->mu);
+        while (!atomic_load(&w->exiting)) {
+            int64_t left = next - rung_mono_ns();
+            if (left <= 0)
+                break;
+            timed_wait(w, left / NS_PER_MS + 1);
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+    client_free(c);
+    return NULL;
+}

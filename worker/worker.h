@@ -1,0 +1,99 @@
+/* The worker's shared state and its two long-lived threads.
+ *
+ * Threads of rung-worker, each with its own curl handle where it talks HTTP:
+ *
+ *   main        options, registration, then waits for the end (main.c)
+ *   signals     sigwait for SIGINT/SIGTERM: 1st = drain, 2nd = kill (main.c)
+ *   lease       while something is free and we are not stopping: one lease
+ *               long poll offering what is free (lease_wait_s when nothing
+ *               runs, 1 s while the offer is partial); a granted trial is
+ *               marked busy in the slots and handed to a new supervisor
+ *   heartbeat   every heartbeat_s: the held trials and GPU usage; kills
+ *               the trials the server lists under "stop"
+ *   per trial   a supervisor (pipes, report lines, exit, kill escalation)
+ *               and a sender (reports in order, then finish): trial.h
+ *
+ * Locking: Worker.mu guards the slots, the trial list and the flags below
+ * it; a Trial's own mutex guards its queue and process state. Order:
+ * Worker.mu before Trial.mu, never the other way round. Stop level, hard
+ * deadline and exiting are atomics as well, so that curl's progress
+ * callbacks can read them without the lock to abort a request in flight. */
+#ifndef RUNG_WORKER_WORKER_H
+#define RUNG_WORKER_WORKER_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gpus.h"
+#include "slots.h"
+
+#define WORKER_HARD_STOP_S 5 /* after a 2nd signal: how long undelivered results may take */
+
+struct Trial;
+
+typedef enum { STOP_NONE = 0, STOP_DRAIN = 1, STOP_HARD = 2 } StopLevel;
+
+typedef struct Worker {
+    /* Set before the threads start; read-only afterwards. */
+    const char *server; /* base URL */
+    const char *token;  /* bearer token, or NULL */
+    char name[256];     /* as registered */
+    char hostname[256];
+    int64_t id;             /* worker id from the server */
+    double heartbeat_s;     /* from the server, > 0 */
+    double lease_s;         /* from the server, > 0 */
+    int lease_wait_s;       /* long poll of one lease request, 1..30 */
+    bool once;              /* --once */
+    char workdir[PATH_MAX]; /* absolute; trials in <workdir>/trials/<id> */
+    char exe_dir[PATH_MAX]; /* folder of this binary, where rung-train lives */
+    Gpus *gpus;             /* NVML, or NULL; for names and usage */
+
+    pthread_mutex_t mu;   /* guards what follows */
+    pthread_cond_t cond;  /* broadcast when any of it changes (CLOCK_MONOTONIC) */
+    Slots slots;          /* what is free */
+    struct Trial *trials; /* held trials (leased, not yet delivered), a list */
+    int n_trials;
+    bool lease_done; /* the lease thread has ended */
+
+    atomic_int stop;               /* StopLevel */
+    atomic_llong hard_deadline_ns; /* STOP_HARD: give up delivering after this (monotonic) */
+    atomic_bool exiting;           /* main is ending: heartbeats stop */
+} Worker;
+
+/* Sets up the lock, the condition and the slots (gpus: offered indices). */
+int worker_init(Worker *w, const int *gpus, int n_gpus, int64_t cpus);
+void worker_close(Worker *w);
+
+/* Thread bodies; arg is the Worker. */
+void *worker_lease_main(void *arg);
+void *worker_heartbeat_main(void *arg);
+
+/* Called by the signal thread: STOP_DRAIN starts no new lease request (the
+ * one in flight ends by itself, at most lease_wait_s, and what it brings is
+ * run) and lets running trials end; STOP_HARD aborts the lease request,
+ * kills the trials and bounds delivery by WORKER_HARD_STOP_S. */
+void worker_stop(Worker *w, StopLevel level);
+/* Whether the stop level is at least level (lock-free). */
+bool worker_stopping(Worker *w, StopLevel level);
+/* Whether a hard stop's delivery deadline has passed: give up sending. */
+bool worker_gave_up(Worker *w);
+
+/* Waits until the lease thread ended and no trial is held, or a hard stop's
+ * deadline passed. Returns how many trials are still held. */
+int worker_wait_idle(Worker *w);
+/* SIGKILLs the groups of every held trial (last resort before exiting). */
+void worker_kill_all_now(Worker *w);
+
+/* For trial.c: t's process has ended; its GPUs and CPUs are free again
+ * (the trial stays listed, and heartbeats renew its lease, until its
+ * results are delivered). Idempotent. */
+void worker_trial_release(Worker *w, struct Trial *t);
+/* For trial.c: the supervisor of t is done with it; takes it off the list
+ * (and releases its resources if that was not done). t is freed by the
+ * caller after. */
+void worker_trial_done(Worker *w, struct Trial *t);
+
+#endif
