@@ -58,6 +58,14 @@ char *cli_fmt_value(const json_t *v, char *buf, size_t size)
     } else {
         char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
         cli_fmt_sanitize(text ? text : "?", buf, size, false);
+        size_t n = strlen(buf);
+        if (text && strlen(text) > n && n >= 3) {
+            /* Cut short: say so, on a character boundary. */
+            size_t cut = n - 3;
+            while (cut > 0 && ((unsigned char)buf[cut] & 0xC0) == 0x80)
+                cut--;
+            memcpy(buf + cut, "...", 4);
+        }
         free(text);
     }
     return buf;

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Sets up and runs the main job: installs the Debian packages, builds, starts
-# rungd on 127.0.0.1:${RUNG_PORT:-8080} with its SQLite file rung-demo.db,
-# submits examples/branin-random.json, runs a local worker (the toy worker of
-# examples/, which speaks the pull protocol) until the experiment completes,
-# prints the result and the dashboard's address, and keeps rungd running
-# until Ctrl-C. `--once` stops rungd when the experiment is done.
+# rungd on 127.0.0.1:${RUNG_PORT:-8080} with its SQLite file rung-demo.db and
+# a local rung-worker (2 CPU slots), submits examples/logreg-random.json (24
+# trials of a small classifier), follows it with `rung watch` until it
+# completes, and prints the dashboard's address. rungd and the worker keep
+# running until Ctrl-C; `--once` stops them when the experiment is done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,43 +12,47 @@ once=0
 [ "${1:-}" = "--once" ] && once=1
 port=${RUNG_PORT:-8080}
 server="http://127.0.0.1:$port"
+export RUNG_SERVER="$server"
 
 bash scripts/deps.sh
+echo "demo: building (build/)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
 
-log=$(mktemp)
-build/bin/rungd --port "$port" --db rung-demo.db >"$log" 2>&1 &
-rungd=$!
-trap 'kill "$rungd" 2>/dev/null; wait "$rungd" 2>/dev/null; rm -f "$log"' EXIT
-for _ in $(seq 50); do
-  grep -q "listening on" "$log" && break
-  if ! kill -0 "$rungd" 2>/dev/null; then
-    cat "$log"
+logs=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$logs"
+}
+trap cleanup EXIT
+
+build/bin/rungd --port "$port" --db rung-demo.db >"$logs/rungd.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do
+  grep -q "listening on" "$logs/rungd.log" && break
+  if ! kill -0 "${pids[0]}" 2>/dev/null; then
+    cat "$logs/rungd.log"
     echo "demo: rungd did not start (is port $port taken? set RUNG_PORT)" >&2
     exit 1
   fi
   sleep 0.1
 done
-grep "listening on" "$log"
+grep "listening on" "$logs/rungd.log"
 
-api() { curl -sS -H 'Content-Type: application/json' "$@"; }
-exp=$(api -X POST "$server/api/v1/experiments" --data @examples/branin-random.json)
-id=$(printf '%s' "$exp" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-echo "demo: submitted experiment $id (examples/branin-random.json)"
+build/bin/rung-worker --gpus none --cpu-slots 2 --workdir rung-demo-worker \
+  >"$logs/worker.log" 2>&1 &
+pids+=($!)
+echo "demo: rung-worker started (2 CPU slots, trial folders in rung-demo-worker/)"
 
-python3 examples/toy_worker.py --server "$server" --slots 4 --once
-api "$server/api/v1/experiments/$id" | python3 -c '
-import json, sys
-e = json.load(sys.stdin)
-b = e["best"]
-print("demo: experiment %d is %s: %s" % (e["id"], e["state"], e["counts"]))
-print("demo: best loss %.4f (Branin minimum 0.3979) at x1=%.3f x2=%.3f, trial %d" %
-      (b["value"], b["config"]["x1"], b["config"]["x2"], b["trial_id"]))'
-echo "demo: CSV at $server/api/v1/experiments/$id/trials.csv"
-echo "demo: dashboard at $server/"
+id=$(build/bin/rung submit -q examples/logreg-random.json)
+echo "demo: submitted experiment $id (examples/logreg-random.json)"
+build/bin/rung watch "$id"
+echo "demo: CSV: build/bin/rung export $id  (or $server/api/v1/experiments/$id/trials.csv)"
+echo "demo: dashboard: $server/"
 if [ "$once" = 1 ]; then
   exit 0
 fi
-echo "demo: rungd keeps running; press Ctrl-C to stop it"
-wait "$rungd"
+echo "demo: rungd and the worker keep running; press Ctrl-C to stop them"
+wait "${pids[0]}"
