@@ -12,12 +12,22 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "bayes.h"
+#include "gp.h"
 #include "sampler.h"
 
 /* Streams of sampler__hash, so that draws for different purposes from the
  * same (seed, number, dimension) are independent. */
 #define SAMPLER_STREAM_RANDOM 1
 #define SAMPLER_STREAM_SOBOL_SHIFT 2
+/* bayes (gp.c, bayes.c): the random starts of a hyperparameter fit, the
+ * shift of a proposal's candidate points, the random fill of candidates
+ * beyond Sobol's dimensions and around the best points, and the choice of
+ * the points a fit sees when there are too many. */
+#define SAMPLER_STREAM_GP_FIT 3
+#define SAMPLER_STREAM_BAYES_CANDIDATES 4
+#define SAMPLER_STREAM_BAYES_FILL 5
+#define SAMPLER_STREAM_BAYES_SUBSET 6
 
 /* Integer bounds are kept within +-2^40 so that every value, every count and
  * every cell centre of the unit cube is exact in a double, and log-uniform
@@ -120,5 +130,36 @@ int sampler__sobol_raw(uint64_t index, int dims, uint32_t *x);
  * different seeds give different sequences with the same spread. Values in
  * [0, 1). Returns 0 or -1 as sampler__sobol_raw. */
 int sampler__sobol_point(uint64_t index, int dims, uint64_t seed, uint64_t shift_key, double *u);
+
+/* Output transforms of the bayes searcher, applied to the losses (after
+ * failed trials are set to the worst finite loss) before standardizing. */
+typedef enum {
+    BAYES_OUTPUT_NONE,   /* standardize only */
+    BAYES_OUTPUT_BOXCOX, /* Box-Cox of loss - min + delta, lambda in [0, 1] by likelihood */
+} BayesOutput;
+
+/* The settings of the bayes searcher in one place, so that a tuning driver
+ * can vary them; bayes_propose uses bayes__default_tuning's. */
+typedef struct BayesTuning {
+    int candidates;       /* scrambled Sobol (or random) candidates per proposal */
+    int local_candidates; /* more candidates around the best observations */
+    double local_scale;   /* their spread, in cube units (largest of a mixture) */
+    int refine_starts;    /* the best candidates refined by BFGS */
+    int refine_iter;      /* BFGS iterations per refinement */
+    int fit_max;          /* most observations a hyperparameter fit sees */
+    int fit_raw;          /* random hyperparameters scored to choose restarts */
+    int fit_starts;       /* BFGS runs of the fit (the prior means, then random starts) */
+    int fit_starts_max_n; /* ... up to this many observations; one run beyond */
+    int fit_iter;         /* BFGS iterations per run */
+    BayesOutput output;   /* transform of the losses */
+    double boxcox_delta;  /* BAYES_OUTPUT_BOXCOX: delta, a fraction of the losses' spread */
+    GpPrior prior;        /* log_ls_mean is for one feature: it grows by log(d) / 2 */
+} BayesTuning;
+
+void bayes__default_tuning(BayesTuning *tuning);
+/* bayes_propose with the given settings. */
+int bayes__propose_tuned(const Space *space, const SearcherSpec *searcher, int64_t first,
+                         int64_t count, const BayesHistory *history, const BayesTuning *tuning,
+                         json_t **out, RungError *err);
 
 #endif

@@ -808,6 +808,21 @@ void core_load_done(Core *core, int64_t now)
     core->availability_changed = true;
 }
 
+bool core_trial_result(const Trial *t, double *loss)
+{
+    if (t->state == TRIAL_FAILED) {
+        *loss = INFINITY;
+        return true;
+    }
+    if (!trial_state_terminal(t->state) || t->last == NULL)
+        return false;
+    double v;
+    if (!objective(t->exp, t->last, &v))
+        return false;
+    *loss = isfinite(v) ? spec_loss(&t->exp->spec, v) : INFINITY;
+    return true;
+}
+
 void core_trial_counts(const Core *core, int64_t counts[TRIAL__COUNT])
 {
     memset(counts, 0, sizeof(int64_t) * TRIAL__COUNT);

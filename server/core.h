@@ -236,6 +236,12 @@ typedef struct CoreChanges {
 void core_changes(Core *core, CoreChanges *out);
 void core_changes_clear(Core *core);
 
+/* A trial's result for a searcher: its last reported objective,
+ * sign-adjusted so that lower is better, or +INFINITY for a trial that
+ * failed. False when it has none yet (pending or running) or was canceled
+ * before reporting. */
+bool core_trial_result(const Trial *t, double *loss);
+
 /* Counts of trials by state across experiments (for /metrics). */
 void core_trial_counts(const Core *core, int64_t counts[TRIAL__COUNT]);
 

@@ -163,6 +163,29 @@ static void on_proposals(void *ctx, Proposals *p)
     wake(e);
 }
 
+/* What a bayes experiment knows now: the results of its finished trials
+ * and the configs of the others, pending or running. */
+static ProposeHistory *history_of(const Experiment *exp)
+{
+    ProposeHistory *h = calloc(1, sizeof *h);
+    size_t n = (size_t)(exp->n_trials ? exp->n_trials : 1);
+    if (h == NULL || (h->obs = calloc(n, sizeof *h->obs)) == NULL ||
+        (h->pending = calloc(n, sizeof *h->pending)) == NULL)
+        abort();
+    for (int64_t i = 0; i < exp->n_trials; i++) {
+        const Trial *t = exp->trials[i];
+        double loss;
+        if (core_trial_result(t, &loss)) {
+            h->obs[h->n_obs].config = json_incref(t->config);
+            h->obs[h->n_obs].loss = loss;
+            h->n_obs++;
+        } else if (!trial_state_terminal(t->state)) {
+            h->pending[h->n_pending++] = json_incref(t->config);
+        }
+    }
+    return h;
+}
+
 static void request_proposals(Engine *e)
 {
     Core *core = e->core;
@@ -170,17 +193,27 @@ static void request_proposals(Engine *e)
         Experiment *exp = core->exps[id];
         if (exp == NULL)
             continue;
-        int64_t want = core_proposals_wanted(exp, PENDING_TARGET);
+        const SearcherSpec *searcher = &exp->spec.searcher;
+        int64_t first = exp->n_trials + exp->proposing;
+        bool bayes = searcher->type == SEARCHER_BAYES;
+        bool model = bayes && first >= searcher->n_initial;
+        /* A model-based proposal should see every result that came in, so
+         * only one waits ready ahead; the quasi-random start points and the
+         * other searchers are proposed in bulk. */
+        int64_t want = core_proposals_wanted(exp, model ? 1 : PENDING_TARGET);
+        if (want <= 0)
+            continue;
+        if (bayes && !model && first + want > searcher->n_initial)
+            want = searcher->n_initial - first; /* the model's part comes next */
         /* Ask in chunks, so that one answer is not one long transaction and
          * the proposer is not woken per trial; the end of the experiment is
          * asked for whatever it is. */
-        if (want <= 0 || (want < PENDING_TARGET / 4 &&
-                          exp->n_trials + exp->proposing + want < exp->spec.total_trials))
+        if (!bayes && want < PENDING_TARGET / 4 &&
+            first + want < exp->spec.total_trials)
             continue;
-        int64_t first = exp->n_trials + exp->proposing;
         exp->proposing += want;
         proposer_request(e->proposer, exp->id, json_object_get(exp->spec.json, "search_space"),
-                         &exp->spec.searcher, first, want);
+                         searcher, first, want, model ? history_of(exp) : NULL);
     }
 }
 
@@ -238,7 +271,8 @@ static void serve_parked(Engine *e, bool tick)
     int64_t mono = mono_ms();
     for (Job *j = list, *next; j != NULL; j = next) {
         next = j->next;
-        if (e->draining || (tick && j->deadline_ms <= mono)) {
+        bool gone = e->core->availability_changed && j->client_gone && j->client_gone(j);
+        if (e->draining || gone || (tick && j->deadline_ms <= mono)) {
             j->parked = false;
             j->status = 204;
             j->next = e->done;

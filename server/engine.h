@@ -44,6 +44,9 @@ struct Job {
      * if the client never receives it (a leased trial); see
      * engine_undelivered. */
     JobFn on_undelivered;
+    /* Set by the HTTP layer: whether the client has hung up. A parked job
+     * whose client left is answered rather than handed a trial. */
+    bool (*client_gone)(Job *job);
     /* Engine's own. */
     bool parked;
     int64_t deadline_ms;    /* parked: when to answer 204 (monotonic ms) */

@@ -2,6 +2,7 @@
 #include "http.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <microhttpd.h>
@@ -303,6 +304,22 @@ static void on_done(Job *job)
     MHD_resume_connection(req->connection);
 }
 
+/* Whether the client of a parked request hung up: a peek at its socket
+ * reads end-of-file (or an error) once it has. MHD does not watch a
+ * suspended connection, and a reply written after the client's FIN still
+ * "succeeds", so a trial would go to nobody. */
+static bool client_gone(Job *job)
+{
+    Request *req = (Request *)job; /* job is the first member */
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(req->connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (info == NULL)
+        return false;
+    char byte;
+    ssize_t n = recv(info->connect_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 static enum MHD_Result reply(Http *h, struct MHD_Connection *c, Request *req)
 {
     Job *job = &req->job;
@@ -374,6 +391,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     Job *job = &req->job;
     job->fn = req->route->fn;
     job->on_done = on_done;
+    job->client_gone = client_gone;
     memcpy(job->ids, req->ids, sizeof job->ids);
     if (req->len > 0) {
         json_error_t jerr;

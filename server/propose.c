@@ -5,10 +5,13 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "log.h"
+
 typedef struct Request {
     int64_t exp_id, first, count;
     json_t *space;
     SearcherSpec searcher;
+    ProposeHistory *history; /* bayes only */
     struct Request *next;
 } Request;
 
@@ -21,6 +24,26 @@ struct Proposer {
     ProposeDone done;
     void *ctx;
 };
+
+void propose_history_free(ProposeHistory *h)
+{
+    if (h == NULL)
+        return;
+    for (int64_t i = 0; i < h->n_obs; i++)
+        json_decref((json_t *)h->obs[i].config);
+    for (int64_t i = 0; i < h->n_pending; i++)
+        json_decref(h->pending[i]);
+    free(h->obs);
+    free(h->pending);
+    free(h);
+}
+
+static void request_free(Request *r)
+{
+    json_decref(r->space);
+    propose_history_free(r->history);
+    free(r);
+}
 
 void proposals_free(Proposals *p)
 {
@@ -46,8 +69,23 @@ static Proposals *compute(const Request *r)
     RungError err;
     if (space_parse(r->space, &space, &err) != 0)
         return p; /* cannot happen for a spec that was validated; entries stay NULL */
-    for (int64_t i = 0; i < r->count; i++)
-        configs[i] = sampler_config(space, &r->searcher, r->first + i);
+    if (r->searcher.type == SEARCHER_BAYES) {
+        BayesHistory h = {0};
+        if (r->history) {
+            h.obs = r->history->obs;
+            h.n_obs = r->history->n_obs;
+            h.pending = (const json_t *const *)r->history->pending;
+            h.n_pending = r->history->n_pending;
+        }
+        if (bayes_propose(space, &r->searcher, r->first, r->count, &h, configs, &err) != 0) {
+            /* Entries stay NULL: the engine asks again later. */
+            LOG_ERROR("bayes proposal for experiment %lld failed: %s", (long long)r->exp_id,
+                      err.message);
+        }
+    } else {
+        for (int64_t i = 0; i < r->count; i++)
+            configs[i] = sampler_config(space, &r->searcher, r->first + i);
+    }
     space_free(space);
     return p;
 }
@@ -67,8 +105,7 @@ static void *run(void *arg)
             p->tail = NULL;
         pthread_mutex_unlock(&p->mu);
         Proposals *out = compute(r);
-        json_decref(r->space);
-        free(r);
+        request_free(r);
         p->done(p->ctx, out);
         pthread_mutex_lock(&p->mu);
     }
@@ -93,7 +130,8 @@ Proposer *proposer_start(ProposeDone done, void *ctx)
 }
 
 void proposer_request(Proposer *p, int64_t exp_id, json_t *search_space,
-                      const SearcherSpec *searcher, int64_t first, int64_t count)
+                      const SearcherSpec *searcher, int64_t first, int64_t count,
+                      ProposeHistory *history)
 {
     Request *r = calloc(1, sizeof *r);
     if (r == NULL)
@@ -103,6 +141,7 @@ void proposer_request(Proposer *p, int64_t exp_id, json_t *search_space,
     r->count = count;
     r->space = json_incref(search_space);
     r->searcher = *searcher;
+    r->history = history;
     pthread_mutex_lock(&p->mu);
     if (p->tail)
         p->tail->next = r;
@@ -125,8 +164,7 @@ void proposer_stop(Proposer *p)
     while (p->head) {
         Request *r = p->head;
         p->head = r->next;
-        json_decref(r->space);
-        free(r);
+        request_free(r);
     }
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cond);

@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "bayes.h"
 #include "sampler.h"
 
 typedef struct Proposals {
@@ -25,13 +26,27 @@ void proposals_free(Proposals *p);
 /* Receives finished proposals and takes ownership of them. */
 typedef void (*ProposeDone)(void *ctx, Proposals *p);
 
+/* What a bayes experiment knew when it asked: its observations and its
+ * pending configs, each config an own reference (json refcounts are atomic,
+ * and configs are never changed, so the proposer may read them). */
+typedef struct ProposeHistory {
+    BayesObservation *obs;  /* owned array; each config an own reference */
+    int64_t n_obs;
+    json_t **pending;       /* owned array of own references */
+    int64_t n_pending;
+} ProposeHistory;
+
+void propose_history_free(ProposeHistory *h);
+
 typedef struct Proposer Proposer;
 
 /* Starts the thread; NULL when it cannot. */
 Proposer *proposer_start(ProposeDone done, void *ctx);
-/* Queues a request; search_space is borrowed (a reference is taken). */
+/* Queues a request; search_space is borrowed (a reference is taken);
+ * history (bayes experiments only, else NULL) is stolen. */
 void proposer_request(Proposer *p, int64_t exp_id, json_t *search_space,
-                      const SearcherSpec *searcher, int64_t first, int64_t count);
+                      const SearcherSpec *searcher, int64_t first, int64_t count,
+                      ProposeHistory *history);
 /* Finishes the request in progress, drops the rest, joins the thread. */
 void proposer_stop(Proposer *p);
 

@@ -198,10 +198,6 @@ static int parse_searcher(json_t *j, uint64_t seed, Spec *spec, RungError *err)
         s = NULL;
     if (searcher_parse(s, spec->space, &spec->searcher, err))
         return err->code;
-    if (spec->searcher.type == SEARCHER_BAYES)
-        return rung_error_set(err, E, "searcher.type",
-                              "searcher.type: bayes is not supported by this rungd yet "
-                              "(use random or grid)");
     if (!spec->searcher.has_seed) {
         spec->searcher.seed = seed;
         spec->searcher.has_seed = true;

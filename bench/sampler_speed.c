@@ -1,0 +1,297 @@
+/* sampler_speed: the wall time of one bayes proposal (BENCHMARKS.md,
+ * section 2, "bench/sampler_speed").
+ *
+ * For n observations in d uniform parameters on [0, 1] it builds a history
+ * of n random configs with a smooth synthetic loss, then times
+ * bayes_propose(first = n, count = 1) with that history: the work rungd's
+ * proposer thread does for one sequential worker once n trials are done.
+ * Cells: n = 50, 200, 1000 by d = 2, 6, 20, and n = 100, d = 6 (a target).
+ *
+ * Each repetition uses another searcher seed (the same history), so the
+ * median spans several optimizer paths rather than one replayed path. The
+ * n = 1000 cells take fewer repetitions, and every cell stops repeating once
+ * it has spent its time budget, so the whole run stays within minutes even
+ * on a slow implementation.
+ *
+ * Prints a table, one JSON object per cell with --json, and last the target
+ * lines of BENCHMARKS.md section 5. Without the bayes searcher in the build
+ * (RUNG_BENCH_HAVE_BAYES unset) it says so and prints the targets as n/a. */
+#include <jansson.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "error.h"
+#include "sampler.h"
+#ifdef RUNG_BENCH_HAVE_BAYES
+#include "bayes.h"
+#endif
+
+/* The largest d of the cells; SPACE_MAX_PARAMS bounds it anyway. */
+#define SPEED_MAX_DIMS 20
+/* Repetitions: a cell stops early once it has spent its budget. */
+#define SPEED_MAX_REPS 1000
+#define SPEED_DEFAULT_REPS 9
+#define SPEED_DEFAULT_REPS_LARGE 3 /* n >= SPEED_LARGE_N: seconds each, maybe */
+#define SPEED_LARGE_N 1000
+#define SPEED_DEFAULT_BUDGET_S 30.0
+
+typedef struct Cell {
+    int n; /* observations in the history */
+    int d; /* uniform parameters */
+} Cell;
+
+/* The target cells come first so that a run cut short still has them. */
+static const Cell CELLS[] = {{100, 6}, {50, 2},   {50, 6},   {50, 20},  {200, 2},
+                             {200, 6}, {200, 20}, {1000, 2}, {1000, 6}, {1000, 20}};
+#define SPEED_NCELLS ((int)(sizeof CELLS / sizeof CELLS[0]))
+
+typedef struct Options {
+    int reps;        /* repetitions for n < SPEED_LARGE_N */
+    int reps_large;  /* repetitions for n >= SPEED_LARGE_N */
+    double budget_s; /* per cell: no new repetition after this much time */
+    bool json;       /* one JSON object per cell */
+} Options;
+
+typedef struct CellResult {
+    int reps;         /* repetitions done; 0 = not measured */
+    double median_ms; /* median wall time of one proposal */
+    double min_ms, max_ms;
+    char error[512]; /* non-empty when a proposal failed */
+} CellResult;
+
+#ifdef RUNG_BENCH_HAVE_BAYES
+/* splitmix64: the histories' configs, reproducible from the cell alone. */
+static double next_uniform(uint64_t *state)
+{
+    uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return (double)((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+}
+
+/* A smooth loss with one basin off-centre and a gentle ripple, so the GP has
+ * real structure to fit in every dimension (weights fall with j). */
+static double synthetic_loss(const double *u, int d)
+{
+    double sum = 0.0;
+    for (int j = 0; j < d; j++) {
+        double w = 1.0 / (1.0 + 0.25 * j);
+        double c = 0.2 + 0.6 * (double)((j * 7) % 10) / 10.0;
+        sum += w * (u[j] - c) * (u[j] - c);
+    }
+    return sum + 0.05 * sin(6.0 * u[0]) * cos(4.0 * u[d > 1 ? 1 : 0]);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Measures one cell into r. */
+static void measure(const Cell *cell, const Options *opt, CellResult *r)
+{
+    memset(r, 0, sizeof *r);
+    int n = cell->n, d = cell->d;
+    json_t *sj = json_object();
+    for (int j = 0; j < d; j++) {
+        char name[16];
+        snprintf(name, sizeof name, "x%d", j);
+        json_object_set_new(
+            sj, name, json_pack("{s:s, s:f, s:f}", "type", "uniform", "low", 0.0, "high", 1.0));
+    }
+    Space *space = NULL;
+    RungError err;
+    int rc = space_parse(sj, &space, &err);
+    json_decref(sj);
+    if (rc != 0) {
+        snprintf(r->error, sizeof r->error, "space_parse: %s", err.message);
+        return;
+    }
+    json_t **configs = calloc((size_t)n, sizeof *configs);
+    BayesObservation *obs = calloc((size_t)n, sizeof *obs);
+    uint64_t state = (uint64_t)n * 1000003u + (uint64_t)d;
+    for (int i = 0; i < n; i++) {
+        double u[SPEED_MAX_DIMS];
+        configs[i] = json_object();
+        for (int j = 0; j < d; j++) {
+            char name[16];
+            snprintf(name, sizeof name, "x%d", j);
+            u[j] = next_uniform(&state);
+            json_object_set_new(configs[i], name, json_real(u[j]));
+        }
+        obs[i].config = configs[i];
+        obs[i].loss = synthetic_loss(u, d);
+    }
+    BayesHistory history = {obs, n, NULL, 0};
+
+    int reps = n >= SPEED_LARGE_N ? opt->reps_large : opt->reps;
+    double times[SPEED_MAX_REPS];
+    int64_t start = rung_mono_ns();
+    for (int k = 0; k < reps; k++) {
+        char text[64];
+        snprintf(text, sizeof text, "{\"type\": \"bayes\", \"seed\": %d}", k);
+        json_t *spec_json = json_loads(text, 0, NULL);
+        SearcherSpec spec;
+        rc = searcher_parse(spec_json, space, &spec, &err);
+        json_decref(spec_json);
+        if (rc != 0) {
+            snprintf(r->error, sizeof r->error, "searcher_parse: %s", err.message);
+            break;
+        }
+        json_t *out = NULL;
+        int64_t t0 = rung_mono_ns();
+        rc = bayes_propose(space, &spec, n, 1, &history, &out, &err);
+        int64_t t1 = rung_mono_ns();
+        if (rc != 0) {
+            snprintf(r->error, sizeof r->error, "bayes_propose (seed %d): %s [%s]", k, err.message,
+                     rung_error_string(rc));
+            break;
+        }
+        json_decref(out);
+        times[r->reps++] = (double)(t1 - t0) / 1e6;
+        if ((double)(rung_mono_ns() - start) / 1e9 > opt->budget_s)
+            break;
+    }
+    if (r->reps > 0) {
+        qsort(times, (size_t)r->reps, sizeof times[0], cmp_double);
+        int m = r->reps;
+        r->median_ms = m % 2 ? times[m / 2] : 0.5 * (times[m / 2 - 1] + times[m / 2]);
+        r->min_ms = times[0];
+        r->max_ms = times[m - 1];
+    }
+    for (int i = 0; i < n; i++)
+        json_decref(configs[i]);
+    free(configs);
+    free(obs);
+    space_free(space);
+}
+#endif
+
+static bool parse_number(const char *arg, double lo, double hi, double *out)
+{
+    char *end = NULL;
+    double v = strtod(arg, &end);
+    if (end == arg || *end != '\0' || !(v >= lo && v <= hi))
+        return false;
+    *out = v;
+    return true;
+}
+
+static void usage(FILE *to)
+{
+    fprintf(to,
+            "usage: sampler_speed [--reps N] [--reps-large N] [--budget-s S] [--json]\n"
+            "  --reps N        proposals timed per cell with n < %d (default %d)\n"
+            "  --reps-large N  proposals timed per cell with n >= %d (default %d)\n"
+            "  --budget-s S    no new repetition in a cell after S seconds (default %g)\n"
+            "  --json          also print one JSON object per cell\n",
+            SPEED_LARGE_N, SPEED_DEFAULT_REPS, SPEED_LARGE_N, SPEED_DEFAULT_REPS_LARGE,
+            SPEED_DEFAULT_BUDGET_S);
+}
+
+/* Prints a target line: value in ms against an upper bound. */
+static void target(const char *name, const CellResult *r, double goal)
+{
+    if (r == NULL || r->reps == 0 || r->error[0] != '\0') {
+        printf("target %s: n/a (goal <= %g) short\n", name, goal);
+        return;
+    }
+    printf("target %s: %.3g (goal <= %g) %s\n", name, r->median_ms, goal,
+           r->median_ms <= goal ? "ok" : "short");
+}
+
+int main(int argc, char **argv)
+{
+    Options opt = {SPEED_DEFAULT_REPS, SPEED_DEFAULT_REPS_LARGE, SPEED_DEFAULT_BUDGET_S, false};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        double x = 0;
+        bool ok = true;
+        if (strcmp(a, "--json") == 0) {
+            opt.json = true;
+            continue;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (v == NULL) {
+            ok = false;
+        } else if (strcmp(a, "--reps") == 0 && (ok = parse_number(v, 1, SPEED_MAX_REPS, &x))) {
+            opt.reps = (int)x;
+        } else if (strcmp(a, "--reps-large") == 0 &&
+                   (ok = parse_number(v, 1, SPEED_MAX_REPS, &x))) {
+            opt.reps_large = (int)x;
+        } else if (strcmp(a, "--budget-s") == 0 && (ok = parse_number(v, 0, 3600, &x))) {
+            opt.budget_s = x;
+        } else {
+            ok = false;
+        }
+        if (!ok) {
+            fprintf(stderr, "sampler_speed: bad argument %s%s%s\n", a, v ? " " : "", v ? v : "");
+            usage(stderr);
+            return 2;
+        }
+        i++;
+    }
+
+    CellResult results[SPEED_NCELLS];
+    memset(results, 0, sizeof results);
+    int failures = 0;
+#ifdef RUNG_BENCH_HAVE_BAYES
+    printf("# sampler_speed: wall time of one bayes_propose(count = 1) after n observations "
+           "of d uniform parameters\n");
+    printf("%6s %4s %5s %11s %10s %10s\n", "n", "d", "reps", "median_ms", "min_ms", "max_ms");
+    fflush(stdout);
+    for (int c = 0; c < SPEED_NCELLS; c++) {
+        CellResult *r = &results[c];
+        measure(&CELLS[c], &opt, r);
+        if (r->error[0] != '\0') {
+            failures++;
+            printf("%6d %4d FAILED: %s\n", CELLS[c].n, CELLS[c].d, r->error);
+        } else {
+            printf("%6d %4d %5d %11.3f %10.3f %10.3f\n", CELLS[c].n, CELLS[c].d, r->reps,
+                   r->median_ms, r->min_ms, r->max_ms);
+        }
+        if (opt.json) {
+            json_t *line =
+                json_pack("{s:s, s:s, s:i, s:i, s:i}", "bench", "sampler_speed", "searcher",
+                          "bayes", "n", CELLS[c].n, "d", CELLS[c].d, "reps", r->reps);
+            if (r->error[0] != '\0') {
+                json_object_set_new(line, "failed", json_true());
+                json_object_set_new(line, "error", json_string(r->error));
+            } else {
+                json_object_set_new(line, "median_ms", json_real(r->median_ms));
+                json_object_set_new(line, "min_ms", json_real(r->min_ms));
+                json_object_set_new(line, "max_ms", json_real(r->max_ms));
+            }
+            char *text = json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(6));
+            printf("%s\n", text);
+            free(text);
+            json_decref(line);
+        }
+        fflush(stdout);
+    }
+#else
+    printf("# sampler_speed: bayes searcher not available in this build (sampler/bayes.c); "
+           "nothing measured\n");
+    if (opt.json)
+        printf("{\"bench\":\"sampler_speed\",\"searcher\":\"bayes\",\"available\":false}\n");
+#endif
+    const CellResult *t1 = NULL, *t2 = NULL;
+    for (int c = 0; c < SPEED_NCELLS; c++) {
+        if (CELLS[c].n == 100 && CELLS[c].d == 6)
+            t1 = &results[c];
+        if (CELLS[c].n == 1000 && CELLS[c].d == 20)
+            t2 = &results[c];
+    }
+    printf("\n");
+    target("proposal_ms_n100_d6", t1, 20);
+    target("proposal_ms_n1000_d20", t2, 1000);
+    return failures == 0 ? 0 : 1;
+}

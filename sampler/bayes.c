@@ -1,0 +1,841 @@
+/* The bayes searcher: Gaussian-process search over the unit cube (bayes.h,
+ * DESIGN.md "Bayesian search").
+ *
+ * What the GP sees. Every sampled parameter is one feature: continuous,
+ * integer and quantized domains their cube coordinate (log domains are
+ * already log-scaled there, integers and quantized values are relaxed to
+ * the whole cell and rounded by space_decode), a choice its category
+ * index under a Hamming term of the kernel (gp.h). A grid parameter with
+ * more than one value is a categorical feature too: a proposal keeps the
+ * grid combination of its trial number (n mod G, as Ray does) and the GP
+ * learns from the other combinations' trials. Observed configs are encoded
+ * with space_encode, so they sit where proposals are decoded from.
+ *
+ * What it models. Losses (failed trials as the worst finite loss), through
+ * a Box-Cox transform whose power in [0, 1] is chosen by likelihood (a log
+ * for heavy right tails such as Rosenbrock's, linear for Hartmann's),
+ * standardized to mean 0 and sd 1. The hyperparameters are fitted once per
+ * call: gp_fit scores the prior means and fit_raw random starts and runs
+ * BFGS from the best (from the two best up to fit_starts_max_n
+ * observations, where a run is cheap); with more observations than fit_max
+ * the fit sees the best quarter of them plus a random rest, and the GP is
+ * then conditioned on all of them. Both bounds keep a proposal within
+ * about 20 ms at 100 observations and 0.3 s at 1,000 (bench/sampler_speed).
+ *
+ * How a proposal is made (trial t, after n_initial Sobol trials):
+ *   1. candidates: `candidates` points of a Sobol sequence digitally
+ *      shifted by (seed, t) (pseudo-random beyond Sobol's 40 dimensions),
+ *      plus `local_candidates` Gaussian steps around the best observations;
+ *   2. log EI (acq.h) of all of them in one batch, and BFGS refinement of
+ *      the best `refine_starts` over the continuous features in [0, 1];
+ *   3. the winner is rounded to a config and back (space_decode, then
+ *      space_encode), and each discrete dimension of at most
+ *      BAYES_SWEEP_MAX values (choices, small integer and quantized
+ *      domains) is swept over its values, coordinate by coordinate;
+ *   4. the config joins the GP as a kriging-believer point (its value the
+ *      posterior mean, which leaves the mean unchanged and shrinks the
+ *      variance around it), as did every pending trial before the first
+ *      proposal: parallel proposals spread out.
+ *
+ * Every draw hashes (seed, stream, trial number or observation count):
+ * the same seed and history give the same proposals, and proposing a batch
+ * at once gives what proposing its trials one by one (each earlier one
+ * pending) gives. */
+#include "sampler_internal.h"
+
+#include <gsl/gsl_errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acq.h"
+#include "gp.h"
+
+/* The most observations a GP is conditioned on (the best half and the most
+ * recent rest when there are more): its factor is O(n^2) memory and each
+ * fit O(n^3); 2,000 points model any function a tuner meets. */
+#define BAYES_MAX_OBS 2000
+/* The most pending trials taken into account (the most recent ones). */
+#define BAYES_MAX_PENDING 1024
+/* The most proposals of one call: each adds a point to the GP. */
+#define BAYES_MAX_BATCH 1024
+/* Discrete dimensions with at most this many values are swept at the end
+ * of a proposal; larger ones are only rounded. */
+#define BAYES_SWEEP_MAX 64
+#define BAYES_SWEEP_PASSES 2
+/* Below this many observations there is nothing to model: Sobol points. */
+#define BAYES_MIN_OBS 2
+/* Local candidates step around this many of the best observations. */
+#define BAYES_LOCAL_CENTRES 5
+/* Their spreads: local_scale times 1, 1/4 and 1/16, in turn. */
+#define BAYES_LOCAL_LEVELS 3
+
+void bayes__default_tuning(BayesTuning *t)
+{
+    memset(t, 0, sizeof *t);
+    t->candidates = 2048; /* a power of two: a complete Sobol net */
+    t->local_candidates = 512;
+    t->local_scale = 0.1;
+    t->refine_starts = 5;
+    t->refine_iter = 50;
+    t->fit_max = 300;
+    t->fit_raw = 8;
+    t->fit_starts = 2;
+    t->fit_starts_max_n = 64;
+    t->fit_iter = 15;
+    t->output = BAYES_OUTPUT_BOXCOX;
+    t->boxcox_delta = 0.1;
+    t->prior.log_ls_mean = log(0.3);
+    t->prior.log_ls_sd = 1.5;
+    t->prior.log_sf2_mean = 0.0;
+    t->prior.log_sf2_sd = 1.5;
+    t->prior.log_noise_mean = log(1e-4);
+    t->prior.log_noise_sd = 3.0;
+}
+
+typedef struct Feature {
+    int param;      /* index into space->params */
+    int cube;       /* cube coordinate; -1 for a grid parameter */
+    int64_t levels; /* categorical: number of categories; 0: continuous */
+} Feature;
+
+/* Everything one call works with. */
+typedef struct Bayes {
+    const Space *space;
+    const SearcherSpec *searcher;
+    const BayesTuning *tu;
+    int dims; /* cube coordinates */
+    int nf;   /* GP features */
+    Feature feat[SPACE_MAX_PARAMS];
+    bool cat[SPACE_MAX_PARAMS];  /* per feature: categorical */
+    bool free[SPACE_MAX_PARAMS]; /* per feature: refined by BFGS */
+    /* Discrete cube dimensions swept at the end: their values' coordinates. */
+    double *levels[SPACE_MAX_PARAMS];
+    int nlevels[SPACE_MAX_PARAMS];
+    /* Usable observations: n of them. */
+    int n;
+    double *u;    /* n x dims cube coordinates */
+    double *x;    /* n x nf features */
+    double *loss; /* n losses, failed ones set to the worst */
+    double *y;    /* n transformed, standardized */
+    bool flat;    /* all y equal: nothing to fit */
+    double best;  /* min y */
+    int centres[BAYES_LOCAL_CENTRES];
+    int ncentres;
+    Gp *gp;
+    /* Candidate buffers: cap of them. */
+    int cap;
+    double *cu; /* cap x dims */
+    double *cx; /* cap x nf */
+    double *cv; /* cap log EI */
+} Bayes;
+
+static int oom(RungError *err)
+{
+    return rung_error_set(err, RUNG_E_INTERNAL, NULL, "bayes: out of memory");
+}
+
+static double hash_uniform(uint64_t seed, uint64_t stream, uint64_t a, uint64_t b)
+{
+    return (double)(sampler__hash(seed, stream, a, b) >> 11) * 0x1.0p-53;
+}
+
+/* ---- layout: parameters to features ------------------------------------ */
+
+static void build_layout(Bayes *b)
+{
+    const Space *s = b->space;
+    b->dims = s->dims;
+    b->nf = 0;
+    for (int i = 0; i < s->nparams; i++) {
+        const SpaceParam *p = &s->params[i];
+        bool categorical = p->kind == SPACE_CHOICE || p->kind == SPACE_GRID;
+        /* A constant, or a single value, carries no information. */
+        if (p->kind == SPACE_CONST || (categorical && p->count < 2))
+            continue;
+        Feature *f = &b->feat[b->nf];
+        f->param = i;
+        f->cube = p->cube;
+        f->levels = categorical ? p->count : 0;
+        b->cat[b->nf] = categorical;
+        b->free[b->nf] = !categorical;
+        b->nf++;
+    }
+}
+
+/* The grid index of every grid parameter in combination `combo` (mixed
+ * radix, the first slowest, as space_decode does); -1 for the others. */
+static void grid_indices(const Space *s, int64_t combo, int64_t *idx)
+{
+    for (int i = s->nparams - 1; i >= 0; i--) {
+        const SpaceParam *p = &s->params[i];
+        idx[i] = -1;
+        if (p->kind == SPACE_GRID) {
+            idx[i] = combo % p->count;
+            combo /= p->count;
+        }
+    }
+}
+
+/* Features of the cube point u with grid indices gidx. */
+static void features_of(const Bayes *b, const double *u, const int64_t *gidx, double *x)
+{
+    for (int k = 0; k < b->nf; k++) {
+        const Feature *f = &b->feat[k];
+        if (f->cube < 0) {
+            x[k] = (double)gidx[f->param];
+        } else if (f->levels > 0) {
+            double c = floor(u[f->cube] * (double)f->levels);
+            x[k] = c < 0.0 ? 0.0 : (c > (double)(f->levels - 1) ? (double)(f->levels - 1) : c);
+        } else {
+            x[k] = u[f->cube];
+        }
+    }
+}
+
+/* Cube coordinates and features of a config; -1 when it does not fit the
+ * space (a missing parameter, an unknown choice or grid value). */
+static int config_point(const Bayes *b, const json_t *config, double *u, double *x)
+{
+    const Space *s = b->space;
+    if (space_encode(s, config, u, NULL) != 0)
+        return -1;
+    int64_t gidx[SPACE_MAX_PARAMS];
+    for (int i = 0; i < s->nparams; i++) {
+        const SpaceParam *p = &s->params[i];
+        gidx[i] = -1;
+        if (p->kind != SPACE_GRID)
+            continue;
+        const json_t *v = json_object_get(config, p->name);
+        int64_t k = 0;
+        while (v != NULL && k < p->count && !json_equal(json_array_get(p->values, (size_t)k), v))
+            k++;
+        if (v == NULL || k == p->count)
+            return -1;
+        gidx[i] = k;
+    }
+    features_of(b, u, gidx, x);
+    return 0;
+}
+
+/* Rounds u to the config it decodes to and back. */
+static int snap(const Bayes *b, double *u, int64_t combo)
+{
+    json_t *config = space_decode(b->space, u, combo);
+    if (config == NULL)
+        return -1;
+    int rc = space_encode(b->space, config, u, NULL);
+    json_decref(config);
+    return rc == 0 ? 0 : -1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+/* The cube coordinates of every value of the small discrete dimensions.
+ * Linear domains have cells of equal width, so value k sits at
+ * (k + 0.5) / count; log and quantized domains are asked of space_encode. */
+static int build_levels(Bayes *b)
+{
+    const Space *s = b->space;
+    json_t *tmpl = NULL;
+    double u[SPACE_MAX_PARAMS];
+    for (int i = 0; i < s->nparams; i++) {
+        const SpaceParam *p = &s->params[i];
+        if (p->cube < 0)
+            continue;
+        int64_t count = 0;
+        bool direct = false;
+        switch (p->kind) {
+        case SPACE_RANDINT:
+        case SPACE_QRANDINT:
+        case SPACE_CHOICE:
+            count = p->count;
+            direct = true;
+            break;
+        case SPACE_LOGRANDINT:
+            count = p->count;
+            break;
+        case SPACE_QUNIFORM:
+        case SPACE_QLOGUNIFORM:
+            count = (int64_t)(p->kmax - p->kmin) + 1;
+            break;
+        default:
+            break;
+        }
+        if (count < 2 || count > BAYES_SWEEP_MAX)
+            continue;
+        double *lv = malloc((size_t)count * sizeof *lv);
+        if (lv == NULL)
+            goto fail;
+        b->levels[p->cube] = lv;
+        for (int64_t k = 0; k < count; k++) {
+            if (direct) {
+                lv[k] = ((double)k + 0.5) / (double)count;
+                continue;
+            }
+            if (tmpl == NULL) {
+                for (int j = 0; j < s->dims; j++)
+                    u[j] = 0.5;
+                tmpl = space_decode(s, u, 0);
+                if (tmpl == NULL)
+                    goto fail;
+            }
+            json_t *v = p->kind == SPACE_LOGRANDINT
+                            ? json_integer(p->ilow + k)
+                            : json_real(space__quantize(p, (p->kmin + (double)k) * p->q));
+            if (v == NULL || json_object_set_new(tmpl, p->name, v) != 0 ||
+                space_encode(s, tmpl, u, NULL) != 0)
+                goto fail;
+            lv[k] = u[p->cube];
+        }
+        /* Rounding can merge neighbours of a quantized domain. */
+        qsort(lv, (size_t)count, sizeof *lv, cmp_double);
+        int m = 0;
+        for (int64_t k = 0; k < count; k++)
+            if (m == 0 || lv[k] != lv[m - 1])
+                lv[m++] = lv[k];
+        b->nlevels[p->cube] = m;
+    }
+    json_decref(tmpl);
+    return 0;
+fail:
+    json_decref(tmpl);
+    return -1;
+}
+
+static void bayes_close(Bayes *b)
+{
+    for (int j = 0; j < SPACE_MAX_PARAMS; j++)
+        free(b->levels[j]);
+    free(b->u);
+    free(b->x);
+    free(b->loss);
+    free(b->y);
+    free(b->cu);
+    free(b->cx);
+    free(b->cv);
+    gp_free(b->gp);
+}
+
+/* ---- observations -------------------------------------------------------- */
+
+typedef struct Ranked {
+    double key;
+    int64_t index;
+} Ranked;
+
+static int cmp_ranked(const void *a, const void *b)
+{
+    const Ranked *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->index < y->index ? -1 : (x->index > y->index ? 1 : 0);
+}
+
+static double clean_loss(double loss)
+{
+    return loss == loss ? loss : INFINITY; /* NaN: failed */
+}
+
+/* Encodes the usable observations (at most BAYES_MAX_OBS: the best half
+ * and the most recent rest), in trial order. */
+static int collect(Bayes *b, const BayesHistory *h, RungError *err)
+{
+    int64_t total = h->n_obs;
+    bool *take = calloc((size_t)(total > 0 ? total : 1), sizeof *take);
+    if (take == NULL)
+        return oom(err);
+    if (total <= BAYES_MAX_OBS) {
+        for (int64_t i = 0; i < total; i++)
+            take[i] = true;
+    } else {
+        Ranked *r = malloc((size_t)total * sizeof *r);
+        if (r == NULL) {
+            free(take);
+            return oom(err);
+        }
+        for (int64_t i = 0; i < total; i++) {
+            r[i].key = clean_loss(h->obs[i].loss);
+            r[i].index = i;
+        }
+        qsort(r, (size_t)total, sizeof *r, cmp_ranked);
+        for (int64_t i = 0; i < BAYES_MAX_OBS / 2; i++)
+            take[r[i].index] = true;
+        free(r);
+        int64_t left = BAYES_MAX_OBS - BAYES_MAX_OBS / 2;
+        for (int64_t i = total - 1; i >= 0 && left > 0; i--)
+            if (!take[i]) {
+                take[i] = true;
+                left--;
+            }
+    }
+    int cap = total < BAYES_MAX_OBS ? (int)total : BAYES_MAX_OBS;
+    size_t c = (size_t)(cap > 0 ? cap : 1);
+    b->u = malloc(c * (size_t)(b->dims > 0 ? b->dims : 1) * sizeof *b->u);
+    b->x = malloc(c * (size_t)(b->nf > 0 ? b->nf : 1) * sizeof *b->x);
+    b->loss = malloc(c * sizeof *b->loss);
+    b->y = malloc(c * sizeof *b->y);
+    if (b->u == NULL || b->x == NULL || b->loss == NULL || b->y == NULL) {
+        free(take);
+        return oom(err);
+    }
+    b->n = 0;
+    for (int64_t i = 0; i < total; i++) {
+        if (!take[i] || h->obs[i].config == NULL)
+            continue;
+        double *u = b->u + (size_t)b->n * (size_t)b->dims;
+        double *x = b->x + (size_t)b->n * (size_t)b->nf;
+        /* A config from an older spec, say, is skipped rather than failing
+         * every later proposal of the experiment. */
+        if (config_point(b, h->obs[i].config, u, x) != 0)
+            continue;
+        b->loss[b->n] = clean_loss(h->obs[i].loss);
+        b->n++;
+    }
+    free(take);
+    return 0;
+}
+
+/* Box-Cox of z = (loss - lo) / spread + delta into y, with the lambda in
+ * [0, 1] that maximizes the profile likelihood of a normal sample,
+ * -n/2 log var(y) + (lambda - 1) sum log z: heavy right tails (lambda near
+ * 0, a log) are pulled in, symmetric or left-skewed losses stay linear. */
+#define BAYES_BOXCOX_STEPS 20
+static void boxcox(const double *loss, int n, double lo, double spread, double delta, double *y)
+{
+    if (!(spread > 0.0)) {
+        for (int i = 0; i < n; i++)
+            y[i] = 0.0;
+        return;
+    }
+    double sumlog = 0.0;
+    for (int i = 0; i < n; i++)
+        sumlog += log((loss[i] - lo) / spread + delta);
+    double best_l = 1.0, best_ll = -INFINITY;
+    for (int s = 0; s <= BAYES_BOXCOX_STEPS; s++) {
+        double lam = (double)s / BAYES_BOXCOX_STEPS;
+        double mean = 0.0, ss = 0.0;
+        for (int i = 0; i < n; i++) {
+            double z = (loss[i] - lo) / spread + delta;
+            y[i] = lam == 0.0 ? log(z) : (pow(z, lam) - 1.0) / lam;
+            mean += y[i];
+        }
+        mean /= n;
+        for (int i = 0; i < n; i++)
+            ss += (y[i] - mean) * (y[i] - mean);
+        double ll = -0.5 * n * log(ss / n) + (lam - 1.0) * sumlog;
+        if (ll > best_ll) {
+            best_ll = ll;
+            best_l = lam;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        double z = (loss[i] - lo) / spread + delta;
+        y[i] = best_l == 0.0 ? log(z) : (pow(z, best_l) - 1.0) / best_l;
+    }
+}
+
+/* Failed trials to the worst finite loss, then the output transform and
+ * standardization into y; sets flat, best and the local centres. */
+static int transform(Bayes *b)
+{
+    int n = b->n;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < n; i++)
+        if (isfinite(b->loss[i])) {
+            lo = b->loss[i] < lo ? b->loss[i] : lo;
+            hi = b->loss[i] > hi ? b->loss[i] : hi;
+        }
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(b->loss[i]))
+            b->loss[i] = isfinite(hi) ? hi : 0.0; /* -inf too: nothing tells */
+    }
+    if (!isfinite(lo))
+        lo = hi = 0.0;
+    Ranked *r = malloc((size_t)(n > 0 ? n : 1) * sizeof *r);
+    if (r == NULL)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        r[i].key = b->loss[i];
+        r[i].index = i;
+    }
+    qsort(r, (size_t)n, sizeof *r, cmp_ranked);
+    b->ncentres = n < BAYES_LOCAL_CENTRES ? n : BAYES_LOCAL_CENTRES;
+    for (int k = 0; k < b->ncentres; k++)
+        b->centres[k] = (int)r[k].index;
+
+    double spread = hi - lo;
+    switch (b->tu->output) {
+    case BAYES_OUTPUT_BOXCOX:
+        boxcox(b->loss, n, lo, spread, b->tu->boxcox_delta, b->y);
+        break;
+    default:
+        for (int i = 0; i < n; i++)
+            b->y[i] = b->loss[i];
+        break;
+    }
+    free(r);
+    double mean = 0.0, ss = 0.0;
+    for (int i = 0; i < n; i++)
+        mean += b->y[i];
+    mean /= n > 0 ? n : 1;
+    for (int i = 0; i < n; i++)
+        ss += (b->y[i] - mean) * (b->y[i] - mean);
+    double sd = n > 1 ? sqrt(ss / (n - 1)) : 0.0;
+    /* Equal losses (or a spread lost to rounding) carry no slope. */
+    b->flat = !(sd > 1e-12 * (fabs(mean) + 1e-300)) || !isfinite(sd);
+    b->best = 0.0;
+    for (int i = 0; i < n; i++) {
+        b->y[i] = b->flat ? 0.0 : (b->y[i] - mean) / sd;
+        if (i == 0 || b->y[i] < b->best)
+            b->best = b->y[i];
+    }
+    return 0;
+}
+
+/* ---- the model ------------------------------------------------------------ */
+
+/* A deterministic subset of fit_max observations for the fit: the best
+ * quarter, then the rest in an order drawn from (seed, n). */
+static int fit_subset(const Bayes *b, double *sx, double *sy, int m)
+{
+    int n = b->n;
+    Ranked *r = malloc((size_t)n * sizeof *r);
+    bool *take = calloc((size_t)n, sizeof *take);
+    if (r == NULL || take == NULL) {
+        free(r);
+        free(take);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        r[i].key = b->y[i];
+        r[i].index = i;
+    }
+    qsort(r, (size_t)n, sizeof *r, cmp_ranked);
+    for (int k = 0; k < m / 4; k++)
+        take[r[k].index] = true;
+    for (int i = 0; i < n; i++) {
+        r[i].key =
+            hash_uniform(b->searcher->seed, SAMPLER_STREAM_BAYES_SUBSET, (uint64_t)n, (uint64_t)i);
+        r[i].index = i;
+    }
+    qsort(r, (size_t)n, sizeof *r, cmp_ranked);
+    int have = m / 4;
+    for (int k = 0; k < n && have < m; k++)
+        if (!take[r[k].index]) {
+            take[r[k].index] = true;
+            have++;
+        }
+    int j = 0;
+    for (int i = 0; i < n; i++) {
+        if (!take[i])
+            continue;
+        memcpy(sx + (size_t)j * (size_t)b->nf, b->x + (size_t)i * (size_t)b->nf,
+               (size_t)b->nf * sizeof *sx);
+        sy[j++] = b->y[i];
+    }
+    free(r);
+    free(take);
+    return 0;
+}
+
+/* Makes b->gp: fitted to the observations, room for `extra` more points. */
+static int build_gp(Bayes *b, int extra, RungError *err)
+{
+    const BayesTuning *tu = b->tu;
+    b->gp = gp_new(b->nf, b->cat, b->n + extra);
+    if (b->gp == NULL)
+        return oom(err);
+    int rc = gp_set_data(b->gp, b->x, b->y, b->n);
+    GpFitOptions opt = {
+        .prior = tu->prior,
+        .theta0 = NULL,
+        .n_raw = tu->fit_raw,
+        .n_starts = b->n <= tu->fit_starts_max_n ? tu->fit_starts : 1,
+        .max_iter = tu->fit_iter,
+        .seed = sampler__hash(b->searcher->seed, SAMPLER_STREAM_GP_FIT, (uint64_t)b->n, 0),
+    };
+    /* More features want longer length scales for the same correlation. */
+    opt.prior.log_ls_mean += 0.5 * log((double)b->nf);
+    double ls[SPACE_MAX_PARAMS];
+    if (rc == 0 && b->flat) {
+        for (int k = 0; k < b->nf; k++)
+            ls[k] = exp(opt.prior.log_ls_mean);
+        rc = gp_set_hyper(b->gp, ls, 1.0, GP_NOISE_MIN + exp(opt.prior.log_noise_mean));
+    } else if (rc == 0 && b->n <= tu->fit_max) {
+        rc = gp_fit(b->gp, &opt, NULL);
+    } else if (rc == 0) {
+        int m = tu->fit_max;
+        Gp *sub = gp_new(b->nf, b->cat, m);
+        double *sx = malloc((size_t)m * (size_t)b->nf * sizeof *sx);
+        double *sy = malloc((size_t)m * sizeof *sy);
+        double theta[SPACE_MAX_PARAMS + 2];
+        rc = sub != NULL && sx != NULL && sy != NULL ? fit_subset(b, sx, sy, m) : -1;
+        if (rc != 0) {
+            rc = RUNG_E_INTERNAL;
+        } else {
+            rc = gp_set_data(sub, sx, sy, m);
+            if (rc == 0)
+                rc = gp_fit(sub, &opt, theta);
+            if (rc == 0) {
+                for (int k = 0; k < b->nf; k++)
+                    ls[k] = exp(theta[k]);
+                rc = gp_set_hyper(b->gp, ls, exp(theta[b->nf]),
+                                  GP_NOISE_MIN + exp(theta[b->nf + 1]));
+            }
+        }
+        gp_free(sub);
+        free(sx);
+        free(sy);
+    }
+    if (rc != 0)
+        return rung_error_set(err, RUNG_E_INTERNAL, NULL,
+                              "bayes: the Gaussian process could not be fitted to %d "
+                              "observations (no jitter made its kernel matrix positive definite)",
+                              b->n);
+    return 0;
+}
+
+/* Adds a config as a kriging-believer point; configs that do not fit the
+ * space are left out. */
+static int add_believer(Bayes *b, const json_t *config, RungError *err)
+{
+    double u[SPACE_MAX_PARAMS], x[SPACE_MAX_PARAMS], mean, var;
+    if (config == NULL || config_point(b, config, u, x) != 0)
+        return 0;
+    if (gp_predict(b->gp, x, &mean, &var, NULL, NULL) != 0 || gp_add_point(b->gp, x, mean) != 0)
+        return rung_error_set(err, RUNG_E_INTERNAL, NULL,
+                              "bayes: a pending trial could not join the Gaussian process");
+    return 0;
+}
+
+/* ---- one proposal ---------------------------------------------------------- */
+
+/* A standard normal draw from two hashed uniforms (Box-Muller). */
+static double hash_normal(uint64_t seed, uint64_t a, uint64_t b)
+{
+    double u1 = 1.0 - hash_uniform(seed, SAMPLER_STREAM_BAYES_FILL, a, 2 * b); /* (0, 1] */
+    double u2 = hash_uniform(seed, SAMPLER_STREAM_BAYES_FILL, a, 2 * b + 1);
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+/* Fills the candidate buffers for trial t; returns how many. */
+static int make_candidates(Bayes *b, int64_t t)
+{
+    int dims = b->dims;
+    uint64_t seed = b->searcher->seed;
+    int m = b->tu->candidates;
+    /* A fresh digital shift per trial: the candidates of two proposals
+     * are two different nets. */
+    uint64_t shift_seed = sampler__hash(seed, SAMPLER_STREAM_BAYES_CANDIDATES, (uint64_t)t, 0);
+    for (int i = 0; i < m; i++) {
+        double *u = b->cu + (size_t)i * (size_t)dims;
+        if (dims > SOBOL_MAX_DIMS ||
+            sampler__sobol_point((uint64_t)i, dims, shift_seed, 0, u) != 0) {
+            for (int j = 0; j < dims; j++)
+                u[j] = hash_uniform(seed, SAMPLER_STREAM_BAYES_FILL, (uint64_t)t,
+                                    (uint64_t)i * (uint64_t)dims + (uint64_t)j);
+        }
+    }
+    int ml = b->ncentres > 0 ? b->tu->local_candidates : 0;
+    /* Local steps in the continuous dimensions (categories kept), with a
+     * key space of their own: (t, 2^32 + ...) never meets the fill above. */
+    for (int i = 0; i < ml; i++) {
+        double *u = b->cu + (size_t)(m + i) * (size_t)dims;
+        int c = b->centres[i % b->ncentres];
+        double scale = b->tu->local_scale;
+        for (int l = (i / b->ncentres) % BAYES_LOCAL_LEVELS; l > 0; l--)
+            scale *= 0.25;
+        memcpy(u, b->u + (size_t)c * (size_t)dims, (size_t)dims * sizeof *u);
+        for (int k = 0; k < b->nf; k++) {
+            const Feature *f = &b->feat[k];
+            if (!b->free[k])
+                continue;
+            uint64_t key = (UINT64_C(1) << 32) + (uint64_t)i * (uint64_t)dims + (uint64_t)f->cube;
+            double v = u[f->cube] + scale * hash_normal(seed, (uint64_t)t, key);
+            u[f->cube] = v < 0.0 ? 0.0 : (v > 1.0 ? 1.0 : v);
+        }
+    }
+    return m + ml;
+}
+
+static int log_ei_at(Bayes *b, const double *u, const int64_t *gidx, double *value)
+{
+    double x[SPACE_MAX_PARAMS];
+    features_of(b, u, gidx, x);
+    return acq_log_ei(b->gp, x, b->best, value, NULL);
+}
+
+/* The GP's proposal for trial t: a new reference into *out. */
+static int propose_gp(Bayes *b, int64_t t, json_t **out, RungError *err)
+{
+    const Space *s = b->space;
+    int dims = b->dims, nf = b->nf;
+    int64_t combo = t % s->grid_size;
+    int64_t gidx[SPACE_MAX_PARAMS];
+    grid_indices(s, combo, gidx);
+
+    int m = make_candidates(b, t);
+    for (int i = 0; i < m; i++)
+        features_of(b, b->cu + (size_t)i * (size_t)dims, gidx, b->cx + (size_t)i * (size_t)nf);
+    if (acq_log_ei_many(b->gp, b->cx, m, b->best, b->cv) != 0)
+        goto numeric;
+
+    /* Refine the best few (ties to the lower index) and keep the best. */
+    double best_u[SPACE_MAX_PARAMS], x[SPACE_MAX_PARAMS], u[SPACE_MAX_PARAMS];
+    double best_v = -INFINITY;
+    int starts = b->tu->refine_starts < m ? b->tu->refine_starts : m;
+    for (int r = 0; r < starts; r++) {
+        int top = -1;
+        for (int i = 0; i < m; i++)
+            if (b->cv[i] > -INFINITY && (top < 0 || b->cv[i] > b->cv[top]))
+                top = i;
+        if (top < 0)
+            break;
+        b->cv[top] = -INFINITY;
+        memcpy(x, b->cx + (size_t)top * (size_t)nf, (size_t)nf * sizeof *x);
+        memcpy(u, b->cu + (size_t)top * (size_t)dims, (size_t)dims * sizeof *u);
+        double v;
+        if (acq_refine(b->gp, b->best, b->free, b->tu->refine_iter, x, &v) != 0)
+            goto numeric;
+        for (int k = 0; k < nf; k++)
+            if (b->free[k])
+                u[b->feat[k].cube] = x[k];
+        if (v > best_v) {
+            best_v = v;
+            memcpy(best_u, u, (size_t)dims * sizeof *u);
+        }
+    }
+    if (best_v == -INFINITY)
+        goto numeric;
+
+    /* Round, then sweep the small discrete dimensions. */
+    if (snap(b, best_u, combo) != 0)
+        return oom(err);
+    double cur;
+    if (log_ei_at(b, best_u, gidx, &cur) != 0)
+        goto numeric;
+    for (int pass = 0; pass < BAYES_SWEEP_PASSES; pass++) {
+        bool moved = false;
+        for (int j = 0; j < dims; j++) {
+            if (b->nlevels[j] == 0)
+                continue;
+            double keep = best_u[j];
+            double choice = keep;
+            for (int l = 0; l < b->nlevels[j]; l++) {
+                double v;
+                best_u[j] = b->levels[j][l];
+                if (best_u[j] == keep)
+                    continue;
+                if (log_ei_at(b, best_u, gidx, &v) != 0)
+                    goto numeric;
+                if (v > cur) {
+                    cur = v;
+                    choice = best_u[j];
+                }
+            }
+            best_u[j] = choice;
+            moved = moved || choice != keep;
+        }
+        if (!moved)
+            break;
+    }
+    *out = space_decode(s, best_u, combo);
+    return *out == NULL ? oom(err) : 0;
+numeric:
+    return rung_error_set(err, RUNG_E_INTERNAL, NULL,
+                          "bayes: the acquisition function could not be evaluated for trial %lld",
+                          (long long)t);
+}
+
+/* ---- the entry points ----------------------------------------------------- */
+
+int bayes__propose_tuned(const Space *space, const SearcherSpec *searcher, int64_t first,
+                         int64_t count, const BayesHistory *history, const BayesTuning *tuning,
+                         json_t **out, RungError *err)
+{
+    if (first < 0 || count < 0 || count > BAYES_MAX_BATCH || first > SAMPLER_MAX_TRIALS ||
+        (count > 0 && out == NULL) ||
+        (history != NULL && (history->n_obs < 0 || history->n_pending < 0 ||
+                             (history->n_obs > 0 && history->obs == NULL) ||
+                             (history->n_pending > 0 && history->pending == NULL))))
+        return rung_error_set(err, RUNG_E_INVALID_ARGUMENT, NULL,
+                              "bayes: first and count must be >= 0 (count at most %d), with "
+                              "arrays for the history's counts",
+                              BAYES_MAX_BATCH);
+    if (count == 0)
+        return 0;
+    gsl_set_error_handler_off();
+    BayesHistory empty = {0};
+    const BayesHistory *h = history != NULL ? history : &empty;
+    for (int64_t k = 0; k < count; k++)
+        out[k] = NULL;
+
+    Bayes *b = calloc(1, sizeof *b);
+    if (b == NULL)
+        return oom(err);
+    b->space = space;
+    b->searcher = searcher;
+    b->tu = tuning;
+    build_layout(b);
+    int rc = 0;
+    /* The GP is only built when some trial of the batch needs it. */
+    bool need_gp = first + count > searcher->n_initial && b->nf > 0 && b->dims > 0;
+    if (need_gp) {
+        rc = collect(b, h, err);
+        if (rc == 0 && transform(b) != 0)
+            rc = oom(err);
+        need_gp = rc == 0 && b->n >= BAYES_MIN_OBS;
+    }
+    int64_t pend_from = h->n_pending > BAYES_MAX_PENDING ? h->n_pending - BAYES_MAX_PENDING : 0;
+    if (rc == 0 && need_gp) {
+        int extra = (int)(h->n_pending - pend_from) + (int)count;
+        rc = build_gp(b, extra, err);
+        if (rc == 0 && build_levels(b) != 0)
+            rc = oom(err);
+        for (int64_t i = pend_from; rc == 0 && i < h->n_pending; i++)
+            rc = add_believer(b, h->pending[i], err);
+        if (rc == 0) {
+            b->cap = tuning->candidates + tuning->local_candidates;
+            b->cu = malloc((size_t)b->cap * (size_t)b->dims * sizeof *b->cu);
+            b->cx = malloc((size_t)b->cap * (size_t)b->nf * sizeof *b->cx);
+            b->cv = malloc((size_t)b->cap * sizeof *b->cv);
+            if (b->cu == NULL || b->cx == NULL || b->cv == NULL)
+                rc = oom(err);
+        }
+    }
+    for (int64_t k = 0; rc == 0 && k < count; k++) {
+        int64_t t = first + k;
+        if (t < searcher->n_initial || !need_gp) {
+            out[k] = sampler_config(space, searcher, t);
+            if (out[k] == NULL)
+                rc = rung_error_set(err, RUNG_E_INTERNAL, NULL,
+                                    "bayes: no quasi-random config for trial %lld", (long long)t);
+        } else {
+            rc = propose_gp(b, t, &out[k], err);
+        }
+        /* Each config of the batch is pending for the next. */
+        if (rc == 0 && need_gp && k + 1 < count)
+            rc = add_believer(b, out[k], err);
+    }
+    if (rc != 0)
+        for (int64_t k = 0; k < count; k++) {
+            json_decref(out[k]);
+            out[k] = NULL;
+        }
+    bayes_close(b);
+    free(b);
+    return rc;
+}
+
+int bayes_propose(const Space *space, const SearcherSpec *searcher, int64_t first, int64_t count,
+                  const BayesHistory *history, json_t **out, RungError *err)
+{
+    BayesTuning tuning;
+    bayes__default_tuning(&tuning);
+    return bayes__propose_tuned(space, searcher, first, count, history, &tuning, out, err);
+}
