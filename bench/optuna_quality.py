@@ -184,7 +184,6 @@ class GpEi:
         self.start = self._start_points()
 
     def _start_points(self):
-        np = self.np
         try:
             from scipy.stats import qmc
 

@@ -118,7 +118,8 @@ else
     run_bounded "$TMP/optuna.out" "$OPTUNA_TIMEOUT_S" "$PEER_PY" "$PEER" --seeds "$SEEDS" \
         --evals "$EVALS" --functions "$FUNCTIONS" --samplers random,tpe,tpe-mv --json || rc=$?
     if ((rc == 124 || rc == 137)); then
-        note "optuna_quality ran past $OPTUNA_TIMEOUT_S s and was stopped; rows it finished are kept"
+        note "optuna_quality ran past $OPTUNA_TIMEOUT_S s and was stopped; rows it finished" \
+            "are kept"
     elif ((rc != 0)); then
         note "optuna_quality failed (exit $rc): $(tail -c 400 "$TMP/optuna.out")"
     fi
@@ -207,7 +208,7 @@ print("== table: simple regret (best so far - f*), median [q1, q3] over seeds; "
 for fn in functions:
     print()
     print(f"{fn}")
-    print(f"  {'searcher':<14} {'seeds':>5}  {'@25':<28} {'@50':<28} {'@100':<28} "
+    print(f"  {'searcher':<14} {'seeds':>5}  {'@25':<31} {'@50':<31} {'@100':<31} "
           f"{'prop_ms':>9} {'(50-99)':>9}")
     for label in LABELS:
         row = rows.get((fn, label))
@@ -221,8 +222,8 @@ for fn in functions:
             continue
         pm = row.get("prop_ms_median")
         pl = row.get("prop_ms_median_n50_99")
-        print(f"  {label:<14} {row['seeds']:>5}  {cell(row, 25):<28} {cell(row, 50):<28} "
-              f"{cell(row, 100):<28} {'-' if pm is None else f'{pm:.3g}':>9} "
+        print(f"  {label:<14} {row['seeds']:>5}  {cell(row, 25):<31} {cell(row, 50):<31} "
+              f"{cell(row, 100):<31} {'-' if pm is None else f'{pm:.3g}':>9} "
               f"{'-' if pl is None else f'{pl:.3g}':>9}")
     ratios = []
     for at in (50, 100):
