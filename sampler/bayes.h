@@ -34,6 +34,9 @@ typedef struct BayesHistory {
     int64_t n_pending;
 } BayesHistory;
 
+/* The most configs one call proposes: each joins the GP as a point. */
+#define BAYES_MAX_BATCH 1024
+
 /* Proposes the configs of trial numbers first .. first + count - 1 into
  * out[0 .. count-1] (new references; free with json_decref). Trials below
  * searcher->n_initial come from the scrambled Sobol sequence (as
@@ -44,5 +47,16 @@ typedef struct BayesHistory {
  * then out[] holds nothing. */
 int bayes_propose(const Space *space, const SearcherSpec *searcher, int64_t first, int64_t count,
                   const BayesHistory *history, json_t **out, RungError *err);
+/* More about bayes_propose (bayes.c's header has the whole method):
+ * - count may be 0 (nothing happens) and at most BAYES_MAX_BATCH; history
+ *   may be NULL (no observations); first, count or history's arrays out
+ *   of range fail with RUNG_E_INVALID_ARGUMENT.
+ * - Observations and pending configs that do not fit the space (a missing
+ *   parameter, an unknown choice) are skipped; NaN losses count as failed.
+ * - With more than 2,000 observations the GP sees the best 1,000 and the
+ *   1,000 most recent others; with more than 1,024 pending, the most
+ *   recent 1,024.
+ * - Trials at or past n_initial with fewer than two usable observations
+ *   also take sampler_config's Sobol config. */
 
 #endif

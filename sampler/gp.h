@@ -95,9 +95,10 @@ int gp_set_hyper(Gp *gp, const double *ls, double sf2, double noise);
  * the log prior density (prior may be NULL: none; the prior's constant
  * terms are left out), into *value; its gradient into grad (may be NULL).
  * Thetas outside the bounds the fit allows are clamped into them, with a
- * quadratic penalty on the distance. Needs n >= 1; uses the factor's
- * storage as scratch, so the model must be factorized again afterwards
- * (gp_set_hyper; gp_fit does). */
+ * quadratic penalty on the distance. Needs n >= 1; keeps the distances of
+ * every pair per feature between calls (n(n-1)/2 x d doubles, until the
+ * points change) and uses the factor's storage as scratch, so the model
+ * must be factorized again afterwards (gp_set_hyper; gp_fit does). */
 int gp_objective(Gp *gp, const double *theta, const GpPrior *prior, double *value, double *grad);
 
 /* Fits the hyperparameters to the points held (n >= 1) and factorizes with
