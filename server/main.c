@@ -18,6 +18,7 @@
 #include "engine.h"
 #include "http.h"
 #include "log.h"
+#include "options.h"
 #include "stats.h"
 #include "store.h"
 
@@ -36,16 +37,6 @@ static void on_signal(int signo)
     }
     errno = saved;
 }
-
-typedef enum { OPT_STRING, OPT_INT } OptKind;
-
-typedef struct Option {
-    const char *name;   /* without the leading "--" */
-    OptKind kind;
-    const char *value;  /* strings: current value; ints: parsed into ival */
-    long long ival, min, max;
-    const char *help;
-} Option;
 
 enum { O_BIND, O_PORT, O_DB, O_TOKEN, O_WEB_DIR, O_LEASE_S, O_MAX_BODY, O_DURABILITY, O__COUNT };
 
@@ -69,55 +60,11 @@ static Option options[O__COUNT] = {
 static void usage(FILE *out)
 {
     fprintf(out, "usage: rungd [options]\n\n");
-    for (int i = 0; i < O__COUNT; i++) {
-        const Option *o = &options[i];
-        if (o->kind == OPT_INT)
-            fprintf(out, "  --%-11s N  %s (default %lld)\n", o->name, o->help, o->ival);
-        else
-            fprintf(out, "  --%-11s S  %s%s%s%s\n", o->name, o->help,
-                    o->value ? " (default " : "", o->value ? o->value : "",
-                    o->value ? ")" : "");
-    }
+    options_usage(out, options, O__COUNT);
 }
 
-static int parse_args(int argc, char **argv)
+static int check_args(void)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            usage(stdout);
-            exit(0);
-        }
-        const char *eq = strchr(arg, '=');
-        size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
-        Option *o = NULL;
-        for (int k = 0; k < O__COUNT; k++)
-            if (strncmp(arg, "--", 2) == 0 && name_len - 2 == strlen(options[k].name) &&
-                strncmp(arg + 2, options[k].name, name_len - 2) == 0)
-                o = &options[k];
-        if (o == NULL) {
-            fprintf(stderr, "rungd: unknown option %s (see --help)\n", arg);
-            return -1;
-        }
-        const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-        if (value == NULL) {
-            fprintf(stderr, "rungd: --%s needs a value\n", o->name);
-            return -1;
-        }
-        if (o->kind == OPT_STRING) {
-            o->value = value;
-            continue;
-        }
-        char *end;
-        errno = 0;
-        long long v = strtoll(value, &end, 10);
-        if (errno || *end != '\0' || v < o->min || v > o->max) {
-            fprintf(stderr, "rungd: --%s must be an integer between %lld and %lld, not '%s'\n",
-                    o->name, o->min, o->max, value);
-            return -1;
-        }
-        o->ival = v;
-    }
     const char *d = options[O_DURABILITY].value;
     if (strcmp(d, "normal") != 0 && strcmp(d, "full") != 0) {
         fprintf(stderr, "rungd: --durability must be normal or full, not '%s'\n", d);
@@ -129,7 +76,12 @@ static int parse_args(int argc, char **argv)
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (parse_args(argc, argv) != 0)
+    int parsed = options_parse("rungd", options, O__COUNT, argc, argv);
+    if (parsed == 1) {
+        usage(stdout);
+        return 0;
+    }
+    if (parsed != 0 || check_args() != 0)
         return 2;
     const char *token = options[O_TOKEN].value;
     if (token == NULL)

@@ -34,19 +34,10 @@
 #include "client.h"
 #include "gpus.h"
 #include "log.h"
+#include "options.h"
 #include "worker.h"
 
 #define MAX_CPU_SLOTS 4096 /* as the server's SPEC_MAX_CPUS */
-
-typedef enum { OPT_STRING, OPT_INT, OPT_FLAG } OptKind;
-
-typedef struct Option {
-    const char *name; /* without the leading "--" */
-    OptKind kind;
-    const char *value; /* strings: current value; flags: non-NULL when given */
-    long long ival, min, max;
-    const char *help;
-} Option;
 
 enum { O_SERVER, O_TOKEN, O_NAME, O_GPUS, O_CPU_SLOTS, O_WORKDIR, O_ONCE, O_LEASE_WAIT, O__COUNT };
 
@@ -71,72 +62,9 @@ static Option options[O__COUNT] = {
 static void usage(FILE *out)
 {
     fprintf(out, "usage: rung-worker --server URL [options]\n\n");
-    for (int i = 0; i < O__COUNT; i++) {
-        const Option *o = &options[i];
-        if (o->kind == OPT_INT)
-            if (o->ival)
-                fprintf(out, "  --%-13s N  %s (default %lld)\n", o->name, o->help, o->ival);
-            else
-                fprintf(out, "  --%-13s N  %s\n", o->name, o->help);
-        else if (o->kind == OPT_FLAG)
-            fprintf(out, "  --%-13s    %s\n", o->name, o->help);
-        else
-            fprintf(out, "  --%-13s S  %s%s%s%s\n", o->name, o->help, o->value ? " (default " : "",
-                    o->value ? o->value : "", o->value ? ")" : "");
-    }
+    options_usage(out, options, O__COUNT);
     fprintf(out, "\nSIGINT/SIGTERM: finish the running trials, then exit; "
                  "a second one ends them now.\n");
-}
-
-static int parse_args(int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            usage(stdout);
-            exit(0);
-        }
-        const char *eq = strchr(arg, '=');
-        size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
-        Option *o = NULL;
-        for (int k = 0; k < O__COUNT; k++)
-            if (strncmp(arg, "--", 2) == 0 && name_len - 2 == strlen(options[k].name) &&
-                strncmp(arg + 2, options[k].name, name_len - 2) == 0)
-                o = &options[k];
-        if (o == NULL) {
-            fprintf(stderr, "rung-worker: unknown option %s (see --help)\n", arg);
-            return -1;
-        }
-        if (o->kind == OPT_FLAG) {
-            if (eq) {
-                fprintf(stderr, "rung-worker: --%s takes no value\n", o->name);
-                return -1;
-            }
-            o->value = "yes";
-            continue;
-        }
-        const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-        if (value == NULL) {
-            fprintf(stderr, "rung-worker: --%s needs a value\n", o->name);
-            return -1;
-        }
-        if (o->kind == OPT_STRING) {
-            o->value = value;
-            continue;
-        }
-        char *end;
-        errno = 0;
-        long long v = strtoll(value, &end, 10);
-        if (errno || end == value || *end != '\0' || v < o->min || v > o->max) {
-            fprintf(stderr,
-                    "rung-worker: --%s must be an integer between %lld and %lld, not '%s'\n",
-                    o->name, o->min, o->max, value);
-            return -1;
-        }
-        o->ival = v;
-        o->value = value;
-    }
-    return 0;
 }
 
 /* Parses --gpus: "auto" and "none" set *mode; a list fills gpus. */
@@ -345,7 +273,12 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    if (parse_args(argc, argv) != 0)
+    int parsed = options_parse("rung-worker", options, O__COUNT, argc, argv);
+    if (parsed == 1) {
+        usage(stdout);
+        return 0;
+    }
+    if (parsed != 0)
         return 2;
     /* common/log.c reads RUNG_LOG lazily, unguarded: let that first read
      * happen here, before any thread could race it. */
