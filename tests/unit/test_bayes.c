@@ -16,30 +16,9 @@
 
 #include "bayes.h"
 #include "sampler.h"
+#include "space_testing.h"
 
 /* ---- helpers ---------------------------------------------------------- */
-
-static json_t *load(const char *text)
-{
-    json_error_t jerr;
-    json_t *json = json_loads(text, JSON_DECODE_ANY, &jerr);
-    if (json == NULL)
-        fail_msg("bad JSON in test: %s: %s", text, jerr.text);
-    return json;
-}
-
-static Space *parse_space(const char *text)
-{
-    json_t *json = load(text);
-    Space *space = NULL;
-    RungError err;
-    rung_error_clear(&err);
-    int rc = space_parse(json, &space, &err);
-    json_decref(json);
-    if (rc != 0)
-        fail_msg("space_parse(%s): %s", text, err.message);
-    return space;
-}
 
 static SearcherSpec parse_searcher(const char *text, const Space *space)
 {

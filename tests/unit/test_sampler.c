@@ -17,31 +17,9 @@
 
 #include "sampler.h"
 #include "sampler_internal.h"
+#include "space_testing.h"
 
 /* ---- helpers ---------------------------------------------------------- */
-
-static json_t *load(const char *text)
-{
-    json_error_t jerr;
-    json_t *json = json_loads(text, JSON_DECODE_ANY, &jerr);
-    if (json == NULL)
-        fail_msg("bad JSON in test: %s: %s", text, jerr.text);
-    return json;
-}
-
-static Space *parse_ok(const char *text)
-{
-    json_t *json = load(text);
-    Space *space = NULL;
-    RungError err;
-    rung_error_clear(&err);
-    int rc = space_parse(json, &space, &err);
-    json_decref(json);
-    if (rc != 0)
-        fail_msg("space_parse(%s): %s", text, err.message);
-    assert_non_null(space);
-    return space;
-}
 
 static SearcherSpec searcher_ok(const char *text, const Space *space)
 {
@@ -220,7 +198,7 @@ static void test_domains_bounds_and_round_trip(void **state)
         const DomainCase *c = &DOMAIN_CASES[ci];
         char text[512];
         snprintf(text, sizeof text, "{\"x\": %s}", c->domain);
-        Space *space = parse_ok(text);
+        Space *space = parse_space(text);
         assert_int_equal(space_cube_dims(space), 1);
         assert_int_equal(space_grid_size(space), 1);
         /* Pseudo-random and Sobol draws both stay inside the domain. */
@@ -252,7 +230,7 @@ static void test_domains_bounds_and_round_trip(void **state)
 static void test_decode_edges(void **state)
 {
     (void)state;
-    Space *space = parse_ok("{\"u\": {\"type\": \"uniform\", \"low\": 1, \"high\": 2},"
+    Space *space = parse_space("{\"u\": {\"type\": \"uniform\", \"low\": 1, \"high\": 2},"
                             " \"r\": {\"type\": \"randint\", \"low\": 0, \"high\": 4},"
                             " \"l\": {\"type\": \"lograndint\", \"low\": 2, \"high\": 9},"
                             " \"q\": {\"type\": \"qrandint\", \"low\": 1, \"high\": 9, \"q\": 4},"
@@ -291,7 +269,7 @@ static void test_loguniform_is_uniform_in_log_space(void **state)
     const double a = 1e-4, b = 1.0;
     /* Critical value of the KS statistic at alpha = 0.01 for large n. */
     const double crit = 1.63 / sqrt((double)n);
-    Space *space = parse_ok("{\"lr\": {\"type\": \"loguniform\", \"low\": 1e-4, \"high\": 1}}");
+    Space *space = parse_space("{\"lr\": {\"type\": \"loguniform\", \"low\": 1e-4, \"high\": 1}}");
     const char *searchers[] = {"{\"seed\": 3}", "{\"seed\": 3, \"quasi\": true}"};
     double *logs = malloc(n * sizeof *logs);
     double *raw = malloc(n * sizeof *raw);
@@ -323,7 +301,7 @@ static void test_integer_distributions(void **state)
 {
     (void)state;
     const int n = 10000;
-    Space *space = parse_ok("{\"r\": {\"type\": \"randint\", \"low\": 0, \"high\": 10},"
+    Space *space = parse_space("{\"r\": {\"type\": \"randint\", \"low\": 0, \"high\": 10},"
                             " \"l\": {\"type\": \"lograndint\", \"low\": 1, \"high\": 10000}}");
     SearcherSpec s = searcher_ok("{\"seed\": 5}", space);
     int r_counts[10] = {0}, l_counts[4] = {0};
@@ -353,7 +331,7 @@ static void test_integer_distributions(void **state)
 static int64_t check_grid(const char *space_text, const char *searcher_text, int64_t num_samples,
                           const char *const *keys, int64_t combos)
 {
-    Space *space = parse_ok(space_text);
+    Space *space = parse_space(space_text);
     SearcherSpec s = searcher_ok(searcher_text, space);
     int64_t total = total_ok(space, &s, num_samples);
     Tally tally = {.n = 0};
@@ -406,7 +384,7 @@ static void test_grid_trial_counts(void **state)
 static void test_grid_order(void **state)
 {
     (void)state;
-    Space *space = parse_ok("{\"a\": {\"type\": \"grid\", \"values\": [1, 2, 3]},"
+    Space *space = parse_space("{\"a\": {\"type\": \"grid\", \"values\": [1, 2, 3]},"
                             " \"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
                             " \"b\": {\"type\": \"grid\", \"values\": [\"p\", \"q\"]}}");
     assert_int_equal(space_grid_size(space), 6);
@@ -440,7 +418,7 @@ static void check_enumeration(const char *domain, const char *want_text)
 {
     char text[512];
     snprintf(text, sizeof text, "{\"x\": %s}", domain);
-    Space *space = parse_ok(text);
+    Space *space = parse_space(text);
     SearcherSpec s = searcher_ok("{\"type\": \"grid\"}", space);
     json_t *want = load(want_text);
     int64_t total = total_ok(space, &s, 1);
@@ -685,19 +663,19 @@ static void expect_bad_searcher(const char *searcher_text, const Space *space, c
 static void test_invalid_searchers(void **state)
 {
     (void)state;
-    Space *space = parse_ok("{\"lr\": {\"type\": \"loguniform\", \"low\": 1e-4, \"high\": 1},"
+    Space *space = parse_space("{\"lr\": {\"type\": \"loguniform\", \"low\": 1e-4, \"high\": 1},"
                             " \"c\": {\"type\": \"choice\", \"values\": [1, 2]}}");
     for (size_t i = 0; i < sizeof BAD_SEARCHERS / sizeof BAD_SEARCHERS[0]; i++)
         expect_bad_searcher(BAD_SEARCHERS[i].spec, space, BAD_SEARCHERS[i].field);
     space_free(space);
 
     /* An integer domain the grid searcher would have to enumerate whole. */
-    space = parse_ok("{\"lr\": {\"type\": \"loguniform\", \"low\": 1e-4, \"high\": 1,"
+    space = parse_space("{\"lr\": {\"type\": \"loguniform\", \"low\": 1e-4, \"high\": 1,"
                      " \"grid_points\": 3}, \"n\": {\"type\": \"randint\", \"low\": 0,"
                      " \"high\": 1001}}");
     expect_bad_searcher("{\"type\": \"grid\"}", space, "search_space.n.grid_points");
     space_free(space);
-    space = parse_ok("{\"n\": {\"type\": \"randint\", \"low\": 0, \"high\": 1000}}");
+    space = parse_space("{\"n\": {\"type\": \"randint\", \"low\": 0, \"high\": 1000}}");
     SearcherSpec s = searcher_ok("{\"type\": \"grid\"}", space);
     assert_int_equal(total_ok(space, &s, 2), 2000);
     space_free(space);
@@ -727,7 +705,7 @@ static void test_invalid_searchers(void **state)
 static void test_total_trials_limits(void **state)
 {
     (void)state;
-    Space *space = parse_ok("{\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}");
+    Space *space = parse_space("{\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}");
     SearcherSpec s = searcher_ok(NULL, space);
     int64_t total = 0;
     RungError err;
@@ -778,7 +756,7 @@ static void test_total_trials_limits(void **state)
 static void test_searcher_defaults(void **state)
 {
     (void)state;
-    Space *space = parse_ok("{\"a\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+    Space *space = parse_space("{\"a\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
                             " \"b\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}");
     SearcherSpec s = searcher_ok(NULL, space);
     assert_int_equal(s.type, SEARCHER_RANDOM);
@@ -806,7 +784,7 @@ static void test_searcher_defaults(void **state)
     assert_int_equal(json_object_size(c), 2);
     json_decref(c);
     space_free(space);
-    space = parse_ok("{\"a\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1,"
+    space = parse_space("{\"a\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1,"
                      " \"grid_points\": 3},"
                      " \"b\": {\"type\": \"randint\", \"low\": 0, \"high\": 3},"
                      " \"g\": {\"type\": \"grid\", \"values\": [1, 2]}, \"k\": 5,"
@@ -830,7 +808,7 @@ static void test_constants_and_order(void **state)
                        " \"g\": {\"type\": \"grid\", \"values\": [{\"x\": 1}, [1], null]},"
                        " \"t\": [1, {\"type\": \"uniform\"}], \"b\": false}";
     const char *order[] = {"z", "a", "m", "n", "s", "f", "g", "t", "b"};
-    Space *space = parse_ok(text);
+    Space *space = parse_space(text);
     assert_int_equal(space_param_count(space), 9);
     assert_int_equal(space_cube_dims(space), 1);
     assert_int_equal(space_grid_size(space), 3);
@@ -868,7 +846,7 @@ static void test_constants_and_order(void **state)
     space_free(space);
 
     /* An empty space: every trial is the empty config. */
-    space = parse_ok("{}");
+    space = parse_space("{}");
     assert_int_equal(space_cube_dims(space), 0);
     assert_int_equal(space_grid_size(space), 1);
     for (int si = 0; si < 3; si++) {
@@ -890,7 +868,7 @@ static void test_constants_and_order(void **state)
 static void test_encode_errors(void **state)
 {
     (void)state;
-    Space *space = parse_ok("{\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+    Space *space = parse_space("{\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
                             " \"c\": {\"type\": \"choice\", \"values\": [\"a\", \"b\"]},"
                             " \"g\": {\"type\": \"grid\", \"values\": [1, 2]}}");
     double u[2];
@@ -948,7 +926,7 @@ static void release(json_t **configs)
 static void test_reproducible(void **state)
 {
     (void)state;
-    Space *space = parse_ok("{\"lr\": {\"type\": \"loguniform\", \"low\": 1e-5, \"high\": 1},"
+    Space *space = parse_space("{\"lr\": {\"type\": \"loguniform\", \"low\": 1e-5, \"high\": 1},"
                             " \"m\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
                             " \"h\": {\"type\": \"qrandint\", \"low\": 8, \"high\": 512,"
                             " \"q\": 8}, \"c\": {\"type\": \"choice\", \"values\": [1, 2, 3]}}");
@@ -1032,7 +1010,7 @@ static void test_sobol_matches_gsl(void **state)
 static void spread(const char *searcher_text, int *max_dev, int *cells)
 {
     enum { DIMS = 4, POINTS = 256, BINS = 16 };
-    Space *space = parse_ok("{\"a\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+    Space *space = parse_space("{\"a\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
                             " \"b\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
                             " \"c\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
                             " \"d\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}");
