@@ -148,6 +148,14 @@ static json_t *trial_json(const Trial *t)
                                                 "step", (json_int_t)t->best_step)
                                     : json_null());
     json_object_set_new(o, "error", t->error ? json_string(t->error) : json_null());
+    /* Early stopping: the rung (a time_attr milestone) where the scheduler
+     * stopped or paused the trial, and its bracket under asha/hyperband. */
+    json_object_set_new(o, "rung", t->rung <= 0                  ? json_null()
+                                   : t->rung == floor(t->rung) ? json_integer((json_int_t)t->rung)
+                                                               : json_real(t->rung));
+    AshaType sched = t->exp->spec.sched.type;
+    if (sched == ASHA_ASHA || sched == ASHA_HYPERBAND)
+        json_object_set_new(o, "bracket", json_integer(core_trial_bracket(t)));
     json_object_set_new(o, "created_at", time_json(t->created_at));
     json_object_set_new(o, "started_at", time_json(t->started_at));
     json_object_set_new(o, "ended_at", time_json(t->ended_at));
@@ -636,6 +644,8 @@ void api_worker_lease(Engine *e, Job *job)
         json_object_set(o, "trainable", trainable ? trainable : json_null());
         json_object_set(o, "resources", t->resources);
         json_object_set_new(o, "lease_token", json_string(token));
+        /* A promoted trial goes on from its checkpoint after this step. */
+        json_object_set_new(o, "resume_step", json_integer(core_resume_step(t)));
         reply(job, 200, json_pack("{s:o}", "trial", o));
         job->on_undelivered = lease_undelivered;
         return;

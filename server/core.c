@@ -7,6 +7,12 @@
  *      |                  |  \--cancel, at its next report or heartbeat--> canceled
  *      +--retry (attempt+1): finish failed or lease expired, attempt <= max_failures
  *
+ * The scheduler (asha.c) answers each report: `stop` ends a running trial as
+ * stopped, a report at max_t ends it as completed, and with promote a trial
+ * is paused at a rung (running --> paused) until it is promoted (paused -->
+ * pending, first in line, resumed from its checkpoint) or the experiment's
+ * end game stops it (paused --> stopped).
+ *
  * An experiment is completed once all its trials exist and are terminal. */
 #include "core.h"
 
@@ -15,8 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const trial_names[TRIAL__COUNT] = {"pending",  "running", "completed",
-                                                      "stopped",  "failed",  "canceled"};
+static const char *const trial_names[TRIAL__COUNT] = {
+    "pending", "running", "completed", "stopped", "failed", "canceled", "paused"};
 static const char *const exp_names[] = {"running", "completed", "canceled"};
 
 const char *trial_state_name(TrialState s)
@@ -206,6 +212,7 @@ void core_free(Core *core)
         Experiment *e = core->exps[i];
         if (e) {
             spec_close(&e->spec);
+            asha_free(e->asha);
             free(e->trials);
             free(e);
         }
@@ -278,6 +285,9 @@ static Experiment *exp_new(Core *core, int64_t id, Spec *spec, int64_t now)
     memset(spec, 0, sizeof *spec);
     e->state = EXP_RUNNING;
     e->created_at = now;
+    e->asha = asha_new(&e->spec.sched);
+    if (e->asha == NULL)
+        abort();
     put_exp(core, id, e);
     return e;
 }
@@ -336,9 +346,17 @@ static void recompute_best(Experiment *e)
     }
 }
 
+static void endgame(Core *core, Experiment *e, int64_t now);
+static int objective(const Experiment *e, const json_t *metrics, double *v);
+
 static void maybe_complete(Core *core, Experiment *e, int64_t now)
 {
     if (e->state != EXP_RUNNING || e->n_trials < e->spec.total_trials)
+        return;
+    if (e->counts[TRIAL_PAUSED] > 0 && e->counts[TRIAL_PENDING] == 0 &&
+        e->counts[TRIAL_RUNNING] == 0 && !e->hold_endgame)
+        endgame(core, e, now);
+    if (e->state != EXP_RUNNING)
         return;
     int64_t terminal = e->counts[TRIAL_COMPLETED] + e->counts[TRIAL_STOPPED] +
                        e->counts[TRIAL_FAILED] + e->counts[TRIAL_CANCELED];
@@ -367,11 +385,11 @@ static void set_state(Core *core, Trial *t, TrialState s, int64_t now)
         t->started_at = now;
         t->ended_at = 0;
     }
-    if (trial_state_terminal(s)) {
+    if (trial_state_terminal(s))
         t->ended_at = now;
-        maybe_complete(core, e, now);
-    }
     mark_trial(core, t);
+    if (trial_state_terminal(s))
+        maybe_complete(core, e, now);
 }
 
 static void set_error(Trial *t, const char *error)
@@ -391,12 +409,84 @@ static void set_error(Trial *t, const char *error)
 /* Forgets what the current attempt reported, for a retry. */
 static void reset_attempt(Trial *t)
 {
-    t->has_step = t->has_best = false;
+    asha_trial_reset(t->exp->asha, t->number);
+    t->has_step = t->has_best = t->has_time = false;
+    t->rung = 0;
+    t->leased_seen = 0;
     t->step = t->best_step = 0;
     t->best_value = 0;
     json_decref(t->last);
     t->last = NULL;
     t->n_seen = 0;
+}
+
+/* ---- the scheduler's side of the state machine ---- */
+
+/* The milestone of rung k of t's bracket. */
+static double milestone(const Trial *t, int k)
+{
+    double m[ASHA_MAX_RUNGS];
+    const AshaParams *p = asha_params(t->exp->asha);
+    int n = asha_rungs(p, asha_bracket(p, t->number), m);
+    return k >= 0 && k < n ? m[k] : 0;
+}
+
+/* A paused trial goes back in line, at the front: promotions come before
+ * new trials, as in the paper's get_job. */
+static void resume(Core *core, Trial *t, int64_t now)
+{
+    set_state(core, t, TRIAL_PENDING, now);
+    list_push_front(&t->exp->pending, t);
+    t->rung = 0;
+    core->availability_changed = true;
+}
+
+/* Promotes the paused trials that now rank in the top of their rung. They
+ * come highest rung first; pushing to the front in reverse keeps that order. */
+static void promote_ready(Core *core, Experiment *e, int64_t now)
+{
+    if (e->counts[TRIAL_PAUSED] == 0)
+        return;
+    int64_t n = e->counts[TRIAL_PAUSED];
+    int64_t *ids = malloc((size_t)n * sizeof *ids);
+    if (ids == NULL)
+        abort();
+    n = asha_promotions(e->asha, ids, n);
+    for (int64_t i = n - 1; i >= 0; i--) {
+        Trial *t = e->trials[ids[i]];
+        if (t != NULL && t->state == TRIAL_PAUSED)
+            resume(core, t, now);
+    }
+    free(ids);
+}
+
+/* Ends t as stopped or completed for the scheduler, which records its last
+ * result once more as Ray's on_trial_complete does. */
+static void end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now)
+{
+    Experiment *e = t->exp;
+    double v;
+    bool has = t->last != NULL && objective(e, t->last, &v) == 1 && isfinite(v);
+    asha_trial_end(e->asha, t->number, t->time, has && t->has_time, has ? v : 0);
+    set_state(core, t, s, now);
+}
+
+/* Nothing runs, nothing is pending and no new trial will come, yet trials
+ * are paused: promote the one the end game picks, or stop them all. */
+static void endgame(Core *core, Experiment *e, int64_t now)
+{
+    e->hold_endgame = true;
+    int64_t n = asha_endgame(e->asha);
+    if (n >= 0 && e->trials[n] != NULL && e->trials[n]->state == TRIAL_PAUSED) {
+        resume(core, e->trials[n], now);
+    } else {
+        for (int64_t i = 0; i < e->n_trials; i++) {
+            Trial *t = e->trials[i];
+            if (t != NULL && t->state == TRIAL_PAUSED)
+                end_for_scheduler(core, t, TRIAL_STOPPED, now);
+        }
+    }
+    e->hold_endgame = false;
 }
 
 /* A failed attempt: retried as the same trial while attempts remain. */
@@ -415,6 +505,7 @@ static void fail_or_retry(Core *core, Trial *t, const char *error, int64_t now)
         if (e->best == t)
             recompute_best(e);
         core->availability_changed = true;
+        promote_ready(core, e, now); /* its records are gone: others may rank higher now */
     } else {
         set_state(core, t, TRIAL_FAILED, now);
     }
@@ -471,6 +562,21 @@ static bool fits(const Experiment *e, const LeaseOffer *offer)
     return e->spec.gpus <= offer->n_gpus && e->spec.cpus <= offer->cpus;
 }
 
+/* Whether w may take pending trial t. A promoted trial resumes from the
+ * checkpoint in its trial folder, which is on the worker that paused it:
+ * it waits for that worker while the worker is alive (seen within a lease
+ * time); after that any worker may take it, and the program finds no
+ * checkpoint and starts over. */
+static bool may_take(const Core *core, const Worker *w, const Trial *t, int64_t now)
+{
+    if (t->n_seen == 0 || t->worker_id == w->id)
+        return true;
+    const Worker *owner = t->worker_id > 0 && t->worker_id < core->n_workers
+                              ? core->workers[t->worker_id]
+                              : NULL;
+    return owner == NULL || now - owner->last_seen_at > core->lease_ms;
+}
+
 Trial *core_lease(Core *core, Worker *w, const LeaseOffer *offer, const char *token,
                   int64_t now)
 {
@@ -480,7 +586,12 @@ Trial *core_lease(Core *core, Worker *w, const LeaseOffer *offer, const char *to
         if (e == NULL || e->state != EXP_RUNNING || e->pending.head == NULL || !fits(e, offer))
             continue;
         Trial *t = e->pending.head;
+        while (t != NULL && !may_take(core, w, t, now))
+            t = t->next;
+        if (t == NULL)
+            continue;
         set_state(core, t, TRIAL_RUNNING, now);
+        t->leased_seen = t->n_seen;
         t->worker_id = w->id;
         snprintf(t->lease_token, sizeof t->lease_token, "%s", token);
         t->lease_expires_ms = now + core->lease_ms;
@@ -569,6 +680,21 @@ static void seen_insert(Trial *t, int64_t step, ReportAction a)
     t->n_seen++;
 }
 
+/* The report's progress for the scheduler: its step, or the time_attr
+ * field when that is not "step". False when the report lacks it. */
+static bool report_time(const Experiment *e, int64_t step, const json_t *metrics, double *time)
+{
+    if (strcmp(e->spec.time_attr, "step") == 0) {
+        *time = (double)step;
+        return true;
+    }
+    json_t *ta = json_object_get(metrics, e->spec.time_attr);
+    if (!json_is_number(ta))
+        return false;
+    *time = json_number_value(ta);
+    return true;
+}
+
 /* Records a report's values on the trial (both live and at load). */
 static void record(Trial *t, int64_t step, json_t *metrics, ReportAction a)
 {
@@ -578,6 +704,7 @@ static void record(Trial *t, int64_t step, json_t *metrics, ReportAction a)
                   ? (int64_t)json_integer_value(ta)
                   : step;
     t->has_step = true;
+    t->has_time = report_time(e, step, metrics, &t->time);
     json_decref(t->last);
     t->last = json_incref(metrics);
     double v;
@@ -596,7 +723,7 @@ static void record(Trial *t, int64_t step, json_t *metrics, ReportAction a)
 bool core_unlease(Core *core, Trial *t, const char *token, int64_t now)
 {
     if (t->state != TRIAL_RUNNING || t->lease_token[0] == '\0' ||
-        !token_equal(token, t->lease_token) || t->n_seen > 0)
+        !token_equal(token, t->lease_token) || t->n_seen > t->leased_seen)
         return false;
     set_state(core, t, TRIAL_PENDING, now);
     list_push_front(&t->exp->pending, t);
@@ -606,11 +733,61 @@ bool core_unlease(Core *core, Trial *t, const char *token, int64_t now)
     return true;
 }
 
+/* The scheduler's answer to a report of a running trial, with the state
+ * change it brings. */
+static ReportAction schedule(Core *core, Trial *t, int64_t step, const json_t *metrics,
+                             int64_t now)
+{
+    Experiment *e = t->exp;
+    double time, v;
+    if (e->spec.sched.type == ASHA_FIFO || !report_time(e, step, metrics, &time))
+        return ACTION_CONTINUE;
+    bool has = objective(e, metrics, &v) == 1;
+    int rung;
+    AshaDecision d = asha_report(e->asha, t->number, time, has, has ? v : 0, &rung);
+    /* The trial's last time and value are this report's from here on. */
+    t->time = time;
+    t->has_time = true;
+    json_decref(t->last);
+    t->last = json_incref((json_t *)metrics);
+    ReportAction a = ACTION_STOP;
+    e->hold_endgame = true; /* promotions first, then the end game */
+    switch (d) {
+    case ASHA_CONTINUE:
+        a = ACTION_CONTINUE;
+        break;
+    case ASHA_STOP:
+        t->rung = milestone(t, rung);
+        end_for_scheduler(core, t, TRIAL_STOPPED, now);
+        break;
+    case ASHA_COMPLETE:
+        end_for_scheduler(core, t, TRIAL_COMPLETED, now);
+        break;
+    case ASHA_PAUSE:
+        t->rung = milestone(t, rung);
+        set_state(core, t, TRIAL_PAUSED, now);
+        break;
+    }
+    e->hold_endgame = false;
+    if (rung >= 0)
+        promote_ready(core, e, now); /* a new value at a rung can lift paused trials */
+    maybe_complete(core, e, now);
+    return a;
+}
+
 int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *metrics,
                 int64_t now, ReportAction *action, RungError *err)
 {
     if (t->lease_token[0] == '\0' || !token_equal(token, t->lease_token))
         return lease_lost(t, err);
+    if (t->state == TRIAL_RUNNING && t->leased_seen > 0 &&
+        step <= t->seen[t->leased_seen - 1].step) {
+        /* A resumed trial reporting a step it had reached before (it found
+         * no checkpoint and started over): those reports stand; the repeats
+         * are neither judged nor stored. */
+        *action = ACTION_CONTINUE;
+        return 0;
+    }
     size_t at = seen_lower_bound(t, step);
     if (at < t->n_seen && t->seen[at].step == step) {
         *action = (ReportAction)t->seen[at].action; /* a retry: same answer, stored once */
@@ -634,6 +811,8 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
     } else if (t->stop_requested) {
         set_state(core, t, TRIAL_CANCELED, now);
         a = ACTION_STOP;
+    } else {
+        a = schedule(core, t, step, metrics, now);
     }
     record(t, step, metrics, a);
     grow((void **)&core->reports, &core->cap_reports, core->n_reports, sizeof(NewReport));
@@ -660,7 +839,7 @@ int core_finish(Core *core, Trial *t, const char *token, bool completed, const c
         set_state(core, t, TRIAL_CANCELED, now);
     } else if (completed) {
         set_error(t, NULL);
-        set_state(core, t, TRIAL_COMPLETED, now);
+        end_for_scheduler(core, t, TRIAL_COMPLETED, now);
     } else {
         fail_or_retry(core, t, (error && error[0]) ? error : "the trial failed", now);
     }
@@ -704,6 +883,8 @@ int core_cancel(Core *core, Experiment *e, int64_t now, RungError *err)
         set_state(core, e->pending.head, TRIAL_CANCELED, now);
     for (int64_t i = 0; i < e->n_trials; i++) {
         Trial *t = e->trials[i];
+        if (t && t->state == TRIAL_PAUSED)
+            set_state(core, t, TRIAL_CANCELED, now);
         if (t && t->state == TRIAL_RUNNING) {
             t->stop_requested = true;
             mark_trial(core, t);
@@ -781,6 +962,15 @@ void core_load_report(Core *core, Trial *t, int64_t step, json_t *metrics, Repor
 {
     (void)core;
     record(t, step, metrics, a);
+    Experiment *e = t->exp;
+    double v;
+    if (t->has_time && objective(e, metrics, &v) == 1 && isfinite(v))
+        asha_replay(e->asha, t->number, t->time, true, v);
+}
+
+void core_load_rung(Trial *t, double rung)
+{
+    t->rung = rung;
 }
 
 Worker *core_load_worker(Core *core, int64_t id, const char *name, const char *hostname,
@@ -802,10 +992,42 @@ void core_load_done(Core *core, int64_t now)
         t->lease_expires_ms = now + core->lease_ms;
     for (int64_t id = 1; id < core->n_exps; id++) {
         Experiment *e = core->exps[id];
-        if (e != NULL)
-            maybe_complete(core, e, now);
+        if (e == NULL)
+            continue;
+        /* The scheduler's state beyond the replayed reports: what ended for
+         * it (Ray's on_trial_complete) and what waits at a rung. A resumed
+         * trial, pending or running, leases with the reports it had. */
+        for (int64_t i = 0; i < e->n_trials; i++) {
+            Trial *t = e->trials[i];
+            if (t == NULL)
+                continue;
+            if (t->state == TRIAL_COMPLETED || t->state == TRIAL_STOPPED) {
+                double v;
+                bool has = t->last != NULL && objective(e, t->last, &v) == 1 && isfinite(v);
+                asha_trial_end(e->asha, t->number, t->time, has && t->has_time, has ? v : 0);
+            } else if (t->state == TRIAL_PAUSED) {
+                asha_trial_paused(e->asha, t->number);
+            } else if (t->state == TRIAL_PENDING && t->n_seen > 0) {
+                list_remove(&e->pending, t);
+                list_push_front(&e->pending, t); /* promoted before the restart */
+            } else if (t->state == TRIAL_RUNNING) {
+                t->leased_seen = t->n_seen; /* unknown; no report is taken back */
+            }
+        }
+        maybe_complete(core, e, now);
     }
     core->availability_changed = true;
+}
+
+int64_t core_resume_step(const Trial *t)
+{
+    return t->leased_seen > 0 ? t->seen[t->leased_seen - 1].step : 0;
+}
+
+int core_trial_bracket(const Trial *t)
+{
+    const AshaParams *p = asha_params(t->exp->asha);
+    return p->type == ASHA_ASHA || p->type == ASHA_HYPERBAND ? asha_bracket(p, t->number) : 0;
 }
 
 bool core_trial_result(const Trial *t, double *loss)

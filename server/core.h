@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "asha.h"
 #include "error.h"
 #include "spec.h"
 
@@ -32,6 +33,7 @@ typedef enum {
     TRIAL_STOPPED,
     TRIAL_FAILED,
     TRIAL_CANCELED,
+    TRIAL_PAUSED, /* asha with promote: waits at a rung to be promoted */
     TRIAL__COUNT
 } TrialState;
 
@@ -70,6 +72,10 @@ typedef struct Trial {
     /* Derived from the current attempt's reports (rebuilt at load). */
     bool has_step;
     int64_t step;                /* last reported time_attr */
+    bool has_time;
+    double time;                 /* last report's time_attr value, for the scheduler */
+    double rung;                 /* milestone where the scheduler stopped or paused it; 0 = none */
+    size_t leased_seen;          /* n_seen when leased: a resumed trial's reports so far */
     bool has_best;
     double best_value;           /* in the metric's own sign */
     int64_t best_step;
@@ -98,6 +104,8 @@ typedef struct Experiment {
     TrialList pending;           /* pending trials, retries first, then by number */
     int64_t proposing;           /* configs asked of the proposer, not yet added */
     Trial *best;                 /* borrowed: the trial with the best value, or NULL */
+    struct Asha *asha;           /* owned: the scheduler's rung records */
+    bool hold_endgame;           /* asha promote: no end game now (re-entry, or promotions first) */
     bool dirty;
     bool stored;
 } Experiment;
@@ -214,6 +222,8 @@ Trial *core_load_trial(Core *core, Experiment *exp, int64_t id, int64_t number, 
                        int64_t created_at, int64_t started_at, int64_t ended_at);
 /* Replays one stored report of the trial's current attempt (ascending step). */
 void core_load_report(Core *core, Trial *t, int64_t step, json_t *metrics, ReportAction a);
+/* Sets the rung a loaded trial was stopped or paused at (0 = none). */
+void core_load_rung(Trial *t, double rung);
 Worker *core_load_worker(Core *core, int64_t id, const char *name, const char *hostname,
                          json_t *gpus, int64_t cpus, int64_t registered_at,
                          int64_t last_seen_at, json_t *heartbeat);
@@ -241,6 +251,13 @@ void core_changes_clear(Core *core);
  * failed. False when it has none yet (pending or running) or was canceled
  * before reporting. */
 bool core_trial_result(const Trial *t, double *loss);
+
+/* The step a leased trial resumes after (its last reported step, when it
+ * was paused and promoted), or 0 when it starts from the beginning. */
+int64_t core_resume_step(const Trial *t);
+
+/* The trial's scheduler bracket (0 unless asha or hyperband). */
+int core_trial_bracket(const Trial *t);
 
 /* Counts of trials by state across experiments (for /metrics). */
 void core_trial_counts(const Core *core, int64_t counts[TRIAL__COUNT]);

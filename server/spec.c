@@ -7,6 +7,7 @@
 #include "spec.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <string.h>
 
 #include "jsonv.h"
@@ -17,10 +18,25 @@ static const char *const top_keys[] = {
     "name", "metric", "mode", "search_space", "searcher", "scheduler", "num_samples",
     "max_concurrent_trials", "max_failures", "resources_per_trial", "trainable", NULL};
 
+/* A number as JSON: integral values print as integers (27, not 27.0). */
+static json_t *number_json(double v)
+{
+    if (v == floor(v) && fabs(v) < 9e15)
+        return json_integer((json_int_t)v);
+    return json_real(v);
+}
+
+/* The scheduler's fields and defaults (API.md, "scheduler"): Ray Tune's
+ * ASHAScheduler defaults for asha and hyperband; MedianStoppingRule's
+ * min_samples_required for median, with grace_period counted in time_attr
+ * units like ASHA's (Ray's default of 60 assumes seconds). */
 static int parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
 {
     json_t *s = json_object_get(spec_json, "scheduler");
-    spec->scheduler = SCHEDULER_FIFO;
+    AshaParams *p = &spec->sched;
+    *p = (AshaParams){.type = ASHA_FIFO, .maximize = spec->mode == SPEC_MODE_MAX, .max_t = 100,
+                      .grace_period = 1, .rf = 4, .brackets = 1, .min_samples = 3,
+                      .seed = spec->searcher.seed};
     spec->time_attr = "step";
     if (s == NULL || json_is_null(s)) {
         json_object_set_new(spec_json, "scheduler", json_pack("{s:s}", "type", "fifo"));
@@ -32,17 +48,88 @@ static int parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
     const char *type = "fifo";
     if (jsonv_string(s, "scheduler", "type", JSONV_OPTIONAL, 32, &type, E, err))
         return err->code;
-    if (strcmp(type, "fifo") != 0)
+    static const char *const fifo_keys[] = {"type", "time_attr", NULL};
+    static const char *const asha_keys[] = {"type",         "time_attr",        "max_t",
+                                            "grace_period", "reduction_factor", "brackets",
+                                            "promote",      NULL};
+    static const char *const hyperband_keys[] = {"type", "time_attr", "max_t", "grace_period",
+                                                 "reduction_factor", NULL};
+    static const char *const median_keys[] = {"type", "time_attr", "grace_period",
+                                              "min_samples_required", NULL};
+    const char *const *allowed;
+    if (strcmp(type, "fifo") == 0) {
+        allowed = fifo_keys;
+    } else if (strcmp(type, "asha") == 0) {
+        p->type = ASHA_ASHA;
+        allowed = asha_keys;
+    } else if (strcmp(type, "hyperband") == 0) {
+        p->type = ASHA_HYPERBAND;
+        allowed = hyperband_keys;
+    } else if (strcmp(type, "median") == 0) {
+        p->type = ASHA_MEDIAN;
+        allowed = median_keys;
+    } else {
         return rung_error_set(err, E, "scheduler.type",
-                              "scheduler.type: '%s' is not supported by this rungd (use fifo)",
+                              "scheduler.type: '%s' is not one of fifo, asha, hyperband, median",
                               type);
-    const char *allowed[] = {"type", "time_attr", NULL};
-    if (jsonv_only_keys(s, "scheduler", allowed, E, err))
+    }
+    int64_t brackets = 1;
+    if (jsonv_only_keys(s, "scheduler", allowed, E, err) ||
+        jsonv_string(s, "scheduler", "time_attr", JSONV_OPTIONAL, SPEC_MAX_METRIC,
+                     &spec->time_attr, E, err) ||
+        jsonv_number(s, "scheduler", "max_t", JSONV_OPTIONAL, &p->max_t, E, err) ||
+        jsonv_number(s, "scheduler", "grace_period", JSONV_OPTIONAL, &p->grace_period, E, err) ||
+        jsonv_number(s, "scheduler", "reduction_factor", JSONV_OPTIONAL, &p->rf, E, err) ||
+        jsonv_int(s, "scheduler", "brackets", JSONV_OPTIONAL, 1, ASHA_MAX_BRACKETS, &brackets, E,
+                  err) ||
+        jsonv_bool(s, "scheduler", "promote", JSONV_OPTIONAL, &p->promote, E, err) ||
+        jsonv_int(s, "scheduler", "min_samples_required", JSONV_OPTIONAL, 1, INT32_MAX,
+                  &p->min_samples, E, err))
         return err->code;
-    if (jsonv_string(s, "scheduler", "time_attr", JSONV_OPTIONAL, SPEC_MAX_METRIC,
-                     &spec->time_attr, E, err))
-        return err->code;
-    json_object_set_new(s, "type", json_string("fifo"));
+    p->brackets = (int)brackets;
+    if (p->type == ASHA_MEDIAN) {
+        if (!(p->grace_period >= 0))
+            return rung_error_set(err, E, "scheduler.grace_period",
+                                  "scheduler.grace_period: must be >= 0, not %g",
+                                  p->grace_period);
+        json_object_set_new(s, "grace_period", number_json(p->grace_period));
+        json_object_set_new(s, "min_samples_required", json_integer(p->min_samples));
+    } else if (p->type != ASHA_FIFO) {
+        if (!(p->grace_period > 0))
+            return rung_error_set(err, E, "scheduler.grace_period",
+                                  "scheduler.grace_period: must be > 0, not %g", p->grace_period);
+        if (!(p->rf > 1))
+            return rung_error_set(err, E, "scheduler.reduction_factor",
+                                  "scheduler.reduction_factor: must be > 1, not %g", p->rf);
+        if (!(p->max_t >= p->grace_period))
+            return rung_error_set(err, E, "scheduler.max_t",
+                                  "scheduler.max_t: must be >= grace_period (%g), not %g",
+                                  p->grace_period, p->max_t);
+        int max = asha_max_brackets(p);
+        double rungs = log(p->max_t / p->grace_period) / log(p->rf) + 1;
+        if (rungs >= ASHA_MAX_RUNGS + 1)
+            return rung_error_set(err, E, "scheduler.reduction_factor",
+                                  "scheduler.reduction_factor: %g gives %.0f rungs from "
+                                  "grace_period %g to max_t %g; at most %d",
+                                  p->rf, floor(rungs), p->grace_period, p->max_t,
+                                  ASHA_MAX_RUNGS);
+        if (p->type == ASHA_HYPERBAND)
+            p->brackets = max;
+        else if (p->brackets > max)
+            return rung_error_set(err, E, "scheduler.brackets",
+                                  "scheduler.brackets: %d, but grace_period %g, reduction_factor "
+                                  "%g and max_t %g leave room for at most %d",
+                                  p->brackets, p->grace_period, p->rf, p->max_t, max);
+        json_object_set_new(s, "max_t", number_json(p->max_t));
+        json_object_set_new(s, "grace_period", number_json(p->grace_period));
+        json_object_set_new(s, "reduction_factor", number_json(p->rf));
+        json_object_set_new(s, "brackets", json_integer(p->brackets));
+        if (p->type == ASHA_ASHA)
+            json_object_set_new(s, "promote", json_boolean(p->promote));
+    }
+    json_object_set_new(s, "type", json_string(type));
+    json_object_set_new(s, "time_attr", json_string(spec->time_attr));
+    spec->time_attr = json_string_value(json_object_get(s, "time_attr")); /* the new copy */
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "asha.h"
 #include "sampler.h"
 
 #define SPEC_MAX_NAME 256       /* experiment names are labels, not documents */
@@ -20,7 +21,6 @@
 #define SPEC_MAX_CPUS 4096      /* CPUs per trial */
 
 typedef enum { SPEC_MODE_MIN, SPEC_MODE_MAX } SpecMode;
-typedef enum { SCHEDULER_FIFO } SchedulerType;
 
 typedef struct Spec {
     const char *name;           /* borrowed from the spec JSON */
@@ -28,7 +28,7 @@ typedef struct Spec {
     SpecMode mode;
     Space *space;               /* owned */
     SearcherSpec searcher;
-    SchedulerType scheduler;
+    AshaParams sched;           /* the scheduler; seed = the searcher's */
     const char *time_attr;      /* borrowed: report field counting progress */
     int64_t num_samples;        /* >= 1 */
     int64_t total_trials;       /* grid combinations x num_samples */

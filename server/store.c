@@ -47,13 +47,13 @@ static const char *const sql_text[ST__COUNT] = {
                       "WHERE id = :id",
     [ST_TRIAL_INSERT] =
         "INSERT INTO trials (id, experiment_id, number, state, config, attempt, worker_id, "
-        "lease_token, resources, stop_requested, error, created_at, started_at, ended_at) "
-        "VALUES (:id, :exp, :number, :state, :config, :attempt, :worker, :token, :resources, "
-        ":stop, :error, :created_at, :started_at, :ended_at)",
+        "lease_token, resources, stop_requested, error, created_at, started_at, ended_at, "
+        "rung) VALUES (:id, :exp, :number, :state, :config, :attempt, :worker, :token, "
+        ":resources, :stop, :error, :created_at, :started_at, :ended_at, :rung)",
     [ST_TRIAL_UPDATE] =
         "UPDATE trials SET state = :state, attempt = :attempt, worker_id = :worker, "
         "lease_token = :token, resources = :resources, stop_requested = :stop, error = :error, "
-        "started_at = :started_at, ended_at = :ended_at WHERE id = :id",
+        "started_at = :started_at, ended_at = :ended_at, rung = :rung WHERE id = :id",
     [ST_REPORT_INSERT] = "INSERT INTO reports (trial_id, attempt, step, time, metrics, action) "
                          "VALUES (:trial, :attempt, :step, :time, :metrics, :action)",
     [ST_WORKER_INSERT] = "INSERT INTO workers (id, name, hostname, gpus, cpus, registered_at, "
@@ -99,6 +99,14 @@ static void bind_int_or_null(sqlite3_stmt *st, const char *name, int64_t v)
         sqlite3_bind_null(st, param(st, name));
     else
         sqlite3_bind_int64(st, param(st, name), v);
+}
+
+static void bind_real_or_null(sqlite3_stmt *st, const char *name, double v)
+{
+    if (v == 0)
+        sqlite3_bind_null(st, param(st, name));
+    else
+        sqlite3_bind_double(st, param(st, name), v);
 }
 
 static void bind_text(sqlite3_stmt *st, const char *name, const char *v)
@@ -155,6 +163,24 @@ static int user_version(Store *s, int *out, RungError *err)
     return rc == SQLITE_ROW ? 0 : db_error(s, err, "user_version");
 }
 
+/* Fails when a row refers to one that does not exist (run after each
+ * migration, since they run with foreign keys off). */
+static int foreign_keys_hold(Store *s, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA foreign_key_check", -1, &st, NULL) != SQLITE_OK)
+        return db_error(s, err, "foreign_key_check");
+    int rc = sqlite3_step(st);
+    char table[128] = "";
+    if (rc == SQLITE_ROW)
+        snprintf(table, sizeof table, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    if (rc == SQLITE_ROW)
+        return rung_error_set(err, RUNG_E_INTERNAL, NULL,
+                              "store: after migrating, table %s refers to missing rows", table);
+    return rc == SQLITE_DONE ? 0 : db_error(s, err, "foreign_key_check");
+}
+
 /* Applies migrations user_version+1 … N, each in its own transaction. */
 static int migrate(Store *s, RungError *err)
 {
@@ -172,7 +198,7 @@ static int migrate(Store *s, RungError *err)
         char pragma[64];
         snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", v + 1);
         if (exec(s, "BEGIN", err) || exec(s, rung_migrations[v], err) ||
-            exec(s, pragma, err) || exec(s, "COMMIT", err)) {
+            foreign_keys_hold(s, err) || exec(s, pragma, err) || exec(s, "COMMIT", err)) {
             exec(s, "ROLLBACK", NULL);
             return err->code;
         }
@@ -221,8 +247,10 @@ int store_open(const char *path, bool durable_full, Store **out, RungError *err)
     const char *pragmas = durable_full
                               ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
                               : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;";
-    if (exec(s, pragmas, err) || exec(s, "PRAGMA foreign_keys=ON; PRAGMA busy_timeout=5000;", err) ||
-        migrate(s, err)) {
+    /* Foreign keys come on after the migrations: a migration that rebuilds a
+     * table (002) drops the old one, which other tables refer to. */
+    if (exec(s, pragmas, err) || exec(s, "PRAGMA busy_timeout=5000;", err) ||
+        migrate(s, err) || exec(s, "PRAGMA foreign_keys=ON;", err)) {
         store_close(s);
         return err->code;
     }
@@ -298,6 +326,7 @@ static int write_trial(Store *s, Trial *t, RungError *err)
     bind_text(st, ":error", t->error);
     bind_int_or_null(st, ":started_at", t->started_at);
     bind_int_or_null(st, ":ended_at", t->ended_at);
+    bind_real_or_null(st, ":rung", t->rung);
     if (!t->stored) {
         bind_int(st, ":exp", t->exp->id);
         bind_int(st, ":number", t->number);
@@ -404,7 +433,7 @@ static int load_trials(Store *s, Core *core, RungError *err)
     sqlite3_stmt *st;
     const char *sql = "SELECT id, experiment_id, number, state, config, attempt, worker_id, "
                       "lease_token, resources, stop_requested, error, created_at, started_at, "
-                      "ended_at FROM trials ORDER BY experiment_id, number";
+                      "ended_at, rung FROM trials ORDER BY experiment_id, number";
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
         return db_error(s, err, "load trials");
     int rc;
@@ -419,12 +448,13 @@ static int load_trials(Store *s, Core *core, RungError *err)
             return rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: trial %lld is corrupt",
                                   (long long)sqlite3_column_int64(st, 0));
         }
-        core_load_trial(core, e, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 2), state,
+        Trial *t = core_load_trial(core, e, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 2), state,
                         config, sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6),
                         (const char *)sqlite3_column_text(st, 7), column_json(st, 8),
                         sqlite3_column_int(st, 9) != 0,
                         (const char *)sqlite3_column_text(st, 10), sqlite3_column_int64(st, 11),
                         sqlite3_column_int64(st, 12), sqlite3_column_int64(st, 13));
+        core_load_rung(t, sqlite3_column_double(st, 14)); /* NULL reads as 0: none */
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : db_error(s, err, "load trials");

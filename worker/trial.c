@@ -116,6 +116,9 @@ Trial *trial_new(Worker *w, const json_t *o, char *why, size_t why_size)
     t->id = json_integer_value(id);
     t->experiment_id = int_or(json_object_get(o, "experiment_id"), 0);
     t->attempt = int_or(json_object_get(o, "attempt"), 1);
+    t->resume_step = int_or(json_object_get(o, "resume_step"), 0);
+    if (t->resume_step < 0)
+        t->resume_step = 0;
     snprintf(t->lease_token, sizeof t->lease_token, "%s", token);
     json_t *config = json_object_get(o, "config");
     t->config = json_is_object(config) ? json_incref(config) : json_object();
@@ -596,10 +599,11 @@ static int prepare(Sup *s, char *why, size_t why_size)
     char gpus[SLOTS_MAX_GPUS * 8] = "";
     for (int i = 0, o = 0; i < t->n_gpus; i++)
         o += snprintf(gpus + o, sizeof gpus - (size_t)o, "%s%" PRId64, i ? "," : "", t->gpus[i]);
-    char num[3][24];
+    char num[4][24];
     snprintf(num[0], sizeof num[0], "%" PRId64, t->id);
     snprintf(num[1], sizeof num[1], "%" PRId64, t->experiment_id);
     snprintf(num[2], sizeof num[2], "%" PRId64, t->attempt);
+    snprintf(num[3], sizeof num[3], "%" PRId64, t->resume_step);
     Env env;
     env_init(&env);
     /* CUDA numbers GPUs fastest first unless told otherwise; NVML (and so
@@ -614,6 +618,11 @@ static int prepare(Sup *s, char *why, size_t why_size)
     env_set(&env, "RUNG_ATTEMPT", num[2]);
     env_set(&env, "RUNG_CONFIG", config ? config : "{}");
     env_set(&env, "RUNG_TRIAL_DIR", s->dir);
+    /* A promoted trial: its checkpoint in RUNG_TRIAL_DIR is at this step. */
+    if (t->resume_step > 0)
+        env_set(&env, "RUNG_RESUME_STEP", num[3]);
+    else
+        env_unset(&env, "RUNG_RESUME_STEP");
     if (builtin) {
         char *trainable = json_dumps(tr, JSON_COMPACT);
         env_set(&env, "RUNG_TRAINABLE", trainable ? trainable : "{}");
@@ -764,7 +773,7 @@ static void *supervise(void *arg)
 {
     Trial *t = arg;
     Worker *w = t->worker;
-    Sup s = {.t = t, .out_log = -1, .err_log = -1, .next_step = 1};
+    Sup s = {.t = t, .out_log = -1, .err_log = -1, .next_step = t->resume_step + 1};
     tail_init(&s.tail);
     char why[TRIAL_WHY_MAX];
     snprintf(why, sizeof why, "%s", t->prefail);

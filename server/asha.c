@@ -1,0 +1,578 @@
+/* Early stopping; see asha.h for the rules.
+ *
+ * Structure: brackets hold rungs; a rung holds the values recorded there, in
+ * arrival order (the promote variant ranks them, with their trial numbers)
+ * and sorted (the ASHA cutoff is a quantile of them). Trials are indexed by
+ * number and keep which rungs they recorded at (a bit set), the rung they
+ * are paused at, and, for the median rule, every (time, value) they reported.
+ *
+ * Workload: one call per report, thousands per second. A rung's sorted array
+ * makes the cutoff O(log n) to find and O(n) to insert (a memmove), fine up to
+ * the 10^5 trials an experiment may hold. The median rule is O(reports) per
+ * report, as Ray's is. */
+#include "asha.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct AshaRec {
+    int64_t trial;
+    double score; /* higher is better: the value, sign-flipped for min */
+} AshaRec;
+
+typedef struct AshaRung {
+    double milestone;
+    AshaRec *recs;   /* arrival order */
+    double *sorted;  /* the same scores, ascending */
+    size_t n, cap;
+} AshaRung;
+
+typedef struct AshaBracket {
+    int n_rungs;
+    AshaRung rungs[ASHA_MAX_RUNGS]; /* ascending milestones */
+} AshaBracket;
+
+typedef struct AshaTrial {
+    bool known;          /* bracket drawn */
+    int bracket;
+    uint64_t recorded;   /* bit k: recorded at rung k */
+    int paused;          /* rung index it is paused at, or -1 */
+    /* median: every result, in arrival order */
+    double *times, *values;
+    size_t n, cap;
+} AshaTrial;
+
+struct Asha {
+    AshaParams p;
+    AshaBracket *brackets; /* p.brackets of them; NULL for fifo and median */
+    AshaTrial *trials;     /* by number */
+    int64_t n_trials, cap_trials;
+    int64_t *paused;       /* numbers of paused trials, unordered */
+    int64_t n_paused, cap_paused;
+};
+
+/* ---- rungs and brackets (pure functions of the params) ---- */
+
+/* Ray's MAX_RUNGS = int(log(max_t/min_t)/log(rf) - s + 1), as written there,
+ * so that the rounding of the logarithms matches too. */
+static int rung_count(const AshaParams *p, int s)
+{
+    double n = log(p->max_t / p->grace_period) / log(p->rf) - s + 1;
+    if (!(n >= 1))
+        return 0;
+    return n >= ASHA_MAX_RUNGS ? ASHA_MAX_RUNGS : (int)n;
+}
+
+int asha_max_brackets(const AshaParams *p)
+{
+    return rung_count(p, 0);
+}
+
+int asha_rungs(const AshaParams *p, int b, double milestones[ASHA_MAX_RUNGS])
+{
+    int n = rung_count(p, b);
+    for (int k = 0; k < n; k++)
+        milestones[k] = p->grace_period * pow(p->rf, k + b);
+    return n;
+}
+
+/* splitmix64: a counter-based draw, so a trial's bracket depends on nothing
+ * but (seed, number) and is the same after a restart. */
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static int bracket_count(const AshaParams *p)
+{
+    if (p->type == ASHA_HYPERBAND)
+        return asha_max_brackets(p);
+    int max = asha_max_brackets(p);
+    return p->brackets < 1 ? 1 : (p->brackets > max ? max : p->brackets);
+}
+
+int asha_bracket(const AshaParams *p, int64_t trial)
+{
+    int nb = bracket_count(p);
+    if (nb <= 1)
+        return 0;
+    /* softmax over rung counts, as Ray's on_trial_add */
+    double w[ASHA_MAX_BRACKETS], total = 0;
+    int max = rung_count(p, 0);
+    for (int s = 0; s < nb; s++) {
+        w[s] = exp((double)(rung_count(p, s) - max));
+        total += w[s];
+    }
+    uint64_t h = mix64(mix64(p->seed ^ 0x617368612d627261ULL) + (uint64_t)trial);
+    double u = (double)(h >> 11) * 0x1.0p-53 * total;
+    for (int s = 0; s < nb; s++) {
+        if (u < w[s])
+            return s;
+        u -= w[s];
+    }
+    return nb - 1;
+}
+
+/* ---- lifecycle ---- */
+
+Asha *asha_new(const AshaParams *params)
+{
+    Asha *a = calloc(1, sizeof *a);
+    if (a == NULL)
+        return NULL;
+    a->p = *params;
+    if (a->p.type == ASHA_ASHA || a->p.type == ASHA_HYPERBAND) {
+        a->p.brackets = bracket_count(&a->p);
+        a->brackets = calloc((size_t)a->p.brackets, sizeof *a->brackets);
+        if (a->brackets == NULL) {
+            free(a);
+            return NULL;
+        }
+        for (int b = 0; b < a->p.brackets; b++) {
+            double m[ASHA_MAX_RUNGS];
+            a->brackets[b].n_rungs = asha_rungs(&a->p, b, m);
+            for (int k = 0; k < a->brackets[b].n_rungs; k++)
+                a->brackets[b].rungs[k].milestone = m[k];
+        }
+    }
+    if (a->p.type != ASHA_ASHA)
+        a->p.promote = false;
+    return a;
+}
+
+void asha_free(Asha *a)
+{
+    if (a == NULL)
+        return;
+    for (int b = 0; a->brackets && b < a->p.brackets; b++) {
+        for (int k = 0; k < a->brackets[b].n_rungs; k++) {
+            free(a->brackets[b].rungs[k].recs);
+            free(a->brackets[b].rungs[k].sorted);
+        }
+    }
+    free(a->brackets);
+    for (int64_t i = 0; i < a->n_trials; i++) {
+        free(a->trials[i].times);
+        free(a->trials[i].values);
+    }
+    free(a->trials);
+    free(a->paused);
+    free(a);
+}
+
+const AshaParams *asha_params(const Asha *a)
+{
+    return &a->p;
+}
+
+/* Grows *arr so that index `need` fits, zeroing the new part. The daemon
+ * cannot keep its promises without memory, so it aborts, as core.c does. */
+static void grow(void **arr, int64_t *cap, int64_t need, size_t elem)
+{
+    if (need < *cap)
+        return;
+    int64_t n = *cap ? *cap : 16;
+    while (n <= need)
+        n *= 2;
+    void *p = realloc(*arr, (size_t)n * elem);
+    if (p == NULL)
+        abort();
+    memset((char *)p + (size_t)*cap * elem, 0, (size_t)(n - *cap) * elem);
+    *arr = p;
+    *cap = n;
+}
+
+static AshaTrial *trial_get(Asha *a, int64_t trial)
+{
+    if (trial >= a->n_trials) {
+        grow((void **)&a->trials, &a->cap_trials, trial, sizeof *a->trials);
+        a->n_trials = trial + 1;
+    }
+    AshaTrial *t = &a->trials[trial];
+    if (!t->known) {
+        t->known = true;
+        t->bracket = a->brackets ? asha_bracket(&a->p, trial) : 0;
+        t->paused = -1;
+    }
+    return t;
+}
+
+static double score_of(const Asha *a, double value)
+{
+    return a->p.maximize ? value : -value;
+}
+
+/* ---- rung records ---- */
+
+/* numpy.percentile(values, q * 100) with the default linear method, as
+ * numpy >= 1.22 computes it (virtual index n*q + (1 - q) - 1, then its
+ * two-sided lerp), so that ties with the cutoff come out as in Ray. */
+static double numpy_quantile(const double *sorted, size_t n, double q)
+{
+    double vi = (double)n * q + (1.0 + q * -1.0) - 1.0;
+    if (vi >= (double)(n - 1))
+        return sorted[n - 1];
+    if (vi < 0)
+        return sorted[0];
+    double lo = floor(vi);
+    size_t i = (size_t)lo;
+    double g = vi - lo, x = sorted[i], y = sorted[i + 1];
+    double d = y - x;
+    return g >= 0.5 ? y - d * (1 - g) : x + d * g;
+}
+
+/* Ray's cutoff: np.nanpercentile(recorded, (1 - 1/rf) * 100). */
+static double cutoff(const Asha *a, const AshaRung *r)
+{
+    double q = (1.0 - 1.0 / a->p.rf) * 100.0 / 100.0;
+    return numpy_quantile(r->sorted, r->n, q);
+}
+
+static void rung_add(AshaRung *r, int64_t trial, double score)
+{
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 16;
+        AshaRec *recs = realloc(r->recs, cap * sizeof *recs);
+        if (recs == NULL)
+            abort();
+        r->recs = recs;
+        double *sorted = realloc(r->sorted, cap * sizeof *sorted);
+        if (sorted == NULL)
+            abort();
+        r->sorted = sorted;
+        r->cap = cap;
+    }
+    r->recs[r->n] = (AshaRec){trial, score};
+    size_t lo = 0, hi = r->n; /* first index with sorted[i] > score */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->sorted[mid] <= score)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    memmove(&r->sorted[lo + 1], &r->sorted[lo], (r->n - lo) * sizeof *r->sorted);
+    r->sorted[lo] = score;
+    r->n++;
+}
+
+static void rung_remove(AshaRung *r, int64_t trial)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        if (r->recs[i].trial != trial)
+            continue;
+        double score = r->recs[i].score;
+        memmove(&r->recs[i], &r->recs[i + 1], (r->n - i - 1) * sizeof *r->recs);
+        for (size_t j = 0; j < r->n; j++) {
+            if (r->sorted[j] == score) {
+                memmove(&r->sorted[j], &r->sorted[j + 1], (r->n - j - 1) * sizeof *r->sorted);
+                break;
+            }
+        }
+        r->n--;
+        return;
+    }
+}
+
+/* Whether rec a ranks above rec b: higher score, then lower trial number. */
+static bool ranks_above(const AshaRec *x, const AshaRec *y)
+{
+    return x->score > y->score || (x->score == y->score && x->trial < y->trial);
+}
+
+/* The 0-based rank of trial's record in rung r, or -1 if it has none. */
+static int64_t rung_rank(const AshaRung *r, int64_t trial)
+{
+    const AshaRec *mine = NULL;
+    for (size_t i = 0; i < r->n && mine == NULL; i++)
+        if (r->recs[i].trial == trial)
+            mine = &r->recs[i];
+    if (mine == NULL)
+        return -1;
+    int64_t rank = 0;
+    for (size_t i = 0; i < r->n; i++)
+        if (ranks_above(&r->recs[i], mine))
+            rank++;
+    return rank;
+}
+
+/* The highest rung of t's bracket at or below time that t has not recorded
+ * at, or -1 (Ray's loop over the rungs from the top). */
+static int rung_to_score(const Asha *a, const AshaTrial *t, double time)
+{
+    const AshaBracket *b = &a->brackets[t->bracket];
+    for (int k = b->n_rungs - 1; k >= 0; k--)
+        if (time >= b->rungs[k].milestone && !(t->recorded >> k & 1))
+            return k;
+    return -1;
+}
+
+static void paused_add(Asha *a, AshaTrial *t, int64_t trial, int k)
+{
+    t->paused = k;
+    grow((void **)&a->paused, &a->cap_paused, a->n_paused, sizeof *a->paused);
+    a->paused[a->n_paused++] = trial;
+}
+
+static void paused_remove(Asha *a, AshaTrial *t, int64_t trial)
+{
+    t->paused = -1;
+    for (int64_t i = 0; i < a->n_paused; i++) {
+        if (a->paused[i] == trial) {
+            a->paused[i] = a->paused[--a->n_paused];
+            return;
+        }
+    }
+}
+
+/* ---- the median rule ---- */
+
+static void result_add(AshaTrial *t, double time, double value)
+{
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 16;
+        double *times = realloc(t->times, cap * sizeof *times);
+        if (times == NULL)
+            abort();
+        t->times = times;
+        double *values = realloc(t->values, cap * sizeof *values);
+        if (values == NULL)
+            abort();
+        t->values = values;
+        t->cap = cap;
+    }
+    t->times[t->n] = time;
+    t->values[t->n] = value;
+    t->n++;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static AshaDecision median_report(Asha *a, int64_t trial, double time, double value)
+{
+    AshaTrial *t = trial_get(a, trial);
+    result_add(t, time, value);
+    if (time < a->p.grace_period)
+        return ASHA_CONTINUE;
+    double *means = malloc((size_t)a->n_trials * sizeof *means);
+    if (means == NULL)
+        abort();
+    size_t n = 0;
+    for (int64_t j = 0; j < a->n_trials; j++) {
+        const AshaTrial *o = &a->trials[j];
+        if (j == trial || o->n == 0 || o->times[o->n - 1] < time)
+            continue;
+        /* Running mean over [grace_period, time]; a trial with no result in
+         * that window has no mean (Ray's would be NaN) and is left out. */
+        double sum = 0;
+        size_t cnt = 0;
+        for (size_t i = 0; i < o->n; i++) {
+            if (o->times[i] >= a->p.grace_period && o->times[i] <= time) {
+                sum += o->values[i];
+                cnt++;
+            }
+        }
+        if (cnt > 0)
+            means[n++] = sum / (double)cnt;
+    }
+    AshaDecision d = ASHA_CONTINUE;
+    if (n > 0 && (int64_t)n >= a->p.min_samples) {
+        qsort(means, n, sizeof *means, cmp_double);
+        double median = n % 2 ? means[n / 2] : (means[n / 2 - 1] + means[n / 2]) / 2.0;
+        double best = t->values[0];
+        for (size_t i = 1; i < t->n; i++)
+            best = a->p.maximize ? fmax(best, t->values[i]) : fmin(best, t->values[i]);
+        if (a->p.maximize ? median > best : median < best)
+            d = ASHA_STOP;
+    }
+    free(means);
+    return d;
+}
+
+/* ---- reports ---- */
+
+AshaDecision asha_report(Asha *a, int64_t trial, double time, bool has_value, double value,
+                         int *rung)
+{
+    *rung = -1;
+    if (a->p.type == ASHA_FIFO || !has_value)
+        return ASHA_CONTINUE;
+    if (a->p.type == ASHA_MEDIAN)
+        return median_report(a, trial, time, value);
+    if (time >= a->p.max_t)
+        return ASHA_COMPLETE;
+    AshaTrial *t = trial_get(a, trial);
+    int k = rung_to_score(a, t, time);
+    if (k < 0)
+        return ASHA_CONTINUE;
+    AshaRung *r = &a->brackets[t->bracket].rungs[k];
+    double score = score_of(a, value);
+    AshaDecision d = ASHA_CONTINUE;
+    if (!a->p.promote && r->n > 0 && score < cutoff(a, r))
+        d = ASHA_STOP;
+    rung_add(r, trial, score);
+    t->recorded |= (uint64_t)1 << k;
+    *rung = k;
+    if (a->p.promote) {
+        /* The paper's rule: go on only from the top floor(n/rf) of the rung. */
+        int64_t top = (int64_t)floor((double)r->n / a->p.rf);
+        if (rung_rank(r, trial) >= top) {
+            paused_add(a, t, trial, k);
+            d = ASHA_PAUSE;
+        }
+    }
+    return d;
+}
+
+void asha_replay(Asha *a, int64_t trial, double time, bool has_value, double value)
+{
+    if (a->p.type == ASHA_FIFO || !has_value)
+        return;
+    AshaTrial *t = trial_get(a, trial);
+    if (a->p.type == ASHA_MEDIAN) {
+        result_add(t, time, value);
+        return;
+    }
+    int k = time >= a->p.max_t ? -1 : rung_to_score(a, t, time);
+    if (k < 0)
+        return;
+    rung_add(&a->brackets[t->bracket].rungs[k], trial, score_of(a, value));
+    t->recorded |= (uint64_t)1 << k;
+}
+
+void asha_trial_end(Asha *a, int64_t trial, double time, bool has_value, double value)
+{
+    if (a->p.type == ASHA_FIFO || !has_value)
+        return;
+    AshaTrial *t = trial_get(a, trial);
+    if (a->p.type == ASHA_MEDIAN) {
+        result_add(t, time, value);
+        return;
+    }
+    if (t->paused >= 0)
+        paused_remove(a, t, trial);
+    int k = rung_to_score(a, t, time);
+    if (k < 0)
+        return;
+    rung_add(&a->brackets[t->bracket].rungs[k], trial, score_of(a, value));
+    t->recorded |= (uint64_t)1 << k;
+}
+
+void asha_trial_reset(Asha *a, int64_t trial)
+{
+    if (a->p.type == ASHA_FIFO || trial >= a->n_trials || !a->trials[trial].known)
+        return;
+    AshaTrial *t = &a->trials[trial];
+    t->n = 0;
+    if (t->paused >= 0)
+        paused_remove(a, t, trial);
+    for (int k = 0; a->brackets && k < a->brackets[t->bracket].n_rungs; k++)
+        if (t->recorded >> k & 1)
+            rung_remove(&a->brackets[t->bracket].rungs[k], trial);
+    t->recorded = 0;
+}
+
+/* ---- promotion ---- */
+
+void asha_trial_paused(Asha *a, int64_t trial)
+{
+    if (!a->p.promote)
+        return;
+    AshaTrial *t = trial_get(a, trial);
+    if (t->paused >= 0 || t->recorded == 0)
+        return;
+    int k = 63;
+    while (!(t->recorded >> k & 1))
+        k--;
+    paused_add(a, t, trial, k);
+}
+
+int asha_paused_rung(const Asha *a, int64_t trial)
+{
+    if (trial < 0 || trial >= a->n_trials || !a->trials[trial].known)
+        return -1;
+    return a->trials[trial].paused;
+}
+
+typedef struct AshaCand {
+    int64_t trial;
+    double milestone;
+    double score;
+} AshaCand;
+
+/* Promotion order: highest rung first, then best score, then lowest number. */
+static int cmp_cand(const void *x, const void *y)
+{
+    const AshaCand *a = x, *b = y;
+    if (a->milestone != b->milestone)
+        return a->milestone > b->milestone ? -1 : 1;
+    if (a->score != b->score)
+        return a->score > b->score ? -1 : 1;
+    return (a->trial > b->trial) - (a->trial < b->trial);
+}
+
+/* The paused trials whose rank at their rung is below limit(n), sorted. */
+static int64_t candidates(const Asha *a, bool ceil_rule, AshaCand **out)
+{
+    AshaCand *c = malloc((size_t)(a->n_paused ? a->n_paused : 1) * sizeof *c);
+    if (c == NULL)
+        abort();
+    int64_t n = 0;
+    for (int64_t i = 0; i < a->n_paused; i++) {
+        int64_t trial = a->paused[i];
+        const AshaTrial *t = &a->trials[trial];
+        const AshaRung *r = &a->brackets[t->bracket].rungs[t->paused];
+        double share = (double)r->n / a->p.rf;
+        int64_t top = (int64_t)(ceil_rule ? ceil(share) : floor(share));
+        int64_t rank = rung_rank(r, trial);
+        if (rank >= 0 && rank < top) {
+            double score = 0;
+            for (size_t j = 0; j < r->n; j++)
+                if (r->recs[j].trial == trial)
+                    score = r->recs[j].score;
+            c[n++] = (AshaCand){trial, r->milestone, score};
+        }
+    }
+    qsort(c, (size_t)n, sizeof *c, cmp_cand);
+    *out = c;
+    return n;
+}
+
+int64_t asha_promotions(Asha *a, int64_t *trials, int64_t cap)
+{
+    if (!a->p.promote || a->n_paused == 0)
+        return 0;
+    AshaCand *c;
+    int64_t n = candidates(a, false, &c);
+    if (n > cap)
+        n = cap;
+    for (int64_t i = 0; i < n; i++) {
+        trials[i] = c[i].trial;
+        paused_remove(a, &a->trials[c[i].trial], c[i].trial);
+    }
+    free(c);
+    return n;
+}
+
+int64_t asha_endgame(Asha *a)
+{
+    if (!a->p.promote || a->n_paused == 0)
+        return -1;
+    AshaCand *c;
+    int64_t n = candidates(a, true, &c);
+    int64_t trial = -1;
+    if (n > 0) {
+        trial = c[0].trial;
+        paused_remove(a, &a->trials[trial], trial);
+    }
+    free(c);
+    return trial;
+}
