@@ -7,7 +7,10 @@ same database file and check that nothing acknowledged is lost and that the
 same workers can carry on with the same lease tokens.
 """
 
+import json
+import os
 import signal
+import sqlite3
 import threading
 import time
 
@@ -287,6 +290,74 @@ class Sigterm(h.RungdTestCase):
         bad = [o for o in outcomes if o[1] != 0]
         self.assertEqual(bad, [], "exit statuses (negative: killed by that signal) of "
                          "rungd signalled right after its listening line")
+
+
+class Migration(h.RungdTestCase):
+    """A database written by a rungd of schema version 1 opens in this one
+    with everything in it, migrated to the current version."""
+
+    def test_version_1_database_is_migrated_without_loss(self):
+        schema = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                              "schema", "001_init.sql")
+        db = os.path.join(self.tmp, "v1.db")
+        spec = h.spec(name="old", num_samples=3)
+        spec["searcher"] = {"type": "random", "seed": 5}
+        con = sqlite3.connect(db)
+        with open(schema) as f:
+            con.executescript(f.read())
+        con.execute("PRAGMA user_version = 1")
+        con.execute("INSERT INTO experiments VALUES (1, 'old', ?, 5, 'running', 3, 1000, NULL)",
+                    (json.dumps(spec),))
+        con.execute("INSERT INTO workers VALUES (1, 'w', 'host', '[]', 4, 1000, 2000, NULL)")
+        con.execute("INSERT INTO trials (id, experiment_id, number, state, config, attempt, "
+                    "worker_id, created_at, started_at, ended_at) VALUES "
+                    "(1, 1, 0, 'completed', '{\"x\": 0.5}', 1, 1, 1000, 1100, 1200)")
+        con.execute("INSERT INTO trials (id, experiment_id, number, state, config, attempt, "
+                    "worker_id, error, created_at, started_at, ended_at) VALUES "
+                    "(2, 1, 1, 'failed', '{\"x\": 0.25}', 1, 1, 'boom', 1000, 1100, 1300)")
+        con.execute("INSERT INTO trials (id, experiment_id, number, state, config, attempt, "
+                    "created_at) VALUES (3, 1, 2, 'pending', '{\"x\": 0.75}', 1, 1000)")
+        for step in (1, 2, 3):
+            con.execute("INSERT INTO reports VALUES (1, 1, ?, 1150, ?, 'continue')",
+                        (step, json.dumps({"loss": 1.0 / step})))
+        con.commit()
+        con.close()
+
+        d = self.daemon(db=db)
+        exp = d.experiment(1)
+        self.assertEqual(exp["name"], "old")
+        self.assertEqual(exp["state"], "running")
+        self.assertEqual(exp["counts"]["completed"], 1, exp["counts"])
+        self.assertEqual(exp["counts"]["failed"], 1, exp["counts"])
+        self.assertEqual(exp["counts"]["pending"], 1, exp["counts"])
+        self.assertEqual(exp["best"]["value"], 1.0 / 3)
+        self.assertEqual([t["config"]["x"] for t in d.all_trials(1)], [0.5, 0.25, 0.75])
+        self.assertEqual(d.trial(2)["error"], "boom")
+        self.assertEqual([m["step"] for m in d.metrics_of(1)], [1, 2, 3])
+        self.assertIsNone(d.trial(1)["rung"])
+        # The old experiment goes on, and a trial can now be paused.
+        w = h.Worker(d)
+        t = w.lease_one()
+        self.assertEqual(t["id"], 3)
+        self.assertEqual(t["resume_step"], 0)
+        w.report_ok(t, 1, {"loss": 0.1})
+        w.finish_ok(t)
+        self.assertEqual(d.wait_state(1, "completed")["best"]["value"], 0.1)
+        # Two trials: with one, the end game would promote it right away.
+        promote = h.spec(num_samples=2, scheduler={"type": "asha", "promote": True,
+                                                  "max_t": 9, "reduction_factor": 3})
+        eid = d.create_experiment(promote)["id"]
+        t = w.lease_one()
+        self.assertEqual(w.report_ok(t, 1, {"loss": 1.0}), "stop")  # paused at rung 1
+        self.assertEqual(d.trial(t["id"])["state"], "paused")
+        d.stop()
+        con = sqlite3.connect(db)
+        self.assertEqual(con.execute("PRAGMA user_version").fetchone()[0], 2)
+        self.assertEqual(con.execute("PRAGMA foreign_key_check").fetchall(), [])
+        self.assertEqual(con.execute("SELECT state, rung FROM trials WHERE experiment_id = ? "
+                                     "ORDER BY number", (eid,)).fetchall(),
+                         [("paused", 1.0), ("pending", None)])
+        con.close()
 
 
 if __name__ == "__main__":
