@@ -317,6 +317,219 @@ static void test_resources_must_fit(void **state)
     core_free(core);
 }
 
+/* The scheduler's fields: defaults filled in, and errors naming the field. */
+static void test_spec_scheduler(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *sched;
+        AshaType type;
+        double max_t, grace, rf;
+        int brackets;
+    } good[] = {
+        {"{\"type\": \"asha\"}", ASHA_ASHA, 100, 1, 4, 1},
+        {"{\"type\": \"asha\", \"max_t\": 81, \"reduction_factor\": 3, \"brackets\": 5}",
+         ASHA_ASHA, 81, 1, 3, 5},
+        {"{\"type\": \"hyperband\", \"max_t\": 81, \"reduction_factor\": 3}", ASHA_HYPERBAND, 81,
+         1, 3, 5},
+        {"{\"type\": \"asha\", \"max_t\": 1000, \"grace_period\": 1, \"reduction_factor\": 10,"
+         " \"brackets\": 3}",
+         ASHA_ASHA, 1000, 1, 10, 3},
+        {"{\"type\": \"median\", \"time_attr\": \"epoch\"}", ASHA_MEDIAN, 100, 1, 4, 1},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "{\"metric\": \"l\", \"mode\": \"max\", \"search_space\": {}, \"scheduler\": %s}",
+                 good[i].sched);
+        json_t *j = json_loads(text, 0, NULL);
+        Spec spec;
+        RungError err;
+        rung_error_clear(&err);
+        if (spec_parse(j, 3, &spec, &err) != 0)
+            fail_msg("%s: %s", good[i].sched, err.message);
+        assert_int_equal(spec.sched.type, good[i].type);
+        assert_true(spec.sched.maximize);
+        assert_int_equal(spec.sched.seed, 3);
+        json_t *echo = json_object_get(spec.json, "scheduler");
+        if (good[i].type == ASHA_MEDIAN) {
+            assert_int_equal(spec.sched.min_samples, 3);
+            assert_string_equal(spec.time_attr, "epoch");
+            assert_int_equal(json_integer_value(json_object_get(echo, "min_samples_required")),
+                             3);
+        } else {
+            assert_true(spec.sched.max_t == good[i].max_t);
+            assert_true(spec.sched.grace_period == good[i].grace);
+            assert_true(spec.sched.rf == good[i].rf);
+            assert_int_equal(spec.sched.brackets, good[i].brackets);
+            assert_int_equal(json_integer_value(json_object_get(echo, "brackets")),
+                             good[i].brackets);
+            assert_int_equal(json_integer_value(json_object_get(echo, "max_t")),
+                             (json_int_t)good[i].max_t);
+            assert_string_equal(spec.time_attr, "step");
+        }
+        spec_close(&spec);
+        json_decref(j);
+    }
+
+    static const struct {
+        const char *sched, *field;
+    } bad[] = {
+        {"{\"type\": \"pbt\"}", "scheduler.type"},
+        {"{\"type\": 3}", "scheduler.type"},
+        {"{\"type\": \"asha\", \"reduction_factor\": 1}", "scheduler.reduction_factor"},
+        {"{\"type\": \"asha\", \"reduction_factor\": 1.001}", "scheduler.reduction_factor"},
+        {"{\"type\": \"asha\", \"grace_period\": 0}", "scheduler.grace_period"},
+        {"{\"type\": \"asha\", \"max_t\": 3, \"grace_period\": 4}", "scheduler.max_t"},
+        {"{\"type\": \"asha\", \"max_t\": 81, \"reduction_factor\": 3, \"brackets\": 6}",
+         "scheduler.brackets"},
+        {"{\"type\": \"asha\", \"brackets\": 0}", "scheduler.brackets"},
+        {"{\"type\": \"asha\", \"promote\": \"yes\"}", "scheduler.promote"},
+        {"{\"type\": \"asha\", \"max_t\": \"100\"}", "scheduler.max_t"},
+        {"{\"type\": \"hyperband\", \"brackets\": 2}", "scheduler.brackets"},
+        {"{\"type\": \"hyperband\", \"promote\": true}", "scheduler.promote"},
+        {"{\"type\": \"median\", \"min_samples_required\": 0}", "scheduler.min_samples_required"},
+        {"{\"type\": \"median\", \"max_t\": 10}", "scheduler.max_t"},
+        {"{\"type\": \"fifo\", \"max_t\": 10}", "scheduler.max_t"},
+        {"{\"type\": \"asha\", \"time_attr\": \"\"}", "scheduler.time_attr"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "{\"metric\": \"l\", \"mode\": \"min\", \"search_space\": {}, \"scheduler\": %s}",
+                 bad[i].sched);
+        json_t *j = json_loads(text, 0, NULL);
+        assert_non_null(j);
+        Spec spec;
+        RungError err;
+        rung_error_clear(&err);
+        if (spec_parse(j, 1, &spec, &err) != RUNG_E_INVALID_SPEC)
+            fail_msg("accepted: %s", bad[i].sched);
+        if (strcmp(err.field, bad[i].field) != 0)
+            fail_msg("%s: field %s, want %s (%s)", bad[i].sched, err.field, bad[i].field,
+                     err.message);
+        assert_non_null(strstr(err.message, bad[i].field));
+        json_decref(j);
+    }
+}
+
+static Trial *lease_as(Core *core, Worker *w, int i, int64_t now)
+{
+    char token[CORE_TOKEN_LEN + 1];
+    snprintf(token, sizeof token, "%032d", i);
+    LeaseOffer offer = cpus(1);
+    return core_lease(core, w, &offer, token, now);
+}
+
+static ReportAction report_as(Core *core, Trial *t, int i, int64_t step, double loss,
+                              int64_t now)
+{
+    char token[CORE_TOKEN_LEN + 1];
+    snprintf(token, sizeof token, "%032d", i);
+    ReportAction a;
+    RungError err;
+    json_t *m = metrics(loss);
+    assert_int_equal(core_report(core, t, token, step, m, now, &a, &err), 0);
+    json_decref(m);
+    return a;
+}
+
+/* asha: a worse trial is stopped at rung 1 (state stopped, its rung kept);
+ * a report at max_t completes a trial without a finish. */
+static void test_asha_stops_and_completes(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *e = add_experiment(
+        core, "{\"metric\": \"loss\", \"mode\": \"min\", \"num_samples\": 2,"
+              " \"search_space\": {\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}},"
+              " \"scheduler\": {\"type\": \"asha\", \"max_t\": 4, \"reduction_factor\": 2}}");
+    Worker *w = add_worker(core);
+    Trial *a = lease_as(core, w, 1, 2000);
+    assert_int_equal(report_as(core, a, 1, 1, 0.5, 2001), ACTION_CONTINUE); /* first at rung 1 */
+    assert_int_equal(report_as(core, a, 1, 2, 0.4, 2002), ACTION_CONTINUE); /* first at rung 2 */
+    assert_int_equal(report_as(core, a, 1, 4, 0.3, 2003), ACTION_STOP);     /* max_t */
+    assert_int_equal(a->state, TRIAL_COMPLETED);
+    Trial *b = lease_as(core, w, 2, 3000);
+    assert_int_equal(report_as(core, b, 2, 1, 0.9, 3001), ACTION_STOP); /* worse than 0.5 */
+    assert_int_equal(b->state, TRIAL_STOPPED);
+    assert_true(b->rung == 1);
+    assert_int_equal(report_as(core, b, 2, 1, 0.9, 3002), ACTION_STOP); /* a retry: same */
+    assert_int_equal(e->state, EXP_COMPLETED);
+    assert_int_equal(e->counts[TRIAL_STOPPED], 1);
+    assert_int_equal(e->counts[TRIAL_COMPLETED], 1);
+    core_free(core);
+}
+
+/* promote: trials pause at rung 1 until three have reported there; the best
+ * is then promoted to the front of the line, kept for the worker that
+ * paused it (its checkpoint is there) and leased with resume_step 1. */
+static void test_promote_pauses_and_resumes(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *e = add_experiment(
+        core, "{\"metric\": \"loss\", \"mode\": \"min\", \"num_samples\": 4,"
+              " \"search_space\": {\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}},"
+              " \"scheduler\": {\"type\": \"asha\", \"max_t\": 9, \"reduction_factor\": 3,"
+              " \"promote\": true}}");
+    Worker *w1 = add_worker(core), *w2 = add_worker(core);
+    double loss[3] = {0.5, 0.2, 0.7};
+    Trial *t[3];
+    for (int i = 0; i < 3; i++) {
+        t[i] = lease_as(core, w1, i, 2000 + i);
+        assert_int_equal(t[i]->number, i);
+        assert_int_equal(core_resume_step(t[i]), 0);
+        assert_int_equal(report_as(core, t[i], i, 1, loss[i], 2000 + i), ACTION_STOP);
+    }
+    /* After the third, floor(3/3) = 1: trial 1 (0.2) is promoted. */
+    assert_int_equal(t[0]->state, TRIAL_PAUSED);
+    assert_int_equal(t[2]->state, TRIAL_PAUSED);
+    assert_int_equal(t[1]->state, TRIAL_PENDING);
+    assert_ptr_equal(e->pending.head, t[1]);
+    assert_int_equal(e->counts[TRIAL_PAUSED], 2);
+    /* w2 may not take it while w1 is alive: it gets the new trial 3. */
+    core_worker_seen(core, w1, 2500);
+    Trial *n = lease_as(core, w2, 7, 2600);
+    assert_int_equal(n->number, 3);
+    Trial *r = lease_as(core, w1, 8, 2700);
+    assert_ptr_equal(r, t[1]);
+    assert_int_equal(core_resume_step(r), 1);
+    assert_int_equal(report_as(core, r, 8, 1, 0.2, 2701), ACTION_CONTINUE); /* a repeat */
+    assert_int_equal(report_as(core, r, 8, 2, 0.15, 2702), ACTION_CONTINUE);
+    assert_int_equal(report_as(core, r, 8, 3, 0.1, 2703), ACTION_STOP); /* paused at 3 */
+    assert_int_equal(r->state, TRIAL_PAUSED);
+    assert_true(r->rung == 3);
+    /* Trial 3 pauses at rung 1 (0.3 ranks 2nd of 4: floor(4/3) = 1). Now
+     * nothing runs or waits: the end game promotes the one at rung 3. */
+    assert_int_equal(report_as(core, n, 7, 1, 0.3, 2800), ACTION_STOP);
+    assert_int_equal(r->state, TRIAL_PENDING);
+    assert_int_equal(e->state, EXP_RUNNING);
+    Trial *again = lease_as(core, w1, 9, 2900);
+    assert_ptr_equal(again, r);
+    assert_int_equal(core_resume_step(again), 3);
+    assert_int_equal(report_as(core, again, 9, 9, 0.05, 2901), ACTION_STOP); /* max_t */
+    assert_int_equal(again->state, TRIAL_COMPLETED);
+    /* The end game again: trial 3 (0.3) ranks 2nd of 4 at rung 1, within
+     * ceil(4/3) = 2, so it is promoted, for w2 that ran it; and so on until
+     * no paused trial qualifies and the rest are stopped. */
+    assert_int_equal(n->state, TRIAL_PENDING);
+    assert_null(lease_as(core, w1, 10, 2950));
+    int64_t rounds = 0;
+    while (e->state == EXP_RUNNING && rounds++ < 10) {
+        Trial *x = lease_as(core, w2, 10 + (int)rounds, 3000 + rounds * 10);
+        if (x == NULL)
+            x = lease_as(core, w1, 10 + (int)rounds, 3000 + rounds * 10);
+        assert_non_null(x);
+        report_as(core, x, 10 + (int)rounds, core_resume_step(x) + 2, x == t[2] ? 0.9 : 0.25,
+                  3001 + rounds * 10);
+    }
+    assert_int_equal(e->state, EXP_COMPLETED);
+    assert_int_equal(e->counts[TRIAL_PAUSED], 0);
+    assert_int_equal(e->counts[TRIAL_COMPLETED] + e->counts[TRIAL_STOPPED], 4);
+    core_free(core);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -328,6 +541,9 @@ int main(void)
         cmocka_unit_test(test_finish_failed_retries_then_fails),
         cmocka_unit_test(test_cancel_and_concurrency),
         cmocka_unit_test(test_resources_must_fit),
+        cmocka_unit_test(test_spec_scheduler),
+        cmocka_unit_test(test_asha_stops_and_completes),
+        cmocka_unit_test(test_promote_pauses_and_resumes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
