@@ -20,6 +20,10 @@ NaN, as it does in any framework: the script then reports that NaN (Python's
 json prints it as `NaN`, which Rung reads as a diverged run), says so on
 stderr and exits 1.
 
+After every epoch it also saves a checkpoint (weights, momentum, RNG state)
+in RUNG_TRIAL_DIR; when rungd resumes a promoted trial (scheduler asha with
+"promote": true) it sets RUNG_RESUME_STEP and the run goes on from there.
+
 Hyperparameters come from the command line; those not given there are taken
 from RUNG_CONFIG (the trial's config as JSON, which rung-worker sets), then
 from the defaults below. So both of these work:
@@ -197,6 +201,53 @@ def report(**metrics):
     print("@rung " + json.dumps(metrics), flush=True)
 
 
+def checkpoint_path(folder, epoch):
+    return os.path.join(folder, "checkpoint-%d.json" % epoch)
+
+
+def save_checkpoint(epoch, model, velocity, rng):
+    """Everything the next epoch needs, in RUNG_TRIAL_DIR: ASHA's promote
+    variant pauses a trial at a rung and resumes it later from there. One
+    file per epoch, saved before the epoch is reported: the program may run
+    an epoch or two past the rung before its SIGTERM comes, and rungd resumes
+    it from the step it paused at. Written to a temporary file and renamed,
+    so a kill mid-write leaves no half file."""
+    folder = os.environ.get("RUNG_TRIAL_DIR")
+    if not folder:
+        return
+    path = checkpoint_path(folder, epoch)
+    with open(path + ".tmp", "w") as f:
+        json.dump({"epoch": epoch, "params": model.params, "velocity": velocity,
+                   "rng": rng.getstate()}, f)
+    os.replace(path + ".tmp", path)
+
+
+def load_checkpoint(model, velocity, rng):
+    """The epoch to go on after when rungd resumes a promoted trial
+    (RUNG_RESUME_STEP), with the weights, momentum and RNG restored; 0 to
+    start afresh (no resume, or no checkpoint at that epoch)."""
+    resume = int(os.environ.get("RUNG_RESUME_STEP", "0") or 0)
+    folder = os.environ.get("RUNG_TRIAL_DIR")
+    if resume <= 0 or not folder:
+        return 0
+    try:
+        with open(checkpoint_path(folder, resume)) as f:
+            ck = json.load(f)
+    except (OSError, ValueError) as e:
+        print("no checkpoint to resume from (%s): starting over" % e, flush=True)
+        return 0
+    if ck.get("epoch") != resume:
+        print("checkpoint is at epoch %s, not %d: starting over" % (ck.get("epoch"), resume),
+              flush=True)
+        return 0
+    model.params[:] = ck["params"]
+    velocity[:] = ck["velocity"]
+    state = ck["rng"]
+    rng.setstate((state[0], tuple(state[1]), state[2]))
+    print("resumed from the checkpoint of epoch %d" % resume, flush=True)
+    return resume
+
+
 def main(argv=None):
     cfg = parse_args(sys.argv[1:] if argv is None else argv)
     data_rng = random.Random(cfg["data_seed"])
@@ -209,7 +260,8 @@ def main(argv=None):
     print("training: %d examples, %d parameters, %s" % (
         len(train), len(model.params), json.dumps(cfg, sort_keys=True)), flush=True)
 
-    for epoch in range(1, cfg["epochs"] + 1):
+    start_epoch = load_checkpoint(model, velocity, rng)
+    for epoch in range(start_epoch + 1, cfg["epochs"] + 1):
         order = list(range(len(train)))
         rng.shuffle(order)
         train_loss = 0.0
@@ -230,6 +282,8 @@ def main(argv=None):
             # math.exp of an overflowed value: the run has diverged.
             train_loss = val_loss = val_acc = float("nan")
         train_loss /= len(train)
+        if math.isfinite(val_loss):
+            save_checkpoint(epoch, model, velocity, rng)
         report(step=epoch, val_loss=val_loss, val_acc=val_acc, train_loss=train_loss)
         if not math.isfinite(val_loss):
             sys.stderr.write("diverged: val_loss is %r at epoch %d (lr %g too large?)\n"
