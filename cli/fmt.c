@@ -6,8 +6,9 @@
 #include <string.h>
 #include <time.h>
 
-const char *const cli_fmt_states[CLI_FMT_N_STATES] = {"running", "pending", "completed",
-                                                      "stopped", "failed",  "canceled"};
+/* "paused": asha with promote, waiting at a rung to be promoted. */
+const char *const cli_fmt_states[CLI_FMT_N_STATES] = {
+    "running", "pending", "paused", "completed", "stopped", "failed", "canceled"};
 
 void *cli_xmalloc(size_t size)
 {

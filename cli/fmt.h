@@ -20,7 +20,7 @@
 #define CLI_FMT_VALUE_MAX 128
 
 /* The six trial states of API.md, in the order they are shown. */
-#define CLI_FMT_N_STATES 6
+#define CLI_FMT_N_STATES 7
 extern const char *const cli_fmt_states[CLI_FMT_N_STATES];
 
 /* Allocation that cannot fail: only programs exit, and this is a program
