@@ -209,11 +209,11 @@ static double score_of(const Asha *a, double value)
 /* ---- rung records ---- */
 
 /* numpy.percentile(values, q * 100) with the default linear method, as
- * numpy >= 1.22 computes it (virtual index n*q + (1 - q) - 1, then its
- * two-sided lerp), so that ties with the cutoff come out as in Ray. */
+ * numpy >= 1.22 computes it (virtual index (n - 1) * q, then its two-sided
+ * lerp), so that values equal to the cutoff round as they do in Ray. */
 static double numpy_quantile(const double *sorted, size_t n, double q)
 {
-    double vi = (double)n * q + (1.0 + q * -1.0) - 1.0;
+    double vi = (double)(n - 1) * q;
     if (vi >= (double)(n - 1))
         return sorted[n - 1];
     if (vi < 0)
@@ -410,6 +410,8 @@ AshaDecision asha_report(Asha *a, int64_t trial, double time, bool has_value, do
     if (time >= a->p.max_t)
         return ASHA_COMPLETE;
     AshaTrial *t = trial_get(a, trial);
+    if (t->paused >= 0)
+        paused_remove(a, t, trial);
     int k = rung_to_score(a, t, time);
     if (k < 0)
         return ASHA_CONTINUE;
@@ -482,17 +484,31 @@ void asha_trial_reset(Asha *a, int64_t trial)
 
 /* ---- promotion ---- */
 
-void asha_trial_paused(Asha *a, int64_t trial)
+void asha_trial_paused(Asha *a, int64_t trial, int rung)
 {
     if (!a->p.promote)
         return;
     AshaTrial *t = trial_get(a, trial);
     if (t->paused >= 0 || t->recorded == 0)
         return;
-    int k = 63;
-    while (!(t->recorded >> k & 1))
-        k--;
+    int k = rung;
+    if (k < 0 || k >= ASHA_MAX_RUNGS || !(t->recorded >> k & 1)) {
+        k = 63;
+        while (!(t->recorded >> k & 1))
+            k--;
+    }
     paused_add(a, t, trial, k);
+}
+
+int asha_rung_index(const Asha *a, int64_t trial, double milestone)
+{
+    if (a->brackets == NULL)
+        return -1;
+    const AshaBracket *b = &a->brackets[asha_bracket(&a->p, trial)];
+    for (int k = 0; k < b->n_rungs; k++)
+        if (b->rungs[k].milestone == milestone)
+            return k;
+    return -1;
 }
 
 int asha_paused_rung(const Asha *a, int64_t trial)

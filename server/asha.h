@@ -21,7 +21,9 @@
  * - ASHA_MEDIAN: Ray's MedianStoppingRule: from time >= grace_period on, stop
  *   a trial whose best value so far is strictly worse than the median of the
  *   other trials' running means up to the same time, when at least
- *   min_samples other trials have reported that far.
+ *   min_samples other trials have reported that far. (An other trial with
+ *   no result in [grace_period, time] has no mean and is left out; Ray's
+ *   would be NaN, which stops every trial compared with it.)
  *
  * Trials are named by their 0-based number within the experiment. A report
  * without the metric (has_value false) is never stopped. */
@@ -69,7 +71,8 @@ void asha_free(Asha *a);
 const AshaParams *asha_params(const Asha *a);
 
 /* A report of `trial` at `time` (the time_attr's value). *rung gets the
- * rung index (within the trial's bracket) that judged it, or -1. */
+ * rung index (within the trial's bracket) that judged it, or -1. A paused
+ * trial that reports again has been resumed. */
 AshaDecision asha_report(Asha *a, int64_t trial, double time, bool has_value, double value,
                          int *rung);
 
@@ -86,8 +89,12 @@ void asha_trial_end(Asha *a, int64_t trial, double time, bool has_value, double 
 void asha_trial_reset(Asha *a, int64_t trial);
 
 /* promote: marks a trial (loaded from the store in state paused) as paused
- * at the highest rung it recorded a value at. */
-void asha_trial_paused(Asha *a, int64_t trial);
+ * at rung index `rung` of its bracket, or, with -1 or a rung it has no value
+ * at, at the highest rung it recorded a value at. */
+void asha_trial_paused(Asha *a, int64_t trial, int rung);
+
+/* The rung index of `milestone` in trial's bracket, or -1. */
+int asha_rung_index(const Asha *a, int64_t trial, double milestone);
 
 /* promote: the paused trials that rank in the top floor(n/rf) of their rung
  * now, highest rung first, then best value, then lowest number, at most cap

@@ -1006,7 +1006,8 @@ void core_load_done(Core *core, int64_t now)
                 bool has = t->last != NULL && objective(e, t->last, &v) == 1 && isfinite(v);
                 asha_trial_end(e->asha, t->number, t->time, has && t->has_time, has ? v : 0);
             } else if (t->state == TRIAL_PAUSED) {
-                asha_trial_paused(e->asha, t->number);
+                asha_trial_paused(e->asha, t->number,
+                                  asha_rung_index(e->asha, t->number, t->rung));
             } else if (t->state == TRIAL_PENDING && t->n_seen > 0) {
                 list_remove(&e->pending, t);
                 list_push_front(&e->pending, t); /* promoted before the restart */
