@@ -769,8 +769,9 @@ static ReportAction schedule(Core *core, Trial *t, int64_t step, const json_t *m
         break;
     }
     e->hold_endgame = false;
-    if (rung >= 0)
-        promote_ready(core, e, now); /* a new value at a rung can lift paused trials */
+    /* A value recorded at a rung (by the report, or by the trial's end)
+     * can lift paused trials. */
+    promote_ready(core, e, now);
     maybe_complete(core, e, now);
     return a;
 }
@@ -839,7 +840,12 @@ int core_finish(Core *core, Trial *t, const char *token, bool completed, const c
         set_state(core, t, TRIAL_CANCELED, now);
     } else if (completed) {
         set_error(t, NULL);
+        Experiment *e = t->exp;
+        e->hold_endgame = true; /* promotions first, then the end game */
         end_for_scheduler(core, t, TRIAL_COMPLETED, now);
+        e->hold_endgame = false;
+        promote_ready(core, e, now); /* its last value may have been recorded */
+        maybe_complete(core, e, now);
     } else {
         fail_or_retry(core, t, (error && error[0]) ? error : "the trial failed", now);
     }
