@@ -1,0 +1,82 @@
+/* A training run of rung-train: its configuration (the trial's config plus
+ * the trainable's model and dataset) and the backends that run it.
+ *
+ * The CPU backend (train_cpu.c) runs `ranks` data-parallel ranks as threads
+ * with an all-reduce through shared memory; the CUDA backend
+ * (cuda/train_cuda.cu, built where nvcc exists) runs one host thread per
+ * GPU with NCCL. Both follow the same recipe, report through the same
+ * callback once per epoch, and save the same checkpoint. */
+#ifndef RUNG_KERNELS_TRAIN_H
+#define RUNG_KERNELS_TRAIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "data.h"
+
+#define TRAIN_MAX_LAYERS 16   /* hidden layers */
+#define TRAIN_MAX_WIDTH 65536 /* units of one hidden layer */
+#define TRAIN_MAX_RANKS 64
+
+typedef enum { TRAIN_SGD, TRAIN_ADAMW } TrainOptimizer;
+typedef enum { TRAIN_FP32, TRAIN_BF16 } TrainPrecision;
+
+typedef struct TrainConfig {
+    /* Model: input -> hidden[0] -> ... -> hidden[n_hidden-1] -> classes. */
+    int n_hidden;
+    int hidden[TRAIN_MAX_LAYERS];
+    float dropout;                /* after each hidden ReLU; [0, 1) */
+    /* Optimization. */
+    TrainOptimizer optimizer;
+    float lr;                     /* peak learning rate */
+    float momentum;               /* sgd */
+    bool nesterov;                /* sgd */
+    float beta1, beta2, eps;      /* adamw: 0.9, 0.999, 1e-8 */
+    float weight_decay;
+    int64_t batch_size;           /* global batch, split over ranks; 0 = "auto" (GPU) */
+    int64_t epochs;
+    double warmup_epochs;         /* linear warmup from 0, then cosine to 0 */
+    uint64_t seed;
+    TrainPrecision precision;
+    /* Data. */
+    int64_t train_samples;        /* 0 = all */
+    int64_t val_samples;          /* held out of the training set; default 5000 (or 10%) */
+    /* Parallelism. */
+    int ranks;                    /* CPU ranks (threads); GPU: one per visible GPU */
+    int threads;                  /* OpenBLAS threads per rank (CPU) */
+    /* Checkpoints: folder (RUNG_TRIAL_DIR) or NULL; resume after this epoch. */
+    const char *checkpoint_dir;
+    int64_t resume_epoch;
+} TrainConfig;
+
+/* One epoch's results, as the @rung line reports them. */
+typedef struct TrainEpoch {
+    int64_t epoch;                /* 1-based: the report's step */
+    double train_loss;            /* mean over the epoch's training samples */
+    double val_loss, val_acc;     /* over the validation split, all ranks */
+    double epoch_s;               /* wall time of the epoch's training steps */
+    double samples_per_s;         /* training samples / epoch_s */
+} TrainEpoch;
+
+/* Called after each epoch (from one thread); a nonzero return stops the run
+ * after that epoch (SIGTERM). */
+typedef int (*TrainReportFn)(const TrainEpoch *e, void *ctx);
+
+/* The learning rate at global step `step` (0-based) of `total` steps, with
+ * `warmup` warmup steps: lr * (step+1)/warmup during warmup, then cosine
+ * from lr to 0 over the rest. */
+double train_lr_at(double lr, int64_t step, int64_t warmup, int64_t total);
+
+/* Runs the CPU backend. Returns 0, or -1 with why filled. */
+int train_cpu(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
+              TrainReportFn report, void *ctx, char *why, size_t size);
+
+/* Runs the CUDA backend on the visible GPUs; -1 with why filled on failure
+ * (no GPU, out of memory with numbers). Defined only in builds with CUDA. */
+int train_cuda(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
+               TrainReportFn report, void *ctx, char *why, size_t size);
+/* How many CUDA devices are usable: 0 without a driver or a device. */
+int train_cuda_devices(void);
+
+#endif
