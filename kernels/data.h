@@ -38,7 +38,8 @@ int data_load_csv(const char *path, Dataset *out, char *why, size_t size);
 /* A dataset by name: "fashion-mnist" or "mnist" (IDX files in a folder:
  * DATA_FASHION_MNIST_DIR, or the folder `dir` when not NULL), a path to a
  * folder with the four IDX files, or a path ending in .csv (its test split
- * then comes from `test_path`, or is empty). split is "train" or "test". */
+ * then comes from the CSV file `dir`, or is empty). split is "train" or
+ * "test". */
 int data_load_named(const char *name, const char *dir, const char *split, Dataset *out,
                     char *why, size_t size);
 

@@ -9,6 +9,7 @@
 #ifndef RUNG_KERNELS_TRAIN_H
 #define RUNG_KERNELS_TRAIN_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -68,7 +69,19 @@ typedef int (*TrainReportFn)(const TrainEpoch *e, void *ctx);
  * from lr to 0 over the rest. */
 double train_lr_at(double lr, int64_t step, int64_t warmup, int64_t total);
 
-/* Runs the CPU backend. Returns 0, or -1 with why filled. */
+/* Set (from a signal handler) to end a run after the step in progress; the
+ * run then returns 1 with why filled. */
+extern volatile sig_atomic_t train_stop_requested;
+
+/* The dropout key of hidden layer `layer`: element j of the row at
+ * position p of epoch e's order (data_epoch_order) is kept or dropped by
+ * rung_dropout_scale(train_dropout_seed(seed, layer),
+ *                    ((e - 1) * n_train + p) * width + j, dropout),
+ * in every backend, whatever the split of the batch over ranks. */
+uint64_t train_dropout_seed(uint64_t seed, int layer);
+
+/* Runs the CPU backend. Returns 0, 1 when stopped by train_stop_requested,
+ * or -1 with why filled. */
 int train_cpu(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
               TrainReportFn report, void *ctx, char *why, size_t size);
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Sets up and runs the main job: installs the Debian packages, builds, starts
 # rungd on 127.0.0.1:${RUNG_PORT:-8080} with its SQLite file rung-demo.db and
-# a local rung-worker (2 CPU slots), submits examples/logreg-asha.json (40
-# trials of a small classifier; ASHA stops the poor ones early), follows it
-# with `rung watch` until it
+# a local rung-worker (2 CPU slots), submits examples/fmnist-builtin.json (16
+# trials of rung-train, the built-in trainer, on Fashion-MNIST: Bayesian
+# search, ASHA stops the poor ones early), follows it with `rung watch` until it
 # completes, and prints the dashboard's address. rungd and the worker keep
 # running until Ctrl-C; `--once` stops them when the experiment is done.
 set -euo pipefail
@@ -47,8 +47,8 @@ build/bin/rung-worker --gpus none --cpu-slots 2 --workdir rung-demo-worker \
 pids+=($!)
 echo "demo: rung-worker started (2 CPU slots, trial folders in rung-demo-worker/)"
 
-id=$(build/bin/rung submit -q examples/logreg-asha.json)
-echo "demo: submitted experiment $id (examples/logreg-asha.json)"
+id=$(build/bin/rung submit -q examples/fmnist-builtin.json)
+echo "demo: submitted experiment $id (examples/fmnist-builtin.json)"
 build/bin/rung watch "$id"
 echo "demo: CSV: build/bin/rung export $id  (or $server/api/v1/experiments/$id/trials.csv)"
 echo "demo: dashboard: $server/"

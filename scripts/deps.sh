@@ -7,6 +7,7 @@ packages=(
   build-essential cmake pkg-config git curl ca-certificates
   libmicrohttpd-dev libsqlite3-dev sqlite3 libgsl-dev libopenblas-dev libjansson-dev
   libcurl4-openssl-dev libcmocka-dev zlib1g-dev
+  dataset-fashion-mnist  # rung-train's default data, in /usr/share/datasets/fashion-mnist
   python3 python3-optuna
   clang libclang-rt-14-dev
 )

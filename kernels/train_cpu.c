@@ -1,0 +1,438 @@
+/* The CPU backend of rung-train: an MLP trained data-parallel over `ranks`
+ * threads of one process.
+ *
+ * Structure: one parameter vector (weights and biases of every layer, one
+ * after the other) shared by all ranks, one gradient vector per rank. A step:
+ * each rank runs forward and backward on its shard of the global batch
+ * (DistributedSampler order), with its loss gradient scaled by 1/(global
+ * batch); a barrier; then rank r sums slice r of every rank's gradient and
+ * applies the optimizer to slice r of the parameters (a reduce-scatter and
+ * the update in one pass over shared memory, no copy of the model); a
+ * barrier. The sum runs in rank order, so every run with the same ranks is
+ * bit-identical, and k ranks with batch B/k each match 1 rank with batch B
+ * up to float rounding.
+ *
+ * Dropout masks are keyed by (seed, layer) and the sample's position in the
+ * epoch's order, so they do not depend on how a batch is split. */
+#include "train.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "blas.h"
+#include "checkpoint.h"
+#include "ops.h"
+
+double train_lr_at(double lr, int64_t step, int64_t warmup, int64_t total)
+{
+    if (warmup > 0 && step < warmup)
+        return lr * (double)(step + 1) / (double)warmup;
+    int64_t span = total - warmup;
+    if (span <= 0)
+        return lr;
+    double progress = (double)(step - warmup) / (double)span;
+    return lr * 0.5 * (1.0 + cos(M_PI * progress));
+}
+
+volatile sig_atomic_t train_stop_requested;
+
+uint64_t train_dropout_seed(uint64_t seed, int layer)
+{
+    return seed * 0x100000001b3ULL + 0x5851f42d4c957f2dULL * (uint64_t)(layer + 1);
+}
+
+typedef struct Layer {
+    int D, H;
+    size_t w, b; /* offsets of W [D, H] and b [H] in the parameter vector */
+} Layer;
+
+typedef struct Run Run;
+
+typedef struct Rank {
+    Run *run;
+    int r;
+    float *grad;            /* n_params */
+    float **act;            /* act[0] = input rows, act[l+1] = layer l's output */
+    float **delta;          /* gradients of act[l], l >= 1 */
+    int32_t *y;
+    int64_t *idx;
+    double loss_sum;        /* this epoch's training loss, summed over its samples */
+    double val_loss;
+    int64_t val_correct;
+} Rank;
+
+struct Run {
+    const TrainConfig *cfg;
+    const Dataset *train, *val;
+    int n_layers;
+    Layer layers[TRAIN_MAX_LAYERS + 1];
+    size_t n_params;
+    float *params;
+    float *opt1, *opt2;     /* sgd: velocity; adamw: m and v */
+    int64_t adam_t;
+    int k;
+    Rank ranks[TRAIN_MAX_RANKS];
+    pthread_barrier_t barrier;
+    int64_t *perm;
+    int64_t epoch;          /* being trained, 1-based */
+    int64_t step;           /* global step, 0-based */
+    int64_t steps_per_epoch, total_steps, warmup_steps;
+    float lr_now;
+    int64_t batch_start, batch_len;
+    bool stop;              /* set by rank 0 after a report asked to stop */
+    bool halt;              /* set by rank 0: stop after this step (SIGTERM) */
+    TrainReportFn report;
+    void *ctx;
+    int failed;
+    char why[512];
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Weights: He-uniform for ReLU layers (PyTorch's nn.Linear default is
+ * Kaiming-uniform with a = sqrt(5), i.e. bound 1/sqrt(D); we use the same
+ * bound for comparability), biases uniform in the same bound. Drawn from a
+ * counter-based hash of (seed, index): identical for any rank count. */
+static void init_params(Run *run)
+{
+    uint64_t seed = run->cfg->seed ^ 0x696e6974ULL;
+    for (int l = 0; l < run->n_layers; l++) {
+        const Layer *L = &run->layers[l];
+        float bound = 1.0f / sqrtf((float)L->D);
+        size_t n = (size_t)L->D * (size_t)L->H + (size_t)L->H;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t x = seed + 0x9e3779b97f4a7c15ULL * (L->w + i + 1);
+            x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+            x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+            x ^= x >> 31;
+            double u = (double)(x >> 11) * 0x1.0p-53;
+            run->params[L->w + i] = (float)((2.0 * u - 1.0) * bound);
+        }
+    }
+}
+
+/* Forward of rows x[m] through the net; returns the logits (act[last]). In
+ * training, dropout after each hidden layer, row i being at position pos[i]
+ * of the epoch's order. */
+static float *forward(Run *run, Rank *rk, int64_t m, bool training, const int64_t *pos)
+{
+    const TrainConfig *cfg = run->cfg;
+    for (int l = 0; l < run->n_layers; l++) {
+        const Layer *L = &run->layers[l];
+        bool hidden = l < run->n_layers - 1;
+        ops_linear_fwd(rk->act[l], run->params + L->w, run->params + L->b, rk->act[l + 1], (int)m,
+                       L->D, L->H, hidden);
+        if (hidden && training && cfg->dropout > 0) {
+            uint64_t key = train_dropout_seed(cfg->seed, l);
+            uint64_t base = (uint64_t)(run->epoch - 1) * (uint64_t)run->train->n;
+            for (int64_t i = 0; i < m; i++)
+                ops_dropout_fwd(rk->act[l + 1] + i * L->H, (size_t)L->H, cfg->dropout, key,
+                                (base + (uint64_t)pos[i]) * (uint64_t)L->H);
+        }
+    }
+    return rk->act[run->n_layers];
+}
+
+static void backward(Run *run, Rank *rk, int64_t m, const int64_t *pos)
+{
+    const TrainConfig *cfg = run->cfg;
+    for (int l = run->n_layers - 1; l >= 0; l--) {
+        const Layer *L = &run->layers[l];
+        bool hidden = l < run->n_layers - 1;
+        if (hidden && cfg->dropout > 0) {
+            uint64_t key = train_dropout_seed(cfg->seed, l);
+            uint64_t base = (uint64_t)(run->epoch - 1) * (uint64_t)run->train->n;
+            for (int64_t i = 0; i < m; i++)
+                ops_dropout_bwd(rk->delta[l + 1] + i * L->H, (size_t)L->H, cfg->dropout, key,
+                                (base + (uint64_t)pos[i]) * (uint64_t)L->H);
+        }
+        ops_linear_bwd(rk->act[l], run->params + L->w, rk->act[l + 1], rk->delta[l + 1],
+                       l > 0 ? rk->delta[l] : NULL, rk->grad + L->w, rk->grad + L->b, (int)m,
+                       L->D, L->H, hidden);
+    }
+}
+
+/* Slice r of the parameters: [lo, hi), split evenly over the ranks. */
+static void slice_of(const Run *run, int r, size_t *lo, size_t *hi)
+{
+    size_t per = (run->n_params + (size_t)run->k - 1) / (size_t)run->k;
+    *lo = per * (size_t)r < run->n_params ? per * (size_t)r : run->n_params;
+    *hi = *lo + per < run->n_params ? *lo + per : run->n_params;
+}
+
+/* The reduce-scatter and the update of slice r (after the barrier). */
+static void reduce_and_update(Run *run, int r)
+{
+    const TrainConfig *cfg = run->cfg;
+    size_t lo, hi;
+    slice_of(run, r, &lo, &hi);
+    if (hi <= lo)
+        return;
+    float *g = run->ranks[0].grad;
+    for (int q = 1; q < run->k; q++) {
+        const float *gq = run->ranks[q].grad;
+        for (size_t i = lo; i < hi; i++)
+            g[i] += gq[i];
+    }
+    if (cfg->optimizer == TRAIN_SGD)
+        ops_sgd(run->params + lo, run->opt1 + lo, g + lo, hi - lo, run->lr_now, cfg->momentum,
+                cfg->weight_decay, cfg->nesterov);
+    else
+        ops_adamw(run->params + lo, run->opt1 + lo, run->opt2 + lo, g + lo, hi - lo, run->lr_now,
+                  cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay, run->adam_t);
+}
+
+/* Validation: rank r takes rows [r*n/k, (r+1)*n/k) in batches. */
+static void validate(Run *run, Rank *rk)
+{
+    const Dataset *v = run->val;
+    rk->val_loss = 0;
+    rk->val_correct = 0;
+    if (v == NULL || v->n == 0)
+        return;
+    int64_t lo = v->n * rk->r / run->k, hi = v->n * (rk->r + 1) / run->k;
+    int64_t bs = run->cfg->batch_size;
+    int C = run->layers[run->n_layers - 1].H;
+    for (int64_t s = lo; s < hi; s += bs) {
+        int64_t m = hi - s < bs ? hi - s : bs;
+        for (int64_t i = 0; i < m; i++)
+            rk->idx[i] = s + i;
+        data_gather(v, rk->idx, m, rk->act[0], rk->y);
+        float *logits = forward(run, rk, m, false, NULL);
+        int64_t correct = 0;
+        rk->val_loss += ops_softmax_xent(logits, rk->y, NULL, (int)m, C, 0, &correct);
+        rk->val_correct += correct;
+    }
+}
+
+static void *rank_main(void *arg)
+{
+    Rank *rk = arg;
+    Run *run = rk->run;
+    const TrainConfig *cfg = run->cfg;
+    int C = run->layers[run->n_layers - 1].H;
+    int64_t n = run->train->n;
+    for (;;) {
+        /* Rank 0 has set up the epoch (order, or stop) before this barrier. */
+        pthread_barrier_wait(&run->barrier);
+        if (run->stop)
+            break;
+        double t0 = now_s();
+        rk->loss_sum = 0;
+        for (int64_t start = 0; start < n; start += cfg->batch_size) {
+            int64_t len = n - start < cfg->batch_size ? n - start : cfg->batch_size;
+            int64_t m = data_shard(run->perm, n, start, len, rk->r, run->k, rk->idx);
+            /* Positions in the epoch's order, for the dropout masks. */
+            int64_t *where = rk->idx + cfg->batch_size; /* second half of idx */
+            for (int64_t i = 0; i < m; i++)
+                where[i] = start + rk->r + i * run->k;
+            data_gather(run->train, rk->idx, m, rk->act[0], rk->y);
+            if (m > 0) {
+                float *logits = forward(run, rk, m, true, where);
+                int64_t correct;
+                rk->loss_sum += ops_softmax_xent(logits, rk->y, rk->delta[run->n_layers], (int)m,
+                                                 C, 1.0f / (float)len, &correct);
+                backward(run, rk, m, where);
+            } else {
+                memset(rk->grad, 0, run->n_params * sizeof *rk->grad);
+            }
+            if (rk->r == 0) {
+                run->lr_now = (float)train_lr_at(cfg->lr, run->step, run->warmup_steps,
+                                                 run->total_steps);
+                run->adam_t = run->step + 1;
+                run->halt = train_stop_requested != 0; /* SIGTERM: this step is the last */
+            }
+            pthread_barrier_wait(&run->barrier); /* every gradient is in */
+            reduce_and_update(run, rk->r);
+            pthread_barrier_wait(&run->barrier); /* the parameters are updated */
+            if (rk->r == 0)
+                run->step++;
+            if (run->halt)
+                break;
+        }
+        if (run->halt)
+            break;
+        double t1 = now_s();
+        validate(run, rk);
+        pthread_barrier_wait(&run->barrier); /* validation done */
+        if (rk->r == 0) {
+            TrainEpoch e = {.epoch = run->epoch};
+            double loss = 0, vloss = 0;
+            int64_t correct = 0;
+            for (int q = 0; q < run->k; q++) {
+                loss += run->ranks[q].loss_sum;
+                vloss += run->ranks[q].val_loss;
+                correct += run->ranks[q].val_correct;
+            }
+            e.train_loss = loss / (double)n;
+            int64_t nv = run->val ? run->val->n : 0;
+            e.val_loss = nv ? vloss / (double)nv : NAN;
+            e.val_acc = nv ? (double)correct / (double)nv : NAN;
+            e.epoch_s = t1 - t0;
+            e.samples_per_s = (double)n / (t1 - t0);
+            if (cfg->checkpoint_dir != NULL &&
+                checkpoint_save(cfg->checkpoint_dir, run->epoch, run->params, run->opt1,
+                                run->opt2, run->n_params, run->step, run->why,
+                                sizeof run->why) != 0) {
+                run->failed = 1;
+                run->stop = true;
+            }
+            if (!run->stop && run->report(&e, run->ctx) != 0)
+                run->stop = true;
+            if (run->epoch >= cfg->epochs)
+                run->stop = true;
+            if (!run->stop) {
+                run->epoch++;
+                data_epoch_order(n, cfg->seed, run->epoch, run->perm);
+            }
+        }
+    }
+    return NULL;
+}
+
+static void run_free(Run *run)
+{
+    for (int r = 0; r < TRAIN_MAX_RANKS; r++) {
+        Rank *rk = &run->ranks[r];
+        free(rk->grad);
+        for (int l = 0; rk->act && l <= run->n_layers; l++)
+            free(rk->act[l]);
+        for (int l = 0; rk->delta && l <= run->n_layers; l++)
+            free(rk->delta[l]);
+        free(rk->act);
+        free(rk->delta);
+        free(rk->y);
+        free(rk->idx);
+    }
+    free(run->params);
+    free(run->opt1);
+    free(run->opt2);
+    free(run->perm);
+}
+
+int train_cpu(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
+              TrainReportFn report, void *ctx, char *why, size_t size)
+{
+    if (cfg->ranks < 1 || cfg->ranks > TRAIN_MAX_RANKS || cfg->batch_size < cfg->ranks ||
+        cfg->n_hidden < 0 || cfg->n_hidden > TRAIN_MAX_LAYERS || train->n < 1) {
+        snprintf(why, size, "train_cpu: bad configuration (ranks %d, batch_size %lld, %lld samples)",
+                 cfg->ranks, (long long)cfg->batch_size, (long long)train->n);
+        return -1;
+    }
+    Run *run = calloc(1, sizeof *run);
+    if (run == NULL) {
+        snprintf(why, size, "out of memory");
+        return -1;
+    }
+    run->cfg = cfg;
+    run->train = train;
+    run->val = val;
+    run->k = cfg->ranks;
+    run->report = report;
+    run->ctx = ctx;
+    /* Layout: input -> hidden... -> classes. */
+    int in = train->dim;
+    size_t off = 0;
+    run->n_layers = cfg->n_hidden + 1;
+    int max_width = in;
+    for (int l = 0; l < run->n_layers; l++) {
+        int H = l < cfg->n_hidden ? cfg->hidden[l] : train->n_classes;
+        run->layers[l] = (Layer){.D = in, .H = H, .w = off, .b = off + (size_t)in * (size_t)H};
+        off += (size_t)in * (size_t)H + (size_t)H;
+        in = H;
+        if (H > max_width)
+            max_width = H;
+    }
+    run->n_params = off;
+    int64_t local = (cfg->batch_size + run->k - 1) / run->k;
+    bool ok = (run->params = calloc(off, sizeof(float))) != NULL &&
+              (run->opt1 = calloc(off, sizeof(float))) != NULL &&
+              (run->opt2 = calloc(off, sizeof(float))) != NULL &&
+              (run->perm = malloc((size_t)train->n * sizeof(int64_t))) != NULL;
+    for (int r = 0; ok && r < run->k; r++) {
+        Rank *rk = &run->ranks[r];
+        rk->run = run;
+        rk->r = r;
+        int64_t rows = local > cfg->batch_size ? local : cfg->batch_size; /* validation batches */
+        ok = (rk->grad = calloc(off, sizeof(float))) != NULL &&
+             (rk->act = calloc((size_t)run->n_layers + 1, sizeof(float *))) != NULL &&
+             (rk->delta = calloc((size_t)run->n_layers + 1, sizeof(float *))) != NULL &&
+             (rk->y = malloc((size_t)rows * sizeof(int32_t))) != NULL &&
+             (rk->idx = malloc((size_t)rows * 2 * sizeof(int64_t))) != NULL;
+        for (int l = 0; ok && l <= run->n_layers; l++) {
+            int w = l == 0 ? train->dim : run->layers[l - 1].H;
+            ok = (rk->act[l] = malloc((size_t)rows * (size_t)w * sizeof(float))) != NULL &&
+                 (rk->delta[l] = malloc((size_t)rows * (size_t)w * sizeof(float))) != NULL;
+        }
+    }
+    (void)max_width;
+    if (!ok) {
+        snprintf(why, size, "out of memory for a %zu-parameter model at batch_size %lld", off,
+                 (long long)cfg->batch_size);
+        run_free(run);
+        free(run);
+        return -1;
+    }
+    run->steps_per_epoch = (train->n + cfg->batch_size - 1) / cfg->batch_size;
+    run->total_steps = run->steps_per_epoch * cfg->epochs;
+    run->warmup_steps = (int64_t)llround(cfg->warmup_epochs * (double)run->steps_per_epoch);
+    run->epoch = 1;
+    init_params(run);
+    if (cfg->resume_epoch > 0) {
+        int64_t step;
+        if (checkpoint_load(cfg->checkpoint_dir, cfg->resume_epoch, run->params, run->opt1,
+                            run->opt2, run->n_params, &step, why, size) != 0) {
+            run_free(run);
+            free(run);
+            return -1;
+        }
+        run->step = step;
+        run->epoch = cfg->resume_epoch + 1;
+    }
+    if (run->epoch > cfg->epochs) {
+        run_free(run);
+        free(run);
+        return 0;
+    }
+    data_epoch_order(train->n, cfg->seed, run->epoch, run->perm);
+    blas_set_threads(cfg->threads > 0 ? cfg->threads : 1);
+    pthread_barrier_init(&run->barrier, NULL, (unsigned)run->k);
+    pthread_t th[TRAIN_MAX_RANKS];
+    int started = 0;
+    for (int r = 1; r < run->k; r++) {
+        if (pthread_create(&th[r], NULL, rank_main, &run->ranks[r]) != 0)
+            break;
+        started++;
+    }
+    if (started != run->k - 1) {
+        /* Cannot happen short of resource exhaustion; the barrier would hang. */
+        snprintf(why, size, "cannot start %d rank threads", run->k - 1);
+        abort();
+    }
+    rank_main(&run->ranks[0]);
+    for (int r = 1; r < run->k; r++)
+        pthread_join(th[r], NULL);
+    pthread_barrier_destroy(&run->barrier);
+    int rc = 0;
+    if (run->halt) {
+        snprintf(why, size, "stopped by a signal in epoch %lld, after step %lld",
+                 (long long)run->epoch, (long long)run->step);
+        rc = 1;
+    }
+    if (run->failed) {
+        snprintf(why, size, "%s", run->why);
+        rc = -1;
+    }
+    run_free(run);
+    free(run);
+    return rc;
+}

@@ -1,0 +1,283 @@
+/* Unit tests of kernels/train_cpu.c and checkpoint.c: the learning-rate
+ * schedule; k data-parallel ranks with batch B/k each against one rank with
+ * batch B (same parameters after 50 steps, dropout on); a resumed run
+ * against an uninterrupted one (identical weights); and a real run on a
+ * 10,000-sample subset of Fashion-MNIST. Final parameters are read back from
+ * the checkpoint files the runs write. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "data.h"
+#include "train.h"
+
+static int quiet(const TrainEpoch *e, void *ctx)
+{
+    TrainEpoch *last = ctx;
+    if (last != NULL)
+        *last = *e;
+    return 0;
+}
+
+/* Stops the run after the epoch *ctx. */
+static int stop_at(const TrainEpoch *e, void *ctx)
+{
+    return e->epoch >= *(int64_t *)ctx;
+}
+
+/* A synthetic task: 4 classes of Gaussian blobs in 20 dimensions. */
+static void make_blobs(Dataset *d, int64_t n, uint64_t seed)
+{
+    d->n = n;
+    d->dim = 20;
+    d->n_classes = 4;
+    d->x = malloc((size_t)n * 20 * sizeof(float));
+    d->y = malloc((size_t)n * sizeof(int32_t));
+    assert_non_null(d->x);
+    assert_non_null(d->y);
+    srand((unsigned)seed);
+    for (int64_t i = 0; i < n; i++) {
+        int c = (int)(i % 4);
+        d->y[i] = c;
+        for (int j = 0; j < 20; j++) {
+            double u = (rand() + 1.0) / (RAND_MAX + 2.0), v = (rand() + 1.0) / (RAND_MAX + 2.0);
+            double g = sqrt(-2 * log(u)) * cos(2 * M_PI * v);
+            d->x[i * 20 + j] = (float)(g + (j % 4 == c ? 1.5 : 0.0));
+        }
+    }
+}
+
+static TrainConfig small_config(void)
+{
+    TrainConfig c;
+    memset(&c, 0, sizeof c);
+    c.n_hidden = 2;
+    c.hidden[0] = 32;
+    c.hidden[1] = 16;
+    c.optimizer = TRAIN_SGD;
+    c.lr = 0.05f;
+    c.momentum = 0.9f;
+    c.nesterov = true;
+    c.weight_decay = 1e-4f;
+    c.dropout = 0.2f;
+    c.beta1 = 0.9f;
+    c.beta2 = 0.999f;
+    c.eps = 1e-8f;
+    c.batch_size = 64;
+    c.epochs = 5;
+    c.warmup_epochs = 1;
+    c.seed = 11;
+    c.ranks = 1;
+    c.threads = 1;
+    return c;
+}
+
+/* Parameters of the model c describes on d (20 -> 32 -> 16 -> 4). */
+static size_t n_params_of(const TrainConfig *c, const Dataset *d)
+{
+    size_t n = 0;
+    int in = d->dim;
+    for (int l = 0; l <= c->n_hidden; l++) {
+        int h = l < c->n_hidden ? c->hidden[l] : d->n_classes;
+        n += (size_t)in * (size_t)h + (size_t)h;
+        in = h;
+    }
+    return n;
+}
+
+static char *temp_dir(void)
+{
+    char *dir = strdup("/tmp/rung-test-train-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    return dir;
+}
+
+static void remove_dir(char *dir)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    free(dir);
+}
+
+/* Runs c on d, checkpointing into a fresh folder; returns the parameters
+ * (and optimizer state) after `epoch`. */
+static float *run_and_read(TrainConfig *c, const Dataset *d, int64_t epoch, float **opt1)
+{
+    char *dir = temp_dir();
+    c->checkpoint_dir = dir;
+    char why[512];
+    if (train_cpu(c, d, NULL, quiet, NULL, why, sizeof why) != 0)
+        fail_msg("train_cpu: %s", why);
+    size_t n = n_params_of(c, d);
+    float *p = malloc(n * sizeof(float)), *o1 = malloc(n * sizeof(float)),
+          *o2 = malloc(n * sizeof(float));
+    int64_t step;
+    if (checkpoint_load(dir, epoch, p, o1, o2, n, &step, why, sizeof why) != 0)
+        fail_msg("%s", why);
+    remove_dir(dir);
+    c->checkpoint_dir = NULL;
+    free(o2);
+    if (opt1 != NULL)
+        *opt1 = o1;
+    else
+        free(o1);
+    return p;
+}
+
+static void test_lr_schedule(void **state)
+{
+    (void)state;
+    /* warmup 10 of 110 steps: 0.1 at step 0, lr at step 9, then cosine. */
+    assert_true(fabs(train_lr_at(1.0, 0, 10, 110) - 0.1) < 1e-12);
+    assert_true(fabs(train_lr_at(1.0, 9, 10, 110) - 1.0) < 1e-12);
+    assert_true(fabs(train_lr_at(1.0, 10, 10, 110) - 1.0) < 1e-12);
+    assert_true(fabs(train_lr_at(1.0, 60, 10, 110) - 0.5) < 1e-12);
+    assert_true(train_lr_at(1.0, 109, 10, 110) < 0.001);
+    assert_true(fabs(train_lr_at(0.3, 5, 0, 0) - 0.3) < 1e-12); /* nothing to schedule */
+}
+
+/* 640 samples, batch 64: 10 steps an epoch, 5 epochs = 50 steps. */
+static void test_ranks_match_one_rank(void **state)
+{
+    (void)state;
+    Dataset d = {0};
+    make_blobs(&d, 640, 3);
+    TrainConfig c = small_config();
+    float *one = run_and_read(&c, &d, 5, NULL);
+    size_t n = n_params_of(&c, &d);
+    static const int ks[] = {2, 4};
+    for (int i = 0; i < 2; i++) {
+        c.ranks = ks[i];
+        float *many = run_and_read(&c, &d, 5, NULL);
+        double worst = 0;
+        for (size_t j = 0; j < n; j++)
+            worst = fmax(worst, fabs((double)many[j] - (double)one[j]));
+        print_message("ranks %d: max |difference| from 1 rank after 50 steps: %.3g\n", ks[i],
+                      worst);
+        assert_true(worst <= 1e-5);
+        free(many);
+    }
+    /* And the runs did train: the parameters moved from their start. */
+    c.ranks = 1;
+    c.epochs = 1;
+    c.lr = 0;
+    float *still = run_and_read(&c, &d, 1, NULL);
+    double moved = 0;
+    for (size_t j = 0; j < n; j++)
+        moved = fmax(moved, fabs((double)still[j] - (double)one[j]));
+    assert_true(moved > 1e-2);
+    free(still);
+    free(one);
+    data_free(&d);
+}
+
+static void test_resume_matches_uninterrupted(void **state)
+{
+    (void)state;
+    Dataset d = {0};
+    make_blobs(&d, 640, 5);
+    static const TrainOptimizer opts[] = {TRAIN_SGD, TRAIN_ADAMW};
+    for (int o = 0; o < 2; o++) {
+        TrainConfig c = small_config();
+        c.optimizer = opts[o];
+        c.lr = opts[o] == TRAIN_ADAMW ? 0.003f : 0.05f;
+        c.epochs = 4;
+        c.ranks = 2;
+        float *m_full;
+        float *full = run_and_read(&c, &d, 4, &m_full);
+
+        /* A run of the same config told to stop after epoch 2 (as a
+         * paused trial is), then a new run resuming after epoch 2. */
+        char *dir = temp_dir();
+        char why[512];
+        c.checkpoint_dir = dir;
+        int64_t stop_after = 2;
+        assert_int_equal(train_cpu(&c, &d, NULL, stop_at, &stop_after, why, sizeof why), 0);
+        c.resume_epoch = 2;
+        TrainEpoch last = {0};
+        if (train_cpu(&c, &d, NULL, quiet, &last, why, sizeof why) != 0)
+            fail_msg("resume: %s", why);
+        assert_int_equal(last.epoch, 4);
+        size_t n = n_params_of(&c, &d);
+        float *p = malloc(n * sizeof(float)), *o1 = malloc(n * sizeof(float)),
+              *o2 = malloc(n * sizeof(float));
+        int64_t step;
+        assert_int_equal(checkpoint_load(dir, 4, p, o1, o2, n, &step, why, sizeof why), 0);
+        assert_int_equal(step, 40);
+        assert_memory_equal(p, full, n * sizeof(float));
+        assert_memory_equal(o1, m_full, n * sizeof(float));
+        /* A checkpoint two epochs back is gone; a missing one is an error. */
+        assert_int_not_equal(checkpoint_load(dir, 2, p, o1, o2, n, &step, why, sizeof why), 0);
+        assert_non_null(strstr(why, "ckpt-2.bin"));
+        c.resume_epoch = 1;
+        assert_int_equal(train_cpu(&c, &d, NULL, quiet, NULL, why, sizeof why), -1);
+        assert_non_null(strstr(why, "epoch 1"));
+        /* A checkpoint of another model size is refused. */
+        c.resume_epoch = 4;
+        c.hidden[0] = 33;
+        assert_int_equal(train_cpu(&c, &d, NULL, quiet, NULL, why, sizeof why), -1);
+        assert_non_null(strstr(why, "not a checkpoint of this model"));
+        remove_dir(dir);
+        free(p);
+        free(o1);
+        free(o2);
+        free(full);
+        free(m_full);
+    }
+    data_free(&d);
+}
+
+/* The issue's check: 3 epochs on the first 10,000 Fashion-MNIST training
+ * samples reach val_acc >= 0.80 (1,000 of them held out). */
+static void test_fashion_mnist_subset(void **state)
+{
+    (void)state;
+    Dataset train = {0}, val = {0};
+    char why[512];
+    if (data_load_named("fashion-mnist", NULL, "train", &train, why, sizeof why) != 0)
+        fail_msg("%s (scripts/deps.sh installs Debian's dataset-fashion-mnist)", why);
+    data_truncate(&train, 10000);
+    assert_int_equal(data_split(&train, 1000, 1, &val, why, sizeof why), 0);
+    Dataset *others[1] = {&val};
+    double mean, sd;
+    data_normalize(&train, others, 1, &mean, &sd);
+    TrainConfig c = small_config();
+    c.hidden[0] = 256;
+    c.hidden[1] = 128;
+    c.dropout = 0;
+    c.nesterov = false;
+    c.weight_decay = 0;
+    c.warmup_epochs = 0;
+    c.epochs = 3;
+    c.batch_size = 128;
+    c.ranks = 2;
+    TrainEpoch last = {0};
+    assert_int_equal(train_cpu(&c, &train, &val, quiet, &last, why, sizeof why), 0);
+    print_message("fashion-mnist 10k, 3 epochs: val_acc %.4f, val_loss %.4f, %.0f samples/s\n",
+                  last.val_acc, last.val_loss, last.samples_per_s);
+    assert_int_equal(last.epoch, 3);
+    assert_true(last.val_acc >= 0.80);
+    data_free(&train);
+    data_free(&val);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lr_schedule),
+        cmocka_unit_test(test_ranks_match_one_rank),
+        cmocka_unit_test(test_resume_matches_uninterrupted),
+        cmocka_unit_test(test_fashion_mnist_subset),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
