@@ -430,7 +430,7 @@ int data_load_csv(const char *path, Dataset *out, char *why, size_t size)
         goto done;
     }
     for (;;) {
-        char *text;
+        char *text = NULL;
         line++;
         int got = line_next(&r, line, &text, why, size);
         if (got < 0)

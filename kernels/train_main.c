@@ -1,7 +1,11 @@
 /* rung-train: the built-in trainer, run by rung-worker for a trainable
  * {"type": "builtin", "model": "mlp", "dataset": "fashion-mnist"}.
  *
- *   rung-train --config JSON | --config-file F   (else RUNG_CONFIG)
+ *   rung-train [--config JSON | --config-file F] [--ranks K] [--threads T]
+ *
+ * (the config from RUNG_CONFIG when neither is given; --ranks and --threads
+ * override the config's "ranks", CPU data-parallel ranks, and "threads",
+ * OpenBLAS threads per rank).
  *
  * The config holds the trial's hyperparameters (API.md; the keys are in
  * parse_config below); RUNG_TRAINABLE holds the trainable's model and
@@ -247,6 +251,24 @@ static int parse_config(json_t *c, TrainConfig *cfg, char *why, size_t size)
     return 0;
 }
 
+/* Command-line overrides of the config; 0 = not given. */
+static int64_t flag_ranks, flag_threads;
+
+static int flag_int(const char *name, const char *text, int64_t lo, int64_t hi, int64_t *out,
+                    char *why, size_t size)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) {
+        snprintf(why, size, "%s: must be an integer in [%lld, %lld], not '%s'", name,
+                 (long long)lo, (long long)hi, text);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 static json_t *read_config(int argc, char **argv, char *why, size_t size)
 {
     json_error_t jerr;
@@ -258,9 +280,16 @@ static json_t *read_config(int argc, char **argv, char *why, size_t size)
             text = argv[++i];
         } else if (strcmp(argv[i], "--config-file") == 0 && i + 1 < argc) {
             file = argv[++i];
+        } else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) {
+            if (flag_int("--ranks", argv[++i], 1, TRAIN_MAX_RANKS, &flag_ranks, why, size))
+                return NULL;
+        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            if (flag_int("--threads", argv[++i], 1, 1024, &flag_threads, why, size))
+                return NULL;
         } else {
             snprintf(why, size,
-                     "unknown argument '%s'; usage: rung-train [--config JSON | --config-file F]",
+                     "unknown argument '%s'; usage: rung-train [--config JSON | --config-file F] "
+                     "[--ranks K] [--threads T]",
                      argv[i]);
             return NULL;
         }
@@ -348,6 +377,12 @@ int main(int argc, char **argv)
         return fail("%s%s", why, "");
     }
     json_decref(c);
+    if (flag_ranks > 0)
+        cfg.ranks = (int)flag_ranks;
+    if (flag_threads > 0)
+        cfg.threads = (int)flag_threads;
+    if (cfg.batch_size > 0 && cfg.batch_size < cfg.ranks)
+        return fail("--ranks %s: more ranks than the batch has samples%s", "", "");
 
     /* The trainable: model and dataset. */
     const char *dataset = "fashion-mnist";
