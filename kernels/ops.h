@@ -19,11 +19,11 @@
 void ops_linear_fwd(const float *X, const float *W, const float *b, float *Y, int B, int D, int H,
                     bool relu);
 
-/* Backward of ops_linear_fwd. Y is the forward output (after ReLU), dY the
- * gradient with respect to it; dY is overwritten with the gradient before
- * the activation. dW[D,H] = X^T dY and db[H] = column sums of dY are
- * overwritten (not accumulated); dX[B,D] = dY W^T, skipped when dX is NULL
- * (the first layer). */
+/* Backward of ops_linear_fwd. Y is the forward output (after ReLU; read
+ * only when relu), dY the gradient with respect to it; dY is overwritten
+ * with the gradient before the activation. dW[D,H] = X^T dY and db[H] =
+ * column sums of dY are overwritten (not accumulated); dX[B,D] = dY W^T,
+ * skipped when dX is NULL (the first layer). */
 void ops_linear_bwd(const float *X, const float *W, const float *Y, float *dY, float *dX,
                     float *dW, float *db, int B, int D, int H, bool relu);
 
@@ -37,11 +37,14 @@ void ops_dropout_bwd(float *dY, size_t n, float p, uint64_t seed, uint64_t first
  * the sum over rows of -log softmax(z)[label] (in double); *correct gets the
  * rows whose argmax is the label (first maximum on ties). When dlogits is
  * not NULL it gets (softmax(z) - onehot(label)) * grad_scale; grad_scale is
- * 1 / (global batch) so that ranks' gradients sum to the batch mean. */
+ * 1 / (global batch) so that ranks' gradients sum to the batch mean.
+ * correct may be NULL. */
 double ops_softmax_xent(const float *logits, const int32_t *labels, float *dlogits, int B, int C,
                         float grad_scale, int64_t *correct);
 
-/* Optimizer updates over n parameters (ops_math.h has the per-element rule). */
+/* Optimizer updates over n parameters (ops_math.h has the per-element rule).
+ * SGD's momentum buffer v is neither read nor written when momentum is 0,
+ * and may then be NULL. */
 void ops_sgd(float *w, float *v, const float *g, size_t n, float lr, float momentum, float wd,
              bool nesterov);
 /* t = the step number, from 1. */

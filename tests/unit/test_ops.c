@@ -190,9 +190,6 @@ struct OpCase {
     double atol, rtol;           /* the budget: |got - ref| <= atol + rtol * |ref| */
 };
 
-/* Compares n outputs with their references under the case's budget; prints
- * the first few misses and returns how many there were. Non-finite outputs
- * always miss. */
 /* The largest |err| / budget of the case that runs, for the report. */
 static double case_worst;
 
@@ -201,6 +198,10 @@ static void note_worst(double err, double limit)
     double r = limit > 0.0 ? err / limit : (err > 0.0 ? INFINITY : 0.0);
     case_worst = r > case_worst ? r : case_worst;
 }
+
+/* Compares n outputs with their references under the case's budget; prints
+ * the first few misses and returns how many there were. Non-finite outputs
+ * always miss. */
 
 static int check_close(const OpCase *c, const char *what, const float *got, const double *ref,
                        size_t n)
@@ -291,7 +292,8 @@ static int run_linear_bwd(const OpCase *c)
         dW[i] = NAN; /* overwritten, not accumulated */
     for (int i = 0; i < H; i++)
         db[i] = NAN;
-    ops_linear_bwd(X, W, Y, dY, c->with_dx ? dX : NULL, dW, db, B, D, H, c->relu);
+    /* Y is read only with the ReLU: NULL without it holds the op to that. */
+    ops_linear_bwd(X, W, c->relu ? Y : NULL, dY, c->with_dx ? dX : NULL, dW, db, B, D, H, c->relu);
     bad += check_close(c, "dY (pre-activation)", dY, rdP, ny);
     bad += check_close(c, "dW", dW, rdW, nw);
     bad += check_close(c, "db", db, rdb, H);
