@@ -384,8 +384,8 @@ int main(int argc, char **argv)
     if (cfg.batch_size > 0 && cfg.batch_size < cfg.ranks)
         return fail("--ranks %s: more ranks than the batch has samples%s", "", "");
 
-    /* The trainable: model and dataset. */
-    const char *dataset = "fashion-mnist";
+    /* The trainable: model and dataset (copied: the JSON is freed soon). */
+    char dataset[1024] = "fashion-mnist";
     json_t *tr = NULL;
     const char *trainable = getenv("RUNG_TRAINABLE");
     if (trainable != NULL && (tr = json_loads(trainable, 0, NULL)) != NULL) {
@@ -395,7 +395,8 @@ int main(int argc, char **argv)
             return fail("trainable.model: '%s' is not a model of rung-train (mlp)%s", model, "");
         }
         if (json_string_value(json_object_get(tr, "dataset")) != NULL)
-            dataset = json_string_value(json_object_get(tr, "dataset"));
+            snprintf(dataset, sizeof dataset, "%s",
+                     json_string_value(json_object_get(tr, "dataset")));
     }
     Dataset train = {0}, test = {0}, val = {0};
     if (data_load_named(dataset, NULL, "train", &train, why, sizeof why) != 0 ||

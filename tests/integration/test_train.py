@@ -150,6 +150,39 @@ class Builtin(wh.WorkerTestCase):
                 self.assertIn(t["rung"], (1, 3), t)
         self.assertLess(exp["best"]["value"], 0.8)
 
+    def test_promoted_trials_resume_from_their_checkpoint(self):
+        # ASHA's promote variant pauses trials at a rung; rung-train resumes
+        # a promoted one from its checkpoint (RUNG_RESUME_STEP): its epochs
+        # go on where they stopped, none is reported twice, and none fails.
+        d = self.daemon()
+        spec = {
+            "name": "fmnist-promote", "metric": "val_loss", "mode": "min",
+            "search_space": {
+                "lr": {"type": "loguniform", "low": 0.005, "high": 0.3},
+                "hidden": 32, "batch_size": 100, "epochs": 9, "train_samples": 1000,
+                "val_samples": 300},
+            "searcher": {"type": "random", "seed": 9},
+            "scheduler": {"type": "asha", "max_t": 9, "grace_period": 1,
+                          "reduction_factor": 3, "promote": True},
+            "num_samples": 7, "max_concurrent_trials": 1,
+            "trainable": {"type": "builtin", "model": "mlp", "dataset": "fashion-mnist"}}
+        eid = d.create_experiment(spec)["id"]
+        w = self.worker(d, "promoter", cpu_slots=1, once=True)
+        codes = self.wait_workers_exit([w], 200)
+        self.assertEqual(codes, [0], self.explain(d, w))
+        exp = d.experiment(eid)
+        self.assertEqual(exp["state"], "completed", self.explain(d, w))
+        self.assertEqual(exp["counts"]["failed"], 0, self.explain(d, w))
+        self.assertGreater(exp["counts"]["completed"], 0, exp["counts"])
+        resumed = 0
+        for t in d.all_trials(eid):
+            steps = [m["step"] for m in d.metrics_of(t["id"])]
+            self.assertEqual(steps, list(range(1, len(steps) + 1)), t)
+            err = os.path.join(w.workdir, "trials", str(t["id"]), "stderr.log")
+            with open(err) as f:
+                resumed += len(re.findall(r"resuming after epoch \d+", f.read()))
+        self.assertGreater(resumed, 0, "no trial was resumed from a checkpoint")
+
 
 if __name__ == "__main__":
     wh.main()
