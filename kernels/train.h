@@ -80,6 +80,12 @@ extern volatile sig_atomic_t train_stop_requested;
  * in every backend, whatever the split of the batch over ranks. */
 uint64_t train_dropout_seed(uint64_t seed, int layer);
 
+/* Initial weights and biases of one layer of D inputs and H outputs whose
+ * parameters start at index `first` of the packed vector (W [D,H] then
+ * b [H]): uniform in +-1/sqrt(D) (nn.Linear's bound) from a counter-based
+ * hash of (seed, index), so every backend and rank count starts alike. */
+void train_init_layer(uint64_t seed, int D, int H, size_t first, float *params);
+
 /* Runs the CPU backend. Returns 0, 1 when stopped by train_stop_requested,
  * or -1 with why filled. */
 int train_cpu(const TrainConfig *cfg, const Dataset *train, const Dataset *val,

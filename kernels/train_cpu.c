@@ -98,25 +98,26 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Weights: He-uniform for ReLU layers (PyTorch's nn.Linear default is
- * Kaiming-uniform with a = sqrt(5), i.e. bound 1/sqrt(D); we use the same
- * bound for comparability), biases uniform in the same bound. Drawn from a
- * counter-based hash of (seed, index): identical for any rank count. */
+void train_init_layer(uint64_t seed, int D, int H, size_t first, float *params)
+{
+    uint64_t key = seed ^ 0x696e6974ULL;
+    float bound = 1.0f / sqrtf((float)D);
+    size_t n = (size_t)D * (size_t)H + (size_t)H;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t x = key + 0x9e3779b97f4a7c15ULL * (first + i + 1);
+        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+        x ^= x >> 31;
+        double u = (double)(x >> 11) * 0x1.0p-53;
+        params[first + i] = (float)((2.0 * u - 1.0) * bound);
+    }
+}
+
 static void init_params(Run *run)
 {
-    uint64_t seed = run->cfg->seed ^ 0x696e6974ULL;
     for (int l = 0; l < run->n_layers; l++) {
         const Layer *L = &run->layers[l];
-        float bound = 1.0f / sqrtf((float)L->D);
-        size_t n = (size_t)L->D * (size_t)L->H + (size_t)L->H;
-        for (size_t i = 0; i < n; i++) {
-            uint64_t x = seed + 0x9e3779b97f4a7c15ULL * (L->w + i + 1);
-            x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-            x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-            x ^= x >> 31;
-            double u = (double)(x >> 11) * 0x1.0p-53;
-            run->params[L->w + i] = (float)((2.0 * u - 1.0) * bound);
-        }
+        train_init_layer(run->cfg->seed, L->D, L->H, L->w, run->params);
     }
 }
 

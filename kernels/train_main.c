@@ -420,8 +420,9 @@ int main(int argc, char **argv)
     Dataset *others[2] = {&val, &test};
     double mean, sd;
     data_normalize(&train, others, 2, &mean, &sd);
-    if (cfg.batch_size == 0)
-        cfg.batch_size = 256; /* "auto" finds the largest batch that fits a GPU */
+    bool gpu = train_cuda_devices() > 0;
+    if (cfg.batch_size == 0 && !gpu)
+        cfg.batch_size = 256; /* "auto" finds the largest batch that fits a GPU; on CPU: 256 */
     cfg.checkpoint_dir = getenv("RUNG_TRIAL_DIR");
     const char *resume = getenv("RUNG_RESUME_STEP");
     cfg.resume_epoch = resume ? strtoll(resume, NULL, 10) : 0;
@@ -436,7 +437,7 @@ int main(int argc, char **argv)
 
     Reporter rep = {.test = &test, .epochs = cfg.epochs};
     int rc;
-    if (train_cuda_devices() > 0)
+    if (gpu)
         rc = train_cuda(&cfg, &train, val.n ? &val : &test, report_epoch, &rep, why, sizeof why);
     else
         rc = train_cpu(&cfg, &train, val.n ? &val : &test, report_epoch, &rep, why, sizeof why);
