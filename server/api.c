@@ -13,6 +13,7 @@
 #define LIST_DEFAULT 100    /* API.md: lists default to 100 items ... */
 #define LIST_MAX 1000       /* ... and give at most 1,000 at once */
 #define METRICS_MAX 10000   /* reports per metrics call; page with after_step */
+#define CURVES_MAX 250000   /* metric values per curves call; page with after */
 #define LONG_POLL_MAX_S 30  /* API.md: a lease waits at most 30 s */
 #define MAX_TRIAL_IDS 1024  /* trials one heartbeat may list */
 #define MAX_NAME 256        /* worker name and hostname */
@@ -156,6 +157,8 @@ static json_t *trial_json(const Trial *t)
     AshaType sched = t->exp->spec.sched.type;
     if (sched == ASHA_ASHA || sched == ASHA_HYPERBAND)
         json_object_set_new(o, "bracket", json_integer(core_trial_bracket(t)));
+    json_t *log = t->log_tail ? json_string(t->log_tail) : NULL;
+    json_object_set_new(o, "log_tail", log ? log : json_null());
     json_object_set_new(o, "created_at", time_json(t->created_at));
     json_object_set_new(o, "started_at", time_json(t->started_at));
     json_object_set_new(o, "ended_at", time_json(t->ended_at));
@@ -365,6 +368,57 @@ void api_experiment_csv(Engine *e, Job *job)
     job->content_type = "text/csv; charset=utf-8";
 }
 
+/* The experiment's metric values in arrival order from a cursor, for the
+ * dashboard's learning curves: {"metric", "generation", "items": [[trial_id,
+ * attempt, step, value], ...], "next"}. The client asks again with
+ * after=next and gets only what came since; "generation" changes when rungd
+ * restarts (the order is rebuilt then), and the client starts over. Values
+ * have nine significant digits (a float's precision: enough to draw) and
+ * are null when not finite. Written by hand: 200,000 rows are a few MB
+ * and jansson would build them as objects first. */
+void api_experiment_curves(Engine *e, Job *job)
+{
+    Experiment *x = find_experiment(e, job);
+    if (x == NULL)
+        return;
+    RungError err;
+    int64_t after, limit, gen;
+    if (query_int(job, "after", 0, 0, INT64_MAX, &after, &err) ||
+        query_int(job, "limit", CURVES_MAX, 1, CURVES_MAX, &limit, &err) ||
+        query_int(job, "generation", 0, 0, INT64_MAX, &gen, &err)) {
+        fail(job, &err);
+        return;
+    }
+    int64_t generation = engine_generation(e);
+    if (gen != generation || after > x->n_curve)
+        after = 0; /* another daemon run, or a cursor from elsewhere: from the start */
+    int64_t end = x->n_curve - after > limit ? after + limit : x->n_curve;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    if (out == NULL)
+        abort();
+    fputs("{\"metric\": ", out);
+    json_dumpf(json_object_get(x->spec.json, "metric"), out, JSON_ENCODE_ANY);
+    fprintf(out, ", \"generation\": %lld, \"from\": %lld, \"next\": %lld, \"items\": [",
+            (long long)generation, (long long)after, (long long)end);
+    for (int64_t i = after; i < end; i++) {
+        const CurvePoint *p = &x->curve[i];
+        fprintf(out, i > after ? ",[%lld,%d,%lld," : "[%lld,%d,%lld,", (long long)p->trial_id,
+                (int)p->attempt, (long long)p->step);
+        if (isfinite(p->value))
+            fprintf(out, "%.9g]", p->value);
+        else
+            fputs("null]", out);
+    }
+    fputs("]}", out);
+    fclose(out);
+    job->status = 200;
+    job->text = buf;
+    job->text_len = len;
+    job->content_type = "application/json";
+}
+
 /* ---- trials ---- */
 
 static Trial *find_trial(Engine *e, Job *job)
@@ -457,7 +511,7 @@ void api_trial_report(Engine *e, Job *job)
 
 void api_trial_finish(Engine *e, Job *job)
 {
-    static const char *const allowed[] = {"lease_token", "status", "error", NULL};
+    static const char *const allowed[] = {"lease_token", "status", "error", "log", NULL};
     RungError err;
     rung_error_clear(&err);
     const char *token, *status, *error = NULL;
@@ -475,6 +529,11 @@ void api_trial_finish(Engine *e, Job *job)
         }
         error = json_string_value(ev); /* longer than CORE_MAX_ERROR: the head is kept */
     }
+    json_t *lv = json_object_get(job->body, "log");
+    if (lv && !json_is_null(lv) && !json_is_string(lv)) {
+        api_error(job, A, "log", "log: must be a string (the log's last lines)");
+        return;
+    }
     bool completed = strcmp(status, "completed") == 0;
     if (!completed && strcmp(status, "failed") != 0) {
         api_error(job, A, "status", "status: must be completed or failed");
@@ -483,10 +542,14 @@ void api_trial_finish(Engine *e, Job *job)
     Trial *t = find_trial(e, job);
     if (t == NULL)
         return;
-    if (core_finish(engine_core(e), t, token, completed, error, engine_now(e), &err) != 0)
+    json_t *log = json_object_get(job->body, "log"); /* the log's last lines (dashboard) */
+    if (core_finish(engine_core(e), t, token, completed, error, engine_now(e), &err) != 0) {
         fail(job, &err);
-    else
-        reply(job, 200, trial_json(t));
+        return;
+    }
+    if (json_is_string(log))
+        core_trial_set_log(t, json_string_value(log));
+    reply(job, 200, trial_json(t));
 }
 
 /* ---- workers ---- */
@@ -661,7 +724,7 @@ void api_worker_lease(Engine *e, Job *job)
 
 void api_worker_heartbeat(Engine *e, Job *job)
 {
-    static const char *const allowed[] = {"trials", "gpus", NULL};
+    static const char *const allowed[] = {"trials", "gpus", "logs", NULL};
     Worker *w = find_worker(e, job);
     if (w == NULL)
         return;
@@ -695,6 +758,31 @@ void api_worker_heartbeat(Engine *e, Job *job)
     if (gpus != NULL && !json_is_null(gpus) && !json_is_array(gpus)) {
         api_error(job, A, "gpus", "gpus: must be an array");
         return;
+    }
+    /* Log tails for the dashboard: {"17": "last lines"}; kept on the trials,
+     * not in the worker's stored heartbeat. */
+    json_t *logs = json_object_get(job->body, "logs");
+    if (logs != NULL && !json_is_null(logs)) {
+        const char *key;
+        json_t *v;
+        if (!json_is_object(logs)) {
+            api_error(job, A, "logs", "logs: must be an object of trial id: text");
+            return;
+        }
+        json_object_foreach(logs, key, v) {
+            char *end;
+            long long id = strtoll(key, &end, 10);
+            if (*end != '\0' || !json_is_string(v)) {
+                char field[64];
+                snprintf(field, sizeof field, "logs.%.40s", key);
+                api_error(job, A, field, "logs: keys are trial ids, values text");
+                return;
+            }
+            Trial *t = core_trial(engine_core(e), id);
+            if (t != NULL && t->worker_id == w->id) /* only the worker that runs it */
+                core_trial_set_log(t, json_string_value(v));
+        }
+        json_object_del(job->body, "logs");
     }
     json_t *stop = core_heartbeat(engine_core(e), w, ids, n, json_incref(job->body),
                                   engine_now(e));

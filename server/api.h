@@ -12,6 +12,7 @@ void api_experiment_get(Engine *e, Job *job);
 void api_experiment_cancel(Engine *e, Job *job);
 void api_experiment_trials(Engine *e, Job *job);
 void api_experiment_csv(Engine *e, Job *job);
+void api_experiment_curves(Engine *e, Job *job);
 void api_trial_get(Engine *e, Job *job);
 void api_trial_metrics(Engine *e, Job *job);
 void api_trial_report(Engine *e, Job *job);

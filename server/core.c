@@ -196,6 +196,7 @@ static void trial_free(Trial *t)
     json_decref(t->last);
     free(t->error);
     free(t->seen);
+    free(t->log_tail);
     free(t);
 }
 
@@ -213,6 +214,7 @@ void core_free(Core *core)
         if (e) {
             spec_close(&e->spec);
             asha_free(e->asha);
+            free(e->curve);
             free(e->trials);
             free(e);
         }
@@ -708,7 +710,15 @@ static void record(Trial *t, int64_t step, json_t *metrics, ReportAction a)
     json_decref(t->last);
     t->last = json_incref(metrics);
     double v;
-    if (objective(e, metrics, &v) && isfinite(v)) {
+    int has_v = objective(e, metrics, &v);
+    if (has_v) {
+        grow((void **)&e->curve, &e->cap_curve, e->n_curve, sizeof *e->curve);
+        e->curve[e->n_curve++] = (CurvePoint){.trial_id = t->id,
+                                              .attempt = (int32_t)t->attempt,
+                                              .step = step,
+                                              .value = isfinite(v) ? v : NAN};
+    }
+    if (has_v && isfinite(v)) {
         if (!t->has_best || better(e, v, t->best_value)) {
             t->has_best = true;
             t->best_value = v;
@@ -1024,6 +1034,19 @@ void core_load_done(Core *core, int64_t now)
         maybe_complete(core, e, now);
     }
     core->availability_changed = true;
+}
+
+void core_trial_set_log(Trial *t, const char *text)
+{
+    size_t len = strlen(text);
+    const char *from = len > CORE_MAX_LOG ? text + (len - CORE_MAX_LOG) : text;
+    while (((unsigned char)*from & 0xC0) == 0x80)
+        from++; /* start on a whole UTF-8 character */
+    char *copy = strdup(from);
+    if (copy == NULL)
+        abort();
+    free(t->log_tail);
+    t->log_tail = copy;
 }
 
 int64_t core_resume_step(const Trial *t)

@@ -75,6 +75,7 @@ typedef struct Trial {
     bool has_time;
     double time;                 /* last report's time_attr value, for the scheduler */
     double rung;                 /* milestone where the scheduler stopped or paused it; 0 = none */
+    char *log_tail;              /* owned: last log lines from the worker, or NULL (memory only) */
     size_t leased_seen;          /* n_seen when leased: a resumed trial's reports so far */
     bool has_best;
     double best_value;           /* in the metric's own sign */
@@ -93,6 +94,16 @@ typedef struct TrialList {
     int64_t len;
 } TrialList;
 
+/* One value of an experiment's metric, as reported: the dashboard's
+ * learning curves read these in arrival order from a cursor. */
+typedef struct CurvePoint {
+    int64_t trial_id;
+    int32_t attempt;
+    int32_t pad;
+    int64_t step;
+    double value;                /* the metric as reported (NaN when non-finite) */
+} CurvePoint;
+
 typedef struct Experiment {
     int64_t id;
     Spec spec;                   /* owned */
@@ -105,6 +116,9 @@ typedef struct Experiment {
     int64_t proposing;           /* configs asked of the proposer, not yet added */
     Trial *best;                 /* borrowed: the trial with the best value, or NULL */
     struct Asha *asha;           /* owned: the scheduler's rung records */
+    CurvePoint *curve;           /* owned: every reported metric value, arrival order
+                                    (rebuilt at start in trial and step order) */
+    int64_t n_curve, cap_curve;
     bool hold_endgame;           /* asha promote: no end game now (re-entry, or promotions first) */
     bool dirty;
     bool stored;
@@ -258,6 +272,12 @@ int64_t core_resume_step(const Trial *t);
 
 /* The trial's scheduler bracket (0 unless asha or hyperband). */
 int core_trial_bracket(const Trial *t);
+
+/* The last lines of t's log, as its worker sends them with heartbeats and
+ * the finish. Kept in memory for the dashboard; at most CORE_MAX_LOG bytes
+ * (the tail end). */
+#define CORE_MAX_LOG 8192
+void core_trial_set_log(Trial *t, const char *text);
 
 /* Counts of trials by state across experiments (for /metrics). */
 void core_trial_counts(const Core *core, int64_t counts[TRIAL__COUNT]);

@@ -26,6 +26,7 @@
 
 struct Engine {
     pthread_t thread;
+    int64_t generation;      /* this run's start, ms: see engine_generation */
     struct Http *http;
     int epfd;                /* waits on the HTTP front's epoll fd and wake_fd */
     int wake_fd;             /* eventfd: the proposer's answers, shutdown */
@@ -78,6 +79,11 @@ const EngineConfig *engine_config(Engine *e)
 int64_t engine_now(Engine *e)
 {
     return e->now;
+}
+
+int64_t engine_generation(Engine *e)
+{
+    return e->generation;
 }
 
 void engine_token(char out[CORE_TOKEN_LEN + 1])
@@ -452,6 +458,7 @@ Engine *engine_new(Store *store, Core *core, const EngineConfig *cfg, Stats *sta
     e->cfg = *cfg;
     e->stats = stats;
     e->epfd = e->wake_fd = -1;
+    e->generation = rung_now_ms();
     pthread_mutex_init(&e->mu, NULL);
     atomic_init(&e->stop_requested, false);
     e->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

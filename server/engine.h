@@ -84,6 +84,9 @@ Store *engine_store(Engine *e);
 Stats *engine_stats(Engine *e);
 const EngineConfig *engine_config(Engine *e);
 int64_t engine_now(Engine *e);  /* the batch's time, ms since the epoch */
+/* Tells this daemon run from others: its start time (ms), for cursors that
+ * are valid only within one run (the curves endpoint). */
+int64_t engine_generation(Engine *e);
 /* Parks job until deadline_ms (monotonic, rung_mono_ns() / 1e6); its fn
  * runs again whenever a trial may have become available. Returns false
  * (and parks nothing) when shutting down. */

@@ -39,6 +39,7 @@ static const Route routes[] = {
     {"POST", "/api/v1/experiments/{id}/cancel", api_experiment_cancel},
     {"GET", "/api/v1/experiments/{id}/trials", api_experiment_trials},
     {"GET", "/api/v1/experiments/{id}/trials.csv", api_experiment_csv},
+    {"GET", "/api/v1/experiments/{id}/curves", api_experiment_curves},
     {"GET", "/api/v1/trials/{id}", api_trial_get},
     {"GET", "/api/v1/trials/{id}/metrics", api_trial_metrics},
     {"POST", "/api/v1/trials/{id}/report", api_trial_report},

@@ -110,6 +110,7 @@ Trial *trial_new(Worker *w, const json_t *o, char *why, size_t why_size)
         return NULL;
     }
     pthread_mutex_init(&t->mu, NULL);
+    tail_init(&t->log);
     pthread_cond_init(&t->cond, NULL);
     t->worker = w;
     t->runner.out_fd = t->runner.err_fd = t->runner.pidfd = -1;
@@ -146,6 +147,7 @@ void trial_free(Trial *t)
     json_decref(t->config);
     json_decref(t->trainable);
     free(t->error);
+    tail_close(&t->log);
     runner_close(&t->runner);
     if (t->wake_fd >= 0)
         close(t->wake_fd);
@@ -225,12 +227,19 @@ static int first_line_len(const char *s, int n)
 
 static void send_finish(Trial *t, Client *c)
 {
+    char *log = trial_take_log(t); /* the lines since the last heartbeat */
     pthread_mutex_lock(&t->mu);
     bool completed = t->completed;
     json_t *body = json_pack("{s:s, s:s}", "lease_token", t->lease_token, "status",
                              completed ? "completed" : "failed");
     if (!completed && body)
         json_object_set_new(body, "error", json_string(t->error ? t->error : "failed"));
+    json_t *log_json = log ? json_string(log) : NULL; /* NULL when not UTF-8: left out */
+    if (body && log_json)
+        json_object_set_new(body, "log", log_json);
+    else
+        json_decref(log_json);
+    free(log);
     int64_t sent = t->reports_sent;
     pthread_mutex_unlock(&t->mu);
     if (body == NULL) {
@@ -440,6 +449,8 @@ static void enqueue(Trial *t, int64_t step, json_t *metrics)
     pthread_mutex_unlock(&t->mu);
 }
 
+static void log_line(Trial *t, const char *line, size_t len);
+
 static void on_stdout_line(void *arg, const char *line, size_t len, bool cut)
 {
     Sup *s = arg;
@@ -465,10 +476,32 @@ static void on_stdout_line(void *arg, const char *line, size_t len, bool cut)
     }
     if (kind != REPORTLINE_OK || metrics == NULL) {
         json_decref(metrics);
+        log_line(t, line, len); /* an ordinary log line */
         return;
     }
     s->next_step = step + 1;
     enqueue(t, step, metrics);
+}
+
+/* Adds a line to the log tail the heartbeats carry. */
+static void log_line(Trial *t, const char *line, size_t len)
+{
+    pthread_mutex_lock(&t->mu);
+    tail_add(&t->log, line, len);
+    t->log_changed = true;
+    pthread_mutex_unlock(&t->mu);
+}
+
+char *trial_take_log(Trial *t)
+{
+    char *text = NULL;
+    pthread_mutex_lock(&t->mu);
+    if (t->log_changed) {
+        text = tail_text(&t->log);
+        t->log_changed = text == NULL; /* out of memory: try again next time */
+    }
+    pthread_mutex_unlock(&t->mu);
+    return text;
 }
 
 static void on_stderr_line(void *arg, const char *line, size_t len, bool cut)
@@ -476,6 +509,7 @@ static void on_stderr_line(void *arg, const char *line, size_t len, bool cut)
     (void)cut;
     Sup *s = arg;
     tail_add(&s->tail, line, len);
+    log_line(s->t, line, len);
 }
 
 static bool queue_full(Trial *t)

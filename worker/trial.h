@@ -28,6 +28,7 @@
 
 #include "runner.h"
 #include "slots.h"
+#include "tail.h"
 
 #define TRIAL_KILL_GRACE_S 10 /* SIGTERM, then SIGKILL this much later (API.md) */
 #define TRIAL_QUEUE_MAX                                                                            \
@@ -86,7 +87,14 @@ typedef struct Trial {
     Runner runner;             /* pid 0 until started */
     bool group_gone;           /* leader reaped and nothing of the group left */
     int wake_fd;               /* eventfd: wakes the supervisor's poll */
+    Tail log;                  /* last lines of stdout (not reports) and stderr, for
+                                  the dashboard: sent with heartbeats */
+    bool log_changed;          /* since the last heartbeat took it */
 } Trial;
+
+/* The log's last lines when they changed since the last call (new string,
+ * free it), else NULL. Called by the heartbeat thread. */
+char *trial_take_log(Trial *t);
 
 /* Reads a lease reply's "trial" object (borrowed). NULL with why when it
  * lacks an id or a lease token (then it cannot even be finished); other

@@ -331,14 +331,34 @@ void *worker_heartbeat_main(void *arg)
         int64_t next = rung_mono_ns() + period_ns;
         /* The attempts listed, by lease token: a "stop" answers for those,
          * not for a new attempt of the same trial leased meanwhile. */
-        json_t *ids = json_array(), *listed = json_object();
+        json_t *ids = json_array(), *listed = json_object(), *logs = json_object();
         for (Trial *t = w->trials; t != NULL; t = t->next) {
             json_array_append_new(ids, json_integer(t->id));
             json_object_set_new(listed, t->lease_token, json_true());
+            /* The dashboard shows each trial's last log lines: sent when new. */
+            char *log = trial_take_log(t);
+            if (log != NULL) {
+                char key[24];
+                snprintf(key, sizeof key, "%" PRId64, t->id);
+                json_t *text = json_string(log);
+                if (text == NULL) { /* not UTF-8: keep the ASCII, mark the rest */
+                    for (char *p = log; *p; p++)
+                        if ((unsigned char)*p >= 0x80)
+                            *p = '?';
+                    text = json_string(log);
+                }
+                if (text != NULL)
+                    json_object_set_new(logs, key, text);
+                free(log);
+            }
         }
         pthread_mutex_unlock(&w->mu);
 
         json_t *body = json_pack("{s:o}", "trials", ids);
+        if (json_object_size(logs) > 0)
+            json_object_set_new(body, "logs", logs);
+        else
+            json_decref(logs);
         json_t *usage = gpu_usage(w);
         if (usage)
             json_object_set_new(body, "gpus", usage);

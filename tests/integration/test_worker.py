@@ -409,5 +409,60 @@ class TrialEnvironment(wh.WorkerTestCase):
         self.assertEqual(len(trial_dirs), 2, "each trial has its own folder")
 
 
+class DashboardFeeds(wh.WorkerTestCase):
+    """What the dashboard reads besides API.md: the last log lines of a
+    running trial (carried by heartbeats) and the experiment's curves,
+    fetched incrementally from a cursor."""
+
+    def test_log_tail_and_incremental_curves(self):
+        d = self.daemon("--lease-s", "4")
+        prog = self.script("talk.py", """
+            import json, sys, time
+            for step in range(1, 7):
+                print("epoch %d: caf\u00e9 <b>" % step, flush=True)
+                print("warn %d" % step, file=sys.stderr, flush=True)
+                print("@rung " + json.dumps({"step": step, "loss": 1.0 / step}), flush=True)
+                time.sleep(0.4)
+            """)
+        eid = d.create_experiment(wh.command_spec([wh.PYTHON, prog], num_samples=2,
+                                                  max_concurrent_trials=1))["id"]
+        w = self.worker(d, "talker", cpu_slots=1, once=True)
+        first = d.wait_experiment(eid, lambda x: x["counts"]["running"] == 1, 20,
+                                  "a trial running")
+        del first
+        tid = d.all_trials(eid)[0]["id"]
+        trial = self.wait_trial(d, tid, lambda t: t.get("log_tail"), 20, "a log tail")
+        self.assertIn("epoch 1: caf\u00e9 <b>", trial["log_tail"])
+        self.assertIn("warn 1", trial["log_tail"])
+        self.assertNotIn("@rung", trial["log_tail"])
+
+        # Curves: everything from 0, then only what came since the cursor.
+        c1 = d.ok("GET", "/api/v1/experiments/%d/curves" % eid)
+        self.assertEqual(c1["metric"], "loss")
+        self.assertEqual(c1["from"], 0)
+        self.assertEqual(c1["next"], len(c1["items"]))
+        self.assertEqual(self.wait_workers_exit([w], 60), [0], self.explain(d, w))
+        c2 = d.ok("GET", "/api/v1/experiments/%d/curves?after=%d&generation=%d"
+                  % (eid, c1["next"], c1["generation"]))
+        self.assertEqual(c2["from"], c1["next"])
+        rows = c1["items"] + c2["items"]
+        self.assertEqual(len(rows), 12)
+        for trial in d.all_trials(eid):
+            mine = [(r[2], r[3]) for r in rows if r[0] == trial["id"]]
+            self.assertEqual([m[0] for m in mine], list(range(1, 7)))
+            for step, value in mine:  # nine significant digits: float precision
+                self.assertAlmostEqual(value, 1.0 / step, delta=1e-8 / step)
+        # Nothing new: an empty page at the same cursor; a stale generation
+        # starts over from 0.
+        c3 = d.ok("GET", "/api/v1/experiments/%d/curves?after=%d&generation=%d"
+                  % (eid, c2["next"], c2["generation"]))
+        self.assertEqual(c3["items"], [])
+        c4 = d.ok("GET", "/api/v1/experiments/%d/curves?after=%d&generation=1"
+                  % (eid, c2["next"]))
+        self.assertEqual(c4["from"], 0)
+        self.assertEqual(len(c4["items"]), 12)
+        self.assertEqual(d.trial(tid)["log_tail"].splitlines()[-1], "warn 6")
+
+
 if __name__ == "__main__":
     wh.main()
