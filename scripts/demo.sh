@@ -16,6 +16,7 @@ server="http://127.0.0.1:$port"
 export RUNG_SERVER="$server"
 
 bash scripts/deps.sh
+(cd web && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund) # the charts (uPlot)
 echo "demo: building (build/)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null

@@ -10,6 +10,7 @@ packages=(
   dataset-fashion-mnist  # rung-train's default data, in /usr/share/datasets/fashion-mnist
   python3 python3-optuna
   clang libclang-rt-14-dev
+  chromium nodejs  # the dashboard's browser tests (tests/browser) and bench/dashboard
 )
 
 missing=()
@@ -18,6 +19,11 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+# npm (web/'s packages): Debian's package, unless the nodejs installed brings
+# its own (NodeSource's nodejs ships npm and conflicts with Debian's npm).
+if ! command -v npm >/dev/null 2>&1; then
+  missing+=(npm)
+fi
 
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "deps: installing ${missing[*]}"

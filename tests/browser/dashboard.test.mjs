@@ -1,0 +1,555 @@
+// Browser tests of the web dashboard (web/), run by ctest as
+// `browser_dashboard`: headless Debian chromium driven by playwright-core,
+// against a real rungd (serving web/ with --web-dir) and a real rung-worker.
+//
+// The test plays a worker itself over the HTTP API (register, lease,
+// report, finish, heartbeat), so it decides every number the pages must
+// show, and each check compares what a page shows with what the API answers
+// to the test's own request at that moment:
+//
+//   experiments list   state, progress D/T and best value of every experiment
+//   experiment page    the count of each trial state, the best value and
+//                      config; the trials table's paging, sort and state
+//                      filter against the API's own pages; one learning
+//                      curve per trial that has reported; the other charts
+//   trial page         state, config, error, metric rows, log; an error
+//                      holding <script> shown as text, never run
+//   live updates       a report sent while the page is open shows up in the
+//                      metrics table, the chart and the experiment's curves
+//                      without a reload
+//   cancel             the page's button (confirm() accepted) cancels the
+//                      experiment: the API says canceled
+//   workers page       a real rung-worker (--gpus none) alive; a worker with
+//                      GPUs whose heartbeat carried util and memory shows them
+//
+// A screenshot of every page is written to $RUNG_SCREENSHOTS (ctest passes
+// <build>/screenshots). The token prompt is in token.test.mjs.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import {
+  FakeWorker, REPO_ROOT, Rungd, armWatchdog, describePrograms, launchBrowser, showsNumber,
+  startWorker, waitFor,
+} from './harness.mjs';
+
+armWatchdog(200); // both files together stay under ctest's TIMEOUT (300 s)
+
+const SHOTS = process.env.RUNG_SCREENSHOTS || path.join(REPO_ROOT, 'build', 'screenshots');
+const PYTHON = process.env.RUNG_PYTHON || '/usr/bin/python3';
+const CURVE = path.join(REPO_ROOT, 'tests', 'integration', 'curve_trainable.py');
+const PAGE_WAIT = 10000; // how long a page may take to show what the API says (it polls ~1 s)
+const XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">';
+const STATES = ['pending', 'running', 'paused', 'completed', 'stopped', 'failed', 'canceled'];
+const GPUS = [
+  { index: 0, name: 'NVIDIA H100 80GB HBM3', memory_mb: 81559 },
+  { index: 1, name: 'NVIDIA H100 80GB HBM3', memory_mb: 81559 },
+];
+const GPU_BEAT = [
+  { index: 0, util: 0.97, memory_used_mb: 40211 },
+  { index: 1, util: 0.05, memory_used_mb: 1024 },
+];
+
+const tid = (name) => `[data-testid="${name}"]`;
+
+let d; // the daemon
+let fake; // the test's own worker, with two GPUs
+let real; // a real rung-worker process
+let browser;
+let page;
+const pageErrors = [];
+const X = {}; // experiments by role: fifo, asha, real, live
+let xssTrial; // the trial that failed with XSS as its error
+const running = new Set(); // trial ids the fake worker holds
+
+// ---- data ------------------------------------------------------------------
+
+function lossOf(config, step) {
+  const base = 0.1 * (Math.log10(config.lr) + 2.5) ** 2 + 0.05 * config.layers;
+  return base + 0.5 * Math.exp(-step / 2) + 0.01 * Math.sin(step + config.layers);
+}
+
+const fifoSpec = {
+  name: 'browser-fifo',
+  metric: 'loss',
+  mode: 'min',
+  search_space: {
+    lr: { type: 'loguniform', low: 1e-4, high: 0.1 },
+    layers: { type: 'choice', values: [1, 2, 3] },
+    epochs: 10,
+  },
+  searcher: { type: 'random', seed: 7 },
+  scheduler: { type: 'fifo' },
+  num_samples: 120,
+  max_concurrent_trials: 5,
+  resources_per_trial: { cpu: 1, gpu: 1 },
+};
+
+const ashaSpec = {
+  name: 'browser-asha',
+  metric: 'acc',
+  mode: 'max',
+  search_space: { lr: { type: 'loguniform', low: 1e-4, high: 0.1 }, layers: { type: 'randint', low: 1, high: 5 } },
+  searcher: { type: 'random', seed: 3 },
+  scheduler: { type: 'asha', time_attr: 'step', max_t: 9, grace_period: 1, reduction_factor: 3 },
+  num_samples: 24,
+  max_concurrent_trials: 1,
+  resources_per_trial: { cpu: 1, gpu: 1 },
+};
+
+async function feedFifo() {
+  X.fifo = await d.createExperiment(fifoSpec);
+  const eid = X.fifo.id;
+  // 40 trials run to their end (every 9th fails; the first failure carries
+  // the XSS text), then 5 stay running: 3 with two reports, 2 with none.
+  for (let k = 0; k < 45; k++) {
+    const t = await fake.leaseOne({ gpus: [0] });
+    assert.equal(t.experiment_id, eid, 'the fake worker leased a trial of another experiment');
+    const steps = k < 40 ? 1 + (k % 6) : k < 43 ? 2 : 0;
+    for (let s = 1; s <= steps; s++) await fake.report(t, s, { loss: lossOf(t.config, s), acc: 1 - lossOf(t.config, s) / 2 });
+    if (k >= 40) {
+      running.add(t.id);
+      continue;
+    }
+    if (k % 9 === 4) {
+      const error = xssTrial ? `RuntimeError: CUDA out of memory at step ${steps}` : XSS;
+      await fake.finish(t, 'failed', error);
+      if (!xssTrial) xssTrial = t.id;
+    } else {
+      await fake.finish(t, 'completed');
+    }
+  }
+}
+
+async function feedAsha() {
+  X.asha = await d.createExperiment(ashaSpec);
+  const eid = X.asha.id;
+  for (let k = 0; k < ashaSpec.num_samples; k++) {
+    const t = await fake.leaseOne({ gpus: [0] });
+    assert.equal(t.experiment_id, eid, 'the fake worker leased a trial of another experiment');
+    for (let s = 1; s <= 9; s++) {
+      const action = await fake.report(t, s, { acc: 1 - lossOf(t.config, s) / 2 });
+      if (action === 'stop') break;
+    }
+  }
+  await waitFor(async () => {
+    const x = await d.experiment(eid);
+    return x.counts.completed + x.counts.stopped === ashaSpec.num_samples;
+  }, { what: 'every asha trial completed or stopped' });
+}
+
+async function runReal() {
+  X.real = await d.createExperiment({
+    name: 'browser-real-worker',
+    metric: 'loss',
+    mode: 'min',
+    search_space: { x: { type: 'uniform', low: 0, high: 1 }, y: { type: 'uniform', low: 0, high: 1 }, max_t: 6 },
+    num_samples: 3,
+    trainable: { type: 'command', argv: [PYTHON, CURVE], cwd: REPO_ROOT },
+  });
+  real = startWorker(d, { name: 'real-cpu-worker', cpuSlots: 1 });
+  await waitFor(async () => (await d.experiment(X.real.id)).state === 'completed', {
+    timeout: 60000,
+    interval: 200,
+    what: `experiment ${X.real.id} run by the real rung-worker to complete\n${real.stderr().slice(-2000)}`,
+  });
+}
+
+// ---- page helpers ----------------------------------------------------------
+
+async function go(route) {
+  await page.goto(`${d.url}/#${route}`);
+}
+
+async function shot(name) {
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+async function textOf(sel, root = page) {
+  const t = await root.locator(sel).first().textContent({ timeout: PAGE_WAIT });
+  return (t || '').trim();
+}
+
+/** Waits until the page's text at sel satisfies pred (or equals it). */
+async function waitText(sel, pred, what) {
+  const ok = typeof pred === 'function' ? pred : (t) => t === String(pred);
+  let last;
+  try {
+    return await waitFor(async () => {
+      last = (await page.locator(sel).first().textContent({ timeout: 1000 }))?.trim();
+      return last !== undefined && ok(last) ? last || true : false;
+    }, { timeout: PAGE_WAIT, what });
+  } catch (e) {
+    throw new Error(`${what}: page shows ${JSON.stringify(last)} at ${sel}` + (typeof pred === 'function' ? '' : `, API says ${JSON.stringify(String(pred))}`));
+  }
+}
+
+async function attr(sel, name) {
+  return page.locator(sel).first().getAttribute(name, { timeout: PAGE_WAIT });
+}
+
+async function waitAttr(sel, name, pred, what) {
+  const ok = typeof pred === 'function' ? pred : (v) => v === String(pred);
+  let last;
+  try {
+    return await waitFor(async () => {
+      last = await page.locator(sel).first().getAttribute(name, { timeout: 1000 });
+      return last !== null && ok(last) ? last : false;
+    }, { timeout: PAGE_WAIT, what });
+  } catch {
+    throw new Error(`${what}: ${sel} has ${name}=${JSON.stringify(last)}` + (typeof pred === 'function' ? '' : `, want ${JSON.stringify(String(pred))}`));
+  }
+}
+
+/** data-id of the trial rows now shown, in order. */
+function rowIds() {
+  return page.$$eval(tid('trial-row'), (rows) => rows.map((r) => r.getAttribute('data-id')));
+}
+
+async function waitRows(want, what) {
+  const expected = want.map(String);
+  let last;
+  try {
+    await waitFor(async () => {
+      last = await rowIds();
+      return JSON.stringify(last) === JSON.stringify(expected);
+    }, { timeout: PAGE_WAIT, what });
+  } catch {
+    throw new Error(`${what}: page rows ${JSON.stringify(last)}, API ${JSON.stringify(expected)}`);
+  }
+}
+
+/** Every metric row shows its step and each reported value (6 digits). */
+async function checkMetricRows(items) {
+  const rows = await page.$$eval(tid('metric-row'), (trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent.trim())));
+  for (const item of items) {
+    const cells = rows.find((r) => r.includes(String(item.step)));
+    assert.ok(cells, `no metric row for step ${item.step}: ${JSON.stringify(rows)}`);
+    for (const [k, v] of Object.entries(item.metrics)) {
+      assert.ok(cells.some((c) => showsNumber(c, v)), `metric row of step ${item.step} lacks ${k}=${v}: ${JSON.stringify(cells)}`);
+    }
+  }
+}
+
+const progressOf = (x) => `${x.counts.completed + x.counts.stopped + x.counts.failed + x.counts.canceled}/${x.total_trials}`;
+
+// ---- setup -----------------------------------------------------------------
+
+before(async () => {
+  fs.mkdirSync(SHOTS, { recursive: true });
+  console.log(`# ${describePrograms()}; screenshots in ${SHOTS}`);
+  // Leases long enough that nothing the test holds runs out while it looks.
+  d = await new Rungd({ args: ['--lease-s', '600'] }).start();
+  fake = await new FakeWorker(d, { name: 'fake-gpu-box', cpus: 32, gpus: GPUS }).register();
+  const t0 = Date.now();
+  await feedFifo();
+  await feedAsha();
+  await fake.heartbeat([...running], GPU_BEAT);
+  await runReal();
+  console.log(`# data in ${Date.now() - t0} ms: experiments ${X.fifo.id} (fifo), ${X.asha.id} (asha), ${X.real.id} (real worker)`);
+  browser = await launchBrowser();
+  page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  page.on('pageerror', (e) => pageErrors.push(String(e && e.stack ? e.stack : e)));
+  page.on('dialog', (dlg) => dlg.accept().catch(() => {})); // cancel's confirm()
+});
+
+after(async () => {
+  if (browser) await browser.close().catch(() => {});
+  const problems = [];
+  if (real) {
+    if (!real.alive()) problems.push(`rung-worker died on its own (${real.proc.exitCode})\n${real.stderr().slice(-2000)}`);
+    await real.stop();
+  }
+  if (d) {
+    const died = !d.alive();
+    const rc = await d.stop();
+    if (died) problems.push(`rungd died on its own\n${d.diagnostics()}`);
+    else if (rc !== 0) problems.push(`rungd did not shut down cleanly on SIGTERM (status ${rc})\n${d.diagnostics()}`);
+  }
+  if (problems.length) throw new Error(problems.join('\n'));
+});
+
+// ---- tests -----------------------------------------------------------------
+
+test('experiments list shows the state, progress D/T and best value the API gives', async () => {
+  await go('/');
+  const { items } = await d.experiments();
+  assert.ok(items.length >= 3);
+  await page.locator(tid('experiments')).waitFor({ timeout: PAGE_WAIT });
+  for (const x of items) {
+    const row = `${tid('experiment-row')}[data-id="${x.id}"]`;
+    await waitText(`${row} ${tid('exp-name')}`, x.name, `experiment ${x.id} name`);
+    await waitText(`${row} ${tid('exp-state')}`, x.state, `experiment ${x.id} state`);
+    await waitText(`${row} ${tid('exp-progress')}`, progressOf(x), `experiment ${x.id} progress`);
+    if (x.best) {
+      await waitText(`${row} ${tid('exp-best')}`, (t) => showsNumber(t, x.best.value), `experiment ${x.id} best ${x.best.value}`);
+    } else {
+      await waitText(`${row} ${tid('exp-best')}`, '—', `experiment ${x.id} best`);
+    }
+    await waitText(`${row} ${tid('exp-searcher')}`, (x.searcher && x.searcher.type) || 'random', `experiment ${x.id} searcher`);
+    await waitText(`${row} ${tid('exp-scheduler')}`, (x.scheduler && x.scheduler.type) || 'fifo', `experiment ${x.id} scheduler`);
+    assert.notEqual(await textOf(`${row} ${tid('exp-created')}`), '', `experiment ${x.id} created`);
+  }
+  assert.equal(await page.locator(tid('experiment-row')).count(), items.length, 'one row per experiment');
+  assert.ok(await page.locator(tid('nav-experiments')).count(), 'nav-experiments');
+  assert.ok(await page.locator(tid('nav-workers')).count(), 'nav-workers');
+  await shot('experiments');
+});
+
+async function checkExperimentPage(eid) {
+  const x = await d.experiment(eid);
+  await waitText(tid('exp-title'), (t) => t.includes(x.name), `experiment ${eid} title has ${x.name}`);
+  for (const s of STATES) {
+    await waitText(tid(`count-${s}`), String(x.counts[s] ?? 0), `experiment ${eid} count-${s}`);
+  }
+  assert.ok(x.best, `experiment ${eid} has a best trial`);
+  await waitText(tid('best-value'), (t) => showsNumber(t, x.best.value), `experiment ${eid} best-value ${x.best.value}`);
+  const config = await textOf(tid('best-config'));
+  for (const [k, v] of Object.entries(x.best.config)) {
+    assert.ok(config.includes(k), `best-config ${JSON.stringify(config)} lacks ${k}`);
+    if (typeof v !== 'number') assert.ok(config.includes(String(v)), `best-config lacks ${k}=${v}`);
+  }
+  // One learning curve per trial that reported the metric at least once.
+  const trials = await d.allTrials(eid);
+  let reported = 0;
+  for (const t of trials) {
+    if (t.step === null && t.best === null) continue;
+    const m = await d.metrics(t.id);
+    if (m.some((r) => typeof r.metrics[x.metric] === 'number')) reported++;
+  }
+  await waitAttr(tid('chart-curves'), 'data-series', reported, `experiment ${eid} chart-curves series (trials with reports)`);
+  await waitAttr(tid('chart-best'), 'data-series', (v) => Number(v) >= 1, `experiment ${eid} chart-best series`);
+  await waitAttr(tid('chart-parallel'), 'data-series', (v) => Number(v) >= 1, `experiment ${eid} chart-parallel series`);
+  // A scatter chart for each parameter that varies, none for a constant.
+  for (const [k, dom] of Object.entries(x.search_space)) {
+    const sel = tid(`chart-scatter-${k}`);
+    if (dom && typeof dom === 'object' && typeof dom.type === 'string') {
+      await waitAttr(sel, 'data-series', (v) => Number(v) >= 1, `experiment ${eid} chart-scatter-${k}`);
+    } else {
+      assert.equal(await page.locator(sel).count(), 0, `a scatter chart for the constant ${k}`);
+    }
+  }
+  const csv = await attr(tid('csv'), 'href');
+  assert.ok(csv && csv.includes(`/experiments/${eid}/trials.csv`), `csv link ${csv}`);
+  return x;
+}
+
+test('experiment page: counts per state, best value and charts match the API', async () => {
+  for (const [role, x] of Object.entries(X)) {
+    await go(`/experiments/${x.id}`);
+    const doc = await checkExperimentPage(x.id);
+    const cancel = page.locator(tid('cancel')).first();
+    assert.equal(await cancel.isDisabled(), doc.state !== 'running', `cancel button of a ${doc.state} experiment`);
+    await shot(`experiment-${role}`);
+  }
+});
+
+test('trials table: paging, sort and state filter match the API', async () => {
+  const eid = X.fifo.id;
+  await go(`/experiments/${eid}`);
+  const x = await d.experiment(eid);
+  const total = (await d.trials(eid, { limit: 1 })).total;
+  assert.ok(total > 100, `fifo experiment has ${total} trials, want more than two pages`);
+  const info = (a, b, n) => (t) => t.replace(/\s+/g, ' ') === `${a}–${b} of ${n}`;
+
+  // Number order, page by page.
+  let page1 = await d.trials(eid, { sort: 'number', limit: 50, offset: 0 });
+  await waitRows(page1.items.map((t) => t.id), 'page 1 by number');
+  await waitText(tid('page-info'), info(1, 50, total), `page-info 1–50 of ${total}`);
+  for (const t of page1.items) {
+    const row = `${tid('trial-row')}[data-id="${t.id}"]`;
+    assert.equal(await textOf(`${row} ${tid('trial-state')}`), t.state, `trial ${t.id} state`);
+    const value = await textOf(`${row} ${tid('trial-value')}`);
+    if (t.best) assert.ok(showsNumber(value, t.best.value) || (t.last && showsNumber(value, t.last[x.metric])), `trial ${t.id} value ${JSON.stringify(value)}, API best ${t.best.value}`);
+    else assert.ok(!/\d/.test(value), `trial ${t.id} without a value shows ${JSON.stringify(value)}`);
+    const step = await textOf(`${row} ${tid('trial-step')}`);
+    if (t.step !== null) assert.equal(step, String(t.step), `trial ${t.id} step`);
+    else assert.ok(!/\d/.test(step), `trial ${t.id} without a step shows ${JSON.stringify(step)}`);
+  }
+  assert.ok(await page.locator(tid('page-prev')).first().isDisabled(), 'page-prev on the first page');
+  await page.locator(tid('page-next')).first().click();
+  const page2 = await d.trials(eid, { sort: 'number', limit: 50, offset: 50 });
+  await waitRows(page2.items.map((t) => t.id), 'page 2 by number');
+  await waitText(tid('page-info'), info(51, 100, total), 'page-info of page 2');
+  await page.locator(tid('page-next')).first().click();
+  const page3 = await d.trials(eid, { sort: 'number', limit: 50, offset: 100 });
+  await waitRows(page3.items.map((t) => t.id), 'page 3 by number');
+  await waitText(tid('page-info'), info(101, total, total), 'page-info of the last page');
+  assert.ok(await page.locator(tid('page-next')).first().isDisabled(), 'page-next on the last page');
+  await page.locator(tid('page-prev')).first().click();
+  await waitRows(page2.items.map((t) => t.id), 'back to page 2');
+
+  // Best first, as the API sorts.
+  await page.locator(tid('sort')).first().selectOption('value');
+  const byValue = await d.trials(eid, { sort: 'value', limit: 50, offset: 0 });
+  await waitRows(byValue.items.map((t) => t.id), 'sort by value, first page');
+  await shot('experiment-fifo-sorted');
+
+  // Worst first: the API's value order reversed among the trials with a
+  // value, and the trials without one last, as in the value order (the API
+  // itself answers sort=value only).
+  await page.locator(tid('sort')).first().selectOption('-value');
+  const all = await d.allTrials(eid, { sort: 'value' });
+  const worst = [...all.filter((t) => t.best).reverse(), ...all.filter((t) => !t.best)];
+  await waitRows(worst.slice(0, 50).map((t) => t.id), 'sort by -value, first page');
+  await page.locator(tid('page-next')).first().click();
+  await waitRows(worst.slice(50, 100).map((t) => t.id), 'sort by -value, second page');
+
+  // A state filter shows exactly the API's trials in that state.
+  await page.locator(tid('sort')).first().selectOption('number');
+  for (const state of ['failed', 'running', 'completed', 'pending']) {
+    await page.locator(tid('filter-state')).first().selectOption(state);
+    const doc = await d.trials(eid, { state, sort: 'number', limit: 50 });
+    await waitRows(doc.items.map((t) => t.id), `filter ${state}`);
+    const n = doc.total;
+    await waitText(tid('page-info'), (t) => (n === 0 ? /\b0\b/.test(t) : info(1, Math.min(50, n), n)(t)), `page-info with filter ${state} (${n})`);
+    for (const id of doc.items.map((t) => t.id).slice(0, 10)) {
+      assert.equal(await textOf(`${tid('trial-row')}[data-id="${id}"] ${tid('trial-state')}`), state);
+    }
+  }
+  await page.locator(tid('filter-state')).first().selectOption('');
+  page1 = await d.trials(eid, { sort: 'number', limit: 50, offset: 0 });
+  await waitRows(page1.items.map((t) => t.id), 'no filter again');
+});
+
+test('trial page shows the API trial; an error with <script> is text and does not run', async () => {
+  await page.goto('about:blank');
+  await go(`/trials/${xssTrial}`);
+  const t = await d.trial(xssTrial);
+  assert.equal(t.error, XSS);
+  await waitText(tid('trial-state'), t.state, `trial ${xssTrial} state`);
+  await waitText(tid('trial-error'), (s) => s.includes(XSS), 'the error text shown literally');
+  assert.equal(await page.evaluate(() => window.__xss), undefined, 'a script in the error ran');
+  assert.equal(await page.locator(`${tid('trial-error')} script, ${tid('trial-error')} img`).count(), 0, 'the error became markup');
+  await waitText(tid('trial-title'), (s) => s.includes(String(t.number)) || s.includes(String(t.id)), 'trial title names the trial');
+  const config = await textOf(tid('trial-config'));
+  for (const k of Object.keys(t.config)) assert.ok(config.includes(k), `trial-config lacks ${k}`);
+  const m = await d.metrics(xssTrial);
+  await waitFor(async () => (await page.locator(tid('metric-row')).count()) === m.length, { what: `${m.length} metric rows` });
+  await checkMetricRows(m);
+  await waitText(tid('trial-worker'), (s) => s.includes('fake-gpu-box') || s.includes(String(fake.id)), 'trial-worker names the worker');
+  assert.notEqual(await textOf(tid('trial-times')), '', 'trial-times');
+  await waitAttr(tid('chart-trial'), 'data-series', (v) => Number(v) >= 1, 'chart-trial series');
+  await page.waitForTimeout(1500); // a poll or two later, still nothing ran
+  assert.equal(await page.evaluate(() => window.__xss), undefined, 'a script in the error ran after a refresh');
+  await shot('trial-xss');
+
+  // The experiment pages and the list never run it either.
+  await go(`/experiments/${X.fifo.id}`);
+  await page.locator(tid('trial-row')).first().waitFor({ timeout: PAGE_WAIT });
+  await page.locator(tid('filter-state')).first().selectOption('failed');
+  await page.waitForTimeout(1200);
+  assert.equal(await page.evaluate(() => window.__xss), undefined, 'a script ran on the experiment page');
+  await page.locator(tid('filter-state')).first().selectOption('');
+});
+
+test('a new report appears without a reload, and cancel works from the page', async () => {
+  X.live = await d.createExperiment({
+    name: 'browser-live',
+    metric: 'loss',
+    mode: 'min',
+    search_space: { lr: { type: 'loguniform', low: 1e-4, high: 0.1 }, layers: { type: 'choice', values: [1, 2, 3] } },
+    num_samples: 3,
+    resources_per_trial: { cpu: 1, gpu: 1 },
+  });
+  const eid = X.live.id;
+  const t1 = await fake.leaseOne({ gpus: [1] });
+  assert.equal(t1.experiment_id, eid);
+  running.add(t1.id);
+  await fake.report(t1, 1, { loss: lossOf(t1.config, 1) });
+  await fake.report(t1, 2, { loss: lossOf(t1.config, 2) });
+  await fake.heartbeat([...running], GPU_BEAT, { [t1.id]: 'epoch 2: loss fell\n<b>not bold</b>' });
+
+  // Trial page: 2 rows, then a third one arrives while the page is open.
+  await go(`/trials/${t1.id}`);
+  await waitFor(async () => (await page.locator(tid('metric-row')).count()) === 2, { what: '2 metric rows' });
+  await waitText(tid('trial-log'), (s) => s.includes('<b>not bold</b>'), 'trial-log shows the log tail as text');
+  await page.evaluate(() => { window.__noReload = 1; });
+  const before = await attr(tid('chart-trial'), 'data-points');
+  await fake.report(t1, 3, { loss: lossOf(t1.config, 3) });
+  const m = await d.metrics(t1.id);
+  assert.equal(m.length, 3);
+  await waitFor(async () => (await page.locator(tid('metric-row')).count()) === 3, { what: 'the third metric row without a reload' });
+  await checkMetricRows(m);
+  if (before !== null) await waitAttr(tid('chart-trial'), 'data-points', (v) => v !== before, 'chart-trial points grew');
+  await waitAttr(tid('chart-trial'), 'data-series', (v) => Number(v) >= 1, 'chart-trial series');
+  assert.equal(await page.evaluate(() => window.__noReload), 1, 'the page reloaded');
+  await shot('trial-live');
+
+  // Experiment page: a second trial's first report adds a curve.
+  await go(`/experiments/${eid}`);
+  await waitAttr(tid('chart-curves'), 'data-series', 1, 'one curve');
+  await page.evaluate(() => { window.__noReload = 1; });
+  const t2 = await fake.leaseOne({ gpus: [1] });
+  assert.equal(t2.experiment_id, eid);
+  running.add(t2.id);
+  await fake.report(t2, 1, { loss: lossOf(t2.config, 1) });
+  await waitAttr(tid('chart-curves'), 'data-series', 2, 'a second curve without a reload');
+  let x = await d.experiment(eid);
+  await waitText(tid('count-running'), x.counts.running, 'count-running');
+  await waitText(tid('count-pending'), x.counts.pending, 'count-pending');
+  assert.equal(await page.evaluate(() => window.__noReload), 1, 'the page reloaded');
+  await shot('experiment-live');
+
+  // Cancel from the page (confirm() is accepted by the dialog handler).
+  const cancel = page.locator(tid('cancel')).first();
+  assert.equal(await cancel.isDisabled(), false, 'cancel enabled while running');
+  await cancel.click();
+  x = await waitFor(async () => {
+    const doc = await d.experiment(eid);
+    return doc.state === 'canceled' ? doc : null;
+  }, { what: `experiment ${eid} canceled through the page` });
+  assert.ok(x.counts.canceled >= 1, 'the pending trial was canceled');
+  await waitText(tid('count-canceled'), x.counts.canceled, 'count-canceled after cancel');
+  await waitFor(() => cancel.isDisabled(), { what: 'cancel disabled once canceled' });
+  const stop = (await fake.heartbeat([...running], GPU_BEAT)).stop;
+  for (const id of [t1.id, t2.id]) assert.ok(stop.includes(id), `trial ${id} told to stop after cancel`);
+  await shot('experiment-canceled');
+
+  // The list shows it canceled too.
+  await go('/');
+  x = await d.experiment(eid);
+  const row = `${tid('experiment-row')}[data-id="${eid}"]`;
+  await waitText(`${row} ${tid('exp-state')}`, x.state, 'canceled in the list');
+  await waitText(`${row} ${tid('exp-progress')}`, progressOf(x), 'progress after cancel');
+});
+
+test('workers page shows the real worker alive and the GPU worker with its numbers', async () => {
+  await fake.heartbeat([...running], GPU_BEAT);
+  await go('/workers');
+  const { items } = await d.workers();
+  assert.equal(items.length, 2, 'two workers registered');
+  for (const w of items) {
+    const row = `${tid('worker-row')}[data-id="${w.id}"]`;
+    await waitText(`${row} ${tid('worker-name')}`, (s) => s.includes(w.name), `worker ${w.id} name`);
+    await waitText(`${row} ${tid('worker-alive')}`, w.alive ? 'alive' : 'gone', `worker ${w.id} alive`);
+    assert.notEqual(await textOf(`${row} ${tid('worker-seen')}`), '', `worker ${w.id} seen`);
+  }
+  const realDoc = items.find((w) => w.name === 'real-cpu-worker');
+  assert.ok(realDoc && realDoc.alive, 'the real rung-worker is alive in the API');
+  const fakeDoc = items.find((w) => w.name === 'fake-gpu-box');
+  const row = `${tid('worker-row')}[data-id="${fakeDoc.id}"]`;
+  // Each GPU's model, utilization (0.97 as 97%) and memory in use, as the
+  // last heartbeat carried them.
+  const gpus = (await textOf(`${row} ${tid('worker-gpus')}`)).replace(/[,\u202f\u00a0]/g, '');
+  assert.deepEqual(fakeDoc.heartbeat && fakeDoc.heartbeat.gpus, GPU_BEAT, 'the API keeps the heartbeat');
+  for (const want of ['H100', '97%', '40211', '5%', '1024']) {
+    assert.ok(gpus.includes(want), `worker-gpus ${JSON.stringify(gpus)} lacks ${want}`);
+  }
+  const runningText = await textOf(`${row} ${tid('worker-running')}`);
+  const n = fakeDoc.running_trials.length;
+  assert.ok(runningText.includes(String(n)) || fakeDoc.running_trials.every((id) => runningText.includes(String(id))),
+    `worker-running ${JSON.stringify(runningText)}, API ${JSON.stringify(fakeDoc.running_trials)}`);
+  await shot('workers');
+});
+
+test('an unknown experiment shows the error banner', async () => {
+  await go('/experiments/987654');
+  await waitText(tid('error'), (s) => s.length > 0, 'error banner text');
+  await shot('error');
+});
+
+test('no uncaught errors in the pages', () => {
+  assert.deepEqual(pageErrors, [], 'uncaught exceptions in the page');
+});

@@ -1,0 +1,281 @@
+// Learning curves: the experiment's metric against step for every trial, in
+// one uPlot whose draw hook strokes all curves itself (three paths: faded,
+// normal, best), so 10,000 trials cost what one series does. ASHA rungs are
+// dashed vertical lines. Hovering names the nearest trial; a click opens it.
+import { h, setText } from '../dom.js';
+import { num } from '../format.js';
+import { ACCENT, BEST, PALETTE, chartWidth, onWidth, robustRange, showMissing, tick } from './uplot.js';
+
+const HEIGHT = 320;
+const FADED = new Set(['stopped', 'failed', 'canceled']);
+const HOVER_PX = 10; // the nearest point counts within this many CSS pixels
+
+/**
+ * el: the container (data-testid=chart-curves); opts: {metric, rungs
+ * (milestones on the step axis), onPick(trialId)}.
+ */
+export function createCurvesChart(el, uPlot, opts) {
+  if (!uPlot) {
+    showMissing(el);
+    return { update() {}, destroy() {} };
+  }
+  const plot = h('div', { class: 'chart-plot' });
+  const info = h('div', { class: 'chart-info', text: 'hover a curve to see its trial; click to open it' });
+  el.replaceChildren(plot, info);
+  el.dataset.series = '0';
+
+  let lines = []; // {id, label, steps, values, style: 'best'|'faded'|'normal', color}
+  let xr = [0, 1];
+  let yr = [0, 1];
+  let hovered = null;
+  let u = null;
+  let zoomed = false;
+  let pending = false;
+
+  function draw(self) {
+    const ctx = self.ctx;
+    const { left, top, width, height } = self.bbox;
+    const sx = self.scales.x;
+    const sy = self.scales.y;
+    if (sx.min === null || sy.min === null) return;
+    const kx = width / (sx.max - sx.min || 1);
+    const ky = height / (sy.max - sy.min || 1);
+    const X = (v) => left + (v - sx.min) * kx;
+    const Y = (v) => top + height - (v - sy.min) * ky;
+    const dpr = self.pxRatio || window.devicePixelRatio || 1;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(left, top, width, height);
+    ctx.clip();
+    // Rungs first, under the curves.
+    ctx.setLineDash([4 * dpr, 4 * dpr]);
+    ctx.lineWidth = dpr;
+    ctx.strokeStyle = '#a0a7b4';
+    ctx.fillStyle = '#6b7280';
+    ctx.font = `${11 * dpr}px system-ui, sans-serif`;
+    (opts.rungs || []).forEach((m, k) => {
+      if (m < sx.min || m > sx.max) return;
+      const x = Math.round(X(m)) + 0.5;
+      ctx.beginPath();
+      ctx.moveTo(x, top);
+      ctx.lineTo(x, top + height);
+      ctx.stroke();
+      const label = `rung ${k}`;
+      const w = ctx.measureText(label).width;
+      ctx.fillText(label, x + 3 * dpr + w > left + width ? x - 3 * dpr - w : x + 3 * dpr, top + 12 * dpr);
+    });
+    ctx.setLineDash([]);
+    const trace = (path, line) => {
+      let pen = false;
+      const { steps, values } = line;
+      for (let i = 0; i < steps.length; i++) {
+        const v = values[i];
+        if (v === null) {
+          pen = false;
+          continue;
+        }
+        const x = X(steps[i]);
+        const y = Y(v);
+        if (pen) path.lineTo(x, y);
+        else {
+          path.moveTo(x, y);
+          if (steps.length === 1) path.lineTo(x + dpr, y); // a lone point still shows
+          pen = true;
+        }
+      }
+    };
+    const many = lines.length > PALETTE.length;
+    const alpha = many ? Math.max(0.02, Math.min(0.6, 3 / Math.sqrt(lines.length))) : 0.9;
+    const groups = [['faded', '#9aa3af', alpha * 0.5], ['normal', ACCENT, alpha]];
+    for (const [style, color, a] of groups) {
+      if (many) {
+        // One device pixel: canvas strokes hairlines on a fast path, and a
+        // wider stroke of 10,000 overlapping curves takes seconds to raster.
+        const path = new Path2D();
+        for (const line of lines) if (line.style === style) trace(path, line);
+        ctx.globalAlpha = a;
+        ctx.strokeStyle = color;
+        ctx.lineWidth = 1;
+        ctx.stroke(path);
+      } else {
+        for (const line of lines) {
+          if (line.style !== style) continue;
+          const path = new Path2D();
+          trace(path, line);
+          ctx.globalAlpha = style === 'faded' ? 0.45 : 0.9;
+          ctx.strokeStyle = line.color;
+          ctx.lineWidth = 1.5 * dpr;
+          ctx.stroke(path);
+        }
+      }
+    }
+    ctx.globalAlpha = 1;
+    for (const line of lines) {
+      if (line.style !== 'best' && line !== hovered) continue;
+      const path = new Path2D();
+      trace(path, line);
+      ctx.strokeStyle = line.style === 'best' ? BEST : '#111827';
+      ctx.lineWidth = (line.style === 'best' ? 3 : 2) * dpr;
+      ctx.stroke(path);
+    }
+    ctx.restore();
+  }
+
+  /** The curve passing nearest the cursor (vertically, at its x), within
+   * HOVER_PX, and its report closest to the cursor: {line, i} or null. */
+  function nearest(self) {
+    const { left: cl, top: ct } = self.cursor;
+    if (cl === null || cl < 0 || ct === null || ct < 0) return null;
+    const dpr = self.pxRatio || window.devicePixelRatio || 1;
+    const { left, top, width, height } = self.bbox;
+    const sx = self.scales.x;
+    const sy = self.scales.y;
+    const kx = width / (sx.max - sx.min || 1);
+    const ky = height / (sy.max - sy.min || 1);
+    const px = left + cl * dpr;
+    const py = top + ct * dpr;
+    const X = (v) => left + (v - sx.min) * kx;
+    const Y = (v) => top + height - (v - sy.min) * ky;
+    const r = HOVER_PX * dpr;
+    let best = null;
+    let bestD = r;
+    for (const line of lines) {
+      const { steps, values } = line;
+      for (let i = 0; i < steps.length; i++) {
+        const v = values[i];
+        if (v === null) continue;
+        const x0 = X(steps[i]);
+        const y0 = Y(v);
+        const j = i + 1;
+        if (j < steps.length && values[j] !== null) {
+          const x1 = X(steps[j]);
+          if (x0 <= px && px <= x1 && x1 > x0) {
+            const y = y0 + ((Y(values[j]) - y0) * (px - x0)) / (x1 - x0);
+            const d = Math.abs(y - py);
+            if (d < bestD) {
+              bestD = d;
+              best = { line, i: px - x0 < x1 - px ? i : j };
+            }
+            continue;
+          }
+        }
+        const d = Math.hypot(x0 - px, y0 - py);
+        if (d < bestD) {
+          bestD = d;
+          best = { line, i };
+        }
+      }
+    }
+    return best;
+  }
+
+  function onCursor(self) {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => {
+      pending = false;
+      const hit = nearest(self);
+      const line = hit ? hit.line : null;
+      if (hit) {
+        setText(info, `${line.label} \u00b7 step ${hit.line.steps[hit.i]} \u00b7 ` +
+          `${opts.metric} ${num(hit.line.values[hit.i])}`);
+      }
+      if (line !== hovered) {
+        hovered = line;
+        plot.style.cursor = line ? 'pointer' : '';
+        self.redraw(false);
+      }
+    });
+  }
+
+  function make() {
+    u = new uPlot({
+      width: chartWidth(el),
+      height: HEIGHT,
+      legend: { show: false },
+      cursor: { points: { show: false }, drag: { x: true, y: false, setScale: true } },
+      scales: {
+        // An explicit min/max is a drag zoom (or the data's own extremes).
+        x: { time: false, range: (self, min, max) => (min === null || max === null || min >= max ? xr : [min, max]) },
+        y: { range: () => yr },
+      },
+      axes: [
+        { label: 'step', values: (s, splits) => splits.map(tick) },
+        { label: opts.metric, size: 60, values: (s, splits) => splits.map(tick) },
+      ],
+      series: [{}, { label: opts.metric, stroke: 'transparent', paths: () => null, points: { show: false } }],
+      hooks: {
+        draw: [draw],
+        setCursor: [onCursor],
+        setSelect: [() => { zoomed = true; }],
+      },
+    }, [[xr[0], xr[1]], [null, null]], plot);
+    u.over.addEventListener('click', () => {
+      if (hovered && opts.onPick) opts.onPick(hovered.id);
+    });
+    u.over.addEventListener('dblclick', () => {
+      zoomed = false; // uPlot's own double click resets the x scale
+    });
+  }
+
+  const stopWidth = onWidth(el, (w) => {
+    if (u) u.setSize({ width: w, height: HEIGHT });
+  });
+
+  return {
+    /** curves: Map id -> {steps, values}; trials: Map id -> trial (for
+     * state and number); bestId: the best trial's id. */
+    update(curves, trials, bestId) {
+      const next = [];
+      let xmin = Infinity;
+      let xmax = -Infinity;
+      const all = [];
+      for (const [id, c] of curves) {
+        if (c.steps.length === 0) continue;
+        const t = trials.get(id);
+        const style = id === bestId ? 'best' : t && FADED.has(t.state) ? 'faded' : 'normal';
+        const label = t ? `trial #${t.number} (id ${id}${t.state ? `, ${t.state}` : ''})` : `trial id ${id}`;
+        next.push({ id, label, steps: c.steps, values: c.values, style, color: PALETTE[next.length % PALETTE.length] });
+        const st = c.steps;
+        for (let i = 0; i < st.length; i++) {
+          if (st[i] < xmin) xmin = st[i];
+          if (st[i] > xmax) xmax = st[i];
+        }
+        all.push(c.values);
+      }
+      lines = next;
+      if (hovered) hovered = lines.find((l) => l.id === hovered.id) || null;
+      el.dataset.series = String(lines.length);
+      el.dataset.points = String(lines.reduce((n, l) => n + l.steps.length, 0));
+      if (lines.length === 0) {
+        xmin = 0;
+        xmax = 1;
+      } else if (xmin === xmax) {
+        xmin -= 1;
+        xmax += 1;
+      }
+      xr = [xmin, xmax];
+      yr = robustRange(all);
+      if (!u) make();
+      else u.setData([[xr[0], xr[1]], [null, null]], !zoomed);
+    },
+    destroy() {
+      stopWidth();
+      if (u) u.destroy();
+    },
+  };
+}
+
+/** ASHA's milestones on the time_attr axis: grace_period·rf^k up to max_t
+ * (every bracket's rungs are among them), or [] for other schedulers. */
+export function ashaRungs(scheduler) {
+  if (!scheduler || (scheduler.type !== 'asha' && scheduler.type !== 'hyperband')) return [];
+  const gp = Number(scheduler.grace_period ?? 1);
+  const rf = Number(scheduler.reduction_factor ?? 4);
+  const maxT = Number(scheduler.max_t ?? 100);
+  if (!(gp > 0) || !(rf > 1) || !(maxT >= gp)) return [];
+  const K = Math.floor(Math.log(maxT / gp) / Math.log(rf) + 1e-9);
+  const out = [];
+  for (let k = 0; k <= K && k < 64; k++) out.push(gp * rf ** k);
+  return out;
+}

@@ -1,0 +1,218 @@
+// uPlot, loaded on demand through index.html's import map, and what the
+// charts share: the missing-package message, sizing, robust ranges, colours.
+import { h } from '../dom.js';
+
+let loading = null;
+
+/** uPlot's constructor, or null when web/node_modules is missing. */
+export function loadUPlot() {
+  if (!loading) loading = import('uplot').then((m) => m.default, () => null);
+  return loading;
+}
+
+export const NO_CHARTS = 'charts need `npm ci` in web/';
+
+/** Puts the missing-package message where a chart would be. */
+export function showMissing(el) {
+  el.replaceChildren(h('p', { class: 'chart-missing', text: NO_CHARTS }));
+  el.dataset.series = '0';
+}
+
+/** Calls fn(width) when el's width changes (after the first layout). */
+export function onWidth(el, fn) {
+  let last = 0;
+  const ro = new ResizeObserver(() => {
+    const w = Math.floor(el.clientWidth);
+    if (w > 0 && w !== last) {
+      last = w;
+      fn(w);
+    }
+  });
+  ro.observe(el);
+  return () => ro.disconnect();
+}
+
+export function chartWidth(el) {
+  return Math.max(200, Math.floor(el.clientWidth || 600));
+}
+
+/**
+ * [lo, hi] of the finite values in `arrays` (a list of arrays of numbers or nulls),
+ * leaving out far outliers (a diverged trial's 1e30 would flatten every
+ * other curve): the bounds are the 1st and 99th percentile of a sample
+ * widened by 3 interquantile ranges, clamped to the real extremes, and
+ * padded by 5%.
+ */
+export function robustRange(arrays) {
+  let n = 0;
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const a of arrays) {
+    for (let i = 0; i < a.length; i++) {
+      const v = a[i];
+      if (v === null || !Number.isFinite(v)) continue;
+      n++;
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
+  }
+  if (n === 0) return [0, 1];
+  if (n >= 50) [lo, hi] = trimOutliers(arrays, n, lo, hi); // too few values to call any an outlier
+  if (hi <= lo) {
+    const d = Math.abs(lo) * 0.05 || 0.5;
+    return [lo - d, hi + d];
+  }
+  const pad = (hi - lo) * 0.05;
+  return [lo - pad, hi + pad];
+}
+
+function trimOutliers(arrays, n, lo, hi) {
+  const stride = Math.max(1, Math.floor(n / 4096));
+  const sample = [];
+  let k = 0;
+  for (const a of arrays) {
+    for (let i = 0; i < a.length; i++) {
+      const v = a[i];
+      if (v === null || !Number.isFinite(v)) continue;
+      if (k++ % stride === 0) sample.push(v);
+    }
+  }
+  sample.sort((a, b) => a - b);
+  const q = (p) => sample[Math.round(p * (sample.length - 1))];
+  const q01 = q(0.01);
+  const q99 = q(0.99);
+  const spread = Math.max(q99 - q01, Math.abs(q99) * 1e-9, 1e-12);
+  return [Math.max(lo, q01 - 3 * spread), Math.min(hi, q99 + 3 * spread)];
+}
+
+/** Distinct colours for a few series; many share ACCENT with transparency. */
+export const PALETTE = ['#1f77b4', '#2ca02c', '#9467bd', '#8c564b', '#e377c2', '#17becf',
+  '#bcbd22', '#7f7f7f', '#d62728', '#3b5ba5', '#5f9e6e', '#b55d60'];
+export const ACCENT = '#2f6fb3';
+export const BEST = '#e8590c';
+
+/** Log scale for these search-space domains (sampler/space.c's names). */
+export const LOG_DOMAINS = new Set(['loguniform', 'qloguniform', 'lograndint']);
+
+/** The parameters a chart shows: the search space's typed domains (a plain
+ * value is a constant and has nothing to plot). */
+export function searchParams(space) {
+  const out = [];
+  for (const [name, dom] of Object.entries(space || {})) {
+    if (dom && typeof dom === 'object' && !Array.isArray(dom) && typeof dom.type === 'string') {
+      out.push({ name, domain: dom });
+    }
+  }
+  return out;
+}
+
+/** How a parameter's values map onto an axis: {kind: 'log'|'linear'|'cat',
+ * cats (for 'cat'): the values in order}. */
+export function axisKind(domain) {
+  if (LOG_DOMAINS.has(domain.type)) return { kind: 'log' };
+  if (domain.type === 'choice' || domain.type === 'grid') {
+    const values = Array.isArray(domain.values) ? domain.values : [];
+    if (values.length && values.every((v) => typeof v === 'number')) return { kind: 'linear' };
+    return { kind: 'cat', cats: values.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))) };
+  }
+  return { kind: 'linear' };
+}
+
+/** A config value's position on an axis of that kind, or null. */
+export function axisValue(axis, v) {
+  if (axis.kind === 'cat') {
+    const key = typeof v === 'string' ? v : JSON.stringify(v);
+    const i = axis.cats.indexOf(key);
+    return i < 0 ? null : i;
+  }
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  if (typeof v !== 'number' || !Number.isFinite(v)) return null;
+  if (axis.kind === 'log' && v <= 0) return null;
+  return v;
+}
+
+/** A stable pseudo-random offset in [-0.5, 0.5) for a trial id (jitter of
+ * categorical points, so that equal values do not hide each other). */
+export function jitter(id) {
+  let x = (id * 2654435761) >>> 0;
+  x ^= x >>> 15;
+  return (x % 1000) / 1000 - 0.5;
+}
+
+function mantissa(v) {
+  const m = v / 10 ** Math.floor(Math.log10(v) + 1e-9);
+  return Math.round(m * 1000) / 1000;
+}
+
+/** For a log axis: grid lines only at powers of ten when there are many. */
+export function decadesOnly(u, splits) {
+  if (splits.length <= 10) return splits;
+  return splits.map((v) => (mantissa(v) === 1 ? v : null));
+}
+
+/** Labels of a log axis that do not overlap: powers of ten, and 2 and 5
+ * times them when the axis spans less than two decades. */
+export function logTicks(u, splits) {
+  const lo = splits[0];
+  const hi = splits[splits.length - 1];
+  const few = hi / lo < 100;
+  return splits.map((v) => {
+    if (v === null) return '';
+    const m = mantissa(v);
+    return m === 1 || (few && (m === 2 || m === 5)) ? tick(v) : '';
+  });
+}
+
+/** An x range with a margin, so that dots at the ends are not cut in half;
+ * multiplicative on a log scale. */
+export function paddedRange(log) {
+  return (u, min, max) => {
+    if (min === null || max === null) return log ? [1, 10] : [0, 1];
+    if (log) {
+      const f = max > min ? (max / min) ** 0.04 : 1.5;
+      return [min / f, max * f];
+    }
+    const d = max > min ? (max - min) * 0.04 : Math.abs(min) * 0.1 || 1;
+    return [min - d, max + d];
+  };
+}
+
+/** Compact tick labels. */
+export function tick(v) {
+  if (v === null || v === undefined) return '';
+  const a = Math.abs(v);
+  if (a !== 0 && (a >= 1e5 || a < 1e-3)) return v.toExponential(1).replace('e+', 'e');
+  return String(Number(v.toPrecision(4)));
+}
+
+/**
+ * A uPlot draw hook that paints series as square dots with fillRect: a path
+ * of 10,000 stroked arcs per chart takes long to raster, squares do not.
+ * specs: [[seriesIdx, colour, size in CSS px], ...], drawn in that order.
+ */
+export function dotsHook(specs) {
+  return (u) => {
+    const ctx = u.ctx;
+    const dpr = u.pxRatio || window.devicePixelRatio || 1;
+    const { left, top, width, height } = u.bbox;
+    const xs = u.data[0];
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(left, top, width, height);
+    ctx.clip();
+    for (const [si, color, size] of specs) {
+      const ys = u.data[si];
+      if (!ys || (u.series[si] && u.series[si].show === false)) continue;
+      const r = (size * dpr) / 2;
+      ctx.fillStyle = color;
+      for (let i = 0; i < xs.length; i++) {
+        const y = ys[i];
+        if (y === null || y === undefined) continue;
+        const px = u.valToPos(xs[i], 'x', true);
+        const py = u.valToPos(y, 'y', true);
+        ctx.fillRect(px - r, py - r, 2 * r, 2 * r);
+      }
+    }
+    ctx.restore();
+  };
+}

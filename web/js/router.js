@@ -1,0 +1,50 @@
+// Hash routing: #/ experiments, #/experiments/ID, #/trials/ID, #/workers.
+// A view is a module with mount(root, params) returning its unmount().
+import { h } from './dom.js';
+import { clearAllErrors, setActiveNav } from './shell.js';
+import * as experiments from './views/experiments.js';
+import * as experiment from './views/experiment.js';
+import * as trial from './views/trial.js';
+import * as workers from './views/workers.js';
+
+const ROUTES = [
+  { re: /^#?\/?$/, view: experiments, nav: 'experiments' },
+  { re: /^#\/experiments\/?$/, view: experiments, nav: 'experiments' },
+  { re: /^#\/experiments\/(\d+)\/?$/, view: experiment, nav: 'experiments' },
+  { re: /^#\/trials\/(\d+)\/?$/, view: trial, nav: 'experiments' },
+  { re: /^#\/workers\/?$/, view: workers, nav: 'workers' },
+];
+
+let unmount = null;
+
+function route(root) {
+  if (unmount) {
+    unmount();
+    unmount = null;
+  }
+  clearAllErrors();
+  root.replaceChildren();
+  const hash = window.location.hash || '#/';
+  for (const r of ROUTES) {
+    const m = r.re.exec(hash);
+    if (m) {
+      setActiveNav(r.nav);
+      unmount = r.view.mount(root, { id: m[1] ? Number(m[1]) : null });
+      window.scrollTo(0, 0);
+      return;
+    }
+  }
+  setActiveNav('');
+  document.title = 'Rung';
+  root.append(
+    h('section', { class: 'page' },
+      h('h1', { text: 'Not found' }),
+      h('p', null, 'No page at ', h('code', { text: hash }), '. ',
+        h('a', { href: '#/' }, 'Back to the experiments'), '.')),
+  );
+}
+
+export function startRouter(root) {
+  window.addEventListener('hashchange', () => route(root));
+  route(root);
+}

@@ -1,0 +1,164 @@
+// What the experiment page's charts draw, kept up to date incrementally:
+//
+// - curves: every reported value of the metric, from GET .../curves with a
+//   cursor, so each poll brings only new points; when rungd restarted (the
+//   generation changed) or the cursor is not where we left off, everything
+//   is dropped and rebuilt. Only each trial's latest attempt is kept.
+// - trials: id -> trial object (number, state, config, best). Loaded once
+//   from trials.csv (one compact request; JSON pages of 1,000 if its header
+//   is not the expected one); afterwards only trials that can still change are asked
+//   for: the running and paused ones (by state), and single trials that left
+//   those states or reported while we held them as pending. A trial seen in a
+//   final state is never fetched again.
+import * as api from '../api.js';
+import { trialsFromCsv } from '../csv.js';
+import { FINAL, countTotal } from '../format.js';
+
+const PAGE = 1000; // API.md: lists give at most 1,000 at once
+const CURVES_PAGE = 250000; // server/api.c CURVES_MAX
+const SINGLE_PER_TICK = 200; // single-trial fetches per poll; the rest wait
+const PARALLEL = 6; // requests at once (a browser opens 6 per host)
+
+async function pooled(items, n, fn) {
+  let next = 0;
+  const workers = Array.from({ length: Math.min(n, items.length) }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      await fn(items[i]);
+    }
+  });
+  await Promise.all(workers);
+}
+
+export class ExperimentData {
+  constructor(id) {
+    this.id = id;
+    this.generation = null;
+    this.cursor = 0;
+    this.curves = new Map(); // trial id -> {attempt, steps: [], values: []}
+    this.trials = new Map(); // trial id -> trial object
+    this.loaded = false; // the first full listing is in
+    this.suspects = new Set(); // trial ids to fetch one by one
+    this.curvesVersion = 0;
+    this.trialsVersion = 0;
+  }
+
+  /** Starts reading trials.csv now (before the experiment is in). */
+  prefetch(signal) {
+    this.csv = api.getCsvText(this.id, signal);
+    this.csv.catch(() => {}); // awaited in syncTrials
+  }
+
+  /** Fetches the curve points that came since the last call. */
+  async syncCurves(signal) {
+    for (;;) {
+      const doc = await api.getCurves(this.id, {
+        after: this.generation === null ? 0 : this.cursor,
+        generation: this.generation === null ? 0 : this.generation,
+        limit: CURVES_PAGE,
+      }, signal);
+      if (doc.generation !== this.generation || doc.from !== this.cursor) {
+        this.curves.clear(); // a restarted rungd or a lost cursor: rebuild
+        this.generation = doc.generation;
+        this.curvesVersion++;
+      }
+      const items = doc.items || [];
+      for (const [tid, attempt, step, value] of items) {
+        let c = this.curves.get(tid);
+        if (!c || attempt > c.attempt) {
+          c = { attempt, steps: [], values: [] };
+          this.curves.set(tid, c);
+        } else if (attempt < c.attempt) {
+          continue; // an earlier attempt's late point
+        }
+        c.steps.push(step);
+        c.values.push(value);
+        const t = this.trials.get(tid);
+        if (!t || !FINAL.has(t.state)) this.suspects.add(tid);
+      }
+      if (items.length) this.curvesVersion++;
+      this.cursor = doc.next;
+      if (items.length < CURVES_PAGE) return;
+    }
+  }
+
+  #store(t) {
+    this.trials.set(t.id, t);
+    this.suspects.delete(t.id);
+  }
+
+  /** All pages of a trials listing (state "" = every trial). */
+  async #listAll(state, total, signal) {
+    const pages = Math.max(1, Math.ceil(total / PAGE));
+    const offsets = Array.from({ length: pages }, (_, i) => i * PAGE);
+    const out = [];
+    await pooled(offsets, PARALLEL, async (offset) => {
+      const doc = await api.listTrials(this.id, { state, sort: 'number', limit: PAGE, offset }, signal);
+      out.push(doc);
+    });
+    const items = out.flatMap((d) => d.items || []);
+    const actual = out.reduce((m, d) => Math.max(m, d.total || 0), 0);
+    if (actual > pages * PAGE) {
+      // More came while we asked: read the rest in order.
+      for (let offset = pages * PAGE; offset < actual; offset += PAGE) {
+        const doc = await api.listTrials(this.id, { state, sort: 'number', limit: PAGE, offset }, signal);
+        items.push(...(doc.items || []));
+      }
+    }
+    return items;
+  }
+
+  /** Brings the trial objects up to date for the experiment `x` just read. */
+  async syncTrials(x, signal) {
+    const counts = x.counts || {};
+    if (!this.loaded) {
+      let items = null;
+      if (this.csv) {
+        const csv = this.csv;
+        this.csv = null; // a failed read is not retried: JSON pages then
+        try {
+          items = trialsFromCsv(await csv, x.search_space);
+        } catch (e) {
+          if (e && e.name === 'AbortError') throw e;
+          items = null;
+        }
+      }
+      if (!items) items = await this.#listAll('', countTotal(counts), signal);
+      for (const t of items) this.#store(t);
+      this.loaded = true;
+      this.trialsVersion++;
+      return;
+    }
+    // Trials we hold as running or paused: any that is no longer listed so
+    // has changed state and is fetched on its own.
+    for (const t of this.trials.values()) {
+      if (t.state === 'running' || t.state === 'paused') this.suspects.add(t.id);
+    }
+    let changed = false;
+    for (const state of ['running', 'paused']) {
+      if (!counts[state]) continue;
+      for (const t of await this.#listAll(state, counts[state], signal)) {
+        const old = this.trials.get(t.id);
+        if (!old || old.state !== t.state || old.step !== t.step ||
+            JSON.stringify(old.best) !== JSON.stringify(t.best)) changed = true;
+        this.#store(t);
+      }
+    }
+    const single = [...this.suspects].slice(0, SINGLE_PER_TICK);
+    await pooled(single, PARALLEL, async (tid) => {
+      try {
+        this.#store(await api.getTrial(tid, signal));
+        changed = true;
+      } catch (e) {
+        if (e && e.status === 404) this.suspects.delete(tid);
+        else throw e;
+      }
+    });
+    if (changed) this.trialsVersion++;
+  }
+
+  /** Trials left to fetch one by one (the next poll comes sooner then). */
+  get backlog() {
+    return this.suspects.size;
+  }
+}

@@ -1,0 +1,184 @@
+// #/trials/ID — one trial: state, config, error, worker, times, its reports
+// (table and chart, fetched incrementally with after_step) and its log tail.
+// Once the trial is final and its last reports are in, polling stops.
+import * as api from '../api.js';
+import { createTrialChart } from '../charts/trial.js';
+import { loadUPlot } from '../charts/uplot.js';
+import { h, setAttr, setState, setText } from '../dom.js';
+import { DASH, FINAL, configText, int, num, time, duration } from '../format.js';
+import { DONE, startPoll } from '../poll.js';
+
+export function mount(root, { id }) {
+  document.title = `Trial ${id} · Rung`;
+  let exp = null;
+  let attempt = null;
+  let lastStep = -1;
+  let keys = []; // metric names, in order of first appearance
+  let reports = []; // {step, time, metrics}
+  let chart = null;
+  let chartKeys = '';
+  let destroyed = false;
+  const workerNames = new Map(); // worker id -> name
+
+  const title = h('h1', { testid: 'trial-title', text: `Trial ${id}` });
+  const crumbs = h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Experiments'));
+  const state = h('span', { testid: 'trial-state' });
+  const config = h('div', { class: 'config', testid: 'trial-config' });
+  const error = h('pre', { class: 'trial-error', testid: 'trial-error', hidden: true });
+  const worker = h('span', { testid: 'trial-worker', text: DASH });
+  const times = h('span', { testid: 'trial-times' });
+  const best = h('span', { class: 'num', testid: 'trial-best' });
+  const rung = h('span', { testid: 'trial-rung' });
+  const chartEl = h('div', { class: 'chart', testid: 'chart-trial' });
+  const headRow = h('tr');
+  const tbody = h('tbody');
+  const table = h('table', { class: 'grid metrics', testid: 'metrics' }, h('thead', null, headRow), tbody);
+  const log = h('pre', { class: 'log', testid: 'trial-log', text: 'no log yet' });
+
+  root.append(
+    h('section', { class: 'page' },
+      crumbs,
+      h('div', { class: 'title-row' }, title, state),
+      h('dl', { class: 'facts' },
+        h('dt', { text: 'Config' }), h('dd', null, config),
+        h('dt', { text: 'Best' }), h('dd', null, best),
+        h('dt', { text: 'Worker' }), h('dd', null, worker),
+        h('dt', { text: 'Times' }), h('dd', null, times),
+        h('dt', { text: 'Scheduler' }), h('dd', null, rung)),
+      error,
+      h('h2', { text: 'Reports' }), chartEl,
+      h('div', { class: 'table-wrap metrics-wrap' }, table),
+      h('h2', { text: 'Log' }), log));
+
+  function renderTrial(t) {
+    setText(title, `Trial #${t.number} (id ${t.id})`);
+    document.title = `Trial #${t.number} · Rung`;
+    crumbs.replaceChildren(h('a', { href: '#/' }, 'Experiments'), ' / ',
+      h('a', { href: `#/experiments/${t.experiment_id}` }, exp && exp.name ? exp.name : `experiment ${t.experiment_id}`),
+      ' / ', `trial #${t.number} (id ${t.id})`);
+    setState(state, t.state);
+    setText(config, configText(t.config));
+    if (t.error) {
+      setText(error, t.error); // text, never markup: errors come from user programs
+      error.hidden = false;
+    } else {
+      setText(error, '');
+      error.hidden = true;
+    }
+    if (t.worker_id) {
+      if (!worker.firstChild || worker.firstChild.nodeName !== 'A') worker.replaceChildren(h('a', { href: '#/workers' }));
+      const name = workerNames.get(t.worker_id);
+      setText(worker.firstChild, name ? `${name} (worker ${t.worker_id})` : `worker ${t.worker_id}`);
+    } else {
+      setText(worker, DASH);
+    }
+    const start = t.started_at ? Date.parse(t.started_at) : NaN;
+    const end = t.ended_at ? Date.parse(t.ended_at) : NaN;
+    setText(times, `created ${time(t.created_at)} \u00b7 started ${time(t.started_at)} \u00b7 ended ${time(t.ended_at)}` +
+      (Number.isFinite(start) && Number.isFinite(end) ? ` (${duration(end - start)})` : ''));
+    setText(best, t.best ? `${num(t.best.value)} at step ${int(t.best.step)}` : DASH);
+    const parts = [`attempt ${t.attempt}`];
+    if (t.bracket !== undefined && t.bracket !== null) parts.push(`bracket ${t.bracket}`);
+    if (t.rung !== undefined && t.rung !== null) parts.push(`${t.state === 'paused' ? 'paused' : 'stopped'} at rung ${num(t.rung)}`);
+    setText(rung, parts.join(' \u00b7 '));
+    const tail = typeof t.log_tail === 'string' && t.log_tail.length ? t.log_tail : null;
+    setText(log, tail === null ? 'no log yet' : tail);
+    log.classList.toggle('muted', tail === null);
+  }
+
+  function renderHead() {
+    headRow.replaceChildren(h('th', { class: 'num', text: 'step' }), ...keys.map((k) => h('th', { class: 'num', text: k })));
+  }
+
+  function rowOf(r) {
+    return h('tr', { testid: 'metric-row', 'data-step': r.step, title: time(r.time) },
+      h('td', { class: 'num', text: String(r.step) }),
+      keys.map((k) => h('td', { class: 'num', text: r.metrics && k in r.metrics ? num(r.metrics[k]) : DASH })));
+  }
+
+  function addReports(items) {
+    let newKey = false;
+    for (const r of items) {
+      for (const k of Object.keys(r.metrics || {})) {
+        if (!keys.includes(k)) {
+          keys.push(k);
+          newKey = true;
+        }
+      }
+    }
+    if (exp && keys.includes(exp.metric) && keys[0] !== exp.metric) {
+      keys = [exp.metric, ...keys.filter((k) => k !== exp.metric)]; // the objective first
+      newKey = true;
+    }
+    reports.push(...items);
+    if (newKey) {
+      renderHead();
+      tbody.replaceChildren(...reports.map(rowOf));
+    } else {
+      tbody.append(...items.map(rowOf));
+    }
+  }
+
+  function reset() {
+    reports = [];
+    keys = [];
+    lastStep = -1;
+    tbody.replaceChildren();
+    renderHead();
+  }
+
+  async function renderChart() {
+    const uPlot = await loadUPlot();
+    if (destroyed) return;
+    const k = keys.join('\u0000');
+    if (!chart || k !== chartKeys) {
+      if (chart) chart.destroy();
+      chart = createTrialChart(chartEl, uPlot, { keys, metric: exp ? exp.metric : keys[0] });
+      chartKeys = k;
+    }
+    chart.update(reports);
+  }
+
+  renderHead();
+  const poller = startPoll('trial', async (signal) => {
+    const t = await api.getTrial(id, signal);
+    if (!exp) {
+      exp = await api.getExperiment(t.experiment_id, signal);
+    }
+    if (t.worker_id && !workerNames.has(t.worker_id)) {
+      // Once per worker: its name is nicer than its id.
+      const doc = await api.listWorkers(signal);
+      for (const w of doc.items || []) workerNames.set(w.id, w.name);
+      if (!workerNames.has(t.worker_id)) workerNames.set(t.worker_id, null);
+    }
+    if (destroyed) return undefined;
+    renderTrial(t);
+    let more = true;
+    while (more) {
+      const doc = await api.getMetrics(id, lastStep, signal);
+      if (destroyed) return undefined;
+      if (doc.attempt !== attempt) {
+        const stale = lastStep !== -1; // asked from the old attempt's cursor
+        if (attempt !== null) reset(); // a retry starts over
+        attempt = doc.attempt;
+        if (stale) continue;
+      }
+      const items = doc.items || [];
+      if (items.length) {
+        lastStep = items[items.length - 1].step;
+        addReports(items);
+      }
+      more = items.length >= 10000; // server/api.c METRICS_MAX: a full page, read on
+    }
+    await renderChart();
+    setAttr(table, 'data-rows', reports.length);
+    // A final trial has nothing more to show: this was its last fetch.
+    return FINAL.has(t.state) ? DONE : undefined;
+  });
+
+  return () => {
+    destroyed = true;
+    poller.stop();
+    if (chart) chart.destroy();
+  };
+}
