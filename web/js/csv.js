@@ -4,6 +4,12 @@
 
 /** Rows of RFC 4180 text (quoted fields may hold commas, quotes, newlines). */
 export function parseCsv(text) {
+  if (text.indexOf('"') < 0) {
+    // Nothing quoted (the usual case: numbers and plain names): split.
+    const lines = text.split(/\r?\n/);
+    if (lines.length && lines[lines.length - 1] === '') lines.pop();
+    return lines.map((l) => l.split(','));
+  }
   const rows = [];
   let row = [];
   let field = '';

@@ -39,7 +39,7 @@ export function createBestChart(el, uPlot, { metric, mode }) {
   }
 
   const stopWidth = onWidth(el, (w) => {
-    if (u) u.setSize({ width: w, height: HEIGHT });
+    if (u && u.width !== w) u.setSize({ width: w, height: HEIGHT }); // not at the first call: same size
   });
 
   return {

@@ -1,14 +1,19 @@
 // Learning curves: the experiment's metric against step for every trial, in
-// one uPlot whose draw hook strokes all curves itself (three paths: faded,
-// normal, best), so 10,000 trials cost what one series does. ASHA rungs are
-// dashed vertical lines. Hovering names the nearest trial; a click opens it.
+// one uPlot whose draw hook paints the curves itself: a few as coloured
+// lines, many as one hairline path per style, from DENSITY_FROM on as a
+// density image (density.js), so 10,000 trials cost about what one series
+// does. The best trial is drawn bold on top, stopped/failed/canceled ones
+// faded; ASHA rungs are dashed vertical lines. Hovering names the nearest
+// trial; a click opens it.
 import { h, setText } from '../dom.js';
 import { num } from '../format.js';
+import { densityImage } from './density.js';
 import { ACCENT, BEST, PALETTE, chartWidth, onWidth, robustRange, showMissing, tick } from './uplot.js';
 
 const HEIGHT = 320;
 const FADED = new Set(['stopped', 'failed', 'canceled']);
 const HOVER_PX = 10; // the nearest point counts within this many CSS pixels
+const DENSITY_FROM = 300; // from this many curves on, a density image (density.js)
 
 /**
  * el: the container (data-testid=chart-curves); opts: {metric, rungs
@@ -31,6 +36,8 @@ export function createCurvesChart(el, uPlot, opts) {
   let u = null;
   let zoomed = false;
   let pending = false;
+  let version = 0; // bumped by update(): the density image is redrawn then
+  let cached = { key: '', image: null };
 
   function draw(self) {
     const ctx = self.ctx;
@@ -84,28 +91,42 @@ export function createCurvesChart(el, uPlot, opts) {
         }
       }
     };
-    const many = lines.length > PALETTE.length;
-    const alpha = many ? Math.max(0.02, Math.min(0.6, 3 / Math.sqrt(lines.length))) : 0.9;
-    const groups = [['faded', '#9aa3af', alpha * 0.5], ['normal', ACCENT, alpha]];
-    for (const [style, color, a] of groups) {
-      if (many) {
-        // One device pixel: canvas strokes hairlines on a fast path, and a
-        // wider stroke of 10,000 overlapping curves takes seconds to raster.
-        const path = new Path2D();
-        for (const line of lines) if (line.style === style) trace(path, line);
-        ctx.globalAlpha = a;
-        ctx.strokeStyle = color;
-        ctx.lineWidth = 1;
-        ctx.stroke(path);
-      } else {
-        for (const line of lines) {
-          if (line.style !== style) continue;
+    if (lines.length >= DENSITY_FROM) {
+      // Recomputed only when the data, the scales or the size changed (not
+      // for a hover).
+      const w = Math.round(width);
+      const hh = Math.round(height);
+      const key = `${version}|${sx.min}|${sx.max}|${sy.min}|${sy.max}|${w}|${hh}`;
+      if (cached.key !== key) {
+        const x0 = sx.min;
+        const y0 = sy.min;
+        cached = {
+          key,
+          image: densityImage(lines, w, hh, (v) => (v - x0) * kx, (v) => hh - (v - y0) * ky, cached.image),
+        };
+      }
+      ctx.drawImage(cached.image, left, top);
+    } else {
+      const many = lines.length > PALETTE.length;
+      const alpha = many ? Math.max(0.05, Math.min(0.6, 3 / Math.sqrt(lines.length))) : 0.9;
+      for (const [style, a] of [['faded', 0.45], ['normal', 0.9]]) {
+        if (many) {
           const path = new Path2D();
-          trace(path, line);
-          ctx.globalAlpha = style === 'faded' ? 0.45 : 0.9;
-          ctx.strokeStyle = line.color;
-          ctx.lineWidth = 1.5 * dpr;
+          for (const line of lines) if (line.style === style) trace(path, line);
+          ctx.globalAlpha = style === 'faded' ? alpha * 0.5 : alpha;
+          ctx.strokeStyle = style === 'faded' ? '#9aa3af' : ACCENT;
+          ctx.lineWidth = 1; // a hairline: the fast path of canvas strokes
           ctx.stroke(path);
+        } else {
+          for (const line of lines) {
+            if (line.style !== style) continue;
+            const path = new Path2D();
+            trace(path, line);
+            ctx.globalAlpha = a;
+            ctx.strokeStyle = line.color;
+            ctx.lineWidth = 1.5 * dpr;
+            ctx.stroke(path);
+          }
         }
       }
     }
@@ -219,7 +240,7 @@ export function createCurvesChart(el, uPlot, opts) {
   }
 
   const stopWidth = onWidth(el, (w) => {
-    if (u) u.setSize({ width: w, height: HEIGHT });
+    if (u && u.width !== w) u.setSize({ width: w, height: HEIGHT }); // not at the first call: same size
   });
 
   return {
@@ -231,7 +252,7 @@ export function createCurvesChart(el, uPlot, opts) {
       let xmax = -Infinity;
       const all = [];
       for (const [id, c] of curves) {
-        if (c.steps.length === 0) continue;
+        if (!c.values.some((v) => v !== null)) continue; // only non-finite values: nothing to draw
         const t = trials.get(id);
         const style = id === bestId ? 'best' : t && FADED.has(t.state) ? 'faded' : 'normal';
         const label = t ? `trial #${t.number} (id ${id}${t.state ? `, ${t.state}` : ''})` : `trial id ${id}`;
@@ -244,6 +265,7 @@ export function createCurvesChart(el, uPlot, opts) {
         all.push(c.values);
       }
       lines = next;
+      version++;
       if (hovered) hovered = lines.find((l) => l.id === hovered.id) || null;
       el.dataset.series = String(lines.length);
       el.dataset.points = String(lines.reduce((n, l) => n + l.steps.length, 0));

@@ -3,7 +3,7 @@
 // coloured by its value (better = warmer), the best trial on top in bold.
 import { h } from '../dom.js';
 import { isNum } from '../format.js';
-import { BEST, axisKind, axisValue, onWidth, robustRange, tick } from './uplot.js';
+import { BEST, axisKind, axisValue, chartWidth, onWidth, robustRange, tick } from './uplot.js';
 
 const HEIGHT = 300;
 const PAD = { left: 40, right: 60, top: 34, bottom: 26 };
@@ -44,7 +44,7 @@ export function createParallelChart(el, { params, metric, mode }) {
   }
 
   function draw() {
-    width = Math.max(300, Math.floor(el.clientWidth || 600));
+    width = chartWidth(el);
     const dpr = window.devicePixelRatio || 1;
     canvas.width = Math.floor(width * dpr);
     canvas.height = Math.floor(HEIGHT * dpr);

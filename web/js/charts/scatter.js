@@ -55,7 +55,7 @@ export function createScatterChart(el, uPlot, { param, metric }) {
   }
 
   const stopWidth = onWidth(el, (w) => {
-    if (u) u.setSize({ width: w, height: HEIGHT });
+    if (u && u.width !== w) u.setSize({ width: w, height: HEIGHT }); // not at the first call: same size
   });
 
   return {

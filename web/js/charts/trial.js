@@ -50,7 +50,7 @@ export function createTrialChart(el, uPlot, { keys, metric }) {
   }
 
   const stopWidth = onWidth(el, (w) => {
-    if (u) u.setSize({ width: w, height: HEIGHT });
+    if (u && u.width !== w) u.setSize({ width: w, height: HEIGHT }); // not at the first call: same size
   });
 
   return {
@@ -61,6 +61,7 @@ export function createTrialChart(el, uPlot, { keys, metric }) {
         data.push(reports.map((r) => (r.metrics && isNum(r.metrics[k]) ? r.metrics[k] : null)));
       }
       el.dataset.series = String(reports.length ? keys.length : 0);
+      el.dataset.points = String(reports.length);
       if (!u) make(data);
       else u.setData(data);
     },

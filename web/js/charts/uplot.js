@@ -18,11 +18,11 @@ export function showMissing(el) {
   el.dataset.series = '0';
 }
 
-/** Calls fn(width) when el's width changes (after the first layout). */
+/** Calls fn(width) when the width of el's content box changes. */
 export function onWidth(el, fn) {
   let last = 0;
-  const ro = new ResizeObserver(() => {
-    const w = Math.floor(el.clientWidth);
+  const ro = new ResizeObserver((entries) => {
+    const w = Math.floor(entries[entries.length - 1].contentRect.width);
     if (w > 0 && w !== last) {
       last = w;
       fn(w);
@@ -32,8 +32,11 @@ export function onWidth(el, fn) {
   return () => ro.disconnect();
 }
 
+/** The width of el's content box (its width less its padding). */
 export function chartWidth(el) {
-  return Math.max(200, Math.floor(el.clientWidth || 600));
+  const cs = getComputedStyle(el);
+  const w = el.clientWidth - parseFloat(cs.paddingLeft || '0') - parseFloat(cs.paddingRight || '0');
+  return Math.max(200, Math.floor(w || 600));
 }
 
 /**
@@ -196,6 +199,13 @@ export function dotsHook(specs) {
     const dpr = u.pxRatio || window.devicePixelRatio || 1;
     const { left, top, width, height } = u.bbox;
     const xs = u.data[0];
+    // Scale to canvas pixels by hand (uPlot's valToPos per dot is slower).
+    const sx = u.scales.x;
+    const sy = u.scales.y;
+    const log = sx.distr === 3;
+    const x0 = log ? Math.log10(sx.min) : sx.min;
+    const kx = width / ((log ? Math.log10(sx.max) : sx.max) - x0 || 1);
+    const ky = height / (sy.max - sy.min || 1);
     ctx.save();
     ctx.beginPath();
     ctx.rect(left, top, width, height);
@@ -208,8 +218,8 @@ export function dotsHook(specs) {
       for (let i = 0; i < xs.length; i++) {
         const y = ys[i];
         if (y === null || y === undefined) continue;
-        const px = u.valToPos(xs[i], 'x', true);
-        const py = u.valToPos(y, 'y', true);
+        const px = left + ((log ? Math.log10(xs[i]) : xs[i]) - x0) * kx;
+        const py = top + height - (y - sy.min) * ky;
         ctx.fillRect(px - r, py - r, 2 * r, 2 * r);
       }
     }

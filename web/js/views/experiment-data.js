@@ -6,10 +6,10 @@
 //   is dropped and rebuilt. Only each trial's latest attempt is kept.
 // - trials: id -> trial object (number, state, config, best). Loaded once
 //   from trials.csv (one compact request; JSON pages of 1,000 if its header
-//   is not the expected one); afterwards only trials that can still change are asked
-//   for: the running and paused ones (by state), and single trials that left
-//   those states or reported while we held them as pending. A trial seen in a
-//   final state is never fetched again.
+//   is not the expected one). Afterwards only trials that can still change
+//   are asked for: the running ones, the paused ones when the counts moved,
+//   and one by one those that left these states or reported while we held
+//   them as pending. A trial seen in a final state is never fetched again.
 import * as api from '../api.js';
 import { trialsFromCsv } from '../csv.js';
 import { FINAL, countTotal } from '../format.js';
@@ -38,13 +38,16 @@ export class ExperimentData {
     this.curves = new Map(); // trial id -> {attempt, steps: [], values: []}
     this.trials = new Map(); // trial id -> trial object
     this.loaded = false; // the first full listing is in
+    this.countsSig = ''; // the counts when the paused trials were last listed
     this.suspects = new Set(); // trial ids to fetch one by one
     this.curvesVersion = 0;
     this.trialsVersion = 0;
   }
 
-  /** Starts reading trials.csv now (before the experiment is in). */
+  /** Starts reading trials.csv, before the experiment is in, for the first
+   * syncTrials. */
   prefetch(signal) {
+    if (this.loaded || this.csv) return;
     this.csv = api.getCsvText(this.id, signal);
     this.csv.catch(() => {}); // awaited in syncTrials
   }
@@ -112,30 +115,30 @@ export class ExperimentData {
   async syncTrials(x, signal) {
     const counts = x.counts || {};
     if (!this.loaded) {
-      let items = null;
-      if (this.csv) {
-        const csv = this.csv;
-        this.csv = null; // a failed read is not retried: JSON pages then
-        try {
-          items = trialsFromCsv(await csv, x.search_space);
-        } catch (e) {
-          if (e && e.name === 'AbortError') throw e;
-          items = null;
-        }
-      }
+      const csv = this.csv || api.getCsvText(this.id, signal);
+      this.csv = null;
+      // A failed request fails this poll (the next one asks again); a CSV
+      // whose header is not the expected one is read as JSON pages instead.
+      let items = trialsFromCsv(await csv, x.search_space);
       if (!items) items = await this.#listAll('', countTotal(counts), signal);
       for (const t of items) this.#store(t);
       this.loaded = true;
       this.trialsVersion++;
       return;
     }
-    // Trials we hold as running or paused: any that is no longer listed so
-    // has changed state and is fetched on its own.
+    // Running trials change with every report: their list is read each
+    // time. Paused ones do not change while paused, so theirs is read only
+    // when the counts moved. A trial we hold in such a state that is not
+    // listed any more has changed state and is fetched on its own.
+    const sig = JSON.stringify(counts);
+    const states = ['running'];
+    if (sig !== this.countsSig) states.push('paused');
+    this.countsSig = sig;
     for (const t of this.trials.values()) {
-      if (t.state === 'running' || t.state === 'paused') this.suspects.add(t.id);
+      if (states.includes(t.state)) this.suspects.add(t.id);
     }
     let changed = false;
-    for (const state of ['running', 'paused']) {
+    for (const state of states) {
       if (!counts[state]) continue;
       for (const t of await this.#listAll(state, counts[state], signal)) {
         const old = this.trials.get(t.id);

@@ -7,24 +7,16 @@ import { ashaRungs, createCurvesChart } from '../charts/curves.js';
 import { createParallelChart } from '../charts/parallel.js';
 import { createScatterChart } from '../charts/scatter.js';
 import { loadUPlot, searchParams } from '../charts/uplot.js';
-import { h, setAttr, setState, setText, syncRows } from '../dom.js';
-import { DASH, FINAL, STATES, configText, configValue, countTotal, duration, int, num, time, typeOf } from '../format.js';
+import { h, setAttr, setState, setText } from '../dom.js';
+import { DASH, STATES, configText, int, num, time, typeOf } from '../format.js';
 import { startPoll } from '../poll.js';
 import { reportError, clearError } from '../shell.js';
 import { ExperimentData } from './experiment-data.js';
-
-const PAGE_SIZE = 50;
-const SORTS = [
-  ['number', 'trial number'],
-  ['value', 'best value first'],
-  ['-value', 'worst value first'],
-];
+import { createTrialsTable } from './trials-table.js';
 
 export function mount(root, { id }) {
   document.title = `Experiment ${id} · Rung`;
   const data = new ExperimentData(id);
-  const query = { sort: 'number', state: '', offset: 0 };
-  let page = { key: '', sig: '', rows: [], total: 0 };
   let exp = null;
   let charts = null;
   let chartsDrawn = '';
@@ -60,18 +52,7 @@ export function mount(root, { id }) {
   const parallelEl = h('div', { class: 'chart', testid: 'chart-parallel' });
 
   // ---- trials table ----
-  const sortSel = h('select', { testid: 'sort', 'aria-label': 'sort trials', onchange: () => setQuery({ sort: sortSel.value }) },
-    SORTS.map(([v, label]) => h('option', { value: v, text: label })));
-  const filterSel = h('select', { testid: 'filter-state', 'aria-label': 'filter by state', onchange: () => setQuery({ state: filterSel.value }) },
-    h('option', { value: '', text: 'all states' }),
-    STATES.map((s) => h('option', { value: s, text: s })));
-  const prev = h('button', { type: 'button', testid: 'page-prev', onclick: () => setQuery({ offset: Math.max(0, query.offset - PAGE_SIZE) }) }, '\u2039 Prev');
-  const next = h('button', { type: 'button', testid: 'page-next', onclick: () => setQuery({ offset: query.offset + PAGE_SIZE }) }, 'Next \u203a');
-  const pageInfo = h('span', { class: 'page-info', testid: 'page-info', text: `0\u20130 of 0` });
-  const theadRow = h('tr');
-  const tbody = h('tbody');
-  const rowMap = new Map();
-  let paramNames = [];
+  const table = createTrialsTable(id, data, () => poller.kick());
 
   root.append(
     h('section', { class: 'page' },
@@ -80,22 +61,9 @@ export function mount(root, { id }) {
       h('div', { class: 'summary' }, counts, bestBox),
       h('h2', { text: 'Learning curves' }), curvesEl,
       h('h2', { text: 'Best so far' }), bestEl,
-      h('h2', { text: 'Trials' }),
-      h('div', { class: 'toolbar' },
-        h('label', null, 'Sort ', sortSel), h('label', null, 'State ', filterSel),
-        h('a', { href: '#/workers', class: 'muted' }, 'workers'),
-        h('span', { class: 'spacer' }), prev, pageInfo, next),
-      h('div', { class: 'table-wrap' }, h('table', { class: 'grid', testid: 'trials' }, h('thead', null, theadRow), tbody)),
+      h('h2', { text: 'Trials' }), table.el,
       h('h2', { text: 'Parameters against the metric' }), scatterGrid,
       h('h2', { text: 'Parallel coordinates' }), parallelEl));
-
-  function setQuery(change) {
-    if ('sort' in change || 'state' in change) change.offset = 0;
-    Object.assign(query, change);
-    sortSel.value = query.sort;
-    filterSel.value = query.state;
-    poller.kick();
-  }
 
   async function onCancel() {
     if (!exp || exp.state !== 'running') return;
@@ -161,118 +129,6 @@ export function mount(root, { id }) {
     }
   }
 
-  // ---- the trials page ----
-  function setupTable(x) {
-    paramNames = searchParams(x.search_space).map((p) => p.name);
-    theadRow.replaceChildren(
-      h('th', { class: 'num', text: '#' }),
-      h('th', { text: 'State' }),
-      h('th', { class: 'num', text: `Best ${x.metric}` }),
-      h('th', { class: 'num', text: (x.scheduler && x.scheduler.time_attr) || 'step' }),
-      h('th', { class: 'num', text: 'Rung' }),
-      ...paramNames.map((p) => h('th', { class: 'param', text: p })),
-      h('th', { text: 'Started' }),
-      h('th', { class: 'num', text: 'Duration' }));
-  }
-
-  function createRow(t) {
-    const c = {
-      link: h('a', { href: `#/trials/${t.id}` }),
-      state: h('span', { testid: 'trial-state' }),
-      value: h('td', { class: 'num', testid: 'trial-value' }),
-      step: h('td', { class: 'num', testid: 'trial-step' }),
-      rung: h('td', { class: 'num' }),
-      params: paramNames.map(() => h('td', { class: 'param' })),
-      started: h('td'),
-      duration: h('td', { class: 'num' }),
-    };
-    const row = h('tr', { testid: 'trial-row', 'data-id': t.id },
-      h('td', { class: 'num' }, c.link), h('td', null, c.state), c.value, c.step, c.rung, c.params, c.started, c.duration);
-    row.cells_ = c;
-    return row;
-  }
-
-  function updateRow(row, t) {
-    const c = row.cells_;
-    setText(c.link, t.number);
-    setAttr(c.link, 'title', `trial id ${t.id}`);
-    setState(c.state, t.state);
-    setText(c.value, t.best ? num(t.best.value) : DASH);
-    setText(c.step, int(t.step));
-    setText(c.rung, t.rung === null || t.rung === undefined ? DASH : num(t.rung));
-    paramNames.forEach((p, i) => {
-      const v = t.config ? t.config[p] : undefined;
-      setText(c.params[i], v === undefined ? DASH : typeof v === 'number' ? num(v) : configValue(v));
-      setAttr(c.params[i], 'title', v === undefined ? null : configValue(v));
-    });
-    setText(c.started, time(t.started_at));
-    const start = t.started_at ? Date.parse(t.started_at) : NaN;
-    const end = t.ended_at ? Date.parse(t.ended_at) : t.state === 'running' ? Date.now() : NaN;
-    setText(c.duration, duration(end - start));
-  }
-
-  function renderPage(total) {
-    const n = page.rows.length;
-    setText(pageInfo, `${n ? query.offset + 1 : 0}\u2013${query.offset + n} of ${total}`);
-    prev.disabled = query.offset === 0;
-    next.disabled = query.offset + PAGE_SIZE >= total;
-  }
-
-  /** Trials with a best value (in a state, or all), from the charts' data. */
-  function valuedCount(state) {
-    let n = 0;
-    for (const t of data.trials.values()) {
-      if (t.best && t.best.value !== null && t.best.value !== undefined && (!state || t.state === state)) n++;
-    }
-    return n;
-  }
-
-  async function syncPage(x, signal) {
-    const c = x.counts || {};
-    const total = query.state ? c[query.state] || 0 : countTotal(c);
-    if (query.offset > 0 && query.offset >= total) {
-      query.offset = Math.max(0, Math.floor((total - 1) / PAGE_SIZE) * PAGE_SIZE);
-    }
-    const key = JSON.stringify(query);
-    const sig = JSON.stringify([c, x.best && x.best.trial_id, x.best && x.best.value]);
-    // Finished trials are not fetched again: a page of final trials changes
-    // only when the counts or the best change (a new trial, a new order),
-    // and not even then in number order when the page is full.
-    const stable = query.sort === 'number' && !query.state && page.rows.length === PAGE_SIZE;
-    const needed = key !== page.key ||
-      page.rows.some((t) => !FINAL.has(t.state)) ||
-      (sig !== page.sig && !stable) ||
-      (query.sort !== 'number' && (c.running || 0) > 0);
-    if (!needed) {
-      renderPage(total);
-      return;
-    }
-    let items;
-    if (query.sort === '-value') {
-      // The API sorts best first, trials without a value last, so worst
-      // first is the valued part read backwards, then the rest; K (how many
-      // have a value) comes from the trials the charts hold.
-      const K = Math.min(total, valuedCount(query.state));
-      const o = query.offset;
-      const end = Math.min(o + PAGE_SIZE, total);
-      items = [];
-      const list = (offset, limit) =>
-        api.listTrials(id, { state: query.state, sort: 'value', limit, offset }, signal).then((d) => d.items || []);
-      const [valued, rest] = await Promise.all([
-        o < K ? list(K - Math.min(end, K), Math.min(end, K) - o) : [],
-        end > K ? list(Math.max(o, K), end - Math.max(o, K)) : [],
-      ]);
-      items = [...valued.reverse(), ...rest];
-    } else {
-      const doc = await api.listTrials(id, { state: query.state, sort: query.sort, limit: PAGE_SIZE, offset: query.offset }, signal);
-      items = doc.items || [];
-    }
-    if (key !== JSON.stringify(query)) return; // the user changed it meanwhile; the kick refetches
-    page = { key, sig, rows: items, total };
-    syncRows(tbody, rowMap, items, (t) => t.id, createRow, updateRow);
-    renderPage(total);
-  }
-
   // ---- charts ----
   async function setupCharts(x) {
     const uPlot = await loadUPlot();
@@ -311,24 +167,22 @@ export function mount(root, { id }) {
     chartsDrawn = `${curvesKey}|${trialsKey}`;
   }
 
-  const prefetch = new AbortController();
-  data.prefetch(prefetch.signal);
   loadUPlot(); // start loading the charts' module with the data
   const poller = startPoll('experiment', async (signal) => {
+    // rungd answers one request at a time, in order: the small ones first.
     const expP = api.getExperiment(id, signal);
+    const pageP = table.prefetch(signal);
+    data.prefetch(signal);
     const curvesP = data.syncCurves(signal);
     curvesP.catch(() => {}); // awaited below; this only keeps it from being "unhandled"
     const x = await expP;
     if (destroyed) return undefined;
-    if (!charts) {
-      setupTable(x);
-      charts = setupCharts(x);
-    }
+    if (!charts) charts = setupCharts(x);
     renderHeader(x);
     const trialsP = data.syncTrials(x, signal);
     trialsP.catch(() => {});
-    if (query.sort === '-value') await trialsP; // its page needs the trials' values
-    await syncPage(x, signal);
+    if (table.needsTrials()) await trialsP;
+    await table.sync(x, signal, pageP);
     await Promise.all([curvesP, trialsP]);
     charts = await charts;
     if (destroyed) return undefined;
@@ -339,7 +193,6 @@ export function mount(root, { id }) {
 
   return () => {
     destroyed = true;
-    prefetch.abort();
     poller.stop();
     clearError('cancel');
     clearError('csv');

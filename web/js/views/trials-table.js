@@ -1,0 +1,190 @@
+// The experiment page's trials table: one page of 50 trials at a time (it
+// must stay fast with 10,000+), sorted by number, best value first or worst
+// value first, filtered by state, with prev/next paging.
+import * as api from '../api.js';
+import { searchParams } from '../charts/uplot.js';
+import { h, setAttr, setState, setText, syncRows } from '../dom.js';
+import { DASH, FINAL, STATES, configValue, countTotal, duration, int, num, time } from '../format.js';
+
+const PAGE_SIZE = 50;
+const SORTS = [
+  ['number', 'trial number'],
+  ['value', 'best value first'],
+  ['-value', 'worst value first'],
+];
+
+/**
+ * id: the experiment; data: its ExperimentData (for how many trials have a
+ * value); onChange(): called when the user changes the query (poll now).
+ * Returns {el, needsTrials(), prefetch(signal), sync(x, signal, early)}.
+ */
+export function createTrialsTable(id, data, onChange) {
+  const query = { sort: 'number', state: '', offset: 0 };
+  let page = { key: '', sig: '', rows: [] };
+  let paramNames = null;
+
+  const sortSel = h('select', { testid: 'sort', 'aria-label': 'sort trials', onchange: () => setQuery({ sort: sortSel.value }) },
+    SORTS.map(([v, label]) => h('option', { value: v, text: label })));
+  const filterSel = h('select', { testid: 'filter-state', 'aria-label': 'filter by state', onchange: () => setQuery({ state: filterSel.value }) },
+    h('option', { value: '', text: 'all states' }),
+    STATES.map((s) => h('option', { value: s, text: s })));
+  const prev = h('button', { type: 'button', testid: 'page-prev', disabled: true, onclick: () => setQuery({ offset: Math.max(0, query.offset - PAGE_SIZE) }) }, '\u2039 Prev');
+  const next = h('button', { type: 'button', testid: 'page-next', disabled: true, onclick: () => setQuery({ offset: query.offset + PAGE_SIZE }) }, 'Next \u203a');
+  const pageInfo = h('span', { class: 'page-info', testid: 'page-info', text: '0\u20130 of 0' });
+  const theadRow = h('tr');
+  const tbody = h('tbody');
+  const rowMap = new Map();
+  const el = h('div', null,
+    h('div', { class: 'toolbar' },
+      h('label', null, 'Sort ', sortSel), h('label', null, 'State ', filterSel),
+      h('span', { class: 'spacer' }), prev, pageInfo, next),
+    h('div', { class: 'table-wrap' }, h('table', { class: 'grid', testid: 'trials' }, h('thead', null, theadRow), tbody)));
+
+  const key = () => JSON.stringify(query);
+
+  function setQuery(change) {
+    if ('sort' in change || 'state' in change) change.offset = 0;
+    Object.assign(query, change);
+    sortSel.value = query.sort;
+    filterSel.value = query.state;
+    onChange();
+  }
+
+  function setup(x) {
+    paramNames = searchParams(x.search_space).map((p) => p.name);
+    theadRow.replaceChildren(
+      h('th', { class: 'num', text: '#' }),
+      h('th', { text: 'State' }),
+      h('th', { class: 'num', text: `Best ${x.metric}` }),
+      h('th', { class: 'num', text: (x.scheduler && x.scheduler.time_attr) || 'step' }),
+      h('th', { class: 'num', text: 'Rung' }),
+      ...paramNames.map((p) => h('th', { class: 'param', text: p })),
+      h('th', { text: 'Started' }),
+      h('th', { class: 'num', text: 'Duration' }));
+  }
+
+  function createRow(t) {
+    const c = {
+      link: h('a', { href: `#/trials/${t.id}` }),
+      state: h('span', { testid: 'trial-state' }),
+      value: h('td', { class: 'num', testid: 'trial-value' }),
+      step: h('td', { class: 'num', testid: 'trial-step' }),
+      rung: h('td', { class: 'num' }),
+      params: paramNames.map(() => h('td', { class: 'param' })),
+      started: h('td'),
+      duration: h('td', { class: 'num' }),
+    };
+    const row = h('tr', { testid: 'trial-row', 'data-id': t.id },
+      h('td', { class: 'num' }, c.link), h('td', null, c.state), c.value, c.step, c.rung, c.params, c.started, c.duration);
+    row.cells_ = c;
+    return row;
+  }
+
+  function updateRow(row, t) {
+    const c = row.cells_;
+    setText(c.link, t.number);
+    setAttr(c.link, 'title', `trial id ${t.id}`);
+    setState(c.state, t.state);
+    setText(c.value, t.best ? num(t.best.value) : DASH);
+    setText(c.step, int(t.step));
+    setText(c.rung, t.rung === null || t.rung === undefined ? DASH : num(t.rung));
+    paramNames.forEach((p, i) => {
+      const v = t.config ? t.config[p] : undefined;
+      setText(c.params[i], v === undefined ? DASH : typeof v === 'number' ? num(v) : configValue(v));
+      setAttr(c.params[i], 'title', v === undefined ? null : configValue(v));
+    });
+    setText(c.started, time(t.started_at));
+    const start = t.started_at ? Date.parse(t.started_at) : NaN;
+    const end = t.ended_at ? Date.parse(t.ended_at) : t.state === 'running' ? Date.now() : NaN;
+    setText(c.duration, duration(end - start));
+  }
+
+  function renderInfo(total) {
+    const n = page.rows.length;
+    setText(pageInfo, `${n ? query.offset + 1 : 0}\u2013${query.offset + n} of ${total}`);
+    prev.disabled = query.offset === 0;
+    next.disabled = query.offset + PAGE_SIZE >= total;
+  }
+
+  /** Trials with a best value (in a state, or all), from the charts' data. */
+  function valuedCount(state) {
+    let n = 0;
+    for (const t of data.trials.values()) {
+      if (t.best && t.best.value !== null && t.best.value !== undefined && (!state || t.state === state)) n++;
+    }
+    return n;
+  }
+
+  /** The current query's page in an order the API has (number or value). */
+  async function fetchPage(signal) {
+    const k = key();
+    const doc = await api.listTrials(id, { state: query.state, sort: query.sort, limit: PAGE_SIZE, offset: query.offset }, signal);
+    return { key: k, items: doc.items || [] };
+  }
+
+  /** Worst value first: the API sorts best first with the trials without a
+   * value last, so this is the valued part read backwards, then the rest;
+   * how many have a value comes from the trials the charts hold. */
+  async function fetchWorstFirst(total, signal) {
+    const K = Math.min(total, valuedCount(query.state));
+    const o = query.offset;
+    const end = Math.min(o + PAGE_SIZE, total);
+    const list = (offset, limit) =>
+      api.listTrials(id, { state: query.state, sort: 'value', limit, offset }, signal).then((d) => d.items || []);
+    const [valued, rest] = await Promise.all([
+      o < K ? list(K - Math.min(end, K), Math.min(end, K) - o) : [],
+      end > K ? list(Math.max(o, K), end - Math.max(o, K)) : [],
+    ]);
+    return [...valued.reverse(), ...rest];
+  }
+
+  return {
+    el,
+
+    /** Worst-first pages need the trials' values (data.syncTrials) first. */
+    needsTrials: () => query.sort === '-value',
+
+    /** A new query's page, asked for before the experiment is in; or null. */
+    prefetch(signal) {
+      if (query.sort === '-value' || key() === page.key) return null;
+      const p = fetchPage(signal);
+      p.catch(() => {}); // awaited in sync; this only keeps it from being "unhandled"
+      return p;
+    },
+
+    /** Brings the table up to date for the experiment x just read; early:
+     * prefetch()'s promise. */
+    async sync(x, signal, early) {
+      if (!paramNames) setup(x);
+      const c = x.counts || {};
+      const total = query.state ? c[query.state] || 0 : countTotal(c);
+      if (query.offset > 0 && query.offset >= total) {
+        query.offset = Math.max(0, Math.floor((total - 1) / PAGE_SIZE) * PAGE_SIZE);
+        early = null; // it asked for a page that is not there any more
+      }
+      const k = key();
+      const sig = JSON.stringify([c, x.best && x.best.trial_id, x.best && x.best.value]);
+      // Finished trials are not fetched again: a page of final trials
+      // changes only when the counts or the best change (a new trial, a new
+      // order), and not even then in number order when the page is full.
+      const stable = query.sort === 'number' && !query.state && page.rows.length === PAGE_SIZE;
+      const needed = k !== page.key ||
+        page.rows.some((t) => !FINAL.has(t.state)) ||
+        (sig !== page.sig && !stable) ||
+        (query.sort !== 'number' && (c.running || 0) > 0);
+      if (needed) {
+        let items;
+        if (query.sort === '-value') {
+          items = await fetchWorstFirst(total, signal);
+        } else {
+          const got = early ? await early : null;
+          items = got && got.key === k ? got.items : (await fetchPage(signal)).items;
+        }
+        if (k !== key()) return; // the user changed it meanwhile; their change polls again
+        page = { key: k, sig, rows: items };
+        syncRows(tbody, rowMap, items, (t) => t.id, createRow, updateRow);
+      }
+      renderInfo(total);
+    },
+  };
+}
