@@ -1,0 +1,249 @@
+// bench/dashboard: the web dashboard with a large experiment.
+//
+// It starts a fresh rungd on a fresh database (serving web/ with --web-dir),
+// loads one experiment with DASH_TRIALS trials (10,000) and DASH_REPORTS
+// (20) reports each, 200,000 metric rows, through the HTTP API as
+// DASH_WORKERS (32) concurrent fake workers on keep-alive connections
+// (register, lease, report, finish: the pull protocol of API.md), then
+// opens the experiment page in headless Debian chromium DASH_RUNS (3) times,
+// each time in a fresh browser context (an empty cache), and measures:
+//
+// - render time: from navigation start (the page's performance.timeOrigin)
+//   to the experiment page rendered, defined as: the learning-curves chart
+//   [data-testid=chart-curves] has data-series equal to the number of trials
+//   (one curve per trial), every other chart ([data-testid^=chart-]) has a
+//   data-series of at least 1, and the trials table shows its first page of
+//   [data-testid=trial-row]s. The time is performance.now() in the page at
+//   the first animation frame where all of that holds.
+// - bytes transferred until then: the sum of encodedDataLength of every
+//   response (headers and body as received; Chrome DevTools Protocol's
+//   Network.loadingFinished), and, for information, what the page's polling
+//   costs per second once rendered (over DASH_IDLE_S seconds).
+//
+// The median run is the result; the last lines are the target lines:
+//   target dashboard_render_s: X (goal 1.5) ok|short
+//   target dashboard_bytes: N (...)
+// Exit status 1 when the load or a page failed. Programs: RUNGD (default
+// build/bin/rungd); web/node_modules must hold playwright-core (npm ci).
+
+import http from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { Rungd, armWatchdog, describePrograms, launchBrowser, sleep, waitFor } from '../tests/browser/harness.mjs';
+
+const TRIALS = Number(process.env.DASH_TRIALS || 10000);
+const REPORTS = Number(process.env.DASH_REPORTS || 20);
+const WORKERS = Number(process.env.DASH_WORKERS || 32);
+const RUNS = Number(process.env.DASH_RUNS || 3);
+const IDLE_S = Number(process.env.DASH_IDLE_S || 5);
+const GOAL_S = 1.5;
+const RENDER_TIMEOUT_MS = Number(process.env.DASH_RENDER_TIMEOUT_S || 60) * 1000;
+
+armWatchdog(Number(process.env.DASH_WATCHDOG_S || 900));
+
+// ---- the load: fake workers on keep-alive connections -----------------------
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: WORKERS + 4 });
+
+function post(base, path, body) {
+  const data = Buffer.from(JSON.stringify(body));
+  const u = new URL(base + path);
+  return new Promise((resolve, reject) => {
+    const req = http.request({
+      host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent,
+      headers: { 'Content-Type': 'application/json', 'Content-Length': data.length },
+      timeout: 60000,
+    }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve({ status: res.statusCode, json: text ? JSON.parse(text) : null, text });
+      });
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`POST ${path}: timed out`)));
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
+async function postOk(base, path, body, status = 200) {
+  const r = await post(base, path, body);
+  if (r.status !== status) throw new Error(`POST ${path}: ${r.status} ${r.text.slice(0, 300)}`);
+  return r.json;
+}
+
+// Deterministic learning curves: a config's loss falls towards a floor set
+// by its distance from a good lr, its depth and its dropout.
+function loss(config, step) {
+  const floor = 0.08 * (Math.log10(config.lr) + 2.5) ** 2 + 0.03 * config.layers + 0.2 * (config.dropout - 0.2) ** 2;
+  return floor + 0.8 * Math.exp(-step / (2 + 4 * config.dropout)) + 0.01 * Math.sin(step * 1.3 + config.layers);
+}
+
+async function load(d) {
+  const spec = {
+    name: 'dashboard-bench',
+    metric: 'loss',
+    mode: 'min',
+    search_space: {
+      lr: { type: 'loguniform', low: 1e-5, high: 0.1 },
+      layers: { type: 'choice', values: [1, 2, 3, 4] },
+      dropout: { type: 'uniform', low: 0, high: 0.5 },
+      batch_size: 128,
+    },
+    searcher: { type: 'random', seed: 1 },
+    scheduler: { type: 'fifo' },
+    num_samples: TRIALS,
+    max_concurrent_trials: 0,
+  };
+  const x = await postOk(d.url, '/api/v1/experiments', spec, 201);
+  let leased = 0;
+  let reports = 0;
+  const t0 = performance.now();
+  async function worker(i) {
+    const w = await postOk(d.url, '/api/v1/workers', { name: `bench-${i}`, hostname: 'bench', gpus: [], cpus: 1 }, 201);
+    for (;;) {
+      if (leased >= TRIALS) return;
+      const r = await post(d.url, `/api/v1/workers/${w.worker_id}/lease`, { cpus: 1, gpus: [], wait_s: 1 });
+      if (r.status === 204) {
+        if (leased >= TRIALS) return;
+        continue; // the proposer has not caught up yet
+      }
+      if (r.status !== 200) throw new Error(`lease: ${r.status} ${r.text.slice(0, 300)}`);
+      const t = r.json.trial;
+      leased++;
+      for (let s = 1; s <= REPORTS; s++) {
+        await postOk(d.url, `/api/v1/trials/${t.id}/report`, { lease_token: t.lease_token, step: s, metrics: { loss: loss(t.config, s) } });
+        reports++;
+      }
+      await postOk(d.url, `/api/v1/trials/${t.id}/finish`, { lease_token: t.lease_token, status: 'completed' });
+    }
+  }
+  const progress = setInterval(() => {
+    const s = (performance.now() - t0) / 1000;
+    process.stdout.write(`# load: ${leased} trials leased, ${reports} reports, ${s.toFixed(0)} s\n`);
+  }, 10000);
+  try {
+    await Promise.all(Array.from({ length: WORKERS }, (_, i) => worker(i)));
+  } finally {
+    clearInterval(progress);
+  }
+  const doc = await waitFor(async () => {
+    const e = await d.experiment(x.id);
+    return e.state === 'completed' ? e : null;
+  }, { timeout: 30000, what: `experiment ${x.id} to complete` });
+  const s = (performance.now() - t0) / 1000;
+  if (doc.counts.completed !== TRIALS) throw new Error(`completed ${doc.counts.completed} of ${TRIALS}`);
+  return { id: x.id, seconds: s, reports };
+}
+
+// ---- the page --------------------------------------------------------------
+
+// Runs in the page: the time since navigation start once the experiment
+// page is rendered (see the header), else false.
+function renderedAt(trials) {
+  const curves = document.querySelector('[data-testid="chart-curves"]');
+  if (!curves || curves.dataset.series !== String(trials)) return false;
+  for (const c of document.querySelectorAll('[data-testid^="chart-"]')) {
+    if (!(Number(c.dataset.series) >= 1)) return false;
+  }
+  if (!document.querySelector('[data-testid="trial-row"]')) return false;
+  return performance.now();
+}
+
+async function measure(browser, url, eid) {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('Network.enable');
+  await cdp.send('Network.setCacheDisabled', { cacheDisabled: true });
+  const urls = new Map();
+  const sizes = [];
+  cdp.on('Network.responseReceived', (e) => urls.set(e.requestId, e.response.url));
+  cdp.on('Network.loadingFinished', (e) => sizes.push({ t: performance.now(), id: e.requestId, bytes: e.encodedDataLength }));
+  try {
+    await page.goto(`${url}/#/experiments/${eid}`, { waitUntil: 'commit' });
+    const handle = await page.waitForFunction(renderedAt, TRIALS, { polling: 'raf', timeout: RENDER_TIMEOUT_MS });
+    const renderMs = await handle.jsonValue();
+    const readyAt = performance.now();
+    const rows = await page.locator('[data-testid="trial-row"]').count();
+    await sleep(200); // loadingFinished events of the responses already drawn
+    const until = sizes.filter((s) => s.t <= readyAt + 200);
+    const bytes = until.reduce((a, s) => a + s.bytes, 0);
+    const byUrl = new Map();
+    for (const s of until) {
+      const u = (urls.get(s.id) || '?').replace(url, '').replace(/\?.*$/, '');
+      byUrl.set(u, (byUrl.get(u) || 0) + s.bytes);
+    }
+    // What the live polling costs once the page is up.
+    const idleFrom = performance.now();
+    const n0 = sizes.length;
+    await sleep(IDLE_S * 1000);
+    const idle = sizes.slice(n0).reduce((a, s) => a + s.bytes, 0) / ((performance.now() - idleFrom) / 1000);
+    return { renderMs, bytes, requests: until.length, byUrl, idle, rows, errors };
+  } finally {
+    await context.close();
+  }
+}
+
+// ---- main ------------------------------------------------------------------
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+}
+
+const kb = (n) => `${(n / 1024).toFixed(0)} KiB`;
+
+async function main() {
+  console.log('== dashboard: the experiment page with a large experiment ==');
+  console.log(`# ${describePrograms()}`);
+  const d = await new Rungd().start();
+  let failed = false;
+  let browser;
+  try {
+    console.log(`# loading ${TRIALS} trials x ${REPORTS} reports with ${WORKERS} workers into ${d.url}`);
+    const l = await load(d);
+    console.log(`# loaded experiment ${l.id}: ${TRIALS} trials, ${l.reports} metric rows in ${l.seconds.toFixed(1)} s`
+      + ` (${(l.reports / l.seconds).toFixed(0)} reports/s)`);
+    browser = await launchBrowser();
+    const runs = [];
+    for (let i = 0; i < RUNS; i++) {
+      const r = await measure(browser, d.url, l.id);
+      runs.push(r);
+      const top = [...r.byUrl.entries()].sort((a, b) => b[1] - a[1]).slice(0, 4).map(([u, b]) => `${u} ${kb(b)}`).join(', ');
+      console.log(`run ${i + 1}: rendered in ${(r.renderMs / 1000).toFixed(3)} s; ${r.requests} responses, ${r.bytes} bytes`
+        + ` (${kb(r.bytes)}; largest: ${top}); ${r.rows} trial rows; polling afterwards ${kb(r.idle)}/s`);
+      if (r.errors.length) {
+        failed = true;
+        console.log(`  page errors: ${r.errors.join(' | ').slice(0, 1000)}`);
+      }
+    }
+    const renderS = median(runs.map((r) => r.renderMs)) / 1000;
+    const bytes = median(runs.map((r) => r.bytes));
+    const idle = median(runs.map((r) => r.idle));
+    console.log(JSON.stringify({
+      bench: 'dashboard', trials: TRIALS, metric_rows: l.reports, load_s: Number(l.seconds.toFixed(2)),
+      render_s: runs.map((r) => Number((r.renderMs / 1000).toFixed(3))), render_s_median: Number(renderS.toFixed(3)),
+      bytes_median: bytes, poll_bytes_per_s: Math.round(idle),
+    }));
+    console.log(`target dashboard_render_s: ${renderS.toFixed(3)} (goal ${GOAL_S}) ${renderS <= GOAL_S ? 'ok' : 'short'}`);
+    console.log(`target dashboard_bytes: ${bytes} (${(bytes / 1048576).toFixed(2)} MiB to the rendered page; info)`);
+  } catch (e) {
+    failed = true;
+    console.log(`FAIL: ${e.stack || e}`);
+    console.log('target dashboard_render_s: none (goal 1.5) short');
+  } finally {
+    if (browser) await browser.close().catch(() => {});
+    agent.destroy();
+    const rc = await d.stop();
+    if (rc !== 0) {
+      console.log(`NOTE: rungd exited with ${rc} after SIGTERM\n${d.diagnostics()}`);
+    }
+  }
+  process.exit(failed ? 1 : 0);
+}
+
+main();
