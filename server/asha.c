@@ -12,6 +12,8 @@
  * report, as Ray's is. */
 #include "asha.h"
 
+#include "grow.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,27 +171,10 @@ const AshaParams *asha_params(const Asha *a)
     return &a->p;
 }
 
-/* Grows *arr so that index `need` fits, zeroing the new part. The daemon
- * cannot keep its promises without memory, so it aborts, as core.c does. */
-static void grow(void **arr, int64_t *cap, int64_t need, size_t elem)
-{
-    if (need < *cap)
-        return;
-    int64_t n = *cap ? *cap : 16;
-    while (n <= need)
-        n *= 2;
-    void *p = realloc(*arr, (size_t)n * elem);
-    if (p == NULL)
-        abort();
-    memset((char *)p + (size_t)*cap * elem, 0, (size_t)(n - *cap) * elem);
-    *arr = p;
-    *cap = n;
-}
-
 static AshaTrial *trial_get(Asha *a, int64_t trial)
 {
     if (trial >= a->n_trials) {
-        grow((void **)&a->trials, &a->cap_trials, trial, sizeof *a->trials);
+        rung_grow((void **)&a->trials, &a->cap_trials, trial, sizeof *a->trials);
         a->n_trials = trial + 1;
     }
     AshaTrial *t = &a->trials[trial];
@@ -235,16 +220,9 @@ static double cutoff(const Asha *a, const AshaRung *r)
 static void rung_add(AshaRung *r, int64_t trial, double score)
 {
     if (r->n == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 16;
-        AshaRec *recs = realloc(r->recs, cap * sizeof *recs);
-        if (recs == NULL)
-            abort();
-        r->recs = recs;
-        double *sorted = realloc(r->sorted, cap * sizeof *sorted);
-        if (sorted == NULL)
-            abort();
-        r->sorted = sorted;
-        r->cap = cap;
+        r->cap = r->cap ? r->cap * 2 : 16;
+        r->recs = rung_realloc(r->recs, r->cap, sizeof *r->recs);
+        r->sorted = rung_realloc(r->sorted, r->cap, sizeof *r->sorted);
     }
     r->recs[r->n] = (AshaRec){trial, score};
     size_t lo = 0, hi = r->n; /* first index with sorted[i] > score */
@@ -314,7 +292,7 @@ static int rung_to_score(const Asha *a, const AshaTrial *t, double time)
 static void paused_add(Asha *a, AshaTrial *t, int64_t trial, int k)
 {
     t->paused = k;
-    grow((void **)&a->paused, &a->cap_paused, a->n_paused, sizeof *a->paused);
+    rung_grow((void **)&a->paused, &a->cap_paused, a->n_paused, sizeof *a->paused);
     a->paused[a->n_paused++] = trial;
 }
 
@@ -334,16 +312,9 @@ static void paused_remove(Asha *a, AshaTrial *t, int64_t trial)
 static void result_add(AshaTrial *t, double time, double value)
 {
     if (t->n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 16;
-        double *times = realloc(t->times, cap * sizeof *times);
-        if (times == NULL)
-            abort();
-        t->times = times;
-        double *values = realloc(t->values, cap * sizeof *values);
-        if (values == NULL)
-            abort();
-        t->values = values;
-        t->cap = cap;
+        t->cap = t->cap ? t->cap * 2 : 16;
+        t->times = rung_realloc(t->times, t->cap, sizeof *t->times);
+        t->values = rung_realloc(t->values, t->cap, sizeof *t->values);
     }
     t->times[t->n] = time;
     t->values[t->n] = value;

@@ -16,6 +16,8 @@
  * An experiment is completed once all its trials exist and are terminal. */
 #include "core.h"
 
+#include "grow.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,23 +62,6 @@ int exp_state_parse(const char *name, ExpState *out)
 bool trial_state_terminal(TrialState s)
 {
     return s == TRIAL_COMPLETED || s == TRIAL_STOPPED || s == TRIAL_FAILED || s == TRIAL_CANCELED;
-}
-
-/* Grows *arr (of elem bytes each) so that index `need` fits; aborts on OOM,
- * since a daemon that cannot grow its tables cannot keep its promises. */
-static void grow(void **arr, int64_t *cap, int64_t need, size_t elem)
-{
-    if (need < *cap)
-        return;
-    int64_t n = *cap ? *cap : 16;
-    while (n <= need)
-        n *= 2;
-    void *p = realloc(*arr, (size_t)n * elem);
-    if (p == NULL)
-        abort();
-    memset((char *)p + (size_t)*cap * elem, 0, (size_t)(n - *cap) * elem);
-    *arr = p;
-    *cap = n;
 }
 
 /* ---- intrusive lists ---- */
@@ -126,7 +111,7 @@ static void mark_trial(Core *core, Trial *t)
     if (t->dirty)
         return;
     t->dirty = true;
-    grow((void **)&core->dirty_trials, &core->cap_dirty_trials, core->n_dirty_trials,
+    rung_grow((void **)&core->dirty_trials, &core->cap_dirty_trials, core->n_dirty_trials,
          sizeof(Trial *));
     core->dirty_trials[core->n_dirty_trials++] = t;
 }
@@ -136,7 +121,7 @@ static void mark_exp(Core *core, Experiment *e)
     if (e->dirty)
         return;
     e->dirty = true;
-    grow((void **)&core->dirty_exps, &core->cap_dirty_exps, core->n_dirty_exps,
+    rung_grow((void **)&core->dirty_exps, &core->cap_dirty_exps, core->n_dirty_exps,
          sizeof(Experiment *));
     core->dirty_exps[core->n_dirty_exps++] = e;
 }
@@ -146,7 +131,7 @@ static void mark_worker(Core *core, Worker *w)
     if (w->dirty)
         return;
     w->dirty = true;
-    grow((void **)&core->dirty_workers, &core->cap_dirty_workers, core->n_dirty_workers,
+    rung_grow((void **)&core->dirty_workers, &core->cap_dirty_workers, core->n_dirty_workers,
          sizeof(Worker *));
     core->dirty_workers[core->n_dirty_workers++] = w;
 }
@@ -258,7 +243,7 @@ Worker *core_worker(Core *core, int64_t id)
 
 static void put_exp(Core *core, int64_t id, Experiment *e)
 {
-    grow((void **)&core->exps, &core->cap_exps, id, sizeof(Experiment *));
+    rung_grow((void **)&core->exps, &core->cap_exps, id, sizeof(Experiment *));
     core->exps[id] = e;
     if (id >= core->n_exps)
         core->n_exps = id + 1;
@@ -266,11 +251,11 @@ static void put_exp(Core *core, int64_t id, Experiment *e)
 
 static void put_trial(Core *core, Experiment *e, Trial *t)
 {
-    grow((void **)&core->trials, &core->cap_trials, t->id, sizeof(Trial *));
+    rung_grow((void **)&core->trials, &core->cap_trials, t->id, sizeof(Trial *));
     core->trials[t->id] = t;
     if (t->id >= core->n_trials)
         core->n_trials = t->id + 1;
-    grow((void **)&e->trials, &e->cap_trials, t->number, sizeof(Trial *));
+    rung_grow((void **)&e->trials, &e->cap_trials, t->number, sizeof(Trial *));
     e->trials[t->number] = t;
     if (t->number >= e->n_trials)
         e->n_trials = t->number + 1;
@@ -535,7 +520,7 @@ static Worker *worker_new(Core *core, int64_t id, const char *name, const char *
     w->gpus = gpus;
     w->cpus = cpus;
     w->registered_at = w->last_seen_at = registered_at;
-    grow((void **)&core->workers, &core->cap_workers, id, sizeof(Worker *));
+    rung_grow((void **)&core->workers, &core->cap_workers, id, sizeof(Worker *));
     core->workers[id] = w;
     if (id >= core->n_workers)
         core->n_workers = id + 1;
@@ -712,7 +697,7 @@ static void record(Trial *t, int64_t step, json_t *metrics, ReportAction a)
     double v;
     int has_v = objective(e, metrics, &v);
     if (has_v) {
-        grow((void **)&e->curve, &e->cap_curve, e->n_curve, sizeof *e->curve);
+        rung_grow((void **)&e->curve, &e->cap_curve, e->n_curve, sizeof *e->curve);
         e->curve[e->n_curve++] = (CurvePoint){.trial_id = t->id,
                                               .attempt = (int32_t)t->attempt,
                                               .step = step,
@@ -826,7 +811,7 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
         a = schedule(core, t, step, metrics, now);
     }
     record(t, step, metrics, a);
-    grow((void **)&core->reports, &core->cap_reports, core->n_reports, sizeof(NewReport));
+    rung_grow((void **)&core->reports, &core->cap_reports, core->n_reports, sizeof(NewReport));
     core->reports[core->n_reports++] = (NewReport){
         .trial_id = t->id,
         .attempt = t->attempt,
