@@ -1,8 +1,11 @@
 /* Checkpoint files; see checkpoint.h. */
 #include "checkpoint.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -54,12 +57,28 @@ int checkpoint_save(const char *dir, int64_t epoch, const float *params, const f
         unlink(tmp);
         return -1;
     }
-    if (epoch > 2) {
-        char old[4096];
-        path_of(old, sizeof old, dir, epoch - 2, "");
-        unlink(old); /* may not exist: fine */
-    }
     return 0;
+}
+
+void checkpoint_prune(const char *dir, int64_t below)
+{
+    DIR *d = dir ? opendir(dir) : NULL;
+    if (d == NULL)
+        return;
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL) {
+        /* Exactly "ckpt-<digits>.bin". */
+        if (strncmp(ent->d_name, "ckpt-", 5) != 0 || !isdigit((unsigned char)ent->d_name[5]))
+            continue;
+        char *end;
+        long long e = strtoll(ent->d_name + 5, &end, 10);
+        if (strcmp(end, ".bin") == 0 && e < below) {
+            char path[4096];
+            path_of(path, sizeof path, dir, e, "");
+            unlink(path);
+        }
+    }
+    closedir(d);
 }
 
 static int read_all(FILE *f, void *p, size_t bytes, uLong *crc)

@@ -5,10 +5,11 @@
  * an uninterrupted one exactly.
  *
  * File ckpt-<epoch>.bin: "RUNGCKPT", version, counts, then the arrays, then
- * a CRC-32 of everything before it. Written to a temporary name and renamed;
- * the checkpoint two epochs back is removed (ASHA's promote variant resumes
- * from the epoch a trial paused at, and a trial may finish one more epoch
- * before its SIGTERM). */
+ * a CRC-32 of everything before it. Written to a temporary name and renamed.
+ * Every epoch's file is kept while the run may be resumed: ASHA's promote
+ * variant resumes from the epoch a trial paused at, and a small model may
+ * train several more epochs before the SIGTERM arrives. rung-train prunes
+ * what can no longer be needed (checkpoint_prune). */
 #ifndef RUNG_KERNELS_CHECKPOINT_H
 #define RUNG_KERNELS_CHECKPOINT_H
 
@@ -20,6 +21,11 @@ int checkpoint_save(const char *dir, int64_t epoch, const float *params, const f
 
 /* Loads ckpt-<epoch>.bin; fails (why filled) when it is missing, corrupt, or
  * made for another model size. */
+/* Removes ckpt-<e>.bin for every e < below: when a run resumes after epoch
+ * `below` (resumes only move forward), and when it has finished (below =
+ * the last epoch). Missing files are fine. */
+void checkpoint_prune(const char *dir, int64_t below);
+
 int checkpoint_load(const char *dir, int64_t epoch, float *params, float *opt1, float *opt2,
                     size_t n, int64_t *step, char *why, size_t size);
 

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "blas.h"
+#include "checkpoint.h"
 #include "data.h"
 #include "train.h"
 
@@ -435,6 +436,8 @@ int main(int argc, char **argv)
     if (cfg.resume_epoch > 0)
         fprintf(stderr, "rung-train: resuming after epoch %lld\n", (long long)cfg.resume_epoch);
 
+    if (cfg.resume_epoch > 0)
+        checkpoint_prune(cfg.checkpoint_dir, cfg.resume_epoch); /* resumes only go forward */
     Reporter rep = {.test = &test, .epochs = cfg.epochs};
     int rc;
     if (gpu)
@@ -450,5 +453,6 @@ int main(int argc, char **argv)
     }
     if (rc != 0)
         return fail("%s%s", why, "");
+    checkpoint_prune(cfg.checkpoint_dir, cfg.epochs); /* done: only the last is kept */
     return 0;
 }

@@ -216,9 +216,13 @@ static void test_resume_matches_uninterrupted(void **state)
         assert_int_equal(step, 40);
         assert_memory_equal(p, full, n * sizeof(float));
         assert_memory_equal(o1, m_full, n * sizeof(float));
-        /* A checkpoint two epochs back is gone; a missing one is an error. */
+        /* Every epoch's checkpoint is kept until pruned; a missing one is an
+         * error. */
+        assert_int_equal(checkpoint_load(dir, 3, p, o1, o2, n, &step, why, sizeof why), 0);
+        checkpoint_prune(dir, 4);
         assert_int_not_equal(checkpoint_load(dir, 2, p, o1, o2, n, &step, why, sizeof why), 0);
         assert_non_null(strstr(why, "ckpt-2.bin"));
+        assert_int_equal(checkpoint_load(dir, 4, p, o1, o2, n, &step, why, sizeof why), 0);
         c.resume_epoch = 1;
         assert_int_equal(train_cpu(&c, &d, NULL, quiet, NULL, why, sizeof why), -1);
         assert_non_null(strstr(why, "epoch 1"));
