@@ -32,42 +32,9 @@ RUNG_TIMEOUT_S=${RUNG_TIMEOUT_S:-1800}
 OPTUNA_TIMEOUT_S=${OPTUNA_TIMEOUT_S:-1800}
 SKLEARN_TIMEOUT_S=${SKLEARN_TIMEOUT_S:-1200}
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/sampler_quality.XXXXXX")
-CHILD_PID=""
-NOTES=()
-
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
-    if [[ -n $CHILD_PID ]]; then
-        kill -TERM "$CHILD_PID" 2>/dev/null || true
-        wait "$CHILD_PID" 2>/dev/null || true
-    fi
-    rm -rf "$TMP"
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# Runs a command in the background under `timeout` and waits for it, so that
-# a signal to this script runs the trap at once. Output goes to $1, and its
-# lines for a person (not the JSON ones) are shown as they come.
-run_bounded() {
-    local out=$1 secs=$2 rc=0
-    shift 2
-    timeout --kill-after=10 "$secs" "$@" >"$out" 2>&1 &
-    CHILD_PID=$!
-    tail -n +1 -f --pid="$CHILD_PID" "$out" 2>/dev/null | grep --line-buffered -v '^{' || true
-    wait "$CHILD_PID" || rc=$?
-    CHILD_PID=""
-    return "$rc"
-}
-
-note() {
-    NOTES+=("$*")
-    echo "NOTE: $*"
-}
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
+bench_start sampler_quality
 
 for v in SEEDS EVALS SKLEARN_SEEDS SKLEARN_RESTARTS RUNG_TIMEOUT_S OPTUNA_TIMEOUT_S \
     SKLEARN_TIMEOUT_S; do

@@ -1,0 +1,47 @@
+# Shared by the benchmark scripts (source it after `set -euo pipefail`):
+# a temporary folder removed on any exit, a child run under a time bound
+# that a signal interrupts at once, and notes gathered for the summary.
+#
+#   bench_start NAME   makes $TMP (NAME.XXXXXX) and sets the traps
+#   run_bounded OUT SECONDS CMD...   runs CMD under timeout, output to OUT,
+#                      showing its lines for a person (not the JSON ones)
+#   note TEXT...       prints a NOTE and keeps it in NOTES
+
+CHILD_PID=""
+NOTES=()
+
+bench_cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    if [[ -n $CHILD_PID ]]; then
+        kill -TERM "$CHILD_PID" 2>/dev/null || true
+        wait "$CHILD_PID" 2>/dev/null || true
+    fi
+    rm -rf "$TMP"
+    exit "$rc"
+}
+
+bench_start() {
+    TMP=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
+    trap bench_cleanup EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+}
+
+# In the background and waited for, so that a signal to the script runs the
+# trap at once rather than after the child ends.
+run_bounded() {
+    local out=$1 secs=$2 rc=0
+    shift 2
+    timeout --kill-after=10 "$secs" "$@" >"$out" 2>&1 &
+    CHILD_PID=$!
+    tail -n +1 -f --pid="$CHILD_PID" "$out" 2>/dev/null | grep --line-buffered -v '^{' || true
+    wait "$CHILD_PID" || rc=$?
+    CHILD_PID=""
+    return "$rc"
+}
+
+note() {
+    NOTES+=("$*")
+    echo "NOTE: $*"
+}
