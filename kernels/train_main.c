@@ -447,8 +447,10 @@ int main(int argc, char **argv)
     data_free(&train);
     data_free(&val);
     data_free(&test);
-    if (rc == 1) {
-        fprintf(stderr, "rung-train: %s\n", why);
+    if (rc == 1 || (rc == 0 && train_stop_requested)) {
+        /* Stopped by a signal: mid-epoch (rc 1), or at an epoch's end, when
+         * the report saw it. Not finished: the checkpoints stay for a resume. */
+        fprintf(stderr, "rung-train: %s\n", rc == 1 ? why : "stopped by a signal after an epoch");
         return 143; /* as if SIGTERM had killed it */
     }
     if (rc != 0)

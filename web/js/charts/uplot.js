@@ -170,7 +170,11 @@ export function logTicks(u, splits) {
  * multiplicative on a log scale. */
 export function paddedRange(log) {
   return (u, min, max) => {
-    if (min === null || max === null) return log ? [1, 10] : [0, 1];
+    // No data yet (null or ±Infinity), or a value a log axis cannot place:
+    // uPlot's log splits would loop without end on such a range.
+    if (!Number.isFinite(min) || !Number.isFinite(max) || (log && (min <= 0 || max <= 0))) {
+      return log ? [1, 10] : [0, 1];
+    }
     if (log) {
       const f = max > min ? (max / min) ** 0.04 : 1.5;
       return [min / f, max * f];
