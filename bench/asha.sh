@@ -147,13 +147,7 @@ echo
 echo "== JSON =="
 cat "$TMP/rung.out" "$TMP/optuna.out" | grep '^{' || true
 
-if ((${#NOTES[@]} > 0)); then
-    echo
-    echo "== notes (also shown where they happened) =="
-    for n in "${NOTES[@]}"; do
-        echo "NOTE: $n"
-    done
-fi
+print_notes
 
 # The tables and the targets, from the JSON lines of both runs.
 SUMMARY_PY=$PEER_PY

@@ -6,6 +6,7 @@
 #   run_bounded OUT SECONDS CMD...   runs CMD under timeout, output to OUT,
 #                      showing its lines for a person (not the JSON ones)
 #   note TEXT...       prints a NOTE and keeps it in NOTES
+#   print_notes        repeats the notes in one block before the summary
 
 CHILD_PID=""
 NOTES=()
@@ -44,4 +45,14 @@ run_bounded() {
 note() {
     NOTES+=("$*")
     echo "NOTE: $*"
+}
+
+print_notes() {
+    ((${#NOTES[@]} > 0)) || return 0
+    echo
+    echo "== notes (also shown where they happened) =="
+    local n
+    for n in "${NOTES[@]}"; do
+        echo "NOTE: $n"
+    done
 }

@@ -115,13 +115,7 @@ echo
 echo "== JSON =="
 cat "$TMP/rung.out" "$TMP/optuna.out" "$TMP/sklearn.out" | grep '^{' || true
 
-if ((${#NOTES[@]} > 0)); then
-    echo
-    echo "== notes (also shown where they happened) =="
-    for n in "${NOTES[@]}"; do
-        echo "NOTE: $n"
-    done
-fi
+print_notes
 
 # The table and the targets, from the JSON lines of all three runs.
 SUMMARY_PY=$PEER_PY
