@@ -10,7 +10,8 @@
 #     curves, then the two equal-budget arms, given optuna-sh's budgets.
 # It prints each tool's lines, the JSON objects, a table per W beside
 # BENCHMARKS.md's reference figures, and last the target lines of
-# BENCHMARKS.md section 5. Exit status 1 when Rung's run failed. When
+# BENCHMARKS.md section 5, each equal-budget one followed by a seed-by-seed
+# comparison of the two arms (better / the same / worse). Exit status 1 when Rung's run failed. When
 # asha_bench is missing it builds it in the build directory.
 #
 # Why equal-budget arms. Every arm of the table runs the same 100 trials per
@@ -276,6 +277,13 @@ for w in workers:
                f"({pb / ab:.2f} x)", goal, not bad, f" ({', '.join(bad)})" if bad else "")
 
 
+def quantile(v, p):
+    """v sorted; linear between order statistics, as numpy's default."""
+    x = (len(v) - 1) * p
+    i = int(x)
+    return v[i] if i + 1 >= len(v) else v[i] + (x - i) * (v[i + 1] - v[i])
+
+
 def equal_target(name, label, ref, ref_name, w, goal):
     """label's row at equal budget against ref's: median regret no higher,
     and every seed's budget within that seed's budget of ref."""
@@ -291,6 +299,19 @@ def equal_target(name, label, ref, ref_name, w, goal):
            f"(no seed over: {'yes' if seeds_over == 0 else 'no'}), trials "
            f"{get(label, w, 'n_trials_mean'):.1f} vs {ref_name}", goal, not bad,
            f" ({', '.join(bad)})" if bad else "")
+    # The same seeds run both arms, so a paired view says more than two
+    # medians do when the spread between seeds is wide: on how many seeds
+    # the arm picked a better, the same or a worse trial, and its regret
+    # minus the other's, seed by seed.
+    pairs = list(zip(get(label, w, "regret") or [], get(ref, w, "regret") or []))
+    if pairs:
+        # asha_bench writes 10 significant digits, Python all 17: the same
+        # trial picked by both can differ in the last digits
+        diff = sorted(0.0 if abs(e - r) < 1e-9 else e - r for e, r in pairs)
+        print(f"  paired, seed by seed: better on {sum(d < 0 for d in diff)}, the same on "
+              f"{sum(d == 0 for d in diff)}, worse on {sum(d > 0 for d in diff)} of "
+              f"{len(diff)} seeds; regret difference mean {sum(diff) / len(diff):+.4f}, "
+              f"q1 {quantile(diff, 0.25) + 0.0:+.4f}, q3 {quantile(diff, 0.75) + 0.0:+.4f}")
 
 
 for w in workers:
