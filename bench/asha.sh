@@ -11,8 +11,9 @@
 # It prints each tool's lines, the JSON objects, a table per W beside
 # BENCHMARKS.md's reference figures, and last the target lines of
 # BENCHMARKS.md section 5, each equal-budget one followed by a seed-by-seed
-# comparison of the two arms (better / the same / worse). Exit status 1 when Rung's run failed. When
-# asha_bench is missing it builds it in the build directory.
+# comparison of the two arms (better / the same / worse). Exit status 1 when
+# Rung's run failed. When asha_bench is missing it builds it in the build
+# directory.
 #
 # Why equal-budget arms. Every arm of the table runs the same 100 trials per
 # seed, but that does not give them the same budget: Ray's asha rule (Rung's
@@ -308,7 +309,7 @@ def equal_target(name, label, ref, ref_name, w, goal):
         # asha_bench writes 10 significant digits, Python all 17: the same
         # trial picked by both can differ in the last digits
         diff = sorted(0.0 if abs(e - r) < 1e-9 else e - r for e, r in pairs)
-        print(f"  paired, seed by seed: better on {sum(d < 0 for d in diff)}, the same on "
+        print(f"  seed by seed against {ref}: better on {sum(d < 0 for d in diff)}, the same on "
               f"{sum(d == 0 for d in diff)}, worse on {sum(d > 0 for d in diff)} of "
               f"{len(diff)} seeds; regret difference mean {sum(diff) / len(diff):+.4f}, "
               f"q1 {quantile(diff, 0.25) + 0.0:+.4f}, q3 {quantile(diff, 0.75) + 0.0:+.4f}")
