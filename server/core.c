@@ -104,6 +104,21 @@ static void list_remove(TrialList *l, Trial *t)
     l->len--;
 }
 
+/* The pending line. A new trial joins at the back, at its number; a trial
+ * put back (retried, given back, promoted) goes to the front, before every
+ * other. queue_pos is stored, so a restart rebuilds the same line. */
+static void queue_back(Experiment *e, Trial *t)
+{
+    t->queue_pos = t->number;
+    list_push_back(&e->pending, t);
+}
+
+static void queue_front(Experiment *e, Trial *t)
+{
+    t->queue_pos = --e->queue_front;
+    list_push_front(&e->pending, t);
+}
+
 /* ---- change queue ---- */
 
 static void mark_trial(Core *core, Trial *t)
@@ -300,7 +315,7 @@ Trial *core_trial_add(Core *core, Experiment *exp, json_t *config, int64_t now)
     t->attempt = 1;
     t->created_at = now;
     put_trial(core, exp, t);
-    list_push_back(&exp->pending, t);
+    queue_back(exp, t);
     mark_trial(core, t);
     core->availability_changed = true;
     return t;
@@ -423,7 +438,7 @@ static double milestone(const Trial *t, int k)
 static void resume(Core *core, Trial *t, int64_t now)
 {
     set_state(core, t, TRIAL_PENDING, now);
-    list_push_front(&t->exp->pending, t);
+    queue_front(t->exp, t);
     t->rung = 0;
     core->availability_changed = true;
 }
@@ -484,7 +499,7 @@ static void fail_or_retry(Core *core, Trial *t, const char *error, int64_t now)
         Experiment *e = t->exp;
         set_state(core, t, TRIAL_PENDING, now);
         /* Retries go first: they were promised before the trials behind them. */
-        list_push_front(&e->pending, t);
+        queue_front(e, t);
         t->attempt++;
         t->lease_token[0] = '\0';
         t->started_at = 0;
@@ -721,7 +736,7 @@ bool core_unlease(Core *core, Trial *t, const char *token, int64_t now)
         !token_equal(token, t->lease_token) || t->n_seen > t->leased_seen)
         return false;
     set_state(core, t, TRIAL_PENDING, now);
-    list_push_front(&t->exp->pending, t);
+    queue_front(t->exp, t);
     t->lease_token[0] = '\0';
     t->started_at = 0;
     core->availability_changed = true;
@@ -953,7 +968,7 @@ Trial *core_load_trial(Core *core, Experiment *exp, int64_t id, int64_t number, 
     t->stored = true;
     put_trial(core, exp, t);
     if (st == TRIAL_PENDING)
-        list_push_back(&exp->pending, t);
+        queue_back(exp, t); /* in number order; core_load_done sorts by queue_pos */
     else if (st == TRIAL_RUNNING)
         list_push_back(&core->running, t);
     return t;
@@ -974,6 +989,11 @@ void core_load_rung(Trial *t, double rung)
     t->rung = rung;
 }
 
+void core_load_queue_pos(Trial *t, int64_t pos)
+{
+    t->queue_pos = pos;
+}
+
 Worker *core_load_worker(Core *core, int64_t id, const char *name, const char *hostname,
                          json_t *gpus, int64_t cpus, int64_t registered_at,
                          int64_t last_seen_at, json_t *heartbeat)
@@ -983,6 +1003,36 @@ Worker *core_load_worker(Core *core, int64_t id, const char *name, const char *h
     w->heartbeat = heartbeat;
     w->stored = true;
     return w;
+}
+
+static int cmp_queue_pos(const void *x, const void *y)
+{
+    const Trial *a = *(Trial *const *)x, *b = *(Trial *const *)y;
+    if (a->queue_pos != b->queue_pos)
+        return a->queue_pos < b->queue_pos ? -1 : 1;
+    return (a->number > b->number) - (a->number < b->number);
+}
+
+/* Puts e's pending line, loaded in number order, in queue_pos order, and
+ * makes the next trial put at the front go before all of it. */
+static void queue_sort(Experiment *e)
+{
+    int64_t n = e->pending.len;
+    Trial **v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    if (v == NULL)
+        abort();
+    int64_t i = 0;
+    for (Trial *t = e->pending.head; t != NULL; t = t->next)
+        v[i++] = t;
+    qsort(v, (size_t)n, sizeof *v, cmp_queue_pos);
+    e->pending = (TrialList){0};
+    e->queue_front = 0;
+    for (i = 0; i < n; i++) {
+        list_push_back(&e->pending, v[i]);
+        if (v[i]->queue_pos < e->queue_front)
+            e->queue_front = v[i]->queue_pos;
+    }
+    free(v);
 }
 
 void core_load_done(Core *core, int64_t now)
@@ -995,6 +1045,7 @@ void core_load_done(Core *core, int64_t now)
         Experiment *e = core->exps[id];
         if (e == NULL)
             continue;
+        queue_sort(e);
         /* The scheduler's state beyond the replayed reports: what ended for
          * it (Ray's on_trial_complete) and what waits at a rung. A resumed
          * trial, pending or running, leases with the reports it had. */
@@ -1009,9 +1060,6 @@ void core_load_done(Core *core, int64_t now)
             } else if (t->state == TRIAL_PAUSED) {
                 asha_trial_paused(e->asha, t->number,
                                   asha_rung_index(e->asha, t->number, t->rung));
-            } else if (t->state == TRIAL_PENDING && t->n_seen > 0) {
-                list_remove(&e->pending, t);
-                list_push_front(&e->pending, t); /* promoted before the restart */
             } else if (t->state == TRIAL_RUNNING) {
                 t->leased_seen = t->n_seen; /* unknown; no report is taken back */
             }

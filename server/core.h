@@ -75,6 +75,7 @@ typedef struct Trial {
     bool has_time;
     double time;                 /* last report's time_attr value, for the scheduler */
     double rung;                 /* milestone where the scheduler stopped or paused it; 0 = none */
+    int64_t queue_pos;           /* pending only: place in the experiment's line, smaller first */
     char *log_tail;              /* owned: last log lines from the worker, or NULL (memory only) */
     size_t leased_seen;          /* n_seen when leased: a resumed trial's reports so far */
     bool has_best;
@@ -112,7 +113,9 @@ typedef struct Experiment {
     Trial **trials;              /* owned array, by number; [0, n_trials) */
     int64_t n_trials, cap_trials;
     int64_t counts[TRIAL__COUNT];
-    TrialList pending;           /* pending trials, retries first, then by number */
+    TrialList pending;           /* pending trials, ascending queue_pos: those put back
+                                    at the front (latest first), then new ones by number */
+    int64_t queue_front;         /* the smallest queue_pos given so far, or 0 */
     int64_t proposing;           /* configs asked of the proposer, not yet added */
     Trial *best;                 /* borrowed: the trial with the best value, or NULL */
     struct Asha *asha;           /* owned: the scheduler's rung records */
@@ -238,6 +241,9 @@ Trial *core_load_trial(Core *core, Experiment *exp, int64_t id, int64_t number, 
 void core_load_report(Core *core, Trial *t, int64_t step, json_t *metrics, ReportAction a);
 /* Sets the rung a loaded trial was stopped or paused at (0 = none). */
 void core_load_rung(Trial *t, double rung);
+/* Sets a loaded pending trial's place in line (a row stored without one
+ * keeps its number, a new trial's place). */
+void core_load_queue_pos(Trial *t, int64_t pos);
 Worker *core_load_worker(Core *core, int64_t id, const char *name, const char *hostname,
                          json_t *gpus, int64_t cpus, int64_t registered_at,
                          int64_t last_seen_at, json_t *heartbeat);

@@ -48,12 +48,14 @@ static const char *const sql_text[ST__COUNT] = {
     [ST_TRIAL_INSERT] =
         "INSERT INTO trials (id, experiment_id, number, state, config, attempt, worker_id, "
         "lease_token, resources, stop_requested, error, created_at, started_at, ended_at, "
-        "rung) VALUES (:id, :exp, :number, :state, :config, :attempt, :worker, :token, "
-        ":resources, :stop, :error, :created_at, :started_at, :ended_at, :rung)",
+        "rung, queue_pos) VALUES (:id, :exp, :number, :state, :config, :attempt, :worker, "
+        ":token, :resources, :stop, :error, :created_at, :started_at, :ended_at, :rung, "
+        ":queue_pos)",
     [ST_TRIAL_UPDATE] =
         "UPDATE trials SET state = :state, attempt = :attempt, worker_id = :worker, "
         "lease_token = :token, resources = :resources, stop_requested = :stop, error = :error, "
-        "started_at = :started_at, ended_at = :ended_at, rung = :rung WHERE id = :id",
+        "started_at = :started_at, ended_at = :ended_at, rung = :rung, queue_pos = :queue_pos "
+        "WHERE id = :id",
     [ST_REPORT_INSERT] = "INSERT INTO reports (trial_id, attempt, step, time, metrics, action) "
                          "VALUES (:trial, :attempt, :step, :time, :metrics, :action)",
     [ST_WORKER_INSERT] = "INSERT INTO workers (id, name, hostname, gpus, cpus, registered_at, "
@@ -327,6 +329,10 @@ static int write_trial(Store *s, Trial *t, RungError *err)
     bind_int_or_null(st, ":started_at", t->started_at);
     bind_int_or_null(st, ":ended_at", t->ended_at);
     bind_real_or_null(st, ":rung", t->rung);
+    if (t->state == TRIAL_PENDING)
+        bind_int(st, ":queue_pos", t->queue_pos);
+    else
+        sqlite3_bind_null(st, param(st, ":queue_pos"));
     if (!t->stored) {
         bind_int(st, ":exp", t->exp->id);
         bind_int(st, ":number", t->number);
@@ -433,7 +439,7 @@ static int load_trials(Store *s, Core *core, RungError *err)
     sqlite3_stmt *st;
     const char *sql = "SELECT id, experiment_id, number, state, config, attempt, worker_id, "
                       "lease_token, resources, stop_requested, error, created_at, started_at, "
-                      "ended_at, rung FROM trials ORDER BY experiment_id, number";
+                      "ended_at, rung, queue_pos FROM trials ORDER BY experiment_id, number";
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
         return db_error(s, err, "load trials");
     int rc;
@@ -455,6 +461,8 @@ static int load_trials(Store *s, Core *core, RungError *err)
                         (const char *)sqlite3_column_text(st, 10), sqlite3_column_int64(st, 11),
                         sqlite3_column_int64(st, 12), sqlite3_column_int64(st, 13));
         core_load_rung(t, sqlite3_column_double(st, 14)); /* NULL reads as 0: none */
+        if (state == TRIAL_PENDING && sqlite3_column_type(st, 15) != SQLITE_NULL)
+            core_load_queue_pos(t, sqlite3_column_int64(st, 15));
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : db_error(s, err, "load trials");

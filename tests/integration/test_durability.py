@@ -294,7 +294,8 @@ class Sigterm(h.RungdTestCase):
 
 class Migration(h.RungdTestCase):
     """A database written by a rungd of schema version 1 opens in this one
-    with everything in it, migrated to the current version."""
+    with everything in it, migrated to the current version (002: paused
+    trials and rungs; 003: the pending line's order)."""
 
     def test_version_1_database_is_migrated_without_loss(self):
         schema = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
@@ -352,11 +353,14 @@ class Migration(h.RungdTestCase):
         self.assertEqual(d.trial(t["id"])["state"], "paused")
         d.stop()
         con = sqlite3.connect(db)
-        self.assertEqual(con.execute("PRAGMA user_version").fetchone()[0], 2)
+        versions = [f for f in os.listdir(os.path.dirname(schema)) if f.endswith(".sql")]
+        self.assertEqual(con.execute("PRAGMA user_version").fetchone()[0], len(versions))
         self.assertEqual(con.execute("PRAGMA foreign_key_check").fetchall(), [])
-        self.assertEqual(con.execute("SELECT state, rung FROM trials WHERE experiment_id = ? "
-                                     "ORDER BY number", (eid,)).fetchall(),
-                         [("paused", 1.0), ("pending", None)])
+        # A pending trial's place in line is stored (a new one's is its number).
+        self.assertEqual(con.execute("SELECT state, rung, queue_pos FROM trials "
+                                     "WHERE experiment_id = ? ORDER BY number",
+                                     (eid,)).fetchall(),
+                         [("paused", 1.0, None), ("pending", None, 1)])
         con.close()
 
 
