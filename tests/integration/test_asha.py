@@ -481,6 +481,34 @@ class Promote(CurveTestCase):
                              "runs.log of trial %d" % t["id"])
 
 
+class Median(CurveTestCase):
+    """4: the median stopping rule stops the trials, at the steps, that a
+    replay of Ray's MedianStoppingRule stops (some trials report every
+    third step only, so running means cover different steps)."""
+
+    N = 12
+    SEED = 126
+    STEPS = 12
+    STRIDES = (1, 1, 3)
+
+    def test_median_stops_what_the_replay_stops(self):
+        d = self.daemon()
+        sched = {"type": "median", "time_attr": "step", "grace_period": 1,
+                 "min_samples_required": 3}
+        spec = self.curve_spec(sched, self.N, self.SEED, max_t=self.STEPS,
+                               strides=self.STRIDES)
+        eid = d.create_experiment(spec)["id"]
+        w = self.worker(d, "w", cpu_slots=1, once=True)
+        self.assertEqual(self.wait_workers_exit([w], 90), [0], self.explain(d, w))
+
+        trials = self.trials_by_number(d, eid, self.N)
+        predicted = replay_median(replay_input(trials), 1, 3)
+        self.assert_interesting(predicted)
+        self.check_outcomes(d, eid, trials, predicted, lambda: self.explain(d, w),
+                            check_rung=False)
+        self.assert_one_run_each(trials)
+
+
 class PromotedQueue(h.RungdTestCase):
     """5: promoted trials that wait for their worker keep their place in
     line across a kill -9 of rungd. Two workers over HTTP, driven by the
@@ -538,34 +566,6 @@ class PromotedQueue(h.RungdTestCase):
         d.kill9()
         d.restart()
         self.assertEqual(self.leased_by_a(d, a), [(0, 1), (1, 2)], "after kill -9 and restart")
-
-
-class Median(CurveTestCase):
-    """4: the median stopping rule stops the trials, at the steps, that a
-    replay of Ray's MedianStoppingRule stops (some trials report every
-    third step only, so running means cover different steps)."""
-
-    N = 12
-    SEED = 126
-    STEPS = 12
-    STRIDES = (1, 1, 3)
-
-    def test_median_stops_what_the_replay_stops(self):
-        d = self.daemon()
-        sched = {"type": "median", "time_attr": "step", "grace_period": 1,
-                 "min_samples_required": 3}
-        spec = self.curve_spec(sched, self.N, self.SEED, max_t=self.STEPS,
-                               strides=self.STRIDES)
-        eid = d.create_experiment(spec)["id"]
-        w = self.worker(d, "w", cpu_slots=1, once=True)
-        self.assertEqual(self.wait_workers_exit([w], 90), [0], self.explain(d, w))
-
-        trials = self.trials_by_number(d, eid, self.N)
-        predicted = replay_median(replay_input(trials), 1, 3)
-        self.assert_interesting(predicted)
-        self.check_outcomes(d, eid, trials, predicted, lambda: self.explain(d, w),
-                            check_rung=False)
-        self.assert_one_run_each(trials)
 
 
 if __name__ == "__main__":
