@@ -7,7 +7,7 @@
 -- later decision of the scheduler could differ from a run without it.
 
 -- A pending trial's place in its experiment's line: smaller goes first.
--- A new trial's is its number; each trial put back at the front gets one
--- less than the smallest so far (negative). NULL when not pending; a
--- pending row written before this version reads as its number.
+-- A new trial's is its number; a trial put back at the front gets one less
+-- than the trial then first in line. NULL when not pending; a pending row
+-- written before this version reads as its number.
 ALTER TABLE trials ADD COLUMN queue_pos INTEGER;

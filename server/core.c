@@ -104,9 +104,10 @@ static void list_remove(TrialList *l, Trial *t)
     l->len--;
 }
 
-/* The pending line. A new trial joins at the back, at its number; a trial
- * put back (retried, given back, promoted) goes to the front, before every
- * other. queue_pos is stored, so a restart rebuilds the same line. */
+/* The pending line, in ascending queue_pos. A new trial joins at the back,
+ * at its number (above every number before it); a trial put back (retried,
+ * given back, promoted) goes to the front, one below the head. queue_pos is
+ * stored, so a restart rebuilds the same line. */
 static void queue_back(Experiment *e, Trial *t)
 {
     t->queue_pos = t->number;
@@ -115,7 +116,7 @@ static void queue_back(Experiment *e, Trial *t)
 
 static void queue_front(Experiment *e, Trial *t)
 {
-    t->queue_pos = --e->queue_front;
+    t->queue_pos = e->pending.head ? e->pending.head->queue_pos - 1 : t->number;
     list_push_front(&e->pending, t);
 }
 
@@ -1013,8 +1014,7 @@ static int cmp_queue_pos(const void *x, const void *y)
     return (a->number > b->number) - (a->number < b->number);
 }
 
-/* Puts e's pending line, loaded in number order, in queue_pos order, and
- * makes the next trial put at the front go before all of it. */
+/* Puts e's pending line, loaded in number order, in queue_pos order. */
 static void queue_sort(Experiment *e)
 {
     int64_t n = e->pending.len;
@@ -1026,12 +1026,8 @@ static void queue_sort(Experiment *e)
         v[i++] = t;
     qsort(v, (size_t)n, sizeof *v, cmp_queue_pos);
     e->pending = (TrialList){0};
-    e->queue_front = 0;
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < n; i++)
         list_push_back(&e->pending, v[i]);
-        if (v[i]->queue_pos < e->queue_front)
-            e->queue_front = v[i]->queue_pos;
-    }
     free(v);
 }
 

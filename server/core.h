@@ -115,7 +115,6 @@ typedef struct Experiment {
     int64_t counts[TRIAL__COUNT];
     TrialList pending;           /* pending trials, ascending queue_pos: those put back
                                     at the front (latest first), then new ones by number */
-    int64_t queue_front;         /* the smallest queue_pos given so far, or 0 */
     int64_t proposing;           /* configs asked of the proposer, not yet added */
     Trial *best;                 /* borrowed: the trial with the best value, or NULL */
     struct Asha *asha;           /* owned: the scheduler's rung records */

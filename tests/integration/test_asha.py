@@ -512,14 +512,15 @@ class Median(CurveTestCase):
 class PromotedQueue(h.RungdTestCase):
     """5: promoted trials that wait for their worker keep their place in
     line across a kill -9 of rungd. Two workers over HTTP, driven by the
-    test: worker a pauses trials 0 and 1, worker b's reports promote 1 and
-    then 0. A promotion goes to the front of the line, so 0 is leased before
-    1; a rungd that rebuilt the line in any other order after a restart
-    (number order, say) would resume them the other way round, and every
-    later decision would differ from a run without the restart."""
+    test: worker a pauses trials 0, 1 and 2; worker b's reports promote 1,
+    then 0, then 2. A promotion goes to the front of the line, so a leases
+    2, 0, 1: neither number order nor its reverse. A rungd that rebuilt the
+    line in another order after a restart would resume them differently, and
+    every later decision would differ from a run without the restart."""
 
     SCHED = {"type": "asha", "time_attr": "step", "max_t": 4, "grace_period": 1,
              "reduction_factor": 2, "brackets": 1, "promote": True}
+    EXPECTED = [(2, 1), (0, 1), (1, 2)]  # (number, resume_step) in lease order
 
     def run_new(self, w, number, losses):
         """Leases trial `number` (a new one) on w and reports losses at
@@ -531,42 +532,44 @@ class PromotedQueue(h.RungdTestCase):
             action = w.report_ok(t, step, {"loss": loss})
         return action
 
-    def promote_two(self, d):
+    def promote_three(self, d):
         eid = d.create_experiment(h.spec(num_samples=12, scheduler=self.SCHED))["id"]
         a, b = h.Worker(d, "a"), h.Worker(d, "b")
         # rf 2, rungs at steps 1 and 2; a trial goes on from the top
         # floor(n/2) of a rung and pauses otherwise (the report says stop).
+        # b may not take a trial a paused, so b always gets a new one.
         self.assertEqual(self.run_new(a, 0, [0.9]), "stop")  # rung 1: 0.9
         self.assertEqual(self.run_new(a, 1, [0.5, 0.45]), "stop")  # 0.5 | rung 2: 0.45
-        self.assertEqual(self.run_new(b, 2, [0.92]), "stop")
-        # 0.3 goes on; 0.5 at rung 2 ranks below 1's 0.45: 1 is promoted.
+        self.assertEqual(self.run_new(a, 2, [0.92]), "stop")
+        # 0.3 goes on; its 0.5 at rung 2 ranks below 1's 0.45: 1 is promoted.
         self.assertEqual(self.run_new(b, 3, [0.3, 0.5]), "stop")
-        self.assertEqual(self.run_new(b, 4, [0.95]), "stop")  # b may not take 1: a paused it
-        # Six values at rung 1: 0's 0.9 is now third of six, top 3: promoted.
+        self.assertEqual(self.run_new(b, 4, [0.95]), "stop")
+        # Six values at rung 1: 0's 0.9 is third, in the top 3: promoted.
         self.assertEqual(self.run_new(b, 5, [0.96]), "stop")
+        self.assertEqual(self.run_new(b, 6, [0.97]), "stop")
+        # Eight values: 2's 0.92 is fourth, in the top 4: promoted.
+        self.assertEqual(self.run_new(b, 7, [0.98]), "stop")
         states = {t["number"]: t["state"] for t in d.all_trials(eid)}
-        self.assertEqual([states[i] for i in range(6)],
-                         ["pending", "pending", "paused", "paused", "paused", "paused"], states)
-        return eid, a
+        self.assertEqual([states[i] for i in range(8)], ["pending"] * 3 + ["paused"] * 5, states)
+        return a
 
-    def leased_by_a(self, d, a):
+    def leased_by(self, w, n):
         got = []
-        for _ in range(2):
-            t = a.lease_one()
+        for _ in range(n):
+            t = w.lease_one()
             got.append((t["number"], t.get("resume_step")))
         return got
 
     def test_promoted_trials_keep_their_order_across_a_kill9(self):
         d = self.daemon(db=os.path.join(self.tmp, "plain.db"))
-        _, a = self.promote_two(d)
-        self.assertEqual(self.leased_by_a(d, a), [(0, 1), (1, 2)], "without a restart")
+        a = self.promote_three(d)
+        self.assertEqual(self.leased_by(a, 3), self.EXPECTED, "without a restart")
 
         d = self.daemon(db=os.path.join(self.tmp, "killed.db"))
-        _, a = self.promote_two(d)
+        a = self.promote_three(d)
         d.kill9()
         d.restart()
-        self.assertEqual(self.leased_by_a(d, a), [(0, 1), (1, 2)], "after kill -9 and restart")
-
+        self.assertEqual(self.leased_by(a, 3), self.EXPECTED, "after kill -9 and restart")
 
 if __name__ == "__main__":
     wh.main()
