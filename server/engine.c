@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "http.h"
 #include "log.h"
 #include "propose.h"
 
@@ -27,7 +26,8 @@
 struct Engine {
     pthread_t thread;
     int64_t generation;      /* this run's start, ms: see engine_generation */
-    struct Http *http;
+    EngineFront front;
+    bool started;
     int epfd;                /* waits on the HTTP front's epoll fd and wake_fd */
     int wake_fd;             /* eventfd: the proposer's answers, shutdown */
     atomic_bool stop_requested;
@@ -360,7 +360,7 @@ static void run_batch(Engine *e)
     }
     /* Requests are read only inside a transaction: their writes need one. */
     if (rc == 0)
-        http_run(e->http);
+        e->front.run(e->front.ctx);
     pthread_mutex_lock(&e->mu);
     Job *inbox = e->inbox;
     e->inbox = NULL;
@@ -380,6 +380,8 @@ static void run_batch(Engine *e)
             e->next_tick = mono_ms() + TICK_MS;
             core_expire_leases(e->core, e->now);
             sample_rate(e);
+            if (e->front.tick)
+                e->front.tick(e->front.ctx);
         }
         serve_parked(e, tick);
         e->core->availability_changed = false;
@@ -401,7 +403,7 @@ static void run_batch(Engine *e)
 static void wait_events(Engine *e)
 {
     int64_t timeout = e->next_tick - mono_ms();
-    int64_t http = http_timeout_ms(e->http);
+    int64_t http = e->front.timeout_ms(e->front.ctx);
     if (http >= 0 && http < timeout)
         timeout = http;
     if (e->draining && timeout > 10)
@@ -432,7 +434,7 @@ static void *engine_main(void *arg)
     for (;;) {
         if (atomic_load(&e->stop_requested) && !e->draining) {
             e->draining = true;
-            http_quiesce(e->http); /* no new connections */
+            e->front.quiesce(e->front.ctx); /* no new connections */
             drain_until = mono_ms() + DRAIN_MS;
         }
         if (e->draining && e->in_flight == 0 && !e->resumed) {
@@ -465,17 +467,17 @@ Engine *engine_new(Store *store, Core *core, const EngineConfig *cfg, Stats *sta
     e->epfd = epoll_create1(EPOLL_CLOEXEC);
     e->proposer = proposer_start(on_proposals, e);
     if (e->wake_fd < 0 || e->epfd < 0 || e->proposer == NULL) {
-        engine_shutdown(e);
+        engine_free(e);
         return NULL;
     }
     return e;
 }
 
-int engine_start(Engine *e, struct Http *http)
+int engine_start(Engine *e, const EngineFront *front)
 {
-    e->http = http;
+    e->front = *front;
     struct epoll_event ev = {.events = EPOLLIN};
-    ev.data.fd = http_epoll_fd(http);
+    ev.data.fd = front->epoll_fd(front->ctx);
     if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev) != 0)
         return -1;
     ev.data.fd = e->wake_fd;
@@ -483,19 +485,25 @@ int engine_start(Engine *e, struct Http *http)
         return -1;
     if (pthread_create(&e->thread, NULL, engine_main, e) != 0)
         return -1;
+    e->started = true;
     return 0;
 }
 
-void engine_shutdown(Engine *e)
+void engine_stop(Engine *e)
+{
+    if (e == NULL || !e->started)
+        return;
+    atomic_store(&e->stop_requested, true);
+    wake(e);
+    pthread_join(e->thread, NULL);
+    e->started = false;
+}
+
+void engine_free(Engine *e)
 {
     if (e == NULL)
         return;
-    if (e->http != NULL) {
-        atomic_store(&e->stop_requested, true);
-        wake(e);
-        pthread_join(e->thread, NULL);
-        http_stop(e->http);
-    }
+    engine_stop(e);
     proposer_stop(e->proposer);
     /* Proposals that arrived after the last batch are dropped: they are
      * asked for again after a restart. */

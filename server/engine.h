@@ -59,16 +59,28 @@ typedef struct EngineConfig {
     int64_t heartbeat_ms;   /* what workers are told to use: several per lease */
 } EngineConfig;
 
-struct Http;
+/* The network front the loop drives (http.c provides one). The engine
+ * knows it only through these calls, so the pipeline runs one way: the
+ * front hands requests to the engine (engine_submit), never the reverse. */
+typedef struct EngineFront {
+    void *ctx;
+    int (*epoll_fd)(void *ctx);        /* readable when run() has work */
+    void (*run)(void *ctx);            /* one pass over ready connections */
+    int64_t (*timeout_ms)(void *ctx);  /* how soon run() is due; -1: no limit */
+    void (*quiesce)(void *ctx);        /* stop accepting (shutdown) */
+    void (*tick)(void *ctx);           /* about every 100 ms: timeouts, limits */
+} EngineFront;
 
 /* Takes ownership of store and core; starts the proposer thread. */
 Engine *engine_new(Store *store, Core *core, const EngineConfig *cfg, Stats *stats);
-/* Starts the loop thread serving http (whose ownership it takes). */
-int engine_start(Engine *e, struct Http *http);
+/* Starts the loop thread driving front (copied; its ctx stays the caller's). */
+int engine_start(Engine *e, const EngineFront *front);
 /* From any thread: answers parked long polls, lets requests in flight
- * finish, stops the HTTP front, commits the last batch and joins. Then
- * frees everything. */
-void engine_shutdown(Engine *e);
+ * finish, commits the last batch and joins the loop thread. The front may
+ * then be stopped (its connections' ends still call engine_undelivered). */
+void engine_stop(Engine *e);
+/* After engine_stop and the front's own stop: frees everything. */
+void engine_free(Engine *e);
 
 /* On the engine thread (from the HTTP layer): runs job's handler now, inside
  * the open transaction; job->on_done follows after the commit. */

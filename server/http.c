@@ -519,30 +519,44 @@ int http_start(const HttpConfig *cfg, Engine *engine, Stats *stats, Http **out, 
     return 0;
 }
 
-int http_epoll_fd(Http *h)
+static int front_epoll_fd(void *ctx)
 {
+    Http *h = ctx;
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_EPOLL_FD);
     return info ? info->epoll_fd : -1;
 }
 
-void http_run(Http *h)
+static void front_run(void *ctx)
 {
+    Http *h = ctx;
     MHD_run(h->daemon);
 }
 
-int64_t http_timeout_ms(Http *h)
+static int64_t front_timeout_ms(void *ctx)
 {
+    Http *h = ctx;
     MHD_UNSIGNED_LONG_LONG ms;
     if (MHD_get_timeout(h->daemon, &ms) != MHD_YES)
         return -1;
     return ms > INT32_MAX ? INT32_MAX : (int64_t)ms;
 }
 
-void http_quiesce(Http *h)
+static void front_quiesce(void *ctx)
 {
+    Http *h = ctx;
     MHD_socket fd = MHD_quiesce_daemon(h->daemon);
     if (fd != MHD_INVALID_SOCKET)
         close(fd);
+}
+
+void http_front(Http *h, EngineFront *out)
+{
+    *out = (EngineFront){.ctx = h,
+                         .epoll_fd = front_epoll_fd,
+                         .run = front_run,
+                         .timeout_ms = front_timeout_ms,
+                         .quiesce = front_quiesce,
+                         .tick = NULL};
 }
 
 void http_stop(Http *h)

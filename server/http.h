@@ -1,6 +1,6 @@
 /* The HTTP front: libmicrohttpd, routing, authentication, body limits and
  * JSON error replies. MHD runs without threads of its own, in epoll mode,
- * driven by the engine's loop (http_run): a complete request becomes a Job
+ * driven by the engine's loop (EngineFront.run): a complete request becomes a Job
  * handed to the engine, and its connection is suspended until the engine has
  * committed and calls the job's on_done, which resumes it. Static dashboard
  * files are served from one folder. */
@@ -28,14 +28,9 @@ typedef struct Http Http;
  * until the engine runs it. */
 int http_start(const HttpConfig *cfg, Engine *engine, Stats *stats, Http **out, int *port,
                RungError *err);
-/* For the engine's loop, on its thread: the fd to wait on, a pass over every
- * ready connection, and how soon MHD needs the next pass (-1: no limit). */
-int http_epoll_fd(Http *http);
-void http_run(Http *http);
-int64_t http_timeout_ms(Http *http);
-/* Stops accepting new connections (shutdown). */
-void http_quiesce(Http *http);
-/* Closes every connection and frees; no connection may be suspended. */
+/* The calls the engine's loop drives this front with (see EngineFront). */
+void http_front(Http *http, EngineFront *out);
+/* After engine_stop: closes every connection and frees. */
 void http_stop(Http *http);
 
 #endif

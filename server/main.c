@@ -142,10 +142,12 @@ int main(int argc, char **argv)
     int port;
     if (http_start(&hcfg, engine, &stats, &http, &port, &err) != 0) {
         fprintf(stderr, "rungd: %s\n", err.message);
-        engine_shutdown(engine);
+        engine_free(engine);
         return 2;
     }
-    if (engine_start(engine, http) != 0) {
+    EngineFront front;
+    http_front(http, &front);
+    if (engine_start(engine, &front) != 0) {
         fprintf(stderr, "rungd: cannot start the engine thread\n");
         return 1;
     }
@@ -166,7 +168,9 @@ int main(int argc, char **argv)
             break;
     }
     LOG_INFO("rungd: %s, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    engine_shutdown(engine);
+    engine_stop(engine);
+    http_stop(http);
+    engine_free(engine);
     LOG_INFO("rungd: stopped");
     return 0;
 }
