@@ -7,7 +7,10 @@
 #include <string.h>
 
 #include "clock.h"
+#include "ct.h"
 #include "jsonv.h"
+#include "store_read.h"
+#include "views.h"
 
 #define A RUNG_E_INVALID_ARGUMENT
 #define LIST_DEFAULT 100    /* API.md: lists default to 100 items ... */
@@ -50,11 +53,7 @@ static void not_found(Job *job, const char *what, int64_t id)
 
 static json_t *time_json(int64_t ms)
 {
-    if (ms <= 0)
-        return json_null();
-    char buf[RUNG_TIME_LEN];
-    rung_time_format(ms, buf, sizeof buf);
-    return json_string(buf);
+    return view_time(ms);
 }
 
 /* Seconds as a JSON integer when whole (API.md shows "heartbeat_s": 5), else
@@ -67,10 +66,6 @@ static json_t *seconds_json(int64_t ms)
     return json_real((double)ms / 1000.0);
 }
 
-static json_t *id_or_null(int64_t id)
-{
-    return id > 0 ? json_integer(id) : json_null();
-}
 
 /* A non-negative integer query argument; fills err on a bad one. */
 static int query_int(const Job *job, const char *name, int64_t def, int64_t min, int64_t max,
@@ -99,70 +94,18 @@ static int body_object(const Job *job, const char *const *allowed, RungError *er
 
 /* ---- objects ---- */
 
-static json_t *counts_json(const Experiment *x)
-{
-    json_t *c = json_object();
-    for (int s = 0; s < TRIAL__COUNT; s++)
-        json_object_set_new(c, trial_state_name((TrialState)s), json_integer(x->counts[s]));
-    return c;
-}
-
-/* A finite metric value as a number, a non-finite one as API.md's string. */
-static json_t *value_json(double v)
-{
-    if (isnan(v))
-        return json_string("NaN");
-    if (isinf(v))
-        return json_string(v > 0 ? "Infinity" : "-Infinity");
-    return json_real(v);
-}
-
 static json_t *experiment_json(const Experiment *x)
 {
-    json_t *o = json_copy(x->spec.json); /* shallow: the spec's members are shared */
-    json_object_set_new(o, "id", json_integer(x->id));
-    json_object_set_new(o, "state", json_string(exp_state_name(x->state)));
-    json_object_set_new(o, "created_at", time_json(x->created_at));
-    json_object_set_new(o, "ended_at", time_json(x->ended_at));
-    json_object_set_new(o, "total_trials", json_integer(x->spec.total_trials));
-    json_object_set_new(o, "counts", counts_json(x));
-    const Trial *b = x->best;
-    json_object_set_new(o, "best",
-                        b ? json_pack("{s:I, s:o, s:O, s:I}", "trial_id", (json_int_t)b->id,
-                                      "value", value_json(b->best_value), "config", b->config,
-                                      "step", (json_int_t)b->best_step)
-                          : json_null());
-    return o;
+    ExperimentView v;
+    view_of_experiment(x, &v);
+    return view_experiment(&v);
 }
 
 static json_t *trial_json(const Trial *t)
 {
-    json_t *o = json_pack("{s:I, s:I, s:I, s:s, s:O, s:I}", "id", (json_int_t)t->id,
-                          "experiment_id", (json_int_t)t->exp->id, "number",
-                          (json_int_t)t->number, "state", trial_state_name(t->state), "config",
-                          t->config, "attempt", (json_int_t)t->attempt);
-    json_object_set_new(o, "worker_id", id_or_null(t->worker_id));
-    json_object_set_new(o, "step", t->has_step ? json_integer(t->step) : json_null());
-    json_object_set_new(o, "last", t->last ? json_incref(t->last) : json_null());
-    json_object_set_new(o, "best",
-                        t->has_best ? json_pack("{s:o, s:I}", "value", value_json(t->best_value),
-                                                "step", (json_int_t)t->best_step)
-                                    : json_null());
-    json_object_set_new(o, "error", t->error ? json_string(t->error) : json_null());
-    /* Early stopping: the rung (a time_attr milestone) where the scheduler
-     * stopped or paused the trial, and its bracket under asha/hyperband. */
-    json_object_set_new(o, "rung", t->rung <= 0                  ? json_null()
-                                   : t->rung == floor(t->rung) ? json_integer((json_int_t)t->rung)
-                                                               : json_real(t->rung));
-    AshaType sched = t->exp->spec.sched.type;
-    if (sched == ASHA_ASHA || sched == ASHA_HYPERBAND)
-        json_object_set_new(o, "bracket", json_integer(core_trial_bracket(t)));
-    json_t *log = t->log_tail ? json_string(t->log_tail) : NULL;
-    json_object_set_new(o, "log_tail", log ? log : json_null());
-    json_object_set_new(o, "created_at", time_json(t->created_at));
-    json_object_set_new(o, "started_at", time_json(t->started_at));
-    json_object_set_new(o, "ended_at", time_json(t->ended_at));
-    return o;
+    TrialView v;
+    view_of_trial(t, &v);
+    return view_trial(&v);
 }
 
 static json_t *list_json(json_t *items, int64_t total)
@@ -194,40 +137,77 @@ void api_experiment_list(Engine *e, Job *job)
         fail(job, &err);
         return;
     }
-    Core *core = engine_core(e);
-    json_t *items = json_array();
-    int64_t total = 0;
-    for (int64_t id = core->n_exps - 1; id >= 1; id--) { /* newest first */
-        Experiment *x = core->exps[id];
-        if (x == NULL)
-            continue;
-        if (total >= offset && total < offset + limit)
-            json_array_append_new(items, experiment_json(x));
-        total++;
+    int64_t ids[LIST_MAX], total;
+    json_t *items;
+    if (store_read_experiments(engine_store(e), limit, offset, &items, ids, &total, &err)) {
+        fail(job, &err);
+        return;
+    }
+    /* Those in memory are newer than their rows. */
+    for (size_t i = 0; i < json_array_size(items); i++) {
+        Experiment *x = core_experiment(engine_core(e), ids[i]);
+        if (x != NULL)
+            json_array_set_new(items, i, experiment_json(x));
     }
     reply(job, 200, list_json(items, total));
 }
 
-static Experiment *find_experiment(Engine *e, Job *job)
-{
-    Experiment *x = core_experiment(engine_core(e), job->ids[0]);
-    if (x == NULL)
-        not_found(job, "experiment", job->ids[0]);
-    return x;
-}
 
 void api_experiment_get(Engine *e, Job *job)
 {
-    Experiment *x = find_experiment(e, job);
-    if (x)
+    Experiment *x = core_experiment(engine_core(e), job->ids[0]);
+    if (x) {
         reply(job, 200, experiment_json(x));
+        return;
+    }
+    RungError err;
+    json_t *o;
+    if (store_read_experiment(engine_store(e), job->ids[0], &o, &err))
+        fail(job, &err);
+    else
+        reply(job, 200, o);
+}
+
+/* The spec of an experiment in memory (borrowed) or from the store (then
+ * *own is set and must be closed). NULL with the reply set on failure. */
+static const Spec *spec_of(Engine *e, Job *job, int64_t id, Spec *own, bool *owned)
+{
+    *owned = false;
+    Experiment *x = core_experiment(engine_core(e), id);
+    if (x != NULL)
+        return &x->spec;
+    RungError err;
+    if (store_read_spec(engine_store(e), id, own, &err) != 0) {
+        fail(job, &err);
+        return NULL;
+    }
+    *owned = true;
+    return own;
 }
 
 void api_experiment_cancel(Engine *e, Job *job)
 {
-    Experiment *x = find_experiment(e, job);
-    if (x == NULL)
+    Experiment *x = core_experiment(engine_core(e), job->ids[0]);
+    if (x == NULL) {
+        /* Not in memory: it ended (or never was). */
+        RungError err;
+        json_t *o;
+        if (store_read_experiment(engine_store(e), job->ids[0], &o, &err)) {
+            fail(job, &err);
+            return;
+        }
+        const char *state = json_string_value(json_object_get(o, "state"));
+        if (state != NULL && strcmp(state, "canceled") == 0) {
+            reply(job, 200, o);
+        } else {
+            json_decref(o);
+            char msg[96];
+            snprintf(msg, sizeof msg, "experiment %lld already completed",
+                     (long long)job->ids[0]);
+            api_error(job, RUNG_E_CONFLICT, "", msg);
+        }
         return;
+    }
     RungError err;
     if (core_cancel(engine_core(e), x, engine_now(e), &err) != 0)
         fail(job, &err);
@@ -238,23 +218,28 @@ void api_experiment_cancel(Engine *e, Job *job)
 /* Orders trials by best value, best first; trials without one go last. */
 static int by_value(const void *pa, const void *pb)
 {
-    const Trial *a = *(Trial *const *)pa, *b = *(Trial *const *)pb;
+    const TrialRank *a = pa, *b = pb;
     if (a->has_best != b->has_best)
         return a->has_best ? -1 : 1;
-    if (a->has_best) {
-        double la = spec_loss(&a->exp->spec, a->best_value);
-        double lb = spec_loss(&b->exp->spec, b->best_value);
-        if (la != lb)
-            return la < lb ? -1 : 1;
-    }
+    if (a->has_best && a->loss != b->loss)
+        return a->loss < b->loss ? -1 : 1;
     return a->number < b->number ? -1 : (a->number > b->number);
+}
+
+/* The trial as the API shows it: from memory when it is there. */
+static json_t *trial_view(Engine *e, const Spec *spec, int64_t id, RungError *err)
+{
+    Trial *t = core_trial(engine_core(e), id);
+    if (t != NULL)
+        return trial_json(t);
+    json_t *o = NULL;
+    int64_t exp_id;
+    store_read_trial(engine_store(e), id, &spec->sched, &o, &exp_id, err);
+    return o;
 }
 
 void api_experiment_trials(Engine *e, Job *job)
 {
-    Experiment *x = find_experiment(e, job);
-    if (x == NULL)
-        return;
     RungError err;
     int64_t limit, offset;
     if (query_int(job, "limit", LIST_DEFAULT, 1, LIST_MAX, &limit, &err) ||
@@ -268,100 +253,131 @@ void api_experiment_trials(Engine *e, Job *job)
     bool filter = state_s != NULL && state_s[0] != '\0';
     if (filter && trial_state_parse(state_s, &state) != 0) {
         api_error(job, A, "state",
-                  "state: must be pending, running, completed, stopped, failed or canceled");
+                  "state: must be pending, running, completed, stopped, failed, canceled or "
+                  "paused");
         return;
     }
     if (sort && sort[0] && strcmp(sort, "value") != 0 && strcmp(sort, "number") != 0) {
         api_error(job, A, "sort", "sort: must be number or value");
         return;
     }
-    Trial **sel = malloc(sizeof(Trial *) * (size_t)(x->n_trials ? x->n_trials : 1));
-    if (sel == NULL)
-        abort();
-    int64_t n = 0;
-    for (int64_t i = 0; i < x->n_trials; i++)
-        if (!filter || x->trials[i]->state == state)
-            sel[n++] = x->trials[i];
-    if (sort && strcmp(sort, "value") == 0)
-        qsort(sel, (size_t)n, sizeof *sel, by_value);
-    json_t *items = json_array();
-    for (int64_t i = offset; i < n && i < offset + limit; i++)
-        json_array_append_new(items, trial_json(sel[i]));
-    free(sel);
-    reply(job, 200, list_json(items, n));
-}
-
-/* Writes s as one CSV field, quoted when it needs to be (RFC 4180). */
-static void csv_field(FILE *out, const char *s)
-{
-    if (strpbrk(s, ",\"\r\n") == NULL) {
-        fputs(s, out);
+    Spec own;
+    bool owned;
+    const Spec *spec = spec_of(e, job, job->ids[0], &own, &owned);
+    if (spec == NULL)
         return;
-    }
-    fputc('"', out);
-    for (const char *c = s; *c; c++) {
-        if (*c == '"')
-            fputc('"', out);
-        fputc(*c, out);
-    }
-    fputc('"', out);
-}
-
-static void csv_value(FILE *out, const json_t *v)
-{
-    if (v == NULL || json_is_null(v))
-        return;
-    if (json_is_string(v)) {
-        csv_field(out, json_string_value(v));
-    } else if (json_is_integer(v)) {
-        fprintf(out, "%lld", (long long)json_integer_value(v));
-    } else if (json_is_real(v)) {
-        fprintf(out, "%.17g", json_real_value(v));
+    Store *store = engine_store(e);
+    int st = filter ? (int)state : -1;
+    json_t *items = NULL;
+    int64_t total = 0;
+    int rc = 0;
+    if (sort && strcmp(sort, "value") == 0) {
+        /* Ranked here: trials in memory have newer bests than their rows. */
+        TrialRank *ranks;
+        rc = store_read_trial_ranks(store, spec, job->ids[0], st, &ranks, &total, &err);
+        if (rc == 0) {
+            for (int64_t i = 0; i < total; i++) {
+                Trial *t = core_trial(engine_core(e), ranks[i].id);
+                if (t != NULL) {
+                    ranks[i].has_best = t->has_best;
+                    ranks[i].loss = t->has_best ? spec_loss(spec, t->best_value) : 0;
+                }
+            }
+            qsort(ranks, (size_t)total, sizeof *ranks, by_value);
+            items = json_array();
+            for (int64_t i = offset; i < total && i < offset + limit && rc == 0; i++) {
+                json_t *o = trial_view(e, spec, ranks[i].id, &err);
+                if (o == NULL)
+                    rc = err.code;
+                else
+                    json_array_append_new(items, o);
+            }
+            free(ranks);
+        }
     } else {
-        char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-        csv_field(out, text ? text : "");
-        free(text);
+        rc = store_read_trials(store, spec, job->ids[0], st, limit, offset, &items, &total, &err);
+        for (size_t i = 0; rc == 0 && i < json_array_size(items); i++) {
+            json_int_t id = json_integer_value(json_object_get(json_array_get(items, i), "id"));
+            Trial *t = core_trial(engine_core(e), id);
+            if (t != NULL)
+                json_array_set_new(items, i, trial_json(t));
+        }
     }
+    if (owned)
+        spec_close(&own);
+    if (rc != 0) {
+        json_decref(items);
+        fail(job, &err);
+        return;
+    }
+    reply(job, 200, list_json(items, total));
+}
+
+typedef struct CsvCtx {
+    Engine *e;
+    const Spec *spec;
+} CsvCtx;
+
+/* Writes the CSV row of a trial in memory; false for the others. */
+static bool csv_row(void *ctx, int64_t id, FILE *out)
+{
+    CsvCtx *c = ctx;
+    const Trial *t = core_trial(engine_core(c->e), id);
+    if (t == NULL)
+        return false;
+    fprintf(out, "%lld,%lld,%s", (long long)t->id, (long long)t->number,
+            trial_state_name(t->state));
+    json_t *space = json_object_get(c->spec->json, "search_space");
+    const char *name;
+    json_t *dom;
+    json_object_foreach(space, name, dom) {
+        fputc(',', out);
+        store_csv_value(out, json_object_get(t->config, name));
+    }
+    fputc(',', out);
+    if (t->has_best)
+        fprintf(out, "%.17g", t->best_value);
+    fputc(',', out);
+    store_csv_value(out, t->last ? json_object_get(t->last, c->spec->metric) : NULL);
+    fputc(',', out);
+    if (t->has_step)
+        fprintf(out, "%lld", (long long)t->step);
+    fputc('\n', out);
+    return true;
 }
 
 void api_experiment_csv(Engine *e, Job *job)
 {
-    Experiment *x = find_experiment(e, job);
-    if (x == NULL)
+    Spec own;
+    bool owned;
+    const Spec *spec = spec_of(e, job, job->ids[0], &own, &owned);
+    if (spec == NULL)
         return;
     char *buf = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&buf, &len);
     if (out == NULL)
         abort();
-    json_t *space = json_object_get(x->spec.json, "search_space");
+    json_t *space = json_object_get(spec->json, "search_space");
     const char *name;
     json_t *dom;
     fputs("id,number,state", out);
     json_object_foreach(space, name, dom) {
         fputc(',', out);
-        csv_field(out, name);
+        store_csv_field(out, name);
     }
     fputs(",best_value,last_value,steps\n", out);
-    for (int64_t i = 0; i < x->n_trials; i++) {
-        const Trial *t = x->trials[i];
-        fprintf(out, "%lld,%lld,%s", (long long)t->id, (long long)t->number,
-                trial_state_name(t->state));
-        json_object_foreach(space, name, dom) {
-            fputc(',', out);
-            csv_value(out, json_object_get(t->config, name));
-        }
-        fputc(',', out);
-        if (t->has_best)
-            fprintf(out, "%.17g", t->best_value);
-        fputc(',', out);
-        csv_value(out, t->last ? json_object_get(t->last, x->spec.metric) : NULL);
-        fputc(',', out);
-        if (t->has_step)
-            fprintf(out, "%lld", (long long)t->step);
-        fputc('\n', out);
-    }
+    CsvCtx ctx = {e, spec};
+    RungError err;
+    int rc = store_read_csv(engine_store(e), spec, job->ids[0], out, csv_row, &ctx, &err);
     fclose(out);
+    if (owned)
+        spec_close(&own);
+    if (rc != 0) {
+        free(buf);
+        fail(job, &err);
+        return;
+    }
     job->status = 200;
     job->text = buf;
     job->text_len = len;
@@ -369,18 +385,16 @@ void api_experiment_csv(Engine *e, Job *job)
 }
 
 /* The experiment's metric values in arrival order from a cursor, for the
- * dashboard's learning curves: {"metric", "generation", "items": [[trial_id,
- * attempt, step, value], ...], "next"}. The client asks again with
- * after=next and gets only what came since; "generation" changes when rungd
- * restarts (the order is rebuilt then), and the client starts over. Values
- * have nine significant digits (a float's precision: enough to draw) and
- * are null when not finite. Written by hand: 200,000 rows are a few MB
- * and jansson would build them as objects first. */
+ * dashboard's learning curves: {"metric", "generation", "from", "next",
+ * "items": [[trial_id, attempt, step, value], ...]}. The cursor is a time
+ * (ms) at which reports were committed: the client asks again with
+ * after=next and gets only what arrived since. "generation" is the daemon
+ * run; a cursor of another run starts over. Values have nine significant
+ * digits (a float's precision: enough to draw) and are null when not
+ * finite. Written by hand: 200,000 rows are a few MB, and jansson would
+ * build them as objects first. */
 void api_experiment_curves(Engine *e, Job *job)
 {
-    Experiment *x = find_experiment(e, job);
-    if (x == NULL)
-        return;
     RungError err;
     int64_t after, limit, gen;
     if (query_int(job, "after", 0, 0, INT64_MAX, &after, &err) ||
@@ -389,30 +403,44 @@ void api_experiment_curves(Engine *e, Job *job)
         fail(job, &err);
         return;
     }
+    Spec own;
+    bool owned;
+    const Spec *spec = spec_of(e, job, job->ids[0], &own, &owned);
+    if (spec == NULL)
+        return;
     int64_t generation = engine_generation(e);
-    if (gen != generation || after > x->n_curve)
-        after = 0; /* another daemon run, or a cursor from elsewhere: from the start */
-    int64_t end = x->n_curve - after > limit ? after + limit : x->n_curve;
+    if (gen != generation)
+        after = 0; /* another daemon run: from the start */
     char *buf = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&buf, &len);
     if (out == NULL)
         abort();
+    /* Reports of this batch carry its time and may still come: up to it. */
+    int64_t next;
+    char *items = NULL;
+    size_t items_len = 0;
+    FILE *io = open_memstream(&items, &items_len);
+    if (io == NULL)
+        abort();
+    int rc = store_read_curves(engine_store(e), job->ids[0], spec->metric, after, engine_now(e),
+                               limit, io, &next, &err);
+    fclose(io);
     fputs("{\"metric\": ", out);
-    json_dumpf(json_object_get(x->spec.json, "metric"), out, JSON_ENCODE_ANY);
+    json_dumpf(json_object_get(spec->json, "metric"), out, JSON_ENCODE_ANY);
     fprintf(out, ", \"generation\": %lld, \"from\": %lld, \"next\": %lld, \"items\": [",
-            (long long)generation, (long long)after, (long long)end);
-    for (int64_t i = after; i < end; i++) {
-        const CurvePoint *p = &x->curve[i];
-        fprintf(out, i > after ? ",[%lld,%d,%lld," : "[%lld,%d,%lld,", (long long)p->trial_id,
-                (int)p->attempt, (long long)p->step);
-        if (isfinite(p->value))
-            fprintf(out, "%.9g]", p->value);
-        else
-            fputs("null]", out);
-    }
+            (long long)generation, (long long)after, (long long)next);
+    fwrite(items, 1, items_len, out);
     fputs("]}", out);
     fclose(out);
+    free(items);
+    if (owned)
+        spec_close(&own);
+    if (rc != 0) {
+        free(buf);
+        fail(job, &err);
+        return;
+    }
     job->status = 200;
     job->text = buf;
     job->text_len = len;
@@ -421,27 +449,42 @@ void api_experiment_curves(Engine *e, Job *job)
 
 /* ---- trials ---- */
 
-static Trial *find_trial(Engine *e, Job *job)
-{
-    Trial *t = core_trial(engine_core(e), job->ids[0]);
-    if (t == NULL)
-        not_found(job, "trial", job->ids[0]);
-    return t;
-}
 
 void api_trial_get(Engine *e, Job *job)
 {
-    Trial *t = find_trial(e, job);
-    if (t)
+    Trial *t = core_trial(engine_core(e), job->ids[0]);
+    if (t) {
         reply(job, 200, trial_json(t));
+        return;
+    }
+    RungError err;
+    TrialLease tl;
+    Spec own;
+    bool owned;
+    if (store_read_trial_lease(engine_store(e), job->ids[0], &tl, &err)) {
+        fail(job, &err);
+        return;
+    }
+    const Spec *spec = spec_of(e, job, tl.exp_id, &own, &owned);
+    if (spec == NULL)
+        return;
+    json_t *o = trial_view(e, spec, job->ids[0], &err);
+    if (owned)
+        spec_close(&own);
+    if (o == NULL)
+        fail(job, &err);
+    else
+        reply(job, 200, o);
 }
 
 void api_trial_metrics(Engine *e, Job *job)
 {
-    Trial *t = find_trial(e, job);
-    if (t == NULL)
-        return;
     RungError err;
+    TrialLease tl;
+    if (store_read_trial_lease(engine_store(e), job->ids[0], &tl, &err)) {
+        fail(job, &err);
+        return;
+    }
     int64_t after, limit;
     if (query_int(job, "after_step", -1, -1, INT64_MAX, &after, &err) ||
         query_int(job, "limit", METRICS_MAX, 1, METRICS_MAX, &limit, &err)) {
@@ -449,11 +492,11 @@ void api_trial_metrics(Engine *e, Job *job)
         return;
     }
     json_t *items;
-    if (store_reports(engine_store(e), t->id, t->attempt, after, limit, &items, &err) != 0) {
+    if (store_reports(engine_store(e), job->ids[0], tl.attempt, after, limit, &items, &err) != 0) {
         fail(job, &err);
         return;
     }
-    reply(job, 200, json_pack("{s:o, s:I}", "items", items, "attempt", (json_int_t)t->attempt));
+    reply(job, 200, json_pack("{s:o, s:I}", "items", items, "attempt", (json_int_t)tl.attempt));
 }
 
 /* Checks a report's metrics: at most CORE_MAX_METRICS, each a number or one
@@ -483,6 +526,62 @@ static int check_metrics(const json_t *metrics, RungError *err)
     return 0;
 }
 
+/* A worker's late call on a trial no longer in memory (it ended): the
+ * answers a trial in memory would give, from its row. */
+static bool ended_trial_lease(Engine *e, Job *job, const char *token, TrialLease *tl)
+{
+    RungError err;
+    if (store_read_trial_lease(engine_store(e), job->ids[0], tl, &err)) {
+        fail(job, &err);
+        return false;
+    }
+    if (tl->token[0] == '\0' || !rung_ct_equal(token, tl->token, CORE_TOKEN_LEN)) {
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "trial %lld: lease_token is not this trial's current lease (it expired, or "
+                 "the trial was retried); end the trial",
+                 (long long)job->ids[0]);
+        api_error(job, RUNG_E_LEASE_LOST, "lease_token", msg);
+        return false;
+    }
+    return true;
+}
+
+static void ended_trial_report(Engine *e, Job *job, const char *token, int64_t step)
+{
+    TrialLease tl;
+    if (!ended_trial_lease(e, job, token, &tl))
+        return;
+    RungError err;
+    ReportAction action = ACTION_STOP; /* it ended: the worker must end it too */
+    if (store_read_report_action(engine_store(e), job->ids[0], tl.attempt, step, &action,
+                                 &err) < 0) {
+        fail(job, &err);
+        return;
+    }
+    reply(job, 200, json_pack("{s:s}", "action", action == ACTION_STOP ? "stop" : "continue"));
+}
+
+static void ended_trial_finish(Engine *e, Job *job, const char *token)
+{
+    TrialLease tl;
+    if (!ended_trial_lease(e, job, token, &tl))
+        return;
+    Spec own;
+    bool owned;
+    const Spec *spec = spec_of(e, job, tl.exp_id, &own, &owned);
+    if (spec == NULL)
+        return;
+    RungError err;
+    json_t *o = trial_view(e, spec, job->ids[0], &err);
+    if (owned)
+        spec_close(&own);
+    if (o == NULL)
+        fail(job, &err);
+    else
+        reply(job, 200, o); /* finishing again changes nothing */
+}
+
 void api_trial_report(Engine *e, Job *job)
 {
     static const char *const allowed[] = {"lease_token", "step", "metrics", NULL};
@@ -497,10 +596,12 @@ void api_trial_report(Engine *e, Job *job)
         fail(job, &err);
         return;
     }
-    Trial *t = find_trial(e, job);
-    if (t == NULL)
-        return;
+    Trial *t = core_trial(engine_core(e), job->ids[0]);
     ReportAction action;
+    if (t == NULL) {
+        ended_trial_report(e, job, token, step);
+        return;
+    }
     if (core_report(engine_core(e), t, token, step, json_object_get(job->body, "metrics"),
                     engine_now(e), &action, &err) != 0) {
         fail(job, &err);
@@ -539,9 +640,11 @@ void api_trial_finish(Engine *e, Job *job)
         api_error(job, A, "status", "status: must be completed or failed");
         return;
     }
-    Trial *t = find_trial(e, job);
-    if (t == NULL)
+    Trial *t = core_trial(engine_core(e), job->ids[0]);
+    if (t == NULL) {
+        ended_trial_finish(e, job, token);
         return;
+    }
     json_t *log = json_object_get(job->body, "log"); /* the log's last lines (dashboard) */
     if (core_finish(engine_core(e), t, token, completed, error, engine_now(e), &err) != 0) {
         fail(job, &err);
@@ -597,43 +700,47 @@ void api_worker_register(Engine *e, Job *job)
 
 void api_worker_list(Engine *e, Job *job)
 {
+    RungError err;
+    int64_t limit, offset, total;
+    if (query_int(job, "limit", LIST_DEFAULT, 1, LIST_MAX, &limit, &err) ||
+        query_int(job, "offset", 0, 0, INT64_MAX, &offset, &err)) {
+        fail(job, &err);
+        return;
+    }
+    json_t *items;
+    if (store_read_workers(engine_store(e), limit, offset, &items, &total, &err)) {
+        fail(job, &err);
+        return;
+    }
     Core *core = engine_core(e);
-    const EngineConfig *cfg = engine_config(e);
-    json_t *items = json_array();
-    /* Running trials by worker: one pass over the running list. */
-    json_t **running = calloc((size_t)core->n_workers, sizeof *running);
-    if (running == NULL)
-        abort();
-    for (Trial *t = core->running.head; t != NULL; t = t->next) {
-        if (t->worker_id <= 0 || t->worker_id >= core->n_workers)
-            continue;
-        if (running[t->worker_id] == NULL)
-            running[t->worker_id] = json_array();
-        json_array_append_new(running[t->worker_id], json_integer(t->id));
+    size_t i;
+    json_t *o;
+    json_array_foreach(items, i, o) {
+        Worker *w = core_worker(core, json_integer_value(json_object_get(o, "id")));
+        json_t *running = json_array();
+        if (w != NULL) {
+            /* Memory is newer than the row for what every call updates. */
+            json_object_set_new(o, "last_seen_at", time_json(w->last_seen_at));
+            json_object_set(o, "heartbeat", w->heartbeat ? w->heartbeat : json_null());
+            int64_t ids[MAX_TRIAL_IDS];
+            int64_t n = core_worker_trials(core, w->id, ids, MAX_TRIAL_IDS);
+            for (int64_t k = 0; k < n; k++)
+                json_array_append_new(running, json_integer(ids[k]));
+        }
+        json_object_set_new(o, "alive", json_boolean(core_worker_alive(core, w, engine_now(e))));
+        json_object_set_new(o, "running_trials", running);
     }
-    for (int64_t id = 1; id < core->n_workers; id++) {
-        Worker *w = core->workers[id];
-        if (w == NULL)
-            continue;
-        /* Alive: seen within a lease length (a worker heartbeats several
-         * times per lease). */
-        bool alive = engine_now(e) - w->last_seen_at <= cfg->lease_ms;
-        json_t *o = json_pack("{s:I, s:s, s:s, s:O, s:I, s:o, s:o, s:b, s:O, s:o}", "id",
-                              (json_int_t)w->id, "name", w->name, "hostname", w->hostname,
-                              "gpus", w->gpus, "cpus", (json_int_t)w->cpus, "registered_at",
-                              time_json(w->registered_at), "last_seen_at",
-                              time_json(w->last_seen_at), "alive", alive, "heartbeat",
-                              w->heartbeat ? w->heartbeat : json_null(), "running_trials",
-                              running[id] ? running[id] : json_array());
-        json_array_append_new(items, o);
-    }
-    free(running);
-    reply(job, 200, list_json(items, (int64_t)json_array_size(items)));
+    reply(job, 200, list_json(items, total));
 }
 
+/* A worker in memory, or read back from the store when it was released for
+ * being idle and calls again. */
 static Worker *find_worker(Engine *e, Job *job)
 {
     Worker *w = core_worker(engine_core(e), job->ids[0]);
+    RungError err;
+    if (w == NULL && store_reload_worker(engine_store(e), engine_core(e), job->ids[0], &err) == 0)
+        w = core_worker(engine_core(e), job->ids[0]);
     if (w == NULL)
         not_found(job, "worker", job->ids[0]);
     return w;
@@ -806,19 +913,12 @@ void api_prometheus(Engine *e, Job *job)
     for (int s = 0; s < TRIAL__COUNT; s++)
         fprintf(out, "rung_trials{state=\"%s\"} %lld\n", trial_state_name((TrialState)s),
                 (long long)counts[s]);
-    int64_t exps[3] = {0, 0, 0};
-    for (int64_t id = 1; id < core->n_exps; id++)
-        if (core->exps[id])
-            exps[core->exps[id]->state]++;
+    const int64_t *exps = core_exp_counts(core);
     fputs("# HELP rung_experiments Experiments by state.\n# TYPE rung_experiments gauge\n", out);
     for (int s = 0; s < 3; s++)
         fprintf(out, "rung_experiments{state=\"%s\"} %lld\n", exp_state_name((ExpState)s),
                 (long long)exps[s]);
-    int64_t alive = 0;
-    for (int64_t id = 1; id < core->n_workers; id++)
-        if (core->workers[id] &&
-            engine_now(e) - core->workers[id]->last_seen_at <= engine_config(e)->lease_ms)
-            alive++;
+    int64_t alive = core_workers_alive(core, engine_now(e));
     fprintf(out, "# HELP rung_workers_alive Workers seen within a lease length.\n"
                  "# TYPE rung_workers_alive gauge\nrung_workers_alive %lld\n",
             (long long)alive);

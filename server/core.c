@@ -18,6 +18,35 @@
 
 #include "grow.h"
 
+struct Core {
+    int64_t lease_ms;            /* lease length */
+    Experiment **exps;           /* in memory, ascending id */
+    int64_t n_exps, cap_exps;
+    IdMap trials;                /* id -> Trial, those in memory */
+    IdMap workers;               /* id -> Worker, those in memory */
+    int64_t next_exp_id, next_trial_id, next_worker_id;
+    /* Every trial and experiment by state, those in the store included. */
+    int64_t trial_counts[TRIAL__COUNT];
+    int64_t exp_counts[3];
+    TrialList running;           /* every running trial, by lease time */
+    /* Set when a lease that failed before might now succeed. */
+    bool availability_changed;
+    /* Changes since core_take_changes. */
+    Experiment **dirty_exps;
+    int64_t n_dirty_exps, cap_dirty_exps;
+    Trial **dirty_trials;
+    int64_t n_dirty_trials, cap_dirty_trials;
+    Worker **dirty_workers;
+    int64_t n_dirty_workers, cap_dirty_workers;
+    NewReport *reports;
+    int64_t n_reports, cap_reports;
+    /* Ended objects to release after their final state is committed. */
+    Trial **rel_trials;
+    int64_t n_rel_trials, cap_rel_trials;
+    Experiment **rel_exps;
+    int64_t n_rel_exps, cap_rel_exps;
+};
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,8 +214,7 @@ Core *core_new(int64_t lease_ms)
     if (core == NULL)
         return NULL;
     core->lease_ms = lease_ms;
-    /* Ids start at 1: slot 0 of every table stays empty. */
-    core->n_exps = core->n_trials = core->n_workers = 1;
+    core->next_exp_id = core->next_trial_id = core->next_worker_id = 1;
     return core;
 }
 
@@ -201,76 +229,102 @@ static void trial_free(Trial *t)
     free(t);
 }
 
+/* Frees an experiment's own parts; its trials are freed by the caller. */
+static void exp_free(Experiment *e)
+{
+    spec_close(&e->spec);
+    asha_free(e->asha);
+    json_decref(e->best_done.config);
+    for (int64_t i = 0; i < e->n_hist; i++)
+        json_decref(e->hist[i].config);
+    free(e->hist);
+    free(e->trials);
+    free(e);
+}
+
+static void worker_free(Worker *w)
+{
+    free(w->name);
+    free(w->hostname);
+    json_decref(w->gpus);
+    json_decref(w->heartbeat);
+    free(w);
+}
+
 void core_free(Core *core)
 {
     if (core == NULL)
         return;
     core_changes_clear(core);
-    /* Slot 0 is never used, and a table may not exist yet. */
-    for (int64_t i = 1; core->trials && i < core->n_trials; i++)
-        if (core->trials[i])
-            trial_free(core->trials[i]);
-    for (int64_t i = 1; core->exps && i < core->n_exps; i++) {
-        Experiment *e = core->exps[i];
-        if (e) {
-            spec_close(&e->spec);
-            asha_free(e->asha);
-            free(e->curve);
-            free(e->trials);
-            free(e);
-        }
-    }
-    for (int64_t i = 1; core->workers && i < core->n_workers; i++) {
-        Worker *w = core->workers[i];
-        if (w) {
-            free(w->name);
-            free(w->hostname);
-            json_decref(w->gpus);
-            json_decref(w->heartbeat);
-            free(w);
-        }
-    }
+    for (int64_t i = 0; i < core->trials.cap; i++)
+        if (core->trials.slots[i].id != 0)
+            trial_free(core->trials.slots[i].ptr);
+    for (int64_t i = 0; i < core->n_exps; i++)
+        exp_free(core->exps[i]);
+    for (int64_t i = 0; i < core->workers.cap; i++)
+        if (core->workers.slots[i].id != 0)
+            worker_free(core->workers.slots[i].ptr);
+    idmap_free(&core->trials);
+    idmap_free(&core->workers);
     free(core->exps);
-    free(core->trials);
-    free(core->workers);
     free(core->dirty_exps);
     free(core->dirty_trials);
     free(core->dirty_workers);
     free(core->reports);
+    free(core->rel_trials);
+    free(core->rel_exps);
     free(core);
+}
+
+/* Index of the first in-memory experiment with id >= id. */
+static int64_t exp_lower_bound(const Core *core, int64_t id)
+{
+    int64_t lo = 0, hi = core->n_exps;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (core->exps[mid]->id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 Experiment *core_experiment(Core *core, int64_t id)
 {
-    return (id > 0 && id < core->n_exps) ? core->exps[id] : NULL;
+    int64_t i = exp_lower_bound(core, id);
+    return i < core->n_exps && core->exps[i]->id == id ? core->exps[i] : NULL;
 }
 
 Trial *core_trial(Core *core, int64_t id)
 {
-    return (id > 0 && id < core->n_trials) ? core->trials[id] : NULL;
+    return idmap_get(&core->trials, id);
 }
 
 Worker *core_worker(Core *core, int64_t id)
 {
-    return (id > 0 && id < core->n_workers) ? core->workers[id] : NULL;
+    return idmap_get(&core->workers, id);
 }
 
 /* ---- experiments and trials ---- */
 
 static void put_exp(Core *core, int64_t id, Experiment *e)
 {
-    rung_grow((void **)&core->exps, &core->cap_exps, id, sizeof(Experiment *));
-    core->exps[id] = e;
-    if (id >= core->n_exps)
-        core->n_exps = id + 1;
+    rung_grow((void **)&core->exps, &core->cap_exps, core->n_exps, sizeof(Experiment *));
+    int64_t at = exp_lower_bound(core, id);
+    memmove(&core->exps[at + 1], &core->exps[at],
+            (size_t)(core->n_exps - at) * sizeof *core->exps);
+    core->exps[at] = e;
+    core->n_exps++;
+    if (id >= core->next_exp_id)
+        core->next_exp_id = id + 1;
 }
 
 static void put_trial(Core *core, Experiment *e, Trial *t)
 {
-    rung_grow((void **)&core->trials, &core->cap_trials, t->id, sizeof(Trial *));
-    core->trials[t->id] = t;
-    if (t->id >= core->n_trials)
-        core->n_trials = t->id + 1;
+    idmap_put(&core->trials, t->id, t);
+    if (t->id >= core->next_trial_id)
+        core->next_trial_id = t->id + 1;
     rung_grow((void **)&e->trials, &e->cap_trials, t->number, sizeof(Trial *));
     e->trials[t->number] = t;
     if (t->number >= e->n_trials)
@@ -297,7 +351,8 @@ static Experiment *exp_new(Core *core, int64_t id, Spec *spec, int64_t now)
 
 Experiment *core_experiment_add(Core *core, Spec *spec, int64_t now)
 {
-    Experiment *e = exp_new(core, core->n_exps, spec, now);
+    Experiment *e = exp_new(core, core->next_exp_id, spec, now);
+    core->exp_counts[EXP_RUNNING]++;
     mark_exp(core, e);
     core->availability_changed = true;
     return e;
@@ -308,7 +363,7 @@ Trial *core_trial_add(Core *core, Experiment *exp, json_t *config, int64_t now)
     Trial *t = calloc(1, sizeof *t);
     if (t == NULL)
         abort();
-    t->id = core->n_trials;
+    t->id = core->next_trial_id;
     t->exp = exp;
     t->number = exp->n_trials;
     t->state = TRIAL_PENDING;
@@ -316,6 +371,7 @@ Trial *core_trial_add(Core *core, Experiment *exp, json_t *config, int64_t now)
     t->attempt = 1;
     t->created_at = now;
     put_trial(core, exp, t);
+    core->trial_counts[TRIAL_PENDING]++;
     queue_back(exp, t);
     mark_trial(core, t);
     core->availability_changed = true;
@@ -339,14 +395,25 @@ static bool better(const Experiment *e, double a, double b)
     return spec_loss(&e->spec, a) < spec_loss(&e->spec, b);
 }
 
-static void recompute_best(Experiment *e)
+/* Queues an ended experiment for core_release. */
+static void release_exp(Core *core, Experiment *e)
 {
-    e->best = NULL;
-    for (int64_t i = 0; i < e->n_trials; i++) {
-        Trial *t = e->trials[i];
-        if (t && t->has_best && (e->best == NULL || better(e, t->best_value, e->best->best_value)))
-            e->best = t;
-    }
+    if (e->releasing)
+        return;
+    e->releasing = true;
+    rung_grow((void **)&core->rel_exps, &core->cap_rel_exps, core->n_rel_exps,
+              sizeof(Experiment *));
+    core->rel_exps[core->n_rel_exps++] = e;
+}
+
+static void set_exp_state(Core *core, Experiment *e, ExpState s, int64_t now)
+{
+    core->exp_counts[e->state]--;
+    core->exp_counts[s]++;
+    e->state = s;
+    e->ended_at = now;
+    mark_exp(core, e);
+    release_exp(core, e);
 }
 
 static void endgame(Core *core, Experiment *e, int64_t now);
@@ -365,9 +432,12 @@ static void maybe_complete(Core *core, Experiment *e, int64_t now)
                        e->counts[TRIAL_FAILED] + e->counts[TRIAL_CANCELED];
     if (terminal < e->spec.total_trials)
         return;
-    e->state = EXP_COMPLETED;
-    e->ended_at = now;
-    mark_exp(core, e);
+    set_exp_state(core, e, EXP_COMPLETED, now);
+}
+
+static Worker *owner_of(const Core *core, const Trial *t)
+{
+    return t->worker_id > 0 ? idmap_get(&core->workers, t->worker_id) : NULL;
 }
 
 /* Moves t to state s, keeping counts, lists and times in step. */
@@ -377,20 +447,34 @@ static void set_state(Core *core, Trial *t, TrialState s, int64_t now)
     if (t->state == TRIAL_RUNNING) {
         list_remove(&core->running, t);
         core->availability_changed = true; /* a concurrency slot is free */
+        Worker *w = owner_of(core, t);
+        if (w != NULL && w->n_running > 0)
+            w->n_running--;
     } else if (t->state == TRIAL_PENDING) {
         list_remove(&e->pending, t);
     }
     e->counts[t->state]--;
     e->counts[s]++;
+    core->trial_counts[t->state]--;
+    core->trial_counts[s]++;
     t->state = s;
     if (s == TRIAL_RUNNING) {
         list_push_back(&core->running, t);
         t->started_at = now;
         t->ended_at = 0;
     }
-    if (trial_state_terminal(s))
+    if (trial_state_terminal(s)) {
         t->ended_at = now;
+        if (!t->releasing) {
+            t->releasing = true;
+            rung_grow((void **)&core->rel_trials, &core->cap_rel_trials, core->n_rel_trials,
+                      sizeof(Trial *));
+            core->rel_trials[core->n_rel_trials++] = t;
+        }
+    }
     mark_trial(core, t);
+    if (e->state != EXP_RUNNING)
+        mark_exp(core, e); /* its stored counts follow its last trials */
     if (trial_state_terminal(s))
         maybe_complete(core, e, now);
 }
@@ -505,8 +589,6 @@ static void fail_or_retry(Core *core, Trial *t, const char *error, int64_t now)
         t->lease_token[0] = '\0';
         t->started_at = 0;
         reset_attempt(t);
-        if (e->best == t)
-            recompute_best(e);
         core->availability_changed = true;
         promote_ready(core, e, now); /* its records are gone: others may rank higher now */
     } else {
@@ -536,17 +618,16 @@ static Worker *worker_new(Core *core, int64_t id, const char *name, const char *
     w->gpus = gpus;
     w->cpus = cpus;
     w->registered_at = w->last_seen_at = registered_at;
-    rung_grow((void **)&core->workers, &core->cap_workers, id, sizeof(Worker *));
-    core->workers[id] = w;
-    if (id >= core->n_workers)
-        core->n_workers = id + 1;
+    idmap_put(&core->workers, id, w);
+    if (id >= core->next_worker_id)
+        core->next_worker_id = id + 1;
     return w;
 }
 
 Worker *core_worker_add(Core *core, const char *name, const char *hostname, json_t *gpus,
                         int64_t cpus, int64_t now)
 {
-    Worker *w = worker_new(core, core->n_workers, name, hostname, gpus, cpus, now);
+    Worker *w = worker_new(core, core->next_worker_id, name, hostname, gpus, cpus, now);
     mark_worker(core, w);
     return w;
 }
@@ -556,6 +637,20 @@ void core_worker_seen(Core *core, Worker *w, int64_t now)
     (void)core;
     if (now > w->last_seen_at)
         w->last_seen_at = now;
+}
+
+bool core_worker_alive(const Core *core, const Worker *w, int64_t now)
+{
+    return w != NULL && now - w->last_seen_at <= core->lease_ms;
+}
+
+int64_t core_workers_alive(const Core *core, int64_t now)
+{
+    int64_t n = 0;
+    for (int64_t i = 0; i < core->workers.cap; i++)
+        if (core->workers.slots[i].id != 0 && core_worker_alive(core, core->workers.slots[i].ptr, now))
+            n++;
+    return n;
 }
 
 static bool fits(const Experiment *e, const LeaseOffer *offer)
@@ -574,19 +669,16 @@ static bool may_take(const Core *core, const Worker *w, const Trial *t, int64_t 
 {
     if (t->n_seen == 0 || t->worker_id == w->id)
         return true;
-    const Worker *owner = t->worker_id > 0 && t->worker_id < core->n_workers
-                              ? core->workers[t->worker_id]
-                              : NULL;
-    return owner == NULL || now - owner->last_seen_at > core->lease_ms;
+    return !core_worker_alive(core, owner_of(core, t), now);
 }
 
 Trial *core_lease(Core *core, Worker *w, const LeaseOffer *offer, const char *token,
                   int64_t now)
 {
     core_worker_seen(core, w, now);
-    for (int64_t id = 1; id < core->n_exps; id++) {
-        Experiment *e = core->exps[id];
-        if (e == NULL || e->state != EXP_RUNNING || e->pending.head == NULL || !fits(e, offer))
+    for (int64_t i = 0; i < core->n_exps; i++) {
+        Experiment *e = core->exps[i];
+        if (e->state != EXP_RUNNING || e->pending.head == NULL || !fits(e, offer))
             continue;
         Trial *t = e->pending.head;
         while (t != NULL && !may_take(core, w, t, now))
@@ -596,6 +688,7 @@ Trial *core_lease(Core *core, Worker *w, const LeaseOffer *offer, const char *to
         set_state(core, t, TRIAL_RUNNING, now);
         t->leased_seen = t->n_seen;
         t->worker_id = w->id;
+        w->n_running++;
         snprintf(t->lease_token, sizeof t->lease_token, "%s", token);
         t->lease_expires_ms = now + core->lease_ms;
         json_t *gpus = json_array();
@@ -628,11 +721,14 @@ static int lease_lost(const Trial *t, RungError *err)
                           (long long)t->id);
 }
 
-/* Reads the objective from metrics: 1 with *v set, 0 when absent. Non-finite
- * values travel as the strings "NaN", "Infinity" and "-Infinity". */
 static int objective(const Experiment *e, const json_t *metrics, double *v)
 {
-    json_t *m = json_object_get(metrics, e->spec.metric);
+    return core_objective(&e->spec, metrics, v);
+}
+
+int core_objective(const Spec *spec, const json_t *metrics, double *v)
+{
+    json_t *m = json_object_get(metrics, spec->metric);
     if (json_is_number(m)) {
         *v = json_number_value(m);
         return 1;
@@ -711,22 +807,11 @@ static void record(Trial *t, int64_t step, json_t *metrics, ReportAction a)
     json_decref(t->last);
     t->last = json_incref(metrics);
     double v;
-    int has_v = objective(e, metrics, &v);
-    if (has_v) {
-        rung_grow((void **)&e->curve, &e->cap_curve, e->n_curve, sizeof *e->curve);
-        e->curve[e->n_curve++] = (CurvePoint){.trial_id = t->id,
-                                              .attempt = (int32_t)t->attempt,
-                                              .step = step,
-                                              .value = isfinite(v) ? v : NAN};
-    }
-    if (has_v && isfinite(v)) {
-        if (!t->has_best || better(e, v, t->best_value)) {
-            t->has_best = true;
-            t->best_value = v;
-            t->best_step = step;
-        }
-        if (e->best == NULL || better(e, t->best_value, e->best->best_value))
-            e->best = t;
+    if (objective(e, metrics, &v) && isfinite(v) &&
+        (!t->has_best || better(e, v, t->best_value))) {
+        t->has_best = true;
+        t->best_value = v;
+        t->best_step = step;
     }
     seen_insert(t, step, a);
 }
@@ -893,9 +978,7 @@ int core_cancel(Core *core, Experiment *e, int64_t now, RungError *err)
                               "experiment %lld already completed", (long long)e->id);
     if (e->state == EXP_CANCELED)
         return 0;
-    e->state = EXP_CANCELED;
-    e->ended_at = now;
-    mark_exp(core, e);
+    set_exp_state(core, e, EXP_CANCELED, now);
     while (e->pending.head != NULL)
         set_state(core, e->pending.head, TRIAL_CANCELED, now);
     for (int64_t i = 0; i < e->n_trials; i++) {
@@ -933,6 +1016,20 @@ int64_t core_expire_leases(Core *core, int64_t now)
 }
 
 /* ---- loading ---- */
+
+void core_load_totals(Core *core, const int64_t trial_counts[TRIAL__COUNT],
+                      const int64_t exp_counts[3], int64_t max_exp_id, int64_t max_trial_id,
+                      int64_t max_worker_id)
+{
+    memcpy(core->trial_counts, trial_counts, sizeof core->trial_counts);
+    memcpy(core->exp_counts, exp_counts, sizeof core->exp_counts);
+    if (max_exp_id >= core->next_exp_id)
+        core->next_exp_id = max_exp_id + 1;
+    if (max_trial_id >= core->next_trial_id)
+        core->next_trial_id = max_trial_id + 1;
+    if (max_worker_id >= core->next_worker_id)
+        core->next_worker_id = max_worker_id + 1;
+}
 
 Experiment *core_load_experiment(Core *core, int64_t id, Spec *spec, ExpState state,
                                  int64_t created_at, int64_t ended_at)
@@ -1031,38 +1128,243 @@ static void queue_sort(Experiment *e)
     free(v);
 }
 
+/* The per-experiment part of loading: the pending line's order and the
+ * scheduler's state beyond the replayed reports. */
+static void load_experiment_done(Core *core, Experiment *e, int64_t now)
+{
+    queue_sort(e);
+    /* What ended for the scheduler (Ray's on_trial_complete) and what waits
+     * at a rung. A resumed trial, pending or running, leases with the
+     * reports it had. */
+    for (int64_t i = 0; i < e->n_trials; i++) {
+        Trial *t = e->trials[i];
+        if (t == NULL)
+            continue;
+        if (trial_state_terminal(t->state) && !t->releasing) {
+            t->releasing = true; /* loaded for the records it leaves */
+            rung_grow((void **)&core->rel_trials, &core->cap_rel_trials, core->n_rel_trials,
+                      sizeof(Trial *));
+            core->rel_trials[core->n_rel_trials++] = t;
+        }
+        if (t->state == TRIAL_COMPLETED || t->state == TRIAL_STOPPED) {
+            double v;
+            bool has = t->last != NULL && objective(e, t->last, &v) == 1 && isfinite(v);
+            asha_trial_end(e->asha, t->number, t->time, has && t->has_time, has ? v : 0);
+        } else if (t->state == TRIAL_PAUSED) {
+            asha_trial_paused(e->asha, t->number, asha_rung_index(e->asha, t->number, t->rung));
+        } else if (t->state == TRIAL_RUNNING) {
+            t->leased_seen = t->n_seen; /* unknown; no report is taken back */
+            /* The daemon was down: nobody could heartbeat, so every lease
+             * starts afresh rather than expiring the moment we are back. */
+            if (t->lease_expires_ms == 0)
+                t->lease_expires_ms = now + core->lease_ms;
+            Worker *w = owner_of(core, t);
+            if (w != NULL)
+                w->n_running++;
+        }
+    }
+    maybe_complete(core, e, now);
+    if (e->state != EXP_RUNNING)
+        release_exp(core, e);
+}
+
 void core_load_done(Core *core, int64_t now)
 {
-    /* The daemon was down: nobody could heartbeat, so every lease starts
-     * afresh rather than expiring the moment we are back. */
-    for (Trial *t = core->running.head; t != NULL; t = t->next)
-        t->lease_expires_ms = now + core->lease_ms;
-    for (int64_t id = 1; id < core->n_exps; id++) {
-        Experiment *e = core->exps[id];
-        if (e == NULL)
-            continue;
-        queue_sort(e);
-        /* The scheduler's state beyond the replayed reports: what ended for
-         * it (Ray's on_trial_complete) and what waits at a rung. A resumed
-         * trial, pending or running, leases with the reports it had. */
-        for (int64_t i = 0; i < e->n_trials; i++) {
-            Trial *t = e->trials[i];
-            if (t == NULL)
-                continue;
-            if (t->state == TRIAL_COMPLETED || t->state == TRIAL_STOPPED) {
-                double v;
-                bool has = t->last != NULL && objective(e, t->last, &v) == 1 && isfinite(v);
-                asha_trial_end(e->asha, t->number, t->time, has && t->has_time, has ? v : 0);
-            } else if (t->state == TRIAL_PAUSED) {
-                asha_trial_paused(e->asha, t->number,
-                                  asha_rung_index(e->asha, t->number, t->rung));
-            } else if (t->state == TRIAL_RUNNING) {
-                t->leased_seen = t->n_seen; /* unknown; no report is taken back */
-            }
-        }
-        maybe_complete(core, e, now);
-    }
+    for (int64_t k = 0; k < core->n_exps; k++)
+        load_experiment_done(core, core->exps[k], now);
     core->availability_changed = true;
+}
+
+void core_load_experiment_done(Core *core, Experiment *e, int64_t now)
+{
+    for (int st = 0; st < TRIAL__COUNT; st++)
+        core->trial_counts[st] += e->counts[st];
+    core->exp_counts[e->state]++;
+    load_experiment_done(core, e, now);
+    core->availability_changed = true;
+}
+
+void core_set_lease_expiry(Trial *t, int64_t expires_ms)
+{
+    t->lease_expires_ms = expires_ms;
+}
+
+int64_t core_n_experiments(const Core *core)
+{
+    return core->n_exps;
+}
+
+Experiment *core_experiment_at(Core *core, int64_t i)
+{
+    return i >= 0 && i < core->n_exps ? core->exps[i] : NULL;
+}
+
+const int64_t *core_exp_counts(const Core *core)
+{
+    return core->exp_counts;
+}
+
+bool core_availability_changed(const Core *core)
+{
+    return core->availability_changed;
+}
+
+void core_availability_seen(Core *core)
+{
+    core->availability_changed = false;
+}
+
+int64_t core_worker_trials(const Core *core, int64_t worker_id, int64_t *ids, int64_t cap)
+{
+    int64_t n = 0;
+    for (const Trial *t = core->running.head; t != NULL; t = t->next)
+        if (t->worker_id == worker_id && n < cap)
+            ids[n++] = t->id;
+    return n;
+}
+
+int64_t core_running_of(const Core *core, const Experiment *e, int64_t *ids, int64_t cap)
+{
+    int64_t n = 0;
+    for (const Trial *t = core->running.head; t != NULL; t = t->next)
+        if (t->exp == e && n < cap)
+            ids[n++] = t->id;
+    return n;
+}
+
+/* ---- releasing what ended ---- */
+
+/* Keeps what a released trial leaves behind: its best value and, for a
+ * model-based searcher, its result. */
+static void keep_result(Experiment *e, const Trial *t)
+{
+    if (t->has_best && (!e->best_done.has || better(e, t->best_value, e->best_done.value))) {
+        json_decref(e->best_done.config);
+        e->best_done = (BestRef){.has = true,
+                                 .trial_id = t->id,
+                                 .value = t->best_value,
+                                 .step = t->best_step,
+                                 .config = json_incref(t->config)};
+    }
+    double loss;
+    if (e->spec.searcher.type == SEARCHER_BAYES && core_trial_result(t, &loss)) {
+        rung_grow((void **)&e->hist, &e->cap_hist, e->n_hist, sizeof *e->hist);
+        e->hist[e->n_hist++] =
+            (HistEntry){.number = t->number, .loss = loss, .config = json_incref(t->config)};
+    }
+}
+
+/* Frees t, which is in no list (terminal), or is taken out of its list. */
+static void drop_trial(Core *core, Trial *t)
+{
+    Experiment *e = t->exp;
+    if (t->state == TRIAL_RUNNING)
+        list_remove(&core->running, t);
+    else if (t->state == TRIAL_PENDING)
+        list_remove(&e->pending, t);
+    if (t->number < e->n_trials && e->trials[t->number] == t)
+        e->trials[t->number] = NULL;
+    idmap_remove(&core->trials, t->id);
+    trial_free(t);
+}
+
+static void remove_exp(Core *core, Experiment *e)
+{
+    for (int64_t i = 0; i < e->n_trials; i++)
+        if (e->trials[i] != NULL)
+            drop_trial(core, e->trials[i]);
+    int64_t at = exp_lower_bound(core, e->id);
+    if (at < core->n_exps && core->exps[at] == e) {
+        memmove(&core->exps[at], &core->exps[at + 1],
+                (size_t)(core->n_exps - at - 1) * sizeof *core->exps);
+        core->n_exps--;
+    }
+    exp_free(e);
+}
+
+void core_release(Core *core)
+{
+    int64_t kept = 0;
+    for (int64_t i = 0; i < core->n_rel_trials; i++) {
+        Trial *t = core->rel_trials[i];
+        if (t->dirty) { /* not written yet: next time */
+            core->rel_trials[kept++] = t;
+            continue;
+        }
+        keep_result(t->exp, t);
+        drop_trial(core, t);
+    }
+    core->n_rel_trials = kept;
+    kept = 0;
+    for (int64_t i = 0; i < core->n_rel_exps; i++) {
+        Experiment *e = core->rel_exps[i];
+        /* A canceled experiment waits for its running trials to stop. */
+        if (e->dirty || e->counts[TRIAL_RUNNING] > 0 || e->pending.len > 0) {
+            core->rel_exps[kept++] = e;
+            continue;
+        }
+        remove_exp(core, e);
+    }
+    core->n_rel_exps = kept;
+}
+
+void core_forget_experiment(Core *core, Experiment *e)
+{
+    int64_t kept = 0;
+    for (int64_t i = 0; i < core->n_rel_trials; i++)
+        if (core->rel_trials[i]->exp != e)
+            core->rel_trials[kept++] = core->rel_trials[i];
+    core->n_rel_trials = kept;
+    kept = 0;
+    for (int64_t i = 0; i < core->n_rel_exps; i++)
+        if (core->rel_exps[i] != e)
+            core->rel_exps[kept++] = core->rel_exps[i];
+    core->n_rel_exps = kept;
+    /* The totals go back to what the store says of e (the reload adds it). */
+    for (int s = 0; s < TRIAL__COUNT; s++)
+        core->trial_counts[s] -= e->counts[s];
+    core->exp_counts[e->state]--;
+    for (Trial *t = core->running.head; t != NULL; t = t->next) {
+        Worker *w = t->exp == e ? owner_of(core, t) : NULL;
+        if (w != NULL && w->n_running > 0)
+            w->n_running--;
+    }
+    remove_exp(core, e);
+}
+
+void core_forget_worker(Core *core, Worker *w)
+{
+    idmap_remove(&core->workers, w->id);
+    worker_free(w);
+}
+
+int64_t core_release_idle_workers(Core *core, int64_t now, int64_t idle_ms)
+{
+    Worker *idle[64];
+    int64_t n = 0;
+    for (int64_t i = 0; i < core->workers.cap && n < 64; i++) {
+        Worker *w = core->workers.slots[i].ptr;
+        if (core->workers.slots[i].id != 0 && w->n_running == 0 && !w->dirty && w->stored &&
+            now - w->last_seen_at > idle_ms)
+            idle[n++] = w;
+    }
+    for (int64_t i = 0; i < n; i++)
+        core_forget_worker(core, idle[i]);
+    return n;
+}
+
+void core_experiment_best(const Experiment *e, BestRef *out)
+{
+    *out = e->best_done;
+    for (int64_t i = 0; i < e->n_trials; i++) {
+        const Trial *t = e->trials[i];
+        if (t != NULL && t->has_best && (!out->has || better(e, t->best_value, out->value)))
+            *out = (BestRef){.has = true,
+                             .trial_id = t->id,
+                             .value = t->best_value,
+                             .step = t->best_step,
+                             .config = t->config};
+    }
 }
 
 void core_trial_set_log(Trial *t, const char *text)
@@ -1106,11 +1408,5 @@ bool core_trial_result(const Trial *t, double *loss)
 
 void core_trial_counts(const Core *core, int64_t counts[TRIAL__COUNT])
 {
-    memset(counts, 0, sizeof(int64_t) * TRIAL__COUNT);
-    for (int64_t id = 1; id < core->n_exps; id++) {
-        const Experiment *e = core->exps[id];
-        if (e != NULL)
-            for (int s = 0; s < TRIAL__COUNT; s++)
-                counts[s] += e->counts[s];
-    }
+    memcpy(counts, core->trial_counts, sizeof(int64_t) * TRIAL__COUNT);
 }

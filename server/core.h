@@ -6,10 +6,15 @@
  * reports) for the engine to write in the same transaction before any reply
  * goes out; core_take_changes hands that queue over.
  *
- * Everything lives in memory and is rebuilt from the store at start (the
- * tables are the truth). Objects are never freed before core_free, so the
- * pointers handed out stay valid for the daemon's life. One thread (the
- * engine's) owns a Core; nothing here locks. */
+ * Memory holds the work in flight, not the history: running experiments
+ * with their pending line, their running and paused trials, the rung
+ * records of their scheduler and the searcher's history; workers seen
+ * lately. A trial that ends is released once its final state is committed
+ * (core_release); an experiment that ends, once nothing of it runs. What is
+ * released is read from the store on request (store_read.h). At start only
+ * the running experiments are loaded. One thread (the engine's) owns a
+ * Core; nothing here locks. Objects are reached through the core_* lookups;
+ * a pointer is valid until the next core_release. */
 #ifndef RUNG_SERVER_CORE_H
 #define RUNG_SERVER_CORE_H
 
@@ -18,6 +23,7 @@
 #include <stdint.h>
 
 #include "asha.h"
+#include "idmap.h"
 #include "error.h"
 #include "spec.h"
 
@@ -88,6 +94,7 @@ typedef struct Trial {
     struct Trial *prev, *next;
     bool dirty;                  /* queued for a store write */
     bool stored;                 /* has a row in the store (else: insert it) */
+    bool releasing;              /* terminal: queued for core_release */
 } Trial;
 
 typedef struct TrialList {
@@ -95,35 +102,43 @@ typedef struct TrialList {
     int64_t len;
 } TrialList;
 
-/* One value of an experiment's metric, as reported: the dashboard's
- * learning curves read these in arrival order from a cursor. */
-typedef struct CurvePoint {
+/* The best value an experiment's trials reported, with where it came from. */
+typedef struct BestRef {
+    bool has;
     int64_t trial_id;
-    int32_t attempt;
-    int32_t pad;
+    double value;                /* in the metric's own sign */
     int64_t step;
-    double value;                /* the metric as reported (NaN when non-finite) */
-} CurvePoint;
+    json_t *config;              /* the trial's config: owned in Experiment.best_done,
+                                    borrowed in core_experiment_best's answer */
+} BestRef;
+
+/* A released trial's result, for the searcher (bayes only). */
+typedef struct HistEntry {
+    int64_t number;
+    double loss;                 /* lower is better; +INFINITY for a failed trial */
+    json_t *config;              /* owned */
+} HistEntry;
 
 typedef struct Experiment {
     int64_t id;
     Spec spec;                   /* owned */
     ExpState state;
     int64_t created_at, ended_at;
-    Trial **trials;              /* owned array, by number; [0, n_trials) */
+    Trial **trials;              /* owned array, by number; [0, n_trials); NULL once
+                                    the trial is released */
     int64_t n_trials, cap_trials;
     int64_t counts[TRIAL__COUNT];
     TrialList pending;           /* pending trials, ascending queue_pos: those put back
                                     at the front (latest first), then new ones by number */
     int64_t proposing;           /* configs asked of the proposer, not yet added */
-    Trial *best;                 /* borrowed: the trial with the best value, or NULL */
+    BestRef best_done;           /* the best of its released trials */
+    HistEntry *hist;             /* bayes: results of released trials */
+    int64_t n_hist, cap_hist;
     struct Asha *asha;           /* owned: the scheduler's rung records */
-    CurvePoint *curve;           /* owned: every reported metric value, arrival order
-                                    (rebuilt at start in trial and step order) */
-    int64_t n_curve, cap_curve;
     bool hold_endgame;           /* asha promote: no end game now (re-entry, or promotions first) */
     bool dirty;
     bool stored;
+    bool releasing;              /* ended: queued for core_release */
 } Experiment;
 
 typedef struct Worker {
@@ -133,6 +148,7 @@ typedef struct Worker {
     int64_t cpus;
     int64_t registered_at, last_seen_at;
     json_t *heartbeat;           /* owned: last heartbeat body, or NULL */
+    int64_t n_running;           /* trials it holds now */
     bool dirty;
     bool stored;
 } Worker;
@@ -144,32 +160,15 @@ typedef struct NewReport {
     ReportAction action;
 } NewReport;
 
-typedef struct Core {
-    int64_t lease_ms;            /* lease length */
-    Experiment **exps;           /* by id: exps[id], NULL holes allowed */
-    int64_t n_exps, cap_exps;    /* n: highest id + 1 */
-    Trial **trials;              /* by id */
-    int64_t n_trials, cap_trials;
-    Worker **workers;            /* by id */
-    int64_t n_workers, cap_workers;
-    TrialList running;           /* every running trial, by lease time */
-    /* Set when a lease that failed before might now succeed. */
-    bool availability_changed;
-    /* Changes since core_take_changes. */
-    Experiment **dirty_exps;
-    int64_t n_dirty_exps, cap_dirty_exps;
-    Trial **dirty_trials;
-    int64_t n_dirty_trials, cap_dirty_trials;
-    Worker **dirty_workers;
-    int64_t n_dirty_workers, cap_dirty_workers;
-    NewReport *reports;
-    int64_t n_reports, cap_reports;
-} Core;
+/* The state of the daemon's work in flight; closed: other files use the
+ * functions below, never its fields. */
+typedef struct Core Core;
 
 Core *core_new(int64_t lease_ms);
 void core_free(Core *core);
 
-/* Lookups: borrowed pointers, NULL when absent. */
+/* Lookups of what is in memory: borrowed pointers, NULL when absent
+ * (never created, or released: ask the store). */
 Experiment *core_experiment(Core *core, int64_t id);
 Trial *core_trial(Core *core, int64_t id);
 Worker *core_worker(Core *core, int64_t id);
@@ -229,7 +228,34 @@ int64_t core_expire_leases(Core *core, int64_t now);
 /* Marks w seen at now (kept in memory; written with the worker's next change). */
 void core_worker_seen(Core *core, Worker *w, int64_t now);
 
-/* Loading from the store: objects with their stored fields. */
+/* The one rule for a worker being alive: seen within a lease length (a
+ * worker heartbeats several times per lease). */
+bool core_worker_alive(const Core *core, const Worker *w, int64_t now);
+/* How many workers are alive (for /metrics). */
+int64_t core_workers_alive(const Core *core, int64_t now);
+
+/* The best value any trial of exp reported (config borrowed). */
+void core_experiment_best(const Experiment *exp, BestRef *out);
+
+/* After a commit: frees the trials that ended and the experiments that
+ * ended with nothing left running, keeping what their searcher and
+ * best value need. Every pointer to them is invalid afterwards. */
+void core_release(Core *core);
+
+/* Undoes what a failed write left in memory: drops the objects whose ids
+ * are given (the store is then asked for them again, see store_reload_*). */
+void core_forget_experiment(Core *core, Experiment *e);
+void core_forget_worker(Core *core, Worker *w);
+
+/* Drops the workers not seen for `idle_ms` that hold no trial and have
+ * nothing to write: they are read from the store when they come back. */
+int64_t core_release_idle_workers(Core *core, int64_t now, int64_t idle_ms);
+
+/* Loading from the store: objects with their stored fields. Counts and the
+ * next ids come from the whole store; objects only for what runs. */
+void core_load_totals(Core *core, const int64_t trial_counts[TRIAL__COUNT],
+                      const int64_t exp_counts[3], int64_t max_exp_id, int64_t max_trial_id,
+                      int64_t max_worker_id);
 Experiment *core_load_experiment(Core *core, int64_t id, Spec *spec, ExpState state,
                                  int64_t created_at, int64_t ended_at);
 Trial *core_load_trial(Core *core, Experiment *exp, int64_t id, int64_t number, TrialState st,
@@ -249,6 +275,21 @@ Worker *core_load_worker(Core *core, int64_t id, const char *name, const char *h
 /* After loading: running trials get a fresh lease window from now, and
  * pending queues are ordered. */
 void core_load_done(Core *core, int64_t now);
+/* The same for one experiment reloaded after a failed write: it joins the
+ * totals, and its running trials' leases are set by the caller. */
+void core_load_experiment_done(Core *core, Experiment *e, int64_t now);
+void core_set_lease_expiry(Trial *t, int64_t expires_ms);
+
+/* Reading the core without reaching into it. */
+int64_t core_n_experiments(const Core *core);          /* in memory, ascending id */
+Experiment *core_experiment_at(Core *core, int64_t i); /* 0 <= i < core_n_experiments */
+const int64_t *core_exp_counts(const Core *core);      /* [ExpState]: the whole store */
+/* Whether a lease that found nothing might now succeed; _seen resets it. */
+bool core_availability_changed(const Core *core);
+void core_availability_seen(Core *core);
+/* Ids of the running trials of a worker, or of an experiment (at most cap). */
+int64_t core_worker_trials(const Core *core, int64_t worker_id, int64_t *ids, int64_t cap);
+int64_t core_running_of(const Core *core, const Experiment *e, int64_t *ids, int64_t cap);
 
 /* Hands the queued changes to the caller and clears the queue (the arrays
  * stay owned by the core; valid until the next core call). */
@@ -286,5 +327,9 @@ void core_trial_set_log(Trial *t, const char *text);
 
 /* Counts of trials by state across experiments (for /metrics). */
 void core_trial_counts(const Core *core, int64_t counts[TRIAL__COUNT]);
+
+/* Reads the objective from metrics: 1 with *v set, 0 when absent.
+ * Non-finite values travel as the strings "NaN", "Infinity", "-Infinity". */
+int core_objective(const Spec *spec, const json_t *metrics, double *v);
 
 #endif

@@ -22,6 +22,12 @@
 /* Configs kept proposed ahead per experiment: enough for a burst of leases
  * from many workers between two proposer round trips. */
 #define PENDING_TARGET 256
+/* Long polls parked at once: each holds a suspended connection. Beyond
+ * this a lease is answered 503 at once and the worker backs off. */
+#define MAX_PARKED 1024
+/* Workers silent this long, holding nothing, leave memory (they are read
+ * back from the store when they call again). */
+#define WORKER_IDLE_MS (3600 * 1000LL)
 
 struct Engine {
     pthread_t thread;
@@ -43,6 +49,8 @@ struct Engine {
     bool draining;
     Job *done;               /* jobs answered in this batch, released after commit */
     Job *parked;             /* parked jobs, newest first */
+    int64_t n_parked;
+    uint64_t batch_reports;  /* reports written in this batch */
     int64_t in_flight;       /* jobs submitted whose on_done has not run */
     bool resumed;            /* on_done ran last batch: the HTTP front must run again */
     int64_t now;
@@ -54,6 +62,18 @@ struct Engine {
 static int64_t mono_ms(void)
 {
     return rung_mono_ns() / 1000000;
+}
+
+/* Replaces job's reply with the error JSON. */
+static void set_error_reply(Job *job, int code, const char *msg)
+{
+    json_decref(job->reply);
+    job->reply = NULL;
+    free(job->text);
+    job->text = NULL;
+    job->status = rung_error_status(code);
+    job->reply = json_pack("{s:{s:s, s:s}}", "error", "code", rung_error_string(code), "message",
+                           msg);
 }
 
 Core *engine_core(Engine *e)
@@ -116,6 +136,10 @@ bool engine_park(Engine *e, Job *job, int64_t deadline_ms)
 {
     if (e->draining)
         return false;
+    if (e->n_parked >= MAX_PARKED) {
+        set_error_reply(job, RUNG_E_UNAVAILABLE, "too many long polls waiting; try again");
+        return true; /* answered, not parked: the caller must not reply again */
+    }
     job->parked = true;
     job->deadline_ms = deadline_ms;
     return true;
@@ -170,35 +194,56 @@ static void on_proposals(void *ctx, Proposals *p)
 }
 
 /* What a bayes experiment knows now: the results of its finished trials
- * and the configs of the others, pending or running. */
+ * (those released from memory keep theirs in exp->hist) and the configs of
+ * the others, pending or running; observations in trial-number order, so
+ * that a restart (which rebuilds them in that order) proposes the same. */
 static ProposeHistory *history_of(const Experiment *exp)
 {
     ProposeHistory *h = calloc(1, sizeof *h);
     size_t n = (size_t)(exp->n_trials ? exp->n_trials : 1);
-    if (h == NULL || (h->obs = calloc(n, sizeof *h->obs)) == NULL ||
+    int64_t *numbers = calloc(n, sizeof *numbers);
+    if (h == NULL || numbers == NULL || (h->obs = calloc(n, sizeof *h->obs)) == NULL ||
         (h->pending = calloc(n, sizeof *h->pending)) == NULL)
         abort();
+    BayesObservation *by_number = calloc(n, sizeof *by_number);
+    bool *has = calloc(n, sizeof *has);
+    if (by_number == NULL || has == NULL)
+        abort();
+    for (int64_t i = 0; i < exp->n_hist; i++) {
+        const HistEntry *he = &exp->hist[i];
+        by_number[he->number] = (BayesObservation){.config = he->config, .loss = he->loss};
+        has[he->number] = true;
+    }
     for (int64_t i = 0; i < exp->n_trials; i++) {
         const Trial *t = exp->trials[i];
         double loss;
+        if (t == NULL)
+            continue;
         if (core_trial_result(t, &loss)) {
-            h->obs[h->n_obs].config = json_incref(t->config);
-            h->obs[h->n_obs].loss = loss;
-            h->n_obs++;
+            by_number[i] = (BayesObservation){.config = t->config, .loss = loss};
+            has[i] = true;
         } else if (!trial_state_terminal(t->state)) {
             h->pending[h->n_pending++] = json_incref(t->config);
         }
     }
+    for (size_t i = 0; i < n; i++) {
+        if (!has[i])
+            continue;
+        h->obs[h->n_obs] = by_number[i];
+        json_incref((json_t *)h->obs[h->n_obs].config);
+        h->n_obs++;
+    }
+    free(by_number);
+    free(has);
+    free(numbers);
     return h;
 }
 
 static void request_proposals(Engine *e)
 {
     Core *core = e->core;
-    for (int64_t id = 1; id < core->n_exps; id++) {
-        Experiment *exp = core->exps[id];
-        if (exp == NULL)
-            continue;
+    for (int64_t i = 0; i < core_n_experiments(core); i++) {
+        Experiment *exp = core_experiment_at(core, i);
         const SearcherSpec *searcher = &exp->spec.searcher;
         int64_t first = exp->n_trials + exp->proposing;
         bool bayes = searcher->type == SEARCHER_BAYES;
@@ -225,26 +270,115 @@ static void request_proposals(Engine *e)
 
 /* ---- the batch ---- */
 
-static void set_internal_error(Job *job, const char *msg)
+/* A request's writes were refused by the store: undo them in memory. The
+ * experiments and workers they touched are dropped and read back from the
+ * store (which the rollback to the request's savepoint left as it was
+ * before the request); running trials keep their lease deadlines, so a
+ * refused request never extends a lease. */
+static void undo(Engine *e, const CoreChanges *c)
 {
-    json_decref(job->reply);
-    free(job->text);
-    job->text = NULL;
-    job->status = 500;
-    job->reply = json_pack("{s:{s:s, s:s}}", "error", "code", "internal", "message", msg);
+    int64_t n_exp = 0, n_w = 0, n_run = 0;
+    size_t cap = (size_t)(c->n_exps + c->n_trials + c->n_reports + 1);
+    int64_t *exps = calloc(cap, sizeof *exps);
+    int64_t *workers = calloc((size_t)c->n_workers + 1, sizeof *workers);
+    if (exps == NULL || workers == NULL)
+        abort();
+    for (int64_t i = 0; i < c->n_exps; i++)
+        exps[n_exp++] = c->exps[i]->id;
+    for (int64_t i = 0; i < c->n_trials; i++)
+        exps[n_exp++] = c->trials[i]->exp->id;
+    for (int64_t i = 0; i < c->n_reports; i++) {
+        Trial *t = core_trial(e->core, c->reports[i].trial_id);
+        if (t != NULL)
+            exps[n_exp++] = t->exp->id;
+    }
+    for (int64_t i = 0; i < c->n_workers; i++)
+        workers[n_w++] = c->workers[i]->id;
+    core_changes_clear(e->core);
+    for (int64_t i = 0; i < n_exp; i++) {
+        Experiment *x = core_experiment(e->core, exps[i]);
+        if (x == NULL)
+            continue; /* done already (listed twice) */
+        int64_t ids[256];
+        int64_t until[256];
+        n_run = core_running_of(e->core, x, ids, 256);
+        for (int64_t k = 0; k < n_run; k++)
+            until[k] = core_trial(e->core, ids[k])->lease_expires_ms;
+        core_forget_experiment(e->core, x);
+        RungError err;
+        if (store_reload_experiment(e->store, e->core, exps[i], e->now, &err) != 0) {
+            LOG_ERROR("cannot read experiment %lld back from the store: %s; exiting",
+                      (long long)exps[i], err.message);
+            exit(1); /* the daemon cannot serve without a state it trusts */
+        }
+        for (int64_t k = 0; k < n_run; k++) {
+            Trial *t = core_trial(e->core, ids[k]);
+            if (t != NULL && t->state == TRIAL_RUNNING)
+                core_set_lease_expiry(t, until[k]);
+        }
+    }
+    for (int64_t i = 0; i < n_w; i++) {
+        Worker *w = core_worker(e->core, workers[i]);
+        if (w != NULL && w->n_running == 0)
+            core_forget_worker(e->core, w);
+        RungError err;
+        if (core_worker(e->core, workers[i]) == NULL &&
+            store_reload_worker(e->store, e->core, workers[i], &err) != 0) {
+            LOG_ERROR("cannot read worker %lld back from the store: %s; exiting",
+                      (long long)workers[i], err.message);
+            exit(1);
+        }
+    }
+    free(exps);
+    free(workers);
 }
 
-/* Runs job's handler; a job that parks joins the parked list, the others
- * the done list. */
+/* Writes what the core changed since the last flush, in a savepoint of the
+ * batch's transaction. When the store refuses it, only that is undone and
+ * only job (the request that made the changes; NULL for the engine's own
+ * work) is answered with the error: the rest of the batch commits. */
+static void flush(Engine *e, Job *job)
+{
+    CoreChanges c;
+    core_changes(e->core, &c);
+    if (c.n_exps + c.n_trials + c.n_workers + c.n_reports == 0)
+        return;
+    RungError err;
+    rung_error_clear(&err);
+    int rc = store_savepoint(e->store, &err);
+    if (rc == 0 && (rc = store_write_changes(e->store, &c, &err)) == 0)
+        rc = store_release_savepoint(e->store, &err);
+    if (rc == 0) {
+        e->batch_reports += (uint64_t)c.n_reports;
+        core_changes_clear(e->core);
+        return;
+    }
+    LOG_ERROR("the store refused a request's changes: %s", err.message);
+    store_rollback_savepoint(e->store);
+    undo(e, &c);
+    if (job != NULL) {
+        char msg[RUNG_MESSAGE_MAX + 64];
+        snprintf(msg, sizeof msg, "the store refused this request (%s); nothing of it was kept",
+                 err.message);
+        set_error_reply(job, RUNG_E_INTERNAL, msg);
+        job->on_undelivered = NULL;
+    }
+}
+
+/* Runs job's handler and writes its changes; a job that parks joins the
+ * parked list, the others the done list. */
 static void run_job(Engine *e, Job *job)
 {
     job->parked = false;
     job->next = NULL;
     job->fn(e, job);
-    if (job->parked) {
+    flush(e, job);
+    if (job->parked && job->status == 0) {
         job->next = e->parked;
         e->parked = job;
+        e->n_parked++;
     } else {
+        job->parked = false;
         job->next = e->done;
         e->done = job;
     }
@@ -274,32 +408,48 @@ static void serve_parked(Engine *e, bool tick)
         list = j;
     }
     e->parked = NULL;
+    e->n_parked = 0;
     int64_t mono = mono_ms();
     for (Job *j = list, *next; j != NULL; j = next) {
         next = j->next;
-        bool gone = e->core->availability_changed && j->client_gone && j->client_gone(j);
+        bool changed = core_availability_changed(e->core);
+        bool gone = changed && j->client_gone && j->client_gone(j);
         if (e->draining || gone || (tick && j->deadline_ms <= mono)) {
             j->parked = false;
             j->status = 204;
             j->next = e->done;
             e->done = j;
-        } else if (e->core->availability_changed) {
+        } else if (changed) {
             run_job(e, j);
         } else {
             j->next = e->parked;
             e->parked = j;
+            e->n_parked++;
         }
     }
 }
 
+/* After a failed COMMIT (the disk, not a request: each request's writes
+ * were checked in their savepoint): the state is read again from the
+ * store, and running trials keep their lease deadlines. */
 static void reload(Engine *e)
 {
     Core *fresh = core_new(e->cfg.lease_ms);
     RungError err;
-    if (fresh == NULL || store_load(e->store, fresh, rung_now_ms(), &err) != 0) {
+    if (fresh == NULL || store_load(e->store, fresh, e->now, &err) != 0) {
         LOG_ERROR("cannot reload the state from the store: %s; exiting",
                   fresh ? err.message : "out of memory");
         exit(1); /* the daemon cannot serve without a state it trusts */
+    }
+    for (int64_t i = 0; i < core_n_experiments(e->core); i++) {
+        Experiment *x = core_experiment_at(e->core, i);
+        int64_t ids[256];
+        int64_t n = core_running_of(e->core, x, ids, 256);
+        for (int64_t k = 0; k < n; k++) {
+            Trial *t = core_trial(fresh, ids[k]);
+            if (t != NULL && t->state == TRIAL_RUNNING)
+                core_set_lease_expiry(t, core_trial(e->core, ids[k])->lease_expires_ms);
+        }
     }
     core_free(e->core);
     e->core = fresh;
@@ -323,34 +473,36 @@ static void sample_rate(Engine *e)
  * batch says so and the state is rebuilt from the store. */
 static void commit(Engine *e, int rc, RungError *err)
 {
+    flush(e, NULL); /* the engine's own changes (ticks, proposals) */
     if (rc == 0) {
-        CoreChanges changes;
-        core_changes(e->core, &changes);
-        int64_t reports = changes.n_reports;
-        rc = store_write_changes(e->store, &changes, err);
-        core_changes_clear(e->core);
+        int64_t t0 = rung_mono_ns();
+        rc = store_commit(e->store, err);
+        stats_observe(&e->stats->commit_latency, rung_mono_ns() - t0);
         if (rc == 0) {
-            int64_t t0 = rung_mono_ns();
-            rc = store_commit(e->store, err);
-            stats_observe(&e->stats->commit_latency, rung_mono_ns() - t0);
-            if (rc == 0) {
-                atomic_fetch_add(&e->stats->reports, (uint64_t)reports);
-                atomic_fetch_add(&e->stats->batches, 1);
-            }
+            atomic_fetch_add(&e->stats->reports, e->batch_reports);
+            atomic_fetch_add(&e->stats->batches, 1);
         }
     }
+    e->batch_reports = 0;
     if (rc != 0) {
         LOG_ERROR("transaction failed: %s", err->message);
         store_rollback(e->store);
         for (Job *j = e->done; j != NULL; j = j->next)
-            set_internal_error(j, "the store could not commit; nothing was changed");
+            set_error_reply(j, RUNG_E_INTERNAL, "the store could not commit; nothing was changed");
         reload(e);
+        return;
     }
+    /* What ended is in the store now: memory keeps only what is in flight. */
+    core_release(e->core);
 }
 
 static void run_batch(Engine *e)
 {
-    e->now = rung_now_ms();
+    /* The batch's time never goes back (the clock may): the dashboard's
+     * curves read reports from a time cursor. */
+    int64_t now = rung_now_ms();
+    if (now > e->now)
+        e->now = now;
     RungError err;
     rung_error_clear(&err);
     int rc = store_begin(e->store, &err);
@@ -369,6 +521,7 @@ static void run_batch(Engine *e)
         next = j->next;
         if (rc == 0) {
             j->fn(e, j); /* internal: frees itself */
+            flush(e, NULL);
         } else {
             proposals_free(j->data);
             free(j);
@@ -379,12 +532,14 @@ static void run_batch(Engine *e)
         if (tick) {
             e->next_tick = mono_ms() + TICK_MS;
             core_expire_leases(e->core, e->now);
+            flush(e, NULL);
+            core_release_idle_workers(e->core, e->now, WORKER_IDLE_MS);
             sample_rate(e);
             if (e->front.tick)
                 e->front.tick(e->front.ctx);
         }
         serve_parked(e, tick);
-        e->core->availability_changed = false;
+        core_availability_seen(e->core);
         request_proposals(e);
     }
     commit(e, rc, &err);

@@ -25,6 +25,9 @@ enum {
     ST_BEGIN,
     ST_COMMIT,
     ST_ROLLBACK,
+    ST_SAVEPOINT,
+    ST_RELEASE,
+    ST_ROLLBACK_TO,
     ST_EXP_INSERT,
     ST_EXP_UPDATE,
     ST_TRIAL_INSERT,
@@ -40,22 +43,27 @@ static const char *const sql_text[ST__COUNT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
+    [ST_SAVEPOINT] = "SAVEPOINT request",
+    [ST_RELEASE] = "RELEASE request",
+    [ST_ROLLBACK_TO] = "ROLLBACK TO request",
     [ST_EXP_INSERT] = "INSERT INTO experiments (id, name, spec, seed, state, total_trials, "
-                      "created_at, ended_at) VALUES (:id, :name, :spec, :seed, :state, "
-                      ":total, :created_at, :ended_at)",
-    [ST_EXP_UPDATE] = "UPDATE experiments SET state = :state, ended_at = :ended_at "
-                      "WHERE id = :id",
+                      "created_at, ended_at, summary) VALUES (:id, :name, :spec, :seed, :state, "
+                      ":total, :created_at, :ended_at, :summary)",
+    [ST_EXP_UPDATE] = "UPDATE experiments SET state = :state, ended_at = :ended_at, "
+                      "summary = :summary WHERE id = :id",
     [ST_TRIAL_INSERT] =
         "INSERT INTO trials (id, experiment_id, number, state, config, attempt, worker_id, "
         "lease_token, resources, stop_requested, error, created_at, started_at, ended_at, "
-        "rung, queue_pos) VALUES (:id, :exp, :number, :state, :config, :attempt, :worker, "
-        ":token, :resources, :stop, :error, :created_at, :started_at, :ended_at, :rung, "
-        ":queue_pos)",
+        "rung, queue_pos, step, last_metrics, best_value, best_step, log_tail) VALUES (:id, :exp, "
+        ":number, :state, :config, :attempt, :worker, :token, :resources, :stop, :error, "
+        ":created_at, :started_at, :ended_at, :rung, :queue_pos, :step, :last, :best_value, "
+        ":best_step, :log_tail)",
     [ST_TRIAL_UPDATE] =
         "UPDATE trials SET state = :state, attempt = :attempt, worker_id = :worker, "
         "lease_token = :token, resources = :resources, stop_requested = :stop, error = :error, "
-        "started_at = :started_at, ended_at = :ended_at, rung = :rung, queue_pos = :queue_pos "
-        "WHERE id = :id",
+        "started_at = :started_at, ended_at = :ended_at, rung = :rung, queue_pos = :queue_pos, "
+        "step = :step, last_metrics = :last, best_value = :best_value, best_step = :best_step, "
+        "log_tail = :log_tail WHERE id = :id",
     [ST_REPORT_INSERT] = "INSERT INTO reports (trial_id, attempt, step, time, metrics, action) "
                          "VALUES (:trial, :attempt, :step, :time, :metrics, :action)",
     [ST_WORKER_INSERT] = "INSERT INTO workers (id, name, hostname, gpus, cpus, registered_at, "
@@ -208,21 +216,24 @@ static int migrate(Store *s, RungError *err)
     return 0;
 }
 
-/* Takes an exclusive lock on PATH.lock. Two daemons on one database would
- * each believe they own every trial; the second one must refuse to start.
- * A lock file (rather than SQLite's exclusive locking mode) leaves the
- * database readable by other programs, the sqlite3 shell included. */
+/* Takes an exclusive flock on the database file itself. Two daemons on one
+ * database would each believe they own every trial; the second one must
+ * refuse to start. The lock belongs to the file (its inode), so a symbolic
+ * or hard link to a database in use is refused too, which a lock file
+ * beside the path could not see. flock locks are separate from the POSIX
+ * locks SQLite takes, so the database stays readable by other programs,
+ * the sqlite3 shell included. */
 static int lock_database(Store *s, const char *path, RungError *err)
 {
-    char lock[4096];
-    snprintf(lock, sizeof lock, "%s.lock", path);
-    s->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (s->lock_fd < 0)
-        return rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: cannot open %s: %s", lock,
+        return rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: cannot open %s: %s", path,
                               strerror(errno));
     if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0)
         return rung_error_set(err, RUNG_E_CONFLICT, NULL,
-                              "store: %s is in use by another rungd (%s is locked)", path, lock);
+                              "store: %s is in use by another rungd (the file is locked, "
+                              "maybe through another name or link)",
+                              path);
     return 0;
 }
 
@@ -268,6 +279,11 @@ int store_open(const char *path, bool durable_full, Store **out, RungError *err)
     return 0;
 }
 
+sqlite3 *store_db(Store *s)
+{
+    return s->db;
+}
+
 void store_close(Store *s)
 {
     if (s == NULL)
@@ -296,12 +312,44 @@ void store_rollback(Store *s)
         run(s, s->st[ST_ROLLBACK], NULL, "rollback");
 }
 
+int store_savepoint(Store *s, RungError *err)
+{
+    return run(s, s->st[ST_SAVEPOINT], err, "savepoint");
+}
+
+int store_release_savepoint(Store *s, RungError *err)
+{
+    return run(s, s->st[ST_RELEASE], err, "release savepoint");
+}
+
+void store_rollback_savepoint(Store *s)
+{
+    /* ROLLBACK TO keeps the savepoint open; RELEASE then ends it, leaving
+     * the batch's transaction as it was before the request. */
+    RungError ignored;
+    run(s, s->st[ST_ROLLBACK_TO], &ignored, "rollback to savepoint");
+    run(s, s->st[ST_RELEASE], &ignored, "release savepoint");
+}
+
 static int write_exp(Store *s, Experiment *e, RungError *err)
 {
     sqlite3_stmt *st = s->st[e->stored ? ST_EXP_UPDATE : ST_EXP_INSERT];
     bind_int(st, ":id", e->id);
     bind_text(st, ":state", exp_state_name(e->state));
     bind_int_or_null(st, ":ended_at", e->ended_at);
+    /* Counts and best, so that an ended experiment is listed from its row. */
+    json_t *counts = json_object();
+    for (int k = 0; k < TRIAL__COUNT; k++)
+        json_object_set_new(counts, trial_state_name((TrialState)k), json_integer(e->counts[k]));
+    BestRef b;
+    core_experiment_best(e, &b);
+    json_t *summary = json_pack("{s:o, s:o}", "counts", counts, "best",
+                                b.has ? json_pack("{s:I, s:f, s:I, s:O}", "trial_id",
+                                                  (json_int_t)b.trial_id, "value", b.value,
+                                                  "step", (json_int_t)b.step, "config", b.config)
+                                      : json_null());
+    bind_json(st, ":summary", summary);
+    json_decref(summary);
     if (!e->stored) {
         bind_text(st, ":name", e->spec.name);
         bind_json(st, ":spec", e->spec.json);
@@ -333,6 +381,19 @@ static int write_trial(Store *s, Trial *t, RungError *err)
         bind_int(st, ":queue_pos", t->queue_pos);
     else
         sqlite3_bind_null(st, param(st, ":queue_pos"));
+    if (t->has_step)
+        bind_int(st, ":step", t->step);
+    else
+        sqlite3_bind_null(st, param(st, ":step"));
+    bind_json(st, ":last", t->last);
+    if (t->has_best) {
+        sqlite3_bind_double(st, param(st, ":best_value"), t->best_value);
+        bind_int(st, ":best_step", t->best_step);
+    } else {
+        sqlite3_bind_null(st, param(st, ":best_value"));
+        sqlite3_bind_null(st, param(st, ":best_step"));
+    }
+    bind_text(st, ":log_tail", t->log_tail);
     if (!t->stored) {
         bind_int(st, ":exp", t->exp->id);
         bind_int(st, ":number", t->number);
@@ -404,13 +465,32 @@ static json_t *column_json(sqlite3_stmt *st, int col)
     return json_loads(text, JSON_DECODE_ANY, NULL);
 }
 
-static int load_experiments(Store *s, Core *core, RungError *err)
+/* Prepares sql, or fails naming what. */
+static int prepare(Store *s, const char *sql, sqlite3_stmt **st, RungError *err,
+                   const char *what)
 {
+    if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK)
+        return db_error(s, err, what);
+    return 0;
+}
+
+/* Loads the experiments that `where` selects (their rows, then every trial
+ * of theirs, then the reports of each trial's current attempt). Only
+ * experiments with work in flight are loaded: running ones, and canceled
+ * ones whose running trials have not stopped yet. */
+static int load_experiments(Store *s, Core *core, const char *where, int64_t id_arg,
+                            RungError *err)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT id, spec, seed, state, created_at, ended_at FROM experiments WHERE %s "
+             "ORDER BY id",
+             where);
     sqlite3_stmt *st;
-    const char *sql = "SELECT id, spec, seed, state, created_at, ended_at FROM experiments "
-                      "ORDER BY id";
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return db_error(s, err, "load experiments");
+    if (prepare(s, sql, &st, err, "load experiments"))
+        return err->code;
+    if (id_arg > 0)
+        sqlite3_bind_int64(st, 1, id_arg);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(st, 0);
@@ -434,49 +514,53 @@ static int load_experiments(Store *s, Core *core, RungError *err)
     return rc == SQLITE_DONE ? 0 : db_error(s, err, "load experiments");
 }
 
-static int load_trials(Store *s, Core *core, RungError *err)
+static int load_trials(Store *s, Core *core, Experiment *e, RungError *err)
 {
     sqlite3_stmt *st;
     const char *sql = "SELECT id, experiment_id, number, state, config, attempt, worker_id, "
                       "lease_token, resources, stop_requested, error, created_at, started_at, "
-                      "ended_at, rung, queue_pos FROM trials ORDER BY experiment_id, number";
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return db_error(s, err, "load trials");
+                      "ended_at, rung, queue_pos, log_tail FROM trials WHERE experiment_id = ? "
+                      "ORDER BY number";
+    if (prepare(s, sql, &st, err, "load trials"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, e->id);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        Experiment *e = core_experiment(core, sqlite3_column_int64(st, 1));
         TrialState state = TRIAL_PENDING;
         trial_state_parse((const char *)sqlite3_column_text(st, 3), &state);
         json_t *config = column_json(st, 4);
-        if (e == NULL || config == NULL) {
-            json_decref(config);
+        if (config == NULL) {
             sqlite3_finalize(st);
             return rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: trial %lld is corrupt",
                                   (long long)sqlite3_column_int64(st, 0));
         }
-        Trial *t = core_load_trial(core, e, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 2), state,
-                        config, sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6),
-                        (const char *)sqlite3_column_text(st, 7), column_json(st, 8),
-                        sqlite3_column_int(st, 9) != 0,
-                        (const char *)sqlite3_column_text(st, 10), sqlite3_column_int64(st, 11),
-                        sqlite3_column_int64(st, 12), sqlite3_column_int64(st, 13));
+        Trial *t = core_load_trial(
+            core, e, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 2), state, config,
+            sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6),
+            (const char *)sqlite3_column_text(st, 7), column_json(st, 8),
+            sqlite3_column_int(st, 9) != 0, (const char *)sqlite3_column_text(st, 10),
+            sqlite3_column_int64(st, 11), sqlite3_column_int64(st, 12),
+            sqlite3_column_int64(st, 13));
         core_load_rung(t, sqlite3_column_double(st, 14)); /* NULL reads as 0: none */
         if (state == TRIAL_PENDING && sqlite3_column_type(st, 15) != SQLITE_NULL)
             core_load_queue_pos(t, sqlite3_column_int64(st, 15));
+        if (sqlite3_column_type(st, 16) != SQLITE_NULL)
+            core_trial_set_log(t, (const char *)sqlite3_column_text(st, 16));
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : db_error(s, err, "load trials");
 }
 
-/* Replays the reports of every trial's current attempt, in step order. */
-static int load_reports(Store *s, Core *core, RungError *err)
+/* Replays the reports of the current attempt of e's trials, in step order. */
+static int load_reports(Store *s, Core *core, Experiment *e, RungError *err)
 {
     sqlite3_stmt *st;
-    const char *sql = "SELECT r.trial_id, r.step, r.metrics, r.action FROM reports r "
-                      "JOIN trials t ON t.id = r.trial_id AND t.attempt = r.attempt "
-                      "ORDER BY r.trial_id, r.step";
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return db_error(s, err, "load reports");
+    const char *sql = "SELECT r.trial_id, r.step, r.metrics, r.action FROM trials t "
+                      "JOIN reports r ON r.trial_id = t.id AND r.attempt = t.attempt "
+                      "WHERE t.experiment_id = ? ORDER BY r.trial_id, r.step";
+    if (prepare(s, sql, &st, err, "load reports"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, e->id);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         Trial *t = core_trial(core, sqlite3_column_int64(st, 0));
@@ -491,15 +575,25 @@ static int load_reports(Store *s, Core *core, RungError *err)
     return rc == SQLITE_DONE ? 0 : db_error(s, err, "load reports");
 }
 
-static int load_workers(Store *s, Core *core, RungError *err)
+/* Workers seen within this long, or holding a running trial, are loaded at
+ * start; the others are read back when they call again. */
+#define WORKER_RECENT_MS (3600 * 1000LL)
+
+static int load_workers(Store *s, Core *core, const char *where, int64_t arg, RungError *err)
 {
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT id, name, hostname, gpus, cpus, registered_at, last_seen_at, heartbeat "
+             "FROM workers WHERE %s ORDER BY id",
+             where);
     sqlite3_stmt *st;
-    const char *sql = "SELECT id, name, hostname, gpus, cpus, registered_at, last_seen_at, "
-                      "heartbeat FROM workers ORDER BY id";
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return db_error(s, err, "load workers");
+    if (prepare(s, sql, &st, err, "load workers"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, arg);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (core_worker(core, sqlite3_column_int64(st, 0)) != NULL)
+            continue;
         json_t *gpus = column_json(st, 3);
         core_load_worker(core, sqlite3_column_int64(st, 0),
                          (const char *)sqlite3_column_text(st, 1),
@@ -511,13 +605,55 @@ static int load_workers(Store *s, Core *core, RungError *err)
     return rc == SQLITE_DONE ? 0 : db_error(s, err, "load workers");
 }
 
-int store_load(Store *s, Core *core, int64_t now, RungError *err)
+/* Counts of the whole store and the highest ids, for the core's totals. */
+static int load_totals(Store *s, Core *core, RungError *err)
 {
-    if (load_experiments(s, core, err) || load_workers(s, core, err) ||
-        load_trials(s, core, err) || load_reports(s, core, err))
+    int64_t tc[TRIAL__COUNT] = {0}, ec[3] = {0}, max[3] = {0, 0, 0};
+    sqlite3_stmt *st;
+    if (prepare(s, "SELECT state, count(*) FROM trials GROUP BY state", &st, err, "counts"))
         return err->code;
-    core_load_done(core, now);
-    /* What loading changed (experiments found complete) is written at once. */
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        TrialState ts;
+        if (trial_state_parse((const char *)sqlite3_column_text(st, 0), &ts) == 0)
+            tc[ts] = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    if (prepare(s, "SELECT state, count(*) FROM experiments GROUP BY state", &st, err, "counts"))
+        return err->code;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        ExpState es;
+        if (exp_state_parse((const char *)sqlite3_column_text(st, 0), &es) == 0)
+            ec[es] = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    if (prepare(s,
+                "SELECT (SELECT max(id) FROM experiments), (SELECT max(id) FROM trials), "
+                "(SELECT max(id) FROM workers)",
+                &st, err, "ids"))
+        return err->code;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        for (int i = 0; i < 3; i++)
+            max[i] = sqlite3_column_int64(st, i);
+    sqlite3_finalize(st);
+    core_load_totals(core, tc, ec, max[0], max[1], max[2]);
+    return 0;
+}
+
+/* Loads trials and reports of every experiment loaded since index `from`. */
+static int load_trials_of(Store *s, Core *core, int64_t from, RungError *err)
+{
+    for (int64_t i = from; i < core_n_experiments(core); i++) {
+        Experiment *e = core_experiment_at(core, i);
+        if (load_trials(s, core, e, err) || load_reports(s, core, e, err))
+            return err->code;
+    }
+    return 0;
+}
+
+/* Writes what loading changed (experiments found complete), then lets the
+ * core release what ended. */
+static int write_load_changes(Store *s, Core *core, RungError *err)
+{
     CoreChanges c;
     core_changes(core, &c);
     int rc = 0;
@@ -529,7 +665,46 @@ int store_load(Store *s, Core *core, int64_t now, RungError *err)
         }
     }
     core_changes_clear(core);
+    core_release(core);
     return rc;
+}
+
+int store_load(Store *s, Core *core, int64_t now, RungError *err)
+{
+    if (load_totals(s, core, err) ||
+        load_experiments(s, core,
+                         "state = 'running' OR id IN (SELECT experiment_id FROM trials "
+                         "WHERE state = 'running')",
+                         0, err) ||
+        load_workers(s, core,
+                     "last_seen_at >= ? OR id IN (SELECT worker_id FROM trials "
+                     "WHERE state = 'running')",
+                     now - WORKER_RECENT_MS, err) ||
+        load_trials_of(s, core, 0, err))
+        return err->code;
+    core_load_done(core, now);
+    return write_load_changes(s, core, err);
+}
+
+int store_reload_experiment(Store *s, Core *core, int64_t id, int64_t now, RungError *err)
+{
+    int64_t from = core_n_experiments(core);
+    if (load_experiments(s, core, "id = ?", id, err))
+        return err->code;
+    /* It is the last in memory only when its id is the highest; find it. */
+    Experiment *e = core_experiment(core, id);
+    if (e == NULL)
+        return 0; /* never stored: nothing to reload */
+    (void)from;
+    if (load_trials(s, core, e, err) || load_reports(s, core, e, err))
+        return err->code;
+    core_load_experiment_done(core, e, now);
+    return 0;
+}
+
+int store_reload_worker(Store *s, Core *core, int64_t id, RungError *err)
+{
+    return load_workers(s, core, "id = ?", id, err);
 }
 
 int store_reports(Store *s, int64_t trial_id, int64_t attempt, int64_t after_step,

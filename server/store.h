@@ -29,12 +29,28 @@ void store_rollback(Store *store);
  * the objects stored. Call inside a transaction. */
 int store_write_changes(Store *store, const CoreChanges *changes, RungError *err);
 
-/* Rebuilds core from the tables. */
+/* Loads into core what is in flight (running experiments with their trials
+ * and reports, recent workers) and the totals of the whole store. */
 int store_load(Store *store, Core *core, int64_t now, RungError *err);
+
+/* After a failed write and core_forget_*: reads one experiment (if it runs
+ * and was stored) or one worker back into core. A worker released for
+ * being idle comes back the same way when it calls again. */
+int store_reload_experiment(Store *store, Core *core, int64_t id, int64_t now, RungError *err);
+int store_reload_worker(Store *store, Core *core, int64_t id, RungError *err);
+
+/* Savepoints inside the batch's transaction: one per request that writes,
+ * so that a write the store refuses is undone alone. */
+int store_savepoint(Store *store, RungError *err);
+int store_release_savepoint(Store *store, RungError *err);
+void store_rollback_savepoint(Store *store);
 
 /* Reports of a trial's attempt with step > after_step, ascending, at most
  * limit: *items is a new array of {"step","time","metrics"}. */
 int store_reports(Store *store, int64_t trial_id, int64_t attempt, int64_t after_step,
                   int64_t limit, json_t **items, RungError *err);
+
+/* The connection, for store_read.c only (the read side of this module). */
+struct sqlite3 *store_db(Store *store);
 
 #endif

@@ -138,11 +138,25 @@ static void test_lease_report_finish_completes(void **state)
     assert_null(core_lease(core, w, &offer, "tok", 2300));
     assert_int_equal(e->state, EXP_COMPLETED);
     assert_int_equal(e->counts[TRIAL_COMPLETED], 3);
-    assert_non_null(e->best);
-    assert_true(e->best->best_value == 0.2);
+    BestRef best;
+    core_experiment_best(e, &best);
+    assert_true(best.has);
+    assert_true(best.value == 0.2);
     CoreChanges c;
     core_changes(core, &c);
     assert_int_equal(c.n_reports, 3);
+    /* Once written, what ended leaves memory: the trials and the
+     * experiment are read from the store from now on, the totals stay. */
+    int64_t first_id = best.trial_id;
+    core_changes_clear(core);
+    core_release(core);
+    assert_null(core_trial(core, first_id));
+    assert_null(core_experiment(core, 1));
+    assert_int_equal(core_n_experiments(core), 0);
+    int64_t counts[TRIAL__COUNT];
+    core_trial_counts(core, counts);
+    assert_int_equal(counts[TRIAL_COMPLETED], 3);
+    assert_int_equal(core_exp_counts(core)[EXP_COMPLETED], 1);
     core_free(core);
 }
 

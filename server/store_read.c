@@ -1,0 +1,549 @@
+/* The read side of the store; see store_read.h. Statements are prepared per
+ * call (sqlite3_prepare_v2 costs microseconds against a page of rows). */
+#include "store_read.h"
+
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grow.h"
+
+static int db_error(Store *s, RungError *err, const char *what)
+{
+    return rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: %s: %s", what,
+                          sqlite3_errmsg(store_db(s)));
+}
+
+static int prepare(Store *s, const char *sql, sqlite3_stmt **st, RungError *err)
+{
+    if (sqlite3_prepare_v2(store_db(s), sql, -1, st, NULL) != SQLITE_OK)
+        return db_error(s, err, sql);
+    return 0;
+}
+
+static json_t *column_json(sqlite3_stmt *st, int col)
+{
+    const char *text = (const char *)sqlite3_column_text(st, col);
+    return text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
+}
+
+static int not_found(RungError *err, const char *what, int64_t id)
+{
+    return rung_error_set(err, RUNG_E_NOT_FOUND, "", "%s %lld not found", what, (long long)id);
+}
+
+/* ---- experiments ---- */
+
+int store_read_spec(Store *s, int64_t id, Spec *spec, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (prepare(s, "SELECT spec, seed FROM experiments WHERE id = ?", &st, err))
+        return err->code;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        return rc == SQLITE_DONE ? not_found(err, "experiment", id) : db_error(s, err, "spec");
+    }
+    json_t *json = column_json(st, 0);
+    rc = spec_parse(json, (uint64_t)sqlite3_column_int64(st, 1), spec, err);
+    json_decref(json);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Counts and best of an experiment whose row has no summary (written
+ * before schema version 4, or still running). */
+static void summary_from_trials(Store *s, int64_t id, const json_t *spec, ExperimentView *v)
+{
+    sqlite3_stmt *st;
+    RungError ignored;
+    if (prepare(s, "SELECT state, count(*) FROM trials WHERE experiment_id = ? GROUP BY state",
+                &st, &ignored) == 0) {
+        sqlite3_bind_int64(st, 1, id);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            TrialState ts;
+            if (trial_state_parse((const char *)sqlite3_column_text(st, 0), &ts) == 0)
+                v->counts[ts] = sqlite3_column_int64(st, 1);
+        }
+        sqlite3_finalize(st);
+    }
+    const char *mode = json_string_value(json_object_get(spec, "mode"));
+    const char *sql = mode && strcmp(mode, "max") == 0
+                          ? "SELECT id, best_value, best_step, config FROM trials WHERE "
+                            "experiment_id = ? AND best_value IS NOT NULL ORDER BY best_value "
+                            "DESC, number LIMIT 1"
+                          : "SELECT id, best_value, best_step, config FROM trials WHERE "
+                            "experiment_id = ? AND best_value IS NOT NULL ORDER BY best_value, "
+                            "number LIMIT 1";
+    if (prepare(s, sql, &st, &ignored) == 0) {
+        sqlite3_bind_int64(st, 1, id);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            v->best = (BestRef){.has = true,
+                                .trial_id = sqlite3_column_int64(st, 0),
+                                .value = sqlite3_column_double(st, 1),
+                                .step = sqlite3_column_int64(st, 2),
+                                .config = column_json(st, 3)}; /* owned here */
+        sqlite3_finalize(st);
+    }
+}
+
+/* The experiment of the current row of st: id, spec, state, created_at,
+ * ended_at, total_trials, summary. */
+static json_t *experiment_of_row(Store *s, sqlite3_stmt *st)
+{
+    ExperimentView v = {.id = sqlite3_column_int64(st, 0)};
+    json_t *spec = column_json(st, 1);
+    if (spec == NULL)
+        spec = json_object();
+    v.spec = spec;
+    exp_state_parse((const char *)sqlite3_column_text(st, 2), &v.state);
+    v.created_at = sqlite3_column_int64(st, 3);
+    v.ended_at = sqlite3_column_int64(st, 4);
+    v.total_trials = sqlite3_column_int64(st, 5);
+    json_t *summary = column_json(st, 6);
+    if (summary != NULL) {
+        json_t *counts = json_object_get(summary, "counts");
+        for (int k = 0; k < TRIAL__COUNT; k++)
+            v.counts[k] = json_integer_value(json_object_get(counts, trial_state_name(k)));
+        json_t *b = json_object_get(summary, "best");
+        if (json_is_object(b))
+            v.best = (BestRef){.has = true,
+                               .trial_id = json_integer_value(json_object_get(b, "trial_id")),
+                               .value = json_number_value(json_object_get(b, "value")),
+                               .step = json_integer_value(json_object_get(b, "step")),
+                               .config = json_incref(json_object_get(b, "config"))};
+    } else {
+        summary_from_trials(s, v.id, spec, &v);
+    }
+    json_t *o = view_experiment(&v);
+    json_decref(v.best.config);
+    json_decref(summary);
+    json_decref(spec);
+    return o;
+}
+
+#define EXP_COLUMNS "id, spec, state, created_at, ended_at, total_trials, summary"
+
+int store_read_experiment(Store *s, int64_t id, json_t **out, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (prepare(s, "SELECT " EXP_COLUMNS " FROM experiments WHERE id = ?", &st, err))
+        return err->code;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *out = experiment_of_row(s, st);
+    sqlite3_finalize(st);
+    if (rc == SQLITE_DONE)
+        return not_found(err, "experiment", id);
+    return rc == SQLITE_ROW ? 0 : db_error(s, err, "experiment");
+}
+
+static int count(Store *s, const char *sql, int64_t arg, int arg2, int64_t *out, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (prepare(s, sql, &st, err))
+        return err->code;
+    if (sqlite3_bind_parameter_count(st) >= 1)
+        sqlite3_bind_int64(st, 1, arg);
+    if (sqlite3_bind_parameter_count(st) >= 2)
+        sqlite3_bind_int(st, 2, arg2);
+    int rc = sqlite3_step(st);
+    *out = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 0 : db_error(s, err, "count");
+}
+
+int store_read_experiments(Store *s, int64_t limit, int64_t offset, json_t **items,
+                           int64_t *ids, int64_t *total, RungError *err)
+{
+    if (count(s, "SELECT count(*) FROM experiments", 0, 0, total, err))
+        return err->code;
+    sqlite3_stmt *st;
+    if (prepare(s, "SELECT " EXP_COLUMNS " FROM experiments ORDER BY id DESC LIMIT ? OFFSET ?",
+                &st, err))
+        return err->code;
+    sqlite3_bind_int64(st, 1, limit);
+    sqlite3_bind_int64(st, 2, offset);
+    json_t *arr = json_array();
+    int rc;
+    int64_t n = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        ids[n++] = sqlite3_column_int64(st, 0);
+        json_array_append_new(arr, experiment_of_row(s, st));
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        json_decref(arr);
+        return db_error(s, err, "experiments");
+    }
+    *items = arr;
+    return 0;
+}
+
+/* ---- trials ---- */
+
+#define TRIAL_COLUMNS                                                                        \
+    "id, experiment_id, number, state, config, attempt, worker_id, step, last_metrics, "    \
+    "best_value, best_step, error, rung, log_tail, created_at, started_at, ended_at"
+
+static json_t *trial_of_row(sqlite3_stmt *st, const AshaParams *sched)
+{
+    TrialView v = {.id = sqlite3_column_int64(st, 0),
+                   .exp_id = sqlite3_column_int64(st, 1),
+                   .number = sqlite3_column_int64(st, 2),
+                   .attempt = sqlite3_column_int64(st, 5),
+                   .worker_id = sqlite3_column_int64(st, 6),
+                   .has_step = sqlite3_column_type(st, 7) != SQLITE_NULL,
+                   .step = sqlite3_column_int64(st, 7),
+                   .has_best = sqlite3_column_type(st, 9) != SQLITE_NULL,
+                   .best_value = sqlite3_column_double(st, 9),
+                   .best_step = sqlite3_column_int64(st, 10),
+                   .error = (const char *)sqlite3_column_text(st, 11),
+                   .rung = sqlite3_column_double(st, 12),
+                   .bracket = -1,
+                   .log_tail = (const char *)sqlite3_column_text(st, 13),
+                   .created_at = sqlite3_column_int64(st, 14),
+                   .started_at = sqlite3_column_int64(st, 15),
+                   .ended_at = sqlite3_column_int64(st, 16)};
+    trial_state_parse((const char *)sqlite3_column_text(st, 3), &v.state);
+    json_t *config = column_json(st, 4);
+    json_t *last = column_json(st, 8);
+    v.config = config ? config : json_object();
+    v.last = last;
+    if (sched != NULL && (sched->type == ASHA_ASHA || sched->type == ASHA_HYPERBAND))
+        v.bracket = asha_bracket(sched, v.number);
+    json_t *o = view_trial(&v);
+    json_decref((json_t *)v.config);
+    json_decref(last);
+    return o;
+}
+
+int store_read_trial(Store *s, int64_t id, const AshaParams *sched, json_t **out,
+                     int64_t *exp_id, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (prepare(s, "SELECT " TRIAL_COLUMNS " FROM trials WHERE id = ?", &st, err))
+        return err->code;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *exp_id = sqlite3_column_int64(st, 1);
+        *out = trial_of_row(st, sched);
+    }
+    sqlite3_finalize(st);
+    if (rc == SQLITE_DONE)
+        return not_found(err, "trial", id);
+    return rc == SQLITE_ROW ? 0 : db_error(s, err, "trial");
+}
+
+int store_read_trial_ranks(Store *s, const Spec *spec, int64_t exp_id, int state,
+                           TrialRank **out, int64_t *n, RungError *err)
+{
+    sqlite3_stmt *st;
+    const char *sql = state < 0 ? "SELECT id, number, best_value FROM trials WHERE "
+                                  "experiment_id = ? ORDER BY number"
+                                : "SELECT id, number, best_value FROM trials WHERE "
+                                  "experiment_id = ? AND state = ? ORDER BY number";
+    if (prepare(s, sql, &st, err))
+        return err->code;
+    sqlite3_bind_int64(st, 1, exp_id);
+    if (state >= 0)
+        sqlite3_bind_text(st, 2, trial_state_name((TrialState)state), -1, SQLITE_STATIC);
+    TrialRank *v = NULL;
+    int64_t len = 0, cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        rung_grow((void **)&v, &cap, len, sizeof *v);
+        bool has = sqlite3_column_type(st, 2) != SQLITE_NULL;
+        v[len++] = (TrialRank){.id = sqlite3_column_int64(st, 0),
+                               .number = sqlite3_column_int64(st, 1),
+                               .has_best = has,
+                               .loss = has ? spec_loss(spec, sqlite3_column_double(st, 2)) : 0};
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        free(v);
+        return db_error(s, err, "trial ranks");
+    }
+    *out = v;
+    *n = len;
+    return 0;
+}
+
+int store_read_trials(Store *s, const Spec *spec, int64_t exp_id, int state, int64_t limit,
+                      int64_t offset, json_t **items, int64_t *total, RungError *err)
+{
+    const char *state_name = state < 0 ? NULL : trial_state_name((TrialState)state);
+    if (state < 0 ? count(s, "SELECT count(*) FROM trials WHERE experiment_id = ?", exp_id, 0,
+                          total, err)
+                  : 0)
+        return err->code;
+    sqlite3_stmt *st;
+    if (state >= 0) {
+        if (prepare(s, "SELECT count(*) FROM trials WHERE experiment_id = ? AND state = ?", &st,
+                    err))
+            return err->code;
+        sqlite3_bind_int64(st, 1, exp_id);
+        sqlite3_bind_text(st, 2, state_name, -1, SQLITE_STATIC);
+        *total = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+        sqlite3_finalize(st);
+    }
+    const char *sql = state < 0 ? "SELECT " TRIAL_COLUMNS " FROM trials WHERE experiment_id = ? "
+                                  "ORDER BY number LIMIT ? OFFSET ?"
+                                : "SELECT " TRIAL_COLUMNS " FROM trials WHERE experiment_id = ? "
+                                  "AND state = ?4 ORDER BY number LIMIT ?2 OFFSET ?3";
+    if (prepare(s, sql, &st, err))
+        return err->code;
+    sqlite3_bind_int64(st, 1, exp_id);
+    sqlite3_bind_int64(st, 2, limit);
+    sqlite3_bind_int64(st, 3, offset);
+    if (state >= 0)
+        sqlite3_bind_text(st, 4, state_name, -1, SQLITE_STATIC);
+    json_t *arr = json_array();
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        json_array_append_new(arr, trial_of_row(st, &spec->sched));
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        json_decref(arr);
+        return db_error(s, err, "trials");
+    }
+    *items = arr;
+    return 0;
+}
+
+int store_read_trial_lease(Store *s, int64_t id, TrialLease *out, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (prepare(s, "SELECT experiment_id, attempt, state, lease_token FROM trials WHERE id = ?",
+                &st, err))
+        return err->code;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        out->exp_id = sqlite3_column_int64(st, 0);
+        out->attempt = sqlite3_column_int64(st, 1);
+        trial_state_parse((const char *)sqlite3_column_text(st, 2), &out->state);
+        const char *tok = (const char *)sqlite3_column_text(st, 3);
+        snprintf(out->token, sizeof out->token, "%s", tok ? tok : "");
+    }
+    sqlite3_finalize(st);
+    if (rc == SQLITE_DONE)
+        return not_found(err, "trial", id);
+    return rc == SQLITE_ROW ? 0 : db_error(s, err, "trial");
+}
+
+int store_read_report_action(Store *s, int64_t trial_id, int64_t attempt, int64_t step,
+                             ReportAction *action, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (prepare(s,
+                "SELECT action FROM reports WHERE trial_id = ? AND attempt = ? AND step = ?",
+                &st, err))
+        return -1;
+    sqlite3_bind_int64(st, 1, trial_id);
+    sqlite3_bind_int64(st, 2, attempt);
+    sqlite3_bind_int64(st, 3, step);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *action = strcmp((const char *)sqlite3_column_text(st, 0), "stop") == 0 ? ACTION_STOP
+                                                                                : ACTION_CONTINUE;
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        db_error(s, err, "report");
+        return -1;
+    }
+    return rc == SQLITE_ROW;
+}
+
+/* ---- CSV ---- */
+
+/* Writes s as one CSV field: quoted when it needs to be (RFC 4180), and
+ * with a leading ' when a spreadsheet would take it for a formula (a text
+ * starting with = + - @, a tab or a carriage return). */
+void store_csv_field(FILE *out, const char *s)
+{
+    bool formula = s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@' || s[0] == '\t' ||
+                   s[0] == '\r';
+    if (strpbrk(s, ",\"\r\n") == NULL) {
+        if (formula)
+            fputc('\'', out);
+        fputs(s, out);
+        return;
+    }
+    fputc('"', out);
+    if (formula)
+        fputc('\'', out);
+    for (const char *c = s; *c; c++) {
+        if (*c == '"')
+            fputc('"', out);
+        fputc(*c, out);
+    }
+    fputc('"', out);
+}
+
+void store_csv_value(FILE *out, const json_t *v)
+{
+    if (v == NULL || json_is_null(v))
+        return;
+    if (json_is_string(v)) {
+        store_csv_field(out, json_string_value(v));
+    } else if (json_is_integer(v)) {
+        fprintf(out, "%lld", (long long)json_integer_value(v));
+    } else if (json_is_real(v)) {
+        fprintf(out, "%.17g", json_real_value(v));
+    } else if (json_is_boolean(v)) {
+        fputs(json_is_true(v) ? "true" : "false", out);
+    } else {
+        char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        store_csv_field(out, text ? text : "");
+        free(text);
+    }
+}
+
+int store_read_csv(Store *s, const Spec *spec, int64_t exp_id, FILE *out,
+                   bool (*row)(void *ctx, int64_t id, FILE *out), void *ctx, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (prepare(s,
+                "SELECT id, number, state, config, best_value, last_metrics, step FROM trials "
+                "WHERE experiment_id = ? ORDER BY number",
+                &st, err))
+        return err->code;
+    sqlite3_bind_int64(st, 1, exp_id);
+    json_t *space = json_object_get(spec->json, "search_space");
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        if (row(ctx, id, out))
+            continue;
+        fprintf(out, "%lld,%lld,%s", (long long)id, (long long)sqlite3_column_int64(st, 1),
+                (const char *)sqlite3_column_text(st, 2));
+        json_t *config = column_json(st, 3);
+        const char *name;
+        json_t *dom;
+        json_object_foreach(space, name, dom) {
+            fputc(',', out);
+            store_csv_value(out, json_object_get(config, name));
+        }
+        json_decref(config);
+        fputc(',', out);
+        if (sqlite3_column_type(st, 4) != SQLITE_NULL)
+            fprintf(out, "%.17g", sqlite3_column_double(st, 4));
+        fputc(',', out);
+        json_t *last = column_json(st, 5);
+        store_csv_value(out, last ? json_object_get(last, spec->metric) : NULL);
+        json_decref(last);
+        fputc(',', out);
+        if (sqlite3_column_type(st, 6) != SQLITE_NULL)
+            fprintf(out, "%lld", (long long)sqlite3_column_int64(st, 6));
+        fputc('\n', out);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : db_error(s, err, "csv");
+}
+
+/* ---- curves ---- */
+
+int store_read_curves(Store *s, int64_t exp_id, const char *metric, int64_t from,
+                      int64_t before, int64_t limit, FILE *out, int64_t *next, RungError *err)
+{
+    sqlite3_stmt *st;
+    /* The metric's JSON path, quoted so that any key works. */
+    char path[SPEC_MAX_METRIC * 2 + 8];
+    size_t k = 0;
+    path[k++] = '$';
+    path[k++] = '.';
+    path[k++] = '"';
+    for (const char *c = metric; *c && k < sizeof path - 3; c++) {
+        if (*c == '"' || *c == '\\')
+            path[k++] = '\\';
+        path[k++] = *c;
+    }
+    path[k++] = '"';
+    path[k] = '\0';
+    if (prepare(s,
+                "SELECT r.time, r.trial_id, r.attempt, r.step, json_extract(r.metrics, ?) "
+                "FROM trials t JOIN reports r ON r.trial_id = t.id "
+                "WHERE t.experiment_id = ? AND r.time >= ? AND r.time < ? "
+                "ORDER BY r.time, r.trial_id, r.attempt, r.step",
+                &st, err))
+        return err->code;
+    sqlite3_bind_text(st, 1, path, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 2, exp_id);
+    sqlite3_bind_int64(st, 3, from);
+    sqlite3_bind_int64(st, 4, before);
+    int64_t n = 0, last_time = -1;
+    *next = before;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t time = sqlite3_column_int64(st, 0);
+        /* A page ends between two times, never inside one: the cursor is a time. */
+        if (n >= limit && time != last_time) {
+            *next = time;
+            break;
+        }
+        last_time = time;
+        int type = sqlite3_column_type(st, 4);
+        if (type != SQLITE_INTEGER && type != SQLITE_FLOAT && type != SQLITE_TEXT)
+            continue; /* the report has no value of the metric */
+        const char *text = type == SQLITE_TEXT ? (const char *)sqlite3_column_text(st, 4) : NULL;
+        if (text != NULL && strcmp(text, "NaN") != 0 && strcmp(text, "Infinity") != 0 &&
+            strcmp(text, "-Infinity") != 0)
+            continue;
+        fprintf(out, n > 0 ? ",[%lld,%d,%lld," : "[%lld,%d,%lld,",
+                (long long)sqlite3_column_int64(st, 1), sqlite3_column_int(st, 2),
+                (long long)sqlite3_column_int64(st, 3));
+        double v = text ? NAN : sqlite3_column_double(st, 4);
+        if (isfinite(v))
+            fprintf(out, "%.9g]", v);
+        else
+            fputs("null]", out);
+        n++;
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : db_error(s, err, "curves");
+}
+
+/* ---- workers ---- */
+
+int store_read_workers(Store *s, int64_t limit, int64_t offset, json_t **items, int64_t *total,
+                       RungError *err)
+{
+    if (count(s, "SELECT count(*) FROM workers", 0, 0, total, err))
+        return err->code;
+    sqlite3_stmt *st;
+    if (prepare(s,
+                "SELECT id, name, hostname, gpus, cpus, registered_at, last_seen_at, heartbeat "
+                "FROM workers ORDER BY id LIMIT ? OFFSET ?",
+                &st, err))
+        return err->code;
+    sqlite3_bind_int64(st, 1, limit);
+    sqlite3_bind_int64(st, 2, offset);
+    json_t *arr = json_array();
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *gpus = column_json(st, 3);
+        json_t *hb = column_json(st, 7);
+        json_array_append_new(
+            arr, json_pack("{s:I, s:s, s:s, s:o, s:I, s:o, s:o, s:o}", "id",
+                           (json_int_t)sqlite3_column_int64(st, 0), "name",
+                           (const char *)sqlite3_column_text(st, 1), "hostname",
+                           (const char *)sqlite3_column_text(st, 2), "gpus",
+                           gpus ? gpus : json_array(), "cpus",
+                           (json_int_t)sqlite3_column_int64(st, 4), "registered_at",
+                           view_time(sqlite3_column_int64(st, 5)), "last_seen_at",
+                           view_time(sqlite3_column_int64(st, 6)), "heartbeat",
+                           hb ? hb : json_null()));
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        json_decref(arr);
+        return db_error(s, err, "workers");
+    }
+    *items = arr;
+    return 0;
+}

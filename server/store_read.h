@@ -1,0 +1,76 @@
+/* The read side of the store: what the API shows of ended experiments,
+ * ended trials and idle workers, which are not kept in memory (core.h).
+ * Every query is paged and served by an index (schema/004_history.sql).
+ * Objects in memory are newer than their rows for the fields a report
+ * changes (step, last, best); callers show those from memory. Runs on the
+ * engine thread, inside the batch's transaction. */
+#ifndef RUNG_SERVER_STORE_READ_H
+#define RUNG_SERVER_STORE_READ_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "store.h"
+#include "views.h"
+
+/* An experiment's parsed spec (free with spec_close); RUNG_E_NOT_FOUND. */
+int store_read_spec(Store *s, int64_t id, Spec *spec, RungError *err);
+
+/* An experiment as the API shows it; RUNG_E_NOT_FOUND when absent. */
+int store_read_experiment(Store *s, int64_t id, json_t **out, RungError *err);
+
+/* Experiments newest first: items[i] for ids[i] (ids: limit entries). */
+int store_read_experiments(Store *s, int64_t limit, int64_t offset, json_t **items,
+                           int64_t *ids, int64_t *total, RungError *err);
+
+/* A trial; sched (or NULL) gives its bracket. *exp_id gets its experiment. */
+int store_read_trial(Store *s, int64_t id, const AshaParams *sched, json_t **out,
+                     int64_t *exp_id, RungError *err);
+
+/* The trials of an experiment: those in state (or any when state < 0), by
+ * number, or by best value (lower loss first, none last) when by_value. */
+typedef struct TrialRank {
+    int64_t id, number;
+    bool has_best;
+    double loss;                 /* spec_loss of the stored best value */
+} TrialRank;
+int store_read_trial_ranks(Store *s, const Spec *spec, int64_t exp_id, int state,
+                           TrialRank **out, int64_t *n, RungError *err);
+int store_read_trials(Store *s, const Spec *spec, int64_t exp_id, int state, int64_t limit,
+                      int64_t offset, json_t **items, int64_t *total, RungError *err);
+
+/* What a worker's late call on an ended trial is answered from. */
+typedef struct TrialLease {
+    int64_t exp_id, attempt;
+    TrialState state;
+    char token[CORE_TOKEN_LEN + 1]; /* "" when none */
+} TrialLease;
+int store_read_trial_lease(Store *s, int64_t id, TrialLease *out, RungError *err);
+/* The answer a stored report got: 1 with *action set, 0 when none. */
+int store_read_report_action(Store *s, int64_t trial_id, int64_t attempt, int64_t step,
+                             ReportAction *action, RungError *err);
+
+/* Writes the experiment's trials as CSV rows (no header) to out, calling
+ * row(ctx, id) first for each: a trial in memory is written by the caller
+ * (row returns true), the others from their rows here. */
+int store_read_csv(Store *s, const Spec *spec, int64_t exp_id, FILE *out,
+                   bool (*row)(void *ctx, int64_t id, FILE *out), void *ctx, RungError *err);
+
+/* One CSV field (RFC 4180 quoting; a leading ' where a spreadsheet would
+ * read a formula), and a config or metric value as a field. */
+void store_csv_field(FILE *out, const char *s);
+void store_csv_value(FILE *out, const json_t *v);
+
+/* The experiment's metric values that arrived at times in [from, before),
+ * in arrival order, as "[trial_id,attempt,step,value]" items separated by
+ * commas; stops after the time that reaches `limit` items. *next gets the
+ * cursor to ask from next time. */
+int store_read_curves(Store *s, int64_t exp_id, const char *metric, int64_t from,
+                      int64_t before, int64_t limit, FILE *out, int64_t *next, RungError *err);
+
+/* Workers by id: a page of rows as JSON objects (without the live fields). */
+int store_read_workers(Store *s, int64_t limit, int64_t offset, json_t **items, int64_t *total,
+                       RungError *err);
+
+#endif

@@ -1,0 +1,115 @@
+/* Trial and experiment JSON; see views.h. */
+#include "views.h"
+
+#include <math.h>
+
+#include "clock.h"
+
+json_t *view_time(int64_t ms)
+{
+    if (ms <= 0)
+        return json_null();
+    char buf[RUNG_TIME_LEN];
+    rung_time_format(ms, buf, sizeof buf);
+    return json_string(buf);
+}
+
+json_t *view_value(double v)
+{
+    if (isnan(v))
+        return json_string("NaN");
+    if (isinf(v))
+        return json_string(v > 0 ? "Infinity" : "-Infinity");
+    return json_real(v);
+}
+
+json_t *view_trial(const TrialView *v)
+{
+    json_t *o = json_pack("{s:I, s:I, s:I, s:s, s:O, s:I}", "id", (json_int_t)v->id,
+                          "experiment_id", (json_int_t)v->exp_id, "number",
+                          (json_int_t)v->number, "state", trial_state_name(v->state), "config",
+                          v->config, "attempt", (json_int_t)v->attempt);
+    json_object_set_new(o, "worker_id", v->worker_id > 0 ? json_integer(v->worker_id) : json_null());
+    json_object_set_new(o, "step", v->has_step ? json_integer(v->step) : json_null());
+    json_object_set_new(o, "last", v->last ? json_incref((json_t *)v->last) : json_null());
+    json_object_set_new(o, "best",
+                        v->has_best ? json_pack("{s:o, s:I}", "value", view_value(v->best_value),
+                                                "step", (json_int_t)v->best_step)
+                                    : json_null());
+    json_object_set_new(o, "error", v->error ? json_string(v->error) : json_null());
+    /* Early stopping: the rung (a time_attr milestone) where the scheduler
+     * stopped or paused the trial, and its bracket under asha/hyperband. */
+    json_object_set_new(o, "rung", v->rung <= 0                  ? json_null()
+                                   : v->rung == floor(v->rung) ? json_integer((json_int_t)v->rung)
+                                                               : json_real(v->rung));
+    if (v->bracket >= 0)
+        json_object_set_new(o, "bracket", json_integer(v->bracket));
+    json_t *log = v->log_tail ? json_string(v->log_tail) : NULL;
+    json_object_set_new(o, "log_tail", log ? log : json_null());
+    json_object_set_new(o, "created_at", view_time(v->created_at));
+    json_object_set_new(o, "started_at", view_time(v->started_at));
+    json_object_set_new(o, "ended_at", view_time(v->ended_at));
+    return o;
+}
+
+json_t *view_experiment(const ExperimentView *v)
+{
+    json_t *o = json_copy((json_t *)v->spec); /* shallow: the spec's members are shared */
+    json_object_set_new(o, "id", json_integer(v->id));
+    json_object_set_new(o, "state", json_string(exp_state_name(v->state)));
+    json_object_set_new(o, "created_at", view_time(v->created_at));
+    json_object_set_new(o, "ended_at", view_time(v->ended_at));
+    json_object_set_new(o, "total_trials", json_integer(v->total_trials));
+    json_t *c = json_object();
+    for (int s = 0; s < TRIAL__COUNT; s++)
+        json_object_set_new(c, trial_state_name((TrialState)s), json_integer(v->counts[s]));
+    json_object_set_new(o, "counts", c);
+    const BestRef *b = &v->best;
+    json_object_set_new(o, "best",
+                        b->has ? json_pack("{s:I, s:o, s:O, s:I}", "trial_id",
+                                           (json_int_t)b->trial_id, "value",
+                                           view_value(b->value), "config", b->config, "step",
+                                           (json_int_t)b->step)
+                               : json_null());
+    return o;
+}
+
+void view_of_trial(const Trial *t, TrialView *out)
+{
+    AshaType sched = t->exp->spec.sched.type;
+    *out = (TrialView){.id = t->id,
+                       .exp_id = t->exp->id,
+                       .number = t->number,
+                       .state = t->state,
+                       .config = t->config,
+                       .attempt = t->attempt,
+                       .worker_id = t->worker_id,
+                       .has_step = t->has_step,
+                       .step = t->step,
+                       .last = t->last,
+                       .has_best = t->has_best,
+                       .best_value = t->best_value,
+                       .best_step = t->best_step,
+                       .error = t->error,
+                       .rung = t->rung,
+                       .bracket = sched == ASHA_ASHA || sched == ASHA_HYPERBAND
+                                      ? core_trial_bracket(t)
+                                      : -1,
+                       .log_tail = t->log_tail,
+                       .created_at = t->created_at,
+                       .started_at = t->started_at,
+                       .ended_at = t->ended_at};
+}
+
+void view_of_experiment(const Experiment *x, ExperimentView *out)
+{
+    *out = (ExperimentView){.id = x->id,
+                            .spec = x->spec.json,
+                            .state = x->state,
+                            .created_at = x->created_at,
+                            .ended_at = x->ended_at,
+                            .total_trials = x->spec.total_trials};
+    for (int s = 0; s < TRIAL__COUNT; s++)
+        out->counts[s] = x->counts[s];
+    core_experiment_best(x, &out->best);
+}

@@ -1,0 +1,53 @@
+/* The JSON shapes of trials and experiments as the API shows them
+ * (docs/api.md), built from plain values: one builder whether the object
+ * is in memory (core.h) or read back from the store (store_read.h), so the
+ * two can never disagree. */
+#ifndef RUNG_SERVER_VIEWS_H
+#define RUNG_SERVER_VIEWS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core.h"
+
+typedef struct TrialView {
+    int64_t id, exp_id, number;
+    TrialState state;
+    const json_t *config;
+    int64_t attempt, worker_id;  /* worker 0: never leased */
+    bool has_step;
+    int64_t step;
+    const json_t *last;          /* or NULL */
+    bool has_best;
+    double best_value;
+    int64_t best_step;
+    const char *error;           /* or NULL */
+    double rung;                 /* 0: none */
+    int bracket;                 /* -1: the scheduler has none */
+    const char *log_tail;        /* or NULL */
+    int64_t created_at, started_at, ended_at;
+} TrialView;
+
+typedef struct ExperimentView {
+    int64_t id;
+    const json_t *spec;          /* the stored spec (defaults filled in) */
+    ExpState state;
+    int64_t created_at, ended_at, total_trials;
+    int64_t counts[TRIAL__COUNT];
+    BestRef best;
+} ExperimentView;
+
+json_t *view_trial(const TrialView *v);
+json_t *view_experiment(const ExperimentView *v);
+
+/* The views of what is in memory. */
+void view_of_trial(const Trial *t, TrialView *out);
+void view_of_experiment(const Experiment *x, ExperimentView *out);
+
+/* Times as the API writes them (RFC 3339, UTC), null for 0. */
+json_t *view_time(int64_t ms);
+/* A metric value: a number, or "NaN" / "Infinity" / "-Infinity". */
+json_t *view_value(double v);
+
+#endif
