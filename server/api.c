@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "ct.h"
 #include "jsonv.h"
+#include "request.h"
 #include "store_read.h"
 #include "views.h"
 
@@ -84,13 +85,6 @@ static int query_int(const Job *job, const char *name, int64_t def, int64_t min,
     return 0;
 }
 
-/* The body as an object with only the allowed keys. */
-static int body_object(const Job *job, const char *const *allowed, RungError *err)
-{
-    if (!json_is_object(job->body))
-        return rung_error_set(err, RUNG_E_BAD_JSON, "", "body: must be a JSON object");
-    return jsonv_only_keys(job->body, "", allowed, A, err);
-}
 
 /* ---- objects ---- */
 
@@ -499,33 +493,6 @@ void api_trial_metrics(Engine *e, Job *job)
     reply(job, 200, json_pack("{s:o, s:I}", "items", items, "attempt", (json_int_t)tl.attempt));
 }
 
-/* Checks a report's metrics: at most CORE_MAX_METRICS, each a number or one
- * of the strings that stand for non-finite values. */
-static int check_metrics(const json_t *metrics, RungError *err)
-{
-    if (!json_is_object(metrics))
-        return rung_error_set(err, A, "metrics", "metrics: required, a JSON object");
-    if (json_object_size(metrics) > CORE_MAX_METRICS)
-        return rung_error_set(err, A, "metrics", "metrics: more than %d values",
-                              CORE_MAX_METRICS);
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)metrics, key, v) {
-        if (json_is_number(v))
-            continue;
-        const char *s = json_string_value(v);
-        if (s && (strcmp(s, "NaN") == 0 || strcmp(s, "Infinity") == 0 ||
-                  strcmp(s, "-Infinity") == 0))
-            continue;
-        char field[RUNG_FIELD_MAX];
-        jsonv_path(field, sizeof field, "metrics", key);
-        return rung_error_set(err, A, field,
-                              "%s: must be a number (or \"NaN\", \"Infinity\", \"-Infinity\")",
-                              field);
-    }
-    return 0;
-}
-
 /* A worker's late call on a trial no longer in memory (it ended): the
  * answers a trial in memory would give, from its row. */
 static bool ended_trial_lease(Engine *e, Job *job, const char *token, TrialLease *tl)
@@ -584,26 +551,21 @@ static void ended_trial_finish(Engine *e, Job *job, const char *token)
 
 void api_trial_report(Engine *e, Job *job)
 {
-    static const char *const allowed[] = {"lease_token", "step", "metrics", NULL};
     RungError err;
     rung_error_clear(&err);
-    const char *token;
-    int64_t step;
-    if (body_object(job, allowed, &err) ||
-        jsonv_string(job->body, "", "lease_token", JSONV_REQUIRED, 64, &token, A, &err) ||
-        jsonv_int(job->body, "", "step", JSONV_REQUIRED, 0, (1LL << 53), &step, A, &err) ||
-        check_metrics(json_object_get(job->body, "metrics"), &err)) {
+    ReportRequest rq;
+    if (request_report_parse(job->body, &rq, &err)) {
         fail(job, &err);
         return;
     }
     Trial *t = core_trial(engine_core(e), job->ids[0]);
-    ReportAction action;
     if (t == NULL) {
-        ended_trial_report(e, job, token, step);
+        ended_trial_report(e, job, rq.lease_token, rq.step);
         return;
     }
-    if (core_report(engine_core(e), t, token, step, json_object_get(job->body, "metrics"),
-                    engine_now(e), &action, &err) != 0) {
+    ReportAction action;
+    if (core_report(engine_core(e), t, rq.lease_token, rq.step, rq.metrics, engine_now(e),
+                    &action, &err) != 0) {
         fail(job, &err);
         return;
     }
@@ -612,46 +574,25 @@ void api_trial_report(Engine *e, Job *job)
 
 void api_trial_finish(Engine *e, Job *job)
 {
-    static const char *const allowed[] = {"lease_token", "status", "error", "log", NULL};
     RungError err;
     rung_error_clear(&err);
-    const char *token, *status, *error = NULL;
-    if (body_object(job, allowed, &err) ||
-        jsonv_string(job->body, "", "lease_token", JSONV_REQUIRED, 64, &token, A, &err) ||
-        jsonv_string(job->body, "", "status", JSONV_REQUIRED, 16, &status, A, &err)) {
+    FinishRequest rq;
+    if (request_finish_parse(job->body, &rq, &err)) {
         fail(job, &err);
-        return;
-    }
-    json_t *ev = json_object_get(job->body, "error");
-    if (ev && !json_is_null(ev)) {
-        if (!json_is_string(ev)) {
-            api_error(job, A, "error", "error: must be a string");
-            return;
-        }
-        error = json_string_value(ev); /* longer than CORE_MAX_ERROR: the head is kept */
-    }
-    json_t *lv = json_object_get(job->body, "log");
-    if (lv && !json_is_null(lv) && !json_is_string(lv)) {
-        api_error(job, A, "log", "log: must be a string (the log's last lines)");
-        return;
-    }
-    bool completed = strcmp(status, "completed") == 0;
-    if (!completed && strcmp(status, "failed") != 0) {
-        api_error(job, A, "status", "status: must be completed or failed");
         return;
     }
     Trial *t = core_trial(engine_core(e), job->ids[0]);
     if (t == NULL) {
-        ended_trial_finish(e, job, token);
+        ended_trial_finish(e, job, rq.lease_token);
         return;
     }
-    json_t *log = json_object_get(job->body, "log"); /* the log's last lines (dashboard) */
-    if (core_finish(engine_core(e), t, token, completed, error, engine_now(e), &err) != 0) {
+    if (core_finish(engine_core(e), t, rq.lease_token, rq.completed, rq.error, engine_now(e),
+                    &err) != 0) {
         fail(job, &err);
         return;
     }
-    if (json_is_string(log))
-        core_trial_set_log(t, json_string_value(log));
+    if (rq.log != NULL)
+        core_trial_set_log(t, rq.log); /* the log's last lines (dashboard) */
     reply(job, 200, trial_json(t));
 }
 
@@ -659,39 +600,16 @@ void api_trial_finish(Engine *e, Job *job)
 
 void api_worker_register(Engine *e, Job *job)
 {
-    static const char *const allowed[] = {"name", "hostname", "gpus", "cpus", NULL};
     RungError err;
     rung_error_clear(&err);
-    const char *name = NULL, *hostname = "";
-    int64_t cpus = 0;
-    if (body_object(job, allowed, &err) ||
-        jsonv_string(job->body, "", "name", JSONV_OPTIONAL, MAX_NAME, &name, A, &err) ||
-        jsonv_string(job->body, "", "hostname", JSONV_OPTIONAL, MAX_NAME, &hostname, A, &err) ||
-        jsonv_int(job->body, "", "cpus", JSONV_OPTIONAL, 0, SPEC_MAX_CPUS, &cpus, A, &err)) {
+    RegisterRequest rq;
+    if (request_register_parse(job->body, &rq, &err)) {
         fail(job, &err);
         return;
     }
-    json_t *gpus = json_object_get(job->body, "gpus");
-    if (gpus == NULL || json_is_null(gpus)) {
-        gpus = json_array();
-    } else if (!json_is_array(gpus) || json_array_size(gpus) > MAX_GPUS_JSON) {
-        api_error(job, A, "gpus", "gpus: must be an array of at most 64 GPU objects");
-        return;
-    } else {
-        size_t i;
-        json_t *g;
-        json_array_foreach(gpus, i, g) {
-            if (!json_is_object(g)) {
-                char field[32];
-                snprintf(field, sizeof field, "gpus[%zu]", i);
-                api_error(job, A, field, "gpus: each GPU must be an object");
-                return;
-            }
-        }
-        json_incref(gpus);
-    }
-    const char *label = name ? name : (hostname[0] ? hostname : "worker");
-    Worker *w = core_worker_add(engine_core(e), label, hostname, gpus, cpus, engine_now(e));
+    json_t *gpus = rq.gpus ? json_incref(rq.gpus) : json_array();
+    Worker *w = core_worker_add(engine_core(e), rq.label, rq.hostname, gpus, rq.cpus,
+                                engine_now(e));
     const EngineConfig *cfg = engine_config(e);
     reply(job, 201, json_pack("{s:I, s:o, s:o}", "worker_id", (json_int_t)w->id, "heartbeat_s",
                               seconds_json(cfg->heartbeat_ms), "lease_s",
@@ -746,42 +664,6 @@ static Worker *find_worker(Engine *e, Job *job)
     return w;
 }
 
-static int parse_offer(const Job *job, const Worker *w, LeaseOffer *offer, double *wait_s,
-                       RungError *err)
-{
-    static const char *const allowed[] = {"gpus", "cpus", "wait_s", NULL};
-    memset(offer, 0, sizeof *offer);
-    offer->cpus = w->cpus;
-    *wait_s = 0;
-    if (body_object(job, allowed, err) ||
-        jsonv_int(job->body, "", "cpus", JSONV_OPTIONAL, 0, SPEC_MAX_CPUS, &offer->cpus, A,
-                  err) ||
-        jsonv_number(job->body, "", "wait_s", JSONV_OPTIONAL, wait_s, A, err))
-        return err->code;
-    if (*wait_s < 0)
-        return rung_error_set(err, A, "wait_s", "wait_s: must be >= 0");
-    if (*wait_s > LONG_POLL_MAX_S)
-        *wait_s = LONG_POLL_MAX_S; /* API.md: the server caps a long poll at 30 s */
-    json_t *gpus = json_object_get(job->body, "gpus");
-    if (gpus == NULL || json_is_null(gpus))
-        return 0;
-    if (!json_is_array(gpus) || json_array_size(gpus) > CORE_MAX_LEASE_GPUS)
-        return rung_error_set(err, A, "gpus", "gpus: must be an array of at most %d indices",
-                              CORE_MAX_LEASE_GPUS);
-    size_t i;
-    json_t *g;
-    json_array_foreach(gpus, i, g) {
-        if (!json_is_integer(g) || json_integer_value(g) < 0) {
-            char field[32];
-            snprintf(field, sizeof field, "gpus[%zu]", i);
-            return rung_error_set(err, A, field, "%s: must be a GPU index (integer >= 0)",
-                                  field);
-        }
-        offer->gpus[offer->n_gpus++] = json_integer_value(g);
-    }
-    return 0;
-}
-
 /* The lease's reply never reached the worker: give the trial back. */
 static void lease_undelivered(Engine *e, Job *job)
 {
@@ -797,14 +679,16 @@ void api_worker_lease(Engine *e, Job *job)
     Worker *w = find_worker(e, job);
     if (w == NULL)
         return;
-    LeaseOffer offer;
-    double wait_s;
+    LeaseRequest rq;
     RungError err;
     rung_error_clear(&err);
-    if (parse_offer(job, w, &offer, &wait_s, &err) != 0) {
+    if (request_lease_parse(job->body, w->cpus, &rq, &err) ||
+        request_lease_check_gpus(&rq.offer, w->gpus, &err)) {
         fail(job, &err);
         return;
     }
+    const LeaseOffer offer = rq.offer;
+    double wait_s = rq.wait_s;
     char token[CORE_TOKEN_LEN + 1];
     engine_token(token);
     Trial *t = core_lease(engine_core(e), w, &offer, token, engine_now(e));
@@ -831,68 +715,33 @@ void api_worker_lease(Engine *e, Job *job)
 
 void api_worker_heartbeat(Engine *e, Job *job)
 {
-    static const char *const allowed[] = {"trials", "gpus", "logs", NULL};
     Worker *w = find_worker(e, job);
     if (w == NULL)
         return;
     RungError err;
     rung_error_clear(&err);
-    if (body_object(job, allowed, &err) != 0) {
+    HeartbeatRequest *rq = malloc(sizeof *rq); /* 8 KiB of ids: not on the stack */
+    if (rq == NULL)
+        abort();
+    if (request_heartbeat_parse(job->body, rq, &err)) {
+        free(rq);
         fail(job, &err);
         return;
     }
-    int64_t ids[MAX_TRIAL_IDS];
-    int64_t n = 0;
-    json_t *trials = json_object_get(job->body, "trials");
-    if (trials != NULL && !json_is_null(trials)) {
-        if (!json_is_array(trials) || json_array_size(trials) > MAX_TRIAL_IDS) {
-            api_error(job, A, "trials", "trials: must be an array of at most 1024 trial ids");
-            return;
-        }
-        size_t i;
-        json_t *v;
-        json_array_foreach(trials, i, v) {
-            if (!json_is_integer(v)) {
-                char field[32];
-                snprintf(field, sizeof field, "trials[%zu]", i);
-                api_error(job, A, field, "trials: each must be a trial id");
-                return;
-            }
-            ids[n++] = json_integer_value(v);
-        }
+    /* Log tails for the dashboard: kept on the trials, not in the worker's
+     * stored heartbeat; only the worker that runs a trial sets its log. */
+    void *it = NULL;
+    int64_t tid;
+    const char *text;
+    while (request_heartbeat_log(rq, &it, &tid, &text)) {
+        Trial *t = core_trial(engine_core(e), tid);
+        if (t != NULL && t->worker_id == w->id)
+            core_trial_set_log(t, text);
     }
-    json_t *gpus = json_object_get(job->body, "gpus");
-    if (gpus != NULL && !json_is_null(gpus) && !json_is_array(gpus)) {
-        api_error(job, A, "gpus", "gpus: must be an array");
-        return;
-    }
-    /* Log tails for the dashboard: {"17": "last lines"}; kept on the trials,
-     * not in the worker's stored heartbeat. */
-    json_t *logs = json_object_get(job->body, "logs");
-    if (logs != NULL && !json_is_null(logs)) {
-        const char *key;
-        json_t *v;
-        if (!json_is_object(logs)) {
-            api_error(job, A, "logs", "logs: must be an object of trial id: text");
-            return;
-        }
-        json_object_foreach(logs, key, v) {
-            char *end;
-            long long id = strtoll(key, &end, 10);
-            if (*end != '\0' || !json_is_string(v)) {
-                char field[64];
-                snprintf(field, sizeof field, "logs.%.40s", key);
-                api_error(job, A, field, "logs: keys are trial ids, values text");
-                return;
-            }
-            Trial *t = core_trial(engine_core(e), id);
-            if (t != NULL && t->worker_id == w->id) /* only the worker that runs it */
-                core_trial_set_log(t, json_string_value(v));
-        }
-        json_object_del(job->body, "logs");
-    }
-    json_t *stop = core_heartbeat(engine_core(e), w, ids, n, json_incref(job->body),
-                                  engine_now(e));
+    json_object_del(job->body, "logs");
+    json_t *stop = core_heartbeat(engine_core(e), w, rq->trials, rq->n_trials,
+                                  json_incref(job->body), engine_now(e));
+    free(rq);
     reply(job, 200, json_pack("{s:o}", "stop", stop));
 }
 

@@ -17,6 +17,7 @@
 #include "core.h"
 
 #include "grow.h"
+#include "utf8.h"
 
 struct Core {
     int64_t lease_ms;            /* lease length */
@@ -485,7 +486,9 @@ static void set_error(Trial *t, const char *error)
     t->error = NULL;
     if (error == NULL)
         return;
-    size_t len = strnlen(error, CORE_MAX_ERROR);
+    /* Cut on a character boundary: a split character would make the text
+     * invalid UTF-8, which JSON cannot carry. */
+    size_t len = rung_utf8_truncate_len(error, CORE_MAX_ERROR);
     t->error = malloc(len + 1);
     if (t->error == NULL)
         abort();
