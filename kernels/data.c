@@ -30,6 +30,8 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include "splitmix.h"
+
 /* Largest number of values (pixels or CSV features) one dataset may hold:
  * 2^31 values are 8 GiB as float32, more than a trial should be asked to
  * hold; Fashion-MNIST's training set is 47 million. The check runs on the
@@ -651,25 +653,15 @@ void data_truncate(Dataset *d, int64_t n)
 #define STREAM_EPOCH 0x65706f6368ULL /* "epoch" */
 #define STREAM_SPLIT 0x73706c6974ULL /* "split" */
 
-/* splitmix64's output function (Steele, Lea, Flood 2014): a bijection of
- * 64-bit words with good avalanche, used here on a counter. */
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-/* A splitmix64 stream: the k-th output is mix64(key + k * golden), so the
- * whole stream is a function of its key. */
+/* A splitmix64 stream (common/splitmix.h): the k-th output is
+ * rung_splitmix_at(key, k), so the whole stream is a function of its key. */
 typedef struct Stream {
     uint64_t state;
 } Stream;
 
 static uint64_t stream_next(Stream *s)
 {
-    s->state += 0x9e3779b97f4a7c15ULL;
-    return mix64(s->state);
+    return rung_splitmix_next(&s->state);
 }
 
 /* A uniform integer in [0, bound), bound >= 1, without modulo bias
@@ -692,7 +684,7 @@ static uint64_t stream_below(Stream *s, uint64_t bound)
 /* Fisher-Yates over 0..n-1 with the stream keyed on (domain, seed, tag). */
 static void permutation(int64_t n, uint64_t domain, uint64_t seed, uint64_t tag, int64_t *perm)
 {
-    Stream s = {mix64(mix64(seed ^ domain) ^ tag)};
+    Stream s = {rung_splitmix_mix(rung_splitmix_mix(seed ^ domain) ^ tag)};
     for (int64_t i = 0; i < n; i++)
         perm[i] = i;
     for (int64_t i = n - 1; i > 0; i--) {

@@ -15,7 +15,9 @@ add_library(rung_kernels_ops STATIC
 target_include_directories(rung_kernels_ops
   PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}
   PRIVATE ${OPENBLAS_INCLUDE})
-target_link_libraries(rung_kernels_ops PUBLIC ${OPENBLAS_LIB} ${MATH_LIB})
+# PUBLIC rung_common_headers: ops_math.h, which the tests include too, builds
+# its dropout hash on common/splitmix.h.
+target_link_libraries(rung_kernels_ops PUBLIC ${OPENBLAS_LIB} ${MATH_LIB} rung_common_headers)
 # -O3 outside Debug: GCC's -O2 cost model ("very cheap") does not vectorize
 # loops of unknown length, which every element-wise pass here is.
 # -fno-math-errno lets sqrtf (AdamW) and expf compile to plain instructions;

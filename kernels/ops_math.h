@@ -12,11 +12,7 @@
 
 #include <stdint.h>
 
-#ifdef __CUDACC__
-#define RUNG_HD __host__ __device__ inline
-#else
-#define RUNG_HD static inline
-#endif
+#include "splitmix.h" /* defines RUNG_HD, the qualifiers of every function here */
 
 #ifdef __CUDACC__
 #define RUNG_EXPF __expf
@@ -36,15 +32,13 @@ RUNG_HD float rung_relu_grad(float y, float dy)
     return y > 0.0f ? dy : 0.0f;
 }
 
-/* A counter-based 32-bit hash (splitmix64's finalizer) of (seed, index):
- * dropout masks depend on nothing but the seed and the element's global
+/* A counter-based 32-bit hash of (seed, index): the high half of output
+ * index + 1 of the splitmix64 stream keyed by seed (common/splitmix.h).
+ * Dropout masks depend on nothing but the seed and the element's global
  * index, so any split of a batch over ranks or threads draws the same mask. */
 RUNG_HD uint32_t rung_hash32(uint64_t seed, uint64_t index)
 {
-    uint64_t x = seed + 0x9e3779b97f4a7c15ULL * (index + 1);
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return (uint32_t)((x ^ (x >> 31)) >> 32);
+    return (uint32_t)(rung_splitmix_at(seed, index + 1) >> 32);
 }
 
 /* Inverted dropout: the factor of one element, 0 (dropped, with

@@ -26,6 +26,7 @@
 #include "blas.h"
 #include "checkpoint.h"
 #include "ops.h"
+#include "splitmix.h"
 
 double train_lr_at(double lr, int64_t step, int64_t warmup, int64_t total)
 {
@@ -104,10 +105,7 @@ void train_init_layer(uint64_t seed, int D, int H, size_t first, float *params)
     float bound = 1.0f / sqrtf((float)D);
     size_t n = (size_t)D * (size_t)H + (size_t)H;
     for (size_t i = 0; i < n; i++) {
-        uint64_t x = key + 0x9e3779b97f4a7c15ULL * (first + i + 1);
-        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-        x ^= x >> 31;
+        uint64_t x = rung_splitmix_at(key, first + i + 1);
         double u = (double)(x >> 11) * 0x1.0p-53;
         params[first + i] = (float)((2.0 * u - 1.0) * bound);
     }

@@ -1,14 +1,13 @@
 /* Retry delays; see backoff.h. */
 #include "backoff.h"
 
+#include "splitmix.h"
+
 uint64_t backoff_seed(uint64_t seed)
 {
     /* splitmix64 of the seed, so that nearby seeds (pids, times) give
-     * unrelated sequences. */
-    uint64_t z = seed + 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
+     * unrelated sequences; xorshift's state must not be 0. */
+    uint64_t z = rung_splitmix64(seed);
     return z ? z : 0x2545f4914f6cdd1dULL;
 }
 

@@ -30,6 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nonfinite.h"
+#include "utf8.h"
+
 #define PREFIX "@rung"
 #define PREFIX_LEN 5
 
@@ -44,18 +47,22 @@
 /* Longest piece of a metric name quoted in a why message. */
 #define WHY_NAME_MAX 40
 
-/* A bare token of Python's json.dumps and its two other forms. */
+/* A bare token of Python's json.dumps and its two other forms. The tokens
+ * are the spellings of common/nonfinite.h, the same strings that the
+ * metrics carry on to rungd. */
 typedef struct {
     const char *token;  /* as printed, outside strings */
     const char *json;   /* what the rewrite puts in its place */
     const char *parsed; /* what jansson makes of json: a NUL, then the token */
 } Special;
 
+#define SPECIAL(token) {token, "\"\\u0000" token "\"", "\0" token}
 static const Special SPECIALS[] = {
-    {"NaN", "\"\\u0000NaN\"", "\0NaN"},
-    {"Infinity", "\"\\u0000Infinity\"", "\0Infinity"},
-    {"-Infinity", "\"\\u0000-Infinity\"", "\0-Infinity"},
+    SPECIAL(RUNG_NONFINITE_NAN),
+    SPECIAL(RUNG_NONFINITE_INF),
+    SPECIAL(RUNG_NONFINITE_NEG_INF),
 };
+#undef SPECIAL
 #define N_SPECIALS (sizeof SPECIALS / sizeof SPECIALS[0])
 
 static void why_set(char *why, size_t why_size, const char *fmt, ...)
@@ -216,16 +223,8 @@ static void why_json_error(char *why, size_t why_size, const char *text)
  * character boundary and marked with "...". */
 static void quote_name(char *dst, size_t size, const char *name)
 {
-    size_t len = strlen(name);
-    size_t keep = len;
-    bool cut = false;
-    if (keep > WHY_NAME_MAX) {
-        keep = WHY_NAME_MAX;
-        /* Back off continuation bytes (10xxxxxx) so no character is split. */
-        while (keep > 0 && ((unsigned char)name[keep] & 0xC0) == 0x80)
-            keep--;
-        cut = true;
-    }
+    size_t keep = rung_utf8_truncate_len(name, WHY_NAME_MAX);
+    bool cut = name[keep] != '\0';
     size_t n = 0;
     for (size_t i = 0; i < keep && n + 1 < size; i++) {
         unsigned char c = (unsigned char)name[i];
@@ -305,10 +304,12 @@ static ReportLineKind check_report(json_t *root, int64_t next_step, json_t **met
         }
         json_t *copy;
         const Special *special = special_of(value);
+        double nonfinite;
         if (json_is_number(value)) {
             copy = json_incref(value);
-        } else if (special != NULL) {
-            copy = json_string(special->token);
+        } else if (special != NULL &&
+                   rung_nonfinite_parse(special->token, strlen(special->token), &nonfinite)) {
+            copy = rung_nonfinite_to_json(nonfinite);
         } else {
             quote_name(name, sizeof name, key);
             why_set(why, why_size, "metric '%s' is not a number", name);

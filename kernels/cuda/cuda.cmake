@@ -105,6 +105,7 @@ target_compile_options(rung_kernels_cuda PRIVATE $<$<NOT:$<CONFIG:Debug>>:-linei
 # dropout key, checkpoints) and data.c's sampler; linking them from here
 # keeps the link order right for any program that links this library.
 # stdc++: the objects nvcc makes are C++, and C programs link with gcc.
+# rung_common_headers: ops_math.h includes common/splitmix.h.
 target_link_libraries(rung_kernels_cuda PUBLIC
-  CUDA::cudart CUDA::cublas ${NCCL_LIBRARY} Threads::Threads stdc++
+  CUDA::cudart CUDA::cublas ${NCCL_LIBRARY} Threads::Threads stdc++ rung_common_headers
   $<TARGET_NAME_IF_EXISTS:rung_kernels_train> $<TARGET_NAME_IF_EXISTS:rung_kernels_data>)

@@ -1,15 +1,24 @@
-/* Unit tests of common/: the error table and the strict JSON readers. */
+/* Unit tests of common/: the error table, the strict JSON readers, clocks,
+ * and the protocol's shared pieces: splitmix64, the spelling of non-finite
+ * numbers, constant-time comparison, error bodies and UTF-8 cuts. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <string.h>
 
 #include "clock.h"
+#include "ct.h"
+#include "errjson.h"
 #include "error.h"
 #include "jsonv.h"
+#include "nonfinite.h"
+#include "splitmix.h"
+#include "utf8.h"
 
 static void test_error_table(void **state)
 {
@@ -59,12 +68,267 @@ static void test_time_format(void **state)
     assert_string_equal(buf, "2026-11-21T23:40:02.125Z");
 }
 
+/* ---- splitmix.h ---- */
+
+static void test_splitmix_reference(void **state)
+{
+    (void)state;
+    /* The first outputs of the stream seeded with 0 as splitmix64's
+     * reference implementation prints them: a change of constant or shift
+     * anywhere would change every dropout mask and data order. */
+    uint64_t s = 0;
+    assert_true(rung_splitmix_next(&s) == 0xe220a8397b1dcdafULL);
+    assert_true(rung_splitmix_next(&s) == 0x6e789e6aa1b965f4ULL);
+    assert_true(rung_splitmix_next(&s) == 0x06c45d188009454fULL);
+    assert_true(s == 3 * RUNG_SPLITMIX_GAMMA);
+    assert_true(rung_splitmix_mix(0) == 0);
+}
+
+static void test_splitmix_forms_agree(void **state)
+{
+    (void)state;
+    /* at(key, k) is the k-th next() from key; splitmix64(x) is at(x, 1). */
+    const uint64_t keys[] = {0, 1, 42, 0x696e6974ULL, ~0ULL};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        uint64_t s = keys[i];
+        for (uint64_t k = 1; k <= 100; k++)
+            assert_true(rung_splitmix_next(&s) == rung_splitmix_at(keys[i], k));
+        assert_true(rung_splitmix64(keys[i]) == rung_splitmix_at(keys[i], 1));
+        assert_true(rung_splitmix64(keys[i]) ==
+                    rung_splitmix_mix(keys[i] + 0x9e3779b97f4a7c15ULL));
+    }
+}
+
+/* ---- nonfinite.h ---- */
+
+static void test_nonfinite_format(void **state)
+{
+    (void)state;
+    assert_string_equal(rung_nonfinite_format(NAN), "NaN");
+    assert_string_equal(rung_nonfinite_format(-NAN), "NaN");
+    assert_string_equal(rung_nonfinite_format(INFINITY), "Infinity");
+    assert_string_equal(rung_nonfinite_format(-INFINITY), "-Infinity");
+    assert_null(rung_nonfinite_format(0.0));
+    assert_null(rung_nonfinite_format(-1e308));
+    assert_null(rung_nonfinite_format(4.9e-324));
+}
+
+static void test_nonfinite_parse(void **state)
+{
+    (void)state;
+    double d = 7;
+    assert_true(rung_nonfinite_parse("NaN", 3, &d));
+    assert_true(isnan(d));
+    assert_true(rung_nonfinite_parse("Infinity", 8, &d));
+    assert_true(isinf(d) && d > 0);
+    assert_true(rung_nonfinite_parse("-Infinity", 9, &d));
+    assert_true(isinf(d) && d < 0);
+    /* Exact spellings only: other cases, prefixes, longer text, what C's
+     * strtod would take, and a length that cuts or goes past the word. */
+    const char *no[] = {"nan", "NAN", "inf", "Inf", "-inf", "+Infinity", "infinity", "NaN ",
+                        " NaN", "Infinit", "", "1e999", "0"};
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
+        d = 7;
+        assert_false(rung_nonfinite_parse(no[i], strlen(no[i]), &d));
+        assert_true(d == 7);
+    }
+    assert_false(rung_nonfinite_parse("NaN", 2, &d));
+    assert_false(rung_nonfinite_parse("NaNx", 4, &d));
+    assert_true(rung_nonfinite_parse("NaNx", 3, &d)); /* len bytes, no NUL needed */
+    assert_false(rung_nonfinite_parse(NULL, 3, &d));
+    /* Every spelling reads back as the value that gave it. */
+    const double values[] = {NAN, INFINITY, -INFINITY};
+    for (size_t i = 0; i < 3; i++) {
+        const char *name = rung_nonfinite_format(values[i]);
+        assert_true(rung_nonfinite_parse(name, strlen(name), &d));
+        assert_true(isnan(values[i]) ? isnan(d) : d == values[i]);
+    }
+}
+
+static void test_nonfinite_json(void **state)
+{
+    (void)state;
+    json_t *v = rung_nonfinite_to_json(NAN);
+    assert_string_equal(json_string_value(v), "NaN");
+    json_decref(v);
+    v = rung_nonfinite_to_json(-INFINITY);
+    assert_string_equal(json_string_value(v), "-Infinity");
+    json_decref(v);
+    v = rung_nonfinite_to_json(0.25);
+    assert_true(json_is_real(v) && json_real_value(v) == 0.25);
+    json_decref(v);
+
+    double d = 7;
+    json_t *in = json_loads("[1, 2.5, \"NaN\", \"Infinity\", \"-Infinity\", \"nan\", null, true, "
+                            "\"NaN\\u0000\", {}]",
+                            JSON_ALLOW_NUL, NULL);
+    assert_non_null(in);
+    assert_true(rung_nonfinite_from_json(json_array_get(in, 0), &d) && d == 1);
+    assert_true(rung_nonfinite_from_json(json_array_get(in, 1), &d) && d == 2.5);
+    assert_true(rung_nonfinite_from_json(json_array_get(in, 2), &d) && isnan(d));
+    assert_true(rung_nonfinite_from_json(json_array_get(in, 3), &d) && d == INFINITY);
+    assert_true(rung_nonfinite_from_json(json_array_get(in, 4), &d) && d == -INFINITY);
+    for (size_t i = 5; i < json_array_size(in); i++) {
+        d = 7;
+        assert_false(rung_nonfinite_from_json(json_array_get(in, i), &d));
+        assert_true(d == 7);
+    }
+    assert_false(rung_nonfinite_from_json(NULL, &d));
+    json_decref(in);
+}
+
+/* ---- ct.h ---- */
+
+static void test_ct_equal(void **state)
+{
+    (void)state;
+    const char *token = "1916847e00aace1ab47c1ab306c7eea2";
+    assert_true(rung_ct_equal("1916847e00aace1ab47c1ab306c7eea2", token, 32));
+    assert_false(rung_ct_equal("1916847e00aace1ab47c1ab306c7eea3", token, 32)); /* last byte */
+    assert_false(rung_ct_equal("0916847e00aace1ab47c1ab306c7eea2", token, 32)); /* first byte */
+    assert_false(rung_ct_equal("1916847e00aace1ab47c1ab306c7eea", token, 32));  /* a prefix */
+    assert_false(rung_ct_equal("1916847e00aace1ab47c1ab306c7eea22", token, 32)); /* longer */
+    assert_false(rung_ct_equal("", token, 32));
+    /* An empty expected never matches, not even an empty given. */
+    assert_false(rung_ct_equal("", "", 32));
+    assert_false(rung_ct_equal("x", "", 32));
+    /* Longer than max_len: false, even when equal. */
+    assert_true(rung_ct_equal("secret", "secret", 6));
+    assert_false(rung_ct_equal("secret", "secret", 5));
+    assert_false(rung_ct_equal(NULL, token, 32));
+    assert_false(rung_ct_equal(token, NULL, 32));
+    assert_true(rung_ct_equal("s", "s", SIZE_MAX));
+    /* Bytes above 0x7f compare as bytes. */
+    assert_true(rung_ct_equal("t\xc3\xa9", "t\xc3\xa9", 8));
+    assert_false(rung_ct_equal("t\xc3\xa8", "t\xc3\xa9", 8));
+}
+
+/* ---- errjson.h ---- */
+
+static void test_error_json(void **state)
+{
+    (void)state;
+    json_t *j = rung_error_json(RUNG_E_INVALID_SPEC, "search_space.lr.low",
+                                "search_space.lr: low must be > 0 for loguniform");
+    char *text = json_dumps(j, JSON_COMPACT);
+    assert_string_equal(text, "{\"error\":{\"code\":\"invalid_spec\",\"message\":\"search_space.lr: "
+                              "low must be > 0 for loguniform\",\"field\":\"search_space.lr.low\"}}");
+    free(text);
+    json_decref(j);
+
+    /* No field: the key is left out, for NULL and "" alike. */
+    j = rung_error_json(RUNG_E_NOT_FOUND, "", "no such endpoint");
+    text = json_dumps(j, JSON_COMPACT);
+    assert_string_equal(text, "{\"error\":{\"code\":\"not_found\",\"message\":\"no such endpoint\"}}");
+    free(text);
+    json_decref(j);
+    j = rung_error_json(RUNG_E_INTERNAL, NULL, NULL);
+    text = json_dumps(j, JSON_COMPACT);
+    assert_string_equal(text, "{\"error\":{\"code\":\"internal\",\"message\":\"\"}}");
+    free(text);
+    json_decref(j);
+
+    /* A message cut inside a character (what vsnprintf into a RungError
+     * does) still gives a body; the broken bytes become '?'. */
+    j = rung_error_json(RUNG_E_BAD_JSON, "na\xffme", "caf\xc3\xa9 \xf0\x9f\x98");
+    assert_non_null(j);
+    json_t *e = json_object_get(j, "error");
+    assert_string_equal(json_string_value(json_object_get(e, "message")), "caf\xc3\xa9 ???");
+    assert_string_equal(json_string_value(json_object_get(e, "field")), "na?me");
+    json_decref(j);
+
+    RungError err;
+    rung_error_set(&err, RUNG_E_LEASE_LOST, "lease_token", "trial %d: lease lost", 3);
+    j = rung_error_json_from(&err);
+    e = json_object_get(j, "error");
+    assert_string_equal(json_string_value(json_object_get(e, "code")), "lease_lost");
+    assert_string_equal(json_string_value(json_object_get(e, "message")), "trial 3: lease lost");
+    assert_string_equal(json_string_value(json_object_get(e, "field")), "lease_token");
+    assert_int_equal(rung_error_status(err.code), 409);
+    json_decref(j);
+
+    /* An unknown code is "internal", as in the error table. */
+    j = rung_error_json(12345, NULL, "x");
+    e = json_object_get(j, "error");
+    assert_string_equal(json_string_value(json_object_get(e, "code")), "internal");
+    json_decref(j);
+}
+
+/* ---- utf8.h ---- */
+
+static void test_utf8_truncate(void **state)
+{
+    (void)state;
+    assert_int_equal(rung_utf8_truncate_len("hello", 10), 5);
+    assert_int_equal(rung_utf8_truncate_len("hello", 5), 5);
+    assert_int_equal(rung_utf8_truncate_len("hello", 4), 4);
+    assert_int_equal(rung_utf8_truncate_len("hello", 0), 0);
+    assert_int_equal(rung_utf8_truncate_len("", 3), 0);
+    /* "ab" + U+1F600 (4 bytes: F0 9F 98 80) + "c": every limit inside the
+     * emoji keeps "ab"; the limit at its last byte keeps it whole. */
+    const char *s = "ab\xf0\x9f\x98\x80" "c";
+    assert_int_equal(rung_utf8_truncate_len(s, 2), 2);
+    assert_int_equal(rung_utf8_truncate_len(s, 3), 2);
+    assert_int_equal(rung_utf8_truncate_len(s, 4), 2);
+    assert_int_equal(rung_utf8_truncate_len(s, 5), 2);
+    assert_int_equal(rung_utf8_truncate_len(s, 6), 6);
+    assert_int_equal(rung_utf8_truncate_len(s, 7), 7);
+    assert_int_equal(rung_utf8_truncate_len(s, 100), 7);
+    /* A string that is the 4-byte character alone. */
+    assert_int_equal(rung_utf8_truncate_len("\xf0\x9f\x98\x80", 3), 0);
+    assert_int_equal(rung_utf8_truncate_len("\xf0\x9f\x98\x80", 4), 4);
+    /* 2- and 3-byte characters: "é" (C3 A9), "€" (E2 82 AC). */
+    assert_int_equal(rung_utf8_truncate_len("\xc3\xa9\xe2\x82\xac", 1), 0);
+    assert_int_equal(rung_utf8_truncate_len("\xc3\xa9\xe2\x82\xac", 2), 2);
+    assert_int_equal(rung_utf8_truncate_len("\xc3\xa9\xe2\x82\xac", 4), 2);
+    assert_int_equal(rung_utf8_truncate_len("\xc3\xa9\xe2\x82\xac", 5), 5);
+    /* The head it keeps is valid UTF-8 for every limit: jansson takes it. */
+    for (size_t max = 0; max <= 8; max++) {
+        json_t *j = json_stringn(s, rung_utf8_truncate_len(s, max));
+        assert_non_null(j);
+        json_decref(j);
+    }
+    /* It reads no further than max + 1 bytes: an unterminated buffer. */
+    char buf[4] = {'a', 'b', (char)0xc3, (char)0xa9};
+    assert_int_equal(rung_utf8_truncate_len(buf, 3), 2);
+}
+
+static void test_utf8_char_len(void **state)
+{
+    (void)state;
+    assert_int_equal(rung_utf8_char_len("a", 1), 1);
+    assert_int_equal(rung_utf8_char_len("", 1), 1); /* the NUL byte */
+    assert_int_equal(rung_utf8_char_len("a", 0), 0);
+    assert_int_equal(rung_utf8_char_len("\xc3\xa9", 2), 2);
+    assert_int_equal(rung_utf8_char_len("\xe2\x82\xac", 3), 3);
+    assert_int_equal(rung_utf8_char_len("\xf0\x9f\x98\x80", 4), 4);
+    assert_int_equal(rung_utf8_char_len("\xf4\x8f\xbf\xbf", 4), 4); /* U+10FFFF */
+    assert_int_equal(rung_utf8_char_len("\xf0\x9f\x98\x80", 3), 0); /* cut short */
+    assert_int_equal(rung_utf8_char_len("\x80", 1), 0);             /* continuation */
+    assert_int_equal(rung_utf8_char_len("\xc0\x80", 2), 0);         /* overlong NUL */
+    assert_int_equal(rung_utf8_char_len("\xe0\x80\xaf", 3), 0);     /* overlong '/' */
+    assert_int_equal(rung_utf8_char_len("\xf0\x8f\xbf\xbf", 4), 0); /* overlong */
+    assert_int_equal(rung_utf8_char_len("\xed\xa0\x80", 3), 0);     /* surrogate */
+    assert_int_equal(rung_utf8_char_len("\xf4\x90\x80\x80", 4), 0); /* above U+10FFFF */
+    assert_int_equal(rung_utf8_char_len("\xff", 1), 0);
+    assert_int_equal(rung_utf8_char_len("\xc3" "a", 2), 0); /* lead without continuation */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_error_table),
         cmocka_unit_test(test_jsonv_reports_path),
         cmocka_unit_test(test_time_format),
+        cmocka_unit_test(test_splitmix_reference),
+        cmocka_unit_test(test_splitmix_forms_agree),
+        cmocka_unit_test(test_nonfinite_format),
+        cmocka_unit_test(test_nonfinite_parse),
+        cmocka_unit_test(test_nonfinite_json),
+        cmocka_unit_test(test_ct_equal),
+        cmocka_unit_test(test_error_json),
+        cmocka_unit_test(test_utf8_truncate),
+        cmocka_unit_test(test_utf8_char_len),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

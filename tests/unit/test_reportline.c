@@ -8,9 +8,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "nonfinite.h"
 #include "reportline.h"
 
 /* A line with its length, so lines may hold NUL bytes. */
@@ -287,6 +289,61 @@ static void test_metric_limits(void **state)
     free(line);
 }
 
+/* A long metric name is quoted in the why message cut to 40 bytes on a
+ * character boundary (common/utf8.h): a 4-byte character that straddles the
+ * cut is left out whole, and the message stays valid UTF-8, as a JSON
+ * string needs it to be. */
+static void test_long_name_cut_on_character(void **state)
+{
+    (void)state;
+    json_t *metrics;
+    int64_t step;
+    char why[WHY_SIZE];
+    /* 38 bytes of 'a', U+1F600 (F0 9F 98 80) at bytes 38..41, then 'b'
+     * up to 70 bytes: the cut at 40 falls inside the emoji. */
+    char name[71];
+    memset(name, 'a', 38);
+    memcpy(name + 38, "\xf0\x9f\x98\x80", 4);
+    memset(name + 42, 'b', 28);
+    name[70] = '\0';
+    char line[128];
+    snprintf(line, sizeof line, "@rung {\"%s\": 1}", name);
+    assert_int_equal(parse(line, strlen(line), &metrics, &step, why), REPORTLINE_INVALID);
+    char expect[96];
+    snprintf(expect, sizeof expect, "metric name '%.38s...' is longer than 64 bytes", name);
+    assert_string_equal(why, expect);
+    json_t *j = json_string(why);
+    assert_non_null(j);
+    json_decref(j);
+
+    /* 36 bytes before it: the emoji ends at byte 40 and is kept. */
+    memset(name, 'a', 36);
+    memcpy(name + 36, "\xf0\x9f\x98\x80", 4);
+    memset(name + 40, 'b', 30);
+    snprintf(line, sizeof line, "@rung {\"%s\": 1}", name);
+    assert_int_equal(parse(line, strlen(line), &metrics, &step, why), REPORTLINE_INVALID);
+    snprintf(expect, sizeof expect, "metric name '%.40s...' is longer than 64 bytes", name);
+    assert_string_equal(why, expect);
+}
+
+/* Non-finite metrics come out as the shared spellings (common/nonfinite.h),
+ * which read back as the values written. */
+static void test_nonfinite_round_trip(void **state)
+{
+    (void)state;
+    json_t *metrics;
+    int64_t step;
+    char why[WHY_SIZE];
+    const char *line = "@rung {\"a\": NaN, \"b\": Infinity, \"c\": -Infinity, \"d\": 2}";
+    assert_int_equal(parse(line, strlen(line), &metrics, &step, why), REPORTLINE_OK);
+    double v;
+    assert_true(rung_nonfinite_from_json(json_object_get(metrics, "a"), &v) && isnan(v));
+    assert_true(rung_nonfinite_from_json(json_object_get(metrics, "b"), &v) && v == INFINITY);
+    assert_true(rung_nonfinite_from_json(json_object_get(metrics, "c"), &v) && v == -INFINITY);
+    assert_true(rung_nonfinite_from_json(json_object_get(metrics, "d"), &v) && v == 2);
+    json_decref(metrics);
+}
+
 /* A line of exactly len bytes: a report padded with spaces inside the JSON. */
 static char *padded_line(size_t len, const char *start)
 {
@@ -418,6 +475,8 @@ int main(void)
         cmocka_unit_test(test_invalid_lines), cmocka_unit_test(test_metric_limits),
         cmocka_unit_test(test_line_length),   cmocka_unit_test(test_deep_nesting),
         cmocka_unit_test(test_why_buffer),    cmocka_unit_test(test_ownership),
+        cmocka_unit_test(test_long_name_cut_on_character),
+        cmocka_unit_test(test_nonfinite_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
