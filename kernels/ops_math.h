@@ -1,6 +1,7 @@
 /* Element-wise math of the trainer, shared by the CPU backend (ops_cpu.c)
  * and the CUDA kernels (cuda/ops_cuda.cu): one definition, so the CPU tests
- * check the same arithmetic the GPU runs (DESIGN.md, principle 6).
+ * check the same arithmetic the GPU runs (docs/trainer.md, "Data-parallel
+ * training").
  *
  * Every function is RUNG_HD: __host__ __device__ inline under nvcc, static
  * inline in C. Nothing here allocates, loops over arrays or touches memory

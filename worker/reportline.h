@@ -1,10 +1,11 @@
-/* The report line protocol (API.md, "Command trainables"): a trial reports
- * by printing `@rung {json}` on stdout. This is its parser: a pure function
- * of one line, with no I/O, fuzzed in tests/fuzz/.
+/* The report line protocol (docs/api.md, "Command trainables"): a trial
+ * reports by printing `@rung {json}` on stdout. This is its parser: a pure
+ * function of one line, with no I/O, fuzzed in tests/fuzz/.
  *
  * The JSON may hold NaN, Infinity and -Infinity (what Python's json.dumps
  * prints for a diverged run); they come out as the strings "NaN",
- * "Infinity" and "-Infinity", as they travel in HTTP reports. */
+ * "Infinity" and "-Infinity" (common/nonfinite.h), as they travel in HTTP
+ * reports. */
 #ifndef RUNG_WORKER_REPORTLINE_H
 #define RUNG_WORKER_REPORTLINE_H
 
@@ -22,7 +23,7 @@ typedef enum {
 
 /* Parses one line (without its newline; a trailing '\r' is ignored).
  * next_step is the step given when the line has none (1, 2, 3, ... as
- * API.md says). On REPORTLINE_OK, *metrics is a new object (free with
+ * docs/api.md says). On REPORTLINE_OK, *metrics is a new object (free with
  * json_decref) of the values other than "step", each a number or one of the
  * three strings above, and *step the report's step. On REPORTLINE_INVALID,
  * why (of why_size bytes) names the problem, e.g. "metric 'acc' is not a

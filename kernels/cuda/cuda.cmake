@@ -1,4 +1,4 @@
-# The CUDA backend of rung-train (DESIGN.md, principle 6): built in every
+# The CUDA backend of rung-train (docs/trainer.md): built in every
 # build where nvcc exists, with warnings as errors, and skipped with one
 # message where it does not. Defines rung_kernels_cuda, a static library of
 # the CUDA operations (ops_cuda.cu) and the NCCL trainer (train_cuda.cu),

@@ -1,8 +1,8 @@
 /* The trainer's operations on a CUDA device (ops_cuda.cu): ops.h's
  * operations on device pointers, each queued on a stream, with the
  * element-wise math taken from ops_math.h so that the CPU tests check the
- * arithmetic the GPU runs (DESIGN.md, principle 6). tests/gpu/ compares
- * every one with its CPU twin.
+ * arithmetic the GPU runs (docs/trainer.md, "Data-parallel training").
+ * tests/gpu/ compares every one with its CPU twin.
  *
  * Shapes, named once: B = batch rows, D = a layer's inputs, H = its outputs,
  * C = classes. A linear layer holds W [D, H] and b [H]: Y = X W + b.

@@ -1,6 +1,6 @@
 /* The CUDA backend of rung-train (train.h): the MLP of train_cpu.c trained
  * data-parallel over the visible GPUs, one host thread per GPU, gradients
- * averaged with NCCL (DESIGN.md, "Data-parallel training").
+ * averaged with NCCL (docs/trainer.md, "Data-parallel training").
  *
  * Same recipe as the CPU backend, so that the two give the same numbers to
  * float tolerance: the same initial parameters (train_cpu.c's formula), the
