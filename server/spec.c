@@ -39,7 +39,10 @@ static int parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
                       .seed = spec->searcher.seed};
     spec->time_attr = "step";
     if (s == NULL || json_is_null(s)) {
-        json_object_set_new(spec_json, "scheduler", json_pack("{s:s}", "type", "fifo"));
+        /* Every default shown, as for a scheduler given: the same JSON as
+         * this spec gets when it is parsed again from the store. */
+        json_object_set_new(spec_json, "scheduler",
+                            json_pack("{s:s, s:s}", "type", "fifo", "time_attr", spec->time_attr));
         return 0;
     }
     if (jsonv_object(s, "scheduler", E, err))
@@ -52,8 +55,12 @@ static int parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
     static const char *const asha_keys[] = {"type",         "time_attr",        "max_t",
                                             "grace_period", "reduction_factor", "brackets",
                                             "promote",      NULL};
-    static const char *const hyperband_keys[] = {"type", "time_attr", "max_t", "grace_period",
-                                                 "reduction_factor", NULL};
+    /* hyperband uses every bracket, and the stored spec says how many: a
+     * spec is parsed again from the store at every start, so "brackets" is
+     * allowed here, when it is that number (checked below). */
+    static const char *const hyperband_keys[] = {"type",         "time_attr",        "max_t",
+                                                 "grace_period", "reduction_factor", "brackets",
+                                                 NULL};
     static const char *const median_keys[] = {"type", "time_attr", "grace_period",
                                               "min_samples_required", NULL};
     const char *const *allowed;
@@ -113,9 +120,15 @@ static int parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
                                   "grace_period %g to max_t %g; at most %d",
                                   p->rf, floor(rungs), p->grace_period, p->max_t,
                                   ASHA_MAX_RUNGS);
-        if (p->type == ASHA_HYPERBAND)
+        if (p->type == ASHA_HYPERBAND) {
+            if (json_object_get(s, "brackets") != NULL && p->brackets != max)
+                return rung_error_set(err, E, "scheduler.brackets",
+                                      "scheduler.brackets: hyperband uses every bracket, %d "
+                                      "with these max_t, grace_period and reduction_factor; "
+                                      "leave it out",
+                                      max);
             p->brackets = max;
-        else if (p->brackets > max)
+        } else if (p->brackets > max)
             return rung_error_set(err, E, "scheduler.brackets",
                                   "scheduler.brackets: %d, but grace_period %g, reduction_factor "
                                   "%g and max_t %g leave room for at most %d",
@@ -183,7 +196,7 @@ static int check_placeholders(const char *arg, const char *field, const json_t *
     return 0;
 }
 
-static int parse_command(json_t *t, const json_t *space, RungError *err)
+static int parse_command(json_t *t, const json_t *space, bool stored, RungError *err)
 {
     const char *allowed[] = {"type", "argv", "env", "cwd", "timeout_s", NULL};
     if (jsonv_only_keys(t, "trainable", allowed, E, err))
@@ -220,6 +233,9 @@ static int parse_command(json_t *t, const json_t *space, RungError *err)
             jsonv_path(field, sizeof field, "trainable.env", key);
             if (key[0] == '\0' || strchr(key, '=') != NULL)
                 return rung_error_set(err, E, field, "%s: not a valid variable name", field);
+            if (!stored && strlen(key) > SPEC_MAX_ENV_NAME)
+                return rung_error_set(err, E, field, "%s: a name longer than %d bytes", field,
+                                      SPEC_MAX_ENV_NAME);
             if (!json_is_string(v) || json_string_length(v) > SPEC_MAX_ARG)
                 return rung_error_set(err, E, field, "%s: must be a string of at most %d bytes",
                                       field, SPEC_MAX_ARG);
@@ -235,7 +251,7 @@ static int parse_command(json_t *t, const json_t *space, RungError *err)
     return 0;
 }
 
-static int parse_trainable(json_t *spec_json, RungError *err)
+static int parse_trainable(json_t *spec_json, bool stored, RungError *err)
 {
     json_t *t = json_object_get(spec_json, "trainable");
     if (t == NULL || json_is_null(t))
@@ -246,7 +262,7 @@ static int parse_trainable(json_t *spec_json, RungError *err)
     if (jsonv_string(t, "trainable", "type", JSONV_REQUIRED, 32, &type, E, err))
         return err->code;
     if (strcmp(type, "command") == 0)
-        return parse_command(t, json_object_get(spec_json, "search_space"), err);
+        return parse_command(t, json_object_get(spec_json, "search_space"), stored, err);
     if (strcmp(type, "builtin") == 0) {
         const char *allowed[] = {"type", "model", "dataset", NULL};
         const char *s;
@@ -299,15 +315,39 @@ static int parse_searcher(json_t *j, uint64_t seed, Spec *spec, RungError *err)
     return 0;
 }
 
-int spec_parse(const json_t *spec_json, uint64_t seed, Spec *spec, RungError *err)
+/* Deletes key from obj (when obj is an object) when its value is null. */
+static void drop_null(json_t *obj, const char *key)
+{
+    if (json_is_null(json_object_get(obj, key)))
+        json_object_del(obj, key);
+}
+
+/* spec_parse, or spec_load when stored. */
+static int parse(const json_t *spec_json, uint64_t seed, bool stored, Spec *spec,
+                 RungError *err)
 {
     memset(spec, 0, sizeof *spec);
     if (!json_is_object(spec_json))
         return rung_error_set(err, RUNG_E_BAD_JSON, NULL, "body: must be a JSON object");
+    /* The spec is stored as JSON text (search_space and trainable with it,
+     * and trial configs come from search_space): bounded in depth before
+     * anything is copied, see JSONV_MAX_DEPTH. */
+    if (!stored && jsonv_check_depth(spec_json, JSONV_MAX_DEPTH, "", E, err) != 0)
+        return err->code;
     json_t *j = json_deep_copy(spec_json);
     if (j == NULL)
         return rung_error_set(err, RUNG_E_INTERNAL, NULL, "out of memory");
     spec->json = j;
+    if (stored) {
+        /* The string fields that earlier rungds stored as null, having taken
+         * null for absent: absent they are, and get their defaults. */
+        drop_null(j, "name");
+        drop_null(json_object_get(j, "searcher"), "type");
+        json_t *t = json_object_get(j, "trainable");
+        drop_null(t, "cwd");
+        drop_null(t, "model");
+        drop_null(t, "dataset");
+    }
     const char *mode;
     spec->name = "experiment";
     if (jsonv_only_keys(j, "", top_keys, E, err) ||
@@ -327,7 +367,7 @@ int spec_parse(const json_t *spec_json, uint64_t seed, Spec *spec, RungError *er
     }
     if (jsonv_object(space, "search_space", E, err) || space_parse(space, &spec->space, err) ||
         parse_searcher(j, seed, spec, err) || parse_scheduler(j, spec, err) ||
-        parse_counts(j, spec, err) || parse_resources(j, spec, err) || parse_trainable(j, err) ||
+        parse_counts(j, spec, err) || parse_resources(j, spec, err) || parse_trainable(j, stored, err) ||
         sampler_total_trials(spec->space, &spec->searcher, spec->num_samples,
                              &spec->total_trials, err))
         goto fail;
@@ -337,6 +377,16 @@ int spec_parse(const json_t *spec_json, uint64_t seed, Spec *spec, RungError *er
 fail:
     spec_close(spec);
     return err->code ? err->code : E;
+}
+
+int spec_parse(const json_t *spec_json, uint64_t seed, Spec *spec, RungError *err)
+{
+    return parse(spec_json, seed, false, spec, err);
+}
+
+int spec_load(const json_t *stored, uint64_t seed, Spec *spec, RungError *err)
+{
+    return parse(stored, seed, true, spec, err);
 }
 
 void spec_close(Spec *spec)

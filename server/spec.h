@@ -17,6 +17,7 @@
 #define SPEC_MAX_ARGV 256       /* argv entries of a command trainable */
 #define SPEC_MAX_ARG 4096       /* bytes of one argv entry, env value or cwd */
 #define SPEC_MAX_ENV 256        /* env entries of a command trainable */
+#define SPEC_MAX_ENV_NAME 256   /* bytes of an env variable's name: stored, so bounded */
 #define SPEC_MAX_GPUS 64        /* GPUs per trial; no box has more */
 #define SPEC_MAX_CPUS 4096      /* CPUs per trial */
 
@@ -40,10 +41,23 @@ typedef struct Spec {
 } Spec;
 
 /* Validates spec_json and fills spec. Errors are RUNG_E_INVALID_SPEC (or
- * RUNG_E_BAD_JSON when the body is no object) with the field's path. When
+ * RUNG_E_BAD_JSON when the body is no object) with the field's path; a spec
+ * nested deeper than JSONV_MAX_DEPTH (jsonv.h) is refused, naming the first
+ * value too deep, and so is null for any string field ("name": null). When
  * the searcher has no seed, `seed` is used and written into spec->json.
  * On success free with spec_close; on failure nothing is left to free. */
 int spec_parse(const json_t *spec_json, uint64_t seed, Spec *spec, RungError *err);
+
+/* spec_parse for a spec read back from the store (its seed column as seed).
+ * The checks added after specs were first stored are relaxed, so that a
+ * spec an earlier rungd accepted never stops a later one from starting: a
+ * null name, searcher.type, trainable.cwd, .model or .dataset counts as
+ * absent (the default is filled in: a null name becomes "experiment"), and
+ * neither the depth bound nor SPEC_MAX_ENV_NAME applies (what SQLite stored
+ * was within its own depth limit). The spec->json of every spec that
+ * spec_parse or spec_load accepted is accepted by both again, and gives the
+ * same spec->json (tests/fuzz/fuzz_spec.c checks it). */
+int spec_load(const json_t *stored, uint64_t seed, Spec *spec, RungError *err);
 void spec_close(Spec *spec);
 
 /* The objective of a report: sign-adjusted so that lower is better. */

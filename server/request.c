@@ -1,0 +1,331 @@
+/* Parsers of the request bodies; see request.h. The limits and messages are
+ * those API.md and the handlers of api.c have always used: a client that
+ * passed before passes now, except where request.h says otherwise. */
+#include "request.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonv.h"
+
+#define A RUNG_E_INVALID_ARGUMENT
+
+/* The body as an object of at most JSONV_MAX_DEPTH levels with only the
+ * allowed keys. The depth first: nothing of a body too deep to store is
+ * looked at. */
+static int body_object(const json_t *body, const char *const *allowed, RungError *err)
+{
+    if (!json_is_object(body))
+        return rung_error_set(err, RUNG_E_BAD_JSON, "", "body: must be a JSON object");
+    if (jsonv_check_depth(body, JSONV_MAX_DEPTH, "", A, err) != 0)
+        return err->code;
+    return jsonv_only_keys(body, "", allowed, A, err);
+}
+
+/* A member that may be absent or null, for the fields where null has always
+ * meant absent. */
+static json_t *member(const json_t *body, const char *key)
+{
+    json_t *v = json_object_get(body, key);
+    return json_is_null(v) ? NULL : v;
+}
+
+/* "name[i]" for an array's item. */
+static void item_field(char *buf, size_t size, const char *name, size_t i)
+{
+    snprintf(buf, size, "%s[%zu]", name, i);
+}
+
+/* ---- report ---- */
+
+/* At most CORE_MAX_METRICS values, each a number or one of the strings that
+ * stand for non-finite values. */
+static int check_metrics(const json_t *metrics, RungError *err)
+{
+    if (!json_is_object(metrics))
+        return rung_error_set(err, A, "metrics", "metrics: required, a JSON object");
+    if (json_object_size(metrics) > CORE_MAX_METRICS)
+        return rung_error_set(err, A, "metrics", "metrics: more than %d values",
+                              CORE_MAX_METRICS);
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)metrics, key, v) {
+        if (json_is_number(v))
+            continue;
+        const char *s = json_string_value(v);
+        if (s && (strcmp(s, "NaN") == 0 || strcmp(s, "Infinity") == 0 ||
+                  strcmp(s, "-Infinity") == 0))
+            continue;
+        char field[RUNG_FIELD_MAX];
+        jsonv_path(field, sizeof field, "metrics", key);
+        return rung_error_set(err, A, field,
+                              "%s: must be a number (or \"NaN\", \"Infinity\", \"-Infinity\")",
+                              field);
+    }
+    return 0;
+}
+
+int request_report_parse(json_t *body, ReportRequest *out, RungError *err)
+{
+    static const char *const allowed[] = {"lease_token", "step", "metrics", NULL};
+    memset(out, 0, sizeof *out);
+    if (body_object(body, allowed, err) ||
+        jsonv_string(body, "", "lease_token", JSONV_REQUIRED, REQUEST_MAX_TOKEN,
+                     &out->lease_token, A, err) ||
+        jsonv_int(body, "", "step", JSONV_REQUIRED, 0, REQUEST_MAX_STEP, &out->step, A, err) ||
+        check_metrics(json_object_get(body, "metrics"), err)) {
+        memset(out, 0, sizeof *out);
+        return err->code;
+    }
+    out->metrics = json_object_get(body, "metrics");
+    return 0;
+}
+
+/* ---- finish ---- */
+
+int request_finish_parse(json_t *body, FinishRequest *out, RungError *err)
+{
+    static const char *const allowed[] = {"lease_token", "status", "error", "log", NULL};
+    memset(out, 0, sizeof *out);
+    const char *status;
+    if (body_object(body, allowed, err) ||
+        jsonv_string(body, "", "lease_token", JSONV_REQUIRED, REQUEST_MAX_TOKEN,
+                     &out->lease_token, A, err) ||
+        jsonv_string(body, "", "status", JSONV_REQUIRED, REQUEST_MAX_STATUS, &status, A, err))
+        goto fail;
+    json_t *ev = member(body, "error");
+    if (ev != NULL && !json_is_string(ev)) {
+        rung_error_set(err, A, "error", "error: must be a string");
+        goto fail;
+    }
+    json_t *lv = member(body, "log");
+    if (lv != NULL && !json_is_string(lv)) {
+        rung_error_set(err, A, "log", "log: must be a string (the log's last lines)");
+        goto fail;
+    }
+    out->completed = strcmp(status, "completed") == 0;
+    if (!out->completed && strcmp(status, "failed") != 0) {
+        rung_error_set(err, A, "status", "status: must be completed or failed");
+        goto fail;
+    }
+    if (ev != NULL) {
+        size_t len = json_string_length(ev);
+        size_t keep = jsonv_utf8_cut(json_string_value(ev), len, CORE_MAX_ERROR);
+        /* json_string_setn copies the head before it frees the old text. */
+        if (keep < len && json_string_setn(ev, json_string_value(ev), keep) != 0) {
+            rung_error_set(err, RUNG_E_INTERNAL, "", "out of memory");
+            goto fail;
+        }
+        out->error = json_string_value(ev);
+    }
+    out->log = lv != NULL ? json_string_value(lv) : NULL;
+    return 0;
+fail:
+    memset(out, 0, sizeof *out);
+    return err->code;
+}
+
+/* ---- workers ---- */
+
+int request_register_parse(json_t *body, RegisterRequest *out, RungError *err)
+{
+    static const char *const allowed[] = {"name", "hostname", "gpus", "cpus", NULL};
+    memset(out, 0, sizeof *out);
+    out->hostname = "";
+    if (body_object(body, allowed, err) ||
+        jsonv_string(body, "", "name", JSONV_OPTIONAL, REQUEST_MAX_NAME, &out->name, A, err) ||
+        jsonv_string(body, "", "hostname", JSONV_OPTIONAL, REQUEST_MAX_NAME, &out->hostname, A,
+                     err) ||
+        jsonv_int(body, "", "cpus", JSONV_OPTIONAL, 0, SPEC_MAX_CPUS, &out->cpus, A, err))
+        goto fail;
+    json_t *gpus = member(body, "gpus");
+    if (gpus != NULL) {
+        if (!json_is_array(gpus) || json_array_size(gpus) > REQUEST_MAX_GPUS_JSON) {
+            rung_error_set(err, A, "gpus", "gpus: must be an array of at most %d GPU objects",
+                           REQUEST_MAX_GPUS_JSON);
+            goto fail;
+        }
+        size_t i;
+        json_t *g;
+        json_array_foreach(gpus, i, g) {
+            if (!json_is_object(g)) {
+                char field[32];
+                item_field(field, sizeof field, "gpus", i);
+                rung_error_set(err, A, field, "gpus: each GPU must be an object");
+                goto fail;
+            }
+        }
+    }
+    out->gpus = gpus;
+    out->label = out->name ? out->name : (out->hostname[0] ? out->hostname : "worker");
+    return 0;
+fail:
+    memset(out, 0, sizeof *out);
+    return err->code;
+}
+
+int request_lease_parse(json_t *body, int64_t default_cpus, LeaseRequest *out, RungError *err)
+{
+    static const char *const allowed[] = {"gpus", "cpus", "wait_s", NULL};
+    memset(out, 0, sizeof *out);
+    out->offer.cpus = default_cpus;
+    if (body_object(body, allowed, err) ||
+        jsonv_int(body, "", "cpus", JSONV_OPTIONAL, 0, SPEC_MAX_CPUS, &out->offer.cpus, A,
+                  err) ||
+        jsonv_number(body, "", "wait_s", JSONV_OPTIONAL, &out->wait_s, A, err))
+        goto fail;
+    if (out->wait_s < 0) {
+        rung_error_set(err, A, "wait_s", "wait_s: must be >= 0");
+        goto fail;
+    }
+    if (out->wait_s > REQUEST_LONG_POLL_MAX_S)
+        out->wait_s = REQUEST_LONG_POLL_MAX_S; /* API.md: the server caps a long poll at 30 s */
+    json_t *gpus = member(body, "gpus");
+    if (gpus == NULL)
+        return 0;
+    if (!json_is_array(gpus) || json_array_size(gpus) > CORE_MAX_LEASE_GPUS) {
+        rung_error_set(err, A, "gpus", "gpus: must be an array of at most %d indices",
+                       CORE_MAX_LEASE_GPUS);
+        goto fail;
+    }
+    size_t i;
+    json_t *g;
+    json_array_foreach(gpus, i, g) {
+        if (!json_is_integer(g) || json_integer_value(g) < 0) {
+            char field[32];
+            item_field(field, sizeof field, "gpus", i);
+            rung_error_set(err, A, field, "%s: must be a GPU index (integer >= 0)", field);
+            goto fail;
+        }
+        out->offer.gpus[out->offer.n_gpus++] = json_integer_value(g);
+    }
+    return 0;
+fail:
+    memset(out, 0, sizeof *out);
+    return err->code;
+}
+
+/* Whether one of the registered GPU objects has "index": index. */
+static bool registered_index(const json_t *registered, int64_t index)
+{
+    size_t i;
+    json_t *g;
+    json_array_foreach(registered, i, g) {
+        json_t *v = json_object_get(g, "index");
+        if (json_is_integer(v) && json_integer_value(v) == index)
+            return true;
+    }
+    return false;
+}
+
+int request_lease_check_gpus(const LeaseOffer *offer, const json_t *registered, RungError *err)
+{
+    /* At most CORE_MAX_LEASE_GPUS offered and REQUEST_MAX_GPUS_JSON
+     * registered: the quadratic scans stay small. */
+    for (int64_t i = 0; i < offer->n_gpus; i++) {
+        int64_t index = offer->gpus[i];
+        char field[32];
+        item_field(field, sizeof field, "gpus", (size_t)i);
+        for (int64_t j = 0; j < i; j++)
+            if (offer->gpus[j] == index)
+                return rung_error_set(err, A, field, "%s: GPU %lld is offered twice", field,
+                                      (long long)index);
+        if (!json_is_array(registered) || !registered_index(registered, index))
+            return rung_error_set(err, A, field,
+                                  "%s: GPU %lld is not one this worker registered", field,
+                                  (long long)index);
+    }
+    return 0;
+}
+
+/* A log's key: a trial id in decimal digits, nothing else. */
+static bool trial_id_key(const char *key, int64_t *id)
+{
+    if (key[0] < '0' || key[0] > '9')
+        return false; /* strtoll would take "", " 1", "+1" and "-1" */
+    char *end;
+    errno = 0;
+    long long v = strtoll(key, &end, 10);
+    if (*end != '\0' || errno == ERANGE)
+        return false;
+    *id = v;
+    return true;
+}
+
+int request_heartbeat_parse(json_t *body, HeartbeatRequest *out, RungError *err)
+{
+    static const char *const allowed[] = {"trials", "gpus", "logs", NULL};
+    out->n_trials = 0;
+    out->gpus = out->logs = NULL;
+    if (body_object(body, allowed, err) != 0)
+        return err->code;
+    json_t *trials = member(body, "trials");
+    if (trials != NULL) {
+        if (!json_is_array(trials) || json_array_size(trials) > REQUEST_MAX_TRIAL_IDS) {
+            rung_error_set(err, A, "trials", "trials: must be an array of at most %d trial ids",
+                           REQUEST_MAX_TRIAL_IDS);
+            goto fail;
+        }
+        size_t i;
+        json_t *v;
+        json_array_foreach(trials, i, v) {
+            if (!json_is_integer(v)) {
+                char field[32];
+                item_field(field, sizeof field, "trials", i);
+                rung_error_set(err, A, field, "trials: each must be a trial id");
+                goto fail;
+            }
+            out->trials[out->n_trials++] = json_integer_value(v);
+        }
+    }
+    json_t *gpus = member(body, "gpus");
+    if (gpus != NULL && !json_is_array(gpus)) {
+        rung_error_set(err, A, "gpus", "gpus: must be an array");
+        goto fail;
+    }
+    json_t *logs = member(body, "logs");
+    if (logs != NULL) {
+        if (!json_is_object(logs)) {
+            rung_error_set(err, A, "logs", "logs: must be an object of trial id: text");
+            goto fail;
+        }
+        const char *key;
+        json_t *v;
+        json_object_foreach(logs, key, v) {
+            int64_t id;
+            if (!trial_id_key(key, &id) || !json_is_string(v)) {
+                /* The field holds the key's head only (the key is anything
+                 * the client sent), cut on a character boundary. */
+                char field[64];
+                int len = (int)jsonv_utf8_cut(key, strlen(key), 40);
+                snprintf(field, sizeof field, "logs.%.*s", len, key);
+                rung_error_set(err, A, field, "logs: keys are trial ids, values text");
+                goto fail;
+            }
+        }
+    }
+    out->gpus = gpus;
+    out->logs = logs;
+    return 0;
+fail:
+    out->n_trials = 0; /* the ids array itself is 8 KiB: not cleared */
+    return err->code;
+}
+
+bool request_heartbeat_log(const HeartbeatRequest *hb, void **iter, int64_t *trial_id,
+                           const char **text)
+{
+    if (hb->logs == NULL)
+        return false;
+    *iter = *iter == NULL ? json_object_iter(hb->logs)
+                          : json_object_iter_next(hb->logs, *iter);
+    if (*iter == NULL)
+        return false;
+    /* The parser checked every key and value. */
+    if (!trial_id_key(json_object_iter_key(*iter), trial_id))
+        return false;
+    *text = json_string_value(json_object_iter_value(*iter));
+    return *text != NULL;
+}

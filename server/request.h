@@ -1,0 +1,104 @@
+/* The JSON request bodies rungd accepts, parsed into plain structs.
+ *
+ * Pure: no I/O, no Engine, no Core; only core.h's limits and its LeaseOffer
+ * type. Each parser takes the body as http.c hands it over (NULL when the
+ * request had none), checks it the way API.md describes the request, and on
+ * failure fills a RungError whose field names the offending field and whose
+ * message starts with that field's top-level name ("body" for the body
+ * itself). The codes are RUNG_E_BAD_JSON for a body that is no JSON object
+ * and RUNG_E_INVALID_ARGUMENT for everything else.
+ *
+ * Every body is checked against JSONV_MAX_DEPTH (jsonv.h) before anything
+ * else in it, since the handlers store parts of it (metrics, the worker's
+ * gpus, the heartbeat) as JSON text.
+ *
+ * Strings and JSON values in the structs are borrowed from the body: they
+ * live as long as it does. */
+#ifndef RUNG_SERVER_REQUEST_H
+#define RUNG_SERVER_REQUEST_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core.h"
+#include "error.h"
+
+#define REQUEST_MAX_TOKEN 64         /* lease_token: CORE_TOKEN_LEN hex digits, with room */
+#define REQUEST_MAX_STATUS 16        /* finish status: "completed" or "failed" */
+#define REQUEST_MAX_STEP (1LL << 53) /* a step is exact as a JSON number up to 2^53 */
+#define REQUEST_MAX_NAME 256         /* worker name and hostname */
+#define REQUEST_MAX_GPUS_JSON 64     /* GPUs a worker may describe */
+#define REQUEST_LONG_POLL_MAX_S 30   /* API.md: a lease waits at most 30 s */
+#define REQUEST_MAX_TRIAL_IDS 1024   /* trials one heartbeat may list */
+
+/* POST /api/v1/trials/{id}/report:
+ * {"lease_token": "...", "step": 3, "metrics": {"loss": 0.4, "acc": "NaN"}} */
+typedef struct ReportRequest {
+    const char *lease_token; /* 1..REQUEST_MAX_TOKEN bytes */
+    int64_t step;            /* 0..REQUEST_MAX_STEP */
+    json_t *metrics;         /* an object of 0..CORE_MAX_METRICS values, each a number or
+                                "NaN", "Infinity", "-Infinity" */
+} ReportRequest;
+int request_report_parse(json_t *body, ReportRequest *out, RungError *err);
+
+/* POST /api/v1/trials/{id}/finish:
+ * {"lease_token": "...", "status": "completed"|"failed", "error": "...", "log": "..."}
+ * An error longer than CORE_MAX_ERROR bytes is cut in the body, in place, to
+ * its longest head of whole UTF-8 characters within CORE_MAX_ERROR bytes
+ * (the head is what is kept, and core.c keeps at most CORE_MAX_ERROR bytes;
+ * cut anywhere else, the stored text could end in half a character). */
+typedef struct FinishRequest {
+    const char *lease_token; /* 1..REQUEST_MAX_TOKEN bytes */
+    bool completed;          /* status "completed"; false for "failed" */
+    const char *error;       /* NULL when absent or null; at most CORE_MAX_ERROR bytes */
+    const char *log;         /* the log's last lines; NULL when absent or null */
+} FinishRequest;
+int request_finish_parse(json_t *body, FinishRequest *out, RungError *err);
+
+/* POST /api/v1/workers:
+ * {"name": "...", "hostname": "...", "gpus": [{"index": 0, ...}], "cpus": 8}
+ * name and hostname may be absent but not null. */
+typedef struct RegisterRequest {
+    const char *name;     /* 1..REQUEST_MAX_NAME bytes, or NULL when absent */
+    const char *hostname; /* 1..REQUEST_MAX_NAME bytes, or "" when absent */
+    const char *label;    /* what the worker is called: name, else hostname, else "worker" */
+    json_t *gpus;         /* an array of 0..REQUEST_MAX_GPUS_JSON objects, or NULL when
+                             absent or null (the worker has none) */
+    int64_t cpus;         /* 0..SPEC_MAX_CPUS; 0 when absent */
+} RegisterRequest;
+int request_register_parse(json_t *body, RegisterRequest *out, RungError *err);
+
+/* POST /api/v1/workers/{id}/lease: {"gpus": [0, 1], "cpus": 4, "wait_s": 10} */
+typedef struct LeaseRequest {
+    LeaseOffer offer; /* gpus: 0..CORE_MAX_LEASE_GPUS indices >= 0, in the body's order;
+                         cpus: 0..SPEC_MAX_CPUS, default_cpus when absent or null */
+    double wait_s;    /* 0..REQUEST_LONG_POLL_MAX_S: a longer wait is capped, not refused */
+} LeaseRequest;
+int request_lease_parse(json_t *body, int64_t default_cpus, LeaseRequest *out, RungError *err);
+
+/* Checks an offer against the GPUs its worker registered (the array of GPU
+ * objects that RegisterRequest.gpus was; NULL for none): each offered index
+ * must be the "index" of one of them, once. A registered object without an
+ * integer "index" registers no index. The error names the offered entry,
+ * "gpus[i]", with RUNG_E_INVALID_ARGUMENT. */
+int request_lease_check_gpus(const LeaseOffer *offer, const json_t *registered, RungError *err);
+
+/* POST /api/v1/workers/{id}/heartbeat:
+ * {"trials": [17, 18], "gpus": [{"index": 0, "util": 0.97}], "logs": {"17": "text"}} */
+typedef struct HeartbeatRequest {
+    int64_t trials[REQUEST_MAX_TRIAL_IDS]; /* the trial ids, in the body's order */
+    int64_t n_trials;
+    json_t *gpus;     /* an array (any items), or NULL when absent or null */
+    json_t *logs;     /* an object of trial id (decimal digits) to text, or NULL when
+                         absent or null; read it with request_heartbeat_log */
+} HeartbeatRequest;
+int request_heartbeat_parse(json_t *body, HeartbeatRequest *out, RungError *err);
+
+/* Iterates a parsed heartbeat's logs in the body's order: *iter starts NULL;
+ * each call gives the next entry's trial id and text and returns true, or
+ * returns false when there are no more. */
+bool request_heartbeat_log(const HeartbeatRequest *hb, void **iter, int64_t *trial_id,
+                           const char **text);
+
+#endif
