@@ -1,4 +1,5 @@
 /* Request handlers; see api.h and API.md for every shape. */
+#include "errjson.h"
 #include "api.h"
 
 #include <math.h>
@@ -27,10 +28,7 @@ void api_error(Job *job, int code, const char *field, const char *message)
 {
     json_decref(job->reply);
     job->status = rung_error_status(code);
-    json_t *body = json_pack("{s:s, s:s}", "code", rung_error_string(code), "message", message);
-    if (field && field[0])
-        json_object_set_new(body, "field", json_string(field));
-    job->reply = json_pack("{s:o}", "error", body);
+    job->reply = rung_error_json(code, field, message);
 }
 
 static void fail(Job *job, const RungError *err)
@@ -592,7 +590,7 @@ void api_trial_finish(Engine *e, Job *job)
         return;
     }
     if (rq.log != NULL)
-        core_trial_set_log(t, rq.log); /* the log's last lines (dashboard) */
+        core_trial_set_log(engine_core(e), t, rq.log); /* the log's last lines (dashboard) */
     reply(job, 200, trial_json(t));
 }
 
@@ -736,7 +734,7 @@ void api_worker_heartbeat(Engine *e, Job *job)
     while (request_heartbeat_log(rq, &it, &tid, &text)) {
         Trial *t = core_trial(engine_core(e), tid);
         if (t != NULL && t->worker_id == w->id)
-            core_trial_set_log(t, text);
+            core_trial_set_log(engine_core(e), t, text);
     }
     json_object_del(job->body, "logs");
     json_t *stop = core_heartbeat(engine_core(e), w, rq->trials, rq->n_trials,

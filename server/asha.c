@@ -10,6 +10,7 @@
  * makes the cutoff O(log n) to find and O(n) to insert (a memmove), fine up to
  * the 10^5 trials an experiment may hold. The median rule is O(reports) per
  * report, as Ray's is. */
+#include "splitmix.h"
 #include "asha.h"
 
 #include "grow.h"
@@ -79,14 +80,12 @@ int asha_rungs(const AshaParams *p, int b, double milestones[ASHA_MAX_RUNGS])
     return n;
 }
 
-/* splitmix64: a counter-based draw, so a trial's bracket depends on nothing
- * but (seed, number) and is the same after a restart. */
+/* splitmix64 (common/splitmix.h): a counter-based draw, so a trial's
+ * bracket depends on nothing but (seed, number) and is the same after a
+ * restart. */
 static uint64_t mix64(uint64_t x)
 {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
+    return rung_splitmix64(x);
 }
 
 static int bracket_count(const AshaParams *p)

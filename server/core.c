@@ -14,6 +14,8 @@
  * end game stops it (paused --> stopped).
  *
  * An experiment is completed once all its trials exist and are terminal. */
+#include "ct.h"
+#include "nonfinite.h"
 #include "core.h"
 
 #include "grow.h"
@@ -708,12 +710,7 @@ Trial *core_lease(Core *core, Worker *w, const LeaseOffer *offer, const char *to
  * so a client cannot guess a token byte by byte. */
 static bool token_equal(const char *given, const char *expected)
 {
-    size_t n = strlen(expected);
-    size_t m = strnlen(given, CORE_TOKEN_LEN + 1);
-    unsigned diff = (unsigned)(n ^ m) | (n == 0);
-    for (size_t i = 0; i < n; i++)
-        diff |= (unsigned char)expected[i] ^ (unsigned char)(i < m ? given[i] : 0);
-    return diff == 0;
+    return rung_ct_equal(given, expected, CORE_TOKEN_LEN);
 }
 
 static int lease_lost(const Trial *t, RungError *err)
@@ -731,24 +728,7 @@ static int objective(const Experiment *e, const json_t *metrics, double *v)
 
 int core_objective(const Spec *spec, const json_t *metrics, double *v)
 {
-    json_t *m = json_object_get(metrics, spec->metric);
-    if (json_is_number(m)) {
-        *v = json_number_value(m);
-        return 1;
-    }
-    if (json_is_string(m)) {
-        const char *s = json_string_value(m);
-        if (strcmp(s, "NaN") == 0)
-            *v = NAN;
-        else if (strcmp(s, "Infinity") == 0)
-            *v = INFINITY;
-        else if (strcmp(s, "-Infinity") == 0)
-            *v = -INFINITY;
-        else
-            return 0;
-        return 1;
-    }
-    return 0;
+    return rung_nonfinite_from_json(json_object_get(metrics, spec->metric), v) ? 1 : 0;
 }
 
 /* Index in t->seen of the first entry with step >= step. */
@@ -798,20 +778,38 @@ static bool report_time(const Experiment *e, int64_t step, const json_t *metrics
 }
 
 /* Records a report's values on the trial (both live and at load). */
-static void record(Trial *t, int64_t step, json_t *metrics, ReportAction a)
+/* What the core reads of one report, read once (report_read). */
+typedef struct ReportRead {
+    int64_t step;    /* the report's step */
+    bool has_time;
+    double time;     /* its time_attr for the scheduler */
+    bool has_value;
+    double value;    /* its objective, possibly not finite */
+} ReportRead;
+
+static ReportRead report_read(const Experiment *e, int64_t step, const json_t *metrics)
+{
+    ReportRead r = {.step = step};
+    r.has_time = report_time(e, step, metrics, &r.time);
+    r.has_value = objective(e, metrics, &r.value) == 1;
+    return r;
+}
+
+static void record(Trial *t, const ReportRead *r, json_t *metrics, ReportAction a)
 {
     Experiment *e = t->exp;
+    int64_t step = r->step;
     json_t *ta = json_object_get(metrics, e->spec.time_attr);
     t->step = (strcmp(e->spec.time_attr, "step") != 0 && json_is_integer(ta))
                   ? (int64_t)json_integer_value(ta)
                   : step;
     t->has_step = true;
-    t->has_time = report_time(e, step, metrics, &t->time);
+    t->has_time = r->has_time;
+    t->time = r->time;
     json_decref(t->last);
     t->last = json_incref(metrics);
-    double v;
-    if (objective(e, metrics, &v) && isfinite(v) &&
-        (!t->has_best || better(e, v, t->best_value))) {
+    double v = r->value;
+    if (r->has_value && isfinite(v) && (!t->has_best || better(e, v, t->best_value))) {
         t->has_best = true;
         t->best_value = v;
         t->best_step = step;
@@ -834,14 +832,14 @@ bool core_unlease(Core *core, Trial *t, const char *token, int64_t now)
 
 /* The scheduler's answer to a report of a running trial, with the state
  * change it brings. */
-static ReportAction schedule(Core *core, Trial *t, int64_t step, const json_t *metrics,
+static ReportAction schedule(Core *core, Trial *t, const ReportRead *r, const json_t *metrics,
                              int64_t now)
 {
     Experiment *e = t->exp;
-    double time, v;
-    if (e->spec.sched.type == ASHA_FIFO || !report_time(e, step, metrics, &time))
+    if (e->spec.sched.type == ASHA_FIFO || !r->has_time)
         return ACTION_CONTINUE;
-    bool has = objective(e, metrics, &v) == 1;
+    double time = r->time, v = r->value;
+    bool has = r->has_value;
     int rung;
     AshaDecision d = asha_report(e->asha, t->number, time, has, has ? v : 0, &rung);
     /* The trial's last time and value are this report's from here on. */
@@ -900,11 +898,12 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
     Experiment *e = t->exp;
     t->lease_expires_ms = now + core->lease_ms; /* a report proves the worker alive */
     ReportAction a = ACTION_CONTINUE;
-    double v;
-    if (objective(e, metrics, &v) && !isfinite(v)) {
+    const ReportRead r = report_read(e, step, metrics);
+    double v = r.value;
+    if (r.has_value && !isfinite(v)) {
         char msg[SPEC_MAX_METRIC + 96];
         snprintf(msg, sizeof msg, "%s is %s at step %lld", e->spec.metric,
-                 isnan(v) ? "NaN" : (v > 0 ? "Infinity" : "-Infinity"), (long long)step);
+                 rung_nonfinite_format(v), (long long)step);
         set_error(t, msg);
         set_state(core, t, TRIAL_FAILED, now); /* a diverged run is not retried */
         a = ACTION_STOP;
@@ -912,9 +911,9 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
         set_state(core, t, TRIAL_CANCELED, now);
         a = ACTION_STOP;
     } else {
-        a = schedule(core, t, step, metrics, now);
+        a = schedule(core, t, &r, metrics, now);
     }
-    record(t, step, metrics, a);
+    record(t, &r, metrics, a);
     rung_grow((void **)&core->reports, &core->cap_reports, core->n_reports, sizeof(NewReport));
     core->reports[core->n_reports++] = (NewReport){
         .trial_id = t->id,
@@ -1078,11 +1077,11 @@ Trial *core_load_trial(Core *core, Experiment *exp, int64_t id, int64_t number, 
 void core_load_report(Core *core, Trial *t, int64_t step, json_t *metrics, ReportAction a)
 {
     (void)core;
-    record(t, step, metrics, a);
     Experiment *e = t->exp;
-    double v;
-    if (t->has_time && objective(e, metrics, &v) == 1 && isfinite(v))
-        asha_replay(e->asha, t->number, t->time, true, v);
+    const ReportRead r = report_read(e, step, metrics);
+    record(t, &r, metrics, a);
+    if (r.has_time && r.has_value && isfinite(r.value))
+        asha_replay(e->asha, t->number, r.time, true, r.value);
 }
 
 void core_load_rung(Trial *t, double rung)
@@ -1370,7 +1369,7 @@ void core_experiment_best(const Experiment *e, BestRef *out)
     }
 }
 
-void core_trial_set_log(Trial *t, const char *text)
+void core_trial_set_log(Core *core, Trial *t, const char *text)
 {
     size_t len = strlen(text);
     const char *from = len > CORE_MAX_LOG ? text + (len - CORE_MAX_LOG) : text;
@@ -1379,8 +1378,11 @@ void core_trial_set_log(Trial *t, const char *text)
     char *copy = strdup(from);
     if (copy == NULL)
         abort();
+    bool same = t->log_tail != NULL && strcmp(t->log_tail, copy) == 0;
     free(t->log_tail);
     t->log_tail = copy;
+    if (!same && core != NULL)
+        mark_trial(core, t);
 }
 
 int64_t core_resume_step(const Trial *t)

@@ -320,10 +320,10 @@ int64_t core_resume_step(const Trial *t);
 int core_trial_bracket(const Trial *t);
 
 /* The last lines of t's log, as its worker sends them with heartbeats and
- * the finish. Kept in memory for the dashboard; at most CORE_MAX_LOG bytes
- * (the tail end). */
+ * the finish: at most CORE_MAX_LOG bytes (the tail end), stored with the
+ * trial's row (so they outlive the trial's time in memory and restarts). */
 #define CORE_MAX_LOG 8192
-void core_trial_set_log(Trial *t, const char *text);
+void core_trial_set_log(Core *core, Trial *t, const char *text);
 
 /* Counts of trials by state across experiments (for /metrics). */
 void core_trial_counts(const Core *core, int64_t counts[TRIAL__COUNT]);

@@ -1,4 +1,5 @@
 /* The engine thread; see engine.h. */
+#include "errjson.h"
 #include "engine.h"
 
 #include <pthread.h>
@@ -72,8 +73,7 @@ static void set_error_reply(Job *job, int code, const char *msg)
     free(job->text);
     job->text = NULL;
     job->status = rung_error_status(code);
-    job->reply = json_pack("{s:{s:s, s:s}}", "error", "code", rung_error_string(code), "message",
-                           msg);
+    job->reply = rung_error_json(code, NULL, msg);
 }
 
 Core *engine_core(Engine *e)

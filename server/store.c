@@ -2,10 +2,10 @@
  *
  * Workload: a stream of small writes (a report is one INSERT; a lease, a
  * finish or a retry one UPDATE of a trial row) from one thread, batched into
- * transactions by the engine, and a few reads (metrics of a trial). The whole
- * state is read once at start. Every statement is prepared once and kept;
- * parameters are bound by name and a wrong name is a programming error that
- * aborts at once. */
+ * transactions by the engine (a savepoint per request), and reads of the
+ * history (store_read.c). At start only the work in flight is read. Every
+ * statement is prepared once and kept; parameters are bound by name and a
+ * wrong name is a programming error that aborts at once. */
 #include "store.h"
 
 #include "clock.h"
@@ -545,7 +545,7 @@ static int load_trials(Store *s, Core *core, Experiment *e, RungError *err)
         if (state == TRIAL_PENDING && sqlite3_column_type(st, 15) != SQLITE_NULL)
             core_load_queue_pos(t, sqlite3_column_int64(st, 15));
         if (sqlite3_column_type(st, 16) != SQLITE_NULL)
-            core_trial_set_log(t, (const char *)sqlite3_column_text(st, 16));
+            core_trial_set_log(NULL, t, (const char *)sqlite3_column_text(st, 16));
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : db_error(s, err, "load trials");

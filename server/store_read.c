@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "grow.h"
+#include "nonfinite.h"
 
 static int db_error(Store *s, RungError *err, const char *what)
 {
@@ -491,8 +492,8 @@ int store_read_curves(Store *s, int64_t exp_id, const char *metric, int64_t from
         if (type != SQLITE_INTEGER && type != SQLITE_FLOAT && type != SQLITE_TEXT)
             continue; /* the report has no value of the metric */
         const char *text = type == SQLITE_TEXT ? (const char *)sqlite3_column_text(st, 4) : NULL;
-        if (text != NULL && strcmp(text, "NaN") != 0 && strcmp(text, "Infinity") != 0 &&
-            strcmp(text, "-Infinity") != 0)
+        double nonfinite;
+        if (text != NULL && !rung_nonfinite_parse(text, strlen(text), &nonfinite))
             continue;
         fprintf(out, n > 0 ? ",[%lld,%d,%lld," : "[%lld,%d,%lld,",
                 (long long)sqlite3_column_int64(st, 1), sqlite3_column_int(st, 2),

@@ -1,4 +1,5 @@
 /* Trial and experiment JSON; see views.h. */
+#include "nonfinite.h"
 #include "views.h"
 
 #include <math.h>
@@ -16,11 +17,7 @@ json_t *view_time(int64_t ms)
 
 json_t *view_value(double v)
 {
-    if (isnan(v))
-        return json_string("NaN");
-    if (isinf(v))
-        return json_string(v > 0 ? "Infinity" : "-Infinity");
-    return json_real(v);
+    return rung_nonfinite_to_json(v);
 }
 
 json_t *view_trial(const TrialView *v)
