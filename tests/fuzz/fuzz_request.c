@@ -1,0 +1,425 @@
+/* Fuzz targets of server/request.c, the parsers of the request bodies rungd
+ * accepts from workers. One source, five targets: CMakeLists.txt builds it
+ * once per body with FUZZ_BODY set to one of the FUZZ_* numbers below, so
+ * each parser gets a target, a seed corpus (corpus/<target>/) and a run of
+ * its own; they share request.dict.
+ *
+ * Each input is a request body's bytes (the empty input is a request without
+ * a body). Besides the sanitizers' checks and those of fuzz_json.h, each
+ * target checks what request.h promises of an accepted body against the
+ * JSON itself, and that the body written out and read back gets the same
+ * answer. The lease target also checks request_lease_check_gpus against
+ * three registrations; the finish target also checks the cut of an error
+ * longer than CORE_MAX_ERROR (inputs are at most 4 KiB under libFuzzer, so
+ * the error of the input is repeated past the limit).
+ *
+ * Built with libFuzzer under clang, or with fuzz_driver.c under gcc (see
+ * CMakeLists.txt). */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz_json.h"
+#include "request.h"
+
+#define FUZZ_REPORT 1
+#define FUZZ_FINISH 2
+#define FUZZ_REGISTER 3
+#define FUZZ_LEASE 4
+#define FUZZ_HEARTBEAT 5
+
+#ifndef FUZZ_BODY
+#error "FUZZ_BODY must name the body (see CMakeLists.txt)"
+#endif
+
+#define A RUNG_E_INVALID_ARGUMENT
+
+/* Helpers; not every body uses each (hence "unused"). */
+
+/* Every key of an accepted body is one of allowed. */
+__attribute__((unused)) static void check_keys(const json_t *body, const char *const *allowed)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)body, key, v) {
+        bool found = false;
+        for (const char *const *a = allowed; *a; a++)
+            found = found || strcmp(*a, key) == 0;
+        CHECK(found);
+    }
+}
+
+/* The member, with null as absent. */
+__attribute__((unused)) static json_t *member(const json_t *body, const char *key)
+{
+    json_t *v = json_object_get(body, key);
+    return json_is_null(v) ? NULL : v;
+}
+
+/* A string member of 1..max bytes, and out is that very string. */
+__attribute__((unused)) static void check_string(const json_t *body, const char *key, const char *out, size_t max)
+{
+    json_t *v = json_object_get(body, key);
+    CHECK(json_is_string(v));
+    CHECK(out == json_string_value(v));
+    CHECK(json_string_length(v) >= 1 && json_string_length(v) <= max);
+}
+
+static void same_answer(int rc, const RungError *err, int rc2, const RungError *err2)
+{
+    CHECK(rc == rc2);
+    if (rc != 0) {
+        CHECK(strcmp(err->field, err2->field) == 0);
+        CHECK(strcmp(err->message, err2->message) == 0);
+    }
+}
+
+#if FUZZ_BODY == FUZZ_REPORT
+
+static void check_report(const json_t *body, const ReportRequest *r)
+{
+    static const char *const allowed[] = {"lease_token", "step", "metrics", NULL};
+    check_keys(body, allowed);
+    check_string(body, "lease_token", r->lease_token, REQUEST_MAX_TOKEN);
+    CHECK(r->step >= 0 && r->step <= REQUEST_MAX_STEP);
+    CHECK(r->metrics == json_object_get(body, "metrics"));
+    CHECK(json_is_object(r->metrics));
+    CHECK(json_object_size(r->metrics) <= CORE_MAX_METRICS);
+    const char *key;
+    json_t *v;
+    json_object_foreach(r->metrics, key, v) {
+        const char *s = json_string_value(v);
+        CHECK(json_is_number(v) || (s != NULL && (strcmp(s, "NaN") == 0 ||
+                                                  strcmp(s, "Infinity") == 0 ||
+                                                  strcmp(s, "-Infinity") == 0)));
+    }
+}
+
+static int run(json_t *body, RungError *err)
+{
+    ReportRequest r;
+    int rc = request_report_parse(body, &r, err);
+    if (rc == 0)
+        check_report(body, &r);
+    else
+        CHECK(r.lease_token == NULL && r.metrics == NULL && r.step == 0);
+    return rc;
+}
+
+#elif FUZZ_BODY == FUZZ_FINISH
+
+static void check_finish(const json_t *body, const FinishRequest *f, const char *error_before,
+                         size_t error_len_before)
+{
+    static const char *const allowed[] = {"lease_token", "status", "error", "log", NULL};
+    check_keys(body, allowed);
+    check_string(body, "lease_token", f->lease_token, REQUEST_MAX_TOKEN);
+    const char *status = json_string_value(json_object_get(body, "status"));
+    CHECK(status != NULL);
+    CHECK(f->completed ? strcmp(status, "completed") == 0 : strcmp(status, "failed") == 0);
+    json_t *log = member(body, "log");
+    CHECK(log == NULL ? f->log == NULL : f->log == json_string_value(log));
+    json_t *error = member(body, "error");
+    if (error == NULL) {
+        CHECK(f->error == NULL && error_before == NULL);
+        return;
+    }
+    CHECK(f->error == json_string_value(error));
+    size_t len = json_string_length(error);
+    CHECK(strlen(f->error) == len);
+    CHECK(error_before != NULL);
+    CHECK(fuzz_utf8_valid(f->error, len));
+    if (error_len_before <= CORE_MAX_ERROR) {
+        CHECK(len == error_len_before && memcmp(f->error, error_before, len) == 0);
+    } else {
+        /* The longest head of whole characters: a character is 4 bytes at most. */
+        CHECK(len <= CORE_MAX_ERROR && len + 3 >= CORE_MAX_ERROR);
+        CHECK(memcmp(f->error, error_before, len) == 0);
+        CHECK(((unsigned char)error_before[len] & 0xC0) != 0x80);
+    }
+}
+
+static int parse_finish(json_t *body, RungError *err)
+{
+    /* The error as sent, before the parser may cut it in place. */
+    json_t *e = json_object_get(body, "error");
+    char *before = NULL;
+    size_t before_len = 0;
+    if (json_is_string(e)) {
+        before_len = json_string_length(e);
+        before = malloc(before_len + 1);
+        CHECK(before != NULL);
+        memcpy(before, json_string_value(e), before_len + 1);
+    }
+    FinishRequest f;
+    int rc = request_finish_parse(body, &f, err);
+    if (rc == 0)
+        check_finish(body, &f, before, before_len);
+    else
+        CHECK(f.lease_token == NULL && f.error == NULL && f.log == NULL && !f.completed);
+    if (rc != 0 && before != NULL) /* refused: the body is as it was */
+        CHECK(json_string_length(e) == before_len &&
+              memcmp(json_string_value(e), before, before_len) == 0);
+    free(before);
+    return rc;
+}
+
+static int run(json_t *body, RungError *err)
+{
+    int rc = parse_finish(body, err);
+    json_t *e = json_object_get(body, "error");
+    if (rc != 0 || !json_is_string(e) || json_string_length(e) == 0)
+        return rc;
+    /* The same body with its error repeated past CORE_MAX_ERROR, so that the
+     * characters the input chose fall on the cut. */
+    size_t unit = json_string_length(e);
+    size_t reps = CORE_MAX_ERROR / unit + 2;
+    char *text = malloc(unit * reps);
+    CHECK(text != NULL);
+    for (size_t k = 0; k < reps; k++)
+        memcpy(text + k * unit, json_string_value(e), unit);
+    json_t *longer = json_deep_copy(body);
+    CHECK(longer != NULL);
+    CHECK(json_object_set_new(longer, "error", json_stringn(text, unit * reps)) == 0);
+    RungError err2;
+    rung_error_clear(&err2);
+    CHECK(parse_finish(longer, &err2) == 0);
+    json_decref(longer);
+    free(text);
+    return rc;
+}
+
+#elif FUZZ_BODY == FUZZ_REGISTER
+
+static void check_register(const json_t *body, const RegisterRequest *r)
+{
+    static const char *const allowed[] = {"name", "hostname", "gpus", "cpus", NULL};
+    check_keys(body, allowed);
+    /* Absent, never null: "name": null is refused. */
+    if (json_object_get(body, "name") == NULL)
+        CHECK(r->name == NULL);
+    else
+        check_string(body, "name", r->name, REQUEST_MAX_NAME);
+    if (json_object_get(body, "hostname") == NULL)
+        CHECK(r->hostname != NULL && r->hostname[0] == '\0');
+    else
+        check_string(body, "hostname", r->hostname, REQUEST_MAX_NAME);
+    CHECK(r->label == (r->name ? r->name : r->hostname[0] ? r->hostname : r->label));
+    CHECK(r->name || r->hostname[0] || strcmp(r->label, "worker") == 0);
+    CHECK(r->cpus >= 0 && r->cpus <= SPEC_MAX_CPUS);
+    CHECK(r->gpus == member(body, "gpus"));
+    if (r->gpus != NULL) {
+        CHECK(json_is_array(r->gpus) && json_array_size(r->gpus) <= REQUEST_MAX_GPUS_JSON);
+        size_t i;
+        json_t *g;
+        json_array_foreach(r->gpus, i, g) CHECK(json_is_object(g));
+    }
+}
+
+static int run(json_t *body, RungError *err)
+{
+    RegisterRequest r;
+    int rc = request_register_parse(body, &r, err);
+    if (rc == 0)
+        check_register(body, &r);
+    else
+        CHECK(r.name == NULL && r.hostname == NULL && r.gpus == NULL && r.label == NULL);
+    if (rc == 0 && json_object_get(body, "name") != NULL) {
+        /* The same with "name": null is refused, naming name. */
+        json_t *nulled = json_deep_copy(body);
+        CHECK(nulled != NULL);
+        json_object_set_new(nulled, "name", json_null());
+        RungError err2;
+        rung_error_clear(&err2);
+        CHECK(request_register_parse(nulled, &r, &err2) == A);
+        CHECK(strcmp(err2.field, "name") == 0);
+        CHECK(strcmp(err2.message, "name: must be a string") == 0);
+        json_decref(nulled);
+    }
+    return rc;
+}
+
+#elif FUZZ_BODY == FUZZ_LEASE
+
+#define DEFAULT_CPUS 7
+
+/* The first entry of the offer the check must refuse, by its rules
+ * computed here again, or -1; registered holds the indexes n_registered. */
+static int64_t first_bad(const LeaseOffer *o, const int64_t *registered, size_t n_registered)
+{
+    for (int64_t i = 0; i < o->n_gpus; i++) {
+        for (int64_t j = 0; j < i; j++)
+            if (o->gpus[j] == o->gpus[i])
+                return i;
+        bool known = false;
+        for (size_t k = 0; k < n_registered; k++)
+            known = known || registered[k] == o->gpus[i];
+        if (!known)
+            return i;
+    }
+    return -1;
+}
+
+static void check_gpus_against(const LeaseOffer *o, const json_t *registered,
+                               const int64_t *indexes, size_t n_indexes)
+{
+    RungError err;
+    rung_error_clear(&err);
+    int rc = request_lease_check_gpus(o, registered, &err);
+    int64_t bad = first_bad(o, indexes, n_indexes);
+    if (bad < 0) {
+        CHECK(rc == 0);
+        return;
+    }
+    CHECK(rc == A && err.code == A);
+    char field[32];
+    snprintf(field, sizeof field, "gpus[%lld]", (long long)bad);
+    CHECK(strcmp(err.field, field) == 0);
+    CHECK(strncmp(err.message, field, strlen(field)) == 0);
+}
+
+static void check_lease(const json_t *body, const LeaseRequest *l)
+{
+    static const char *const allowed[] = {"gpus", "cpus", "wait_s", NULL};
+    check_keys(body, allowed);
+    json_t *cpus = member(body, "cpus");
+    CHECK(l->offer.cpus == (cpus ? (int64_t)json_number_value(cpus) : DEFAULT_CPUS));
+    CHECK(l->offer.cpus >= 0 && l->offer.cpus <= SPEC_MAX_CPUS);
+    CHECK(l->wait_s >= 0 && l->wait_s <= REQUEST_LONG_POLL_MAX_S);
+    json_t *wait = member(body, "wait_s");
+    CHECK(wait ? (json_number_value(wait) > REQUEST_LONG_POLL_MAX_S
+                      ? l->wait_s == REQUEST_LONG_POLL_MAX_S
+                      : l->wait_s == json_number_value(wait))
+               : l->wait_s == 0);
+    json_t *gpus = member(body, "gpus");
+    CHECK(l->offer.n_gpus == (int64_t)json_array_size(gpus));
+    CHECK(l->offer.n_gpus <= CORE_MAX_LEASE_GPUS);
+    for (int64_t i = 0; i < l->offer.n_gpus; i++) {
+        CHECK(l->offer.gpus[i] >= 0);
+        CHECK(l->offer.gpus[i] == json_integer_value(json_array_get(gpus, (size_t)i)));
+    }
+
+    /* A worker that registered GPUs 0, 1 and 3, and objects whose "index"
+     * registers nothing: none, a string, a real, and -1 (never offered). */
+    static const int64_t fixed[] = {0, 1, 3, -1};
+    json_t *registered = json_loads(
+        "[{\"index\": 0}, {\"index\": 1, \"name\": \"x\"}, {\"index\": 3},"
+        " {\"name\": \"none\"}, {\"index\": \"2\"}, {\"index\": 5.0}, {\"index\": -1}]",
+        0, NULL);
+    CHECK(registered != NULL);
+    check_gpus_against(&l->offer, registered, fixed, 4);
+    json_decref(registered);
+    /* A worker without GPUs, as NULL and as []. */
+    check_gpus_against(&l->offer, NULL, NULL, 0);
+    json_t *none = json_array();
+    check_gpus_against(&l->offer, none, NULL, 0);
+    json_decref(none);
+    /* A worker that registered every GPU offered: only a repeat is refused. */
+    json_t *all = json_array();
+    for (int64_t i = 0; i < l->offer.n_gpus; i++)
+        json_array_append_new(all, json_pack("{s:I}", "index", (json_int_t)l->offer.gpus[i]));
+    check_gpus_against(&l->offer, all, l->offer.gpus, (size_t)l->offer.n_gpus);
+    json_decref(all);
+}
+
+static int run(json_t *body, RungError *err)
+{
+    LeaseRequest l;
+    int rc = request_lease_parse(body, DEFAULT_CPUS, &l, err);
+    if (rc == 0)
+        check_lease(body, &l);
+    else
+        CHECK(l.offer.n_gpus == 0 && l.offer.cpus == 0 && l.wait_s == 0);
+    return rc;
+}
+
+#elif FUZZ_BODY == FUZZ_HEARTBEAT
+
+/* Whether key is a trial id as request.h says: decimal digits that fit. */
+static bool id_key(const char *key, int64_t *id)
+{
+    size_t n = strlen(key);
+    if (n == 0 || strspn(key, "0123456789") != n)
+        return false;
+    const char *digits = key + strspn(key, "0"); /* leading zeros */
+    size_t nd = strlen(digits);
+    if (nd > 19 || (nd == 19 && strcmp(digits, "9223372036854775807") > 0))
+        return false;
+    *id = strtoll(key, NULL, 10);
+    return true;
+}
+
+static void check_heartbeat(const json_t *body, const HeartbeatRequest *h)
+{
+    static const char *const allowed[] = {"trials", "gpus", "logs", NULL};
+    check_keys(body, allowed);
+    json_t *trials = member(body, "trials");
+    CHECK(h->n_trials == (int64_t)json_array_size(trials));
+    CHECK(h->n_trials <= REQUEST_MAX_TRIAL_IDS);
+    for (int64_t i = 0; i < h->n_trials; i++)
+        CHECK(h->trials[i] == json_integer_value(json_array_get(trials, (size_t)i)));
+    CHECK(h->gpus == member(body, "gpus"));
+    CHECK(h->gpus == NULL || json_is_array(h->gpus));
+    CHECK(h->logs == member(body, "logs"));
+    CHECK(h->logs == NULL || json_is_object(h->logs));
+    /* The iterator gives every entry once, in order, with the id of its key. */
+    void *iter = NULL;
+    int64_t id;
+    const char *text;
+    size_t n = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach(h->logs, key, v) {
+        int64_t want;
+        CHECK(id_key(key, &want));
+        CHECK(json_is_string(v));
+        CHECK(request_heartbeat_log(h, &iter, &id, &text));
+        CHECK(id == want && text == json_string_value(v));
+        n++;
+    }
+    CHECK(!request_heartbeat_log(h, &iter, &id, &text));
+    CHECK(n == json_object_size(h->logs));
+}
+
+static int run(json_t *body, RungError *err)
+{
+    static HeartbeatRequest h; /* 8 KiB: off the stack */
+    int rc = request_heartbeat_parse(body, &h, err);
+    if (rc == 0) {
+        check_heartbeat(body, &h);
+    } else {
+        CHECK(h.n_trials == 0 && h.gpus == NULL && h.logs == NULL);
+        /* A refused log key is named by its head, cut on a character. */
+        if (strcmp(err->message, "logs: keys are trial ids, values text") == 0)
+            CHECK(strncmp(err->field, "logs.", 5) == 0 && strlen(err->field) <= 5 + 40);
+    }
+    return rc;
+}
+
+#else
+#error "unknown FUZZ_BODY"
+#endif
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    bool skip;
+    json_t *body = fuzz_body(data, size, &skip);
+    if (skip)
+        return 0; /* no JSON: http.c answers bad_json before any parser */
+    RungError err;
+    rung_error_clear(&err);
+    int rc = run(body, &err);
+    fuzz_check_answer(rc, &err, body, A);
+    if (body != NULL) {
+        /* Written out and read back (after any cut the parser made). */
+        json_t *again = fuzz_reload(body);
+        RungError err2;
+        rung_error_clear(&err2);
+        same_answer(rc, &err, run(again, &err2), &err2);
+        json_decref(again);
+    }
+    json_decref(body);
+    return 0;
+}
