@@ -13,4 +13,5 @@ if(TARGET rung_kernels_cuda)
 else()
   target_sources(rung-train PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/train_nocuda.c)
 endif()
-target_link_libraries(rung-train PRIVATE rung_kernels_train PkgConfig::JANSSON)
+# rung_common: the command line's option table (common/options.h).
+target_link_libraries(rung-train PRIVATE rung_kernels_train rung_common PkgConfig::JANSSON)

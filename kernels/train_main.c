@@ -5,21 +5,23 @@
  *
  * (the config from RUNG_CONFIG when neither is given; --ranks and --threads
  * override the config's "ranks", CPU data-parallel ranks, and "threads",
- * OpenBLAS threads per rank).
+ * OpenBLAS threads per rank). `rung-train --help` lists the options and the
+ * config's keys.
  *
- * The config holds the trial's hyperparameters (API.md; the keys are in
- * parse_config below); RUNG_TRAINABLE holds the trainable's model and
- * dataset. It prints one `@rung` line per epoch, checkpoints into
+ * The config holds the trial's hyperparameters (docs/trainer.md, "The
+ * config"): its keys are the table FIELDS below, from which their parsing,
+ * their errors, their defaults and --help all come. RUNG_TRAINABLE holds the
+ * trainable's model and dataset. It prints one `@rung` line per epoch, checkpoints into
  * RUNG_TRIAL_DIR and resumes from RUNG_RESUME_STEP. On SIGTERM it finishes
  * the step in progress and exits with status 143.
  *
- * Before anything else it makes sure OpenBLAS runs the best kernel the CPU
- * has (blas.h): OpenBLAS reads OPENBLAS_CORETYPE only when it is loaded, so
+ * Once the command line is read, it makes sure OpenBLAS runs the best kernel
+ * the CPU has (blas.h): OpenBLAS reads OPENBLAS_CORETYPE only when it is loaded, so
  * the program re-executes itself once with the variable set. */
-#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,7 @@
 #include "blas.h"
 #include "checkpoint.h"
 #include "data.h"
+#include "options.h"
 #include "train.h"
 
 #define PICKED_ENV "RUNG_TRAIN_CORE_PICKED" /* set on the re-executed process */
@@ -48,201 +51,317 @@ static int fail(const char *fmt, const char *a, const char *b)
 
 /* ---- the config ---- */
 
-/* An integer field: a JSON integer or a real with an integral value. */
-static int get_int(json_t *c, const char *key, int64_t lo, int64_t hi, int64_t *out, char *why,
-                   size_t size)
-{
-    json_t *v = json_object_get(c, key);
-    if (v == NULL)
-        return 0;
-    double d = json_is_number(v) ? json_number_value(v) : NAN;
-    if (!(d == floor(d)) || d < (double)lo || d > (double)hi) {
-        snprintf(why, size, "config.%s: must be an integer in [%lld, %lld]", key, (long long)lo,
-                 (long long)hi);
-        return -1;
-    }
-    *out = (int64_t)d;
-    return 0;
-}
+/* What a field's JSON value may be. */
+typedef enum {
+    F_REAL,   /* a number in [lo, hi] (or [lo, hi)) */
+    F_INT,    /* an integer in [min, max]: a JSON integer, or a real with an integral value */
+    F_BOOL,   /* true or false (or the integers 1 and 0) */
+    F_CHOICE, /* one of the strings in words; stored as its index */
+    F_WIDTHS, /* hidden: one width in [min, max], or a list of at most TRAIN_MAX_LAYERS */
+} FieldKind;
 
-static int get_real(json_t *c, const char *key, double lo, double hi, bool hi_open, double *out,
-                    char *why, size_t size)
-{
-    json_t *v = json_object_get(c, key);
-    if (v == NULL)
-        return 0;
-    double d = json_is_number(v) ? json_number_value(v) : NAN;
-    if (!(d >= lo && (hi_open ? d < hi : d <= hi))) {
-        snprintf(why, size, "config.%s: must be a number in [%g, %g%s", key, lo, hi,
-                 hi_open ? ")" : "]");
-        return -1;
-    }
-    *out = d;
-    return 0;
-}
+/* The config's keys: indices into FIELDS, in docs/trainer.md's order. */
+enum {
+    C_HIDDEN,
+    C_LAYERS,
+    C_DROPOUT,
+    C_OPTIMIZER,
+    C_LR,
+    C_MOMENTUM,
+    C_NESTEROV,
+    C_BETA1,
+    C_BETA2,
+    C_EPS,
+    C_WEIGHT_DECAY,
+    C_BATCH_SIZE,
+    C_EPOCHS,
+    C_WARMUP_EPOCHS,
+    C_SEED,
+    C_PRECISION,
+    C_TRAIN_SAMPLES,
+    C_VAL_SAMPLES,
+    C_RANKS,
+    C_THREADS,
+    C__COUNT
+};
 
-static int get_bool(json_t *c, const char *key, bool *out, char *why, size_t size)
-{
-    json_t *v = json_object_get(c, key);
-    if (v == NULL)
-        return 0;
-    if (!json_is_boolean(v) && !(json_is_integer(v) && json_integer_value(v) >= 0 &&
-                                 json_integer_value(v) <= 1)) {
-        snprintf(why, size, "config.%s: must be true or false", key);
-        return -1;
-    }
-    *out = json_is_boolean(v) ? json_is_true(v) : json_integer_value(v) == 1;
-    return 0;
-}
+/* Where the value goes: the C type of the member at offset. */
+typedef enum { S_FLOAT, S_DOUBLE, S_INT, S_INT64, S_UINT64, S_BOOL, S_ENUM, S_NONE } FieldStore;
 
-static const char *const config_keys[] = {
-    "lr",        "batch_size",    "hidden",        "layers",        "optimizer",
-    "momentum",  "nesterov",      "weight_decay",  "dropout",       "epochs",
-    "warmup_epochs", "seed",      "precision",     "train_samples", "val_samples",
-    "ranks",     "threads",       "beta1",         "beta2",         "eps",
-    NULL};
+/* The config under construction: the TrainConfig, plus what only the
+ * checks across fields need (layers and hidden go together). */
+typedef struct Parsed {
+    TrainConfig cfg;
+    int64_t layers;  /* -1 when not given */
+    bool one_width;  /* hidden was one number: cfg.hidden[0], to repeat layers times */
+    bool given[C__COUNT]; /* by field: the config names it */
+} Parsed;
 
-/* Fills cfg from the trial's config (defaults first). */
-static int parse_config(json_t *c, TrainConfig *cfg, char *why, size_t size)
-{
-    *cfg = (TrainConfig){.n_hidden = 2,
-                         .hidden = {512, 256},
-                         .optimizer = TRAIN_SGD,
-                         .lr = 0.05f,
-                         .momentum = 0.9f,
-                         .beta1 = 0.9f,
-                         .beta2 = 0.999f,
-                         .eps = 1e-8f,
-                         .batch_size = 256,
-                         .epochs = 10,
-                         .seed = 0,
-                         .val_samples = -1,
-                         .ranks = 1,
-                         .threads = 0};
-    if (!json_is_object(c)) {
-        snprintf(why, size, "config: must be a JSON object");
-        return -1;
-    }
+/* One setting of the config: its key, what it accepts, where it goes, its
+ * default and its help. Parsing, the messages of a wrong value (which name
+ * config.<key> and say what it must be), the defaults and --help all come
+ * from this one table, so they cannot disagree; docs/trainer.md ("The
+ * config") documents the same keys, which ctest's train_help checks. */
+typedef struct ConfigField {
     const char *key;
-    json_t *v;
-    json_object_foreach(c, key, v)
-    {
-        bool known = false;
-        for (int i = 0; config_keys[i] && !known; i++)
-            known = strcmp(key, config_keys[i]) == 0;
-        if (!known) {
-            snprintf(why, size, "config.%s: not a setting of the builtin mlp trainer", key);
+    FieldKind kind;
+    FieldStore store;
+    size_t offset;               /* of the member in Parsed */
+    double lo, hi;               /* F_REAL */
+    bool hi_open;                /* F_REAL: hi itself is refused */
+    long long min, max;          /* F_INT, F_WIDTHS */
+    const char *zero_word;       /* F_INT: a string that stands for 0 ("auto") */
+    const char *const *words;    /* F_CHOICE: the strings, NULL-terminated */
+    /* The default as JSON text, read by the same parser as a given value
+     * (so it obeys the bounds, and --help prints it as written). NULL: the
+     * absence means something of its own, stored as `unset` and described
+     * in words by `absent`. */
+    const char *dflt;
+    long long unset;
+    const char *absent;
+    const char *help;
+} ConfigField;
+
+static const char *const OPTIMIZERS[] = {[TRAIN_SGD] = "sgd", [TRAIN_ADAMW] = "adamw", NULL};
+static const char *const PRECISIONS[] = {[TRAIN_FP32] = "fp32", [TRAIN_BF16] = "bf16", NULL};
+
+#define AT(member) offsetof(Parsed, member)
+
+static const ConfigField FIELDS[C__COUNT] = {
+    [C_HIDDEN] = {.key = "hidden", .kind = F_WIDTHS, .store = S_NONE, .min = 1, .max = TRAIN_MAX_WIDTH,
+     .dflt = "[512, 256]",
+     .help = "hidden-layer widths: a list (it may be empty), or one width for every layer"},
+    [C_LAYERS] = {.key = "layers", .kind = F_INT, .store = S_INT64, .offset = AT(layers), .min = 0,
+     .max = TRAIN_MAX_LAYERS, .unset = -1, .absent = "1 with one width in hidden",
+     .help = "how many hidden layers of hidden's one width (256 when hidden is not given)"},
+    [C_DROPOUT] = {.key = "dropout", .kind = F_REAL, .store = S_FLOAT, .offset = AT(cfg.dropout), .lo = 0,
+     .hi = 1, .hi_open = true, .dflt = "0", .help = "dropout after each hidden ReLU"},
+    [C_OPTIMIZER] = {.key = "optimizer", .kind = F_CHOICE, .store = S_ENUM, .offset = AT(cfg.optimizer),
+     .words = OPTIMIZERS, .dflt = "\"sgd\"",
+     .help = "sgd (with momentum, PyTorch's update) or adamw"},
+    [C_LR] = {.key = "lr", .kind = F_REAL, .store = S_FLOAT, .offset = AT(cfg.lr), .lo = 0, .hi = 1e3,
+     .dflt = "0.05",
+     .help = "peak learning rate: linear warmup over warmup_epochs, then cosine to 0"},
+    [C_MOMENTUM] = {.key = "momentum", .kind = F_REAL, .store = S_FLOAT, .offset = AT(cfg.momentum), .lo = 0,
+     .hi = 1, .hi_open = true, .dflt = "0.9", .help = "SGD's momentum"},
+    [C_NESTEROV] = {.key = "nesterov", .kind = F_BOOL, .store = S_BOOL, .offset = AT(cfg.nesterov),
+     .dflt = "false", .help = "SGD with Nesterov momentum"},
+    [C_BETA1] = {.key = "beta1", .kind = F_REAL, .store = S_FLOAT, .offset = AT(cfg.beta1), .lo = 0, .hi = 1,
+     .hi_open = true, .dflt = "0.9", .help = "AdamW's first-moment decay"},
+    [C_BETA2] = {.key = "beta2", .kind = F_REAL, .store = S_FLOAT, .offset = AT(cfg.beta2), .lo = 0, .hi = 1,
+     .hi_open = true, .dflt = "0.999", .help = "AdamW's second-moment decay"},
+    [C_EPS] = {.key = "eps", .kind = F_REAL, .store = S_FLOAT, .offset = AT(cfg.eps), .lo = 1e-30, .hi = 1,
+     .dflt = "1e-8", .help = "AdamW's epsilon"},
+    [C_WEIGHT_DECAY] = {.key = "weight_decay", .kind = F_REAL, .store = S_FLOAT, .offset = AT(cfg.weight_decay),
+     .lo = 0, .hi = 10, .dflt = "0",
+     .help = "added to the gradient (SGD) or decoupled (AdamW)"},
+    [C_BATCH_SIZE] = {.key = "batch_size", .kind = F_INT, .store = S_INT64, .offset = AT(cfg.batch_size),
+     .min = 1, .max = 1 << 24, .zero_word = "auto", .dflt = "256",
+     .help = "the global batch, split over ranks; \"auto\": the largest that fits a GPU "
+             "(256 on the CPU)"},
+    [C_EPOCHS] = {.key = "epochs", .kind = F_INT, .store = S_INT64, .offset = AT(cfg.epochs), .min = 1,
+     .max = 100000, .dflt = "10", .help = "one report per epoch (step = epoch)"},
+    [C_WARMUP_EPOCHS] = {.key = "warmup_epochs", .kind = F_REAL, .store = S_DOUBLE, .offset = AT(cfg.warmup_epochs),
+     .lo = 0, .hi = 1e6, .dflt = "0", .help = "the learning rate's warmup; may be fractional"},
+    [C_SEED] = {.key = "seed", .kind = F_INT, .store = S_UINT64, .offset = AT(cfg.seed), .min = 0,
+     .max = INT64_MAX, .dflt = "0",
+     .help = "weights, data order, dropout and the validation split"},
+    [C_PRECISION] = {.key = "precision", .kind = F_CHOICE, .store = S_ENUM, .offset = AT(cfg.precision),
+     .words = PRECISIONS, .dflt = "\"fp32\"",
+     .help = "bf16: bf16 GEMM inputs with fp32 accumulation (GPU)"},
+    [C_TRAIN_SAMPLES] = {.key = "train_samples", .kind = F_INT, .store = S_INT64, .offset = AT(cfg.train_samples),
+     .min = 0, .max = INT64_MAX / 2, .unset = 0, .absent = "all",
+     .help = "use only the first N training samples (0: all)"},
+    [C_VAL_SAMPLES] = {.key = "val_samples", .kind = F_INT, .store = S_INT64, .offset = AT(cfg.val_samples),
+     .min = 0, .max = INT64_MAX / 2, .unset = -1,
+     .absent = "5000 (10% below 50,000 training samples)",
+     .help = "held out of the training set; 0: report the test set's loss and accuracy as "
+             "val_*"},
+    [C_RANKS] = {.key = "ranks", .kind = F_INT, .store = S_INT, .offset = AT(cfg.ranks), .min = 1,
+     .max = TRAIN_MAX_RANKS, .dflt = "1",
+     .help = "CPU data-parallel ranks (threads); on GPUs, one rank per GPU given"},
+    [C_THREADS] = {.key = "threads", .kind = F_INT, .store = S_INT, .offset = AT(cfg.threads), .min = 0,
+     .max = 1024, .dflt = "1", .help = "OpenBLAS threads per rank (0 counts as 1)"},
+};
+#define N_FIELDS ((size_t)C__COUNT)
+
+_Static_assert(sizeof(TrainOptimizer) == sizeof(int) && sizeof(TrainPrecision) == sizeof(int),
+               "S_ENUM members are stored as int");
+
+/* What a value of f must be, after "must be " in an error and in --help:
+ * "a number in [0, 1)", "an integer in [1, 64]", "\"sgd\" or \"adamw\"". */
+static void describe(const ConfigField *f, char *buf, size_t size)
+{
+    size_t n = 0;
+    switch (f->kind) {
+    case F_REAL:
+        snprintf(buf, size, "a number in [%g, %g%s", f->lo, f->hi, f->hi_open ? ")" : "]");
+        return;
+    case F_INT:
+        snprintf(buf, size, "an integer in [%lld, %lld]%s%s%s", f->min, f->max,
+                 f->zero_word ? " or \"" : "", f->zero_word ? f->zero_word : "",
+                 f->zero_word ? "\"" : "");
+        return;
+    case F_BOOL:
+        snprintf(buf, size, "true or false");
+        return;
+    case F_WIDTHS:
+        snprintf(buf, size, "an integer in [%lld, %lld], or a list of at most %d of them",
+                 f->min, f->max, TRAIN_MAX_LAYERS);
+        return;
+    case F_CHOICE:
+        buf[0] = '\0';
+        for (int i = 0; f->words[i] != NULL && n < size; i++) {
+            const char *sep = i == 0 ? "" : f->words[i + 1] == NULL ? " or " : ", ";
+            n += (size_t)snprintf(buf + n, size - n, "%s\"%s\"", sep, f->words[i]);
+        }
+        return;
+    }
+}
+
+static int wrong(const ConfigField *f, char *why, size_t size)
+{
+    char what[128];
+    describe(f, what, sizeof what);
+    snprintf(why, size, "config.%s: must be %s", f->key, what);
+    return -1;
+}
+
+/* An integer in [min, max]: a JSON integer, or a real with an integral value
+ * (samplers of integer parameters may send 3.0). */
+static bool read_int(const json_t *v, long long min, long long max, long long *out)
+{
+    long long i;
+    if (json_is_integer(v)) {
+        i = json_integer_value(v);
+    } else if (json_is_real(v)) {
+        double d = json_real_value(v);
+        /* 0x1p63 is the first double past INT64_MAX: converting it or more
+         * would be undefined. */
+        if (!(d == floor(d) && d >= -0x1p63 && d < 0x1p63))
+            return false;
+        i = (long long)d;
+    } else {
+        return false;
+    }
+    if (i < min || i > max)
+        return false;
+    *out = i;
+    return true;
+}
+
+static void store(const ConfigField *f, Parsed *p, double d, long long i)
+{
+    char *at = (char *)p + f->offset;
+    switch (f->store) {
+    case S_FLOAT:
+        *(float *)at = (float)d;
+        break;
+    case S_DOUBLE:
+        *(double *)at = d;
+        break;
+    case S_INT:
+        *(int *)at = (int)i;
+        break;
+    case S_INT64:
+        *(int64_t *)at = (int64_t)i;
+        break;
+    case S_UINT64:
+        *(uint64_t *)at = (uint64_t)i;
+        break;
+    case S_BOOL:
+        *(bool *)at = i != 0;
+        break;
+    case S_ENUM:
+        *(int *)at = (int)i;
+        break;
+    case S_NONE:
+        break;
+    }
+}
+
+/* hidden: a list of widths, or one width (repeated later, see finish). */
+static int read_widths(const ConfigField *f, const json_t *v, Parsed *p, char *why, size_t size)
+{
+    long long w;
+    if (json_is_array(v)) {
+        if (json_array_size(v) > TRAIN_MAX_LAYERS) {
+            snprintf(why, size, "config.%s: at most %d layers", f->key, TRAIN_MAX_LAYERS);
             return -1;
         }
-    }
-    double d;
-    int64_t i64;
-    if ((d = cfg->lr, get_real(c, "lr", 0, 1e3, false, &d, why, size)) != 0)
-        return -1;
-    cfg->lr = (float)d;
-    if ((d = cfg->momentum, get_real(c, "momentum", 0, 1, true, &d, why, size)) != 0)
-        return -1;
-    cfg->momentum = (float)d;
-    if ((d = cfg->weight_decay, get_real(c, "weight_decay", 0, 10, false, &d, why, size)) != 0)
-        return -1;
-    cfg->weight_decay = (float)d;
-    if ((d = cfg->dropout, get_real(c, "dropout", 0, 1, true, &d, why, size)) != 0)
-        return -1;
-    cfg->dropout = (float)d;
-    if ((d = cfg->beta1, get_real(c, "beta1", 0, 1, true, &d, why, size)) != 0)
-        return -1;
-    cfg->beta1 = (float)d;
-    if ((d = cfg->beta2, get_real(c, "beta2", 0, 1, true, &d, why, size)) != 0)
-        return -1;
-    cfg->beta2 = (float)d;
-    if ((d = cfg->eps, get_real(c, "eps", 1e-30, 1, false, &d, why, size)) != 0)
-        return -1;
-    cfg->eps = (float)d;
-    if (get_real(c, "warmup_epochs", 0, 1e6, false, &cfg->warmup_epochs, why, size) ||
-        get_int(c, "epochs", 1, 100000, &cfg->epochs, why, size) ||
-        get_int(c, "train_samples", 0, INT64_MAX / 2, &cfg->train_samples, why, size) ||
-        get_int(c, "val_samples", 0, INT64_MAX / 2, &cfg->val_samples, why, size) ||
-        get_bool(c, "nesterov", &cfg->nesterov, why, size))
-        return -1;
-    i64 = (int64_t)cfg->seed;
-    if (get_int(c, "seed", 0, INT64_MAX, &i64, why, size))
-        return -1;
-    cfg->seed = (uint64_t)i64;
-    i64 = cfg->ranks;
-    if (get_int(c, "ranks", 1, TRAIN_MAX_RANKS, &i64, why, size))
-        return -1;
-    cfg->ranks = (int)i64;
-    i64 = cfg->threads;
-    if (get_int(c, "threads", 0, 1024, &i64, why, size))
-        return -1;
-    cfg->threads = (int)i64;
-    json_t *bs = json_object_get(c, "batch_size");
-    if (json_is_string(bs) && strcmp(json_string_value(bs), "auto") == 0)
-        cfg->batch_size = 0;
-    else if (get_int(c, "batch_size", 1, 1 << 24, &cfg->batch_size, why, size))
-        return -1;
-    json_t *opt = json_object_get(c, "optimizer");
-    if (opt != NULL) {
-        const char *o = json_string_value(opt);
-        if (o != NULL && strcmp(o, "sgd") == 0)
-            cfg->optimizer = TRAIN_SGD;
-        else if (o != NULL && strcmp(o, "adamw") == 0)
-            cfg->optimizer = TRAIN_ADAMW;
-        else {
-            snprintf(why, size, "config.optimizer: must be \"sgd\" or \"adamw\"");
-            return -1;
+        p->cfg.n_hidden = (int)json_array_size(v);
+        for (int l = 0; l < p->cfg.n_hidden; l++) {
+            if (!read_int(json_array_get(v, (size_t)l), f->min, f->max, &w)) {
+                snprintf(why, size, "config.%s[%d]: must be an integer in [%lld, %lld]", f->key, l,
+                         f->min, f->max);
+                return -1;
+            }
+            p->cfg.hidden[l] = (int)w;
         }
+        p->one_width = false;
+        return 0;
     }
-    json_t *prec = json_object_get(c, "precision");
-    if (prec != NULL) {
-        const char *p = json_string_value(prec);
-        if (p != NULL && strcmp(p, "fp32") == 0)
-            cfg->precision = TRAIN_FP32;
-        else if (p != NULL && strcmp(p, "bf16") == 0)
-            cfg->precision = TRAIN_BF16;
-        else {
-            snprintf(why, size, "config.precision: must be \"fp32\" or \"bf16\"");
-            return -1;
-        }
+    if (!read_int(v, f->min, f->max, &w))
+        return wrong(f, why, size);
+    p->cfg.n_hidden = 1;
+    p->cfg.hidden[0] = (int)w;
+    p->one_width = true;
+    return 0;
+}
+
+/* Reads v, the value of field f, into p; -1 with why naming the field. */
+static int read_field(const ConfigField *f, const json_t *v, Parsed *p, char *why, size_t size)
+{
+    long long i = 0;
+    double d = 0;
+    switch (f->kind) {
+    case F_REAL:
+        d = json_is_number(v) ? json_number_value(v) : NAN;
+        if (!(d >= f->lo && (f->hi_open ? d < f->hi : d <= f->hi)))
+            return wrong(f, why, size);
+        break;
+    case F_INT:
+        if (f->zero_word != NULL && json_is_string(v) &&
+            strcmp(json_string_value(v), f->zero_word) == 0)
+            i = 0;
+        else if (!read_int(v, f->min, f->max, &i))
+            return wrong(f, why, size);
+        break;
+    case F_BOOL:
+        if (json_is_boolean(v))
+            i = json_is_true(v);
+        else if (!json_is_integer(v) || !read_int(v, 0, 1, &i))
+            return wrong(f, why, size);
+        break;
+    case F_CHOICE: {
+        const char *s = json_string_value(v);
+        for (i = 0; s != NULL && f->words[i] != NULL && strcmp(s, f->words[i]) != 0; i++)
+            ;
+        if (s == NULL || f->words[i] == NULL)
+            return wrong(f, why, size);
+        break;
     }
-    /* hidden: one width (with layers: how many), or a list of widths. */
-    json_t *hidden = json_object_get(c, "hidden");
-    int64_t layers = -1;
-    if (get_int(c, "layers", 0, TRAIN_MAX_LAYERS, &layers, why, size))
-        return -1;
-    if (json_is_array(hidden)) {
-        if (layers >= 0) {
+    case F_WIDTHS:
+        return read_widths(f, v, p, why, size);
+    }
+    store(f, p, d, i);
+    return 0;
+}
+
+/* The checks across fields, once every field is read. */
+static int finish(Parsed *p, char *why, size_t size)
+{
+    TrainConfig *cfg = &p->cfg;
+    if (p->layers >= 0) {
+        if (p->given[C_HIDDEN] && !p->one_width) {
             snprintf(why, size, "config.layers: give either a list of widths in hidden, or "
                                 "one width and layers");
             return -1;
         }
-        if (json_array_size(hidden) > TRAIN_MAX_LAYERS) {
-            snprintf(why, size, "config.hidden: at most %d layers", TRAIN_MAX_LAYERS);
-            return -1;
-        }
-        cfg->n_hidden = (int)json_array_size(hidden);
-        for (int l = 0; l < cfg->n_hidden; l++) {
-            double w = json_is_number(json_array_get(hidden, (size_t)l))
-                           ? json_number_value(json_array_get(hidden, (size_t)l))
-                           : NAN;
-            if (!(w == floor(w)) || w < 1 || w > TRAIN_MAX_WIDTH) {
-                snprintf(why, size, "config.hidden[%d]: must be an integer in [1, %d]", l,
-                         TRAIN_MAX_WIDTH);
-                return -1;
-            }
-            cfg->hidden[l] = (int)w;
-        }
-    } else if (hidden != NULL) {
-        int64_t w;
-        if (get_int(c, "hidden", 1, TRAIN_MAX_WIDTH, &w, why, size))
-            return -1;
-        cfg->n_hidden = layers >= 0 ? (int)layers : 1;
+        int width = p->given[C_HIDDEN] ? cfg->hidden[0] : 256;
+        cfg->n_hidden = (int)p->layers;
         for (int l = 0; l < cfg->n_hidden; l++)
-            cfg->hidden[l] = (int)w;
-    } else if (layers >= 0) {
-        cfg->n_hidden = (int)layers;
-        for (int l = 0; l < cfg->n_hidden; l++)
-            cfg->hidden[l] = 256;
+            cfg->hidden[l] = width;
     }
     if (cfg->batch_size > 0 && cfg->batch_size < cfg->ranks) {
         snprintf(why, size, "config.batch_size: %lld is smaller than ranks (%d)",
@@ -252,49 +371,101 @@ static int parse_config(json_t *c, TrainConfig *cfg, char *why, size_t size)
     return 0;
 }
 
-/* Command-line overrides of the config; 0 = not given. */
-static int64_t flag_ranks, flag_threads;
-
-static int flag_int(const char *name, const char *text, int64_t lo, int64_t hi, int64_t *out,
-                    char *why, size_t size)
+/* Fills cfg from the trial's config c: defaults from the table, then every
+ * key of c, then the checks across fields. -1 with why naming the field. */
+static int parse_config(const json_t *c, TrainConfig *cfg, char *why, size_t size)
 {
-    char *end;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) {
-        snprintf(why, size, "%s: must be an integer in [%lld, %lld], not '%s'", name,
-                 (long long)lo, (long long)hi, text);
+    if (!json_is_object(c)) {
+        snprintf(why, size, "config: must be a JSON object");
         return -1;
     }
-    *out = v;
+    Parsed p;
+    memset(&p, 0, sizeof p);
+    for (size_t k = 0; k < N_FIELDS; k++) {
+        const ConfigField *f = &FIELDS[k];
+        if (f->dflt == NULL) {
+            store(f, &p, (double)f->unset, f->unset);
+            continue;
+        }
+        json_t *v = json_loads(f->dflt, JSON_DECODE_ANY, NULL);
+        int rc = v ? read_field(f, v, &p, why, size) : -1;
+        json_decref(v);
+        if (rc != 0) { /* a wrong table; every run reads the defaults, so tests see it */
+            snprintf(why, size, "config.%s: the default %s is refused (a bug)", f->key, f->dflt);
+            return -1;
+        }
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)c, key, v)
+    {
+        size_t k = 0;
+        while (k < N_FIELDS && strcmp(key, FIELDS[k].key) != 0)
+            k++;
+        if (k == N_FIELDS) {
+            snprintf(why, size, "config.%s: not a setting of the builtin mlp trainer", key);
+            return -1;
+        }
+    }
+    /* In table order, so that of two wrong fields the same one is named
+     * whatever the order of the keys in c. */
+    for (size_t k = 0; k < N_FIELDS; k++) {
+        v = json_object_get(c, FIELDS[k].key);
+        if (v == NULL)
+            continue;
+        p.given[k] = true;
+        if (read_field(&FIELDS[k], v, &p, why, size) != 0)
+            return -1;
+    }
+    if (finish(&p, why, size) != 0)
+        return -1;
+    *cfg = p.cfg;
     return 0;
 }
 
-static json_t *read_config(int argc, char **argv, char *why, size_t size)
+/* --help's part about the config: one entry per field of the table. */
+static void config_usage(FILE *out)
+{
+    fprintf(out, "\nThe config: a JSON object of these keys, each optional (docs/trainer.md):\n");
+    for (size_t k = 0; k < N_FIELDS; k++) {
+        const ConfigField *f = &FIELDS[k];
+        char what[128];
+        describe(f, what, sizeof what);
+        fprintf(out, "  %-14s %s; default %s\n  %-14s %s\n", f->key, what,
+                f->dflt ? f->dflt : f->absent, "", f->help);
+    }
+}
+
+/* ---- the command line ---- */
+
+enum { O_CONFIG, O_CONFIG_FILE, O_RANKS, O_THREADS, O__COUNT };
+
+/* The command line's table (common/options.h); --ranks and --threads
+ * override the config's keys of the same name. */
+static Option options[O__COUNT] = {
+    [O_CONFIG] = {"config", OPT_STRING, NULL, 0, 0, 0,
+                  "the trial's config as JSON (default: $RUNG_CONFIG, else every default)"},
+    [O_CONFIG_FILE] = {"config-file", OPT_STRING, NULL, 0, 0, 0,
+                       "a file holding the config (instead of --config)"},
+    [O_RANKS] = {"ranks", OPT_INT, NULL, 0, 1, TRAIN_MAX_RANKS,
+                 "CPU data-parallel ranks; overrides config.ranks"},
+    [O_THREADS] = {"threads", OPT_INT, NULL, 0, 1, 1024,
+                   "OpenBLAS threads per rank; overrides config.threads"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: rung-train [options]\n\n");
+    options_usage(out, options, O__COUNT);
+    config_usage(out);
+}
+
+static json_t *read_config(char *why, size_t size)
 {
     json_error_t jerr;
     json_t *c = NULL;
-    const char *text = getenv("RUNG_CONFIG");
-    const char *file = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
-            text = argv[++i];
-        } else if (strcmp(argv[i], "--config-file") == 0 && i + 1 < argc) {
-            file = argv[++i];
-        } else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) {
-            if (flag_int("--ranks", argv[++i], 1, TRAIN_MAX_RANKS, &flag_ranks, why, size))
-                return NULL;
-        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-            if (flag_int("--threads", argv[++i], 1, 1024, &flag_threads, why, size))
-                return NULL;
-        } else {
-            snprintf(why, size,
-                     "unknown argument '%s'; usage: rung-train [--config JSON | --config-file F] "
-                     "[--ranks K] [--threads T]",
-                     argv[i]);
-            return NULL;
-        }
-    }
+    const char *text = options[O_CONFIG].value ? options[O_CONFIG].value : getenv("RUNG_CONFIG");
+    const char *file = options[O_CONFIG_FILE].value;
     if (file != NULL)
         c = json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
     else if (text != NULL)
@@ -344,6 +515,14 @@ static void pick_blas_core(char **argv)
 
 int main(int argc, char **argv)
 {
+    /* The command line first: --help and a wrong option need no BLAS. */
+    int parsed = options_parse("rung-train", options, O__COUNT, argc, argv);
+    if (parsed == 1) {
+        usage(stdout);
+        return 0;
+    }
+    if (parsed != 0)
+        return 2;
     pick_blas_core(argv);
     char why[1024] = "";
     struct sigaction sa;
@@ -369,7 +548,7 @@ int main(int argc, char **argv)
         return fail("OpenBLAS gives wrong results: %s%s", why, "");
     }
 
-    json_t *c = read_config(argc, argv, why, sizeof why);
+    json_t *c = read_config(why, sizeof why);
     if (c == NULL)
         return fail("%s%s", why, "");
     TrainConfig cfg;
@@ -378,12 +557,15 @@ int main(int argc, char **argv)
         return fail("%s%s", why, "");
     }
     json_decref(c);
-    if (flag_ranks > 0)
-        cfg.ranks = (int)flag_ranks;
-    if (flag_threads > 0)
-        cfg.threads = (int)flag_threads;
-    if (cfg.batch_size > 0 && cfg.batch_size < cfg.ranks)
-        return fail("--ranks %s: more ranks than the batch has samples%s", "", "");
+    if (options[O_RANKS].value != NULL)
+        cfg.ranks = (int)options[O_RANKS].ival;
+    if (options[O_THREADS].value != NULL)
+        cfg.threads = (int)options[O_THREADS].ival;
+    if (cfg.batch_size > 0 && cfg.batch_size < cfg.ranks) {
+        fprintf(stderr, "rung-train: --ranks %d: more ranks than the batch has samples (%lld)\n",
+                cfg.ranks, (long long)cfg.batch_size);
+        return 2;
+    }
 
     /* The trainable: model and dataset (copied: the JSON is freed soon). */
     char dataset[1024] = "fashion-mnist";
