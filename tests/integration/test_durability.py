@@ -321,6 +321,17 @@ class Migration(h.RungdTestCase):
         for step in (1, 2, 3):
             con.execute("INSERT INTO reports VALUES (1, 1, ?, 1150, ?, 'continue')",
                         (step, json.dumps({"loss": 1.0 / step})))
+        # An ended experiment (maximizing) is not loaded at start: it is read
+        # from its rows, whose summaries migration 004 fills from the reports.
+        done = h.spec(name="done", num_samples=1, mode="max")
+        con.execute("INSERT INTO experiments VALUES (2, 'done', ?, 6, 'completed', 1, 1000, 1500)",
+                    (json.dumps(done),))
+        con.execute("INSERT INTO trials (id, experiment_id, number, state, config, attempt, "
+                    "worker_id, created_at, started_at, ended_at) VALUES "
+                    "(4, 2, 0, 'completed', '{\"x\": 0.1}', 1, 1, 1000, 1100, 1400)")
+        for step, loss in ((1, 0.2), (2, 0.7), (3, 0.4)):
+            con.execute("INSERT INTO reports VALUES (4, 1, ?, 1150, ?, 'continue')",
+                        (step, json.dumps({"loss": loss, "acc": 1 - loss})))
         con.commit()
         con.close()
 
@@ -336,6 +347,13 @@ class Migration(h.RungdTestCase):
         self.assertEqual(d.trial(2)["error"], "boom")
         self.assertEqual([m["step"] for m in d.metrics_of(1)], [1, 2, 3])
         self.assertIsNone(d.trial(1)["rung"])
+        old = d.trial(4)
+        self.assertEqual((old["best"], old["step"], old["last"]),
+                         ({"value": 0.7, "step": 2}, 3, {"loss": 0.4, "acc": 0.6}))
+        ended = d.experiment(2)
+        self.assertEqual((ended["state"], ended["counts"]["completed"], ended["best"]["trial_id"],
+                          ended["best"]["value"]), ("completed", 1, 4, 0.7))
+        self.assertEqual(d.trials(2, sort="value")["items"][0]["id"], 4)
         # The old experiment goes on, and a trial can now be paused.
         w = h.Worker(d)
         t = w.lease_one()
