@@ -22,9 +22,15 @@ How, so that the store is one the current rungd accepts:
    carry, with their own name and seed. A template this rungd rejects stops
    the generation with its error.
 3. Rows go in with Python's sqlite3 in one transaction (WAL, synchronous=OFF,
-   foreign keys ON, executemany per experiment). Every column the generator
-   knows must exist (else it stops: update it); columns it does not know,
-   added by later migrations, are left to their defaults, and are listed.
+   foreign keys ON, executemany per experiment). Every column of schema
+   001-003 must exist (else it stops: update it). Schema 004's columns, what
+   rungd derives and writes with the row (a trial's step, last_metrics,
+   best_value, best_step and log_tail; an experiment's summary of counts and
+   best trial), are filled the way rungd fills them when the store has them
+   (checked: rungd answers the same with the summaries dropped and recomputed
+   from the trials). Columns it does not know, added by later migrations,
+   are left to their defaults, and are listed: a column derived from other
+   rows must then be taught to the generator.
 
 Cache: with --cache-dir DIR the store is DIR/store.db with a stamp
 DIR/store.json (the knobs and this file's hash); when both are there and
@@ -40,6 +46,7 @@ Prints progress, then one JSON line: {"generated": true, "seconds": ...,
 import argparse
 import copy
 import hashlib
+import heapq
 import json
 import math
 import os
@@ -147,8 +154,10 @@ def compact(v):
 
 
 def source_hash():
+    """Of the code, not of the module docstring above it."""
     with open(os.path.abspath(__file__), "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()[:16]
+        text = f.read()
+    return hashlib.sha256(text[text.index(b"\nimport "):]).hexdigest()[:16]
 
 
 def remove_db(path):
@@ -225,8 +234,12 @@ def validate_templates(rungd, work, samples_for):
     return out, notes
 
 
-# Known columns, in the order the row tuples below give them.
-COLS = {
+# Columns the generator fills, in the order of the row tuples below. REQUIRED
+# ones (schema 001-003) must exist; OPTIONAL ones (schema 004: what rungd
+# derives from a trial's reports and an experiment's trials, written with
+# the row) are filled when the store has them. Any other column is left to
+# its default and named in a note.
+REQUIRED = {
     "experiments": ["id", "name", "spec", "seed", "state", "total_trials", "created_at",
                     "ended_at"],
     "workers": ["id", "name", "hostname", "gpus", "cpus", "registered_at", "last_seen_at",
@@ -236,22 +249,36 @@ COLS = {
                "started_at", "ended_at", "rung", "queue_pos"],
     "reports": ["trial_id", "attempt", "step", "time", "metrics", "action"],
 }
+OPTIONAL = {
+    "experiments": ["summary"],
+    "workers": [],
+    "trials": ["step", "last_metrics", "best_value", "best_step", "log_tail"],
+    "reports": [],
+}
+NO_SUMMARY = (None, None, None, None, None)  # a trial without reports
+STATES = ["pending", "running", "completed", "stopped", "failed", "canceled", "paused"]
 
 
 def check_columns(db):
-    """Fails on a known column that is gone; returns notes on unknown ones."""
+    """Fails on a required column that is gone. Returns ({table: [columns to
+    insert, in tuple order]}, {table: [their indexes in the full tuple]},
+    notes on the columns and tables the generator does not know)."""
     notes = []
-    for table, known in COLS.items():
+    cols, idx = {}, {}
+    for table, required in REQUIRED.items():
         info = db.execute("PRAGMA table_info(%s)" % table).fetchall()
         if not info:
             raise rb.BenchError("the store has no table %s: update bench/gen_store.py" % table)
         names = [r[1] for r in info]
-        for c in known:
+        for c in required:
             if c not in names:
                 raise rb.BenchError("table %s has no column %s any more: update "
                                     "bench/gen_store.py" % (table, c))
+        full = required + OPTIONAL[table]
+        cols[table] = [c for c in full if c in names]
+        idx[table] = [full.index(c) for c in cols[table]]
         for cid, name, ctype, notnull, dflt, pk in info:
-            if name in known:
+            if name in full:
                 continue
             if notnull and dflt is None and not pk:
                 raise rb.BenchError("table %s has a new column %s NOT NULL without a default:"
@@ -261,13 +288,12 @@ def check_columns(db):
     tables = [r[0] for r in db.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
     for t in tables:
-        if t not in COLS:
+        if t not in REQUIRED:
             notes.append("table %s left empty (not known to the generator)" % t)
-    return notes
+    return cols, idx, notes
 
 
-def insert_sql(table):
-    cols = COLS[table]
+def insert_sql(table, cols):
     return "INSERT INTO %s (%s) VALUES (%s)" % (table, ", ".join(cols),
                                                  ", ".join("?" * len(cols)))
 
@@ -312,9 +338,18 @@ class Sampler:
 
 
 class Gen:
-    def __init__(self, args, specs, now_ms):
+    def __init__(self, args, specs, now_ms, cols, idx):
         self.a = args
         self.specs = specs
+        self.want_log = "log_tail" in cols["trials"]
+        # Projections of the full row tuples onto the store's columns.
+        self.pick = {}
+        for table in ("experiments", "trials"):
+            n = len(REQUIRED[table]) + len(OPTIONAL[table])
+            self.pick[table] = None if idx[table] == list(range(n)) else \
+                (lambda ix: (lambda row: tuple(row[i] for i in ix)))(idx[table])
+        if self.pick["experiments"] is None:
+            self.pick["experiments"] = lambda row: row
         usable = {k for k, _ in specs}
         self.templates = [t for t in TEMPLATES if t["key"] in usable]
         self.rng = random.Random(args.seed)
@@ -324,32 +359,56 @@ class Gen:
 
     # -- one trial's rows --
 
-    def metrics_rows(self, tid, attempt, kind, metric, nsteps, t0, t1, final, horizon,
-                     last_action="continue", nan_last=False):
+    def metrics_rows(self, tid, attempt, ctx, nsteps, t0, t1, final, horizon,
+                     last_action="continue", nan_last=False, log_extra=None):
         """nsteps reports from t0 to t1; horizon is the time_attr value of the
-        last one (epochs for rungs)."""
+        last one (epochs for rungs). Returns (report rows, the trial's
+        summary columns: step, last_metrics, best_value, best_step, log_tail)
+        as rungd derives them from the reports (core.c, record())."""
+        kind, metric, maximize = ctx
         r = self.rng.random
         start = final + 1.5 + r()
         rows = []
+        lines = [] if self.want_log else None
         span = max(1, t1 - t0)
+        best = best_step = None
+        step_col = None
+        text = None
         for s in range(1, nsteps + 1):
             frac = s / nsteps
             loss = final + (start - final) * math.exp(-4.0 * frac * horizon / 27.0
                                                       if kind == "rungs" else -4.0 * frac)
             loss *= 1.0 + 0.03 * (r() - 0.5)
             acc = max(0.0, min(0.999, 1.0 - loss / 3.0))
+            ls, accs = "%.6g" % loss, "%.6g" % acc
+            nan = nan_last and s == nsteps
+            if nan:
+                ls = accs = '"NaN"'
             if kind == "rungs":
-                m = '{"epoch":%.4g,"loss":%.6g,"acc":%.6g}' % (horizon * frac, loss, acc)
+                ep = "%.4g" % (horizon * frac)
+                text = '{"epoch":%s,"loss":%s,"acc":%s}' % (ep, ls, accs)
+                # rungd: the time_attr's value when it is an integer, else the step.
+                step_col = int(ep) if ep.isdigit() else s
             else:
-                m = '{"loss":%.6g,"acc":%.6g}' % (loss, acc)
-            action = "continue"
-            if s == nsteps:
-                action = last_action
-                if nan_last:
-                    m = '{"loss":"NaN","acc":"NaN"}' if kind != "rungs" else \
-                        '{"epoch":%.4g,"loss":"NaN","acc":"NaN"}' % horizon
-            rows.append((tid, attempt, s, t0 + span * s // nsteps, m, action))
-        return rows
+                text = '{"loss":%s,"acc":%s}' % (ls, accs)
+                step_col = s
+            if not nan:
+                v = float(accs if metric == "acc" else ls)
+                if best is None or (v > best if maximize else v < best):
+                    best, best_step = v, s
+            if lines is not None:
+                lines.append("step %d: loss=%s acc=%s lr=%.3g %.1fs/it"
+                             % (s, ls, accs, 0.001 * (1 - frac) + 1e-5, 0.5 + r()))
+            rows.append((tid, attempt, s, t0 + span * s // nsteps, text,
+                         last_action if s == nsteps else "continue"))
+        log = None
+        if lines is not None and (lines or log_extra):
+            if log_extra:
+                lines.append(log_extra)
+            log = "\n".join(lines) + "\n"
+            if len(log) > 8192:
+                log = log[-8192:]
+        return rows, (step_col, text, best, best_step, log)
 
     def finished_trial(self, eid, number, tmpl, spec, sampler, created, workers):
         """A terminal trial of a finished (or running) experiment: its row and
@@ -399,25 +458,42 @@ class Gen:
             state = "completed"
         dur = int((60 + 540 * r.random()) * 1000 * (horizon / 27.0 if kind == "rungs" else 1))
         ended = started + dur
-        rows = self.metrics_rows(tid, attempt, kind, metric, steps, started, ended - 100,
-                                 final, horizon, last_action, nan_last)
+        ctx = (kind, metric, spec.get("mode") == "max")
+        rows, derived = self.metrics_rows(tid, attempt, ctx, steps, started, ended - 100,
+                                          final, horizon, last_action, nan_last,
+                                          error.split("\n", 1)[-1] if error and "\n" in error
+                                          else None)
         row = (tid, eid, number, state, compact(sampler.config(number)), attempt,
                r.choice(workers), None, '{"gpus":[%d],"cpus":1}' % r.randrange(8), 0, error,
-               created, started, ended, rung, None)
+               created, started, ended, rung, None) + derived
         return row, rows, ended
 
     # -- experiments --
 
-    def experiment_row(self, eid, tmpl, total, state, created, ended):
+    def experiment_row(self, eid, tmpl, total, state, created, ended, trows):
         spec = copy.deepcopy(self.specs[(tmpl["key"], total)])
         name = "%s-%s-%d" % (tmpl["key"], self.rng.choice(TOPICS), eid)
         spec["name"] = name
         seed = self.rng.randrange(1, 2 ** 31)
         if isinstance(spec.get("searcher"), dict) and "seed" in spec["searcher"]:
             spec["searcher"]["seed"] = seed
-        return (eid, name, compact(spec), seed, state, total, created, ended), spec
+        # The summary rungd writes with the row (store.c, write_exp): counts by
+        # state, and the trial with the best value (the first in number order
+        # among equals).
+        counts = {k: 0 for k in STATES}
+        maximize = spec.get("mode") == "max"
+        best = None
+        for t in trows:
+            counts[t[3]] += 1
+            v = t[18]
+            if v is not None and (best is None or (v > best[18] if maximize else v < best[18])):
+                best = t
+        summary = {"counts": counts, "best": None if best is None else {
+            "trial_id": best[0], "value": best[18], "step": best[19],
+            "config": json.loads(best[4])}}
+        return (eid, name, compact(spec), seed, state, total, created, ended, compact(summary))
 
-    def old_experiment(self, db, eid, trial_sql, report_sql, exp_sql):
+    def old_experiment(self, db, eid, sql):
         a = self.a
         r = self.rng
         tmpl = self.templates[(eid - 1) % len(self.templates)]
@@ -427,6 +503,7 @@ class Gen:
         created = self.now - span + (eid - 1) * (span - 2 * DAY_MS) // max(1, a.experiments)
         created += r.randrange(0, 3600 * 1000)
         spec = self.specs[(tmpl["key"], total)]
+        ctx = (tmpl["kind"], spec["metric"], spec.get("mode") == "max")
         sampler = Sampler(spec["search_space"], r)
         workers = list(range(1, a.workers + 1))
         conc = max(1, spec.get("max_concurrent_trials") or 16)
@@ -434,48 +511,50 @@ class Gen:
         last_end = created
         first_tid = self.trial_id + 1
         n_done = a.trials - (CANCELED_TAIL if canceled else 0)
+        # conc slots: a trial is proposed when one frees, and holds it until it ends.
+        slots = [created] * conc
         for k in range(n_done):
-            tcreated = created + (k // conc) * 300 * 1000 + r.randrange(0, 1000)
+            tcreated = heapq.heappop(slots) + r.randrange(0, 1000)
             row, reps, ended = self.finished_trial(eid, k, tmpl, spec, sampler, tcreated,
                                                     workers)
+            heapq.heappush(slots, ended)
             trows.append(row)
             rrows.extend(reps)
             last_end = max(last_end, ended)
         if canceled:
-            cancel_at = last_end + 1000
+            free = sorted(slots)
+            tail_created = [free[min(i, len(free) - 1)] + 100 for i in range(CANCELED_TAIL)]
+            cancel_at = max([last_end] + tail_created) + 60 * 1000
             for k in range(n_done, a.trials):
                 self.trial_id += 1
                 tid = self.trial_id
-                tcreated = created + (k // conc) * 300 * 1000
+                tcreated = tail_created[k - n_done]
                 cfg = compact(sampler.config(k))
                 if k - n_done < 4:  # running when canceled: stopped at its next report
                     started = tcreated + 500
                     nsteps = r.randrange(1, a.reports)
-                    reps = self.metrics_rows(tid, 1, tmpl["kind"], spec["metric"], nsteps,
-                                             started, cancel_at - 10, 0.3, 27.0, "stop")
+                    reps, derived = self.metrics_rows(tid, 1, ctx, nsteps, started,
+                                                      cancel_at - 10, 0.3, 27.0, "stop")
                     rrows.extend(reps)
                     trows.append((tid, eid, k, "canceled", cfg, 1, r.choice(workers), None,
                                   '{"gpus":[0],"cpus":1}', 1, None, tcreated, started,
-                                  cancel_at, None, None))
+                                  cancel_at, None, None) + derived)
                 else:  # pending when canceled
                     trows.append((tid, eid, k, "canceled", cfg, 1, None, None, None, 0, None,
-                                  tcreated, None, cancel_at, None, None))
+                                  tcreated, None, cancel_at, None, None) + NO_SUMMARY)
             last_end = cancel_at
-        exp_row, _ = self.experiment_row(eid, tmpl, total, "canceled" if canceled else "completed",
-                                         created, last_end)
-        db.execute(exp_sql, exp_row)
-        db.executemany(trial_sql, trows)
-        db.executemany(report_sql, rrows)
+        exp_row = self.experiment_row(eid, tmpl, total, "canceled" if canceled else "completed",
+                                      created, last_end, trows)
+        self.insert(db, sql, exp_row, trows, rrows)
         assert self.trial_id == first_tid + len(trows) - 1
-        self.n_trials += len(trows)
         self.n_finished += len(trows)
-        self.n_reports += len(rrows)
 
-    def running_experiment(self, db, eid, tmpl, trial_sql, report_sql, exp_sql, alive):
+    def running_experiment(self, db, eid, tmpl, sql, alive):
         a = self.a
         r = self.rng
         total = a.running_total
         spec = self.specs[(tmpl["key"], total)]
+        ctx = (tmpl["kind"], spec["metric"], spec.get("mode") == "max")
         sampler = Sampler(spec["search_space"], r)
         created = self.now - 2 * 3600 * 1000
         trows, rrows = [], []
@@ -498,22 +577,31 @@ class Gen:
             tid = self.trial_id
             started = self.now - r.randrange(10, 300) * 1000
             nsteps = r.randrange(0, a.reports)
+            derived = NO_SUMMARY
             if nsteps:
-                rrows.extend(self.metrics_rows(tid, 1, tmpl["kind"], spec["metric"], nsteps,
-                                               started, self.now - 2000, 0.2, 27.0))
+                reps, derived = self.metrics_rows(tid, 1, ctx, nsteps, started,
+                                                  self.now - 2000, 0.2, 27.0)
+                rrows.extend(reps)
             trows.append((tid, eid, k, "running", compact(sampler.config(k)), 1,
                           alive[i % len(alive)], "%032x" % r.getrandbits(128),
                           '{"gpus":[%d],"cpus":1}' % (i % 8), 0, None, started - 1000, started,
-                          None, None, None))
+                          None, None, None) + derived)
         for i in range(RUNNING_PENDING):
             k = RUNNING_FINISHED + RUNNING_RUNNING + i
             self.trial_id += 1
             trows.append((self.trial_id, eid, k, "pending", compact(sampler.config(k)), 1, None,
-                          None, None, 0, None, self.now - 60 * 1000, None, None, None, k))
-        exp_row, _ = self.experiment_row(eid, tmpl, total, "running", created, None)
-        db.execute(exp_sql, exp_row)
-        db.executemany(trial_sql, trows)
-        db.executemany(report_sql, rrows)
+                          None, None, 0, None, self.now - 60 * 1000, None, None, None, k)
+                         + NO_SUMMARY)
+        exp_row = self.experiment_row(eid, tmpl, total, "running", created, None, trows)
+        self.insert(db, sql, exp_row, trows, rrows)
+
+    def insert(self, db, sql, exp_row, trows, rrows):
+        pick = self.pick
+        db.execute(sql["experiments"], pick["experiments"](exp_row))
+        if pick["trials"] is not None:
+            trows = [pick["trials"](t) for t in trows]
+        db.executemany(sql["trials"], trows)
+        db.executemany(sql["reports"], rrows)
         self.n_trials += len(trows)
         self.n_reports += len(rrows)
 
@@ -614,18 +702,20 @@ def main():
         db.execute("PRAGMA foreign_keys=ON")
         db.execute("PRAGMA cache_size=-524288")  # 512 MB
         db.execute("PRAGMA temp_store=MEMORY")
-        notes = check_columns(db)
+        cols, idx, notes = check_columns(db)
         for n in notes:
             log("NOTE:", n)
+        missing = [t + "." + c for t in OPTIONAL for c in OPTIONAL[t] if c not in cols[t]]
+        if missing:
+            log("this store has no %s (schema before 004): left out" % ", ".join(missing))
         now = int(time.time() * 1000)
-        g = Gen(args, specs, now)
-        exp_sql, trial_sql, report_sql = (insert_sql(t) for t in
-                                          ("experiments", "trials", "reports"))
+        g = Gen(args, specs, now, cols, idx)
+        sql = {t: insert_sql(t, cols[t]) for t in REQUIRED}
         db.execute("BEGIN")
-        db.executemany(insert_sql("workers"), g.workers_rows())
+        db.executemany(sql["workers"], g.workers_rows())
         t_rows = time.monotonic()
         for eid in range(1, args.experiments + 1):
-            g.old_experiment(db, eid, trial_sql, report_sql, exp_sql)
+            g.old_experiment(db, eid, sql)
             if eid % 100 == 0 or eid == args.experiments:
                 el = time.monotonic() - t_rows
                 log("%d/%d experiments, %d reports, %.0f s (%.0f reports/s)"
@@ -635,8 +725,7 @@ def main():
             kinds = ("fifo", "rungs") if i % 2 == 0 else ("rungs", "fifo")
             tmpl = next((t for k in kinds for t in g.templates if t["kind"] == k),
                         g.templates[0])
-            g.running_experiment(db, args.experiments + 1 + i, tmpl, trial_sql, report_sql,
-                                 exp_sql, alive)
+            g.running_experiment(db, args.experiments + 1 + i, tmpl, sql, alive)
         log("committing")
         db.execute("COMMIT")
         bad = db.execute("PRAGMA foreign_key_check").fetchone()

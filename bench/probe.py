@@ -421,13 +421,19 @@ def cmd_soak(a):
 
         top_up()
         t0 = time.monotonic()
-        cpu0 = rb.proc_cpu_s(d.proc.pid) or 0.0
+        def cpus():
+            return (rb.proc_cpu_s(d.proc.pid) or 0.0,
+                    sum(rb.proc_cpu_s(p.pid) or 0.0 for p, _ in workers),
+                    sum(rb.proc_cpu_s(p.pid, children=True) or 0.0 for p, _ in workers))
+
         samples = []
-        prev = (0.0, 0, 0.0, cpu0)
+        prev = (0.0, 0, 0.0, cpus())
         print()
-        print("%7s %8s %8s %9s %9s %10s %9s %7s %5s" % ("t_s", "rss_MB", "hwm_MB", "finished",
-                                                      "trials/s", "reports/s", "rungd_cpu",
-                                                      "failed", "exps"))
+        print("CPU columns: %% of one core over the interval, for rungd, the rung-worker "
+              "processes, and the trials they ran (%d cores here)" % os.cpu_count())
+        print("%7s %8s %8s %9s %9s %10s %9s %10s %9s %7s %5s" % (
+            "t_s", "rss_MB", "hwm_MB", "finished", "trials/s", "reports/s", "rungd_cpu",
+            "worker_cpu", "trial_cpu", "failed", "exps"))
         next_sample = t0 + a.sample_s
         while True:
             now = time.monotonic()
@@ -444,20 +450,21 @@ def cmd_soak(a):
                 t = now - t0
                 st = d.status() or {}
                 done, failed, reports = finished_counts(client)
-                cpu = rb.proc_cpu_s(d.proc.pid) or 0.0
+                cpu = cpus()
                 dt = t - prev[0]
                 rate = (done - prev[1]) / dt if dt > 0 else 0.0
                 rrate = ((reports - prev[2]) / dt) if reports is not None and dt > 0 else None
-                cpu_pct = 100.0 * (cpu - prev[3]) / dt if dt > 0 else 0.0
+                pct = [100.0 * (c - c0) / dt if dt > 0 else 0.0 for c, c0 in zip(cpu, prev[3])]
                 s = {"t_s": round(t, 1), "rss_mb": st.get("rss_mb"), "hwm_mb": st.get("hwm_mb"),
                      "finished": done, "failed": failed, "trials_per_s": rate,
-                     "reports_per_s": rrate, "rungd_cpu_pct": cpu_pct,
+                     "reports_per_s": rrate, "rungd_cpu_pct": pct[0],
+                     "worker_cpu_pct": pct[1], "trial_cpu_pct": pct[2],
                      "experiments": submitted}
                 samples.append(s)
-                print("%7.1f %8s %8s %9d %9.1f %10s %8.0f%% %7d %5d" % (
+                print("%7.1f %8s %8s %9d %9.1f %10s %8.0f%% %9.0f%% %8.0f%% %7d %5d" % (
                     t, mb(s["rss_mb"]), mb(s["hwm_mb"]), done, rate,
-                    "%.0f" % rrate if rrate is not None else "n/a", cpu_pct, failed, submitted),
-                    flush=True)
+                    "%.0f" % rrate if rrate is not None else "n/a", pct[0], pct[1], pct[2],
+                    failed, submitted), flush=True)
                 prev = (t, done, reports if reports is not None else 0.0, cpu)
                 next_sample += a.sample_s
                 if t >= a.seconds - 1e-6:
@@ -489,15 +496,16 @@ def cmd_soak(a):
         if w < 60:
             print("NOTE: a run of %.0f s is short: windows of %.0f s (a third) instead of a "
                   "minute; the verdicts below mean little" % (T, w))
-        print("rss: %s MB at %.0f s, %s MB at the end (%s), largest after %.0f s %s MB"
-              % (mb(rss_ref), after_first[0]["t_s"] if after_first else w, mb(rss_end),
-                 "%+.1f%%" % drift if drift is not None else "n/a", w, mb(rss_max)))
+        t_ref = after_first[0]["t_s"] if after_first else w
+        print("rss: %s MB at %.0f s, %s MB at the end (%s), largest from %.0f s on %s MB"
+              % (mb(rss_ref), t_ref, mb(rss_end),
+                 "%+.1f%%" % drift if drift is not None else "n/a", t_ref, mb(rss_max)))
         print("trials/s: %.1f in the first %.0f s, %.1f in the last %.0f s (%+.1f%%)"
               % (r_first or 0, w, r_last or 0, w, r_change or 0))
         if samples[-1]["failed"] > 0.01 * max(1, total_done):
             print("NOTE: more than 1%% of the trials failed: look at the worker logs")
-        print("target soak_rss_flat: %s (goal within +-10%% after the first %.0f s) %s"
-              % ("%+.1f%%" % drift if drift is not None else "n/a", w,
+        print("target soak_rss_flat: %s (end against %.0f s; goal within +-10%%) %s"
+              % ("%+.1f%%" % drift if drift is not None else "n/a", t_ref,
                  "ok" if drift is not None and abs(drift) <= 10 else "MISSED"))
         print("target soak_throughput_flat: %s (last vs first window; goal within +-10%%) %s"
               % ("%+.1f%%" % r_change if r_change is not None else "n/a",

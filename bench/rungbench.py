@@ -89,12 +89,15 @@ def proc_status(pid):
     return out if "rss_mb" in out else None
 
 
-def proc_cpu_s(pid):
-    """User + system CPU seconds of a process (all its threads), or None."""
+def proc_cpu_s(pid, children=False):
+    """User + system CPU seconds of a process (all its threads), or with
+    children=True of its children that ended and were waited for; None when
+    it is gone."""
     try:
         with open("/proc/%d/stat" % pid) as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        i = 13 if children else 11
+        return (int(fields[i]) + int(fields[i + 1])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return None
 

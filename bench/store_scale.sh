@@ -11,8 +11,11 @@
 #     running experiments with finished, running and pending trials. The
 #     current rungd applies its migrations to the new file first, and checks
 #     the experiment templates; rows go in with Python's sqlite3 in one
-#     transaction. About a minute and 2-3 GB; done again when the cache is
-#     missing or its knobs or the generator changed.
+#     transaction, with the summaries schema 004 keeps with each row (a
+#     trial's last and best values, an experiment's counts and best) filled
+#     as rungd writes them. A few minutes and 1-2 GB; done again when the
+#     cache is missing or its knobs, the generator or the templates this
+#     rungd can load changed.
 #  2. bench/probe.py scale: one untimed start (a newer rungd's migrations,
 #     page cache), STORE_SCALE_RUNS timed starts (exec to /healthz 200; VmRSS
 #     and VmHWM then), then one run that sends STORE_SCALE_REQUESTS requests
