@@ -30,15 +30,26 @@ CREATE INDEX experiments_by_state ON experiments (state, id);
 -- arrived since a time).
 CREATE INDEX reports_by_time ON reports (time);
 
--- Rows written before this version: summaries from their reports. The best
--- value follows the experiment's metric and mode; a report whose metric is
--- not a number has none.
+-- Rows written before this version: summaries from their reports, as rungd
+-- derives them. The step is the last report's time_attr value when the
+-- scheduler counts in another field than "step" and that value is an
+-- integer, else the last report's step. The best value follows the
+-- experiment's metric and mode; a report whose metric is not a number has
+-- none.
 UPDATE trials SET
     step = (SELECT max(r.step) FROM reports r
             WHERE r.trial_id = trials.id AND r.attempt = trials.attempt),
     last_metrics = (SELECT r.metrics FROM reports r
                     WHERE r.trial_id = trials.id AND r.attempt = trials.attempt
                     ORDER BY r.step DESC LIMIT 1);
+UPDATE trials SET step = coalesce(
+    (SELECT CASE WHEN ta <> 'step'
+                      AND json_type(trials.last_metrics, '$."' || ta || '"') = 'integer'
+                 THEN json_extract(trials.last_metrics, '$."' || ta || '"') END
+     FROM (SELECT coalesce(json_extract(e.spec, '$.scheduler.time_attr'), 'step') AS ta
+           FROM experiments e WHERE e.id = trials.experiment_id)),
+    step)
+WHERE last_metrics IS NOT NULL;
 UPDATE trials SET (best_value, best_step) = (
     SELECT v, s FROM (
         SELECT json_extract(r.metrics, '$."' || json_extract(e.spec, '$.metric') || '"') AS v,

@@ -323,7 +323,8 @@ class Migration(h.RungdTestCase):
                         (step, json.dumps({"loss": 1.0 / step})))
         # An ended experiment (maximizing) is not loaded at start: it is read
         # from its rows, whose summaries migration 004 fills from the reports.
-        done = h.spec(name="done", num_samples=1, mode="max")
+        done = h.spec(name="done", num_samples=1, mode="max",
+                      scheduler={"type": "fifo", "time_attr": "epoch"})
         con.execute("INSERT INTO experiments VALUES (2, 'done', ?, 6, 'completed', 1, 1000, 1500)",
                     (json.dumps(done),))
         con.execute("INSERT INTO trials (id, experiment_id, number, state, config, attempt, "
@@ -331,7 +332,7 @@ class Migration(h.RungdTestCase):
                     "(4, 2, 0, 'completed', '{\"x\": 0.1}', 1, 1, 1000, 1100, 1400)")
         for step, loss in ((1, 0.2), (2, 0.7), (3, 0.4)):
             con.execute("INSERT INTO reports VALUES (4, 1, ?, 1150, ?, 'continue')",
-                        (step, json.dumps({"loss": loss, "acc": 1 - loss})))
+                        (step, json.dumps({"loss": loss, "acc": 1 - loss, "epoch": 10 * step})))
         con.commit()
         con.close()
 
@@ -349,7 +350,7 @@ class Migration(h.RungdTestCase):
         self.assertIsNone(d.trial(1)["rung"])
         old = d.trial(4)
         self.assertEqual((old["best"], old["step"], old["last"]),
-                         ({"value": 0.7, "step": 2}, 3, {"loss": 0.4, "acc": 0.6}))
+                         ({"value": 0.7, "step": 2}, 30, {"loss": 0.4, "acc": 0.6, "epoch": 30}))
         ended = d.experiment(2)
         self.assertEqual((ended["state"], ended["counts"]["completed"], ended["best"]["trial_id"],
                           ended["best"]["value"]), ("completed", 1, 4, 0.7))
