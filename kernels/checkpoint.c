@@ -16,9 +16,9 @@
 typedef struct CkptHeader {
     char magic[8];
     uint32_t version, pad;
-    uint64_t n;      /* parameters */
+    uint64_t n; /* parameters */
     int64_t epoch;
-    int64_t step;    /* global steps done */
+    int64_t step; /* global steps done */
 } CkptHeader;
 
 static void path_of(char *buf, size_t size, const char *dir, int64_t epoch, const char *suffix)
@@ -100,8 +100,8 @@ int checkpoint_load(const char *dir, int64_t epoch, float *params, float *opt1, 
     path_of(path, sizeof path, dir, epoch, "");
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
-        snprintf(why, size, "checkpoint: cannot resume from epoch %lld: %s: %s",
-                 (long long)epoch, path, strerror(errno));
+        snprintf(why, size, "checkpoint: cannot resume from epoch %lld: %s: %s", (long long)epoch,
+                 path, strerror(errno));
         return -1;
     }
     CkptHeader h;
@@ -109,8 +109,8 @@ int checkpoint_load(const char *dir, int64_t epoch, float *params, float *opt1, 
     size_t bytes = n * sizeof(float);
     uint32_t stored;
     int bad = read_all(f, &h, sizeof h, &crc);
-    if (!bad && (memcmp(h.magic, CKPT_MAGIC, 8) != 0 || h.version != CKPT_VERSION ||
-                 h.n != n || h.epoch != epoch)) {
+    if (!bad && (memcmp(h.magic, CKPT_MAGIC, 8) != 0 || h.version != CKPT_VERSION || h.n != n ||
+                 h.epoch != epoch)) {
         fclose(f);
         snprintf(why, size,
                  "checkpoint: %s is not a checkpoint of this model at epoch %lld (it has %llu "

@@ -139,11 +139,11 @@ static int idx_read_header(gzFile f, const char *path, bool is_labels, IdxHeader
     if (got < 4)
         return fail(why, size, "file %s: truncated in the IDX header (%lld bytes)", path,
                     (long long)got);
-    uint32_t m =
-        (uint32_t)magic[0] << 24 | (uint32_t)magic[1] << 16 | (uint32_t)magic[2] << 8 | magic[3];
+    uint32_t m = (uint32_t)magic[0] << 24 | (uint32_t)magic[1] << 16 | (uint32_t)magic[2] << 8 |
+                 magic[3];
     int ndims = magic[3];
-    bool ok =
-        magic[0] == 0 && magic[1] == 0 && magic[2] == 0x08 && (is_labels ? ndims == 1 : ndims >= 1);
+    bool ok = magic[0] == 0 && magic[1] == 0 && magic[2] == 0x08 &&
+              (is_labels ? ndims == 1 : ndims >= 1);
     if (!ok)
         return fail(why, size,
                     "file %s: magic 0x%08x is not IDX %s (expected 0x%08x: unsigned bytes, %s)",
@@ -350,8 +350,8 @@ static int line_next(LineReader *r, int64_t line, char **out, char *why, size_t 
         r->pos = 0;
         r->end = avail;
         if (r->cap - r->end < READ_CHUNK + 1) {
-            size_t ncap =
-                r->cap * 2 > r->end + READ_CHUNK + 1 ? r->cap * 2 : r->end + READ_CHUNK + 1;
+            size_t ncap = r->cap * 2 > r->end + READ_CHUNK + 1 ? r->cap * 2
+                                                               : r->end + READ_CHUNK + 1;
             char *nb = realloc(r->buf, ncap);
             if (nb == NULL)
                 return fail(why, size, "file %s: out of memory", r->path);

@@ -15,11 +15,11 @@
 #define DATA_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist" /* Debian's package */
 
 typedef struct Dataset {
-    int64_t n;       /* samples */
-    int dim;         /* features per sample */
-    int n_classes;   /* max label + 1 (at least 2) */
-    float *x;        /* owned: n * dim */
-    int32_t *y;      /* owned: n */
+    int64_t n;     /* samples */
+    int dim;       /* features per sample */
+    int n_classes; /* max label + 1 (at least 2) */
+    float *x;      /* owned: n * dim */
+    int32_t *y;    /* owned: n */
 } Dataset;
 
 void data_free(Dataset *d); /* frees the arrays and zeroes d; NULL-safe */
@@ -40,8 +40,8 @@ int data_load_csv(const char *path, Dataset *out, char *why, size_t size);
  * folder with the four IDX files, or a path ending in .csv (its test split
  * then comes from the CSV file `dir`, or is empty). split is "train" or
  * "test". */
-int data_load_named(const char *name, const char *dir, const char *split, Dataset *out,
-                    char *why, size_t size);
+int data_load_named(const char *name, const char *dir, const char *split, Dataset *out, char *why,
+                    size_t size);
 
 /* Keeps the first n samples (n <= d->n): "train_samples". */
 void data_truncate(Dataset *d, int64_t n);

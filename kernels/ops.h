@@ -24,8 +24,8 @@ void ops_linear_fwd(const float *X, const float *W, const float *b, float *Y, in
  * with the gradient before the activation. dW[D,H] = X^T dY and db[H] =
  * column sums of dY are overwritten (not accumulated); dX[B,D] = dY W^T,
  * skipped when dX is NULL (the first layer). */
-void ops_linear_bwd(const float *X, const float *W, const float *Y, float *dY, float *dX,
-                    float *dW, float *db, int B, int D, int H, bool relu);
+void ops_linear_bwd(const float *X, const float *W, const float *Y, float *dY, float *dX, float *dW,
+                    float *db, int B, int D, int H, bool relu);
 
 /* Inverted dropout of n values in place; element i's mask is
  * rung_dropout_scale(seed, first + i, p). The backward applies the same
@@ -48,8 +48,8 @@ double ops_softmax_xent(const float *logits, const int32_t *labels, float *dlogi
 void ops_sgd(float *w, float *v, const float *g, size_t n, float lr, float momentum, float wd,
              bool nesterov);
 /* t = the step number, from 1. */
-void ops_adamw(float *w, float *m, float *v, const float *g, size_t n, float lr, float b1,
-               float b2, float eps, float wd, int64_t t);
+void ops_adamw(float *w, float *m, float *v, const float *g, size_t n, float lr, float b1, float b2,
+               float eps, float wd, int64_t t);
 
 /* Naive references, for tests and the start-up check of the BLAS kernel:
  * C[M,N] = A[M,K] B[K,N] in double accumulation. */

@@ -27,25 +27,25 @@ typedef struct TrainConfig {
     /* Model: input -> hidden[0] -> ... -> hidden[n_hidden-1] -> classes. */
     int n_hidden;
     int hidden[TRAIN_MAX_LAYERS];
-    float dropout;                /* after each hidden ReLU; [0, 1) */
+    float dropout; /* after each hidden ReLU; [0, 1) */
     /* Optimization. */
     TrainOptimizer optimizer;
-    float lr;                     /* peak learning rate */
-    float momentum;               /* sgd */
-    bool nesterov;                /* sgd */
-    float beta1, beta2, eps;      /* adamw: 0.9, 0.999, 1e-8 */
+    float lr;                /* peak learning rate */
+    float momentum;          /* sgd */
+    bool nesterov;           /* sgd */
+    float beta1, beta2, eps; /* adamw: 0.9, 0.999, 1e-8 */
     float weight_decay;
-    int64_t batch_size;           /* global batch, split over ranks; 0 = "auto" (GPU) */
+    int64_t batch_size; /* global batch, split over ranks; 0 = "auto" (GPU) */
     int64_t epochs;
-    double warmup_epochs;         /* linear warmup from 0, then cosine to 0 */
+    double warmup_epochs; /* linear warmup from 0, then cosine to 0 */
     uint64_t seed;
     TrainPrecision precision;
     /* Data. */
-    int64_t train_samples;        /* 0 = all */
-    int64_t val_samples;          /* held out of the training set; default 5000 (or 10%) */
+    int64_t train_samples; /* 0 = all */
+    int64_t val_samples;   /* held out of the training set; default 5000 (or 10%) */
     /* Parallelism. */
-    int ranks;                    /* CPU ranks (threads); GPU: one per visible GPU */
-    int threads;                  /* OpenBLAS threads per rank (CPU) */
+    int ranks;   /* CPU ranks (threads); GPU: one per visible GPU */
+    int threads; /* OpenBLAS threads per rank (CPU) */
     /* Checkpoints: folder (RUNG_TRIAL_DIR) or NULL; resume after this epoch. */
     const char *checkpoint_dir;
     int64_t resume_epoch;
@@ -53,11 +53,11 @@ typedef struct TrainConfig {
 
 /* One epoch's results, as the @rung line reports them. */
 typedef struct TrainEpoch {
-    int64_t epoch;                /* 1-based: the report's step */
-    double train_loss;            /* mean over the epoch's training samples */
-    double val_loss, val_acc;     /* over the validation split, all ranks */
-    double epoch_s;               /* wall time of the epoch's training steps */
-    double samples_per_s;         /* training samples / epoch_s */
+    int64_t epoch;            /* 1-based: the report's step */
+    double train_loss;        /* mean over the epoch's training samples */
+    double val_loss, val_acc; /* over the validation split, all ranks */
+    double epoch_s;           /* wall time of the epoch's training steps */
+    double samples_per_s;     /* training samples / epoch_s */
 } TrainEpoch;
 
 /* Called after each epoch (from one thread); a nonzero return stops the run

@@ -56,12 +56,12 @@ typedef struct Run Run;
 typedef struct Rank {
     Run *run;
     int r;
-    float *grad;            /* n_params */
-    float **act;            /* act[0] = input rows, act[l+1] = layer l's output */
-    float **delta;          /* gradients of act[l], l >= 1 */
+    float *grad;   /* n_params */
+    float **act;   /* act[0] = input rows, act[l+1] = layer l's output */
+    float **delta; /* gradients of act[l], l >= 1 */
     int32_t *y;
     int64_t *idx;
-    double loss_sum;        /* this epoch's training loss, summed over its samples */
+    double loss_sum; /* this epoch's training loss, summed over its samples */
     double val_loss;
     int64_t val_correct;
 } Rank;
@@ -73,19 +73,19 @@ struct Run {
     Layer layers[TRAIN_MAX_LAYERS + 1];
     size_t n_params;
     float *params;
-    float *opt1, *opt2;     /* sgd: velocity; adamw: m and v */
+    float *opt1, *opt2; /* sgd: velocity; adamw: m and v */
     int64_t adam_t;
     int k;
     Rank ranks[TRAIN_MAX_RANKS];
     pthread_barrier_t barrier;
     int64_t *perm;
-    int64_t epoch;          /* being trained, 1-based */
-    int64_t step;           /* global step, 0-based */
+    int64_t epoch; /* being trained, 1-based */
+    int64_t step;  /* global step, 0-based */
     int64_t steps_per_epoch, total_steps, warmup_steps;
     float lr_now;
     int64_t batch_start, batch_len;
-    bool stop;              /* set by rank 0 after a report asked to stop */
-    bool halt;              /* set by rank 0: stop after this step (SIGTERM) */
+    bool stop; /* set by rank 0 after a report asked to stop */
+    bool halt; /* set by rank 0: stop after this step (SIGTERM) */
     TrainReportFn report;
     void *ctx;
     int failed;
@@ -155,8 +155,8 @@ static void backward(Run *run, Rank *rk, int64_t m, const int64_t *pos)
                                 (base + (uint64_t)pos[i]) * (uint64_t)L->H);
         }
         ops_linear_bwd(rk->act[l], run->params + L->w, rk->act[l + 1], rk->delta[l + 1],
-                       l > 0 ? rk->delta[l] : NULL, rk->grad + L->w, rk->grad + L->b, (int)m,
-                       L->D, L->H, hidden);
+                       l > 0 ? rk->delta[l] : NULL, rk->grad + L->w, rk->grad + L->b, (int)m, L->D,
+                       L->H, hidden);
     }
 }
 
@@ -238,8 +238,8 @@ static void *rank_main(void *arg)
             if (m > 0) {
                 float *logits = forward(run, rk, m, true, where);
                 int64_t correct;
-                rk->loss_sum += ops_softmax_xent(logits, rk->y, rk->delta[run->n_layers], (int)m,
-                                                 C, 1.0f / (float)len, &correct);
+                rk->loss_sum += ops_softmax_xent(logits, rk->y, rk->delta[run->n_layers], (int)m, C,
+                                                 1.0f / (float)len, &correct);
                 backward(run, rk, m, where);
             } else {
                 memset(rk->grad, 0, run->n_params * sizeof *rk->grad);
@@ -279,9 +279,8 @@ static void *rank_main(void *arg)
             e.epoch_s = t1 - t0;
             e.samples_per_s = (double)n / (t1 - t0);
             if (cfg->checkpoint_dir != NULL &&
-                checkpoint_save(cfg->checkpoint_dir, run->epoch, run->params, run->opt1,
-                                run->opt2, run->n_params, run->step, run->why,
-                                sizeof run->why) != 0) {
+                checkpoint_save(cfg->checkpoint_dir, run->epoch, run->params, run->opt1, run->opt2,
+                                run->n_params, run->step, run->why, sizeof run->why) != 0) {
                 run->failed = 1;
                 run->stop = true;
             }
@@ -323,7 +322,8 @@ int train_cpu(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
 {
     if (cfg->ranks < 1 || cfg->ranks > TRAIN_MAX_RANKS || cfg->batch_size < cfg->ranks ||
         cfg->n_hidden < 0 || cfg->n_hidden > TRAIN_MAX_LAYERS || train->n < 1) {
-        snprintf(why, size, "train_cpu: bad configuration (ranks %d, batch_size %lld, %lld samples)",
+        snprintf(why, size,
+                 "train_cpu: bad configuration (ranks %d, batch_size %lld, %lld samples)",
                  cfg->ranks, (long long)cfg->batch_size, (long long)train->n);
         return -1;
     }

@@ -92,8 +92,8 @@ typedef enum { S_FLOAT, S_DOUBLE, S_INT, S_INT64, S_UINT64, S_BOOL, S_ENUM, S_NO
  * checks across fields need (layers and hidden go together). */
 typedef struct Parsed {
     TrainConfig cfg;
-    int64_t layers;  /* -1 when not given */
-    bool one_width;  /* hidden was one number: cfg.hidden[0], to repeat layers times */
+    int64_t layers;       /* -1 when not given */
+    bool one_width;       /* hidden was one number: cfg.hidden[0], to repeat layers times */
     bool given[C__COUNT]; /* by field: the config names it */
 } Parsed;
 
@@ -106,12 +106,12 @@ typedef struct ConfigField {
     const char *key;
     FieldKind kind;
     FieldStore store;
-    size_t offset;               /* of the member in Parsed */
-    double lo, hi;               /* F_REAL */
-    bool hi_open;                /* F_REAL: hi itself is refused */
-    long long min, max;          /* F_INT, F_WIDTHS */
-    const char *zero_word;       /* F_INT: a string that stands for 0 ("auto") */
-    const char *const *words;    /* F_CHOICE: the strings, NULL-terminated */
+    size_t offset;            /* of the member in Parsed */
+    double lo, hi;            /* F_REAL */
+    bool hi_open;             /* F_REAL: hi itself is refused */
+    long long min, max;       /* F_INT, F_WIDTHS */
+    const char *zero_word;    /* F_INT: a string that stands for 0 ("auto") */
+    const char *const *words; /* F_CHOICE: the strings, NULL-terminated */
     /* The default as JSON text, read by the same parser as a given value
      * (so it obeys the bounds, and --help prints it as written). NULL: the
      * absence means something of its own, stored as `unset` and described
@@ -127,62 +127,95 @@ static const char *const PRECISIONS[] = {[TRAIN_FP32] = "fp32", [TRAIN_BF16] = "
 
 #define AT(member) offsetof(Parsed, member)
 
+/* Laid out by hand, a row per key: clang-format would put every member of
+ * a row on a line of its own. */
+/* clang-format off */
 static const ConfigField FIELDS[C__COUNT] = {
-    [C_HIDDEN] = {.key = "hidden", .kind = F_WIDTHS, .store = S_NONE, .min = 1, .max = TRAIN_MAX_WIDTH,
-     .dflt = "[512, 256]",
-     .help = "hidden-layer widths: a list (it may be empty), or one width for every layer"},
-    [C_LAYERS] = {.key = "layers", .kind = F_INT, .store = S_INT64, .offset = AT(layers), .min = 0,
-     .max = TRAIN_MAX_LAYERS, .unset = -1, .absent = "1 with one width in hidden",
-     .help = "how many hidden layers of hidden's one width (256 when hidden is not given)"},
-    [C_DROPOUT] = {.key = "dropout", .kind = F_REAL, .store = S_FLOAT, .offset = AT(cfg.dropout), .lo = 0,
-     .hi = 1, .hi_open = true, .dflt = "0", .help = "dropout after each hidden ReLU"},
-    [C_OPTIMIZER] = {.key = "optimizer", .kind = F_CHOICE, .store = S_ENUM, .offset = AT(cfg.optimizer),
-     .words = OPTIMIZERS, .dflt = "\"sgd\"",
-     .help = "sgd (with momentum, PyTorch's update) or adamw"},
-    [C_LR] = {.key = "lr", .kind = F_REAL, .store = S_FLOAT, .offset = AT(cfg.lr), .lo = 0, .hi = 1e3,
-     .dflt = "0.05",
-     .help = "peak learning rate: linear warmup over warmup_epochs, then cosine to 0"},
-    [C_MOMENTUM] = {.key = "momentum", .kind = F_REAL, .store = S_FLOAT, .offset = AT(cfg.momentum), .lo = 0,
-     .hi = 1, .hi_open = true, .dflt = "0.9", .help = "SGD's momentum"},
-    [C_NESTEROV] = {.key = "nesterov", .kind = F_BOOL, .store = S_BOOL, .offset = AT(cfg.nesterov),
-     .dflt = "false", .help = "SGD with Nesterov momentum"},
-    [C_BETA1] = {.key = "beta1", .kind = F_REAL, .store = S_FLOAT, .offset = AT(cfg.beta1), .lo = 0, .hi = 1,
-     .hi_open = true, .dflt = "0.9", .help = "AdamW's first-moment decay"},
-    [C_BETA2] = {.key = "beta2", .kind = F_REAL, .store = S_FLOAT, .offset = AT(cfg.beta2), .lo = 0, .hi = 1,
-     .hi_open = true, .dflt = "0.999", .help = "AdamW's second-moment decay"},
-    [C_EPS] = {.key = "eps", .kind = F_REAL, .store = S_FLOAT, .offset = AT(cfg.eps), .lo = 1e-30, .hi = 1,
-     .dflt = "1e-8", .help = "AdamW's epsilon"},
-    [C_WEIGHT_DECAY] = {.key = "weight_decay", .kind = F_REAL, .store = S_FLOAT, .offset = AT(cfg.weight_decay),
-     .lo = 0, .hi = 10, .dflt = "0",
-     .help = "added to the gradient (SGD) or decoupled (AdamW)"},
-    [C_BATCH_SIZE] = {.key = "batch_size", .kind = F_INT, .store = S_INT64, .offset = AT(cfg.batch_size),
-     .min = 1, .max = 1 << 24, .zero_word = "auto", .dflt = "256",
-     .help = "the global batch, split over ranks; \"auto\": the largest that fits a GPU "
-             "(256 on the CPU)"},
-    [C_EPOCHS] = {.key = "epochs", .kind = F_INT, .store = S_INT64, .offset = AT(cfg.epochs), .min = 1,
-     .max = 100000, .dflt = "10", .help = "one report per epoch (step = epoch)"},
-    [C_WARMUP_EPOCHS] = {.key = "warmup_epochs", .kind = F_REAL, .store = S_DOUBLE, .offset = AT(cfg.warmup_epochs),
-     .lo = 0, .hi = 1e6, .dflt = "0", .help = "the learning rate's warmup; may be fractional"},
-    [C_SEED] = {.key = "seed", .kind = F_INT, .store = S_UINT64, .offset = AT(cfg.seed), .min = 0,
-     .max = INT64_MAX, .dflt = "0",
-     .help = "weights, data order, dropout and the validation split"},
-    [C_PRECISION] = {.key = "precision", .kind = F_CHOICE, .store = S_ENUM, .offset = AT(cfg.precision),
-     .words = PRECISIONS, .dflt = "\"fp32\"",
-     .help = "bf16: bf16 GEMM inputs with fp32 accumulation (GPU)"},
-    [C_TRAIN_SAMPLES] = {.key = "train_samples", .kind = F_INT, .store = S_INT64, .offset = AT(cfg.train_samples),
-     .min = 0, .max = INT64_MAX / 2, .unset = 0, .absent = "all",
-     .help = "use only the first N training samples (0: all)"},
-    [C_VAL_SAMPLES] = {.key = "val_samples", .kind = F_INT, .store = S_INT64, .offset = AT(cfg.val_samples),
-     .min = 0, .max = INT64_MAX / 2, .unset = -1,
-     .absent = "5000 (10% below 50,000 training samples)",
-     .help = "held out of the training set; 0: report the test set's loss and accuracy as "
-             "val_*"},
-    [C_RANKS] = {.key = "ranks", .kind = F_INT, .store = S_INT, .offset = AT(cfg.ranks), .min = 1,
-     .max = TRAIN_MAX_RANKS, .dflt = "1",
-     .help = "CPU data-parallel ranks (threads); on GPUs, one rank per GPU given"},
-    [C_THREADS] = {.key = "threads", .kind = F_INT, .store = S_INT, .offset = AT(cfg.threads), .min = 0,
-     .max = 1024, .dflt = "1", .help = "OpenBLAS threads per rank (0 counts as 1)"},
+    [C_HIDDEN] = {
+        .key = "hidden", .kind = F_WIDTHS, .store = S_NONE,
+        .min = 1, .max = TRAIN_MAX_WIDTH, .dflt = "[512, 256]",
+        .help = "hidden-layer widths: a list (it may be empty), or one width for every layer"},
+    [C_LAYERS] = {
+        .key = "layers", .kind = F_INT, .store = S_INT64, .offset = AT(layers),
+        .min = 0, .max = TRAIN_MAX_LAYERS, .unset = -1, .absent = "1 with one width in hidden",
+        .help = "how many hidden layers of hidden's one width (256 when hidden is not given)"},
+    [C_DROPOUT] = {
+        .key = "dropout", .kind = F_REAL, .store = S_FLOAT, .offset = AT(cfg.dropout),
+        .lo = 0, .hi = 1, .hi_open = true, .dflt = "0",
+        .help = "dropout after each hidden ReLU"},
+    [C_OPTIMIZER] = {
+        .key = "optimizer", .kind = F_CHOICE, .store = S_ENUM, .offset = AT(cfg.optimizer),
+        .words = OPTIMIZERS, .dflt = "\"sgd\"",
+        .help = "sgd (with momentum, PyTorch's update) or adamw"},
+    [C_LR] = {
+        .key = "lr", .kind = F_REAL, .store = S_FLOAT, .offset = AT(cfg.lr),
+        .lo = 0, .hi = 1e3, .dflt = "0.05",
+        .help = "peak learning rate: linear warmup over warmup_epochs, then cosine to 0"},
+    [C_MOMENTUM] = {
+        .key = "momentum", .kind = F_REAL, .store = S_FLOAT, .offset = AT(cfg.momentum),
+        .lo = 0, .hi = 1, .hi_open = true, .dflt = "0.9",
+        .help = "SGD's momentum"},
+    [C_NESTEROV] = {
+        .key = "nesterov", .kind = F_BOOL, .store = S_BOOL, .offset = AT(cfg.nesterov),
+        .dflt = "false",
+        .help = "SGD with Nesterov momentum"},
+    [C_BETA1] = {
+        .key = "beta1", .kind = F_REAL, .store = S_FLOAT, .offset = AT(cfg.beta1),
+        .lo = 0, .hi = 1, .hi_open = true, .dflt = "0.9",
+        .help = "AdamW's first-moment decay"},
+    [C_BETA2] = {
+        .key = "beta2", .kind = F_REAL, .store = S_FLOAT, .offset = AT(cfg.beta2),
+        .lo = 0, .hi = 1, .hi_open = true, .dflt = "0.999",
+        .help = "AdamW's second-moment decay"},
+    [C_EPS] = {
+        .key = "eps", .kind = F_REAL, .store = S_FLOAT, .offset = AT(cfg.eps),
+        .lo = 1e-30, .hi = 1, .dflt = "1e-8",
+        .help = "AdamW's epsilon"},
+    [C_WEIGHT_DECAY] = {
+        .key = "weight_decay", .kind = F_REAL, .store = S_FLOAT, .offset = AT(cfg.weight_decay),
+        .lo = 0, .hi = 10, .dflt = "0",
+        .help = "added to the gradient (SGD) or decoupled (AdamW)"},
+    [C_BATCH_SIZE] = {
+        .key = "batch_size", .kind = F_INT, .store = S_INT64, .offset = AT(cfg.batch_size),
+        .min = 1, .max = 1 << 24, .zero_word = "auto", .dflt = "256",
+        .help = "the global batch, split over ranks; \"auto\": the largest that fits a GPU "
+                "(256 on the CPU)"},
+    [C_EPOCHS] = {
+        .key = "epochs", .kind = F_INT, .store = S_INT64, .offset = AT(cfg.epochs),
+        .min = 1, .max = 100000, .dflt = "10",
+        .help = "one report per epoch (step = epoch)"},
+    [C_WARMUP_EPOCHS] = {
+        .key = "warmup_epochs", .kind = F_REAL, .store = S_DOUBLE, .offset = AT(cfg.warmup_epochs),
+        .lo = 0, .hi = 1e6, .dflt = "0",
+        .help = "the learning rate's warmup; may be fractional"},
+    [C_SEED] = {
+        .key = "seed", .kind = F_INT, .store = S_UINT64, .offset = AT(cfg.seed),
+        .min = 0, .max = INT64_MAX, .dflt = "0",
+        .help = "weights, data order, dropout and the validation split"},
+    [C_PRECISION] = {
+        .key = "precision", .kind = F_CHOICE, .store = S_ENUM, .offset = AT(cfg.precision),
+        .words = PRECISIONS, .dflt = "\"fp32\"",
+        .help = "bf16: bf16 GEMM inputs with fp32 accumulation (GPU)"},
+    [C_TRAIN_SAMPLES] = {
+        .key = "train_samples", .kind = F_INT, .store = S_INT64, .offset = AT(cfg.train_samples),
+        .min = 0, .max = INT64_MAX / 2, .unset = 0, .absent = "all",
+        .help = "use only the first N training samples (0: all)"},
+    [C_VAL_SAMPLES] = {
+        .key = "val_samples", .kind = F_INT, .store = S_INT64, .offset = AT(cfg.val_samples),
+        .min = 0, .max = INT64_MAX / 2, .unset = -1,
+        .absent = "5000 (10% below 50,000 training samples)",
+        .help = "held out of the training set; 0: report the test set's loss and accuracy as "
+                "val_*"},
+    [C_RANKS] = {
+        .key = "ranks", .kind = F_INT, .store = S_INT, .offset = AT(cfg.ranks),
+        .min = 1, .max = TRAIN_MAX_RANKS, .dflt = "1",
+        .help = "CPU data-parallel ranks (threads); on GPUs, one rank per GPU given"},
+    [C_THREADS] = {
+        .key = "threads", .kind = F_INT, .store = S_INT, .offset = AT(cfg.threads),
+        .min = 0, .max = 1024, .dflt = "1",
+        .help = "OpenBLAS threads per rank (0 counts as 1)"},
 };
+/* clang-format on */
 #define N_FIELDS ((size_t)C__COUNT)
 
 _Static_assert(sizeof(TrainOptimizer) == sizeof(int) && sizeof(TrainPrecision) == sizeof(int),
@@ -206,8 +239,8 @@ static void describe(const ConfigField *f, char *buf, size_t size)
         snprintf(buf, size, "true or false");
         return;
     case F_WIDTHS:
-        snprintf(buf, size, "an integer in [%lld, %lld], or a list of at most %d of them",
-                 f->min, f->max, TRAIN_MAX_LAYERS);
+        snprintf(buf, size, "an integer in [%lld, %lld], or a list of at most %d of them", f->min,
+                 f->max, TRAIN_MAX_LAYERS);
         return;
     case F_CHOICE:
         buf[0] = '\0';
@@ -354,8 +387,9 @@ static int finish(Parsed *p, char *why, size_t size)
     TrainConfig *cfg = &p->cfg;
     if (p->layers >= 0) {
         if (p->given[C_HIDDEN] && !p->one_width) {
-            snprintf(why, size, "config.layers: give either a list of widths in hidden, or "
-                                "one width and layers");
+            snprintf(why, size,
+                     "config.layers: give either a list of widths in hidden, or "
+                     "one width and layers");
             return -1;
         }
         int width = p->given[C_HIDDEN] ? cfg->hidden[0] : 256;
@@ -397,8 +431,7 @@ static int parse_config(const json_t *c, TrainConfig *cfg, char *why, size_t siz
     }
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)c, key, v)
-    {
+    json_object_foreach((json_t *)c, key, v) {
         size_t k = 0;
         while (k < N_FIELDS && strcmp(key, FIELDS[k].key) != 0)
             k++;
@@ -533,14 +566,15 @@ int main(int argc, char **argv)
 
     const char *picked = getenv(PICKED_ENV);
     fprintf(stderr, "rung-train: OpenBLAS core %s (%s)\n", blas_core_name(),
-            getenv("OPENBLAS_CORETYPE") == NULL ? "OpenBLAS's own choice"
+            getenv("OPENBLAS_CORETYPE") == NULL        ? "OpenBLAS's own choice"
             : picked && strcmp(picked, "default") != 0 ? "picked from cpuid"
-                                                        : "OPENBLAS_CORETYPE");
+                                                       : "OPENBLAS_CORETYPE");
     if (!blas_check(why, sizeof why)) {
         if (picked != NULL && getenv("OPENBLAS_CORETYPE") != NULL) {
             /* Our pick computes wrong results: fall back to OpenBLAS's own. */
-            fprintf(stderr, "rung-train: the %s kernel failed its check (%s); using OpenBLAS's "
-                            "default\n",
+            fprintf(stderr,
+                    "rung-train: the %s kernel failed its check (%s); using OpenBLAS's "
+                    "default\n",
                     getenv("OPENBLAS_CORETYPE"), why);
             unsetenv("OPENBLAS_CORETYPE");
             execv("/proc/self/exe", argv);
@@ -590,9 +624,7 @@ int main(int argc, char **argv)
     json_decref(tr);
     if (cfg.train_samples > 0 && cfg.train_samples < train.n)
         data_truncate(&train, cfg.train_samples);
-    int64_t n_val = cfg.val_samples >= 0 ? cfg.val_samples
-                    : train.n >= 50000   ? 5000
-                                         : train.n / 10;
+    int64_t n_val = cfg.val_samples >= 0 ? cfg.val_samples : train.n >= 50000 ? 5000 : train.n / 10;
     if (n_val >= train.n) {
         fprintf(stderr, "rung-train: config.val_samples: %lld leaves no training samples\n",
                 (long long)n_val);
@@ -613,8 +645,7 @@ int main(int argc, char **argv)
             "rung-train: %s: %lld training, %lld validation, %lld test samples of %d features, "
             "%d classes; mean %.4f, std %.4f; %d rank(s)%s\n",
             dataset, (long long)train.n, (long long)val.n, (long long)test.n, train.dim,
-            train.n_classes, mean, sd, cfg.ranks,
-            cfg.resume_epoch > 0 ? ", resuming" : "");
+            train.n_classes, mean, sd, cfg.ranks, cfg.resume_epoch > 0 ? ", resuming" : "");
     if (cfg.resume_epoch > 0)
         fprintf(stderr, "rung-train: resuming after epoch %lld\n", (long long)cfg.resume_epoch);
 

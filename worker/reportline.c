@@ -56,7 +56,10 @@ typedef struct {
     const char *parsed; /* what jansson makes of json: a NUL, then the token */
 } Special;
 
-#define SPECIAL(token) {token, "\"\\u0000" token "\"", "\0" token}
+#define SPECIAL(token)                                                                             \
+    {                                                                                              \
+        token, "\"\\u0000" token "\"", "\0" token                                                  \
+    }
 static const Special SPECIALS[] = {
     SPECIAL(RUNG_NONFINITE_NAN),
     SPECIAL(RUNG_NONFINITE_INF),
@@ -288,7 +291,7 @@ static ReportLineKind check_report(json_t *root, int64_t next_step, json_t **met
     }
     const char *key;
     json_t *value;
-    json_object_foreach (root, key, value) {
+    json_object_foreach(root, key, value) {
         if (strcmp(key, "step") == 0)
             continue;
         size_t key_len = strlen(key);

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define REPORTLINE_MAX 65536     /* longest line parsed; longer ones are invalid */
+#define REPORTLINE_MAX 65536 /* longest line parsed; longer ones are invalid */
 
 typedef enum {
     REPORTLINE_NONE,    /* not a report line: part of the trial's log */
@@ -52,7 +52,7 @@ typedef enum {
  * REPORTLINE_OK. why may be NULL when why_size is 0; otherwise it is always
  * NUL-terminated ("" unless INVALID) and cut to fit: 256 bytes hold every
  * message. No I/O, no global state: safe to call from several threads. */
-ReportLineKind reportline_parse(const char *line, size_t len, int64_t next_step,
-                                json_t **metrics, int64_t *step, char *why, size_t why_size);
+ReportLineKind reportline_parse(const char *line, size_t len, int64_t next_step, json_t **metrics,
+                                int64_t *step, char *why, size_t why_size);
 
 #endif

@@ -719,8 +719,8 @@ static int train_step(Rank *R, int s, int64_t epoch)
     cudaStream_t cs = R->compute;
     int m = (int)R->m[s];
     cudaCheck(cudaStreamWaitEvent(cs, R->copy_done[s], 0));
-    uint64_t first_row =
-        (uint64_t)(epoch - 1) * (uint64_t)sh->train->n + (uint64_t)(R->start[s] + R->r);
+    uint64_t first_row = (uint64_t)(epoch - 1) * (uint64_t)sh->train->n +
+                         (uint64_t)(R->start[s] + R->r);
     if (m > 0) {
         if (forward(R, s, m, true, first_row) != 0)
             return -1;
@@ -1112,8 +1112,8 @@ int train_cuda(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
             ranks[r].r = r;
             ranks[r].comm = sh->comm[r];
             sh->comm[r] = NULL;
-            started[r] =
-                !shared_failed(sh) && pthread_create(&th[r], NULL, rank_main, &ranks[r]) == 0;
+            started[r] = !shared_failed(sh) &&
+                         pthread_create(&th[r], NULL, rank_main, &ranks[r]) == 0;
             if (!started[r]) {
                 /* The started ranks stop at their first barrier; the
                  * communicators of the others are aborted here. */

@@ -200,8 +200,8 @@ static void checkpoints(const Dataset *train, const Dataset *val)
         int r2 = r1 != 0    ? -1
                  : way == 0 ? train_cpu(&cfg, train, val, record, &resumed, why, sizeof why)
                             : train_cuda(&cfg, train, val, record, &resumed, why, sizeof why);
-        const char *name =
-            way == 0 ? "checkpoint gpu -> cpu resume" : "checkpoint cpu -> gpu resume";
+        const char *name = way == 0 ? "checkpoint gpu -> cpu resume"
+                                    : "checkpoint cpu -> gpu resume";
         if (r1 != 0 || r2 != 0 || resumed.n != 1 || full.n != 3) {
             char detail[700];
             snprintf(detail, sizeof detail, "runs %d %d, %d and %d reports: %s", r1, r2, full.n,

@@ -40,22 +40,25 @@ static void test_jsonv_reports_path(void **state)
     rung_error_clear(&err);
     int64_t n = 0;
     assert_int_equal(jsonv_int(obj, "scheduler", "n", JSONV_REQUIRED, 0, 10, &n,
-                               RUNG_E_INVALID_SPEC, &err), 0);
+                               RUNG_E_INVALID_SPEC, &err),
+                     0);
     assert_int_equal(n, 3);
     assert_int_equal(jsonv_int(obj, "scheduler", "r", JSONV_REQUIRED, 0, 10, &n,
-                               RUNG_E_INVALID_SPEC, &err), RUNG_E_INVALID_SPEC);
+                               RUNG_E_INVALID_SPEC, &err),
+                     RUNG_E_INVALID_SPEC);
     assert_string_equal(err.field, "scheduler.r");
     assert_non_null(strstr(err.message, "scheduler.r"));
-    assert_int_equal(jsonv_int(obj, "", "missing", JSONV_REQUIRED, 0, 10, &n,
-                               RUNG_E_INVALID_SPEC, &err), RUNG_E_INVALID_SPEC);
+    assert_int_equal(jsonv_int(obj, "", "missing", JSONV_REQUIRED, 0, 10, &n, RUNG_E_INVALID_SPEC,
+                               &err),
+                     RUNG_E_INVALID_SPEC);
     assert_string_equal(err.field, "missing");
     const char *allowed[] = {"name", "n", "r", NULL};
     assert_int_equal(jsonv_only_keys(obj, "x", allowed, RUNG_E_INVALID_SPEC, &err),
                      RUNG_E_INVALID_SPEC);
     assert_string_equal(err.field, "x.b");
     double d = 0;
-    assert_int_equal(jsonv_number(obj, "", "name", JSONV_REQUIRED, &d, RUNG_E_INVALID_SPEC,
-                                  &err), RUNG_E_INVALID_SPEC);
+    assert_int_equal(jsonv_number(obj, "", "name", JSONV_REQUIRED, &d, RUNG_E_INVALID_SPEC, &err),
+                     RUNG_E_INVALID_SPEC);
     assert_string_equal(err.message, "name: must be a number");
     json_decref(obj);
 }
@@ -94,8 +97,7 @@ static void test_splitmix_forms_agree(void **state)
         for (uint64_t k = 1; k <= 100; k++)
             assert_true(rung_splitmix_next(&s) == rung_splitmix_at(keys[i], k));
         assert_true(rung_splitmix64(keys[i]) == rung_splitmix_at(keys[i], 1));
-        assert_true(rung_splitmix64(keys[i]) ==
-                    rung_splitmix_mix(keys[i] + 0x9e3779b97f4a7c15ULL));
+        assert_true(rung_splitmix64(keys[i]) == rung_splitmix_mix(keys[i] + 0x9e3779b97f4a7c15ULL));
     }
 }
 
@@ -125,8 +127,8 @@ static void test_nonfinite_parse(void **state)
     assert_true(isinf(d) && d < 0);
     /* Exact spellings only: other cases, prefixes, longer text, what C's
      * strtod would take, and a length that cuts or goes past the word. */
-    const char *no[] = {"nan", "NAN", "inf", "Inf", "-inf", "+Infinity", "infinity", "NaN ",
-                        " NaN", "Infinit", "", "1e999", "0"};
+    const char *no[] = {"nan",  "NAN",  "inf",     "Inf", "-inf",  "+Infinity", "infinity",
+                        "NaN ", " NaN", "Infinit", "",    "1e999", "0"};
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
         d = 7;
         assert_false(rung_nonfinite_parse(no[i], strlen(no[i]), &d));
@@ -184,9 +186,9 @@ static void test_ct_equal(void **state)
     (void)state;
     const char *token = "1916847e00aace1ab47c1ab306c7eea2";
     assert_true(rung_ct_equal("1916847e00aace1ab47c1ab306c7eea2", token, 32));
-    assert_false(rung_ct_equal("1916847e00aace1ab47c1ab306c7eea3", token, 32)); /* last byte */
-    assert_false(rung_ct_equal("0916847e00aace1ab47c1ab306c7eea2", token, 32)); /* first byte */
-    assert_false(rung_ct_equal("1916847e00aace1ab47c1ab306c7eea", token, 32));  /* a prefix */
+    assert_false(rung_ct_equal("1916847e00aace1ab47c1ab306c7eea3", token, 32));  /* last byte */
+    assert_false(rung_ct_equal("0916847e00aace1ab47c1ab306c7eea2", token, 32));  /* first byte */
+    assert_false(rung_ct_equal("1916847e00aace1ab47c1ab306c7eea", token, 32));   /* a prefix */
     assert_false(rung_ct_equal("1916847e00aace1ab47c1ab306c7eea22", token, 32)); /* longer */
     assert_false(rung_ct_equal("", token, 32));
     /* An empty expected never matches, not even an empty given. */
@@ -211,15 +213,17 @@ static void test_error_json(void **state)
     json_t *j = rung_error_json(RUNG_E_INVALID_SPEC, "search_space.lr.low",
                                 "search_space.lr: low must be > 0 for loguniform");
     char *text = json_dumps(j, JSON_COMPACT);
-    assert_string_equal(text, "{\"error\":{\"code\":\"invalid_spec\",\"message\":\"search_space.lr: "
-                              "low must be > 0 for loguniform\",\"field\":\"search_space.lr.low\"}}");
+    assert_string_equal(text,
+                        "{\"error\":{\"code\":\"invalid_spec\",\"message\":\"search_space.lr: "
+                        "low must be > 0 for loguniform\",\"field\":\"search_space.lr.low\"}}");
     free(text);
     json_decref(j);
 
     /* No field: the key is left out, for NULL and "" alike. */
     j = rung_error_json(RUNG_E_NOT_FOUND, "", "no such endpoint");
     text = json_dumps(j, JSON_COMPACT);
-    assert_string_equal(text, "{\"error\":{\"code\":\"not_found\",\"message\":\"no such endpoint\"}}");
+    assert_string_equal(text,
+                        "{\"error\":{\"code\":\"not_found\",\"message\":\"no such endpoint\"}}");
     free(text);
     json_decref(j);
     j = rung_error_json(RUNG_E_INTERNAL, NULL, NULL);
@@ -266,7 +270,8 @@ static void test_utf8_truncate(void **state)
     assert_int_equal(rung_utf8_truncate_len("", 3), 0);
     /* "ab" + U+1F600 (4 bytes: F0 9F 98 80) + "c": every limit inside the
      * emoji keeps "ab"; the limit at its last byte keeps it whole. */
-    const char *s = "ab\xf0\x9f\x98\x80" "c";
+    const char *s = "ab\xf0\x9f\x98\x80"
+                    "c";
     assert_int_equal(rung_utf8_truncate_len(s, 2), 2);
     assert_int_equal(rung_utf8_truncate_len(s, 3), 2);
     assert_int_equal(rung_utf8_truncate_len(s, 4), 2);
@@ -311,7 +316,10 @@ static void test_utf8_char_len(void **state)
     assert_int_equal(rung_utf8_char_len("\xed\xa0\x80", 3), 0);     /* surrogate */
     assert_int_equal(rung_utf8_char_len("\xf4\x90\x80\x80", 4), 0); /* above U+10FFFF */
     assert_int_equal(rung_utf8_char_len("\xff", 1), 0);
-    assert_int_equal(rung_utf8_char_len("\xc3" "a", 2), 0); /* lead without continuation */
+    assert_int_equal(rung_utf8_char_len("\xc3"
+                                        "a",
+                                        2),
+                     0); /* lead without continuation */
 }
 
 int main(void)

@@ -471,10 +471,14 @@ static void test_ownership(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ok_lines),      cmocka_unit_test(test_none_lines),
-        cmocka_unit_test(test_invalid_lines), cmocka_unit_test(test_metric_limits),
-        cmocka_unit_test(test_line_length),   cmocka_unit_test(test_deep_nesting),
-        cmocka_unit_test(test_why_buffer),    cmocka_unit_test(test_ownership),
+        cmocka_unit_test(test_ok_lines),
+        cmocka_unit_test(test_none_lines),
+        cmocka_unit_test(test_invalid_lines),
+        cmocka_unit_test(test_metric_limits),
+        cmocka_unit_test(test_line_length),
+        cmocka_unit_test(test_deep_nesting),
+        cmocka_unit_test(test_why_buffer),
+        cmocka_unit_test(test_ownership),
         cmocka_unit_test(test_long_name_cut_on_character),
         cmocka_unit_test(test_nonfinite_round_trip),
     };
