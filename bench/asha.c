@@ -1,5 +1,5 @@
 /* asha_bench: early stopping on the lc4 learning-curve benchmark
- * (BENCHMARKS.md, section 3).
+ * (bench/README.md, section 3).
  *
  * lc4: a config x in [0, 1]^4 has the final loss
  *   f(x) = 0.05 + 0.5(x0 - 0.7)^2 + 0.3(x1 - 0.3)^2 + 0.2(x2 - 0.5)^2 + 0.1(x3 - 0.6)^2,
@@ -213,7 +213,7 @@ static double lc4_gstar(double xstar[LC4_DIMS])
     return best;
 }
 
-/* g* near BENCHMARKS.md's 0.0530, nothing below it at random points, and a
+/* g* near bench/README.md's 0.0530, nothing below it at random points, and a
  * curve that is the formula plus noise of the right size. A wrong lc4 would
  * make every figure meaningless. */
 static bool self_check(double gstar)

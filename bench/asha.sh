@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Early stopping on the lc4 learning curves, Rung against Optuna in the same
-# run (BENCHMARKS.md, section 3). Three steps, each under its own time limit:
+# run (bench/README.md, section 3). Three steps, each under its own time limit:
 #  1. build/bin/asha_bench --dump-only writes every curve to a temp file;
 #  2. bench/optuna_asha.py, with Debian's /usr/bin/python3, replays those
 #     curves with Optuna's SuccessiveHalvingPruner and HyperbandPruner, and
@@ -9,8 +9,8 @@
 #     schedulers (server/asha.c, in a simulation of W workers) on the same
 #     curves, then the two equal-budget arms, given optuna-sh's budgets.
 # It prints each tool's lines, the JSON objects, a table per W beside
-# BENCHMARKS.md's reference figures, and last the target lines of
-# BENCHMARKS.md section 5, each equal-budget one followed by a seed-by-seed
+# bench/README.md's reference figures, and last the target lines of
+# bench/README.md section 5, each equal-budget one followed by a seed-by-seed
 # comparison of the two arms (better / the same / worse). Exit status 1 when
 # Rung's run failed. When asha_bench is missing it builds it in the build
 # directory.
@@ -70,7 +70,7 @@ if [[ ! $WORKERS =~ ^[0-9]+(,[0-9]+)*$ ]]; then
     exit 2
 fi
 
-echo "== asha: early stopping on lc4 (BENCHMARKS.md section 3) =="
+echo "== asha: early stopping on lc4 (bench/README.md section 3) =="
 cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //' || true)
 echo "host: $(nproc) cores, $cpu; $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 echo "seeds 0..$((SEEDS - 1)), $TRIALS trials each (equal-budget arms: up to $MAX_TRIALS)," \
@@ -177,7 +177,7 @@ for path in sys.argv[2:]:
 
 LABELS = ["rung-fifo", "rung-asha", "rung-asha-promote", "rung-hyperband", "rung-median",
           "optuna-sh", "optuna-hb"]
-# BENCHMARKS.md section 3: Optuna 3.1, 100 trials, 10 seeds, one worker.
+# bench/README.md section 3: Optuna 3.1, 100 trials, 10 seeds, one worker.
 REFERENCE = [("no stopping", 8100, 0.0120), ("optuna-sh", 563, 0.0488),
              ("optuna-hb", 1523, 0.0246)]
 
@@ -238,7 +238,7 @@ for w in workers:
         else:
             print(f"  {'':<29} caps = {src}'s budgets, seed by seed")
 print()
-print("reference (BENCHMARKS.md, Optuna 3.1, W = 1, its own draws of lc4):")
+print("reference (bench/README.md, Optuna 3.1, W = 1, its own draws of lc4):")
 for name, budget, regret in REFERENCE:
     print(f"  {name:<19} {budget:8,d}  {regret:.4f}")
 print()

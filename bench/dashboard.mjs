@@ -4,7 +4,7 @@
 // loads one experiment with DASH_TRIALS trials (10,000) and DASH_REPORTS
 // (20) reports each, 200,000 metric rows, through the HTTP API as
 // DASH_WORKERS (32) concurrent fake workers on keep-alive connections
-// (register, lease, report, finish: the pull protocol of API.md), then
+// (register, lease, report, finish: the pull protocol of docs/api.md), then
 // opens the experiment page in headless Debian chromium DASH_RUNS (3) times,
 // each time in a fresh browser context (an empty cache), and measures:
 //

@@ -1,5 +1,5 @@
 /* gemm_share: the GEMMs of one rung-train step alone, through OpenBLAS
- * sgemm, as a samples/s bound (BENCHMARKS.md, section 4).
+ * sgemm, as a samples/s bound (bench/README.md, section 4).
  *
  *   gemm_share [--batches 64,256,1024] [--threads T] [--ranks K]
  *              [--hidden 512,256] [--layout rung|torch] [--min-time S] [--big]
@@ -23,7 +23,7 @@
  *    "samples_per_s": ..., "gflops": ..., "shapes": [{"op": "fwd0",
  *    "m": ..., "n": ..., "k": ..., "s": ...}, ...]}
  * (per-shape times measured one shape at a time on rank 0's sizes). --big
- * also prints sgemm 2048^3 GFLOP/s, BENCHMARKS.md's reference figure.
+ * also prints sgemm 2048^3 GFLOP/s, bench/README.md's reference figure.
  *
  * OpenBLAS reads OPENBLAS_CORETYPE when it loads: set it in the environment
  * to choose the kernel; the core it runs is in every line. */

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""optuna_asha: the Optuna peers of asha_bench (BENCHMARKS.md, section 3).
+"""optuna_asha: the Optuna peers of asha_bench (bench/README.md, section 3).
 
 It replays the lc4 learning curves that `asha_bench --dump-curves FILE`
 wrote (the same configs, noise and step durations as Rung's arms see) with

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""optuna_load: the Optuna peer of server_load (BENCHMARKS.md, section 1).
+"""optuna_load: the Optuna peer of server_load (bench/README.md, section 1).
 
 The same work as one Rung run, done with Optuna 3.1 on a fresh SQLite file:
 RDBStorage("sqlite:///<temp file>"), RandomSampler(seed),

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""optuna_quality: the peers of sampler_quality (BENCHMARKS.md, section 2).
+"""optuna_quality: the peers of sampler_quality (bench/README.md, section 2).
 
 The same five functions, boxes, seeds and evaluation counts as
 bench/sampler_quality.c, minimized by:
@@ -50,7 +50,7 @@ os.environ.setdefault("GFORTRAN_UNBUFFERED_PRECONNECTED", "y")
 # The test functions, written out again rather than shared with the C side:
 # the self-check of each side catches a slip in the other's formulas only if
 # they are independent. f* at full precision (Hartmann6: the literature
-# value, which BENCHMARKS.md rounds to -3.32237).
+# value, which bench/README.md rounds to -3.32237).
 
 HARTMANN_ALPHA = (1.0, 1.2, 3.0, 3.2)
 HARTMANN_A = (
@@ -167,7 +167,7 @@ def run_optuna(sampler_name, f, box, seed, evals):
 
 
 class GpEi:
-    """The scikit-learn GP-EI reference of BENCHMARKS.md, on the unit cube."""
+    """The scikit-learn GP-EI reference of bench/README.md, on the unit cube."""
 
     N_START = 10
     N_CANDIDATES = 2000

@@ -1,8 +1,8 @@
 /* sampler_quality: how fast Rung's searchers find the minimum of five test
- * functions (BENCHMARKS.md, section 2).
+ * functions (bench/README.md, section 2).
  *
  * For each function (Branin, Hartmann6, Rosenbrock-4, Ackley-5, Levy-4, on
- * the boxes of BENCHMARKS.md) and each searcher, it runs S seeds of E
+ * the boxes of bench/README.md) and each searcher, it runs S seeds of E
  * sequential evaluations: build a search space with one uniform parameter
  * per dimension over the box, propose a config, evaluate it, and record the
  * simple regret (best value so far - f*). `random` and `quasi` take trial
@@ -136,7 +136,7 @@ static double levy4(const double *x)
 }
 
 /* f* at full precision: Branin's is 10/(8 pi) exactly; Hartmann6's is the
- * literature value that BENCHMARKS.md rounds to -3.32237 (using the rounded
+ * literature value that bench/README.md rounds to -3.32237 (using the rounded
  * one would make late regrets negative). */
 static const TestFunction FUNCTIONS[] = {
     {"branin", 2, {-5, 0}, {10, 15}, 10.0 / (8.0 * PI), {PI, 2.275}, 1e-12, branin},
@@ -216,7 +216,7 @@ static bool self_check(void)
             ok = false;
         }
     }
-    /* BENCHMARKS.md's figure, and Branin's other two minima. */
+    /* bench/README.md's figure, and Branin's other two minima. */
     ok &=
         check_value("branin(pi, 2.275) vs 0.397887", branin((double[]){PI, 2.275}), 0.397887, 5e-7);
     ok &= check_value("branin(-pi, 12.275)", branin((double[]){-PI, 12.275}), 10.0 / (8.0 * PI),

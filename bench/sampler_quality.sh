@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Sampler quality, Rung against Optuna and a scikit-learn GP-EI in the same
-# run (BENCHMARKS.md, section 2). It runs build/bin/sampler_quality (Rung's
+# run (bench/README.md, section 2). It runs build/bin/sampler_quality (Rung's
 # random, quasi and bayes searchers), then bench/optuna_quality.py with
 # Debian's /usr/bin/python3 (Optuna random, TPE, multivariate TPE), then the
 # scikit-learn GP-EI reference on fewer seeds (it fits a GP per point), each
 # under its own time limit; a run cut short keeps the rows it finished. It
 # prints each tool's lines, the JSON objects, a table per function, and last
-# the target lines of BENCHMARKS.md section 5. Exit status 1 when Rung's run
+# the target lines of bench/README.md section 5. Exit status 1 when Rung's run
 # failed. It builds nothing: build sampler_quality first
 # (cmake --build build --target sampler_quality).
 #
@@ -44,7 +44,7 @@ for v in SEEDS EVALS SKLEARN_SEEDS SKLEARN_RESTARTS RUNG_TIMEOUT_S OPTUNA_TIMEOU
     fi
 done
 
-echo "== sampler_quality: searcher quality (BENCHMARKS.md section 2) =="
+echo "== sampler_quality: searcher quality (bench/README.md section 2) =="
 cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //' || true)
 echo "host: $(nproc) cores, $cpu; $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 echo "seeds 0..$((SEEDS - 1)), $EVALS evaluations each, functions $FUNCTIONS;" \
@@ -193,7 +193,7 @@ for fn in functions:
     print(f"  ratio rung-bayes / optuna-tpe (medians): @50 {ratios[0]}  @100 {ratios[1]}")
 
 # "No worse" than the GP-EI reference: rung-bayes' median regret at 100 is at
-# most sklearn-gp's, or both are below 1e-5 (both found f*, which BENCHMARKS.md
+# most sklearn-gp's, or both are below 1e-5 (both found f*, which bench/README.md
 # itself gives to 6 digits, so smaller differences are not a difference).
 TIE = 1e-5
 compared, no_worse, with_sklearn = [], 0, 0

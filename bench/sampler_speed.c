@@ -1,4 +1,4 @@
-/* sampler_speed: the wall time of one bayes proposal (BENCHMARKS.md,
+/* sampler_speed: the wall time of one bayes proposal (bench/README.md,
  * section 2, "bench/sampler_speed").
  *
  * For n observations in d uniform parameters on [0, 1] it builds a history
@@ -14,7 +14,7 @@
  * on a slow implementation.
  *
  * Prints a table, one JSON object per cell with --json, and last the target
- * lines of BENCHMARKS.md section 5. Without the bayes searcher in the build
+ * lines of bench/README.md section 5. Without the bayes searcher in the build
  * (RUNG_BENCH_HAVE_BAYES unset) it says so and prints the targets as n/a. */
 #include <jansson.h>
 #include <math.h>

@@ -1,6 +1,6 @@
-/* server_load: the scheduler throughput benchmark (BENCHMARKS.md, section 1).
+/* server_load: the scheduler throughput benchmark (bench/README.md, section 1).
  *
- * It plays W workers of the pull protocol of API.md against a running rungd:
+ * It plays W workers of the pull protocol of docs/api.md against a running rungd:
  * one thread per worker, each with its own curl easy handle, so every worker
  * keeps one keep-alive connection and no handle is shared by two threads.
  * The main thread creates one experiment (random searcher, fifo or asha
@@ -583,7 +583,7 @@ static void usage(FILE *f)
                "                   [--seed S] [--scheduler fifo|asha] [--wait-s S] [--token T]\n"
                "                   [--json]\n"
                "Plays W workers of the pull protocol against a running rungd and prints\n"
-               "trials/s, reports/s and report latency (BENCHMARKS.md, section 1).\n"
+               "trials/s, reports/s and report latency (bench/README.md, section 1).\n"
                "Defaults: --server http://127.0.0.1:8080 --workers 8 --trials 1000\n"
                "          --reports 20 --seed 1 --scheduler fifo --wait-s 5; token from\n"
                "          RUNG_TOKEN when --token is not given.\n");

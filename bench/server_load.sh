@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Scheduler throughput, Rung against Optuna in the same run (BENCHMARKS.md,
+# Scheduler throughput, Rung against Optuna in the same run (bench/README.md,
 # section 1). For each W it starts a fresh rungd on a fresh SQLite file on a
 # free loopback port, runs bench/server_load with W worker threads against
 # it, stops it with SIGTERM and deletes the file; then one asha run at the
 # best W (for information: a daemon without asha only gets a note); then the
 # Optuna peer (bench/optuna_load.py) for about ten seconds per row. It prints
 # each tool's lines, one JSON object per result, a table, and last the target
-# lines of BENCHMARKS.md section 5. Exit status 1 when a fifo run failed.
+# lines of bench/README.md section 5. Exit status 1 when a fifo run failed.
 #
 # Usage: bash bench/server_load.sh
 # Knobs (environment): SERVER_LOAD_WORKERS ("1 8 64"); trials per run are
@@ -174,7 +174,7 @@ rung_run() {
     [[ -n $RESULT ]]
 }
 
-echo "== server_load: scheduler throughput (BENCHMARKS.md section 1) =="
+echo "== server_load: scheduler throughput (bench/README.md section 1) =="
 cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //' || true)
 echo "host: $(nproc) cores, $cpu; $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 
@@ -270,7 +270,7 @@ if ((${#NOTES[@]} > 0)); then
 fi
 echo
 
-# Target lines, last (BENCHMARKS.md section 5).
+# Target lines, last (bench/README.md section 5).
 target() { # name value goal unit
     local verdict=short
     if [[ $2 != n/a ]] && awk -v a="$2" -v b="$3" 'BEGIN { exit !(a >= b) }'; then

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""torch_trainer: the PyTorch peer of rung-train (BENCHMARKS.md, section 4).
+"""torch_trainer: the PyTorch peer of rung-train (bench/README.md, section 4).
 
 The same model and data as rung-train's CPU backend: Fashion-MNIST from
 /usr/share/datasets/fashion-mnist (IDX files), pixels / 255 normalized with

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The trainer benchmark, rung-train's CPU backend against PyTorch in the same
-# run (BENCHMARKS.md, section 4): Fashion-MNIST, MLP 784-512-256-10, ReLU,
+# run (bench/README.md, section 4): Fashion-MNIST, MLP 784-512-256-10, ReLU,
 # softmax cross-entropy, SGD momentum 0.9, float32.
 #
 #  1. kernels: OpenBLAS's default core (OPENBLAS_CORETYPE unset, asked of
@@ -33,7 +33,7 @@
 #     test set as val_*; rung-train's learning rate follows a cosine over
 #     the run's epochs), with the per-epoch figures of the 10-epoch run, and
 #     PyTorch at a constant learning rate, after each of 10 epochs.
-# Then the target lines of BENCHMARKS.md section 5 and the reference figures.
+# Then the target lines of bench/README.md section 5 and the reference figures.
 #
 # Every process gets its environment set here, whatever the shell has:
 # OPENBLAS_CORETYPE unset (default core) or set (a chosen core),
@@ -286,7 +286,7 @@ torch_run() {
     fi
 }
 
-echo "== trainer: rung-train's CPU backend against PyTorch (BENCHMARKS.md section 4) =="
+echo "== trainer: rung-train's CPU backend against PyTorch (bench/README.md section 4) =="
 cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //' || true)
 echo "host: $NCPU cores, $cpu; load $(cut -d' ' -f1-3 /proc/loadavg);" \
     "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -796,10 +796,10 @@ if do_acc == "1":
               f"{ref.get(e, float('nan')):>9.3f}")
     print("  rung-train's learning rate follows a cosine from lr to 0 over the run's epochs "
           "(a run of E epochs ends annealed);")
-    print("  PyTorch's is constant, as in BENCHMARKS.md's reference figures.")
+    print("  PyTorch's is constant, as in bench/README.md's reference figures.")
 
 print()
-print("reference (BENCHMARKS.md section 4; another host: Intel family 6 model 207, where "
+print("reference (bench/README.md section 4; another host: Intel family 6 model 207, where "
       "OpenBLAS's default is Prescott):")
 print("  sgemm 2048^3, Prescott / SkylakeX, 2 threads: 72 / 342 GFLOP/s (1 thread: 36 / 168)")
 print("  GEMMs of one MLP step, batch 256, as samples/s: 28,700 (Prescott) / 114,800 (SkylakeX)")

@@ -25,7 +25,7 @@ int cli_cmd_watch(CliHttp *h, int argc, char **argv);
  * stderr (naming the command) and returns -1. */
 int cli_cmd_parse_id(const char *command, const char *arg, int64_t *id);
 
-/* Every item of a list endpoint, following the paging of API.md (limit,
+/* Every item of a list endpoint, following the paging of docs/api.md (limit,
  * offset, total). path has no query string. *out is a new array. */
 int cli_cmd_fetch_all(CliHttp *h, const char *path, json_t **out, CliError *err);
 

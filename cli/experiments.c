@@ -16,7 +16,7 @@
  * it can be raised, so this only guards against reading a disk image by
  * mistake. */
 #define SPEC_MAX ((size_t)64 << 20)
-/* Page size of list requests: API.md's maximum, so a listing takes the
+/* Page size of list requests: docs/api.md's maximum, so a listing takes the
  * fewest round trips. */
 #define PAGE 1000
 /* Trials `show` lists: the best ones; `export` has them all. */

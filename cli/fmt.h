@@ -19,7 +19,7 @@
  * strings are cut to fit. */
 #define CLI_FMT_VALUE_MAX 128
 
-/* The six trial states of API.md, in the order they are shown. */
+/* The six trial states of docs/api.md, in the order they are shown. */
 #define CLI_FMT_N_STATES 7
 extern const char *const cli_fmt_states[CLI_FMT_N_STATES];
 

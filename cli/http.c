@@ -139,7 +139,7 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
     return n;
 }
 
-/* An error answer: the API.md shape when it is one, else the status and the
+/* An error answer: the docs/api.md shape when it is one, else the status and the
  * start of the body (a proxy's HTML page, say). */
 static void api_error(CliError *err, long status, const Buffer *b)
 {

@@ -4,7 +4,7 @@
  * connection alive between polls), the daemon's base URL and the token.
  * A request either succeeds with a 2xx reply or fills a CliError that says
  * which of three things went wrong: the daemon could not be reached (worth
- * retrying: it may be restarting), it answered with an API.md error (its
+ * retrying: it may be restarting), it answered with an docs/api.md error (its
  * code, message and field), or its reply made no sense. cli_error_print
  * writes every error the same way, so scripts and people see one format. */
 #ifndef RUNG_CLI_HTTP_H
@@ -24,7 +24,7 @@
 typedef enum {
     CLI_ERR_NONE = 0,
     CLI_ERR_CONNECT, /* no HTTP answer: refused, timed out, reset, unresolved */
-    CLI_ERR_API,     /* an HTTP error answer (API.md error shape when it has one) */
+    CLI_ERR_API,     /* an HTTP error answer (docs/api.md error shape when it has one) */
     CLI_ERR_REPLY,   /* a 2xx answer that is not what the API promises */
     CLI_ERR_LOCAL,   /* on this side: a file, an argument, memory */
 } CliErrorKind;

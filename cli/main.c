@@ -6,7 +6,7 @@
  * help, so the usage text and the dispatch cannot disagree. Global options
  * may stand before or after the command (people type `rung ls --server X`
  * as often as `rung --server X ls`); RUNG_SERVER and RUNG_TOKEN stand in for
- * them (API.md, "Command lines"). Exit status: 0 done, 1 the request failed,
+ * them (docs/api.md, "Command lines"). Exit status: 0 done, 1 the request failed,
  * 2 bad arguments. */
 #include <curl/curl.h>
 #include <stdbool.h>
@@ -17,7 +17,7 @@
 #include "commands.h"
 #include "http.h"
 
-/* Where rungd listens when started without --port (API.md). */
+/* Where rungd listens when started without --port (docs/api.md). */
 #define DEFAULT_SERVER "http://127.0.0.1:8080"
 /* Arguments we keep after taking the global options out; more than any
  * command takes, so a longer line is simply wrong. */

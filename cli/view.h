@@ -1,7 +1,7 @@
 /* Pieces of an experiment's picture that `show` and `watch` share: the
  * progress line, the best trial, and the table of trials with one column per
  * searched parameter. They take the daemon's JSON as it comes (experiment
- * and trial objects of API.md) and tolerate absent fields, so a newer or
+ * and trial objects of docs/api.md) and tolerate absent fields, so a newer or
  * older daemon still gets a readable screen. */
 #ifndef RUNG_CLI_VIEW_H
 #define RUNG_CLI_VIEW_H

@@ -30,7 +30,7 @@
 #include "table.h"
 #include "view.h"
 
-/* API.md's largest page: the fewest round trips per tick. */
+/* docs/api.md's largest page: the fewest round trips per tick. */
 #define PAGE 1000
 /* Rows of the trial table at most; on a terminal fewer when it is short. */
 #define DEFAULT_ROWS 30

@@ -51,7 +51,7 @@ static char *gpus_cell(const json_t *worker)
         const json_t *st = gpu_status(heartbeat, index);
         const json_t *util = json_object_get(st, "util");
         if (json_is_number(util)) {
-            /* API.md sends a fraction (0.97); a worker that sends percent
+            /* docs/api.md sends a fraction (0.97); a worker that sends percent
              * (97) is shown as it meant. */
             double u = json_number_value(util);
             fprintf(f, " %.0f%%", u <= 1.0 ? u * 100.0 : u);

@@ -2,7 +2,7 @@
  *
  * Every fallible function returns int: 0 on success, or a negative RUNG_E_*
  * code. The same X-macro gives each code its API string (the "code" of an
- * error reply, see API.md) and its HTTP status, so a library error travels
+ * error reply, see docs/api.md) and its HTTP status, so a library error travels
  * to the wire without a translation table of its own. A RungError carries
  * the code, the JSON path of the offending input field (empty when no single
  * field is at fault) and a message for a person. */

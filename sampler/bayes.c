@@ -1,5 +1,5 @@
 /* The bayes searcher: Gaussian-process search over the unit cube (bayes.h,
- * DESIGN.md "Bayesian search").
+ * docs/architecture.md "Bayesian search").
  *
  * What the GP sees. Every sampled parameter is one feature: continuous,
  * integer and quantized domains their cube coordinate (log domains are
@@ -74,7 +74,7 @@ _Static_assert(BAYES_MAX_OBS + BAYES_MAX_PENDING + BAYES_MAX_BATCH <= GP_MAX_POI
 /* Their spreads: local_scale times 1, 1/4 and 1/16, in turn. */
 #define BAYES_LOCAL_LEVELS 3
 
-/* The defaults were tuned with a driver over BENCHMARKS.md section 2's
+/* The defaults were tuned with a driver over bench/README.md section 2's
  * functions (Branin, Hartmann6, Rosenbrock-4, Ackley-5, Levy-4; 40 seeds x
  * 100 trials) and timed at 100 and 1,000 observations. */
 void bayes__default_tuning(BayesTuning *t)

@@ -1,4 +1,4 @@
-/* Bayesian search (the `bayes` searcher of API.md; DESIGN.md "Bayesian
+/* Bayesian search (the `bayes` searcher of docs/api.md; docs/architecture.md "Bayesian
  * search"): a Gaussian process over the encoded search space and log
  * Expected Improvement, with pending trials as kriging-believer points.
  *

@@ -1,6 +1,6 @@
 /* The search space and the searchers that draw configs from it.
  *
- * A Space is parsed once from an experiment's "search_space" (API.md, table
+ * A Space is parsed once from an experiment's "search_space" (docs/api.md, table
  * "Search space") and is immutable afterwards, so the proposer thread and the
  * request thread may read it at once. Non-grid, non-constant parameters map
  * to one coordinate each of the unit cube [0, 1)^d ("cube dims"); grid
@@ -21,7 +21,7 @@
 /* Limits on what a user controls, each with why. */
 #define SPACE_MAX_PARAMS 256          /* a GP over more dims is hopeless anyway */
 #define SPACE_MAX_VALUES 10000        /* choice/grid values: keeps specs small */
-#define SPACE_MAX_NAME 64             /* API.md: [A-Za-z_][A-Za-z0-9_.-]{0,63} */
+#define SPACE_MAX_NAME 64             /* docs/api.md: [A-Za-z_][A-Za-z0-9_.-]{0,63} */
 #define SAMPLER_MAX_TRIALS 10000000LL /* num_samples x grid product, bounded */
 /* grid_points at most, and the most values of an integer domain that the grid
  * searcher enumerates without them: a grid is for a handful of values. */

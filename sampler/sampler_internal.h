@@ -1,7 +1,7 @@
 /* What the files of sampler/ share and nobody else should use.
  *
  * A Space is an array of parameters in spec order. Each parameter is one of
- * the domains of API.md's table; its bounds are kept in the form the unit
+ * the domains of docs/api.md's table; its bounds are kept in the form the unit
  * cube mapping needs (logs precomputed, quantized and integer domains as an
  * ordered set of `count` values), so decoding a config is arithmetic only.
  * Names with two underscores (`space__x`, `sampler__x`) cross files of this

@@ -96,7 +96,7 @@ int searcher_parse(const json_t *searcher, const Space *space, SearcherSpec *out
         return rung_error_set(err, INVALID, "searcher.n_initial",
                               "searcher.n_initial: only the bayes searcher takes n_initial");
     if (out->type == SEARCHER_BAYES) {
-        out->n_initial = 2 * (int64_t)dims > 5 ? 2 * (int64_t)dims : 5; /* API.md default */
+        out->n_initial = 2 * (int64_t)dims > 5 ? 2 * (int64_t)dims : 5; /* docs/api.md default */
         rc = jsonv_int(searcher, "searcher", "n_initial", JSONV_OPTIONAL, 1, SAMPLER_MAX_TRIALS,
                        &out->n_initial, INVALID, err);
         if (rc != 0)

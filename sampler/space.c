@@ -1,4 +1,4 @@
-/* Parsing and validation of a search space (API.md, "Search space").
+/* Parsing and validation of a search space (docs/api.md, "Search space").
  *
  * Every parameter is checked here, once, with the JSON path of the offending
  * field in the error, so that decoding and enumerating later can be plain
@@ -45,7 +45,7 @@ static bool is_alpha_(char c)
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
 }
 
-/* API.md: [A-Za-z_][A-Za-z0-9_.-]{0,63}. Plain ASCII tests, not <ctype.h>,
+/* docs/api.md: [A-Za-z_][A-Za-z0-9_.-]{0,63}. Plain ASCII tests, not <ctype.h>,
  * so that the locale can never widen what a name may hold. */
 static bool name_ok(const char *name)
 {

@@ -1,4 +1,4 @@
-/* Request handlers; see api.h and API.md for every shape. */
+/* Request handlers; see api.h and docs/api.md for every shape. */
 #include "errjson.h"
 #include "api.h"
 
@@ -15,11 +15,11 @@
 #include "views.h"
 
 #define A RUNG_E_INVALID_ARGUMENT
-#define LIST_DEFAULT 100    /* API.md: lists default to 100 items ... */
+#define LIST_DEFAULT 100    /* docs/api.md: lists default to 100 items ... */
 #define LIST_MAX 1000       /* ... and give at most 1,000 at once */
 #define METRICS_MAX 10000   /* reports per metrics call; page with after_step */
 #define CURVES_MAX 250000   /* metric values per curves call; page with after */
-#define LONG_POLL_MAX_S 30  /* API.md: a lease waits at most 30 s */
+#define LONG_POLL_MAX_S 30  /* docs/api.md: a lease waits at most 30 s */
 #define MAX_TRIAL_IDS 1024  /* trials one heartbeat may list */
 #define MAX_NAME 256        /* worker name and hostname */
 #define MAX_GPUS_JSON 64    /* GPUs a worker may describe */
@@ -55,7 +55,7 @@ static json_t *time_json(int64_t ms)
     return view_time(ms);
 }
 
-/* Seconds as a JSON integer when whole (API.md shows "heartbeat_s": 5), else
+/* Seconds as a JSON integer when whole (docs/api.md shows "heartbeat_s": 5), else
  * as a real, so short test leases still get a heartbeat several times per
  * lease. */
 static json_t *seconds_json(int64_t ms)

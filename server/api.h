@@ -23,7 +23,7 @@ void api_worker_lease(Engine *e, Job *job);
 void api_worker_heartbeat(Engine *e, Job *job);
 void api_prometheus(Engine *e, Job *job);
 
-/* Sets job's reply to the error of API.md's shape; field may be "". */
+/* Sets job's reply to the error of docs/api.md's shape; field may be "". */
 void api_error(Job *job, int code, const char *field, const char *message);
 
 #endif

@@ -1,7 +1,7 @@
 /* Early stopping: the decision at each report. Pure: no I/O, no clock, no
  * global state; every draw comes from the seed. One Asha per experiment.
  *
- * Four rules (API.md, "scheduler"):
+ * Four rules (docs/api.md, "scheduler"):
  * - ASHA_ASHA: Ray Tune's ASHAScheduler. Bracket s has rungs at
  *   grace_period * rf^(k+s), k = 0 .. floor(log(max_t/grace_period)/log(rf)) - s.
  *   A trial joins a bracket drawn from (seed, trial number) with weights

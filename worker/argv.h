@@ -1,4 +1,4 @@
-/* A command trainable's argv with the trial's config filled in (API.md: in
+/* A command trainable's argv with the trial's config filled in (docs/api.md: in
  * `argv`, `{name}` is replaced by the parameter's value). Pure.
  *
  * A value is inserted as text: a string raw (no quotes), an integer as an
@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 #define ARGV_MAX_ARGS 256 /* as the server's SPEC_MAX_ARGV */
-#define ARGV_MAX_NAME 64  /* longest parameter name (API.md) */
+#define ARGV_MAX_NAME 64  /* longest parameter name (docs/api.md) */
 
 /* The text of one value, as above. New string (free with free), NULL when
  * out of memory. */

@@ -1,6 +1,6 @@
 /* The worker's HTTP client: JSON requests to rungd over libcurl.
  *
- * One Client per thread (STYLE.md: no curl handle is shared by two threads);
+ * One Client per thread (docs/architecture.md: no curl handle is shared by two threads);
  * each keeps its connection alive between requests. Requests carry
  * `Authorization: Bearer <token>` when a token is set.
  *

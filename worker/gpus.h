@@ -1,6 +1,6 @@
 /* The machine's GPUs, through NVML opened at run time.
  *
- * The worker does not link CUDA or NVML (DESIGN.md): it dlopen()s
+ * The worker does not link CUDA or NVML (docs/architecture.md): it dlopen()s
  * libnvidia-ml.so.1, which ships with the driver, so one binary runs on GPU
  * and CPU-only machines alike. No library, a missing symbol or an NVML error
  * means zero GPUs, never a crash. NVML's own functions are thread-safe, so

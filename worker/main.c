@@ -1,4 +1,4 @@
-/* rung-worker: runs trials for rungd on this machine (API.md, "Workers").
+/* rung-worker: runs trials for rungd on this machine (docs/api.md, "Workers").
  *
  * Parses its options from one table, finds the GPUs (NVML, optional),
  * registers, then runs the lease and heartbeat threads (worker.h) and one
@@ -179,7 +179,7 @@ static int register_worker(Worker *w, const int *gpus, int n_gpus)
         return -1;
     }
     w->id = json_integer_value(id);
-    /* Defaults for a server that leaves them out: API.md's example values. */
+    /* Defaults for a server that leaves them out: docs/api.md's example values. */
     w->heartbeat_s = json_is_number(hb) && json_number_value(hb) > 0 ? json_number_value(hb) : 5;
     w->lease_s =
         json_is_number(lease) && json_number_value(lease) > 0 ? json_number_value(lease) : 30;

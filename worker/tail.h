@@ -1,4 +1,4 @@
-/* The last lines of a trial's stderr, kept for its error text (API.md: a
+/* The last lines of a trial's stderr, kept for its error text (docs/api.md: a
  * failed trial's error is "the last lines of stderr"). Pure.
  *
  * Bounded both ways: at most TAIL_MAX_LINES lines and TAIL_MAX_BYTES bytes

@@ -598,7 +598,7 @@ static int prepare(Sup *s, char *why, size_t why_size)
         return -1;
     }
     if (builtin) {
-        /* The built-in trainer is a program beside this one (DESIGN.md). */
+        /* The built-in trainer is a program beside this one (docs/architecture.md). */
         char exe[PATH_MAX + 16];
         snprintf(exe, sizeof exe, "%s/rung-train", w->exe_dir);
         if (access(exe, X_OK) != 0) {

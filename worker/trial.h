@@ -30,7 +30,7 @@
 #include "slots.h"
 #include "tail.h"
 
-#define TRIAL_KILL_GRACE_S 10 /* SIGTERM, then SIGKILL this much later (API.md) */
+#define TRIAL_KILL_GRACE_S 10 /* SIGTERM, then SIGKILL this much later (docs/api.md) */
 #define TRIAL_QUEUE_MAX                                                                            \
     10000                   /* reports waiting; beyond it stdout is not read                       \
                                (the program blocks on its pipe: nothing is lost) */

@@ -11,7 +11,7 @@ by mini-batch SGD with momentum and L2 weight decay:
   around the moons (above 95% with a good learning rate).
 
 After every epoch it evaluates on a held-out split and prints one report line
-for Rung (API.md, "the report line protocol"):
+for Rung (docs/api.md, "the report line protocol"):
 
     @rung {"step": 3, "val_loss": 0.31, "val_acc": 0.88, "train_loss": 0.35}
 

@@ -31,7 +31,7 @@
 
 /* ---- Errors ---------------------------------------------------------- */
 
-/* One message per thread: every rank thread owns its own (STYLE.md,
+/* One message per thread: every rank thread owns its own (docs/architecture.md,
  * convention 4), and nothing is shared. */
 static thread_local char ops_why[512];
 

@@ -14,7 +14,7 @@
  * where and why. Launch errors surface at once; faults inside a kernel
  * surface at the caller's next synchronization, as with any CUDA code.
  *
- * Handles: a cublasHandle_t belongs to one thread (STYLE.md, convention 4);
+ * Handles: a cublasHandle_t belongs to one thread (docs/architecture.md, convention 4);
  * the GEMM operations bind it to the stream they are given. */
 #ifndef RUNG_KERNELS_OPS_CUDA_H
 #define RUNG_KERNELS_OPS_CUDA_H

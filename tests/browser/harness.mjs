@@ -6,8 +6,8 @@
 // and talks to it over real HTTP on loopback. It adds:
 //
 // - `Rungd`: one daemon process; `api()` for JSON requests that must answer
-//   a given status; shortcuts for the API.md objects.
-// - `FakeWorker`: the pull protocol of API.md (register, lease, heartbeat,
+//   a given status; shortcuts for the docs/api.md objects.
+// - `FakeWorker`: the pull protocol of docs/api.md (register, lease, heartbeat,
 //   report, finish) spoken by the test itself, so that it decides every
 //   number the dashboard must show.
 // - `startWorker()`: a real rung-worker process (--gpus none).

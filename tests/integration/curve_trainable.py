@@ -10,7 +10,7 @@ stride, 2 stride, ... and at max_t (steps(config)). At step t it reports
 
 with f = 0.1 + 0.5 (x - 0.7)^2 + 0.3 (y - 0.4)^2, a = 0.2 + 0.6 y and
 b = 1 + 8 x: a good x converges slowly, so curves cross and early rungs
-mislead sometimes, as in the lc4 benchmark (BENCHMARKS.md); the small
+mislead sometimes, as in the lc4 benchmark (bench/README.md); the small
 wiggle makes curves non-monotone, so the best value so far is not always
 the last one.
 

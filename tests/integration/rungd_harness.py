@@ -11,7 +11,7 @@ does. This module holds what every test file shares:
   same database.
 - `Daemon.call` / `Daemon.request`: one HTTP request on a fresh connection,
   answered as (status, parsed JSON) or as a `Response`.
-- `Worker`: the pull protocol of API.md (register, lease, heartbeat, report,
+- `Worker`: the pull protocol of docs/api.md (register, lease, heartbeat, report,
   finish) as a worker speaks it.
 - `RungdTestCase`: a unittest.TestCase whose daemons and temporary folders are
   always cleaned up, and which fails a test whose daemon died on its own.
@@ -419,7 +419,7 @@ class Daemon:
 
 
 class Worker:
-    """A worker speaking the pull protocol of API.md over HTTP."""
+    """A worker speaking the pull protocol of docs/api.md over HTTP."""
 
     def __init__(self, daemon, name="worker", cpus=16, gpus=()):
         self.d = daemon
@@ -538,7 +538,7 @@ class RungdTestCase(unittest.TestCase):
         return d
 
     def assertError(self, resp, status, code, field=None):
-        """resp is a Response or a (status, doc) pair; checks the API.md error
+        """resp is a Response or a (status, doc) pair; checks the docs/api.md error
         shape, the status, the code and (when given) the field."""
         if isinstance(resp, Response):
             st, doc, text = resp.status, resp.json, resp.text

@@ -8,7 +8,7 @@ trials strictly one after the other, in the order the server leases them
 (promoted trials first, then new trials by number). Once the experiment has
 ended, the test fetches the configs the random searcher drew, computes every
 curve (curve_trainable.curve) and replays the rule here, in Python written
-from the rule's text (asha.h, API.md; Ray Tune's ASHAScheduler and
+from the rule's text (asha.h, docs/api.md; Ray Tune's ASHAScheduler and
 MedianStoppingRule, the ASHA paper's promotions), independent of the C:
 
 - asha: rungs at grace * rf^k; a report at step >= max_t completes the

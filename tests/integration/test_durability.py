@@ -1,6 +1,6 @@
 """Integration tests: durability and restarts.
 
-API.md: "A report answered 200 is durable: it survives kill -9 of the daemon",
+docs/api.md: "A report answered 200 is durable: it survives kill -9 of the daemon",
 and on SIGTERM rungd shuts down cleanly with running trials keeping their
 leases. These tests acknowledge reports, kill or stop rungd, restart it on the
 same database file and check that nothing acknowledged is lost and that the

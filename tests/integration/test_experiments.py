@@ -247,7 +247,7 @@ class ExperimentObjects(h.RungdTestCase):
         self.assertEqual([e["name"] for e in doc["items"]], ["second", "first"])
         one = d.experiment(a["id"])
         self.assertEqual(one["name"], "first")
-        # API.md's six states, and "paused" of asha's promote variant.
+        # docs/api.md's six states, and "paused" of asha's promote variant.
         self.assertEqual(set(one["counts"]),
                          {"pending", "running", "completed", "stopped", "failed", "canceled",
                           "paused"})
@@ -407,7 +407,7 @@ class Contents(h.RungdTestCase):
                 self.assertEqual(text, want)
 
     def test_api_md_example_spec(self):
-        # The example of API.md, verbatim. Parts that this rungd declares
+        # The example of docs/api.md, verbatim. Parts that this rungd declares
         # unsupported are swapped for defaults and reported as a skip.
         d = self.daemon()
         example = {

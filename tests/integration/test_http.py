@@ -105,7 +105,7 @@ class Errors(h.RungdTestCase):
         self.assertEqual(d.ok("GET", "/api/v1/experiments")["total"], 20)
 
     def test_content_type_with_charset(self):
-        # API.md's own content type.
+        # docs/api.md's own content type.
         d = self.daemon()
         r = d.request("POST", "/api/v1/experiments", raw=json.dumps(h.spec()).encode(),
                       headers={"Content-Type": "application/json; charset=utf-8"})

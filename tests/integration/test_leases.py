@@ -274,7 +274,7 @@ class Reports(h.RungdTestCase):
         self.assertEqual(mine["name"], "gpu-box-1")
         self.assertEqual(mine["cpus"], 12)
         self.assertEqual([g["index"] for g in mine["gpus"]], [0, 1])
-        # "running trials" (API.md) under whatever key names them.
+        # "running trials" (docs/api.md) under whatever key names them.
         running = [v for k, v in mine.items() if "running" in k and isinstance(v, list)]
         self.assertTrue(any(t["id"] in v or any(isinstance(x, dict) and x.get("id") == t["id"]
                                                  for x in v) for v in running), mine)

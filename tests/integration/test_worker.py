@@ -4,7 +4,7 @@ Every test starts a real rungd (on a loopback port, with a temporary
 database) and real `rung-worker --gpus none --cpu-slots N` processes, which
 lease trials and run command trainables as child processes: the examples in
 examples/trainables/ and small Python programs written by the tests. What is
-checked is API.md's pull protocol and report line protocol as seen from the
+checked is docs/api.md's pull protocol and report line protocol as seen from the
 outside: the trials' states, attempts, errors and stored reports, the CSV,
 and the processes themselves (kill -9 of a worker or of rungd, a stop that
 must kill a whole process group).
@@ -410,7 +410,7 @@ class TrialEnvironment(wh.WorkerTestCase):
 
 
 class DashboardFeeds(wh.WorkerTestCase):
-    """What the dashboard reads besides API.md: the last log lines of a
+    """What the dashboard reads besides docs/api.md: the last log lines of a
     running trial (carried by heartbeats) and the experiment's curves,
     fetched incrementally from a cursor."""
 

@@ -1,4 +1,4 @@
-/* Unit tests of server/asha.c, the early-stopping rules of asha.h (API.md,
+/* Unit tests of server/asha.c, the early-stopping rules of asha.h (docs/api.md,
  * "scheduler").
  *
  * The main check runs 1,000 random report sequences through asha.c and

@@ -561,7 +561,7 @@ static void test_invalid_spaces(void **state)
         json_decref(json);
     }
 
-    /* API.md's own example, message included. */
+    /* docs/api.md's own example, message included. */
     json_t *json = load("{\"lr\": {\"type\": \"loguniform\", \"low\": 0, \"high\": 0.3}}");
     Space *space = NULL;
     RungError err;

@@ -1,5 +1,5 @@
 // The dashboard's only caller of fetch: every request to rungd's REST API
-// (API.md) goes through request(), and every failure comes out as ApiError.
+// (docs/api.md) goes through request(), and every failure comes out as ApiError.
 
 const BASE = '/api/v1';
 const TOKEN_KEY = 'rung.token';

@@ -1,4 +1,4 @@
-// trials.csv (API.md) read back into trial-like objects for the charts:
+// trials.csv (docs/api.md) read back into trial-like objects for the charts:
 // {id, number, state, config, best: {value} | null, step}. One request of
 // about 110 bytes per trial instead of ten JSON pages of 450 each.
 

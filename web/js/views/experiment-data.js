@@ -14,7 +14,7 @@ import * as api from '../api.js';
 import { trialsFromCsv } from '../csv.js';
 import { FINAL, countTotal } from '../format.js';
 
-const PAGE = 1000; // API.md: lists give at most 1,000 at once
+const PAGE = 1000; // docs/api.md: lists give at most 1,000 at once
 const CURVES_PAGE = 250000; // server/api.c CURVES_MAX
 const SINGLE_PER_TICK = 200; // single-trial fetches per poll; the rest wait
 const PARALLEL = 6; // requests at once (a browser opens 6 per host)
