@@ -1,19 +1,42 @@
-/* The HTTP front; see http.h. */
+/* The HTTP front; see http.h.
+ *
+ * Connections are rungd's before they are libmicrohttpd's. MHD 0.9.75
+ * answers a malformed request (request line, Content-Length, a URI or
+ * headers too large, HTTP/2.0) with an HTML body of its own, and waits
+ * 120 s for a request that arrives slowly, so rungd accepts each connection
+ * itself: it counts it against the global and per-address limits, peeks
+ * (MSG_PEEK) at its request head until the head is complete, answers a bad
+ * one with a JSON error and closes, and hands a good one to MHD
+ * (MHD_add_connection), which reads the same bytes again. When MHD has
+ * completed a request on a kept-alive connection, the connection is
+ * suspended and watched the same way until the next head is complete.
+ * A request whose head and body are not in within REQUEST_TIMEOUT_MS is cut.
+ *
+ * What MHD reads without this screen: the body of a chunked upload (its
+ * chunk framing), and requests that follow a chunked one or that a client
+ * pipelined before the previous reply (see Conn.unscreened). */
 #include "http.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <linux/sockios.h>
+#include <linux/tcp.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "api.h"
@@ -23,8 +46,33 @@
 #define MAX_QUERY_ARGS 32     /* query arguments kept per request */
 /* Connections at once: each worker slot and dashboard tab holds one. */
 #define CONNECTION_LIMIT 4096
+/* Connections at once from one client address (an IPv6 /64): a quarter of
+ * the whole, so that one host cannot take every connection, while a fleet
+ * of workers behind one NAT address still fits. */
+#define PER_ADDRESS_LIMIT 1024
+/* A request's head and body must arrive within this of its first byte (of
+ * the accept, for a connection's first request). */
+#define REQUEST_TIMEOUT_MS 10000
 /* Idle keep-alive connections are closed after this; above the 30 s long poll. */
 #define IDLE_TIMEOUT_S 120
+/* A refused connection is read (and what it sends dropped) this long before
+ * it is closed, so that closing with unread bytes does not reset the reply
+ * away before the client reads it. */
+#define LINGER_MS 2000
+/* A request head (request line and headers) larger than this is refused
+ * (431; 414 when the request line alone is), and so is a request target
+ * longer than TARGET_MAX. */
+#define HEAD_MAX 8192
+#define TARGET_MAX 4096
+/* Header lines, query arguments and cookies of one request: MHD keeps a
+ * record of each in its per-connection pool (MHD_POOL_BYTES, 64 bytes a
+ * record, beside a 16 KiB read buffer and a copy of the Cookie header), and
+ * answers 431 in HTML once the pool is full. HEAD_MAX and MAX_FIELDS keep
+ * every screened request within it. */
+#define MAX_FIELDS 100
+#define MHD_POOL_BYTES (32 * 1024)
+#define ADDRESS_BUCKETS 1024
+#define ACCEPTS_PER_RUN 64
 
 typedef struct Route {
     const char *method;
@@ -51,6 +99,39 @@ static const Route routes[] = {
     {"GET", "/metrics", api_prometheus},
 };
 
+typedef enum {
+    C_SCREEN, /* ours: waiting for a complete request head */
+    C_LINGER, /* ours: refused, reading what is left before closing */
+    C_MHD,    /* MHD's: reading a request, at the engine, or replying */
+} ConnState;
+
+/* One accepted connection, from accept to close. */
+typedef struct Conn Conn;
+struct Conn {
+    int fd;
+    ConnState state;
+    bool in_mhd;         /* MHD has the socket (it closes it); C_SCREEN and
+                          * C_LINGER then mean suspended by us */
+    bool watched;        /* in Http.epfd */
+    bool idle;           /* C_SCREEN between requests: no byte of the next yet */
+    /* MHD reads this connection's later requests itself: after a chunked
+     * body (whose framing we do not follow), or when MHD has read bytes
+     * past the requests we screened (a client that pipelines). They get
+     * MHD's parsing and a 10 s inactivity timeout. */
+    bool unscreened;
+    bool done_listed;    /* on Http.done */
+    int64_t deadline_ms; /* monotonic: the connection is cut then; 0: none */
+    uint64_t expected;   /* bytes of the request heads and bodies handed to MHD */
+    struct MHD_Connection *mhd;
+    struct sockaddr_storage addr;
+    socklen_t addr_len;
+    unsigned char key[16]; /* the client's address; for IPv6 its /64 */
+    unsigned bucket;
+    Conn *prev, *next;           /* Http.conns */
+    Conn *addr_prev, *addr_next; /* Http.by_address[bucket] */
+    Conn *done_next;             /* Http.done */
+};
+
 struct Http {
     struct MHD_Daemon *daemon;
     Engine *engine;
@@ -58,21 +139,39 @@ struct Http {
     char *token;
     char *web_dir;
     size_t max_body;
+    int listen_fd;
+    int epfd;            /* the listen socket, MHD's epoll fd, connections we watch */
+    bool accept_paused;  /* out of descriptors: until the next tick */
+    bool resumed;        /* a connection was resumed outside MHD_run */
+    int n_conns;
+    Conn *conns;
+    Conn *by_address[ADDRESS_BUCKETS];
+    Conn *done;          /* connections whose request MHD completed this run */
+    Conn *adding;        /* the one MHD_add_connection is taking */
 };
 
-/* Per-request state: made on the first callback, freed when MHD completes. */
+/* Per-request state: made when MHD has the request line, freed when MHD
+ * completes the request. */
 typedef struct Request {
     Job job;               /* first: on_done gets the Job and finds the Request */
     struct MHD_Connection *connection;
+    Conn *conn;
     int64_t t0;            /* monotonic ns at the first callback */
     const Route *route;
     int64_t ids[MAX_IDS];
     char *body;
     size_t len, cap;
+    bool bad_target;       /* the request target encodes a control byte */
+    bool started;          /* the access handler has seen it */
     bool too_large;
     bool submitted;        /* the job went to the engine */
     bool answered;         /* the engine is done with it */
 } Request;
+
+static int64_t mono_ms(void)
+{
+    return rung_mono_ns() / 1000000;
+}
 
 /* Matches url against pattern, collecting {id}s. */
 static bool match(const char *pattern, const char *url, int64_t ids[MAX_IDS])
@@ -145,14 +244,20 @@ static enum MHD_Result send_json(struct MHD_Connection *c, int status, json_t *b
     return send_buffer(c, status, text, strlen(text), "application/json; charset=utf-8");
 }
 
-/* The one builder of error replies outside the engine. */
-static enum MHD_Result send_error(struct MHD_Connection *c, int code, const char *field,
-                                  const char *message)
+/* {"error": {"code": ..., "message": ..., "field": ...}}, the shape of every refusal. */
+static json_t *error_body(int code, const char *field, const char *message)
 {
     json_t *e = json_pack("{s:s, s:s}", "code", rung_error_string(code), "message", message);
     if (field && field[0])
         json_object_set_new(e, "field", json_string(field));
-    return send_json(c, rung_error_status(code), json_pack("{s:o}", "error", e));
+    return json_pack("{s:o}", "error", e);
+}
+
+/* The one builder of error replies outside the engine. */
+static enum MHD_Result send_error(struct MHD_Connection *c, int code, const char *field,
+                                  const char *message)
+{
+    return send_json(c, rung_error_status(code), error_body(code, field, message));
 }
 
 static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -193,12 +298,21 @@ static const char fallback_page[] =
     "--web-dir; the REST API is at <code>/api/v1</code> (try "
     "<a href=\"/api/v1/experiments\">/api/v1/experiments</a>).</p>";
 
+/* What of web_dir the dashboard's page loads (web/index.html): the page,
+ * its style sheet, its modules and uPlot's built files. The rest of the
+ * folder (package.json, README.md, the other npm packages) is not served. */
+static bool dashboard_file(const char *rel)
+{
+    return strcmp(rel, "/index.html") == 0 || strcmp(rel, "/style.css") == 0 ||
+           strncmp(rel, "/js/", 4) == 0 || strncmp(rel, "/node_modules/uplot/dist/", 25) == 0;
+}
+
 /* Serves a file of web_dir. Paths are checked by character and segment so
  * that nothing outside the folder can be named (no "..", no hidden files). */
 static enum MHD_Result serve_static(Http *h, struct MHD_Connection *c, const char *url)
 {
     const char *rel = strcmp(url, "/") == 0 ? "/index.html" : url;
-    bool ok = strlen(rel) < 256;
+    bool ok = strlen(rel) < 256 && dashboard_file(rel);
     for (const char *p = rel; ok && *p; p++) {
         char ch = *p;
         ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
@@ -241,16 +355,55 @@ static enum MHD_Result serve_static(Http *h, struct MHD_Connection *c, const cha
 
 /* ---- the access handler ---- */
 
+/* application/json, alone or with parameters ("; charset=utf-8"), in any case. */
 static bool is_json_type(const char *type)
 {
     if (type == NULL)
         return true; /* clients that send none mean JSON here */
-    return strncasecmp(type, "application/json", 16) == 0;
+    if (strncasecmp(type, "application/json", 16) != 0)
+        return false;
+    const char *rest = type + 16;
+    rest += strspn(rest, " \t");
+    return *rest == '\0' || *rest == ';';
+}
+
+static int hex_value(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* Whether a raw request target encodes a control byte (%00 to %1F, %7F):
+ * MHD decodes it into the C string of the path, where %00 ends it early. */
+static bool encodes_control(const char *target)
+{
+    for (const char *p = strchr(target, '%'); p != NULL; p = strchr(p + 1, '%')) {
+        int hi = hex_value(p[1]), lo = hi < 0 ? -1 : hex_value(p[2]);
+        if (lo >= 0 && (hi * 16 + lo < 0x20 || hi * 16 + lo == 0x7f))
+            return true;
+    }
+    return false;
+}
+
+/* The request has arrived (its body too, or it is answered without one):
+ * its deadline no longer applies. */
+static void request_in(Request *req)
+{
+    if (req->conn)
+        req->conn->deadline_ms = 0;
 }
 
 static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *req,
                                   const char *url, const char *method)
 {
+    if (req->bad_target)
+        return send_error(c, RUNG_E_INVALID_ARGUMENT, "",
+                          "the request target encodes a control character (%00 to %1F, %7F)");
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     if (strcmp(url, "/healthz") == 0)
         return send_json(c, 200, json_pack("{s:b}", "ok", 1));
@@ -338,6 +491,30 @@ static enum MHD_Result reply(Http *h, struct MHD_Connection *c, Request *req)
     return rc;
 }
 
+static Conn *conn_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info ? info->socket_context : NULL;
+}
+
+/* MHD has a request line (MHD_OPTION_URI_LOG_CALLBACK): uri is the target
+ * as sent, before MHD decodes it. The Request made here is *con_cls. */
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls;
+    Request *req = calloc(1, sizeof *req);
+    if (req == NULL)
+        return NULL;
+    req->connection = c;
+    req->conn = conn_of(c);
+    req->bad_target = uri != NULL && encodes_control(uri);
+    /* A request that was not screened gets its deadline here. */
+    if (req->conn && req->conn->deadline_ms == 0)
+        req->conn->deadline_ms = mono_ms() + REQUEST_TIMEOUT_MS;
+    return req;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_size, void **con_cls)
@@ -345,16 +522,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     (void)version;
     Http *h = cls;
     Request *req = *con_cls;
-    if (req == NULL) {
-        req = calloc(1, sizeof *req);
-        if (req == NULL)
-            return MHD_NO;
+    if (req == NULL)
+        return MHD_NO; /* out of memory at the request line */
+    if (!req->started) {
+        req->started = true;
         req->t0 = rung_mono_ns();
-        req->connection = c;
-        *con_cls = req;
         /* Either queues a reply at once (401, 404, 413, ...) and leaves
          * req->route NULL, or sets req->route and waits for the body. */
-        return first_call(h, c, req, url, method);
+        enum MHD_Result rc = first_call(h, c, req, url, method);
+        if (req->route == NULL)
+            request_in(req);
+        return rc;
     }
     if (*upload_size > 0) {
         if (!req->too_large) {
@@ -380,6 +558,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (req->route == NULL)
         return MHD_YES; /* a reply was queued at the first call */
+    request_in(req);
     if (req->too_large) {
         char msg[96];
         snprintf(msg, sizeof msg, "body larger than %zu bytes", h->max_body);
@@ -416,7 +595,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)c;
     Http *h = cls;
     Request *req = *con_cls;
     /* The client left before the reply was out (a long poll whose worker
@@ -432,6 +610,490 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         free(req);
     }
     *con_cls = NULL;
+    Conn *conn = conn_of(c);
+    if (conn) {
+        conn->deadline_ms = 0;
+        /* If MHD keeps the connection (it closes it otherwise, before
+         * MHD_run returns), front_run watches it for the next request. */
+        if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && !conn->done_listed) {
+            conn->done_listed = true;
+            conn->done_next = h->done;
+            h->done = conn;
+        }
+    }
+}
+
+/* ---- connections ---- */
+
+/* The key the per-address limit counts by: IPv4 addresses (plain or
+ * mapped) whole, IPv6 ones by their /64, which one host or site holds. */
+static void address_key(const struct sockaddr_storage *ss, unsigned char key[16])
+{
+    memset(key, 0, 16);
+    if (ss->ss_family == AF_INET) {
+        key[10] = key[11] = 0xff;
+        memcpy(key + 12, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+    } else if (ss->ss_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+        memcpy(key, a, IN6_IS_ADDR_V4MAPPED(a) ? 16 : 8);
+    }
+}
+
+static unsigned address_bucket(const unsigned char key[16])
+{
+    uint32_t x = 2166136261u; /* FNV-1a */
+    for (int i = 0; i < 16; i++)
+        x = (x ^ key[i]) * 16777619u;
+    return x % ADDRESS_BUCKETS;
+}
+
+static int address_count(const Http *h, const unsigned char key[16], unsigned bucket)
+{
+    int n = 0;
+    for (const Conn *c = h->by_address[bucket]; c != NULL; c = c->addr_next)
+        n += memcmp(c->key, key, 16) == 0;
+    return n;
+}
+
+static void watch(Http *h, Conn *c)
+{
+    /* Edge-triggered: a head that is still incomplete stays in the socket
+     * (it is only peeked at), and must not wake the loop again until more
+     * of it arrives. */
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.ptr = c};
+    c->watched = epoll_ctl(h->epfd, EPOLL_CTL_ADD, c->fd, &ev) == 0;
+}
+
+static void unwatch(Http *h, Conn *c)
+{
+    if (c->watched)
+        epoll_ctl(h->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    c->watched = false;
+}
+
+/* Forgets a connection whose socket is closed or about to be (by MHD). */
+static void conn_free(Http *h, Conn *c)
+{
+    unwatch(h, c);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        h->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    if (c->addr_prev)
+        c->addr_prev->addr_next = c->addr_next;
+    else
+        h->by_address[c->bucket] = c->addr_next;
+    if (c->addr_next)
+        c->addr_next->addr_prev = c->addr_prev;
+    for (Conn **p = &h->done; c->done_listed && *p != NULL; p = &(*p)->done_next)
+        if (*p == c) {
+            *p = c->done_next;
+            break;
+        }
+    h->n_conns--;
+    free(c);
+}
+
+/* Ends a connection that MHD is not serving: closes it, or, when MHD has
+ * it suspended, shuts it down and resumes it so that MHD reads the end and
+ * closes it (MHD_OPTION_NOTIFY_CONNECTION then frees the Conn). */
+static void conn_end(Http *h, Conn *c)
+{
+    unwatch(h, c);
+    if (c->in_mhd) {
+        shutdown(c->fd, SHUT_RDWR);
+        c->state = C_MHD;
+        c->deadline_ms = 0;
+        MHD_resume_connection(c->mhd);
+        h->resumed = true;
+    } else {
+        close(c->fd);
+        conn_free(h, c);
+    }
+}
+
+/* Reads and drops what the client has sent; false once it has closed. */
+static bool drain(int fd)
+{
+    char buf[4096];
+    for (int i = 0; i < 64; i++) {
+        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n <= 0)
+            return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+    }
+    return true;
+}
+
+/* Writes a whole JSON error reply on a socket that MHD is not using: the
+ * refusals made before and between the requests MHD reads. It is small
+ * and the socket's buffer empty, so one non-blocking send takes it. */
+static void write_error(int fd, int status, int code, const char *message)
+{
+    json_t *doc = error_body(code, NULL, message);
+    char *body = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    if (body == NULL)
+        return;
+    char head[256];
+    int n = snprintf(head, sizeof head,
+                     "HTTP/1.1 %d %s\r\nContent-Type: application/json; charset=utf-8\r\n"
+                     "Content-Length: %zu\r\nCache-Control: no-store\r\nConnection: close\r\n"
+                     "%s\r\n",
+                     status, MHD_get_reason_phrase_for((unsigned)status), strlen(body),
+                     status == 503 ? "Retry-After: 1\r\n" : "");
+    struct iovec iov[2] = {{head, (size_t)n}, {body, strlen(body)}};
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
+    if (sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+        /* The client is gone or not reading: the connection ends anyway. */
+    }
+    free(body);
+}
+
+/* Answers a connection we hold with an error and ends it. */
+static void refuse(Http *h, Conn *c, int status, int code, const char *message)
+{
+    bool open = drain(c->fd);
+    write_error(c->fd, status, code, message);
+    if (!open) {
+        conn_end(h, c);
+        return;
+    }
+    shutdown(c->fd, SHUT_WR);
+    c->state = C_LINGER;
+    c->deadline_ms = mono_ms() + LINGER_MS;
+}
+
+/* A request head as MHD will read it; see read_head. */
+typedef struct Head {
+    size_t len;    /* bytes, from the connection's position to the blank line's end */
+    uint64_t body; /* Content-Length, 0 without one */
+    bool chunked;
+    int code;      /* a refusal's RUNG_E_* and message */
+    char message[160];
+} Head;
+
+static int refusal(Head *hd, int status, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int refusal(Head *hd, int status, int code, const char *fmt, ...)
+{
+    hd->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(hd->message, sizeof hd->message, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+/* The line of buf at *pos, without its CR LF (or bare LF, which MHD takes
+ * as a line end too); false when no LF ends it yet. */
+static bool next_line(const char *buf, size_t n, size_t *pos, const char **line, size_t *len)
+{
+    const char *lf = memchr(buf + *pos, '\n', n - *pos);
+    if (lf == NULL)
+        return false;
+    *line = buf + *pos;
+    *len = (size_t)(lf - *line);
+    if (*len > 0 && (*line)[*len - 1] == '\r')
+        (*len)--;
+    *pos = (size_t)(lf - buf) + 1;
+    return true;
+}
+
+/* A character of a token: methods and header names. */
+static bool is_tchar(unsigned char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           (ch != '\0' && strchr("!#$%&'*+-.^_`|~", ch) != NULL);
+}
+
+static size_t count_char(const char *s, size_t n, char ch)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += s[i] == ch;
+    return k;
+}
+
+/* Reads the request head at the start of buf[0..n), which holds at most
+ * HEAD_MAX bytes. It refuses everything MHD would answer with an HTML
+ * body of its own or could not hold (see MAX_FIELDS), and more (folded
+ * headers, control characters, a duplicate Content-Length, both
+ * Content-Length and Transfer-Encoding). Returns 0 when the head is
+ * complete and acceptable, 1 when more bytes are needed, or the HTTP
+ * status of a refusal (hd->code and hd->message say why). */
+static int read_head(const char *buf, size_t n, size_t max_body, Head *hd)
+{
+    memset(hd, 0, sizeof *hd);
+    const char *line, *req;
+    size_t len, req_len, pos = 0;
+    bool full = n >= HEAD_MAX; /* nothing more will fit */
+    do { /* empty lines before the request line are skipped, as MHD does */
+        if (!next_line(buf, n, &pos, &line, &len))
+            return !full ? 1
+                         : refusal(hd, 414, RUNG_E_PAYLOAD_TOO_LARGE,
+                                   "request line longer than %d bytes", HEAD_MAX);
+    } while (len == 0);
+    req = line;
+    req_len = len;
+    size_t fields_at = pos;
+    do {
+        if (!next_line(buf, n, &pos, &line, &len))
+            return !full ? 1
+                         : refusal(hd, 431, RUNG_E_PAYLOAD_TOO_LARGE,
+                                   "request headers larger than %d bytes", HEAD_MAX);
+    } while (len > 0);
+    hd->len = pos;
+
+    /* The request line: METHOD SP target SP HTTP/1.x, nothing else. */
+    const char *end = req + req_len;
+    const char *sp1 = memchr(req, ' ', req_len);
+    const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(end - sp1 - 1)) : NULL;
+    if (sp2 == NULL || memchr(sp2 + 1, ' ', (size_t)(end - sp2 - 1)) != NULL || sp1 == req ||
+        sp1 - req > 32)
+        return refusal(hd, 400, RUNG_E_INVALID_ARGUMENT,
+                       "malformed request line: send METHOD /path HTTP/1.1");
+    for (const char *p = req; p < sp1; p++)
+        if (!is_tchar((unsigned char)*p))
+            return refusal(hd, 400, RUNG_E_INVALID_ARGUMENT, "malformed method");
+    const char *target = sp1 + 1;
+    size_t target_len = (size_t)(sp2 - target);
+    if (target_len > TARGET_MAX)
+        return refusal(hd, 414, RUNG_E_PAYLOAD_TOO_LARGE, "request target longer than %d bytes",
+                       TARGET_MAX);
+    if (target_len == 0 || target[0] != '/')
+        return refusal(hd, 400, RUNG_E_INVALID_ARGUMENT, "the request target must start with /");
+    for (size_t i = 0; i < target_len; i++)
+        if ((unsigned char)target[i] <= ' ' || target[i] == 0x7f)
+            return refusal(hd, 400, RUNG_E_INVALID_ARGUMENT,
+                           "control character in the request target");
+    const char *query = memchr(target, '?', target_len);
+    size_t fields = query ? 1 + count_char(query, (size_t)(sp2 - query), '&') : 0;
+    const char *v = sp2 + 1;
+    size_t v_len = (size_t)(end - v);
+    if (v_len != 8 || strncmp(v, "HTTP/", 5) != 0 || v[6] != '.' || v[5] < '0' || v[5] > '9' ||
+        v[7] < '0' || v[7] > '9')
+        return refusal(hd, 400, RUNG_E_INVALID_ARGUMENT, "malformed HTTP version");
+    if (v[5] != '1') /* MHD answers 1.x as 1.1; 0.9 and 2.0 it refuses */
+        return refusal(hd, 505, RUNG_E_INVALID_ARGUMENT,
+                       "HTTP version %.8s is not supported: use HTTP/1.1", v);
+
+    /* Header lines: name: value. */
+    bool has_length = false, has_encoding = false;
+    pos = fields_at;
+    while (next_line(buf, hd->len, &pos, &line, &len) && len > 0) {
+        fields++;
+        const char *colon = memchr(line, ':', len), *lend = line + len;
+        if (colon == NULL || colon == line)
+            return refusal(hd, 400, RUNG_E_INVALID_ARGUMENT, "malformed header line");
+        for (const char *p = line; p < colon; p++)
+            if (!is_tchar((unsigned char)*p)) /* folded lines and spaces before ':' too */
+                return refusal(hd, 400, RUNG_E_INVALID_ARGUMENT, "malformed header name");
+        size_t name_len = (size_t)(colon - line);
+        const char *val = colon + 1;
+        while (val < lend && (*val == ' ' || *val == '\t'))
+            val++;
+        while (lend > val && (lend[-1] == ' ' || lend[-1] == '\t'))
+            lend--;
+        size_t val_len = (size_t)(lend - val);
+        for (const char *p = val; p < lend; p++)
+            if (((unsigned char)*p < ' ' && *p != '\t') || *p == 0x7f)
+                return refusal(hd, 400, RUNG_E_INVALID_ARGUMENT,
+                               "control character in header %.*s", (int)name_len, line);
+        if (name_len == 14 && strncasecmp(line, "Content-Length", 14) == 0) {
+            if (has_length)
+                return refusal(hd, 400, RUNG_E_INVALID_ARGUMENT, "more than one Content-Length");
+            has_length = true;
+            if (val_len == 0 || strspn(val, "0123456789") < val_len)
+                return refusal(hd, 400, RUNG_E_INVALID_ARGUMENT,
+                               "Content-Length must be a decimal number of bytes");
+            for (size_t i = 0; i < val_len && hd->body <= max_body; i++)
+                hd->body = hd->body * 10 + (uint64_t)(val[i] - '0');
+            if (hd->body > max_body)
+                return refusal(hd, 413, RUNG_E_PAYLOAD_TOO_LARGE, "body larger than %zu bytes",
+                               max_body);
+        } else if (name_len == 17 && strncasecmp(line, "Transfer-Encoding", 17) == 0) {
+            if (has_encoding || val_len != 7 || strncasecmp(val, "chunked", 7) != 0)
+                return refusal(hd, 400, RUNG_E_INVALID_ARGUMENT,
+                               "Transfer-Encoding other than chunked");
+            has_encoding = hd->chunked = true;
+        } else if (name_len == 6 && strncasecmp(line, "Cookie", 6) == 0) {
+            fields += count_char(val, val_len, ';');
+        }
+    }
+    if (has_length && has_encoding)
+        return refusal(hd, 400, RUNG_E_INVALID_ARGUMENT,
+                       "both Content-Length and Transfer-Encoding");
+    if (fields > MAX_FIELDS)
+        return refusal(hd, 431, RUNG_E_PAYLOAD_TOO_LARGE,
+                       "more than %d header lines, query arguments and cookies", MAX_FIELDS);
+    return 0;
+}
+
+/* Looks at the head waiting on a connection we watch: refuses it, waits
+ * for more, or hands the connection to MHD to read the request. */
+static void screen(Http *h, Conn *c)
+{
+    char buf[HEAD_MAX];
+    ssize_t n = recv(c->fd, buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return;
+    if (n <= 0) { /* the client closed (or failed) between requests */
+        conn_end(h, c);
+        return;
+    }
+    if (c->idle) { /* the next request has begun: it gets the short deadline */
+        c->idle = false;
+        c->deadline_ms = mono_ms() + REQUEST_TIMEOUT_MS;
+    }
+    Head hd;
+    int status = read_head(buf, (size_t)n, h->max_body, &hd);
+    if (status == 1)
+        return;
+    if (status != 0) {
+        refuse(h, c, status, hd.code, hd.message);
+        return;
+    }
+    c->expected += hd.len + hd.body;
+    if (hd.chunked)
+        c->unscreened = true;
+    unwatch(h, c);
+    c->state = C_MHD;
+    if (c->in_mhd) {
+        MHD_resume_connection(c->mhd);
+        h->resumed = true;
+        return;
+    }
+    h->adding = c;
+    if (MHD_add_connection(h->daemon, c->fd, (const struct sockaddr *)&c->addr, c->addr_len) !=
+            MHD_YES &&
+        h->adding != NULL)
+        conn_free(h, c); /* MHD closed the socket before it knew it */
+    h->adding = NULL;
+}
+
+/* MHD_OPTION_NOTIFY_CONNECTION: MHD took or closed a socket. */
+static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    Http *h = cls;
+    Conn *c = *socket_context;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        c = h->adding;
+        *socket_context = c;
+        if (c) {
+            c->mhd = mc;
+            c->in_mhd = true;
+        }
+    } else if (c != NULL) {
+        if (c == h->adding)
+            h->adding = NULL;
+        conn_free(h, c);
+        *socket_context = NULL;
+    }
+}
+
+/* Whether MHD has read exactly the requests we screened and handed it, and
+ * no byte of a next one: the kernel's count of bytes received on the
+ * socket, less those still queued, against their heads and bodies. */
+static bool mhd_read_all(const Conn *c)
+{
+    int queued;
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    /* Queued first: a byte that arrives in between makes this false, never true. */
+    if (ioctl(c->fd, SIOCINQ, &queued) != 0 ||
+        getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+        len < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof ti.tcpi_bytes_received)
+        return false;
+    return ti.tcpi_bytes_received - (uint64_t)queued == c->expected;
+}
+
+/* MHD completed a request on c and keeps the connection: suspend it and
+ * screen the next request's head ourselves, or leave it to MHD. */
+static void watch_next(Http *h, Conn *c)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(c->mhd, MHD_CONNECTION_INFO_CONNECTION_SUSPENDED);
+    if (!c->unscreened && (info == NULL || info->suspended == MHD_YES || !mhd_read_all(c)))
+        c->unscreened = true;
+    if (c->unscreened) {
+        MHD_set_connection_option(c->mhd, MHD_CONNECTION_OPTION_TIMEOUT,
+                                  (unsigned)(REQUEST_TIMEOUT_MS / 1000));
+        return;
+    }
+    MHD_suspend_connection(c->mhd);
+    c->state = C_SCREEN;
+    c->idle = true;
+    c->deadline_ms = mono_ms() + IDLE_TIMEOUT_S * 1000LL;
+    watch(h, c);
+    if (!c->watched)
+        conn_end(h, c);
+}
+
+/* Refuses a connection we will not keep, at once. */
+static void turn_away(int fd, const char *message)
+{
+    drain(fd);
+    write_error(fd, 503, RUNG_E_UNAVAILABLE, message);
+    close(fd);
+}
+
+static char listen_tag, mhd_tag; /* Http.epfd's own members */
+
+static void accept_new(Http *h)
+{
+    for (int i = 0; i < ACCEPTS_PER_RUN; i++) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+        int fd = accept4(h->listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* The listen socket stays readable: stop watching it until
+                 * the next tick rather than spin. */
+                epoll_ctl(h->epfd, EPOLL_CTL_DEL, h->listen_fd, NULL);
+                h->accept_paused = true;
+            }
+            return;
+        }
+        unsigned char key[16];
+        address_key(&ss, key);
+        unsigned bucket = address_bucket(key);
+        if (h->n_conns >= CONNECTION_LIMIT) {
+            turn_away(fd, "too many connections: try again later");
+            continue;
+        }
+        if (address_count(h, key, bucket) >= PER_ADDRESS_LIMIT) {
+            turn_away(fd, "too many connections from this address: try again later");
+            continue;
+        }
+        Conn *c = calloc(1, sizeof *c);
+        if (c == NULL) {
+            close(fd);
+            continue;
+        }
+        c->fd = fd;
+        c->state = C_SCREEN;
+        c->deadline_ms = mono_ms() + REQUEST_TIMEOUT_MS;
+        memcpy(&c->addr, &ss, len);
+        c->addr_len = len;
+        memcpy(c->key, key, 16);
+        c->bucket = bucket;
+        c->next = h->conns;
+        if (h->conns)
+            h->conns->prev = c;
+        h->conns = c;
+        c->addr_next = h->by_address[bucket];
+        if (c->addr_next)
+            c->addr_next->addr_prev = c;
+        h->by_address[bucket] = c;
+        h->n_conns++;
+        watch(h, c); /* a head already there is reported at once */
+        if (!c->watched)
+            conn_end(h, c);
+    }
 }
 
 /* ---- listening ---- */
@@ -466,10 +1128,12 @@ static int listen_on(const HttpConfig *cfg, int *fd_out, int *port_out, RungErro
                               "RUNG_TOKEN, or bind a loopback address",
                               cfg->bind);
     }
-    int fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, res->ai_protocol);
+    int fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                    res->ai_protocol);
     int one = 1;
+    /* A deep backlog: a burst of connections waits there, not refused. */
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 512) != 0) {
+        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, CONNECTION_LIMIT) != 0) {
         rung_error_set(err, RUNG_E_INVALID_ARGUMENT, "port", "cannot listen on %s port %d: %m",
                        cfg->bind, cfg->port);
         if (fd >= 0)
@@ -501,14 +1165,29 @@ int http_start(const HttpConfig *cfg, Engine *engine, Stats *stats, Http **out, 
     h->token = (cfg->token && cfg->token[0]) ? strdup(cfg->token) : NULL;
     h->web_dir = cfg->web_dir ? strdup(cfg->web_dir) : NULL;
     h->max_body = cfg->max_body;
+    h->listen_fd = fd;
     /* No thread of MHD's own: the engine's loop runs it (epoll, external
-     * mode), so a request costs no thread switch. */
+     * mode), so a request costs no thread switch. MHD listens on nothing:
+     * accept_new and screen hand it the connections. */
     h->daemon = MHD_start_daemon(
-        MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request,
-        h, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)IDLE_TIMEOUT_S, MHD_OPTION_END);
-    if (h->daemon == NULL) {
+        MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET,
+        0, NULL, NULL, on_request, h, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_URI_LOG_CALLBACK,
+        on_request_line, h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MHD_POOL_BYTES, MHD_OPTION_END);
+    h->epfd = epoll_create1(EPOLL_CLOEXEC);
+    const union MHD_DaemonInfo *info =
+        h->daemon ? MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
+    struct epoll_event lev = {.events = EPOLLIN, .data.ptr = &listen_tag};
+    struct epoll_event mev = {.events = EPOLLIN, .data.ptr = &mhd_tag};
+    if (h->daemon == NULL || h->epfd < 0 || info == NULL ||
+        epoll_ctl(h->epfd, EPOLL_CTL_ADD, fd, &lev) != 0 ||
+        epoll_ctl(h->epfd, EPOLL_CTL_ADD, info->epoll_fd, &mev) != 0) {
+        if (h->daemon)
+            MHD_stop_daemon(h->daemon);
+        if (h->epfd >= 0)
+            close(h->epfd);
         close(fd);
         free(h->token);
         free(h->web_dir);
@@ -522,19 +1201,41 @@ int http_start(const HttpConfig *cfg, Engine *engine, Stats *stats, Http **out, 
 static int front_epoll_fd(void *ctx)
 {
     Http *h = ctx;
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_EPOLL_FD);
-    return info ? info->epoll_fd : -1;
+    return h->epfd;
 }
 
 static void front_run(void *ctx)
 {
     Http *h = ctx;
+    struct epoll_event ev[64];
+    int n = epoll_wait(h->epfd, ev, 64, 0);
+    for (int i = 0; i < n; i++) {
+        void *p = ev[i].data.ptr;
+        if (p == &listen_tag) {
+            accept_new(h);
+        } else if (p != &mhd_tag) {
+            Conn *c = p;
+            if (c->state == C_SCREEN)
+                screen(h, c);
+            else if (c->state == C_LINGER && !drain(c->fd))
+                conn_end(h, c);
+        }
+    }
+    h->resumed = false;
     MHD_run(h->daemon);
+    while (h->done != NULL) {
+        Conn *c = h->done;
+        h->done = c->done_next;
+        c->done_listed = false;
+        watch_next(h, c);
+    }
 }
 
 static int64_t front_timeout_ms(void *ctx)
 {
     Http *h = ctx;
+    if (h->resumed)
+        return 0; /* MHD has no wakeup of its own for it in this mode */
     MHD_UNSIGNED_LONG_LONG ms;
     if (MHD_get_timeout(h->daemon, &ms) != MHD_YES)
         return -1;
@@ -544,9 +1245,35 @@ static int64_t front_timeout_ms(void *ctx)
 static void front_quiesce(void *ctx)
 {
     Http *h = ctx;
-    MHD_socket fd = MHD_quiesce_daemon(h->daemon);
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
+    if (h->listen_fd >= 0) {
+        epoll_ctl(h->epfd, EPOLL_CTL_DEL, h->listen_fd, NULL);
+        close(h->listen_fd);
+        h->listen_fd = -1;
+    }
+}
+
+/* Deadlines: a request not in on time, an idle connection, a refused one
+ * done lingering. */
+static void front_tick(void *ctx)
+{
+    Http *h = ctx;
+    int64_t now = mono_ms();
+    if (h->accept_paused && h->listen_fd >= 0) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &listen_tag};
+        h->accept_paused = epoll_ctl(h->epfd, EPOLL_CTL_ADD, h->listen_fd, &ev) != 0;
+    }
+    for (Conn *c = h->conns, *next; c != NULL; c = next) {
+        next = c->next;
+        if (c->deadline_ms == 0 || now < c->deadline_ms)
+            continue;
+        if (c->state == C_MHD) {
+            /* MHD is reading the request: it reads the end and closes. */
+            shutdown(c->fd, SHUT_RDWR);
+            c->deadline_ms = 0;
+        } else {
+            conn_end(h, c);
+        }
+    }
 }
 
 void http_front(Http *h, EngineFront *out)
@@ -556,14 +1283,25 @@ void http_front(Http *h, EngineFront *out)
                          .run = front_run,
                          .timeout_ms = front_timeout_ms,
                          .quiesce = front_quiesce,
-                         .tick = NULL};
+                         .tick = front_tick};
 }
 
 void http_stop(Http *h)
 {
     if (h == NULL)
         return;
+    /* Ours are closed; those suspended by us are resumed for MHD to close
+     * (MHD_stop_daemon must find none suspended). */
+    for (Conn *c = h->conns, *next; c != NULL; c = next) {
+        next = c->next;
+        if (c->state != C_MHD)
+            conn_end(h, c);
+    }
     MHD_stop_daemon(h->daemon);
+    while (h->conns != NULL)
+        conn_free(h, h->conns);
+    front_quiesce(h);
+    close(h->epfd);
     free(h->token);
     free(h->web_dir);
     free(h);

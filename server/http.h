@@ -2,8 +2,11 @@
  * JSON error replies. MHD runs without threads of its own, in epoll mode,
  * driven by the engine's loop (EngineFront.run): a complete request becomes a Job
  * handed to the engine, and its connection is suspended until the engine has
- * committed and calls the job's on_done, which resumes it. Static dashboard
- * files are served from one folder. */
+ * committed and calls the job's on_done, which resumes it. Connections are
+ * accepted here, limited (in all and per client address, with a deadline
+ * for each request) and their request heads checked before MHD reads them,
+ * so that every refusal is a JSON error (see http.c). The dashboard's files
+ * are served from one folder. */
 #ifndef RUNG_SERVER_HTTP_H
 #define RUNG_SERVER_HTTP_H
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -86,6 +87,14 @@ int main(int argc, char **argv)
     const char *token = options[O_TOKEN].value;
     if (token == NULL)
         token = getenv("RUNG_TOKEN");
+
+    /* Every connection holds a descriptor, up to 4,096 of them (http.c),
+     * beyond the soft limit of 1,024 that shells and services start with. */
+    struct rlimit nofile;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+        nofile.rlim_cur = nofile.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &nofile);
+    }
 
     /* SIGINT and SIGTERM write to a pipe that the main thread reads. A mask
      * alone is not enough: libraries start threads of their own before main
