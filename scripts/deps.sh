@@ -9,7 +9,7 @@ packages=(
   libcurl4-openssl-dev libcmocka-dev zlib1g-dev
   dataset-fashion-mnist  # rung-train's default data, in /usr/share/datasets/fashion-mnist
   python3 python3-optuna
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format  # fuzzing (libFuzzer) and the format check (scripts/format.sh)
   chromium nodejs  # the dashboard's browser tests (tests/browser) and bench/dashboard
 )
 
