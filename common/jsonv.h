@@ -26,10 +26,12 @@ typedef enum { JSONV_OPTIONAL = 0, JSONV_REQUIRED = 1 } JsonvNeed;
 /* The deepest nesting a JSON document rungd stores may have: the request
  * bodies and the experiment spec are checked against it before anything is
  * written. SQLite's json_valid() (the CHECK constraints of schema/001_init.sql)
- * refuses a document nested about 1000 deep, and jansson's parser accepts
- * JSON_PARSER_MAX_DEPTH (2048 in jansson 2.14), so without a bound of its
- * own a deep body failed the whole group commit it landed in. 32 is far
- * more than any spec, report or heartbeat needs. */
+ * refuses a document nested deeper than its JSON_MAX_DEPTH (2000 in SQLite
+ * 3.40, Debian 12's: 2000 nested arrays pass, 2001 do not), and jansson's
+ * parser accepts JSON_PARSER_MAX_DEPTH (2048 in jansson 2.14), so without a
+ * bound of its own a body 2001 to 2048 deep reached the store and failed
+ * the write it was in. 32 is far more than any spec, report or heartbeat
+ * needs, and far below both. */
 #define JSONV_MAX_DEPTH 32
 
 /* Writes "path.key" (or "key" when path is empty) into buf, cut on a UTF-8
