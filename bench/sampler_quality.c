@@ -217,8 +217,8 @@ static bool self_check(void)
         }
     }
     /* bench/README.md's figure, and Branin's other two minima. */
-    ok &=
-        check_value("branin(pi, 2.275) vs 0.397887", branin((double[]){PI, 2.275}), 0.397887, 5e-7);
+    ok &= check_value("branin(pi, 2.275) vs 0.397887", branin((double[]){PI, 2.275}), 0.397887,
+                      5e-7);
     ok &= check_value("branin(-pi, 12.275)", branin((double[]){-PI, 12.275}), 10.0 / (8.0 * PI),
                       1e-12);
     ok &= check_value("branin(9.42478, 2.475)", branin((double[]){9.42478, 2.475}),
@@ -463,10 +463,10 @@ static void report(const TestFunction *fn, SearcherKind kind, const Result *r, c
     const char *sname = SEARCHER_NAMES[kind];
     char label[32];
     snprintf(label, sizeof label, "rung-%s", sname);
-    json_t *line =
-        json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:f, s:i, s:i}", "bench", "sampler_quality",
-                  "label", label, "impl", "rung", "searcher", sname, "function", fn->name, "dims",
-                  fn->dims, "fstar", fn->fstar, "seeds", r->seeds, "evals", r->evals);
+    json_t *line = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:f, s:i, s:i}", "bench",
+                             "sampler_quality", "label", label, "impl", "rung", "searcher", sname,
+                             "function", fn->name, "dims", fn->dims, "fstar", fn->fstar, "seeds",
+                             r->seeds, "evals", r->evals);
     printf("%-12s %-14s", fn->name, label);
     if (r->error[0] != '\0') {
         printf(" FAILED: %s\n", r->error);

@@ -102,8 +102,9 @@ static void measure(const Cell *cell, const Options *opt, CellResult *r)
     for (int j = 0; j < d; j++) {
         char name[16];
         snprintf(name, sizeof name, "x%d", j);
-        json_object_set_new(
-            sj, name, json_pack("{s:s, s:f, s:f}", "type", "uniform", "low", 0.0, "high", 1.0));
+        json_object_set_new(sj, name,
+                            json_pack("{s:s, s:f, s:f}", "type", "uniform", "low", 0.0, "high",
+                                      1.0));
     }
     Space *space = NULL;
     RungError err;
@@ -259,9 +260,9 @@ int main(int argc, char **argv)
                    r->median_ms, r->min_ms, r->max_ms);
         }
         if (opt.json) {
-            json_t *line =
-                json_pack("{s:s, s:s, s:i, s:i, s:i}", "bench", "sampler_speed", "searcher",
-                          "bayes", "n", CELLS[c].n, "d", CELLS[c].d, "reps", r->reps);
+            json_t *line = json_pack("{s:s, s:s, s:i, s:i, s:i}", "bench", "sampler_speed",
+                                     "searcher", "bayes", "n", CELLS[c].n, "d", CELLS[c].d, "reps",
+                                     r->reps);
             if (r->error[0] != '\0') {
                 json_object_set_new(line, "failed", json_true());
                 json_object_set_new(line, "error", json_string(r->error));

@@ -308,8 +308,8 @@ static int register_worker(Worker *w)
     host[sizeof(host) - 1] = '\0';
     char name[32];
     snprintf(name, sizeof(name), "load-%d", w->index);
-    json_t *req =
-        json_pack("{s:s, s:s, s:[], s:i}", "name", name, "hostname", host, "gpus", "cpus", 1);
+    json_t *req = json_pack("{s:s, s:s, s:[], s:i}", "name", name, "hostname", host, "gpus", "cpus",
+                            1);
     if (!req) {
         fail("out of memory");
         return -1;
@@ -484,18 +484,18 @@ static void *worker_main(void *arg)
 
 static int create_experiment(Http *h, const Options *opt, int64_t *id)
 {
-    json_t *sched =
-        opt->scheduler == LOAD_FIFO
-            ? json_pack("{s:s}", "type", "fifo")
-            : json_pack("{s:s, s:s, s:i, s:i, s:i}", "type", "asha", "time_attr", "step", "max_t",
-                        opt->reports, "grace_period", 1, "reduction_factor", 3);
+    json_t *sched = opt->scheduler == LOAD_FIFO
+                        ? json_pack("{s:s}", "type", "fifo")
+                        : json_pack("{s:s, s:s, s:i, s:i, s:i}", "type", "asha", "time_attr",
+                                    "step", "max_t", opt->reports, "grace_period", 1,
+                                    "reduction_factor", 3);
     char name[64];
     snprintf(name, sizeof(name), "server_load-w%d-t%d", opt->workers, opt->trials);
-    json_t *spec =
-        json_pack("{s:s, s:s, s:s, s:{s:{s:s, s:f, s:f}}, s:{s:s, s:i}, s:o, s:i, s:i}", "name",
-                  name, "metric", "loss", "mode", "min", "search_space", "x", "type", "uniform",
-                  "low", 0.0, "high", 1.0, "searcher", "type", "random", "seed", opt->seed,
-                  "scheduler", sched, "num_samples", opt->trials, "max_concurrent_trials", 0);
+    json_t *spec = json_pack("{s:s, s:s, s:s, s:{s:{s:s, s:f, s:f}}, s:{s:s, s:i}, s:o, s:i, s:i}",
+                             "name", name, "metric", "loss", "mode", "min", "search_space", "x",
+                             "type", "uniform", "low", 0.0, "high", 1.0, "searcher", "type",
+                             "random", "seed", opt->seed, "scheduler", sched, "num_samples",
+                             opt->trials, "max_concurrent_trials", 0);
     char *body = spec ? json_dumps(spec, JSON_COMPACT) : NULL;
     json_decref(spec);
     if (!body) {

@@ -7,8 +7,8 @@
 #include <time.h>
 
 /* "paused": asha with promote, waiting at a rung to be promoted. */
-const char *const cli_fmt_states[CLI_FMT_N_STATES] = {
-    "running", "pending", "paused", "completed", "stopped", "failed", "canceled"};
+const char *const cli_fmt_states[CLI_FMT_N_STATES] = {"running", "pending", "paused",  "completed",
+                                                      "stopped", "failed",  "canceled"};
 
 void *cli_xmalloc(size_t size)
 {

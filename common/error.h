@@ -32,7 +32,7 @@ enum {
     RUNG_E__FIRST = -100,
     RUNG_ERRORS(RUNG_X_ENUM)
 #undef RUNG_X_ENUM
-    RUNG_E__LAST
+        RUNG_E__LAST
 };
 
 /* Longest JSON path we report, e.g. "search_space.lr.low" (names are <= 64). */
@@ -41,9 +41,9 @@ enum {
 #define RUNG_MESSAGE_MAX 320
 
 typedef struct RungError {
-    int code;                        /* a RUNG_E_* value, or RUNG_OK */
-    char field[RUNG_FIELD_MAX];      /* JSON path of the faulty field, "" if none */
-    char message[RUNG_MESSAGE_MAX];  /* for a person, names the field */
+    int code;                       /* a RUNG_E_* value, or RUNG_OK */
+    char field[RUNG_FIELD_MAX];     /* JSON path of the faulty field, "" if none */
+    char message[RUNG_MESSAGE_MAX]; /* for a person, names the field */
 } RungError;
 
 /* API string of a code ("invalid_spec"); "internal" for an unknown code. */

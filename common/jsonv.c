@@ -125,10 +125,11 @@ static int walk_depth(const DepthWalk *w, const json_t *v, int depth, const Path
     return 0;
 }
 
-int jsonv_check_depth(const json_t *v, int max_depth, const char *path, int code,
-                      RungError *err)
+int jsonv_check_depth(const json_t *v, int max_depth, const char *path, int code, RungError *err)
 {
-    DepthWalk w = {.max_depth = max_depth < 0 ? 0 : max_depth, .path = path, .code = code,
+    DepthWalk w = {.max_depth = max_depth < 0 ? 0 : max_depth,
+                   .path = path,
+                   .code = code,
                    .err = err};
     return walk_depth(&w, v, 0, NULL);
 }
@@ -204,8 +205,8 @@ int jsonv_string(const json_t *obj, const char *path, const char *key, JsonvNeed
     return 0;
 }
 
-int jsonv_number(const json_t *obj, const char *path, const char *key, JsonvNeed need,
-                 double *out, int code, RungError *err)
+int jsonv_number(const json_t *obj, const char *path, const char *key, JsonvNeed need, double *out,
+                 int code, RungError *err)
 {
     char field[RUNG_FIELD_MAX];
     json_t *v;

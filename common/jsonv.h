@@ -51,8 +51,7 @@ size_t jsonv_utf8_cut(const char *s, size_t len, size_t max);
  * is "", "search_space.lr.values[0]" from path "search_space"; when v itself
  * is too deep the field is path and the message says "body" for "". Walks
  * at most max_depth + 1 levels, whatever v's depth. */
-int jsonv_check_depth(const json_t *v, int max_depth, const char *path, int code,
-                      RungError *err);
+int jsonv_check_depth(const json_t *v, int max_depth, const char *path, int code, RungError *err);
 
 /* Fails when obj is not an object; names path (or "body" when path is ""). */
 int jsonv_object(const json_t *obj, const char *path, int code, RungError *err);
@@ -71,8 +70,8 @@ int jsonv_string(const json_t *obj, const char *path, const char *key, JsonvNeed
                  size_t max_len, const char **out, int code, RungError *err);
 
 /* A finite JSON number (integer or real). */
-int jsonv_number(const json_t *obj, const char *path, const char *key, JsonvNeed need,
-                 double *out, int code, RungError *err);
+int jsonv_number(const json_t *obj, const char *path, const char *key, JsonvNeed need, double *out,
+                 int code, RungError *err);
 
 /* A JSON integer in [min, max]. A real with an integral value (3.0) is accepted. */
 int jsonv_int(const json_t *obj, const char *path, const char *key, JsonvNeed need, int64_t min,

@@ -49,8 +49,8 @@ int options_parse(const char *prog, Option *opts, int n, int argc, char **argv)
         errno = 0;
         long long v = strtoll(value, &end, 10);
         if (errno || end == value || *end != '\0' || v < o->min || v > o->max) {
-            fprintf(stderr, "%s: --%s must be an integer between %lld and %lld, not '%s'\n",
-                    prog, o->name, o->min, o->max, value);
+            fprintf(stderr, "%s: --%s must be an integer between %lld and %lld, not '%s'\n", prog,
+                    o->name, o->min, o->max, value);
             return -1;
         }
         o->ival = v;

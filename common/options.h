@@ -9,10 +9,10 @@
 typedef enum { OPT_STRING, OPT_INT, OPT_FLAG } OptKind;
 
 typedef struct Option {
-    const char *name;  /* without the leading "--" */
+    const char *name; /* without the leading "--" */
     OptKind kind;
-    const char *value; /* strings: the value (default or given); ints: as given; flags:
-                          non-NULL when given */
+    const char *value;        /* strings: the value (default or given); ints: as given; flags:
+                                 non-NULL when given */
     long long ival, min, max; /* ints: the value (default or given) and its bounds */
     const char *help;
 } Option;

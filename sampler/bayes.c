@@ -540,8 +540,8 @@ static int fit_subset(const Bayes *b, double *sx, double *sy, int m)
     for (int k = 0; k < m / 4; k++)
         take[r[k].index] = true;
     for (int i = 0; i < n; i++) {
-        r[i].key =
-            hash_uniform(b->searcher->seed, SAMPLER_STREAM_BAYES_SUBSET, (uint64_t)n, (uint64_t)i);
+        r[i].key = hash_uniform(b->searcher->seed, SAMPLER_STREAM_BAYES_SUBSET, (uint64_t)n,
+                                (uint64_t)i);
         r[i].index = i;
     }
     qsort(r, (size_t)n, sizeof *r, cmp_ranked);

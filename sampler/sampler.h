@@ -57,8 +57,7 @@ int64_t space_grid_size(const Space *space);
 /* Parses "searcher" (may be NULL: random). Validates against the space: the
  * grid searcher needs every parameter enumerable. Fields named
  * "searcher.<key>" or "search_space.<name>.grid_points". */
-int searcher_parse(const json_t *searcher, const Space *space, SearcherSpec *out,
-                   RungError *err);
+int searcher_parse(const json_t *searcher, const Space *space, SearcherSpec *out, RungError *err);
 
 /* Number of trials an experiment has: grid combinations x num_samples, where
  * the grid searcher enumerates every parameter. Fails (invalid_spec, field

@@ -135,8 +135,7 @@ static int parse_float(const json_t *spec, const char *path, SpaceParam *p, Rung
         p->kmin = ceil(p->low / p->q - 1e-9);
         p->kmax = floor(p->high / p->q + 1e-9);
         if (p->kmin > p->kmax)
-            return rung_error_set(err, INVALID, field, "%s: no multiple of q in [low, high]",
-                                  path);
+            return rung_error_set(err, INVALID, field, "%s: no multiple of q in [low, high]", path);
     }
     return parse_grid_points(spec, path, p, err);
 }
@@ -151,8 +150,7 @@ static int parse_int(const json_t *spec, const char *path, SpaceParam *p, RungEr
         rc = jsonv_int(spec, path, "high", JSONV_REQUIRED, -SPACE_INT_LIMIT, SPACE_INT_LIMIT,
                        &p->ihigh, INVALID, err);
     if (rc == 0 && p->kind == SPACE_QRANDINT)
-        rc = jsonv_int(spec, path, "q", JSONV_REQUIRED, 1, SPACE_INT_LIMIT, &p->iq, INVALID,
-                       err);
+        rc = jsonv_int(spec, path, "q", JSONV_REQUIRED, 1, SPACE_INT_LIMIT, &p->iq, INVALID, err);
     if (rc != 0)
         return rc;
     if (p->kind == SPACE_LOGRANDINT && p->ilow < 1) {
@@ -168,8 +166,7 @@ static int parse_int(const json_t *spec, const char *path, SpaceParam *p, RungEr
         int64_t k1 = floor_div(p->ihigh, p->iq);
         if (k1 < p->ik0) {
             jsonv_path(field, sizeof field, path, "q");
-            return rung_error_set(err, INVALID, field, "%s: no multiple of q in [low, high]",
-                                  path);
+            return rung_error_set(err, INVALID, field, "%s: no multiple of q in [low, high]", path);
         }
         p->count = k1 - p->ik0 + 1;
     } else {
@@ -283,8 +280,8 @@ int space_parse(const json_t *search_space, Space **out, RungError *err)
         return rc;
     size_t n = json_object_size(search_space);
     if (n > SPACE_MAX_PARAMS)
-        return rung_error_set(err, INVALID, "search_space",
-                              "search_space: more than %d parameters", SPACE_MAX_PARAMS);
+        return rung_error_set(err, INVALID, "search_space", "search_space: more than %d parameters",
+                              SPACE_MAX_PARAMS);
     Space *space = calloc(1, sizeof *space);
     /* calloc(0) may return NULL; one spare slot keeps an empty space simple. */
     SpaceParam *params = calloc(n + 1, sizeof *params);

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Sets up and runs every test: installs the Debian packages, builds in
-# build/, runs ctest (unit and integration), then every test again in an
-# ASan + UBSan build in build-asan/.
+# Sets up and runs every test: installs the Debian packages, checks the
+# sources' format, builds in build/, runs ctest (unit, integration, browser,
+# gpu, fuzz with the plain driver), then every test again in an ASan + UBSan
+# build in build-asan/, then the fuzz targets under libFuzzer in build-fuzz/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/deps.sh
+# Every C and CUDA source as .clang-format says (clang-format 14).
+bash scripts/format.sh --check
 # The dashboard's packages (uplot; playwright-core for tests/browser, which
 # drives Debian's chromium and never downloads a browser of its own).
 (cd web && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund)

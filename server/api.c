@@ -15,14 +15,14 @@
 #include "views.h"
 
 #define A RUNG_E_INVALID_ARGUMENT
-#define LIST_DEFAULT 100    /* docs/api.md: lists default to 100 items ... */
-#define LIST_MAX 1000       /* ... and give at most 1,000 at once */
-#define METRICS_MAX 10000   /* reports per metrics call; page with after_step */
-#define CURVES_MAX 250000   /* metric values per curves call; page with after */
-#define LONG_POLL_MAX_S 30  /* docs/api.md: a lease waits at most 30 s */
-#define MAX_TRIAL_IDS 1024  /* trials one heartbeat may list */
-#define MAX_NAME 256        /* worker name and hostname */
-#define MAX_GPUS_JSON 64    /* GPUs a worker may describe */
+#define LIST_DEFAULT 100   /* docs/api.md: lists default to 100 items ... */
+#define LIST_MAX 1000      /* ... and give at most 1,000 at once */
+#define METRICS_MAX 10000  /* reports per metrics call; page with after_step */
+#define CURVES_MAX 250000  /* metric values per curves call; page with after */
+#define LONG_POLL_MAX_S 30 /* docs/api.md: a lease waits at most 30 s */
+#define MAX_TRIAL_IDS 1024 /* trials one heartbeat may list */
+#define MAX_NAME 256       /* worker name and hostname */
+#define MAX_GPUS_JSON 64   /* GPUs a worker may describe */
 
 void api_error(Job *job, int code, const char *field, const char *message)
 {
@@ -194,8 +194,7 @@ void api_experiment_cancel(Engine *e, Job *job)
         } else {
             json_decref(o);
             char msg[96];
-            snprintf(msg, sizeof msg, "experiment %lld already completed",
-                     (long long)job->ids[0]);
+            snprintf(msg, sizeof msg, "experiment %lld already completed", (long long)job->ids[0]);
             api_error(job, RUNG_E_CONFLICT, "", msg);
         }
         return;
@@ -519,8 +518,8 @@ static void ended_trial_report(Engine *e, Job *job, const char *token, int64_t s
         return;
     RungError err;
     ReportAction action = ACTION_STOP; /* it ended: the worker must end it too */
-    if (store_read_report_action(engine_store(e), job->ids[0], tl.attempt, step, &action,
-                                 &err) < 0) {
+    if (store_read_report_action(engine_store(e), job->ids[0], tl.attempt, step, &action, &err) <
+        0) {
         fail(job, &err);
         return;
     }
@@ -562,8 +561,8 @@ void api_trial_report(Engine *e, Job *job)
         return;
     }
     ReportAction action;
-    if (core_report(engine_core(e), t, rq.lease_token, rq.step, rq.metrics, engine_now(e),
-                    &action, &err) != 0) {
+    if (core_report(engine_core(e), t, rq.lease_token, rq.step, rq.metrics, engine_now(e), &action,
+                    &err) != 0) {
         fail(job, &err);
         return;
     }
@@ -609,9 +608,9 @@ void api_worker_register(Engine *e, Job *job)
     Worker *w = core_worker_add(engine_core(e), rq.label, rq.hostname, gpus, rq.cpus,
                                 engine_now(e));
     const EngineConfig *cfg = engine_config(e);
-    reply(job, 201, json_pack("{s:I, s:o, s:o}", "worker_id", (json_int_t)w->id, "heartbeat_s",
-                              seconds_json(cfg->heartbeat_ms), "lease_s",
-                              seconds_json(cfg->lease_ms)));
+    reply(job, 201,
+          json_pack("{s:I, s:o, s:o}", "worker_id", (json_int_t)w->id, "heartbeat_s",
+                    seconds_json(cfg->heartbeat_ms), "lease_s", seconds_json(cfg->lease_ms)));
 }
 
 void api_worker_list(Engine *e, Job *job)
@@ -705,8 +704,7 @@ void api_worker_lease(Engine *e, Job *job)
     /* First call: set the deadline; later calls (re-runs) keep it. */
     if (job->deadline_ms == 0)
         job->deadline_ms = rung_mono_ns() / 1000000 + (int64_t)(wait_s * 1000.0);
-    if (rung_mono_ns() / 1000000 < job->deadline_ms &&
-        engine_park(e, job, job->deadline_ms))
+    if (rung_mono_ns() / 1000000 < job->deadline_ms && engine_park(e, job, job->deadline_ms))
         return;
     job->status = 204;
 }
@@ -766,8 +764,9 @@ void api_prometheus(Engine *e, Job *job)
         fprintf(out, "rung_experiments{state=\"%s\"} %lld\n", exp_state_name((ExpState)s),
                 (long long)exps[s]);
     int64_t alive = core_workers_alive(core, engine_now(e));
-    fprintf(out, "# HELP rung_workers_alive Workers seen within a lease length.\n"
-                 "# TYPE rung_workers_alive gauge\nrung_workers_alive %lld\n",
+    fprintf(out,
+            "# HELP rung_workers_alive Workers seen within a lease length.\n"
+            "# TYPE rung_workers_alive gauge\nrung_workers_alive %lld\n",
             (long long)alive);
     fprintf(out,
             "# HELP rung_reports_total Reports committed (rate() gives reports/s).\n"

@@ -26,8 +26,8 @@ typedef struct AshaRec {
 
 typedef struct AshaRung {
     double milestone;
-    AshaRec *recs;   /* arrival order */
-    double *sorted;  /* the same scores, ascending */
+    AshaRec *recs;  /* arrival order */
+    double *sorted; /* the same scores, ascending */
     size_t n, cap;
 } AshaRung;
 
@@ -37,10 +37,10 @@ typedef struct AshaBracket {
 } AshaBracket;
 
 typedef struct AshaTrial {
-    bool known;          /* bracket drawn */
+    bool known; /* bracket drawn */
     int bracket;
-    uint64_t recorded;   /* bit k: recorded at rung k */
-    int paused;          /* rung index it is paused at, or -1 */
+    uint64_t recorded; /* bit k: recorded at rung k */
+    int paused;        /* rung index it is paused at, or -1 */
     /* median: every result, in arrival order */
     double *times, *values;
     size_t n, cap;
@@ -51,7 +51,7 @@ struct Asha {
     AshaBracket *brackets; /* p.brackets of them; NULL for fifo and median */
     AshaTrial *trials;     /* by number */
     int64_t n_trials, cap_trials;
-    int64_t *paused;       /* numbers of paused trials, unordered */
+    int64_t *paused; /* numbers of paused trials, unordered */
     int64_t n_paused, cap_paused;
 };
 

@@ -33,28 +33,28 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define ASHA_MAX_RUNGS 64    /* rungs per bracket; spec validation keeps within it */
+#define ASHA_MAX_RUNGS 64 /* rungs per bracket; spec validation keeps within it */
 #define ASHA_MAX_BRACKETS ASHA_MAX_RUNGS
 
 typedef enum { ASHA_FIFO, ASHA_ASHA, ASHA_HYPERBAND, ASHA_MEDIAN } AshaType;
 
 typedef struct AshaParams {
     AshaType type;
-    bool maximize;          /* the metric's mode is max */
-    double max_t;           /* asha, hyperband: time that completes a trial */
-    double grace_period;    /* asha, hyperband: the first rung; median: no stop before */
-    double rf;              /* asha, hyperband: reduction factor, > 1 */
-    int brackets;           /* asha: 1 .. asha_max_brackets(); hyperband: set by asha_new */
-    bool promote;           /* asha: pause at rungs and promote (the paper's ASHA) */
-    int64_t min_samples;    /* median: other trials needed at the same time */
-    uint64_t seed;          /* bracket draws */
+    bool maximize;       /* the metric's mode is max */
+    double max_t;        /* asha, hyperband: time that completes a trial */
+    double grace_period; /* asha, hyperband: the first rung; median: no stop before */
+    double rf;           /* asha, hyperband: reduction factor, > 1 */
+    int brackets;        /* asha: 1 .. asha_max_brackets(); hyperband: set by asha_new */
+    bool promote;        /* asha: pause at rungs and promote (the paper's ASHA) */
+    int64_t min_samples; /* median: other trials needed at the same time */
+    uint64_t seed;       /* bracket draws */
 } AshaParams;
 
 typedef enum {
     ASHA_CONTINUE,
-    ASHA_STOP,      /* below the cutoff: the trial ends as stopped */
-    ASHA_COMPLETE,  /* time >= max_t: the trial ends as completed */
-    ASHA_PAUSE,     /* promote: paused at its rung until promoted */
+    ASHA_STOP,     /* below the cutoff: the trial ends as stopped */
+    ASHA_COMPLETE, /* time >= max_t: the trial ends as completed */
+    ASHA_PAUSE,    /* promote: paused at its rung until promoted */
 } AshaDecision;
 
 typedef struct Asha Asha;

@@ -22,16 +22,16 @@
 #include "utf8.h"
 
 struct Core {
-    int64_t lease_ms;            /* lease length */
-    Experiment **exps;           /* in memory, ascending id */
+    int64_t lease_ms;  /* lease length */
+    Experiment **exps; /* in memory, ascending id */
     int64_t n_exps, cap_exps;
-    IdMap trials;                /* id -> Trial, those in memory */
-    IdMap workers;               /* id -> Worker, those in memory */
+    IdMap trials;  /* id -> Trial, those in memory */
+    IdMap workers; /* id -> Worker, those in memory */
     int64_t next_exp_id, next_trial_id, next_worker_id;
     /* Every trial and experiment by state, those in the store included. */
     int64_t trial_counts[TRIAL__COUNT];
     int64_t exp_counts[3];
-    TrialList running;           /* every running trial, by lease time */
+    TrialList running; /* every running trial, by lease time */
     /* Set when a lease that failed before might now succeed. */
     bool availability_changed;
     /* Changes since core_take_changes. */
@@ -55,8 +55,8 @@ struct Core {
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const trial_names[TRIAL__COUNT] = {
-    "pending", "running", "completed", "stopped", "failed", "canceled", "paused"};
+static const char *const trial_names[TRIAL__COUNT] = {"pending", "running",  "completed", "stopped",
+                                                      "failed",  "canceled", "paused"};
 static const char *const exp_names[] = {"running", "completed", "canceled"};
 
 const char *trial_state_name(TrialState s)
@@ -160,7 +160,7 @@ static void mark_trial(Core *core, Trial *t)
         return;
     t->dirty = true;
     rung_grow((void **)&core->dirty_trials, &core->cap_dirty_trials, core->n_dirty_trials,
-         sizeof(Trial *));
+              sizeof(Trial *));
     core->dirty_trials[core->n_dirty_trials++] = t;
 }
 
@@ -170,7 +170,7 @@ static void mark_exp(Core *core, Experiment *e)
         return;
     e->dirty = true;
     rung_grow((void **)&core->dirty_exps, &core->cap_dirty_exps, core->n_dirty_exps,
-         sizeof(Experiment *));
+              sizeof(Experiment *));
     core->dirty_exps[core->n_dirty_exps++] = e;
 }
 
@@ -180,7 +180,7 @@ static void mark_worker(Core *core, Worker *w)
         return;
     w->dirty = true;
     rung_grow((void **)&core->dirty_workers, &core->cap_dirty_workers, core->n_dirty_workers,
-         sizeof(Worker *));
+              sizeof(Worker *));
     core->dirty_workers[core->n_dirty_workers++] = w;
 }
 
@@ -315,8 +315,7 @@ static void put_exp(Core *core, int64_t id, Experiment *e)
 {
     rung_grow((void **)&core->exps, &core->cap_exps, core->n_exps, sizeof(Experiment *));
     int64_t at = exp_lower_bound(core, id);
-    memmove(&core->exps[at + 1], &core->exps[at],
-            (size_t)(core->n_exps - at) * sizeof *core->exps);
+    memmove(&core->exps[at + 1], &core->exps[at], (size_t)(core->n_exps - at) * sizeof *core->exps);
     core->exps[at] = e;
     core->n_exps++;
     if (id >= core->next_exp_id)
@@ -653,7 +652,8 @@ int64_t core_workers_alive(const Core *core, int64_t now)
 {
     int64_t n = 0;
     for (int64_t i = 0; i < core->workers.cap; i++)
-        if (core->workers.slots[i].id != 0 && core_worker_alive(core, core->workers.slots[i].ptr, now))
+        if (core->workers.slots[i].id != 0 &&
+            core_worker_alive(core, core->workers.slots[i].ptr, now))
             n++;
     return n;
 }
@@ -677,8 +677,7 @@ static bool may_take(const Core *core, const Worker *w, const Trial *t, int64_t 
     return !core_worker_alive(core, owner_of(core, t), now);
 }
 
-Trial *core_lease(Core *core, Worker *w, const LeaseOffer *offer, const char *token,
-                  int64_t now)
+Trial *core_lease(Core *core, Worker *w, const LeaseOffer *offer, const char *token, int64_t now)
 {
     core_worker_seen(core, w, now);
     for (int64_t i = 0; i < core->n_exps; i++) {
@@ -780,11 +779,11 @@ static bool report_time(const Experiment *e, int64_t step, const json_t *metrics
 /* Records a report's values on the trial (both live and at load). */
 /* What the core reads of one report, read once (report_read). */
 typedef struct ReportRead {
-    int64_t step;    /* the report's step */
+    int64_t step; /* the report's step */
     bool has_time;
-    double time;     /* its time_attr for the scheduler */
+    double time; /* its time_attr for the scheduler */
     bool has_value;
-    double value;    /* its objective, possibly not finite */
+    double value; /* its objective, possibly not finite */
 } ReportRead;
 
 static ReportRead report_read(const Experiment *e, int64_t step, const json_t *metrics)
@@ -873,8 +872,8 @@ static ReportAction schedule(Core *core, Trial *t, const ReportRead *r, const js
     return a;
 }
 
-int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *metrics,
-                int64_t now, ReportAction *action, RungError *err)
+int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *metrics, int64_t now,
+                ReportAction *action, RungError *err)
 {
     if (t->lease_token[0] == '\0' || !token_equal(token, t->lease_token))
         return lease_lost(t, err);
@@ -902,8 +901,8 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
     double v = r.value;
     if (r.has_value && !isfinite(v)) {
         char msg[SPEC_MAX_METRIC + 96];
-        snprintf(msg, sizeof msg, "%s is %s at step %lld", e->spec.metric,
-                 rung_nonfinite_format(v), (long long)step);
+        snprintf(msg, sizeof msg, "%s is %s at step %lld", e->spec.metric, rung_nonfinite_format(v),
+                 (long long)step);
         set_error(t, msg);
         set_state(core, t, TRIAL_FAILED, now); /* a diverged run is not retried */
         a = ACTION_STOP;
@@ -950,8 +949,8 @@ int core_finish(Core *core, Trial *t, const char *token, bool completed, const c
     return 0;
 }
 
-json_t *core_heartbeat(Core *core, Worker *w, const int64_t *ids, int64_t n_ids,
-                       json_t *heartbeat, int64_t now)
+json_t *core_heartbeat(Core *core, Worker *w, const int64_t *ids, int64_t n_ids, json_t *heartbeat,
+                       int64_t now)
 {
     core_worker_seen(core, w, now);
     json_decref(w->heartbeat);
@@ -976,8 +975,8 @@ json_t *core_heartbeat(Core *core, Worker *w, const int64_t *ids, int64_t n_ids,
 int core_cancel(Core *core, Experiment *e, int64_t now, RungError *err)
 {
     if (e->state == EXP_COMPLETED)
-        return rung_error_set(err, RUNG_E_CONFLICT, NULL,
-                              "experiment %lld already completed", (long long)e->id);
+        return rung_error_set(err, RUNG_E_CONFLICT, NULL, "experiment %lld already completed",
+                              (long long)e->id);
     if (e->state == EXP_CANCELED)
         return 0;
     set_exp_state(core, e, EXP_CANCELED, now);
@@ -1095,8 +1094,8 @@ void core_load_queue_pos(Trial *t, int64_t pos)
 }
 
 Worker *core_load_worker(Core *core, int64_t id, const char *name, const char *hostname,
-                         json_t *gpus, int64_t cpus, int64_t registered_at,
-                         int64_t last_seen_at, json_t *heartbeat)
+                         json_t *gpus, int64_t cpus, int64_t registered_at, int64_t last_seen_at,
+                         json_t *heartbeat)
 {
     Worker *w = worker_new(core, id, name, hostname, gpus, cpus, registered_at);
     w->last_seen_at = last_seen_at;

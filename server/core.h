@@ -27,10 +27,10 @@
 #include "error.h"
 #include "spec.h"
 
-#define CORE_TOKEN_LEN 32       /* lease tokens: 128 random bits in hex */
-#define CORE_MAX_ERROR 8192     /* bytes of a trial's error text kept */
-#define CORE_MAX_METRICS 64     /* metrics per report */
-#define CORE_MAX_LEASE_GPUS 64  /* GPU indices a worker may offer at once */
+#define CORE_TOKEN_LEN 32      /* lease tokens: 128 random bits in hex */
+#define CORE_MAX_ERROR 8192    /* bytes of a trial's error text kept */
+#define CORE_MAX_METRICS 64    /* metrics per report */
+#define CORE_MAX_LEASE_GPUS 64 /* GPU indices a worker may offer at once */
 
 typedef enum {
     TRIAL_PENDING,
@@ -62,39 +62,39 @@ typedef struct StepSeen {
 } StepSeen;
 
 typedef struct Trial {
-    int64_t id;                  /* >= 1, unique across experiments */
-    struct Experiment *exp;      /* borrowed: the owner */
-    int64_t number;              /* 0-based within the experiment */
+    int64_t id;             /* >= 1, unique across experiments */
+    struct Experiment *exp; /* borrowed: the owner */
+    int64_t number;         /* 0-based within the experiment */
     TrialState state;
-    json_t *config;              /* owned: the parameters */
-    int64_t attempt;             /* 1-based */
-    int64_t worker_id;           /* 0 = never leased */
-    char lease_token[CORE_TOKEN_LEN + 1]; /* "" = nobody may report */
-    int64_t lease_expires_ms;    /* running only: when the lease runs out */
-    json_t *resources;           /* owned, or NULL before a lease */
-    bool stop_requested;         /* experiment canceled while running */
-    char *error;                 /* owned, or NULL */
+    json_t *config;                           /* owned: the parameters */
+    int64_t attempt;                          /* 1-based */
+    int64_t worker_id;                        /* 0 = never leased */
+    char lease_token[CORE_TOKEN_LEN + 1];     /* "" = nobody may report */
+    int64_t lease_expires_ms;                 /* running only: when the lease runs out */
+    json_t *resources;                        /* owned, or NULL before a lease */
+    bool stop_requested;                      /* experiment canceled while running */
+    char *error;                              /* owned, or NULL */
     int64_t created_at, started_at, ended_at; /* ms; 0 = not yet */
     /* Derived from the current attempt's reports (rebuilt at load). */
     bool has_step;
-    int64_t step;                /* last reported time_attr */
+    int64_t step; /* last reported time_attr */
     bool has_time;
-    double time;                 /* last report's time_attr value, for the scheduler */
-    double rung;                 /* milestone where the scheduler stopped or paused it; 0 = none */
-    int64_t queue_pos;           /* pending only: place in the experiment's line, smaller first */
-    char *log_tail;              /* owned: last log lines from the worker, or NULL (memory only) */
-    size_t leased_seen;          /* n_seen when leased: a resumed trial's reports so far */
+    double time;        /* last report's time_attr value, for the scheduler */
+    double rung;        /* milestone where the scheduler stopped or paused it; 0 = none */
+    int64_t queue_pos;  /* pending only: place in the experiment's line, smaller first */
+    char *log_tail;     /* owned: last log lines from the worker, or NULL (memory only) */
+    size_t leased_seen; /* n_seen when leased: a resumed trial's reports so far */
     bool has_best;
-    double best_value;           /* in the metric's own sign */
+    double best_value; /* in the metric's own sign */
     int64_t best_step;
-    json_t *last;                /* owned: last metrics, or NULL */
-    StepSeen *seen;              /* owned: steps of this attempt, ascending */
+    json_t *last;   /* owned: last metrics, or NULL */
+    StepSeen *seen; /* owned: steps of this attempt, ascending */
     size_t n_seen, cap_seen;
     /* Intrusive lists: the experiment's pending queue, or the core's running list. */
     struct Trial *prev, *next;
-    bool dirty;                  /* queued for a store write */
-    bool stored;                 /* has a row in the store (else: insert it) */
-    bool releasing;              /* terminal: queued for core_release */
+    bool dirty;     /* queued for a store write */
+    bool stored;    /* has a row in the store (else: insert it) */
+    bool releasing; /* terminal: queued for core_release */
 } Trial;
 
 typedef struct TrialList {
@@ -106,49 +106,49 @@ typedef struct TrialList {
 typedef struct BestRef {
     bool has;
     int64_t trial_id;
-    double value;                /* in the metric's own sign */
+    double value; /* in the metric's own sign */
     int64_t step;
-    json_t *config;              /* the trial's config: owned in Experiment.best_done,
-                                    borrowed in core_experiment_best's answer */
+    json_t *config; /* the trial's config: owned in Experiment.best_done,
+                       borrowed in core_experiment_best's answer */
 } BestRef;
 
 /* A released trial's result, for the searcher (bayes only). */
 typedef struct HistEntry {
     int64_t number;
-    double loss;                 /* lower is better; +INFINITY for a failed trial */
-    json_t *config;              /* owned */
+    double loss;    /* lower is better; +INFINITY for a failed trial */
+    json_t *config; /* owned */
 } HistEntry;
 
 typedef struct Experiment {
     int64_t id;
-    Spec spec;                   /* owned */
+    Spec spec; /* owned */
     ExpState state;
     int64_t created_at, ended_at;
-    Trial **trials;              /* owned array, by number; [0, n_trials); NULL once
-                                    the trial is released */
+    Trial **trials; /* owned array, by number; [0, n_trials); NULL once
+                       the trial is released */
     int64_t n_trials, cap_trials;
     int64_t counts[TRIAL__COUNT];
-    TrialList pending;           /* pending trials, ascending queue_pos: those put back
-                                    at the front (latest first), then new ones by number */
-    int64_t proposing;           /* configs asked of the proposer, not yet added */
-    BestRef best_done;           /* the best of its released trials */
-    HistEntry *hist;             /* bayes: results of released trials */
+    TrialList pending; /* pending trials, ascending queue_pos: those put back
+                          at the front (latest first), then new ones by number */
+    int64_t proposing; /* configs asked of the proposer, not yet added */
+    BestRef best_done; /* the best of its released trials */
+    HistEntry *hist;   /* bayes: results of released trials */
     int64_t n_hist, cap_hist;
-    struct Asha *asha;           /* owned: the scheduler's rung records */
-    bool hold_endgame;           /* asha promote: no end game now (re-entry, or promotions first) */
+    struct Asha *asha; /* owned: the scheduler's rung records */
+    bool hold_endgame; /* asha promote: no end game now (re-entry, or promotions first) */
     bool dirty;
     bool stored;
-    bool releasing;              /* ended: queued for core_release */
+    bool releasing; /* ended: queued for core_release */
 } Experiment;
 
 typedef struct Worker {
     int64_t id;
-    char *name, *hostname;       /* owned */
-    json_t *gpus;                /* owned: as registered */
+    char *name, *hostname; /* owned */
+    json_t *gpus;          /* owned: as registered */
     int64_t cpus;
     int64_t registered_at, last_seen_at;
-    json_t *heartbeat;           /* owned: last heartbeat body, or NULL */
-    int64_t n_running;           /* trials it holds now */
+    json_t *heartbeat; /* owned: last heartbeat body, or NULL */
+    int64_t n_running; /* trials it holds now */
     bool dirty;
     bool stored;
 } Worker;
@@ -156,7 +156,7 @@ typedef struct Worker {
 /* A report accepted by core_report, to be inserted by the engine. */
 typedef struct NewReport {
     int64_t trial_id, attempt, step, time;
-    json_t *metrics;             /* owned */
+    json_t *metrics; /* owned */
     ReportAction action;
 } NewReport;
 
@@ -193,8 +193,7 @@ typedef struct LeaseOffer {
 
 /* Leases the first pending trial that fits the offer, by experiment id,
  * with the given token. Returns the trial (now running) or NULL. */
-Trial *core_lease(Core *core, Worker *w, const LeaseOffer *offer, const char *token,
-                  int64_t now);
+Trial *core_lease(Core *core, Worker *w, const LeaseOffer *offer, const char *token, int64_t now);
 
 /* Takes back a lease whose reply never reached the worker: the trial is
  * pending again, first in line, with the same attempt. Returns whether it
@@ -204,8 +203,8 @@ bool core_unlease(Core *core, Trial *t, const char *token, int64_t now);
 /* A report on a trial. RUNG_E_LEASE_LOST for a token that is not the
  * trial's; *action gets the answer, the same for a repeated step. metrics is
  * borrowed (copied when stored). */
-int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *metrics,
-                int64_t now, ReportAction *action, RungError *err);
+int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *metrics, int64_t now,
+                ReportAction *action, RungError *err);
 
 /* A trial's end as the worker tells it: completed, or failed with error
  * (may be NULL). Idempotent on terminal trials. */
@@ -214,8 +213,8 @@ int core_finish(Core *core, Trial *t, const char *token, bool completed, const c
 
 /* A heartbeat from w listing the trials it runs; renews their leases and
  * returns (new reference) the array of ids it must stop. */
-json_t *core_heartbeat(Core *core, Worker *w, const int64_t *ids, int64_t n_ids,
-                       json_t *heartbeat, int64_t now);
+json_t *core_heartbeat(Core *core, Worker *w, const int64_t *ids, int64_t n_ids, json_t *heartbeat,
+                       int64_t now);
 
 /* Cancels exp: pending trials canceled, running ones asked to stop.
  * RUNG_E_CONFLICT when it already completed. */
@@ -270,8 +269,8 @@ void core_load_rung(Trial *t, double rung);
  * keeps its number, a new trial's place). */
 void core_load_queue_pos(Trial *t, int64_t pos);
 Worker *core_load_worker(Core *core, int64_t id, const char *name, const char *hostname,
-                         json_t *gpus, int64_t cpus, int64_t registered_at,
-                         int64_t last_seen_at, json_t *heartbeat);
+                         json_t *gpus, int64_t cpus, int64_t registered_at, int64_t last_seen_at,
+                         json_t *heartbeat);
 /* After loading: running trials get a fresh lease window from now, and
  * pending queues are ordered. */
 void core_load_done(Core *core, int64_t now);

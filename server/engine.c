@@ -32,11 +32,11 @@
 
 struct Engine {
     pthread_t thread;
-    int64_t generation;      /* this run's start, ms: see engine_generation */
+    int64_t generation; /* this run's start, ms: see engine_generation */
     EngineFront front;
     bool started;
-    int epfd;                /* waits on the HTTP front's epoll fd and wake_fd */
-    int wake_fd;             /* eventfd: the proposer's answers, shutdown */
+    int epfd;    /* waits on the HTTP front's epoll fd and wake_fd */
+    int wake_fd; /* eventfd: the proposer's answers, shutdown */
     atomic_bool stop_requested;
     /* Internal jobs (proposals) from other threads, under mu. */
     pthread_mutex_t mu;
@@ -48,16 +48,16 @@ struct Engine {
     Stats *stats;
     Proposer *proposer;
     bool draining;
-    Job *done;               /* jobs answered in this batch, released after commit */
-    Job *parked;             /* parked jobs, newest first */
+    Job *done;   /* jobs answered in this batch, released after commit */
+    Job *parked; /* parked jobs, newest first */
     int64_t n_parked;
-    uint64_t batch_reports;  /* reports written in this batch */
-    int64_t in_flight;       /* jobs submitted whose on_done has not run */
-    bool resumed;            /* on_done ran last batch: the HTTP front must run again */
+    uint64_t batch_reports; /* reports written in this batch */
+    int64_t in_flight;      /* jobs submitted whose on_done has not run */
+    bool resumed;           /* on_done ran last batch: the HTTP front must run again */
     int64_t now;
     int64_t next_tick;
-    int64_t rate_at_ms;      /* monotonic ms of the last reports/s sample */
-    uint64_t rate_reports;   /* reports committed at that sample */
+    int64_t rate_at_ms;    /* monotonic ms of the last reports/s sample */
+    uint64_t rate_reports; /* reports committed at that sample */
 };
 
 static int64_t mono_ms(void)
@@ -166,8 +166,7 @@ static void apply_proposals(Engine *e, Job *job)
         /* Configs are added in trial-number order; anything else (an
          * experiment canceled meanwhile) is dropped. */
         for (int64_t i = 0; i < p->count; i++) {
-            if (exp->state != EXP_RUNNING || p->configs[i] == NULL ||
-                p->first + i != exp->n_trials)
+            if (exp->state != EXP_RUNNING || p->configs[i] == NULL || p->first + i != exp->n_trials)
                 break;
             core_trial_add(e->core, exp, p->configs[i], e->now);
             p->configs[i] = NULL;
@@ -259,8 +258,7 @@ static void request_proposals(Engine *e)
         /* Ask in chunks, so that one answer is not one long transaction and
          * the proposer is not woken per trial; the end of the experiment is
          * asked for whatever it is. */
-        if (!bayes && want < PENDING_TARGET / 4 &&
-            first + want < exp->spec.total_trials)
+        if (!bayes && want < PENDING_TARGET / 4 && first + want < exp->spec.total_trials)
             continue;
         exp->proposing += want;
         proposer_request(e->proposer, exp->id, json_object_get(exp->spec.json, "search_space"),
@@ -463,8 +461,8 @@ static void sample_rate(Engine *e)
         return;
     uint64_t reports = atomic_load(&e->stats->reports);
     if (e->rate_at_ms > 0)
-        atomic_store(&e->stats->reports_per_s, (double)(reports - e->rate_reports) * 1000.0 /
-                                                   (double)(mono - e->rate_at_ms));
+        atomic_store(&e->stats->reports_per_s,
+                     (double)(reports - e->rate_reports) * 1000.0 / (double)(mono - e->rate_at_ms));
     e->rate_at_ms = mono;
     e->rate_reports = reports;
 }

@@ -29,13 +29,13 @@ typedef void (*JobFn)(Engine *e, Job *job);
 struct Job {
     /* Request, set by the HTTP layer; borrowed by the engine. */
     JobFn fn;
-    int64_t ids[2];         /* the {id}s of the path, in order */
-    json_t *body;           /* parsed JSON body, or NULL */
-    json_t *query;          /* query arguments: an object of strings */
+    int64_t ids[2]; /* the {id}s of the path, in order */
+    json_t *body;   /* parsed JSON body, or NULL */
+    json_t *query;  /* query arguments: an object of strings */
     /* Reply, set by the handler. */
-    int status;             /* HTTP status */
-    json_t *reply;          /* new reference, or NULL */
-    char *text;             /* malloc'd non-JSON body, or NULL */
+    int status;    /* HTTP status */
+    json_t *reply; /* new reference, or NULL */
+    char *text;    /* malloc'd non-JSON body, or NULL */
     size_t text_len;
     const char *content_type; /* of text */
     /* Called on the engine thread once the reply is committed (or failed). */
@@ -49,14 +49,14 @@ struct Job {
     bool (*client_gone)(Job *job);
     /* Engine's own. */
     bool parked;
-    int64_t deadline_ms;    /* parked: when to answer 204 (monotonic ms) */
+    int64_t deadline_ms; /* parked: when to answer 204 (monotonic ms) */
     Job *next;
-    void *data;             /* internal jobs: their payload */
+    void *data; /* internal jobs: their payload */
 };
 
 typedef struct EngineConfig {
-    int64_t lease_ms;       /* lease length (--lease-s) */
-    int64_t heartbeat_ms;   /* what workers are told to use: several per lease */
+    int64_t lease_ms;     /* lease length (--lease-s) */
+    int64_t heartbeat_ms; /* what workers are told to use: several per lease */
 } EngineConfig;
 
 /* The network front the loop drives (http.c provides one). The engine
@@ -64,11 +64,11 @@ typedef struct EngineConfig {
  * front hands requests to the engine (engine_submit), never the reverse. */
 typedef struct EngineFront {
     void *ctx;
-    int (*epoll_fd)(void *ctx);        /* readable when run() has work */
-    void (*run)(void *ctx);            /* one pass over ready connections */
-    int64_t (*timeout_ms)(void *ctx);  /* how soon run() is due; -1: no limit */
-    void (*quiesce)(void *ctx);        /* stop accepting (shutdown) */
-    void (*tick)(void *ctx);           /* about every 100 ms: timeouts, limits */
+    int (*epoll_fd)(void *ctx);       /* readable when run() has work */
+    void (*run)(void *ctx);           /* one pass over ready connections */
+    int64_t (*timeout_ms)(void *ctx); /* how soon run() is due; -1: no limit */
+    void (*quiesce)(void *ctx);       /* stop accepting (shutdown) */
+    void (*tick)(void *ctx);          /* about every 100 ms: timeouts, limits */
 } EngineFront;
 
 /* Takes ownership of store and core; starts the proposer thread. */
@@ -95,7 +95,7 @@ Core *engine_core(Engine *e);
 Store *engine_store(Engine *e);
 Stats *engine_stats(Engine *e);
 const EngineConfig *engine_config(Engine *e);
-int64_t engine_now(Engine *e);  /* the batch's time, ms since the epoch */
+int64_t engine_now(Engine *e); /* the batch's time, ms since the epoch */
 /* Tells this daemon run from others: its start time (ms), for cursors that
  * are valid only within one run (the curves endpoint). */
 int64_t engine_generation(Engine *e);

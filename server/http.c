@@ -42,8 +42,8 @@
 #include "api.h"
 #include "clock.h"
 
-#define MAX_IDS 2             /* {id}s in one path */
-#define MAX_QUERY_ARGS 32     /* query arguments kept per request */
+#define MAX_IDS 2         /* {id}s in one path */
+#define MAX_QUERY_ARGS 32 /* query arguments kept per request */
 /* Connections at once: each worker slot and dashboard tab holds one. */
 #define CONNECTION_LIMIT 4096
 /* Connections at once from one client address (an IPv6 /64): a quarter of
@@ -110,10 +110,10 @@ typedef struct Conn Conn;
 struct Conn {
     int fd;
     ConnState state;
-    bool in_mhd;         /* MHD has the socket (it closes it); C_SCREEN and
-                          * C_LINGER then mean suspended by us */
-    bool watched;        /* in Http.epfd */
-    bool idle;           /* C_SCREEN between requests: no byte of the next yet */
+    bool in_mhd;  /* MHD has the socket (it closes it); C_SCREEN and
+                   * C_LINGER then mean suspended by us */
+    bool watched; /* in Http.epfd */
+    bool idle;    /* C_SCREEN between requests: no byte of the next yet */
     /* MHD reads this connection's later requests itself: after a chunked
      * body (whose framing we do not follow), or when MHD has read bytes
      * past the requests we screened (a client that pipelines). They get
@@ -140,32 +140,32 @@ struct Http {
     char *web_dir;
     size_t max_body;
     int listen_fd;
-    int epfd;            /* the listen socket, MHD's epoll fd, connections we watch */
-    bool accept_paused;  /* out of descriptors: until the next tick */
-    bool resumed;        /* a connection was resumed outside MHD_run */
+    int epfd;           /* the listen socket, MHD's epoll fd, connections we watch */
+    bool accept_paused; /* out of descriptors: until the next tick */
+    bool resumed;       /* a connection was resumed outside MHD_run */
     int n_conns;
     Conn *conns;
     Conn *by_address[ADDRESS_BUCKETS];
-    Conn *done;          /* connections whose request MHD completed this run */
-    Conn *adding;        /* the one MHD_add_connection is taking */
+    Conn *done;   /* connections whose request MHD completed this run */
+    Conn *adding; /* the one MHD_add_connection is taking */
 };
 
 /* Per-request state: made when MHD has the request line, freed when MHD
  * completes the request. */
 typedef struct Request {
-    Job job;               /* first: on_done gets the Job and finds the Request */
+    Job job; /* first: on_done gets the Job and finds the Request */
     struct MHD_Connection *connection;
     Conn *conn;
-    int64_t t0;            /* monotonic ns at the first callback */
+    int64_t t0; /* monotonic ns at the first callback */
     const Route *route;
     int64_t ids[MAX_IDS];
     char *body;
     size_t len, cap;
-    bool bad_target;       /* the request target encodes a control byte */
-    bool started;          /* the access handler has seen it */
+    bool bad_target; /* the request target encodes a control byte */
+    bool started;    /* the access handler has seen it */
     bool too_large;
-    bool submitted;        /* the job went to the engine */
-    bool answered;         /* the engine is done with it */
+    bool submitted; /* the job went to the engine */
+    bool answered;  /* the engine is done with it */
 } Request;
 
 static int64_t mono_ms(void)
@@ -219,9 +219,9 @@ static bool authorized(const Http *h, const char *header)
 static enum MHD_Result send_buffer(struct MHD_Connection *c, int status, char *data, size_t len,
                                    const char *type)
 {
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(len, data, data ? MHD_RESPMEM_MUST_FREE
-                                                        : MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, data,
+                                                             data ? MHD_RESPMEM_MUST_FREE
+                                                                  : MHD_RESPMEM_PERSISTENT);
     if (r == NULL)
         return MHD_NO;
     if (type)
@@ -281,10 +281,14 @@ static const char *mime_of(const char *path)
     static const struct {
         const char *ext, *type;
     } types[] = {
-        {".html", "text/html; charset=utf-8"},  {".js", "text/javascript; charset=utf-8"},
-        {".mjs", "text/javascript; charset=utf-8"}, {".css", "text/css; charset=utf-8"},
-        {".svg", "image/svg+xml"}, {".png", "image/png"},
-        {".json", "application/json; charset=utf-8"}, {".ico", "image/x-icon"},
+        {".html", "text/html; charset=utf-8"},
+        {".js", "text/javascript; charset=utf-8"},
+        {".mjs", "text/javascript; charset=utf-8"},
+        {".css", "text/css; charset=utf-8"},
+        {".svg", "image/svg+xml"},
+        {".png", "image/png"},
+        {".json", "application/json; charset=utf-8"},
+        {".ico", "image/x-icon"},
     };
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (strcmp(dot, types[i].ext) == 0)
@@ -341,8 +345,9 @@ static enum MHD_Result serve_static(Http *h, struct MHD_Connection *c, const cha
             close(fd);
     }
     if (strcmp(rel, "/index.html") == 0) {
-        struct MHD_Response *r = MHD_create_response_from_buffer(
-            sizeof fallback_page - 1, (void *)fallback_page, MHD_RESPMEM_PERSISTENT);
+        struct MHD_Response *r = MHD_create_response_from_buffer(sizeof fallback_page - 1,
+                                                                 (void *)fallback_page,
+                                                                 MHD_RESPMEM_PERSISTENT);
         if (r == NULL)
             return MHD_NO;
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/html; charset=utf-8");
@@ -398,8 +403,8 @@ static void request_in(Request *req)
         req->conn->deadline_ms = 0;
 }
 
-static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *req,
-                                  const char *url, const char *method)
+static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *req, const char *url,
+                                  const char *method)
 {
     if (req->bad_target)
         return send_error(c, RUNG_E_INVALID_ARGUMENT, "",
@@ -439,8 +444,8 @@ static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *re
         return send_error(c, RUNG_E_PAYLOAD_TOO_LARGE, "", msg);
     }
     if (strcmp(method, "POST") == 0 &&
-        !is_json_type(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                  MHD_HTTP_HEADER_CONTENT_TYPE)))
+        !is_json_type(
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
         return send_error(c, RUNG_E_UNSUPPORTED_MEDIA_TYPE, "",
                           "send JSON with Content-Type: application/json");
     /* Only now: a request with a route set goes to the engine once its body is in. */
@@ -516,8 +521,8 @@ static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_size, void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_size, void **con_cls)
 {
     (void)version;
     Http *h = cls;
@@ -578,8 +583,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         job->body = json_loadb(req->body, req->len, JSON_REJECT_DUPLICATES, &jerr);
         if (job->body == NULL) {
             char msg[256];
-            snprintf(msg, sizeof msg, "body is not valid JSON: %s (line %d, column %d)",
-                     jerr.text, jerr.line, jerr.column);
+            snprintf(msg, sizeof msg, "body is not valid JSON: %s (line %d, column %d)", jerr.text,
+                     jerr.line, jerr.column);
             return send_error(c, RUNG_E_BAD_JSON, "", msg);
         }
     }
@@ -770,7 +775,7 @@ typedef struct Head {
     size_t len;    /* bytes, from the connection's position to the blank line's end */
     uint64_t body; /* Content-Length, 0 without one */
     bool chunked;
-    int code;      /* a refusal's RUNG_E_* and message */
+    int code; /* a refusal's RUNG_E_* and message */
     char message[160];
 } Head;
 
@@ -830,7 +835,7 @@ static int read_head(const char *buf, size_t n, size_t max_body, Head *hd)
     const char *line, *req;
     size_t len, req_len, pos = 0;
     bool full = n >= HEAD_MAX; /* nothing more will fit */
-    do { /* empty lines before the request line are skipped, as MHD does */
+    do {                       /* empty lines before the request line are skipped, as MHD does */
         if (!next_line(buf, n, &pos, &line, &len))
             return !full ? 1
                          : refusal(hd, 414, RUNG_E_PAYLOAD_TOO_LARGE,
@@ -900,8 +905,8 @@ static int read_head(const char *buf, size_t n, size_t max_body, Head *hd)
         size_t val_len = (size_t)(lend - val);
         for (const char *p = val; p < lend; p++)
             if (((unsigned char)*p < ' ' && *p != '\t') || *p == 0x7f)
-                return refusal(hd, 400, RUNG_E_INVALID_ARGUMENT,
-                               "control character in header %.*s", (int)name_len, line);
+                return refusal(hd, 400, RUNG_E_INVALID_ARGUMENT, "control character in header %.*s",
+                               (int)name_len, line);
         if (name_len == 14 && strncasecmp(line, "Content-Length", 14) == 0) {
             if (has_length)
                 return refusal(hd, 400, RUNG_E_INVALID_ARGUMENT, "more than one Content-Length");
@@ -1111,7 +1116,8 @@ static bool is_loopback(const struct sockaddr *sa)
 
 static int listen_on(const HttpConfig *cfg, int *fd_out, int *port_out, RungError *err)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *res;
     char port[16];
@@ -1169,13 +1175,15 @@ int http_start(const HttpConfig *cfg, Engine *engine, Stats *stats, Http **out, 
     /* No thread of MHD's own: the engine's loop runs it (epoll, external
      * mode), so a request costs no thread switch. MHD listens on nothing:
      * accept_new and screen hand it the connections. */
-    h->daemon = MHD_start_daemon(
-        MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET,
-        0, NULL, NULL, on_request, h, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_URI_LOG_CALLBACK,
-        on_request_line, h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MHD_POOL_BYTES, MHD_OPTION_END);
+    h->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+                                     MHD_USE_NO_LISTEN_SOCKET,
+                                 0, NULL, NULL, on_request, h, MHD_OPTION_NOTIFY_COMPLETED,
+                                 on_completed, h, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+                                 MHD_OPTION_URI_LOG_CALLBACK, on_request_line, h,
+                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S,
+                                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MHD_POOL_BYTES,
+                                 MHD_OPTION_END);
     h->epfd = epoll_create1(EPOLL_CLOEXEC);
     const union MHD_DaemonInfo *info =
         h->daemon ? MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_EPOLL_FD) : NULL;

@@ -10,19 +10,19 @@
 #include <stdint.h>
 
 typedef struct IdMapSlot {
-    int64_t id;  /* 0 = empty */
+    int64_t id; /* 0 = empty */
     void *ptr;
 } IdMapSlot;
 
 typedef struct IdMap {
     IdMapSlot *slots;
-    int64_t cap;   /* a power of two, or 0 */
+    int64_t cap; /* a power of two, or 0 */
     int64_t len;
 } IdMap;
 
-void *idmap_get(const IdMap *m, int64_t id);       /* NULL when absent */
-void idmap_put(IdMap *m, int64_t id, void *ptr);   /* id >= 1; replaces */
-void *idmap_remove(IdMap *m, int64_t id);          /* the removed pointer, or NULL */
+void *idmap_get(const IdMap *m, int64_t id);     /* NULL when absent */
+void idmap_put(IdMap *m, int64_t id, void *ptr); /* id >= 1; replaces */
+void *idmap_remove(IdMap *m, int64_t id);        /* the removed pointer, or NULL */
 void idmap_free(IdMap *m);
 
 /* Iteration: for (int64_t i = 0; i < m->cap; i++) if (m->slots[i].id) ...

@@ -121,8 +121,8 @@ int main(int argc, char **argv)
     RungError err;
     rung_error_clear(&err);
     Store *store;
-    if (store_open(options[O_DB].value, strcmp(options[O_DURABILITY].value, "full") == 0,
-                   &store, &err) != 0) {
+    if (store_open(options[O_DB].value, strcmp(options[O_DURABILITY].value, "full") == 0, &store,
+                   &err) != 0) {
         fprintf(stderr, "rungd: %s\n", err.message);
         return 1;
     }

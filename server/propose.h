@@ -16,9 +16,9 @@
 
 typedef struct Proposals {
     int64_t exp_id;
-    int64_t first;     /* trial number of configs[0] */
+    int64_t first; /* trial number of configs[0] */
     int64_t count;
-    json_t **configs;  /* owned: count new references (NULL entries on failure) */
+    json_t **configs; /* owned: count new references (NULL entries on failure) */
 } Proposals;
 
 void proposals_free(Proposals *p);
@@ -30,9 +30,9 @@ typedef void (*ProposeDone)(void *ctx, Proposals *p);
  * pending configs, each config an own reference (json refcounts are atomic,
  * and configs are never changed, so the proposer may read them). */
 typedef struct ProposeHistory {
-    BayesObservation *obs;  /* owned array; each config an own reference */
+    BayesObservation *obs; /* owned array; each config an own reference */
     int64_t n_obs;
-    json_t **pending;       /* owned array of own references */
+    json_t **pending; /* owned array of own references */
     int64_t n_pending;
 } ProposeHistory;
 

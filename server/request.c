@@ -47,16 +47,15 @@ static int check_metrics(const json_t *metrics, RungError *err)
     if (!json_is_object(metrics))
         return rung_error_set(err, A, "metrics", "metrics: required, a JSON object");
     if (json_object_size(metrics) > CORE_MAX_METRICS)
-        return rung_error_set(err, A, "metrics", "metrics: more than %d values",
-                              CORE_MAX_METRICS);
+        return rung_error_set(err, A, "metrics", "metrics: more than %d values", CORE_MAX_METRICS);
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)metrics, key, v) {
         if (json_is_number(v))
             continue;
         const char *s = json_string_value(v);
-        if (s && (strcmp(s, "NaN") == 0 || strcmp(s, "Infinity") == 0 ||
-                  strcmp(s, "-Infinity") == 0))
+        if (s &&
+            (strcmp(s, "NaN") == 0 || strcmp(s, "Infinity") == 0 || strcmp(s, "-Infinity") == 0))
             continue;
         char field[RUNG_FIELD_MAX];
         jsonv_path(field, sizeof field, "metrics", key);
@@ -72,8 +71,8 @@ int request_report_parse(json_t *body, ReportRequest *out, RungError *err)
     static const char *const allowed[] = {"lease_token", "step", "metrics", NULL};
     memset(out, 0, sizeof *out);
     if (body_object(body, allowed, err) ||
-        jsonv_string(body, "", "lease_token", JSONV_REQUIRED, REQUEST_MAX_TOKEN,
-                     &out->lease_token, A, err) ||
+        jsonv_string(body, "", "lease_token", JSONV_REQUIRED, REQUEST_MAX_TOKEN, &out->lease_token,
+                     A, err) ||
         jsonv_int(body, "", "step", JSONV_REQUIRED, 0, REQUEST_MAX_STEP, &out->step, A, err) ||
         check_metrics(json_object_get(body, "metrics"), err)) {
         memset(out, 0, sizeof *out);
@@ -91,8 +90,8 @@ int request_finish_parse(json_t *body, FinishRequest *out, RungError *err)
     memset(out, 0, sizeof *out);
     const char *status;
     if (body_object(body, allowed, err) ||
-        jsonv_string(body, "", "lease_token", JSONV_REQUIRED, REQUEST_MAX_TOKEN,
-                     &out->lease_token, A, err) ||
+        jsonv_string(body, "", "lease_token", JSONV_REQUIRED, REQUEST_MAX_TOKEN, &out->lease_token,
+                     A, err) ||
         jsonv_string(body, "", "status", JSONV_REQUIRED, REQUEST_MAX_STATUS, &status, A, err))
         goto fail;
     json_t *ev = member(body, "error");
@@ -172,8 +171,7 @@ int request_lease_parse(json_t *body, int64_t default_cpus, LeaseRequest *out, R
     memset(out, 0, sizeof *out);
     out->offer.cpus = default_cpus;
     if (body_object(body, allowed, err) ||
-        jsonv_int(body, "", "cpus", JSONV_OPTIONAL, 0, SPEC_MAX_CPUS, &out->offer.cpus, A,
-                  err) ||
+        jsonv_int(body, "", "cpus", JSONV_OPTIONAL, 0, SPEC_MAX_CPUS, &out->offer.cpus, A, err) ||
         jsonv_number(body, "", "wait_s", JSONV_OPTIONAL, &out->wait_s, A, err))
         goto fail;
     if (out->wait_s < 0) {
@@ -233,9 +231,8 @@ int request_lease_check_gpus(const LeaseOffer *offer, const json_t *registered, 
                 return rung_error_set(err, A, field, "%s: GPU %lld is offered twice", field,
                                       (long long)index);
         if (!json_is_array(registered) || !registered_index(registered, index))
-            return rung_error_set(err, A, field,
-                                  "%s: GPU %lld is not one this worker registered", field,
-                                  (long long)index);
+            return rung_error_set(err, A, field, "%s: GPU %lld is not one this worker registered",
+                                  field, (long long)index);
     }
     return 0;
 }
@@ -319,8 +316,7 @@ bool request_heartbeat_log(const HeartbeatRequest *hb, void **iter, int64_t *tri
 {
     if (hb->logs == NULL)
         return false;
-    *iter = *iter == NULL ? json_object_iter(hb->logs)
-                          : json_object_iter_next(hb->logs, *iter);
+    *iter = *iter == NULL ? json_object_iter(hb->logs) : json_object_iter_next(hb->logs, *iter);
     if (*iter == NULL)
         return false;
     /* The parser checked every key and value. */

@@ -89,9 +89,9 @@ int request_lease_check_gpus(const LeaseOffer *offer, const json_t *registered, 
 typedef struct HeartbeatRequest {
     int64_t trials[REQUEST_MAX_TRIAL_IDS]; /* the trial ids, in the body's order */
     int64_t n_trials;
-    json_t *gpus;     /* an array (any items), or NULL when absent or null */
-    json_t *logs;     /* an object of trial id (decimal digits) to text, or NULL when
-                         absent or null; read it with request_heartbeat_log */
+    json_t *gpus; /* an array (any items), or NULL when absent or null */
+    json_t *logs; /* an object of trial id (decimal digits) to text, or NULL when
+                     absent or null; read it with request_heartbeat_log */
 } HeartbeatRequest;
 int request_heartbeat_parse(json_t *body, HeartbeatRequest *out, RungError *err);
 

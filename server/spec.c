@@ -14,9 +14,12 @@
 
 #define E RUNG_E_INVALID_SPEC
 
-static const char *const top_keys[] = {
-    "name", "metric", "mode", "search_space", "searcher", "scheduler", "num_samples",
-    "max_concurrent_trials", "max_failures", "resources_per_trial", "trainable", NULL};
+static const char *const top_keys[] = {"name",         "metric",
+                                       "mode",         "search_space",
+                                       "searcher",     "scheduler",
+                                       "num_samples",  "max_concurrent_trials",
+                                       "max_failures", "resources_per_trial",
+                                       "trainable",    NULL};
 
 /* A number as JSON: integral values print as integers (27, not 27.0). */
 static json_t *number_json(double v)
@@ -34,8 +37,13 @@ static int parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
 {
     json_t *s = json_object_get(spec_json, "scheduler");
     AshaParams *p = &spec->sched;
-    *p = (AshaParams){.type = ASHA_FIFO, .maximize = spec->mode == SPEC_MODE_MAX, .max_t = 100,
-                      .grace_period = 1, .rf = 4, .brackets = 1, .min_samples = 3,
+    *p = (AshaParams){.type = ASHA_FIFO,
+                      .maximize = spec->mode == SPEC_MODE_MAX,
+                      .max_t = 100,
+                      .grace_period = 1,
+                      .rf = 4,
+                      .brackets = 1,
+                      .min_samples = 3,
                       .seed = spec->searcher.seed};
     spec->time_attr = "step";
     if (s == NULL || json_is_null(s)) {
@@ -52,15 +60,14 @@ static int parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
     if (jsonv_string(s, "scheduler", "type", JSONV_OPTIONAL, 32, &type, E, err))
         return err->code;
     static const char *const fifo_keys[] = {"type", "time_attr", NULL};
-    static const char *const asha_keys[] = {"type",         "time_attr",        "max_t",
-                                            "grace_period", "reduction_factor", "brackets",
-                                            "promote",      NULL};
+    static const char *const asha_keys[] = {
+        "type",     "time_attr", "max_t", "grace_period", "reduction_factor",
+        "brackets", "promote",   NULL};
     /* hyperband uses every bracket, and the stored spec says how many: a
      * spec is parsed again from the store at every start, so "brackets" is
      * allowed here, when it is that number (checked below). */
-    static const char *const hyperband_keys[] = {"type",         "time_attr",        "max_t",
-                                                 "grace_period", "reduction_factor", "brackets",
-                                                 NULL};
+    static const char *const hyperband_keys[] = {
+        "type", "time_attr", "max_t", "grace_period", "reduction_factor", "brackets", NULL};
     static const char *const median_keys[] = {"type", "time_attr", "grace_period",
                                               "min_samples_required", NULL};
     const char *const *allowed;
@@ -82,8 +89,8 @@ static int parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
     }
     int64_t brackets = 1;
     if (jsonv_only_keys(s, "scheduler", allowed, E, err) ||
-        jsonv_string(s, "scheduler", "time_attr", JSONV_OPTIONAL, SPEC_MAX_METRIC,
-                     &spec->time_attr, E, err) ||
+        jsonv_string(s, "scheduler", "time_attr", JSONV_OPTIONAL, SPEC_MAX_METRIC, &spec->time_attr,
+                     E, err) ||
         jsonv_number(s, "scheduler", "max_t", JSONV_OPTIONAL, &p->max_t, E, err) ||
         jsonv_number(s, "scheduler", "grace_period", JSONV_OPTIONAL, &p->grace_period, E, err) ||
         jsonv_number(s, "scheduler", "reduction_factor", JSONV_OPTIONAL, &p->rf, E, err) ||
@@ -97,8 +104,7 @@ static int parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
     if (p->type == ASHA_MEDIAN) {
         if (!(p->grace_period >= 0))
             return rung_error_set(err, E, "scheduler.grace_period",
-                                  "scheduler.grace_period: must be >= 0, not %g",
-                                  p->grace_period);
+                                  "scheduler.grace_period: must be >= 0, not %g", p->grace_period);
         json_object_set_new(s, "grace_period", number_json(p->grace_period));
         json_object_set_new(s, "min_samples_required", json_integer(p->min_samples));
     } else if (p->type != ASHA_FIFO) {
@@ -118,8 +124,7 @@ static int parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
             return rung_error_set(err, E, "scheduler.reduction_factor",
                                   "scheduler.reduction_factor: %g gives %.0f rungs from "
                                   "grace_period %g to max_t %g; at most %d",
-                                  p->rf, floor(rungs), p->grace_period, p->max_t,
-                                  ASHA_MAX_RUNGS);
+                                  p->rf, floor(rungs), p->grace_period, p->max_t, ASHA_MAX_RUNGS);
         if (p->type == ASHA_HYPERBAND) {
             if (json_object_get(s, "brackets") != NULL && p->brackets != max)
                 return rung_error_set(err, E, "scheduler.brackets",
@@ -214,8 +219,8 @@ static int parse_command(json_t *t, const json_t *space, bool stored, RungError 
         char field[RUNG_FIELD_MAX];
         snprintf(field, sizeof field, "trainable.argv[%zu]", i);
         if (!json_is_string(a) || json_string_length(a) > SPEC_MAX_ARG)
-            return rung_error_set(err, E, field, "%s: must be a string of at most %d bytes",
-                                  field, SPEC_MAX_ARG);
+            return rung_error_set(err, E, field, "%s: must be a string of at most %d bytes", field,
+                                  SPEC_MAX_ARG);
         if (check_placeholders(json_string_value(a), field, space, err))
             return err->code;
     }
@@ -281,12 +286,12 @@ static int parse_counts(json_t *j, Spec *spec, RungError *err)
     spec->num_samples = 1;
     spec->max_concurrent = 0;
     spec->max_failures = 0;
-    if (jsonv_int(j, "", "num_samples", JSONV_OPTIONAL, 1, SAMPLER_MAX_TRIALS,
-                  &spec->num_samples, E, err) ||
-        jsonv_int(j, "", "max_concurrent_trials", JSONV_OPTIONAL, 0, 1000000,
-                  &spec->max_concurrent, E, err) ||
-        jsonv_int(j, "", "max_failures", JSONV_OPTIONAL, 0, SPEC_MAX_FAILURES,
-                  &spec->max_failures, E, err))
+    if (jsonv_int(j, "", "num_samples", JSONV_OPTIONAL, 1, SAMPLER_MAX_TRIALS, &spec->num_samples,
+                  E, err) ||
+        jsonv_int(j, "", "max_concurrent_trials", JSONV_OPTIONAL, 0, 1000000, &spec->max_concurrent,
+                  E, err) ||
+        jsonv_int(j, "", "max_failures", JSONV_OPTIONAL, 0, SPEC_MAX_FAILURES, &spec->max_failures,
+                  E, err))
         return err->code;
     json_object_set_new(j, "num_samples", json_integer(spec->num_samples));
     json_object_set_new(j, "max_concurrent_trials", json_integer(spec->max_concurrent));
@@ -323,8 +328,7 @@ static void drop_null(json_t *obj, const char *key)
 }
 
 /* spec_parse, or spec_load when stored. */
-static int parse(const json_t *spec_json, uint64_t seed, bool stored, Spec *spec,
-                 RungError *err)
+static int parse(const json_t *spec_json, uint64_t seed, bool stored, Spec *spec, RungError *err)
 {
     memset(spec, 0, sizeof *spec);
     if (!json_is_object(spec_json))
@@ -367,9 +371,10 @@ static int parse(const json_t *spec_json, uint64_t seed, bool stored, Spec *spec
     }
     if (jsonv_object(space, "search_space", E, err) || space_parse(space, &spec->space, err) ||
         parse_searcher(j, seed, spec, err) || parse_scheduler(j, spec, err) ||
-        parse_counts(j, spec, err) || parse_resources(j, spec, err) || parse_trainable(j, stored, err) ||
-        sampler_total_trials(spec->space, &spec->searcher, spec->num_samples,
-                             &spec->total_trials, err))
+        parse_counts(j, spec, err) || parse_resources(j, spec, err) ||
+        parse_trainable(j, stored, err) ||
+        sampler_total_trials(spec->space, &spec->searcher, spec->num_samples, &spec->total_trials,
+                             err))
         goto fail;
     if (json_object_get(j, "name") == NULL)
         json_object_set_new(j, "name", json_string(spec->name));

@@ -11,33 +11,33 @@
 #include "asha.h"
 #include "sampler.h"
 
-#define SPEC_MAX_NAME 256       /* experiment names are labels, not documents */
-#define SPEC_MAX_METRIC 64      /* a metric name is an identifier */
-#define SPEC_MAX_FAILURES 100   /* more retries than this hides a broken trainable */
-#define SPEC_MAX_ARGV 256       /* argv entries of a command trainable */
-#define SPEC_MAX_ARG 4096       /* bytes of one argv entry, env value or cwd */
-#define SPEC_MAX_ENV 256        /* env entries of a command trainable */
-#define SPEC_MAX_ENV_NAME 256   /* bytes of an env variable's name: stored, so bounded */
-#define SPEC_MAX_GPUS 64        /* GPUs per trial; no box has more */
-#define SPEC_MAX_CPUS 4096      /* CPUs per trial */
+#define SPEC_MAX_NAME 256     /* experiment names are labels, not documents */
+#define SPEC_MAX_METRIC 64    /* a metric name is an identifier */
+#define SPEC_MAX_FAILURES 100 /* more retries than this hides a broken trainable */
+#define SPEC_MAX_ARGV 256     /* argv entries of a command trainable */
+#define SPEC_MAX_ARG 4096     /* bytes of one argv entry, env value or cwd */
+#define SPEC_MAX_ENV 256      /* env entries of a command trainable */
+#define SPEC_MAX_ENV_NAME 256 /* bytes of an env variable's name: stored, so bounded */
+#define SPEC_MAX_GPUS 64      /* GPUs per trial; no box has more */
+#define SPEC_MAX_CPUS 4096    /* CPUs per trial */
 
 typedef enum { SPEC_MODE_MIN, SPEC_MODE_MAX } SpecMode;
 
 typedef struct Spec {
-    const char *name;           /* borrowed from the spec JSON */
-    const char *metric;         /* borrowed: the objective's key in reports */
+    const char *name;   /* borrowed from the spec JSON */
+    const char *metric; /* borrowed: the objective's key in reports */
     SpecMode mode;
-    Space *space;               /* owned */
+    Space *space; /* owned */
     SearcherSpec searcher;
-    AshaParams sched;           /* the scheduler; seed = the searcher's */
-    const char *time_attr;      /* borrowed: report field counting progress */
-    int64_t num_samples;        /* >= 1 */
-    int64_t total_trials;       /* grid combinations x num_samples */
-    int64_t max_concurrent;     /* 0 = no limit */
-    int64_t max_failures;       /* retries of one trial, 0..SPEC_MAX_FAILURES */
-    int64_t cpus;               /* per trial */
-    int64_t gpus;               /* per trial */
-    json_t *json;               /* owned: the spec with defaults filled in */
+    AshaParams sched;       /* the scheduler; seed = the searcher's */
+    const char *time_attr;  /* borrowed: report field counting progress */
+    int64_t num_samples;    /* >= 1 */
+    int64_t total_trials;   /* grid combinations x num_samples */
+    int64_t max_concurrent; /* 0 = no limit */
+    int64_t max_failures;   /* retries of one trial, 0..SPEC_MAX_FAILURES */
+    int64_t cpus;           /* per trial */
+    int64_t gpus;           /* per trial */
+    json_t *json;           /* owned: the spec with defaults filled in */
 } Spec;
 
 /* Validates spec_json and fills spec. Errors are RUNG_E_INVALID_SPEC (or

@@ -18,11 +18,11 @@ typedef struct Histogram {
 } Histogram;
 
 typedef struct Stats {
-    Histogram request_latency;  /* HTTP request, first byte in to reply queued */
-    Histogram commit_latency;   /* one SQLite COMMIT */
-    _Atomic uint64_t requests;  /* HTTP requests answered */
-    _Atomic uint64_t reports;   /* reports committed */
-    _Atomic uint64_t batches;   /* engine transactions committed */
+    Histogram request_latency;    /* HTTP request, first byte in to reply queued */
+    Histogram commit_latency;     /* one SQLite COMMIT */
+    _Atomic uint64_t requests;    /* HTTP requests answered */
+    _Atomic uint64_t reports;     /* reports committed */
+    _Atomic uint64_t batches;     /* engine transactions committed */
     _Atomic double reports_per_s; /* over the last second or so (engine tick) */
 } Stats;
 

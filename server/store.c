@@ -78,13 +78,12 @@ static const char *const sql_text[ST__COUNT] = {
 struct Store {
     sqlite3 *db;
     sqlite3_stmt *st[ST__COUNT];
-    int lock_fd;             /* flock'ed PATH.lock: one rungd per database */
+    int lock_fd; /* flock'ed PATH.lock: one rungd per database */
 };
 
 static int db_error(Store *s, RungError *err, const char *what)
 {
-    return rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: %s: %s", what,
-                          sqlite3_errmsg(s->db));
+    return rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: %s: %s", what, sqlite3_errmsg(s->db));
 }
 
 static int param(sqlite3_stmt *st, const char *name)
@@ -257,13 +256,12 @@ int store_open(const char *path, bool durable_full, Store **out, RungError *err)
     /* WAL: readers never block the writer, and a commit is one append.
      * synchronous=NORMAL in WAL loses nothing on a process crash, only on
      * power loss; FULL adds an fsync per commit. */
-    const char *pragmas = durable_full
-                              ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-                              : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;";
+    const char *pragmas = durable_full ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+                                       : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;";
     /* Foreign keys come on after the migrations: a migration that rebuilds a
      * table (002) drops the old one, which other tables refer to. */
-    if (exec(s, pragmas, err) || exec(s, "PRAGMA busy_timeout=5000;", err) ||
-        migrate(s, err) || exec(s, "PRAGMA foreign_keys=ON;", err)) {
+    if (exec(s, pragmas, err) || exec(s, "PRAGMA busy_timeout=5000;", err) || migrate(s, err) ||
+        exec(s, "PRAGMA foreign_keys=ON;", err)) {
         store_close(s);
         return err->code;
     }
@@ -345,8 +343,8 @@ static int write_exp(Store *s, Experiment *e, RungError *err)
     core_experiment_best(e, &b);
     json_t *summary = json_pack("{s:o, s:o}", "counts", counts, "best",
                                 b.has ? json_pack("{s:I, s:f, s:I, s:O}", "trial_id",
-                                                  (json_int_t)b.trial_id, "value", b.value,
-                                                  "step", (json_int_t)b.step, "config", b.config)
+                                                  (json_int_t)b.trial_id, "value", b.value, "step",
+                                                  (json_int_t)b.step, "config", b.config)
                                       : json_null());
     bind_json(st, ":summary", summary);
     json_decref(summary);
@@ -466,8 +464,7 @@ static json_t *column_json(sqlite3_stmt *st, int col)
 }
 
 /* Prepares sql, or fails naming what. */
-static int prepare(Store *s, const char *sql, sqlite3_stmt **st, RungError *err,
-                   const char *what)
+static int prepare(Store *s, const char *sql, sqlite3_stmt **st, RungError *err, const char *what)
 {
     if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK)
         return db_error(s, err, what);
@@ -478,8 +475,7 @@ static int prepare(Store *s, const char *sql, sqlite3_stmt **st, RungError *err,
  * of theirs, then the reports of each trial's current attempt). Only
  * experiments with work in flight are loaded: running ones, and canceled
  * ones whose running trials have not stopped yet. */
-static int load_experiments(Store *s, Core *core, const char *where, int64_t id_arg,
-                            RungError *err)
+static int load_experiments(Store *s, Core *core, const char *where, int64_t id_arg, RungError *err)
 {
     char sql[512];
     snprintf(sql, sizeof sql,
@@ -534,13 +530,13 @@ static int load_trials(Store *s, Core *core, Experiment *e, RungError *err)
             return rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: trial %lld is corrupt",
                                   (long long)sqlite3_column_int64(st, 0));
         }
-        Trial *t = core_load_trial(
-            core, e, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 2), state, config,
-            sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6),
-            (const char *)sqlite3_column_text(st, 7), column_json(st, 8),
-            sqlite3_column_int(st, 9) != 0, (const char *)sqlite3_column_text(st, 10),
-            sqlite3_column_int64(st, 11), sqlite3_column_int64(st, 12),
-            sqlite3_column_int64(st, 13));
+        Trial *t =
+            core_load_trial(core, e, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 2),
+                            state, config, sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6),
+                            (const char *)sqlite3_column_text(st, 7), column_json(st, 8),
+                            sqlite3_column_int(st, 9) != 0,
+                            (const char *)sqlite3_column_text(st, 10), sqlite3_column_int64(st, 11),
+                            sqlite3_column_int64(st, 12), sqlite3_column_int64(st, 13));
         core_load_rung(t, sqlite3_column_double(st, 14)); /* NULL reads as 0: none */
         if (state == TRIAL_PENDING && sqlite3_column_type(st, 15) != SQLITE_NULL)
             core_load_queue_pos(t, sqlite3_column_int64(st, 15));
@@ -707,8 +703,8 @@ int store_reload_worker(Store *s, Core *core, int64_t id, RungError *err)
     return load_workers(s, core, "id = ?", id, err);
 }
 
-int store_reports(Store *s, int64_t trial_id, int64_t attempt, int64_t after_step,
-                  int64_t limit, json_t **items, RungError *err)
+int store_reports(Store *s, int64_t trial_id, int64_t attempt, int64_t after_step, int64_t limit,
+                  json_t **items, RungError *err)
 {
     sqlite3_stmt *st = s->st[ST_REPORTS_OF];
     bind_int(st, ":trial", trial_id);
@@ -722,8 +718,8 @@ int store_reports(Store *s, int64_t trial_id, int64_t attempt, int64_t after_ste
         rung_time_format(sqlite3_column_int64(st, 1), when, sizeof when);
         json_t *metrics = column_json(st, 2);
         json_array_append_new(arr, json_pack("{s:I, s:s, s:o}", "step",
-                                             (json_int_t)sqlite3_column_int64(st, 0), "time",
-                                             when, "metrics", metrics ? metrics : json_object()));
+                                             (json_int_t)sqlite3_column_int64(st, 0), "time", when,
+                                             "metrics", metrics ? metrics : json_object()));
     }
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);

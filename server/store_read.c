@@ -60,8 +60,8 @@ static void summary_from_trials(Store *s, int64_t id, const json_t *spec, Experi
 {
     sqlite3_stmt *st;
     RungError ignored;
-    if (prepare(s, "SELECT state, count(*) FROM trials WHERE experiment_id = ? GROUP BY state",
-                &st, &ignored) == 0) {
+    if (prepare(s, "SELECT state, count(*) FROM trials WHERE experiment_id = ? GROUP BY state", &st,
+                &ignored) == 0) {
         sqlite3_bind_int64(st, 1, id);
         while (sqlite3_step(st) == SQLITE_ROW) {
             TrialState ts;
@@ -157,14 +157,14 @@ static int count(Store *s, const char *sql, int64_t arg, int arg2, int64_t *out,
     return rc == SQLITE_ROW ? 0 : db_error(s, err, "count");
 }
 
-int store_read_experiments(Store *s, int64_t limit, int64_t offset, json_t **items,
-                           int64_t *ids, int64_t *total, RungError *err)
+int store_read_experiments(Store *s, int64_t limit, int64_t offset, json_t **items, int64_t *ids,
+                           int64_t *total, RungError *err)
 {
     if (count(s, "SELECT count(*) FROM experiments", 0, 0, total, err))
         return err->code;
     sqlite3_stmt *st;
-    if (prepare(s, "SELECT " EXP_COLUMNS " FROM experiments ORDER BY id DESC LIMIT ? OFFSET ?",
-                &st, err))
+    if (prepare(s, "SELECT " EXP_COLUMNS " FROM experiments ORDER BY id DESC LIMIT ? OFFSET ?", &st,
+                err))
         return err->code;
     sqlite3_bind_int64(st, 1, limit);
     sqlite3_bind_int64(st, 2, offset);
@@ -186,8 +186,8 @@ int store_read_experiments(Store *s, int64_t limit, int64_t offset, json_t **ite
 
 /* ---- trials ---- */
 
-#define TRIAL_COLUMNS                                                                        \
-    "id, experiment_id, number, state, config, attempt, worker_id, step, last_metrics, "    \
+#define TRIAL_COLUMNS                                                                              \
+    "id, experiment_id, number, state, config, attempt, worker_id, step, last_metrics, "           \
     "best_value, best_step, error, rung, log_tail, created_at, started_at, ended_at"
 
 static json_t *trial_of_row(sqlite3_stmt *st, const AshaParams *sched)
@@ -222,8 +222,8 @@ static json_t *trial_of_row(sqlite3_stmt *st, const AshaParams *sched)
     return o;
 }
 
-int store_read_trial(Store *s, int64_t id, const AshaParams *sched, json_t **out,
-                     int64_t *exp_id, RungError *err)
+int store_read_trial(Store *s, int64_t id, const AshaParams *sched, json_t **out, int64_t *exp_id,
+                     RungError *err)
 {
     sqlite3_stmt *st;
     if (prepare(s, "SELECT " TRIAL_COLUMNS " FROM trials WHERE id = ?", &st, err))
@@ -240,8 +240,8 @@ int store_read_trial(Store *s, int64_t id, const AshaParams *sched, json_t **out
     return rc == SQLITE_ROW ? 0 : db_error(s, err, "trial");
 }
 
-int store_read_trial_ranks(Store *s, const Spec *spec, int64_t exp_id, int state,
-                           TrialRank **out, int64_t *n, RungError *err)
+int store_read_trial_ranks(Store *s, const Spec *spec, int64_t exp_id, int state, TrialRank **out,
+                           int64_t *n, RungError *err)
 {
     sqlite3_stmt *st;
     const char *sql = state < 0 ? "SELECT id, number, best_value FROM trials WHERE "
@@ -278,9 +278,9 @@ int store_read_trials(Store *s, const Spec *spec, int64_t exp_id, int state, int
                       int64_t offset, json_t **items, int64_t *total, RungError *err)
 {
     const char *state_name = state < 0 ? NULL : trial_state_name((TrialState)state);
-    if (state < 0 ? count(s, "SELECT count(*) FROM trials WHERE experiment_id = ?", exp_id, 0,
-                          total, err)
-                  : 0)
+    if (state < 0
+            ? count(s, "SELECT count(*) FROM trials WHERE experiment_id = ?", exp_id, 0, total, err)
+            : 0)
         return err->code;
     sqlite3_stmt *st;
     if (state >= 0) {
@@ -341,8 +341,7 @@ int store_read_report_action(Store *s, int64_t trial_id, int64_t attempt, int64_
                              ReportAction *action, RungError *err)
 {
     sqlite3_stmt *st;
-    if (prepare(s,
-                "SELECT action FROM reports WHERE trial_id = ? AND attempt = ? AND step = ?",
+    if (prepare(s, "SELECT action FROM reports WHERE trial_id = ? AND attempt = ? AND step = ?",
                 &st, err))
         return -1;
     sqlite3_bind_int64(st, 1, trial_id);
@@ -449,8 +448,8 @@ int store_read_csv(Store *s, const Spec *spec, int64_t exp_id, FILE *out,
 
 /* ---- curves ---- */
 
-int store_read_curves(Store *s, int64_t exp_id, const char *metric, int64_t from,
-                      int64_t before, int64_t limit, FILE *out, int64_t *next, RungError *err)
+int store_read_curves(Store *s, int64_t exp_id, const char *metric, int64_t from, int64_t before,
+                      int64_t limit, FILE *out, int64_t *next, RungError *err)
 {
     sqlite3_stmt *st;
     /* The metric's JSON path, quoted so that any key works. */
@@ -529,16 +528,16 @@ int store_read_workers(Store *s, int64_t limit, int64_t offset, json_t **items, 
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         json_t *gpus = column_json(st, 3);
         json_t *hb = column_json(st, 7);
-        json_array_append_new(
-            arr, json_pack("{s:I, s:s, s:s, s:o, s:I, s:o, s:o, s:o}", "id",
-                           (json_int_t)sqlite3_column_int64(st, 0), "name",
-                           (const char *)sqlite3_column_text(st, 1), "hostname",
-                           (const char *)sqlite3_column_text(st, 2), "gpus",
-                           gpus ? gpus : json_array(), "cpus",
-                           (json_int_t)sqlite3_column_int64(st, 4), "registered_at",
-                           view_time(sqlite3_column_int64(st, 5)), "last_seen_at",
-                           view_time(sqlite3_column_int64(st, 6)), "heartbeat",
-                           hb ? hb : json_null()));
+        json_array_append_new(arr,
+                              json_pack("{s:I, s:s, s:s, s:o, s:I, s:o, s:o, s:o}", "id",
+                                        (json_int_t)sqlite3_column_int64(st, 0), "name",
+                                        (const char *)sqlite3_column_text(st, 1), "hostname",
+                                        (const char *)sqlite3_column_text(st, 2), "gpus",
+                                        gpus ? gpus : json_array(), "cpus",
+                                        (json_int_t)sqlite3_column_int64(st, 4), "registered_at",
+                                        view_time(sqlite3_column_int64(st, 5)), "last_seen_at",
+                                        view_time(sqlite3_column_int64(st, 6)), "heartbeat",
+                                        hb ? hb : json_null()));
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {

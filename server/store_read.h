@@ -21,22 +21,22 @@ int store_read_spec(Store *s, int64_t id, Spec *spec, RungError *err);
 int store_read_experiment(Store *s, int64_t id, json_t **out, RungError *err);
 
 /* Experiments newest first: items[i] for ids[i] (ids: limit entries). */
-int store_read_experiments(Store *s, int64_t limit, int64_t offset, json_t **items,
-                           int64_t *ids, int64_t *total, RungError *err);
+int store_read_experiments(Store *s, int64_t limit, int64_t offset, json_t **items, int64_t *ids,
+                           int64_t *total, RungError *err);
 
 /* A trial; sched (or NULL) gives its bracket. *exp_id gets its experiment. */
-int store_read_trial(Store *s, int64_t id, const AshaParams *sched, json_t **out,
-                     int64_t *exp_id, RungError *err);
+int store_read_trial(Store *s, int64_t id, const AshaParams *sched, json_t **out, int64_t *exp_id,
+                     RungError *err);
 
 /* The trials of an experiment: those in state (or any when state < 0), by
  * number, or by best value (lower loss first, none last) when by_value. */
 typedef struct TrialRank {
     int64_t id, number;
     bool has_best;
-    double loss;                 /* spec_loss of the stored best value */
+    double loss; /* spec_loss of the stored best value */
 } TrialRank;
-int store_read_trial_ranks(Store *s, const Spec *spec, int64_t exp_id, int state,
-                           TrialRank **out, int64_t *n, RungError *err);
+int store_read_trial_ranks(Store *s, const Spec *spec, int64_t exp_id, int state, TrialRank **out,
+                           int64_t *n, RungError *err);
 int store_read_trials(Store *s, const Spec *spec, int64_t exp_id, int state, int64_t limit,
                       int64_t offset, json_t **items, int64_t *total, RungError *err);
 
@@ -66,8 +66,8 @@ void store_csv_value(FILE *out, const json_t *v);
  * in arrival order, as "[trial_id,attempt,step,value]" items separated by
  * commas; stops after the time that reaches `limit` items. *next gets the
  * cursor to ask from next time. */
-int store_read_curves(Store *s, int64_t exp_id, const char *metric, int64_t from,
-                      int64_t before, int64_t limit, FILE *out, int64_t *next, RungError *err);
+int store_read_curves(Store *s, int64_t exp_id, const char *metric, int64_t from, int64_t before,
+                      int64_t limit, FILE *out, int64_t *next, RungError *err);
 
 /* Workers by id: a page of rows as JSON objects (without the live fields). */
 int store_read_workers(Store *s, int64_t limit, int64_t offset, json_t **items, int64_t *total,

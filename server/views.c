@@ -23,10 +23,11 @@ json_t *view_value(double v)
 json_t *view_trial(const TrialView *v)
 {
     json_t *o = json_pack("{s:I, s:I, s:I, s:s, s:O, s:I}", "id", (json_int_t)v->id,
-                          "experiment_id", (json_int_t)v->exp_id, "number",
-                          (json_int_t)v->number, "state", trial_state_name(v->state), "config",
-                          v->config, "attempt", (json_int_t)v->attempt);
-    json_object_set_new(o, "worker_id", v->worker_id > 0 ? json_integer(v->worker_id) : json_null());
+                          "experiment_id", (json_int_t)v->exp_id, "number", (json_int_t)v->number,
+                          "state", trial_state_name(v->state), "config", v->config, "attempt",
+                          (json_int_t)v->attempt);
+    json_object_set_new(o, "worker_id",
+                        v->worker_id > 0 ? json_integer(v->worker_id) : json_null());
     json_object_set_new(o, "step", v->has_step ? json_integer(v->step) : json_null());
     json_object_set_new(o, "last", v->last ? json_incref((json_t *)v->last) : json_null());
     json_object_set_new(o, "best",
@@ -36,9 +37,10 @@ json_t *view_trial(const TrialView *v)
     json_object_set_new(o, "error", v->error ? json_string(v->error) : json_null());
     /* Early stopping: the rung (a time_attr milestone) where the scheduler
      * stopped or paused the trial, and its bracket under asha/hyperband. */
-    json_object_set_new(o, "rung", v->rung <= 0                  ? json_null()
-                                   : v->rung == floor(v->rung) ? json_integer((json_int_t)v->rung)
-                                                               : json_real(v->rung));
+    json_object_set_new(o, "rung",
+                        v->rung <= 0                ? json_null()
+                        : v->rung == floor(v->rung) ? json_integer((json_int_t)v->rung)
+                                                    : json_real(v->rung));
     if (v->bracket >= 0)
         json_object_set_new(o, "bracket", json_integer(v->bracket));
     json_t *log = v->log_tail ? json_string(v->log_tail) : NULL;
@@ -64,9 +66,8 @@ json_t *view_experiment(const ExperimentView *v)
     const BestRef *b = &v->best;
     json_object_set_new(o, "best",
                         b->has ? json_pack("{s:I, s:o, s:O, s:I}", "trial_id",
-                                           (json_int_t)b->trial_id, "value",
-                                           view_value(b->value), "config", b->config, "step",
-                                           (json_int_t)b->step)
+                                           (json_int_t)b->trial_id, "value", view_value(b->value),
+                                           "config", b->config, "step", (json_int_t)b->step)
                                : json_null());
     return o;
 }

@@ -15,23 +15,23 @@ typedef struct TrialView {
     int64_t id, exp_id, number;
     TrialState state;
     const json_t *config;
-    int64_t attempt, worker_id;  /* worker 0: never leased */
+    int64_t attempt, worker_id; /* worker 0: never leased */
     bool has_step;
     int64_t step;
-    const json_t *last;          /* or NULL */
+    const json_t *last; /* or NULL */
     bool has_best;
     double best_value;
     int64_t best_step;
-    const char *error;           /* or NULL */
-    double rung;                 /* 0: none */
-    int bracket;                 /* -1: the scheduler has none */
-    const char *log_tail;        /* or NULL */
+    const char *error;    /* or NULL */
+    double rung;          /* 0: none */
+    int bracket;          /* -1: the scheduler has none */
+    const char *log_tail; /* or NULL */
     int64_t created_at, started_at, ended_at;
 } TrialView;
 
 typedef struct ExperimentView {
     int64_t id;
-    const json_t *spec;          /* the stored spec (defaults filled in) */
+    const json_t *spec; /* the stored spec (defaults filled in) */
     ExpState state;
     int64_t created_at, ended_at, total_trials;
     int64_t counts[TRIAL__COUNT];

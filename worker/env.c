@@ -92,11 +92,11 @@ bool env_set_json(Env *env, const json_t *obj)
         return false;
     const char *key;
     json_t *v;
-    json_object_foreach ((json_t *)obj, key, v) {
+    json_object_foreach((json_t *)obj, key, v) {
         if (!json_is_string(v))
             return false;
     }
-    json_object_foreach ((json_t *)obj, key, v) {
+    json_object_foreach((json_t *)obj, key, v) {
         env_set(env, key, json_string_value(v));
     }
     return true;

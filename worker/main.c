@@ -155,8 +155,10 @@ static int register_worker(Worker *w, const int *gpus, int n_gpus)
     }
     json_t *body = json_pack("{s:s, s:s, s:o, s:I}", "name", w->name, "hostname", w->hostname,
                              "gpus", list, "cpus", (json_int_t)w->slots.cpus);
-    ClientCall call = {
-        .retry = true, .cancel = register_cancel, .cancel_arg = w, .what = "register"};
+    ClientCall call = {.retry = true,
+                       .cancel = register_cancel,
+                       .cancel_arg = w,
+                       .what = "register"};
     ClientReply reply;
     int rc = client_post(c, "/api/v1/workers", body, &call, &reply);
     json_decref(body);
@@ -181,8 +183,8 @@ static int register_worker(Worker *w, const int *gpus, int n_gpus)
     w->id = json_integer_value(id);
     /* Defaults for a server that leaves them out: docs/api.md's example values. */
     w->heartbeat_s = json_is_number(hb) && json_number_value(hb) > 0 ? json_number_value(hb) : 5;
-    w->lease_s =
-        json_is_number(lease) && json_number_value(lease) > 0 ? json_number_value(lease) : 30;
+    w->lease_s = json_is_number(lease) && json_number_value(lease) > 0 ? json_number_value(lease)
+                                                                       : 30;
     client_reply_clear(&reply);
     return 0;
 }
@@ -298,8 +300,8 @@ int main(int argc, char **argv)
     if (parse_gpus(options[O_GPUS].value, &mode, gpus, &n_gpus) != 0)
         return 2;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
-    int64_t cpus =
-        options[O_CPU_SLOTS].value ? options[O_CPU_SLOTS].ival : (online > 0 ? online : 1);
+    int64_t cpus = options[O_CPU_SLOTS].value ? options[O_CPU_SLOTS].ival
+                                              : (online > 0 ? online : 1);
     if (cpus > MAX_CPU_SLOTS)
         cpus = MAX_CPU_SLOTS;
 

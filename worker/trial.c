@@ -76,7 +76,7 @@ static bool read_resources(Trial *t, const json_t *res)
             return false;
         size_t i;
         const json_t *g;
-        json_array_foreach (gpus, i, g) {
+        json_array_foreach(gpus, i, g) {
             if (!json_is_integer(g) || json_integer_value(g) < 0)
                 return false;
             t->gpus[t->n_gpus++] = json_integer_value(g);
@@ -466,8 +466,8 @@ static void on_stdout_line(void *arg, const char *line, size_t len, bool cut)
     json_t *metrics = NULL;
     int64_t step = 0;
     char why[256] = "";
-    ReportLineKind kind =
-        reportline_parse(line, len, s->next_step, &metrics, &step, why, sizeof why);
+    ReportLineKind kind = reportline_parse(line, len, s->next_step, &metrics, &step, why,
+                                           sizeof why);
     if (kind == REPORTLINE_INVALID) {
         LOG_WARN("trial %" PRId64 ": stdout line %" PRId64 " is not a valid report (%s): %.*s",
                  t->id, s->line_no, why, (int)(len < SNIPPET ? len : SNIPPET), line);

@@ -239,10 +239,10 @@ void *worker_lease_main(void *arg)
         json_t *gpus = json_array();
         for (int i = 0; i < ng; i++)
             json_array_append_new(gpus, json_integer(free_gpus[i]));
-        int wait_s =
-            held == 0 || w->lease_wait_s < LEASE_BUSY_WAIT_S ? w->lease_wait_s : LEASE_BUSY_WAIT_S;
-        json_t *body =
-            json_pack("{s:o, s:I, s:i}", "gpus", gpus, "cpus", (json_int_t)cpus, "wait_s", wait_s);
+        int wait_s = held == 0 || w->lease_wait_s < LEASE_BUSY_WAIT_S ? w->lease_wait_s
+                                                                      : LEASE_BUSY_WAIT_S;
+        json_t *body = json_pack("{s:o, s:I, s:i}", "gpus", gpus, "cpus", (json_int_t)cpus,
+                                 "wait_s", wait_s);
         ClientCall call = {.timeout_ms = wait_s * 1000L + LEASE_SLACK_MS,
                            .retry = true,
                            .cancel = lease_cancel,
@@ -376,7 +376,7 @@ void *worker_heartbeat_main(void *arg)
             size_t i;
             const json_t *id;
             pthread_mutex_lock(&w->mu);
-            json_array_foreach (stop, i, id) {
+            json_array_foreach(stop, i, id) {
                 for (Trial *t = w->trials; t != NULL; t = t->next)
                     if (t->id == json_integer_value(id) &&
                         json_object_get(listed, t->lease_token) != NULL &&

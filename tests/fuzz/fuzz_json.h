@@ -140,8 +140,7 @@ static inline json_t *fuzz_reload(const json_t *v)
 /* The checks on any answer (see the top of this file). code_ok is the code
  * of a refused field; RUNG_E_BAD_JSON is allowed for a body that is no
  * object, and is the only code then. */
-static inline void fuzz_check_answer(int rc, const RungError *err, const json_t *body,
-                                     int code_ok)
+static inline void fuzz_check_answer(int rc, const RungError *err, const json_t *body, int code_ok)
 {
     if (!json_is_object(body)) {
         CHECK(rc == RUNG_E_BAD_JSON);
@@ -160,8 +159,7 @@ static inline void fuzz_check_answer(int rc, const RungError *err, const json_t 
     CHECK(fuzz_str_valid(err->message, sizeof err->message));
     CHECK(err->message[0] != '\0');
     /* As api_error builds the reply: every part must be a JSON string. */
-    json_t *reply = json_pack("{s:s, s:s}", "code", rung_error_string(rc), "message",
-                              err->message);
+    json_t *reply = json_pack("{s:s, s:s}", "code", rung_error_string(rc), "message", err->message);
     CHECK(reply != NULL);
     json_t *field = json_string(err->field);
     CHECK(field != NULL);

@@ -104,8 +104,8 @@ static void check_round_trip(const json_t *metrics, int64_t step)
     json_t *again;
     int64_t step_again = -1;
     char why[256];
-    ReportLineKind kind =
-        reportline_parse(t.data, t.len, NEXT_STEP, &again, &step_again, why, sizeof why);
+    ReportLineKind kind = reportline_parse(t.data, t.len, NEXT_STEP, &again, &step_again, why,
+                                           sizeof why);
     if (kind != REPORTLINE_OK)
         fprintf(stderr, "fuzz_reportline: round trip of '%.*s': %s\n", (int)t.len, t.data, why);
     CHECK(kind == REPORTLINE_OK);

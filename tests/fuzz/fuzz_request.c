@@ -59,7 +59,8 @@ __attribute__((unused)) static json_t *member(const json_t *body, const char *ke
 }
 
 /* A string member of 1..max bytes, and out is that very string. */
-__attribute__((unused)) static void check_string(const json_t *body, const char *key, const char *out, size_t max)
+__attribute__((unused)) static void check_string(const json_t *body, const char *key,
+                                                 const char *out, size_t max)
 {
     json_t *v = json_object_get(body, key);
     CHECK(json_is_string(v));
@@ -91,9 +92,9 @@ static void check_report(const json_t *body, const ReportRequest *r)
     json_t *v;
     json_object_foreach(r->metrics, key, v) {
         const char *s = json_string_value(v);
-        CHECK(json_is_number(v) || (s != NULL && (strcmp(s, "NaN") == 0 ||
-                                                  strcmp(s, "Infinity") == 0 ||
-                                                  strcmp(s, "-Infinity") == 0)));
+        CHECK(json_is_number(v) ||
+              (s != NULL && (strcmp(s, "NaN") == 0 || strcmp(s, "Infinity") == 0 ||
+                             strcmp(s, "-Infinity") == 0)));
     }
 }
 
@@ -214,7 +215,8 @@ static void check_register(const json_t *body, const RegisterRequest *r)
         CHECK(json_is_array(r->gpus) && json_array_size(r->gpus) <= REQUEST_MAX_GPUS_JSON);
         size_t i;
         json_t *g;
-        json_array_foreach(r->gpus, i, g) CHECK(json_is_object(g));
+        json_array_foreach(r->gpus, i, g)
+            CHECK(json_is_object(g));
     }
 }
 
@@ -304,10 +306,10 @@ static void check_lease(const json_t *body, const LeaseRequest *l)
     /* A worker that registered GPUs 0, 1 and 3, and objects whose "index"
      * registers nothing: none, a string, a real, and -1 (never offered). */
     static const int64_t fixed[] = {0, 1, 3, -1};
-    json_t *registered = json_loads(
-        "[{\"index\": 0}, {\"index\": 1, \"name\": \"x\"}, {\"index\": 3},"
-        " {\"name\": \"none\"}, {\"index\": \"2\"}, {\"index\": 5.0}, {\"index\": -1}]",
-        0, NULL);
+    json_t *registered =
+        json_loads("[{\"index\": 0}, {\"index\": 1, \"name\": \"x\"}, {\"index\": 3},"
+                   " {\"name\": \"none\"}, {\"index\": \"2\"}, {\"index\": 5.0}, {\"index\": -1}]",
+                   0, NULL);
     CHECK(registered != NULL);
     check_gpus_against(&l->offer, registered, fixed, 4);
     json_decref(registered);

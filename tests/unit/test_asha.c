@@ -679,8 +679,8 @@ static void test_sparse_numbers_and_odd_calls(void **state)
                 for (int i = 0; i < n; i++) {
                     if (!active[i])
                         continue;
-                    AshaDecision d =
-                        asha_report(a, numbers[i], time, true, 0.125 * (i + time), &rung);
+                    AshaDecision d = asha_report(a, numbers[i], time, true, 0.125 * (i + time),
+                                                 &rung);
                     assert_true(rung >= -1 && rung < ASHA_MAX_RUNGS);
                     active[i] = d == ASHA_CONTINUE;
                 }
@@ -1544,16 +1544,16 @@ static void test_random_sequences(void **state)
         fuzz_close(s);
         free(s);
     }
-    print_message(
-        "asha: %ld sequences (%ld asha, %ld of them promote; %ld hyperband, "
-        "%ld median, %ld fifo): %ld reports, %ld stops, %ld completes, %ld pauses, "
-        "%ld promotions, %ld endgame picks, %ld ends, %ld resets, %ld reloads, "
-        "%ld median means left out, %ld capped; "
-        "%ld disagree\n",
-        stats.sequences, stats.by_type[ASHA_ASHA], stats.promote, stats.by_type[ASHA_HYPERBAND],
-        stats.by_type[ASHA_MEDIAN], stats.by_type[ASHA_FIFO], stats.reports, stats.stops,
-        stats.completes, stats.pauses, stats.promotions, stats.endgames, stats.ends, stats.resets,
-        stats.reloads, stats.empty_windows, stats.steps_capped, stats.failed);
+    print_message("asha: %ld sequences (%ld asha, %ld of them promote; %ld hyperband, "
+                  "%ld median, %ld fifo): %ld reports, %ld stops, %ld completes, %ld pauses, "
+                  "%ld promotions, %ld endgame picks, %ld ends, %ld resets, %ld reloads, "
+                  "%ld median means left out, %ld capped; "
+                  "%ld disagree\n",
+                  stats.sequences, stats.by_type[ASHA_ASHA], stats.promote,
+                  stats.by_type[ASHA_HYPERBAND], stats.by_type[ASHA_MEDIAN],
+                  stats.by_type[ASHA_FIFO], stats.reports, stats.stops, stats.completes,
+                  stats.pauses, stats.promotions, stats.endgames, stats.ends, stats.resets,
+                  stats.reloads, stats.empty_windows, stats.steps_capped, stats.failed);
     assert_int_equal(stats.failed, 0);
 }
 

@@ -76,8 +76,10 @@ static void history_free(History *h)
 
 static BayesHistory view(const History *h)
 {
-    BayesHistory b = {
-        .obs = h->obs, .n_obs = h->n, .pending = h->pending, .n_pending = h->n_pending};
+    BayesHistory b = {.obs = h->obs,
+                      .n_obs = h->n,
+                      .pending = h->pending,
+                      .n_pending = h->n_pending};
     return b;
 }
 

@@ -66,8 +66,8 @@ static void test_spec_defaults_and_errors(void **state)
     assert_int_equal(spec.total_trials, 3);
     assert_int_equal(spec.searcher.seed, 7);
     assert_int_equal(spec.cpus, 1);
-    assert_string_equal(json_string_value(json_object_get(
-                            json_object_get(spec.json, "scheduler"), "type")),
+    assert_string_equal(json_string_value(
+                            json_object_get(json_object_get(spec.json, "scheduler"), "type")),
                         "fifo");
     spec_close(&spec);
     json_decref(j);
@@ -207,8 +207,7 @@ static void test_expiry_retries_then_fails(void **state)
     ReportAction a;
     RungError err;
     json_t *m = metrics(1.0);
-    assert_int_equal(core_report(core, t, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 1, m, 4100, &a,
-                                 &err),
+    assert_int_equal(core_report(core, t, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 1, m, 4100, &a, &err),
                      RUNG_E_LEASE_LOST);
     json_decref(m);
     /* A heartbeat renews the lease; then silence fails it for good. */
@@ -255,14 +254,14 @@ static void test_finish_failed_retries_then_fails(void **state)
     LeaseOffer offer = cpus(1);
     RungError err;
     Trial *t = core_lease(core, w, &offer, "dddddddddddddddddddddddddddddddd", 2000);
-    assert_int_equal(core_finish(core, t, "dddddddddddddddddddddddddddddddd", false, "exit 1",
-                                 2100, &err),
+    assert_int_equal(core_finish(core, t, "dddddddddddddddddddddddddddddddd", false, "exit 1", 2100,
+                                 &err),
                      0);
     assert_int_equal(t->state, TRIAL_PENDING);
     assert_int_equal(t->attempt, 2);
     assert_ptr_equal(core_lease(core, w, &offer, "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", 2200), t);
-    assert_int_equal(core_finish(core, t, "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", false, "exit 1",
-                                 2300, &err),
+    assert_int_equal(core_finish(core, t, "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", false, "exit 1", 2300,
+                                 &err),
                      0);
     assert_int_equal(t->state, TRIAL_FAILED);
     assert_string_equal(t->error, "exit 1");
@@ -278,9 +277,9 @@ static void test_cancel_and_concurrency(void **state)
 {
     (void)state;
     Core *core = core_new(LEASE_MS);
-    Experiment *e = add_experiment(
-        core, "{\"metric\": \"loss\", \"mode\": \"max\", \"num_samples\": 5,"
-              " \"max_concurrent_trials\": 2, \"search_space\": {}}");
+    Experiment *e = add_experiment(core,
+                                   "{\"metric\": \"loss\", \"mode\": \"max\", \"num_samples\": 5,"
+                                   " \"max_concurrent_trials\": 2, \"search_space\": {}}");
     Worker *w = add_worker(core);
     LeaseOffer offer = cpus(4);
     Trial *a = core_lease(core, w, &offer, "11111111111111111111111111111111", 2000);
@@ -342,10 +341,10 @@ static void test_spec_scheduler(void **state)
         int brackets;
     } good[] = {
         {"{\"type\": \"asha\"}", ASHA_ASHA, 100, 1, 4, 1},
-        {"{\"type\": \"asha\", \"max_t\": 81, \"reduction_factor\": 3, \"brackets\": 5}",
-         ASHA_ASHA, 81, 1, 3, 5},
-        {"{\"type\": \"hyperband\", \"max_t\": 81, \"reduction_factor\": 3}", ASHA_HYPERBAND, 81,
-         1, 3, 5},
+        {"{\"type\": \"asha\", \"max_t\": 81, \"reduction_factor\": 3, \"brackets\": 5}", ASHA_ASHA,
+         81, 1, 3, 5},
+        {"{\"type\": \"hyperband\", \"max_t\": 81, \"reduction_factor\": 3}", ASHA_HYPERBAND, 81, 1,
+         3, 5},
         {"{\"type\": \"asha\", \"max_t\": 1000, \"grace_period\": 1, \"reduction_factor\": 10,"
          " \"brackets\": 3}",
          ASHA_ASHA, 1000, 1, 10, 3},
@@ -369,8 +368,7 @@ static void test_spec_scheduler(void **state)
         if (good[i].type == ASHA_MEDIAN) {
             assert_int_equal(spec.sched.min_samples, 3);
             assert_string_equal(spec.time_attr, "epoch");
-            assert_int_equal(json_integer_value(json_object_get(echo, "min_samples_required")),
-                             3);
+            assert_int_equal(json_integer_value(json_object_get(echo, "min_samples_required")), 3);
         } else {
             assert_true(spec.sched.max_t == good[i].max_t);
             assert_true(spec.sched.grace_period == good[i].grace);
@@ -435,8 +433,7 @@ static Trial *lease_as(Core *core, Worker *w, int i, int64_t now)
     return core_lease(core, w, &offer, token, now);
 }
 
-static ReportAction report_as(Core *core, Trial *t, int i, int64_t step, double loss,
-                              int64_t now)
+static ReportAction report_as(Core *core, Trial *t, int i, int64_t step, double loss, int64_t now)
 {
     char token[CORE_TOKEN_LEN + 1];
     snprintf(token, sizeof token, "%032d", i);

@@ -164,8 +164,7 @@ static void test_report(void **state)
         {"{\"lease_token\": \"t\", \"step\": 9007199254740993, \"metrics\": {}}", "step"},
         {"{\"lease_token\": \"t\", \"step\": 1}", "metrics"},
         {"{\"lease_token\": \"t\", \"step\": 1, \"metrics\": [1]}", "metrics"},
-        {"{\"lease_token\": \"t\", \"step\": 1, \"metrics\": {\"loss\": \"nan\"}}",
-         "metrics.loss"},
+        {"{\"lease_token\": \"t\", \"step\": 1, \"metrics\": {\"loss\": \"nan\"}}", "metrics.loss"},
         {"{\"lease_token\": \"t\", \"step\": 1, \"metrics\": {\"loss\": true}}", "metrics.loss"},
         {"{\"lease_token\": \"t\", \"step\": 1, \"metrics\": {}, \"extra\": 1}", "extra"},
         {"{\"lease_token\": \"t\", \"step\": 1, \"metrics\": {}, \"\": 1}", ""},
@@ -282,8 +281,7 @@ static void test_finish_error_cut(void **state)
     assert_non_null(text);
     memset(text, 'e', CORE_MAX_ERROR);
     text[CORE_MAX_ERROR] = '\0';
-    json_t *b = json_pack("{s:s, s:s, s:s}", "lease_token", "t", "status", "failed", "error",
-                          text);
+    json_t *b = json_pack("{s:s, s:s, s:s}", "lease_token", "t", "status", "failed", "error", text);
     FinishRequest f;
     RungError err;
     assert_int_equal(request_finish_parse(b, &f, &err), 0);
@@ -388,14 +386,10 @@ static void test_lease(void **state)
     static const struct {
         const char *text, *field;
     } bad[] = {
-        {"{\"wait_s\": -1}", "wait_s"},
-        {"{\"wait_s\": \"5\"}", "wait_s"},
-        {"{\"cpus\": 4097}", "cpus"},
-        {"{\"gpus\": 0}", "gpus"},
-        {"{\"gpus\": [0, -1]}", "gpus[1]"},
-        {"{\"gpus\": [0, 1.0]}", "gpus[1]"},
-        {"{\"gpus\": [\"0\"]}", "gpus[0]"},
-        {"{\"gpu\": [0]}", "gpu"},
+        {"{\"wait_s\": -1}", "wait_s"},     {"{\"wait_s\": \"5\"}", "wait_s"},
+        {"{\"cpus\": 4097}", "cpus"},       {"{\"gpus\": 0}", "gpus"},
+        {"{\"gpus\": [0, -1]}", "gpus[1]"}, {"{\"gpus\": [0, 1.0]}", "gpus[1]"},
+        {"{\"gpus\": [\"0\"]}", "gpus[0]"}, {"{\"gpu\": [0]}", "gpu"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         b = parse(bad[i].text);
@@ -416,9 +410,9 @@ static void test_lease_gpus_registered(void **state)
 {
     (void)state;
     /* The worker registered GPUs 0, 1 and 3 (and an object without index). */
-    json_t *registered =
-        parse("[{\"index\": 0}, {\"index\": 1, \"name\": \"H100\"}, {\"name\": \"?\"},"
-              " {\"index\": 3}, {\"index\": \"2\"}]");
+    json_t *registered = parse(
+        "[{\"index\": 0}, {\"index\": 1, \"name\": \"H100\"}, {\"name\": \"?\"},"
+        " {\"index\": 3}, {\"index\": \"2\"}]");
     static const struct {
         const char *offer, *field, *message;
     } cases[] = {
@@ -625,9 +619,9 @@ static void test_spec_null_strings(void **state)
     assert_int_equal(spec_load(j, 5, &spec, &err), 0);
     assert_string_equal(spec.name, "experiment");
     assert_string_equal(json_string_value(json_object_get(spec.json, "name")), "experiment");
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(spec.json, "searcher"), "type")),
-        "random");
+    assert_string_equal(json_string_value(
+                            json_object_get(json_object_get(spec.json, "searcher"), "type")),
+                        "random");
     assert_null(json_object_get(json_object_get(spec.json, "trainable"), "model"));
     spec_close(&spec);
     json_decref(j);
@@ -714,8 +708,7 @@ static void test_spec_reload(void **state)
                       " \"max_t\": 27, \"reduction_factor\": 3, \"brackets\": 3}}");
     Spec spec;
     RungError err;
-    assert_refused(spec_parse(j, 1, &spec, &err), &err, RUNG_E_INVALID_SPEC,
-                   "scheduler.brackets");
+    assert_refused(spec_parse(j, 1, &spec, &err), &err, RUNG_E_INVALID_SPEC, "scheduler.brackets");
     json_decref(j);
 }
 

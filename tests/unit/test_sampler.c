@@ -131,8 +131,8 @@ static const DomainCase DOMAIN_CASES[] = {
     {"{\"type\": \"qloguniform\", \"low\": 0.001, \"high\": 0.1, \"q\": 0.001}", 0.001, 0.1, false,
      false, 0.001, false, 0},
     {"{\"type\": \"randint\", \"low\": -3, \"high\": 4}", -3, 4, true, true, 1, false, 7},
-    {"{\"type\": \"randint\", \"low\": 0, \"high\": 1099511627776}", 0, 1099511627776.0, true,
-     true, 1, false, 0},
+    {"{\"type\": \"randint\", \"low\": 0, \"high\": 1099511627776}", 0, 1099511627776.0, true, true,
+     1, false, 0},
     {"{\"type\": \"qrandint\", \"low\": 0, \"high\": 10, \"q\": 5}", 0, 10, false, true, 5, false,
      3},
     {"{\"type\": \"qrandint\", \"low\": -7, \"high\": 7, \"q\": 3}", -7, 7, false, true, 3, false,
@@ -230,11 +230,12 @@ static void test_domains_bounds_and_round_trip(void **state)
 static void test_decode_edges(void **state)
 {
     (void)state;
-    Space *space = parse_space("{\"u\": {\"type\": \"uniform\", \"low\": 1, \"high\": 2},"
-                            " \"r\": {\"type\": \"randint\", \"low\": 0, \"high\": 4},"
-                            " \"l\": {\"type\": \"lograndint\", \"low\": 2, \"high\": 9},"
-                            " \"q\": {\"type\": \"qrandint\", \"low\": 1, \"high\": 9, \"q\": 4},"
-                            " \"c\": {\"type\": \"choice\", \"values\": [\"a\", \"b\"]}}");
+    Space *space = parse_space(
+        "{\"u\": {\"type\": \"uniform\", \"low\": 1, \"high\": 2},"
+        " \"r\": {\"type\": \"randint\", \"low\": 0, \"high\": 4},"
+        " \"l\": {\"type\": \"lograndint\", \"low\": 2, \"high\": 9},"
+        " \"q\": {\"type\": \"qrandint\", \"low\": 1, \"high\": 9, \"q\": 4},"
+        " \"c\": {\"type\": \"choice\", \"values\": [\"a\", \"b\"]}}");
     double lo[5] = {0, 0, 0, 0, 0}, hi[5] = {1, 1, 1, 1, 1};
     json_t *a = space_decode(space, lo, 0);
     json_t *b = space_decode(space, hi, 0);
@@ -302,7 +303,7 @@ static void test_integer_distributions(void **state)
     (void)state;
     const int n = 10000;
     Space *space = parse_space("{\"r\": {\"type\": \"randint\", \"low\": 0, \"high\": 10},"
-                            " \"l\": {\"type\": \"lograndint\", \"low\": 1, \"high\": 10000}}");
+                               " \"l\": {\"type\": \"lograndint\", \"low\": 1, \"high\": 10000}}");
     SearcherSpec s = searcher_ok("{\"seed\": 5}", space);
     int r_counts[10] = {0}, l_counts[4] = {0};
     for (int i = 0; i < n; i++) {
@@ -385,8 +386,8 @@ static void test_grid_order(void **state)
 {
     (void)state;
     Space *space = parse_space("{\"a\": {\"type\": \"grid\", \"values\": [1, 2, 3]},"
-                            " \"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
-                            " \"b\": {\"type\": \"grid\", \"values\": [\"p\", \"q\"]}}");
+                               " \"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+                               " \"b\": {\"type\": \"grid\", \"values\": [\"p\", \"q\"]}}");
     assert_int_equal(space_grid_size(space), 6);
     assert_int_equal(space_cube_dims(space), 1);
     SearcherSpec s = searcher_ok("{\"seed\": 9}", space);
@@ -423,8 +424,7 @@ static void check_enumeration(const char *domain, const char *want_text)
     json_t *want = load(want_text);
     int64_t total = total_ok(space, &s, 1);
     if (total != (int64_t)json_array_size(want))
-        fail_msg("%s: %lld points, expected %zu", domain, (long long)total,
-                 json_array_size(want));
+        fail_msg("%s: %lld points, expected %zu", domain, (long long)total, json_array_size(want));
     for (int64_t i = 0; i < total; i++) {
         json_t *config = sampler_config(space, &s, i);
         const json_t *got = json_object_get(config, "x");
@@ -515,11 +515,9 @@ static const BadCase BAD_SPACES[] = {
      "search_space.x.high"},
     {"{\"x\": {\"type\": \"lograndint\", \"low\": 0, \"high\": 10}}", "search_space.x.low"},
     {"{\"x\": {\"type\": \"qrandint\", \"low\": 1, \"high\": 10, \"q\": 0}}", "search_space.x.q"},
-    {"{\"x\": {\"type\": \"qrandint\", \"low\": 0, \"high\": 10, \"q\": 2.5}}",
-     "search_space.x.q"},
+    {"{\"x\": {\"type\": \"qrandint\", \"low\": 0, \"high\": 10, \"q\": 2.5}}", "search_space.x.q"},
     {"{\"x\": {\"type\": \"qrandint\", \"low\": 1, \"high\": 3, \"q\": 5}}", "search_space.x.q"},
-    {"{\"x\": {\"type\": \"qrandint\", \"low\": 5, \"high\": 1, \"q\": 1}}",
-     "search_space.x.high"},
+    {"{\"x\": {\"type\": \"qrandint\", \"low\": 5, \"high\": 1, \"q\": 1}}", "search_space.x.high"},
     {"{\"x\": {\"type\": \"choice\"}}", "search_space.x.values"},
     {"{\"x\": {\"type\": \"choice\", \"values\": []}}", "search_space.x.values"},
     {"{\"x\": {\"type\": \"choice\", \"values\": 3}}", "search_space.x.values"},
@@ -591,8 +589,8 @@ static void test_invalid_spaces(void **state)
     for (int i = 0; i < SPACE_MAX_PARAMS; i++) {
         char key[16];
         snprintf(key, sizeof key, "p%d", i);
-        json_object_set_new(json, key, json_pack("{s:s, s:i, s:i}", "type", "uniform", "low", 0,
-                                                 "high", 1));
+        json_object_set_new(json, key,
+                            json_pack("{s:s, s:i, s:i}", "type", "uniform", "low", 0, "high", 1));
     }
     assert_int_equal(space_parse(json, &space, &err), 0);
     assert_int_equal(space_cube_dims(space), SPACE_MAX_PARAMS);
@@ -620,8 +618,8 @@ static void test_invalid_spaces(void **state)
     for (int i = 0; i < 1000; i++)
         json_array_append_new(values, json_integer(i));
     json = json_pack("{s:{s:s, s:O}, s:{s:s, s:O}, s:{s:s, s:O}}", "a", "type", "grid", "values",
-                     values, "b", "type", "grid", "values", values, "c", "type", "grid",
-                     "values", values);
+                     values, "b", "type", "grid", "values", values, "c", "type", "grid", "values",
+                     values);
     expect_bad_space(json, "grid product", "search_space.c.values");
     json_decref(json);
     json_decref(values);
@@ -653,8 +651,8 @@ static void expect_bad_searcher(const char *searcher_text, const Space *space, c
     rung_error_clear(&err);
     int rc = searcher_parse(json, space, &s, &err);
     if (rc != RUNG_E_INVALID_SPEC || strcmp(err.field, field) != 0)
-        fail_msg("%s: rc %d field \"%s\" (%s), expected field \"%s\"", searcher_text, rc,
-                 err.field, err.message, field);
+        fail_msg("%s: rc %d field \"%s\" (%s), expected field \"%s\"", searcher_text, rc, err.field,
+                 err.message, field);
     assert_true(strstr(err.message, field) != NULL ||
                 strncmp(err.message, "search_space", 12) == 0);
     json_decref(json);
@@ -664,15 +662,15 @@ static void test_invalid_searchers(void **state)
 {
     (void)state;
     Space *space = parse_space("{\"lr\": {\"type\": \"loguniform\", \"low\": 1e-4, \"high\": 1},"
-                            " \"c\": {\"type\": \"choice\", \"values\": [1, 2]}}");
+                               " \"c\": {\"type\": \"choice\", \"values\": [1, 2]}}");
     for (size_t i = 0; i < sizeof BAD_SEARCHERS / sizeof BAD_SEARCHERS[0]; i++)
         expect_bad_searcher(BAD_SEARCHERS[i].spec, space, BAD_SEARCHERS[i].field);
     space_free(space);
 
     /* An integer domain the grid searcher would have to enumerate whole. */
     space = parse_space("{\"lr\": {\"type\": \"loguniform\", \"low\": 1e-4, \"high\": 1,"
-                     " \"grid_points\": 3}, \"n\": {\"type\": \"randint\", \"low\": 0,"
-                     " \"high\": 1001}}");
+                        " \"grid_points\": 3}, \"n\": {\"type\": \"randint\", \"low\": 0,"
+                        " \"high\": 1001}}");
     expect_bad_searcher("{\"type\": \"grid\"}", space, "search_space.n.grid_points");
     space_free(space);
     space = parse_space("{\"n\": {\"type\": \"randint\", \"low\": 0, \"high\": 1000}}");
@@ -685,8 +683,8 @@ static void test_invalid_searchers(void **state)
     for (int i = 0; i < SOBOL_MAX_DIMS + 1; i++) {
         char key[16];
         snprintf(key, sizeof key, "p%d", i);
-        json_object_set_new(json, key, json_pack("{s:s, s:i, s:i}", "type", "uniform", "low", 0,
-                                                 "high", 1));
+        json_object_set_new(json, key,
+                            json_pack("{s:s, s:i, s:i}", "type", "uniform", "low", 0, "high", 1));
         if (i == SOBOL_MAX_DIMS - 1) {
             Space *forty = NULL;
             assert_int_equal(space_parse(json, &forty, NULL), 0);
@@ -757,7 +755,7 @@ static void test_searcher_defaults(void **state)
 {
     (void)state;
     Space *space = parse_space("{\"a\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
-                            " \"b\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}");
+                               " \"b\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}");
     SearcherSpec s = searcher_ok(NULL, space);
     assert_int_equal(s.type, SEARCHER_RANDOM);
     assert_false(s.has_seed);
@@ -785,11 +783,11 @@ static void test_searcher_defaults(void **state)
     json_decref(c);
     space_free(space);
     space = parse_space("{\"a\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1,"
-                     " \"grid_points\": 3},"
-                     " \"b\": {\"type\": \"randint\", \"low\": 0, \"high\": 3},"
-                     " \"g\": {\"type\": \"grid\", \"values\": [1, 2]}, \"k\": 5,"
-                     " \"c\": {\"type\": \"choice\", \"values\": [1, 2]},"
-                     " \"d\": {\"type\": \"lograndint\", \"low\": 1, \"high\": 3}}");
+                        " \"grid_points\": 3},"
+                        " \"b\": {\"type\": \"randint\", \"low\": 0, \"high\": 3},"
+                        " \"g\": {\"type\": \"grid\", \"values\": [1, 2]}, \"k\": 5,"
+                        " \"c\": {\"type\": \"choice\", \"values\": [1, 2]},"
+                        " \"d\": {\"type\": \"lograndint\", \"low\": 1, \"high\": 3}}");
     assert_int_equal(space_cube_dims(space), 4);
     s = searcher_ok("{\"type\": \"bayes\"}", space);
     assert_int_equal(s.n_initial, 8);
@@ -869,8 +867,8 @@ static void test_encode_errors(void **state)
 {
     (void)state;
     Space *space = parse_space("{\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
-                            " \"c\": {\"type\": \"choice\", \"values\": [\"a\", \"b\"]},"
-                            " \"g\": {\"type\": \"grid\", \"values\": [1, 2]}}");
+                               " \"c\": {\"type\": \"choice\", \"values\": [\"a\", \"b\"]},"
+                               " \"g\": {\"type\": \"grid\", \"values\": [1, 2]}}");
     double u[2];
     RungError err;
     const BadCase bad[] = {
@@ -927,9 +925,9 @@ static void test_reproducible(void **state)
 {
     (void)state;
     Space *space = parse_space("{\"lr\": {\"type\": \"loguniform\", \"low\": 1e-5, \"high\": 1},"
-                            " \"m\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
-                            " \"h\": {\"type\": \"qrandint\", \"low\": 8, \"high\": 512,"
-                            " \"q\": 8}, \"c\": {\"type\": \"choice\", \"values\": [1, 2, 3]}}");
+                               " \"m\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+                               " \"h\": {\"type\": \"qrandint\", \"low\": 8, \"high\": 512,"
+                               " \"q\": 8}, \"c\": {\"type\": \"choice\", \"values\": [1, 2, 3]}}");
     const char *pairs[][3] = {
         {"{\"seed\": 42}", "{\"seed\": 42}", "{\"seed\": 43}"},
         {"{\"seed\": 42, \"quasi\": true}", "{\"seed\": 42, \"quasi\": true}",
@@ -1011,9 +1009,9 @@ static void spread(const char *searcher_text, int *max_dev, int *cells)
 {
     enum { DIMS = 4, POINTS = 256, BINS = 16 };
     Space *space = parse_space("{\"a\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
-                            " \"b\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
-                            " \"c\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
-                            " \"d\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}");
+                               " \"b\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+                               " \"c\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+                               " \"d\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}");
     SearcherSpec s = searcher_ok(searcher_text, space);
     int counts[DIMS][BINS] = {{0}};
     int grid[BINS][BINS] = {{0}};

@@ -150,7 +150,8 @@ static void test_env_layers(void **state)
     Env env;
     env_init(&env);
     env_set(&env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
-    char *base[] = {"PATH=/usr/bin", "HOME=/home/u", "EMPTY=", "CUDA_DEVICE_ORDER=FASTEST_FIRST",
+    char *base[] = {"PATH=/usr/bin", "HOME=/home/u",
+                    "EMPTY=",        "CUDA_DEVICE_ORDER=FASTEST_FIRST",
                     "NOEQUALS",      NULL};
     env_set_list(&env, base);
     assert_string_equal(env_get(&env, "CUDA_DEVICE_ORDER"), "FASTEST_FIRST");
