@@ -1,5 +1,5 @@
 /* Parsers of the request bodies; see request.h. The limits and messages are
- * those API.md and the handlers of api.c have always used: a client that
+ * those docs/api.md and the handlers of api.c have always used: a client that
  * passed before passes now, except where request.h says otherwise. */
 #include "request.h"
 
@@ -179,7 +179,7 @@ int request_lease_parse(json_t *body, int64_t default_cpus, LeaseRequest *out, R
         goto fail;
     }
     if (out->wait_s > REQUEST_LONG_POLL_MAX_S)
-        out->wait_s = REQUEST_LONG_POLL_MAX_S; /* API.md: the server caps a long poll at 30 s */
+        out->wait_s = REQUEST_LONG_POLL_MAX_S; /* docs/api.md, "Long polls": at most 30 s */
     json_t *gpus = member(body, "gpus");
     if (gpus == NULL)
         return 0;

@@ -2,7 +2,7 @@
  *
  * Pure: no I/O, no Engine, no Core; only core.h's limits and its LeaseOffer
  * type. Each parser takes the body as http.c hands it over (NULL when the
- * request had none), checks it the way API.md describes the request, and on
+ * request had none), checks it the way docs/api.md describes the request, and on
  * failure fills a RungError whose field names the offending field and whose
  * message starts with that field's top-level name ("body" for the body
  * itself). The codes are RUNG_E_BAD_JSON for a body that is no JSON object
@@ -29,7 +29,7 @@
 #define REQUEST_MAX_STEP (1LL << 53) /* a step is exact as a JSON number up to 2^53 */
 #define REQUEST_MAX_NAME 256         /* worker name and hostname */
 #define REQUEST_MAX_GPUS_JSON 64     /* GPUs a worker may describe */
-#define REQUEST_LONG_POLL_MAX_S 30   /* API.md: a lease waits at most 30 s */
+#define REQUEST_LONG_POLL_MAX_S 30   /* docs/api.md, "Long polls": a lease waits at most 30 s */
 #define REQUEST_MAX_TRIAL_IDS 1024   /* trials one heartbeat may list */
 
 /* POST /api/v1/trials/{id}/report:

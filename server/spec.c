@@ -1,4 +1,4 @@
-/* Validation of an experiment's spec (API.md, "Experiments").
+/* Validation of an experiment's spec (docs/api.md, "The experiment spec").
  *
  * The submitted JSON is deep-copied, checked field by field with the path of
  * the first offending field in the error, and completed with the defaults
@@ -29,7 +29,7 @@ static json_t *number_json(double v)
     return json_real(v);
 }
 
-/* The scheduler's fields and defaults (API.md, "scheduler"): Ray Tune's
+/* The scheduler's fields and defaults (docs/api.md, "scheduler"): Ray Tune's
  * ASHAScheduler defaults for asha and hyperband; MedianStoppingRule's
  * min_samples_required for median, with grace_period counted in time_attr
  * units like ASHA's (Ray's default of 60 assumes seconds). */

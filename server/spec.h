@@ -1,5 +1,5 @@
-/* An experiment's spec: validation of the submitted JSON (API.md,
- * "Experiments") into a struct. Pure: no I/O, no global state. */
+/* An experiment's spec: validation of the submitted JSON (docs/api.md,
+ * "The experiment spec") into a struct. Pure: no I/O, no global state. */
 #ifndef RUNG_SERVER_SPEC_H
 #define RUNG_SERVER_SPEC_H
 
