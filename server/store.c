@@ -495,7 +495,7 @@ static int load_experiments(Store *s, Core *core, const char *where, int64_t id_
         RungError why;
         ExpState state = EXP_RUNNING;
         exp_state_parse((const char *)sqlite3_column_text(st, 3), &state);
-        if (spec_parse(spec_json, (uint64_t)sqlite3_column_int64(st, 2), &spec, &why)) {
+        if (spec_load(spec_json, (uint64_t)sqlite3_column_int64(st, 2), &spec, &why)) {
             json_decref(spec_json);
             sqlite3_finalize(st);
             return rung_error_set(err, RUNG_E_INTERNAL, NULL,

@@ -48,7 +48,7 @@ int store_read_spec(Store *s, int64_t id, Spec *spec, RungError *err)
         return rc == SQLITE_DONE ? not_found(err, "experiment", id) : db_error(s, err, "spec");
     }
     json_t *json = column_json(st, 0);
-    rc = spec_parse(json, (uint64_t)sqlite3_column_int64(st, 1), spec, err);
+    rc = spec_load(json, (uint64_t)sqlite3_column_int64(st, 1), spec, err);
     json_decref(json);
     sqlite3_finalize(st);
     return rc;

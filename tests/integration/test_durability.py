@@ -383,5 +383,29 @@ class Migration(h.RungdTestCase):
         con.close()
 
 
+class StoredSpecs(h.RungdTestCase):
+    """Every spec rungd accepted is accepted again at restart, unchanged:
+    a hyperband experiment's stored spec once stopped rungd from starting."""
+
+    def test_every_scheduler_survives_a_restart(self):
+        d = self.daemon()
+        schedulers = [None, {"type": "fifo"}, {"type": "asha", "max_t": 9},
+                      {"type": "hyperband", "max_t": 9, "reduction_factor": 3},
+                      {"type": "median", "grace_period": 2}]
+        ids = []
+        for sched in schedulers:
+            sp = h.spec(num_samples=2)
+            if sched is not None:
+                sp["scheduler"] = sched
+            ids.append(d.create_experiment(sp)["id"])
+        before = [d.experiment(i) for i in ids]
+        d.stop()
+        d.start()
+        for i, old in zip(ids, before):
+            new = d.experiment(i)
+            self.assertEqual(new["scheduler"], old["scheduler"])
+            self.assertEqual(new["state"], "running")
+
+
 if __name__ == "__main__":
     h.main()
