@@ -87,8 +87,9 @@ src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$BUILD/CMakeCache.txt" 2>/d
 rev=""
 if [[ -n $src ]] && git -C "$src" rev-parse --short HEAD >/dev/null 2>&1; then
     rev=" (sources $src at $(git -C "$src" rev-parse --short HEAD)$(
-        [[ -n $(git -C "$src" status --porcelain --untracked-files=no 2>/dev/null) ]] &&
-            echo ", with uncommitted changes"))"
+        if [[ -n $(git -C "$src" status --porcelain --untracked-files=no 2>/dev/null) ]]; then
+            echo ", with uncommitted changes"
+        fi))"
 fi
 echo "rungd: $RUNGD$rev"
 
