@@ -200,8 +200,7 @@ static ProposeHistory *history_of(const Experiment *exp)
 {
     ProposeHistory *h = calloc(1, sizeof *h);
     size_t n = (size_t)(exp->n_trials ? exp->n_trials : 1);
-    int64_t *numbers = calloc(n, sizeof *numbers);
-    if (h == NULL || numbers == NULL || (h->obs = calloc(n, sizeof *h->obs)) == NULL ||
+    if (h == NULL || (h->obs = calloc(n, sizeof *h->obs)) == NULL ||
         (h->pending = calloc(n, sizeof *h->pending)) == NULL)
         abort();
     BayesObservation *by_number = calloc(n, sizeof *by_number);
@@ -234,7 +233,6 @@ static ProposeHistory *history_of(const Experiment *exp)
     }
     free(by_number);
     free(has);
-    free(numbers);
     return h;
 }
 
@@ -297,9 +295,13 @@ static void undo(Engine *e, const CoreChanges *c)
         Experiment *x = core_experiment(e->core, exps[i]);
         if (x == NULL)
             continue; /* done already (listed twice) */
-        int64_t ids[256];
-        int64_t until[256];
-        n_run = core_running_of(e->core, x, ids, 256);
+        /* Every running trial of x, however many, keeps its deadline. */
+        int64_t cap = x->counts[TRIAL_RUNNING] + 1;
+        int64_t *ids = calloc((size_t)cap, sizeof *ids);
+        int64_t *until = calloc((size_t)cap, sizeof *until);
+        if (ids == NULL || until == NULL)
+            abort();
+        n_run = core_running_of(e->core, x, ids, cap);
         for (int64_t k = 0; k < n_run; k++)
             until[k] = core_trial(e->core, ids[k])->lease_expires_ms;
         core_forget_experiment(e->core, x);
@@ -314,6 +316,8 @@ static void undo(Engine *e, const CoreChanges *c)
             if (t != NULL && t->state == TRIAL_RUNNING)
                 core_set_lease_expiry(t, until[k]);
         }
+        free(ids);
+        free(until);
     }
     for (int64_t i = 0; i < n_w; i++) {
         Worker *w = core_worker(e->core, workers[i]);
@@ -441,13 +445,17 @@ static void reload(Engine *e)
     }
     for (int64_t i = 0; i < core_n_experiments(e->core); i++) {
         Experiment *x = core_experiment_at(e->core, i);
-        int64_t ids[256];
-        int64_t n = core_running_of(e->core, x, ids, 256);
+        int64_t cap = x->counts[TRIAL_RUNNING] + 1;
+        int64_t *ids = calloc((size_t)cap, sizeof *ids);
+        if (ids == NULL)
+            abort();
+        int64_t n = core_running_of(e->core, x, ids, cap);
         for (int64_t k = 0; k < n; k++) {
             Trial *t = core_trial(fresh, ids[k]);
             if (t != NULL && t->state == TRIAL_RUNNING)
                 core_set_lease_expiry(t, core_trial(e->core, ids[k])->lease_expires_ms);
         }
+        free(ids);
     }
     core_free(e->core);
     e->core = fresh;
