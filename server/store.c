@@ -684,14 +684,11 @@ int store_load(Store *s, Core *core, int64_t now, RungError *err)
 
 int store_reload_experiment(Store *s, Core *core, int64_t id, int64_t now, RungError *err)
 {
-    int64_t from = core_n_experiments(core);
     if (load_experiments(s, core, "id = ?", id, err))
         return err->code;
-    /* It is the last in memory only when its id is the highest; find it. */
     Experiment *e = core_experiment(core, id);
     if (e == NULL)
         return 0; /* never stored: nothing to reload */
-    (void)from;
     if (load_trials(s, core, e, err) || load_reports(s, core, e, err))
         return err->code;
     core_load_experiment_done(core, e, now);
