@@ -19,10 +19,7 @@
 #define LIST_MAX 1000      /* ... and give at most 1,000 at once */
 #define METRICS_MAX 10000  /* reports per metrics call; page with after_step */
 #define CURVES_MAX 250000  /* metric values per curves call; page with after */
-#define LONG_POLL_MAX_S 30 /* docs/api.md: a lease waits at most 30 s */
 #define MAX_TRIAL_IDS 1024 /* trials one heartbeat may list */
-#define MAX_NAME 256       /* worker name and hostname */
-#define MAX_GPUS_JSON 64   /* GPUs a worker may describe */
 
 void api_error(Job *job, int code, const char *field, const char *message)
 {
