@@ -60,6 +60,15 @@ int checkpoint_save(const char *dir, int64_t epoch, const float *params, const f
     return 0;
 }
 
+bool checkpoint_exists(const char *dir, int64_t epoch)
+{
+    char path[4096];
+    if (dir == NULL)
+        return false;
+    path_of(path, sizeof path, dir, epoch, "");
+    return access(path, F_OK) == 0;
+}
+
 void checkpoint_prune(const char *dir, int64_t below)
 {
     DIR *d = dir ? opendir(dir) : NULL;

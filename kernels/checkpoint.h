@@ -14,6 +14,7 @@
 #define RUNG_KERNELS_CHECKPOINT_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 int checkpoint_save(const char *dir, int64_t epoch, const float *params, const float *opt1,
@@ -25,6 +26,12 @@ int checkpoint_save(const char *dir, int64_t epoch, const float *params, const f
  * `below` (resumes only move forward), and when it has finished (below =
  * the last epoch). Missing files are fine. */
 void checkpoint_prune(const char *dir, int64_t below);
+
+/* Whether ckpt-<epoch>.bin is in dir (NULL dir: no). A promoted trial that
+ * lands where its checkpoint is not (another worker, or a run that finished
+ * on its own and kept only its last) starts over, as docs/api.md asks of
+ * every trainable. */
+bool checkpoint_exists(const char *dir, int64_t epoch);
 
 int checkpoint_load(const char *dir, int64_t epoch, float *params, float *opt1, float *opt2,
                     size_t n, int64_t *step, char *why, size_t size);

@@ -641,6 +641,14 @@ int main(int argc, char **argv)
     cfg.checkpoint_dir = getenv("RUNG_TRIAL_DIR");
     const char *resume = getenv("RUNG_RESUME_STEP");
     cfg.resume_epoch = resume ? strtoll(resume, NULL, 10) : 0;
+    if (cfg.resume_epoch > 0 && !checkpoint_exists(cfg.checkpoint_dir, cfg.resume_epoch)) {
+        /* Not here (another worker's, or pruned by a run that finished on
+         * its own before its pause reached it): start over; rungd answers
+         * the steps already reported without judging them again. */
+        fprintf(stderr, "rung-train: no checkpoint of epoch %lld here: starting over\n",
+                (long long)cfg.resume_epoch);
+        cfg.resume_epoch = 0;
+    }
     fprintf(stderr,
             "rung-train: %s: %lld training, %lld validation, %lld test samples of %d features, "
             "%d classes; mean %.4f, std %.4f; %d rank(s)%s\n",

@@ -88,6 +88,25 @@ class Program(wh.WorkerTestCase):
                                         "batch_size": 100, "seed": 3}).stdout)
         self.assertEqual([g["val_loss"] for g in again], [g["val_loss"] for g in got])
 
+    def test_resume_without_its_checkpoint_starts_over(self):
+        # A promoted trial that lands where its checkpoint is not (another
+        # worker) starts over instead of failing; the one that is there is
+        # resumed from.
+        trial_dir = os.path.join(self.tmp, "trial")
+        os.makedirs(trial_dir)
+        config = {"epochs": 3, "train_samples": 1000, "hidden": [16], "batch_size": 100,
+                  "seed": 4}
+        r = self.run_train(config, env={"RUNG_TRIAL_DIR": trial_dir, "RUNG_RESUME_STEP": "2"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("no checkpoint of epoch 2 here: starting over", r.stderr)
+        self.assertEqual([g["step"] for g in reports(r.stdout)], [1, 2, 3])
+        os.unlink(os.path.join(trial_dir, "ckpt-3.bin"))
+        with open(os.path.join(trial_dir, "ckpt-3.bin"), "wb") as f:
+            f.write(b"not a checkpoint")
+        r = self.run_train(config, env={"RUNG_TRIAL_DIR": trial_dir, "RUNG_RESUME_STEP": "3"})
+        self.assertEqual(r.returncode, 2, r.stderr)  # there but corrupt: an error, named
+        self.assertIn("ckpt-3.bin", r.stderr)
+
     def test_sigterm_finishes_the_step_and_exits_143(self):
         e = dict(os.environ)
         e.pop("RUNG_CONFIG", None)
