@@ -7,6 +7,8 @@
 #                      showing its lines for a person (not the JSON ones)
 #   note TEXT...       prints a NOTE and keeps it in NOTES
 #   print_notes        repeats the notes in one block before the summary
+#   print_host         the host line: cores, CPU, load average, time
+#   print_build BUILD BINARY   which sources BINARY was built from
 
 CHILD_PID=""
 NOTES=()
@@ -55,4 +57,26 @@ print_notes() {
     for n in "${NOTES[@]}"; do
         echo "NOTE: $n"
     done
+}
+
+print_host() {
+    local cpu
+    cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //' || true)
+    echo "host: $(nproc) cores, $cpu; load average $(cut -d' ' -f1-3 /proc/loadavg);" \
+        "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+}
+
+# The build folder's source tree, its commit and whether it had changes
+# (every command may fail: a build from a tarball has no git).
+print_build() {
+    local build=$1 binary=$2 src rev=""
+    src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+    if [[ -n $src ]] && git -C "$src" rev-parse --short HEAD >/dev/null 2>&1; then
+        rev=" (sources $src at $(git -C "$src" rev-parse --short HEAD)"
+        if [[ -n $(git -C "$src" status --porcelain --untracked-files=no 2>/dev/null) ]]; then
+            rev+=", with uncommitted changes"
+        fi
+        rev+=")"
+    fi
+    echo "rungd: $binary$rev"
 }

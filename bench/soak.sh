@@ -50,9 +50,7 @@ done
 bench_start soak
 
 echo "== soak: rungd's RSS and throughput over ${SOAK_S} s =="
-cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //' || true)
-echo "host: $(nproc) cores, $cpu; load average $(cut -d' ' -f1-3 /proc/loadavg);" \
-    "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+print_host
 
 if [[ ! -x $RUNGD || ! -x $WORKER ]]; then
     echo "# building rungd and rung-worker in $BUILD"
@@ -67,15 +65,7 @@ for b in "$RUNGD" "$WORKER"; do
         exit 1
     fi
 done
-src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$BUILD/CMakeCache.txt" 2>/dev/null || true)
-rev=""
-if [[ -n $src ]] && git -C "$src" rev-parse --short HEAD >/dev/null 2>&1; then
-    rev=" (sources $src at $(git -C "$src" rev-parse --short HEAD)$(
-        if [[ -n $(git -C "$src" status --porcelain --untracked-files=no 2>/dev/null) ]]; then
-            echo ", with uncommitted changes"
-        fi))"
-fi
-echo "rungd: $RUNGD$rev"
+print_build "$BUILD" "$RUNGD"
 echo
 
 export TMPDIR=$TMP # probe.py's folder (the workers' trial folders) goes in $TMP too

@@ -68,9 +68,7 @@ done
 bench_start store_scale
 
 echo "== store_scale: rungd on a large store =="
-cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //' || true)
-echo "host: $(nproc) cores, $cpu; load average $(cut -d' ' -f1-3 /proc/loadavg);" \
-    "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+print_host
 
 if [[ ! -x $RUNGD ]]; then
     echo "# building rungd in $BUILD"
@@ -83,15 +81,7 @@ if [[ ! -x $RUNGD ]]; then
     echo "store_scale: no $RUNGD; build it with: cmake -S . -B build && cmake --build build -j2" >&2
     exit 1
 fi
-src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$BUILD/CMakeCache.txt" 2>/dev/null || true)
-rev=""
-if [[ -n $src ]] && git -C "$src" rev-parse --short HEAD >/dev/null 2>&1; then
-    rev=" (sources $src at $(git -C "$src" rev-parse --short HEAD)$(
-        if [[ -n $(git -C "$src" status --porcelain --untracked-files=no 2>/dev/null) ]]; then
-            echo ", with uncommitted changes"
-        fi))"
-fi
-echo "rungd: $RUNGD$rev"
+print_build "$BUILD" "$RUNGD"
 
 mkdir -p "$CACHE"
 if [[ ! -f $CACHE/store.db || ${STORE_SCALE_REGEN:-0} == 1 ]]; then
