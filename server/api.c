@@ -313,24 +313,8 @@ static bool csv_row(void *ctx, int64_t id, FILE *out)
     const Trial *t = core_trial(engine_core(c->e), id);
     if (t == NULL)
         return false;
-    fprintf(out, "%lld,%lld,%s", (long long)t->id, (long long)t->number,
-            trial_state_name(t->state));
-    json_t *space = json_object_get(c->spec->json, "search_space");
-    const char *name;
-    json_t *dom;
-    json_object_foreach(space, name, dom) {
-        fputc(',', out);
-        store_csv_value(out, json_object_get(t->config, name));
-    }
-    fputc(',', out);
-    if (t->has_best)
-        fprintf(out, "%.17g", t->best_value);
-    fputc(',', out);
-    store_csv_value(out, t->last ? json_object_get(t->last, c->spec->metric) : NULL);
-    fputc(',', out);
-    if (t->has_step)
-        fprintf(out, "%lld", (long long)t->step);
-    fputc('\n', out);
+    store_csv_row(out, c->spec, t->id, t->number, trial_state_name(t->state), t->config,
+                  t->has_best, t->best_value, t->last, t->has_step, t->step);
     return true;
 }
 

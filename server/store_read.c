@@ -404,6 +404,28 @@ void store_csv_value(FILE *out, const json_t *v)
     }
 }
 
+void store_csv_row(FILE *out, const Spec *spec, int64_t id, int64_t number, const char *state,
+                   const json_t *config, bool has_best, double best, const json_t *last,
+                   bool has_step, int64_t step)
+{
+    fprintf(out, "%lld,%lld,%s", (long long)id, (long long)number, state);
+    const char *name;
+    json_t *dom;
+    json_object_foreach(json_object_get(spec->json, "search_space"), name, dom) {
+        fputc(',', out);
+        store_csv_value(out, json_object_get(config, name));
+    }
+    fputc(',', out);
+    if (has_best)
+        fprintf(out, "%.17g", best);
+    fputc(',', out);
+    store_csv_value(out, last ? json_object_get(last, spec->metric) : NULL);
+    fputc(',', out);
+    if (has_step)
+        fprintf(out, "%lld", (long long)step);
+    fputc('\n', out);
+}
+
 int store_read_csv(Store *s, const Spec *spec, int64_t exp_id, FILE *out,
                    bool (*row)(void *ctx, int64_t id, FILE *out), void *ctx, RungError *err)
 {
@@ -414,33 +436,19 @@ int store_read_csv(Store *s, const Spec *spec, int64_t exp_id, FILE *out,
                 &st, err))
         return err->code;
     sqlite3_bind_int64(st, 1, exp_id);
-    json_t *space = json_object_get(spec->json, "search_space");
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(st, 0);
         if (row(ctx, id, out))
             continue;
-        fprintf(out, "%lld,%lld,%s", (long long)id, (long long)sqlite3_column_int64(st, 1),
-                (const char *)sqlite3_column_text(st, 2));
         json_t *config = column_json(st, 3);
-        const char *name;
-        json_t *dom;
-        json_object_foreach(space, name, dom) {
-            fputc(',', out);
-            store_csv_value(out, json_object_get(config, name));
-        }
-        json_decref(config);
-        fputc(',', out);
-        if (sqlite3_column_type(st, 4) != SQLITE_NULL)
-            fprintf(out, "%.17g", sqlite3_column_double(st, 4));
-        fputc(',', out);
         json_t *last = column_json(st, 5);
-        store_csv_value(out, last ? json_object_get(last, spec->metric) : NULL);
+        store_csv_row(out, spec, id, sqlite3_column_int64(st, 1),
+                      (const char *)sqlite3_column_text(st, 2), config,
+                      sqlite3_column_type(st, 4) != SQLITE_NULL, sqlite3_column_double(st, 4), last,
+                      sqlite3_column_type(st, 6) != SQLITE_NULL, sqlite3_column_int64(st, 6));
+        json_decref(config);
         json_decref(last);
-        fputc(',', out);
-        if (sqlite3_column_type(st, 6) != SQLITE_NULL)
-            fprintf(out, "%lld", (long long)sqlite3_column_int64(st, 6));
-        fputc('\n', out);
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : db_error(s, err, "csv");

@@ -61,6 +61,12 @@ int store_read_csv(Store *s, const Spec *spec, int64_t exp_id, FILE *out,
  * read a formula), and a config or metric value as a field. */
 void store_csv_field(FILE *out, const char *s);
 void store_csv_value(FILE *out, const json_t *v);
+/* One trial's CSV row: id, number, state, each search-space parameter,
+ * best_value, the metric's last value, steps (the one writer, whether the
+ * trial is in memory or read from its row). last may be NULL. */
+void store_csv_row(FILE *out, const Spec *spec, int64_t id, int64_t number, const char *state,
+                   const json_t *config, bool has_best, double best, const json_t *last,
+                   bool has_step, int64_t step);
 
 /* The experiment's metric values that arrived at times in [from, before),
  * in arrival order, as "[trial_id,attempt,step,value]" items separated by
