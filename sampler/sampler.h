@@ -45,6 +45,16 @@ typedef struct SearcherSpec {
 int space_parse(const json_t *search_space, Space **out, RungError *err);
 void space_free(Space *space);
 
+/* Checks that value is one that parameter `name` of space can take
+ * (docs/api.md, "points_to_evaluate"): a number within [low, high] for a
+ * float domain; an integer within the domain for an integer one (high
+ * excluded for randint and lograndint, a multiple of q for qrandint); one
+ * of the values for choice and grid; the constant itself for a constant.
+ * Fails with RUNG_E_INVALID_SPEC and `field` (a message starting with it)
+ * when it is not, or when name is no parameter of space. */
+int space_check_value(const Space *space, const char *name, const json_t *value, const char *field,
+                      RungError *err);
+
 /* Number of unit-cube coordinates (sampled parameters). */
 int space_cube_dims(const Space *space);
 /* Number of parameters (constants and grids included), and the name of the

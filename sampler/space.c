@@ -360,3 +360,77 @@ const char *space_param_name(const Space *space, int i)
         return NULL;
     return space->params[i].name;
 }
+
+/* A short form of v for an error message: "5", "\"adam\"", "an object". */
+static void describe(const json_t *v, char *buf, size_t size)
+{
+    if (json_is_object(v) || json_is_array(v)) {
+        snprintf(buf, size, "%s", json_is_object(v) ? "an object" : "an array");
+        return;
+    }
+    char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    if (text == NULL) {
+        snprintf(buf, size, "the value");
+        return;
+    }
+    if (strlen(text) > 40)
+        snprintf(buf, size, "%.*s...", (int)jsonv_utf8_cut(text, strlen(text), 40), text);
+    else
+        snprintf(buf, size, "%s", text);
+    free(text);
+}
+
+int space_check_value(const Space *space, const char *name, const json_t *value, const char *field,
+                      RungError *err)
+{
+    const SpaceParam *p = NULL;
+    for (int i = 0; i < space->nparams && p == NULL; i++)
+        if (strcmp(space->params[i].name, name) == 0)
+            p = &space->params[i];
+    if (p == NULL)
+        return rung_error_set(err, INVALID, field, "%s: names no parameter of search_space", field);
+    char what[64];
+    describe(value, what, sizeof what);
+    switch (p->kind) {
+    case SPACE_CONST:
+        if (!json_equal((json_t *)value, p->values))
+            return rung_error_set(err, INVALID, field, "%s: %s is not the constant search_space.%s",
+                                  field, what, name);
+        return 0;
+    case SPACE_CHOICE:
+    case SPACE_GRID:
+        for (size_t i = 0; i < json_array_size(p->values); i++)
+            if (json_equal((json_t *)value, json_array_get(p->values, i)))
+                return 0;
+        return rung_error_set(err, INVALID, field,
+                              "%s: %s is not one of the values of search_space.%s", field, what,
+                              name);
+    case SPACE_UNIFORM:
+    case SPACE_QUNIFORM:
+    case SPACE_LOGUNIFORM:
+    case SPACE_QLOGUNIFORM: {
+        if (!json_is_number(value))
+            return rung_error_set(err, INVALID, field, "%s: must be a number, not %s", field, what);
+        double x = json_number_value(value);
+        if (!(x >= p->low && x <= p->high))
+            return rung_error_set(err, INVALID, field, "%s: %s is outside [%.17g, %.17g]", field,
+                                  what, p->low, p->high);
+        return 0;
+    }
+    default: { /* the integer domains */
+        if (!json_is_integer(value))
+            return rung_error_set(err, INVALID, field, "%s: must be an integer, not %s", field,
+                                  what);
+        int64_t x = (int64_t)json_integer_value(value);
+        bool high_in = p->kind == SPACE_QRANDINT;
+        if (x < p->ilow || x > p->ihigh || (!high_in && x == p->ihigh))
+            return rung_error_set(err, INVALID, field, "%s: %s is outside [%lld, %lld%c", field,
+                                  what, (long long)p->ilow, (long long)p->ihigh,
+                                  high_in ? ']' : ')');
+        if (p->kind == SPACE_QRANDINT && x % p->iq != 0)
+            return rung_error_set(err, INVALID, field, "%s: %s is not a multiple of q (%lld)",
+                                  field, what, (long long)p->iq);
+        return 0;
+    }
+    }
+}

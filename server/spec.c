@@ -14,12 +14,26 @@
 
 #define E RUNG_E_INVALID_SPEC
 
-static const char *const top_keys[] = {"name",         "metric",
-                                       "mode",         "search_space",
-                                       "searcher",     "scheduler",
-                                       "num_samples",  "max_concurrent_trials",
-                                       "max_failures", "resources_per_trial",
-                                       "trainable",    NULL};
+static const char *const top_keys[] = {"name",
+                                       "metric",
+                                       "mode",
+                                       "search_space",
+                                       "searcher",
+                                       "scheduler",
+                                       "num_samples",
+                                       "max_concurrent_trials",
+                                       "max_failures",
+                                       "max_failed_trials",
+                                       "best_scope",
+                                       "priority",
+                                       "share",
+                                       "worker_selector",
+                                       "points_to_evaluate",
+                                       "warm_start",
+                                       "stop",
+                                       "resources_per_trial",
+                                       "trainable",
+                                       NULL};
 
 /* A number as JSON: integral values print as integers (27, not 27.0). */
 static json_t *number_json(double v)
@@ -256,29 +270,47 @@ static int parse_command(json_t *t, const json_t *space, bool stored, RungError 
     return 0;
 }
 
-static int parse_trainable(json_t *spec_json, bool stored, RungError *err)
+/* docs/api.md, "trainable". At submission a trainable is required: an
+ * experiment without one used to wait for workers that never came when the
+ * user meant rung-worker to run it. Earlier rungds stored specs without one
+ * (workers of one's own): those load as {"type": "external"}, written in. */
+static int parse_trainable(json_t *spec_json, bool stored, Spec *spec, RungError *err)
 {
     json_t *t = json_object_get(spec_json, "trainable");
-    if (t == NULL || json_is_null(t))
-        return 0; /* workers of one's own (the pull API) need none */
+    spec->trainable = SPEC_TRAINABLE_EXTERNAL;
+    if (t == NULL || json_is_null(t)) {
+        if (!stored)
+            return rung_error_set(err, E, "trainable",
+                                  "trainable: required: give a command, a builtin, or "
+                                  "{\"type\": \"external\"} for workers of your own");
+        json_object_set_new(spec_json, "trainable", json_pack("{s:s}", "type", "external"));
+        return 0;
+    }
     if (jsonv_object(t, "trainable", E, err))
         return err->code;
     const char *type;
     if (jsonv_string(t, "trainable", "type", JSONV_REQUIRED, 32, &type, E, err))
         return err->code;
-    if (strcmp(type, "command") == 0)
+    if (strcmp(type, "command") == 0) {
+        spec->trainable = SPEC_TRAINABLE_COMMAND;
         return parse_command(t, json_object_get(spec_json, "search_space"), stored, err);
+    }
     if (strcmp(type, "builtin") == 0) {
         const char *allowed[] = {"type", "model", "dataset", NULL};
         const char *s;
+        spec->trainable = SPEC_TRAINABLE_BUILTIN;
         if (jsonv_only_keys(t, "trainable", allowed, E, err) ||
             jsonv_string(t, "trainable", "model", JSONV_OPTIONAL, 64, &s, E, err) ||
             jsonv_string(t, "trainable", "dataset", JSONV_OPTIONAL, 256, &s, E, err))
             return err->code;
         return 0;
     }
+    if (strcmp(type, "external") == 0) {
+        const char *allowed[] = {"type", NULL};
+        return jsonv_only_keys(t, "trainable", allowed, E, err);
+    }
     return rung_error_set(err, E, "trainable.type",
-                          "trainable.type: must be command or builtin, not '%s'", type);
+                          "trainable.type: must be command, builtin or external, not '%s'", type);
 }
 
 static int parse_counts(json_t *j, Spec *spec, RungError *err)
@@ -286,16 +318,178 @@ static int parse_counts(json_t *j, Spec *spec, RungError *err)
     spec->num_samples = 1;
     spec->max_concurrent = 0;
     spec->max_failures = 0;
+    spec->max_failed_trials = 5;
+    spec->priority = 0;
+    spec->share = 1;
     if (jsonv_int(j, "", "num_samples", JSONV_OPTIONAL, 1, SAMPLER_MAX_TRIALS, &spec->num_samples,
                   E, err) ||
-        jsonv_int(j, "", "max_concurrent_trials", JSONV_OPTIONAL, 0, 1000000, &spec->max_concurrent,
-                  E, err) ||
+        jsonv_int(j, "", "max_concurrent_trials", JSONV_OPTIONAL, 0, SPEC_MAX_CONCURRENT,
+                  &spec->max_concurrent, E, err) ||
         jsonv_int(j, "", "max_failures", JSONV_OPTIONAL, 0, SPEC_MAX_FAILURES, &spec->max_failures,
-                  E, err))
+                  E, err) ||
+        jsonv_int(j, "", "max_failed_trials", JSONV_OPTIONAL, 0, SPEC_MAX_FAILED_TRIALS,
+                  &spec->max_failed_trials, E, err) ||
+        jsonv_int(j, "", "priority", JSONV_OPTIONAL, -SPEC_MAX_PRIORITY, SPEC_MAX_PRIORITY,
+                  &spec->priority, E, err) ||
+        jsonv_number(j, "", "share", JSONV_OPTIONAL, &spec->share, E, err))
         return err->code;
+    if (!(spec->share > 0 && spec->share <= SPEC_MAX_SHARE))
+        return rung_error_set(err, E, "share", "share: must be > 0 and at most %g, not %g",
+                              SPEC_MAX_SHARE, spec->share);
     json_object_set_new(j, "num_samples", json_integer(spec->num_samples));
     json_object_set_new(j, "max_concurrent_trials", json_integer(spec->max_concurrent));
     json_object_set_new(j, "max_failures", json_integer(spec->max_failures));
+    json_object_set_new(j, "max_failed_trials", json_integer(spec->max_failed_trials));
+    json_object_set_new(j, "priority", json_integer(spec->priority));
+    json_object_set_new(j, "share", number_json(spec->share));
+    return 0;
+}
+
+static int parse_best_scope(json_t *j, Spec *spec, RungError *err)
+{
+    const char *scope = "all";
+    if (jsonv_string(j, "", "best_scope", JSONV_OPTIONAL, 8, &scope, E, err))
+        return err->code;
+    if (strcmp(scope, "all") != 0 && strcmp(scope, "last") != 0)
+        return rung_error_set(err, E, "best_scope", "best_scope: must be all or last, not '%s'",
+                              scope);
+    spec->best_last = strcmp(scope, "last") == 0;
+    json_object_set_new(j, "best_scope", json_string(spec->best_last ? "last" : "all"));
+    return 0;
+}
+
+bool spec_label_key_ok(const char *key)
+{
+    size_t len = strlen(key);
+    if (len == 0 || len > SPEC_MAX_LABEL_KEY)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = key[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-' || c == '/'))
+            return false;
+    }
+    return true;
+}
+
+/* Deletes key from obj (when obj is an object) when its value is null. */
+static void drop_null(json_t *obj, const char *key)
+{
+    if (json_is_null(json_object_get(obj, key)))
+        json_object_del(obj, key);
+}
+
+/* worker_selector: labels a worker must carry (docs/api.md, "Sharing
+ * workers"). Null is absent; an empty object selects every worker. */
+static int parse_selector(json_t *j, Spec *spec, RungError *err)
+{
+    drop_null(j, "worker_selector");
+    json_t *sel = json_object_get(j, "worker_selector");
+    if (sel == NULL)
+        return 0;
+    if (jsonv_object(sel, "worker_selector", E, err))
+        return err->code;
+    if (json_object_size(sel) > SPEC_MAX_SELECTOR)
+        return rung_error_set(err, E, "worker_selector", "worker_selector: more than %d labels",
+                              SPEC_MAX_SELECTOR);
+    const char *key;
+    json_t *v;
+    json_object_foreach(sel, key, v) {
+        char field[RUNG_FIELD_MAX];
+        jsonv_path(field, sizeof field, "worker_selector", key);
+        if (!spec_label_key_ok(key))
+            return rung_error_set(err, E, field,
+                                  "%s: a label's name is 1 ... %d bytes of A-Z a-z 0-9 _ . - /",
+                                  field, SPEC_MAX_LABEL_KEY);
+        if (!json_is_string(v) || json_string_length(v) > SPEC_MAX_LABEL_VALUE)
+            return rung_error_set(err, E, field, "%s: must be a string of at most %d bytes", field,
+                                  SPEC_MAX_LABEL_VALUE);
+    }
+    spec->worker_selector = json_object_size(sel) > 0 ? sel : NULL;
+    return 0;
+}
+
+/* points_to_evaluate: configs, possibly partial, that the first trials
+ * take; each value one its parameter's domain can take. Their number is
+ * checked against total_trials by the caller. */
+static int parse_points(json_t *j, Spec *spec, RungError *err)
+{
+    drop_null(j, "points_to_evaluate");
+    json_t *pts = json_object_get(j, "points_to_evaluate");
+    if (pts == NULL)
+        return 0;
+    if (!json_is_array(pts))
+        return rung_error_set(err, E, "points_to_evaluate",
+                              "points_to_evaluate: must be an array of objects");
+    if (json_array_size(pts) > SPEC_MAX_POINTS)
+        return rung_error_set(err, E, "points_to_evaluate",
+                              "points_to_evaluate: more than %d points", SPEC_MAX_POINTS);
+    size_t i;
+    json_t *pt;
+    json_array_foreach(pts, i, pt) {
+        char path[RUNG_FIELD_MAX];
+        snprintf(path, sizeof path, "points_to_evaluate[%zu]", i);
+        if (!json_is_object(pt))
+            return rung_error_set(err, E, path, "%s: must be an object of parameter values", path);
+        const char *key;
+        json_t *v;
+        json_object_foreach(pt, key, v) {
+            char field[RUNG_FIELD_MAX];
+            jsonv_path(field, sizeof field, path, key);
+            if (space_check_value(spec->space, key, v, field, err))
+                return err->code;
+        }
+    }
+    spec->points = json_array_size(pts) > 0 ? pts : NULL;
+    return 0;
+}
+
+static int parse_warm_start(json_t *j, Spec *spec, RungError *err)
+{
+    drop_null(j, "warm_start");
+    json_t *w = json_object_get(j, "warm_start");
+    if (w == NULL)
+        return 0;
+    static const char *const keys[] = {"experiment", NULL};
+    if (jsonv_object(w, "warm_start", E, err) || jsonv_only_keys(w, "warm_start", keys, E, err) ||
+        jsonv_int(w, "warm_start", "experiment", JSONV_REQUIRED, 1, INT64_MAX,
+                  &spec->warm_start_exp, E, err))
+        return err->code;
+    json_object_set_new(w, "experiment", json_integer(spec->warm_start_exp));
+    return 0;
+}
+
+static int parse_stop(json_t *j, Spec *spec, RungError *err)
+{
+    drop_null(j, "stop");
+    json_t *s = json_object_get(j, "stop");
+    if (s == NULL)
+        return 0;
+    static const char *const keys[] = {"time_budget_s", "metric_threshold", "patience", NULL};
+    if (jsonv_object(s, "stop", E, err) || jsonv_only_keys(s, "stop", keys, E, err))
+        return err->code;
+    for (int k = 0; keys[k] != NULL; k++)
+        drop_null(s, keys[k]);
+    if (jsonv_number(s, "stop", "time_budget_s", JSONV_OPTIONAL, &spec->stop_time_budget_s, E,
+                     err) ||
+        jsonv_number(s, "stop", "metric_threshold", JSONV_OPTIONAL, &spec->stop_threshold, E,
+                     err) ||
+        jsonv_int(s, "stop", "patience", JSONV_OPTIONAL, 1, SAMPLER_MAX_TRIALS,
+                  &spec->stop_patience, E, err))
+        return err->code;
+    if (json_object_get(s, "time_budget_s") != NULL) {
+        if (!(spec->stop_time_budget_s > 0 && spec->stop_time_budget_s <= SPEC_MAX_TIME_BUDGET_S))
+            return rung_error_set(err, E, "stop.time_budget_s",
+                                  "stop.time_budget_s: must be > 0 and at most %g, not %g",
+                                  SPEC_MAX_TIME_BUDGET_S, spec->stop_time_budget_s);
+        json_object_set_new(s, "time_budget_s", number_json(spec->stop_time_budget_s));
+    }
+    if (json_object_get(s, "metric_threshold") != NULL) {
+        spec->has_stop_threshold = true;
+        json_object_set_new(s, "metric_threshold", number_json(spec->stop_threshold));
+    }
+    if (json_object_get(s, "patience") != NULL)
+        json_object_set_new(s, "patience", json_integer(spec->stop_patience));
     return 0;
 }
 
@@ -320,11 +514,25 @@ static int parse_searcher(json_t *j, uint64_t seed, Spec *spec, RungError *err)
     return 0;
 }
 
-/* Deletes key from obj (when obj is an object) when its value is null. */
-static void drop_null(json_t *obj, const char *key)
+/* A parameter whose value is an object without "type" was taken for a
+ * constant object, and Ray users meant a nested (conditional) space by it:
+ * refused at submission, loaded as the constant it always was. */
+static int check_nested(const json_t *space, RungError *err)
 {
-    if (json_is_null(json_object_get(obj, key)))
-        json_object_del(obj, key);
+    const char *name;
+    json_t *v;
+    json_object_foreach((json_t *)space, name, v) {
+        if (json_is_object(v) && json_object_get(v, "type") == NULL) {
+            char field[RUNG_FIELD_MAX];
+            jsonv_path(field, sizeof field, "search_space", name);
+            return rung_error_set(err, E, field,
+                                  "%s: a nested object is not a parameter (conditional spaces "
+                                  "are not supported); for a constant object use "
+                                  "{\"type\": \"grid\", \"values\": [{...}]}",
+                                  field);
+        }
+    }
+    return 0;
 }
 
 /* spec_parse, or spec_load when stored. */
@@ -370,12 +578,20 @@ static int parse(const json_t *spec_json, uint64_t seed, bool stored, Spec *spec
         goto fail;
     }
     if (jsonv_object(space, "search_space", E, err) || space_parse(space, &spec->space, err) ||
-        parse_searcher(j, seed, spec, err) || parse_scheduler(j, spec, err) ||
-        parse_counts(j, spec, err) || parse_resources(j, spec, err) ||
-        parse_trainable(j, stored, err) ||
+        (!stored && check_nested(space, err)) || parse_searcher(j, seed, spec, err) ||
+        parse_scheduler(j, spec, err) || parse_counts(j, spec, err) ||
+        parse_best_scope(j, spec, err) || parse_resources(j, spec, err) ||
+        parse_selector(j, spec, err) || parse_trainable(j, stored, spec, err) ||
         sampler_total_trials(spec->space, &spec->searcher, spec->num_samples, &spec->total_trials,
-                             err))
+                             err) ||
+        parse_points(j, spec, err) || parse_warm_start(j, spec, err) || parse_stop(j, spec, err))
         goto fail;
+    if (spec->points != NULL && (int64_t)json_array_size(spec->points) > spec->total_trials) {
+        rung_error_set(err, E, "points_to_evaluate",
+                       "points_to_evaluate: %zu points, but the experiment has %lld trials",
+                       json_array_size(spec->points), (long long)spec->total_trials);
+        goto fail;
+    }
     if (json_object_get(j, "name") == NULL)
         json_object_set_new(j, "name", json_string(spec->name));
     return 0;
@@ -401,4 +617,65 @@ void spec_close(Spec *spec)
     space_free(spec->space);
     json_decref(spec->json);
     memset(spec, 0, sizeof *spec);
+}
+
+int spec_patch(Spec *spec, const json_t *patch, int64_t min_num_samples, RungError *err)
+{
+    const int A = RUNG_E_INVALID_ARGUMENT;
+    if (!json_is_object(patch))
+        return rung_error_set(err, RUNG_E_BAD_JSON, NULL, "body: must be a JSON object");
+    static const char *const keys[] = {"num_samples", "priority", "max_concurrent_trials", "share",
+                                       NULL};
+    int64_t num_samples = spec->num_samples;
+    int64_t priority = spec->priority;
+    int64_t max_concurrent = spec->max_concurrent;
+    double share = spec->share;
+    if (jsonv_only_keys(patch, "", keys, A, err) ||
+        jsonv_int(patch, "", "num_samples", JSONV_OPTIONAL, 1, SAMPLER_MAX_TRIALS, &num_samples, A,
+                  err) ||
+        jsonv_int(patch, "", "priority", JSONV_OPTIONAL, -SPEC_MAX_PRIORITY, SPEC_MAX_PRIORITY,
+                  &priority, A, err) ||
+        jsonv_int(patch, "", "max_concurrent_trials", JSONV_OPTIONAL, 0, SPEC_MAX_CONCURRENT,
+                  &max_concurrent, A, err) ||
+        jsonv_number(patch, "", "share", JSONV_OPTIONAL, &share, A, err))
+        return err->code;
+    if (num_samples < min_num_samples)
+        return rung_error_set(err, A, "num_samples", "num_samples: must be at least %lld, not %lld",
+                              (long long)min_num_samples, (long long)num_samples);
+    if (!(share > 0 && share <= SPEC_MAX_SHARE))
+        return rung_error_set(err, A, "share", "share: must be > 0 and at most %g, not %g",
+                              SPEC_MAX_SHARE, share);
+    /* total_trials as spec_parse counts it, for the new num_samples. */
+    int64_t total_trials;
+    RungError why;
+    rung_error_clear(&why);
+    if (sampler_total_trials(spec->space, &spec->searcher, num_samples, &total_trials, &why))
+        return rung_error_set(err, A, "num_samples", "%s", why.message);
+    if (spec->points != NULL && (int64_t)json_array_size(spec->points) > total_trials)
+        return rung_error_set(err, A, "num_samples",
+                              "num_samples: %lld trials are fewer than the %zu "
+                              "points_to_evaluate",
+                              (long long)total_trials, json_array_size(spec->points));
+    /* Every value checked. spec_parse wrote all four keys into spec->json,
+     * and replacing an existing key's value allocates nothing in jansson:
+     * only the new values themselves can fail to be made. */
+    json_t *values[4] = {json_integer(num_samples), json_integer(priority),
+                         json_integer(max_concurrent), number_json(share)};
+    int rc = 0;
+    for (int k = 0; k < 4; k++)
+        if (values[k] == NULL)
+            rc = rung_error_set(err, RUNG_E_INTERNAL, NULL, "out of memory");
+    for (int k = 0; k < 4 && rc == 0; k++)
+        if (json_object_set(spec->json, keys[k], values[k]))
+            rc = rung_error_set(err, RUNG_E_INTERNAL, NULL, "out of memory");
+    for (int k = 0; k < 4; k++)
+        json_decref(values[k]);
+    if (rc != 0)
+        return rc;
+    spec->num_samples = num_samples;
+    spec->total_trials = total_trials;
+    spec->priority = priority;
+    spec->max_concurrent = max_concurrent;
+    spec->share = share;
+    return 0;
 }

@@ -23,6 +23,25 @@
 
 typedef enum { SPEC_MODE_MIN, SPEC_MODE_MAX } SpecMode;
 
+/* What runs a trial: a program (command), rung-train (builtin), or HTTP
+ * workers of the user's own (external: rung-worker never leases those). */
+typedef enum {
+    SPEC_TRAINABLE_EXTERNAL,
+    SPEC_TRAINABLE_COMMAND,
+    SPEC_TRAINABLE_BUILTIN
+} SpecTrainable;
+#define SPEC_TRAINABLE_BIT(t) (1u << (t)) /* LeaseOffer.trainables */
+
+#define SPEC_MAX_PRIORITY 1000000       /* priority in [-SPEC_MAX_PRIORITY, SPEC_MAX_PRIORITY] */
+#define SPEC_MAX_SHARE 1e6              /* share in (0, SPEC_MAX_SHARE] */
+#define SPEC_MAX_SELECTOR 64            /* worker_selector entries */
+#define SPEC_MAX_LABEL_KEY 64           /* bytes of a label's key */
+#define SPEC_MAX_LABEL_VALUE 256        /* bytes of a label's value */
+#define SPEC_MAX_POINTS 10000           /* points_to_evaluate entries */
+#define SPEC_MAX_CONCURRENT 1000000     /* max_concurrent_trials */
+#define SPEC_MAX_FAILED_TRIALS 10000000 /* max_failed_trials */
+#define SPEC_MAX_TIME_BUDGET_S 1e9      /* stop.time_budget_s: about 31 years */
+
 typedef struct Spec {
     const char *name;   /* borrowed from the spec JSON */
     const char *metric; /* borrowed: the objective's key in reports */
@@ -37,7 +56,23 @@ typedef struct Spec {
     int64_t max_failures;   /* retries of one trial, 0..SPEC_MAX_FAILURES */
     int64_t cpus;           /* per trial */
     int64_t gpus;           /* per trial */
-    json_t *json;           /* owned: the spec with defaults filled in */
+    SpecTrainable trainable;
+    /* Failures that show (docs/api.md, "Top-level fields"). */
+    int64_t max_failed_trials; /* the experiment fails after this many failed trials; 0 = never */
+    bool best_last;            /* best_scope "last": a trial counts by its last value */
+    /* Sharing workers. */
+    int64_t priority;        /* higher is leased first; default 0 */
+    double share;            /* fair share weight; default 1 */
+    json_t *worker_selector; /* borrowed from json: labels a worker must carry, or NULL */
+    /* Seeding the search. */
+    json_t *points;         /* borrowed from json: points_to_evaluate (validated), or NULL */
+    int64_t warm_start_exp; /* warm_start.experiment; 0 = none */
+    /* Stop rules (the "stop" object); 0 / false = the rule is off. */
+    double stop_time_budget_s;
+    bool has_stop_threshold;
+    double stop_threshold; /* a value at least this good ends the search */
+    int64_t stop_patience; /* finished trials without a better best */
+    json_t *json;          /* owned: the spec with defaults filled in */
 } Spec;
 
 /* Validates spec_json and fills spec. Errors are RUNG_E_INVALID_SPEC (or
@@ -52,13 +87,29 @@ int spec_parse(const json_t *spec_json, uint64_t seed, Spec *spec, RungError *er
  * The checks added after specs were first stored are relaxed, so that a
  * spec an earlier rungd accepted never stops a later one from starting: a
  * null name, searcher.type, trainable.cwd, .model or .dataset counts as
- * absent (the default is filled in: a null name becomes "experiment"), and
- * neither the depth bound nor SPEC_MAX_ENV_NAME applies (what SQLite stored
- * was within its own depth limit). The spec->json of every spec that
- * spec_parse or spec_load accepted is accepted by both again, and gives the
- * same spec->json (tests/fuzz/fuzz_spec.c checks it). */
+ * absent (the default is filled in: a null name becomes "experiment"), an
+ * absent or null trainable is {"type": "external"} (written in), a
+ * search_space parameter that is an object without "type" is the constant
+ * it always was, and neither the depth bound nor SPEC_MAX_ENV_NAME applies
+ * (what SQLite stored was within its own depth limit). The spec->json of
+ * every spec that spec_parse or spec_load accepted is accepted by both
+ * again, and gives the same spec->json (tests/fuzz/fuzz_spec.c checks it);
+ * the one exception is a stored nested-object parameter, which only
+ * spec_load accepts. */
 int spec_load(const json_t *stored, uint64_t seed, Spec *spec, RungError *err);
 void spec_close(Spec *spec);
+
+/* Whether key may name a worker label (worker_selector, and the labels of
+ * POST /api/v1/workers): 1 ... SPEC_MAX_LABEL_KEY bytes of [A-Za-z0-9_./-]. */
+bool spec_label_key_ok(const char *key);
+
+/* PATCH /api/v1/experiments/{id}: {"num_samples", "priority",
+ * "max_concurrent_trials", "share"}, every key optional, no other key.
+ * Checks every value first (errors name the field, RUNG_E_INVALID_ARGUMENT;
+ * num_samples below min_num_samples is refused); then applies them to spec
+ * and spec->json (total_trials follows num_samples). On error spec is
+ * unchanged. */
+int spec_patch(Spec *spec, const json_t *patch, int64_t min_num_samples, RungError *err);
 
 /* The objective of a report: sign-adjusted so that lower is better. */
 static inline double spec_loss(const Spec *spec, double value)
