@@ -22,6 +22,9 @@ static Experiment *add_experiment(Core *core, const char *text)
     Spec spec;
     RungError err;
     rung_error_clear(&err);
+    /* The tests drive the workers themselves (docs/api.md, "trainable"). */
+    if (json_object_get(j, "trainable") == NULL)
+        json_object_set_new(j, "trainable", json_pack("{s:s}", "type", "external"));
     int rc = spec_parse(j, 42, &spec, &err);
     if (rc != 0)
         fail_msg("spec rejected: %s", err.message);
@@ -36,7 +39,8 @@ static Experiment *add_experiment(Core *core, const char *text)
 
 static const char *const SIMPLE =
     "{\"metric\": \"loss\", \"mode\": \"min\", \"num_samples\": 3, \"max_failures\": 1,"
-    " \"search_space\": {\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}}";
+    " \"search_space\": {\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}},"
+    " \"trainable\": {\"type\": \"external\"}}";
 
 static Worker *add_worker(Core *core)
 {
@@ -353,7 +357,8 @@ static void test_spec_scheduler(void **state)
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         char text[512];
         snprintf(text, sizeof text,
-                 "{\"metric\": \"l\", \"mode\": \"max\", \"search_space\": {}, \"scheduler\": %s}",
+                 "{\"metric\": \"l\", \"mode\": \"max\", \"search_space\": {}, \"scheduler\": %s,"
+                 " \"trainable\": {\"type\": \"external\"}}",
                  good[i].sched);
         json_t *j = json_loads(text, 0, NULL);
         Spec spec;
