@@ -581,6 +581,7 @@ static void test_request_depth(void **state)
 
 #define SPEC_HEAD "\"metric\": \"loss\", \"mode\": \"min\""
 #define SPACE "\"search_space\": {\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}"
+#define EXTERNAL "\"trainable\": {\"type\": \"external\"}"
 
 static void test_spec_null_strings(void **state)
 {
@@ -633,8 +634,8 @@ static void test_spec_depth(void **state)
     /* spec 1, search_space 2, x 3, values 4, then n arrays. */
     for (int n = 27; n <= 29; n++) {
         char *inner = nested_arrays(n);
-        char *text = fmt("{" SPEC_HEAD ", \"search_space\": {\"x\": {\"type\": \"grid\","
-                         " \"values\": [%s]}}}",
+        char *text = fmt("{" SPEC_HEAD ", " EXTERNAL ", \"search_space\": {\"x\": {\"type\":"
+                         " \"grid\", \"values\": [%s]}}}",
                          inner);
         json_t *j = parse(text);
         Spec spec;
@@ -677,11 +678,12 @@ static void test_spec_reload(void **state)
 {
     (void)state;
     static const char *const specs[] = {
-        "{" SPEC_HEAD ", " SPACE "}",
-        "{" SPEC_HEAD ", " SPACE ", \"scheduler\": {\"type\": \"hyperband\", \"max_t\": 27,"
-        " \"reduction_factor\": 3}}",
-        "{" SPEC_HEAD ", " SPACE ", \"scheduler\": {\"type\": \"asha\", \"brackets\": 2}}",
-        "{" SPEC_HEAD ", " SPACE ", \"scheduler\": {\"type\": \"median\"}}",
+        "{" SPEC_HEAD ", " SPACE ", " EXTERNAL "}",
+        "{" SPEC_HEAD ", " SPACE ", " EXTERNAL ", \"scheduler\": {\"type\": \"hyperband\","
+        " \"max_t\": 27, \"reduction_factor\": 3}}",
+        "{" SPEC_HEAD ", " SPACE ", " EXTERNAL ", \"scheduler\": {\"type\": \"asha\","
+        " \"brackets\": 2}}",
+        "{" SPEC_HEAD ", " SPACE ", " EXTERNAL ", \"scheduler\": {\"type\": \"median\"}}",
         "{\"name\": \"n\", " SPEC_HEAD ", " SPACE ", \"searcher\": {\"type\": \"bayes\"},"
         " \"trainable\": {\"type\": \"command\", \"argv\": [\"run\", \"{x}\"],"
         " \"env\": {\"A\": \"1\"}}}",
