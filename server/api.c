@@ -174,6 +174,17 @@ static const Spec *spec_of(Engine *e, Job *job, int64_t id, Spec *own, bool *own
     return own;
 }
 
+/* 409 for an experiment (o, stolen) that has ended and cannot be `what`. */
+static void ended_conflict(Job *job, json_t *o, const char *what)
+{
+    char msg[160];
+    snprintf(msg, sizeof msg, "experiment %lld is %s: it cannot be %s",
+             (long long)json_integer_value(json_object_get(o, "id")),
+             json_string_value(json_object_get(o, "state")), what);
+    json_decref(o);
+    api_error(job, RUNG_E_CONFLICT, "", msg);
+}
+
 void api_experiment_cancel(Engine *e, Job *job)
 {
     Experiment *x = core_experiment(engine_core(e), job->ids[0]);
@@ -186,14 +197,10 @@ void api_experiment_cancel(Engine *e, Job *job)
             return;
         }
         const char *state = json_string_value(json_object_get(o, "state"));
-        if (state != NULL && strcmp(state, "canceled") == 0) {
+        if (state != NULL && strcmp(state, "canceled") == 0)
             reply(job, 200, o);
-        } else {
-            json_decref(o);
-            char msg[96];
-            snprintf(msg, sizeof msg, "experiment %lld already completed", (long long)job->ids[0]);
-            api_error(job, RUNG_E_CONFLICT, "", msg);
-        }
+        else
+            ended_conflict(job, o, "canceled");
         return;
     }
     RungError err;
@@ -201,6 +208,142 @@ void api_experiment_cancel(Engine *e, Job *job)
         fail(job, &err);
     else
         reply(job, 200, experiment_json(x));
+}
+
+/* The experiment of job->ids[0] when it is in memory (running, paused, or
+ * ended with trials still stopping). Otherwise it has ended (or never
+ * was): the reply is set, 409 naming its state or 404, and NULL returned. */
+static Experiment *active_experiment(Engine *e, Job *job, const char *what)
+{
+    Experiment *x = core_experiment(engine_core(e), job->ids[0]);
+    if (x != NULL)
+        return x;
+    RungError err;
+    json_t *o;
+    if (store_read_experiment(engine_store(e), job->ids[0], &o, &err))
+        fail(job, &err);
+    else
+        ended_conflict(job, o, what);
+    return NULL;
+}
+
+/* The experiment of job->ids[0], read back into memory when it ended and
+ * left it (to run again). NULL with the reply set when there is none. */
+static Experiment *revived_experiment(Engine *e, Job *job)
+{
+    Experiment *x = core_experiment(engine_core(e), job->ids[0]);
+    RungError err;
+    if (x == NULL && store_revive_experiment(engine_store(e), engine_core(e), job->ids[0],
+                                             engine_now(e), &err) != 0) {
+        fail(job, &err);
+        return NULL;
+    }
+    return x ? x : core_experiment(engine_core(e), job->ids[0]);
+}
+
+void api_experiment_pause(Engine *e, Job *job)
+{
+    const char *running = json_string_value(json_object_get(job->query, "running"));
+    if (running != NULL && strcmp(running, "pause") != 0 && strcmp(running, "finish") != 0) {
+        api_error(job, RUNG_E_INVALID_ARGUMENT, "running",
+                  "running: must be pause (pause the running trials too) or finish (the "
+                  "default: let them finish)");
+        return;
+    }
+    Experiment *x = active_experiment(e, job, "paused");
+    if (x == NULL)
+        return;
+    RungError err;
+    bool running_too = running != NULL && strcmp(running, "pause") == 0;
+    if (core_pause(engine_core(e), x, running_too, engine_now(e), &err) != 0)
+        fail(job, &err);
+    else
+        reply(job, 200, experiment_json(x));
+}
+
+void api_experiment_resume(Engine *e, Job *job)
+{
+    Experiment *x = active_experiment(e, job, "resumed");
+    if (x == NULL)
+        return;
+    RungError err;
+    if (core_resume(engine_core(e), x, engine_now(e), &err) != 0)
+        fail(job, &err);
+    else
+        reply(job, 200, experiment_json(x));
+}
+
+void api_experiment_patch(Engine *e, Job *job)
+{
+    Experiment *x = revived_experiment(e, job);
+    if (x == NULL)
+        return;
+    RungError err;
+    rung_error_clear(&err);
+    if (core_patch(engine_core(e), x, job->body, engine_now(e), &err) != 0)
+        fail(job, &err);
+    else
+        reply(job, 200, experiment_json(x));
+}
+
+void api_experiment_retry_failed(Engine *e, Job *job)
+{
+    Experiment *x = revived_experiment(e, job);
+    if (x == NULL)
+        return;
+    RungError err;
+    rung_error_clear(&err);
+    int64_t n = 0;
+    if (store_readd_failed(engine_store(e), engine_core(e), x, &err) != 0 ||
+        core_retry_failed(engine_core(e), x, engine_now(e), &n, &err) != 0) {
+        fail(job, &err);
+        return;
+    }
+    reply(job, 200,
+          json_pack("{s:I, s:o}", "retried", (json_int_t)n, "experiment", experiment_json(x)));
+}
+
+void api_experiment_delete(Engine *e, Job *job)
+{
+    int64_t id = job->ids[0];
+    Core *core = engine_core(e);
+    Experiment *x = core_experiment(core, id);
+    RungError err;
+    rung_error_clear(&err);
+    if (x != NULL) {
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "experiment %lld is %s%s: cancel it (or wait for its trials to stop) first",
+                 (long long)id, exp_state_name(x->state),
+                 x->counts[TRIAL_RUNNING] > 0 ? " with running trials" : "");
+        api_error(job, RUNG_E_CONFLICT, "", msg);
+        return;
+    }
+    json_t *o;
+    if (store_read_experiment(engine_store(e), id, &o, &err)) {
+        fail(job, &err);
+        return;
+    }
+    ExpState state = EXP_COMPLETED;
+    exp_state_parse(json_string_value(json_object_get(o, "state")), &state);
+    json_decref(o);
+    if (core_warm_source_in_use(core, id)) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "experiment %lld: a running experiment warm-starts from it",
+                 (long long)id);
+        api_error(job, RUNG_E_CONFLICT, "", msg);
+        return;
+    }
+    int64_t counts[TRIAL__COUNT];
+    if (store_delete_experiment(engine_store(e), id, counts, &err)) {
+        fail(job, &err);
+        return;
+    }
+    core_forget_deleted(core, state, counts);
+    int64_t n = 0;
+    for (int k = 0; k < TRIAL__COUNT; k++)
+        n += counts[k];
+    reply(job, 200, json_pack("{s:I, s:I}", "deleted", (json_int_t)id, "trials", (json_int_t)n));
 }
 
 /* Orders trials by best value, best first; trials without one go last. */
@@ -449,6 +592,26 @@ void api_trial_get(Engine *e, Job *job)
         reply(job, 200, o);
 }
 
+void api_trial_stop(Engine *e, Job *job)
+{
+    Trial *t = core_trial(engine_core(e), job->ids[0]);
+    RungError err;
+    rung_error_clear(&err);
+    if (t == NULL) {
+        /* Not in memory: it ended (or never was). */
+        TrialLease tl;
+        if (store_read_trial_lease(engine_store(e), job->ids[0], &tl, &err) == 0)
+            rung_error_set(&err, RUNG_E_CONFLICT, NULL, "trial %lld has ended already",
+                           (long long)job->ids[0]);
+        fail(job, &err);
+        return;
+    }
+    if (core_stop_trial(engine_core(e), t, engine_now(e), &err) != 0)
+        fail(job, &err);
+    else
+        reply(job, 200, trial_json(t));
+}
+
 void api_trial_metrics(Engine *e, Job *job)
 {
     RungError err;
@@ -571,6 +734,8 @@ void api_trial_finish(Engine *e, Job *job)
     }
     if (rq.log != NULL)
         core_trial_set_log(engine_core(e), t, rq.log); /* the log's last lines (dashboard) */
+    if (rq.warnings != NULL)
+        core_trial_set_warnings(engine_core(e), t, rq.warnings);
     reply(job, 200, trial_json(t));
 }
 
@@ -588,6 +753,8 @@ void api_worker_register(Engine *e, Job *job)
     json_t *gpus = rq.gpus ? json_incref(rq.gpus) : json_array();
     Worker *w = core_worker_add(engine_core(e), rq.label, rq.hostname, gpus, rq.cpus,
                                 engine_now(e));
+    if (rq.labels != NULL)
+        core_worker_set_labels(engine_core(e), w, json_incref(rq.labels));
     const EngineConfig *cfg = engine_config(e);
     reply(job, 201,
           json_pack("{s:I, s:o, s:o}", "worker_id", (json_int_t)w->id, "heartbeat_s",
@@ -603,8 +770,17 @@ void api_worker_list(Engine *e, Job *job)
         fail(job, &err);
         return;
     }
+    /* Gone workers drop out after --forget-workers-s; ?all=true lists them. */
+    const char *all = json_string_value(json_object_get(job->query, "all"));
+    if (all != NULL && strcmp(all, "true") != 0 && strcmp(all, "false") != 0) {
+        api_error(job, RUNG_E_INVALID_ARGUMENT, "all", "all: must be true or false");
+        return;
+    }
+    int64_t since = all != NULL && strcmp(all, "true") == 0
+                        ? 0
+                        : engine_now(e) - engine_config(e)->forget_workers_ms;
     json_t *items;
-    if (store_read_workers(engine_store(e), limit, offset, &items, &total, &err)) {
+    if (store_read_workers(engine_store(e), since, limit, offset, &items, &total, &err)) {
         fail(job, &err);
         return;
     }
@@ -623,7 +799,9 @@ void api_worker_list(Engine *e, Job *job)
             for (int64_t k = 0; k < n; k++)
                 json_array_append_new(running, json_integer(ids[k]));
         }
-        json_object_set_new(o, "alive", json_boolean(core_worker_alive(core, w, engine_now(e))));
+        bool alive = core_worker_alive(core, w, engine_now(e));
+        json_object_set_new(o, "alive", json_boolean(alive));
+        json_object_set_new(o, "state", json_string(alive ? "alive" : "gone"));
         json_object_set_new(o, "running_trials", running);
     }
     reply(job, 200, list_json(items, total));
@@ -716,6 +894,14 @@ void api_worker_heartbeat(Engine *e, Job *job)
             core_trial_set_log(engine_core(e), t, text);
     }
     json_object_del(job->body, "logs");
+    json_t *warnings;
+    it = NULL;
+    while (request_heartbeat_warnings(rq, &it, &tid, &warnings)) {
+        Trial *t = core_trial(engine_core(e), tid);
+        if (t != NULL && t->worker_id == w->id)
+            core_trial_set_warnings(engine_core(e), t, warnings);
+    }
+    json_object_del(job->body, "warnings");
     json_t *stop = core_heartbeat(engine_core(e), w, rq->trials, rq->n_trials,
                                   json_incref(job->body), engine_now(e));
     free(rq);

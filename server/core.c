@@ -13,7 +13,17 @@
  * pending, first in line, resumed from its checkpoint) or the experiment's
  * end game stops it (paused --> stopped).
  *
- * An experiment is completed once all its trials exist and are terminal. */
+ * A trial asked to stop while it runs (stop_kind) becomes, at its next
+ * report, heartbeat or finish: canceled (its experiment was canceled),
+ * stopped (its user stopped it, or its experiment ended), or paused (its
+ * experiment was paused with running=pause; it resumes from its checkpoint
+ * when the experiment is resumed, like a promoted trial).
+ *
+ * An experiment is completed once all its trials exist and are terminal,
+ * or when a stop rule ends it (stop: time budget, metric threshold,
+ * patience); it fails when max_failed_trials trials failed, or when its
+ * first trials report but never the metric. Paused, it leases nothing
+ * and does not complete; see docs/api.md, "The experiment object". */
 #include "ct.h"
 #include "nonfinite.h"
 #include "core.h"
@@ -30,7 +40,7 @@ struct Core {
     int64_t next_exp_id, next_trial_id, next_worker_id;
     /* Every trial and experiment by state, those in the store included. */
     int64_t trial_counts[TRIAL__COUNT];
-    int64_t exp_counts[3];
+    int64_t exp_counts[EXP__COUNT];
     TrialList running; /* every running trial, by lease time */
     /* Set when a lease that failed before might now succeed. */
     bool availability_changed;
@@ -57,7 +67,52 @@ struct Core {
 
 static const char *const trial_names[TRIAL__COUNT] = {"pending", "running",  "completed", "stopped",
                                                       "failed",  "canceled", "paused"};
-static const char *const exp_names[] = {"running", "completed", "canceled"};
+static const char *const exp_names[EXP__COUNT] = {"running", "completed", "canceled", "failed",
+                                                  "paused"};
+static const char *const end_names[END__COUNT] = {
+    NULL,          "all_trials_ended", "canceled", "max_failed_trials", "metric_missing",
+    "time_budget", "metric_threshold", "patience"};
+static const char *const stop_names[STOP__COUNT] = {NULL, "cancel", "user", "experiment", "pause"};
+static const char *const by_names[BY__COUNT] = {NULL, "scheduler", "user", "experiment"};
+
+/* Index of name in names[0..n), or 0 (the NONE value). */
+static int name_index(const char *const *names, int n, const char *name)
+{
+    for (int i = 1; name != NULL && i < n; i++)
+        if (strcmp(name, names[i]) == 0)
+            return i;
+    return 0;
+}
+
+const char *end_reason_name(EndReason r)
+{
+    return r > END_NONE && r < END__COUNT ? end_names[r] : NULL;
+}
+
+EndReason end_reason_parse(const char *name)
+{
+    return (EndReason)name_index(end_names, END__COUNT, name);
+}
+
+const char *stop_kind_name(StopKind k)
+{
+    return k > STOP_NONE && k < STOP__COUNT ? stop_names[k] : NULL;
+}
+
+StopKind stop_kind_parse(const char *name)
+{
+    return (StopKind)name_index(stop_names, STOP__COUNT, name);
+}
+
+const char *stopped_by_name(StoppedBy b)
+{
+    return b > BY_NONE && b < BY__COUNT ? by_names[b] : NULL;
+}
+
+StoppedBy stopped_by_parse(const char *name)
+{
+    return (StoppedBy)name_index(by_names, BY__COUNT, name);
+}
 
 const char *trial_state_name(TrialState s)
 {
@@ -77,12 +132,12 @@ int trial_state_parse(const char *name, TrialState *out)
 
 const char *exp_state_name(ExpState s)
 {
-    return (s >= EXP_RUNNING && s <= EXP_CANCELED) ? exp_names[s] : "unknown";
+    return (s >= EXP_RUNNING && s < EXP__COUNT) ? exp_names[s] : "unknown";
 }
 
 int exp_state_parse(const char *name, ExpState *out)
 {
-    for (int i = 0; i <= EXP_CANCELED; i++) {
+    for (int i = 0; i < EXP__COUNT; i++) {
         if (strcmp(name, exp_names[i]) == 0) {
             *out = (ExpState)i;
             return 0;
@@ -226,6 +281,7 @@ static void trial_free(Trial *t)
     json_decref(t->config);
     json_decref(t->resources);
     json_decref(t->last);
+    json_decref(t->warnings);
     free(t->error);
     free(t->seen);
     free(t->log_tail);
@@ -238,6 +294,8 @@ static void exp_free(Experiment *e)
     spec_close(&e->spec);
     asha_free(e->asha);
     json_decref(e->best_done.config);
+    json_decref(e->health.keys);
+    free(e->error);
     for (int64_t i = 0; i < e->n_hist; i++)
         json_decref(e->hist[i].config);
     free(e->hist);
@@ -251,6 +309,7 @@ static void worker_free(Worker *w)
     free(w->hostname);
     json_decref(w->gpus);
     json_decref(w->heartbeat);
+    json_decref(w->labels);
     free(w);
 }
 
@@ -408,18 +467,210 @@ static void release_exp(Core *core, Experiment *e)
     core->rel_exps[core->n_rel_exps++] = e;
 }
 
-static void set_exp_state(Core *core, Experiment *e, ExpState s, int64_t now)
+static bool exp_active(const Experiment *e)
+{
+    return e->state == EXP_RUNNING || e->state == EXP_PAUSED;
+}
+
+/* Moves e to state s. An ended state stamps the time and the reason and
+ * queues e for release; running or paused again (resumed, extended,
+ * retried) forgets how it ended. */
+static void set_exp_state(Core *core, Experiment *e, ExpState s, EndReason why, int64_t now)
 {
     core->exp_counts[e->state]--;
     core->exp_counts[s]++;
     e->state = s;
-    e->ended_at = now;
     mark_exp(core, e);
+    core->availability_changed = true;
+    if (exp_active(e)) {
+        e->ended_at = 0;
+        e->ended_reason = END_NONE;
+        free(e->error);
+        e->error = NULL;
+        return;
+    }
+    e->ended_at = now;
+    e->ended_reason = why;
     release_exp(core, e);
 }
 
 static void endgame(Core *core, Experiment *e, int64_t now);
 static int objective(const Experiment *e, const json_t *metrics, double *v);
+static void set_state(Core *core, Trial *t, TrialState s, int64_t now);
+static void end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now);
+
+static char *dup_str(const char *s)
+{
+    char *d = strdup(s ? s : "");
+    if (d == NULL)
+        abort();
+    return d;
+}
+
+/* Ends an active experiment before all its trials ran: pending trials are
+ * canceled; paused ones canceled (s canceled) or stopped; running ones are
+ * asked to do the same at their next report or heartbeat. */
+static void end_experiment(Core *core, Experiment *e, ExpState s, EndReason why, const char *error,
+                           int64_t now)
+{
+    set_exp_state(core, e, s, why, now);
+    if (error != NULL)
+        e->error = dup_str(error);
+    while (e->pending.head != NULL)
+        set_state(core, e->pending.head, TRIAL_CANCELED, now);
+    for (int64_t i = 0; i < e->n_trials; i++) {
+        Trial *t = e->trials[i];
+        if (t == NULL)
+            continue;
+        if (t->state == TRIAL_PAUSED && s == EXP_CANCELED) {
+            set_state(core, t, TRIAL_CANCELED, now);
+        } else if (t->state == TRIAL_PAUSED) {
+            t->stopped_by = BY_EXPERIMENT;
+            t->user_paused = false;
+            end_for_scheduler(core, t, TRIAL_STOPPED, now);
+        } else if (t->state == TRIAL_RUNNING) {
+            t->stop_kind = s == EXP_CANCELED ? STOP_CANCEL : STOP_EXPERIMENT;
+            mark_trial(core, t);
+        }
+    }
+}
+
+/* A trial's value for the experiment's best, by best_scope: its best
+ * finite value ("all"), or its last one ("last"), with that step. */
+static bool trial_score(const Trial *t, double *v, int64_t *step)
+{
+    const Experiment *e = t->exp;
+    if (!e->spec.best_last) {
+        *v = t->best_value;
+        *step = t->best_step;
+        return t->has_best;
+    }
+    if (t->last == NULL || objective(e, t->last, v) != 1 || !isfinite(*v))
+        return false;
+    *step = t->n_seen > 0 ? t->seen[t->n_seen - 1].step : 0;
+    return true;
+}
+
+/* The first line of a trial's error, and its last non-empty line when it
+ * has more (the worker writes "exit status 1" and then the program's
+ * stderr, whose last line usually names the cause). */
+static void error_summary(const char *error, char *out, size_t size)
+{
+    const char *nl = strchr(error, '\n');
+    size_t first = nl ? (size_t)(nl - error) : strlen(error);
+    const char *last = NULL;
+    size_t last_len = 0;
+    for (const char *p = nl; p != NULL && p[0] != '\0'; p = strchr(p + 1, '\n')) {
+        const char *q = p + 1;
+        size_t len = strcspn(q, "\n");
+        size_t k = len;
+        while (k > 0 && (q[k - 1] == ' ' || q[k - 1] == '\r' || q[k - 1] == '\t'))
+            k--;
+        if (k > 0) {
+            last = q;
+            last_len = k;
+        }
+    }
+    if (last != NULL)
+        snprintf(out, size, "%.*s: %.*s", (int)first, error, (int)last_len, last);
+    else
+        snprintf(out, size, "%.*s", (int)first, error);
+    out[rung_utf8_truncate_len(out, size - 1)] = '\0';
+}
+
+static void count_error(ExpHealth *h, const char *error)
+{
+    char text[CORE_HEALTH_ERROR_LEN + 1];
+    error_summary(error ? error : "the trial failed", text, sizeof text);
+    for (int i = 0; i < h->n_errors; i++) {
+        if (strcmp(h->errors[i].text, text) == 0) {
+            h->errors[i].n++;
+            return;
+        }
+    }
+    if (h->n_errors < CORE_HEALTH_ERRORS) {
+        snprintf(h->errors[h->n_errors].text, sizeof h->errors[0].text, "%s", text);
+        h->errors[h->n_errors++].n = 1;
+    }
+}
+
+static void add_keys(ExpHealth *h, const json_t *metrics)
+{
+    if (h->keys == NULL)
+        h->keys = json_array();
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)metrics, key, v) {
+        if (json_array_size(h->keys) >= CORE_HEALTH_KEYS)
+            return;
+        bool have = false;
+        size_t i;
+        json_t *k;
+        json_array_foreach(h->keys, i, k)
+            have = have || strcmp(json_string_value(k), key) == 0;
+        if (!have)
+            json_array_append_new(h->keys, json_string(key));
+    }
+}
+
+/* The rules that end an experiment when one of its trials ends
+ * (docs/api.md, "The experiment object"). */
+static void trial_ended(Core *core, Trial *t, int64_t now)
+{
+    Experiment *e = t->exp;
+    if (!exp_active(e))
+        return;
+    ExpHealth *h = &e->health;
+    mark_exp(core, e); /* its health is stored with it */
+    if (t->state == TRIAL_FAILED)
+        count_error(h, t->error);
+    if (!h->metric_seen && t->last != NULL && t->state != TRIAL_CANCELED) {
+        h->ended_reporting++;
+        if (t->last != NULL)
+            add_keys(h, t->last);
+    }
+    if (t->state == TRIAL_COMPLETED || t->state == TRIAL_STOPPED) {
+        double v;
+        int64_t step;
+        if (trial_score(t, &v, &step) &&
+            (!h->has_best_finished || better(e, v, h->best_finished))) {
+            h->has_best_finished = true;
+            h->best_finished = v;
+            h->since_better = 0;
+        } else {
+            h->since_better++;
+        }
+    }
+    const Spec *sp = &e->spec;
+    int64_t need = sp->total_trials < 5 ? sp->total_trials : 5;
+    if (sp->max_failed_trials > 0 && e->counts[TRIAL_FAILED] >= sp->max_failed_trials) {
+        const ErrorCount *top = NULL;
+        for (int i = 0; i < h->n_errors; i++)
+            if (top == NULL || h->errors[i].n > top->n)
+                top = &h->errors[i];
+        char msg[CORE_HEALTH_ERROR_LEN + 160];
+        snprintf(msg, sizeof msg,
+                 "%lld trials failed (max_failed_trials is %lld); the most frequent error, "
+                 "in %lld of them: %s",
+                 (long long)e->counts[TRIAL_FAILED], (long long)sp->max_failed_trials,
+                 (long long)(top ? top->n : 0), top ? top->text : "(none)");
+        end_experiment(core, e, EXP_FAILED, END_MAX_FAILED, msg, now);
+    } else if (!h->metric_seen && h->ended_reporting >= need) {
+        char msg[SPEC_MAX_METRIC + CORE_HEALTH_KEYS * 72 + 64];
+        int n = snprintf(msg, sizeof msg,
+                         "no trial reported metric '%s'; trials reported: ", sp->metric);
+        size_t i;
+        json_t *k;
+        json_array_foreach(h->keys, i, k) {
+            if (n > 0 && (size_t)n < sizeof msg)
+                n += snprintf(msg + n, sizeof msg - (size_t)n, "%s%s", i ? ", " : "",
+                              json_string_value(k));
+        }
+        end_experiment(core, e, EXP_FAILED, END_METRIC_MISSING, msg, now);
+    } else if (sp->stop_patience > 0 && h->since_better >= sp->stop_patience) {
+        end_experiment(core, e, EXP_COMPLETED, END_PATIENCE, NULL, now);
+    }
+}
 
 static void maybe_complete(Core *core, Experiment *e, int64_t now)
 {
@@ -434,7 +685,7 @@ static void maybe_complete(Core *core, Experiment *e, int64_t now)
                        e->counts[TRIAL_FAILED] + e->counts[TRIAL_CANCELED];
     if (terminal < e->spec.total_trials)
         return;
-    set_exp_state(core, e, EXP_COMPLETED, now);
+    set_exp_state(core, e, EXP_COMPLETED, END_ALL_TRIALS, now);
 }
 
 static Worker *owner_of(const Core *core, const Trial *t)
@@ -474,11 +725,17 @@ static void set_state(Core *core, Trial *t, TrialState s, int64_t now)
             core->rel_trials[core->n_rel_trials++] = t;
         }
     }
+    if (s != TRIAL_PAUSED)
+        t->user_paused = false;
+    if (s != TRIAL_RUNNING)
+        t->stop_kind = STOP_NONE;
     mark_trial(core, t);
     if (e->state != EXP_RUNNING)
         mark_exp(core, e); /* its stored counts follow its last trials */
-    if (trial_state_terminal(s))
+    if (trial_state_terminal(s)) {
+        trial_ended(core, t, now);
         maybe_complete(core, e, now);
+    }
 }
 
 static void set_error(Trial *t, const char *error)
@@ -503,6 +760,7 @@ static void reset_attempt(Trial *t)
     asha_trial_reset(t->exp->asha, t->number);
     t->has_step = t->has_best = t->has_time = false;
     t->rung = 0;
+    t->stopped_by = BY_NONE;
     t->leased_seen = 0;
     t->step = t->best_step = 0;
     t->best_value = 0;
@@ -559,7 +817,31 @@ static void end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now)
     double v;
     bool has = t->last != NULL && objective(e, t->last, &v) == 1 && isfinite(v);
     asha_trial_end(e->asha, t->number, t->time, has && t->has_time, has ? v : 0);
+    if (s == TRIAL_STOPPED && t->stopped_by == BY_NONE)
+        t->stopped_by = BY_SCHEDULER;
     set_state(core, t, s, now);
+}
+
+/* A running trial asked to stop (t->stop_kind) becomes what it was asked. */
+static void apply_stop(Core *core, Trial *t, int64_t now)
+{
+    switch ((StopKind)t->stop_kind) {
+    case STOP_USER:
+    case STOP_EXPERIMENT:
+        t->stopped_by = t->stop_kind == STOP_USER ? BY_USER : BY_EXPERIMENT;
+        end_for_scheduler(core, t, TRIAL_STOPPED, now);
+        break;
+    case STOP_PAUSE:
+        /* Like a trial the scheduler paused, but at no rung: it waits for
+         * its experiment's resume, not for a promotion. */
+        set_state(core, t, TRIAL_PAUSED, now);
+        t->user_paused = true;
+        break;
+    case STOP_CANCEL:
+    default:
+        set_state(core, t, TRIAL_CANCELED, now);
+        break;
+    }
 }
 
 /* Nothing runs, nothing is pending and no new trial will come, yet trials
@@ -602,14 +884,6 @@ static void fail_or_retry(Core *core, Trial *t, const char *error, int64_t now)
 
 /* ---- workers and leases ---- */
 
-static char *dup_str(const char *s)
-{
-    char *d = strdup(s ? s : "");
-    if (d == NULL)
-        abort();
-    return d;
-}
-
 static Worker *worker_new(Core *core, int64_t id, const char *name, const char *hostname,
                           json_t *gpus, int64_t cpus, int64_t registered_at)
 {
@@ -636,6 +910,13 @@ Worker *core_worker_add(Core *core, const char *name, const char *hostname, json
     return w;
 }
 
+void core_worker_set_labels(Core *core, Worker *w, json_t *labels)
+{
+    json_decref(w->labels);
+    w->labels = labels;
+    mark_worker(core, w);
+}
+
 void core_worker_seen(Core *core, Worker *w, int64_t now)
 {
     (void)core;
@@ -658,11 +939,39 @@ int64_t core_workers_alive(const Core *core, int64_t now)
     return n;
 }
 
-static bool fits(const Experiment *e, const LeaseOffer *offer)
+/* Whether w carries every label of the experiment's worker_selector. */
+static bool selected(const Experiment *e, const Worker *w)
+{
+    const char *key;
+    json_t *want;
+    json_object_foreach(e->spec.worker_selector, key, want) {
+        json_t *have = w->labels ? json_object_get(w->labels, key) : NULL;
+        if (!json_is_string(have) || strcmp(json_string_value(have), json_string_value(want)) != 0)
+            return false;
+    }
+    return true;
+}
+
+static bool fits(const Experiment *e, const Worker *w, const LeaseOffer *offer)
 {
     if (e->spec.max_concurrent > 0 && e->counts[TRIAL_RUNNING] >= e->spec.max_concurrent)
         return false;
+    if ((offer->trainables & SPEC_TRAINABLE_BIT(e->spec.trainable)) == 0 || !selected(e, w))
+        return false;
     return e->spec.gpus <= offer->n_gpus && e->spec.cpus <= offer->cpus;
+}
+
+/* Whether a goes before b for the next slot: higher priority, then fewer
+ * running trials for its share (fair share), then the older. */
+static bool leases_before(const Experiment *a, const Experiment *b)
+{
+    if (a->spec.priority != b->spec.priority)
+        return a->spec.priority > b->spec.priority;
+    double ua = (double)a->counts[TRIAL_RUNNING] / a->spec.share;
+    double ub = (double)b->counts[TRIAL_RUNNING] / b->spec.share;
+    if (ua != ub)
+        return ua < ub;
+    return a->id < b->id;
 }
 
 /* Whether w may take pending trial t. A promoted trial resumes from the
@@ -680,15 +989,25 @@ static bool may_take(const Core *core, const Worker *w, const Trial *t, int64_t 
 Trial *core_lease(Core *core, Worker *w, const LeaseOffer *offer, const char *token, int64_t now)
 {
     core_worker_seen(core, w, now);
+    /* The experiments in memory are few (those running): one pass per
+     * lease picks the best that has a trial this worker may take. */
+    Experiment *e = NULL;
+    Trial *t = NULL;
     for (int64_t i = 0; i < core->n_exps; i++) {
-        Experiment *e = core->exps[i];
-        if (e->state != EXP_RUNNING || e->pending.head == NULL || !fits(e, offer))
+        Experiment *c = core->exps[i];
+        if (c->state != EXP_RUNNING || c->pending.head == NULL || !fits(c, w, offer))
             continue;
-        Trial *t = e->pending.head;
-        while (t != NULL && !may_take(core, w, t, now))
-            t = t->next;
-        if (t == NULL)
+        if (e != NULL && !leases_before(c, e))
             continue;
+        Trial *take = c->pending.head;
+        while (take != NULL && !may_take(core, w, take, now))
+            take = take->next;
+        if (take != NULL) {
+            e = c;
+            t = take;
+        }
+    }
+    if (t != NULL) {
         set_state(core, t, TRIAL_RUNNING, now);
         t->leased_seen = t->n_seen;
         t->worker_id = w->id;
@@ -897,6 +1216,7 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
     Experiment *e = t->exp;
     t->lease_expires_ms = now + core->lease_ms; /* a report proves the worker alive */
     ReportAction a = ACTION_CONTINUE;
+    bool recorded = false;
     const ReportRead r = report_read(e, step, metrics);
     double v = r.value;
     if (r.has_value && !isfinite(v)) {
@@ -904,15 +1224,33 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
         snprintf(msg, sizeof msg, "%s is %s at step %lld", e->spec.metric, rung_nonfinite_format(v),
                  (long long)step);
         set_error(t, msg);
+        /* Seen, though not finite: the metric's name is right. */
+        e->health.metric_seen = true;
         set_state(core, t, TRIAL_FAILED, now); /* a diverged run is not retried */
         a = ACTION_STOP;
-    } else if (t->stop_requested) {
-        set_state(core, t, TRIAL_CANCELED, now);
+    } else if (t->stop_kind != STOP_NONE) {
+        record(t, &r, metrics, ACTION_STOP); /* first: a paused trial resumes after it */
+        recorded = true;
+        apply_stop(core, t, now);
         a = ACTION_STOP;
     } else {
+        if (r.has_value && !e->health.metric_seen) {
+            e->health.metric_seen = true;
+            mark_exp(core, e);
+        }
         a = schedule(core, t, &r, metrics, now);
+        /* stop.metric_threshold: a value at least this good ends the search. */
+        if (r.has_value && e->spec.has_stop_threshold && exp_active(e) &&
+            !better(e, e->spec.stop_threshold, v)) {
+            end_experiment(core, e, EXP_COMPLETED, END_THRESHOLD, NULL, now);
+            if (t->state == TRIAL_RUNNING) {
+                apply_stop(core, t, now);
+                a = ACTION_STOP;
+            }
+        }
     }
-    record(t, &r, metrics, a);
+    if (!recorded)
+        record(t, &r, metrics, a);
     rung_grow((void **)&core->reports, &core->cap_reports, core->n_reports, sizeof(NewReport));
     core->reports[core->n_reports++] = (NewReport){
         .trial_id = t->id,
@@ -933,8 +1271,8 @@ int core_finish(Core *core, Trial *t, const char *token, bool completed, const c
         return lease_lost(t, err);
     if (t->state != TRIAL_RUNNING)
         return 0; /* already ended: finishing again changes nothing */
-    if (t->stop_requested) {
-        set_state(core, t, TRIAL_CANCELED, now);
+    if (t->stop_kind != STOP_NONE && !(completed && t->stop_kind == STOP_PAUSE)) {
+        apply_stop(core, t, now); /* a trial that ended before its pause reached it completes */
     } else if (completed) {
         set_error(t, NULL);
         Experiment *e = t->exp;
@@ -960,8 +1298,8 @@ json_t *core_heartbeat(Core *core, Worker *w, const int64_t *ids, int64_t n_ids,
     for (int64_t i = 0; i < n_ids; i++) {
         Trial *t = core_trial(core, ids[i]);
         if (t != NULL && t->state == TRIAL_RUNNING && t->worker_id == w->id) {
-            if (t->stop_requested)
-                set_state(core, t, TRIAL_CANCELED, now);
+            if (t->stop_kind != STOP_NONE)
+                apply_stop(core, t, now);
             else
                 t->lease_expires_ms = now + core->lease_ms;
         }
@@ -972,26 +1310,148 @@ json_t *core_heartbeat(Core *core, Worker *w, const int64_t *ids, int64_t n_ids,
     return stop;
 }
 
+static int ended_conflict(const Experiment *e, const char *what, RungError *err)
+{
+    return rung_error_set(err, RUNG_E_CONFLICT, NULL, "experiment %lld is %s: it cannot be %s",
+                          (long long)e->id, exp_state_name(e->state), what);
+}
+
 int core_cancel(Core *core, Experiment *e, int64_t now, RungError *err)
 {
-    if (e->state == EXP_COMPLETED)
-        return rung_error_set(err, RUNG_E_CONFLICT, NULL, "experiment %lld already completed",
-                              (long long)e->id);
     if (e->state == EXP_CANCELED)
         return 0;
-    set_exp_state(core, e, EXP_CANCELED, now);
-    while (e->pending.head != NULL)
-        set_state(core, e->pending.head, TRIAL_CANCELED, now);
-    for (int64_t i = 0; i < e->n_trials; i++) {
-        Trial *t = e->trials[i];
-        if (t && t->state == TRIAL_PAUSED)
-            set_state(core, t, TRIAL_CANCELED, now);
-        if (t && t->state == TRIAL_RUNNING) {
-            t->stop_requested = true;
-            mark_trial(core, t);
+    if (!exp_active(e))
+        return ended_conflict(e, "canceled", err);
+    end_experiment(core, e, EXP_CANCELED, END_CANCELED, NULL, now);
+    return 0;
+}
+
+int core_pause(Core *core, Experiment *e, bool running_too, int64_t now, RungError *err)
+{
+    if (!exp_active(e))
+        return ended_conflict(e, "paused", err);
+    if (e->state == EXP_RUNNING)
+        set_exp_state(core, e, EXP_PAUSED, END_NONE, now);
+    if (running_too) {
+        for (Trial *t = core->running.head; t != NULL; t = t->next) {
+            if (t->exp == e && t->stop_kind == STOP_NONE) {
+                t->stop_kind = STOP_PAUSE;
+                mark_trial(core, t);
+            }
         }
     }
     return 0;
+}
+
+int core_resume(Core *core, Experiment *e, int64_t now, RungError *err)
+{
+    if (!exp_active(e))
+        return ended_conflict(e, "resumed", err);
+    if (e->state == EXP_PAUSED)
+        set_exp_state(core, e, EXP_RUNNING, END_NONE, now);
+    for (Trial *t = core->running.head; t != NULL; t = t->next) {
+        if (t->exp == e && t->stop_kind == STOP_PAUSE) {
+            t->stop_kind = STOP_NONE; /* not reached yet: it just goes on */
+            mark_trial(core, t);
+        }
+    }
+    /* Back in line first, in number order (pushed to the front in reverse). */
+    for (int64_t i = e->n_trials - 1; i >= 0; i--) {
+        Trial *t = e->trials[i];
+        if (t != NULL && t->state == TRIAL_PAUSED && t->user_paused)
+            resume(core, t, now);
+    }
+    maybe_complete(core, e, now);
+    return 0;
+}
+
+int core_patch(Core *core, Experiment *e, const json_t *patch, int64_t now, RungError *err)
+{
+    if (e->state == EXP_CANCELED || e->state == EXP_FAILED)
+        return ended_conflict(e, "changed", err);
+    /* num_samples can only grow: the trials that exist stay. */
+    if (spec_patch(&e->spec, patch, e->spec.num_samples, err))
+        return err->code;
+    mark_exp(core, e);
+    core->availability_changed = true;
+    if (e->state == EXP_COMPLETED && e->n_trials < e->spec.total_trials)
+        set_exp_state(core, e, EXP_RUNNING, END_NONE, now);
+    return 0;
+}
+
+int core_stop_trial(Core *core, Trial *t, int64_t now, RungError *err)
+{
+    if (trial_state_terminal(t->state))
+        return rung_error_set(err, RUNG_E_CONFLICT, NULL, "trial %lld is %s already",
+                              (long long)t->id, trial_state_name(t->state));
+    if (t->state == TRIAL_RUNNING) {
+        t->stop_kind = STOP_USER; /* at its next report or heartbeat */
+        mark_trial(core, t);
+        return 0;
+    }
+    t->stopped_by = BY_USER;
+    if (t->state == TRIAL_PAUSED)
+        end_for_scheduler(core, t, TRIAL_STOPPED, now);
+    else
+        set_state(core, t, TRIAL_STOPPED, now);
+    return 0;
+}
+
+int core_retry_failed(Core *core, Experiment *e, int64_t now, int64_t *n, RungError *err)
+{
+    *n = 0;
+    if (e->state == EXP_CANCELED)
+        return ended_conflict(e, "retried", err);
+    for (int64_t i = e->n_trials - 1; i >= 0; i--) {
+        Trial *t = e->trials[i];
+        if (t == NULL || t->state != TRIAL_FAILED)
+            continue;
+        set_state(core, t, TRIAL_PENDING, now);
+        queue_front(e, t); /* reverse order: the lowest number ends up first */
+        t->attempt++;
+        t->lease_token[0] = '\0';
+        t->started_at = t->ended_at = 0;
+        reset_attempt(t);
+        (*n)++;
+    }
+    /* A new chance: the failure rules count from here. */
+    e->health.n_errors = 0;
+    e->health.ended_reporting = 0;
+    mark_exp(core, e);
+    if (*n > 0 && !exp_active(e))
+        set_exp_state(core, e, EXP_RUNNING, END_NONE, now);
+    core->availability_changed = true;
+    return 0;
+}
+
+bool core_warm_source_in_use(const Core *core, int64_t exp_id)
+{
+    for (int64_t i = 0; i < core->n_exps; i++)
+        if (exp_active(core->exps[i]) && core->exps[i]->spec.warm_start_exp == exp_id)
+            return true;
+    return false;
+}
+
+void core_forget_deleted(Core *core, ExpState state, const int64_t trial_counts[TRIAL__COUNT])
+{
+    core->exp_counts[state]--;
+    for (int s = 0; s < TRIAL__COUNT; s++)
+        core->trial_counts[s] -= trial_counts[s];
+}
+
+int64_t core_tick(Core *core, int64_t now)
+{
+    int64_t n = 0;
+    for (int64_t i = 0; i < core->n_exps; i++) {
+        Experiment *e = core->exps[i];
+        double budget = e->spec.stop_time_budget_s;
+        if (e->state == EXP_RUNNING && budget > 0 &&
+            (double)(now - e->created_at) >= budget * 1000.0) {
+            end_experiment(core, e, EXP_COMPLETED, END_TIME_BUDGET, NULL, now);
+            n++;
+        }
+    }
+    return n;
 }
 
 int64_t core_expire_leases(Core *core, int64_t now)
@@ -1004,8 +1464,8 @@ int64_t core_expire_leases(Core *core, int64_t now)
             continue;
         n++;
         t->lease_token[0] = '\0';
-        if (t->stop_requested) {
-            set_state(core, t, TRIAL_CANCELED, now);
+        if (t->stop_kind != STOP_NONE) {
+            apply_stop(core, t, now);
         } else {
             char msg[128];
             snprintf(msg, sizeof msg, "worker lost: no heartbeat from worker %lld for %.1f s",
@@ -1019,8 +1479,8 @@ int64_t core_expire_leases(Core *core, int64_t now)
 /* ---- loading ---- */
 
 void core_load_totals(Core *core, const int64_t trial_counts[TRIAL__COUNT],
-                      const int64_t exp_counts[3], int64_t max_exp_id, int64_t max_trial_id,
-                      int64_t max_worker_id)
+                      const int64_t exp_counts[EXP__COUNT], int64_t max_exp_id,
+                      int64_t max_trial_id, int64_t max_worker_id)
 {
     memcpy(core->trial_counts, trial_counts, sizeof core->trial_counts);
     memcpy(core->exp_counts, exp_counts, sizeof core->exp_counts);
@@ -1044,8 +1504,8 @@ Experiment *core_load_experiment(Core *core, int64_t id, Spec *spec, ExpState st
 
 Trial *core_load_trial(Core *core, Experiment *exp, int64_t id, int64_t number, TrialState st,
                        json_t *config, int64_t attempt, int64_t worker_id, const char *token,
-                       json_t *resources, bool stop_requested, const char *error,
-                       int64_t created_at, int64_t started_at, int64_t ended_at)
+                       json_t *resources, StopKind stop_kind, const char *error, int64_t created_at,
+                       int64_t started_at, int64_t ended_at)
 {
     Trial *t = calloc(1, sizeof *t);
     if (t == NULL)
@@ -1059,7 +1519,7 @@ Trial *core_load_trial(Core *core, Experiment *exp, int64_t id, int64_t number, 
     t->worker_id = worker_id;
     snprintf(t->lease_token, sizeof t->lease_token, "%s", token ? token : "");
     t->resources = resources;
-    t->stop_requested = stop_requested;
+    t->stop_kind = (uint8_t)stop_kind;
     set_error(t, error);
     t->created_at = created_at;
     t->started_at = started_at;
@@ -1081,6 +1541,81 @@ void core_load_report(Core *core, Trial *t, int64_t step, json_t *metrics, Repor
     record(t, &r, metrics, a);
     if (r.has_time && r.has_value && isfinite(r.value))
         asha_replay(e->asha, t->number, r.time, true, r.value);
+}
+
+void core_load_experiment_ended(Experiment *e, EndReason reason, const char *error,
+                                const json_t *health)
+{
+    e->ended_reason = reason;
+    free(e->error);
+    e->error = error ? dup_str(error) : NULL;
+    ExpHealth *h = &e->health;
+    if (!json_is_object(health))
+        return;
+    h->metric_seen = json_is_true(json_object_get(health, "metric_seen"));
+    h->ended_reporting = json_integer_value(json_object_get(health, "ended_reporting"));
+    json_t *keys = json_object_get(health, "keys");
+    size_t i;
+    json_t *k;
+    json_array_foreach(keys, i, k) {
+        if (json_is_string(k) && i < CORE_HEALTH_KEYS) {
+            if (h->keys == NULL)
+                h->keys = json_array();
+            json_array_append(h->keys, k);
+        }
+    }
+    json_array_foreach(json_object_get(health, "errors"), i, k) {
+        const char *text = json_string_value(json_object_get(k, "text"));
+        if (text == NULL || h->n_errors >= CORE_HEALTH_ERRORS)
+            continue;
+        snprintf(h->errors[h->n_errors].text, sizeof h->errors[0].text, "%s", text);
+        h->errors[h->n_errors++].n = json_integer_value(json_object_get(k, "n"));
+    }
+    json_t *best = json_object_get(health, "best_finished");
+    h->has_best_finished = json_is_number(best);
+    h->best_finished = json_number_value(best);
+    h->since_better = json_integer_value(json_object_get(health, "since_better"));
+}
+
+json_t *core_health_json(const Experiment *e)
+{
+    const ExpHealth *h = &e->health;
+    json_t *errors = json_array();
+    for (int i = 0; i < h->n_errors; i++)
+        json_array_append_new(errors, json_pack("{s:s, s:I}", "text", h->errors[i].text, "n",
+                                                (json_int_t)h->errors[i].n));
+    return json_pack("{s:b, s:I, s:o, s:o, s:o, s:I}", "metric_seen", h->metric_seen,
+                     "ended_reporting", (json_int_t)h->ended_reporting, "keys",
+                     h->keys ? json_incref(h->keys) : json_array(), "errors", errors,
+                     "best_finished",
+                     h->has_best_finished ? json_real(h->best_finished) : json_null(),
+                     "since_better", (json_int_t)h->since_better);
+}
+
+void core_load_trial_control(Trial *t, StoppedBy by, bool user_paused, json_t *warnings)
+{
+    t->stopped_by = (uint8_t)by;
+    t->user_paused = user_paused;
+    json_decref(t->warnings);
+    t->warnings = warnings;
+}
+
+Trial *core_readd_trial(Core *core, Experiment *exp, int64_t id, int64_t number, TrialState st,
+                        json_t *config, int64_t attempt, int64_t worker_id, const char *error,
+                        int64_t created_at, int64_t started_at, int64_t ended_at)
+{
+    Trial *t = core_load_trial(core, exp, id, number, st, config, attempt, worker_id, NULL, NULL,
+                               STOP_NONE, error, created_at, started_at, ended_at);
+    exp->counts[st]--; /* it never left them */
+    int64_t kept = 0;  /* nor the searcher's history, which it leaves now */
+    for (int64_t i = 0; i < exp->n_hist; i++) {
+        if (exp->hist[i].number == number)
+            json_decref(exp->hist[i].config);
+        else
+            exp->hist[kept++] = exp->hist[i];
+    }
+    exp->n_hist = kept;
+    return t;
 }
 
 void core_load_rung(Trial *t, double rung)
@@ -1151,7 +1686,7 @@ static void load_experiment_done(Core *core, Experiment *e, int64_t now)
             double v;
             bool has = t->last != NULL && objective(e, t->last, &v) == 1 && isfinite(v);
             asha_trial_end(e->asha, t->number, t->time, has && t->has_time, has ? v : 0);
-        } else if (t->state == TRIAL_PAUSED) {
+        } else if (t->state == TRIAL_PAUSED && !t->user_paused) {
             asha_trial_paused(e->asha, t->number, asha_rung_index(e->asha, t->number, t->rung));
         } else if (t->state == TRIAL_RUNNING) {
             t->leased_seen = t->n_seen; /* unknown; no report is taken back */
@@ -1165,7 +1700,7 @@ static void load_experiment_done(Core *core, Experiment *e, int64_t now)
         }
     }
     maybe_complete(core, e, now);
-    if (e->state != EXP_RUNNING)
+    if (!exp_active(e))
         release_exp(core, e);
 }
 
@@ -1183,6 +1718,11 @@ void core_load_experiment_done(Core *core, Experiment *e, int64_t now)
     core->exp_counts[e->state]++;
     load_experiment_done(core, e, now);
     core->availability_changed = true;
+}
+
+void core_load_revived(Core *core, Experiment *e, int64_t now)
+{
+    load_experiment_done(core, e, now);
 }
 
 void core_set_lease_expiry(Trial *t, int64_t expires_ms)
@@ -1239,12 +1779,14 @@ int64_t core_running_of(const Core *core, const Experiment *e, int64_t *ids, int
  * model-based searcher, its result. */
 static void keep_result(Experiment *e, const Trial *t)
 {
-    if (t->has_best && (!e->best_done.has || better(e, t->best_value, e->best_done.value))) {
+    double v;
+    int64_t step;
+    if (trial_score(t, &v, &step) && (!e->best_done.has || better(e, v, e->best_done.value))) {
         json_decref(e->best_done.config);
         e->best_done = (BestRef){.has = true,
                                  .trial_id = t->id,
-                                 .value = t->best_value,
-                                 .step = t->best_step,
+                                 .value = v,
+                                 .step = step,
                                  .config = json_incref(t->config)};
     }
     double loss;
@@ -1288,6 +1830,10 @@ void core_release(Core *core)
     int64_t kept = 0;
     for (int64_t i = 0; i < core->n_rel_trials; i++) {
         Trial *t = core->rel_trials[i];
+        if (!trial_state_terminal(t->state)) { /* retried: it stays */
+            t->releasing = false;
+            continue;
+        }
         if (t->dirty) { /* not written yet: next time */
             core->rel_trials[kept++] = t;
             continue;
@@ -1299,6 +1845,10 @@ void core_release(Core *core)
     kept = 0;
     for (int64_t i = 0; i < core->n_rel_exps; i++) {
         Experiment *e = core->rel_exps[i];
+        if (exp_active(e)) { /* runs again (extended, retried) */
+            e->releasing = false;
+            continue;
+        }
         /* A canceled experiment waits for its running trials to stop. */
         if (e->dirty || e->counts[TRIAL_RUNNING] > 0 || e->pending.len > 0) {
             core->rel_exps[kept++] = e;
@@ -1359,12 +1909,11 @@ void core_experiment_best(const Experiment *e, BestRef *out)
     *out = e->best_done;
     for (int64_t i = 0; i < e->n_trials; i++) {
         const Trial *t = e->trials[i];
-        if (t != NULL && t->has_best && (!out->has || better(e, t->best_value, out->value)))
-            *out = (BestRef){.has = true,
-                             .trial_id = t->id,
-                             .value = t->best_value,
-                             .step = t->best_step,
-                             .config = t->config};
+        double v;
+        int64_t step;
+        if (t != NULL && trial_score(t, &v, &step) && (!out->has || better(e, v, out->value)))
+            *out = (BestRef){
+                .has = true, .trial_id = t->id, .value = v, .step = step, .config = t->config};
     }
 }
 
@@ -1382,6 +1931,15 @@ void core_trial_set_log(Core *core, Trial *t, const char *text)
     t->log_tail = copy;
     if (!same && core != NULL)
         mark_trial(core, t);
+}
+
+void core_trial_set_warnings(Core *core, Trial *t, json_t *warnings)
+{
+    if (t->warnings != NULL && json_equal(t->warnings, warnings))
+        return;
+    json_decref(t->warnings);
+    t->warnings = json_incref(warnings);
+    mark_trial(core, t);
 }
 
 int64_t core_resume_step(const Trial *t)

@@ -43,7 +43,45 @@ typedef enum {
     TRIAL__COUNT
 } TrialState;
 
-typedef enum { EXP_RUNNING, EXP_COMPLETED, EXP_CANCELED } ExpState;
+/* An experiment: running; paused by its user (nothing new is leased); or
+ * ended: completed, failed (a rule of docs/api.md, "The experiment
+ * object"), canceled. Completed and failed ones can run again (PATCH
+ * num_samples, retry-failed). The order is the store's and the API's. */
+typedef enum {
+    EXP_RUNNING,
+    EXP_COMPLETED,
+    EXP_CANCELED,
+    EXP_FAILED,
+    EXP_PAUSED,
+    EXP__COUNT
+} ExpState;
+
+/* Why an experiment ended (its `ended_reason`); END_NONE while it runs. */
+typedef enum {
+    END_NONE,
+    END_ALL_TRIALS,     /* every trial ended */
+    END_CANCELED,       /* its user canceled it */
+    END_MAX_FAILED,     /* max_failed_trials trials failed */
+    END_METRIC_MISSING, /* trials report, but never the metric */
+    END_TIME_BUDGET,    /* stop.time_budget_s */
+    END_THRESHOLD,      /* stop.metric_threshold */
+    END_PATIENCE,       /* stop.patience */
+    END__COUNT
+} EndReason;
+
+/* What a running trial becomes at its next report, heartbeat or finish,
+ * once something asked it to stop. */
+typedef enum {
+    STOP_NONE,
+    STOP_CANCEL,     /* its experiment was canceled: canceled */
+    STOP_USER,       /* its user stopped it: stopped, stopped_by user */
+    STOP_EXPERIMENT, /* its experiment ended (a stop rule, a failure): stopped */
+    STOP_PAUSE,      /* its experiment was paused with running=pause: paused */
+    STOP__COUNT
+} StopKind;
+
+/* Who stopped a stopped trial. */
+typedef enum { BY_NONE, BY_SCHEDULER, BY_USER, BY_EXPERIMENT, BY__COUNT } StoppedBy;
 
 typedef enum { ACTION_CONTINUE, ACTION_STOP } ReportAction;
 
@@ -51,6 +89,14 @@ const char *trial_state_name(TrialState s);
 int trial_state_parse(const char *name, TrialState *out); /* 0 or RUNG_E_INVALID_ARGUMENT */
 const char *exp_state_name(ExpState s);
 int exp_state_parse(const char *name, ExpState *out);
+/* Names as stored and shown; NULL for END_NONE / STOP_NONE / BY_NONE.
+ * The parsers give the NONE value for NULL or an unknown name. */
+const char *end_reason_name(EndReason r);
+EndReason end_reason_parse(const char *name);
+const char *stop_kind_name(StopKind k);
+StopKind stop_kind_parse(const char *name);
+const char *stopped_by_name(StoppedBy b);
+StoppedBy stopped_by_parse(const char *name);
 bool trial_state_terminal(TrialState s);
 
 struct Experiment;
@@ -72,7 +118,10 @@ typedef struct Trial {
     char lease_token[CORE_TOKEN_LEN + 1];     /* "" = nobody may report */
     int64_t lease_expires_ms;                 /* running only: when the lease runs out */
     json_t *resources;                        /* owned, or NULL before a lease */
-    bool stop_requested;                      /* experiment canceled while running */
+    uint8_t stop_kind;                        /* StopKind: asked to stop while running */
+    uint8_t stopped_by;                       /* StoppedBy: a stopped trial's */
+    bool user_paused;                         /* paused by its user, not at a rung */
+    json_t *warnings;                         /* owned: invalid @rung lines, or NULL */
     char *error;                              /* owned, or NULL */
     int64_t created_at, started_at, ended_at; /* ms; 0 = not yet */
     /* Derived from the current attempt's reports (rebuilt at load). */
@@ -119,10 +168,33 @@ typedef struct HistEntry {
     json_t *config; /* owned */
 } HistEntry;
 
+/* The counters of the rules that end an experiment (docs/api.md, "The
+ * experiment object"), stored with it as JSON (core_health_json). */
+#define CORE_HEALTH_KEYS 16  /* metric keys remembered for the metric_missing error */
+#define CORE_HEALTH_ERRORS 8 /* distinct trial errors counted */
+#define CORE_HEALTH_ERROR_LEN 200
+typedef struct ErrorCount {
+    char text[CORE_HEALTH_ERROR_LEN + 1]; /* the error's first line */
+    int64_t n;
+} ErrorCount;
+typedef struct ExpHealth {
+    bool metric_seen;        /* some report carried the metric */
+    int64_t ended_reporting; /* trials that reported and ended while !metric_seen */
+    json_t *keys;            /* owned array: what those trials reported instead */
+    ErrorCount errors[CORE_HEALTH_ERRORS];
+    int n_errors;
+    bool has_best_finished; /* the best of the finished trials, by best_scope */
+    double best_finished;
+    int64_t since_better; /* finished trials since it last improved (patience) */
+} ExpHealth;
+
 typedef struct Experiment {
     int64_t id;
     Spec spec; /* owned */
     ExpState state;
+    EndReason ended_reason;
+    char *error; /* owned: why it failed, or NULL */
+    ExpHealth health;
     int64_t created_at, ended_at;
     Trial **trials; /* owned array, by number; [0, n_trials); NULL once
                        the trial is released */
@@ -135,6 +207,7 @@ typedef struct Experiment {
     HistEntry *hist;   /* bayes: results of released trials */
     int64_t n_hist, cap_hist;
     struct Asha *asha; /* owned: the scheduler's rung records */
+    struct Warm *warm; /* owned: warm_start's trials (warm.h), or NULL */
     bool hold_endgame; /* asha promote: no end game now (re-entry, or promotions first) */
     bool dirty;
     bool stored;
@@ -148,6 +221,7 @@ typedef struct Worker {
     int64_t cpus;
     int64_t registered_at, last_seen_at;
     json_t *heartbeat; /* owned: last heartbeat body, or NULL */
+    json_t *labels;    /* owned: {"key": "value"} as registered, or NULL */
     int64_t n_running; /* trials it holds now */
     bool dirty;
     bool stored;
@@ -183,16 +257,22 @@ int64_t core_proposals_wanted(const Experiment *exp, int64_t target);
 /* Registers a worker; name and hostname are copied, gpus stolen. */
 Worker *core_worker_add(Core *core, const char *name, const char *hostname, json_t *gpus,
                         int64_t cpus, int64_t now);
+/* Sets w's labels (stolen; NULL for none). */
+void core_worker_set_labels(Core *core, Worker *w, json_t *labels);
 
 /* A lease request: what the worker has free. */
 typedef struct LeaseOffer {
     int64_t gpus[CORE_MAX_LEASE_GPUS];
     int64_t n_gpus;
     int64_t cpus;
+    unsigned trainables; /* SPEC_TRAINABLE_BIT mask of what the worker runs */
 } LeaseOffer;
 
-/* Leases the first pending trial that fits the offer, by experiment id,
- * with the given token. Returns the trial (now running) or NULL. */
+/* Leases a pending trial that fits the offer (resources, the trainable
+ * types the worker runs, the experiment's worker_selector against w's
+ * labels) with the given token: of the running experiments that have one,
+ * the highest priority first, then the one with the fewest running trials
+ * for its share, then the oldest. Returns the trial (now running) or NULL. */
 Trial *core_lease(Core *core, Worker *w, const LeaseOffer *offer, const char *token, int64_t now);
 
 /* Takes back a lease whose reply never reached the worker: the trial is
@@ -219,6 +299,34 @@ json_t *core_heartbeat(Core *core, Worker *w, const int64_t *ids, int64_t n_ids,
 /* Cancels exp: pending trials canceled, running ones asked to stop.
  * RUNG_E_CONFLICT when it already completed. */
 int core_cancel(Core *core, Experiment *exp, int64_t now, RungError *err);
+
+/* Pauses exp: nothing more is leased; with running_too, each running trial
+ * is paused at its next report or heartbeat (paused_by user), to resume
+ * from its checkpoint. Idempotent; RUNG_E_CONFLICT once exp ended. */
+int core_pause(Core *core, Experiment *exp, bool running_too, int64_t now, RungError *err);
+/* Resumes a paused exp: its user-paused trials go back in line first.
+ * Idempotent on a running one; RUNG_E_CONFLICT once exp ended. */
+int core_resume(Core *core, Experiment *exp, int64_t now, RungError *err);
+/* PATCH: applies patch (spec_patch) to exp; raising num_samples of a
+ * completed experiment makes it run again. RUNG_E_CONFLICT for a canceled
+ * or failed one. */
+int core_patch(Core *core, Experiment *exp, const json_t *patch, int64_t now, RungError *err);
+/* The user stops t: a pending or paused trial at once, a running one at
+ * its next report or heartbeat (stopped_by user). RUNG_E_CONFLICT when t
+ * has ended. */
+int core_stop_trial(Core *core, Trial *t, int64_t now, RungError *err);
+/* Puts exp's failed trials back in line (attempt + 1); an ended exp runs
+ * again. RUNG_E_CONFLICT for a canceled one. *n gets how many. Every
+ * trial of exp must be in memory (store_revive_experiment). */
+int core_retry_failed(Core *core, Experiment *exp, int64_t now, int64_t *n, RungError *err);
+/* Whether a running or paused experiment warm-starts from exp_id. */
+bool core_warm_source_in_use(const Core *core, int64_t exp_id);
+/* After the store deleted an ended experiment that is not in memory:
+ * takes its trials (counts by state) and itself out of the totals. */
+void core_forget_deleted(Core *core, ExpState state, const int64_t trial_counts[TRIAL__COUNT]);
+/* The clock's rules: ends running experiments whose stop.time_budget_s ran
+ * out. Returns how many ended. */
+int64_t core_tick(Core *core, int64_t now);
 
 /* Fails every running trial whose lease ran out ("worker lost") and retries
  * it when attempts remain. Returns how many expired. */
@@ -253,16 +361,26 @@ int64_t core_release_idle_workers(Core *core, int64_t now, int64_t idle_ms);
 /* Loading from the store: objects with their stored fields. Counts and the
  * next ids come from the whole store; objects only for what runs. */
 void core_load_totals(Core *core, const int64_t trial_counts[TRIAL__COUNT],
-                      const int64_t exp_counts[3], int64_t max_exp_id, int64_t max_trial_id,
-                      int64_t max_worker_id);
+                      const int64_t exp_counts[EXP__COUNT], int64_t max_exp_id,
+                      int64_t max_trial_id, int64_t max_worker_id);
 Experiment *core_load_experiment(Core *core, int64_t id, Spec *spec, ExpState state,
                                  int64_t created_at, int64_t ended_at);
 Trial *core_load_trial(Core *core, Experiment *exp, int64_t id, int64_t number, TrialState st,
                        json_t *config, int64_t attempt, int64_t worker_id, const char *token,
-                       json_t *resources, bool stop_requested, const char *error,
-                       int64_t created_at, int64_t started_at, int64_t ended_at);
+                       json_t *resources, StopKind stop_kind, const char *error, int64_t created_at,
+                       int64_t started_at, int64_t ended_at);
 /* Replays one stored report of the trial's current attempt (ascending step). */
 void core_load_report(Core *core, Trial *t, int64_t step, json_t *metrics, ReportAction a);
+/* The columns of schema 005 (stolen JSON; NULL for none). */
+void core_load_experiment_ended(Experiment *e, EndReason reason, const char *error,
+                                const json_t *health);
+void core_load_trial_control(Trial *t, StoppedBy by, bool user_paused, json_t *warnings);
+/* Puts back in memory a trial of exp that was released (ended) while exp
+ * stayed: it is still in exp's counts, and leaves the searcher's history.
+ * For retry-failed. */
+Trial *core_readd_trial(Core *core, Experiment *exp, int64_t id, int64_t number, TrialState st,
+                        json_t *config, int64_t attempt, int64_t worker_id, const char *error,
+                        int64_t created_at, int64_t started_at, int64_t ended_at);
 /* Sets the rung a loaded trial was stopped or paused at (0 = none). */
 void core_load_rung(Trial *t, double rung);
 /* Sets a loaded pending trial's place in line (a row stored without one
@@ -277,12 +395,15 @@ void core_load_done(Core *core, int64_t now);
 /* The same for one experiment reloaded after a failed write: it joins the
  * totals, and its running trials' leases are set by the caller. */
 void core_load_experiment_done(Core *core, Experiment *e, int64_t now);
+/* The same for an ended experiment read back to run again (retry-failed,
+ * PATCH): it is in the totals already. */
+void core_load_revived(Core *core, Experiment *e, int64_t now);
 void core_set_lease_expiry(Trial *t, int64_t expires_ms);
 
 /* Reading the core without reaching into it. */
 int64_t core_n_experiments(const Core *core);          /* in memory, ascending id */
 Experiment *core_experiment_at(Core *core, int64_t i); /* 0 <= i < core_n_experiments */
-const int64_t *core_exp_counts(const Core *core);      /* [ExpState]: the whole store */
+const int64_t *core_exp_counts(const Core *core);      /* [EXP__COUNT]: the whole store */
 /* Whether a lease that found nothing might now succeed; _seen resets it. */
 bool core_availability_changed(const Core *core);
 void core_availability_seen(Core *core);
@@ -323,6 +444,11 @@ int core_trial_bracket(const Trial *t);
  * trial's row (so they outlive the trial's time in memory and restarts). */
 #define CORE_MAX_LOG 8192
 void core_trial_set_log(Core *core, Trial *t, const char *text);
+/* Sets t's warnings (a new reference is taken); written when they changed. */
+void core_trial_set_warnings(Core *core, Trial *t, json_t *warnings);
+
+/* An experiment's health as stored (a new object), and read back. */
+json_t *core_health_json(const Experiment *e);
 
 /* Counts of trials by state across experiments (for /metrics). */
 void core_trial_counts(const Core *core, int64_t counts[TRIAL__COUNT]);

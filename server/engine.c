@@ -538,6 +538,7 @@ static void run_batch(Engine *e)
         if (tick) {
             e->next_tick = mono_ms() + TICK_MS;
             core_expire_leases(e->core, e->now);
+            core_tick(e->core, e->now); /* stop.time_budget_s */
             flush(e, NULL);
             core_release_idle_workers(e->core, e->now, WORKER_IDLE_MS);
             sample_rate(e);

@@ -55,8 +55,9 @@ struct Job {
 };
 
 typedef struct EngineConfig {
-    int64_t lease_ms;     /* lease length (--lease-s) */
-    int64_t heartbeat_ms; /* what workers are told to use: several per lease */
+    int64_t lease_ms;          /* lease length (--lease-s) */
+    int64_t heartbeat_ms;      /* what workers are told to use: several per lease */
+    int64_t forget_workers_ms; /* gone workers leave listings after this (--forget-workers-s) */
 } EngineConfig;
 
 /* The network front the loop drives (http.c provides one). The engine

@@ -84,12 +84,18 @@ static const Route routes[] = {
     {"POST", "/api/v1/experiments", api_experiment_create},
     {"GET", "/api/v1/experiments", api_experiment_list},
     {"GET", "/api/v1/experiments/{id}", api_experiment_get},
+    {"PATCH", "/api/v1/experiments/{id}", api_experiment_patch},
+    {"DELETE", "/api/v1/experiments/{id}", api_experiment_delete},
     {"POST", "/api/v1/experiments/{id}/cancel", api_experiment_cancel},
+    {"POST", "/api/v1/experiments/{id}/pause", api_experiment_pause},
+    {"POST", "/api/v1/experiments/{id}/resume", api_experiment_resume},
+    {"POST", "/api/v1/experiments/{id}/retry-failed", api_experiment_retry_failed},
     {"GET", "/api/v1/experiments/{id}/trials", api_experiment_trials},
     {"GET", "/api/v1/experiments/{id}/trials.csv", api_experiment_csv},
     {"GET", "/api/v1/experiments/{id}/curves", api_experiment_curves},
     {"GET", "/api/v1/trials/{id}", api_trial_get},
     {"GET", "/api/v1/trials/{id}/metrics", api_trial_metrics},
+    {"POST", "/api/v1/trials/{id}/stop", api_trial_stop},
     {"POST", "/api/v1/trials/{id}/report", api_trial_report},
     {"POST", "/api/v1/trials/{id}/finish", api_trial_finish},
     {"POST", "/api/v1/workers", api_worker_register},
@@ -443,7 +449,7 @@ static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *re
         snprintf(msg, sizeof msg, "body larger than %zu bytes", h->max_body);
         return send_error(c, RUNG_E_PAYLOAD_TOO_LARGE, "", msg);
     }
-    if (strcmp(method, "POST") == 0 &&
+    if ((strcmp(method, "POST") == 0 || strcmp(method, "PATCH") == 0) &&
         !is_json_type(
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
         return send_error(c, RUNG_E_UNSUPPORTED_MEDIA_TYPE, "",

@@ -39,7 +39,18 @@ static void on_signal(int signo)
     errno = saved;
 }
 
-enum { O_BIND, O_PORT, O_DB, O_TOKEN, O_WEB_DIR, O_LEASE_S, O_MAX_BODY, O_DURABILITY, O__COUNT };
+enum {
+    O_BIND,
+    O_PORT,
+    O_DB,
+    O_TOKEN,
+    O_WEB_DIR,
+    O_LEASE_S,
+    O_MAX_BODY,
+    O_DURABILITY,
+    O_FORGET_WORKERS_S,
+    O__COUNT
+};
 
 /* The one table of options: validation and --help both come from it. */
 static Option options[O__COUNT] = {
@@ -56,6 +67,8 @@ static Option options[O__COUNT] = {
                     "largest request body in bytes"},
     [O_DURABILITY] = {"durability", OPT_STRING, "normal", 0, 0, 0,
                       "normal (survives kill -9) or full (fsync per commit: power loss)"},
+    [O_FORGET_WORKERS_S] = {"forget-workers-s", OPT_INT, NULL, 86400, 1, 10LL * 365 * 86400,
+                            "gone workers leave GET /api/v1/workers after this many seconds"},
 };
 
 static void usage(FILE *out)
@@ -136,7 +149,9 @@ int main(int argc, char **argv)
     }
     static Stats stats;
     /* Workers heartbeat several times per lease, so one lost packet is no loss. */
-    EngineConfig ecfg = {.lease_ms = lease_ms, .heartbeat_ms = lease_ms / 6};
+    EngineConfig ecfg = {.lease_ms = lease_ms,
+                         .heartbeat_ms = lease_ms / 6,
+                         .forget_workers_ms = options[O_FORGET_WORKERS_S].ival * 1000};
     Engine *engine = engine_new(store, core, &ecfg, &stats);
     if (engine == NULL) {
         fprintf(stderr, "rungd: cannot start the proposer thread\n");

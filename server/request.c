@@ -82,11 +82,48 @@ int request_report_parse(json_t *body, ReportRequest *out, RungError *err)
     return 0;
 }
 
+/* ---- warnings (finish and heartbeat) ---- */
+
+/* A trial's warnings object (request.h, REQUEST_WARNINGS); field is its
+ * path for errors ("warnings", "warnings.17"). */
+static int check_warnings(const json_t *w, const char *field, RungError *err)
+{
+    static const char *const keys[] = {"count", "last", NULL};
+    static const char *const item_keys[] = {"line", "why", NULL};
+    if (!json_is_object(w))
+        return rung_error_set(err, A, field, "%s: must be an object {\"count\", \"last\"}", field);
+    int64_t count;
+    if (jsonv_only_keys(w, field, keys, A, err) ||
+        jsonv_int(w, field, "count", JSONV_REQUIRED, 0, REQUEST_MAX_STEP, &count, A, err))
+        return err->code;
+    json_t *last = json_object_get(w, "last");
+    char path[RUNG_FIELD_MAX];
+    snprintf(path, sizeof path, "%s.last", field);
+    if (!json_is_array(last) || json_array_size(last) > REQUEST_MAX_WARN_LAST)
+        return rung_error_set(err, A, path, "%s: must be an array of at most %d lines", path,
+                              REQUEST_MAX_WARN_LAST);
+    size_t i;
+    json_t *item;
+    json_array_foreach(last, i, item) {
+        char at[RUNG_FIELD_MAX + 24];
+        snprintf(at, sizeof at, "%s[%zu]", path, i);
+        const char *line, *why;
+        if (!json_is_object(item))
+            return rung_error_set(err, A, at, "%s: must be an object {\"line\", \"why\"}", at);
+        if (jsonv_only_keys(item, at, item_keys, A, err) ||
+            jsonv_string(item, at, "line", JSONV_REQUIRED, REQUEST_MAX_WARN_LINE, &line, A, err) ||
+            jsonv_string(item, at, "why", JSONV_REQUIRED, REQUEST_MAX_WARN_WHY, &why, A, err))
+            return err->code;
+    }
+    return 0;
+}
+
 /* ---- finish ---- */
 
 int request_finish_parse(json_t *body, FinishRequest *out, RungError *err)
 {
-    static const char *const allowed[] = {"lease_token", "status", "error", "log", NULL};
+    static const char *const allowed[] = {"lease_token", "status",   "error",
+                                          "log",         "warnings", NULL};
     memset(out, 0, sizeof *out);
     const char *status;
     if (body_object(body, allowed, err) ||
@@ -120,6 +157,10 @@ int request_finish_parse(json_t *body, FinishRequest *out, RungError *err)
         out->error = json_string_value(ev);
     }
     out->log = lv != NULL ? json_string_value(lv) : NULL;
+    json_t *wv = member(body, "warnings");
+    if (wv != NULL && check_warnings(wv, "warnings", err))
+        goto fail;
+    out->warnings = wv;
     return 0;
 fail:
     memset(out, 0, sizeof *out);
@@ -130,7 +171,7 @@ fail:
 
 int request_register_parse(json_t *body, RegisterRequest *out, RungError *err)
 {
-    static const char *const allowed[] = {"name", "hostname", "gpus", "cpus", NULL};
+    static const char *const allowed[] = {"name", "hostname", "gpus", "cpus", "labels", NULL};
     memset(out, 0, sizeof *out);
     out->hostname = "";
     if (body_object(body, allowed, err) ||
@@ -157,6 +198,32 @@ int request_register_parse(json_t *body, RegisterRequest *out, RungError *err)
             }
         }
     }
+    json_t *labels = member(body, "labels");
+    if (labels != NULL) {
+        if (!json_is_object(labels) || json_object_size(labels) > REQUEST_MAX_LABELS) {
+            rung_error_set(err, A, "labels", "labels: must be an object of at most %d labels",
+                           REQUEST_MAX_LABELS);
+            goto fail;
+        }
+        const char *key;
+        json_t *v;
+        json_object_foreach(labels, key, v) {
+            char field[RUNG_FIELD_MAX];
+            jsonv_path(field, sizeof field, "labels", key);
+            if (!request_label_key_ok(key)) {
+                rung_error_set(err, A, field,
+                               "%s: a label's key is 1 to %d characters of A-Z a-z 0-9 _ . - /",
+                               field, SPEC_MAX_LABEL_KEY);
+                goto fail;
+            }
+            if (!json_is_string(v) || json_string_length(v) > SPEC_MAX_LABEL_VALUE) {
+                rung_error_set(err, A, field, "%s: must be a string of at most %d bytes", field,
+                               SPEC_MAX_LABEL_VALUE);
+                goto fail;
+            }
+        }
+    }
+    out->labels = labels;
     out->gpus = gpus;
     out->label = out->name ? out->name : (out->hostname[0] ? out->hostname : "worker");
     return 0;
@@ -165,11 +232,45 @@ fail:
     return err->code;
 }
 
+/* The lease's "trainables": the types the worker runs, as a mask (kept as
+ * it is when absent). */
+static int parse_trainables(const json_t *v, unsigned *mask, RungError *err)
+{
+    static const char *const names[] = {[SPEC_TRAINABLE_EXTERNAL] = "external",
+                                        [SPEC_TRAINABLE_COMMAND] = "command",
+                                        [SPEC_TRAINABLE_BUILTIN] = "builtin"};
+    if (v == NULL)
+        return 0;
+    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > 3)
+        return rung_error_set(err, A, "trainables",
+                              "trainables: must be a non-empty array of command, builtin, "
+                              "external");
+    *mask = 0;
+    size_t i;
+    json_t *t;
+    json_array_foreach(v, i, t) {
+        char field[32];
+        item_field(field, sizeof field, "trainables", i);
+        unsigned bit = 0;
+        for (int k = 0; k < 3 && json_is_string(t); k++)
+            if (strcmp(json_string_value(t), names[k]) == 0)
+                bit = SPEC_TRAINABLE_BIT(k);
+        if (bit == 0 || (*mask & bit) != 0)
+            return rung_error_set(err, A, field,
+                                  "%s: must be command, builtin or external, each once", field);
+        *mask |= bit;
+    }
+    return 0;
+}
+
 int request_lease_parse(json_t *body, int64_t default_cpus, LeaseRequest *out, RungError *err)
 {
-    static const char *const allowed[] = {"gpus", "cpus", "wait_s", NULL};
+    static const char *const allowed[] = {"gpus", "cpus", "wait_s", "trainables", NULL};
     memset(out, 0, sizeof *out);
     out->offer.cpus = default_cpus;
+    out->offer.trainables = SPEC_TRAINABLE_BIT(SPEC_TRAINABLE_EXTERNAL) |
+                            SPEC_TRAINABLE_BIT(SPEC_TRAINABLE_COMMAND) |
+                            SPEC_TRAINABLE_BIT(SPEC_TRAINABLE_BUILTIN);
     if (body_object(body, allowed, err) ||
         jsonv_int(body, "", "cpus", JSONV_OPTIONAL, 0, SPEC_MAX_CPUS, &out->offer.cpus, A, err) ||
         jsonv_number(body, "", "wait_s", JSONV_OPTIONAL, &out->wait_s, A, err))
@@ -180,6 +281,8 @@ int request_lease_parse(json_t *body, int64_t default_cpus, LeaseRequest *out, R
     }
     if (out->wait_s > REQUEST_LONG_POLL_MAX_S)
         out->wait_s = REQUEST_LONG_POLL_MAX_S; /* docs/api.md, "Long polls": at most 30 s */
+    if (parse_trainables(member(body, "trainables"), &out->offer.trainables, err))
+        goto fail;
     json_t *gpus = member(body, "gpus");
     if (gpus == NULL)
         return 0;
@@ -253,9 +356,9 @@ static bool trial_id_key(const char *key, int64_t *id)
 
 int request_heartbeat_parse(json_t *body, HeartbeatRequest *out, RungError *err)
 {
-    static const char *const allowed[] = {"trials", "gpus", "logs", NULL};
+    static const char *const allowed[] = {"trials", "gpus", "logs", "warnings", NULL};
     out->n_trials = 0;
-    out->gpus = out->logs = NULL;
+    out->gpus = out->logs = out->warnings = NULL;
     if (body_object(body, allowed, err) != 0)
         return err->code;
     json_t *trials = member(body, "trials");
@@ -303,8 +406,31 @@ int request_heartbeat_parse(json_t *body, HeartbeatRequest *out, RungError *err)
             }
         }
     }
+    json_t *warnings = member(body, "warnings");
+    if (warnings != NULL) {
+        if (!json_is_object(warnings)) {
+            rung_error_set(err, A, "warnings",
+                           "warnings: must be an object of trial id: warnings object");
+            goto fail;
+        }
+        const char *key;
+        json_t *v;
+        json_object_foreach(warnings, key, v) {
+            int64_t id;
+            char field[64];
+            int len = (int)jsonv_utf8_cut(key, strlen(key), 40);
+            snprintf(field, sizeof field, "warnings.%.*s", len, key);
+            if (!trial_id_key(key, &id)) {
+                rung_error_set(err, A, field, "warnings: keys are trial ids");
+                goto fail;
+            }
+            if (check_warnings(v, field, err))
+                goto fail;
+        }
+    }
     out->gpus = gpus;
     out->logs = logs;
+    out->warnings = warnings;
     return 0;
 fail:
     out->n_trials = 0; /* the ids array itself is 8 KiB: not cleared */
@@ -324,4 +450,33 @@ bool request_heartbeat_log(const HeartbeatRequest *hb, void **iter, int64_t *tri
         return false;
     *text = json_string_value(json_object_iter_value(*iter));
     return *text != NULL;
+}
+
+bool request_heartbeat_warnings(const HeartbeatRequest *hb, void **iter, int64_t *trial_id,
+                                json_t **warnings)
+{
+    if (hb->warnings == NULL)
+        return false;
+    *iter = *iter == NULL ? json_object_iter(hb->warnings)
+                          : json_object_iter_next(hb->warnings, *iter);
+    if (*iter == NULL)
+        return false;
+    if (!trial_id_key(json_object_iter_key(*iter), trial_id)) /* checked by the parser */
+        return false;
+    *warnings = json_object_iter_value(*iter);
+    return true;
+}
+
+bool request_label_key_ok(const char *key)
+{
+    size_t n = strlen(key);
+    if (n == 0 || n > SPEC_MAX_LABEL_KEY)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = key[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-' || c == '/'))
+            return false;
+    }
+    return true;
 }

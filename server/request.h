@@ -31,6 +31,17 @@
 #define REQUEST_MAX_GPUS_JSON 64     /* GPUs a worker may describe */
 #define REQUEST_LONG_POLL_MAX_S 30   /* docs/api.md, "Long polls": a lease waits at most 30 s */
 #define REQUEST_MAX_TRIAL_IDS 1024   /* trials one heartbeat may list */
+#define REQUEST_MAX_LABELS 64        /* labels of a worker */
+#define REQUEST_MAX_WARN_LAST 5      /* invalid lines a warnings object quotes */
+#define REQUEST_MAX_WARN_LINE 512    /* bytes of one quoted line */
+#define REQUEST_MAX_WARN_WHY 256     /* bytes of why it was refused */
+
+/* A trial's warnings, in the finish body and per trial in the heartbeat:
+ * {"count": 3, "last": [{"line": "@rung {oops", "why": "not JSON ..."}]}
+ * count: integer 0..2^53; last: 0..REQUEST_MAX_WARN_LAST objects with
+ * exactly "line" (string, at most REQUEST_MAX_WARN_LINE bytes) and "why"
+ * (string, at most REQUEST_MAX_WARN_WHY bytes), oldest first. The parsed
+ * value is the body's object itself (borrowed), stored as it is. */
 
 /* POST /api/v1/trials/{id}/report:
  * {"lease_token": "...", "step": 3, "metrics": {"loss": 0.4, "acc": "NaN"}} */
@@ -53,6 +64,7 @@ typedef struct FinishRequest {
     bool completed;          /* status "completed"; false for "failed" */
     const char *error;       /* NULL when absent or null; at most CORE_MAX_ERROR bytes */
     const char *log;         /* the log's last lines; NULL when absent or null */
+    json_t *warnings;        /* the trial's invalid @rung lines (REQUEST_WARNINGS), or NULL */
 } FinishRequest;
 int request_finish_parse(json_t *body, FinishRequest *out, RungError *err);
 
@@ -66,10 +78,16 @@ typedef struct RegisterRequest {
     json_t *gpus;         /* an array of 0..REQUEST_MAX_GPUS_JSON objects, or NULL when
                              absent or null (the worker has none) */
     int64_t cpus;         /* 0..SPEC_MAX_CPUS; 0 when absent */
+    json_t *labels;       /* {"key": "value"}: 0..REQUEST_MAX_LABELS entries, keys 1..
+                             SPEC_MAX_LABEL_KEY bytes of [A-Za-z0-9_.-/], values strings of
+                             0..SPEC_MAX_LABEL_VALUE bytes; NULL when absent or null */
 } RegisterRequest;
 int request_register_parse(json_t *body, RegisterRequest *out, RungError *err);
 
-/* POST /api/v1/workers/{id}/lease: {"gpus": [0, 1], "cpus": 4, "wait_s": 10} */
+/* POST /api/v1/workers/{id}/lease:
+ * {"gpus": [0, 1], "cpus": 4, "wait_s": 10, "trainables": ["command", "builtin"]}
+ * trainables: the trainable types this worker runs (offer.trainables, a
+ * mask of SPEC_TRAINABLE_BIT); absent or null: every type. */
 typedef struct LeaseRequest {
     LeaseOffer offer; /* gpus: 0..CORE_MAX_LEASE_GPUS indices >= 0, in the body's order;
                          cpus: 0..SPEC_MAX_CPUS, default_cpus when absent or null */
@@ -89,9 +107,11 @@ int request_lease_check_gpus(const LeaseOffer *offer, const json_t *registered, 
 typedef struct HeartbeatRequest {
     int64_t trials[REQUEST_MAX_TRIAL_IDS]; /* the trial ids, in the body's order */
     int64_t n_trials;
-    json_t *gpus; /* an array (any items), or NULL when absent or null */
-    json_t *logs; /* an object of trial id (decimal digits) to text, or NULL when
-                     absent or null; read it with request_heartbeat_log */
+    json_t *gpus;     /* an array (any items), or NULL when absent or null */
+    json_t *logs;     /* an object of trial id (decimal digits) to text, or NULL when
+                         absent or null; read it with request_heartbeat_log */
+    json_t *warnings; /* an object of trial id (decimal digits) to a warnings
+                         object, or NULL; read it with request_heartbeat_warnings */
 } HeartbeatRequest;
 int request_heartbeat_parse(json_t *body, HeartbeatRequest *out, RungError *err);
 
@@ -100,5 +120,12 @@ int request_heartbeat_parse(json_t *body, HeartbeatRequest *out, RungError *err)
  * returns false when there are no more. */
 bool request_heartbeat_log(const HeartbeatRequest *hb, void **iter, int64_t *trial_id,
                            const char **text);
+/* Whether key is a label's key: 1..SPEC_MAX_LABEL_KEY bytes of
+ * [A-Za-z0-9_.-/] (worker labels, the spec's worker_selector). */
+bool request_label_key_ok(const char *key);
+
+/* The same for the heartbeat's warnings objects. */
+bool request_heartbeat_warnings(const HeartbeatRequest *hb, void **iter, int64_t *trial_id,
+                                json_t **warnings);
 
 #endif

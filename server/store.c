@@ -47,30 +47,34 @@ static const char *const sql_text[ST__COUNT] = {
     [ST_RELEASE] = "RELEASE request",
     [ST_ROLLBACK_TO] = "ROLLBACK TO request",
     [ST_EXP_INSERT] = "INSERT INTO experiments (id, name, spec, seed, state, total_trials, "
-                      "created_at, ended_at, summary) VALUES (:id, :name, :spec, :seed, :state, "
-                      ":total, :created_at, :ended_at, :summary)",
+                      "created_at, ended_at, summary, error, ended_reason, health) VALUES (:id, "
+                      ":name, :spec, :seed, :state, :total, :created_at, :ended_at, :summary, "
+                      ":error, :ended_reason, :health)",
     [ST_EXP_UPDATE] = "UPDATE experiments SET state = :state, ended_at = :ended_at, "
-                      "summary = :summary WHERE id = :id",
+                      "summary = :summary, error = :error, ended_reason = :ended_reason, "
+                      "health = :health, spec = :spec, total_trials = :total WHERE id = :id",
     [ST_TRIAL_INSERT] =
         "INSERT INTO trials (id, experiment_id, number, state, config, attempt, worker_id, "
         "lease_token, resources, stop_requested, error, created_at, started_at, ended_at, "
-        "rung, queue_pos, step, last_metrics, best_value, best_step, log_tail) VALUES (:id, :exp, "
-        ":number, :state, :config, :attempt, :worker, :token, :resources, :stop, :error, "
-        ":created_at, :started_at, :ended_at, :rung, :queue_pos, :step, :last, :best_value, "
-        ":best_step, :log_tail)",
+        "rung, queue_pos, step, last_metrics, best_value, best_step, log_tail, stopped_by, "
+        "stop_kind, user_paused, warnings) VALUES (:id, :exp, :number, :state, :config, "
+        ":attempt, :worker, :token, :resources, :stop, :error, :created_at, :started_at, "
+        ":ended_at, :rung, :queue_pos, :step, :last, :best_value, :best_step, :log_tail, "
+        ":stopped_by, :stop_kind, :user_paused, :warnings)",
     [ST_TRIAL_UPDATE] =
         "UPDATE trials SET state = :state, attempt = :attempt, worker_id = :worker, "
         "lease_token = :token, resources = :resources, stop_requested = :stop, error = :error, "
         "started_at = :started_at, ended_at = :ended_at, rung = :rung, queue_pos = :queue_pos, "
         "step = :step, last_metrics = :last, best_value = :best_value, best_step = :best_step, "
-        "log_tail = :log_tail WHERE id = :id",
+        "log_tail = :log_tail, stopped_by = :stopped_by, stop_kind = :stop_kind, "
+        "user_paused = :user_paused, warnings = :warnings WHERE id = :id",
     [ST_REPORT_INSERT] = "INSERT INTO reports (trial_id, attempt, step, time, metrics, action) "
                          "VALUES (:trial, :attempt, :step, :time, :metrics, :action)",
     [ST_WORKER_INSERT] = "INSERT INTO workers (id, name, hostname, gpus, cpus, registered_at, "
-                         "last_seen_at, heartbeat) VALUES (:id, :name, :hostname, :gpus, :cpus, "
-                         ":registered_at, :last_seen_at, :heartbeat)",
+                         "last_seen_at, heartbeat, labels) VALUES (:id, :name, :hostname, :gpus, "
+                         ":cpus, :registered_at, :last_seen_at, :heartbeat, :labels)",
     [ST_WORKER_UPDATE] = "UPDATE workers SET last_seen_at = :last_seen_at, heartbeat = "
-                         ":heartbeat WHERE id = :id",
+                         ":heartbeat, labels = :labels WHERE id = :id",
     [ST_REPORTS_OF] = "SELECT step, time, metrics FROM reports WHERE trial_id = :trial AND "
                       "attempt = :attempt AND step > :after ORDER BY step LIMIT :limit",
 };
@@ -348,11 +352,16 @@ static int write_exp(Store *s, Experiment *e, RungError *err)
                                       : json_null());
     bind_json(st, ":summary", summary);
     json_decref(summary);
+    bind_text(st, ":error", e->error);
+    bind_text(st, ":ended_reason", end_reason_name(e->ended_reason));
+    json_t *health = core_health_json(e);
+    bind_json(st, ":health", health);
+    json_decref(health);
+    bind_json(st, ":spec", e->spec.json); /* PATCH changes it */
+    bind_int(st, ":total", e->spec.total_trials);
     if (!e->stored) {
         bind_text(st, ":name", e->spec.name);
-        bind_json(st, ":spec", e->spec.json);
         bind_int(st, ":seed", (int64_t)e->spec.searcher.seed);
-        bind_int(st, ":total", e->spec.total_trials);
         bind_int(st, ":created_at", e->created_at);
     }
     if (run(s, st, err, "write experiment"))
@@ -370,7 +379,12 @@ static int write_trial(Store *s, Trial *t, RungError *err)
     bind_int_or_null(st, ":worker", t->worker_id);
     bind_text(st, ":token", t->lease_token[0] ? t->lease_token : NULL);
     bind_json(st, ":resources", t->resources);
-    bind_int(st, ":stop", t->stop_requested);
+    bind_int(st, ":stop", t->stop_kind != STOP_NONE);
+    bind_text(st, ":stop_kind", stop_kind_name((StopKind)t->stop_kind));
+    bind_text(st, ":stopped_by",
+              t->state == TRIAL_STOPPED ? stopped_by_name((StoppedBy)t->stopped_by) : NULL);
+    bind_int(st, ":user_paused", t->state == TRIAL_PAUSED && t->user_paused);
+    bind_json(st, ":warnings", t->warnings);
     bind_text(st, ":error", t->error);
     bind_int_or_null(st, ":started_at", t->started_at);
     bind_int_or_null(st, ":ended_at", t->ended_at);
@@ -410,6 +424,7 @@ static int write_worker(Store *s, Worker *w, RungError *err)
     bind_int(st, ":id", w->id);
     bind_int(st, ":last_seen_at", w->last_seen_at);
     bind_json(st, ":heartbeat", w->heartbeat);
+    bind_json(st, ":labels", w->labels);
     if (!w->stored) {
         bind_text(st, ":name", w->name);
         bind_text(st, ":hostname", w->hostname);
@@ -479,8 +494,8 @@ static int load_experiments(Store *s, Core *core, const char *where, int64_t id_
 {
     char sql[512];
     snprintf(sql, sizeof sql,
-             "SELECT id, spec, seed, state, created_at, ended_at FROM experiments WHERE %s "
-             "ORDER BY id",
+             "SELECT id, spec, seed, state, created_at, ended_at, ended_reason, error, health "
+             "FROM experiments WHERE %s ORDER BY id",
              where);
     sqlite3_stmt *st;
     if (prepare(s, sql, &st, err, "load experiments"))
@@ -503,8 +518,12 @@ static int load_experiments(Store *s, Core *core, const char *where, int64_t id_
                                   (long long)id, why.message);
         }
         json_decref(spec_json);
-        core_load_experiment(core, id, &spec, state, sqlite3_column_int64(st, 4),
-                             sqlite3_column_int64(st, 5));
+        Experiment *e = core_load_experiment(core, id, &spec, state, sqlite3_column_int64(st, 4),
+                                             sqlite3_column_int64(st, 5));
+        json_t *health = column_json(st, 8);
+        core_load_experiment_ended(e, end_reason_parse((const char *)sqlite3_column_text(st, 6)),
+                                   (const char *)sqlite3_column_text(st, 7), health);
+        json_decref(health);
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : db_error(s, err, "load experiments");
@@ -515,8 +534,8 @@ static int load_trials(Store *s, Core *core, Experiment *e, RungError *err)
     sqlite3_stmt *st;
     const char *sql = "SELECT id, experiment_id, number, state, config, attempt, worker_id, "
                       "lease_token, resources, stop_requested, error, created_at, started_at, "
-                      "ended_at, rung, queue_pos, log_tail FROM trials WHERE experiment_id = ? "
-                      "ORDER BY number";
+                      "ended_at, rung, queue_pos, log_tail, stop_kind, stopped_by, user_paused, "
+                      "warnings FROM trials WHERE experiment_id = ? ORDER BY number";
     if (prepare(s, sql, &st, err, "load trials"))
         return err->code;
     sqlite3_bind_int64(st, 1, e->id);
@@ -530,18 +549,24 @@ static int load_trials(Store *s, Core *core, Experiment *e, RungError *err)
             return rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: trial %lld is corrupt",
                                   (long long)sqlite3_column_int64(st, 0));
         }
-        Trial *t =
-            core_load_trial(core, e, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 2),
-                            state, config, sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6),
-                            (const char *)sqlite3_column_text(st, 7), column_json(st, 8),
-                            sqlite3_column_int(st, 9) != 0,
-                            (const char *)sqlite3_column_text(st, 10), sqlite3_column_int64(st, 11),
-                            sqlite3_column_int64(st, 12), sqlite3_column_int64(st, 13));
+        Trial *t = core_load_trial(
+            core, e, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 2), state, config,
+            sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6),
+            (const char *)sqlite3_column_text(st, 7), column_json(st, 8),
+            sqlite3_column_int(st, 9) == 0
+                ? STOP_NONE
+                : (sqlite3_column_type(st, 17) == SQLITE_NULL
+                       ? STOP_CANCEL /* the only kind before schema 005 */
+                       : stop_kind_parse((const char *)sqlite3_column_text(st, 17))),
+            (const char *)sqlite3_column_text(st, 10), sqlite3_column_int64(st, 11),
+            sqlite3_column_int64(st, 12), sqlite3_column_int64(st, 13));
         core_load_rung(t, sqlite3_column_double(st, 14)); /* NULL reads as 0: none */
         if (state == TRIAL_PENDING && sqlite3_column_type(st, 15) != SQLITE_NULL)
             core_load_queue_pos(t, sqlite3_column_int64(st, 15));
         if (sqlite3_column_type(st, 16) != SQLITE_NULL)
             core_trial_set_log(NULL, t, (const char *)sqlite3_column_text(st, 16));
+        core_load_trial_control(t, stopped_by_parse((const char *)sqlite3_column_text(st, 18)),
+                                sqlite3_column_int(st, 19) != 0, column_json(st, 20));
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : db_error(s, err, "load trials");
@@ -579,8 +604,8 @@ static int load_workers(Store *s, Core *core, const char *where, int64_t arg, Ru
 {
     char sql[512];
     snprintf(sql, sizeof sql,
-             "SELECT id, name, hostname, gpus, cpus, registered_at, last_seen_at, heartbeat "
-             "FROM workers WHERE %s ORDER BY id",
+             "SELECT id, name, hostname, gpus, cpus, registered_at, last_seen_at, heartbeat, "
+             "labels FROM workers WHERE %s ORDER BY id",
              where);
     sqlite3_stmt *st;
     if (prepare(s, sql, &st, err, "load workers"))
@@ -591,11 +616,13 @@ static int load_workers(Store *s, Core *core, const char *where, int64_t arg, Ru
         if (core_worker(core, sqlite3_column_int64(st, 0)) != NULL)
             continue;
         json_t *gpus = column_json(st, 3);
-        core_load_worker(core, sqlite3_column_int64(st, 0),
-                         (const char *)sqlite3_column_text(st, 1),
-                         (const char *)sqlite3_column_text(st, 2), gpus ? gpus : json_array(),
-                         sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5),
-                         sqlite3_column_int64(st, 6), column_json(st, 7));
+        Worker *w = core_load_worker(core, sqlite3_column_int64(st, 0),
+                                     (const char *)sqlite3_column_text(st, 1),
+                                     (const char *)sqlite3_column_text(st, 2),
+                                     gpus ? gpus : json_array(), sqlite3_column_int64(st, 4),
+                                     sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6),
+                                     column_json(st, 7));
+        w->labels = column_json(st, 8);
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : db_error(s, err, "load workers");
@@ -604,7 +631,7 @@ static int load_workers(Store *s, Core *core, const char *where, int64_t arg, Ru
 /* Counts of the whole store and the highest ids, for the core's totals. */
 static int load_totals(Store *s, Core *core, RungError *err)
 {
-    int64_t tc[TRIAL__COUNT] = {0}, ec[3] = {0}, max[3] = {0, 0, 0};
+    int64_t tc[TRIAL__COUNT] = {0}, ec[EXP__COUNT] = {0}, max[3] = {0, 0, 0};
     sqlite3_stmt *st;
     if (prepare(s, "SELECT state, count(*) FROM trials GROUP BY state", &st, err, "counts"))
         return err->code;
@@ -669,8 +696,8 @@ int store_load(Store *s, Core *core, int64_t now, RungError *err)
 {
     if (load_totals(s, core, err) ||
         load_experiments(s, core,
-                         "state = 'running' OR id IN (SELECT experiment_id FROM trials "
-                         "WHERE state = 'running')",
+                         "state IN ('running', 'paused') OR id IN (SELECT experiment_id "
+                         "FROM trials WHERE state = 'running')",
                          0, err) ||
         load_workers(s, core,
                      "last_seen_at >= ? OR id IN (SELECT worker_id FROM trials "
@@ -692,6 +719,78 @@ int store_reload_experiment(Store *s, Core *core, int64_t id, int64_t now, RungE
     if (load_trials(s, core, e, err) || load_reports(s, core, e, err))
         return err->code;
     core_load_experiment_done(core, e, now);
+    return 0;
+}
+
+int store_revive_experiment(Store *s, Core *core, int64_t id, int64_t now, RungError *err)
+{
+    if (load_experiments(s, core, "id = ?", id, err))
+        return err->code;
+    Experiment *e = core_experiment(core, id);
+    if (e == NULL)
+        return rung_error_set(err, RUNG_E_NOT_FOUND, NULL, "experiment %lld not found",
+                              (long long)id);
+    if (load_trials(s, core, e, err) || load_reports(s, core, e, err))
+        return err->code;
+    core_load_revived(core, e, now);
+    return 0;
+}
+
+int store_readd_failed(Store *s, Core *core, Experiment *e, RungError *err)
+{
+    sqlite3_stmt *st;
+    const char *sql = "SELECT id, number, config, attempt, worker_id, error, created_at, "
+                      "started_at, ended_at FROM trials WHERE experiment_id = ? AND "
+                      "state = 'failed' ORDER BY number";
+    if (prepare(s, sql, &st, err, "failed trials"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, e->id);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (core_trial(core, sqlite3_column_int64(st, 0)) != NULL)
+            continue; /* still in memory */
+        json_t *config = column_json(st, 2);
+        if (config == NULL)
+            continue;
+        core_readd_trial(core, e, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                         TRIAL_FAILED, config, sqlite3_column_int64(st, 3),
+                         sqlite3_column_int64(st, 4), (const char *)sqlite3_column_text(st, 5),
+                         sqlite3_column_int64(st, 6), sqlite3_column_int64(st, 7),
+                         sqlite3_column_int64(st, 8));
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : db_error(s, err, "failed trials");
+}
+
+int store_delete_experiment(Store *s, int64_t id, int64_t trial_counts[TRIAL__COUNT],
+                            RungError *err)
+{
+    memset(trial_counts, 0, sizeof(int64_t) * TRIAL__COUNT);
+    sqlite3_stmt *st;
+    if (prepare(s, "SELECT state, count(*) FROM trials WHERE experiment_id = ? GROUP BY state", &st,
+                err, "delete"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, id);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        TrialState ts;
+        if (trial_state_parse((const char *)sqlite3_column_text(st, 0), &ts) == 0)
+            trial_counts[ts] = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    static const char *const sql[] = {
+        "DELETE FROM reports WHERE trial_id IN (SELECT id FROM trials WHERE experiment_id = ?)",
+        "DELETE FROM trials WHERE experiment_id = ?",
+        "DELETE FROM experiments WHERE id = ?",
+    };
+    for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++) {
+        if (prepare(s, sql[i], &st, err, "delete"))
+            return err->code;
+        sqlite3_bind_int64(st, 1, id);
+        int rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        if (rc != SQLITE_DONE)
+            return db_error(s, err, "delete");
+    }
     return 0;
 }
 

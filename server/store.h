@@ -39,6 +39,17 @@ int store_load(Store *store, Core *core, int64_t now, RungError *err);
 int store_reload_experiment(Store *store, Core *core, int64_t id, int64_t now, RungError *err);
 int store_reload_worker(Store *store, Core *core, int64_t id, RungError *err);
 
+/* Reads an ended experiment that left memory back in, with all its trials,
+ * to run again (retry-failed, PATCH num_samples). RUNG_E_NOT_FOUND when
+ * the store has none. */
+int store_revive_experiment(Store *store, Core *core, int64_t id, int64_t now, RungError *err);
+/* Puts e's failed trials that left memory back in (core_readd_trial). */
+int store_readd_failed(Store *store, Core *core, Experiment *e, RungError *err);
+/* Deletes an experiment with its trials and their reports; trial_counts
+ * gets how many trials it had by state. Inside the batch's transaction. */
+int store_delete_experiment(Store *store, int64_t id, int64_t trial_counts[TRIAL__COUNT],
+                            RungError *err);
+
 /* Savepoints inside the batch's transaction: one per request that writes,
  * so that a write the store refuses is undone alone. */
 int store_savepoint(Store *store, RungError *err);

@@ -90,8 +90,7 @@ static void summary_from_trials(Store *s, int64_t id, const json_t *spec, Experi
     }
 }
 
-/* The experiment of the current row of st: id, spec, state, created_at,
- * ended_at, total_trials, summary. */
+/* The experiment of the current row of st: EXP_COLUMNS. */
 static json_t *experiment_of_row(Store *s, sqlite3_stmt *st)
 {
     ExperimentView v = {.id = sqlite3_column_int64(st, 0)};
@@ -103,6 +102,8 @@ static json_t *experiment_of_row(Store *s, sqlite3_stmt *st)
     v.created_at = sqlite3_column_int64(st, 3);
     v.ended_at = sqlite3_column_int64(st, 4);
     v.total_trials = sqlite3_column_int64(st, 5);
+    v.ended_reason = end_reason_parse((const char *)sqlite3_column_text(st, 7));
+    v.error = (const char *)sqlite3_column_text(st, 8);
     json_t *summary = column_json(st, 6);
     if (summary != NULL) {
         json_t *counts = json_object_get(summary, "counts");
@@ -125,7 +126,8 @@ static json_t *experiment_of_row(Store *s, sqlite3_stmt *st)
     return o;
 }
 
-#define EXP_COLUMNS "id, spec, state, created_at, ended_at, total_trials, summary"
+#define EXP_COLUMNS                                                                                \
+    "id, spec, state, created_at, ended_at, total_trials, summary, ended_reason, error"
 
 int store_read_experiment(Store *s, int64_t id, json_t **out, RungError *err)
 {
@@ -188,7 +190,8 @@ int store_read_experiments(Store *s, int64_t limit, int64_t offset, json_t **ite
 
 #define TRIAL_COLUMNS                                                                              \
     "id, experiment_id, number, state, config, attempt, worker_id, step, last_metrics, "           \
-    "best_value, best_step, error, rung, log_tail, created_at, started_at, ended_at"
+    "best_value, best_step, error, rung, log_tail, created_at, started_at, ended_at, stopped_by, " \
+    "user_paused, warnings"
 
 static json_t *trial_of_row(sqlite3_stmt *st, const AshaParams *sched)
 {
@@ -208,10 +211,14 @@ static json_t *trial_of_row(sqlite3_stmt *st, const AshaParams *sched)
                    .log_tail = (const char *)sqlite3_column_text(st, 13),
                    .created_at = sqlite3_column_int64(st, 14),
                    .started_at = sqlite3_column_int64(st, 15),
-                   .ended_at = sqlite3_column_int64(st, 16)};
+                   .ended_at = sqlite3_column_int64(st, 16),
+                   .stopped_by = stopped_by_parse((const char *)sqlite3_column_text(st, 17)),
+                   .user_paused = sqlite3_column_int(st, 18) != 0};
     trial_state_parse((const char *)sqlite3_column_text(st, 3), &v.state);
     json_t *config = column_json(st, 4);
     json_t *last = column_json(st, 8);
+    json_t *warnings = column_json(st, 19);
+    v.warnings = warnings;
     v.config = config ? config : json_object();
     v.last = last;
     if (sched != NULL && (sched->type == ASHA_ASHA || sched->type == ASHA_HYPERBAND))
@@ -219,6 +226,7 @@ static json_t *trial_of_row(sqlite3_stmt *st, const AshaParams *sched)
     json_t *o = view_trial(&v);
     json_decref((json_t *)v.config);
     json_decref(last);
+    json_decref(warnings);
     return o;
 }
 
@@ -518,19 +526,24 @@ int store_read_curves(Store *s, int64_t exp_id, const char *metric, int64_t from
 
 /* ---- workers ---- */
 
-int store_read_workers(Store *s, int64_t limit, int64_t offset, json_t **items, int64_t *total,
-                       RungError *err)
+#define WORKERS_SHOWN                                                                              \
+    " FROM workers WHERE last_seen_at >= ?1 OR id IN (SELECT worker_id FROM trials WHERE "         \
+    "state = 'running') "
+
+int store_read_workers(Store *s, int64_t seen_since, int64_t limit, int64_t offset, json_t **items,
+                       int64_t *total, RungError *err)
 {
-    if (count(s, "SELECT count(*) FROM workers", 0, 0, total, err))
+    if (count(s, "SELECT count(*)" WORKERS_SHOWN, seen_since, 0, total, err))
         return err->code;
     sqlite3_stmt *st;
     if (prepare(s,
-                "SELECT id, name, hostname, gpus, cpus, registered_at, last_seen_at, heartbeat "
-                "FROM workers ORDER BY id LIMIT ? OFFSET ?",
+                "SELECT id, name, hostname, gpus, cpus, registered_at, last_seen_at, heartbeat, "
+                "labels" WORKERS_SHOWN "ORDER BY id LIMIT ?2 OFFSET ?3",
                 &st, err))
         return err->code;
-    sqlite3_bind_int64(st, 1, limit);
-    sqlite3_bind_int64(st, 2, offset);
+    sqlite3_bind_int64(st, 1, seen_since);
+    sqlite3_bind_int64(st, 2, limit);
+    sqlite3_bind_int64(st, 3, offset);
     json_t *arr = json_array();
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -546,6 +559,9 @@ int store_read_workers(Store *s, int64_t limit, int64_t offset, json_t **items, 
                                         view_time(sqlite3_column_int64(st, 5)), "last_seen_at",
                                         view_time(sqlite3_column_int64(st, 6)), "heartbeat",
                                         hb ? hb : json_null()));
+        json_t *labels = column_json(st, 8);
+        json_object_set_new(json_array_get(arr, json_array_size(arr) - 1), "labels",
+                            labels ? labels : json_object());
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {

@@ -76,7 +76,9 @@ int store_read_curves(Store *s, int64_t exp_id, const char *metric, int64_t from
                       int64_t limit, FILE *out, int64_t *next, RungError *err);
 
 /* Workers by id: a page of rows as JSON objects (without the live fields). */
-int store_read_workers(Store *s, int64_t limit, int64_t offset, json_t **items, int64_t *total,
-                       RungError *err);
+/* Workers by id, those seen since seen_since (ms; 0: all) or holding a
+ * running trial. */
+int store_read_workers(Store *s, int64_t seen_since, int64_t limit, int64_t offset, json_t **items,
+                       int64_t *total, RungError *err);
 
 #endif

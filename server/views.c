@@ -48,6 +48,15 @@ json_t *view_trial(const TrialView *v)
     json_object_set_new(o, "created_at", view_time(v->created_at));
     json_object_set_new(o, "started_at", view_time(v->started_at));
     json_object_set_new(o, "ended_at", view_time(v->ended_at));
+    const char *by = v->state == TRIAL_STOPPED ? stopped_by_name(v->stopped_by) : NULL;
+    json_object_set_new(o, "stopped_by", by ? json_string(by) : json_null());
+    json_object_set_new(o, "paused_by",
+                        v->state != TRIAL_PAUSED
+                            ? json_null()
+                            : json_string(v->user_paused ? "user" : "scheduler"));
+    json_object_set_new(o, "warnings",
+                        v->warnings ? json_incref((json_t *)v->warnings)
+                                    : json_pack("{s:i, s:[]}", "count", 0, "last"));
     return o;
 }
 
@@ -56,6 +65,9 @@ json_t *view_experiment(const ExperimentView *v)
     json_t *o = json_copy((json_t *)v->spec); /* shallow: the spec's members are shared */
     json_object_set_new(o, "id", json_integer(v->id));
     json_object_set_new(o, "state", json_string(exp_state_name(v->state)));
+    const char *why = end_reason_name(v->ended_reason);
+    json_object_set_new(o, "ended_reason", why ? json_string(why) : json_null());
+    json_object_set_new(o, "error", v->error ? json_string(v->error) : json_null());
     json_object_set_new(o, "created_at", view_time(v->created_at));
     json_object_set_new(o, "ended_at", view_time(v->ended_at));
     json_object_set_new(o, "total_trials", json_integer(v->total_trials));
@@ -94,6 +106,9 @@ void view_of_trial(const Trial *t, TrialView *out)
                                       ? core_trial_bracket(t)
                                       : -1,
                        .log_tail = t->log_tail,
+                       .stopped_by = (StoppedBy)t->stopped_by,
+                       .user_paused = t->user_paused,
+                       .warnings = t->warnings,
                        .created_at = t->created_at,
                        .started_at = t->started_at,
                        .ended_at = t->ended_at};
@@ -106,7 +121,9 @@ void view_of_experiment(const Experiment *x, ExperimentView *out)
                             .state = x->state,
                             .created_at = x->created_at,
                             .ended_at = x->ended_at,
-                            .total_trials = x->spec.total_trials};
+                            .total_trials = x->spec.total_trials,
+                            .ended_reason = x->ended_reason,
+                            .error = x->error};
     for (int s = 0; s < TRIAL__COUNT; s++)
         out->counts[s] = x->counts[s];
     core_experiment_best(x, &out->best);

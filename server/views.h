@@ -27,6 +27,9 @@ typedef struct TrialView {
     int bracket;          /* -1: the scheduler has none */
     const char *log_tail; /* or NULL */
     int64_t created_at, started_at, ended_at;
+    StoppedBy stopped_by;   /* a stopped trial's */
+    bool user_paused;       /* a paused trial's */
+    const json_t *warnings; /* or NULL: none */
 } TrialView;
 
 typedef struct ExperimentView {
@@ -36,6 +39,8 @@ typedef struct ExperimentView {
     int64_t created_at, ended_at, total_trials;
     int64_t counts[TRIAL__COUNT];
     BestRef best;
+    EndReason ended_reason;
+    const char *error; /* or NULL */
 } ExperimentView;
 
 json_t *view_trial(const TrialView *v);

@@ -52,6 +52,9 @@ static LeaseOffer cpus(int64_t n)
     LeaseOffer o;
     memset(&o, 0, sizeof o);
     o.cpus = n;
+    o.trainables = SPEC_TRAINABLE_BIT(SPEC_TRAINABLE_EXTERNAL) |
+                   SPEC_TRAINABLE_BIT(SPEC_TRAINABLE_COMMAND) |
+                   SPEC_TRAINABLE_BIT(SPEC_TRAINABLE_BUILTIN);
     return o;
 }
 
