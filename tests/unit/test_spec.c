@@ -1,0 +1,559 @@
+/* Unit tests of server/spec.c's later fields (docs/api.md, "The experiment
+ * spec"): the defaults GET shows, every bound and the field each refusal
+ * names, points_to_evaluate against each kind of domain, the trainable
+ * that submission requires and the stored specs that load without one,
+ * nested objects in search_space, and spec_patch, whose refusals leave the
+ * spec as it was. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spec.h"
+
+#define HEAD "\"metric\": \"loss\", \"mode\": \"min\""
+#define SPACE "\"search_space\": {\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}"
+#define EXTERNAL "\"trainable\": {\"type\": \"external\"}"
+/* A minimal spec, with room for more top-level fields after it. */
+#define BASE HEAD ", " SPACE ", " EXTERNAL
+
+static json_t *parse(const char *text)
+{
+    json_error_t jerr;
+    json_t *j = json_loads(text, 0, &jerr);
+    if (j == NULL)
+        fail_msg("bad test JSON (%s): %s", jerr.text, text);
+    return j;
+}
+
+static json_int_t int_at(const json_t *obj, const char *key)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!json_is_integer(v))
+        fail_msg("%s: not an integer", key);
+    return json_integer_value(v);
+}
+
+/* Parses text, which must be accepted; checks that spec->json comes back the
+ * same from spec_load and spec_parse (spec.h). */
+static void accept(const char *text, Spec *spec)
+{
+    json_t *j = parse(text);
+    RungError err;
+    rung_error_clear(&err);
+    if (spec_parse(j, 5, spec, &err) != 0)
+        fail_msg("refused (%s): %s", err.message, text);
+    json_decref(j);
+    Spec again;
+    if (spec_load(spec->json, 5, &again, &err) != 0)
+        fail_msg("stored, refused (%s): %s", err.message, text);
+    assert_true(json_equal(again.json, spec->json));
+    spec_close(&again);
+    if (spec_parse(spec->json, 5, &again, &err) != 0)
+        fail_msg("submitted again, refused (%s): %s", err.message, text);
+    assert_true(json_equal(again.json, spec->json));
+    spec_close(&again);
+}
+
+/* text must be refused naming field, with a message that starts with it. */
+static void refuse(const char *text, const char *field)
+{
+    json_t *j = parse(text);
+    Spec spec;
+    RungError err;
+    rung_error_clear(&err);
+    int rc = spec_parse(j, 5, &spec, &err);
+    if (rc != RUNG_E_INVALID_SPEC)
+        fail_msg("not refused (rc %d): %s", rc, text);
+    if (strcmp(err.field, field) != 0)
+        fail_msg("field %s, want %s (%s): %s", err.field, field, err.message, text);
+    if (strncmp(err.message, field, strlen(field)) != 0)
+        fail_msg("message does not start with %s: %s", field, err.message);
+    static const Spec zero;
+    assert_memory_equal(&spec, &zero, sizeof zero);
+    json_decref(j);
+}
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    Spec spec;
+    accept("{" BASE "}", &spec);
+    assert_int_equal(spec.max_failed_trials, 5);
+    assert_false(spec.best_last);
+    assert_int_equal(spec.priority, 0);
+    assert_true(spec.share == 1);
+    assert_null(spec.worker_selector);
+    assert_null(spec.points);
+    assert_int_equal(spec.warm_start_exp, 0);
+    assert_true(spec.stop_time_budget_s == 0);
+    assert_false(spec.has_stop_threshold);
+    assert_int_equal(spec.stop_patience, 0);
+    assert_int_equal(spec.trainable, SPEC_TRAINABLE_EXTERNAL);
+    /* What GET shows. */
+    const json_t *j = spec.json;
+    assert_int_equal(int_at(j, "max_failed_trials"), 5);
+    assert_string_equal(json_string_value(json_object_get(j, "best_scope")), "all");
+    assert_int_equal(int_at(j, "priority"), 0);
+    assert_int_equal(int_at(j, "share"), 1);
+    assert_int_equal(int_at(j, "max_concurrent_trials"), 0);
+    assert_null(json_object_get(j, "worker_selector"));
+    assert_null(json_object_get(j, "points_to_evaluate"));
+    assert_null(json_object_get(j, "warm_start"));
+    assert_null(json_object_get(j, "stop"));
+    spec_close(&spec);
+
+    /* null is absent for the optional objects: not kept in the JSON. */
+    accept("{" BASE ", \"worker_selector\": null, \"points_to_evaluate\": null,"
+           " \"warm_start\": null, \"stop\": null, \"priority\": null}",
+           &spec);
+    assert_null(json_object_get(spec.json, "worker_selector"));
+    assert_null(json_object_get(spec.json, "points_to_evaluate"));
+    assert_null(json_object_get(spec.json, "warm_start"));
+    assert_null(json_object_get(spec.json, "stop"));
+    assert_int_equal(int_at(spec.json, "priority"), 0);
+    spec_close(&spec);
+}
+
+static void test_fields_given(void **state)
+{
+    (void)state;
+    Spec spec;
+    accept("{" HEAD ", \"search_space\": {\"lr\": {\"type\": \"loguniform\", \"low\": 0.001,"
+           " \"high\": 0.1}, \"b\": {\"type\": \"grid\", \"values\": [1, 2]}},"
+           " \"num_samples\": 2, \"max_failed_trials\": 0, \"best_scope\": \"last\","
+           " \"priority\": -7, \"share\": 0.25, \"worker_selector\": {\"gpu\": \"a100\","
+           " \"team/x.y-z_1\": \"\"}, \"points_to_evaluate\": [{\"lr\": 0.01}, {\"b\": 2}, {}],"
+           " \"warm_start\": {\"experiment\": 12.0}, \"stop\": {\"time_budget_s\": 3600,"
+           " \"metric_threshold\": 0.5, \"patience\": 20},"
+           " \"trainable\": {\"type\": \"builtin\"}}",
+           &spec);
+    assert_int_equal(spec.max_failed_trials, 0);
+    assert_true(spec.best_last);
+    assert_int_equal(spec.priority, -7);
+    assert_true(spec.share == 0.25);
+    assert_non_null(spec.worker_selector);
+    assert_ptr_equal(spec.worker_selector, json_object_get(spec.json, "worker_selector"));
+    assert_int_equal(json_object_size(spec.worker_selector), 2);
+    assert_ptr_equal(spec.points, json_object_get(spec.json, "points_to_evaluate"));
+    assert_int_equal(json_array_size(spec.points), 3);
+    assert_int_equal(spec.warm_start_exp, 12);
+    /* 12.0 is shown as the integer it is. */
+    assert_int_equal(int_at(json_object_get(spec.json, "warm_start"), "experiment"), 12);
+    assert_true(spec.stop_time_budget_s == 3600);
+    assert_true(spec.has_stop_threshold);
+    assert_true(spec.stop_threshold == 0.5);
+    assert_int_equal(spec.stop_patience, 20);
+    assert_int_equal(spec.trainable, SPEC_TRAINABLE_BUILTIN);
+    assert_string_equal(json_string_value(json_object_get(spec.json, "best_scope")), "last");
+    spec_close(&spec);
+
+    accept("{" HEAD ", " SPACE ", \"trainable\": {\"type\": \"command\", \"argv\": [\"run\"]},"
+           " \"worker_selector\": {}, \"points_to_evaluate\": [], \"stop\": {}}",
+           &spec);
+    assert_int_equal(spec.trainable, SPEC_TRAINABLE_COMMAND);
+    assert_null(spec.worker_selector); /* empty: every worker */
+    assert_null(spec.points);
+    assert_int_equal(spec.stop_patience, 0);
+    assert_false(spec.has_stop_threshold);
+    spec_close(&spec);
+
+    /* The bounds themselves are accepted. */
+    accept("{" BASE ", \"max_failed_trials\": 10000000, \"priority\": 1000000,"
+           " \"share\": 1000000, \"stop\": {\"time_budget_s\": 1e9, \"metric_threshold\": -3}}",
+           &spec);
+    assert_int_equal(spec.max_failed_trials, 10000000);
+    assert_int_equal(spec.priority, SPEC_MAX_PRIORITY);
+    assert_true(spec.share == SPEC_MAX_SHARE);
+    assert_true(spec.stop_threshold == -3);
+    spec_close(&spec);
+    accept("{" BASE ", \"priority\": -1000000, \"share\": 0.001}", &spec);
+    assert_int_equal(spec.priority, -SPEC_MAX_PRIORITY);
+    spec_close(&spec);
+}
+
+static void test_bounds(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *extra, *field;
+    } bad[] = {
+        {"\"max_failed_trials\": -1", "max_failed_trials"},
+        {"\"max_failed_trials\": 10000001", "max_failed_trials"},
+        {"\"max_failed_trials\": 1.5", "max_failed_trials"},
+        {"\"best_scope\": \"best\"", "best_scope"},
+        {"\"best_scope\": null", "best_scope"},
+        {"\"best_scope\": 1", "best_scope"},
+        {"\"priority\": 1000001", "priority"},
+        {"\"priority\": -1000001", "priority"},
+        {"\"priority\": \"high\"", "priority"},
+        {"\"share\": 0", "share"},
+        {"\"share\": -1", "share"},
+        {"\"share\": 1000000.5", "share"},
+        {"\"share\": \"1\"", "share"},
+        {"\"max_concurrent_trials\": 1000001", "max_concurrent_trials"},
+        {"\"worker_selector\": [\"gpu\"]", "worker_selector"},
+        {"\"worker_selector\": {\"\": \"a\"}", "worker_selector."},
+        {"\"worker_selector\": {\"a b\": \"c\"}", "worker_selector.a b"},
+        {"\"worker_selector\": {\"gpu\": 1}", "worker_selector.gpu"},
+        {"\"worker_selector\": {\"gpu\": null}", "worker_selector.gpu"},
+        {"\"points_to_evaluate\": {\"x\": 1}", "points_to_evaluate"},
+        {"\"points_to_evaluate\": [{\"x\": 0.5}, 3]", "points_to_evaluate[1]"},
+        {"\"points_to_evaluate\": [{\"y\": 0.5}]", "points_to_evaluate[0].y"},
+        {"\"points_to_evaluate\": [{\"x\": 2}]", "points_to_evaluate[0].x"},
+        {"\"points_to_evaluate\": [{\"x\": \"0.5\"}]", "points_to_evaluate[0].x"},
+        /* num_samples 1: one trial, two points. */
+        {"\"points_to_evaluate\": [{\"x\": 0.5}, {}]", "points_to_evaluate"},
+        {"\"warm_start\": 3", "warm_start"},
+        {"\"warm_start\": {}", "warm_start.experiment"},
+        {"\"warm_start\": {\"experiment\": 0}", "warm_start.experiment"},
+        {"\"warm_start\": {\"experiment\": \"3\"}", "warm_start.experiment"},
+        {"\"warm_start\": {\"experiment\": 3, \"trials\": 10}", "warm_start.trials"},
+        {"\"stop\": true", "stop"},
+        {"\"stop\": {\"time_budget_s\": 0}", "stop.time_budget_s"},
+        {"\"stop\": {\"time_budget_s\": -5}", "stop.time_budget_s"},
+        {"\"stop\": {\"time_budget_s\": 2e9}", "stop.time_budget_s"},
+        {"\"stop\": {\"metric_threshold\": \"0.9\"}", "stop.metric_threshold"},
+        {"\"stop\": {\"patience\": 0}", "stop.patience"},
+        {"\"stop\": {\"patience\": 2.5}", "stop.patience"},
+        {"\"stop\": {\"max_t\": 3}", "stop.max_t"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[1024];
+        snprintf(text, sizeof text, "{" BASE ", %s}", bad[i].extra);
+        refuse(text, bad[i].field);
+    }
+
+    /* Counted limits. */
+    json_t *j = parse("{" BASE "}");
+    json_t *sel = json_object();
+    for (int i = 0; i <= SPEC_MAX_SELECTOR; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%d", i);
+        json_object_set_new(sel, key, json_string("v"));
+    }
+    json_object_set_new(j, "worker_selector", sel);
+    char *text = json_dumps(j, 0);
+    refuse(text, "worker_selector");
+    free(text);
+    json_object_del(sel, "k0"); /* SPEC_MAX_SELECTOR of them */
+    text = json_dumps(j, 0);
+    Spec spec;
+    accept(text, &spec);
+    spec_close(&spec);
+    free(text);
+
+    char key[SPEC_MAX_LABEL_KEY + 2];
+    memset(key, 'k', sizeof key - 1);
+    key[sizeof key - 1] = '\0';
+    char value[SPEC_MAX_LABEL_VALUE + 2];
+    memset(value, 'v', sizeof value - 1);
+    value[sizeof value - 1] = '\0';
+    json_object_clear(sel);
+    json_object_set_new(sel, key, json_string("v"));
+    text = json_dumps(j, 0);
+    char field[RUNG_FIELD_MAX];
+    snprintf(field, sizeof field, "worker_selector.%s", key);
+    refuse(text, field);
+    free(text);
+    json_object_clear(sel);
+    json_object_set_new(sel, "gpu", json_string(value));
+    text = json_dumps(j, 0);
+    refuse(text, "worker_selector.gpu");
+    free(text);
+    key[SPEC_MAX_LABEL_KEY] = '\0';
+    value[SPEC_MAX_LABEL_VALUE] = '\0';
+    json_object_clear(sel);
+    json_object_set_new(sel, key, json_string(value));
+    text = json_dumps(j, 0);
+    accept(text, &spec);
+    spec_close(&spec);
+    free(text);
+
+    json_object_del(j, "worker_selector");
+    json_t *points = json_array();
+    for (int i = 0; i <= SPEC_MAX_POINTS; i++)
+        json_array_append_new(points, json_object());
+    json_object_set_new(j, "points_to_evaluate", points);
+    json_object_set_new(j, "num_samples", json_integer(SPEC_MAX_POINTS + 1));
+    text = json_dumps(j, 0);
+    refuse(text, "points_to_evaluate");
+    free(text);
+    json_array_remove(points, 0);
+    text = json_dumps(j, 0);
+    accept(text, &spec);
+    assert_int_equal(json_array_size(spec.points), SPEC_MAX_POINTS);
+    spec_close(&spec);
+    free(text);
+    json_decref(j);
+
+    assert_true(spec_label_key_ok("a"));
+    assert_true(spec_label_key_ok("kubernetes.io/arch-x_1"));
+    assert_false(spec_label_key_ok(""));
+    assert_false(spec_label_key_ok("a=b"));
+    assert_false(spec_label_key_ok("é"));
+}
+
+/* Each value of a point must be one its parameter's domain can take. */
+static void test_points_domains(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *domain, *value;
+        bool ok;
+    } cases[] = {
+        {"{\"type\": \"uniform\", \"low\": -1, \"high\": 1}", "-1", true},
+        {"{\"type\": \"uniform\", \"low\": -1, \"high\": 1}", "1", true},
+        {"{\"type\": \"uniform\", \"low\": -1, \"high\": 1}", "0.25", true},
+        {"{\"type\": \"uniform\", \"low\": -1, \"high\": 1}", "1.0001", false},
+        {"{\"type\": \"uniform\", \"low\": -1, \"high\": 1}", "true", false},
+        {"{\"type\": \"uniform\", \"low\": -1, \"high\": 1}", "null", false},
+        {"{\"type\": \"loguniform\", \"low\": 0.001, \"high\": 0.1}", "0.01", true},
+        {"{\"type\": \"loguniform\", \"low\": 0.001, \"high\": 0.1}", "0.0001", false},
+        {"{\"type\": \"quniform\", \"low\": 0, \"high\": 1, \"q\": 0.1}", "0.3", true},
+        {"{\"type\": \"qloguniform\", \"low\": 1, \"high\": 100, \"q\": 1}", "101", false},
+        {"{\"type\": \"randint\", \"low\": 0, \"high\": 4}", "0", true},
+        {"{\"type\": \"randint\", \"low\": 0, \"high\": 4}", "3", true},
+        {"{\"type\": \"randint\", \"low\": 0, \"high\": 4}", "4", false}, /* high excluded */
+        {"{\"type\": \"randint\", \"low\": 0, \"high\": 4}", "-1", false},
+        {"{\"type\": \"randint\", \"low\": 0, \"high\": 4}", "1.5", false},
+        {"{\"type\": \"randint\", \"low\": 0, \"high\": 4}", "2.0", false}, /* not an integer */
+        {"{\"type\": \"lograndint\", \"low\": 1, \"high\": 1024}", "1023", true},
+        {"{\"type\": \"lograndint\", \"low\": 1, \"high\": 1024}", "1024", false},
+        {"{\"type\": \"qrandint\", \"low\": 8, \"high\": 64, \"q\": 8}", "64", true},
+        {"{\"type\": \"qrandint\", \"low\": 8, \"high\": 64, \"q\": 8}", "8", true},
+        {"{\"type\": \"qrandint\", \"low\": 8, \"high\": 64, \"q\": 8}", "12", false},
+        {"{\"type\": \"qrandint\", \"low\": 8, \"high\": 64, \"q\": 8}", "72", false},
+        {"{\"type\": \"choice\", \"values\": [\"sgd\", 1, true]}", "\"sgd\"", true},
+        {"{\"type\": \"choice\", \"values\": [\"sgd\", 1, true]}", "true", true},
+        {"{\"type\": \"choice\", \"values\": [\"sgd\", 1, true]}", "\"adam\"", false},
+        {"{\"type\": \"choice\", \"values\": [\"sgd\", 1, true]}", "2", false},
+        {"{\"type\": \"grid\", \"values\": [[1, 2], {\"a\": null}]}", "[1, 2]", true},
+        {"{\"type\": \"grid\", \"values\": [[1, 2], {\"a\": null}]}", "{\"a\": null}", true},
+        {"{\"type\": \"grid\", \"values\": [[1, 2], {\"a\": null}]}", "[2, 1]", false},
+        {"27", "27", true},
+        {"27", "28", false},
+        {"\"relu\"", "\"relu\"", true},
+        {"\"relu\"", "\"tanh\"", false},
+        {"[1, 2]", "[1, 2]", true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "{" HEAD ", " EXTERNAL ", \"search_space\": {\"x\": {\"type\": \"uniform\","
+                 " \"low\": 0, \"high\": 1}, \"p\": %s}, \"num_samples\": 4,"
+                 " \"points_to_evaluate\": [{\"x\": 0.5}, {\"x\": 0.1, \"p\": %s}]}",
+                 cases[i].domain, cases[i].value);
+        if (cases[i].ok) {
+            Spec spec;
+            accept(text, &spec);
+            spec_close(&spec);
+        } else {
+            refuse(text, "points_to_evaluate[1].p");
+        }
+    }
+}
+
+static void test_trainable(void **state)
+{
+    (void)state;
+    /* Submission requires one. */
+    refuse("{" HEAD ", " SPACE "}", "trainable");
+    refuse("{" HEAD ", " SPACE ", \"trainable\": null}", "trainable");
+    json_t *j = parse("{" HEAD ", " SPACE "}");
+    Spec spec;
+    RungError err;
+    assert_int_equal(spec_parse(j, 5, &spec, &err), RUNG_E_INVALID_SPEC);
+    assert_non_null(strstr(err.message, "{\"type\": \"external\"}"));
+    assert_non_null(strstr(err.message, "command"));
+    assert_non_null(strstr(err.message, "builtin"));
+
+    /* A stored spec without one loads as external, which it then says: the
+     * JSON is accepted by both again and comes back the same. */
+    assert_int_equal(spec_load(j, 5, &spec, &err), 0);
+    assert_int_equal(spec.trainable, SPEC_TRAINABLE_EXTERNAL);
+    json_t *want = parse("{\"type\": \"external\"}");
+    assert_true(json_equal(json_object_get(spec.json, "trainable"), want));
+    Spec again;
+    assert_int_equal(spec_parse(spec.json, 5, &again, &err), 0);
+    assert_true(json_equal(again.json, spec.json));
+    spec_close(&again);
+    assert_int_equal(spec_load(spec.json, 5, &again, &err), 0);
+    assert_true(json_equal(again.json, spec.json));
+    spec_close(&again);
+    spec_close(&spec);
+    json_object_set_new(j, "trainable", json_null());
+    assert_int_equal(spec_load(j, 5, &spec, &err), 0);
+    assert_int_equal(spec.trainable, SPEC_TRAINABLE_EXTERNAL);
+    assert_true(json_equal(json_object_get(spec.json, "trainable"), want));
+    spec_close(&spec);
+    json_decref(want);
+    json_decref(j);
+
+    refuse("{" HEAD ", " SPACE ", \"trainable\": {\"type\": \"external\", \"argv\": [\"x\"]}}",
+           "trainable.argv");
+    refuse("{" HEAD ", " SPACE ", \"trainable\": {\"type\": \"docker\"}}", "trainable.type");
+    refuse("{" HEAD ", " SPACE ", \"trainable\": {}}", "trainable.type");
+    refuse("{" HEAD ", " SPACE ", \"trainable\": \"external\"}", "trainable");
+}
+
+static void test_nested_object(void **state)
+{
+    (void)state;
+    const char *text = "{" HEAD ", " EXTERNAL ", \"search_space\": {\"x\": {\"type\": \"uniform\","
+                       " \"low\": 0, \"high\": 1}, \"model\": {\"layers\": 2}}}";
+    refuse(text, "search_space.model");
+    json_t *j = parse(text);
+    Spec spec;
+    RungError err;
+    assert_int_equal(spec_parse(j, 5, &spec, &err), RUNG_E_INVALID_SPEC);
+    assert_non_null(strstr(err.message, "nested object is not a parameter"));
+    assert_non_null(strstr(err.message, "\"grid\""));
+    /* Stored by an earlier rungd: the constant it always was. */
+    assert_int_equal(spec_load(j, 5, &spec, &err), 0);
+    json_t *config = sampler_config(spec.space, &spec.searcher, 0);
+    assert_int_equal(int_at(json_object_get(config, "model"), "layers"), 2);
+    json_decref(config);
+    Spec again;
+    assert_int_equal(spec_load(spec.json, 5, &again, &err), 0);
+    assert_true(json_equal(again.json, spec.json));
+    spec_close(&again);
+    spec_close(&spec);
+    json_decref(j);
+
+    /* What the message suggests, and other constants, are accepted. */
+    accept("{" HEAD ", " EXTERNAL ", \"search_space\": {\"model\": {\"type\": \"grid\","
+           " \"values\": [{\"layers\": 2}]}, \"n\": [1, {\"a\": 2}], \"s\": \"x\", \"z\": null}}",
+           &spec);
+    spec_close(&spec);
+    /* An object with a "type" is a domain, not a nested space. */
+    refuse("{" HEAD ", " EXTERNAL ", \"search_space\": {\"x\": {\"type\": \"nested\"}}}",
+           "search_space.x.type");
+}
+
+/* A spec for spec_patch: 2 grid combinations, 3 points. */
+static void patch_spec(Spec *spec)
+{
+    accept("{" HEAD ", " EXTERNAL ", \"search_space\": {\"b\": {\"type\": \"grid\", \"values\":"
+           " [1, 2]}}, \"num_samples\": 2, \"points_to_evaluate\": [{}, {}, {}]}",
+           spec);
+    assert_int_equal(spec->total_trials, 4);
+}
+
+static void test_patch(void **state)
+{
+    (void)state;
+    Spec spec;
+    patch_spec(&spec);
+    RungError err;
+    json_t *p = parse("{\"num_samples\": 5, \"priority\": 3, \"max_concurrent_trials\": 2,"
+                      " \"share\": 2.5}");
+    assert_int_equal(spec_patch(&spec, p, 2, &err), 0);
+    json_decref(p);
+    assert_int_equal(spec.num_samples, 5);
+    assert_int_equal(spec.total_trials, 10);
+    assert_int_equal(spec.priority, 3);
+    assert_int_equal(spec.max_concurrent, 2);
+    assert_true(spec.share == 2.5);
+    assert_int_equal(int_at(spec.json, "num_samples"), 5);
+    assert_int_equal(int_at(spec.json, "priority"), 3);
+    assert_int_equal(int_at(spec.json, "max_concurrent_trials"), 2);
+    assert_true(json_number_value(json_object_get(spec.json, "share")) == 2.5);
+    /* The patched spec is a valid one, as stored. */
+    Spec again;
+    assert_int_equal(spec_load(spec.json, 5, &again, &err), 0);
+    assert_true(json_equal(again.json, spec.json));
+    assert_int_equal(again.total_trials, 10);
+    spec_close(&again);
+
+    /* One key alone leaves the others; {} changes nothing. */
+    p = parse("{\"share\": 1}");
+    assert_int_equal(spec_patch(&spec, p, 0, &err), 0);
+    json_decref(p);
+    assert_true(spec.share == 1);
+    assert_int_equal(int_at(spec.json, "share"), 1);
+    assert_int_equal(spec.num_samples, 5);
+    assert_int_equal(spec.priority, 3);
+    p = parse("{}");
+    json_t *before = json_deep_copy(spec.json);
+    assert_int_equal(spec_patch(&spec, p, 0, &err), 0);
+    assert_true(json_equal(before, spec.json));
+    json_decref(before);
+    json_decref(p);
+    spec_close(&spec);
+}
+
+static void test_patch_refused(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *body;
+        int64_t min;
+        int code;
+        const char *field;
+    } bad[] = {
+        {"[]", 0, RUNG_E_BAD_JSON, ""},
+        {"3", 0, RUNG_E_BAD_JSON, ""},
+        {"{\"metric\": \"x\"}", 0, RUNG_E_INVALID_ARGUMENT, "metric"},
+        {"{\"num_samples\": 3, \"max_failures\": 1}", 0, RUNG_E_INVALID_ARGUMENT, "max_failures"},
+        {"{\"num_samples\": 0}", 0, RUNG_E_INVALID_ARGUMENT, "num_samples"},
+        {"{\"num_samples\": \"3\"}", 0, RUNG_E_INVALID_ARGUMENT, "num_samples"},
+        {"{\"num_samples\": 3}", 4, RUNG_E_INVALID_ARGUMENT, "num_samples"},
+        /* 2 combinations x 6,000,000 > 10,000,000 trials. */
+        {"{\"num_samples\": 6000000}", 0, RUNG_E_INVALID_ARGUMENT, "num_samples"},
+        {"{\"num_samples\": 10000001}", 0, RUNG_E_INVALID_ARGUMENT, "num_samples"},
+        /* 2 trials, 3 points_to_evaluate. */
+        {"{\"num_samples\": 1}", 0, RUNG_E_INVALID_ARGUMENT, "num_samples"},
+        {"{\"priority\": 1000001}", 0, RUNG_E_INVALID_ARGUMENT, "priority"},
+        {"{\"priority\": 1.5}", 0, RUNG_E_INVALID_ARGUMENT, "priority"},
+        {"{\"max_concurrent_trials\": -1}", 0, RUNG_E_INVALID_ARGUMENT, "max_concurrent_trials"},
+        {"{\"max_concurrent_trials\": 1000001}", 0, RUNG_E_INVALID_ARGUMENT,
+         "max_concurrent_trials"},
+        {"{\"share\": 0}", 0, RUNG_E_INVALID_ARGUMENT, "share"},
+        {"{\"share\": 2000000}", 0, RUNG_E_INVALID_ARGUMENT, "share"},
+        /* Valid values before an invalid one change nothing either. */
+        {"{\"num_samples\": 9, \"priority\": 5, \"share\": -1}", 0, RUNG_E_INVALID_ARGUMENT,
+         "share"},
+        {"{\"priority\": 5, \"num_samples\": 9, \"max_concurrent_trials\": 7}", 10,
+         RUNG_E_INVALID_ARGUMENT, "num_samples"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        Spec spec;
+        patch_spec(&spec);
+        Spec copy = spec;
+        json_t *before = json_deep_copy(spec.json);
+        json_t *p = json_loads(bad[i].body, JSON_DECODE_ANY, NULL);
+        assert_non_null(p);
+        RungError err;
+        rung_error_clear(&err);
+        int rc = spec_patch(&spec, p, bad[i].min, &err);
+        if (rc != bad[i].code)
+            fail_msg("%s: rc %d, want %d", bad[i].body, rc, bad[i].code);
+        if (strcmp(err.field, bad[i].field) != 0)
+            fail_msg("%s: field %s, want %s (%s)", bad[i].body, err.field, bad[i].field,
+                     err.message);
+        if (bad[i].field[0] != '\0')
+            assert_non_null(strstr(err.message, bad[i].field));
+        assert_memory_equal(&spec, &copy, sizeof spec);
+        assert_true(json_equal(before, spec.json));
+        json_decref(before);
+        json_decref(p);
+        spec_close(&spec);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),  cmocka_unit_test(test_fields_given),
+        cmocka_unit_test(test_bounds),    cmocka_unit_test(test_points_domains),
+        cmocka_unit_test(test_trainable), cmocka_unit_test(test_nested_object),
+        cmocka_unit_test(test_patch),     cmocka_unit_test(test_patch_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
