@@ -63,6 +63,163 @@ static json_t *metrics(double loss)
     return json_pack("{s:f}", "loss", loss);
 }
 
+/* Leases and reports trial t of the lease, returning it. */
+static Trial *lease_one(Core *core, Worker *w, int64_t now)
+{
+    LeaseOffer offer = cpus(1);
+    return core_lease(core, w, &offer, "00000000000000000000000000000001", now);
+}
+
+static void test_fair_share_and_priority_order(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *a = add_experiment(core, SIMPLE);
+    Experiment *b = add_experiment(core, SIMPLE);
+    Worker *w = add_worker(core);
+    /* Equal running counts: the older first; then the one with fewer. */
+    Trial *t1 = lease_one(core, w, 2000);
+    Trial *t2 = lease_one(core, w, 2000);
+    assert_ptr_equal(t1->exp, a);
+    assert_ptr_equal(t2->exp, b);
+    /* A higher priority goes first whatever runs. */
+    Experiment *c = add_experiment(core,
+                                   "{\"metric\": \"loss\", \"mode\": \"min\", \"num_samples\": 2,"
+                                   " \"priority\": 5, \"search_space\": {\"x\": 1}}");
+    assert_ptr_equal(lease_one(core, w, 2000)->exp, c);
+    assert_ptr_equal(lease_one(core, w, 2000)->exp, c);
+    /* c has nothing pending now: a and b share by running count / share. */
+    RungError err;
+    json_t *patch = json_pack("{s:f}", "share", 3.0);
+    assert_int_equal(core_patch(core, b, patch, 2000, &err), 0);
+    json_decref(patch);
+    assert_ptr_equal(lease_one(core, w, 2000)->exp, b); /* 1/3 < 1/1 */
+    core_free(core);
+}
+
+static void test_worker_selector_and_trainables(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    add_experiment(core, "{\"metric\": \"loss\", \"mode\": \"min\", \"search_space\": {\"x\": 1},"
+                         " \"worker_selector\": {\"gpu\": \"a100\"}}");
+    Worker *plain = add_worker(core);
+    Worker *labeled = add_worker(core);
+    core_worker_set_labels(core, labeled, json_pack("{s:s}", "gpu", "a100"));
+    assert_null(lease_one(core, plain, 2000));
+    LeaseOffer offer = cpus(1);
+    offer.trainables = SPEC_TRAINABLE_BIT(SPEC_TRAINABLE_COMMAND); /* as rung-worker */
+    assert_null(core_lease(core, labeled, &offer, "00000000000000000000000000000001", 2000));
+    assert_non_null(lease_one(core, labeled, 2000));
+    core_free(core);
+}
+
+static void test_metric_missing_and_max_failed_fail_the_experiment(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *e = add_experiment(core, SIMPLE);
+    Worker *w = add_worker(core);
+    RungError err;
+    ReportAction a;
+    for (int i = 0; i < 3; i++) {
+        Trial *t = lease_one(core, w, 2000);
+        json_t *m = json_pack("{s:f}", "val_loss", 0.5);
+        assert_int_equal(core_report(core, t, t->lease_token, 1, m, 2001, &a, &err), 0);
+        json_decref(m);
+        assert_int_equal(core_finish(core, t, t->lease_token, true, NULL, 2002, &err), 0);
+    }
+    assert_int_equal(e->state, EXP_FAILED);
+    assert_int_equal(e->ended_reason, END_METRIC_MISSING);
+    assert_string_equal(e->error, "no trial reported metric 'loss'; trials reported: val_loss");
+
+    Experiment *f = add_experiment(core,
+                                   "{\"metric\": \"loss\", \"mode\": \"min\", \"num_samples\": 9,"
+                                   " \"max_failed_trials\": 2, \"search_space\": {\"x\": 1}}");
+    for (int i = 0; i < 2; i++) {
+        Trial *t = lease_one(core, w, 3000);
+        assert_ptr_equal(t->exp, f);
+        assert_int_equal(core_finish(core, t, t->lease_token, false,
+                                     "exit status 1\nTraceback:\nModuleNotFoundError: no torch",
+                                     3001, &err),
+                         0);
+    }
+    assert_int_equal(f->state, EXP_FAILED);
+    assert_int_equal(f->ended_reason, END_MAX_FAILED);
+    assert_non_null(strstr(f->error, "in 2 of them: exit status 1: ModuleNotFoundError: no torch"));
+    assert_int_equal(f->counts[TRIAL_CANCELED], 7); /* the pending ones */
+    /* Retrying puts them back in line and the experiment runs again. */
+    int64_t n;
+    assert_int_equal(core_retry_failed(core, f, 4000, &n, &err), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(f->state, EXP_RUNNING);
+    assert_int_equal(f->pending.head->attempt, 2);
+    core_free(core);
+}
+
+static void test_pause_running_trials_and_resume(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *e = add_experiment(core, SIMPLE);
+    Worker *w = add_worker(core);
+    RungError err;
+    ReportAction a;
+    Trial *t = lease_one(core, w, 2000);
+    json_t *m = metrics(0.5);
+    assert_int_equal(core_report(core, t, t->lease_token, 1, m, 2001, &a, &err), 0);
+    assert_int_equal(core_pause(core, e, true, 2002, &err), 0);
+    assert_int_equal(e->state, EXP_PAUSED);
+    assert_null(lease_one(core, w, 2003)); /* nothing is leased while paused */
+    assert_int_equal(core_report(core, t, t->lease_token, 2, m, 2004, &a, &err), 0);
+    assert_int_equal(a, ACTION_STOP);
+    assert_int_equal(t->state, TRIAL_PAUSED);
+    assert_true(t->user_paused);
+    assert_int_equal(core_resume(core, e, 2005, &err), 0);
+    Trial *again = lease_one(core, w, 2006);
+    assert_ptr_equal(again, t); /* first in line, from its checkpoint */
+    assert_int_equal(core_resume_step(t), 2);
+    json_decref(m);
+    core_free(core);
+}
+
+static void test_stop_rules_and_user_stop(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *e = add_experiment(core,
+                                   "{\"metric\": \"loss\", \"mode\": \"min\", \"num_samples\": 5,"
+                                   " \"stop\": {\"metric_threshold\": 0.1}, \"search_space\":"
+                                   " {\"x\": 1}}");
+    Worker *w = add_worker(core);
+    RungError err;
+    ReportAction a;
+    Trial *t = lease_one(core, w, 2000);
+    Trial *u = lease_one(core, w, 2000);
+    assert_int_equal(core_stop_trial(core, u, 2001, &err), 0);
+    json_t *m = metrics(0.5);
+    assert_int_equal(core_report(core, u, u->lease_token, 1, m, 2002, &a, &err), 0);
+    assert_int_equal(a, ACTION_STOP);
+    assert_int_equal(u->state, TRIAL_STOPPED);
+    assert_int_equal(u->stopped_by, BY_USER);
+    json_decref(m);
+    m = metrics(0.05);
+    assert_int_equal(core_report(core, t, t->lease_token, 1, m, 2003, &a, &err), 0);
+    assert_int_equal(a, ACTION_STOP);
+    assert_int_equal(e->state, EXP_COMPLETED);
+    assert_int_equal(e->ended_reason, END_THRESHOLD);
+    assert_int_equal(t->stopped_by, BY_EXPERIMENT);
+    json_decref(m);
+
+    Experiment *b =
+        add_experiment(core, "{\"metric\": \"loss\", \"mode\": \"min\", \"num_samples\": 5,"
+                             " \"stop\": {\"time_budget_s\": 2}, \"search_space\": {\"x\": 1}}");
+    assert_int_equal(core_tick(core, 2999), 0);
+    assert_int_equal(core_tick(core, 3000), 1);
+    assert_int_equal(b->ended_reason, END_TIME_BUDGET);
+    core_free(core);
+}
+
 static void test_spec_defaults_and_errors(void **state)
 {
     (void)state;
@@ -563,6 +720,11 @@ int main(void)
         cmocka_unit_test(test_spec_scheduler),
         cmocka_unit_test(test_asha_stops_and_completes),
         cmocka_unit_test(test_promote_pauses_and_resumes),
+        cmocka_unit_test(test_fair_share_and_priority_order),
+        cmocka_unit_test(test_worker_selector_and_trainables),
+        cmocka_unit_test(test_metric_missing_and_max_failed_fail_the_experiment),
+        cmocka_unit_test(test_pause_running_trials_and_resume),
+        cmocka_unit_test(test_stop_rules_and_user_stop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
