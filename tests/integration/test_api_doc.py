@@ -207,13 +207,13 @@ class ApiDoc(unittest.TestCase):
         # comparison must name it (and only it).
         in_step = {key: 1 for key in set(self.table) | OUTSIDE_TABLE}
         self.assertEqual(compare(self.table, in_step), [])
-        extra = '{"DELETE", "/api/v1/experiments/{id}", api_experiment_delete},\n    '
+        extra = '{"PUT", "/api/v1/workers/{id}", api_worker_replace},\n    '
         at = self.http_c.index('{"GET", "/metrics"')
         grown = table_routes(self.http_c[:at] + extra + self.http_c[at:])
         self.assertEqual(len(grown), len(self.table) + 1)
         problems = compare(grown, in_step)
         self.assertEqual(len(problems), 1, problems)
-        self.assertIn("DELETE /api/v1/experiments/{id}", problems[0])
+        self.assertIn("PUT /api/v1/workers/{id}", problems[0])
         # And a heading of a route the table lacks.
         documented = dict(in_step)
         documented[("PUT", "/api/v1/trials/{id}")] = 1
