@@ -927,7 +927,7 @@ void api_prometheus(Engine *e, Job *job)
                 (long long)counts[s]);
     const int64_t *exps = core_exp_counts(core);
     fputs("# HELP rung_experiments Experiments by state.\n# TYPE rung_experiments gauge\n", out);
-    for (int s = 0; s < 3; s++)
+    for (int s = 0; s < EXP__COUNT; s++)
         fprintf(out, "rung_experiments{state=\"%s\"} %lld\n", exp_state_name((ExpState)s),
                 (long long)exps[s]);
     int64_t alive = core_workers_alive(core, engine_now(e));

@@ -1374,8 +1374,10 @@ int core_patch(Core *core, Experiment *e, const json_t *patch, int64_t now, Rung
         return err->code;
     mark_exp(core, e);
     core->availability_changed = true;
-    if (e->state == EXP_COMPLETED && e->n_trials < e->spec.total_trials)
+    if (e->state == EXP_COMPLETED && e->n_trials < e->spec.total_trials) {
+        e->health.since_better = 0; /* stop.patience counts from the extension */
         set_exp_state(core, e, EXP_RUNNING, END_NONE, now);
+    }
     return 0;
 }
 
