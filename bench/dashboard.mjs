@@ -95,6 +95,7 @@ async function load(d) {
     scheduler: { type: 'fifo' },
     num_samples: TRIALS,
     max_concurrent_trials: 0,
+    trainable: { type: 'external' },
   };
   const x = await postOk(d.url, '/api/v1/experiments', spec, 201);
   let leased = 0;

@@ -491,11 +491,13 @@ static int create_experiment(Http *h, const Options *opt, int64_t *id)
                                     "reduction_factor", 3);
     char name[64];
     snprintf(name, sizeof(name), "server_load-w%d-t%d", opt->workers, opt->trials);
-    json_t *spec = json_pack("{s:s, s:s, s:s, s:{s:{s:s, s:f, s:f}}, s:{s:s, s:i}, s:o, s:i, s:i}",
-                             "name", name, "metric", "loss", "mode", "min", "search_space", "x",
-                             "type", "uniform", "low", 0.0, "high", 1.0, "searcher", "type",
-                             "random", "seed", opt->seed, "scheduler", sched, "num_samples",
-                             opt->trials, "max_concurrent_trials", 0);
+    /* The bench's own threads are the workers: an external trainable. */
+    json_t *spec =
+        json_pack("{s:s, s:s, s:s, s:{s:{s:s, s:f, s:f}}, s:{s:s, s:i}, s:o, s:i, s:i, s:{s:s}}",
+                  "name", name, "metric", "loss", "mode", "min", "search_space", "x", "type",
+                  "uniform", "low", 0.0, "high", 1.0, "searcher", "type", "random", "seed",
+                  opt->seed, "scheduler", sched, "num_samples", opt->trials,
+                  "max_concurrent_trials", 0, "trainable", "type", "external");
     char *body = spec ? json_dumps(spec, JSON_COMPACT) : NULL;
     json_decref(spec);
     if (!body) {

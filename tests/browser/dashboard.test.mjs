@@ -84,6 +84,7 @@ const fifoSpec = {
   num_samples: 120,
   max_concurrent_trials: 5,
   resources_per_trial: { cpu: 1, gpu: 1 },
+  trainable: { type: 'external' },
 };
 
 const ashaSpec = {
@@ -96,6 +97,7 @@ const ashaSpec = {
   num_samples: 24,
   max_concurrent_trials: 1,
   resources_per_trial: { cpu: 1, gpu: 1 },
+  trainable: { type: 'external' },
 };
 
 async function feedFifo() {
@@ -452,6 +454,7 @@ test('a new report appears without a reload, and cancel works from the page', as
     search_space: { lr: { type: 'loguniform', low: 1e-4, high: 0.1 }, layers: { type: 'choice', values: [1, 2, 3] } },
     num_samples: 3,
     resources_per_trial: { cpu: 1, gpu: 1 },
+    trainable: { type: 'external' },
   });
   const eid = X.live.id;
   const t1 = await fake.leaseOne({ gpus: [1] });

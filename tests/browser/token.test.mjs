@@ -29,6 +29,7 @@ before(async () => {
       mode: 'min',
       search_space: { x: { type: 'uniform', low: 0, high: 1 } },
       num_samples: 2,
+      trainable: { type: 'external' },
     });
   }
   browser = await launchBrowser();

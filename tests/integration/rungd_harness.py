@@ -492,6 +492,8 @@ def spec(**over):
         "mode": "min",
         "search_space": {"x": {"type": "uniform", "low": 0.0, "high": 1.0}},
         "num_samples": 1,
+        # The tests drive the workers themselves (docs/api.md, "trainable").
+        "trainable": {"type": "external"},
     }
     s.update(over)
     return s

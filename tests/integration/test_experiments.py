@@ -266,10 +266,32 @@ class ExperimentObjects(h.RungdTestCase):
         self.assertEqual([e["id"] for e in rest["items"]], [ids[0]])
         self.assertEqual(len(d.ok("GET", "/api/v1/experiments?limit=1000")["items"]), 101)
 
-    def test_defaults_without_trainable(self):
-        # trainable, searcher and scheduler are optional.
+    def test_defaults_and_the_required_trainable(self):
+        # searcher and scheduler are optional; a trainable is not, and
+        # {"type": "external"} is one for workers of one's own.
         d = self.daemon()
+        for trainable in ("absent", None):
+            s = h.spec(num_samples=2)
+            if trainable == "absent":
+                del s["trainable"]
+            else:
+                s["trainable"] = trainable
+            err = self.assertError(d.request("POST", "/api/v1/experiments", s), 400,
+                                   "invalid_spec", "trainable")
+            self.assertIn('{"type": "external"}', err["message"])
+        nested = h.spec(search_space={"x": {"type": "uniform", "low": 0, "high": 1},
+                                      "net": {"layers": 2}})
+        err = self.assertError(d.request("POST", "/api/v1/experiments", nested), 400,
+                               "invalid_spec", "search_space.net")
+        self.assertIn("nested object", err["message"])
+        self.assertEqual(d.ok("GET", "/api/v1/experiments")["total"], 0)
         exp = d.create_experiment(h.spec(num_samples=2))
+        self.assertEqual(exp["trainable"], {"type": "external"})
+        for key, value in (("max_failed_trials", 5), ("best_scope", "all"), ("priority", 0),
+                           ("share", 1)):
+            self.assertEqual(exp[key], value, key)
+        for key in ("worker_selector", "points_to_evaluate", "warm_start", "stop"):
+            self.assertNotIn(key, exp)
         w = h.Worker(d)
         t = w.lease_one()
         self.assertEqual(t["experiment_id"], exp["id"])
