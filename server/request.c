@@ -191,7 +191,7 @@ int request_register_parse(json_t *body, RegisterRequest *out, RungError *err)
         json_t *g;
         json_array_foreach(gpus, i, g) {
             if (!json_is_object(g)) {
-                char field[32];
+                char field[48]; /* a name and an index */
                 item_field(field, sizeof field, "gpus", i);
                 rung_error_set(err, A, field, "gpus: each GPU must be an object");
                 goto fail;
@@ -249,7 +249,7 @@ static int parse_trainables(const json_t *v, unsigned *mask, RungError *err)
     size_t i;
     json_t *t;
     json_array_foreach(v, i, t) {
-        char field[32];
+        char field[48]; /* a name and an index */
         item_field(field, sizeof field, "trainables", i);
         unsigned bit = 0;
         for (int k = 0; k < 3 && json_is_string(t); k++)
@@ -295,7 +295,7 @@ int request_lease_parse(json_t *body, int64_t default_cpus, LeaseRequest *out, R
     json_t *g;
     json_array_foreach(gpus, i, g) {
         if (!json_is_integer(g) || json_integer_value(g) < 0) {
-            char field[32];
+            char field[48]; /* a name and an index */
             item_field(field, sizeof field, "gpus", i);
             rung_error_set(err, A, field, "%s: must be a GPU index (integer >= 0)", field);
             goto fail;
@@ -327,7 +327,7 @@ int request_lease_check_gpus(const LeaseOffer *offer, const json_t *registered, 
      * registered: the quadratic scans stay small. */
     for (int64_t i = 0; i < offer->n_gpus; i++) {
         int64_t index = offer->gpus[i];
-        char field[32];
+        char field[48]; /* a name and an index */
         item_field(field, sizeof field, "gpus", (size_t)i);
         for (int64_t j = 0; j < i; j++)
             if (offer->gpus[j] == index)
@@ -372,7 +372,7 @@ int request_heartbeat_parse(json_t *body, HeartbeatRequest *out, RungError *err)
         json_t *v;
         json_array_foreach(trials, i, v) {
             if (!json_is_integer(v)) {
-                char field[32];
+                char field[48]; /* a name and an index */
                 item_field(field, sizeof field, "trials", i);
                 rung_error_set(err, A, field, "trials: each must be a trial id");
                 goto fail;
