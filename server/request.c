@@ -210,7 +210,7 @@ int request_register_parse(json_t *body, RegisterRequest *out, RungError *err)
         json_object_foreach(labels, key, v) {
             char field[RUNG_FIELD_MAX];
             jsonv_path(field, sizeof field, "labels", key);
-            if (!request_label_key_ok(key)) {
+            if (!spec_label_key_ok(key)) {
                 rung_error_set(err, A, field,
                                "%s: a label's key is 1 to %d characters of A-Z a-z 0-9 _ . - /",
                                field, SPEC_MAX_LABEL_KEY);
@@ -464,19 +464,5 @@ bool request_heartbeat_warnings(const HeartbeatRequest *hb, void **iter, int64_t
     if (!trial_id_key(json_object_iter_key(*iter), trial_id)) /* checked by the parser */
         return false;
     *warnings = json_object_iter_value(*iter);
-    return true;
-}
-
-bool request_label_key_ok(const char *key)
-{
-    size_t n = strlen(key);
-    if (n == 0 || n > SPEC_MAX_LABEL_KEY)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = key[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '.' || c == '-' || c == '/'))
-            return false;
-    }
     return true;
 }

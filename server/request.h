@@ -120,10 +120,6 @@ int request_heartbeat_parse(json_t *body, HeartbeatRequest *out, RungError *err)
  * returns false when there are no more. */
 bool request_heartbeat_log(const HeartbeatRequest *hb, void **iter, int64_t *trial_id,
                            const char **text);
-/* Whether key is a label's key: 1..SPEC_MAX_LABEL_KEY bytes of
- * [A-Za-z0-9_.-/] (worker labels, the spec's worker_selector). */
-bool request_label_key_ok(const char *key);
-
 /* The same for the heartbeat's warnings objects. */
 bool request_heartbeat_warnings(const HeartbeatRequest *hb, void **iter, int64_t *trial_id,
                                 json_t **warnings);
