@@ -358,20 +358,6 @@ static int parse_best_scope(json_t *j, Spec *spec, RungError *err)
     return 0;
 }
 
-bool spec_label_key_ok(const char *key)
-{
-    size_t len = strlen(key);
-    if (len == 0 || len > SPEC_MAX_LABEL_KEY)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char c = key[i];
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '.' || c == '-' || c == '/'))
-            return false;
-    }
-    return true;
-}
-
 /* Deletes key from obj (when obj is an object) when its value is null. */
 static void drop_null(json_t *obj, const char *key)
 {

@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "error.h"
 #include "asha.h"
@@ -101,7 +102,19 @@ void spec_close(Spec *spec);
 
 /* Whether key may name a worker label (worker_selector, and the labels of
  * POST /api/v1/workers): 1 ... SPEC_MAX_LABEL_KEY bytes of [A-Za-z0-9_./-]. */
-bool spec_label_key_ok(const char *key);
+static inline bool spec_label_key_ok(const char *key)
+{
+    size_t len = strlen(key);
+    if (len == 0 || len > SPEC_MAX_LABEL_KEY)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = key[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-' || c == '/'))
+            return false;
+    }
+    return true;
+}
 
 /* PATCH /api/v1/experiments/{id}: {"num_samples", "priority",
  * "max_concurrent_trials", "share"}, every key optional, no other key.
