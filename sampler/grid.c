@@ -133,3 +133,70 @@ json_t *space__enum_value(const SpaceParam *p, int64_t i)
         return json_real(p->points[i]);
     }
 }
+
+/* Index i of the ascending points of p that equals x exactly, or -1. */
+static int64_t point_index(const SpaceParam *p, double x)
+{
+    int64_t lo = 0, hi = p->npoints;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (p->points[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < p->npoints && p->points[lo] == x ? lo : -1;
+}
+
+/* The i with json_equal(space__enum_value(p, i), v), without making the
+ * values; -1 when there is none. */
+static int64_t enum_index(const SpaceParam *p, const json_t *v)
+{
+    switch (p->kind) {
+    case SPACE_CONST:
+        return json_equal(p->values, v) ? 0 : -1;
+    case SPACE_CHOICE:
+    case SPACE_GRID:
+        for (size_t i = 0; i < json_array_size(p->values); i++)
+            if (json_equal(json_array_get(p->values, i), v))
+                return (int64_t)i;
+        return -1;
+    case SPACE_RANDINT:
+    case SPACE_QRANDINT:
+    case SPACE_LOGRANDINT: {
+        if (!json_is_integer(v))
+            return -1;
+        int64_t x = json_integer_value(v);
+        if (x < -SPACE_INT_LIMIT || x > SPACE_INT_LIMIT)
+            return -1;
+        if (p->npoints > 0)
+            return point_index(p, (double)x); /* integers up to 2^40 are exact */
+        int64_t i = x - p->ilow;
+        if (p->kind == SPACE_QRANDINT) {
+            if (x % p->iq != 0)
+                return -1;
+            i = x / p->iq - p->ik0;
+        }
+        return i >= 0 && i < p->count ? i : -1;
+    }
+    default:
+        return json_is_real(v) && p->npoints > 0 ? point_index(p, json_real_value(v)) : -1;
+    }
+}
+
+int64_t sampler_grid_index(const Space *space, const json_t *config)
+{
+    /* Mixed radix, the first parameter slowest (sampler_config). The grid
+     * searcher's product is at most SAMPLER_MAX_TRIALS when it ran at all;
+     * a larger one is refused at submission, so it is no index here. */
+    int64_t c = 0;
+    for (int i = 0; i < space->nparams; i++) {
+        const SpaceParam *p = &space->params[i];
+        int64_t n = space__enum_count(p);
+        int64_t k = enum_index(p, json_object_get(config, p->name));
+        if (n < 1 || k < 0 || c > SAMPLER_MAX_TRIALS / n)
+            return -1;
+        c = c * n + k;
+    }
+    return c;
+}

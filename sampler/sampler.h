@@ -55,6 +55,13 @@ void space_free(Space *space);
 int space_check_value(const Space *space, const char *name, const json_t *value, const char *field,
                       RungError *err);
 
+/* value (borrowed; one space_check_value accepts) as a config of the space
+ * holds it: an integer for a float domain becomes a real, as configs have
+ * reals for the float domains (docs/api.md, "search_space"); any other
+ * value is itself. A new reference; NULL when name is no parameter or out
+ * of memory. */
+json_t *space_config_value(const Space *space, const char *name, const json_t *value);
+
 /* Number of unit-cube coordinates (sampled parameters). */
 int space_cube_dims(const Space *space);
 /* Number of parameters (constants and grids included), and the name of the
@@ -84,6 +91,24 @@ int sampler_total_trials(const Space *space, const SearcherSpec *searcher, int64
  * G). NULL too when number < 0 or the Sobol sequence is exhausted (2^30
  * points, beyond SAMPLER_MAX_TRIALS). */
 json_t *sampler_config(const Space *space, const SearcherSpec *searcher, int64_t number);
+
+/* Draw k (k >= 1) of trial `number` for the random searcher, when its
+ * config, or an earlier redraw, was tried already (warm_start, docs/api.md
+ * "searcher"): the grid combination stays the trial's (number mod G), the
+ * sampled parameters are drawn pseudo-randomly from (seed, number, k) in a
+ * stream of their own (never from the Sobol sequence, whose points belong
+ * to other trials). A pure function like sampler_config. New reference;
+ * NULL when number < 0, k < 1, for the grid searcher, or out of memory. */
+json_t *sampler_redraw(const Space *space, const SearcherSpec *searcher, int64_t number, int64_t k);
+
+/* The combination c of the grid searcher's enumeration (0 <= c < G, G its
+ * number of combinations: sampler_total_trials with num_samples 1) whose
+ * config, sampler_config(grid, c), equals config on every parameter under
+ * JSON equality (json_equal: reals compared exactly, an integer never
+ * equals a real). -1 when some value is none of its parameter's
+ * enumerated values, a parameter is missing, or the space cannot be
+ * enumerated. Keys of config beyond the space's are ignored. */
+int64_t sampler_grid_index(const Space *space, const json_t *config);
 
 /* Unit-cube encoding of the sampled parameters: decode maps u (cube_dims
  * values in [0, 1]) plus a grid combination index to a config (new

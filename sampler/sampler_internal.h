@@ -28,6 +28,8 @@
 #define SAMPLER_STREAM_BAYES_CANDIDATES 4
 #define SAMPLER_STREAM_BAYES_FILL 5
 #define SAMPLER_STREAM_BAYES_SUBSET 6
+/* sampler_redraw: the further draws of a trial whose config was tried. */
+#define SAMPLER_STREAM_REDRAW 7
 
 /* Integer bounds are kept within +-2^40 so that every value, every count and
  * every cell centre of the unit cube is exact in a double, and log-uniform

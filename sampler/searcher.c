@@ -190,3 +190,17 @@ json_t *sampler_config(const Space *space, const SearcherSpec *searcher, int64_t
     }
     return space__build(space, u, idx);
 }
+
+json_t *sampler_redraw(const Space *space, const SearcherSpec *searcher, int64_t number, int64_t k)
+{
+    if (number < 0 || k < 1 || searcher->type == SEARCHER_GRID || space->grid_size < 1)
+        return NULL;
+    double u[SPACE_MAX_PARAMS];
+    for (int j = 0; j < space->dims; j++) {
+        /* (k, j) as one key: at most SPACE_MAX_PARAMS coordinates per draw. */
+        uint64_t key = (uint64_t)k * SPACE_MAX_PARAMS + (uint64_t)j;
+        uint64_t bits = sampler__hash(searcher->seed, SAMPLER_STREAM_REDRAW, (uint64_t)number, key);
+        u[j] = (double)(bits >> 11) * 0x1.0p-53; /* [0, 1), as sampler__uniform */
+    }
+    return space_decode(space, u, number % space->grid_size);
+}

@@ -434,3 +434,18 @@ int space_check_value(const Space *space, const char *name, const json_t *value,
     }
     }
 }
+
+json_t *space_config_value(const Space *space, const char *name, const json_t *value)
+{
+    const SpaceParam *p = NULL;
+    for (int i = 0; i < space->nparams && p == NULL; i++)
+        if (strcmp(space->params[i].name, name) == 0)
+            p = &space->params[i];
+    if (p == NULL || value == NULL)
+        return NULL;
+    bool is_float = p->kind == SPACE_UNIFORM || p->kind == SPACE_QUNIFORM ||
+                    p->kind == SPACE_LOGUNIFORM || p->kind == SPACE_QLOGUNIFORM;
+    if (is_float && json_is_integer(value))
+        return json_real((double)json_integer_value(value));
+    return json_incref((json_t *)value);
+}

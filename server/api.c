@@ -113,7 +113,16 @@ void api_experiment_create(Engine *e, Job *job)
         fail(job, &err);
         return;
     }
+    /* warm_start: its source's trials, read before the experiment exists. */
+    struct Warm *warm = NULL;
+    if (spec.warm_start_exp > 0 &&
+        store_read_warm(engine_store(e), &spec, engine_now(e), true, &warm, &err) != 0) {
+        spec_close(&spec);
+        fail(job, &err);
+        return;
+    }
     Experiment *x = core_experiment_add(engine_core(e), &spec, engine_now(e));
+    x->warm = warm;
     reply(job, 201, experiment_json(x));
 }
 

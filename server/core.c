@@ -30,6 +30,7 @@
 
 #include "grow.h"
 #include "utf8.h"
+#include "warm.h"
 
 struct Core {
     int64_t lease_ms;  /* lease length */
@@ -293,6 +294,7 @@ static void exp_free(Experiment *e)
 {
     spec_close(&e->spec);
     asha_free(e->asha);
+    warm_free(e->warm);
     json_decref(e->best_done.config);
     json_decref(e->health.keys);
     free(e->error);

@@ -192,17 +192,24 @@ static void on_proposals(void *ctx, Proposals *p)
     wake(e);
 }
 
-/* What a bayes experiment knows now: the results of its finished trials
- * (those released from memory keep theirs in exp->hist) and the configs of
- * the others, pending or running; observations in trial-number order, so
- * that a restart (which rebuilds them in that order) proposes the same. */
+/* What a bayes experiment knows now: the trials of its warm_start source
+ * (warm.h), then the results of its own finished trials (those released
+ * from memory keep theirs in exp->hist) and the configs of the others,
+ * pending or running; its observations in trial-number order, so that a
+ * restart (which rebuilds them in that order) proposes the same. */
 static ProposeHistory *history_of(const Experiment *exp)
 {
     ProposeHistory *h = calloc(1, sizeof *h);
     size_t n = (size_t)(exp->n_trials ? exp->n_trials : 1);
-    if (h == NULL || (h->obs = calloc(n, sizeof *h->obs)) == NULL ||
+    int64_t n_warm = exp->warm ? warm_count(exp->warm) : 0;
+    if (h == NULL || (h->obs = calloc(n + (size_t)n_warm, sizeof *h->obs)) == NULL ||
         (h->pending = calloc(n, sizeof *h->pending)) == NULL)
         abort();
+    for (int64_t i = 0; i < n_warm; i++) {
+        h->obs[h->n_obs] = warm_observations(exp->warm)[i];
+        json_incref((json_t *)h->obs[h->n_obs].config);
+        h->n_obs++;
+    }
     BayesObservation *by_number = calloc(n, sizeof *by_number);
     bool *has = calloc(n, sizeof *has);
     if (by_number == NULL || has == NULL)
@@ -241,7 +248,10 @@ static void request_proposals(Engine *e)
     Core *core = e->core;
     for (int64_t i = 0; i < core_n_experiments(core); i++) {
         Experiment *exp = core_experiment_at(core, i);
-        const SearcherSpec *searcher = &exp->spec.searcher;
+        /* bayes: the warm_start trials count toward n_initial. */
+        SearcherSpec adjusted = exp->spec.searcher;
+        adjusted.n_initial = warm_n_initial(exp->warm, &adjusted);
+        const SearcherSpec *searcher = &adjusted;
         int64_t first = exp->n_trials + exp->proposing;
         bool bayes = searcher->type == SEARCHER_BAYES;
         bool model = bayes && first >= searcher->n_initial;
@@ -260,7 +270,8 @@ static void request_proposals(Engine *e)
             continue;
         exp->proposing += want;
         proposer_request(e->proposer, exp->id, json_object_get(exp->spec.json, "search_space"),
-                         searcher, first, want, model ? history_of(exp) : NULL);
+                         searcher, exp->spec.points, exp->warm, first, want,
+                         model ? history_of(exp) : NULL);
     }
 }
 

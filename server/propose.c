@@ -11,6 +11,8 @@ typedef struct Request {
     int64_t exp_id, first, count;
     json_t *space;
     SearcherSpec searcher;
+    json_t *points;          /* points_to_evaluate, or NULL */
+    Warm *warm;              /* warm_start's trials, or NULL */
     ProposeHistory *history; /* bayes only */
     struct Request *next;
 } Request;
@@ -41,6 +43,8 @@ void propose_history_free(ProposeHistory *h)
 static void request_free(Request *r)
 {
     json_decref(r->space);
+    json_decref(r->points);
+    warm_free(r->warm);
     propose_history_free(r->history);
     free(r);
 }
@@ -84,10 +88,40 @@ static Proposals *compute(const Request *r)
         }
     } else {
         for (int64_t i = 0; i < r->count; i++)
-            configs[i] = sampler_config(space, &r->searcher, r->first + i);
+            configs[i] = warm_config(r->warm, space, &r->searcher, r->first + i);
     }
+    /* points_to_evaluate: the first trials, in order. */
+    int64_t n_points = (int64_t)json_array_size(r->points);
+    for (int64_t i = 0; i < r->count && r->first + i < n_points; i++)
+        configs[i] = propose_lay_over(space, configs[i],
+                                      json_array_get(r->points, (size_t)(r->first + i)));
     space_free(space);
     return p;
+}
+
+json_t *propose_lay_over(const Space *space, json_t *config, const json_t *point)
+{
+    if (config == NULL || json_object_size(point) == 0)
+        return config;
+    /* A new object rather than json_object_set on config: the keys stay in
+     * the space's order whatever order the point gives them in. */
+    json_t *out = json_object();
+    const char *key;
+    json_t *v;
+    json_object_foreach(config, key, v) {
+        const json_t *over = json_object_get(point, key);
+        json_t *value = over ? space_config_value(space, key, over) : json_incref(v);
+        /* json_object_set_new steals value, also when it fails. */
+        if (out == NULL || value == NULL || json_object_set_new(out, key, value) != 0) {
+            if (out == NULL)
+                json_decref(value);
+            json_decref(out);
+            out = NULL;
+            break;
+        }
+    }
+    json_decref(config);
+    return out;
 }
 
 static void *run(void *arg)
@@ -130,8 +164,8 @@ Proposer *proposer_start(ProposeDone done, void *ctx)
 }
 
 void proposer_request(Proposer *p, int64_t exp_id, json_t *search_space,
-                      const SearcherSpec *searcher, int64_t first, int64_t count,
-                      ProposeHistory *history)
+                      const SearcherSpec *searcher, json_t *points, Warm *warm, int64_t first,
+                      int64_t count, ProposeHistory *history)
 {
     Request *r = calloc(1, sizeof *r);
     if (r == NULL)
@@ -141,6 +175,8 @@ void proposer_request(Proposer *p, int64_t exp_id, json_t *search_space,
     r->count = count;
     r->space = json_incref(search_space);
     r->searcher = *searcher;
+    r->points = json_incref(points);
+    r->warm = warm_ref(warm);
     r->history = history;
     pthread_mutex_lock(&p->mu);
     if (p->tail)

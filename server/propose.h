@@ -4,7 +4,14 @@
  * The engine asks for `count` configs of an experiment starting at trial
  * number `first`; the proposer answers through the `done` callback, in the
  * order asked. A request carries its own reference to the search space JSON
- * and parses it itself, so it never points into the engine's state. */
+ * and parses it itself, so it never points into the engine's state; it
+ * holds its own references to the experiment's points_to_evaluate and its
+ * warm_start trials (warm.h) too, both never changed once made.
+ *
+ * Trial n's config is the searcher's (warm_config: random and grid skip
+ * what the warm_start source tried; bayes_propose, its history holding the
+ * warm_start trials first) with, for n < len(points_to_evaluate), point n's
+ * values laid over it (docs/api.md, "points_to_evaluate"). */
 #ifndef RUNG_SERVER_PROPOSE_H
 #define RUNG_SERVER_PROPOSE_H
 
@@ -13,6 +20,7 @@
 
 #include "bayes.h"
 #include "sampler.h"
+#include "warm.h"
 
 typedef struct Proposals {
     int64_t exp_id;
@@ -42,11 +50,19 @@ typedef struct Proposer Proposer;
 
 /* Starts the thread; NULL when it cannot. */
 Proposer *proposer_start(ProposeDone done, void *ctx);
-/* Queues a request; search_space is borrowed (a reference is taken);
- * history (bayes experiments only, else NULL) is stolen. */
+/* Queues a request; search_space, points (the spec's points_to_evaluate
+ * array, or NULL) and warm (or NULL) are borrowed (a reference to each is
+ * taken); history (bayes experiments only, else NULL) is stolen. For bayes
+ * the searcher's n_initial is what the trials still need (warm_n_initial). */
 void proposer_request(Proposer *p, int64_t exp_id, json_t *search_space,
-                      const SearcherSpec *searcher, int64_t first, int64_t count,
-                      ProposeHistory *history);
+                      const SearcherSpec *searcher, json_t *points, Warm *warm, int64_t first,
+                      int64_t count, ProposeHistory *history);
+
+/* config (a new reference, stolen) of space with the values of point
+ * (borrowed, a validated points_to_evaluate entry) laid over it, keys in
+ * config's order and each value as a config holds it (space_config_value):
+ * a new reference, NULL when config is NULL or out of memory. */
+json_t *propose_lay_over(const Space *space, json_t *config, const json_t *point);
 /* Finishes the request in progress, drops the rest, joins the thread. */
 void proposer_stop(Proposer *p);
 

@@ -9,6 +9,7 @@
 #include "store.h"
 
 #include "clock.h"
+#include "store_read.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -520,6 +521,10 @@ static int load_experiments(Store *s, Core *core, const char *where, int64_t id_
         json_decref(spec_json);
         Experiment *e = core_load_experiment(core, id, &spec, state, sqlite3_column_int64(st, 4),
                                              sqlite3_column_int64(st, 5));
+        if (store_read_warm_attach(s, e, err)) {
+            sqlite3_finalize(st);
+            return err->code;
+        }
         json_t *health = column_json(st, 8);
         core_load_experiment_ended(e, end_reason_parse((const char *)sqlite3_column_text(st, 6)),
                                    (const char *)sqlite3_column_text(st, 7), health);

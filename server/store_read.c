@@ -9,6 +9,7 @@
 
 #include "grow.h"
 #include "nonfinite.h"
+#include "warm.h"
 
 static int db_error(Store *s, RungError *err, const char *what)
 {
@@ -570,4 +571,120 @@ int store_read_workers(Store *s, int64_t seen_since, int64_t limit, int64_t offs
     }
     *items = arr;
     return 0;
+}
+
+/* ---- warm_start ---- */
+
+/* Whether the source's search_space (its stored spec) has every parameter
+ * of spec's; else the error names the first missing one. */
+static int warm_check_space(int64_t source, const json_t *src_spec, const Spec *spec,
+                            RungError *err)
+{
+    const json_t *src = json_object_get(src_spec, "search_space");
+    for (int i = 0; i < space_param_count(spec->space); i++) {
+        const char *name = space_param_name(spec->space, i);
+        if (json_object_get(src, name) == NULL)
+            return rung_error_set(err, RUNG_E_INVALID_SPEC, "warm_start.experiment",
+                                  "warm_start.experiment: experiment %lld has no parameter "
+                                  "\"%s\" in its search_space",
+                                  (long long)source, name);
+    }
+    return 0;
+}
+
+/* At submission: the source exists, has ended, nothing of it can change,
+ * and it has every parameter of spec. */
+static int warm_check_source(Store *s, int64_t source, const Spec *spec, RungError *err)
+{
+    const char *field = "warm_start.experiment";
+    sqlite3_stmt *st;
+    if (prepare(s,
+                "SELECT state, spec, (SELECT count(*) FROM trials WHERE experiment_id = ?1 AND "
+                "state IN ('pending', 'running', 'paused')) FROM experiments WHERE id = ?1",
+                &st, err))
+        return err->code;
+    sqlite3_bind_int64(st, 1, source);
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        if (rc != SQLITE_DONE)
+            return db_error(s, err, "warm_start");
+        return rung_error_set(err, RUNG_E_INVALID_SPEC, field,
+                              "warm_start.experiment: experiment %lld not found",
+                              (long long)source);
+    }
+    const char *state = (const char *)sqlite3_column_text(st, 0);
+    json_t *src_spec = column_json(st, 1);
+    int64_t unfinished = sqlite3_column_int64(st, 2);
+    if (state == NULL || (strcmp(state, "completed") != 0 && strcmp(state, "canceled") != 0 &&
+                          strcmp(state, "failed") != 0))
+        rc = rung_error_set(err, RUNG_E_INVALID_SPEC, field,
+                            "warm_start.experiment: experiment %lld is %s; only an experiment "
+                            "that has ended (completed, canceled or failed) can warm-start "
+                            "another",
+                            (long long)source, state ? state : "in an unknown state");
+    else if (unfinished > 0)
+        rc = rung_error_set(err, RUNG_E_INVALID_SPEC, field,
+                            "warm_start.experiment: experiment %lld has ended, but %lld of its "
+                            "trials have not stopped yet",
+                            (long long)source, (long long)unfinished);
+    else
+        rc = warm_check_space(source, src_spec, spec, err);
+    json_decref(src_spec);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int store_read_warm(Store *s, Spec *spec, int64_t before, bool check, Warm **out, RungError *err)
+{
+    *out = NULL;
+    int64_t source = spec->warm_start_exp;
+    if (check && warm_check_source(s, source, spec, err))
+        return err->code;
+    sqlite3_stmt *st;
+    if (prepare(s,
+                "SELECT state, config, last_metrics FROM trials WHERE experiment_id = ? AND "
+                "state IN ('completed', 'stopped', 'failed') AND (ended_at IS NULL OR "
+                "ended_at <= ?) ORDER BY number",
+                &st, err))
+        return err->code;
+    sqlite3_bind_int64(st, 1, source);
+    sqlite3_bind_int64(st, 2, before);
+    Warm *w = warm_new(spec, source);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        TrialState state;
+        if (trial_state_parse((const char *)sqlite3_column_text(st, 0), &state) != 0)
+            continue;
+        json_t *config = column_json(st, 1);
+        json_t *last = column_json(st, 2);
+        warm_add(w, spec, state, config, last);
+        json_decref(config);
+        json_decref(last);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        warm_free(w);
+        return db_error(s, err, "warm_start trials");
+    }
+    if (warm_seal(w, spec, err) != 0) {
+        warm_free(w);
+        return err->code;
+    }
+    *out = w;
+    return 0;
+}
+
+int store_read_warm_attach(Store *s, Experiment *e, RungError *err)
+{
+    if (e->spec.warm_start_exp <= 0 || e->warm != NULL)
+        return 0;
+    RungError why;
+    rung_error_clear(&why);
+    if (store_read_warm(s, &e->spec, e->created_at, false, &e->warm, &why) == 0)
+        return 0;
+    if (why.code == RUNG_E_INVALID_SPEC)
+        return 0; /* the source changed since (warm.h): e runs without */
+    *err = why;
+    return err->code;
 }

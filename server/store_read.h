@@ -81,4 +81,21 @@ int store_read_curves(Store *s, int64_t exp_id, const char *metric, int64_t from
 int store_read_workers(Store *s, int64_t seen_since, int64_t limit, int64_t offset, json_t **items,
                        int64_t *total, RungError *err);
 
+/* warm_start (warm.h): a new sealed Warm for spec from the finished trials
+ * of experiment spec->warm_start_exp that ended at or before `before` (ms:
+ * the new experiment's creation, so that reading it again at start gives
+ * the same), spec->total_trials set for the grid searcher (warm_seal).
+ * With `check` (at submission) the source must exist, have ended
+ * (completed, canceled or failed) with none of its trials left to end, and
+ * have every parameter of spec's search_space; otherwise, and for
+ * warm_seal's refusals, RUNG_E_INVALID_SPEC naming warm_start.experiment
+ * (or points_to_evaluate). */
+int store_read_warm(Store *s, Spec *spec, int64_t before, bool check, struct Warm **out,
+                    RungError *err);
+/* When the store loads e (at start, or again after a failed write): reads
+ * its warm_start trials into e->warm as at its submission (the trials that
+ * ended before e was created). Fails only when the store does; a source
+ * that no longer gives a Warm leaves e without one. */
+int store_read_warm_attach(Store *s, Experiment *e, RungError *err);
+
 #endif

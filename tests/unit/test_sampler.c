@@ -1061,6 +1061,112 @@ static void test_sobol_spread(void **state)
     assert_true(cells < 200);
 }
 
+/* ---- warm_start's helpers: redraws and grid indices ------------------- */
+
+/* sampler_grid_index inverts the grid searcher's enumeration on every kind
+ * of enumerable parameter, and refuses values it does not enumerate. */
+static void test_grid_index(void **state)
+{
+    (void)state;
+    Space *space = parse_space(
+        "{\"g\": {\"type\": \"grid\", \"values\": [{\"k\": 1}, \"s\"]},"
+        " \"c\": {\"type\": \"choice\", \"values\": [1, 2.5, true]},"
+        " \"r\": {\"type\": \"randint\", \"low\": -2, \"high\": 2},"
+        " \"q\": {\"type\": \"qrandint\", \"low\": -6, \"high\": 6, \"q\": 3},"
+        " \"l\": {\"type\": \"lograndint\", \"low\": 1, \"high\": 1000, \"grid_points\": 4},"
+        " \"u\": {\"type\": \"loguniform\", \"low\": 0.001, \"high\": 1, \"grid_points\": 3},"
+        " \"k\": \"const\"}");
+    SearcherSpec grid = searcher_ok("{\"type\": \"grid\"}", space);
+    int64_t g = total_ok(space, &grid, 1);
+    assert_int_equal(g, 2 * 3 * 4 * 5 * 4 * 3);
+    for (int64_t n = 0; n < g; n++) {
+        json_t *c = sampler_config(space, &grid, n);
+        assert_int_equal(sampler_grid_index(space, c), n);
+        json_decref(c);
+    }
+    json_t *c = sampler_config(space, &grid, 77);
+    /* An integer is not the real 2.5's neighbour, nor 1.0 the integer 1. */
+    json_t *bad = json_deep_copy(c);
+    json_object_set_new(bad, "c", json_real(1.0));
+    assert_int_equal(sampler_grid_index(space, bad), -1);
+    json_object_set_new(bad, "c", json_integer(1));
+    json_object_set_new(bad, "u", json_real(0.5)); /* in the domain, not a grid point */
+    assert_int_equal(sampler_grid_index(space, bad), -1);
+    json_object_set_new(bad, "u", json_real(1.0));
+    json_object_set_new(bad, "q", json_integer(4)); /* not a multiple of q */
+    assert_int_equal(sampler_grid_index(space, bad), -1);
+    json_object_set_new(bad, "q", json_integer(3));
+    json_object_set_new(bad, "k", json_string("other"));
+    assert_int_equal(sampler_grid_index(space, bad), -1);
+    json_object_del(bad, "k");
+    assert_int_equal(sampler_grid_index(space, bad), -1);
+    json_object_set_new(bad, "k", json_string("const"));
+    json_object_set_new(bad, "extra", json_true()); /* ignored */
+    assert_true(sampler_grid_index(space, bad) >= 0);
+    json_decref(bad);
+    json_decref(c);
+    space_free(space);
+}
+
+/* A redraw keeps the trial's grid combination, stays in the domains, is a
+ * pure function of (seed, number, k), and differs from the first draw. */
+static void test_redraw(void **state)
+{
+    (void)state;
+    Space *space = parse_space("{\"g\": {\"type\": \"grid\", \"values\": [1, 2, 3]},"
+                               " \"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+                               " \"c\": {\"type\": \"choice\", \"values\": [\"a\", \"b\"]}}");
+    for (int quasi = 0; quasi < 2; quasi++) {
+        SearcherSpec s = searcher_ok(quasi ? "{\"seed\": 4, \"quasi\": true}" : "{\"seed\": 4}",
+                                     space);
+        for (int64_t n = 0; n < 30; n++) {
+            json_t *first = sampler_config(space, &s, n);
+            for (int64_t k = 1; k <= 3; k++) {
+                json_t *a = sampler_redraw(space, &s, n, k);
+                json_t *b = sampler_redraw(space, &s, n, k);
+                assert_non_null(a);
+                assert_true(json_equal(a, b));
+                assert_true(json_equal(json_object_get(a, "g"), json_object_get(first, "g")));
+                double x = json_real_value(json_object_get(a, "x"));
+                assert_true(x >= 0.0 && x < 1.0);
+                assert_true(x != json_real_value(json_object_get(first, "x")));
+                json_decref(a);
+                json_decref(b);
+            }
+            json_decref(first);
+        }
+        assert_null(sampler_redraw(space, &s, 0, 0));
+        assert_null(sampler_redraw(space, &s, -1, 1));
+    }
+    Space *one = parse_space("{\"a\": 1}");
+    SearcherSpec grid = searcher_ok("{\"type\": \"grid\"}", one);
+    assert_null(sampler_redraw(space, &grid, 0, 1));
+    space_free(one);
+    space_free(space);
+}
+
+/* space_config_value: a point's integer for a float domain is a real. */
+static void test_config_value(void **state)
+{
+    (void)state;
+    Space *space = parse_space("{\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 9},"
+                               " \"n\": {\"type\": \"randint\", \"low\": 0, \"high\": 9},"
+                               " \"c\": {\"type\": \"choice\", \"values\": [1, 2.5]}}");
+    json_t *one = json_integer(1);
+    json_t *v = space_config_value(space, "x", one);
+    assert_true(json_is_real(v) && json_real_value(v) == 1.0);
+    json_decref(v);
+    v = space_config_value(space, "n", one);
+    assert_ptr_equal(v, one);
+    json_decref(v);
+    v = space_config_value(space, "c", one);
+    assert_ptr_equal(v, one);
+    json_decref(v);
+    assert_null(space_config_value(space, "nope", one));
+    json_decref(one);
+    space_free(space);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1080,6 +1186,9 @@ int main(void)
         cmocka_unit_test(test_reproducible),
         cmocka_unit_test(test_sobol_matches_gsl),
         cmocka_unit_test(test_sobol_spread),
+        cmocka_unit_test(test_grid_index),
+        cmocka_unit_test(test_redraw),
+        cmocka_unit_test(test_config_value),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
