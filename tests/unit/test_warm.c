@@ -274,10 +274,11 @@ static void test_lay_over(void **state)
           " \"search_space\": {\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 4},"
           " \"n\": {\"type\": \"randint\", \"low\": 0, \"high\": 9}, \"k\": \"c\"}}",
           &spec);
-    json_t *c = propose_lay_over(spec.space, load("{\"x\": 0.5, \"n\": 3, \"k\": \"c\"}"),
-                                 load("{\"n\": 7, \"x\": 2}"));
+    json_t *point = load("{\"n\": 7, \"x\": 2}");
+    json_t *c = propose_lay_over(spec.space, load("{\"x\": 0.5, \"n\": 3, \"k\": \"c\"}"), point);
     assert_json(c, "{\"x\": 2.0, \"n\": 7, \"k\": \"c\"}");
     json_decref(c);
+    json_decref(point);
     json_t *empty = load("{}");
     json_t *base = load("{\"x\": 0.5, \"n\": 3, \"k\": \"c\"}");
     c = propose_lay_over(spec.space, json_incref(base), empty);
