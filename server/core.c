@@ -1374,6 +1374,8 @@ int core_patch(Core *core, Experiment *e, const json_t *patch, int64_t now, Rung
     /* num_samples can only grow: the trials that exist stay. */
     if (spec_patch(&e->spec, patch, e->spec.num_samples, err))
         return err->code;
+    if (e->warm != NULL) /* a grid warm-started skips what its source tried */
+        e->spec.total_trials = warm_total_trials(e->warm, &e->spec);
     mark_exp(core, e);
     core->availability_changed = true;
     if (e->state == EXP_COMPLETED && e->n_trials < e->spec.total_trials) {
@@ -1406,6 +1408,13 @@ int core_retry_failed(Core *core, Experiment *e, int64_t now, int64_t *n, RungEr
     *n = 0;
     if (e->state == EXP_CANCELED)
         return ended_conflict(e, "retried", err);
+    /* Its trials are another experiment's warm start: they must not change
+     * (a restart reads them again). */
+    if (core_warm_source_in_use(core, e->id))
+        return rung_error_set(err, RUNG_E_CONFLICT, NULL,
+                              "experiment %lld: a running experiment warm-starts from it, so its "
+                              "trials cannot be retried now",
+                              (long long)e->id);
     for (int64_t i = e->n_trials - 1; i >= 0; i--) {
         Trial *t = e->trials[i];
         if (t == NULL || t->state != TRIAL_FAILED)
