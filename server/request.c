@@ -241,7 +241,8 @@ static int parse_trainables(const json_t *v, unsigned *mask, RungError *err)
                                         [SPEC_TRAINABLE_BUILTIN] = "builtin"};
     if (v == NULL)
         return 0;
-    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > 3)
+    /* More than three items repeat one: the repeat is named below. */
+    if (!json_is_array(v) || json_array_size(v) == 0)
         return rung_error_set(err, A, "trainables",
                               "trainables: must be a non-empty array of command, builtin, "
                               "external");

@@ -39,8 +39,8 @@
 /* A trial's warnings, in the finish body and per trial in the heartbeat:
  * {"count": 3, "last": [{"line": "@rung {oops", "why": "not JSON ..."}]}
  * count: integer 0..2^53; last: 0..REQUEST_MAX_WARN_LAST objects with
- * exactly "line" (string, at most REQUEST_MAX_WARN_LINE bytes) and "why"
- * (string, at most REQUEST_MAX_WARN_WHY bytes), oldest first. The parsed
+ * exactly "line" (string, 1..REQUEST_MAX_WARN_LINE bytes) and "why"
+ * (string, 1..REQUEST_MAX_WARN_WHY bytes), oldest first. The parsed
  * value is the body's object itself (borrowed), stored as it is. */
 
 /* POST /api/v1/trials/{id}/report:

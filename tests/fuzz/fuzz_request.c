@@ -77,6 +77,28 @@ static void same_answer(int rc, const RungError *err, int rc2, const RungError *
     }
 }
 
+/* A warnings object as request.h (REQUEST_WARNINGS) describes it. */
+__attribute__((unused)) static void check_warnings(const json_t *w)
+{
+    CHECK(json_is_object(w));
+    CHECK(json_object_size(w) == 2);
+    json_t *count = json_object_get(w, "count");
+    CHECK(json_is_number(count));
+    CHECK(json_number_value(count) >= 0 && json_number_value(count) <= (double)REQUEST_MAX_STEP);
+    json_t *last = json_object_get(w, "last");
+    CHECK(json_is_array(last) && json_array_size(last) <= REQUEST_MAX_WARN_LAST);
+    size_t i;
+    json_t *item;
+    json_array_foreach(last, i, item) {
+        CHECK(json_is_object(item) && json_object_size(item) == 2);
+        json_t *line = json_object_get(item, "line"), *why = json_object_get(item, "why");
+        CHECK(json_is_string(line) && json_string_length(line) >= 1 &&
+              json_string_length(line) <= REQUEST_MAX_WARN_LINE);
+        CHECK(json_is_string(why) && json_string_length(why) >= 1 &&
+              json_string_length(why) <= REQUEST_MAX_WARN_WHY);
+    }
+}
+
 #if FUZZ_BODY == FUZZ_REPORT
 
 static void check_report(const json_t *body, const ReportRequest *r)
@@ -114,8 +136,12 @@ static int run(json_t *body, RungError *err)
 static void check_finish(const json_t *body, const FinishRequest *f, const char *error_before,
                          size_t error_len_before)
 {
-    static const char *const allowed[] = {"lease_token", "status", "error", "log", NULL};
+    static const char *const allowed[] = {"lease_token", "status",   "error",
+                                          "log",         "warnings", NULL};
     check_keys(body, allowed);
+    CHECK(f->warnings == member(body, "warnings"));
+    if (f->warnings != NULL)
+        check_warnings(f->warnings);
     check_string(body, "lease_token", f->lease_token, REQUEST_MAX_TOKEN);
     const char *status = json_string_value(json_object_get(body, "status"));
     CHECK(status != NULL);
@@ -159,7 +185,8 @@ static int parse_finish(json_t *body, RungError *err)
     if (rc == 0)
         check_finish(body, &f, before, before_len);
     else
-        CHECK(f.lease_token == NULL && f.error == NULL && f.log == NULL && !f.completed);
+        CHECK(f.lease_token == NULL && f.error == NULL && f.log == NULL && !f.completed &&
+              f.warnings == NULL);
     if (rc != 0 && before != NULL) /* refused: the body is as it was */
         CHECK(json_string_length(e) == before_len &&
               memcmp(json_string_value(e), before, before_len) == 0);
@@ -196,8 +223,22 @@ static int run(json_t *body, RungError *err)
 
 static void check_register(const json_t *body, const RegisterRequest *r)
 {
-    static const char *const allowed[] = {"name", "hostname", "gpus", "cpus", NULL};
+    static const char *const allowed[] = {"name", "hostname", "gpus", "cpus", "labels", NULL};
     check_keys(body, allowed);
+    CHECK(r->labels == member(body, "labels"));
+    if (r->labels != NULL) {
+        CHECK(json_is_object(r->labels) && json_object_size(r->labels) <= REQUEST_MAX_LABELS);
+        const char *key;
+        json_t *v;
+        json_object_foreach(r->labels, key, v) {
+            size_t n = strlen(key);
+            CHECK(n >= 1 && n <= SPEC_MAX_LABEL_KEY);
+            CHECK(
+                strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-/") ==
+                n);
+            CHECK(json_is_string(v) && json_string_length(v) <= SPEC_MAX_LABEL_VALUE);
+        }
+    }
     /* Absent, never null: "name": null is refused. */
     if (json_object_get(body, "name") == NULL)
         CHECK(r->name == NULL);
@@ -227,7 +268,8 @@ static int run(json_t *body, RungError *err)
     if (rc == 0)
         check_register(body, &r);
     else
-        CHECK(r.name == NULL && r.hostname == NULL && r.gpus == NULL && r.label == NULL);
+        CHECK(r.name == NULL && r.hostname == NULL && r.gpus == NULL && r.label == NULL &&
+              r.labels == NULL);
     if (rc == 0 && json_object_get(body, "name") != NULL) {
         /* The same with "name": null is refused, naming name. */
         json_t *nulled = json_deep_copy(body);
@@ -284,8 +326,34 @@ static void check_gpus_against(const LeaseOffer *o, const json_t *registered,
 
 static void check_lease(const json_t *body, const LeaseRequest *l)
 {
-    static const char *const allowed[] = {"gpus", "cpus", "wait_s", NULL};
+    static const char *const allowed[] = {"gpus", "cpus", "wait_s", "trainables", NULL};
     check_keys(body, allowed);
+    /* trainables: absent or null is every type; else each named once. */
+    json_t *trainables = member(body, "trainables");
+    if (trainables == NULL) {
+        CHECK(l->offer.trainables == (SPEC_TRAINABLE_BIT(SPEC_TRAINABLE_EXTERNAL) |
+                                      SPEC_TRAINABLE_BIT(SPEC_TRAINABLE_COMMAND) |
+                                      SPEC_TRAINABLE_BIT(SPEC_TRAINABLE_BUILTIN)));
+    } else {
+        static const char *const names[] = {[SPEC_TRAINABLE_EXTERNAL] = "external",
+                                            [SPEC_TRAINABLE_COMMAND] = "command",
+                                            [SPEC_TRAINABLE_BUILTIN] = "builtin"};
+        CHECK(json_is_array(trainables));
+        size_t n = json_array_size(trainables);
+        CHECK(n >= 1 && n <= 3);
+        unsigned mask = 0;
+        size_t i;
+        json_t *t;
+        json_array_foreach(trainables, i, t) {
+            const char *name = json_string_value(t);
+            CHECK(name != NULL);
+            for (int k = 0; k < 3; k++)
+                if (strcmp(name, names[k]) == 0)
+                    mask |= SPEC_TRAINABLE_BIT(k);
+        }
+        CHECK(l->offer.trainables == mask);
+        CHECK((size_t)__builtin_popcount(mask) == n);
+    }
     json_t *cpus = member(body, "cpus");
     CHECK(l->offer.cpus == (cpus ? (int64_t)json_number_value(cpus) : DEFAULT_CPUS));
     CHECK(l->offer.cpus >= 0 && l->offer.cpus <= SPEC_MAX_CPUS);
@@ -333,7 +401,7 @@ static int run(json_t *body, RungError *err)
     if (rc == 0)
         check_lease(body, &l);
     else
-        CHECK(l.offer.n_gpus == 0 && l.offer.cpus == 0 && l.wait_s == 0);
+        CHECK(l.offer.n_gpus == 0 && l.offer.cpus == 0 && l.wait_s == 0 && l.offer.trainables == 0);
     return rc;
 }
 
@@ -355,7 +423,7 @@ static bool id_key(const char *key, int64_t *id)
 
 static void check_heartbeat(const json_t *body, const HeartbeatRequest *h)
 {
-    static const char *const allowed[] = {"trials", "gpus", "logs", NULL};
+    static const char *const allowed[] = {"trials", "gpus", "logs", "warnings", NULL};
     check_keys(body, allowed);
     json_t *trials = member(body, "trials");
     CHECK(h->n_trials == (int64_t)json_array_size(trials));
@@ -383,6 +451,22 @@ static void check_heartbeat(const json_t *body, const HeartbeatRequest *h)
     }
     CHECK(!request_heartbeat_log(h, &iter, &id, &text));
     CHECK(n == json_object_size(h->logs));
+    /* The same of the warnings, each a warnings object. */
+    CHECK(h->warnings == member(body, "warnings"));
+    CHECK(h->warnings == NULL || json_is_object(h->warnings));
+    iter = NULL;
+    n = 0;
+    json_t *w;
+    json_object_foreach(h->warnings, key, v) {
+        int64_t want;
+        CHECK(id_key(key, &want));
+        check_warnings(v);
+        CHECK(request_heartbeat_warnings(h, &iter, &id, &w));
+        CHECK(id == want && w == v);
+        n++;
+    }
+    CHECK(!request_heartbeat_warnings(h, &iter, &id, &w));
+    CHECK(n == json_object_size(h->warnings));
 }
 
 static int run(json_t *body, RungError *err)
@@ -392,10 +476,12 @@ static int run(json_t *body, RungError *err)
     if (rc == 0) {
         check_heartbeat(body, &h);
     } else {
-        CHECK(h.n_trials == 0 && h.gpus == NULL && h.logs == NULL);
+        CHECK(h.n_trials == 0 && h.gpus == NULL && h.logs == NULL && h.warnings == NULL);
         /* A refused log key is named by its head, cut on a character. */
         if (strcmp(err->message, "logs: keys are trial ids, values text") == 0)
             CHECK(strncmp(err->field, "logs.", 5) == 0 && strlen(err->field) <= 5 + 40);
+        if (strcmp(err->message, "warnings: keys are trial ids") == 0)
+            CHECK(strncmp(err->field, "warnings.", 9) == 0 && strlen(err->field) <= 9 + 40);
     }
     return rc;
 }

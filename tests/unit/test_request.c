@@ -533,6 +533,329 @@ static void test_heartbeat(void **state)
     json_decref(b);
 }
 
+/* ---- worker labels, lease trainables, warnings ---- */
+
+static void test_register_labels(void **state)
+{
+    (void)state;
+    RegisterRequest r;
+    RungError err;
+    json_t *b = parse("{\"labels\": {\"gpu\": \"a100\", \"team/vision.v-2_x\": \"\"}}");
+    assert_int_equal(request_register_parse(b, &r, &err), 0);
+    assert_ptr_equal(r.labels, json_object_get(b, "labels"));
+    json_decref(b);
+    b = parse("{\"labels\": null}");
+    assert_int_equal(request_register_parse(b, &r, &err), 0);
+    assert_null(r.labels);
+    json_decref(b);
+    b = parse("{\"labels\": {}}");
+    assert_int_equal(request_register_parse(b, &r, &err), 0);
+    assert_int_equal(json_object_size(r.labels), 0);
+    json_decref(b);
+
+    static const struct {
+        const char *text, *field;
+    } bad[] = {
+        {"{\"labels\": [\"gpu\"]}", "labels"},
+        {"{\"labels\": \"gpu=a100\"}", "labels"},
+        {"{\"labels\": {\"gpu\": 1}}", "labels.gpu"},
+        {"{\"labels\": {\"gpu\": null}}", "labels.gpu"},
+        {"{\"labels\": {\"gpu\": [\"a100\"]}}", "labels.gpu"},
+        {"{\"labels\": {\"\": \"x\"}}", "labels."},
+        {"{\"labels\": {\"a b\": \"x\"}}", "labels.a b"},
+        {"{\"labels\": {\"a=b\": \"x\"}}", "labels.a=b"},
+        {"{\"labels\": {\"gpu:0\": \"x\"}}", "labels.gpu:0"},
+        {"{\"labels\": {\"\xce\xb4\": \"x\"}}", "labels.\xce\xb4"},
+        {"{\"labels\": {\"ok\": \"x\", \"bad!\": \"x\"}}", "labels.bad!"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        b = parse(bad[i].text);
+        rung_error_clear(&err);
+        assert_refused(request_register_parse(b, &r, &err), &err, A, bad[i].field);
+        assert_null(r.labels);
+        json_decref(b);
+    }
+
+    /* Keys of SPEC_MAX_LABEL_KEY bytes pass, one more does not; values of
+     * SPEC_MAX_LABEL_VALUE bytes pass, one more does not. */
+    char key[SPEC_MAX_LABEL_KEY + 2], value[SPEC_MAX_LABEL_VALUE + 2];
+    memset(key, 'k', sizeof key - 1);
+    key[sizeof key - 1] = '\0';
+    memset(value, 'v', sizeof value - 1);
+    value[sizeof value - 1] = '\0';
+    b = json_pack("{s:{s:s%}}", "labels", key, value, (size_t)SPEC_MAX_LABEL_VALUE);
+    rung_error_clear(&err);
+    assert_int_equal(request_register_parse(b, &r, &err), A);
+    char *field = fmt("labels.%s", key);
+    assert_string_equal(err.field, field);
+    free(field);
+    json_decref(b);
+    key[SPEC_MAX_LABEL_KEY] = '\0';
+    b = json_pack("{s:{s:s%}}", "labels", key, value, (size_t)SPEC_MAX_LABEL_VALUE);
+    assert_int_equal(request_register_parse(b, &r, &err), 0);
+    json_object_set_new(json_object_get(b, "labels"), key, json_string(value));
+    rung_error_clear(&err);
+    assert_int_equal(request_register_parse(b, &r, &err), A);
+    field = fmt("labels.%s", key);
+    assert_string_equal(err.field, field);
+    assert_string_equal(err.message + strlen(field), ": must be a string of at most 256 bytes");
+    free(field);
+    json_decref(b);
+
+    /* REQUEST_MAX_LABELS labels pass, one more does not. */
+    b = json_pack("{s:{}}", "labels");
+    for (int i = 0; i < REQUEST_MAX_LABELS; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "l%d", i);
+        json_object_set_new(json_object_get(b, "labels"), k, json_string("x"));
+    }
+    assert_int_equal(request_register_parse(b, &r, &err), 0);
+    json_object_set_new(json_object_get(b, "labels"), "one-more", json_string("x"));
+    assert_refused(request_register_parse(b, &r, &err), &err, A, "labels");
+    assert_string_equal(err.message, "labels: must be an object of at most 64 labels");
+    json_decref(b);
+}
+
+#define ALL_TRAINABLES                                                                             \
+    (SPEC_TRAINABLE_BIT(SPEC_TRAINABLE_EXTERNAL) | SPEC_TRAINABLE_BIT(SPEC_TRAINABLE_COMMAND) |    \
+     SPEC_TRAINABLE_BIT(SPEC_TRAINABLE_BUILTIN))
+
+static void test_lease_trainables(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        unsigned mask;
+    } ok[] = {
+        {"{}", ALL_TRAINABLES},
+        {"{\"trainables\": null}", ALL_TRAINABLES},
+        {"{\"trainables\": [\"command\", \"builtin\"]}",
+         SPEC_TRAINABLE_BIT(SPEC_TRAINABLE_COMMAND) | SPEC_TRAINABLE_BIT(SPEC_TRAINABLE_BUILTIN)},
+        {"{\"trainables\": [\"external\"]}", SPEC_TRAINABLE_BIT(SPEC_TRAINABLE_EXTERNAL)},
+        {"{\"trainables\": [\"builtin\"]}", SPEC_TRAINABLE_BIT(SPEC_TRAINABLE_BUILTIN)},
+        {"{\"trainables\": [\"builtin\", \"external\", \"command\"], \"cpus\": 2}", ALL_TRAINABLES},
+    };
+    LeaseRequest l;
+    RungError err;
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        json_t *b = parse(ok[i].text);
+        assert_int_equal(request_lease_parse(b, 8, &l, &err), 0);
+        assert_int_equal(l.offer.trainables, ok[i].mask);
+        json_decref(b);
+    }
+    static const struct {
+        const char *text, *field;
+    } bad[] = {
+        {"{\"trainables\": []}", "trainables"},
+        {"{\"trainables\": \"command\"}", "trainables"},
+        {"{\"trainables\": {\"command\": true}}", "trainables"},
+        {"{\"trainables\": [\"gpu\"]}", "trainables[0]"},
+        {"{\"trainables\": [\"command\", \"Builtin\"]}", "trainables[1]"},
+        {"{\"trainables\": [\"command\", \"command\"]}", "trainables[1]"},
+        {"{\"trainables\": [\"command\", null]}", "trainables[1]"},
+        {"{\"trainables\": [1]}", "trainables[0]"},
+        {"{\"trainables\": [\"\"]}", "trainables[0]"},
+        {"{\"trainables\": [\"command\", \"builtin\", \"external\", \"builtin\"]}",
+         "trainables[3]"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *b = parse(bad[i].text);
+        rung_error_clear(&err);
+        assert_refused(request_lease_parse(b, 8, &l, &err), &err, A, bad[i].field);
+        assert_int_equal(l.offer.trainables, 0);
+        json_decref(b);
+    }
+    json_t *b = parse("{\"trainables\": [\"command\", \"gpu\"]}");
+    assert_refused(request_lease_parse(b, 8, &l, &err), &err, A, "trainables[1]");
+    assert_string_equal(err.message,
+                        "trainables[1]: must be command, builtin or external, each once");
+    json_decref(b);
+}
+
+/* Warnings objects that parse, and those refused with the field under
+ * "warnings" they name; shared by the finish and heartbeat tests. */
+static const char *const good_warnings[] = {
+    "{\"count\": 0, \"last\": []}",
+    "{\"count\": 3, \"last\": [{\"line\": \"@rung {oops\", \"why\": \"not JSON\"},"
+    " {\"why\": \"no metric\", \"line\": \"@rung {}\"}]}",
+    "{\"count\": 9007199254740992, \"last\": [{\"line\": \"@\", \"why\": \"?\"}]}",
+    "{\"count\": 2.0, \"last\": [{\"line\": \"\\u00e9\", \"why\": \"x\"}]}",
+};
+
+static const struct {
+    const char *text, *field; /* field after "warnings" (or "warnings.17") */
+} bad_warnings[] = {
+    {"[]", ""},
+    {"\"3 bad lines\"", ""},
+    {"3", ""},
+    {"{\"last\": []}", ".count"},
+    {"{\"count\": -1, \"last\": []}", ".count"},
+    {"{\"count\": 9007199254740993, \"last\": []}", ".count"},
+    {"{\"count\": 1.5, \"last\": []}", ".count"},
+    {"{\"count\": \"1\", \"last\": []}", ".count"},
+    {"{\"count\": 1}", ".last"},
+    {"{\"count\": 1, \"last\": null}", ".last"},
+    {"{\"count\": 1, \"last\": {}}", ".last"},
+    {"{\"count\": 1, \"last\": [], \"first\": []}", ".first"},
+    {"{\"count\": 1, \"last\": [\"@rung {\"]}", ".last[0]"},
+    {"{\"count\": 1, \"last\": [{\"line\": \"x\"}]}", ".last[0].why"},
+    {"{\"count\": 1, \"last\": [{\"why\": \"x\"}]}", ".last[0].line"},
+    {"{\"count\": 2, \"last\": [{\"line\": \"x\", \"why\": \"y\"},"
+     " {\"line\": 1, \"why\": \"y\"}]}",
+     ".last[1].line"},
+    {"{\"count\": 1, \"last\": [{\"line\": \"x\", \"why\": null}]}", ".last[0].why"},
+    {"{\"count\": 1, \"last\": [{\"line\": \"\", \"why\": \"y\"}]}", ".last[0].line"},
+    {"{\"count\": 1, \"last\": [{\"line\": \"x\", \"why\": \"\"}]}", ".last[0].why"},
+    {"{\"count\": 1, \"last\": [{\"line\": \"x\", \"why\": \"y\", \"step\": 3}]}", ".last[0].step"},
+};
+
+/* A warnings object with n quoted lines of line_len and why_len bytes. */
+static json_t *warnings_of(size_t n, size_t line_len, size_t why_len)
+{
+    char *line = malloc(line_len + 1), *why = malloc(why_len + 1);
+    assert_non_null(line);
+    assert_non_null(why);
+    memset(line, 'l', line_len);
+    line[line_len] = '\0';
+    memset(why, 'w', why_len);
+    why[why_len] = '\0';
+    json_t *w = json_pack("{s:I, s:[]}", "count", (json_int_t)n, "last");
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(json_object_get(w, "last"),
+                              json_pack("{s:s, s:s}", "line", line, "why", why));
+    free(line);
+    free(why);
+    return w;
+}
+
+static void test_finish_warnings(void **state)
+{
+    (void)state;
+    FinishRequest f;
+    RungError err;
+    for (size_t i = 0; i < sizeof good_warnings / sizeof good_warnings[0]; i++) {
+        char *text = fmt("{\"lease_token\": \"t\", \"status\": \"completed\", \"warnings\": %s}",
+                         good_warnings[i]);
+        json_t *b = parse(text);
+        assert_int_equal(request_finish_parse(b, &f, &err), 0);
+        assert_ptr_equal(f.warnings, json_object_get(b, "warnings"));
+        json_decref(b);
+        free(text);
+    }
+    json_t *b = parse("{\"lease_token\": \"t\", \"status\": \"failed\", \"warnings\": null}");
+    assert_int_equal(request_finish_parse(b, &f, &err), 0);
+    assert_null(f.warnings);
+    json_decref(b);
+    for (size_t i = 0; i < sizeof bad_warnings / sizeof bad_warnings[0]; i++) {
+        char *text = fmt("{\"lease_token\": \"t\", \"status\": \"completed\", \"warnings\": %s}",
+                         bad_warnings[i].text);
+        char *field = fmt("warnings%s", bad_warnings[i].field);
+        b = parse(text);
+        rung_error_clear(&err);
+        assert_refused(request_finish_parse(b, &f, &err), &err, A, field);
+        assert_null(f.warnings);
+        assert_null(f.lease_token);
+        json_decref(b);
+        free(text);
+        free(field);
+    }
+
+    /* The bounds: REQUEST_MAX_WARN_LAST lines of REQUEST_MAX_WARN_LINE bytes
+     * with reasons of REQUEST_MAX_WARN_WHY bytes pass; one more of each does not. */
+    static const struct {
+        size_t n, line, why;
+        const char *field;
+    } edges[] = {
+        {REQUEST_MAX_WARN_LAST, REQUEST_MAX_WARN_LINE, REQUEST_MAX_WARN_WHY, NULL},
+        {REQUEST_MAX_WARN_LAST + 1, 1, 1, "warnings.last"},
+        {1, REQUEST_MAX_WARN_LINE + 1, 1, "warnings.last[0].line"},
+        {2, 1, REQUEST_MAX_WARN_WHY + 1, "warnings.last[0].why"},
+    };
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) {
+        b = json_pack("{s:s, s:s, s:o}", "lease_token", "t", "status", "completed", "warnings",
+                      warnings_of(edges[i].n, edges[i].line, edges[i].why));
+        rung_error_clear(&err);
+        if (edges[i].field == NULL) {
+            assert_int_equal(request_finish_parse(b, &f, &err), 0);
+        } else {
+            assert_refused(request_finish_parse(b, &f, &err), &err, A, edges[i].field);
+        }
+        json_decref(b);
+    }
+}
+
+static void test_heartbeat_warnings(void **state)
+{
+    (void)state;
+    static HeartbeatRequest h;
+    RungError err;
+    char *text = fmt("{\"trials\": [17, 18], \"warnings\": {\"17\": %s, \"0018\": %s}}",
+                     good_warnings[1], good_warnings[0]);
+    json_t *b = parse(text);
+    free(text);
+    assert_int_equal(request_heartbeat_parse(b, &h, &err), 0);
+    assert_ptr_equal(h.warnings, json_object_get(b, "warnings"));
+    void *iter = NULL;
+    int64_t id;
+    json_t *w;
+    assert_true(request_heartbeat_warnings(&h, &iter, &id, &w));
+    assert_int_equal(id, 17);
+    assert_ptr_equal(w, json_object_get(json_object_get(b, "warnings"), "17"));
+    assert_true(request_heartbeat_warnings(&h, &iter, &id, &w));
+    assert_int_equal(id, 18);
+    assert_int_equal(json_integer_value(json_object_get(w, "count")), 0);
+    assert_false(request_heartbeat_warnings(&h, &iter, &id, &w));
+    /* The logs iterator is not confused by warnings, nor the other way round. */
+    iter = NULL;
+    const char *log;
+    assert_false(request_heartbeat_log(&h, &iter, &id, &log));
+    json_decref(b);
+
+    b = parse("{\"trials\": [1], \"warnings\": null}");
+    assert_int_equal(request_heartbeat_parse(b, &h, &err), 0);
+    assert_null(h.warnings);
+    iter = NULL;
+    assert_false(request_heartbeat_warnings(&h, &iter, &id, &w));
+    json_decref(b);
+    b = parse("{\"warnings\": {}}");
+    assert_int_equal(request_heartbeat_parse(b, &h, &err), 0);
+    iter = NULL;
+    assert_false(request_heartbeat_warnings(&h, &iter, &id, &w));
+    json_decref(b);
+
+    static const struct {
+        const char *text, *field;
+    } bad[] = {
+        {"{\"warnings\": []}", "warnings"},
+        {"{\"warnings\": {\"x\": {\"count\": 0, \"last\": []}}}", "warnings.x"},
+        {"{\"warnings\": {\"-1\": {\"count\": 0, \"last\": []}}}", "warnings.-1"},
+        {"{\"warnings\": {\"\": {\"count\": 0, \"last\": []}}}", "warnings."},
+        {"{\"warnings\": {\"99999999999999999999\": {\"count\": 0, \"last\": []}}}",
+         "warnings.99999999999999999999"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        b = parse(bad[i].text);
+        rung_error_clear(&err);
+        assert_refused(request_heartbeat_parse(b, &h, &err), &err, A, bad[i].field);
+        assert_null(h.warnings);
+        assert_int_equal(h.n_trials, 0);
+        json_decref(b);
+    }
+    for (size_t i = 0; i < sizeof bad_warnings / sizeof bad_warnings[0]; i++) {
+        text = fmt("{\"trials\": [17], \"warnings\": {\"17\": {\"count\": 0, \"last\": []},"
+                   " \"23\": %s}}",
+                   bad_warnings[i].text);
+        char *field = fmt("warnings.23%s", bad_warnings[i].field);
+        b = parse(text);
+        rung_error_clear(&err);
+        assert_refused(request_heartbeat_parse(b, &h, &err), &err, A, field);
+        assert_null(h.warnings);
+        json_decref(b);
+        free(text);
+        free(field);
+    }
+}
+
 /* Every parser refuses a body nested 33 deep and accepts 32, before any
  * other check, naming the value too deep. */
 static void test_request_depth(void **state)
@@ -750,6 +1073,10 @@ int main(void)
         cmocka_unit_test(test_lease),
         cmocka_unit_test(test_lease_gpus_registered),
         cmocka_unit_test(test_heartbeat),
+        cmocka_unit_test(test_register_labels),
+        cmocka_unit_test(test_lease_trainables),
+        cmocka_unit_test(test_finish_warnings),
+        cmocka_unit_test(test_heartbeat_warnings),
         cmocka_unit_test(test_request_depth),
         cmocka_unit_test(test_spec_null_strings),
         cmocka_unit_test(test_spec_depth),
