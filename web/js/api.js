@@ -100,6 +100,18 @@ export function cancelExperiment(id) {
   return request('POST', `/experiments/${id}/cancel`);
 }
 
+/** Pauses a running experiment (nothing new is leased); pauseRunning also
+ * pauses its running trials (?running=pause), to resume from their
+ * checkpoints. Answers the experiment object. */
+export function pauseExperiment(id, { pauseRunning = false } = {}) {
+  return request('POST', `/experiments/${id}/pause`, { query: { running: pauseRunning ? 'pause' : undefined } });
+}
+
+/** Resumes a paused experiment; answers the experiment object. */
+export function resumeExperiment(id) {
+  return request('POST', `/experiments/${id}/resume`);
+}
+
 /** One page of an experiment's trials; sort is "number" or "value" (best
  * first), state one trial state or "" for all. */
 export function listTrials(id, { state, sort, limit, offset } = {}, signal) {

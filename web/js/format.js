@@ -92,3 +92,17 @@ export function countDone(counts) {
 export function typeOf(obj, fallback) {
   return (obj && typeof obj === 'object' && obj.type) || fallback;
 }
+
+/** The first line of a (possibly multi-line) text, or "" for none. */
+export function firstLine(text) {
+  if (text === null || text === undefined) return '';
+  const s = String(text);
+  const i = s.indexOf('\n');
+  return (i < 0 ? s : s.slice(0, i)).replace(/\r$/, '');
+}
+
+/** How many invalid @rung lines a trial's `warnings` counts (0 when absent). */
+export function warningCount(t) {
+  const w = t && t.warnings;
+  return w && typeof w.count === 'number' ? w.count : 0;
+}

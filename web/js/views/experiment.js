@@ -1,5 +1,5 @@
-// #/experiments/ID — one experiment: state and counts, the best trial,
-// cancel and CSV, the charts (learning curves, history, one scatter per
+// #/experiments/ID — one experiment: state and counts, why it failed or
+// ended, the best trial, pause/resume, cancel and CSV, the charts (learning curves, history, one scatter per
 // parameter, parallel coordinates) and one page of its trials.
 import * as api from '../api.js';
 import { createBestChart } from '../charts/best.js';
@@ -13,6 +13,9 @@ import { startPoll } from '../poll.js';
 import { reportError, clearError } from '../shell.js';
 import { ExperimentData } from './experiment-data.js';
 import { createTrialsTable } from './trials-table.js';
+
+// Experiment states that can still be paused, resumed or canceled.
+const LIVE = new Set(['running', 'paused']);
 
 export function mount(root, { id }) {
   document.title = `Experiment ${id} · Rung`;
@@ -28,6 +31,21 @@ export function mount(root, { id }) {
   const meta = h('p', { class: 'meta' });
   const cancel = h('button', { type: 'button', class: 'danger', testid: 'cancel', disabled: true, onclick: onCancel },
     'Cancel experiment');
+  // Pause (docs/api.md, POST /experiments/{id}/pause), shown while it runs;
+  // the box adds ?running=pause. Resume, shown while it is paused.
+  const pauseRunning = h('input', { type: 'checkbox', testid: 'pause-running' });
+  const pauseRunningLabel = h('label', { class: 'pause-running', title: 'Pause the running trials too: they stop at their next report and resume from their checkpoint' },
+    pauseRunning, ' pause running trials too');
+  const pause = h('button', { type: 'button', testid: 'pause', hidden: true, onclick: onPause }, 'Pause');
+  const resume = h('button', { type: 'button', testid: 'resume', hidden: true, onclick: onResume }, 'Resume');
+  const pauseGroup = h('span', { class: 'pause-group', hidden: true }, pauseRunningLabel, pause);
+  let busy = false; // a pause, resume or cancel request in flight
+  // Why it failed (error) and why it ended (ended_reason), when the API says.
+  const endedReason = h('span', { testid: 'exp-ended-reason' });
+  const endedLine = h('p', { class: 'ended-line', hidden: true }, 'Ended: ', endedReason);
+  const expError = h('pre', { class: 'exp-error', testid: 'exp-error', hidden: true });
+  const pausedNote = h('p', { class: 'paused-note', testid: 'exp-paused-note', hidden: true },
+    'Paused: no trial of it is leased until it is resumed.');
   const csv = h('a', { class: 'button', testid: 'csv', href: api.csvUrl(id), download: `experiment-${id}-trials.csv`, onclick: onCsv },
     'Download CSV');
   const countEls = {};
@@ -57,7 +75,9 @@ export function mount(root, { id }) {
   root.append(
     h('section', { class: 'page' },
       h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Experiments'), ' / ', `#${id}`),
-      h('div', { class: 'title-row' }, h('div', null, title, meta), h('div', { class: 'actions' }, stateBadge, cancel, csv)),
+      h('div', { class: 'title-row' }, h('div', null, title, meta),
+        h('div', { class: 'actions' }, stateBadge, pauseGroup, resume, cancel, csv)),
+      expError, endedLine, pausedNote,
       h('div', { class: 'summary' }, counts, bestBox),
       h('h2', { text: 'Learning curves' }), curvesEl,
       h('h2', { text: 'Best so far' }), bestEl,
@@ -66,16 +86,46 @@ export function mount(root, { id }) {
       h('h2', { text: 'Parallel coordinates' }), parallelEl));
 
   async function onCancel() {
-    if (!exp || exp.state !== 'running') return;
+    if (!exp || !LIVE.has(exp.state) || busy) return;
     if (!window.confirm(`Cancel experiment "${exp.name || id}"? Pending trials are canceled; running trials stop at their next report.`)) return;
-    cancel.disabled = true;
+    await act('cancel', () => api.cancelExperiment(id));
+  }
+
+  async function onPause() {
+    if (!exp || exp.state !== 'running' || busy) return;
+    await act('pause', () => api.pauseExperiment(id, { pauseRunning: pauseRunning.checked }));
+  }
+
+  async function onResume() {
+    if (!exp || exp.state !== 'paused' || busy) return;
+    await act('resume', () => api.resumeExperiment(id));
+  }
+
+  /** One of the buttons' requests: the experiment it answers is shown at
+   * once; a failure goes to the error banner under `source`. */
+  async function act(source, call) {
+    busy = true;
+    renderButtons();
     try {
-      renderHeader(await api.cancelExperiment(id));
-      clearError('cancel');
+      const x = await call();
+      clearError(source);
+      if (!destroyed && x) renderHeader(x);
     } catch (e) {
-      reportError('cancel', e);
+      if (!destroyed) reportError(source, e);
+    } finally {
+      busy = false;
+      if (!destroyed) renderButtons();
     }
     poller.kick();
+  }
+
+  function renderButtons() {
+    const state = exp ? exp.state : null;
+    cancel.disabled = busy || !LIVE.has(state);
+    pauseGroup.hidden = state !== 'running';
+    pause.disabled = busy;
+    resume.hidden = state !== 'paused';
+    resume.disabled = busy;
   }
 
   async function onCsv(ev) {
@@ -110,7 +160,12 @@ export function mount(root, { id }) {
       `created ${time(x.created_at)}`,
       x.ended_at ? `ended ${time(x.ended_at)}` : null,
     ].filter(Boolean).join(' \u00b7 '));
-    cancel.disabled = x.state !== 'running';
+    renderButtons();
+    setText(endedReason, x.ended_reason || '');
+    endedLine.hidden = !x.ended_reason;
+    setText(expError, x.error || ''); // text, never markup: it quotes trial errors
+    expError.hidden = !x.error;
+    pausedNote.hidden = x.state !== 'paused';
     for (const s of STATES) setText(countEls[s], (x.counts && x.counts[s]) || 0);
     const b = x.best;
     if (b) {
@@ -195,6 +250,8 @@ export function mount(root, { id }) {
     destroyed = true;
     poller.stop();
     clearError('cancel');
+    clearError('pause');
+    clearError('resume');
     clearError('csv');
     Promise.resolve(charts).then((c) => {
       if (!c) return;

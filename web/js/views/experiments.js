@@ -50,6 +50,10 @@ export function mount(root) {
       id: h('td', { class: 'num' }),
       name: h('a', { testid: 'exp-name', href: `#/experiments/${x.id}` }),
       state: h('span', { testid: 'exp-state' }),
+      // Why it ended (docs/api.md, the experiment object), and for a failed
+      // one its error: shown when the API has them.
+      reason: h('span', { class: 'ended-reason muted', testid: 'exp-ended-reason', hidden: true }),
+      error: h('div', { class: 'exp-error-line', testid: 'exp-error', hidden: true }),
       bar: h('div', { class: 'bar' }, BAR_STATES.map((s) => h('span', { class: `seg state-bg-${s}` }))),
       label: h('span', { class: 'progress-text' }),
       best: h('td', { class: 'num', testid: 'exp-best' }),
@@ -62,7 +66,7 @@ export function mount(root) {
     const row = h('tr', { testid: 'experiment-row', 'data-id': x.id },
       cells.id,
       h('td', null, cells.name),
-      h('td', null, cells.state),
+      h('td', { class: 'state-cell' }, cells.state, cells.reason, cells.error),
       h('td', null, cells.progress),
       cells.best, cells.metric, cells.searcher, cells.scheduler, cells.created);
     row.cells_ = cells;
@@ -74,6 +78,14 @@ export function mount(root) {
     setText(c.id, x.id);
     setText(c.name, x.name || `experiment ${x.id}`);
     setState(c.state, x.state);
+    row.classList.toggle('exp-failed', x.state === 'failed');
+    row.classList.toggle('exp-paused', x.state === 'paused');
+    setText(c.reason, x.ended_reason ? `(${x.ended_reason})` : '');
+    c.reason.hidden = !x.ended_reason;
+    // The whole error in the text (and the title, for a long one cut by CSS).
+    setText(c.error, x.error || '');
+    setAttr(c.error, 'title', x.error ? x.error : null);
+    c.error.hidden = !x.error;
     const counts = x.counts || {};
     const totalTrials = x.total_trials || 0;
     const denom = Math.max(totalTrials, 1);

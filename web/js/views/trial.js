@@ -1,11 +1,12 @@
-// #/trials/ID — one trial: state, config, error, worker, times, its reports
+// #/trials/ID — one trial: state, config, error, who stopped or paused it,
+// the invalid @rung lines the worker refused, worker, times, its reports
 // (table and chart, fetched incrementally with after_step) and its log tail.
 // Once the trial is final and its last reports are in, polling stops.
 import * as api from '../api.js';
 import { createTrialChart } from '../charts/trial.js';
 import { loadUPlot } from '../charts/uplot.js';
 import { h, setAttr, setState, setText } from '../dom.js';
-import { DASH, FINAL, configText, int, num, time, duration } from '../format.js';
+import { DASH, FINAL, configText, int, num, time, duration, warningCount } from '../format.js';
 import { DONE, startPoll } from '../poll.js';
 
 export function mount(root, { id }) {
@@ -29,6 +30,16 @@ export function mount(root, { id }) {
   const times = h('span', { testid: 'trial-times' });
   const best = h('span', { class: 'num', testid: 'trial-best' });
   const rung = h('span', { testid: 'trial-rung' });
+  // stopped_by / paused_by (docs/api.md, the trial object): shown when set.
+  const stoppedBy = h('span', { testid: 'trial-stopped-by' });
+  const pausedBy = h('span', { testid: 'trial-paused-by' });
+  const stoppedByFact = [h('dt', { text: 'Stopped by', hidden: true }), h('dd', { hidden: true }, stoppedBy)];
+  const pausedByFact = [h('dt', { text: 'Paused by', hidden: true }), h('dd', { hidden: true }, pausedBy)];
+  // warnings: {count, last: [{line, why}]}, the @rung lines rung-worker refused.
+  const warnCount = h('p', { class: 'muted', testid: 'trial-warnings-count' });
+  const warnList = h('ul', { class: 'warnings', testid: 'trial-warnings' });
+  const warnSection = h('section', { class: 'warnings-section', hidden: true },
+    h('h2', { text: 'Invalid @rung lines' }), warnCount, warnList);
   const chartEl = h('div', { class: 'chart', testid: 'chart-trial' });
   const headRow = h('tr');
   const tbody = h('tbody');
@@ -44,8 +55,10 @@ export function mount(root, { id }) {
         h('dt', { text: 'Best' }), h('dd', null, best),
         h('dt', { text: 'Worker' }), h('dd', null, worker),
         h('dt', { text: 'Times' }), h('dd', null, times),
-        h('dt', { text: 'Scheduler' }), h('dd', null, rung)),
+        h('dt', { text: 'Scheduler' }), h('dd', null, rung),
+        stoppedByFact, pausedByFact),
       error,
+      warnSection,
       h('h2', { text: 'Reports' }), chartEl,
       h('div', { class: 'table-wrap metrics-wrap' }, table),
       h('h2', { text: 'Log' }), log));
@@ -81,9 +94,33 @@ export function mount(root, { id }) {
     if (t.bracket !== undefined && t.bracket !== null) parts.push(`bracket ${t.bracket}`);
     if (t.rung !== undefined && t.rung !== null) parts.push(`${t.state === 'paused' ? 'paused' : 'stopped'} at rung ${num(t.rung)}`);
     setText(rung, parts.join(' \u00b7 '));
+    showFact(stoppedByFact, stoppedBy, t.stopped_by);
+    showFact(pausedByFact, pausedBy, t.paused_by);
+    renderWarnings(t.warnings);
     const tail = typeof t.log_tail === 'string' && t.log_tail.length ? t.log_tail : null;
     setText(log, tail === null ? 'no log yet' : tail);
     log.classList.toggle('muted', tail === null);
+  }
+
+  function showFact(pair, el, value) {
+    setText(el, value || '');
+    for (const n of pair) n.hidden = !value;
+  }
+
+  let warnKey = '';
+  function renderWarnings(w) {
+    const n = warningCount({ warnings: w });
+    const last = w && Array.isArray(w.last) ? w.last : [];
+    const k = JSON.stringify([n, last]);
+    if (k === warnKey) return;
+    warnKey = k;
+    warnSection.hidden = n === 0 && last.length === 0;
+    setText(warnCount, n === 1 ? '1 line was refused' :
+      `${n} lines were refused${last.length && last.length < n ? `; the last ${last.length}:` : ''}`);
+    // Lines come from user programs: text nodes only.
+    warnList.replaceChildren(...last.map((x) => h('li', { testid: 'trial-warning' },
+      h('code', { class: 'warning-line', testid: 'trial-warning-line', text: x && x.line !== undefined ? String(x.line) : '' }),
+      h('span', { class: 'warning-why', testid: 'trial-warning-why', text: x && x.why !== undefined ? String(x.why) : '' }))));
   }
 
   function renderHead() {

@@ -1,10 +1,12 @@
 // The experiment page's trials table: one page of 50 trials at a time (it
 // must stay fast with 10,000+), sorted by number, best value first or worst
-// value first, filtered by state, with prev/next paging.
+// value first, filtered by state, with prev/next paging. Each row ends with
+// its count of invalid @rung lines and the first line of its error (the
+// whole error in the cell's title).
 import * as api from '../api.js';
 import { searchParams } from '../charts/uplot.js';
 import { h, setAttr, setState, setText, syncRows } from '../dom.js';
-import { DASH, FINAL, STATES, configValue, countTotal, duration, int, num, time } from '../format.js';
+import { DASH, FINAL, STATES, configValue, countTotal, duration, firstLine, int, num, time, warningCount } from '../format.js';
 
 const PAGE_SIZE = 50;
 const SORTS = [
@@ -60,7 +62,9 @@ export function createTrialsTable(id, data, onChange) {
       h('th', { class: 'num', text: 'Rung' }),
       ...paramNames.map((p) => h('th', { class: 'param', text: p })),
       h('th', { text: 'Started' }),
-      h('th', { class: 'num', text: 'Duration' }));
+      h('th', { class: 'num', text: 'Duration' }),
+      h('th', { class: 'num', text: 'Warnings', title: 'invalid @rung lines the worker refused' }),
+      h('th', { text: 'Error' }));
   }
 
   function createRow(t) {
@@ -73,9 +77,12 @@ export function createTrialsTable(id, data, onChange) {
       params: paramNames.map(() => h('td', { class: 'param' })),
       started: h('td'),
       duration: h('td', { class: 'num' }),
+      warnings: h('td', { class: 'num', testid: 'trial-warnings' }),
+      error: h('td', { class: 'error-cell', testid: 'trial-error' }),
     };
     const row = h('tr', { testid: 'trial-row', 'data-id': t.id },
-      h('td', { class: 'num' }, c.link), h('td', null, c.state), c.value, c.step, c.rung, c.params, c.started, c.duration);
+      h('td', { class: 'num' }, c.link), h('td', null, c.state), c.value, c.step, c.rung, c.params, c.started, c.duration,
+      c.warnings, c.error);
     row.cells_ = c;
     return row;
   }
@@ -97,6 +104,14 @@ export function createTrialsTable(id, data, onChange) {
     const start = t.started_at ? Date.parse(t.started_at) : NaN;
     const end = t.ended_at ? Date.parse(t.ended_at) : t.state === 'running' ? Date.now() : NaN;
     setText(c.duration, duration(end - start));
+    const nWarn = warningCount(t);
+    setText(c.warnings, nWarn);
+    c.warnings.classList.toggle('has-warnings', nWarn > 0);
+    const last = nWarn > 0 && t.warnings.last && t.warnings.last.length ? t.warnings.last[t.warnings.last.length - 1] : null;
+    setAttr(c.warnings, 'title', last ? `last: ${last.why || ''}\n${last.line || ''}` : null);
+    // Errors come from user programs: text nodes and attributes only.
+    setText(c.error, t.error ? firstLine(t.error) : '');
+    setAttr(c.error, 'title', t.error ? t.error : null);
   }
 
   function renderInfo(total) {
