@@ -412,6 +412,28 @@ class Daemon:
         return self.wait_experiment(eid, lambda d: d["state"] == state, timeout,
                                     "experiment %d to be %s" % (eid, state))
 
+    # docs/api.md, "Experiments": pause, resume, PATCH, retry-failed,
+    # DELETE and a user's stop of one trial, each as (status, parsed JSON).
+
+    def pause(self, eid, running=None):
+        q = "" if running is None else "?running=" + running
+        return self.call("POST", "/api/v1/experiments/%d/pause%s" % (eid, q))
+
+    def resume(self, eid):
+        return self.call("POST", "/api/v1/experiments/%d/resume" % eid)
+
+    def patch(self, eid, body):
+        return self.call("PATCH", "/api/v1/experiments/%d" % eid, body)
+
+    def retry_failed(self, eid):
+        return self.call("POST", "/api/v1/experiments/%d/retry-failed" % eid)
+
+    def delete(self, eid):
+        return self.call("DELETE", "/api/v1/experiments/%d" % eid)
+
+    def stop_trial(self, tid):
+        return self.call("POST", "/api/v1/trials/%d/stop" % tid)
+
     def wait_proposed(self, eid, n, timeout=10.0):
         """Waits until the proposer has created n trials of the experiment."""
         return wait_until(lambda: self.trials(eid, limit=1)["total"] >= n or None,
@@ -421,20 +443,25 @@ class Daemon:
 class Worker:
     """A worker speaking the pull protocol of docs/api.md over HTTP."""
 
-    def __init__(self, daemon, name="worker", cpus=16, gpus=()):
+    def __init__(self, daemon, name="worker", cpus=16, gpus=(), labels=None):
         self.d = daemon
         body = {"name": name, "hostname": socket.gethostname(), "cpus": cpus,
                 "gpus": [{"index": i, "name": "fake", "memory_mb": 1024} for i in gpus]}
+        if labels is not None:
+            body["labels"] = labels
         doc = daemon.ok("POST", "/api/v1/workers", body, status=201)
         if not isinstance(doc.get("worker_id"), int):
             raise AssertionError("register answered no worker_id: %r" % (doc,))
         self.id = doc["worker_id"]
         self.registration = doc
 
-    def lease(self, cpus=1, gpus=(), wait_s=5):
-        """(status, trial or None): 200 with a trial, or 204."""
-        r = self.d.request("POST", "/api/v1/workers/%d/lease" % self.id,
-                           {"cpus": cpus, "gpus": list(gpus), "wait_s": wait_s},
+    def lease(self, cpus=1, gpus=(), wait_s=5, trainables=None):
+        """(status, trial or None): 200 with a trial, or 204. `trainables`:
+        the trainable types offered (absent: all of them)."""
+        body = {"cpus": cpus, "gpus": list(gpus), "wait_s": wait_s}
+        if trainables is not None:
+            body["trainables"] = list(trainables)
+        r = self.d.request("POST", "/api/v1/workers/%d/lease" % self.id, body,
                            timeout=HTTP_TIMEOUT_S + wait_s)
         if r.status == 200:
             if not isinstance(r.json, dict) or not isinstance(r.json.get("trial"), dict):
@@ -467,21 +494,25 @@ class Worker:
                                  % (trial["id"], step, status, doc))
         return doc["action"]
 
-    def finish(self, trial, status="completed", error=None, token=None):
+    def finish(self, trial, status="completed", error=None, token=None, log=None):
         body = {"lease_token": token or trial["lease_token"], "status": status}
         if error is not None:
             body["error"] = error
+        if log is not None:
+            body["log"] = log
         return self.d.call("POST", "/api/v1/trials/%d/finish" % trial["id"], body)
 
-    def finish_ok(self, trial, status="completed", error=None, token=None):
-        code, doc = self.finish(trial, status, error, token)
+    def finish_ok(self, trial, status="completed", error=None, token=None, log=None):
+        code, doc = self.finish(trial, status, error, token, log)
         if code != 200:
             raise AssertionError("finish of trial %d: %d %r" % (trial["id"], code, doc))
         return doc
 
-    def heartbeat(self, trial_ids):
-        return self.d.call("POST", "/api/v1/workers/%d/heartbeat" % self.id,
-                           {"trials": list(trial_ids)})
+    def heartbeat(self, trial_ids, logs=None):
+        body = {"trials": list(trial_ids)}
+        if logs is not None:
+            body["logs"] = logs
+        return self.d.call("POST", "/api/v1/workers/%d/heartbeat" % self.id, body)
 
 
 def spec(**over):

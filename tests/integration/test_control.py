@@ -1,0 +1,335 @@
+"""Integration tests: controlling experiments while they run.
+
+A real rungd (loopback port, temporary database), real rung-worker processes
+running small Python trainables where the worker is the point, and workers
+of the test's own speaking the pull protocol over HTTP where an exact order
+or timing is (docs/api.md, "The worker protocol, step by step"). What is
+checked is what docs/api.md promises a user:
+
+- the rules that fail an experiment: a misspelt metric (`metric_missing`)
+  and trials that cannot start (`max_failed_trials`), with the error that
+  says why;
+- submissions refused (a nested object in `search_space`, no trainable),
+  and `{"type": "external"}` trials that rung-worker never leases;
+- pause and resume (running trials finish, or with `running=pause` are
+  paused and resume from their checkpoint), PATCH (extend, priority), a
+  user's stop of one trial, retry-failed, DELETE;
+- how workers are shared: priority, fair share by `share`,
+  `worker_selector` against worker labels;
+- the stop rules (`time_budget_s`, `metric_threshold`, `patience`);
+- `rung logs` after a kill -9, and every state change above after a kill -9;
+- workers that stop calling: `gone`, then out of the listing
+  (`--forget-workers-s`) but still under `?all=true`.
+"""
+
+import collections
+import json
+import os
+import subprocess
+import time
+
+import rungd_harness as h
+import worker_harness as wh
+
+TERMINAL = ("completed", "stopped", "failed", "canceled")
+
+
+def ended(counts):
+    return sum(counts[s] for s in TERMINAL)
+
+
+def rung_cli():
+    path = os.environ.get("RUNG_CLI") or os.path.join(os.path.dirname(h.rungd_path()), "rung")
+    if not os.access(path, os.X_OK):
+        raise AssertionError("rung binary not found or not executable: %s" % path)
+    return path
+
+
+# A trainable that reports `loss` (not the spec's val_loss), twice.
+TYPO = """
+    import json
+    for step in (1, 2):
+        print("@rung " + json.dumps({"step": step, "loss": 1.0 / step}), flush=True)
+    """
+
+# A trainable that reports `loss` = 1/step for steps 1..argv[1], sleeping
+# argv[2] s after each report.
+QUICK = """
+    import json, sys, time
+    steps, sleep_s = int(sys.argv[1]), float(sys.argv[2])
+    for step in range(1, steps + 1):
+        print("@rung " + json.dumps({"step": step, "loss": 1.0 / step}), flush=True)
+        time.sleep(sleep_s)
+    """
+
+# A trainable that checkpoints every step in RUNG_TRIAL_DIR before reporting
+# it and, with RUNG_RESUME_STEP=s, loads checkpoint s and goes on after it
+# (docs/api.md, "The end"); a missing checkpoint is an error (exit 1). Each
+# run appends {"trial", "attempt", "resume", "start"} to argv[3].
+CHECKPOINTING = """
+    import json, os, sys, time
+    steps, sleep_s, runs = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+    folder = os.environ["RUNG_TRIAL_DIR"]
+    resume = int(os.environ.get("RUNG_RESUME_STEP") or 0)
+    start = 1
+    if resume > 0:
+        with open(os.path.join(folder, "ckpt-%d.json" % resume)) as f:
+            start = json.load(f)["step"] + 1
+    line = json.dumps({"trial": int(os.environ["RUNG_TRIAL_ID"]),
+                       "attempt": int(os.environ["RUNG_ATTEMPT"]),
+                       "resume": resume, "start": start}) + "\\n"
+    fd = os.open(runs, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.write(fd, line.encode())
+    os.close(fd)
+    for step in range(start, steps + 1):
+        path = os.path.join(folder, "ckpt-%d.json" % step)
+        with open(path + ".tmp", "w") as f:
+            json.dump({"step": step}, f)
+        os.replace(path + ".tmp", path)
+        print("@rung " + json.dumps({"step": step, "loss": 1.0 / step}), flush=True)
+        time.sleep(sleep_s)
+    """
+
+
+class FailingExperiments(wh.WorkerTestCase):
+    """1 and 2: experiments that cannot succeed fail early, saying why."""
+
+    def test_misspelt_metric_fails_within_five_trials(self):
+        d = self.daemon()
+        prog = self.script("typo.py", TYPO)
+        eid = d.create_experiment(wh.command_spec(
+            ["/usr/bin/python3", prog], metric="val_loss", num_samples=8))["id"]
+        w = self.worker(d, "typo", cpu_slots=1)
+        exp = d.wait_experiment(eid, lambda e: e["state"] != "running", 30,
+                                "the experiment with a misspelt metric to end")
+        self.assertEqual(exp["state"], "failed", self.explain(d, w))
+        self.assertEqual(exp["ended_reason"], "metric_missing", exp)
+        self.assertEqual(exp["error"], "no trial reported metric 'val_loss'; trials reported: loss")
+        self.assertIsNotNone(exp["ended_at"])
+        # The fifth trial that ended without the metric failed it. One slot,
+        # but rung-worker may lease the next trial before the finish of the
+        # last one is in: such a trial is stopped by the experiment.
+        exp = d.wait_experiment(eid, lambda e: e["counts"]["running"] == 0, 10,
+                                "the trials still running to stop")
+        c = exp["counts"]
+        self.assertEqual(c["completed"], 5, c)
+        self.assertEqual(c["pending"] + c["failed"] + c["paused"], 0, c)
+        self.assertEqual(c["canceled"] + c["stopped"], 3, c)
+        for t in d.all_trials(eid):
+            if t["state"] == "stopped":
+                self.assertEqual(t["stopped_by"], "experiment", t)
+
+    def test_misspelt_metric_fewer_trials_than_five(self):
+        # min(5, total_trials): with 3 trials, 3 ended trials decide; the
+        # error lists every key reported, in the order first seen.
+        d = self.daemon()
+        eid = d.create_experiment(h.spec(metric="val_loss", num_samples=3))["id"]
+        w = h.Worker(d)
+        for i in range(3):
+            self.assertEqual(d.experiment(eid)["state"], "running", "after %d trials" % i)
+            t = w.lease_one()
+            w.report_ok(t, 1, {"loss": 0.5, "acc": 0.75})
+            w.finish_ok(t)
+        exp = d.experiment(eid)
+        self.assertEqual((exp["state"], exp["ended_reason"]), ("failed", "metric_missing"))
+        self.assertEqual(exp["error"],
+                         "no trial reported metric 'val_loss'; trials reported: loss, acc")
+
+    def test_metric_reported_once_turns_the_rule_off(self):
+        d = self.daemon()
+        eid = d.create_experiment(h.spec(metric="val_loss", num_samples=6))["id"]
+        w = h.Worker(d)
+        t = w.lease_one()
+        w.report_ok(t, 1, {"val_loss": 0.5})
+        w.finish_ok(t)
+        for _ in range(5):
+            t = w.lease_one()
+            w.report_ok(t, 1, {"loss": 0.5})
+            w.finish_ok(t)
+        exp = d.wait_state(eid, "completed")
+        self.assertEqual(exp["ended_reason"], "all_trials_ended")
+        self.assertIsNone(exp["error"])
+
+    def test_trainable_that_cannot_start_fails_the_experiment(self):
+        d = self.daemon()
+        default = d.create_experiment(h.spec())
+        self.assertEqual(default["max_failed_trials"], 5, default)
+        self.assertEqual(d.experiment(default["id"])["max_failed_trials"], 5)
+        d.ok("POST", "/api/v1/experiments/%d/cancel" % default["id"])
+
+        eid = d.create_experiment(wh.command_spec(
+            ["/usr/bin/python3", "-c", "import no_such_module_xyz"], num_samples=10,
+            max_failures=1, max_failed_trials=3))["id"]
+        self.assertEqual(d.experiment(eid)["max_failed_trials"], 3)
+        w = self.worker(d, "broken", cpu_slots=1)
+        exp = d.wait_experiment(eid, lambda e: e["state"] != "running", 40,
+                                "the experiment whose trials cannot start to end")
+        self.assertEqual(exp["state"], "failed", self.explain(d, w))
+        self.assertEqual(exp["ended_reason"], "max_failed_trials", exp)
+        self.assertIn("No module named", exp["error"])
+        self.assertEqual(
+            exp["error"],
+            "3 trials failed (max_failed_trials is 3); the most frequent error, in 3 of them: "
+            "exit status 1: ModuleNotFoundError: No module named 'no_such_module_xyz'")
+        exp = d.wait_experiment(eid, lambda e: e["counts"]["running"] == 0, 10,
+                                "the trials still running to stop")
+        c = exp["counts"]
+        self.assertEqual(c["failed"], 3, c)
+        self.assertEqual(c["pending"] + c["completed"] + c["paused"], 0, c)
+        for t in d.all_trials(eid, page=20):
+            if t["state"] == "failed":
+                self.assertEqual(t["attempt"], 2, t)  # max_failures 1: tried twice
+                self.assertTrue(t["error"].startswith("exit status 1\n"), t["error"])
+                self.assertIn("No module named 'no_such_module_xyz'", t["error"])
+            elif t["state"] == "stopped":  # was running when the experiment failed
+                self.assertEqual(t["stopped_by"], "experiment", t)
+            else:
+                self.assertEqual(t["state"], "canceled", t)
+
+
+class Submission(wh.WorkerTestCase):
+    """3: what is refused at submission, and external trainables."""
+
+    def test_refused_specs_name_the_field(self):
+        d = self.daemon()
+        nested = h.spec(search_space={"x": {"type": "uniform", "low": 0.0, "high": 1.0},
+                                      "opt": {"lr": 0.1, "momentum": 0.9}})
+        err = self.assertError(d.call("POST", "/api/v1/experiments", nested), 400,
+                               "invalid_spec", "search_space.opt")
+        self.assertIn("nested object", err["message"])
+        s = h.spec()
+        del s["trainable"]
+        self.assertError(d.call("POST", "/api/v1/experiments", s), 400, "invalid_spec",
+                         "trainable")
+        self.assertError(d.call("POST", "/api/v1/experiments", h.spec(trainable=None)), 400,
+                         "invalid_spec", "trainable")
+        self.assertEqual(d.ok("GET", "/api/v1/experiments")["total"], 0)
+
+    def test_rung_worker_never_leases_external_trials(self):
+        d = self.daemon()
+        ext = d.create_experiment(h.spec(name="external", num_samples=1))
+        self.assertEqual(ext["trainable"], {"type": "external"})
+        prog = self.script("quick.py", QUICK)
+        cmd = d.create_experiment(wh.command_spec([wh.PYTHON, prog, "2", "0"], num_samples=2))
+        w = self.worker(d, "runner", cpu_slots=1, once=True)
+        self.assertEqual(self.wait_workers_exit([w], 30), [0], self.explain(d, w))
+        self.assertEqual(d.experiment(cmd["id"])["state"], "completed", self.explain(d, w))
+        [t] = d.all_trials(ext["id"])
+        self.assertEqual((t["state"], t["attempt"], t["worker_id"]), ("pending", 1, None), t)
+        e = d.experiment(ext["id"])
+        self.assertEqual((e["state"], e["counts"]["pending"]), ("running", 1))
+        # A worker that says it runs only command and builtin trainables
+        # (what rung-worker sends) is not given it; one of the user's own,
+        # offering every type (no `trainables`), is.
+        picky = h.Worker(d, name="picky")
+        self.assertEqual(picky.lease(wait_s=0, trainables=["command", "builtin"]), (204, None))
+        mine = h.Worker(d, name="mine")
+        got = mine.lease_one(wait_s=1)
+        self.assertEqual(got["id"], t["id"])
+        self.assertEqual(got["trainable"], {"type": "external"})
+        mine.report_ok(got, 1, {"loss": 0.5})
+        mine.finish_ok(got)
+        d.wait_state(ext["id"], "completed")
+
+
+class PauseResume(wh.WorkerTestCase):
+    """4: pause (running trials finish, or are paused) and resume."""
+
+    def test_pause_lets_running_trials_finish_and_leases_nothing(self):
+        d = self.daemon()
+        eid = d.create_experiment(h.spec(num_samples=4))["id"]
+        d.wait_proposed(eid, 4)
+        w = h.Worker(d)
+        a, b = w.lease_one(), w.lease_one()
+        exp = self.assertOk(d.pause(eid))
+        self.assertEqual(exp["state"], "paused")
+        self.assertIsNone(exp["ended_reason"])
+        self.assertEqual(self.assertOk(d.pause(eid))["state"], "paused")  # again: 200
+        # While paused: the running trials go on and finish; for two
+        # seconds no lease is granted and nothing else changes.
+        self.assertEqual(w.report_ok(a, 1, {"loss": 0.5}), "continue")
+        self.assertEqual(w.heartbeat([a["id"], b["id"]]), (200, {"stop": []}))
+        w.finish_ok(a)
+        started = time.monotonic()
+        self.assertEqual(w.lease(wait_s=2), (204, None))
+        self.assertGreaterEqual(time.monotonic() - started, 1.9)
+        self.assertEqual(w.report_ok(b, 1, {"loss": 0.25}), "continue")
+        w.finish_ok(b)
+        exp = d.experiment(eid)
+        self.assertEqual(exp["state"], "paused")  # does not complete while paused
+        self.assertEqual((exp["counts"]["completed"], exp["counts"]["pending"]), (2, 2),
+                         exp["counts"])
+        self.assertEqual(w.lease(wait_s=0), (204, None))
+        self.assertError(d.pause(eid, running="bogus"), 400, "invalid_argument", "running")
+
+        self.assertEqual(self.assertOk(d.resume(eid))["state"], "running")
+        rest = [w.lease_one(wait_s=2), w.lease_one(wait_s=2)]
+        self.assertEqual(len({t["id"] for t in rest} | {a["id"], b["id"]}), 4)
+        for t in rest:
+            w.report_ok(t, 1, {"loss": 1.0})
+            w.finish_ok(t)
+        exp = d.wait_state(eid, "completed")
+        self.assertEqual(exp["counts"]["completed"], 4, exp["counts"])
+        self.assertEqual(exp["ended_reason"], "all_trials_ended")
+        # An ended experiment can be neither paused nor resumed.
+        self.assertError(d.pause(eid), 409, "conflict")
+        self.assertError(d.resume(eid), 409, "conflict")
+        self.assertError(d.pause(eid, running="pause"), 409, "conflict")
+        self.assertError(d.pause(10**6), 404, "not_found")
+
+    def test_pause_running_trials_resume_from_their_checkpoint(self):
+        d = self.daemon()
+        runs = os.path.join(self.tmp, "runs.jsonl")
+        prog = self.script("ckpt.py", CHECKPOINTING)
+        steps = 12
+        eid = d.create_experiment(wh.command_spec(
+            [wh.PYTHON, prog, str(steps), "0.15", runs], num_samples=2))["id"]
+        w = self.worker(d, "ckpt", cpu_slots=2)
+        h.wait_until(lambda: [t for t in d.all_trials(eid)
+                              if t["state"] == "running" and (t["step"] or 0) >= 3][1:], 20,
+                     "both trials to run past step 3")
+        exp = self.assertOk(d.pause(eid, running="pause"))
+        self.assertEqual(exp["state"], "paused")
+        paused = h.wait_until(
+            lambda: (lambda ts: ts if all(t["state"] == "paused" for t in ts) else None)(
+                d.all_trials(eid)), 10, "both running trials to be paused")
+        at = {}
+        for t in paused:
+            self.assertEqual(t["paused_by"], "user", t)
+            self.assertIsNone(t["stopped_by"], t)
+            self.assertLess(t["step"], steps, t)
+            at[t["id"]] = t["step"]
+        exp = d.experiment(eid)
+        self.assertEqual((exp["state"], exp["counts"]["paused"]), ("paused", 2), exp)
+        time.sleep(1.0)  # the worker, idle and polling, is given nothing
+        for t in d.all_trials(eid):
+            self.assertEqual((t["state"], t["step"]), ("paused", at[t["id"]]), t)
+
+        self.assertEqual(self.assertOk(d.resume(eid))["state"], "running")
+        exp = d.wait_state(eid, "completed", timeout=30)
+        self.assertEqual(exp["counts"]["completed"], 2, self.explain(d, w))
+        with open(runs) as f:
+            by_trial = collections.defaultdict(list)
+            for line in f:
+                run = json.loads(line)
+                by_trial[run["trial"]].append(run)
+        for tid, step in at.items():
+            t = d.trial(tid)
+            self.assertEqual((t["state"], t["paused_by"]), ("completed", None), t)
+            self.assertEqual(t["step"], steps, t)
+            # Two runs: the first from the start, the second from the
+            # checkpoint of the step it was paused at (resume_step > 0).
+            self.assertEqual([(r["resume"], r["start"]) for r in by_trial[tid]],
+                             [(0, 1), (step, step + 1)], "runs of trial %d" % tid)
+            self.assertEqual(len({r["attempt"] for r in by_trial[tid]}), 1, by_trial[tid])
+            # Its reports: every step once, strictly increasing.
+            self.assertEqual([i["step"] for i in d.metrics_of(tid)], list(range(1, steps + 1)))
+
+    def assertOk(self, reply):
+        status, doc = reply
+        self.assertEqual(status, 200, doc)
+        return doc
+
+
+if __name__ == "__main__":
+    wh.main()
