@@ -19,6 +19,16 @@
 //                      without a reload
 //   cancel             the page's button (confirm() accepted) cancels the
 //                      experiment: the API says canceled
+//   failed experiment  one that failed (max_failed_trials 1, its trial failed
+//                      over HTTP) is red in the list and on its page with
+//                      the API's error and ended_reason; the trials table's
+//                      error column (first line, whole error in the title)
+//                      and warnings count; the trial page's refused @rung
+//                      lines and stopped_by
+//   pause and resume   the page's buttons (with "pause running trials too")
+//                      change the experiment's state as the API sees it; the
+//                      running trial is paused by the user; a refused pause
+//                      goes to the error banner
 //   workers page       a real rung-worker (--gpus none) alive; a worker with
 //                      GPUs whose heartbeat carried util and memory shows them
 //
@@ -342,7 +352,7 @@ test('experiment page: counts per state, best value and charts match the API', a
     await go(`/experiments/${x.id}`);
     const doc = await checkExperimentPage(x.id);
     const cancel = page.locator(tid('cancel')).first();
-    assert.equal(await cancel.isDisabled(), doc.state !== 'running', `cancel button of a ${doc.state} experiment`);
+    assert.equal(await cancel.isDisabled(), !['running', 'paused'].includes(doc.state), `cancel button of a ${doc.state} experiment`);
     await shot(`experiment-${role}`);
   }
 });
@@ -516,6 +526,209 @@ test('a new report appears without a reload, and cancel works from the page', as
   const row = `${tid('experiment-row')}[data-id="${eid}"]`;
   await waitText(`${row} ${tid('exp-state')}`, x.state, 'canceled in the list');
   await waitText(`${row} ${tid('exp-progress')}`, progressOf(x), 'progress after cancel');
+});
+
+const RED = 'rgb(217, 48, 37)'; // --failed in web/style.css
+const RUNNING_BLUE = 'rgb(29, 114, 201)'; // --running
+const FAIL_ERROR = 'exit status 1: ValueError: lr must be positive\nTraceback (most recent call last):\n  File "train.py", line 12';
+const WARNINGS = {
+  count: 3,
+  last: [
+    { line: '@rung {"loss": 0.5', why: 'not JSON: end of input' },
+    { line: '@rung {"loss": "<b>x</b>"}', why: 'loss: not a number' },
+  ],
+};
+
+const colorOf = (sel) => page.locator(sel).first().evaluate((el) => getComputedStyle(el).color);
+
+/** A trial's state once pred holds for it. */
+function waitTrial(id, pred, what) {
+  return waitFor(async () => {
+    const t = await d.trial(id);
+    return pred(t) ? t : null;
+  }, { what });
+}
+
+test('a failed experiment is red with its error; trials table error and warnings columns', async () => {
+  const x0 = await d.createExperiment({
+    name: 'browser-failing',
+    metric: 'loss',
+    mode: 'min',
+    search_space: { lr: { type: 'loguniform', low: 1e-4, high: 0.1 } },
+    num_samples: 4,
+    max_failed_trials: 1,
+    resources_per_trial: { cpu: 1, gpu: 1 }, // the fake worker's GPUs: never the real (CPU) worker's
+    trainable: { type: 'external' },
+  });
+  const eid = x0.id;
+  const t1 = await fake.leaseOne({ gpus: [1] });
+  const t2 = await fake.leaseOne({ gpus: [1] });
+  assert.equal(t1.experiment_id, eid);
+  assert.equal(t2.experiment_id, eid);
+  await fake.report(t1, 1, { loss: 0.9 });
+  await fake.report(t2, 1, { loss: 0.8 });
+  // The worker's finish: failed, with its error and the @rung lines it refused.
+  await d.api('POST', `/api/v1/trials/${t1.id}/finish`, {
+    lease_token: t1.lease_token, status: 'failed', error: FAIL_ERROR, warnings: WARNINGS,
+  });
+  let x = await waitFor(async () => {
+    const doc = await d.experiment(eid);
+    return doc.state === 'failed' ? doc : null;
+  }, { what: `experiment ${eid} failed after its first failed trial (max_failed_trials 1)` });
+  assert.ok(x.error, 'a failed experiment has an error');
+  assert.equal(x.ended_reason, 'max_failed_trials');
+  // The other running trial stops at its next report (docs/api.md).
+  assert.equal(await fake.report(t2, 2, { loss: 0.7 }), 'stop', 'the running trial of a failed experiment told to stop');
+  const stopped = await waitTrial(t2.id, (t) => t.state === 'stopped', `trial ${t2.id} stopped with its experiment`);
+  assert.equal(stopped.stopped_by, 'experiment');
+  x = await d.experiment(eid); // its counts now that every trial ended
+
+  // The list: red state, the error and why it ended.
+  await go('/');
+  const row = `${tid('experiment-row')}[data-id="${eid}"]`;
+  await waitText(`${row} ${tid('exp-state')}`, 'failed', 'failed in the list');
+  assert.equal(await colorOf(`${row} ${tid('exp-state')}`), RED, 'a failed experiment\'s state is red in the list');
+  await waitText(`${row} ${tid('exp-error')}`, x.error, 'the experiment\'s error in the list');
+  assert.equal(await colorOf(`${row} ${tid('exp-error')}`), RED, 'the error is red in the list');
+  await waitText(`${row} ${tid('exp-ended-reason')}`, (s) => s.includes(x.ended_reason), 'ended_reason in the list');
+  await waitText(`${row} ${tid('exp-progress')}`, progressOf(x), 'progress of the failed experiment');
+  // A completed experiment shows its ended_reason, and no error.
+  const done = await d.experiment(X.asha.id);
+  const doneRow = `${tid('experiment-row')}[data-id="${done.id}"]`;
+  await waitText(`${doneRow} ${tid('exp-ended-reason')}`, (s) => s.includes(done.ended_reason), 'ended_reason of a completed experiment');
+  assert.equal(await page.locator(`${doneRow} ${tid('exp-error')}`).isVisible(), false, 'a completed experiment shows no error');
+  await shot('experiments-failed');
+
+  // Its page: the header says failed, in red, with the error and reason.
+  await go(`/experiments/${eid}`);
+  await waitText(tid('exp-state'), 'failed', 'failed on the experiment page');
+  assert.equal(await colorOf(tid('exp-state')), RED, 'the state badge is red');
+  await waitText(tid('exp-error'), x.error, 'the error on the experiment page');
+  await waitText(tid('exp-ended-reason'), x.ended_reason, 'ended_reason on the experiment page');
+  for (const s of STATES) await waitText(tid(`count-${s}`), String(x.counts[s] ?? 0), `count-${s} of the failed experiment`);
+  assert.equal(await page.locator(tid('pause')).isVisible(), false, 'no Pause on a failed experiment');
+  assert.equal(await page.locator(tid('resume')).isVisible(), false, 'no Resume on a failed experiment');
+  assert.ok(await page.locator(tid('cancel')).first().isDisabled(), 'no Cancel on a failed experiment');
+
+  // The trials table: the error's first line, the whole error in the title,
+  // and the count of refused @rung lines (0 when none).
+  const trials = await d.allTrials(eid);
+  await waitRows(trials.map((t) => t.id), 'the failed experiment\'s trials');
+  for (const t of trials) {
+    const r = `${tid('trial-row')}[data-id="${t.id}"]`;
+    const count = t.warnings ? t.warnings.count : 0;
+    await waitText(`${r} ${tid('trial-warnings')}`, String(count), `trial ${t.id} warnings count`);
+    if (t.error) {
+      await waitText(`${r} ${tid('trial-error')}`, t.error.split('\n')[0], `trial ${t.id} error's first line`);
+      assert.equal(await attr(`${r} ${tid('trial-error')}`, 'title'), t.error, `trial ${t.id} error's title is the whole error`);
+    } else {
+      assert.equal(await textOf(`${r} ${tid('trial-error')}`), '', `trial ${t.id} without an error`);
+    }
+  }
+  const failed = trials.find((t) => t.id === t1.id);
+  assert.equal(failed.error, FAIL_ERROR);
+  assert.deepEqual(failed.warnings, WARNINGS);
+  await shot('experiment-failed');
+
+  // The failed trial's page: the refused lines, each with why, as text.
+  await go(`/trials/${t1.id}`);
+  await waitText(tid('trial-error'), (s) => s.includes(FAIL_ERROR.split('\n')[1]), 'the trial error');
+  await waitFor(async () => (await page.locator(tid('trial-warning')).count()) === WARNINGS.last.length, { what: 'one item per refused line' });
+  const shown = await page.$$eval(tid('trial-warning'), (li) => li.map((el) => [
+    el.querySelector('[data-testid="trial-warning-line"]').textContent,
+    el.querySelector('[data-testid="trial-warning-why"]').textContent]));
+  assert.deepEqual(shown, WARNINGS.last.map((w) => [w.line, w.why]), 'refused lines and why');
+  assert.equal(await page.locator(`${tid('trial-warnings')} b`).count(), 0, 'a refused line became markup');
+  await waitText(tid('trial-warnings-count'), (s) => s.includes(String(WARNINGS.count)), 'the count of refused lines');
+  await shot('trial-warnings');
+  // The trial its experiment stopped says so.
+  await go(`/trials/${t2.id}`);
+  await waitText(tid('trial-stopped-by'), 'experiment', 'stopped_by of a trial its failed experiment stopped');
+});
+
+test('Pause and Resume on the experiment page change its state in the API', async () => {
+  const x0 = await d.createExperiment({
+    name: 'browser-pause',
+    metric: 'loss',
+    mode: 'min',
+    search_space: { lr: { type: 'loguniform', low: 1e-4, high: 0.1 } },
+    num_samples: 3,
+    max_concurrent_trials: 1,
+    resources_per_trial: { cpu: 1, gpu: 1 },
+    trainable: { type: 'external' },
+  });
+  const eid = x0.id;
+  const t = await fake.leaseOne({ gpus: [1] });
+  assert.equal(t.experiment_id, eid);
+  await fake.report(t, 1, { loss: 0.7 });
+
+  await go(`/experiments/${eid}`);
+  await waitText(tid('exp-state'), 'running', 'running before the pause');
+  const pause = page.locator(tid('pause')).first();
+  const resume = page.locator(tid('resume')).first();
+  await pause.waitFor({ state: 'visible', timeout: PAGE_WAIT });
+  assert.equal(await resume.isVisible(), false, 'no Resume while running');
+  assert.equal(await page.locator(tid('exp-paused-note')).isVisible(), false, 'no paused note while running');
+
+  // A refused pause (the API's error) shows in the error banner.
+  const route = `**/api/v1/experiments/${eid}/pause*`;
+  await page.route(route, (r) => r.fulfill({
+    status: 409,
+    contentType: 'application/json',
+    body: JSON.stringify({ error: { code: 'conflict', message: `experiment ${eid} refused the pause (test)` } }),
+  }));
+  await pause.click();
+  await waitText(tid('error'), (s) => s.includes('refused the pause (test)'), 'a failed pause in the error banner');
+  await page.unroute(route);
+  assert.equal((await d.experiment(eid)).state, 'running', 'the refused pause changed nothing');
+
+  // Pause, the running trials too (?running=pause).
+  await page.locator(tid('pause-running')).first().check();
+  await pause.click();
+  let x = await waitFor(async () => {
+    const doc = await d.experiment(eid);
+    return doc.state === 'paused' ? doc : null;
+  }, { what: `experiment ${eid} paused through the page` });
+  await waitText(tid('exp-state'), 'paused', 'paused on the page');
+  await resume.waitFor({ state: 'visible', timeout: PAGE_WAIT });
+  assert.equal(await pause.isVisible(), false, 'no Pause while paused');
+  assert.equal(await page.locator(tid('exp-paused-note')).isVisible(), true, 'the paused note');
+  assert.equal(await page.locator(tid('error')).isVisible(), false, 'the banner cleared once a pause worked');
+  assert.notEqual(await colorOf(tid('exp-state')), RUNNING_BLUE, 'paused looks unlike running');
+  // running=pause reached rungd: the running trial's next report is told
+  // to stop, and the trial is paused by the user.
+  assert.equal(await fake.report(t, 2, { loss: 0.6 }), 'stop', 'the running trial told to stop (paused) at its next report');
+  const paused = await waitTrial(t.id, (doc) => doc.state === 'paused', `trial ${t.id} paused with its experiment`);
+  assert.equal(paused.paused_by, 'user');
+  x = await d.experiment(eid);
+  await waitText(tid('count-paused'), String(x.counts.paused), 'count-paused');
+  await shot('experiment-paused');
+
+  // The list shows it paused; the trial page says who paused the trial.
+  await go('/');
+  const row = `${tid('experiment-row')}[data-id="${eid}"]`;
+  await waitText(`${row} ${tid('exp-state')}`, 'paused', 'paused in the list');
+  assert.equal(await page.locator(`${row} ${tid('exp-error')}`).isVisible(), false, 'a paused experiment shows no error');
+  await go(`/trials/${t.id}`);
+  await waitText(tid('trial-paused-by'), 'user', 'paused_by on the trial page');
+
+  // Resume.
+  await go(`/experiments/${eid}`);
+  await resume.waitFor({ state: 'visible', timeout: PAGE_WAIT });
+  await resume.click();
+  x = await waitFor(async () => {
+    const doc = await d.experiment(eid);
+    return doc.state === 'running' ? doc : null;
+  }, { what: `experiment ${eid} running again through the page` });
+  await waitText(tid('exp-state'), 'running', 'running again on the page');
+  await pause.waitFor({ state: 'visible', timeout: PAGE_WAIT });
+  assert.equal(await resume.isVisible(), false, 'no Resume once running');
+  // The paused trial goes back in line first, and resumes from its step.
+  const again = await fake.leaseOne({ gpus: [1] });
+  assert.equal(again.id, t.id, 'the user-paused trial is leased first after the resume');
+  assert.ok(again.resume_step > 0, `it resumes from its checkpoint (resume_step ${again.resume_step})`);
+  await shot('experiment-resumed');
+  await d.api('POST', `/api/v1/experiments/${eid}/cancel`); // leaves nothing of it to lease
 });
 
 test('workers page shows the real worker alive and the GPU worker with its numbers', async () => {

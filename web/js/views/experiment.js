@@ -36,7 +36,7 @@ export function mount(root, { id }) {
   const pauseRunning = h('input', { type: 'checkbox', testid: 'pause-running' });
   const pauseRunningLabel = h('label', { class: 'pause-running', title: 'Pause the running trials too: they stop at their next report and resume from their checkpoint' },
     pauseRunning, ' pause running trials too');
-  const pause = h('button', { type: 'button', testid: 'pause', hidden: true, onclick: onPause }, 'Pause');
+  const pause = h('button', { type: 'button', testid: 'pause', onclick: onPause }, 'Pause');
   const resume = h('button', { type: 'button', testid: 'resume', hidden: true, onclick: onResume }, 'Resume');
   const pauseGroup = h('span', { class: 'pause-group', hidden: true }, pauseRunningLabel, pause);
   let busy = false; // a pause, resume or cancel request in flight
