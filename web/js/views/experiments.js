@@ -80,8 +80,10 @@ export function mount(root) {
     setState(c.state, x.state);
     row.classList.toggle('exp-failed', x.state === 'failed');
     row.classList.toggle('exp-paused', x.state === 'paused');
-    setText(c.reason, x.ended_reason ? `(${x.ended_reason})` : '');
-    c.reason.hidden = !x.ended_reason;
+    // "canceled (canceled)" says nothing more: the reason only when it adds.
+    const reason = x.ended_reason && x.ended_reason !== x.state ? x.ended_reason : '';
+    setText(c.reason, reason ? `(${reason})` : '');
+    c.reason.hidden = !reason;
     // The whole error in the text (and the title, for a long one cut by CSS).
     setText(c.error, x.error || '');
     setAttr(c.error, 'title', x.error ? x.error : null);
