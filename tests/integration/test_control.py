@@ -331,5 +331,404 @@ class PauseResume(wh.WorkerTestCase):
         return doc
 
 
+def ok(test, reply, status=200):
+    code, doc = reply
+    test.assertEqual(code, status, doc)
+    return doc
+
+
+def finish_all(test, d, w, eid, value=1.0):
+    """Leases, reports and finishes every trial of eid the worker is given."""
+    n = 0
+    while True:
+        status, t = w.lease(wait_s=0)
+        if status == 204:
+            return n
+        test.assertEqual(t["experiment_id"], eid, t)
+        w.report_ok(t, 1, {"loss": value})
+        w.finish_ok(t)
+        n += 1
+
+
+class Patch(h.RungdTestCase):
+    """5: PATCH extends a completed search; num_samples only grows."""
+
+    def test_raising_num_samples_runs_a_completed_experiment_again(self):
+        d = self.daemon()
+        eid = d.create_experiment(h.spec(num_samples=2))["id"]
+        w = h.Worker(d)
+        self.assertEqual(finish_all(self, d, w, eid), 2)
+        exp = d.wait_state(eid, "completed")
+        self.assertEqual((exp["total_trials"], exp["ended_reason"]), (2, "all_trials_ended"))
+
+        exp = ok(self, d.patch(eid, {"num_samples": 5}))
+        self.assertEqual((exp["state"], exp["num_samples"], exp["total_trials"]),
+                         ("running", 5, 5), exp)
+        self.assertIsNone(exp["ended_reason"])
+        self.assertIsNone(exp["ended_at"])
+        d.wait_proposed(eid, 5)
+        numbers = []
+        for _ in range(3):
+            t = w.lease_one(wait_s=2)
+            numbers.append(t["number"])
+            w.report_ok(t, 1, {"loss": 0.5})
+            w.finish_ok(t)
+        self.assertEqual(numbers, [2, 3, 4])
+        exp = d.wait_state(eid, "completed")
+        self.assertEqual((exp["total_trials"], exp["counts"]["completed"]), (5, 5))
+        self.assertEqual(exp["best"]["value"], 0.5)
+        self.assertEqual(exp["ended_reason"], "all_trials_ended")
+
+        # Lowering num_samples, or an unknown key, is refused; nothing changes.
+        self.assertError(d.patch(eid, {"num_samples": 4}), 400, "invalid_argument",
+                         "num_samples")
+        self.assertError(d.patch(eid, {"num_samples": 0}), 400, "invalid_argument",
+                         "num_samples")
+        self.assertError(d.patch(eid, {"metric": "acc"}), 400, "invalid_argument", "metric")
+        self.assertError(d.patch(eid, {"share": 0}), 400, "invalid_argument", "share")
+        self.assertError(d.patch(eid, [1]), 400, "bad_json")
+        self.assertEqual(d.experiment(eid)["num_samples"], 5)
+        self.assertError(d.patch(10**6, {"priority": 1}), 404, "not_found")
+
+        # Canceled (and failed) experiments are not changed.
+        gone = d.create_experiment(h.spec(num_samples=2))["id"]
+        d.ok("POST", "/api/v1/experiments/%d/cancel" % gone)
+        self.assertError(d.patch(gone, {"num_samples": 3}), 409, "conflict")
+        self.assertError(d.patch(gone, {"priority": 3}), 409, "conflict")
+        self.assertEqual(d.experiment(gone)["num_samples"], 2)
+
+
+def lease_order(test, d, w, n, hold):
+    """Leases n trials with a worker that holds at most `hold` at once (when
+    full, it finishes the oldest it holds first). Checks every lease
+    against docs/api.md, "Sharing workers": the highest priority, then the
+    fewest running trials for its share, then the lower id, among the
+    experiments with a pending trial. Returns the experiment ids in lease
+    order."""
+    held, order = [], []
+    for i in range(n):
+        if len(held) == hold:
+            w.finish_ok(held.pop(0))
+        running = collections.Counter(t["experiment_id"] for t in held)
+        exps = [e for e in d.ok("GET", "/api/v1/experiments")["items"]
+                if e["state"] == "running" and e["counts"]["pending"] > 0]
+        want = min(exps, key=lambda e: (-e["priority"], running[e["id"]] / e["share"],
+                                        e["id"]))["id"]
+        t = w.lease_one(wait_s=2)
+        test.assertEqual(t["experiment_id"], want,
+                         "lease %d went to experiment %d, not %d (running %r; so far %r)"
+                         % (i + 1, t["experiment_id"], want, dict(running), order))
+        order.append(t["experiment_id"])
+        held.append(t)
+    for t in held:
+        w.finish_ok(t)
+    return order
+
+
+class Sharing(h.RungdTestCase):
+    """6 and 7: priority, fair share and worker labels, with workers of the
+    test's own, so that the order of leases is exact."""
+
+    def test_fair_share_gives_a_late_small_experiment_the_second_lease(self):
+        d = self.daemon()
+        a = d.create_experiment(h.spec(name="big", num_samples=1000))["id"]
+        b = d.create_experiment(h.spec(name="small", num_samples=3))["id"]
+        d.wait_proposed(a, 20)
+        d.wait_proposed(b, 3)
+        w = h.Worker(d)
+        # Two slots: equal running counts go to the older experiment, then
+        # the one with fewer running trials: A and B alternate until B has
+        # nothing pending.
+        order = lease_order(self, d, w, 8, hold=2)
+        self.assertEqual(order, [a, b, a, b, a, b, a, a])
+        self.assertEqual(d.experiment(b)["state"], "completed")
+
+    def test_priority_goes_first_and_patch_changes_it(self):
+        d = self.daemon()
+        a = d.create_experiment(h.spec(name="low", num_samples=1000))["id"]
+        c = d.create_experiment(h.spec(name="urgent", num_samples=5, priority=5))["id"]
+        self.assertEqual(d.experiment(a)["priority"], 0)
+        self.assertEqual(d.experiment(c)["priority"], 5)
+        d.wait_proposed(a, 20)
+        d.wait_proposed(c, 5)
+        w = h.Worker(d)
+        # C gets every lease though it runs more trials than A.
+        self.assertEqual(lease_order(self, d, w, 3, hold=10), [c, c, c])
+        self.assertEqual(ok(self, d.patch(a, {"priority": 10}))["priority"], 10)
+        self.assertEqual(lease_order(self, d, w, 2, hold=10), [a, a])
+        self.assertEqual(ok(self, d.patch(a, {"priority": -1}))["priority"], -1)
+        self.assertEqual(lease_order(self, d, w, 3, hold=10), [c, c, a])
+
+    def test_shares_split_the_slots(self):
+        d = self.daemon()
+        one = d.create_experiment(h.spec(name="share-1", num_samples=1000))["id"]
+        two = d.create_experiment(h.spec(name="share-2", num_samples=1000, share=2))["id"]
+        self.assertEqual(d.experiment(one)["share"], 1)
+        self.assertEqual(d.experiment(two)["share"], 2)
+        d.wait_proposed(one, 20)
+        d.wait_proposed(two, 20)
+        w = h.Worker(d)
+        # Three slots: share 2 holds two of them, share 1 one.
+        order = lease_order(self, d, w, 9, hold=3)
+        self.assertEqual(order, [one, two, two, one, two, two, one, two, two])
+        # PATCH share: now 1 against 0.5, the first gets two thirds.
+        ok(self, d.patch(two, {"share": 0.5}))
+        order = lease_order(self, d, w, 6, hold=3)
+        self.assertEqual(collections.Counter(order), {one: 4, two: 2}, order)
+
+    def test_worker_selector_picks_workers_by_label(self):
+        d = self.daemon()
+        eid = d.create_experiment(h.spec(num_samples=2,
+                                         worker_selector={"gpu": "a100"}))["id"]
+        self.assertEqual(d.experiment(eid)["worker_selector"], {"gpu": "a100"})
+        d.wait_proposed(eid, 2)
+        plain = h.Worker(d, name="plain")
+        other = h.Worker(d, name="v100", labels={"gpu": "v100"})
+        for w in (plain, other):
+            for _ in range(3):
+                self.assertEqual(w.lease(wait_s=0), (204, None), w.registration)
+        self.assertEqual(plain.lease(wait_s=1), (204, None))
+        a100 = h.Worker(d, name="a100", labels={"gpu": "a100", "team": "vision"})
+        t = a100.lease_one(wait_s=0)
+        self.assertEqual(t["experiment_id"], eid)
+        self.assertEqual(t["worker_id"], a100.id)
+        workers = {x["name"]: x for x in d.ok("GET", "/api/v1/workers")["items"]}
+        self.assertEqual(workers["a100"]["labels"], {"gpu": "a100", "team": "vision"})
+        self.assertEqual(workers["v100"]["labels"], {"gpu": "v100"})
+        self.assertEqual(workers["plain"]["labels"], {})
+        # Bad labels are refused at registration, naming the label.
+        self.assertError(d.call("POST", "/api/v1/workers", {"name": "x", "labels": {"gpu": 1}}),
+                         400, "invalid_argument", "labels.gpu")
+
+
+class RealWorkerLabels(wh.WorkerTestCase):
+    """7 with rung-worker --label."""
+
+    def test_only_the_labelled_rung_worker_runs_the_selected_trials(self):
+        self.assertIn("--label", wh.worker_help(), "rung-worker has no --label option")
+        d = self.daemon()
+        prog = self.script("quick.py", QUICK)
+        eid = d.create_experiment(wh.command_spec(
+            [wh.PYTHON, prog, "2", "0"], num_samples=2, worker_selector={"gpu": "a100"}))["id"]
+        plain = self.worker(d, "plain", cpu_slots=2)
+        h.wait_until(lambda: "plain" in self.worker_ids(d), 10, "the plain worker to register")
+        time.sleep(1.0)
+        self.assertEqual(d.experiment(eid)["counts"]["pending"], 2, self.explain(d, plain))
+        labelled = self.worker(d, "labelled", cpu_slots=2, extra=["--label", "gpu=a100"])
+        exp = d.wait_state(eid, "completed", timeout=30)
+        self.assertEqual(exp["counts"]["completed"], 2)
+        ids = self.worker_ids(d)
+        self.assertEqual({t["worker_id"] for t in d.all_trials(eid)}, {ids["labelled"]})
+        workers = {x["name"]: x for x in d.ok("GET", "/api/v1/workers")["items"]}
+        self.assertEqual(workers["labelled"]["labels"], {"gpu": "a100"})
+        self.assertEqual(workers["plain"]["labels"], {})
+        self.assertEqual(workers["plain"]["running_trials"], [])
+
+
+class UserStop(h.RungdTestCase):
+    """8: POST /api/v1/trials/{id}/stop."""
+
+    def test_user_stops_running_and_pending_trials(self):
+        d = self.daemon()
+        eid = d.create_experiment(h.spec(num_samples=3))["id"]
+        d.wait_proposed(eid, 3)
+        w = h.Worker(d)
+        run, beat = w.lease_one(), w.lease_one()
+        w.report_ok(run, 1, {"loss": 0.5})
+        # Running: told at its next report; until then the reply shows it running.
+        t = ok(self, d.stop_trial(run["id"]))
+        self.assertEqual((t["id"], t["state"]), (run["id"], "running"), t)
+        self.assertEqual(w.report_ok(run, 2, {"loss": 0.25}), "stop")
+        t = d.trial(run["id"])
+        self.assertEqual((t["state"], t["stopped_by"]), ("stopped", "user"), t)
+        self.assertEqual(t["best"]["value"], 0.25)
+        # Running, told at its next heartbeat.
+        ok(self, d.stop_trial(beat["id"]))
+        self.assertEqual(w.heartbeat([beat["id"]]), (200, {"stop": [beat["id"]]}))
+        t = d.trial(beat["id"])
+        self.assertEqual((t["state"], t["stopped_by"]), ("stopped", "user"), t)
+        # Pending: stopped at once.
+        [pending] = d.all_trials(eid)[2:]
+        self.assertEqual(pending["state"], "pending")
+        t = ok(self, d.stop_trial(pending["id"]))
+        self.assertEqual((t["state"], t["stopped_by"]), ("stopped", "user"), t)
+        self.assertIsNotNone(t["ended_at"])
+        # Ended: 409; unknown: 404.
+        for tid in (run["id"], beat["id"], pending["id"]):
+            self.assertError(d.stop_trial(tid), 409, "conflict")
+        self.assertError(d.stop_trial(10**6), 404, "not_found")
+        # Stopped trials count as finished: the experiment completes, its
+        # best from the stopped trial.
+        exp = d.wait_state(eid, "completed")
+        self.assertEqual(exp["counts"]["stopped"], 3, exp["counts"])
+        self.assertEqual(exp["best"]["value"], 0.25)
+        self.assertEqual(w.lease(wait_s=0), (204, None))
+
+
+class RetryFailed(h.RungdTestCase):
+    """9: POST /api/v1/experiments/{id}/retry-failed."""
+
+    def test_failed_experiment_runs_again(self):
+        d = self.daemon()
+        eid = d.create_experiment(h.spec(num_samples=2, max_failed_trials=2))["id"]
+        d.wait_proposed(eid, 2)
+        w = h.Worker(d)
+        first = []
+        for _ in range(2):
+            t = w.lease_one()
+            w.report_ok(t, 1, {"loss": 3.0})
+            w.finish_ok(t, "failed", "exit status 1\nRuntimeError: CUDA out of memory")
+            first.append(t)
+        exp = d.experiment(eid)
+        self.assertEqual((exp["state"], exp["ended_reason"]), ("failed", "max_failed_trials"))
+        self.assertEqual(exp["error"],
+                         "2 trials failed (max_failed_trials is 2); the most frequent error, "
+                         "in 2 of them: exit status 1: RuntimeError: CUDA out of memory")
+        self.assertError(d.patch(eid, {"num_samples": 3}), 409, "conflict")
+
+        doc = ok(self, d.retry_failed(eid))
+        self.assertEqual(doc["retried"], 2, doc)
+        exp = doc["experiment"]
+        self.assertEqual(exp["state"], "running", exp)
+        self.assertIsNone(exp["ended_reason"])
+        self.assertIsNone(exp["error"])
+        self.assertEqual(exp["counts"]["pending"], 2, exp["counts"])
+        for t in first:
+            cur = d.trial(t["id"])
+            self.assertEqual((cur["state"], cur["attempt"]), ("pending", 2), cur)
+        again = [w.lease_one(), w.lease_one()]
+        self.assertEqual(sorted(t["id"] for t in again), sorted(t["id"] for t in first))
+        for t in again:
+            self.assertEqual(t["attempt"], 2)
+            self.assertEqual(w.report_ok(t, 1, {"loss": 0.5}), "continue")
+            w.finish_ok(t)
+        exp = d.wait_state(eid, "completed")
+        self.assertEqual(exp["counts"]["completed"], 2, exp["counts"])
+        self.assertEqual(exp["ended_reason"], "all_trials_ended")
+        self.assertEqual(exp["best"]["value"], 0.5)
+        for t in first:
+            self.assertEqual([i["step"] for i in d.metrics_of(t["id"])], [1])
+            self.assertEqual(d.metrics_of(t["id"])[0]["metrics"]["loss"], 0.5)
+        # Nothing failed now: retried 0. A canceled experiment: 409.
+        self.assertEqual(ok(self, d.retry_failed(eid))["retried"], 0)
+        gone = d.create_experiment(h.spec(num_samples=1))["id"]
+        d.ok("POST", "/api/v1/experiments/%d/cancel" % gone)
+        self.assertError(d.retry_failed(gone), 409, "conflict")
+        self.assertError(d.retry_failed(10**6), 404, "not_found")
+
+
+class Delete(h.RungdTestCase):
+    """10: DELETE /api/v1/experiments/{id}."""
+
+    def test_delete_only_what_has_ended(self):
+        d = self.daemon()
+        eid = d.create_experiment(h.spec(name="doomed", num_samples=2))["id"]
+        keep = d.create_experiment(h.spec(name="kept", num_samples=1))["id"]
+        d.wait_proposed(eid, 2)
+        w = h.Worker(d)
+        t1 = w.lease_one()
+        self.assertEqual(t1["experiment_id"], eid)
+        self.assertError(d.delete(eid), 409, "conflict")  # running
+        ok(self, d.pause(eid))
+        self.assertError(d.delete(eid), 409, "conflict")  # paused
+        ok(self, d.resume(eid))
+        w.report_ok(t1, 1, {"loss": 0.5})
+        w.finish_ok(t1)
+        t2 = w.lease_one()
+        self.assertEqual(t2["experiment_id"], eid)
+        w.report_ok(t2, 1, {"loss": 0.4})
+        w.finish_ok(t2)
+        d.wait_state(eid, "completed")
+
+        self.assertEqual(ok(self, d.delete(eid)), {"deleted": eid, "trials": 2})
+        self.assertError(d.call("GET", "/api/v1/experiments/%d" % eid), 404, "not_found")
+        self.assertError(d.call("GET", "/api/v1/experiments/%d/trials" % eid), 404, "not_found")
+        for t in (t1, t2):
+            self.assertError(d.call("GET", "/api/v1/trials/%d" % t["id"]), 404, "not_found")
+            self.assertError(d.call("GET", "/api/v1/trials/%d/metrics" % t["id"]), 404,
+                             "not_found")
+        listing = d.ok("GET", "/api/v1/experiments")
+        self.assertEqual([e["id"] for e in listing["items"]], [keep])
+        self.assertEqual(listing["total"], 1)
+        self.assertError(d.delete(eid), 404, "not_found")
+
+        # Canceled with a trial still running (it stops at its next
+        # report): 409 until it has stopped.
+        t3 = w.lease_one()
+        self.assertEqual(t3["experiment_id"], keep)
+        d.ok("POST", "/api/v1/experiments/%d/cancel" % keep)
+        self.assertError(d.delete(keep), 409, "conflict")
+        self.assertEqual(w.report_ok(t3, 1, {"loss": 1.0}), "stop")
+        self.assertEqual(ok(self, d.delete(keep)), {"deleted": keep, "trials": 1})
+        self.assertEqual(d.ok("GET", "/api/v1/experiments")["total"], 0)
+
+
+class StopRules(h.RungdTestCase):
+    """12: stop.time_budget_s, stop.metric_threshold, stop.patience."""
+
+    def test_time_budget(self):
+        d = self.daemon()
+        started = time.monotonic()
+        exp = d.create_experiment(h.spec(num_samples=5, stop={"time_budget_s": 1.5}))
+        eid = exp["id"]
+        self.assertEqual(exp["stop"], {"time_budget_s": 1.5})
+        d.wait_proposed(eid, 5)
+        w = h.Worker(d)
+        a, b = w.lease_one(), w.lease_one()
+        self.assertEqual(w.report_ok(a, 1, {"loss": 0.5}), "continue")
+        exp = d.wait_experiment(eid, lambda e: e["state"] != "running", 5,
+                                "the time budget to end the experiment")
+        elapsed = time.monotonic() - started
+        self.assertGreaterEqual(elapsed, 1.4)
+        self.assertLess(elapsed, 4.0)
+        self.assertEqual((exp["state"], exp["ended_reason"]), ("completed", "time_budget"))
+        self.assertEqual(exp["counts"]["canceled"], 3, exp["counts"])
+        # The running trials stop at their next report or heartbeat.
+        self.assertEqual(w.report_ok(a, 2, {"loss": 0.4}), "stop")
+        self.assertEqual(w.heartbeat([b["id"]]), (200, {"stop": [b["id"]]}))
+        for t in (a, b):
+            cur = d.trial(t["id"])
+            self.assertEqual((cur["state"], cur["stopped_by"]), ("stopped", "experiment"), cur)
+        self.assertEqual(w.lease(wait_s=0), (204, None))
+
+    def test_metric_threshold(self):
+        d = self.daemon()
+        eid = d.create_experiment(h.spec(num_samples=5, mode="max", metric="acc",
+                                         stop={"metric_threshold": 0.9}))["id"]
+        d.wait_proposed(eid, 5)
+        w = h.Worker(d)
+        a, b = w.lease_one(), w.lease_one()
+        self.assertEqual(w.report_ok(a, 1, {"acc": 0.5}), "continue")
+        self.assertEqual(w.report_ok(b, 1, {"acc": 0.89}), "continue")
+        self.assertEqual(d.experiment(eid)["state"], "running")
+        self.assertEqual(w.report_ok(a, 2, {"acc": 0.9}), "stop")
+        exp = d.experiment(eid)
+        self.assertEqual((exp["state"], exp["ended_reason"]), ("completed", "metric_threshold"))
+        self.assertEqual(exp["best"]["value"], 0.9)
+        self.assertEqual(exp["best"]["trial_id"], a["id"])
+        self.assertEqual(w.report_ok(b, 2, {"acc": 0.95}), "stop")
+        cur = d.trial(b["id"])
+        self.assertEqual((cur["state"], cur["stopped_by"]), ("stopped", "experiment"), cur)
+        self.assertIn(d.trial(a["id"])["state"], ("stopped", "completed"))
+        self.assertEqual(d.experiment(eid)["counts"]["canceled"], 3)
+
+    def test_patience(self):
+        d = self.daemon()
+        eid = d.create_experiment(h.spec(num_samples=10, stop={"patience": 3}))["id"]
+        d.wait_proposed(eid, 10)
+        w = h.Worker(d)
+        for i, v in enumerate([1.0, 0.5, 0.7, 0.5, 0.9]):
+            self.assertEqual(d.experiment(eid)["state"], "running", "after %d trials" % i)
+            t = w.lease_one()
+            w.report_ok(t, 1, {"loss": v})
+            w.finish_ok(t)
+        # 0.5 at the second trial; three more without a better one.
+        exp = d.experiment(eid)
+        self.assertEqual((exp["state"], exp["ended_reason"]), ("completed", "patience"))
+        self.assertEqual(exp["counts"]["completed"], 5, exp["counts"])
+        self.assertEqual(exp["counts"]["canceled"], 5, exp["counts"])
+        self.assertEqual(exp["best"]["value"], 0.5)
+
+
 if __name__ == "__main__":
     wh.main()
