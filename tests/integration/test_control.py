@@ -730,5 +730,175 @@ class StopRules(h.RungdTestCase):
         self.assertEqual(exp["best"]["value"], 0.5)
 
 
+class Logs(h.RungdTestCase):
+    """13: `rung logs TRIAL` after a kill -9 of rungd."""
+
+    def rung(self, d, *args):
+        env = dict(os.environ)
+        env.pop("RUNG_SERVER", None)
+        env.pop("RUNG_TOKEN", None)
+        return subprocess.run([rung_cli(), "--server", d.url] + list(args), capture_output=True,
+                              text=True, env=env, timeout=20, cwd=self.tmp)
+
+    def test_rung_logs_prints_the_tail_after_kill_9(self):
+        d = self.daemon()
+        eid = d.create_experiment(h.spec(num_samples=2))["id"]
+        d.wait_proposed(eid, 2)
+        w = h.Worker(d)
+        a, b = w.lease_one(), w.lease_one()
+        # a: its log comes with the finish; b: with a heartbeat, then its
+        # failure writes the trial (docs/api.md, the trial object's log_tail).
+        self.assertEqual(w.heartbeat([a["id"], b["id"]], logs={
+            str(a["id"]): "epoch 1: loss 0.5\n", str(b["id"]): "loading data\nCUDA error: boom\n"}),
+            (200, {"stop": []}))
+        w.report_ok(a, 1, {"loss": 0.5})
+        w.finish_ok(a, log="epoch 1: loss 0.5\nepoch 2: loss 0.25\ndone\n")
+        w.finish_ok(b, "failed", "exit status 1\nCUDA error: boom")
+        d.kill9()
+        d.restart()
+        self.assertEqual(d.trial(a["id"])["log_tail"], "epoch 1: loss 0.5\nepoch 2: loss 0.25\ndone\n")
+        self.assertEqual(d.trial(b["id"])["log_tail"], "loading data\nCUDA error: boom\n")
+        p = self.rung(d, "logs", str(a["id"]))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("epoch 2: loss 0.25\ndone", p.stdout)
+        p = self.rung(d, "logs", str(b["id"]))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("loading data\nCUDA error: boom", p.stdout)
+        p = self.rung(d, "logs", "999999")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("not found", p.stderr)
+
+
+class Restarts(h.RungdTestCase):
+    """14: every state change of this issue survives kill -9 of rungd."""
+
+    def test_control_state_survives_kill_9(self):
+        d = self.daemon()
+        w = h.Worker(d, name="labelled", labels={"gpu": "a100", "team": "vision"})
+        # P: paused with running=pause; its running trial paused by the user.
+        p = d.create_experiment(h.spec(name="paused", num_samples=2))["id"]
+        d.wait_proposed(p, 2)
+        held = w.lease_one()
+        self.assertEqual(held["experiment_id"], p)
+        w.report_ok(held, 1, {"loss": 0.8})
+        ok(self, d.pause(p, running="pause"))
+        self.assertEqual(w.report_ok(held, 2, {"loss": 0.7}), "stop")
+        w.finish_ok(held, "failed", "killed by signal 15 (Terminated)")
+        # F: failed, with its error.
+        f = d.create_experiment(h.spec(name="failed", num_samples=2, max_failed_trials=1))["id"]
+        d.wait_proposed(f, 2)
+        t = w.lease_one()
+        self.assertEqual(t["experiment_id"], f)
+        w.finish_ok(t, "failed", "exit status 2\nValueError: bad lr")
+        # S: one trial stopped by its user.
+        s = d.create_experiment(h.spec(name="stopped", num_samples=2))["id"]
+        d.wait_proposed(s, 2)
+        st = w.lease_one()
+        self.assertEqual(st["experiment_id"], s)
+        ok(self, d.stop_trial(st["id"]))
+        self.assertEqual(w.report_ok(st, 1, {"loss": 0.3}), "stop")
+        # D: completed, then deleted.
+        gone = d.create_experiment(h.spec(name="deleted", num_samples=1))["id"]
+        d.wait_proposed(gone, 1)
+        dt = w.lease_one()
+        while dt["experiment_id"] != gone:  # S's other trial comes first (older)
+            w.finish_ok(dt)
+            dt = w.lease_one()
+        w.finish_ok(dt)
+        d.wait_state(gone, "completed")
+        ok(self, d.delete(gone))
+        # X: PATCHed.
+        x = d.create_experiment(h.spec(name="patched", num_samples=1))["id"]
+        ok(self, d.patch(x, {"num_samples": 3, "priority": 7, "share": 2.5,
+                             "max_concurrent_trials": 2}))
+
+        before = {e: d.experiment(e) for e in (p, f, s, x)}
+        d.kill9()
+        d.restart()
+
+        exp = d.experiment(p)
+        self.assertEqual((exp["state"], exp["ended_reason"]), ("paused", None))
+        cur = d.trial(held["id"])
+        self.assertEqual((cur["state"], cur["paused_by"], cur["step"]), ("paused", "user", 2),
+                         cur)
+        exp = d.experiment(f)
+        self.assertEqual((exp["state"], exp["ended_reason"]), ("failed", "max_failed_trials"))
+        self.assertEqual(exp["error"], before[f]["error"])
+        self.assertEqual(exp["error"],
+                         "1 trials failed (max_failed_trials is 1); the most frequent error, "
+                         "in 1 of them: exit status 2: ValueError: bad lr")
+        cur = d.trial(st["id"])
+        self.assertEqual((cur["state"], cur["stopped_by"]), ("stopped", "user"), cur)
+        self.assertError(d.call("GET", "/api/v1/experiments/%d" % gone), 404, "not_found")
+        self.assertError(d.call("GET", "/api/v1/trials/%d" % dt["id"]), 404, "not_found")
+        self.assertNotIn(gone, [e["id"] for e in d.ok("GET", "/api/v1/experiments")["items"]])
+        exp = d.experiment(x)
+        self.assertEqual((exp["num_samples"], exp["total_trials"], exp["priority"], exp["share"],
+                          exp["max_concurrent_trials"]), (3, 3, 7, 2.5, 2), exp)
+        for e in (p, f, s, x):
+            after = d.experiment(e)
+            for key in ("state", "ended_reason", "error", "num_samples", "priority", "share",
+                        "max_failed_trials", "total_trials"):
+                self.assertEqual(after[key], before[e][key], "experiment %d %s" % (e, key))
+        workers = {v["name"]: v for v in d.ok("GET", "/api/v1/workers")["items"]}
+        self.assertEqual(workers["labelled"]["labels"], {"gpu": "a100", "team": "vision"})
+
+        # X, priority 7, is leased first; canceled, the paused P is resumed:
+        # its user-paused trial goes first, to the worker that paused it,
+        # from step 2.
+        x1 = w.lease_one()
+        self.assertEqual(x1["experiment_id"], x)
+        d.ok("POST", "/api/v1/experiments/%d/cancel" % x)
+        self.assertEqual(ok(self, d.resume(p))["state"], "running")
+        again = w.lease_one()
+        self.assertEqual((again["id"], again["resume_step"], again["attempt"]),
+                         (held["id"], 2, held["attempt"]), again)
+        self.assertEqual(w.report_ok(again, 3, {"loss": 0.6}), "continue")
+        w.finish_ok(again)
+        self.assertEqual([i["step"] for i in d.metrics_of(held["id"])], [1, 2, 3])
+
+
+class GoneWorkers(h.RungdTestCase):
+    """15: a worker that stops calling is gone, then leaves the listing."""
+
+    def test_gone_workers_leave_the_listing_but_not_the_history(self):
+        d = self.daemon("--lease-s", "1", "--forget-workers-s", "2")
+        quiet = h.Worker(d, name="quiet")
+        busy = h.Worker(d, name="busy")
+
+        def listing(query=""):
+            return {v["name"]: v for v in d.ok("GET", "/api/v1/workers" + query)["items"]}
+
+        first = listing()
+        self.assertEqual(first["quiet"]["state"], "alive")
+        self.assertTrue(first["quiet"]["alive"])
+        went = time.monotonic()
+
+        def gone():
+            busy.heartbeat([])
+            v = listing().get("quiet")
+            return v if v and v["state"] == "gone" else None
+
+        v = h.wait_until(gone, 5, "the quiet worker to be gone")
+        self.assertFalse(v["alive"])
+        self.assertGreaterEqual(time.monotonic() - went, 0.9)
+
+        def forgotten():
+            busy.heartbeat([])
+            return "quiet" not in listing()
+
+        h.wait_until(forgotten, 8, "the gone worker to leave the listing")
+        self.assertGreaterEqual(time.monotonic() - went, 1.9)
+        now = listing()
+        self.assertEqual(now["busy"]["state"], "alive")
+        self.assertEqual(d.ok("GET", "/api/v1/workers")["total"], 1)
+        every = listing("?all=true")
+        self.assertEqual(set(every), {"quiet", "busy"})
+        self.assertEqual(every["quiet"]["state"], "gone")
+        self.assertEqual(d.ok("GET", "/api/v1/workers?all=true")["total"], 2)
+        self.assertError(d.call("GET", "/api/v1/workers?all=maybe"), 400, "invalid_argument",
+                         "all")
+
+
 if __name__ == "__main__":
     wh.main()
