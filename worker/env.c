@@ -102,6 +102,14 @@ bool env_set_json(Env *env, const json_t *obj)
     return true;
 }
 
+void env_trial_base(Env *env, char *const *base)
+{
+    env_set(env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+    env_set_list(env, base);
+    env_unset(env, "RUNG_TOKEN");
+    env_set(env, "PYTHONUNBUFFERED", "1");
+}
+
 const char *env_get(const Env *env, const char *name)
 {
     size_t len = strlen(name);

@@ -1,10 +1,11 @@
 /* A child's environment, built in layers. Pure.
  *
- * A trial's environment is, from weakest to strongest: defaults of the
- * worker (CUDA_DEVICE_ORDER=PCI_BUS_ID, so CUDA numbers GPUs as NVML does),
- * the worker's own environment, the trainable's "env", and the variables of
- * the trial (CUDA_VISIBLE_DEVICES, RUNG_*). Each layer is env_set calls on
- * one Env: a later value of a name replaces the earlier one in place. */
+ * A trial's environment is, from weakest to strongest (docs/api.md, "The
+ * environment"): defaults of the worker (CUDA_DEVICE_ORDER=PCI_BUS_ID, so
+ * CUDA numbers GPUs as NVML does), the worker's own environment (without
+ * RUNG_TOKEN), PYTHONUNBUFFERED=1, the trainable's "env", and the variables
+ * of the trial (CUDA_VISIBLE_DEVICES, RUNG_*). Each layer is env_set calls
+ * on one Env: a later value of a name replaces the earlier one in place. */
 #ifndef RUNG_WORKER_ENV_H
 #define RUNG_WORKER_ENV_H
 
@@ -31,6 +32,15 @@ void env_set_list(Env *env, char *const *list);
 /* Sets every member of obj whose value is a string; false when obj is
  * neither NULL, null nor an object of strings (then nothing is set). */
 bool env_set_json(Env *env, const json_t *obj);
+/* The layers under the trainable's "env": CUDA_DEVICE_ORDER=PCI_BUS_ID,
+ * then base (the worker's environ) without RUNG_TOKEN (the worker's
+ * credential is not the trial's), then PYTHONUNBUFFERED=1. Python
+ * block-buffers stdout into a pipe, so without it a Python trial's report
+ * lines would reach the worker only when the buffer fills or the program
+ * exits, too late for the scheduler to stop it early; a trainable's "env"
+ * may still set it otherwise. */
+void env_trial_base(Env *env, char *const *base);
+
 /* The value of name, borrowed, or NULL. */
 const char *env_get(const Env *env, const char *name);
 

@@ -33,13 +33,26 @@
 
 #include "client.h"
 #include "gpus.h"
+#include "labels.h"
 #include "log.h"
 #include "options.h"
 #include "worker.h"
 
 #define MAX_CPU_SLOTS 4096 /* as the server's SPEC_MAX_CPUS */
 
-enum { O_SERVER, O_TOKEN, O_NAME, O_GPUS, O_CPU_SLOTS, O_WORKDIR, O_ONCE, O_LEASE_WAIT, O__COUNT };
+enum {
+    O_SERVER,
+    O_TOKEN,
+    O_NAME,
+    O_LABEL,
+    O_GPUS,
+    O_CPU_SLOTS,
+    O_WORKDIR,
+    O_KEEP_TRIALS,
+    O_ONCE,
+    O_LEASE_WAIT,
+    O__COUNT
+};
 
 /* The one table of options: validation and --help both come from it. */
 static Option options[O__COUNT] = {
@@ -48,12 +61,19 @@ static Option options[O__COUNT] = {
     [O_TOKEN] = {"token", OPT_STRING, NULL, 0, 0, 0, "bearer token (default: $RUNG_TOKEN)"},
     [O_NAME] = {"name", OPT_STRING, NULL, 0, 0, 0,
                 "name shown for this worker (default: host name)"},
+    /* Repeatable, so taken off the command line before the table parses it
+     * (take_labels); listed here for --help. */
+    [O_LABEL] = {"label", OPT_STRING, NULL, 0, 0, 0,
+                 "key=value: a label rungd matches against worker_selector; repeatable"},
     [O_GPUS] = {"gpus", OPT_STRING, "auto", 0, 0, 0,
                 "auto (every GPU NVML sees), none, or indices like 0,1"},
     [O_CPU_SLOTS] = {"cpu-slots", OPT_INT, NULL, 0, 1, MAX_CPU_SLOTS,
                      "CPUs offered to trials (default: the online CPUs)"},
     [O_WORKDIR] = {"workdir", OPT_STRING, NULL, 0, 0, 0,
                    "folder for trial folders (default: ./rung-worker-<worker id>)"},
+    [O_KEEP_TRIALS] = {"keep-trials", OPT_INT, NULL, 50, 0, 1000000000,
+                       "folders of ended trials kept in the workdir, newest first (paused "
+                       "trials' are always kept)"},
     [O_ONCE] = {"once", OPT_FLAG, NULL, 0, 0, 0, "exit when the server has no more work"},
     [O_LEASE_WAIT] = {"lease-wait-s", OPT_INT, NULL, 10, 1, 30,
                       "long poll of one lease request, seconds"},
@@ -108,6 +128,50 @@ bad:
     return -1;
 }
 
+/* Takes every --label KEY=VALUE (or --label=KEY=VALUE) off argv (argc
+ * shrinks) into labels, checked as rungd checks them (labels.h). 0, or -1
+ * after a message. */
+static int take_labels(int *argc, char **argv, json_t *labels)
+{
+    int out = 1;
+    for (int i = 1; i < *argc; i++) {
+        const char *value = NULL;
+        if (strcmp(argv[i], "--") == 0) {
+            while (i < *argc)
+                argv[out++] = argv[i++];
+            break;
+        }
+        if (strcmp(argv[i], "--label") == 0) {
+            if (i + 1 >= *argc) {
+                fprintf(stderr, "rung-worker: --label needs a value, key=value\n");
+                return -1;
+            }
+            value = argv[++i];
+        } else if (strncmp(argv[i], "--label=", 8) == 0) {
+            value = argv[i] + 8;
+        } else {
+            argv[out++] = argv[i];
+            /* The value of another option is never taken for --label. */
+            if (strncmp(argv[i], "--", 2) == 0 && strchr(argv[i], '=') == NULL && i + 1 < *argc) {
+                for (int k = 0; k < O__COUNT; k++)
+                    if (options[k].kind != OPT_FLAG && strcmp(argv[i] + 2, options[k].name) == 0) {
+                        argv[out++] = argv[++i];
+                        break;
+                    }
+            }
+            continue;
+        }
+        char why[256];
+        if (labels_add(labels, value, why, sizeof why) != 0) {
+            fprintf(stderr, "rung-worker: --label: %s\n", why);
+            return -1;
+        }
+    }
+    argv[out] = NULL;
+    *argc = out;
+    return 0;
+}
+
 /* ---- signals ---- */
 
 static sigset_t stop_signals;
@@ -153,8 +217,8 @@ static int register_worker(Worker *w, const int *gpus, int n_gpus)
         json_array_append_new(list, json_pack("{s:i, s:s, s:I}", "index", gpus[i], "name",
                                               info.name, "memory_mb", (json_int_t)info.memory_mb));
     }
-    json_t *body = json_pack("{s:s, s:s, s:o, s:I}", "name", w->name, "hostname", w->hostname,
-                             "gpus", list, "cpus", (json_int_t)w->slots.cpus);
+    json_t *body = json_pack("{s:s, s:s, s:o, s:I, s:O}", "name", w->name, "hostname", w->hostname,
+                             "gpus", list, "cpus", (json_int_t)w->slots.cpus, "labels", w->labels);
     ClientCall call = {.retry = true,
                        .cancel = register_cancel,
                        .cancel_arg = w,
@@ -275,6 +339,9 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    json_t *labels = json_object();
+    if (labels == NULL || take_labels(&argc, argv, labels) != 0)
+        return 2;
     int parsed = options_parse("rung-worker", options, O__COUNT, argc, argv);
     if (parsed == 1) {
         usage(stdout);
@@ -318,6 +385,8 @@ int main(int argc, char **argv)
     w.token = token && token[0] ? token : NULL;
     w.once = options[O_ONCE].value != NULL;
     w.lease_wait_s = (int)options[O_LEASE_WAIT].ival;
+    w.keep_trials = options[O_KEEP_TRIALS].ival;
+    w.labels = labels;
     if (gethostname(w.hostname, sizeof w.hostname - 1) != 0)
         snprintf(w.hostname, sizeof w.hostname, "unknown");
     snprintf(w.name, sizeof w.name, "%s",

@@ -23,6 +23,8 @@
 #include "log.h"
 #include "reportline.h"
 #include "tail.h"
+#include "trialdir.h"
+#include "warnings.h"
 #include "worker.h"
 
 extern char **environ;
@@ -111,6 +113,7 @@ Trial *trial_new(Worker *w, const json_t *o, char *why, size_t why_size)
     }
     pthread_mutex_init(&t->mu, NULL);
     tail_init(&t->log);
+    warnings_init(&t->warnings);
     pthread_cond_init(&t->cond, NULL);
     t->worker = w;
     t->runner.out_fd = t->runner.err_fd = t->runner.pidfd = -1;
@@ -240,6 +243,11 @@ static void send_finish(Trial *t, Client *c)
     else
         json_decref(log_json);
     free(log);
+    json_t *warnings = t->warnings.count > 0 ? warnings_json(&t->warnings) : NULL;
+    if (body && warnings)
+        json_object_set_new(body, "warnings", warnings);
+    else
+        json_decref(warnings);
     int64_t sent = t->reports_sent;
     pthread_mutex_unlock(&t->mu);
     if (body == NULL) {
@@ -256,7 +264,17 @@ static void send_finish(Trial *t, Client *c)
     if (rc != 0) {
         LOG_WARN("trial %" PRId64 ": finish not delivered (worker shutting down)", t->id);
     } else if (reply.status == 200) {
-        if (completed)
+        /* The reply is the trial: paused, it waits to resume from the
+         * checkpoint in its folder, which --keep-trials then keeps. */
+        const char *state = json_string_value(json_object_get(reply.body, "state"));
+        bool paused = state != NULL && strcmp(state, "paused") == 0;
+        pthread_mutex_lock(&t->mu);
+        t->paused = paused;
+        pthread_mutex_unlock(&t->mu);
+        if (paused)
+            LOG_INFO("trial %" PRId64 " (attempt %" PRId64 ") is paused; its folder is kept", t->id,
+                     t->attempt);
+        else if (completed)
             LOG_INFO("trial %" PRId64 " (attempt %" PRId64 ") finished: completed (%" PRId64
                      " reports)",
                      t->id, t->attempt, sent);
@@ -390,6 +408,7 @@ static void *sender_main(void *arg)
 typedef struct Sup {
     Trial *t;
     char dir[PATH_MAX];   /* <workdir>/trials/<id> */
+    int dir_fd;           /* the folder, locked shared while we hold it (trialdir.h); or -1 */
     int out_log, err_log; /* stdout.log, stderr.log; -1 when they could not be opened */
     bool log_failed;      /* a write failed: warned once */
     Linebuf out_lines, err_lines;
@@ -451,16 +470,36 @@ static void enqueue(Trial *t, int64_t step, json_t *metrics)
 
 static void log_line(Trial *t, const char *line, size_t len);
 
+/* Counts an invalid report line for the heartbeats and the finish
+ * (docs/api.md, the trial object's warnings). */
+static void add_warning(Trial *t, const char *line, size_t len, const char *why)
+{
+    pthread_mutex_lock(&t->mu);
+    warnings_add(&t->warnings, line, len, why);
+    pthread_mutex_unlock(&t->mu);
+}
+
+json_t *trial_take_warnings(Trial *t)
+{
+    pthread_mutex_lock(&t->mu);
+    json_t *w = warnings_take(&t->warnings);
+    pthread_mutex_unlock(&t->mu);
+    return w;
+}
+
 static void on_stdout_line(void *arg, const char *line, size_t len, bool cut)
 {
     Sup *s = arg;
     Trial *t = s->t;
     s->line_no++;
     if (cut) {
-        if (len >= 5 && memcmp(line, "@rung", 5) == 0)
-            LOG_WARN("trial %" PRId64 ": stdout line %" PRId64
-                     " is not a valid report: longer than %d bytes",
-                     t->id, s->line_no, REPORTLINE_MAX);
+        if (len >= 5 && memcmp(line, "@rung", 5) == 0) {
+            char why[64];
+            snprintf(why, sizeof why, "longer than %d bytes", REPORTLINE_MAX);
+            LOG_WARN("trial %" PRId64 ": stdout line %" PRId64 " is not a valid report: %s", t->id,
+                     s->line_no, why);
+            add_warning(t, line, len, why);
+        }
         return;
     }
     json_t *metrics = NULL;
@@ -471,6 +510,7 @@ static void on_stdout_line(void *arg, const char *line, size_t len, bool cut)
     if (kind == REPORTLINE_INVALID) {
         LOG_WARN("trial %" PRId64 ": stdout line %" PRId64 " is not a valid report (%s): %.*s",
                  t->id, s->line_no, why, (int)(len < SNIPPET ? len : SNIPPET), line);
+        add_warning(t, line, len, why);
         json_decref(metrics);
         return;
     }
@@ -548,15 +588,11 @@ static int open_logs(Sup *s, char *why, size_t why_size)
 {
     Trial *t = s->t;
     Worker *w = t->worker;
-    int len = snprintf(s->dir, sizeof s->dir, "%s/trials/%" PRId64, w->workdir, t->id);
-    if (len < 0 || len >= (int)sizeof s->dir) {
-        say(why, why_size, "the trial folder's path is too long (workdir %s)", w->workdir);
+    char trials[PATH_MAX + 8];
+    say(trials, sizeof trials, "%s/trials", w->workdir);
+    s->dir_fd = trialdir_open(trials, t->id, s->dir, sizeof s->dir, why, why_size);
+    if (s->dir_fd < 0)
         return -1;
-    }
-    if (mkdir(s->dir, 0700) != 0 && errno != EEXIST) {
-        say(why, why_size, "cannot make the trial folder %s: %s", s->dir, strerror(errno));
-        return -1;
-    }
     char path[PATH_MAX + 16];
     char when[RUNG_TIME_LEN];
     rung_time_format(rung_now_ms(), when, sizeof when);
@@ -569,7 +605,8 @@ static int open_logs(Sup *s, char *why, size_t why_size)
         hlen = (int)strlen(header);
     for (int k = 0; k < 2; k++) {
         snprintf(path, sizeof path, "%s/%s", s->dir, k == 0 ? "stdout.log" : "stderr.log");
-        int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        int fd = openat(s->dir_fd, k == 0 ? "stdout.log" : "stderr.log",
+                        O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0) {
             say(why, why_size, "cannot open %s: %s", path, strerror(errno));
             return -1;
@@ -641,10 +678,9 @@ static int prepare(Sup *s, char *why, size_t why_size)
     Env env;
     env_init(&env);
     /* CUDA numbers GPUs fastest first unless told otherwise; NVML (and so
-     * the indices we lease) goes by PCI bus. A trainable may still override. */
-    env_set(&env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
-    env_set_list(&env, environ);
-    env_unset(&env, "RUNG_TOKEN"); /* the worker's credential is not the trial's */
+     * the indices we lease) goes by PCI bus; Python buffers a pipe. A
+     * trainable may still override either (env.h). */
+    env_trial_base(&env, environ);
     bool env_ok = builtin || env_set_json(&env, json_object_get(tr, "env"));
     env_set(&env, "CUDA_VISIBLE_DEVICES", gpus);
     env_set(&env, "RUNG_TRIAL_ID", num[0]);
@@ -807,7 +843,7 @@ static void *supervise(void *arg)
 {
     Trial *t = arg;
     Worker *w = t->worker;
-    Sup s = {.t = t, .out_log = -1, .err_log = -1, .next_step = t->resume_step + 1};
+    Sup s = {.t = t, .out_log = -1, .err_log = -1, .dir_fd = -1, .next_step = t->resume_step + 1};
     tail_init(&s.tail);
     char why[TRIAL_WHY_MAX];
     snprintf(why, sizeof why, "%s", t->prefail);
@@ -897,7 +933,10 @@ static void *supervise(void *arg)
     free(s.buf);
     argv_free(s.argv);
     env_free(s.envp);
-    worker_trial_done(w, t);
+    bool had_folder = s.dir_fd >= 0;
+    if (had_folder)
+        close(s.dir_fd); /* --keep-trials may remove it now */
+    worker_trial_done(w, t, had_folder);
     trial_free(t);
     return NULL;
 }

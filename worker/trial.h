@@ -2,9 +2,10 @@
  * and its delivery.
  *
  * Two threads per trial:
- *   - the supervisor makes <workdir>/trials/<id>, starts the process
+ *   - the supervisor makes <workdir>/trials/<id> (trialdir.h), starts the process
  *     (runner.h), polls its stdout, stderr and exit; stdout lines go to
- *     stdout.log and through reportline_parse, reports into the queue;
+ *     stdout.log and through reportline_parse, reports into the queue,
+ *     invalid report lines into the warnings (warnings.h);
  *     stderr lines go to stderr.log and a bounded tail (tail.h); it enforces
  *     timeout_s and escalates a kill from SIGTERM to SIGKILL after
  *     TRIAL_KILL_GRACE_S; when the process has ended and its pipes are
@@ -29,6 +30,7 @@
 #include "runner.h"
 #include "slots.h"
 #include "tail.h"
+#include "warnings.h"
 
 #define TRIAL_KILL_GRACE_S 10 /* SIGTERM, then SIGKILL this much later (docs/api.md) */
 #define TRIAL_QUEUE_MAX                                                                            \
@@ -90,11 +92,18 @@ typedef struct Trial {
     Tail log;                  /* last lines of stdout (not reports) and stderr, for
                                   the dashboard: sent with heartbeats */
     bool log_changed;          /* since the last heartbeat took it */
+    Warnings warnings;         /* invalid @rung lines: sent with heartbeats and the finish */
+    bool paused;               /* the finish's reply says the trial is paused (a resume
+                                  will want its folder) */
 } Trial;
 
 /* The log's last lines when they changed since the last call (new string,
  * free it), else NULL. Called by the heartbeat thread. */
 char *trial_take_log(Trial *t);
+
+/* The trial's warnings object when new invalid report lines came since
+ * the last call (new object), else NULL. Called by the heartbeat thread. */
+json_t *trial_take_warnings(Trial *t);
 
 /* Reads a lease reply's "trial" object (borrowed). NULL with why when it
  * lacks an id or a lease token (then it cannot even be finished); other

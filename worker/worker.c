@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "log.h"
 #include "trial.h"
+#include "trialdir.h"
 
 #define NS_PER_MS 1000000LL
 #define NS_PER_S 1000000000LL
@@ -41,6 +42,9 @@ int worker_init(Worker *w, const int *gpus, int n_gpus, int64_t cpus)
     w->trials = NULL;
     w->n_trials = 0;
     w->lease_done = false;
+    w->ended = NULL;
+    w->n_ended = w->cap_ended = 0;
+    w->pruning = 0;
     atomic_init(&w->stop, STOP_NONE);
     atomic_init(&w->hard_deadline_ns, 0);
     atomic_init(&w->exiting, false);
@@ -49,6 +53,8 @@ int worker_init(Worker *w, const int *gpus, int n_gpus, int64_t cpus)
 
 void worker_close(Worker *w)
 {
+    free(w->ended);
+    json_decref(w->labels);
     pthread_cond_destroy(&w->cond);
     pthread_mutex_destroy(&w->mu);
 }
@@ -103,7 +109,7 @@ void worker_stop(Worker *w, StopLevel level)
 int worker_wait_idle(Worker *w)
 {
     pthread_mutex_lock(&w->mu);
-    while (!(w->lease_done && w->n_trials == 0) && !worker_gave_up(w))
+    while (!(w->lease_done && w->n_trials == 0 && w->pruning == 0) && !worker_gave_up(w))
         timed_wait(w, WAIT_SLICE_MS);
     int n = w->n_trials;
     pthread_mutex_unlock(&w->mu);
@@ -129,7 +135,62 @@ void worker_trial_release(Worker *w, Trial *t)
     pthread_mutex_unlock(&w->mu);
 }
 
-void worker_trial_done(Worker *w, Trial *t)
+/* Index of trial id in w->ended, or w->n_ended. Caller holds w->mu. */
+static size_t ended_index(const Worker *w, int64_t id)
+{
+    size_t i = 0;
+    while (i < w->n_ended && w->ended[i].id != id)
+        i++;
+    return i;
+}
+
+/* Lists t as ended, unless another attempt of it runs here. Caller holds
+ * w->mu. false when out of memory (then its folder is simply kept). */
+static bool list_ended(Worker *w, Trial *t)
+{
+    for (Trial *o = w->trials; o != NULL; o = o->next)
+        if (o->id == t->id)
+            return true; /* running again: not ended */
+    pthread_mutex_lock(&t->mu);
+    bool paused = t->paused;
+    pthread_mutex_unlock(&t->mu);
+    size_t i = ended_index(w, t->id);
+    if (i == w->n_ended) {
+        if (w->n_ended == w->cap_ended) {
+            size_t cap = w->cap_ended ? 2 * w->cap_ended : 64;
+            PruneEntry *p = realloc(w->ended, cap * sizeof *p);
+            if (p == NULL)
+                return false;
+            w->ended = p;
+            w->cap_ended = cap;
+        }
+        w->n_ended++;
+    }
+    w->ended[i] = (PruneEntry){.id = t->id, .ended = rung_mono_ns(), .paused = paused};
+    return true;
+}
+
+/* Removes the folders of the trials listed in ids (n of them). Called
+ * without w->mu, with w->pruning counting this call. */
+static void remove_folders(Worker *w, const int64_t *ids, size_t n)
+{
+    char trials[PATH_MAX + 8];
+    snprintf(trials, sizeof trials, "%s/trials", w->workdir);
+    for (size_t i = 0; i < n; i++) {
+        char why[512];
+        int rc = trialdir_remove(trials, ids[i], why, sizeof why);
+        if (rc == 0)
+            LOG_DEBUG("trial %" PRId64 ": folder removed (--keep-trials %" PRId64 ")", ids[i],
+                      w->keep_trials);
+        else if (rc > 0)
+            LOG_INFO("trial %" PRId64 ": folder in use by another attempt; kept", ids[i]);
+        else
+            LOG_WARN("trial %" PRId64 ": cannot remove its folder %s/%" PRId64 ": %s", ids[i],
+                     trials, ids[i], why);
+    }
+}
+
+void worker_trial_done(Worker *w, Trial *t, bool folder)
 {
     pthread_mutex_lock(&w->mu);
     if (t->prev)
@@ -143,6 +204,27 @@ void worker_trial_done(Worker *w, Trial *t)
     if (t->holds_slots)
         slots_release(&w->slots, t->gpus, t->n_gpus, t->cpus);
     t->holds_slots = false;
+    /* The folders to remove leave the list here, under the lock, so each
+     * is removed by one thread; w->pruning keeps main from exiting under it. */
+    int64_t *remove = NULL;
+    size_t n_remove = 0;
+    if (folder && list_ended(w, t)) {
+        size_t keep = prune_select(w->ended, w->n_ended, (size_t)w->keep_trials);
+        if (keep < w->n_ended && (remove = malloc((w->n_ended - keep) * sizeof *remove))) {
+            for (size_t i = keep; i < w->n_ended; i++)
+                remove[n_remove++] = w->ended[i].id;
+            w->n_ended = keep;
+            w->pruning++;
+        }
+    }
+    pthread_cond_broadcast(&w->cond);
+    pthread_mutex_unlock(&w->mu);
+    if (remove == NULL)
+        return;
+    remove_folders(w, remove, n_remove);
+    free(remove);
+    pthread_mutex_lock(&w->mu);
+    w->pruning--;
     pthread_cond_broadcast(&w->cond);
     pthread_mutex_unlock(&w->mu);
 }
@@ -187,6 +269,11 @@ static void take_trial(Worker *w, const json_t *reply)
                  "the server granted resources this worker does not have free "
                  "(gpus [%s], cpus %" PRId64 ")",
                  gpus, t->cpus);
+    /* Running again here (a retry, a resume): its folder is no longer an
+     * ended trial's. */
+    size_t i = ended_index(w, t->id);
+    if (i < w->n_ended)
+        w->ended[i] = w->ended[--w->n_ended];
     t->prev = NULL;
     t->next = w->trials;
     if (w->trials)
@@ -207,7 +294,7 @@ static void take_trial(Worker *w, const json_t *reply)
     if (trial_start(t) != 0) {
         LOG_ERROR("trial %" PRId64 ": cannot start a thread; the server will expire its lease",
                   t->id);
-        worker_trial_done(w, t);
+        worker_trial_done(w, t, false);
         trial_free(t);
     }
 }
@@ -241,8 +328,11 @@ void *worker_lease_main(void *arg)
             json_array_append_new(gpus, json_integer(free_gpus[i]));
         int wait_s = held == 0 || w->lease_wait_s < LEASE_BUSY_WAIT_S ? w->lease_wait_s
                                                                       : LEASE_BUSY_WAIT_S;
-        json_t *body = json_pack("{s:o, s:I, s:i}", "gpus", gpus, "cpus", (json_int_t)cpus,
-                                 "wait_s", wait_s);
+        /* Never an external experiment's trial: nothing here would run it
+         * (docs/api.md, POST /api/v1/workers/{id}/lease). */
+        json_t *body = json_pack("{s:o, s:I, s:i, s:[s, s]}", "gpus", gpus, "cpus",
+                                 (json_int_t)cpus, "wait_s", wait_s, "trainables", "command",
+                                 "builtin");
         ClientCall call = {.timeout_ms = wait_s * 1000L + LEASE_SLACK_MS,
                            .retry = true,
                            .cancel = lease_cancel,
@@ -332,6 +422,7 @@ void *worker_heartbeat_main(void *arg)
         /* The attempts listed, by lease token: a "stop" answers for those,
          * not for a new attempt of the same trial leased meanwhile. */
         json_t *ids = json_array(), *listed = json_object(), *logs = json_object();
+        json_t *warnings = json_object();
         for (Trial *t = w->trials; t != NULL; t = t->next) {
             json_array_append_new(ids, json_integer(t->id));
             json_object_set_new(listed, t->lease_token, json_true());
@@ -351,6 +442,13 @@ void *worker_heartbeat_main(void *arg)
                     json_object_set_new(logs, key, text);
                 free(log);
             }
+            /* So are its invalid report lines. */
+            json_t *warn = trial_take_warnings(t);
+            if (warn != NULL) {
+                char key[24];
+                snprintf(key, sizeof key, "%" PRId64, t->id);
+                json_object_set_new(warnings, key, warn);
+            }
         }
         pthread_mutex_unlock(&w->mu);
 
@@ -359,6 +457,10 @@ void *worker_heartbeat_main(void *arg)
             json_object_set_new(body, "logs", logs);
         else
             json_decref(logs);
+        if (json_object_size(warnings) > 0)
+            json_object_set_new(body, "warnings", warnings);
+        else
+            json_decref(warnings);
         json_t *usage = gpu_usage(w);
         if (usage)
             json_object_set_new(body, "gpus", usage);

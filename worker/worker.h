@@ -27,7 +27,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "gpus.h"
+#include "prune.h"
 #include "slots.h"
 
 #define WORKER_HARD_STOP_S 5 /* after a 2nd signal: how long undelivered results may take */
@@ -50,13 +53,18 @@ typedef struct Worker {
     char workdir[PATH_MAX]; /* absolute; trials in <workdir>/trials/<id> */
     char exe_dir[PATH_MAX]; /* folder of this binary, where rung-train lives */
     Gpus *gpus;             /* NVML, or NULL; for names and usage */
+    json_t *labels;         /* --label key=value: an object, sent at registration */
+    int64_t keep_trials;    /* --keep-trials: folders of ended trials kept (prune.h) */
 
     pthread_mutex_t mu;   /* guards what follows */
     pthread_cond_t cond;  /* broadcast when any of it changes (CLOCK_MONOTONIC) */
     Slots slots;          /* what is free */
     struct Trial *trials; /* held trials (leased, not yet delivered), a list */
     int n_trials;
-    bool lease_done; /* the lease thread has ended */
+    bool lease_done;   /* the lease thread has ended */
+    PruneEntry *ended; /* trials this worker ran that ended, whose folders remain */
+    size_t n_ended, cap_ended;
+    int pruning; /* supervisors removing trial folders (main waits for them) */
 
     atomic_int stop;               /* StopLevel */
     atomic_llong hard_deadline_ns; /* STOP_HARD: give up delivering after this (monotonic) */
@@ -93,7 +101,10 @@ void worker_kill_all_now(Worker *w);
 void worker_trial_release(Worker *w, struct Trial *t);
 /* For trial.c: the supervisor of t is done with it; takes it off the list
  * (and releases its resources if that was not done). t is freed by the
- * caller after. */
-void worker_trial_done(Worker *w, struct Trial *t);
+ * caller after. With folder (the trial's folder was made), the trial is
+ * listed as ended (paused when its finish said so), and the folders of
+ * ended trials beyond the newest keep_trials are removed, by the calling
+ * thread, before it returns (prune.h, trialdir.h). */
+void worker_trial_done(Worker *w, struct Trial *t, bool folder);
 
 #endif

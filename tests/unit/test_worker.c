@@ -1,7 +1,8 @@
-/* Unit tests of worker/: argv substitution, the layered environment, slots
- * bookkeeping, the backoff schedule, line splitting, the stderr tail, and
- * the process runner (real fork/exec of /bin/sh: exit status, exec and
- * chdir failures, a process group ended as a whole). */
+/* Unit tests of worker/: argv substitution, the layered environment, labels,
+ * a trial's warnings, which trial folders --keep-trials removes and their
+ * removal (real files: links not followed), slots bookkeeping, the backoff
+ * schedule, line splitting, the stderr tail, and the process runner (real fork/exec of /bin/sh:
+ * exit status, exec and chdir failures, a process group ended as a whole). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,10 +25,14 @@
 #include "argv.h"
 #include "backoff.h"
 #include "env.h"
+#include "labels.h"
 #include "linebuf.h"
+#include "prune.h"
 #include "runner.h"
 #include "slots.h"
 #include "tail.h"
+#include "trialdir.h"
+#include "warnings.h"
 
 /* ---- argv ---- */
 
@@ -204,6 +211,351 @@ static void test_env_json_checked(void **state)
     assert_null(vars[0]);
     env_free(vars);
     env_close(&env);
+}
+
+/* The layers under the trainable's env: PYTHONUNBUFFERED=1 over the
+ * worker's own environment, RUNG_TOKEN dropped; the trainable's env wins. */
+static void test_env_trial_base(void **state)
+{
+    (void)state;
+    char *base[] = {"PATH=/usr/bin", "RUNG_TOKEN=secret", "PYTHONUNBUFFERED=", NULL};
+    Env env;
+    env_init(&env);
+    env_trial_base(&env, base);
+    assert_string_equal(env_get(&env, "CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
+    assert_string_equal(env_get(&env, "PATH"), "/usr/bin");
+    assert_null(env_get(&env, "RUNG_TOKEN"));
+    assert_string_equal(env_get(&env, "PYTHONUNBUFFERED"), "1");
+    env_close(&env);
+
+    char *none[] = {NULL};
+    env_init(&env);
+    env_trial_base(&env, none);
+    assert_string_equal(env_get(&env, "PYTHONUNBUFFERED"), "1");
+    json_t *user = json_pack("{s:s}", "PYTHONUNBUFFERED", "");
+    assert_true(env_set_json(&env, user));
+    assert_string_equal(env_get(&env, "PYTHONUNBUFFERED"), "");
+    json_decref(user);
+    user = json_pack("{s:s}", "OMP_NUM_THREADS", "2");
+    assert_true(env_set_json(&env, user));
+    assert_string_equal(env_get(&env, "PYTHONUNBUFFERED"), ""); /* the trainable's, still */
+    json_decref(user);
+    env_close(&env);
+
+    env_init(&env);
+    char *worker_own[] = {"CUDA_DEVICE_ORDER=FASTEST_FIRST", NULL};
+    env_trial_base(&env, worker_own);
+    assert_string_equal(env_get(&env, "CUDA_DEVICE_ORDER"), "FASTEST_FIRST");
+    env_close(&env);
+}
+
+/* ---- labels ---- */
+
+static void test_labels(void **state)
+{
+    (void)state;
+    json_t *labels = json_object();
+    char why[256];
+    assert_int_equal(labels_add(labels, "gpu=a100", why, sizeof why), 0);
+    assert_int_equal(labels_add(labels, "team/vision.v-2_X=", why, sizeof why), 0);
+    assert_int_equal(labels_add(labels, "eq=a=b", why, sizeof why), 0);
+    assert_int_equal(labels_add(labels, "zone=\xce\xb4", why, sizeof why), 0);
+    assert_string_equal(json_string_value(json_object_get(labels, "gpu")), "a100");
+    assert_string_equal(json_string_value(json_object_get(labels, "team/vision.v-2_X")), "");
+    assert_string_equal(json_string_value(json_object_get(labels, "eq")), "a=b");
+    assert_int_equal(json_object_size(labels), 4);
+
+    static const struct {
+        const char *arg, *why;
+    } bad[] = {
+        {"gpu", "'gpu' is not key=value"},
+        {"=x", "the key of '=x' must be 1 to 64 characters"},
+        {"a b=x", "the key 'a b' may only have the characters A-Z a-z 0-9 _ . - /"},
+        {"a:b=x", "the key 'a:b' may only have the characters A-Z a-z 0-9 _ . - /"},
+        {"\xce\xb4=x", NULL},
+        {"gpu=h100", "label 'gpu' is given twice"},
+        {"bad=\xff", "the value of label 'bad' is not UTF-8 text"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        why[0] = '\0';
+        assert_int_equal(labels_add(labels, bad[i].arg, why, sizeof why), -1);
+        if (bad[i].why)
+            assert_string_equal(why, bad[i].why);
+        else
+            assert_true(why[0] != '\0');
+    }
+    assert_int_equal(json_object_size(labels), 4);
+
+    /* Keys of LABELS_KEY_MAX bytes and values of LABELS_VALUE_MAX pass, one
+     * more byte of either does not. */
+    char arg[LABELS_KEY_MAX + LABELS_VALUE_MAX + 8];
+    memset(arg, 'k', LABELS_KEY_MAX);
+    arg[LABELS_KEY_MAX] = '=';
+    memset(arg + LABELS_KEY_MAX + 1, 'v', LABELS_VALUE_MAX);
+    arg[LABELS_KEY_MAX + 1 + LABELS_VALUE_MAX] = '\0';
+    assert_int_equal(labels_add(labels, arg, why, sizeof why), 0);
+    json_object_clear(labels);
+    arg[LABELS_KEY_MAX + 1 + LABELS_VALUE_MAX] = 'v';
+    arg[LABELS_KEY_MAX + 2 + LABELS_VALUE_MAX] = '\0';
+    assert_int_equal(labels_add(labels, arg, why, sizeof why), -1);
+    assert_non_null(strstr(why, "longer than 256 bytes"));
+    memmove(arg + 1, arg, LABELS_KEY_MAX + 1); /* a key of 65 */
+    arg[LABELS_KEY_MAX + 2] = 'v';
+    arg[LABELS_KEY_MAX + 3] = '\0';
+    assert_int_equal(labels_add(labels, arg, why, sizeof why), -1);
+    assert_non_null(strstr(why, "must be 1 to 64 characters"));
+
+    /* LABELS_MAX labels, not one more. */
+    json_object_clear(labels);
+    for (int i = 0; i < LABELS_MAX; i++) {
+        char kv[32];
+        snprintf(kv, sizeof kv, "l%d=x", i);
+        assert_int_equal(labels_add(labels, kv, why, sizeof why), 0);
+    }
+    assert_int_equal(labels_add(labels, "one-more=x", why, sizeof why), -1);
+    assert_string_equal(why, "more than 64 labels");
+    json_decref(labels);
+}
+
+/* ---- warnings ---- */
+
+static void test_warnings_clean(void **state)
+{
+    (void)state;
+    char out[16];
+    /* Valid text is copied whole when it fits. */
+    assert_int_equal(warnings_clean(out, 15, "@rung {\xce\xb4}", 10), 10);
+    assert_string_equal(out, "@rung {\xce\xb4}");
+    /* Cut on a character boundary: a 2-byte character that would end past
+     * the limit goes whole. */
+    assert_int_equal(warnings_clean(out, 8, "@rung {\xce\xb4}", 10), 7);
+    assert_string_equal(out, "@rung {");
+    assert_int_equal(warnings_clean(out, 9, "@rung {\xce\xb4}", 10), 9);
+    assert_string_equal(out, "@rung {\xce\xb4");
+    /* Invalid bytes and NUL become '?'. */
+    assert_int_equal(warnings_clean(out, 15,
+                                    "a\xff\x00"
+                                    "b\xce",
+                                    5),
+                     5);
+    assert_string_equal(out, "a??b?");
+    /* An overlong form and a surrogate are not UTF-8 (as jansson says). */
+    assert_int_equal(warnings_clean(out, 15, "\xc0\xaf\xed\xa0\x80", 5), 5);
+    assert_string_equal(out, "?????");
+    /* 4-byte characters: kept whole or not at all. */
+    assert_int_equal(warnings_clean(out, 6, "\xf0\x9f\x98\x80\xf0\x9f\x98\x80", 8), 4);
+    assert_int_equal(warnings_clean(out, 0, "abc", 3), 0);
+    assert_string_equal(out, "");
+    /* What comes out always makes a JSON string. */
+    unsigned char all[256];
+    for (int i = 0; i < 256; i++)
+        all[i] = (unsigned char)i;
+    char big[300];
+    size_t n = warnings_clean(big, 299, (const char *)all, sizeof all);
+    json_t *j = json_stringn(big, n);
+    assert_non_null(j);
+    json_decref(j);
+}
+
+static void test_warnings_last(void **state)
+{
+    (void)state;
+    static Warnings w;
+    warnings_init(&w);
+    assert_null(warnings_take(&w));
+    json_t *j = warnings_json(&w);
+    assert_int_equal(json_integer_value(json_object_get(j, "count")), 0);
+    assert_int_equal(json_array_size(json_object_get(j, "last")), 0);
+    json_decref(j);
+
+    for (int i = 1; i <= 7; i++) {
+        char line[32];
+        int len = snprintf(line, sizeof line, "@rung {%d", i);
+        warnings_add(&w, line, (size_t)len, "not JSON");
+    }
+    j = warnings_take(&w);
+    assert_non_null(j);
+    assert_null(warnings_take(&w)); /* nothing new since */
+    assert_int_equal(json_integer_value(json_object_get(j, "count")), 7);
+    json_t *last = json_object_get(j, "last");
+    assert_int_equal(json_array_size(last), WARNINGS_LAST);
+    for (size_t k = 0; k < WARNINGS_LAST; k++) { /* the last five, oldest first */
+        char want[32];
+        snprintf(want, sizeof want, "@rung {%zu", k + 3);
+        json_t *item = json_array_get(last, k);
+        assert_int_equal(json_object_size(item), 2);
+        assert_string_equal(json_string_value(json_object_get(item, "line")), want);
+        assert_string_equal(json_string_value(json_object_get(item, "why")), "not JSON");
+    }
+    json_decref(j);
+
+    /* A long line is cut to WARNINGS_LINE_MAX bytes on a character; a long
+     * reason to WARNINGS_WHY_MAX; bytes that are not UTF-8 are replaced. */
+    char line[WARNINGS_LINE_MAX * 2];
+    memcpy(line, "@rung ", 6);
+    for (size_t i = 6; i + 2 <= sizeof line; i += 2)
+        memcpy(line + i, "\xce\xb4", 2);
+    line[6] = '\xff'; /* then a stray continuation byte */
+    char why[WARNINGS_WHY_MAX * 2];
+    memset(why, 'y', sizeof why - 1);
+    why[sizeof why - 1] = '\0';
+    warnings_add(&w, line, sizeof line, why);
+    j = warnings_take(&w);
+    json_t *item = json_array_get(json_object_get(j, "last"), WARNINGS_LAST - 1);
+    const char *l = json_string_value(json_object_get(item, "line"));
+    assert_non_null(l);
+    assert_true(strlen(l) <= WARNINGS_LINE_MAX && strlen(l) >= WARNINGS_LINE_MAX - 1);
+    assert_memory_equal(l, "@rung ??\xce\xb4", 10);
+    assert_int_equal(strlen(json_string_value(json_object_get(item, "why"))), WARNINGS_WHY_MAX);
+    assert_int_equal(json_integer_value(json_object_get(j, "count")), 8);
+    json_decref(j);
+
+    /* The server takes no empty line or reason: never sent empty. */
+    warnings_init(&w);
+    warnings_add(&w, "", 0, "");
+    j = warnings_json(&w);
+    item = json_array_get(json_object_get(j, "last"), 0);
+    assert_true(strlen(json_string_value(json_object_get(item, "line"))) > 0);
+    assert_true(strlen(json_string_value(json_object_get(item, "why"))) > 0);
+    json_decref(j);
+}
+
+/* ---- prune ---- */
+
+static void test_prune_select(void **state)
+{
+    (void)state;
+    assert_int_equal(prune_select(NULL, 0, 3), 0);
+    PruneEntry e[] = {
+        {.id = 1, .ended = 10},
+        {.id = 2, .ended = 40},
+        {.id = 3, .ended = 20, .paused = true},
+        {.id = 4, .ended = 30},
+        {.id = 5, .ended = 5},
+        {.id = 6, .ended = 30},
+        {.id = 7, .ended = 1, .paused = true},
+    };
+    size_t n = sizeof e / sizeof e[0];
+    /* Keep 2: both paused ones, then 2 (ended 40) and 6 (30, the higher id
+     * of a tie); remove 4, 1, 5, newest first. */
+    size_t keep = prune_select(e, n, 2);
+    assert_int_equal(keep, 4);
+    assert_true(e[0].paused && e[1].paused);
+    assert_int_equal(e[0].id, 3);
+    assert_int_equal(e[1].id, 7);
+    assert_int_equal(e[2].id, 2);
+    assert_int_equal(e[3].id, 6);
+    assert_int_equal(e[4].id, 4);
+    assert_int_equal(e[5].id, 1);
+    assert_int_equal(e[6].id, 5);
+    /* Keep as many as there are, or more: nothing goes. */
+    assert_int_equal(prune_select(e, n, 5), n);
+    assert_int_equal(prune_select(e, n, 1000), n);
+    /* Keep 0: every ended folder goes, the paused ones stay. */
+    keep = prune_select(e, n, 0);
+    assert_int_equal(keep, 2);
+    for (size_t i = 0; i < n; i++)
+        assert_true(e[i].paused == (i < keep));
+    /* Only paused ones. */
+    PruneEntry p[] = {{.id = 9, .ended = 1, .paused = true}};
+    assert_int_equal(prune_select(p, 1, 0), 1);
+}
+
+/* ---- trial folders (real files) ---- */
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+static void test_trialdir(void **state)
+{
+    (void)state;
+    char root[] = "/tmp/rung-test-trialdir-XXXXXX";
+    assert_non_null(mkdtemp(root));
+    char trials[PATH_MAX], outside[PATH_MAX], path[PATH_MAX + 64], why[512];
+    snprintf(trials, sizeof trials, "%s/trials", root);
+    snprintf(outside, sizeof outside, "%s/outside", root);
+    assert_int_equal(mkdir(trials, 0700), 0);
+    assert_int_equal(mkdir(outside, 0700), 0);
+    snprintf(path, sizeof path, "%s/keep.txt", outside);
+    write_file(path, "not the trial's");
+
+    /* A folder with files, nested folders, a read-only folder, and links
+     * out of it (to a folder and to a file) that must not be followed. */
+    char dir[PATH_MAX];
+    int fd = trialdir_open(trials, 17, dir, sizeof dir, why, sizeof why);
+    assert_true(fd >= 0);
+    snprintf(path, sizeof path, "%s/17", trials);
+    assert_string_equal(dir, path);
+    snprintf(path, sizeof path, "%s/stdout.log", dir);
+    write_file(path, "x");
+    snprintf(path, sizeof path, "%s/ckpt", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/ckpt/deep", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/ckpt/deep/step-3.bin", dir);
+    write_file(path, "weights");
+    snprintf(path, sizeof path, "%s/ro", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/ro/f", dir);
+    write_file(path, "f");
+    snprintf(path, sizeof path, "%s/ro", dir);
+    assert_int_equal(chmod(path, 0500), 0);
+    snprintf(path, sizeof path, "%s/link-dir", dir);
+    assert_int_equal(symlink(outside, path), 0);
+    char target[PATH_MAX + 16];
+    snprintf(target, sizeof target, "%s/keep.txt", outside);
+    snprintf(path, sizeof path, "%s/ckpt/link-file", dir);
+    assert_int_equal(symlink(target, path), 0);
+
+    /* Held (the trial runs): left as it is. */
+    assert_int_equal(trialdir_remove(trials, 17, why, sizeof why), 1);
+    assert_true(exists(dir));
+    /* A second holder (another attempt) shares the lock. */
+    char dir2[PATH_MAX];
+    int fd2 = trialdir_open(trials, 17, dir2, sizeof dir2, why, sizeof why);
+    assert_true(fd2 >= 0);
+    close(fd2);
+    close(fd);
+
+    assert_int_equal(trialdir_remove(trials, 17, why, sizeof why), 0);
+    assert_false(exists(dir));
+    assert_true(exists(target)); /* nothing outside was touched */
+    assert_true(exists(outside));
+    /* Gone already: fine. */
+    assert_int_equal(trialdir_remove(trials, 17, why, sizeof why), 0);
+
+    /* A link named as a trial folder: the link goes, not its target. */
+    snprintf(path, sizeof path, "%s/18", trials);
+    assert_int_equal(symlink(outside, path), 0);
+    assert_int_equal(trialdir_remove(trials, 18, why, sizeof why), 0);
+    assert_false(exists(path));
+    assert_true(exists(target));
+    /* Nor does trialdir_open follow one. */
+    assert_int_equal(symlink(outside, path), 0);
+    assert_int_equal(trialdir_open(trials, 18, dir, sizeof dir, why, sizeof why), -1);
+    assert_non_null(strstr(why, "not a folder"));
+    assert_int_equal(unlink(path), 0);
+
+    /* No trials folder: an error that says so. */
+    snprintf(path, sizeof path, "%s/none", root);
+    assert_int_equal(trialdir_remove(path, 1, why, sizeof why), -1);
+    assert_non_null(strstr(why, "cannot open"));
+
+    unlink(target);
+    rmdir(outside);
+    rmdir(trials);
+    assert_int_equal(rmdir(root), 0);
 }
 
 /* ---- slots ---- */
@@ -558,6 +910,12 @@ int main(void)
         cmocka_unit_test(test_argv_expand),
         cmocka_unit_test(test_env_layers),
         cmocka_unit_test(test_env_json_checked),
+        cmocka_unit_test(test_env_trial_base),
+        cmocka_unit_test(test_labels),
+        cmocka_unit_test(test_warnings_clean),
+        cmocka_unit_test(test_warnings_last),
+        cmocka_unit_test(test_prune_select),
+        cmocka_unit_test(test_trialdir),
         cmocka_unit_test(test_slots),
         cmocka_unit_test(test_slots_cpu_only),
         cmocka_unit_test(test_backoff_schedule),
