@@ -325,6 +325,29 @@ class PauseResume(wh.WorkerTestCase):
             # Its reports: every step once, strictly increasing.
             self.assertEqual([i["step"] for i in d.metrics_of(tid)], list(range(1, steps + 1)))
 
+    def test_paused_experiment_still_fails_and_its_stop_rules_wait(self):
+        d = self.daemon()
+        # The failure rules apply to trials that end while it is paused.
+        f = d.create_experiment(h.spec(num_samples=3, max_failed_trials=1))["id"]
+        d.wait_proposed(f, 3)
+        w = h.Worker(d)
+        t = w.lease_one()
+        self.assertOk(d.pause(f))
+        w.finish_ok(t, "failed", "exit status 1\nMemoryError")
+        exp = d.experiment(f)
+        self.assertEqual((exp["state"], exp["ended_reason"]), ("failed", "max_failed_trials"))
+        self.assertEqual(exp["counts"]["canceled"], 2, exp["counts"])
+        self.assertError(d.resume(f), 409, "conflict")
+        # The time budget waits while paused, and ends it once resumed.
+        b = d.create_experiment(h.spec(num_samples=3, stop={"time_budget_s": 0.5}))["id"]
+        self.assertOk(d.pause(b))
+        time.sleep(1.0)
+        self.assertEqual(d.experiment(b)["state"], "paused")
+        self.assertOk(d.resume(b))
+        exp = d.wait_experiment(b, lambda e: e["state"] != "running", 3,
+                                "the resumed experiment to end by its time budget")
+        self.assertEqual((exp["state"], exp["ended_reason"]), ("completed", "time_budget"))
+
     def assertOk(self, reply):
         status, doc = reply
         self.assertEqual(status, 200, doc)
@@ -389,6 +412,21 @@ class Patch(h.RungdTestCase):
         self.assertError(d.patch(eid, [1]), 400, "bad_json")
         self.assertEqual(d.experiment(eid)["num_samples"], 5)
         self.assertError(d.patch(10**6, {"priority": 1}), 404, "not_found")
+
+        # max_concurrent_trials: raising it lets more run at once.
+        mc = d.create_experiment(h.spec(num_samples=3, max_concurrent_trials=1))["id"]
+        d.wait_proposed(mc, 3)
+        first = w.lease_one()
+        self.assertEqual(first["experiment_id"], mc)
+        self.assertEqual(w.lease(wait_s=0), (204, None))
+        self.assertEqual(ok(self, d.patch(mc, {"max_concurrent_trials": 2}))
+                         ["max_concurrent_trials"], 2)
+        second = w.lease_one(wait_s=1)
+        self.assertEqual(second["experiment_id"], mc)
+        self.assertEqual(w.lease(wait_s=0), (204, None))
+        for t in (first, second):
+            w.finish_ok(t)
+        d.ok("POST", "/api/v1/experiments/%d/cancel" % mc)
 
         # Canceled (and failed) experiments are not changed.
         gone = d.create_experiment(h.spec(num_samples=2))["id"]
