@@ -339,7 +339,8 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    json_t *labels = json_object();
+    static json_t *labels; /* static: still reachable on the early exits below */
+    labels = json_object();
     if (labels == NULL || take_labels(&argc, argv, labels) != 0)
         return 2;
     int parsed = options_parse("rung-worker", options, O__COUNT, argc, argv);

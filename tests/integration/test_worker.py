@@ -368,7 +368,7 @@ class TrialEnvironment(wh.WorkerTestCase):
         prog = self.script("env.py", """
             import json, os, sys
             keys = ["RUNG_TRIAL_ID", "RUNG_EXPERIMENT_ID", "RUNG_CONFIG", "RUNG_TRIAL_DIR",
-                    "CUDA_VISIBLE_DEVICES", "MY_SETTING"]
+                    "CUDA_VISIBLE_DEVICES", "MY_SETTING", "PYTHONUNBUFFERED"]
             seen = {"argv": sys.argv[1:], "cwd": os.getcwd(),
                     "env": {k: os.environ.get(k) for k in keys},
                     "trial_dir_is_dir": os.path.isdir(os.environ.get("RUNG_TRIAL_DIR", ""))}
@@ -403,6 +403,7 @@ class TrialEnvironment(wh.WorkerTestCase):
             self.assertEqual(json.loads(env["RUNG_CONFIG"]), cfg)
             self.assertEqual(env["MY_SETTING"], "from the spec")
             self.assertEqual(env["CUDA_VISIBLE_DEVICES"], "", "a trial given no GPU sees none")
+            self.assertEqual(env["PYTHONUNBUFFERED"], "1", "Python's stdout is not buffered")
             self.assertTrue(seen["trial_dir_is_dir"], seen)
             self.assertEqual(os.path.realpath(seen["cwd"]), os.path.realpath(wh.REPO_ROOT))
             trial_dirs.add(env["RUNG_TRIAL_DIR"])
@@ -463,6 +464,196 @@ class DashboardFeeds(wh.WorkerTestCase):
         self.assertEqual(c4["from"], 0)
         self.assertEqual(len(c4["items"]), 12)
         self.assertEqual(d.trial(tid)["log_tail"].splitlines()[-1], "warn 6")
+
+
+class UnflushedPython(wh.WorkerTestCase):
+    """A Python trainable that prints its @rung lines without flush=True:
+    the worker's PYTHONUNBUFFERED=1 makes them reach rungd while it runs (a
+    pipe would otherwise hold them until it exits), so the scheduler can stop
+    it early."""
+
+    def test_reports_arrive_while_the_program_runs(self):
+        d = self.daemon()
+        go = os.path.join(self.tmp, "go")
+        prog = self.script("unflushed.py", """
+            import json, os, sys, time
+            print("@rung " + json.dumps({"step": 1, "loss": 0.5}))
+            # Waits until the test has seen step 1 in rungd (at most 30 s).
+            deadline = time.monotonic() + 30
+            while not os.path.exists(%r) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            print("@rung " + json.dumps({"step": 2, "loss": 0.25}))
+            time.sleep(0.3)
+            print("@rung " + json.dumps({"step": 3, "loss": 0.125}))
+            """ % go)
+        eid = d.create_experiment(wh.command_spec([wh.PYTHON, prog], num_samples=1))["id"]
+        w = self.worker(d, "w", once=True)
+        tid = h.wait_until(lambda: [t["id"] for t in d.all_trials(eid)
+                                    if t["state"] == "running"], 20, "the trial to run")[0]
+        items = h.wait_until(lambda: d.metrics_of(tid), 15,
+                             "step 1 of the unflushed program while it runs\n"
+                             + self.explain(d, w))
+        self.assertEqual(items[0]["step"], 1)
+        self.assertEqual(d.trial(tid)["state"], "running", "the program still waits for us")
+        with open(go, "w"):
+            pass
+        self.assertEqual(self.wait_workers_exit([w], 30), [0], self.explain(d, w))
+        self.assertEqual(d.trial(tid)["state"], "completed")
+        self.assertEqual([i["step"] for i in d.metrics_of(tid)], [1, 2, 3])
+
+
+class ReportWarnings(wh.WorkerTestCase):
+    """Invalid @rung lines are counted, with the last five and why each was
+    refused: sent with the heartbeats while the trial runs and with its
+    finish, shown as the trial's `warnings` (docs/api.md, the trial
+    object)."""
+
+    def test_invalid_lines_reach_the_trial(self):
+        d = self.daemon("--lease-s", "3")  # a heartbeat every 0.5 s
+        go = os.path.join(self.tmp, "go")
+        long_line = "@rung {" + "\u00e9" * 400  # 807 bytes: quoted cut to 512
+        prog = self.script("warns.py", r"""
+            import json, os, sys, time
+            out = sys.stdout.buffer
+            out.write(b'@rung {bad\n')
+            out.write(b'@rung {"loss": 0.5}\n')
+            out.flush()
+            deadline = time.monotonic() + 30
+            while not os.path.exists(%r) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            out.write(b'@rung {"loss": "x"}\n')
+            out.write(b'@rung\n')
+            out.write(b'@rung{"loss": 1}\n')
+            out.write(b'@rung {"loss": 0.4, "loss": 0.3}\n')
+            out.write(b'@rung {"k\xff": 1}\n')
+            out.write(("@rung {" + "\u00e9" * 400).encode() + b'\n')
+            out.write(b'@rung {"loss": 0.2}\n')
+            out.flush()
+            """ % go)
+        eid = d.create_experiment(wh.command_spec([wh.PYTHON, prog], num_samples=1))["id"]
+        w = self.worker(d, "w", once=True)
+        tid = h.wait_until(lambda: [t["id"] for t in d.all_trials(eid)
+                                    if t["state"] == "running"], 20, "the trial to run")[0]
+        # While it runs: the first bad line, carried by a heartbeat.
+        t = self.wait_trial(d, tid, lambda t: (t.get("warnings") or {}).get("count"), 15,
+                            "the running trial's warnings (heartbeat)\n" + self.explain(d, w))
+        self.assertEqual(t["state"], "running")
+        self.assertEqual(t["warnings"]["count"], 1, t["warnings"])
+        self.assertEqual(t["warnings"]["last"][0]["line"], "@rung {bad")
+        self.assertTrue(t["warnings"]["last"][0]["why"], t["warnings"])
+        with open(go, "w"):
+            pass
+        self.assertEqual(self.wait_workers_exit([w], 30), [0], self.explain(d, w))
+        t = d.trial(tid)
+        self.assertEqual(t["state"], "completed", t)
+        self.assertEqual([i["metrics"]["loss"] for i in d.metrics_of(tid)], [0.5, 0.2])
+        warnings = t["warnings"]
+        self.assertEqual(warnings["count"], 7, warnings)
+        last = warnings["last"]
+        self.assertEqual(len(last), 5, warnings)  # the last five, oldest first
+        self.assertEqual([x["line"] for x in last[:4]],
+                         ["@rung", "@rung{\"loss\": 1}", "@rung {\"loss\": 0.4, \"loss\": 0.3}",
+                          "@rung {\"k?\": 1}"])  # a byte that is not UTF-8 is replaced
+        cut = last[4]["line"]
+        self.assertTrue(long_line.startswith(cut), cut[:40])
+        self.assertLessEqual(len(cut.encode()), 512)
+        self.assertGreaterEqual(len(cut.encode()), 511)
+        for item in last:
+            self.assertEqual(sorted(item), ["line", "why"])
+            self.assertTrue(item["why"], item)
+            self.assertLessEqual(len(item["why"].encode()), 256)
+        self.assertIn("duplicate", last[2]["why"], last[2])
+
+
+class WorkerLabels(wh.WorkerTestCase):
+    """--label key=value is sent at registration and listed with the worker;
+    a bad one is refused at start."""
+
+    def test_labels_are_registered(self):
+        d = self.daemon()
+        w = self.worker(d, "labeled", extra=["--label", "gpu=a100", "--label=team/x=vision"])
+        doc = h.wait_until(lambda: [x for x in d.ok("GET", "/api/v1/workers")["items"]
+                                    if x["name"] == "labeled"], 15,
+                           "the worker to register\n" + self.explain(d, w))[0]
+        self.assertEqual(doc.get("labels"), {"gpu": "a100", "team/x": "vision"}, doc)
+
+    def test_bad_label_exits_2(self):
+        for bad in (["--label", "a b=c"], ["--label", "novalue"], ["--label"],
+                    ["--label", "x=1", "--label", "x=2"], ["--label", "k" * 65 + "=v"]):
+            r = subprocess.run([wh.worker_path(), "--server", "http://127.0.0.1:9"] + bad,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=10)
+            self.assertEqual(r.returncode, 2, (bad, r.stderr))
+            self.assertIn(b"--label", r.stderr, bad)
+
+
+class KeepTrials(wh.WorkerTestCase):
+    """--keep-trials N: the folders of the newest N ended trials stay in the
+    workdir, older ones are removed; a paused trial's folder stays."""
+
+    def trial_dirs(self, w):
+        return sorted(int(n) for n in os.listdir(os.path.join(w.workdir, "trials")))
+
+    def test_keep_two(self):
+        d = self.daemon()
+        prog = self.script("quick.py", """
+            import json, os
+            with open(os.path.join(os.environ["RUNG_TRIAL_DIR"], "ckpt"), "w") as f:
+                f.write("x")
+            os.makedirs(os.path.join(os.environ["RUNG_TRIAL_DIR"], "sub", "deeper"))
+            print("@rung " + json.dumps({"loss": 1.0}))
+            """)
+        eid = d.create_experiment(wh.command_spec([wh.PYTHON, prog], num_samples=5,
+                                                  max_concurrent_trials=1))["id"]
+        w = self.worker(d, "w", once=True, extra=["--keep-trials", "2"])
+        self.assertEqual(self.wait_workers_exit([w], 60), [0], self.explain(d, w))
+        trials = sorted(d.all_trials(eid), key=lambda t: t["ended_at"])
+        self.assertEqual([t["state"] for t in trials], ["completed"] * 5)
+        self.assertEqual(self.trial_dirs(w), sorted(t["id"] for t in trials[-2:]),
+                         w.diagnostics())
+
+    def test_paused_trial_folder_is_kept(self):
+        d = self.daemon("--lease-s", "3")
+        slow = self.script("slow.py", loss_script(steps=200, sleep_s=0.1))
+        quick = self.script("quick.py", """
+            import json
+            print("@rung " + json.dumps({"loss": 1.0}))
+            """)
+        a = d.create_experiment(wh.command_spec([wh.PYTHON, slow], num_samples=1))["id"]
+        w = self.worker(d, "w", once=True, extra=["--keep-trials", "1"])
+        paused = h.wait_until(lambda: [t for t in d.all_trials(a)
+                                       if t["state"] == "running" and (t["step"] or 0) >= 1],
+                              20, "the slow trial to report")[0]["id"]
+        b = d.create_experiment(wh.command_spec([wh.PYTHON, quick], num_samples=3,
+                                                max_concurrent_trials=1))["id"]
+        r = d.request("POST", "/api/v1/experiments/%d/pause?running=pause" % a)
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(self.wait_workers_exit([w], 60), [0], self.explain(d, w))
+        self.assertEqual(d.trial(paused)["state"], "paused", d.trial(paused))
+        quick_trials = sorted(d.all_trials(b), key=lambda t: t["ended_at"])
+        self.assertEqual([t["state"] for t in quick_trials], ["completed"] * 3)
+        self.assertEqual(self.trial_dirs(w), sorted([paused, quick_trials[-1]["id"]]),
+                         w.diagnostics())
+
+
+class LeaseTrainables(wh.WorkerTestCase):
+    """rung-worker leases with "trainables": ["command", "builtin"], so an
+    external experiment's trial (driven by the user's own workers) is never
+    given to it, even when that experiment is older."""
+
+    def test_external_trial_is_not_leased(self):
+        d = self.daemon()
+        ext = d.create_experiment(h.spec(num_samples=1))["id"]
+        prog = self.script("quick.py", """
+            import json
+            print("@rung " + json.dumps({"loss": 1.0}))
+            """)
+        cmd = d.create_experiment(wh.command_spec([wh.PYTHON, prog], num_samples=2))["id"]
+        w = self.worker(d, "w", once=True)
+        self.assertEqual(self.wait_workers_exit([w], 30), [0], self.explain(d, w))
+        self.assertEqual([t["state"] for t in d.all_trials(cmd)], ["completed"] * 2)
+        [t] = d.all_trials(ext)
+        self.assertEqual(t["state"], "pending", t)
+        self.assertIsNone(t["worker_id"], t)
 
 
 if __name__ == "__main__":
