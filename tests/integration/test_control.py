@@ -543,17 +543,21 @@ class RealWorkerLabels(wh.WorkerTestCase):
     """7 with rung-worker --label."""
 
     def test_only_the_labelled_rung_worker_runs_the_selected_trials(self):
-        self.assertIn("--label", wh.worker_help(), "rung-worker has no --label option")
         d = self.daemon()
         prog = self.script("quick.py", QUICK)
         eid = d.create_experiment(wh.command_spec(
             [wh.PYTHON, prog, "2", "0"], num_samples=2, worker_selector={"gpu": "a100"}))["id"]
-        plain = self.worker(d, "plain", cpu_slots=2)
+        plain = self.worker(d, "plain", cpu_slots=2, extra=["--lease-wait-s", "1"])
         h.wait_until(lambda: "plain" in self.worker_ids(d), 10, "the plain worker to register")
         time.sleep(1.0)
         self.assertEqual(d.experiment(eid)["counts"]["pending"], 2, self.explain(d, plain))
-        labelled = self.worker(d, "labelled", cpu_slots=2, extra=["--label", "gpu=a100"])
-        exp = d.wait_state(eid, "completed", timeout=30)
+        labelled = self.worker(d, "labelled", cpu_slots=2,
+                               extra=["--label", "gpu=a100", "--lease-wait-s", "1"])
+        exp = h.wait_until(lambda: (lambda e: e if e["state"] != "running" or not labelled.alive()
+                                    else None)(d.experiment(eid)), 30,
+                           "the labelled worker to run the experiment")
+        self.assertTrue(labelled.alive(), self.explain(d, labelled))
+        self.assertEqual(exp["state"], "completed", self.explain(d, plain, labelled))
         self.assertEqual(exp["counts"]["completed"], 2)
         ids = self.worker_ids(d)
         self.assertEqual({t["worker_id"] for t in d.all_trials(eid)}, {ids["labelled"]})
