@@ -905,7 +905,7 @@ class GoneWorkers(h.RungdTestCase):
 
     def test_gone_workers_leave_the_listing_but_not_the_history(self):
         d = self.daemon("--lease-s", "1", "--forget-workers-s", "2")
-        quiet = h.Worker(d, name="quiet")
+        h.Worker(d, name="quiet")  # registers, then never calls again
         busy = h.Worker(d, name="busy")
 
         def listing(query=""):
