@@ -325,6 +325,33 @@ class PauseResume(wh.WorkerTestCase):
             # Its reports: every step once, strictly increasing.
             self.assertEqual([i["step"] for i in d.metrics_of(tid)], list(range(1, steps + 1)))
 
+    def test_pause_running_by_heartbeat_waits_for_its_worker(self):
+        d = self.daemon()
+        eid = d.create_experiment(h.spec(num_samples=1))["id"]
+        d.wait_proposed(eid, 1)
+        w, other = h.Worker(d, name="holder"), h.Worker(d, name="other")
+        t = w.lease_one()
+        w.report_ok(t, 1, {"loss": 0.9})
+        w.report_ok(t, 2, {"loss": 0.8})
+        self.assertEqual(self.assertOk(d.pause(eid, running="pause"))["state"], "paused")
+        self.assertEqual(w.heartbeat([t["id"]]), (200, {"stop": [t["id"]]}))
+        cur = d.trial(t["id"])
+        self.assertEqual((cur["state"], cur["paused_by"], cur["step"]), ("paused", "user", 2))
+        self.assertEqual(d.experiment(eid)["counts"]["paused"], 1)
+        self.assertOk(d.resume(eid))
+        self.assertEqual(d.trial(t["id"])["state"], "pending")
+        # Its checkpoint is on the worker that paused it: nobody else gets it
+        # while that worker is alive.
+        self.assertEqual(other.lease(wait_s=0), (204, None))
+        again = w.lease_one(wait_s=1)
+        self.assertEqual((again["id"], again["resume_step"], again["attempt"]),
+                         (t["id"], 2, t["attempt"]))
+        self.assertEqual(w.report_ok(again, 3, {"loss": 0.7}), "continue")
+        w.finish_ok(again)
+        exp = d.wait_state(eid, "completed")
+        self.assertEqual(exp["best"]["value"], 0.7)
+        self.assertEqual([i["step"] for i in d.metrics_of(t["id"])], [1, 2, 3])
+
     def test_paused_experiment_still_fails_and_its_stop_rules_wait(self):
         d = self.daemon()
         # The failure rules apply to trials that end while it is paused.
