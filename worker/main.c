@@ -17,7 +17,10 @@
  * Each trial runs in <workdir>/trials/<trial id> (RUNG_TRIAL_DIR), with its
  * stdout.log and stderr.log (every attempt appended after a header line).
  * The default workdir is ./rung-worker-<worker id> (or -2, -3, ... when that
- * exists), made in the folder the worker starts in; --workdir names another. */
+ * exists), made in the folder the worker starts in; --workdir names another.
+ * Once a trial ends, the folders of the trials this worker ran and that
+ * ended are removed but for the newest --keep-trials (prune.h; paused
+ * trials' folders stay for their resume). */
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
