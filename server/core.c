@@ -412,10 +412,29 @@ static Experiment *exp_new(Core *core, int64_t id, Spec *spec, int64_t now)
     return e;
 }
 
+/* An experiment that starts running (submitted, resumed, extended) joins
+ * the others at the lowest pass among them, as stride scheduling does: it
+ * is neither owed the leases given before it came nor behind for them. */
+static void join_share(Core *core, Experiment *e)
+{
+    bool any = false;
+    double low = 0;
+    for (int64_t i = 0; i < core->n_exps; i++) {
+        const Experiment *o = core->exps[i];
+        if (o != e && o->state == EXP_RUNNING && (!any || o->pass < low)) {
+            low = o->pass;
+            any = true;
+        }
+    }
+    if (any && e->pass < low)
+        e->pass = low;
+}
+
 Experiment *core_experiment_add(Core *core, Spec *spec, int64_t now)
 {
     Experiment *e = exp_new(core, core->next_exp_id, spec, now);
     core->exp_counts[EXP_RUNNING]++;
+    join_share(core, e);
     mark_exp(core, e);
     core->availability_changed = true;
     return e;
@@ -474,6 +493,7 @@ static bool exp_active(const Experiment *e)
     return e->state == EXP_RUNNING || e->state == EXP_PAUSED;
 }
 
+
 /* Moves e to state s. An ended state stamps the time and the reason and
  * queues e for release; running or paused again (resumed, extended,
  * retried) forgets how it ended. */
@@ -484,6 +504,8 @@ static void set_exp_state(Core *core, Experiment *e, ExpState s, EndReason why, 
     e->state = s;
     mark_exp(core, e);
     core->availability_changed = true;
+    if (s == EXP_RUNNING)
+        join_share(core, e);
     if (exp_active(e)) {
         e->ended_at = 0;
         e->ended_reason = END_NONE;
@@ -964,7 +986,10 @@ static bool fits(const Experiment *e, const Worker *w, const LeaseOffer *offer)
 }
 
 /* Whether a goes before b for the next slot: higher priority, then fewer
- * running trials for its share (fair share), then the older. */
+ * running trials for its share (fair share of the slots held now), then
+ * fewer leases for its share (`pass`: fair share over time, which decides
+ * when slots free up one at a time and running counts tie), then the
+ * older. */
 static bool leases_before(const Experiment *a, const Experiment *b)
 {
     if (a->spec.priority != b->spec.priority)
@@ -973,6 +998,8 @@ static bool leases_before(const Experiment *a, const Experiment *b)
     double ub = (double)b->counts[TRIAL_RUNNING] / b->spec.share;
     if (ua != ub)
         return ua < ub;
+    if (a->pass != b->pass)
+        return a->pass < b->pass;
     return a->id < b->id;
 }
 
@@ -1010,6 +1037,7 @@ Trial *core_lease(Core *core, Worker *w, const LeaseOffer *offer, const char *to
         }
     }
     if (t != NULL) {
+        e->pass += 1.0 / e->spec.share;
         set_state(core, t, TRIAL_RUNNING, now);
         t->leased_seen = t->n_seen;
         t->worker_id = w->id;

@@ -209,6 +209,8 @@ typedef struct Experiment {
     struct Asha *asha; /* owned: the scheduler's rung records */
     struct Warm *warm; /* owned: warm_start's trials (warm.h), or NULL */
     bool hold_endgame; /* asha promote: no end game now (re-entry, or promotions first) */
+    double pass;       /* leases given, each 1/share, since it last started running: fair share
+                          over time (stride scheduling) when running counts tie; memory only */
     bool dirty;
     bool stored;
     bool releasing; /* ended: queued for core_release */

@@ -467,23 +467,28 @@ def lease_order(test, d, w, n, hold):
     """Leases n trials with a worker that holds at most `hold` at once (when
     full, it finishes the oldest it holds first). Checks every lease
     against docs/api.md, "Sharing workers": the highest priority, then the
-    fewest running trials for its share, then the lower id, among the
+    fewest running trials for its share, then the fewest leases for its
+    share, then the lower id, among the
     experiments with a pending trial. Returns the experiment ids in lease
     order."""
     held, order = [], []
+    leased = collections.Counter()
     for i in range(n):
         if len(held) == hold:
             w.finish_ok(held.pop(0))
         running = collections.Counter(t["experiment_id"] for t in held)
         exps = [e for e in d.ok("GET", "/api/v1/experiments")["items"]
                 if e["state"] == "running" and e["counts"]["pending"] > 0]
+        # Every experiment here runs from before the first lease, so its
+        # pass (docs/api.md, "Sharing workers") is its leases / share.
         want = min(exps, key=lambda e: (-e["priority"], running[e["id"]] / e["share"],
-                                        e["id"]))["id"]
+                                        leased[e["id"]] / e["share"], e["id"]))["id"]
         t = w.lease_one(wait_s=2)
         test.assertEqual(t["experiment_id"], want,
                          "lease %d went to experiment %d, not %d (running %r; so far %r)"
                          % (i + 1, t["experiment_id"], want, dict(running), order))
         order.append(t["experiment_id"])
+        leased[t["experiment_id"]] += 1
         held.append(t)
     for t in held:
         w.finish_ok(t)
@@ -505,6 +510,19 @@ class Sharing(h.RungdTestCase):
         # the one with fewer running trials: A and B alternate until B has
         # nothing pending.
         order = lease_order(self, d, w, 8, hold=2)
+        self.assertEqual(order, [a, b, a, b, a, b, a, a])
+        self.assertEqual(d.experiment(b)["state"], "completed")
+
+    def test_one_slot_freed_at_a_time_is_shared_by_turns(self):
+        d = self.daemon()
+        a = d.create_experiment(h.spec(name="big", num_samples=1000))["id"]
+        b = d.create_experiment(h.spec(name="small", num_samples=3))["id"]
+        d.wait_proposed(a, 20)
+        d.wait_proposed(b, 3)
+        w = h.Worker(d)
+        # One slot: running counts always tie (0); the leases each has had
+        # decide, so the small one does not wait for the big one's 1,000.
+        order = lease_order(self, d, w, 8, hold=1)
         self.assertEqual(order, [a, b, a, b, a, b, a, a])
         self.assertEqual(d.experiment(b)["state"], "completed")
 
@@ -692,7 +710,9 @@ class Delete(h.RungdTestCase):
     def test_delete_only_what_has_ended(self):
         d = self.daemon()
         eid = d.create_experiment(h.spec(name="doomed", num_samples=2))["id"]
-        keep = d.create_experiment(h.spec(name="kept", num_samples=1))["id"]
+        # Below doomed's priority, so that doomed's two trials come first
+        # (equal priorities would share the slot by turns).
+        keep = d.create_experiment(h.spec(name="kept", num_samples=1, priority=-1))["id"]
         d.wait_proposed(eid, 2)
         w = h.Worker(d)
         t1 = w.lease_one()

@@ -97,6 +97,36 @@ static void test_fair_share_and_priority_order(void **state)
     core_free(core);
 }
 
+/* One slot freed at a time: running counts always tie (0), and the leases
+ * given so far, weighted by share, decide; a late small experiment does not
+ * wait for a large one. */
+static void test_fair_share_over_time_with_one_slot(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *big = add_experiment(core, "{\"metric\": \"loss\", \"mode\": \"min\","
+                                           " \"num_samples\": 200, \"search_space\": {\"x\": 1}}");
+    Worker *w = add_worker(core);
+    RungError err;
+    for (int i = 0; i < 5; i++) { /* big runs alone for a while */
+        Trial *t = lease_one(core, w, 2000);
+        assert_ptr_equal(t->exp, big);
+        assert_int_equal(core_finish(core, t, t->lease_token, true, NULL, 2000, &err), 0);
+    }
+    Experiment *small = add_experiment(core,
+                                       "{\"metric\": \"loss\", \"mode\": \"min\", \"share\": 2,"
+                                       " \"num_samples\": 6, \"search_space\": {\"x\": 1}}");
+    char order[10] = {0};
+    for (int i = 0; i < 9; i++) {
+        Trial *t = lease_one(core, w, 3000);
+        order[i] = t->exp == small ? 's' : 'b';
+        assert_int_equal(core_finish(core, t, t->lease_token, true, NULL, 3000, &err), 0);
+    }
+    /* It joins at big's pass and, with twice the share, gets two of three. */
+    assert_string_equal(order, "bssbssbss");
+    core_free(core);
+}
+
 static void test_worker_selector_and_trainables(void **state)
 {
     (void)state;
@@ -721,6 +751,7 @@ int main(void)
         cmocka_unit_test(test_asha_stops_and_completes),
         cmocka_unit_test(test_promote_pauses_and_resumes),
         cmocka_unit_test(test_fair_share_and_priority_order),
+        cmocka_unit_test(test_fair_share_over_time_with_one_slot),
         cmocka_unit_test(test_worker_selector_and_trainables),
         cmocka_unit_test(test_metric_missing_and_max_failed_fail_the_experiment),
         cmocka_unit_test(test_pause_running_trials_and_resume),
