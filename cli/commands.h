@@ -5,6 +5,7 @@
 #ifndef RUNG_CLI_COMMANDS_H
 #define RUNG_CLI_COMMANDS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "http.h"
@@ -20,6 +21,20 @@ int cli_cmd_cancel(CliHttp *h, int argc, char **argv);
 int cli_cmd_export(CliHttp *h, int argc, char **argv);
 int cli_cmd_workers(CliHttp *h, int argc, char **argv);
 int cli_cmd_watch(CliHttp *h, int argc, char **argv);
+int cli_cmd_pause(CliHttp *h, int argc, char **argv);
+int cli_cmd_resume(CliHttp *h, int argc, char **argv);
+int cli_cmd_extend(CliHttp *h, int argc, char **argv);
+int cli_cmd_set(CliHttp *h, int argc, char **argv);
+int cli_cmd_stop_trial(CliHttp *h, int argc, char **argv);
+int cli_cmd_delete(CliHttp *h, int argc, char **argv);
+int cli_cmd_retry(CliHttp *h, int argc, char **argv);
+int cli_cmd_logs(CliHttp *h, int argc, char **argv);
+
+/* Prints v as indented JSON on stdout (--json: the API's objects, for
+ * scripts); returns the exit status. */
+int cli_cmd_print_json(const json_t *v);
+/* Takes flag out of argv wherever it stands; whether it was there. */
+bool cli_cmd_take_flag(int *argc, char **argv, const char *flag);
 
 /* An experiment id argument: a positive decimal integer. Prints why not on
  * stderr (naming the command) and returns -1. */

@@ -156,7 +156,8 @@ int cli_cmd_fetch_all(CliHttp *h, const char *path, json_t **out, CliError *err)
     json_t *all = json_array();
     for (int64_t offset = 0;;) {
         char url[512];
-        snprintf(url, sizeof url, "%s?limit=%d&offset=%" PRId64, path, PAGE, offset);
+        snprintf(url, sizeof url, "%s%climit=%d&offset=%" PRId64, path,
+                 strchr(path, '?') ? '&' : '?', PAGE, offset);
         json_t *page;
         if (cli_http_json(h, "GET", url, NULL, 0, &page, err) != 0) {
             json_decref(all);
@@ -175,15 +176,44 @@ int cli_cmd_fetch_all(CliHttp *h, const char *path, json_t **out, CliError *err)
     return 0;
 }
 
+int cli_cmd_print_json(const json_t *v)
+{
+    char *text = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (text == NULL)
+        return CLI_EXIT_ERROR;
+    puts(text);
+    free(text);
+    return CLI_EXIT_OK;
+}
+
+bool cli_cmd_take_flag(int *argc, char **argv, const char *flag)
+{
+    for (int i = 0; i < *argc; i++) {
+        if (strcmp(argv[i], flag) == 0) {
+            memmove(&argv[i], &argv[i + 1], (size_t)(*argc - i - 1) * sizeof *argv);
+            (*argc)--;
+            return true;
+        }
+    }
+    return false;
+}
+
 int cli_cmd_ls(CliHttp *h, int argc, char **argv)
 {
-    (void)argv;
+    bool as_json = cli_cmd_take_flag(&argc, argv, "--json");
     if (argc != 0)
         return CLI_EXIT_USAGE;
     CliError err;
     json_t *items;
     if (cli_cmd_fetch_all(h, "/api/v1/experiments", &items, &err) != 0)
         return cli_cmd_fail(h, &err);
+    if (as_json) { /* the API's list object, every page in one */
+        json_t *list = json_pack("{s:o, s:I}", "items", items, "total",
+                                 (json_int_t)json_array_size(items));
+        int rc = cli_cmd_print_json(list);
+        json_decref(list);
+        return rc;
+    }
     if (json_array_size(items) == 0) {
         fputs("no experiments yet (submit one with: rung submit SPEC.json)\n", stderr);
         json_decref(items);
@@ -259,6 +289,7 @@ static void show_time(FILE *out, const char *label, const char *rfc3339, int64_t
 int cli_cmd_show(CliHttp *h, int argc, char **argv)
 {
     int64_t id;
+    bool as_json = cli_cmd_take_flag(&argc, argv, "--json");
     if (argc != 1)
         return CLI_EXIT_USAGE;
     if (cli_cmd_parse_id("show", argv[0], &id) != 0)
@@ -269,6 +300,11 @@ int cli_cmd_show(CliHttp *h, int argc, char **argv)
     snprintf(path, sizeof path, "/api/v1/experiments/%" PRId64, id);
     if (cli_http_json(h, "GET", path, NULL, 0, &x, &err) != 0)
         return cli_cmd_fail(h, &err);
+    if (as_json) { /* the API's experiment object */
+        int rc = cli_cmd_print_json(x);
+        json_decref(x);
+        return rc;
+    }
     snprintf(path, sizeof path, "/api/v1/experiments/%" PRId64 "/trials?sort=value&limit=%d", id,
              SHOW_TRIALS);
     if (cli_http_json(h, "GET", path, NULL, 0, &page, &err) != 0) {
@@ -279,7 +315,19 @@ int cli_cmd_show(CliHttp *h, int argc, char **argv)
     char name[256], buf[CLI_FMT_VALUE_MAX];
     cli_fmt_sanitize(cli_fmt_str(x, "name", ""), name, sizeof name, false);
     printf("experiment %" PRId64 ": %s\n", id, name);
-    printf("  %-12s%s\n", "state:", cli_fmt_str(x, "state", "?"));
+    printf("  %-12s%s", "state:", cli_fmt_str(x, "state", "?"));
+    const char *why = cli_fmt_str(x, "ended_reason", NULL);
+    if (why != NULL && strcmp(why, cli_fmt_str(x, "state", "")) != 0) {
+        cli_fmt_sanitize(why, buf, sizeof buf, false);
+        printf(" (%s)", buf);
+    }
+    putchar('\n');
+    const char *error = cli_fmt_str(x, "error", NULL);
+    if (error != NULL) {
+        char text[1024];
+        cli_fmt_sanitize(error, text, sizeof text, false);
+        printf("  %-12s%s\n", "error:", text);
+    }
     cli_fmt_sanitize(cli_fmt_str(x, "metric", "?"), buf, sizeof buf, false);
     printf("  %-12s%s (%s)\n", "metric:", buf, cli_fmt_str(x, "mode", "?"));
     printf("  %-12s", "searcher:");

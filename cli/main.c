@@ -32,13 +32,28 @@ typedef struct {
 
 static const Command commands[] = {
     {"submit", "SPEC.json|- [-q]", "submit an experiment (-q: print only its id)", cli_cmd_submit},
-    {"ls", "", "list experiments, newest first", cli_cmd_ls},
-    {"show", "ID", "an experiment: settings, counts, best trial, its best 20 trials", cli_cmd_show},
-    {"watch", "ID [--interval S] [--rows N]",
-     "follow an experiment live until it completes or is canceled", cli_cmd_watch},
+    {"ls", "[--json]", "list experiments, newest first (--json: the API's objects)", cli_cmd_ls},
+    {"show", "ID [--json]", "an experiment: settings, state, error, best trial, its best 20 trials",
+     cli_cmd_show},
+    {"watch", "ID [--interval S] [--rows N]", "follow an experiment live until it ends",
+     cli_cmd_watch},
     {"cancel", "ID", "cancel an experiment (pending trials are dropped)", cli_cmd_cancel},
+    {"pause", "ID [--running]",
+     "lease nothing more (--running: pause running trials too, to resume later)", cli_cmd_pause},
+    {"resume", "ID", "resume a paused experiment", cli_cmd_resume},
+    {"extend", "ID NUM_SAMPLES", "raise num_samples (a completed experiment runs again)",
+     cli_cmd_extend},
+    {"set", "ID [--priority P] [--share S] [--max-concurrent N] [--num-samples N]",
+     "change a submitted experiment's settings", cli_cmd_set},
+    {"stop-trial", "TRIAL_ID", "stop one trial (stopped_by user)", cli_cmd_stop_trial},
+    {"retry", "ID", "put the failed trials back in line (the experiment runs again)",
+     cli_cmd_retry},
+    {"delete", "ID", "delete an ended experiment with its trials and reports", cli_cmd_delete},
+    {"logs", "TRIAL_ID [--follow] [--interval S]",
+     "a trial's log tail (--follow: until the trial ends)", cli_cmd_logs},
     {"export", "ID [-o FILE]", "write the experiment's trials as CSV", cli_cmd_export},
-    {"workers", "", "list workers, their GPUs and running trials", cli_cmd_workers},
+    {"workers", "[--all] [--json]",
+     "list workers, their GPUs, running trials (--all: gone ones too)", cli_cmd_workers},
     {"help", "", "show this help", NULL},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
@@ -47,7 +62,7 @@ static void usage(FILE *out)
 {
     fputs("usage: rung [--server URL] [--token T] COMMAND [ARGS]\n\ncommands:\n", out);
     for (size_t i = 0; i < N_COMMANDS; i++) {
-        char head[64];
+        char head[96];
         snprintf(head, sizeof head, "%s %s", commands[i].name, commands[i].args);
         if (strlen(head) > 24)
             fprintf(out, "  %s\n  %-24s  %s\n", head, "", commands[i].help);
@@ -58,6 +73,11 @@ static void usage(FILE *out)
           "  --server URL   the daemon (default $RUNG_SERVER, else " DEFAULT_SERVER ")\n"
           "  --token T      bearer token of a daemon started with one (default $RUNG_TOKEN)\n"
           "  -h, --help     show this help\n"
+          "\nexperiment spec fields (docs/api.md, \"The experiment spec\"):\n"
+          "  name metric mode search_space searcher scheduler num_samples\n"
+          "  max_concurrent_trials max_failures max_failed_trials best_scope priority share\n"
+          "  worker_selector points_to_evaluate warm_start stop resources_per_trial trainable\n"
+          "experiment states: running paused completed failed canceled (with ended_reason)\n"
           "\nexit status: 0 done, 1 the request failed, 2 bad arguments\n",
           out);
 }

@@ -4,12 +4,14 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fmt.h"
 
 /* A parameter value is a short thing; a long string (a path, say) is cut so
  * that one parameter cannot push the metric columns off the screen. */
 #define PARAM_WIDTH 16
+#define ERROR_WIDTH 48 /* the first line of a trial's error, cut to fit a terminal */
 
 void cli_view_progress(FILE *out, const json_t *exp)
 {
@@ -68,6 +70,10 @@ void cli_view_trials(FILE *out, const json_t *exp, json_t *const *trials, size_t
     cli_table_column(t, time_attr, CLI_ALIGN_RIGHT, 0);
     cli_table_column(t, metric, CLI_ALIGN_AUTO, 0);
     cli_table_column(t, "best", CLI_ALIGN_AUTO, 0);
+    /* Refused @rung lines (a typo in the report line shows here) and the
+     * first line of the error: what went wrong, without opening the trial. */
+    cli_table_column(t, "warn", CLI_ALIGN_RIGHT, 0);
+    cli_table_column(t, "error", CLI_ALIGN_LEFT, ERROR_WIDTH);
     for (size_t i = 0; i < n; i++) {
         const json_t *tr = trials[i];
         char buf[CLI_FMT_VALUE_MAX];
@@ -83,6 +89,15 @@ void cli_view_trials(FILE *out, const json_t *exp, json_t *const *trials, size_t
         cli_table_cell(t, cli_fmt_value(last, buf, sizeof buf));
         const json_t *best = json_object_get(json_object_get(tr, "best"), "value");
         cli_table_cell(t, cli_fmt_value(best, buf, sizeof buf));
+        /* Older daemons send no warnings: nothing to count. */
+        int64_t warn = cli_fmt_int(json_object_get(tr, "warnings"), "count", 0);
+        if (warn > 0)
+            cli_table_cellf(t, "%" PRId64, warn);
+        else
+            cli_table_cell(t, "");
+        const char *error = cli_fmt_str(tr, "error", "");
+        snprintf(buf, sizeof buf, "%.*s", (int)strcspn(error, "\n"), error);
+        cli_table_cell(t, buf);
     }
     cli_table_print(t, out, style);
     cli_table_free(t);

@@ -80,7 +80,8 @@ static bool terminal_state(const char *s)
 static bool experiment_over(const json_t *exp)
 {
     const char *s = cli_fmt_str(exp, "state", "");
-    return strcmp(s, "completed") == 0 || strcmp(s, "canceled") == 0;
+    return strcmp(s, "completed") == 0 || strcmp(s, "canceled") == 0 ||
+           strcmp(s, "failed") == 0; /* paused is not over: it can be resumed */
 }
 
 static void cache_put(TrialCache *c, size_t pos, json_t *trial)

@@ -89,13 +89,22 @@ static void running_cell(CliTable *t, const json_t *worker)
 
 int cli_cmd_workers(CliHttp *h, int argc, char **argv)
 {
-    (void)argv;
+    bool as_json = cli_cmd_take_flag(&argc, argv, "--json");
+    bool all = cli_cmd_take_flag(&argc, argv, "--all");
     if (argc != 0)
         return CLI_EXIT_USAGE;
     CliError err;
     json_t *items;
-    if (cli_cmd_fetch_all(h, "/api/v1/workers", &items, &err) != 0)
+    if (cli_cmd_fetch_all(h, all ? "/api/v1/workers?all=true" : "/api/v1/workers", &items, &err) !=
+        0)
         return cli_cmd_fail(h, &err);
+    if (as_json) { /* the API's list object, every page in one */
+        json_t *list = json_pack("{s:o, s:I}", "items", items, "total",
+                                 (json_int_t)json_array_size(items));
+        int rc = cli_cmd_print_json(list);
+        json_decref(list);
+        return rc;
+    }
     if (json_array_size(items) == 0) {
         fputs("no workers registered (start one with: rung-worker --server URL)\n", stderr);
         json_decref(items);
@@ -106,7 +115,7 @@ int cli_cmd_workers(CliHttp *h, int argc, char **argv)
     cli_table_column(t, "ID", CLI_ALIGN_RIGHT, 0);
     cli_table_column(t, "NAME", CLI_ALIGN_LEFT, 24);
     cli_table_column(t, "HOST", CLI_ALIGN_LEFT, 24);
-    cli_table_column(t, "ALIVE", CLI_ALIGN_LEFT, 0);
+    cli_table_column(t, "STATE", CLI_ALIGN_LEFT, 0);
     cli_table_column(t, "CPUS", CLI_ALIGN_RIGHT, 0);
     cli_table_column(t, "GPUS", CLI_ALIGN_LEFT, 0);
     cli_table_column(t, "RUNNING", CLI_ALIGN_LEFT, 0);
@@ -118,7 +127,10 @@ int cli_cmd_workers(CliHttp *h, int argc, char **argv)
         cli_table_cellf(t, "%" PRId64, cli_fmt_int(w, "id", 0));
         cli_table_cell(t, cli_fmt_str(w, "name", ""));
         cli_table_cell(t, cli_fmt_str(w, "hostname", ""));
-        cli_table_cell(t, json_is_true(json_object_get(w, "alive")) ? "yes" : "no");
+        /* "gone" from daemons that say it; older ones only say alive. */
+        cli_table_cell(t,
+                       cli_fmt_str(w, "state",
+                                   json_is_true(json_object_get(w, "alive")) ? "alive" : "gone"));
         cli_table_cell(t, cli_fmt_value(json_object_get(w, "cpus"), buf, sizeof buf));
         char *gpus = gpus_cell(w);
         cli_table_cell(t, gpus);

@@ -444,14 +444,123 @@ class CliTest(h.RungdTestCase):
                        {"index": 1, "util": 0.05, "memory_used_mb": 12}]})
         p = self.rung("workers", server=d, expect=0)
         lines = p.stdout.splitlines()
-        self.assertRegex(lines[0], r"^\s*ID\s+NAME\s+HOST\s+ALIVE")
+        self.assertRegex(lines[0], r"^\s*ID\s+NAME\s+HOST\s+STATE")
         row = lines[1].split()
-        self.assertEqual(row[:5], [str(w.id), "gpu-box-1", socket.gethostname(), "yes", "8"])
+        self.assertEqual(row[:5], [str(w.id), "gpu-box-1", socket.gethostname(), "alive", "8"])
         self.assertIn("0 fake 97% 400/1024 MiB", lines[1])
         self.assertIn(str(trial["id"]), lines[1])
         self.assertIn("1 fake 5% 12/1024 MiB", lines[2])  # one line per GPU
         w.finish_ok(trial)
         d.wait_state(eid, "completed")
+
+    # ---- steering: pause, resume, extend, set, stop-trial, retry, delete, logs
+
+    def test_pause_resume_extend_and_set(self):
+        d = self.daemon()
+        eid = self.submit(d, num_samples=2)
+        d.wait_proposed(eid, 2)
+        p = self.rung("pause", str(eid), "--running", server=d, expect=0)
+        self.assertIn("experiment %d: paused" % eid, p.stdout)
+        self.assertEqual(d.experiment(eid)["state"], "paused")
+        w = h.Worker(d)
+        self.assertEqual(w.lease(wait_s=0)[0], 204)  # nothing leased while paused
+        p = self.rung("resume", str(eid), server=d, expect=0)
+        self.assertIn("experiment %d: running" % eid, p.stdout)
+        self.run_to_completion(d, eid)
+        # extend: a completed experiment runs again with more trials.
+        p = self.rung("extend", str(eid), "3", server=d, expect=0)
+        self.assertIn("experiment %d: running" % eid, p.stdout)
+        self.assertIn("num_samples 3 (3 trials in all)", p.stdout)
+        self.assertEqual(d.experiment(eid)["total_trials"], 3)
+        p = self.rung("set", str(eid), "--priority", "7", "--share", "2.5",
+                      "--max-concurrent", "4", server=d, expect=0)
+        x = d.experiment(eid)
+        self.assertEqual((x["priority"], x["share"], x["max_concurrent_trials"]), (7, 2.5, 4))
+        # The daemon's refusal names the field; the client exits 1.
+        p = self.rung("extend", str(eid), "1", server=d, expect=1)
+        self.assertIn("num_samples", p.stderr)
+        self.rung("set", str(eid), "--colour", "red", server=d, expect=2)
+        self.rung("pause", "x", server=d, expect=2)
+
+    def test_stop_trial_retry_and_delete(self):
+        d = self.daemon()
+        eid = self.submit(d, num_samples=2, max_failed_trials=0)
+        d.wait_proposed(eid, 2)
+        w = h.Worker(d)
+        t1 = w.lease_one()
+        t2 = w.lease_one()
+        p = self.rung("stop-trial", str(t1["id"]), server=d, expect=0)
+        self.assertIn("stops at its next report", p.stdout)
+        w.report(t1, 1, {"loss": 0.5})
+        self.assertEqual(d.trial(t1["id"])["stopped_by"], "user")
+        self.rung("stop-trial", str(t1["id"]), server=d, expect=1)  # ended: 409
+        w.finish_ok(t2, status="failed", error="boom")
+        d.wait_state(eid, "completed")
+        p = self.rung("retry", str(eid), server=d, expect=0)
+        self.assertIn("1 failed trial back in line", p.stdout)
+        t = w.lease_one()
+        self.assertEqual((t["id"], t["attempt"]), (t2["id"], 2))
+        w.report_ok(t, 1, {"loss": 0.1})
+        w.finish_ok(t)
+        d.wait_state(eid, "completed")
+        p = self.rung("delete", str(eid), server=d, expect=0)
+        self.assertIn("experiment %d deleted, with its 2 trials" % eid, p.stdout)
+        self.rung("show", str(eid), server=d, expect=1)
+
+    def test_json_output_is_the_apis_objects(self):
+        d = self.daemon()
+        eid = self.submit(d, num_samples=1)
+        h.Worker(d, name="json-box")
+        shown = h.json.loads(self.rung("show", str(eid), "--json", server=d, expect=0).stdout)
+        self.assertEqual(shown["id"], eid)
+        self.assertEqual(shown["search_space"], d.experiment(eid)["search_space"])
+        listed = h.json.loads(self.rung("ls", "--json", server=d, expect=0).stdout)
+        self.assertEqual([x["id"] for x in listed["items"]], [eid])
+        self.assertEqual(listed["total"], 1)
+        workers = h.json.loads(self.rung("workers", "--json", server=d, expect=0).stdout)
+        self.assertEqual([x["name"] for x in workers["items"]], ["json-box"])
+        self.assertEqual(workers["items"][0]["state"], "alive")
+
+    def test_logs_and_follow(self):
+        d = self.daemon()
+        eid = self.submit(d, num_samples=1)
+        d.wait_proposed(eid, 1)
+        w = h.Worker(d)
+        t = w.lease_one()
+        d.ok("POST", "/api/v1/workers/%d/heartbeat" % w.id,
+             {"trials": [t["id"]], "logs": {str(t["id"]): "epoch 1\nepoch 2\n"}})
+        p = self.rung("logs", str(t["id"]), server=d, expect=0)
+        self.assertEqual(p.stdout, "epoch 1\nepoch 2\n")
+        # --follow prints what is new until the trial ends.
+        follower = subprocess.Popen([rung_path(), "--server", d.url, "logs", str(t["id"]),
+                                     "--follow", "--interval", "0.2"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+        w.finish_ok(t, log="epoch 1\nepoch 2\nepoch 3 \x1b[31mred\x1b[0m\n")
+        out, err = follower.communicate(timeout=10)
+        self.assertEqual(follower.returncode, 0, err)
+        self.assertEqual(out.count("epoch 2"), 1)  # printed once, not again
+        self.assertIn("epoch 3", out)
+        self.assertNotIn("\x1b", out)  # a trainable's escapes never reach the terminal
+        self.rung("logs", "999", server=d, expect=1)
+
+    def test_show_has_the_error_column_and_a_failed_experiments_error(self):
+        d = self.daemon()
+        eid = self.submit(d, num_samples=1, max_failed_trials=1)
+        d.wait_proposed(eid, 1)
+        w = h.Worker(d)
+        t = w.lease_one()
+        w.finish_ok(t, status="failed", error="exit status 1\nImportError: no torch")
+        d.wait_state(eid, "failed")
+        p = self.rung("show", str(eid), server=d, expect=0)
+        self.assertRegex(p.stdout, r"state:\s+failed \(max_failed_trials\)")
+        self.assertIn("error:", p.stdout)
+        self.assertIn("exit status 1: ImportError: no torch", p.stdout)
+        header = [l for l in p.stdout.splitlines() if re.match(r"\s*trial\s+state", l)][0]
+        self.assertIn("error", header)
+        row = [l for l in p.stdout.splitlines() if l.lstrip().startswith(str(t["id"]) + " ")][0]
+        self.assertIn("exit status 1", row)
+        self.assertNotIn("ImportError", row)  # the first line only
 
     # ---- connection, auth, environment, usage ---------------------------
 

@@ -1,0 +1,280 @@
+/* Steering a running search: pause, resume, extend, set, stop-trial,
+ * delete, retry, and a trial's log (docs/api.md, "Experiments" and
+ * "Command lines"). Each is one request; what the daemon answers is shown
+ * in a line. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "commands.h"
+#include "fmt.h"
+
+/* The longest log tail the daemon keeps (docs/api.md, the trial object). */
+#define LOG_MAX 8192
+
+/* "experiment 3: paused (2 running, 5 pending)". */
+static void print_state(const json_t *x)
+{
+    printf("experiment %" PRId64 ": %s (", cli_fmt_int(x, "id", 0), cli_fmt_str(x, "state", "?"));
+    cli_fmt_counts(stdout, json_object_get(x, "counts"));
+    printf(")\n");
+}
+
+/* POST path of an experiment, printing its new state. */
+static int post_experiment(CliHttp *h, const char *path)
+{
+    CliError err;
+    json_t *x;
+    if (cli_http_json(h, "POST", path, NULL, 0, &x, &err) != 0)
+        return cli_cmd_fail(h, &err);
+    print_state(x);
+    json_decref(x);
+    return CLI_EXIT_OK;
+}
+
+int cli_cmd_pause(CliHttp *h, int argc, char **argv)
+{
+    bool running = cli_cmd_take_flag(&argc, argv, "--running");
+    int64_t id;
+    if (argc != 1 || cli_cmd_parse_id("pause", argv[0], &id) != 0)
+        return CLI_EXIT_USAGE;
+    char path[128];
+    snprintf(path, sizeof path, "/api/v1/experiments/%" PRId64 "/pause%s", id,
+             running ? "?running=pause" : "");
+    int rc = post_experiment(h, path);
+    if (rc == CLI_EXIT_OK)
+        printf(running ? "running trials pause at their next report and resume from their "
+                         "checkpoints with 'rung resume %" PRId64 "'\n"
+                       : "running trials run to their end; 'rung resume %" PRId64
+                         "' leases the rest\n",
+               id);
+    return rc;
+}
+
+int cli_cmd_resume(CliHttp *h, int argc, char **argv)
+{
+    int64_t id;
+    if (argc != 1 || cli_cmd_parse_id("resume", argv[0], &id) != 0)
+        return CLI_EXIT_USAGE;
+    char path[128];
+    snprintf(path, sizeof path, "/api/v1/experiments/%" PRId64 "/resume", id);
+    return post_experiment(h, path);
+}
+
+/* PATCH an experiment with body (a JSON object, stolen). */
+static int patch(CliHttp *h, int64_t id, json_t *body)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/api/v1/experiments/%" PRId64, id);
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    CliError err;
+    json_t *x;
+    int rc = cli_http_json(h, "PATCH", path, text, text ? strlen(text) : 0, &x, &err);
+    free(text);
+    if (rc != 0)
+        return cli_cmd_fail(h, &err);
+    print_state(x);
+    printf("  num_samples %" PRId64 " (%" PRId64 " trials in all), priority %" PRId64
+           ", share %g, max_concurrent_trials %" PRId64 "\n",
+           cli_fmt_int(x, "num_samples", 0), cli_fmt_int(x, "total_trials", 0),
+           cli_fmt_int(x, "priority", 0), json_number_value(json_object_get(x, "share")),
+           cli_fmt_int(x, "max_concurrent_trials", 0));
+    json_decref(x);
+    return CLI_EXIT_OK;
+}
+
+/* A number argument: the whole of arg. */
+static bool parse_number(const char *command, const char *what, const char *arg, double *out)
+{
+    char *end;
+    errno = 0;
+    *out = strtod(arg, &end);
+    if (arg[0] == '\0' || *end != '\0' || errno != 0) {
+        char shown[64];
+        cli_fmt_sanitize(arg, shown, sizeof shown, false);
+        fprintf(stderr, "rung: %s: %s must be a number, got '%s'\n", command, what, shown);
+        return false;
+    }
+    return true;
+}
+
+int cli_cmd_extend(CliHttp *h, int argc, char **argv)
+{
+    int64_t id, n;
+    if (argc != 2 || cli_cmd_parse_id("extend", argv[0], &id) != 0 ||
+        cli_cmd_parse_id("extend", argv[1], &n) != 0)
+        return CLI_EXIT_USAGE;
+    return patch(h, id, json_pack("{s:I}", "num_samples", (json_int_t)n));
+}
+
+int cli_cmd_set(CliHttp *h, int argc, char **argv)
+{
+    static const struct {
+        const char *flag, *key;
+        bool integer;
+    } opts[] = {{"--priority", "priority", true},
+                {"--max-concurrent", "max_concurrent_trials", true},
+                {"--share", "share", false},
+                {"--num-samples", "num_samples", true}};
+    int64_t id;
+    if (argc < 3 || cli_cmd_parse_id("set", argv[0], &id) != 0)
+        return CLI_EXIT_USAGE;
+    json_t *body = json_object();
+    for (int i = 1; i < argc; i += 2) {
+        size_t k = 0;
+        while (k < sizeof opts / sizeof opts[0] && strcmp(argv[i], opts[k].flag) != 0)
+            k++;
+        double v;
+        if (k == sizeof opts / sizeof opts[0] || i + 1 >= argc ||
+            !parse_number("set", argv[i], argv[i + 1], &v)) {
+            json_decref(body);
+            return CLI_EXIT_USAGE;
+        }
+        /* The daemon checks the bounds and names the field. */
+        json_object_set_new(body, opts[k].key,
+                            opts[k].integer && v == (double)(json_int_t)v
+                                ? json_integer((json_int_t)v)
+                                : json_real(v));
+    }
+    return patch(h, id, body);
+}
+
+int cli_cmd_stop_trial(CliHttp *h, int argc, char **argv)
+{
+    int64_t id;
+    if (argc != 1 || cli_cmd_parse_id("stop-trial", argv[0], &id) != 0)
+        return CLI_EXIT_USAGE;
+    char path[128];
+    snprintf(path, sizeof path, "/api/v1/trials/%" PRId64 "/stop", id);
+    CliError err;
+    json_t *t;
+    if (cli_http_json(h, "POST", path, NULL, 0, &t, &err) != 0)
+        return cli_cmd_fail(h, &err);
+    const char *state = cli_fmt_str(t, "state", "?");
+    if (strcmp(state, "running") == 0)
+        printf("trial %" PRId64 ": stops at its next report or heartbeat\n", id);
+    else
+        printf("trial %" PRId64 ": %s\n", id, state);
+    json_decref(t);
+    return CLI_EXIT_OK;
+}
+
+int cli_cmd_delete(CliHttp *h, int argc, char **argv)
+{
+    int64_t id;
+    if (argc != 1 || cli_cmd_parse_id("delete", argv[0], &id) != 0)
+        return CLI_EXIT_USAGE;
+    char path[128];
+    snprintf(path, sizeof path, "/api/v1/experiments/%" PRId64, id);
+    CliError err;
+    json_t *r;
+    if (cli_http_json(h, "DELETE", path, NULL, 0, &r, &err) != 0)
+        return cli_cmd_fail(h, &err);
+    printf("experiment %" PRId64 " deleted, with its %" PRId64 " trials and their reports\n", id,
+           cli_fmt_int(r, "trials", 0));
+    json_decref(r);
+    return CLI_EXIT_OK;
+}
+
+int cli_cmd_retry(CliHttp *h, int argc, char **argv)
+{
+    int64_t id;
+    if (argc != 1 || cli_cmd_parse_id("retry", argv[0], &id) != 0)
+        return CLI_EXIT_USAGE;
+    char path[128];
+    snprintf(path, sizeof path, "/api/v1/experiments/%" PRId64 "/retry-failed", id);
+    CliError err;
+    json_t *r;
+    if (cli_http_json(h, "POST", path, NULL, 0, &r, &err) != 0)
+        return cli_cmd_fail(h, &err);
+    int64_t n = cli_fmt_int(r, "retried", 0);
+    printf("%" PRId64 " failed trial%s back in line\n", n, n == 1 ? "" : "s");
+    print_state(json_object_get(r, "experiment"));
+    json_decref(r);
+    return CLI_EXIT_OK;
+}
+
+/* Prints text, sanitized line by line (it is the trainable's output). */
+static void print_log(const char *text, size_t len)
+{
+    char line[LOG_MAX + 1];
+    while (len > 0) {
+        size_t n = 0;
+        while (n < len && text[n] != '\n')
+            n++;
+        snprintf(line, sizeof line, "%.*s", (int)n, text);
+        char clean[4 * LOG_MAX + 1];
+        cli_fmt_sanitize(line, clean, sizeof clean, false);
+        puts(clean);
+        text += n < len ? n + 1 : n;
+        len -= n < len ? n + 1 : n;
+    }
+}
+
+/* How much of new's head repeats old's tail: the tail is a window that
+ * slides over the log, so the new lines are what follows the overlap. */
+static size_t overlap(const char *old, size_t old_len, const char *new, size_t new_len)
+{
+    for (size_t k = old_len < new_len ? old_len : new_len; k > 0; k--)
+        if (memcmp(old + old_len - k, new, k) == 0)
+            return k;
+    return 0;
+}
+
+static bool trial_over(const char *state)
+{
+    return strcmp(state, "completed") == 0 || strcmp(state, "stopped") == 0 ||
+           strcmp(state, "failed") == 0 || strcmp(state, "canceled") == 0;
+}
+
+int cli_cmd_logs(CliHttp *h, int argc, char **argv)
+{
+    bool follow = cli_cmd_take_flag(&argc, argv, "--follow") ||
+                  cli_cmd_take_flag(&argc, argv, "-f");
+    double interval = 1.0;
+    if (argc == 3 && strcmp(argv[1], "--interval") == 0) {
+        if (!parse_number("logs", "--interval", argv[2], &interval) || interval <= 0)
+            return CLI_EXIT_USAGE;
+        argc = 1;
+    }
+    int64_t id;
+    if (argc != 1 || cli_cmd_parse_id("logs", argv[0], &id) != 0)
+        return CLI_EXIT_USAGE;
+    char path[128];
+    snprintf(path, sizeof path, "/api/v1/trials/%" PRId64, id);
+    char *shown = NULL; /* the tail printed so far */
+    size_t shown_len = 0;
+    for (;;) {
+        CliError err;
+        json_t *t;
+        if (cli_http_json(h, "GET", path, NULL, 0, &t, &err) != 0) {
+            if (follow && cli_error_transient(&err))
+                goto wait; /* rungd restarting: the log is kept, so go on */
+            free(shown);
+            return cli_cmd_fail(h, &err);
+        }
+        const char *text = cli_fmt_str(t, "log_tail", "");
+        size_t len = strlen(text);
+        size_t skip = shown ? overlap(shown, shown_len, text, len) : 0;
+        if (shown == NULL || len != shown_len || memcmp(shown, text, len) != 0)
+            print_log(text + skip, len - skip);
+        fflush(stdout);
+        free(shown);
+        shown = strdup(text);
+        shown_len = len;
+        bool over = trial_over(cli_fmt_str(t, "state", ""));
+        json_decref(t);
+        if (!follow || over)
+            break;
+    wait:;
+        struct timespec ts = {(time_t)interval,
+                              (long)((interval - (double)(time_t)interval) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+    free(shown);
+    return CLI_EXIT_OK;
+}
