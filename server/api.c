@@ -320,11 +320,18 @@ void api_experiment_delete(Engine *e, Job *job)
     RungError err;
     rung_error_clear(&err);
     if (x != NULL) {
+        /* In memory: it runs, is paused, has trials still stopping, or
+         * ended in this very batch (it leaves memory once committed). */
         char msg[160];
-        snprintf(msg, sizeof msg,
-                 "experiment %lld is %s%s: cancel it (or wait for its trials to stop) first",
-                 (long long)id, exp_state_name(x->state),
-                 x->counts[TRIAL_RUNNING] > 0 ? " with running trials" : "");
+        if (x->state == EXP_RUNNING || x->state == EXP_PAUSED)
+            snprintf(msg, sizeof msg, "experiment %lld is %s: cancel it first", (long long)id,
+                     exp_state_name(x->state));
+        else if (x->counts[TRIAL_RUNNING] > 0)
+            snprintf(msg, sizeof msg,
+                     "experiment %lld is %s with running trials: wait for them to stop",
+                     (long long)id, exp_state_name(x->state));
+        else
+            snprintf(msg, sizeof msg, "experiment %lld has just ended: try again", (long long)id);
         api_error(job, RUNG_E_CONFLICT, "", msg);
         return;
     }
