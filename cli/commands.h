@@ -33,6 +33,9 @@ int cli_cmd_logs(CliHttp *h, int argc, char **argv);
 /* Prints v as indented JSON on stdout (--json: the API's objects, for
  * scripts); returns the exit status. */
 int cli_cmd_print_json(const json_t *v);
+/* The same for every item of a list endpoint (stolen) as the API's list
+ * object, {"items": [...], "total": N}. */
+int cli_cmd_print_list(json_t *items);
 /* Takes flag out of argv wherever it stands; whether it was there. */
 bool cli_cmd_take_flag(int *argc, char **argv, const char *flag);
 

@@ -186,6 +186,15 @@ int cli_cmd_print_json(const json_t *v)
     return CLI_EXIT_OK;
 }
 
+int cli_cmd_print_list(json_t *items)
+{
+    json_t *list = json_pack("{s:o, s:I}", "items", items, "total",
+                             (json_int_t)json_array_size(items));
+    int rc = cli_cmd_print_json(list);
+    json_decref(list);
+    return rc;
+}
+
 bool cli_cmd_take_flag(int *argc, char **argv, const char *flag)
 {
     for (int i = 0; i < *argc; i++) {
@@ -207,13 +216,8 @@ int cli_cmd_ls(CliHttp *h, int argc, char **argv)
     json_t *items;
     if (cli_cmd_fetch_all(h, "/api/v1/experiments", &items, &err) != 0)
         return cli_cmd_fail(h, &err);
-    if (as_json) { /* the API's list object, every page in one */
-        json_t *list = json_pack("{s:o, s:I}", "items", items, "total",
-                                 (json_int_t)json_array_size(items));
-        int rc = cli_cmd_print_json(list);
-        json_decref(list);
-        return rc;
-    }
+    if (as_json)
+        return cli_cmd_print_list(items);
     if (json_array_size(items) == 0) {
         fputs("no experiments yet (submit one with: rung submit SPEC.json)\n", stderr);
         json_decref(items);

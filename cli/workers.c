@@ -98,13 +98,8 @@ int cli_cmd_workers(CliHttp *h, int argc, char **argv)
     if (cli_cmd_fetch_all(h, all ? "/api/v1/workers?all=true" : "/api/v1/workers", &items, &err) !=
         0)
         return cli_cmd_fail(h, &err);
-    if (as_json) { /* the API's list object, every page in one */
-        json_t *list = json_pack("{s:o, s:I}", "items", items, "total",
-                                 (json_int_t)json_array_size(items));
-        int rc = cli_cmd_print_json(list);
-        json_decref(list);
-        return rc;
-    }
+    if (as_json)
+        return cli_cmd_print_list(items);
     if (json_array_size(items) == 0) {
         fputs("no workers registered (start one with: rung-worker --server URL)\n", stderr);
         json_decref(items);
