@@ -91,6 +91,42 @@ static void check_reload(const Spec *spec)
     json_decref(stored);
 }
 
+/* The body as a PATCH of a fixed experiment (spec_patch): refused, the
+ * spec is as it was; accepted, it is a spec GET may show and the store
+ * reloads, and num_samples never went down. */
+static void check_patch(const json_t *body)
+{
+    static const char base_text[] =
+        "{\"metric\": \"loss\", \"mode\": \"min\", \"num_samples\": 4,"
+        " \"search_space\": {\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+        " \"g\": {\"type\": \"grid\", \"values\": [1, 2, 3]}},"
+        " \"trainable\": {\"type\": \"external\"}}";
+    json_t *base = json_loads(base_text, 0, NULL);
+    CHECK(base != NULL);
+    Spec spec;
+    RungError err;
+    rung_error_clear(&err);
+    CHECK(spec_parse(base, SEED, &spec, &err) == 0);
+    json_t *before = json_deep_copy(spec.json);
+    int64_t total = spec.total_trials;
+    int rc = spec_patch(&spec, body, spec.num_samples, &err);
+    if (rc != 0) {
+        CHECK(rc == RUNG_E_INVALID_ARGUMENT || rc == RUNG_E_BAD_JSON);
+        CHECK(fuzz_str_valid(err.field, sizeof err.field));
+        CHECK(err.message[0] != '\0');
+        CHECK(json_equal(before, spec.json));
+        CHECK(spec.total_trials == total);
+    } else {
+        CHECK(spec.num_samples >= 4);
+        CHECK(spec.total_trials == 3 * spec.num_samples);
+        check_accepted(&spec);
+        check_reload(&spec);
+    }
+    json_decref(before);
+    spec_close(&spec);
+    json_decref(base);
+}
+
 static bool zeroed(const Spec *spec)
 {
     static const Spec zero;
@@ -135,6 +171,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         spec_close(&spec);
     }
 
+    if (body != NULL)
+        check_patch(body);
     if (body != NULL) {
         /* The same answer for the body written out and read back. */
         json_t *again = fuzz_reload(body);
