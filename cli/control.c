@@ -12,8 +12,10 @@
 #include "commands.h"
 #include "fmt.h"
 
-/* The longest log tail the daemon keeps (docs/api.md, the trial object). */
-#define LOG_MAX 8192
+/* logs --follow polls at most this often and at least this rarely, as
+ * watch does. */
+#define INTERVAL_MIN_S 0.1
+#define INTERVAL_MAX_S 3600.0
 
 /* "experiment 3: paused (2 running, 5 pending)". */
 static void print_state(const json_t *x)
@@ -198,21 +200,26 @@ int cli_cmd_retry(CliHttp *h, int argc, char **argv)
     return CLI_EXIT_OK;
 }
 
-/* Prints text, sanitized line by line (it is the trainable's output). */
-static void print_log(const char *text, size_t len)
+/* Prints len bytes of text, sanitized (it is the trainable's output: no
+ * escape sequence reaches the terminal) with its newlines kept, so a line
+ * the trainable has not ended yet goes on where the next poll adds to it.
+ * Sanitizing never lengthens text. Returns the last byte printed, or 0. */
+static char print_log(const char *text, size_t len)
 {
-    char line[LOG_MAX + 1];
-    while (len > 0) {
-        size_t n = 0;
-        while (n < len && text[n] != '\n')
-            n++;
-        snprintf(line, sizeof line, "%.*s", (int)n, text);
-        char clean[4 * LOG_MAX + 1];
-        cli_fmt_sanitize(line, clean, sizeof clean, false);
-        puts(clean);
-        text += n < len ? n + 1 : n;
-        len -= n < len ? n + 1 : n;
-    }
+    if (len == 0)
+        return 0;
+    char *raw = malloc(len + 1), *clean = malloc(len + 1);
+    if (raw == NULL || clean == NULL)
+        abort();
+    memcpy(raw, text, len);
+    raw[len] = '\0'; /* a NUL inside the tail ends it, as it would any C string */
+    cli_fmt_sanitize(raw, clean, len + 1, true);
+    fputs(clean, stdout);
+    size_t n = strlen(clean);
+    char last = n > 0 ? clean[n - 1] : 0;
+    free(raw);
+    free(clean);
+    return last;
 }
 
 /* How much of new's head repeats old's tail: the tail is a window that
@@ -231,40 +238,71 @@ static bool trial_over(const char *state)
            strcmp(state, "failed") == 0 || strcmp(state, "canceled") == 0;
 }
 
+/* logs' arguments: TRIAL_ID, --follow (-f), --interval S (--interval=S),
+ * in any order. Returns -1 when they are wrong. */
+static int logs_args(int argc, char **argv, int64_t *id, bool *follow, double *interval)
+{
+    const char *id_arg = NULL;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *val = NULL;
+        if (strcmp(a, "--follow") == 0 || strcmp(a, "-f") == 0)
+            *follow = true;
+        else if (strcmp(a, "--interval") == 0 && i + 1 < argc)
+            val = argv[++i];
+        else if (strncmp(a, "--interval=", 11) == 0)
+            val = a + 11;
+        else if (id_arg == NULL && a[0] != '-')
+            id_arg = a;
+        else
+            return -1;
+        if (val != NULL && (!parse_number("logs", "--interval", val, interval) ||
+                            !(*interval >= INTERVAL_MIN_S && *interval <= INTERVAL_MAX_S))) {
+            fprintf(stderr, "rung: logs: --interval is %g to %g seconds\n", INTERVAL_MIN_S,
+                    INTERVAL_MAX_S);
+            return -1;
+        }
+    }
+    if (id_arg == NULL)
+        return -1;
+    return cli_cmd_parse_id("logs", id_arg, id);
+}
+
 int cli_cmd_logs(CliHttp *h, int argc, char **argv)
 {
-    bool follow = cli_cmd_take_flag(&argc, argv, "--follow") ||
-                  cli_cmd_take_flag(&argc, argv, "-f");
+    bool follow = false;
     double interval = 1.0;
-    if (argc == 3 && strcmp(argv[1], "--interval") == 0) {
-        if (!parse_number("logs", "--interval", argv[2], &interval) || interval <= 0)
-            return CLI_EXIT_USAGE;
-        argc = 1;
-    }
     int64_t id;
-    if (argc != 1 || cli_cmd_parse_id("logs", argv[0], &id) != 0)
+    if (logs_args(argc, argv, &id, &follow, &interval) != 0)
         return CLI_EXIT_USAGE;
     char path[128];
     snprintf(path, sizeof path, "/api/v1/trials/%" PRId64, id);
     char *shown = NULL; /* the tail printed so far */
     size_t shown_len = 0;
+    char last = 0; /* the last byte printed */
     for (;;) {
         CliError err;
         json_t *t;
         if (cli_http_json(h, "GET", path, NULL, 0, &t, &err) != 0) {
-            if (follow && cli_error_transient(&err))
+            if (follow && shown != NULL && cli_error_transient(&err))
                 goto wait; /* rungd restarting: the log is kept, so go on */
+            if (last != 0 && last != '\n')
+                putchar('\n');
             free(shown);
             return cli_cmd_fail(h, &err);
         }
         const char *text = cli_fmt_str(t, "log_tail", "");
         size_t len = strlen(text);
-        size_t skip = shown ? overlap(shown, shown_len, text, len) : 0;
-        if (shown == NULL || len != shown_len || memcmp(shown, text, len) != 0)
-            print_log(text + skip, len - skip);
+        if (shown == NULL || len != shown_len || memcmp(shown, text, len) != 0) {
+            size_t skip = shown ? overlap(shown, shown_len, text, len) : 0;
+            char c = print_log(text + skip, len - skip);
+            if (c != 0)
+                last = c;
+        }
         fflush(stdout);
         free(shown);
         shown = strdup(text);
+        if (shown == NULL)
+            abort();
         shown_len = len;
         bool over = trial_over(cli_fmt_str(t, "state", ""));
         json_decref(t);
@@ -275,6 +313,8 @@ int cli_cmd_logs(CliHttp *h, int argc, char **argv)
                               (long)((interval - (double)(time_t)interval) * 1e9)};
         nanosleep(&ts, NULL);
     }
+    if (last != 0 && last != '\n')
+        putchar('\n'); /* the prompt on a line of its own */
     free(shown);
     return CLI_EXIT_OK;
 }

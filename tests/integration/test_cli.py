@@ -457,30 +457,64 @@ class CliTest(h.RungdTestCase):
 
     def test_pause_resume_extend_and_set(self):
         d = self.daemon()
-        eid = self.submit(d, num_samples=2)
-        d.wait_proposed(eid, 2)
-        p = self.rung("pause", str(eid), "--running", server=d, expect=0)
-        self.assertIn("experiment %d: paused" % eid, p.stdout)
-        self.assertEqual(d.experiment(eid)["state"], "paused")
+        eid = self.submit(d, num_samples=3, name="steer")
+        d.wait_proposed(eid, 3)
         w = h.Worker(d)
-        self.assertEqual(w.lease(wait_s=0)[0], 204)  # nothing leased while paused
+        t1 = w.lease_one()
+        w.report_ok(t1, 1, {"loss": 0.9})
+        # pause: nothing more is leased, the running trial runs on.
+        p = self.rung("pause", str(eid), server=d, expect=0)
+        self.assertIn("experiment %d: paused (1 running, 2 pending)" % eid, p.stdout)
+        self.assertEqual(d.experiment(eid)["state"], "paused")
+        self.assertEqual(w.lease(wait_s=0)[0], 204)
+        self.assertEqual(w.report_ok(t1, 2, {"loss": 0.8}), "continue")
+        self.assertRegex(self.rung("ls", server=d, expect=0).stdout, r"steer\s+paused")
+        # pause --running: the running trial is paused too (by its next
+        # heartbeat), for a resume from its checkpoint.
+        p = self.rung("pause", "--running", str(eid), server=d, expect=0)
+        self.assertIn("experiment %d: paused" % eid, p.stdout)
+        self.assertEqual(w.heartbeat([t1["id"]]), (200, {"stop": [t1["id"]]}))
+        cur = d.trial(t1["id"])
+        self.assertEqual((cur["state"], cur["paused_by"]), ("paused", "user"), cur)
         p = self.rung("resume", str(eid), server=d, expect=0)
         self.assertIn("experiment %d: running" % eid, p.stdout)
+        self.assertEqual(d.experiment(eid)["state"], "running")
+        # The paused trial goes back to the worker that holds its checkpoint.
+        t = w.lease_one()
+        self.assertEqual(t["id"], t1["id"])
+        w.report_ok(t, 3, {"loss": 0.7})
+        w.finish_ok(t)
         self.run_to_completion(d, eid)
+        self.rung("pause", str(eid), server=d, expect=1)  # ended: 409
+        self.rung("resume", str(eid), server=d, expect=1)
         # extend: a completed experiment runs again with more trials.
-        p = self.rung("extend", str(eid), "3", server=d, expect=0)
+        p = self.rung("extend", str(eid), "4", server=d, expect=0)
         self.assertIn("experiment %d: running" % eid, p.stdout)
-        self.assertIn("num_samples 3 (3 trials in all)", p.stdout)
-        self.assertEqual(d.experiment(eid)["total_trials"], 3)
+        self.assertIn("num_samples 4 (4 trials in all)", p.stdout)
+        self.assertEqual(d.experiment(eid)["total_trials"], 4)
         p = self.rung("set", str(eid), "--priority", "7", "--share", "2.5",
                       "--max-concurrent", "4", server=d, expect=0)
+        self.assertIn("priority 7, share 2.5, max_concurrent_trials 4", p.stdout)
         x = d.experiment(eid)
         self.assertEqual((x["priority"], x["share"], x["max_concurrent_trials"]), (7, 2.5, 4))
+        self.rung("set", str(eid), "--num-samples", "5", "--priority", "-2", server=d, expect=0)
+        x = d.experiment(eid)
+        self.assertEqual((x["num_samples"], x["priority"]), (5, -2))
         # The daemon's refusal names the field; the client exits 1.
         p = self.rung("extend", str(eid), "1", server=d, expect=1)
         self.assertIn("num_samples", p.stderr)
-        self.rung("set", str(eid), "--colour", "red", server=d, expect=2)
-        self.rung("pause", "x", server=d, expect=2)
+        p = self.rung("set", str(eid), "--share", "0", server=d, expect=1)
+        self.assertIn("share", p.stderr)
+        self.rung("extend", "999", "9", server=d, expect=1)
+        # Wrong arguments never reach the daemon.
+        for args in (["set", str(eid), "--colour", "red"], ["set", str(eid)],
+                     ["set", str(eid), "--priority"], ["set", str(eid), "--priority", "high"],
+                     ["extend", str(eid)], ["extend", str(eid), "many"], ["pause", "x"],
+                     ["pause", str(eid), "--all"], ["resume"], ["resume", "1", "2"]):
+            with self.subTest(args=args):
+                p = self.rung(*args, server=d, expect=2)
+                self.assertIn("usage: rung", p.stderr)
+        self.assertEqual(d.experiment(eid)["num_samples"], 5)
 
     def test_stop_trial_retry_and_delete(self):
         d = self.daemon()
@@ -509,17 +543,33 @@ class CliTest(h.RungdTestCase):
 
     def test_json_output_is_the_apis_objects(self):
         d = self.daemon()
-        eid = self.submit(d, num_samples=1)
+        eid = self.submit(d, num_samples=1, name="json-exp")
+        other = self.submit(d, num_samples=2, name="json-other")
         h.Worker(d, name="json-box")
+        # show --json: the experiment object, every field as GET answers it.
         shown = h.json.loads(self.rung("show", str(eid), "--json", server=d, expect=0).stdout)
-        self.assertEqual(shown["id"], eid)
-        self.assertEqual(shown["search_space"], d.experiment(eid)["search_space"])
-        listed = h.json.loads(self.rung("ls", "--json", server=d, expect=0).stdout)
-        self.assertEqual([x["id"] for x in listed["items"]], [eid])
-        self.assertEqual(listed["total"], 1)
+        self.assertEqual(shown, d.experiment(eid))
+        # ls --json: the list object of every page, newest first.
+        p = self.rung("ls", "--json", server=d, expect=0)
+        self.assertTrue(p.stdout.endswith("}\n"), p.stdout[-20:])
+        listed = h.json.loads(p.stdout)
+        api = d.ok("GET", "/api/v1/experiments")
+        self.assertEqual(listed, {"items": api["items"], "total": api["total"]})
+        self.assertEqual([x["id"] for x in listed["items"]], [other, eid])
+        # workers --json: the workers list object (without last_seen, which
+        # moves while we look).
         workers = h.json.loads(self.rung("workers", "--json", server=d, expect=0).stdout)
+        api = d.ok("GET", "/api/v1/workers")
+        self.assertEqual(set(workers), {"items", "total"})
+        self.assertEqual(workers["total"], api["total"])
+        drop = lambda ws: [{k: v for k, v in w.items() if "seen" not in k} for w in ws]
+        self.assertEqual(drop(workers["items"]), drop(api["items"]))
         self.assertEqual([x["name"] for x in workers["items"]], ["json-box"])
         self.assertEqual(workers["items"][0]["state"], "alive")
+        # --json stands anywhere after the command; other flags are refused.
+        again = self.rung("show", "--json", str(eid), server=d, expect=0).stdout
+        self.assertEqual(h.json.loads(again)["id"], eid)
+        self.rung("ls", "--jsn", server=d, expect=2)
 
     def test_logs_and_follow(self):
         d = self.daemon()
