@@ -4,7 +4,12 @@ Every test runs the real binary as a user would, against a daemon started by
 the harness, and checks what it prints against what the API answers: submit
 (and its errors), ls, show, watch (driven to completion by a simulated worker
 in a thread; without a TTY, on a pseudo-terminal, across a daemon restart),
-cancel, export, workers, tokens, an unreachable server and RUNG_SERVER.
+cancel, export, workers, tokens, an unreachable server and RUNG_SERVER; the
+steering verbs (pause, resume, extend, set, stop-trial, retry, delete), each
+seen in the API; --json against the API's objects; logs and logs --follow
+(over HTTP, and of a real rung-worker's trial); show's warn and error
+columns and a failed experiment's error; watch ending on failed but not on
+paused.
 
 The client is `rung` in the folder of rungd (every program lands in one
 folder), or $RUNG_CLI. A run whose stderr carries a sanitizer report fails,
@@ -24,6 +29,7 @@ import threading
 import time
 
 import rungd_harness as h
+import worker_harness as wh
 
 # One client command must end within this (watch tests pass their own).
 RUN_TIMEOUT_S = 30.0
@@ -36,6 +42,17 @@ def rung_path():
     if not os.access(path, os.X_OK):
         raise AssertionError("rung binary not found or not executable: %s" % path)
     return path
+
+
+# A trainable that talks while it trains: rung logs --follow shows it.
+CHATTY = """\
+import json, sys, time
+print("\\x1b[1mbold\\x1b[0m", flush=True)
+for i in range(1, 11):
+    print("epoch %d loss %.2f" % (i, 1.0 / i), flush=True)
+    print("@rung " + json.dumps({"step": i, "loss": 1.0 / i}), flush=True)
+    time.sleep(0.25)
+"""
 
 
 def objective(config, step):
@@ -594,23 +611,123 @@ class CliTest(h.RungdTestCase):
         self.assertNotIn("\x1b", out)  # a trainable's escapes never reach the terminal
         self.rung("logs", "999", server=d, expect=1)
 
+    def test_logs_follow_a_real_worker(self):
+        d = self.daemon("--lease-s", "3")  # a heartbeat every 0.5 s
+        prog = os.path.join(self.tmp, "chatty.py")
+        with open(prog, "w") as f:
+            f.write(CHATTY)
+        spec = wh.command_spec([wh.PYTHON, prog], num_samples=1)
+        eid = d.create_experiment(spec)["id"]
+        tag = "cli-" + str(os.getpid()) + "-" + str(eid)
+        self.tag = tag
+        w = wh.WorkerProc(self, d, "chatty")
+        self.addCleanup(wh.kill_tagged, tag)
+        self.addCleanup(w.stop)
+        tid = h.wait_until(lambda: [t["id"] for t in d.all_trials(eid)
+                                    if t["state"] == "running"], 20, "a running trial")[0]
+        p = self.rung("logs", str(tid), "--follow", "--interval", "0.2", server=d, expect=0,
+                      timeout=30)
+        self.assertEqual(d.trial(tid)["state"], "completed")
+        epochs = [l for l in p.stdout.splitlines() if l.startswith("epoch")]
+        self.assertEqual(epochs, ["epoch %d loss %.2f" % (i, 1.0 / i) for i in range(1, 11)])
+        self.assertNotIn("@rung", p.stdout)  # report lines are not the log
+        self.assertNotIn("\x1b", p.stdout)
+        self.assertIn("?[1mbold?[0m", p.stdout)
+
     def test_show_has_the_error_column_and_a_failed_experiments_error(self):
         d = self.daemon()
-        eid = self.submit(d, num_samples=1, max_failed_trials=1)
-        d.wait_proposed(eid, 1)
+        eid = self.submit(d, num_samples=2, max_failed_trials=1, max_concurrent_trials=2,
+                          name="doomed")
+        d.wait_proposed(eid, 2)
         w = h.Worker(d)
-        t = w.lease_one()
-        w.finish_ok(t, status="failed", error="exit status 1\nImportError: no torch")
+        ok, bad = w.lease_one(), w.lease_one()
+        # The first trial finishes with three refused @rung lines.
+        warnings = {"count": 3, "last": [{"line": "@rung {loss: 1}", "why": "not JSON"}]}
+        code, doc = d.call("POST", "/api/v1/trials/%d/finish" % ok["id"],
+                           {"lease_token": ok["lease_token"], "status": "completed",
+                            "warnings": warnings})
+        self.assertEqual(code, 200, doc)
+        w.finish_ok(bad, status="failed",
+                    error="exit status 1\nImportError: no torch \x1b[2J" + "x" * 200)
         d.wait_state(eid, "failed")
         p = self.rung("show", str(eid), server=d, expect=0)
         self.assertRegex(p.stdout, r"state:\s+failed \(max_failed_trials\)")
-        self.assertIn("error:", p.stdout)
-        self.assertIn("exit status 1: ImportError: no torch", p.stdout)
-        header = [l for l in p.stdout.splitlines() if re.match(r"\s*trial\s+state", l)][0]
-        self.assertIn("error", header)
-        row = [l for l in p.stdout.splitlines() if l.lstrip().startswith(str(t["id"]) + " ")][0]
-        self.assertIn("exit status 1", row)
-        self.assertNotIn("ImportError", row)  # the first line only
+        self.assertRegex(p.stdout, r"\n  error:\s+\S")
+        self.assertNotIn("\x1b", p.stdout)
+        lines = p.stdout.splitlines()
+        header = [l for l in lines if re.match(r"\s*trial\s+state", l)][0]
+        self.assertRegex(header, r"\bwarn\s+error\s*$")
+        row = {int(l.split()[0]): l for l in lines[lines.index(header) + 1:]
+               if re.match(r"\s*\d+ ", l)}
+        self.assertIn("exit status 1", row[bad["id"]])
+        self.assertNotIn("ImportError", row[bad["id"]])  # the first line only
+        self.assertRegex(row[ok["id"]], r"completed .* 3\s*$")  # warn 3, no error
+        self.assertLess(len(row[bad["id"]]), 200)  # cut to fit
+        # ls shows the state; watch ends on it.
+        self.assertRegex(self.rung("ls", server=d, expect=0).stdout, r"doomed\s+failed")
+        p = self.rung("watch", str(eid), "--interval", "0.2", server=d, expect=0, timeout=10)
+        self.assertIn("failed", p.stdout)
+
+    def test_watch_follows_a_paused_experiment(self):
+        d = self.daemon()
+        eid = self.submit(d, num_samples=2)
+        d.wait_proposed(eid, 2)
+        self.rung("pause", str(eid), server=d, expect=0)
+        watcher = subprocess.Popen([rung_path(), "--server", d.url, "watch", str(eid),
+                                    "--interval", "0.2"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(1.0)
+            self.assertIsNone(watcher.poll(), "watch ended on a paused experiment")
+            self.rung("resume", str(eid), server=d, expect=0)
+            self.run_to_completion(d, eid)
+            out, err = watcher.communicate(timeout=10)
+        finally:
+            if watcher.poll() is None:
+                watcher.kill()
+                watcher.communicate()
+        self.assertNoSanitizer(err, "watch")
+        self.assertEqual(watcher.returncode, 0, err)
+        self.assertIn("paused", out)
+        self.assertIn("completed", out)
+
+    def test_logs_follow_a_sliding_tail_and_unfinished_lines(self):
+        d = self.daemon()
+        eid = self.submit(d, num_samples=1)
+        d.wait_proposed(eid, 1)
+        w = h.Worker(d)
+        t = w.lease_one()
+        tid = t["id"]
+        follower = subprocess.Popen([rung_path(), "--server", d.url, "logs", "--interval", "0.1",
+                                     str(tid), "-f"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            # The worker sends its last lines; lines past 8 KiB slide out.
+            log = ""
+            sent = []
+            for i in range(1, 7):
+                log += "".join("line %d.%03d %s\n" % (i, j, "y" * 40) for j in range(60))
+                log += "progress %d" % i  # not ended yet: the next poll goes on
+                self.assertEqual(w.heartbeat([tid], logs={str(tid): log})[0], 200)
+                sent.append(log)
+                h.wait_until(lambda: d.trial(tid)["log_tail"] == log[-8192:], 5, "the tail")
+                time.sleep(0.4)  # more than two polls
+                log += " done\n"
+            w.finish_ok(t, log=log + "bye\n")
+            out, err = follower.communicate(timeout=10)
+        finally:
+            if follower.poll() is None:
+                follower.kill()
+                follower.communicate()
+        self.assertNoSanitizer(err, "logs")
+        self.assertEqual(follower.returncode, 0, err)
+        # Every line once, in order, whole: what a reader of the log would see.
+        expected = (log + "bye\n").splitlines()
+        self.assertEqual(out.splitlines(), expected)
+        self.assertGreater(len(log), 8192)
+        # Without --follow: the tail as it is now (its first line may be cut).
+        p = self.rung("logs", str(tid), server=d, expect=0)
+        self.assertEqual(p.stdout, (log + "bye\n")[-8192:])
 
     # ---- connection, auth, environment, usage ---------------------------
 
@@ -654,8 +771,10 @@ class CliTest(h.RungdTestCase):
     def test_usage(self):
         p = self.rung("--help", expect=0)
         self.assertIn("usage: rung", p.stdout)
-        for cmd in ("submit", "ls", "show", "watch", "cancel", "export", "workers"):
-            self.assertIn(cmd, p.stdout)
+        for cmd in ("submit", "ls", "show", "watch", "cancel", "export", "workers", "pause",
+                    "resume", "extend", "set", "stop-trial", "retry", "delete", "logs"):
+            self.assertRegex(p.stdout, r"\n  %s\b" % cmd)
+        self.assertIn("--json", p.stdout)
         self.assertIn("usage: rung", self.rung("help", expect=0).stdout)
         self.assertIn("usage: rung", self.rung(expect=2).stderr)
         self.assertIn("unknown command", self.rung("frobnicate", expect=2).stderr)
@@ -665,6 +784,13 @@ class CliTest(h.RungdTestCase):
         self.rung("export", "1", "-o", expect=2)
         self.rung("watch", "1", "--interval", "0", expect=2)
         self.rung("ls", "--server", expect=2)
+        for args in (["stop-trial"], ["stop-trial", "0"], ["retry", "1", "2"], ["delete"],
+                     ["delete", "one"], ["logs"], ["logs", "1", "--interval", "0"],
+                     ["logs", "1", "--interval"], ["logs", "1", "--tail"], ["ls", "1"],
+                     ["workers", "--jsn"]):
+            with self.subTest(args=args):
+                p = self.rung(*args, server="http://127.0.0.1:1", expect=2)
+                self.assertIn("usage: rung [--server URL] [--token T] %s" % args[0], p.stderr)
 
 
 if __name__ == "__main__":
