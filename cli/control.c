@@ -278,7 +278,9 @@ int cli_cmd_logs(CliHttp *h, int argc, char **argv)
     snprintf(path, sizeof path, "/api/v1/trials/%" PRId64, id);
     char *shown = NULL; /* the tail printed so far */
     size_t shown_len = 0;
-    char last = 0; /* the last byte printed */
+    int64_t shown_attempt = 0; /* the attempt whose log that is */
+    bool anew = false;         /* a new attempt's next tail is printed whole */
+    char last = 0;             /* the last byte printed */
     for (;;) {
         CliError err;
         json_t *t;
@@ -292,18 +294,37 @@ int cli_cmd_logs(CliHttp *h, int argc, char **argv)
         }
         const char *text = cli_fmt_str(t, "log_tail", "");
         size_t len = strlen(text);
-        if (shown == NULL || len != shown_len || memcmp(shown, text, len) != 0) {
-            size_t skip = shown ? overlap(shown, shown_len, text, len) : 0;
+        int64_t attempt = cli_fmt_int(t, "attempt", 0);
+        if (shown != NULL && attempt != shown_attempt) {
+            /* A retry runs the trainable again: its log starts anew (the
+             * tail stays the last attempt's until the new one sends one). */
+            if (last != 0 && last != '\n')
+                putchar('\n');
+            fflush(stdout);
+            fprintf(stderr, "rung: trial %" PRId64 ": attempt %" PRId64 "\n", id, attempt);
+            shown_attempt = attempt;
+            anew = true;
+        }
+        /* Nothing new: the tail printed, or, within one attempt, part of it
+         * (an older tail: rungd restarted and lost the lines sent since it
+         * last stored the trial). What was printed stays the reference, so
+         * no line is printed twice. */
+        bool stale = shown != NULL && (anew ? len == shown_len && memcmp(shown, text, len) == 0
+                                            : memmem(shown, shown_len, text, len) != NULL);
+        if (!stale) {
+            size_t skip = shown != NULL && !anew ? overlap(shown, shown_len, text, len) : 0;
             char c = print_log(text + skip, len - skip);
             if (c != 0)
                 last = c;
+            free(shown);
+            shown = strdup(text);
+            if (shown == NULL)
+                abort();
+            shown_len = len;
+            shown_attempt = attempt;
+            anew = false;
         }
         fflush(stdout);
-        free(shown);
-        shown = strdup(text);
-        if (shown == NULL)
-            abort();
-        shown_len = len;
         bool over = trial_over(cli_fmt_str(t, "state", ""));
         json_decref(t);
         if (!follow || over)

@@ -611,6 +611,60 @@ class CliTest(h.RungdTestCase):
         self.assertNotIn("\x1b", out)  # a trainable's escapes never reach the terminal
         self.rung("logs", "999", server=d, expect=1)
 
+    def test_logs_follow_rides_out_a_restart_and_a_retry(self):
+        port = free_port()
+        d = self.daemon("--port", str(port), "--lease-s", "2")
+        eid = self.submit(d, num_samples=1, max_failures=3)
+        d.wait_proposed(eid, 1)
+        w = h.Worker(d)
+        t = w.lease_one()
+        tid = t["id"]
+        self.assertEqual(w.heartbeat([tid], logs={str(tid): "a1\na2\n"})[0], 200)
+        proc = subprocess.Popen([rung_path(), "--server", d.url, "logs", str(tid), "--follow",
+                                 "--interval", "0.1"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines = []
+        reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+        reader.start()
+        try:
+            h.wait_until(lambda: "a2\n" in lines, 10, "the first lines")
+            # rungd restarts (and may have lost the lines the heartbeat
+            # brought, docs/api.md, log_tail): nothing is printed twice.
+            d.kill9()
+            time.sleep(0.3)
+            d.restart()
+            self.assertEqual(d.port, port)
+            time.sleep(0.3)
+            self.assertEqual(w.heartbeat([tid], logs={str(tid): "a1\na2\na3\n"})[0], 200)
+            h.wait_until(lambda: "a3\n" in lines, 10, "the line after the restart")
+            # An older tail (what a restart that lost lines shows) is not new.
+            self.assertEqual(w.heartbeat([tid], logs={str(tid): "a1\na2\n"})[0], 200)
+            time.sleep(0.3)
+            self.assertEqual(w.heartbeat([tid], logs={str(tid): "a1\na2\na3\na4\n"})[0], 200)
+            h.wait_until(lambda: "a4\n" in lines, 10, "the next line")
+            # The worker is lost: the trial runs again, its log anew.
+            h.wait_until(lambda: d.trial(tid)["attempt"] == 2, 15, "a second attempt")
+            time.sleep(0.3)
+            self.assertEqual(lines, ["a1\n", "a2\n", "a3\n", "a4\n"])  # the old tail is not new
+            t2 = w.lease_one()
+            self.assertEqual(t2["id"], tid)
+            self.assertEqual(w.heartbeat([tid], logs={str(tid): "a1\n"})[0], 200)
+            h.wait_until(lambda: len(lines) == 5, 10, "the second attempt's line")
+            w.finish_ok(t2, log="a1\nb2\n")
+            rc = proc.wait(timeout=10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        reader.join(10)
+        err = proc.stderr.read()
+        proc.stderr.close()
+        proc.stdout.close()
+        self.assertNoSanitizer(err, "rung logs")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(lines, ["a1\n", "a2\n", "a3\n", "a4\n", "a1\n", "b2\n"])
+        self.assertIn("rung: trial %d: attempt 2" % tid, err)
+
     def test_logs_follow_a_real_worker(self):
         d = self.daemon("--lease-s", "3")  # a heartbeat every 0.5 s
         prog = os.path.join(self.tmp, "chatty.py")
