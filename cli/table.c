@@ -179,7 +179,14 @@ static void print_row(const CliTable *t, FILE *out, CliTableStyle style, const s
         int h = cell_lines(cell_at(t, row, c));
         height = h > height ? h : height;
     }
+    /* A plain line goes through a buffer so that its trailing blanks (the
+     * gap before an empty last cell) can be left out. */
+    FILE *const dest = out;
+    char *line = NULL;
+    size_t line_size = 0;
     for (int k = 0; k < height; k++) {
+        if (style == CLI_TABLE_PLAIN && (out = open_memstream(&line, &line_size)) == NULL)
+            out = dest;
         if (style == CLI_TABLE_BOXED)
             fputs("| ", out);
         for (int c = 0; c < t->n_cols; c++) {
@@ -203,6 +210,15 @@ static void print_row(const CliTable *t, FILE *out, CliTableStyle style, const s
                 fputs(last ? " |" : " | ", out);
             else if (!last)
                 fputs("  ", out);
+        }
+        if (out != dest) {
+            fclose(out);
+            out = dest;
+            while (line_size > 0 && line[line_size - 1] == ' ')
+                line_size--;
+            fwrite(line, 1, line_size, out);
+            free(line);
+            line = NULL;
         }
         fputc('\n', out);
     }

@@ -605,6 +605,7 @@ class CliTest(h.RungdTestCase):
         time.sleep(0.5)
         w.finish_ok(t, log="epoch 1\nepoch 2\nepoch 3 \x1b[31mred\x1b[0m\n")
         out, err = follower.communicate(timeout=10)
+        self.assertNoSanitizer(err, "logs --follow")
         self.assertEqual(follower.returncode, 0, err)
         self.assertEqual(out.count("epoch 2"), 1)  # printed once, not again
         self.assertIn("epoch 3", out)
@@ -717,6 +718,8 @@ class CliTest(h.RungdTestCase):
         self.assertNotIn("ImportError", row[bad["id"]])  # the first line only
         self.assertRegex(row[ok["id"]], r"completed .* 3\s*$")  # warn 3, no error
         self.assertLess(len(row[bad["id"]]), 200)  # cut to fit
+        # No trailing blanks, even before an empty last cell.
+        self.assertEqual([l for l in lines if l.endswith(" ")], [])
         # ls shows the state; watch ends on it.
         self.assertRegex(self.rung("ls", server=d, expect=0).stdout, r"doomed\s+failed")
         p = self.rung("watch", str(eid), "--interval", "0.2", server=d, expect=0, timeout=10)
