@@ -4,6 +4,7 @@
  * in a line. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,7 +96,7 @@ static bool parse_number(const char *command, const char *what, const char *arg,
     char *end;
     errno = 0;
     *out = strtod(arg, &end);
-    if (arg[0] == '\0' || *end != '\0' || errno != 0) {
+    if (arg[0] == '\0' || *end != '\0' || errno != 0 || !isfinite(*out)) {
         char shown[64];
         cli_fmt_sanitize(arg, shown, sizeof shown, false);
         fprintf(stderr, "rung: %s: %s must be a number, got '%s'\n", command, what, shown);
@@ -123,22 +124,34 @@ int cli_cmd_set(CliHttp *h, int argc, char **argv)
                 {"--share", "share", false},
                 {"--num-samples", "num_samples", true}};
     int64_t id;
-    if (argc < 3 || cli_cmd_parse_id("set", argv[0], &id) != 0)
+    if (argc < 2 || cli_cmd_parse_id("set", argv[0], &id) != 0)
         return CLI_EXIT_USAGE;
     json_t *body = json_object();
-    for (int i = 1; i < argc; i += 2) {
+    for (int i = 1; i < argc; i++) {
+        /* "--priority 5" or "--priority=5" */
+        const char *eq = strchr(argv[i], '=');
+        size_t name_len = eq ? (size_t)(eq - argv[i]) : strlen(argv[i]);
         size_t k = 0;
-        while (k < sizeof opts / sizeof opts[0] && strcmp(argv[i], opts[k].flag) != 0)
+        while (k < sizeof opts / sizeof opts[0] &&
+               !(strlen(opts[k].flag) == name_len && strncmp(argv[i], opts[k].flag, name_len) == 0))
             k++;
-        double v;
-        if (k == sizeof opts / sizeof opts[0] || i + 1 >= argc ||
-            !parse_number("set", argv[i], argv[i + 1], &v)) {
+        if (k == sizeof opts / sizeof opts[0]) {
+            char shown[64];
+            cli_fmt_sanitize(argv[i], shown, sizeof shown, false);
+            fprintf(stderr, "rung: set: unknown option '%s'\n", shown);
             json_decref(body);
             return CLI_EXIT_USAGE;
         }
-        /* The daemon checks the bounds and names the field. */
+        const char *val = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+        double v;
+        if (val == NULL || !parse_number("set", opts[k].flag, val, &v)) {
+            json_decref(body);
+            return CLI_EXIT_USAGE;
+        }
+        /* The daemon checks the bounds and names the field; a whole number
+         * goes as a JSON integer (4, not 4.0) where the field is one. */
         json_object_set_new(body, opts[k].key,
-                            opts[k].integer && v == (double)(json_int_t)v
+                            opts[k].integer && fabs(v) < 1e15 && v == (double)(json_int_t)v
                                 ? json_integer((json_int_t)v)
                                 : json_real(v));
     }

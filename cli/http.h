@@ -54,7 +54,9 @@ void cli_http_free(CliHttp *h);
 /* The normalized base URL, without a trailing '/'. Borrowed. */
 const char *cli_http_server(const CliHttp *h);
 
-/* One request. body (len bytes, may be NULL) is sent as JSON. On a 2xx
+/* One request. method is any HTTP method (GET, POST, PATCH, DELETE: every
+ * one but GET sends body, an empty one when NULL). body (len bytes, may be
+ * NULL) is sent as JSON. On a 2xx
  * answer fills reply (free with cli_http_reply_free) and returns 0; else
  * fills err and returns -1, leaving reply empty. */
 int cli_http_request(CliHttp *h, const char *method, const char *path, const char *body, size_t len,

@@ -514,7 +514,7 @@ class CliTest(h.RungdTestCase):
         self.assertIn("priority 7, share 2.5, max_concurrent_trials 4", p.stdout)
         x = d.experiment(eid)
         self.assertEqual((x["priority"], x["share"], x["max_concurrent_trials"]), (7, 2.5, 4))
-        self.rung("set", str(eid), "--num-samples", "5", "--priority", "-2", server=d, expect=0)
+        self.rung("set", str(eid), "--num-samples", "5", "--priority=-2", server=d, expect=0)
         x = d.experiment(eid)
         self.assertEqual((x["num_samples"], x["priority"]), (5, -2))
         # The daemon's refusal names the field; the client exits 1.
@@ -524,7 +524,10 @@ class CliTest(h.RungdTestCase):
         self.assertIn("share", p.stderr)
         self.rung("extend", "999", "9", server=d, expect=1)
         # Wrong arguments never reach the daemon.
-        for args in (["set", str(eid), "--colour", "red"], ["set", str(eid)],
+        p = self.rung("set", str(eid), "--colour", "red", server=d, expect=2)
+        self.assertIn("unknown option '--colour'", p.stderr)
+        for args in (["set", str(eid), "--share", "nan"], ["set", str(eid), "--share=inf"],
+                     ["set", str(eid), "--priority="], ["set", str(eid)],
                      ["set", str(eid), "--priority"], ["set", str(eid), "--priority", "high"],
                      ["extend", str(eid)], ["extend", str(eid), "many"], ["pause", "x"],
                      ["pause", str(eid), "--all"], ["resume"], ["resume", "1", "2"]):
