@@ -1,0 +1,243 @@
+"""The REST API of rungd as Python methods (docs/api.md is the reference).
+
+Standard library only (urllib). Every method returns the API's JSON
+objects as dicts and lists; lists are fetched whole, page by page. An
+error reply raises ApiError with the API's code, message and field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Iterator, Optional
+
+__all__ = ["Client", "RungError", "ApiError", "UnreachableError", "DEFAULT_SERVER"]
+
+DEFAULT_SERVER = "http://127.0.0.1:8080"
+PAGE = 1000  # the lists' largest limit
+# Transport errors and 503 (rungd refusing connections beyond its limits,
+# or a long-poll queue that is full) are worth a few more tries.
+RETRIES = 3
+
+
+class RungError(Exception):
+    """Any error of the client."""
+
+
+class ApiError(RungError):
+    """An error reply of rungd: HTTP status, and the API's code, message and
+    field (the input at fault, or None)."""
+
+    def __init__(self, status: int, code: str, message: str, field: Optional[str] = None):
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+        text = f"{message} (field: {field})" if field else message
+        super().__init__(f"{status} {code}: {text}")
+
+
+class UnreachableError(RungError):
+    """rungd could not be reached (connection refused, timeout, DNS)."""
+
+
+class Client:
+    """A connection to one rungd.
+
+    `server` defaults to $RUNG_SERVER, else http://127.0.0.1:8080; `token`
+    to $RUNG_TOKEN (sent as `Authorization: Bearer`, needed when rungd runs
+    with --token).
+    """
+
+    def __init__(self, server: Optional[str] = None, token: Optional[str] = None,
+                 timeout: float = 30.0):
+        self.server = (server or os.environ.get("RUNG_SERVER") or DEFAULT_SERVER).rstrip("/")
+        if "://" not in self.server:
+            self.server = "http://" + self.server
+        self.token = token if token is not None else os.environ.get("RUNG_TOKEN")
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"rung.Client({self.server!r})"
+
+    # -- transport ---------------------------------------------------------
+
+    def request(self, method: str, path: str, body: Any = None,
+                query: Optional[dict] = None, raw: bool = False) -> Any:
+        """One request; returns the decoded JSON reply (None for 204), or
+        the text when `raw`. Raises ApiError or UnreachableError."""
+        url = self.server + path
+        if query:
+            query = {k: _query_value(v) for k, v in query.items() if v is not None}
+            if query:
+                url += "?" + urllib.parse.urlencode(query)
+        data = None
+        headers = {"Accept": "application/json"}
+        if body is not None or method in ("POST", "PATCH", "PUT"):
+            data = json.dumps({} if body is None else body, allow_nan=False).encode()
+            headers["Content-Type"] = "application/json"
+        if self.token:
+            headers["Authorization"] = "Bearer " + self.token
+        for attempt in range(RETRIES + 1):
+            req = urllib.request.Request(url, data=data, headers=headers, method=method)
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                    payload = resp.read()
+                    if raw:
+                        return payload.decode("utf-8")
+                    return json.loads(payload) if payload else None
+            except urllib.error.HTTPError as err:
+                payload = err.read()
+                # A 503 that carries Retry-After is rungd refusing the
+                # connection before reading it: safe to send again.
+                if err.code == 503 and attempt < RETRIES and err.headers.get("Retry-After"):
+                    time.sleep(min(float(err.headers.get("Retry-After") or 1), 5.0))
+                    continue
+                raise _api_error(err.code, payload) from None
+            except (urllib.error.URLError, ConnectionError, TimeoutError) as err:
+                # Only requests that change nothing are sent again: a POST
+                # whose reply was lost may have been carried out.
+                if method == "GET" and attempt < RETRIES:
+                    time.sleep(0.2 * (attempt + 1))
+                    continue
+                reason = getattr(err, "reason", err)
+                raise UnreachableError(f"cannot reach rungd at {self.server}: {reason}") from None
+        raise AssertionError("unreachable")
+
+    def _pages(self, path: str, query: Optional[dict] = None) -> Iterator[dict]:
+        offset = 0
+        while True:
+            reply = self.request("GET", path, query={**(query or {}), "limit": PAGE,
+                                                     "offset": offset})
+            items = reply["items"]
+            yield from items
+            offset += len(items)
+            if not items or offset >= reply["total"]:
+                return
+
+    # -- experiments -------------------------------------------------------
+
+    def create_experiment(self, spec: dict) -> dict:
+        """POST /api/v1/experiments: submits a spec; returns the experiment."""
+        return self.request("POST", "/api/v1/experiments", spec)
+
+    def list_experiments(self, state: Optional[str] = None) -> list[dict]:
+        """Every experiment, newest first; only those in `state` when given."""
+        items = self._pages("/api/v1/experiments")
+        return [e for e in items if state is None or e["state"] == state]
+
+    def get_experiment(self, experiment_id: int) -> dict:
+        return self.request("GET", f"/api/v1/experiments/{int(experiment_id)}")
+
+    def patch_experiment(self, experiment_id: int, **fields: Any) -> dict:
+        """Changes num_samples (only up), priority, max_concurrent_trials or share."""
+        return self.request("PATCH", f"/api/v1/experiments/{int(experiment_id)}", fields)
+
+    def delete_experiment(self, experiment_id: int) -> dict:
+        """Deletes an ended experiment with its trials and reports."""
+        return self.request("DELETE", f"/api/v1/experiments/{int(experiment_id)}")
+
+    def cancel_experiment(self, experiment_id: int) -> dict:
+        return self.request("POST", f"/api/v1/experiments/{int(experiment_id)}/cancel")
+
+    def pause_experiment(self, experiment_id: int, running: str = "finish") -> dict:
+        """Leases nothing more of it; `running="pause"` also pauses its
+        running trials (they resume from their checkpoints)."""
+        return self.request("POST", f"/api/v1/experiments/{int(experiment_id)}/pause",
+                            query={"running": running})
+
+    def resume_experiment(self, experiment_id: int) -> dict:
+        return self.request("POST", f"/api/v1/experiments/{int(experiment_id)}/resume")
+
+    def retry_failed(self, experiment_id: int) -> dict:
+        """Puts the failed trials back in line: {"retried": n, "experiment": {...}}."""
+        return self.request("POST", f"/api/v1/experiments/{int(experiment_id)}/retry-failed")
+
+    def list_trials(self, experiment_id: int, state: Optional[str] = None,
+                    sort: str = "number") -> list[dict]:
+        """The experiment's trials (`sort`: "number" or "value", best first)."""
+        return list(self._pages(f"/api/v1/experiments/{int(experiment_id)}/trials",
+                                {"state": state, "sort": sort}))
+
+    def trials_csv(self, experiment_id: int) -> str:
+        """The trials as CSV, as `rung export` writes them."""
+        return self.request("GET", f"/api/v1/experiments/{int(experiment_id)}/trials.csv",
+                            raw=True)
+
+    def curves(self, experiment_id: int, after: int = 0, generation: int = 0) -> dict:
+        """One page of every reported value of the metric, from a cursor."""
+        return self.request("GET", f"/api/v1/experiments/{int(experiment_id)}/curves",
+                            query={"after": after, "generation": generation})
+
+    # -- trials ------------------------------------------------------------
+
+    def get_trial(self, trial_id: int) -> dict:
+        return self.request("GET", f"/api/v1/trials/{int(trial_id)}")
+
+    def trial_metrics(self, trial_id: int, after_step: Optional[int] = None) -> list[dict]:
+        """The reports of the trial's current attempt, ascending by step."""
+        items: list[dict] = []
+        cursor = -1 if after_step is None else after_step
+        while True:
+            reply = self.request("GET", f"/api/v1/trials/{int(trial_id)}/metrics",
+                                 query={"after_step": cursor})
+            page = reply["items"]
+            if not page:
+                return items
+            items.extend(page)
+            cursor = page[-1]["step"]
+
+    def stop_trial(self, trial_id: int) -> dict:
+        """Stops one trial: state `stopped`, stopped_by `user`."""
+        return self.request("POST", f"/api/v1/trials/{int(trial_id)}/stop")
+
+    # -- workers (the pull protocol of rung-worker) ------------------------
+
+    def list_workers(self, all: bool = False) -> list[dict]:
+        """The workers seen lately (`all=True`: every one ever registered)."""
+        return list(self._pages("/api/v1/workers", {"all": all}))
+
+    def register_worker(self, **body: Any) -> dict:
+        return self.request("POST", "/api/v1/workers", body)
+
+    def lease(self, worker_id: int, **body: Any) -> Optional[dict]:
+        """Asks for a trial; None when none came within `wait_s`."""
+        return self.request("POST", f"/api/v1/workers/{int(worker_id)}/lease", body)
+
+    def heartbeat(self, worker_id: int, **body: Any) -> dict:
+        return self.request("POST", f"/api/v1/workers/{int(worker_id)}/heartbeat", body)
+
+    def report(self, trial_id: int, **body: Any) -> dict:
+        return self.request("POST", f"/api/v1/trials/{int(trial_id)}/report", body)
+
+    def finish(self, trial_id: int, **body: Any) -> dict:
+        return self.request("POST", f"/api/v1/trials/{int(trial_id)}/finish", body)
+
+    # -- operations --------------------------------------------------------
+
+    def healthz(self) -> dict:
+        return self.request("GET", "/healthz")
+
+    def metrics_text(self) -> str:
+        """The Prometheus text of GET /metrics."""
+        return self.request("GET", "/metrics", raw=True)
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _api_error(status: int, payload: bytes) -> ApiError:
+    try:
+        err = json.loads(payload)["error"]
+        return ApiError(status, err.get("code", "error"), err.get("message", ""),
+                        err.get("field"))
+    except (ValueError, KeyError, TypeError):
+        text = payload.decode("utf-8", "replace").strip()[:200]
+        return ApiError(status, "http_error", text or f"HTTP {status}")

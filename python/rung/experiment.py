@@ -1,0 +1,385 @@
+"""rung.Experiment: submit a search, wait for it, and read its results.
+
+A thin layer over Client (rung.client) with the names Ray Tune and Optuna
+users know: `param_space`, `best()` with Ray's `scope`, `dataframe()` like
+Optuna's `trials_dataframe`. The spec it sends is the REST API's
+(docs/api.md, "The experiment spec"); fields it has no argument for pass
+through as keyword arguments with their API names.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shlex
+import sys
+import time
+from typing import Any, Callable, Optional, Union
+
+from .client import Client, RungError
+
+__all__ = ["Experiment", "Result", "ExperimentFailed", "trainable_spec"]
+
+ENDED = ("completed", "failed", "canceled")
+TERMINAL_TRIALS = ("completed", "stopped", "failed", "canceled")
+
+
+class ExperimentFailed(RungError):
+    """The experiment ended `failed`; `experiment` is its object, and the
+    message its `error` (docs/api.md, "The experiment object")."""
+
+    def __init__(self, experiment: dict):
+        self.experiment = experiment
+        super().__init__(f"experiment {experiment['id']} failed: {experiment.get('error')}")
+
+
+class Result:
+    """The best trial by one scope: its id, config, metric value and step,
+    and the whole trial object. (A plain class: dataclasses would import
+    inspect, and `import rung` is on every trial's start-up path.)"""
+
+    __slots__ = ("trial_id", "config", "value", "step", "trial")
+
+    def __init__(self, trial_id: int, config: dict, value: float, step: Optional[int],
+                 trial: dict):
+        self.trial_id = trial_id
+        self.config = config
+        self.value = value
+        self.step = step
+        self.trial = trial
+
+    def __repr__(self) -> str:
+        return (f"Result(trial_id={self.trial_id}, value={self.value!r}, "
+                f"step={self.step}, config={self.config!r})")
+
+
+def _python_env() -> dict:
+    """The environment of a Python trainable run by this interpreter: the
+    folder this package was imported from goes first on PYTHONPATH, so that
+    `import rung` works in the trial also from a source checkout that was
+    never pip-installed."""
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    pythonpath = os.pathsep.join(p for p in (package_parent, os.environ.get("PYTHONPATH"))
+                                 if p)
+    return {"PYTHONPATH": pythonpath}
+
+
+def _run_function_argv(fn: Callable) -> list[str]:
+    import inspect
+
+    path = inspect.getsourcefile(fn)
+    if path is None or not os.path.isfile(path) or fn.__qualname__ != fn.__name__:
+        raise ValueError(
+            f"trainable {fn.__qualname__!r}: a worker runs a function by importing "
+            "it from its .py file, so it must be a top-level function of a file "
+            "(not a notebook cell, a lambda or a nested function)")
+    return [sys.executable, "-c",
+            "import sys, rung.trial; rung.trial.run_function(sys.argv[1], sys.argv[2])",
+            os.path.abspath(path), fn.__name__]
+
+
+def trainable_spec(trainable: Any) -> dict:
+    """The API's trainable for what a user passes:
+
+    - a dict: as it is (`{"type": "command", ...}`, `{"type": "builtin", ...}`,
+      `{"type": "external"}`);
+    - a list of strings: the argv of a command;
+    - a path to a .py file: run with this Python interpreter (and this
+      package on its PYTHONPATH);
+    - any other string: a command line, split as a shell would;
+    - a function f(config): imported from its file and called by the worker.
+    """
+    if isinstance(trainable, dict):
+        return trainable
+    if isinstance(trainable, (list, tuple)):
+        return {"type": "command", "argv": [str(a) for a in trainable]}
+    if isinstance(trainable, str):
+        if trainable.endswith(".py") and os.path.isfile(trainable):
+            return {"type": "command", "argv": [sys.executable, os.path.abspath(trainable)],
+                    "env": _python_env()}
+        return {"type": "command", "argv": shlex.split(trainable)}
+    if callable(trainable):
+        return {"type": "command", "argv": _run_function_argv(trainable), "env": _python_env()}
+    raise TypeError(f"trainable: a dict, an argv list, a command, a .py file or a "
+                    f"function, not {type(trainable).__name__}")
+
+
+def _needs_conversion(value: Any) -> bool:
+    if isinstance(value, dict):
+        return "type" not in value
+    return not isinstance(value, (str, int, float, bool, list, type(None)))
+
+
+def _finite(value: Any) -> Optional[float]:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+class Experiment:
+    """One search: its spec before submission, its id and results after.
+
+    ```python
+    exp = rung.Experiment(name="mlp", trainable="train.py",
+                          param_space={"lr": rung.search.loguniform(1e-4, 1e-1)},
+                          metric="val_loss", mode="min", searcher="bayes",
+                          scheduler="asha", num_samples=40).submit()
+    exp.wait(progress=True)
+    print(exp.best().config)
+    ```
+    """
+
+    def __init__(self, name: Optional[str] = None, trainable: Any = None,
+                 param_space: Optional[dict] = None, metric: Optional[str] = None,
+                 mode: str = "min", searcher: Union[str, dict, None] = None,
+                 scheduler: Union[str, dict, None] = None, num_samples: int = 1,
+                 client: Optional[Client] = None, **spec_fields: Any):
+        self.client = client or Client()
+        self.id: Optional[int] = None
+        self.data: Optional[dict] = None
+        self._spec: dict[str, Any] = {}
+        if name is not None:
+            self._spec["name"] = name
+        if metric is not None:
+            self._spec["metric"] = metric
+        self._spec["mode"] = mode
+        space = dict(param_space or {})
+        if any(_needs_conversion(v) for v in space.values()):
+            from .convert import from_ray_param_space
+
+            space = from_ray_param_space(space)
+        self._spec["search_space"] = space
+        if searcher is not None:
+            self._spec["searcher"] = {"type": searcher} if isinstance(searcher, str) else searcher
+        if scheduler is not None:
+            self._spec["scheduler"] = ({"type": scheduler} if isinstance(scheduler, str)
+                                       else scheduler)
+        self._spec["num_samples"] = num_samples
+        self._spec.update({k: v for k, v in spec_fields.items() if v is not None})
+        if trainable is not None:
+            self._spec["trainable"] = trainable_spec(trainable)
+
+    @classmethod
+    def attach(cls, experiment_id: int, client: Optional[Client] = None) -> "Experiment":
+        """The experiment `experiment_id` that already exists in rungd."""
+        exp = cls.__new__(cls)
+        exp.client = client or Client()
+        exp.data = exp.client.get_experiment(experiment_id)
+        exp.id = exp.data["id"]
+        exp._spec = {}
+        return exp
+
+    def __repr__(self) -> str:
+        state = self.data["state"] if self.data else "not submitted"
+        return f"<rung.Experiment {self.id} {self.name!r} {state}>"
+
+    @property
+    def name(self) -> Optional[str]:
+        return (self.data or self._spec).get("name")
+
+    @property
+    def metric(self) -> str:
+        return (self.data or self._spec)["metric"]
+
+    @property
+    def mode(self) -> str:
+        return (self.data or self._spec)["mode"]
+
+    def spec(self) -> dict:
+        """The spec this experiment submits (or submitted), as the API's JSON."""
+        return dict(self._spec) if self.data is None else dict(self.data)
+
+    def _need_id(self) -> int:
+        if self.id is None:
+            raise RungError("the experiment has not been submitted yet: call submit()")
+        return self.id
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def submit(self) -> "Experiment":
+        """POST the spec; rungd checks it (ApiError naming the field) and the
+        search starts. Returns self."""
+        if self.id is not None:
+            raise RungError(f"experiment {self.id} was submitted already")
+        self.data = self.client.create_experiment(self._spec)
+        self.id = self.data["id"]
+        return self
+
+    def refresh(self) -> dict:
+        """The experiment object as rungd has it now."""
+        self.data = self.client.get_experiment(self._need_id())
+        return self.data
+
+    @property
+    def state(self) -> str:
+        return self.refresh()["state"]
+
+    def wait(self, progress: Optional[bool] = None, poll_s: float = 1.0,
+             timeout: Optional[float] = None, raise_on_failure: bool = True) -> dict:
+        """Waits until the experiment ends (completed, failed or canceled)
+        and returns its object. A paused experiment is waited for too.
+
+        `progress`: a bar on stderr (default: when stderr is a terminal;
+        elsewhere True prints a line whenever a trial ends). A `failed`
+        experiment raises ExperimentFailed with its error unless
+        `raise_on_failure` is False; `timeout` (seconds) raises TimeoutError.
+        """
+        tty = sys.stderr.isatty()
+        if progress is None:
+            progress = tty
+        deadline = None if timeout is None else time.monotonic() + timeout
+        last_line = None
+        while True:
+            exp = self.refresh()
+            if progress:
+                line = _progress_line(exp)
+                if tty:
+                    sys.stderr.write("\r\x1b[K" + line)
+                    sys.stderr.flush()
+                elif line != last_line:
+                    print(line, file=sys.stderr, flush=True)
+                last_line = line
+            if exp["state"] in ENDED:
+                if progress and tty:
+                    sys.stderr.write("\n")
+                if exp["state"] == "failed" and raise_on_failure:
+                    raise ExperimentFailed(exp)
+                return exp
+            if deadline is not None and time.monotonic() >= deadline:
+                if progress and tty:
+                    sys.stderr.write("\n")
+                raise TimeoutError(f"experiment {self.id} still {exp['state']} "
+                                   f"after {timeout} s")
+            time.sleep(poll_s)
+
+    def cancel(self) -> dict:
+        self.data = self.client.cancel_experiment(self._need_id())
+        return self.data
+
+    def pause(self, running: str = "finish") -> dict:
+        """Leases nothing more; running="pause" pauses running trials too."""
+        self.data = self.client.pause_experiment(self._need_id(), running)
+        return self.data
+
+    def resume(self) -> dict:
+        self.data = self.client.resume_experiment(self._need_id())
+        return self.data
+
+    def extend(self, num_samples: int) -> dict:
+        """Raises num_samples; a completed experiment runs again."""
+        self.data = self.client.patch_experiment(self._need_id(), num_samples=num_samples)
+        return self.data
+
+    def retry_failed(self) -> dict:
+        reply = self.client.retry_failed(self._need_id())
+        self.data = reply["experiment"]
+        return reply
+
+    def delete(self) -> dict:
+        return self.client.delete_experiment(self._need_id())
+
+    # -- results -----------------------------------------------------------
+
+    def trials(self, state: Optional[str] = None) -> list[dict]:
+        """The trial objects, in number order (docs/api.md, "The trial object")."""
+        return self.client.list_trials(self._need_id(), state=state)
+
+    def best(self, scope: Optional[str] = None) -> Optional[Result]:
+        """The best trial, or None before any trial reported the metric.
+
+        `scope="all"`: by the best value a trial reported at any step;
+        `"last"`: by each trial's last reported value (Ray Tune's scopes).
+        The default is the experiment's `best_scope`.
+        """
+        exp = self.data or self.refresh()
+        scope = scope or exp.get("best_scope") or "all"
+        if scope not in ("all", "last"):
+            raise ValueError(f"scope must be 'all' or 'last', not {scope!r}")
+        sign = 1.0 if exp["mode"] == "min" else -1.0
+        best: Optional[Result] = None
+        for t in self.trials():
+            if scope == "all":
+                value = _finite((t.get("best") or {}).get("value"))
+                step = (t.get("best") or {}).get("step")
+            else:
+                value = _finite((t.get("last") or {}).get(exp["metric"]))
+                step = t.get("step")
+            if value is None:
+                continue
+            if best is None or sign * value < sign * best.value:
+                best = Result(t["id"], t["config"], value, step, t)
+        return best
+
+    def rows(self) -> list[dict]:
+        """One dict a trial: the columns of `trials.csv` (id, number, state,
+        each parameter, best_value, last_value, steps), then best_step,
+        attempt, stopped_by, error, started_at, ended_at, and every other
+        metric of the last report as `last.<name>`."""
+        exp = self.data or self.refresh()
+        metric = exp["metric"]
+        out = []
+        for t in self.trials():
+            row: dict[str, Any] = {"id": t["id"], "number": t["number"], "state": t["state"]}
+            row.update(t["config"])
+            best = t.get("best") or {}
+            last = t.get("last") or {}
+            row["best_value"] = best.get("value")
+            row["last_value"] = _metric_value(last.get(metric))
+            row["steps"] = t.get("step")
+            row["best_step"] = best.get("step")
+            for key in ("attempt", "stopped_by", "error", "started_at", "ended_at"):
+                row[key] = t.get(key)
+            for name, value in last.items():
+                if name != metric:
+                    row["last." + name] = _metric_value(value)
+            out.append(row)
+        return out
+
+    def dataframe(self):
+        """rows() as a pandas DataFrame (pandas must be installed), like
+        Optuna's trials_dataframe()."""
+        try:
+            import pandas
+        except ImportError:
+            raise ImportError("dataframe() needs pandas (pip install pandas); rows() gives "
+                              "the same table as a list of dicts") from None
+        return pandas.DataFrame(self.rows())
+
+    def curves(self) -> dict[int, list[tuple[int, int, Optional[float]]]]:
+        """Every reported value of the metric, by trial id: a list of
+        (attempt, step, value) in the order rungd received them (value None
+        for a non-finite one)."""
+        out: dict[int, list] = {}
+        after, generation = 0, 0
+        while True:
+            page = self.client.curves(self._need_id(), after=after, generation=generation)
+            for trial_id, attempt, step, value in page["items"]:
+                out.setdefault(trial_id, []).append((attempt, step, value))
+            if not page["items"] or page["next"] == after:
+                return out
+            after, generation = page["next"], page["generation"]
+
+
+def _metric_value(value: Any) -> Any:
+    """A metric as a number: the API's "NaN"/"Infinity"/"-Infinity" strings
+    become floats."""
+    if isinstance(value, str):
+        return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}.get(value, value)
+    return value
+
+
+def _progress_line(exp: dict) -> str:
+    counts = exp.get("counts") or {}
+    done = sum(counts.get(s, 0) for s in TERMINAL_TRIALS)
+    total = max(exp.get("total_trials") or 0, 1)
+    width = 24
+    filled = min(width, done * width // total)
+    bar = "#" * filled + "-" * (width - filled)
+    text = (f"experiment {exp['id']} {exp['state']} [{bar}] {done}/{exp.get('total_trials')}"
+            f" running {counts.get('running', 0)}")
+    best = exp.get("best")
+    if best:
+        text += f"  best {exp['metric']}={best['value']:.6g} (trial {best['trial_id']})"
+    if exp.get("error"):
+        text += f"  error: {exp['error'].splitlines()[0][:120]}"
+    return text

@@ -1,0 +1,200 @@
+"""Unit tests of rung.trial (python/rung/trial.py): the `@rung` lines that
+rung.report writes, and what config() and the folder helpers answer inside
+and outside a worker. The line format is docs/api.md's "The line"; every
+line written here must be one that rung-worker's parser accepts."""
+
+import contextlib
+import io
+import json
+import math
+import os
+import sys
+import tempfile
+import unittest
+from unittest import mock
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "python"))
+
+import rung  # noqa: E402
+from rung import trial  # noqa: E402
+
+
+def captured(fn, *args, **kw):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        result = fn(*args, **kw)
+    return result, out.getvalue()
+
+
+def parse(line):
+    """The JSON object of an @rung line, with the protocol's bare NaN tokens."""
+    assert line.startswith("@rung "), line
+    return json.loads(line[len("@rung "):])
+
+
+class ReportTest(unittest.TestCase):
+
+    def setUp(self):
+        trial._last_step = None
+        patcher = mock.patch.dict(os.environ, {}, clear=False)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        for var in ("RUNG_RESUME_STEP", "RUNG_CONFIG", "RUNG_TRIAL_DIR", "RUNG_TRIAL_ID"):
+            os.environ.pop(var, None)
+
+    def test_one_line_flushed_with_counted_steps(self):
+        step, out = captured(rung.report, loss=0.5, acc=0.9)
+        self.assertEqual(step, 1)
+        self.assertEqual(out, '@rung {"step":1,"loss":0.5,"acc":0.9}\n')
+        self.assertEqual(captured(rung.report, loss=0.4)[0], 2)
+        self.assertEqual(captured(rung.report, step=10, loss=0.3)[0], 10)
+        self.assertEqual(captured(rung.report, loss=0.2)[1], '@rung {"step":11,"loss":0.2}\n')
+
+    def test_steps_continue_from_the_resume_step(self):
+        os.environ["RUNG_RESUME_STEP"] = "9"
+        self.assertEqual(rung.resume_step(), 9)
+        self.assertEqual(captured(rung.report, loss=1.0)[0], 10)
+
+    def test_non_finite_values_use_the_protocols_tokens(self):
+        _, out = captured(rung.report, a=math.nan, b=math.inf, c=-math.inf, d=3)
+        self.assertEqual(out, '@rung {"step":1,"a":NaN,"b":Infinity,"c":-Infinity,"d":3}\n')
+
+    def test_numpy_scalars_and_zero_d_arrays(self):
+        try:
+            import numpy as np
+        except ImportError:
+            self.skipTest("numpy is not installed")
+        _, out = captured(rung.report, a=np.float32(0.25), b=np.int64(7), c=np.array(1.5),
+                          d=np.float64("nan"), e=np.array([2.0]))
+        self.assertEqual(out, '@rung {"step":1,"a":0.25,"b":7,"c":1.5,"d":NaN,"e":2.0}\n')
+        with self.assertRaisesRegex(TypeError, "metric 'v' is an array of shape \\(3,\\)"):
+            rung.report(v=np.zeros(3))
+
+    def test_torch_scalars(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("torch is not installed")
+        _, out = captured(rung.report, loss=torch.tensor(0.5), n=torch.tensor(3))
+        self.assertEqual(out, '@rung {"step":1,"loss":0.5,"n":3}\n')
+        with self.assertRaisesRegex(TypeError, "metric 'w'"):
+            rung.report(w=torch.ones(2, 2))
+
+    def test_bad_values_raise_before_anything_is_printed(self):
+        cases = [({"loss": 0.5, "acc": "high"}, TypeError, "metric 'acc' is a str"),
+                 ({"ok": True}, TypeError, "metric 'ok' is a bool"),
+                 ({"v": None}, TypeError, "metric 'v' is a NoneType"),
+                 ({"v": [1.0]}, TypeError, "metric 'v' is a list"),
+                 ({}, ValueError, "at least one metric"),
+                 ({"x" * 65: 1}, ValueError, "1 to 64 bytes"),
+                 ({"v": 2**64}, ValueError, "64-bit"),
+                 ({f"m{i}": i for i in range(65)}, ValueError, "at most 64 metrics")]
+        for metrics, error, text in cases:
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out), self.assertRaisesRegex(error, text):
+                rung.report(**metrics)
+            self.assertEqual(out.getvalue(), "", metrics)
+        for step, text in [(-1, "step must be in"), (2**53 + 1, "step must be in"),
+                           (1.5, "whole number"), ("3", "metric 'step' is a str")]:
+            with self.assertRaisesRegex((ValueError, TypeError), text):
+                rung.report(step=step, loss=1.0)
+        self.assertEqual(captured(rung.report, step=3.0, loss=1.0)[1],
+                         '@rung {"step":3,"loss":1.0}\n')
+        self.assertEqual(trial._last_step, 3, "a refused report does not count a step")
+
+    def test_every_line_is_one_the_worker_accepts(self):
+        # The rules of docs/api.md's "The line" that a writer can break.
+        _, out = captured(rung.report, **{"name.with-dots_1": 1e-300, "big": 1e300, "neg": -2})
+        line = out.rstrip("\n")
+        self.assertTrue(line.startswith("@rung {"))
+        self.assertNotIn("\n", line)
+        self.assertLessEqual(len(line.encode()), 65536)
+        self.assertEqual(parse(line)["step"], 1)
+
+
+class EnvironmentTest(unittest.TestCase):
+
+    def setUp(self):
+        patcher = mock.patch.dict(os.environ, {}, clear=False)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        for var in ("RUNG_RESUME_STEP", "RUNG_CONFIG", "RUNG_TRIAL_DIR", "RUNG_TRIAL_ID"):
+            os.environ.pop(var, None)
+        self.tmp = tempfile.mkdtemp()
+        cwd = os.getcwd()
+        os.chdir(self.tmp)
+        self.addCleanup(os.chdir, cwd)
+
+    def test_outside_a_worker_a_local_run(self):
+        self.assertFalse(rung.in_worker())
+        self.assertIsNone(rung.trial_id())
+        self.assertEqual(rung.config(), {})
+        self.assertEqual(rung.config({"lr": 0.1}), {"lr": 0.1})
+        self.assertEqual(rung.resume_step(), 0)
+        self.assertEqual(rung.trial_dir(), os.path.join(os.path.realpath(self.tmp), "rung-local"))
+        self.assertTrue(os.path.isdir(rung.checkpoint_dir()))
+        self.assertEqual(rung.checkpoint_dir(), os.path.join(rung.trial_dir(), "checkpoints"))
+
+    def test_inside_a_worker_the_environment_it_set(self):
+        folder = os.path.join(self.tmp, "trials", "17")
+        os.environ.update({"RUNG_TRIAL_ID": "17", "RUNG_TRIAL_DIR": folder,
+                           "RUNG_CONFIG": '{"lr": 0.01, "hidden": 64}', "RUNG_RESUME_STEP": "4"})
+        self.assertTrue(rung.in_worker())
+        self.assertEqual(rung.trial_id(), 17)
+        self.assertEqual(rung.config({"lr": 0.1, "epochs": 3}),
+                         {"lr": 0.01, "hidden": 64, "epochs": 3})
+        self.assertEqual(rung.trial_dir(), folder)
+        self.assertEqual(rung.checkpoint_dir(), os.path.join(folder, "checkpoints"))
+        self.assertEqual(rung.resume_step(), 4)
+        os.environ["RUNG_CONFIG"] = "[1, 2]"
+        with self.assertRaisesRegex(ValueError, "RUNG_CONFIG"):
+            rung.config()
+
+
+class SearchAndSpecTest(unittest.TestCase):
+
+    def test_helpers_build_the_apis_domains(self):
+        s = rung.search
+        self.assertEqual(s.uniform(0, 1), {"type": "uniform", "low": 0, "high": 1})
+        self.assertEqual(s.qloguniform(1, 100, 5),
+                         {"type": "qloguniform", "low": 1, "high": 100, "q": 5})
+        self.assertEqual(s.qrandint(0, 10), {"type": "qrandint", "low": 0, "high": 10, "q": 1})
+        self.assertEqual(s.choice((1, "a")), {"type": "choice", "values": [1, "a"]})
+        self.assertEqual(s.grid_search([1, 2]), {"type": "grid", "values": [1, 2]})
+        self.assertEqual(s.normal(2, 0.5), {"type": "normal", "mean": 2, "sd": 0.5})
+
+    def test_trainable_forms(self):
+        from rung.experiment import trainable_spec
+
+        self.assertEqual(trainable_spec(["python3", "t.py", "--lr={lr}"]),
+                         {"type": "command", "argv": ["python3", "t.py", "--lr={lr}"]})
+        self.assertEqual(trainable_spec("python3 t.py --x='a b'"),
+                         {"type": "command", "argv": ["python3", "t.py", "--x=a b"]})
+        self.assertEqual(trainable_spec({"type": "external"}), {"type": "external"})
+        with self.assertRaisesRegex(ValueError, "top-level function"):
+            trainable_spec(lambda config: None)
+        with self.assertRaisesRegex(TypeError, "trainable"):
+            trainable_spec(3)
+        here = os.path.abspath(__file__)
+        t = trainable_spec(here)
+        self.assertEqual(t["argv"], [sys.executable, here])
+        self.assertIn("PYTHONPATH", t["env"])
+
+    def test_experiment_spec(self):
+        exp = rung.Experiment(name="n", trainable=["x"], param_space={"lr": 0.1},
+                              metric="loss", mode="max", searcher="bayes",
+                              scheduler={"type": "asha", "max_t": 9}, num_samples=4,
+                              max_concurrent_trials=2, stop={"patience": 3},
+                              client=rung.Client("http://127.0.0.1:1"))
+        self.assertEqual(exp.spec(), {
+            "name": "n", "metric": "loss", "mode": "max", "search_space": {"lr": 0.1},
+            "searcher": {"type": "bayes"}, "scheduler": {"type": "asha", "max_t": 9},
+            "num_samples": 4, "max_concurrent_trials": 2, "stop": {"patience": 3},
+            "trainable": {"type": "command", "argv": ["x"]}})
+        with self.assertRaisesRegex(rung.RungError, "not been submitted"):
+            exp.trials()
+
+
+if __name__ == "__main__":
+    unittest.main()
