@@ -274,6 +274,25 @@ class PythonClientCase(wh.WorkerTestCase):
         took = _seconds(second["ended_at"]) - _seconds(second["started_at"])
         self.assertLess(took, 10.0, second)
 
+    def test_the_readmes_from_python_section_runs(self):
+        d, client = self.start()
+        with open(os.path.join(wh.REPO_ROOT, "README.md")) as f:
+            readme = f.read()
+        section = readme[readme.index("## From Python"):]
+        code = section[section.index("```python\n") + 10:section.index("```\n", 10)]
+        self.assertLessEqual(section[:section.index("\n## ")].count("\n"), 16,
+                             "the README's From Python section is at most 15 lines")
+        path = self.script("readme_example.py", code)
+        out = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "PYTHONPATH": PYTHON_DIR, "RUNG_SERVER": d.url})
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr + self.explain(d))
+        best = eval(out.stdout.strip().splitlines()[-1])  # the printed config, a dict
+        self.assertTrue(1e-4 <= best["lr"] <= 1e-1, best)
+        (exp,) = client.list_experiments()
+        self.assertEqual(exp["state"], "completed")
+        self.assertEqual(exp["best"]["config"], best)
+        self.assertEqual(exp["counts"]["completed"] + exp["counts"]["stopped"], 20)
+
     def test_pip_install_into_a_virtual_environment(self):
         venv = os.path.join(self.tmp, "venv")
         subprocess.run([sys.executable, "-m", "venv", venv], check=True, timeout=120)
