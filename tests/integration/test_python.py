@@ -102,6 +102,12 @@ class PythonClientCase(wh.WorkerTestCase):
             mine = exp.best()
             self.assertEqual(server_best["trial_id"], mine.trial_id, scope)
             self.assertAlmostEqual(server_best["value"], mine.value)
+        # curves(): every reported value of each trial, in order.
+        curves = runs["all"].curves()
+        self.assertEqual(sorted(len(v) for v in curves.values()), [3, 3])
+        spiky = next(t for t in runs["all"].trials() if t["config"]["kind"] == "spiky")
+        self.assertEqual([(a, s) for a, s, _ in curves[spiky["id"]]], [(1, 1), (1, 2), (1, 3)])
+        self.assertAlmostEqual(curves[spiky["id"]][0][2], 0.1)
         # The trial ran through the worker as a real program: its reports are
         # in the store with the counted steps.
         trial = runs["all"].trials()[0]
@@ -292,6 +298,40 @@ class PythonClientCase(wh.WorkerTestCase):
         self.assertEqual(exp["state"], "completed")
         self.assertEqual(exp["best"]["config"], best)
         self.assertEqual(exp["counts"]["completed"] + exp["counts"]["stopped"], 20)
+
+    def test_wait_draws_a_progress_bar_on_a_terminal(self):
+        import pty
+        import select
+
+        d, client = self.start()
+        exp = rung.Experiment(trainable={"type": "command", "argv": [sys.executable,
+                                                                     self.script_path],
+                                         "env": {"PYTHONPATH": PYTHON_DIR}},
+                              param_space={"x": rung.search.uniform(0, 1)}, metric="loss",
+                              num_samples=4, client=client).submit()
+        master, slave = pty.openpty()
+        code = ("import rung; e = rung.Experiment.attach(%d); e.wait(poll_s=0.1); "
+                "print('best', e.best().value)" % exp.id)
+        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                                stderr=slave, env={**os.environ, "PYTHONPATH": PYTHON_DIR,
+                                                   "RUNG_SERVER": d.url})
+        os.close(slave)
+        seen = b""
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.2)[0]:
+                try:
+                    seen += os.read(master, 65536)
+                except OSError:
+                    break
+        out = proc.communicate(timeout=30)[0].decode()
+        os.close(master)
+        self.assertEqual(proc.returncode, 0, seen.decode(errors="replace"))
+        text = seen.decode(errors="replace")
+        self.assertIn("\r", text, "the bar is redrawn in place on a terminal")
+        self.assertIn("[" + "#" * 24 + "] 4/4", text)
+        self.assertIn("completed", text)
+        self.assertTrue(out.startswith("best "), out)
 
     def test_pip_install_into_a_virtual_environment(self):
         venv = os.path.join(self.tmp, "venv")
