@@ -5,12 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "clock.h"
 #include "commands.h"
 #include "fmt.h"
 #include "table.h"
 #include "view.h"
+#include "yaml.h"
 
 /* Largest spec file we read: the daemon's default body limit is 1 MiB and
  * it can be raised, so this only guards against reading a disk image by
@@ -76,11 +78,23 @@ static int read_all(FILE *f, const char *name, char **out, size_t *out_len, CliE
     return 0;
 }
 
+/* Whether path names a YAML spec: its name ends in .yaml or .yml, in any
+ * case (docs/api.md, "Command lines"); anything else, stdin included, is
+ * JSON unless `--yaml` says otherwise. */
+static bool yaml_name(const char *path)
+{
+    size_t n = strlen(path);
+    return (n > 5 && strcasecmp(path + n - 5, ".yaml") == 0) ||
+           (n > 4 && strcasecmp(path + n - 4, ".yml") == 0);
+}
+
 /* Reads and checks a spec file ("-" for stdin): it must be one JSON object
  * without duplicate keys (with duplicates, which one wins is up to the
- * parser, so a typo'd override would pass silently). The bytes are sent as
- * they are, so the daemon sees exactly what the user wrote. */
-static int load_spec(const char *path, char **body, size_t *len, CliError *err)
+ * parser, so a typo'd override would pass silently). The bytes of a JSON
+ * spec are sent as they are, so the daemon sees exactly what the user
+ * wrote; a YAML spec (yaml: true) is turned into JSON by cli/yaml.c, which
+ * refuses duplicates too, and sent as compact JSON. */
+static int load_spec(const char *path, bool yaml, char **body, size_t *len, CliError *err)
 {
     const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
@@ -91,35 +105,57 @@ static int load_spec(const char *path, char **body, size_t *len, CliError *err)
         fclose(f);
     if (rc != 0)
         return rc;
-    json_error_t jerr;
-    json_t *doc = json_loadb(*body, *len, JSON_REJECT_DUPLICATES, &jerr);
-    if (doc == NULL) {
+    json_t *doc;
+    if (yaml) {
+        char why[512], text[512];
+        doc = cli_yaml_to_json(*body, *len, why, sizeof why);
         free(*body);
         *body = NULL;
-        char text[sizeof jerr.text];
-        cli_fmt_sanitize(jerr.text, text, sizeof text, false);
-        if (jerr.line > 0)
-            return cli_error_local(err, "%s:%d:%d: invalid JSON: %s", name, jerr.line, jerr.column,
-                                   text);
-        return cli_error_local(err, "%s: invalid JSON: %s", name, text);
+        if (doc == NULL) {
+            cli_fmt_sanitize(why, text, sizeof text, false);
+            return cli_error_local(err, "%s: %s", name, text);
+        }
+    } else {
+        json_error_t jerr;
+        doc = json_loadb(*body, *len, JSON_REJECT_DUPLICATES, &jerr);
+        if (doc == NULL) {
+            free(*body);
+            *body = NULL;
+            char text[sizeof jerr.text];
+            cli_fmt_sanitize(jerr.text, text, sizeof text, false);
+            if (jerr.line > 0)
+                return cli_error_local(err, "%s:%d:%d: invalid JSON: %s", name, jerr.line,
+                                       jerr.column, text);
+            return cli_error_local(err, "%s: invalid JSON: %s", name, text);
+        }
     }
-    bool object = json_is_object(doc);
-    json_decref(doc);
-    if (!object) {
+    if (!json_is_object(doc)) {
+        json_decref(doc);
         free(*body);
         *body = NULL;
         return cli_error_local(err, "%s: a spec must be a JSON object ({...})", name);
     }
+    if (yaml) {
+        *body = json_dumps(doc, JSON_COMPACT);
+        json_decref(doc);
+        if (*body == NULL)
+            return cli_error_local(err, "%s: out of memory", name);
+        *len = strlen(*body);
+        return 0;
+    }
+    json_decref(doc);
     return 0;
 }
 
 int cli_cmd_submit(CliHttp *h, int argc, char **argv)
 {
-    bool quiet = false;
+    bool quiet = false, yaml = false;
     const char *path = NULL;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0)
             quiet = true;
+        else if (strcmp(argv[i], "--yaml") == 0)
+            yaml = true;
         else if (path == NULL && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0))
             path = argv[i];
         else
@@ -130,7 +166,7 @@ int cli_cmd_submit(CliHttp *h, int argc, char **argv)
     CliError err;
     char *body = NULL;
     size_t len = 0;
-    if (load_spec(path, &body, &len, &err) != 0)
+    if (load_spec(path, yaml || yaml_name(path), &body, &len, &err) != 0)
         return cli_cmd_fail(h, &err);
     json_t *exp;
     int rc = cli_http_json(h, "POST", "/api/v1/experiments", body, len, &exp, &err);
