@@ -2,7 +2,7 @@
 
 Every test runs the real binary as a user would, against a daemon started by
 the harness, and checks what it prints against what the API answers: submit
-(and its errors), ls, show, watch (driven to completion by a simulated worker
+(and its errors; YAML specs, their errors' lines), ls, show, watch (driven to completion by a simulated worker
 in a thread; without a TTY, on a pseudo-terminal, across a daemon restart),
 cancel, export, workers, tokens, an unreachable server and RUNG_SERVER; the
 steering verbs (pause, resume, extend, set, stop-trial, retry, delete), each
@@ -183,6 +183,93 @@ class CliTest(h.RungdTestCase):
         p = self.rung("submit", "-", server=d, stdin="[1, 2]")
         self.assertEqual(p.returncode, 1)
         self.assertIn("<stdin>", p.stderr)
+        self.assertEqual(d.call("GET", "/api/v1/experiments")[1]["total"], 0)
+
+    # ---- YAML specs ----------------------------------------------------
+
+    # Fields of the experiment object that are not the spec (docs/api.md,
+    # "The experiment object"): they differ between two submissions.
+    NOT_SPEC = ("id", "state", "ended_reason", "error", "created_at", "ended_at", "counts",
+                "best")
+
+    def spec_of(self, d, eid):
+        doc = d.experiment(eid)
+        return {k: v for k, v in doc.items() if k not in self.NOT_SPEC}
+
+    def test_submit_yaml_example_equals_json(self):
+        d = self.daemon()
+        ids = {}
+        for ext in ("json", "yaml"):
+            path = os.path.join(wh.EXAMPLES, "branin-random." + ext)
+            p = self.rung("submit", path, server=d, expect=0)
+            m = re.fullmatch(r"experiment (\d+) submitted: branin-sobol, 40 trials\n", p.stdout)
+            self.assertIsNotNone(m, p.stdout)
+            ids[ext] = int(m.group(1))
+        self.assertNotEqual(ids["json"], ids["yaml"])
+        from_json, from_yaml = self.spec_of(d, ids["json"]), self.spec_of(d, ids["yaml"])
+        self.assertEqual(from_yaml, from_json)
+        with open(os.path.join(wh.EXAMPLES, "branin-random.json")) as f:
+            for key, value in h.json.load(f).items():
+                self.assertEqual(from_yaml[key], value, key)
+        # .yml too, and stdin with --yaml; values keep their YAML types.
+        yml = self.write("small.yml", "name: small\nmetric: loss\nmode: max\n"
+                                      "search_space:\n  x: {type: uniform, low: 0, high: .5}\n"
+                                      "  tag: '1e-4'\n"
+                                      "searcher: {type: random, seed: 3}\n"
+                                      "num_samples: 2\ntrainable: {type: external}\n")
+        p = self.rung("submit", "-q", yml, server=d, expect=0)
+        doc = d.experiment(int(p.stdout))
+        self.assertEqual(doc["mode"], "max")
+        self.assertEqual(doc["search_space"]["x"]["high"], 0.5)
+        self.assertEqual(doc["search_space"]["tag"], "1e-4")
+        with open(yml) as f:
+            text = f.read()
+        p = self.rung("submit", "-", "--yaml", "-q", server=d, stdin=text, expect=0)
+        self.assertEqual(self.spec_of(d, int(p.stdout)), self.spec_of(d, doc["id"]))
+        # Without --yaml, stdin is JSON.
+        p = self.rung("submit", "-", server=d, stdin=text, expect=1)
+        self.assertIn("<stdin>:1:4: invalid JSON", p.stderr)
+        self.assertIn("YAML", self.rung("--help", expect=0).stdout)
+
+    def test_submit_yaml_errors_name_the_line(self):
+        d = self.daemon()
+        # A duplicate key, the typo'd override a JSON spec cannot carry
+        # either: refused before anything is sent.
+        dup = self.write("dup.yaml", "name: dup\nmetric: loss\nsearch_space:\n"
+                                     "  x: {type: uniform, low: 0, high: 1}\n"
+                                     "num_samples: 2\nmetric: acc\n")
+        p = self.rung("submit", dup, server=d, expect=1)
+        self.assertEqual(p.stderr, "rung: %s: line 6: duplicate key 'metric'\n" % dup)
+        self.assertEqual(p.stdout, "")
+        # libyaml's syntax errors carry the column; anchors, .inf, a second
+        # document each name their line.
+        cases = [
+            ("name: x\nsearch_space:\n  x: 1\n y: 2\n", "line 4, column 2: "),
+            ("name: x\nbase: &b {low: 0}\n", "line 2: anchors (&b) are not supported"),
+            ("name: x\nstop: {metric_threshold: .inf}\n", "line 2: .inf: infinite and NaN"),
+            ("name: x\n---\nname: y\n", "line 2: a second document"),
+            ("# nothing\n", "line 1: empty document"),
+        ]
+        for text, want in cases:
+            with self.subTest(text=text):
+                path = self.write("bad.yaml", text)
+                p = self.rung("submit", path, server=d, expect=1)
+                self.assertTrue(p.stderr.startswith("rung: %s: %s" % (path, want)), p.stderr)
+        # A list is no spec: the JSON path's message.
+        p = self.rung("submit", self.write("list.yaml", "- 1\n- 2\n"), server=d, expect=1)
+        self.assertIn("list.yaml: a spec must be a JSON object ({...})", p.stderr)
+        # A key holding a terminal escape is shown sanitized.
+        p = self.rung("submit", self.write("esc.yaml", 'name: a\n"\\e[2J": 1\n"\\e[2J": 2\n'),
+                      server=d, expect=1)
+        self.assertNotRegex(p.stderr, ANSI_RE)
+        self.assertIn("line 3: duplicate key", p.stderr)
+        self.assertEqual(d.call("GET", "/api/v1/experiments")[1]["total"], 0)
+        # What the daemon refuses it names, as for JSON.
+        bad = self.write("bad.yaml", "name: x\nmetric: loss\nmode: min\nsearch_space:\n"
+                                     "  lr: {type: loguniform, low: 0, high: 1}\n"
+                                     "trainable: {type: external}\n")
+        p = self.rung("submit", bad, server=d, expect=1)
+        self.assertIn("(field search_space.lr.low)", p.stderr)
         self.assertEqual(d.call("GET", "/api/v1/experiments")[1]["total"], 0)
 
     # ---- ls and show ---------------------------------------------------
