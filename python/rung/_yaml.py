@@ -36,7 +36,6 @@ directives, several documents, multi-line plain or quoted scalars.
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any, Callable, Optional
 

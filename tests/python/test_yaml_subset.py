@@ -11,13 +11,11 @@ string there, `yes` a boolean, `0o17` a string).
 from __future__ import annotations
 
 import glob
-import importlib
-import math
 import os
 import re
 import sys
 import unittest
-from typing import Any, Optional
+from typing import Any
 from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -1,0 +1,273 @@
+"""`python3 -m rung`, the Python command line client (rung.cli), run as a
+program: its verbs mirror the C client's, its exit statuses are 0 done, 1
+the request failed, 2 bad arguments.
+
+The tests that talk to a daemon start a real rungd through
+tests/integration/rungd_harness.py; its path comes from the environment
+variable RUNGD, which ctest sets. Without it they are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import unittest
+from typing import Any, Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PYTHON_DIR = os.path.join(ROOT, "python")
+FIXTURES = os.path.join(HERE, "fixtures")
+TIMEOUT_S = 60
+
+
+def run_cli(*args: str, server: Optional[str] = None, stdin: Optional[str] = None,
+            cwd: Optional[str] = None,
+            extra_env: Optional[dict] = None) -> subprocess.CompletedProcess:
+    """Runs `python3 -m rung ARGS` with this checkout's package."""
+    env = dict(os.environ)
+    env.update(extra_env or {})
+    env["PYTHONPATH"] = PYTHON_DIR + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("RUNG_TOKEN", None)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ in the source tree
+    if server is not None:
+        env["RUNG_SERVER"] = server
+    return subprocess.run([sys.executable, "-m", "rung", *args], input=stdin,
+                          capture_output=True, text=True, env=env, cwd=cwd or ROOT,
+                          timeout=TIMEOUT_S)
+
+
+def c_verbs() -> list[str]:
+    """The verbs of the C client's command table (cli/main.c)."""
+    with open(os.path.join(ROOT, "cli", "main.c"), encoding="utf-8") as f:
+        text = f.read()
+    table = text[text.index("commands[] = {"):]
+    table = table[:table.index("};")]
+    return re.findall(r'^\s*\{"([a-z-]+)",', table, re.M)
+
+
+class WithoutDaemonTest(unittest.TestCase):
+    """Help, usage errors and an unreachable daemon."""
+
+    def test_help_names_every_verb_of_the_c_client(self) -> None:
+        verbs = c_verbs()
+        self.assertIn("submit", verbs)
+        out = run_cli("--help")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        for verb in verbs + ["best", "run-function"]:
+            with self.subTest(verb=verb):
+                self.assertRegex(out.stdout, rf"(?m)^\s+{re.escape(verb)}\b")
+        self.assertEqual(run_cli("help").stdout, out.stdout)
+
+    def test_usage_errors_exit_2(self) -> None:
+        for argv, words in [((), "usage"), (("frobnicate",), "invalid choice"),
+                            (("show",), "required: ID"), (("show", "abc"), "positive integer"),
+                            (("extend", "1", "0"), "positive integer"),
+                            (("best", "1", "--scope", "first"), "invalid choice"),
+                            (("ls", "--bogus"), "unrecognized")]:
+            with self.subTest(argv=argv):
+                out = run_cli(*argv)
+                self.assertEqual(out.returncode, 2, out.stderr)
+                self.assertIn(words, out.stderr)
+                self.assertEqual(out.stdout, "")
+
+    def test_unreachable_daemon_exits_1(self) -> None:
+        with socket.socket() as s:  # a port nothing listens on
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        out = run_cli("--server", f"http://127.0.0.1:{port}", "ls")
+        self.assertEqual(out.returncode, 1)
+        self.assertIn(f"rung: cannot reach rungd at http://127.0.0.1:{port}", out.stderr)
+        self.assertNotIn("Traceback", out.stderr)
+
+    def test_run_function(self) -> None:
+        folder = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, folder)
+        path = os.path.join(folder, "trainable.py")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("import rung\n\ndef train(config):\n    rung.report(loss=config['x'])\n")
+        out = run_cli("run-function", path, "train", extra_env={"RUNG_CONFIG": '{"x": 0.25}'})
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertTrue(out.stdout.startswith("@rung "), out.stdout)
+        self.assertEqual(json.loads(out.stdout[6:]), {"step": 1, "loss": 0.25})
+
+    def test_local_errors_exit_1(self) -> None:
+        folder = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, folder)
+        bad = os.path.join(folder, "bad.yaml")
+        with open(bad, "w", encoding="utf-8") as f:
+            f.write("name: x\nname: y\n")
+        for argv, words in [(("submit", os.path.join(folder, "missing.json")), "missing.json"),
+                            (("submit", bad), "bad.yaml: line 2: duplicate key 'name'"),
+                            (("submit", "--wandb", os.path.join(FIXTURES, "wandb_nested.yaml")),
+                             "parameters.nested_category_1.parameters: nested parameters"),
+                            (("submit", "--wandb", os.path.join(FIXTURES,
+                                                                "wandb_sweepdemo.yaml")),
+                             "run_cap: ")]:
+            with self.subTest(argv=argv):
+                out = run_cli(*argv, server="http://127.0.0.1:1")
+                self.assertEqual(out.returncode, 1, out.stderr)
+                self.assertIn(words, out.stderr)
+                self.assertNotIn("Traceback", out.stderr)
+        out = run_cli("submit", "-", stdin="[1, 2]", server="http://127.0.0.1:1")
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("an experiment spec is a JSON object", out.stderr)
+
+
+YAML_SPEC = """\
+# A Rung spec written in YAML: the fields of docs/api.md.
+name: yaml-spec
+metric: loss
+mode: min
+priority: 5          # leased before the other experiments
+search_space:
+  lr: {type: loguniform, low: 1e-4, high: 1e-1}
+  layers: {type: choice, values: [1, 2]}
+num_samples: 2
+trainable:
+  type: external
+"""
+
+
+@unittest.skipUnless(os.environ.get("RUNGD"), "RUNGD is not set (ctest sets it to the built "
+                     "rungd): no daemon to talk to")
+class WithDaemonTest(unittest.TestCase):
+    """The verbs against a real rungd, in one sequence (each step builds on
+    the last)."""
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+        import rungd_harness
+
+        cls.harness = rungd_harness
+        cls.folder = tempfile.mkdtemp(prefix="rung-cli-py-")
+        cls.daemon = rungd_harness.Daemon(cls.folder).start()
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.daemon.stop()
+        shutil.rmtree(cls.folder, ignore_errors=True)
+
+    def cli(self, *args: str, rc: int = 0, stdin: Optional[str] = None) -> \
+            subprocess.CompletedProcess:
+        out = run_cli(*args, server=self.daemon.url, stdin=stdin)
+        self.assertEqual(out.returncode, rc, f"{args}: {out.stdout}\n{out.stderr}")
+        self.assertNotIn("Traceback", out.stderr)
+        return out
+
+    def cli_json(self, *args: str) -> Any:
+        return json.loads(self.cli(*args).stdout)
+
+    def test_verbs(self) -> None:
+        # submit: JSON, YAML, a W&B sweep, and - (stdin).
+        out = self.cli("submit", os.path.join(ROOT, "examples", "logreg-random.json"))
+        m = re.fullmatch(r"experiment (\d+) submitted: moons-mlp-random, 24 trials\n",
+                         out.stdout)
+        self.assertIsNotNone(m, out.stdout)
+        json_id = int(m.group(1))
+        spec_path = os.path.join(self.folder, "spec.yaml")
+        with open(spec_path, "w", encoding="utf-8") as f:
+            f.write(YAML_SPEC)
+        yaml_id = int(self.cli("submit", "-q", spec_path).stdout)
+        yaml_exp = self.daemon.experiment(yaml_id)
+        self.assertEqual(yaml_exp["search_space"]["lr"],
+                         {"type": "loguniform", "low": 1e-4, "high": 0.1})
+        self.assertEqual(yaml_exp["priority"], 5)
+        wandb_id = int(self.cli("submit", "-q", "--wandb",
+                                os.path.join(FIXTURES, "wandb_bayes_hyperband.yaml"),
+                                "--num-samples", "3").stdout)
+        wandb_exp = self.daemon.experiment(wandb_id)
+        self.assertEqual(wandb_exp["scheduler"]["grace_period"], 3)
+        self.assertEqual(wandb_exp["trainable"]["cwd"], FIXTURES)
+        stdin_id = int(self.cli("submit", "-q", "-", stdin=json.dumps(
+            self.harness.spec(name="from-stdin"))).stdout)
+        out = self.cli("submit", "--yaml", "-", stdin=YAML_SPEC.replace("yaml-spec", "again"))
+        self.assertRegex(out.stdout, r"^experiment \d+ submitted: again, 2 trials\n$")
+        again_id = out.stdout.split()[1]
+        self.cli("cancel", again_id)
+        self.assertIn("deleted with 2 trials", self.cli("delete", again_id).stdout)
+
+        # ls: the table and --json, the API's list object.
+        listing = self.cli_json("ls", "--json")
+        api = self.daemon.ok("GET", "/api/v1/experiments")
+        self.assertEqual(listing, api)  # the other test may have added experiments
+        self.assertEqual([e["id"] for e in listing["items"]][:4],
+                         [stdin_id, wandb_id, yaml_id, json_id])
+        table = self.cli("ls").stdout.splitlines()
+        self.assertEqual(table[0].split()[:3], ["ID", "NAME", "STATE"])
+        self.assertEqual(len(table), listing["total"] + 1)
+        self.assertIn("yaml-spec", table[3])
+        self.assertIn("0/2", table[3])
+
+        # show: the settings and trials; --json the experiment object.
+        shown = self.cli("show", str(yaml_id)).stdout
+        self.assertIn(f"experiment {yaml_id}: yaml-spec", shown)
+        self.assertRegex(shown, r"state:\s+running")
+        self.assertRegex(shown, r"lr\s+loguniform \(low 0.0001, high 0.1\)")
+        self.assertEqual(self.cli_json("show", str(yaml_id), "--json"),
+                         self.daemon.experiment(yaml_id))
+
+        # best: nothing reported yet, then a worker's reports.
+        out = self.cli("best", str(yaml_id))
+        self.assertIn("no trial has reported loss yet", out.stderr)
+        self.assertIsNone(self.cli_json("best", str(yaml_id), "--json"))
+        worker = self.harness.Worker(self.daemon)
+        first = worker.lease_one()
+        self.assertEqual(first["experiment_id"], yaml_id)
+        worker.report_ok(first, 1, {"loss": 0.5})
+        worker.report_ok(first, 2, {"loss": 0.9})
+        worker.finish(first, log="epoch 1\nepoch 2\x1b[31m red\n")
+        second = worker.lease_one()
+        worker.report_ok(second, 1, {"loss": 0.7})
+        best = self.cli_json("best", str(yaml_id), "--json")
+        self.assertEqual((best["trial_id"], best["value"], best["step"]), (first["id"], 0.5, 1))
+        self.assertEqual(best["config"], first["config"])
+        last = self.cli_json("best", str(yaml_id), "--scope", "last", "--json")
+        self.assertEqual((last["trial_id"], last["value"]), (second["id"], 0.7))
+        text = self.cli("best", str(yaml_id)).stdout
+        self.assertIn(f"trial {first['id']}: loss 0.5 at step 1", text)
+        self.assertIn("  layers: ", text)
+
+        # logs: the trial's log_tail, control characters left out.
+        self.assertEqual(self.cli("logs", str(first["id"])).stdout, "epoch 1\nepoch 2[31m red\n")
+
+        # export, cancel, delete.
+        csv_path = os.path.join(self.folder, "trials.csv")
+        out = self.cli("export", str(yaml_id), "-o", csv_path)
+        with open(csv_path, encoding="utf-8") as f:
+            header = f.readline().strip()
+        self.assertEqual(header, "id,number,state,lr,layers,best_value,last_value,steps")
+        self.assertIn("exported 2 trials", out.stderr)
+        self.assertIn(f"experiment {json_id}: canceled", self.cli("cancel", str(json_id)).stdout)
+        self.assertIn("deleted with 24 trials", self.cli("delete", str(json_id)).stdout)
+
+        # workers: the harness's worker, alive.
+        workers = self.cli_json("workers", "--json")
+        self.assertEqual([w["id"] for w in workers["items"]], [worker.id])
+        self.assertIn("alive", self.cli("workers").stdout)
+
+    def test_api_errors_exit_1_with_the_field(self) -> None:
+        bad = self.harness.spec(search_space={"lr": {"type": "loguniform", "low": 0,
+                                                     "high": 1}})
+        out = self.cli("submit", "-", stdin=json.dumps(bad), rc=1)
+        self.assertEqual(out.stderr, "rung: search_space.lr: low must be > 0 for loguniform "
+                         "(field: search_space.lr.low)\n")
+        self.assertEqual(out.stdout, "")
+        out = self.cli("show", "999999", rc=1)
+        self.assertEqual(out.stderr, "rung: experiment 999999 not found\n")
+        exp = self.daemon.create_experiment(self.harness.spec())
+        out = self.cli("extend", str(exp["id"]), "1", rc=0)  # the same num_samples is fine
+        self.assertIn("num_samples 1", out.stdout)
+        out = self.cli("delete", str(exp["id"]), rc=1)  # still running
+        self.assertIn("rung: ", out.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
