@@ -8,7 +8,7 @@ the same names, arguments and exit statuses, through rung.Client:
 `submit` also reads YAML specs (.yaml, .yml) and, with `--wandb`, W&B sweep
 files (rung.convert); `best` prints an experiment's best trial by either
 scope. Exit status 0 done, 1 the request failed (the daemon's error on
-stderr: `rung: MESSAGE (field: F)`) or rungd could not be reached, 2 bad
+stderr: `rung: CODE: MESSAGE (field F)`, as the C client) or rungd could not be reached, 2 bad
 arguments. Strings from the daemon are stripped of control characters
 before they reach the terminal.
 """
@@ -624,9 +624,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"rung: {err}", file=sys.stderr)
         return EXIT_USAGE
     except ApiError as err:
-        text = err.message or err.code
+        # The same line as the C client's (cli/http.c, cli_error_print).
+        text = f"{err.code}: {err.message}"
         if err.field:
-            text += f" (field: {err.field})"
+            text += f" (field {err.field})"
         print(f"rung: {_clean(text)}", file=sys.stderr)
         if err.status == 401:
             print("rung: hint: pass --token T or set RUNG_TOKEN to the daemon's token",

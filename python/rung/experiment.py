@@ -73,9 +73,7 @@ def _run_function_argv(fn: Callable) -> list[str]:
             f"trainable {fn.__qualname__!r}: a worker runs a function by importing "
             "it from its .py file, so it must be a top-level function of a file "
             "(not a notebook cell, a lambda or a nested function)")
-    return [sys.executable, "-c",
-            "import sys, rung.trial; rung.trial.run_function(sys.argv[1], sys.argv[2])",
-            os.path.abspath(path), fn.__name__]
+    return [sys.executable, "-m", "rung", "run-function", os.path.abspath(path), fn.__name__]
 
 
 def trainable_spec(trainable: Any) -> dict:

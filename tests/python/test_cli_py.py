@@ -257,11 +257,11 @@ class WithDaemonTest(unittest.TestCase):
         bad = self.harness.spec(search_space={"lr": {"type": "loguniform", "low": 0,
                                                      "high": 1}})
         out = self.cli("submit", "-", stdin=json.dumps(bad), rc=1)
-        self.assertEqual(out.stderr, "rung: search_space.lr: low must be > 0 for loguniform "
-                         "(field: search_space.lr.low)\n")
+        self.assertEqual(out.stderr, "rung: invalid_spec: search_space.lr: low must be > 0 "
+                         "for loguniform (field search_space.lr.low)\n")
         self.assertEqual(out.stdout, "")
         out = self.cli("show", "999999", rc=1)
-        self.assertEqual(out.stderr, "rung: experiment 999999 not found\n")
+        self.assertEqual(out.stderr, "rung: not_found: experiment 999999 not found\n")
         exp = self.daemon.create_experiment(self.harness.spec())
         out = self.cli("extend", str(exp["id"]), "1", rc=0)  # the same num_samples is fine
         self.assertIn("num_samples 1", out.stdout)
