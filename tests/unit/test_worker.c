@@ -1,8 +1,11 @@
-/* Unit tests of worker/: argv substitution, the layered environment, labels,
- * a trial's warnings, which trial folders --keep-trials removes and their
- * removal (real files: links not followed), slots bookkeeping, the backoff
- * schedule, line splitting, the stderr tail, and the process runner (real fork/exec of /bin/sh:
- * exit status, exec and chdir failures, a process group ended as a whole). */
+/* Unit tests of worker/: argv substitution, the layered environment, gangs
+ * (a lease reply's gang, its environment and argv placeholders, addresses
+ * and port ranges; the route to a loopback server and held ports on real
+ * sockets), labels, a trial's warnings, which trial folders --keep-trials
+ * removes and their removal (real files: links not followed), slots
+ * bookkeeping, the backoff schedule, line splitting, the stderr tail, and
+ * the process runner (real fork/exec of /bin/sh: exit status, exec and
+ * chdir failures, a process group ended as a whole). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,9 +25,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "advertise.h"
 #include "argv.h"
 #include "backoff.h"
 #include "env.h"
+#include "gang.h"
 #include "labels.h"
 #include "linebuf.h"
 #include "prune.h"
@@ -901,6 +906,320 @@ static void test_runner_group_kill(void **state)
     runner_close(&r);
 }
 
+/* ---- gangs (gang.h, advertise.h) ---- */
+
+static json_t *reply_with_gang(const char *gang_json)
+{
+    json_error_t e;
+    json_t *gang = json_loads(gang_json, JSON_DECODE_ANY, &e);
+    assert_non_null(gang);
+    return json_pack("{s:{s:i, s:s}, s:o}", "trial", "id", 7, "lease_token", "t", "gang", gang);
+}
+
+/* gang_from_reply on reply JSON; returns its result, *g filled. */
+static int gang_of(const char *gang_json, GangInfo *g, char *why, size_t why_size)
+{
+    json_t *reply = reply_with_gang(gang_json);
+    int rc = gang_from_reply(reply, 3, g, why, why_size);
+    json_decref(reply);
+    return rc;
+}
+
+static void test_gang_from_reply(void **state)
+{
+    (void)state;
+    GangInfo g;
+    char why[256] = "";
+    /* A 1-node trial: null or absent, and *g is left alone. */
+    gang_single(&g, 4242);
+    assert_int_equal(gang_of("null", &g, why, sizeof why), 0);
+    json_t *plain = json_pack("{s:{s:i}}", "trial", "id", 7);
+    assert_int_equal(gang_from_reply(plain, 3, &g, why, sizeof why), 0);
+    json_decref(plain);
+    assert_false(g.is_gang);
+    assert_int_equal(g.nnodes, 1);
+    assert_string_equal(g.master_addr, "127.0.0.1");
+    assert_int_equal(g.master_port, 4242);
+
+    assert_int_equal(gang_of("{\"rank\": 1, \"nnodes\": 2, \"master_addr\": \"10.0.0.5\", "
+                             "\"master_port\": 29500}",
+                             &g, why, sizeof why),
+                     1);
+    assert_true(g.is_gang);
+    assert_int_equal(g.rank, 1);
+    assert_int_equal(g.nnodes, 2);
+    assert_string_equal(g.master_addr, "10.0.0.5");
+    assert_int_equal(g.master_port, 29500);
+
+    /* The trial object's form: this worker (3) found among the members. */
+    json_t *r = json_pack("{s:{s:i, s:{s:[{s:i, s:i}, {s:i, s:i}, {s:i, s:i}], s:s, s:i}}}",
+                          "trial", "id", 7, "gang", "members", "rank", 0, "worker_id", 9, "rank", 1,
+                          "worker_id", 4, "rank", 2, "worker_id", 3, "master_addr", "gpu-a",
+                          "master_port", 40000);
+    memset(&g, 0, sizeof g);
+    assert_int_equal(gang_from_reply(r, 3, &g, why, sizeof why), 1);
+    assert_true(g.is_gang);
+    assert_int_equal(g.rank, 2);
+    assert_int_equal(g.nnodes, 3);
+    assert_string_equal(g.master_addr, "gpu-a");
+    assert_int_equal(g.master_port, 40000);
+    assert_int_equal(gang_from_reply(r, 5, &g, why, sizeof why), -1);
+    assert_non_null(strstr(why, "not among gang.members"));
+    json_decref(r);
+
+    /* Malformed: each refused with the field named, *g untouched. */
+    static const struct {
+        const char *gang, *why;
+    } bad[] = {
+        {"[]", "not an object"},
+        {"{\"rank\": 2, \"nnodes\": 2, \"master_addr\": \"a\", \"master_port\": 1}", "gang.rank"},
+        {"{\"rank\": -1, \"nnodes\": 2, \"master_addr\": \"a\", \"master_port\": 1}", "gang.rank"},
+        {"{\"rank\": 0, \"nnodes\": 0, \"master_addr\": \"a\", \"master_port\": 1}", "gang.nnodes"},
+        {"{\"rank\": 0, \"nnodes\": 65, \"master_addr\": \"a\", \"master_port\": 1}",
+         "gang.nnodes"},
+        {"{\"rank\": 0, \"nnodes\": 2, \"master_addr\": \"-a\", \"master_port\": 1}",
+         "gang.master_addr"},
+        {"{\"rank\": 0, \"nnodes\": 2, \"master_addr\": \"a b\", \"master_port\": 1}",
+         "gang.master_addr"},
+        {"{\"rank\": 0, \"nnodes\": 2, \"master_port\": 1}", "gang.master_addr"},
+        {"{\"rank\": 0, \"nnodes\": 2, \"master_addr\": \"a\", \"master_port\": 0}",
+         "gang.master_port"},
+        {"{\"rank\": 0, \"nnodes\": 2, \"master_addr\": \"a\", \"master_port\": 65536}",
+         "gang.master_port"},
+        {"{\"rank\": 0, \"nnodes\": 2, \"master_addr\": \"a\", \"master_port\": \"1\"}",
+         "gang.master_port"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        gang_single(&g, 1);
+        why[0] = '\0';
+        assert_int_equal(gang_of(bad[i].gang, &g, why, sizeof why), -1);
+        assert_non_null(strstr(why, bad[i].why));
+        assert_false(g.is_gang);
+    }
+}
+
+static void test_gang_env(void **state)
+{
+    (void)state;
+    GangInfo g = {.is_gang = true, .rank = 1, .nnodes = 2, .master_port = 29500};
+    snprintf(g.master_addr, sizeof g.master_addr, "10.0.0.5");
+    Env env;
+    env_init(&env);
+    /* The worker's and the trainable's own values lose to the gang's. */
+    char *base[] = {"MASTER_ADDR=elsewhere", "RANK=7", "PATH=/usr/bin", NULL};
+    env_trial_base(&env, base);
+    json_t *user = json_pack("{s:s, s:s}", "WORLD_SIZE", "8", "OMP_NUM_THREADS", "1");
+    assert_true(env_set_json(&env, user));
+    json_decref(user);
+    gang_env(&env, &g);
+    static const char *const want[][2] = {
+        {"RUNG_NODE_RANK", "1"},  {"RUNG_NNODES", "2"}, {"MASTER_ADDR", "10.0.0.5"},
+        {"MASTER_PORT", "29500"}, {"NNODES", "2"},      {"NODE_RANK", "1"},
+        {"WORLD_SIZE", "2"},      {"RANK", "1"},        {"LOCAL_RANK", "0"},
+    };
+    assert_int_equal(sizeof want / sizeof want[0], GANG_ENV_COUNT);
+    for (size_t i = 0; i < GANG_ENV_COUNT; i++) {
+        assert_string_equal(GANG_ENV_NAMES[i], want[i][0]);
+        assert_string_equal(env_get(&env, want[i][0]), want[i][1]);
+    }
+    assert_string_equal(env_get(&env, "OMP_NUM_THREADS"), "1");
+    assert_string_equal(env_get(&env, "PATH"), "/usr/bin");
+    env_close(&env);
+
+    /* No gang: Rung's own names are not inherited; the generic ones are
+     * whatever the worker or the trainable set. */
+    env_init(&env);
+    char *inside[] = {"RUNG_NODE_RANK=3", "RUNG_NNODES=4", "MASTER_PORT=1234", NULL};
+    env_trial_base(&env, inside);
+    gang_single(&g, 5555);
+    gang_env(&env, &g);
+    assert_null(env_get(&env, "RUNG_NODE_RANK"));
+    assert_null(env_get(&env, "RUNG_NNODES"));
+    assert_string_equal(env_get(&env, "MASTER_PORT"), "1234");
+    assert_null(env_get(&env, "WORLD_SIZE"));
+    assert_null(env_get(&env, "RANK"));
+    env_close(&env);
+}
+
+/* argv_expand over gang_argv_values: the placeholders next to the config's. */
+static char **gang_argv(const GangInfo *g, const char *argv_json, const char *config_json,
+                        char *why, size_t why_size)
+{
+    json_error_t e;
+    json_t *argv = json_loads(argv_json, 0, &e);
+    json_t *config = json_loads(config_json, 0, &e);
+    assert_non_null(argv);
+    assert_non_null(config);
+    json_t *values = gang_argv_values(g, config, argv, why, why_size);
+    char **out = values ? argv_expand(argv, values, why, why_size) : NULL;
+    json_decref(values);
+    json_decref(argv);
+    json_decref(config);
+    return out;
+}
+
+static void test_gang_placeholders(void **state)
+{
+    (void)state;
+    char why[512] = "";
+    GangInfo g = {.is_gang = true, .rank = 2, .nnodes = 4, .master_port = 29511};
+    snprintf(g.master_addr, sizeof g.master_addr, "gpu-a.lan");
+    char **a = gang_argv(&g,
+                         "[\"torchrun\", \"--nnodes={nnodes}\", \"--node_rank={node_rank}\", "
+                         "\"--master_addr\", \"{master_addr}\", \"--master_port={master_port}\", "
+                         "\"train.py\", \"--lr={lr}\", \"{unknown}\"]",
+                         "{\"lr\": 0.1}", why, sizeof why);
+    assert_non_null(a);
+    const char *want[] = {"torchrun",      "--nnodes=4", "--node_rank=2",
+                          "--master_addr", "gpu-a.lan",  "--master_port=29511",
+                          "train.py",      "--lr=0.1",   "{unknown}"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        assert_string_equal(a[i], want[i]);
+    assert_null(a[sizeof want / sizeof want[0]]);
+    argv_free(a);
+
+    /* A 1-node trial is a gang of one on this machine. */
+    gang_single(&g, 40001);
+    a = gang_argv(&g, "[\"run\", \"{node_rank}/{nnodes}@{master_addr}:{master_port}\"]", "{}", why,
+                  sizeof why);
+    assert_non_null(a);
+    assert_string_equal(a[1], "0/1@127.0.0.1:40001");
+    argv_free(a);
+    /* Without a port (none could be found), {master_port} stays as it is. */
+    gang_single(&g, 0);
+    a = gang_argv(&g, "[\"run\", \"{master_port}\"]", "{}", why, sizeof why);
+    assert_non_null(a);
+    assert_string_equal(a[1], "{master_port}");
+    argv_free(a);
+
+    /* A parameter named like a placeholder that argv uses: refused, named. */
+    static const char *const names[] = {"node_rank", "nnodes", "master_addr", "master_port"};
+    for (size_t i = 0; i < 4; i++) {
+        char argv_json[128], config_json[128];
+        snprintf(argv_json, sizeof argv_json, "[\"run\", \"--x={%s}\"]", names[i]);
+        snprintf(config_json, sizeof config_json, "{\"%s\": 3}", names[i]);
+        why[0] = '\0';
+        assert_null(gang_argv(&g, argv_json, config_json, why, sizeof why));
+        char quoted[64];
+        snprintf(quoted, sizeof quoted, "parameter '%s'", names[i]);
+        assert_non_null(strstr(why, quoted));
+    }
+    /* ... but one argv does not use is no conflict, and stays a parameter
+     * for the program (RUNG_CONFIG). */
+    a = gang_argv(&g, "[\"run\", \"{lr}\"]", "{\"nnodes\": 3, \"lr\": 1}", why, sizeof why);
+    assert_non_null(a);
+    assert_string_equal(a[1], "1");
+    argv_free(a);
+}
+
+static void test_gang_addresses(void **state)
+{
+    (void)state;
+    assert_true(gang_addr_valid("127.0.0.1"));
+    assert_true(gang_addr_valid("gpu-box-1.lan"));
+    assert_true(gang_addr_valid("fe80::1%eth0"));
+    assert_true(gang_addr_valid("host_name"));
+    assert_false(gang_addr_valid(NULL));
+    assert_false(gang_addr_valid(""));
+    assert_false(gang_addr_valid("-oops"));
+    assert_false(gang_addr_valid("a b"));
+    assert_false(gang_addr_valid("a;b"));
+    assert_false(gang_addr_valid("[::1]"));
+    char longest[GANG_ADDR_MAX + 2];
+    memset(longest, 'a', sizeof longest);
+    longest[GANG_ADDR_MAX] = '\0';
+    assert_true(gang_addr_valid(longest));
+    longest[GANG_ADDR_MAX] = 'a';
+    longest[GANG_ADDR_MAX + 1] = '\0';
+    assert_false(gang_addr_valid(longest));
+
+    static const char *const urls[][2] = {
+        {"http://127.0.0.1:8080", "127.0.0.1"},
+        {"http://rung.lan", "rung.lan"},
+        {"https://rung.lan:443/api", "rung.lan"},
+        {"http://user:pw@rung.lan:80/", "rung.lan"},
+        {"http://[::1]:8080/", "::1"},
+        {"http://[fe80::1%25eth0]", "fe80::1%25eth0"},
+        {"http://host?x=1", "host"},
+    };
+    char host[64];
+    for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
+        assert_int_equal(gang_url_host(urls[i][0], host, sizeof host), 0);
+        assert_string_equal(host, urls[i][1]);
+    }
+    assert_int_equal(gang_url_host("rung.lan:8080", host, sizeof host), -1);
+    assert_int_equal(gang_url_host("http://:8080", host, sizeof host), -1);
+    assert_int_equal(gang_url_host("http://[::1", host, sizeof host), -1);
+    assert_int_equal(gang_url_host("http://", host, sizeof host), -1);
+    assert_int_equal(gang_url_host("http://abcdef", host, 6), -1); /* does not fit */
+    assert_int_equal(gang_url_host("http://abcde", host, 6), 0);
+}
+
+static void test_gang_ports(void **state)
+{
+    (void)state;
+    int lo = 0, hi = 0;
+    char why[256];
+    assert_int_equal(gang_ports_parse("29500-29599", &lo, &hi, why, sizeof why), 0);
+    assert_int_equal(lo, 29500);
+    assert_int_equal(hi, 29599);
+    assert_int_equal(gang_ports_parse("29500", &lo, &hi, why, sizeof why), 0);
+    assert_int_equal(lo, 29500);
+    assert_int_equal(hi, 29500);
+    assert_int_equal(gang_ports_parse("1-65535", &lo, &hi, why, sizeof why), 0);
+    static const char *const bad[] = {"",       "0",      "0-10", "10-9",   "1-65536", "a-b",
+                                      "29500-", "-29500", "1--2", "123456", " 1",      "1-2-3"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(gang_ports_parse(bad[i], &lo, &hi, why, sizeof why), -1);
+        assert_non_null(strstr(why, "LO-HI"));
+    }
+    /* Each port of the range once, from the start offset, wrapping. */
+    bool seen[10] = {false};
+    for (int i = 0; i < 10; i++) {
+        int p = gang_ports_nth(100, 109, 123, i);
+        assert_true(p >= 100 && p <= 109);
+        assert_false(seen[p - 100]);
+        seen[p - 100] = true;
+    }
+    assert_int_equal(gang_ports_nth(100, 109, 123, 0), 103);
+    assert_int_equal(gang_ports_nth(100, 109, 123, 7), 100);
+    assert_int_equal(gang_ports_nth(5, 5, UINT64_MAX, 0), 5);
+}
+
+/* Real sockets on this machine: the route to a loopback server, and ports
+ * held while bound. */
+static void test_advertise(void **state)
+{
+    (void)state;
+    char addr[GANG_ADDR_MAX + 1], why[256];
+    assert_int_equal(advertise_route_addr("http://127.0.0.1:8080", addr, sizeof addr, why,
+                                          sizeof why),
+                     0);
+    assert_string_equal(addr, "127.0.0.1");
+    assert_int_equal(advertise_route_addr("http://[::1", addr, sizeof addr, why, sizeof why), -1);
+    assert_non_null(strstr(why, "no host"));
+
+    int port = 0;
+    int fd = advertise_port_open(0, 0, 0, &port, why, sizeof why);
+    assert_true(fd >= 0);
+    assert_true(port > 0 && port <= 65535);
+    /* Held: the range of only that port has nothing free. */
+    int other = 0;
+    assert_int_equal(advertise_port_open(port, port, 0, &other, why, sizeof why), -1);
+    assert_non_null(strstr(why, "no free TCP port"));
+    /* Nor does the kernel hand it out again meanwhile. */
+    int fd2 = advertise_port_open(0, 0, 0, &other, why, sizeof why);
+    assert_true(fd2 >= 0);
+    assert_int_not_equal(other, port);
+    close(fd2);
+    close(fd);
+    /* Closed: free again, for the program that will listen on it. */
+    fd = advertise_port_open(port, port, 0, &other, why, sizeof why);
+    assert_true(fd >= 0);
+    assert_int_equal(other, port);
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -926,6 +1245,12 @@ int main(void)
         cmocka_unit_test(test_runner_exit_status_and_env),
         cmocka_unit_test(test_runner_exec_failures),
         cmocka_unit_test(test_runner_group_kill),
+        cmocka_unit_test(test_gang_from_reply),
+        cmocka_unit_test(test_gang_env),
+        cmocka_unit_test(test_gang_placeholders),
+        cmocka_unit_test(test_gang_addresses),
+        cmocka_unit_test(test_gang_ports),
+        cmocka_unit_test(test_advertise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
