@@ -18,7 +18,7 @@ int slots_free_gpus(const Slots *s, int *out, int max)
 {
     int n = 0;
     for (int i = 0; i < s->n_gpus && n < max; i++)
-        if (!s->gpu_busy[i])
+        if (!s->gpu_busy[i] && !s->gpu_used[i])
             out[n++] = s->gpu_index[i];
     return n;
 }
@@ -33,7 +33,7 @@ bool slots_any_free(const Slots *s)
     if (slots_free_cpus(s) > 0)
         return true;
     for (int i = 0; i < s->n_gpus; i++)
-        if (!s->gpu_busy[i])
+        if (!s->gpu_busy[i] && !s->gpu_used[i])
             return true;
     return false;
 }
@@ -44,6 +44,15 @@ static int position(const Slots *s, int64_t index)
         if (s->gpu_index[i] == index)
             return i;
     return -1;
+}
+
+bool slots_set_used(Slots *s, int index, bool used)
+{
+    int i = position(s, index);
+    if (i < 0 || s->gpu_used[i] == used)
+        return false;
+    s->gpu_used[i] = used;
+    return true;
 }
 
 int slots_take(Slots *s, const int64_t *gpus, int n, int64_t cpus)

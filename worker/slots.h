@@ -18,6 +18,7 @@ typedef struct Slots {
     int n_gpus;                    /* GPUs offered, 0..SLOTS_MAX_GPUS */
     int gpu_index[SLOTS_MAX_GPUS]; /* device index (NVML/CUDA numbering), in offer order */
     bool gpu_busy[SLOTS_MAX_GPUS]; /* held by a running trial */
+    bool gpu_used[SLOTS_MAX_GPUS]; /* not spare: someone else uses it (spare.h); not offered */
     int64_t cpus;                  /* CPU slots offered, >= 0 */
     int64_t cpus_busy;             /* held by running trials, 0..cpus */
 } Slots;
@@ -26,10 +27,15 @@ typedef struct Slots {
  * and cpus CPU slots, all free. */
 void slots_init(Slots *s, const int *gpus, int n_gpus, int64_t cpus);
 
-/* Free GPU indices into out (at most max), in offer order; returns how many. */
+/* Marks GPU index as used by someone else (not offered) or spare again;
+ * an index not offered is ignored. Returns whether anything changed. */
+bool slots_set_used(Slots *s, int index, bool used);
+
+/* Free spare GPU indices into out (at most max), in offer order; returns how many. */
 int slots_free_gpus(const Slots *s, int *out, int max);
 int64_t slots_free_cpus(const Slots *s);
-/* Whether anything is free: a lease request is worth making. */
+/* Whether anything is free (a GPU only when spare too): a lease request is
+ * worth making. */
 bool slots_any_free(const Slots *s);
 
 /* Takes a grant: the GPUs with these indices and cpus CPU slots. 0, or -1
