@@ -41,6 +41,16 @@ bool gang_addr_valid(const char *addr)
     return true;
 }
 
+int gang_addr_unbracket(const char *addr, char *out, size_t size)
+{
+    size_t n = strlen(addr);
+    if (n < 2 || addr[0] != '[' || addr[n - 1] != ']' || n - 2 + 1 > size)
+        return -1;
+    memcpy(out, addr + 1, n - 2);
+    out[n - 2] = '\0';
+    return 0;
+}
+
 /* An integer member within [lo, hi] into *out; false otherwise. */
 static bool int_in(const json_t *obj, const char *key, int64_t lo, int64_t hi, int64_t *out)
 {
@@ -55,6 +65,9 @@ static bool int_in(const json_t *obj, const char *key, int64_t lo, int64_t hi, i
 static bool read_master(const json_t *obj, GangInfo *g, char *why, size_t why_size)
 {
     const char *addr = json_string_value(json_object_get(obj, "master_addr"));
+    char bare[GANG_ADDR_MAX + 1];
+    if (addr != NULL && gang_addr_unbracket(addr, bare, sizeof bare) == 0)
+        addr = bare;
     int64_t port;
     if (!gang_addr_valid(addr)) {
         snprintf(why, why_size,

@@ -82,6 +82,11 @@ json_t *gang_argv_values(const GangInfo *g, const json_t *config, const json_t *
  * would read as an option). */
 bool gang_addr_valid(const char *addr);
 
+/* An IPv6 literal in brackets, "[::1]", without them into out (size
+ * bytes), as MASTER_ADDR and torch.distributed want it. 0, or -1 when addr
+ * is not in brackets (or does not fit). */
+int gang_addr_unbracket(const char *addr, char *out, size_t size);
+
 /* The host of an http:// or https:// URL, without the brackets of an IPv6
  * literal and without user info or port, into host (size bytes). 0, or
  * -1 when url has no host or it does not fit. */

@@ -966,6 +966,12 @@ static void test_gang_from_reply(void **state)
     assert_int_equal(gang_from_reply(r, 5, &g, why, sizeof why), -1);
     assert_non_null(strstr(why, "not among gang.members"));
     json_decref(r);
+    /* An IPv6 literal in brackets (another worker's advertise_addr) loses them. */
+    r = json_pack("{s:{s:i}, s:{s:i, s:i, s:s, s:i}}", "trial", "id", 7, "gang", "rank", 0,
+                  "nnodes", 2, "master_addr", "[fd00::5]", "master_port", 29500);
+    assert_int_equal(gang_from_reply(r, 3, &g, why, sizeof why), 1);
+    assert_string_equal(g.master_addr, "fd00::5");
+    json_decref(r);
 
     /* Malformed: each refused with the field named, *g untouched. */
     static const struct {
@@ -1125,6 +1131,14 @@ static void test_gang_addresses(void **state)
     assert_false(gang_addr_valid("a b"));
     assert_false(gang_addr_valid("a;b"));
     assert_false(gang_addr_valid("[::1]"));
+    char bare[8];
+    assert_int_equal(gang_addr_unbracket("[::1]", bare, sizeof bare), 0);
+    assert_string_equal(bare, "::1");
+    assert_int_equal(gang_addr_unbracket("::1", bare, sizeof bare), -1);
+    assert_int_equal(gang_addr_unbracket("[::1", bare, sizeof bare), -1);
+    assert_int_equal(gang_addr_unbracket("[]", bare, sizeof bare), 0);
+    assert_string_equal(bare, "");
+    assert_int_equal(gang_addr_unbracket("[1234:5678]", bare, sizeof bare), -1); /* too long */
     char longest[GANG_ADDR_MAX + 2];
     memset(longest, 'a', sizeof longest);
     longest[GANG_ADDR_MAX] = '\0';
