@@ -122,20 +122,16 @@ static int from_members(const json_t *gang, int64_t worker_id, GangInfo *g, char
 int gang_from_reply(const json_t *reply, int64_t worker_id, GangInfo *g, char *why, size_t why_size)
 {
     const json_t *gang = json_object_get(reply, "gang");
-    if (gang == NULL || json_is_null(gang)) {
-        const json_t *in_trial = json_object_get(json_object_get(reply, "trial"), "gang");
-        if (in_trial == NULL || json_is_null(in_trial))
-            return 0;
-        if (!json_is_object(in_trial)) {
-            snprintf(why, why_size, "the trial's gang is not an object");
-            return -1;
-        }
-        return from_members(in_trial, worker_id, g, why, why_size);
-    }
+    if (gang == NULL || json_is_null(gang))
+        gang = json_object_get(json_object_get(reply, "trial"), "gang");
+    if (gang == NULL || json_is_null(gang))
+        return 0;
     if (!json_is_object(gang)) {
         snprintf(why, why_size, "gang is not an object");
         return -1;
     }
+    if (json_object_get(gang, "members") != NULL)
+        return from_members(gang, worker_id, g, why, why_size);
     GangInfo out = {.is_gang = true};
     if (!int_in(gang, "nnodes", 1, GANG_MAX_NODES, &out.nnodes)) {
         snprintf(why, why_size, "gang.nnodes is not an integer in [1, %d]", GANG_MAX_NODES);

@@ -41,9 +41,9 @@ typedef struct GangInfo {
  * port offered with the lease request that brought it (0: none). */
 void gang_single(GangInfo *g, int port);
 
-/* Reads the gang of a lease reply (the whole 200 body, borrowed): its
- * top-level "gang" {"rank", "nnodes", "master_addr", "master_port"}; or,
- * from a server that puts it only in the trial, the trial's "gang"
+/* Reads the gang of a lease reply (the whole 200 body, borrowed): the
+ * "gang" of its trial object (or of the reply itself), {"rank", "nnodes",
+ * "master_addr", "master_port"}; or the trial object's form elsewhere,
  * {"members": [{"rank", "worker_id"}], "master_addr", "master_port"},
  * where this worker is worker_id. Returns 0 when there is none (null or
  * absent: *g untouched), 1 when *g is filled, -1 with why when it is

@@ -951,11 +951,22 @@ static void test_gang_from_reply(void **state)
     assert_string_equal(g.master_addr, "10.0.0.5");
     assert_int_equal(g.master_port, 29500);
 
+    /* In the trial object, as rungd sends it. */
+    json_t *r = json_pack("{s:{s:i, s:{s:i, s:i, s:s, s:i}}}", "trial", "id", 7, "gang", "rank", 1,
+                          "nnodes", 4, "master_addr", "gpu-b", "master_port", 29501);
+    memset(&g, 0, sizeof g);
+    assert_int_equal(gang_from_reply(r, 3, &g, why, sizeof why), 1);
+    assert_true(g.is_gang);
+    assert_int_equal(g.rank, 1);
+    assert_int_equal(g.nnodes, 4);
+    assert_string_equal(g.master_addr, "gpu-b");
+    assert_int_equal(g.master_port, 29501);
+    json_decref(r);
+
     /* The trial object's form: this worker (3) found among the members. */
-    json_t *r = json_pack("{s:{s:i, s:{s:[{s:i, s:i}, {s:i, s:i}, {s:i, s:i}], s:s, s:i}}}",
-                          "trial", "id", 7, "gang", "members", "rank", 0, "worker_id", 9, "rank", 1,
-                          "worker_id", 4, "rank", 2, "worker_id", 3, "master_addr", "gpu-a",
-                          "master_port", 40000);
+    r = json_pack("{s:{s:i, s:{s:[{s:i, s:i}, {s:i, s:i}, {s:i, s:i}], s:s, s:i}}}", "trial", "id",
+                  7, "gang", "members", "rank", 0, "worker_id", 9, "rank", 1, "worker_id", 4,
+                  "rank", 2, "worker_id", 3, "master_addr", "gpu-a", "master_port", 40000);
     memset(&g, 0, sizeof g);
     assert_int_equal(gang_from_reply(r, 3, &g, why, sizeof why), 1);
     assert_true(g.is_gang);
