@@ -41,6 +41,13 @@ bool gang_addr_valid(const char *addr)
     return true;
 }
 
+bool gang_fields_refused(const json_t *reply_body)
+{
+    const char *field =
+        json_string_value(json_object_get(json_object_get(reply_body, "error"), "field"));
+    return field != NULL && (strcmp(field, "advertise_addr") == 0 || strcmp(field, "port") == 0);
+}
+
 int gang_addr_unbracket(const char *addr, char *out, size_t size)
 {
     size_t n = strlen(addr);

@@ -76,6 +76,12 @@ void gang_env(Env *env, const GangInfo *g);
 json_t *gang_argv_values(const GangInfo *g, const json_t *config, const json_t *argv, char *why,
                          size_t why_size);
 
+/* Whether a lease request's 400 reply (its body, borrowed; NULL is fine)
+ * refuses the gang fields themselves (field "advertise_addr" or "port"):
+ * a rungd from before gangs, which knows neither. The worker then asks
+ * without them, for 1-node trials only. */
+bool gang_fields_refused(const json_t *reply_body);
+
 /* Whether addr may be an advertise address: 1 .. GANG_ADDR_MAX bytes of
  * letters, digits, '.', '-', ':', '_' and '%' (host names, IPv4, IPv6
  * with a zone), not starting with '-' (it is put into argv, where it

@@ -1132,6 +1132,17 @@ static void test_gang_placeholders(void **state)
 static void test_gang_addresses(void **state)
 {
     (void)state;
+    /* A rungd from before gangs names the first field it does not know. */
+    json_t *e = json_pack("{s:{s:s, s:s, s:s}}", "error", "code", "invalid_argument", "message",
+                          "advertise_addr: unknown field", "field", "advertise_addr");
+    assert_true(gang_fields_refused(e));
+    json_object_set_new(json_object_get(e, "error"), "field", json_string("port"));
+    assert_true(gang_fields_refused(e));
+    json_object_set_new(json_object_get(e, "error"), "field", json_string("gpus[0]"));
+    assert_false(gang_fields_refused(e));
+    json_decref(e);
+    assert_false(gang_fields_refused(NULL));
+
     assert_true(gang_addr_valid("127.0.0.1"));
     assert_true(gang_addr_valid("gpu-box-1.lan"));
     assert_true(gang_addr_valid("fe80::1%eth0"));
