@@ -415,7 +415,9 @@ static Rdzv *rdzv_new(const RdzvConfig *c)
     r->nranks = c->nranks;
     r->op_s = c->op_s > 0 ? c->op_s : RDZV_OP_S;
     r->heard_rank = -1;
-    snprintf(r->where, sizeof r->where, "%s:%d", c->addr, c->port);
+    /* An IPv6 literal in brackets, so that its port stands apart. */
+    snprintf(r->where, sizeof r->where, strchr(c->addr, ':') ? "[%s]:%d" : "%s:%d", c->addr,
+             c->port);
     r->fd = malloc((size_t)c->nranks * sizeof *r->fd);
     r->peer = calloc((size_t)c->nranks, sizeof *r->peer);
     if (r->fd == NULL || r->peer == NULL) {
@@ -462,7 +464,7 @@ typedef struct Pending {
     char from[NAME_BYTES];
 } Pending;
 
-static int listen_on(const RdzvConfig *c, char *why, size_t size)
+static int listen_on(const RdzvConfig *c, const char *where, char *why, size_t size)
 {
     char port[16];
     snprintf(port, sizeof port, "%d", c->port);
@@ -496,8 +498,7 @@ static int listen_on(const RdzvConfig *c, char *why, size_t size)
     }
     freeaddrinfo(res);
     if (fd < 0)
-        snprintf(why, size, "rendezvous: cannot listen on %s:%d: %s", c->addr, c->port,
-                 strerror(err));
+        snprintf(why, size, "rendezvous: cannot listen on %s: %s", where, strerror(err));
     return fd;
 }
 
@@ -695,7 +696,7 @@ static int root_gather(Rdzv *r, const RdzvConfig *c, int lfd, char *why, size_t 
 static int join_root(Rdzv *r, const RdzvConfig *c, const void *payload, size_t len, char *why,
                      size_t size)
 {
-    int lfd = listen_on(c, why, size);
+    int lfd = listen_on(c, r->where, why, size);
     if (lfd < 0)
         return -1;
     int rc = root_gather(r, c, lfd, why, size);

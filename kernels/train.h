@@ -5,7 +5,13 @@
  * with an all-reduce through shared memory; the CUDA backend
  * (cuda/train_cuda.cu, built where nvcc exists) runs one host thread per
  * GPU with NCCL. Both follow the same recipe, report through the same
- * callback once per epoch, and save the same checkpoint. */
+ * callback once per epoch, and save the same checkpoint.
+ *
+ * Either may span several nodes (TrainNodes): one process per machine, each
+ * with the same number of local ranks, joined by a TCP rendezvous
+ * (rendezvous.h). The CUDA backend then forms one NCCL communicator over
+ * every GPU of every node; the CPU backend sums gradients over the
+ * rendezvous' connections. Data shards follow the global rank. */
 #ifndef RUNG_KERNELS_TRAIN_H
 #define RUNG_KERNELS_TRAIN_H
 
@@ -15,10 +21,29 @@
 #include <stdint.h>
 
 #include "data.h"
+#include "rendezvous.h"
 
 #define TRAIN_MAX_LAYERS 16   /* hidden layers */
 #define TRAIN_MAX_WIDTH 65536 /* units of one hidden layer */
 #define TRAIN_MAX_RANKS 64
+
+/* Nodes of one run: docs/api.md bounds a trial's resources_per_trial.nodes
+ * by 64. */
+#define TRAIN_MAX_NODES 64
+/* sizeof(ncclUniqueId), which train_cuda.cu checks at compile time. */
+#define TRAIN_NCCL_ID_BYTES 128
+
+/* A run over several nodes (docs/trainer.md, "Multi-node training"): one
+ * process per machine, each with the same number of local ranks (CPU
+ * threads, or GPUs); local rank r of node i is global rank i * local + r,
+ * which picks its data shard. Only node 0 reports and writes checkpoints; a
+ * resumed run starts from node 0's checkpoint on every node. */
+typedef struct TrainNodes {
+    int node;   /* this process: 0..nnodes-1 (RUNG_NODE_RANK) */
+    int nnodes; /* 2..TRAIN_MAX_NODES (RUNG_NNODES) */
+    Rdzv *rdzv; /* borrowed: joined with the other nodes (rendezvous rank = node) */
+    unsigned char nccl_id[TRAIN_NCCL_ID_BYTES]; /* CUDA: node 0's ncclUniqueId, rendezvoused */
+} TrainNodes;
 
 typedef enum { TRAIN_SGD, TRAIN_ADAMW } TrainOptimizer;
 typedef enum { TRAIN_FP32, TRAIN_BF16 } TrainPrecision;
@@ -49,6 +74,8 @@ typedef struct TrainConfig {
     /* Checkpoints: folder (RUNG_TRIAL_DIR) or NULL; resume after this epoch. */
     const char *checkpoint_dir;
     int64_t resume_epoch;
+    /* Several nodes, or NULL for one (borrowed). */
+    const TrainNodes *nodes;
 } TrainConfig;
 
 /* One epoch's results, as the @rung line reports them. */
@@ -60,8 +87,8 @@ typedef struct TrainEpoch {
     double samples_per_s;     /* training samples / epoch_s */
 } TrainEpoch;
 
-/* Called after each epoch (from one thread); a nonzero return stops the run
- * after that epoch (SIGTERM). */
+/* Called after each epoch (from one thread; on node 0 only); a nonzero
+ * return stops the run after that epoch (SIGTERM). */
 typedef int (*TrainReportFn)(const TrainEpoch *e, void *ctx);
 
 /* The learning rate at global step `step` (0-based) of `total` steps, with
@@ -86,6 +113,19 @@ uint64_t train_dropout_seed(uint64_t seed, int layer);
  * hash of (seed, index), so every backend and rank count starts alike. */
 void train_init_layer(uint64_t seed, int D, int H, size_t first, float *params);
 
+/* Multi-node (cfg->nodes not NULL), once before training: checks that
+ * every node runs the same config on the same data with as many local
+ * ranks on the same backend. 0, or -1 with why naming the first node that
+ * differs from node 0 (every node gets the same message). */
+int train_nodes_agree(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
+                      int local_ranks, bool cuda, char *why, size_t size);
+
+/* The state a resumed run (cfg->resume_epoch > 0) starts from: the
+ * checkpoint of that epoch, loaded by node 0 (or the only node) and sent to
+ * every other node. Arrays of n floats. 0, or -1 with why filled. */
+int train_resume_state(const TrainConfig *cfg, float *params, float *opt1, float *opt2, size_t n,
+                       int64_t *step, char *why, size_t size);
+
 /* Runs the CPU backend. Returns 0, 1 when stopped by train_stop_requested,
  * or -1 with why filled. */
 int train_cpu(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
@@ -97,5 +137,9 @@ int train_cuda(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
                TrainReportFn report, void *ctx, char *why, size_t size);
 /* How many CUDA devices are usable: 0 without a driver or a device. */
 int train_cuda_devices(void);
+/* A new ncclUniqueId (TRAIN_NCCL_ID_BYTES) for a multi-node run, made by
+ * node 0 before the rendezvous; -1 with why filled on failure or in a
+ * build without CUDA. */
+int train_cuda_unique_id(unsigned char *id, char *why, size_t size);
 
 #endif

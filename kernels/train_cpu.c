@@ -13,7 +13,19 @@
  * up to float rounding.
  *
  * Dropout masks are keyed by (seed, layer) and the sample's position in the
- * epoch's order, so they do not depend on how a batch is split. */
+ * epoch's order, so they do not depend on how a batch is split.
+ *
+ * Several nodes (cfg->nodes): each process runs its k ranks as above, as
+ * global ranks node * k .. node * k + k-1 of nnodes * k, which pick the data
+ * shards. A step's reduction then goes in three parts: slice r of the
+ * node's sum into rank 0's gradient; rank 0 sums that vector over the nodes
+ * through the rendezvous (a TCP all-reduce through node 0, in node order;
+ * a halt flag rides in its last element, so a SIGTERM on any node stops
+ * every node after the same step); then each rank updates its slice. The
+ * epoch's sums and the decision to stop go the same way. With one rank per
+ * node the sum is the one a single process of nnodes ranks computes, bit for
+ * bit; with more, the same up to float rounding (the order of addition
+ * differs). Only node 0 reports and writes checkpoints. */
 #include "train.h"
 
 #include <math.h>
@@ -55,8 +67,9 @@ typedef struct Run Run;
 
 typedef struct Rank {
     Run *run;
-    int r;
-    float *grad;   /* n_params */
+    int r;         /* local rank: 0..k-1 */
+    int g;         /* global rank: node * k + r */
+    float *grad;   /* n_params, and one more: the halt flag of a multi-node step */
     float **act;   /* act[0] = input rows, act[l+1] = layer l's output */
     float **delta; /* gradients of act[l], l >= 1 */
     int32_t *y;
@@ -75,7 +88,9 @@ struct Run {
     float *params;
     float *opt1, *opt2; /* sgd: velocity; adamw: m and v */
     int64_t adam_t;
-    int k;
+    int k;                   /* ranks of this process */
+    int K;                   /* ranks of the run: k times the nodes */
+    const TrainNodes *nodes; /* NULL: one node */
     Rank ranks[TRAIN_MAX_RANKS];
     pthread_barrier_t barrier;
     int64_t *perm;
@@ -168,8 +183,22 @@ static void slice_of(const Run *run, int r, size_t *lo, size_t *hi)
     *hi = *lo + per < run->n_params ? *lo + per : run->n_params;
 }
 
-/* The reduce-scatter and the update of slice r (after the barrier). */
-static void reduce_and_update(Run *run, int r)
+/* Slice r of the sum of every local rank's gradient, in rank order, into
+ * rank 0's (after the barrier). */
+static void reduce_slice(Run *run, int r)
+{
+    size_t lo, hi;
+    slice_of(run, r, &lo, &hi);
+    float *g = run->ranks[0].grad;
+    for (int q = 1; q < run->k; q++) {
+        const float *gq = run->ranks[q].grad;
+        for (size_t i = lo; i < hi; i++)
+            g[i] += gq[i];
+    }
+}
+
+/* The optimizer on slice r, from the summed gradient in rank 0's. */
+static void update_slice(Run *run, int r)
 {
     const TrainConfig *cfg = run->cfg;
     size_t lo, hi;
@@ -177,11 +206,6 @@ static void reduce_and_update(Run *run, int r)
     if (hi <= lo)
         return;
     float *g = run->ranks[0].grad;
-    for (int q = 1; q < run->k; q++) {
-        const float *gq = run->ranks[q].grad;
-        for (size_t i = lo; i < hi; i++)
-            g[i] += gq[i];
-    }
     if (cfg->optimizer == TRAIN_SGD)
         ops_sgd(run->params + lo, run->opt1 + lo, g + lo, hi - lo, run->lr_now, cfg->momentum,
                 cfg->weight_decay, cfg->nesterov);
@@ -190,7 +214,24 @@ static void reduce_and_update(Run *run, int r)
                   cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay, run->adam_t);
 }
 
-/* Validation: rank r takes rows [r*n/k, (r+1)*n/k) in batches. */
+/* Multi-node, on rank 0 between the barriers: this node's summed gradient
+ * becomes the sum over every node, and the halt flag (its last element)
+ * whether any node was asked to stop. A failure stops this node at once;
+ * train_main tells the others (rdzv_abort). */
+static void exchange_step(Run *run)
+{
+    float *g = run->ranks[0].grad;
+    g[run->n_params] = run->halt ? 1.0f : 0.0f;
+    if (rdzv_allreduce(run->nodes->rdzv, g, run->n_params + 1, RDZV_SUM_F32, run->why,
+                       sizeof run->why) != 0) {
+        run->failed = 1;
+        run->halt = true;
+        return;
+    }
+    run->halt = g[run->n_params] > 0.0f;
+}
+
+/* Validation: global rank g takes rows [g*n/K, (g+1)*n/K) in batches. */
 static void validate(Run *run, Rank *rk)
 {
     const Dataset *v = run->val;
@@ -198,7 +239,7 @@ static void validate(Run *run, Rank *rk)
     rk->val_correct = 0;
     if (v == NULL || v->n == 0)
         return;
-    int64_t lo = v->n * rk->r / run->k, hi = v->n * (rk->r + 1) / run->k;
+    int64_t lo = v->n * rk->g / run->K, hi = v->n * (rk->g + 1) / run->K;
     int64_t bs = run->cfg->batch_size;
     int C = run->layers[run->n_layers - 1].H;
     for (int64_t s = lo; s < hi; s += bs) {
@@ -229,11 +270,11 @@ static void *rank_main(void *arg)
         rk->loss_sum = 0;
         for (int64_t start = 0; start < n; start += cfg->batch_size) {
             int64_t len = n - start < cfg->batch_size ? n - start : cfg->batch_size;
-            int64_t m = data_shard(run->perm, n, start, len, rk->r, run->k, rk->idx);
+            int64_t m = data_shard(run->perm, n, start, len, rk->g, run->K, rk->idx);
             /* Positions in the epoch's order, for the dropout masks. */
             int64_t *where = rk->idx + cfg->batch_size; /* second half of idx */
             for (int64_t i = 0; i < m; i++)
-                where[i] = start + rk->r + i * run->k;
+                where[i] = start + rk->g + i * run->K;
             data_gather(run->train, rk->idx, m, rk->act[0], rk->y);
             if (m > 0) {
                 float *logits = forward(run, rk, m, true, where);
@@ -251,7 +292,15 @@ static void *rank_main(void *arg)
                 run->halt = train_stop_requested != 0; /* SIGTERM: this step is the last */
             }
             pthread_barrier_wait(&run->barrier); /* every gradient is in */
-            reduce_and_update(run, rk->r);
+            reduce_slice(run, rk->r);
+            if (run->nodes != NULL) {
+                pthread_barrier_wait(&run->barrier); /* this node's sum is in */
+                if (rk->r == 0)
+                    exchange_step(run);
+                pthread_barrier_wait(&run->barrier); /* every node's */
+            }
+            if (!run->failed)
+                update_slice(run, rk->r);
             pthread_barrier_wait(&run->barrier); /* the parameters are updated */
             if (rk->r == 0)
                 run->step++;
@@ -265,29 +314,49 @@ static void *rank_main(void *arg)
         pthread_barrier_wait(&run->barrier); /* validation done */
         if (rk->r == 0) {
             TrainEpoch e = {.epoch = run->epoch};
-            double loss = 0, vloss = 0;
-            int64_t correct = 0;
+            /* Training loss, validation loss, hits: this node's ranks in
+             * order, then summed over the nodes. */
+            double sums[3] = {0, 0, 0};
             for (int q = 0; q < run->k; q++) {
-                loss += run->ranks[q].loss_sum;
-                vloss += run->ranks[q].val_loss;
-                correct += run->ranks[q].val_correct;
+                sums[0] += run->ranks[q].loss_sum;
+                sums[1] += run->ranks[q].val_loss;
+                sums[2] += (double)run->ranks[q].val_correct;
             }
-            e.train_loss = loss / (double)n;
+            bool node0 = run->nodes == NULL || run->nodes->node == 0;
+            if (run->nodes != NULL && rdzv_allreduce(run->nodes->rdzv, sums, 3, RDZV_SUM_F64,
+                                                     run->why, sizeof run->why) != 0) {
+                run->failed = 1;
+                run->stop = true;
+            }
+            e.train_loss = sums[0] / (double)n;
             int64_t nv = run->val ? run->val->n : 0;
-            e.val_loss = nv ? vloss / (double)nv : NAN;
-            e.val_acc = nv ? (double)correct / (double)nv : NAN;
+            e.val_loss = nv ? sums[1] / (double)nv : NAN;
+            e.val_acc = nv ? sums[2] / (double)nv : NAN;
             e.epoch_s = t1 - t0;
             e.samples_per_s = (double)n / (t1 - t0);
-            if (cfg->checkpoint_dir != NULL &&
+            if (!run->failed && node0 && cfg->checkpoint_dir != NULL &&
                 checkpoint_save(cfg->checkpoint_dir, run->epoch, run->params, run->opt1, run->opt2,
                                 run->n_params, run->step, run->why, sizeof run->why) != 0) {
                 run->failed = 1;
                 run->stop = true;
             }
-            if (!run->stop && run->report(&e, run->ctx) != 0)
+            if (!run->stop && node0 && run->report(&e, run->ctx) != 0)
                 run->stop = true;
             if (run->epoch >= cfg->epochs)
                 run->stop = true;
+            if (run->nodes != NULL && !run->failed) {
+                /* Every node stops when any does; when any was asked to
+                 * by a signal, every node ends as stopped by a signal, so
+                 * that none reports a finished run that was cut short. */
+                int64_t code = train_stop_requested ? 2 : run->stop ? 1 : 0;
+                if (rdzv_allreduce(run->nodes->rdzv, &code, 1, RDZV_MAX_I64, run->why,
+                                   sizeof run->why) != 0) {
+                    run->failed = 1;
+                    code = 1;
+                }
+                run->stop = code != 0;
+                run->halt = code == 2;
+            }
             if (!run->stop) {
                 run->epoch++;
                 data_epoch_order(n, cfg->seed, run->epoch, run->perm);
@@ -320,11 +389,14 @@ static void run_free(Run *run)
 int train_cpu(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
               TrainReportFn report, void *ctx, char *why, size_t size)
 {
-    if (cfg->ranks < 1 || cfg->ranks > TRAIN_MAX_RANKS || cfg->batch_size < cfg->ranks ||
-        cfg->n_hidden < 0 || cfg->n_hidden > TRAIN_MAX_LAYERS || train->n < 1) {
+    int nnodes = cfg->nodes ? cfg->nodes->nnodes : 1;
+    if (cfg->ranks < 1 || cfg->ranks > TRAIN_MAX_RANKS || nnodes < 1 || nnodes > TRAIN_MAX_NODES ||
+        cfg->batch_size < (int64_t)cfg->ranks * nnodes || cfg->n_hidden < 0 ||
+        cfg->n_hidden > TRAIN_MAX_LAYERS || train->n < 1) {
         snprintf(why, size,
-                 "train_cpu: bad configuration (ranks %d, batch_size %lld, %lld samples)",
-                 cfg->ranks, (long long)cfg->batch_size, (long long)train->n);
+                 "train_cpu: bad configuration (ranks %d on %d node(s), batch_size %lld, %lld "
+                 "samples)",
+                 cfg->ranks, nnodes, (long long)cfg->batch_size, (long long)train->n);
         return -1;
     }
     Run *run = calloc(1, sizeof *run);
@@ -336,6 +408,8 @@ int train_cpu(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
     run->train = train;
     run->val = val;
     run->k = cfg->ranks;
+    run->K = cfg->ranks * nnodes;
+    run->nodes = cfg->nodes;
     run->report = report;
     run->ctx = ctx;
     /* Layout: input -> hidden... -> classes. */
@@ -361,8 +435,9 @@ int train_cpu(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
         Rank *rk = &run->ranks[r];
         rk->run = run;
         rk->r = r;
+        rk->g = (cfg->nodes ? cfg->nodes->node : 0) * run->k + r;
         int64_t rows = local > cfg->batch_size ? local : cfg->batch_size; /* validation batches */
-        ok = (rk->grad = calloc(off, sizeof(float))) != NULL &&
+        ok = (rk->grad = calloc(off + 1, sizeof(float))) != NULL &&
              (rk->act = calloc((size_t)run->n_layers + 1, sizeof(float *))) != NULL &&
              (rk->delta = calloc((size_t)run->n_layers + 1, sizeof(float *))) != NULL &&
              (rk->y = malloc((size_t)rows * sizeof(int32_t))) != NULL &&
@@ -388,8 +463,8 @@ int train_cpu(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
     init_params(run);
     if (cfg->resume_epoch > 0) {
         int64_t step;
-        if (checkpoint_load(cfg->checkpoint_dir, cfg->resume_epoch, run->params, run->opt1,
-                            run->opt2, run->n_params, &step, why, size) != 0) {
+        if (train_resume_state(cfg, run->params, run->opt1, run->opt2, run->n_params, &step, why,
+                               size) != 0) {
             run_free(run);
             free(run);
             return -1;

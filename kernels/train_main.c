@@ -17,7 +17,14 @@
  *
  * Once the command line is read, it makes sure OpenBLAS runs the best kernel
  * the CPU has (blas.h): OpenBLAS reads OPENBLAS_CORETYPE only when it is loaded, so
- * the program re-executes itself once with the variable set. */
+ * the program re-executes itself once with the variable set.
+ *
+ * A member of a multi-node gang (RUNG_NNODES > 1, set by rung-worker with
+ * RUNG_NODE_RANK, MASTER_ADDR and MASTER_PORT; docs/trainer.md, "Multi-node
+ * training") loads its data, joins the other nodes' processes at
+ * MASTER_ADDR:MASTER_PORT (node 0 listens there and hands out the NCCL
+ * unique id), checks with them that all train the same thing, and trains
+ * its share; only node 0 prints @rung lines and writes checkpoints. */
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
@@ -34,6 +41,8 @@
 #include "train.h"
 
 #define PICKED_ENV "RUNG_TRAIN_CORE_PICKED" /* set on the re-executed process */
+/* The longest rendezvous wait RUNG_RDZV_TIMEOUT_S may ask for: an hour. */
+#define RDZV_TIMEOUT_MAX_S 3600.0
 
 static void on_term(int sig)
 {
@@ -529,6 +538,112 @@ static int report_epoch(const TrainEpoch *e, void *ctx)
     return train_stop_requested != 0;
 }
 
+/* ---- several nodes ---- */
+
+/* Where this process stands in a multi-node run, from the environment. */
+typedef struct NodeEnv {
+    int node, nnodes; /* nnodes 1: a run on one node (the rest unset) */
+    const char *addr; /* MASTER_ADDR */
+    int port;         /* MASTER_PORT */
+    double timeout_s; /* RUNG_RDZV_TIMEOUT_S, or 0 for the rendezvous' default */
+} NodeEnv;
+
+/* An integer in [lo, hi] from variable name: 0, or -1 with why naming it. */
+static int env_int(const char *name, long lo, long hi, int *out, char *why, size_t size)
+{
+    const char *v = getenv(name);
+    char *end = NULL;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (v == NULL || v[0] == '\0' || *end != '\0' || x < lo || x > hi) {
+        snprintf(why, size, "%s: %s%s%s must be an integer in [%ld, %ld]", name, v ? "'" : "",
+                 v ? v : "not set;", v ? "'" : "", lo, hi);
+        return -1;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+/* RUNG_NNODES (absent, empty or 1: one node), RUNG_NODE_RANK, MASTER_ADDR,
+ * MASTER_PORT and RUNG_RDZV_TIMEOUT_S. */
+static int read_node_env(NodeEnv *e, char *why, size_t size)
+{
+    memset(e, 0, sizeof *e);
+    e->nnodes = 1;
+    const char *n = getenv("RUNG_NNODES");
+    if (n == NULL || n[0] == '\0')
+        return 0;
+    if (env_int("RUNG_NNODES", 1, TRAIN_MAX_NODES, &e->nnodes, why, size) != 0)
+        return -1;
+    if (e->nnodes == 1)
+        return 0;
+    if (env_int("RUNG_NODE_RANK", 0, e->nnodes - 1, &e->node, why, size) != 0 ||
+        env_int("MASTER_PORT", 1, 65535, &e->port, why, size) != 0)
+        return -1;
+    e->addr = getenv("MASTER_ADDR");
+    if (e->addr == NULL || e->addr[0] == '\0') {
+        snprintf(why, size, "MASTER_ADDR: not set or empty (node 0's address, with RUNG_NNODES %d)",
+                 e->nnodes);
+        return -1;
+    }
+    const char *t = getenv("RUNG_RDZV_TIMEOUT_S");
+    if (t != NULL && t[0] != '\0') {
+        char *end = NULL;
+        e->timeout_s = strtod(t, &end);
+        if (*end != '\0' || !(e->timeout_s > 0 && e->timeout_s <= RDZV_TIMEOUT_MAX_S)) {
+            snprintf(why, size, "RUNG_RDZV_TIMEOUT_S: '%s' must be a number of seconds in (0, %g]",
+                     t, RDZV_TIMEOUT_MAX_S);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Joins the other nodes (node 0 first makes the NCCL unique id when it
+ * trains on GPUs) and checks that every node trains the same thing with as
+ * many local ranks. nodes is filled and *rdzv opened (close with
+ * rdzv_close); -1 with why. */
+static int join_nodes(const NodeEnv *e, TrainConfig *cfg, const Dataset *train, const Dataset *val,
+                      bool gpu, TrainNodes *nodes, Rdzv **rdzv, char *why, size_t size)
+{
+    memset(nodes, 0, sizeof *nodes);
+    nodes->node = e->node;
+    nodes->nnodes = e->nnodes;
+    if (e->node == 0 && gpu && train_cuda_unique_id(nodes->nccl_id, why, size) != 0)
+        return -1;
+    fprintf(stderr, "rung-train: node %d of %d: rendezvous at %s:%d\n", e->node, e->nnodes, e->addr,
+            e->port);
+    RdzvConfig rc = {.addr = e->addr,
+                     .port = e->port,
+                     .rank = e->node,
+                     .nranks = e->nnodes,
+                     .join_s = e->timeout_s};
+    if (rdzv_join(&rc, nodes->nccl_id, sizeof nodes->nccl_id, rdzv, why, size) != 0)
+        return -1;
+    nodes->rdzv = *rdzv;
+    cfg->nodes = nodes;
+    int local = gpu ? train_cuda_devices() : cfg->ranks;
+    if (train_nodes_agree(cfg, train, val, local, gpu, why, size) != 0)
+        return -1;
+    /* Every node has seen the same config and local ranks: each refuses a
+     * batch too small for the run's ranks alike. */
+    if (cfg->batch_size > 0 && cfg->batch_size < (int64_t)local * e->nnodes) {
+        snprintf(why, size, "config.batch_size: %lld is smaller than the %d ranks of %d nodes",
+                 (long long)cfg->batch_size, local * e->nnodes, e->nnodes);
+        return -1;
+    }
+    /* Node 0 decides whether the run resumes (only it keeps checkpoints)
+     * and hands its state out when training starts. */
+    int64_t resume = cfg->resume_epoch;
+    if (rdzv_bcast(*rdzv, &resume, sizeof resume, why, size) != 0)
+        return -1;
+    cfg->resume_epoch = resume;
+    if (e->node != 0)
+        cfg->checkpoint_dir = NULL;
+    fprintf(stderr, "rung-train: node %d of %d: every node arrived; %d rank(s) in all%s\n", e->node,
+            e->nnodes, local * e->nnodes, resume > 0 ? ", resuming from node 0's checkpoint" : "");
+    return 0;
+}
+
 /* ---- main ---- */
 
 /* Re-executes with OPENBLAS_CORETYPE set to the best kernel this CPU runs,
@@ -556,6 +671,12 @@ int main(int argc, char **argv)
     }
     if (parsed != 0)
         return 2;
+    NodeEnv nenv;
+    char nwhy[512];
+    if (read_node_env(&nenv, nwhy, sizeof nwhy) != 0) {
+        fprintf(stderr, "rung-train: %s\n", nwhy);
+        return 2;
+    }
     pick_blas_core(argv);
     char why[1024] = "";
     struct sigaction sa;
@@ -641,6 +762,9 @@ int main(int argc, char **argv)
     cfg.checkpoint_dir = getenv("RUNG_TRIAL_DIR");
     const char *resume = getenv("RUNG_RESUME_STEP");
     cfg.resume_epoch = resume ? strtoll(resume, NULL, 10) : 0;
+    cfg.nodes = NULL;
+    if (nenv.node > 0)
+        cfg.resume_epoch = 0; /* node 0's decision comes with the rendezvous */
     if (cfg.resume_epoch > 0 && !checkpoint_exists(cfg.checkpoint_dir, cfg.resume_epoch)) {
         /* Not here (another worker's, or pruned by a run that finished on
          * its own before its pause reached it): start over; rungd answers
@@ -657,17 +781,46 @@ int main(int argc, char **argv)
     if (cfg.resume_epoch > 0)
         fprintf(stderr, "rung-train: resuming after epoch %lld\n", (long long)cfg.resume_epoch);
 
+    const Dataset *valset = val.n ? &val : &test;
+    TrainNodes nodes;
+    Rdzv *rdzv = NULL;
+    if (nenv.nnodes > 1 &&
+        join_nodes(&nenv, &cfg, &train, valset, gpu, &nodes, &rdzv, why, sizeof why) != 0) {
+        rdzv_abort(rdzv, why); /* the nodes that arrived learn why */
+        rdzv_close(rdzv);
+        data_free(&train);
+        data_free(&val);
+        data_free(&test);
+        return fail("%s%s", why, "");
+    }
     if (cfg.resume_epoch > 0)
         checkpoint_prune(cfg.checkpoint_dir, cfg.resume_epoch); /* resumes only go forward */
     Reporter rep = {.test = &test, .epochs = cfg.epochs};
     int rc;
     if (gpu)
-        rc = train_cuda(&cfg, &train, val.n ? &val : &test, report_epoch, &rep, why, sizeof why);
+        rc = train_cuda(&cfg, &train, valset, report_epoch, &rep, why, sizeof why);
     else
-        rc = train_cpu(&cfg, &train, val.n ? &val : &test, report_epoch, &rep, why, sizeof why);
+        rc = train_cpu(&cfg, &train, valset, report_epoch, &rep, why, sizeof why);
     data_free(&train);
     data_free(&val);
     data_free(&test);
+    if (rdzv != NULL) {
+        /* A failure here is told to the other nodes, which stop too; a
+         * finished run waits until every node has finished, so that none
+         * sees another's connection close while it still trains. After a
+         * SIGTERM, a node that fails has most likely lost a peer that was
+         * stopped the same way: it counts as stopped. */
+        if (rc == 0 && !train_stop_requested && rdzv_barrier(rdzv, why, sizeof why) != 0)
+            rc = -1;
+        if (rc == -1)
+            rdzv_abort(rdzv, why);
+        rdzv_close(rdzv);
+        if (rc == -1 && train_stop_requested) {
+            fprintf(stderr, "rung-train: %s\n", why);
+            rc = 1;
+            snprintf(why, sizeof why, "stopped by a signal (and the run across nodes with it)");
+        }
+    }
     if (rc == 1 || (rc == 0 && train_stop_requested)) {
         /* Stopped by a signal: mid-epoch (rc 1), or at an epoch's end, when
          * the report saw it. Not finished: the checkpoints stay for a resume. */

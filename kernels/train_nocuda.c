@@ -15,3 +15,10 @@ int train_cuda(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
     snprintf(why, size, "this rung-train was built without CUDA (no nvcc at build time)");
     return -1;
 }
+
+int train_cuda_unique_id(unsigned char *id, char *why, size_t size)
+{
+    (void)id;
+    snprintf(why, size, "this rung-train was built without CUDA (no nvcc at build time)");
+    return -1;
+}

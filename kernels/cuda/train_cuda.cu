@@ -39,6 +39,19 @@
  * barrier whose last arrival samples the flags, so all ranks see the same
  * values at the same step.
  *
+ * Several nodes (cfg->nodes; docs/trainer.md, "Multi-node training"): node
+ * 0 made an ncclUniqueId before the rendezvous, which handed it to every
+ * node; each process creates the communicators of its k GPUs with
+ * ncclCommInitRank(nnodes * k, id, node * k + r) in one group, so that one
+ * communicator spans every GPU of every node, and everything above that
+ * depends on the rank count (shards, scale, validation rows, dropout rows)
+ * uses the global rank and count. The host decisions stay per node, with
+ * two additions: a batch of "auto" is the smallest that every node chose,
+ * and the decision to stop after an epoch goes through the rendezvous. A
+ * SIGTERM, or a peer node's failure (rdzv_check, polled while waiting),
+ * aborts the communicators at once: node-local barriers cannot make nodes
+ * agree on a step, and a collective some node never joins would hang.
+ *
  * Memory: every device buffer of a rank lives in one allocation whose size
  * is computed before anything is allocated; "out of GPU memory" is reported
  * with that size, what the GPU has free, and the batch size, and batch_size
@@ -88,6 +101,9 @@ extern "C" {
 /* The largest batch that "auto" tries: rows and widths stay ints (cuBLAS
  * dimensions) far from overflow. */
 #define TRAIN_CUDA_AUTO_MAX ((int64_t)1 << 30)
+/* How often a waiting rank looks at the other nodes' connections: a poll()
+ * per peer, cheap; a failed node is noticed within this. */
+#define TRAIN_CUDA_NODE_CHECK_S 0.01
 
 #define NONE SIZE_MAX /* an arena buffer that this run does not need */
 
@@ -132,8 +148,11 @@ typedef struct Shared {
     const Dataset *train, *val;
     TrainReportFn report;
     void *ctx;
-    int k; /* ranks = GPUs */
-    int L; /* layers: hidden + output */
+    int k;                   /* ranks of this process = its GPUs */
+    int K;                   /* ranks of the run: k times the nodes */
+    int g0;                  /* global rank of this process's rank 0: node * k */
+    const TrainNodes *nodes; /* NULL: one node */
+    int L;                   /* layers: hidden + output */
     Layer layer[TRAIN_MAX_LAYERS + 1];
     int dim, C, max_h;      /* input width, classes, widest layer output */
     size_t n_packed, n_dev; /* parameters: as train_cpu.c packs them; with padding */
@@ -167,9 +186,12 @@ typedef struct Shared {
 
 typedef struct Rank {
     Shared *sh;
-    int r;
-    ncclComm_t comm; /* owned; NULL with one rank */
-    char *arena;     /* device, owned */
+    int r;             /* local rank = the GPU's index */
+    int grank;         /* global rank: g0 + r */
+    bool halted;       /* stopped by a signal at a step's barrier */
+    double checked_at; /* multi-node: when the other nodes were last checked on */
+    ncclComm_t comm;   /* owned; NULL with one rank */
+    char *arena;       /* device, owned */
     float *params, *grads, *opt1, *opt2;
     uint16_t *params_h;
     float *xin[2];
@@ -370,9 +392,27 @@ static int barrier(Shared *sh, int *snap)
     return 0;
 }
 
+/* Multi-node, while a rank waits: a SIGTERM stops it now (the other nodes
+ * may stop at another step: a collective could wait forever), and so does
+ * a peer node's failure or exit, which the rendezvous' connections show
+ * (checked every TRAIN_CUDA_NODE_CHECK_S). */
+static int wait_nodes(Rank *R)
+{
+    if (train_stop_requested)
+        return ops_cuda__failf("stopped by a signal");
+    double t = now_s();
+    if (t - R->checked_at < TRAIN_CUDA_NODE_CHECK_S)
+        return 0;
+    R->checked_at = t;
+    char why[512];
+    if (rdzv_check(R->sh->nodes->rdzv, why, sizeof why) != 0)
+        return ops_cuda__failf("%s", why);
+    return 0;
+}
+
 /* Waits for an event without blocking in the driver: gives up when another
- * rank failed (its peers' collectives would never complete) or NCCL reports
- * an asynchronous error. */
+ * rank failed (its peers' collectives would never complete), NCCL reports
+ * an asynchronous error, or (several nodes) wait_nodes says so. */
 static int wait_event(Rank *R, cudaEvent_t ev)
 {
     for (unsigned spins = 0;; spins++) {
@@ -383,6 +423,8 @@ static int wait_event(Rank *R, cudaEvent_t ev)
             return ops_cuda__fail(__FILE__, __LINE__, "cudaEventQuery", cudaGetErrorString(e));
         if (shared_failed(R->sh))
             return ops_cuda__failf("stopped: another GPU's rank failed");
+        if (R->sh->nodes != NULL && wait_nodes(R) != 0)
+            return -1;
         if (R->comm) {
             ncclResult_t st = ncclSuccess;
             ncclCheck(ncclCommGetAsyncError(R->comm, &st));
@@ -498,7 +540,7 @@ static int rank_setup(Rank *R)
     if (R->perm == NULL || R->idx == NULL)
         return ops_cuda__failf("out of host memory for the sample order (%lld samples)",
                                (long long)sh->train->n);
-    if (R->r == 0 && sh->cfg->checkpoint_dir != NULL) {
+    if (R->r == 0 && sh->g0 == 0 && sh->cfg->checkpoint_dir != NULL) {
         for (int i = 0; i < 3; i++)
             if ((R->save[i] = (float *)calloc(sh->n_packed, sizeof(float))) == NULL)
                 return ops_cuda__failf("out of host memory for checkpoints (%zu parameters)",
@@ -619,7 +661,7 @@ static int load_pass_batch(Rank *R, const Pass *p, int64_t t, int *slot)
     if (p->training) {
         int64_t n = sh->train->n, start = t * sh->batch;
         int64_t len = n - start < sh->batch ? n - start : sh->batch;
-        int64_t m = data_shard(R->perm, n, start, len, R->r, sh->k, R->idx);
+        int64_t m = data_shard(R->perm, n, start, len, R->grank, sh->K, R->idx);
         return load_batch(R, sh->train, m, start, len, slot);
     }
     int64_t s0 = p->lo + t * sh->rows;
@@ -661,7 +703,7 @@ static int forward(Rank *R, int s, int m, bool training, uint64_t first_row)
             return -1;
         if (hidden && training && cfg->dropout > 0.0f &&
             ops_cuda_dropout_rows_fwd(R->act[l], m, ly->H, cfg->dropout,
-                                      train_dropout_seed(cfg->seed, l), first_row, (uint64_t)sh->k,
+                                      train_dropout_seed(cfg->seed, l), first_row, (uint64_t)sh->K,
                                       R->compute) != 0)
             return -1;
     }
@@ -672,7 +714,7 @@ static int forward(Rank *R, int s, int m, bool training, uint64_t first_row)
 static int reduce_bucket(Rank *R, int b)
 {
     Shared *sh = R->sh;
-    if (sh->k == 1)
+    if (sh->K == 1)
         return 0; /* one rank: its gradient is the global-batch mean already */
     const Bucket *bk = &sh->bucket[b];
     cudaCheck(cudaEventRecord(R->bucket_ev[b], R->compute));
@@ -695,7 +737,7 @@ static int backward(Rank *R, int s, int m, uint64_t first_row)
         float *dY = R->g[cur];
         if (hidden && cfg->dropout > 0.0f &&
             ops_cuda_dropout_rows_bwd(dY, m, ly->H, cfg->dropout, train_dropout_seed(cfg->seed, l),
-                                      first_row, (uint64_t)sh->k, R->compute) != 0)
+                                      first_row, (uint64_t)sh->K, R->compute) != 0)
             return -1;
         const float *X = l == 0 ? R->xin[s] : R->act[l - 1];
         float *dX = l > 0 ? R->g[cur ^ 1] : NULL;
@@ -720,12 +762,12 @@ static int train_step(Rank *R, int s, int64_t epoch)
     int m = (int)R->m[s];
     cudaCheck(cudaStreamWaitEvent(cs, R->copy_done[s], 0));
     uint64_t first_row = (uint64_t)(epoch - 1) * (uint64_t)sh->train->n +
-                         (uint64_t)(R->start[s] + R->r);
+                         (uint64_t)(R->start[s] + R->grank);
     if (m > 0) {
         if (forward(R, s, m, true, first_row) != 0)
             return -1;
-        /* k / n_step, then ncclAvg's 1/k: the global-batch mean. */
-        float scale = (float)sh->k / (float)R->len[s];
+        /* K / n_step, then ncclAvg's 1/K: the global-batch mean. */
+        float scale = (float)sh->K / (float)R->len[s];
         if (ops_cuda_softmax_xent(R->act[sh->L - 1], R->yin[s], R->g[0], m, sh->C, scale,
                                   &R->stats->train_loss, NULL, cs) != 0)
             return -1;
@@ -740,7 +782,7 @@ static int train_step(Rank *R, int s, int64_t epoch)
                 return -1;
     }
     cudaCheck(cudaEventRecord(R->compute_done[s], cs));
-    if (sh->k > 1) {
+    if (sh->K > 1) {
         /* The optimizer waits for the last bucket. */
         cudaCheck(cudaEventRecord(R->comm_done, R->comm_s));
         cudaCheck(cudaStreamWaitEvent(cs, R->comm_done, 0));
@@ -820,7 +862,7 @@ static int epoch_sums(Rank *R)
     pack_stats_kernel<<<1, 1, 0, R->compute>>>(R->stats);
     cudaCheck(cudaGetLastError());
     cudaStream_t out = R->compute;
-    if (sh->k > 1) {
+    if (sh->K > 1) {
         cudaCheck(cudaEventRecord(R->stats_ev, R->compute));
         cudaCheck(cudaStreamWaitEvent(R->comm_s, R->stats_ev, 0));
         ncclCheck(ncclAllReduce(R->stats->reduced, R->stats->reduced, 3, ncclDouble, ncclSum,
@@ -833,8 +875,9 @@ static int epoch_sums(Rank *R)
     return wait_event(R, R->host_done);
 }
 
-/* Rank 0 after an epoch, as train_cpu.c: checkpoint, report, and whether
- * the run goes on (into sh->stop, which the next barrier hands out). */
+/* Rank 0 after an epoch, as train_cpu.c: checkpoint and report (node 0),
+ * and whether the run goes on (into sh->stop, which the next barrier hands
+ * out; with several nodes, agreed between them). */
 static int end_epoch(Rank *R, int64_t epoch, double epoch_s)
 {
     Shared *sh = R->sh;
@@ -848,7 +891,8 @@ static int end_epoch(Rank *R, int64_t epoch, double epoch_s)
     e.val_acc = nv ? R->hstats[2] / (double)nv : NAN;
     e.epoch_s = epoch_s;
     e.samples_per_s = (double)n / epoch_s;
-    if (cfg->checkpoint_dir != NULL) {
+    bool node0 = sh->g0 == 0;
+    if (node0 && cfg->checkpoint_dir != NULL) {
         /* The GPU is idle: epoch_sums waited for everything before it. */
         if (copy_tensors(sh, R->save[0], R->params, false) != 0 ||
             (R->opt1 && copy_tensors(sh, R->save[1], R->opt1, false) != 0) ||
@@ -859,9 +903,26 @@ static int end_epoch(Rank *R, int64_t epoch, double epoch_s)
                             sh->n_packed, R->step, why, sizeof why) != 0)
             return ops_cuda__failf("%s", why);
     }
-    bool stop = sh->report(&e, sh->ctx) != 0 || epoch >= cfg->epochs;
+    bool stop = (node0 && sh->report(&e, sh->ctx) != 0) || epoch >= cfg->epochs;
+    bool halted = false;
+    if (sh->nodes != NULL) {
+        /* Every node stops when any does; when any was asked to by a
+         * signal, every node ends as stopped by a signal, so that none
+         * reports a finished run that was cut short (train_cpu.c alike). */
+        char why[512];
+        int64_t code = train_stop_requested ? 2 : stop ? 1 : 0;
+        if (rdzv_allreduce(sh->nodes->rdzv, &code, 1, RDZV_MAX_I64, why, sizeof why) != 0)
+            return ops_cuda__failf("%s", why);
+        stop = code != 0;
+        halted = code == 2;
+    }
     pthread_mutex_lock(&sh->mu);
     sh->stop = stop;
+    if (halted) {
+        sh->halted = true;
+        sh->halt_epoch = epoch;
+        sh->halt_step = R->step;
+    }
     pthread_mutex_unlock(&sh->mu);
     return 0;
 }
@@ -873,8 +934,8 @@ static int rank_train(Rank *R)
     int64_t n = sh->train->n, nv = sh->val ? sh->val->n : 0;
     Pass vp;
     memset(&vp, 0, sizeof vp);
-    vp.lo = nv * R->r / sh->k;
-    vp.hi = nv * (R->r + 1) / sh->k;
+    vp.lo = nv * R->grank / sh->K;
+    vp.hi = nv * (R->grank + 1) / sh->K;
     vp.batches = (vp.hi - vp.lo + sh->rows - 1) / sh->rows;
     for (int64_t epoch = sh->first_epoch; epoch <= cfg->epochs; epoch++) {
         data_epoch_order(n, cfg->seed, epoch, R->perm);
@@ -893,6 +954,7 @@ static int rank_train(Rank *R)
             return -1;
         double t1 = now_s();
         if (halted) {
+            R->halted = true;
             if (R->r == 0) {
                 pthread_mutex_lock(&sh->mu);
                 sh->halted = true;
@@ -926,7 +988,9 @@ static void *rank_main(void *arg)
         rc = rank_train(R);
     if (rc != 0)
         shared_fail(R->sh, ops_cuda_error());
-    rank_free(R, rc != 0);
+    /* Across nodes, a halted rank aborts too: its peers elsewhere may be
+     * in a collective it will not join, which destroying could wait for. */
+    rank_free(R, rc != 0 || (R->halted && R->sh->nodes != NULL));
     return NULL;
 }
 
@@ -966,13 +1030,12 @@ static int check_config(const TrainConfig *cfg, const Dataset *train, const Data
     return 0;
 }
 
-/* The batch: the configured one if it fits every GPU, else an error with
- * numbers; batch_size 0: the largest power of two (at most the training
- * set) that fits. */
-static int choose_batch(Shared *sh, size_t free_min, int dev_min, char *why, size_t size)
+/* The batch: want if it fits every GPU, else an error with numbers; want
+ * 0: the largest power of two (at most the training set) that fits. */
+static int choose_batch(Shared *sh, int64_t want, size_t free_min, int dev_min, char *why,
+                        size_t size)
 {
-    int64_t n = sh->train->n, k = sh->k;
-    int64_t want = sh->cfg->batch_size;
+    int64_t n = sh->train->n, k = sh->K;
     int64_t b = want;
     if (want == 0) {
         int64_t cap = n < TRAIN_CUDA_AUTO_MAX ? n : TRAIN_CUDA_AUTO_MAX;
@@ -997,6 +1060,53 @@ static int choose_batch(Shared *sh, size_t free_min, int dev_min, char *why, siz
              sh->n_packed, sh->bf16 ? ", bf16" : "",
              want == 0 ? "; batch_size 0 tried every power of two" : "");
     return -1;
+}
+
+/* The communicators of this process's k GPUs, none with one rank in all.
+ * One node: ncclCommInitAll. Several: global ranks g0 .. g0+k-1 of K from
+ * node 0's unique id, created in one group (a process that initialises
+ * several ranks must, or each ncclCommInitRank would wait for the others),
+ * after a rendezvous barrier, so that no node waits in NCCL's
+ * initialisation for a node that has already failed. */
+static int make_comms(Shared *sh, char *why, size_t size)
+{
+    if (sh->K == 1)
+        return 0;
+    ncclResult_t res;
+    if (sh->nodes == NULL) {
+        res = ncclCommInitAll(sh->comm, sh->k, NULL);
+    } else {
+        if (rdzv_barrier(sh->nodes->rdzv, why, size) != 0)
+            return -1;
+        ncclUniqueId id;
+        static_assert(sizeof id == TRAIN_NCCL_ID_BYTES, "the rendezvous carries the whole id");
+        memcpy(&id, sh->nodes->nccl_id, sizeof id);
+        res = ncclGroupStart();
+        if (res == ncclSuccess) {
+            for (int r = 0; r < sh->k && res == ncclSuccess; r++) {
+                cudaError_t e = cudaSetDevice(r);
+                if (e != cudaSuccess) {
+                    (void)cudaGetLastError();
+                    res = ncclUnhandledCudaError;
+                    break;
+                }
+                res = ncclCommInitRank(&sh->comm[r], sh->K, id, sh->g0 + r);
+            }
+            ncclResult_t end = ncclGroupEnd();
+            if (res == ncclSuccess)
+                res = end;
+        }
+    }
+    if (res != ncclSuccess) {
+        memset(sh->comm, 0, sizeof sh->comm);
+        if (sh->nodes != NULL)
+            snprintf(why, size, "NCCL: cannot connect %d GPUs on %d nodes (this is node %d): %s",
+                     sh->K, sh->nodes->nnodes, sh->nodes->node, ncclGetErrorString(res));
+        else
+            snprintf(why, size, "NCCL: cannot connect %d GPUs: %s", sh->k, ncclGetErrorString(res));
+        return -1;
+    }
+    return 0;
 }
 
 /* Frees the run. Communicators never handed to a rank ran no collective:
@@ -1037,18 +1147,16 @@ int train_cuda(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
     sh->report = report;
     sh->ctx = ctx;
     sh->k = k;
+    sh->nodes = cfg->nodes;
+    sh->K = k * (cfg->nodes ? cfg->nodes->nnodes : 1);
+    sh->g0 = k * (cfg->nodes ? cfg->nodes->node : 0);
     plan_model(sh);
 
     /* NCCL first, so that the free memory measured next is what is left
      * for the arena; then the batch, before any large allocation. */
-    if (k > 1) {
-        ncclResult_t res = ncclCommInitAll(sh->comm, k, NULL);
-        if (res != ncclSuccess) {
-            memset(sh->comm, 0, sizeof sh->comm);
-            snprintf(why, size, "NCCL: cannot connect %d GPUs: %s", k, ncclGetErrorString(res));
-            shared_free(sh);
-            return -1;
-        }
+    if (make_comms(sh, why, size) != 0) {
+        shared_free(sh);
+        return -1;
     }
     size_t free_min = SIZE_MAX;
     int dev_min = 0;
@@ -1068,13 +1176,25 @@ int train_cuda(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
             dev_min = d;
         }
     }
-    if (choose_batch(sh, free_min, dev_min, why, size) != 0) {
+    if (choose_batch(sh, cfg->batch_size, free_min, dev_min, why, size) != 0) {
         shared_free(sh);
         return -1;
     }
+    if (sh->nodes != NULL) {
+        /* One batch for every node: "auto" found what fits each node's
+         * GPUs, and the smallest fits all (a fixed batch is the same
+         * everywhere). This is also where every node learns that the
+         * others have set up, or why one has not. */
+        int64_t b = sh->batch;
+        if (rdzv_allreduce(sh->nodes->rdzv, &b, 1, RDZV_MIN_I64, why, size) != 0 ||
+            (b != sh->batch && choose_batch(sh, b, free_min, dev_min, why, size) != 0)) {
+            shared_free(sh);
+            return -1;
+        }
+    }
 
     /* The start state, on the host in the packed layout: fresh, or the
-     * checkpoint of resume_epoch. */
+     * checkpoint of resume_epoch (node 0's, with several nodes). */
     for (int i = 0; i < 3; i++) {
         if ((sh->init[i] = (float *)calloc(sh->n_packed, sizeof(float))) == NULL) {
             snprintf(why, size, "out of host memory for %zu parameters", sh->n_packed);
@@ -1085,8 +1205,8 @@ int train_cuda(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
     init_params(sh, sh->init[0]);
     sh->first_epoch = 1;
     if (cfg->resume_epoch > 0) {
-        if (checkpoint_load(cfg->checkpoint_dir, cfg->resume_epoch, sh->init[0], sh->init[1],
-                            sh->init[2], sh->n_packed, &sh->step0, why, size) != 0) {
+        if (train_resume_state(cfg, sh->init[0], sh->init[1], sh->init[2], sh->n_packed, &sh->step0,
+                               why, size) != 0) {
             shared_free(sh);
             return -1;
         }
@@ -1110,6 +1230,7 @@ int train_cuda(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
         for (int r = 0; r < k; r++) {
             ranks[r].sh = sh;
             ranks[r].r = r;
+            ranks[r].grank = sh->g0 + r;
             ranks[r].comm = sh->comm[r];
             sh->comm[r] = NULL;
             started[r] = !shared_failed(sh) &&
@@ -1139,4 +1260,18 @@ int train_cuda(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
     }
     shared_free(sh);
     return rc;
+}
+
+int train_cuda_unique_id(unsigned char *id, char *why, size_t size)
+{
+    ncclUniqueId u;
+    static_assert(sizeof u == TRAIN_NCCL_ID_BYTES, "train.h's size of the id");
+    ncclResult_t res = ncclGetUniqueId(&u);
+    if (res != ncclSuccess) {
+        snprintf(why, size, "NCCL: cannot make a unique id for the nodes: %s",
+                 ncclGetErrorString(res));
+        return -1;
+    }
+    memcpy(id, &u, sizeof u);
+    return 0;
 }

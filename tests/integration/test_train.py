@@ -10,12 +10,18 @@ the `builtin` trainable of a real experiment.
   >= 0.875 (with val_samples 0 the reported val_* metrics are the test set's).
 - rungd + rung-worker run an experiment of the builtin trainable with random
   search and ASHA to completion, some trials stopped at a rung.
+- Two rung-train processes as the two nodes of a gang (RUNG_NNODES,
+  RUNG_NODE_RANK, MASTER_ADDR, MASTER_PORT on loopback) report, through node
+  0 alone, the numbers of one process with two ranks; a node that does not
+  come is named within RUNG_RDZV_TIMEOUT_S; a SIGTERM to one node stops both
+  with status 143; wrong variables exit with status 2, naming them.
 """
 
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 
@@ -132,6 +138,107 @@ class Program(wh.WorkerTestCase):
         print("test accuracy by epoch: %s; %.0f samples/s"
               % ([round(g["val_acc"], 4) for g in got], got[-1]["samples_per_s"]))
         self.assertGreaterEqual(got[-1]["val_acc"], 0.875)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class MultiNode(wh.WorkerTestCase):
+    CONFIG = {"epochs": 2, "train_samples": 3000, "hidden": [64], "batch_size": 100,
+              "seed": 3, "dropout": 0.1}
+
+    def start_node(self, node, nnodes, port, config, **env):
+        e = dict(os.environ)
+        e.pop("RUNG_CONFIG", None)
+        e.update({"RUNG_NNODES": str(nnodes), "RUNG_NODE_RANK": str(node),
+                  "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+                  "RUNG_TRIAL_DIR": os.path.join(self.tmp, "node%d" % node)})
+        os.makedirs(e["RUNG_TRIAL_DIR"], exist_ok=True)
+        e.update(env)
+        return subprocess.Popen([train_path(), "--config", json.dumps(config)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=e, cwd=self.tmp)
+
+    def test_two_nodes_report_what_two_ranks_do(self):
+        port = free_port()
+        # Node 1 first: it keeps trying until node 0 listens.
+        n1 = self.start_node(1, 2, port, self.CONFIG)
+        time.sleep(0.5)
+        n0 = self.start_node(0, 2, port, self.CONFIG)
+        out0, err0 = n0.communicate(timeout=120)
+        out1, err1 = n1.communicate(timeout=120)
+        self.assertEqual(n0.returncode, 0, err0)
+        self.assertEqual(n1.returncode, 0, err1)
+        self.assertEqual(reports(out1), [])  # only node 0 reports
+        self.assertIn("node 1 of 2: every node arrived; 2 rank(s) in all", err1)
+        got = reports(out0)
+        self.assertEqual([g["step"] for g in got], [1, 2])
+        one = subprocess.run([train_path(), "--config", json.dumps(self.CONFIG), "--ranks", "2"],
+                             capture_output=True, text=True, timeout=120, cwd=self.tmp,
+                             env={k: v for k, v in os.environ.items() if k != "RUNG_CONFIG"})
+        self.assertEqual(one.returncode, 0, one.stderr)
+        want = reports(one.stdout)
+        for key in ("train_loss", "val_loss", "val_acc"):
+            self.assertEqual([g[key] for g in got], [w[key] for w in want], key)
+        # Only node 0 keeps checkpoints (the last one, the run being done).
+        self.assertEqual(os.listdir(os.path.join(self.tmp, "node0")), ["ckpt-2.bin"])
+        self.assertEqual(os.listdir(os.path.join(self.tmp, "node1")), [])
+
+    def test_a_missing_node_is_named(self):
+        port = free_port()
+        t0 = time.monotonic()
+        n0 = self.start_node(0, 3, port, self.CONFIG, RUNG_RDZV_TIMEOUT_S="1")
+        n1 = self.start_node(1, 3, port, self.CONFIG, RUNG_RDZV_TIMEOUT_S="1")
+        out0, err0 = n0.communicate(timeout=60)
+        out1, err1 = n1.communicate(timeout=60)
+        msg = "rendezvous: rank 2 of 3 did not arrive within 1 s at 127.0.0.1:%d" % port
+        self.assertNotEqual(n0.returncode, 0)
+        self.assertIn(msg, err0)
+        self.assertNotEqual(n1.returncode, 0)
+        self.assertIn(msg, err1)  # node 1 hears it from node 0
+        self.assertLess(time.monotonic() - t0, 30)
+        self.assertEqual(reports(out0), [])
+
+    def test_sigterm_to_one_node_stops_both(self):
+        port = free_port()
+        config = dict(self.CONFIG, epochs=200)
+        n0 = self.start_node(0, 2, port, config)
+        n1 = self.start_node(1, 2, port, config)
+        # Once node 0 has reported an epoch, stop node 1 alone.
+        first = n0.stdout.readline()
+        self.assertTrue(first.startswith("@rung "), first)
+        n1.send_signal(signal.SIGTERM)
+        out0, err0 = n0.communicate(timeout=60)
+        out1, err1 = n1.communicate(timeout=60)
+        self.assertEqual(n1.returncode, 143, err1)
+        self.assertEqual(n0.returncode, 143, err0)
+        self.assertIn("stopped by a signal", err0)
+        self.assertLess(len(reports(out0)), 199)
+
+    def test_wrong_variables_exit_2(self):
+        cases = [
+            ({"RUNG_NNODES": "2", "RUNG_NODE_RANK": "0", "MASTER_ADDR": ""}, "MASTER_ADDR"),
+            ({"RUNG_NNODES": "2", "RUNG_NODE_RANK": "2"}, "RUNG_NODE_RANK"),
+            ({"RUNG_NNODES": "two"}, "RUNG_NNODES"),
+            ({"RUNG_NNODES": "2", "RUNG_NODE_RANK": "0", "MASTER_PORT": "0"}, "MASTER_PORT"),
+            ({"RUNG_NNODES": "2", "RUNG_NODE_RANK": "1", "RUNG_RDZV_TIMEOUT_S": "-1"},
+             "RUNG_RDZV_TIMEOUT_S"),
+        ]
+        for env, name in cases:
+            e = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+            e.update(env)
+            full = dict(os.environ)
+            full.pop("RUNG_CONFIG", None)
+            full.update(e)
+            r = subprocess.run([train_path(), "--config", json.dumps(self.CONFIG)],
+                               capture_output=True, text=True, timeout=30, env=full,
+                               cwd=self.tmp)
+            self.assertEqual(r.returncode, 2, (env, r.stderr))
+            self.assertIn("rung-train: " + name, r.stderr, env)
+            self.assertEqual(reports(r.stdout), [])
 
 
 class Builtin(wh.WorkerTestCase):

@@ -3,3 +3,9 @@
 rung_unit_test(test_train test_train.c)
 target_link_libraries(test_train PRIVATE rung_kernels_train)
 set_tests_properties(test_train PROPERTIES TIMEOUT 600)
+# kernels/train_cpu.c over several nodes (train_nodes.c, rendezvous.c): one
+# process per node on loopback against one process with as many ranks, a
+# resume from node 0's checkpoint, nodes that disagree, a SIGTERM on one
+# node, a node that dies.
+rung_unit_test(test_train_nodes test_train_nodes.c)
+target_link_libraries(test_train_nodes PRIVATE rung_kernels_train)
