@@ -34,7 +34,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "advertise.h"
 #include "client.h"
+#include "gang.h"
 #include "gpus.h"
 #include "labels.h"
 #include "log.h"
@@ -54,6 +56,8 @@ enum {
     O_KEEP_TRIALS,
     O_ONCE,
     O_LEASE_WAIT,
+    O_ADVERTISE_ADDR,
+    O_GANG_PORTS,
     O__COUNT
 };
 
@@ -80,6 +84,12 @@ static Option options[O__COUNT] = {
     [O_ONCE] = {"once", OPT_FLAG, NULL, 0, 0, 0, "exit when the server has no more work"},
     [O_LEASE_WAIT] = {"lease-wait-s", OPT_INT, NULL, 10, 1, 30,
                       "long poll of one lease request, seconds"},
+    [O_ADVERTISE_ADDR] = {"advertise-addr", OPT_STRING, NULL, 0, 0, 0,
+                          "address other workers reach this one at, for gangs (default: this "
+                          "machine's address on its route to --server)"},
+    [O_GANG_PORTS] = {"gang-ports", OPT_STRING, NULL, 0, 0, 0,
+                      "LO-HI or PORT: where MASTER_PORT is picked when this worker is a gang's "
+                      "node 0 (default: any free port)"},
 };
 
 static void usage(FILE *out)
@@ -172,6 +182,45 @@ static int take_labels(int *argc, char **argv, json_t *labels)
     }
     argv[out] = NULL;
     *argc = out;
+    return 0;
+}
+
+/* Sets w->advertise_addr: --advertise-addr (an IPv6 literal may come in
+ * brackets), or the local address of the route to the server
+ * (advertise.h), or at worst the host name. 0, or -1 after a message. */
+static int setup_advertise(Worker *w, const char *given)
+{
+    if (given != NULL) {
+        char bare[GANG_ADDR_MAX + 1];
+        if (gang_addr_unbracket(given, bare, sizeof bare) == 0)
+            given = bare;
+        if (!gang_addr_valid(given)) {
+            fprintf(stderr,
+                    "rung-worker: --advertise-addr must be a host name or IP address (1 to %d "
+                    "bytes of letters, digits, '.', '-', ':', '_', '%%'; not starting with '-'), "
+                    "not '%s'\n",
+                    GANG_ADDR_MAX, given);
+            return -1;
+        }
+        snprintf(w->advertise_addr, sizeof w->advertise_addr, "%s", given);
+        return 0;
+    }
+    char why[512];
+    if (advertise_route_addr(w->server, w->advertise_addr, sizeof w->advertise_addr, why,
+                             sizeof why) == 0 &&
+        gang_addr_valid(w->advertise_addr))
+        return 0;
+    snprintf(w->advertise_addr, sizeof w->advertise_addr, "%s", w->hostname);
+    if (!gang_addr_valid(w->advertise_addr)) {
+        fprintf(stderr,
+                "rung-worker: no address for gangs (%s) and the host name '%s' is none; "
+                "give --advertise-addr\n",
+                why, w->hostname);
+        return -1;
+    }
+    LOG_WARN("no address on the route to the server (%s); gang members will be told the host "
+             "name %s (--advertise-addr sets another)",
+             why, w->advertise_addr);
     return 0;
 }
 
@@ -396,6 +445,16 @@ int main(int argc, char **argv)
     snprintf(w.name, sizeof w.name, "%s",
              options[O_NAME].value ? options[O_NAME].value : w.hostname);
     find_exe_dir(&w, argv[0]);
+    if (setup_advertise(&w, options[O_ADVERTISE_ADDR].value) != 0)
+        return 2;
+    if (options[O_GANG_PORTS].value != NULL) {
+        char why[256];
+        if (gang_ports_parse(options[O_GANG_PORTS].value, &w.gang_port_lo, &w.gang_port_hi, why,
+                             sizeof why) != 0) {
+            fprintf(stderr, "rung-worker: --gang-ports %s\n", why);
+            return 2;
+        }
+    }
 
     if (mode != GPUS_NONE) {
         char why[256] = "";
@@ -440,8 +499,10 @@ int main(int argc, char **argv)
     for (int i = 0, o = 0; i < n_gpus; i++)
         o += snprintf(gpu_text + o, sizeof gpu_text - (size_t)o, "%s%d", i ? "," : "", gpus[i]);
     LOG_INFO("registered with %s as worker %" PRId64 " (%s): gpus [%s], %" PRId64
-             " cpu slots, heartbeat every %.3g s, lease %.3g s; trials in %s/trials",
-             server, w.id, w.name, gpu_text, cpus, w.heartbeat_s, w.lease_s, w.workdir);
+             " cpu slots, heartbeat every %.3g s, lease %.3g s; trials in %s/trials; gang "
+             "members reach it at %s",
+             server, w.id, w.name, gpu_text, cpus, w.heartbeat_s, w.lease_s, w.workdir,
+             w.advertise_addr);
 
     pthread_t lease_thread, heartbeat_thread;
     if (pthread_create(&heartbeat_thread, NULL, worker_heartbeat_main, &w) != 0 ||

@@ -117,6 +117,8 @@ Trial *trial_new(Worker *w, const json_t *o, char *why, size_t why_size)
     pthread_cond_init(&t->cond, NULL);
     t->worker = w;
     t->runner.out_fd = t->runner.err_fd = t->runner.pidfd = -1;
+    t->port_fd = -1;
+    gang_single(&t->gang, 0);
     t->id = json_integer_value(id);
     t->experiment_id = int_or(json_object_get(o, "experiment_id"), 0);
     t->attempt = int_or(json_object_get(o, "attempt"), 1);
@@ -154,6 +156,8 @@ void trial_free(Trial *t)
     runner_close(&t->runner);
     if (t->wake_fd >= 0)
         close(t->wake_fd);
+    if (t->port_fd >= 0)
+        close(t->port_fd);
     pthread_mutex_destroy(&t->mu);
     pthread_cond_destroy(&t->cond);
     free(t);
@@ -419,6 +423,7 @@ typedef struct Sup {
     char **argv, **envp;
     const char *cwd;  /* borrowed from the trainable */
     double timeout_s; /* 0 = none */
+    bool said_rank;   /* a gang's node > 0: its first report line was logged */
 } Sup;
 
 static void write_log(Sup *s, int fd, const char *data, size_t n)
@@ -487,6 +492,23 @@ json_t *trial_take_warnings(Trial *t)
     return w;
 }
 
+/* A report of a gang's node other than 0: only node 0's count (docs/api.md,
+ * "Gangs"), so it is not sent but counted in the trial's warnings; the
+ * first one is logged. */
+static void not_node_0(Sup *s, const char *line, size_t len)
+{
+    Trial *t = s->t;
+    char why[64];
+    snprintf(why, sizeof why, "only node 0 reports (this is node %" PRId64 ")", t->gang.rank);
+    if (!s->said_rank)
+        LOG_INFO("trial %" PRId64 ": node %" PRId64
+                 " of its gang printed a report line (line %" PRId64
+                 "); only node 0 reports: counted in the trial's warnings, not sent",
+                 t->id, t->gang.rank, s->line_no);
+    s->said_rank = true;
+    add_warning(t, line, len, why);
+}
+
 static void on_stdout_line(void *arg, const char *line, size_t len, bool cut)
 {
     Sup *s = arg;
@@ -520,6 +542,11 @@ static void on_stdout_line(void *arg, const char *line, size_t len, bool cut)
         return;
     }
     s->next_step = step + 1;
+    if (t->gang.rank > 0) {
+        json_decref(metrics);
+        not_node_0(s, line, len);
+        return;
+    }
     enqueue(t, step, metrics);
 }
 
@@ -596,11 +623,14 @@ static int open_logs(Sup *s, char *why, size_t why_size)
     char path[PATH_MAX + 16];
     char when[RUNG_TIME_LEN];
     rung_time_format(rung_now_ms(), when, sizeof when);
-    char header[512];
+    char header[512], gang[GANG_ADDR_MAX + 64] = "";
+    if (t->gang.is_gang)
+        snprintf(gang, sizeof gang, ", node %" PRId64 " of %" PRId64 " (master %s:%d)",
+                 t->gang.rank, t->gang.nnodes, t->gang.master_addr, t->gang.master_port);
     int hlen = snprintf(header, sizeof header,
                         "==== rung-worker: trial %" PRId64 ", attempt %" PRId64 ", worker %" PRId64
-                        " (%s), %s ====\n",
-                        t->id, t->attempt, w->id, w->hostname, when);
+                        " (%s)%s, %s ====\n",
+                        t->id, t->attempt, w->id, w->hostname, gang, when);
     if (hlen < 0 || hlen >= (int)sizeof header)
         hlen = (int)strlen(header);
     for (int k = 0; k < 2; k++) {
@@ -651,7 +681,13 @@ static int prepare(Sup *s, char *why, size_t why_size)
             return -1;
         }
     } else {
-        s->argv = argv_expand(json_object_get(tr, "argv"), t->config, why, why_size);
+        /* The config's values and the gang's placeholders (gang.h). */
+        const json_t *argv = json_object_get(tr, "argv");
+        json_t *values = gang_argv_values(&t->gang, t->config, argv, why, why_size);
+        if (values == NULL)
+            return -1;
+        s->argv = argv_expand(argv, values, why, why_size);
+        json_decref(values);
         if (s->argv == NULL)
             return -1;
         const json_t *cwd = json_object_get(tr, "cwd");
@@ -693,6 +729,8 @@ static int prepare(Sup *s, char *why, size_t why_size)
         env_set(&env, "RUNG_RESUME_STEP", num[3]);
     else
         env_unset(&env, "RUNG_RESUME_STEP");
+    /* A gang member's place: RUNG_NODE_RANK, MASTER_ADDR, RANK, ... */
+    gang_env(&env, &t->gang);
     if (builtin) {
         char *trainable = json_dumps(tr, JSON_COMPACT);
         env_set(&env, "RUNG_TRAINABLE", trainable ? trainable : "{}");
@@ -874,6 +912,11 @@ static void *supervise(void *arg)
         } else {
             RunnerSpec spec = {.argv = s.argv, .envp = s.envp, .cwd = s.cwd};
             Runner r;
+            /* The rendezvous port is the program's from now on. */
+            if (t->port_fd >= 0) {
+                close(t->port_fd);
+                t->port_fd = -1;
+            }
             if (runner_start(&spec, &r, why, sizeof why) == 0) {
                 pthread_mutex_lock(&t->mu);
                 t->runner = r;

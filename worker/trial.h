@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "gang.h"
 #include "runner.h"
 #include "slots.h"
 #include "tail.h"
@@ -70,6 +71,13 @@ typedef struct Trial {
     int64_t cpus;                /* granted CPUs */
     bool holds_slots;            /* under Worker.mu: the grant is taken from the slots */
     char prefail[TRIAL_WHY_MAX]; /* non-empty: do not run; fail with this */
+    /* Set by the lease thread before trial_start (gang.h): its place in a
+     * gang, or the gang of one of a 1-node trial; a rank > 0 sends no
+     * reports. port_fd holds the port this worker offered bound until the
+     * program starts (rank 0 and 1-node trials), then the supervisor
+     * closes it; -1 when there is none. */
+    GangInfo gang;
+    int port_fd;
 
     struct Trial *prev, *next; /* the worker's list, under Worker.mu */
 

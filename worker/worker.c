@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "advertise.h"
 #include "backoff.h"
 #include "client.h"
 #include "clock.h"
@@ -250,15 +251,41 @@ static void gpu_list(const int64_t *gpus, int n, char *buf, size_t size)
         o += (size_t)snprintf(buf + o, size - o, "%s%" PRId64, i ? "," : "", gpus[i]);
 }
 
-/* Takes a granted trial: marks its resources busy and starts it. */
-static void take_trial(Worker *w, const json_t *reply)
+/* The trial's place in a gang from the lease reply (gang.h), and the port
+ * this worker offered (port_fd, bound; -1 when none was): kept bound for
+ * the program when it is the rendezvous port (rank 0 of a gang, or a
+ * 1-node trial's {master_port}), else closed. Steals port_fd. */
+static void read_gang(Worker *w, Trial *t, const json_t *reply, int port_fd, int port)
+{
+    char why[256];
+    gang_single(&t->gang, port_fd >= 0 ? port : 0);
+    int rc = gang_from_reply(reply, w->id, &t->gang, why, sizeof why);
+    if (rc < 0 && t->prefail[0] == '\0')
+        snprintf(t->prefail, sizeof t->prefail, "the lease reply's gang is malformed: %s", why);
+    bool ours = port_fd >= 0 && t->gang.rank == 0 && t->gang.master_port == port;
+    if (ours)
+        t->port_fd = port_fd;
+    else if (port_fd >= 0)
+        close(port_fd);
+    if (t->gang.is_gang && t->gang.rank == 0 && !ours)
+        LOG_WARN("trial %" PRId64 ": node 0 of its gang, but the gang meets at port %d, not the "
+                 "port %d this worker offered; that port may be taken meanwhile",
+                 t->id, t->gang.master_port, port);
+}
+
+/* Takes a granted trial: marks its resources busy and starts it. Steals
+ * port_fd (the port offered with the request, -1 when none). */
+static void take_trial(Worker *w, const json_t *reply, int port_fd, int port)
 {
     char why[256];
     Trial *t = trial_new(w, json_object_get(reply, "trial"), why, sizeof why);
     if (t == NULL) {
         LOG_ERROR("lease: unusable reply (%s); the server will expire that lease", why);
+        if (port_fd >= 0)
+            close(port_fd);
         return;
     }
+    read_gang(w, t, reply, port_fd, port);
     char gpus[SLOTS_MAX_GPUS * 8];
     gpu_list(t->gpus, t->n_gpus, gpus, sizeof gpus);
     pthread_mutex_lock(&w->mu);
@@ -283,9 +310,13 @@ static void take_trial(Worker *w, const json_t *reply)
     pthread_mutex_unlock(&w->mu);
 
     char *config = json_dumps(t->config, JSON_COMPACT);
+    char gang[GANG_ADDR_MAX + 64] = "";
+    if (t->gang.is_gang)
+        snprintf(gang, sizeof gang, "; node %" PRId64 " of %" PRId64 ", master %s:%d", t->gang.rank,
+                 t->gang.nnodes, t->gang.master_addr, t->gang.master_port);
     LOG_INFO("trial %" PRId64 " leased (experiment %" PRId64 ", attempt %" PRId64
-             "): config %.600s; gpus [%s], cpus %" PRId64,
-             t->id, t->experiment_id, t->attempt, config ? config : "?", gpus, t->cpus);
+             "): config %.600s; gpus [%s], cpus %" PRId64 "%s",
+             t->id, t->experiment_id, t->attempt, config ? config : "?", gpus, t->cpus, gang);
     free(config);
     if (t->prefail[0])
         LOG_ERROR("trial %" PRId64 ": %s", t->id, t->prefail);
@@ -299,6 +330,23 @@ static void take_trial(Worker *w, const json_t *reply)
     }
 }
 
+/* Finds the port this lease request offers (advertise.h): a socket bound
+ * to it, -1 when none could be found (then the request offers no address
+ * and is never given a gang trial). Warns when that starts and when it
+ * ends, not on every request. */
+static int offer_port(Worker *w, uint64_t *rng, int *port, bool *failing)
+{
+    char why[256];
+    int fd = advertise_port_open(w->gang_port_lo, w->gang_port_hi, backoff_random(rng), port, why,
+                                 sizeof why);
+    if (fd < 0 && !*failing)
+        LOG_WARN("lease: %s; asking for 1-node trials only until one is free", why);
+    else if (fd >= 0 && *failing)
+        LOG_INFO("lease: port %d free again; gang trials may come", *port);
+    *failing = fd < 0;
+    return fd;
+}
+
 void *worker_lease_main(void *arg)
 {
     Worker *w = arg;
@@ -307,6 +355,8 @@ void *worker_lease_main(void *arg)
     snprintf(path, sizeof path, "/api/v1/workers/%" PRId64 "/lease", w->id);
     uint64_t rng = backoff_seed((uint64_t)rung_mono_ns() ^ (uint64_t)w->id);
     int refusals = 0;
+    bool port_failing = false;
+    bool gangs_off = false; /* this rungd refused the gang fields: it predates gangs */
     if (c == NULL)
         LOG_ERROR("lease: out of memory for an HTTP client; no trials will be run");
     while (c != NULL) {
@@ -333,6 +383,15 @@ void *worker_lease_main(void *arg)
         json_t *body = json_pack("{s:o, s:I, s:i, s:[s, s]}", "gpus", gpus, "cpus",
                                  (json_int_t)cpus, "wait_s", wait_s, "trainables", "command",
                                  "builtin");
+        /* Where gang members would meet this worker as node 0: found anew
+         * for every request, since the last one's may be taken by now. */
+        int port = 0;
+        int port_fd = gangs_off ? -1 : offer_port(w, &rng, &port, &port_failing);
+        bool offered = port_fd >= 0;
+        if (offered) {
+            json_object_set_new(body, "advertise_addr", json_string(w->advertise_addr));
+            json_object_set_new(body, "port", json_integer(port));
+        }
         ClientCall call = {.timeout_ms = wait_s * 1000L + LEASE_SLACK_MS,
                            .retry = true,
                            .cancel = lease_cancel,
@@ -341,13 +400,18 @@ void *worker_lease_main(void *arg)
         ClientReply reply;
         int rc = client_post(c, path, body, &call, &reply);
         json_decref(body);
+        if (rc != 0 || reply.status != 200) {
+            if (port_fd >= 0)
+                close(port_fd);
+            port_fd = -1;
+        }
         if (rc != 0) { /* stopping */
             client_reply_clear(&reply);
             break;
         }
         if (reply.status == 200) {
             refusals = 0;
-            take_trial(w, reply.body);
+            take_trial(w, reply.body, port_fd, port);
         } else if (reply.status == 204) {
             refusals = 0;
             if (w->once && held == 0) {
@@ -355,6 +419,11 @@ void *worker_lease_main(void *arg)
                 client_reply_clear(&reply);
                 break;
             }
+        } else if (offered && reply.status == 400 && gang_fields_refused(reply.body)) {
+            LOG_WARN("lease refused: %s; this rungd predates gangs: asking without "
+                     "advertise_addr and port, for 1-node trials only",
+                     reply.error);
+            gangs_off = true;
         } else {
             /* A final 4xx: our request is wrong (or the server lost us, 404);
              * asking again at once would only spin. */

@@ -29,6 +29,7 @@
 
 #include <jansson.h>
 
+#include "gang.h"
 #include "gpus.h"
 #include "prune.h"
 #include "slots.h"
@@ -55,6 +56,10 @@ typedef struct Worker {
     Gpus *gpus;             /* NVML, or NULL; for names and usage */
     json_t *labels;         /* --label key=value: an object, sent at registration */
     int64_t keep_trials;    /* --keep-trials: folders of ended trials kept (prune.h) */
+    /* Gangs (gang.h, advertise.h): every lease request offers this address
+     * and a port found free for it, held bound while the request is out. */
+    char advertise_addr[GANG_ADDR_MAX + 1]; /* --advertise-addr, or the route's to the server */
+    int gang_port_lo, gang_port_hi;         /* --gang-ports; 0, 0: any free port */
 
     pthread_mutex_t mu;   /* guards what follows */
     pthread_cond_t cond;  /* broadcast when any of it changes (CLOCK_MONOTONIC) */
