@@ -381,7 +381,7 @@ static json_t *trial_view(Engine *e, const Spec *spec, int64_t id, RungError *er
         return trial_json(t);
     json_t *o = NULL;
     int64_t exp_id;
-    store_read_trial(engine_store(e), id, &spec->sched, &o, &exp_id, err);
+    store_read_trial(engine_store(e), id, spec, &o, &exp_id, err);
     return o;
 }
 
@@ -650,32 +650,59 @@ void api_trial_metrics(Engine *e, Job *job)
     reply(job, 200, json_pack("{s:o, s:I}", "items", items, "attempt", (json_int_t)tl.attempt));
 }
 
+/* Whose token a late call on an ended trial carries: the trial's lease
+ * (a gang's rank 0), another member of its last gang, or a member of a
+ * gang attempt before its last. */
+typedef enum { LATE_LEASE, LATE_MEMBER, LATE_PAST } LateCaller;
+
 /* A worker's late call on a trial no longer in memory (it ended): the
  * answers a trial in memory would give, from its row. */
-static bool ended_trial_lease(Engine *e, Job *job, const char *token, TrialLease *tl)
+static bool ended_trial_lease(Engine *e, Job *job, const char *token, TrialLease *tl,
+                              LateCaller *who)
 {
     RungError err;
     if (store_read_trial_lease(engine_store(e), job->ids[0], tl, &err)) {
         fail(job, &err);
         return false;
     }
-    if (tl->token[0] == '\0' || !rung_ct_equal(token, tl->token, CORE_TOKEN_LEN)) {
-        char msg[160];
-        snprintf(msg, sizeof msg,
-                 "trial %lld: lease_token is not this trial's current lease (it expired, or "
-                 "the trial was retried); end the trial",
-                 (long long)job->ids[0]);
-        api_error(job, RUNG_E_LEASE_LOST, "lease_token", msg);
+    *who = LATE_LEASE;
+    if (tl->token[0] != '\0' && rung_ct_equal(token, tl->token, CORE_TOKEN_LEN))
+        return true;
+    int64_t rank = 0, attempt = 0;
+    int found = store_read_gang_member(engine_store(e), job->ids[0], token, &rank, &attempt, &err);
+    if (found < 0) {
+        fail(job, &err);
         return false;
     }
-    return true;
+    if (found) {
+        *who = attempt != tl->attempt ? LATE_PAST : rank > 0 ? LATE_MEMBER : LATE_LEASE;
+        return true;
+    }
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "trial %lld: lease_token is not this trial's current lease (it expired, or the "
+             "trial was retried); end the trial",
+             (long long)job->ids[0]);
+    api_error(job, RUNG_E_LEASE_LOST, "lease_token", msg);
+    return false;
 }
 
 static void ended_trial_report(Engine *e, Job *job, const char *token, int64_t step)
 {
     TrialLease tl;
-    if (!ended_trial_lease(e, job, token, &tl))
+    LateCaller who;
+    if (!ended_trial_lease(e, job, token, &tl, &who))
         return;
+    if (who == LATE_MEMBER) { /* as core_report answers it */
+        char msg[128];
+        snprintf(msg, sizeof msg, "trial %lld: only node 0 reports", (long long)job->ids[0]);
+        api_error(job, RUNG_E_CONFLICT, "lease_token", msg);
+        return;
+    }
+    if (who == LATE_PAST) {
+        reply(job, 200, json_pack("{s:s}", "action", "stop"));
+        return;
+    }
     RungError err;
     ReportAction action = ACTION_STOP; /* it ended: the worker must end it too */
     if (store_read_report_action(engine_store(e), job->ids[0], tl.attempt, step, &action, &err) <
@@ -689,7 +716,8 @@ static void ended_trial_report(Engine *e, Job *job, const char *token, int64_t s
 static void ended_trial_finish(Engine *e, Job *job, const char *token)
 {
     TrialLease tl;
-    if (!ended_trial_lease(e, job, token, &tl))
+    LateCaller who; /* every member's finish of an ended trial changes nothing */
+    if (!ended_trial_lease(e, job, token, &tl, &who))
         return;
     Spec own;
     bool owned;
@@ -743,15 +771,15 @@ void api_trial_finish(Engine *e, Job *job)
         ended_trial_finish(e, job, rq.lease_token);
         return;
     }
+    /* Whose finish: a gang member's log and warnings are its own (core.h). */
+    int64_t from = core_token_worker(t, rq.lease_token);
     if (core_finish(engine_core(e), t, rq.lease_token, rq.completed, rq.error, engine_now(e),
                     &err) != 0) {
         fail(job, &err);
         return;
     }
-    if (rq.log != NULL)
-        core_trial_set_log(engine_core(e), t, rq.log); /* the log's last lines (dashboard) */
-    if (rq.warnings != NULL)
-        core_trial_set_warnings(engine_core(e), t, rq.warnings);
+    core_worker_log(engine_core(e), t, from, rq.log); /* the log's last lines (dashboard) */
+    core_worker_warnings(engine_core(e), t, from, rq.warnings);
     reply(job, 200, trial_json(t));
 }
 
@@ -868,10 +896,19 @@ void api_worker_lease(Engine *e, Job *job)
         json_t *o = trial_json(t);
         json_t *trainable = json_object_get(t->exp->spec.json, "trainable");
         json_object_set(o, "trainable", trainable ? trainable : json_null());
-        json_object_set(o, "resources", t->resources);
+        /* A gang member gets its own grant and its place (docs/api.md, "Gangs"). */
+        int64_t rank = 0;
+        const GangMember *m = core_gang_member(t, w->id, &rank);
+        json_object_set(o, "resources", m ? m->resources : t->resources);
         json_object_set_new(o, "lease_token", json_string(token));
         /* A promoted trial goes on from its checkpoint after this step. */
         json_object_set_new(o, "resume_step", json_integer(core_resume_step(t)));
+        json_object_set_new(o, "gang",
+                            m ? json_pack("{s:I, s:I, s:s, s:I}", "rank", (json_int_t)rank,
+                                          "nnodes", (json_int_t)t->gang->nnodes, "master_addr",
+                                          t->gang->master_addr, "master_port",
+                                          (json_int_t)t->gang->master_port)
+                              : json_null());
         reply(job, 200, json_pack("{s:o}", "trial", o));
         job->on_undelivered = lease_undelivered;
         return;
@@ -906,16 +943,16 @@ void api_worker_heartbeat(Engine *e, Job *job)
     const char *text;
     while (request_heartbeat_log(rq, &it, &tid, &text)) {
         Trial *t = core_trial(engine_core(e), tid);
-        if (t != NULL && t->worker_id == w->id)
-            core_trial_set_log(engine_core(e), t, text);
+        if (t != NULL)
+            core_worker_log(engine_core(e), t, w->id, text);
     }
     json_object_del(job->body, "logs");
     json_t *warnings;
     it = NULL;
     while (request_heartbeat_warnings(rq, &it, &tid, &warnings)) {
         Trial *t = core_trial(engine_core(e), tid);
-        if (t != NULL && t->worker_id == w->id)
-            core_trial_set_warnings(engine_core(e), t, warnings);
+        if (t != NULL)
+            core_worker_warnings(engine_core(e), t, w->id, warnings);
     }
     json_object_del(job->body, "warnings");
     json_t *stop = core_heartbeat(engine_core(e), w, rq->trials, rq->n_trials,

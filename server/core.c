@@ -42,9 +42,11 @@ struct Core {
     /* Every trial and experiment by state, those in the store included. */
     int64_t trial_counts[TRIAL__COUNT];
     int64_t exp_counts[EXP__COUNT];
-    TrialList running; /* every running trial, by lease time */
+    TrialList running;     /* every running trial, by lease time */
+    int64_t gangs_running; /* running trials that are gangs: 0 spares the lease a scan */
     /* Set when a lease that failed before might now succeed. */
     bool availability_changed;
+    bool gang_formed; /* a gang formed since core_take_gang_formed */
     /* Changes since core_take_changes. */
     Experiment **dirty_exps;
     int64_t n_dirty_exps, cap_dirty_exps;
@@ -283,6 +285,8 @@ static void trial_free(Trial *t)
     json_decref(t->resources);
     json_decref(t->last);
     json_decref(t->warnings);
+    members_free(t->gang);
+    json_decref(t->gang_json);
     free(t->error);
     free(t->seen);
     free(t->log_tail);
@@ -302,6 +306,7 @@ static void exp_free(Experiment *e)
         json_decref(e->hist[i].config);
     free(e->hist);
     free(e->trials);
+    free(e->gang.holds);
     free(e);
 }
 
@@ -494,6 +499,8 @@ static bool exp_active(const Experiment *e)
 }
 
 
+static void holds_release(Core *core, Experiment *e);
+
 /* Moves e to state s. An ended state stamps the time and the reason and
  * queues e for release; running or paused again (resumed, extended,
  * retried) forgets how it ended. */
@@ -506,6 +513,8 @@ static void set_exp_state(Core *core, Experiment *e, ExpState s, EndReason why, 
     core->availability_changed = true;
     if (s == EXP_RUNNING)
         join_share(core, e);
+    else
+        holds_release(core, e); /* a paused or ended experiment forms no gang */
     if (exp_active(e)) {
         e->ended_at = 0;
         e->ended_reason = END_NONE;
@@ -717,6 +726,19 @@ static Worker *owner_of(const Core *core, const Trial *t)
     return t->worker_id > 0 ? idmap_get(&core->workers, t->worker_id) : NULL;
 }
 
+/* Adds delta (+1 or -1) to the trials that t's workers hold: its owner,
+ * or every member of its gang. Workers not in memory are skipped. */
+static void count_slots(Core *core, const Trial *t, int64_t delta)
+{
+    int64_t n = t->gang != NULL ? t->gang->nnodes : 1;
+    for (int64_t i = 0; i < n; i++) {
+        Worker *w = t->gang != NULL ? core_worker(core, t->gang->members[i].worker_id)
+                                    : owner_of(core, t);
+        if (w != NULL && (delta > 0 || w->n_running > 0))
+            w->n_running += delta;
+    }
+}
+
 /* Moves t to state s, keeping counts, lists and times in step. */
 static void set_state(Core *core, Trial *t, TrialState s, int64_t now)
 {
@@ -724,9 +746,9 @@ static void set_state(Core *core, Trial *t, TrialState s, int64_t now)
     if (t->state == TRIAL_RUNNING) {
         list_remove(&core->running, t);
         core->availability_changed = true; /* a concurrency slot is free */
-        Worker *w = owner_of(core, t);
-        if (w != NULL && w->n_running > 0)
-            w->n_running--;
+        count_slots(core, t, -1);
+        if (t->gang != NULL)
+            core->gangs_running--;
     } else if (t->state == TRIAL_PENDING) {
         list_remove(&e->pending, t);
     }
@@ -737,6 +759,8 @@ static void set_state(Core *core, Trial *t, TrialState s, int64_t now)
     t->state = s;
     if (s == TRIAL_RUNNING) {
         list_push_back(&core->running, t);
+        if (t->gang != NULL)
+            core->gangs_running++;
         t->started_at = now;
         t->ended_at = 0;
     }
@@ -1015,43 +1039,382 @@ static bool may_take(const Core *core, const Worker *w, const Trial *t, int64_t 
     return !core_worker_alive(core, owner_of(core, t), now);
 }
 
-Trial *core_lease(Core *core, Worker *w, const LeaseOffer *offer, const char *token, int64_t now)
+/* What a lease grants on one worker: the first spec.gpus of the offered
+ * GPUs, in the offer's order, and spec.cpus CPUs (a new object). */
+static json_t *grant(const Experiment *e, const LeaseOffer *offer)
 {
-    core_worker_seen(core, w, now);
-    /* The experiments in memory are few (those running): one pass per
-     * lease picks the best that has a trial this worker may take. */
-    Experiment *e = NULL;
-    Trial *t = NULL;
+    json_t *gpus = json_array();
+    for (int64_t i = 0; i < e->spec.gpus; i++)
+        json_array_append_new(gpus, json_integer(offer->gpus[i]));
+    return json_pack("{s:o, s:I}", "gpus", gpus, "cpus", (json_int_t)e->spec.cpus);
+}
+
+/* ---- gangs (docs/api.md, "Gangs") ---- */
+
+static bool is_gang(const Experiment *e)
+{
+    return e->spec.nodes > 1;
+}
+
+static int64_t gang_wait_ms(const Experiment *e)
+{
+    return (int64_t)(e->spec.gang_wait_s * 1000.0);
+}
+
+/* A held worker asks again at least once per long poll (30 s at most,
+ * docs/api.md "Long polls") and heartbeats every lease/6: one silent for a
+ * lease and a long poll more is gone, and its hold with it. */
+#define HOLD_SILENT_MS(core) ((core)->lease_ms + 30000)
+
+/* After any change to t's gang: its stored form follows, and t is written. */
+static void gang_changed(Core *core, Trial *t)
+{
+    json_decref(t->gang_json);
+    t->gang_json = t->gang != NULL ? members_to_json(t->gang) : NULL;
+    mark_trial(core, t);
+}
+
+/* A gang trial's lease runs out with the first of its members' leases. */
+static void gang_sync_expiry(Trial *t)
+{
+    int64_t at = members_expiry(t->gang);
+    if (at != INT64_MAX)
+        t->lease_expires_ms = at;
+}
+
+/* A sign of life from worker_id on running trial t renews its lease: the
+ * trial's, or that member's in a gang. */
+static void renew(Core *core, Trial *t, int64_t worker_id, int64_t now)
+{
+    int64_t until = now + core->lease_ms;
+    if (t->gang == NULL) {
+        t->lease_expires_ms = until;
+        return;
+    }
+    GangMember *m = members_of(t->gang, worker_id);
+    if (m != NULL)
+        m->lease_expires_ms = until;
+    gang_sync_expiry(t);
+}
+
+/* Whether worker_id holds running trial t: its lease, or a place in its
+ * gang that has not finished. */
+static bool holds_trial(const Trial *t, int64_t worker_id)
+{
+    if (t->gang == NULL)
+        return t->worker_id == worker_id;
+    const GangMember *m = members_of(t->gang, worker_id);
+    return m != NULL && !m->done;
+}
+
+const GangMember *core_gang_member(const Trial *t, int64_t worker_id, int64_t *rank)
+{
+    if (t->gang == NULL || t->gang->attempt != t->attempt)
+        return NULL;
+    GangMember *m = members_of(t->gang, worker_id);
+    if (m != NULL)
+        *rank = members_rank(t->gang, m);
+    return m;
+}
+
+bool core_take_gang_formed(Core *core)
+{
+    bool formed = core->gang_formed;
+    core->gang_formed = false;
+    return formed;
+}
+
+/* Whether the offer has what one node of e needs. */
+static bool offer_fits(const Experiment *e, const LeaseOffer *offer)
+{
+    return e->spec.gpus <= offer->n_gpus && e->spec.cpus <= offer->cpus &&
+           (offer->trainables & SPEC_TRAINABLE_BIT(e->spec.trainable)) != 0;
+}
+
+/* Takes worker_id's hold off e's gathering, keeping the others' order. */
+static void hold_drop(Core *core, Experiment *e, int64_t worker_id)
+{
+    GangWait *g = &e->gang;
+    int64_t kept = 0;
+    for (int64_t i = 0; i < g->n_holds; i++)
+        if (g->holds[i].worker_id != worker_id)
+            g->holds[kept++] = g->holds[i];
+    g->n_holds = kept;
+    if (kept == 0)
+        g->first_hold_ms = 0; /* the next hold starts the wait afresh */
+    Worker *w = core_worker(core, worker_id);
+    if (w != NULL && w->held_for == e->id)
+        w->held_for = 0;
+}
+
+/* Releases every hold of e: its workers may take other trials now. */
+static void holds_release(Core *core, Experiment *e)
+{
+    GangWait *g = &e->gang;
+    for (int64_t i = 0; i < g->n_holds; i++) {
+        Worker *w = core_worker(core, g->holds[i].worker_id);
+        if (w != NULL && w->held_for == e->id)
+            w->held_for = 0;
+    }
+    if (g->n_holds > 0)
+        core->availability_changed = true; /* their parked leases look again */
+    g->n_holds = 0;
+    g->first_hold_ms = 0;
+}
+
+/* The holds ran out (or the gang cannot form): released, and the gang
+ * passed over for gang_wait_s so that smaller trials fill the slots. */
+static void gang_pass_over(Core *core, Experiment *e, int64_t now)
+{
+    holds_release(core, e);
+    e->gang.passed_over_until = now + gang_wait_ms(e);
+    e->gang.reserving = false;
+}
+
+/* Holds w for e's next gang, with where the other members reach it. */
+static void hold_add(Experiment *e, Worker *w, const LeaseOffer *offer, int64_t now)
+{
+    GangWait *g = &e->gang;
+    if (g->holds == NULL && (g->holds = calloc((size_t)e->spec.nodes, sizeof *g->holds)) == NULL)
+        abort();
+    GangHold *h = &g->holds[g->n_holds++];
+    h->worker_id = w->id;
+    snprintf(h->addr, sizeof h->addr, "%s", offer->advertise_addr);
+    h->port = offer->port;
+    if (g->n_holds == 1)
+        g->first_hold_ms = now;
+    w->held_for = e->id;
+}
+
+/* Whether w's hold on e stands with this offer (e still gathers, and could
+ * start the gang on it now); the hold then takes the offer's address and
+ * port, which are the latest. */
+static bool hold_renew(const Experiment *e, const Worker *w, const LeaseOffer *offer)
+{
+    if (e == NULL || e->state != EXP_RUNNING || e->pending.head == NULL ||
+        offer->advertise_addr == NULL || !fits(e, w, offer))
+        return false;
+    for (int64_t i = 0; i < e->gang.n_holds; i++) {
+        GangHold *h = &e->gang.holds[i];
+        if (h->worker_id == w->id) {
+            snprintf(h->addr, sizeof h->addr, "%s", offer->advertise_addr);
+            h->port = offer->port;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The last hold came: the head of e's pending line starts on every held
+ * worker at once, rank 0 the first held. Each member's lease is given with
+ * its next lease request (gang_deliver); until then its token is empty. */
+static Trial *gang_form(Core *core, Experiment *e, int64_t now)
+{
+    GangWait *g = &e->gang;
+    Trial *t = e->pending.head;
+    Gang *gang = members_new(e->spec.nodes, t->attempt);
+    snprintf(gang->master_addr, sizeof gang->master_addr, "%s", g->holds[0].addr);
+    gang->master_port = g->holds[0].port;
+    for (int64_t i = 0; i < gang->nnodes; i++) {
+        gang->members[i].worker_id = g->holds[i].worker_id;
+        gang->members[i].lease_expires_ms = now + core->lease_ms;
+        Worker *w = core_worker(core, g->holds[i].worker_id);
+        if (w != NULL)
+            w->held_for = 0;
+    }
+    members_free(t->gang); /* the last attempt's, kept until now for inspection */
+    t->gang = gang;
+    e->pass += 1.0 / e->spec.share; /* one lease of the experiment, as a 1-node trial's */
+    set_state(core, t, TRIAL_RUNNING, now);
+    t->leased_seen = t->n_seen;
+    t->worker_id = gang->members[0].worker_id;
+    t->lease_token[0] = '\0'; /* rank 0's, once its lease is given */
+    t->lease_expires_ms = now + core->lease_ms;
+    json_decref(t->resources);
+    t->resources = NULL;
+    count_slots(core, t, +1);
+    g->n_holds = 0;
+    g->first_hold_ms = 0;
+    g->releases = 0;
+    g->reserving = false;
+    g->passed_over_until = 0;
+    gang_changed(core, t);
+    /* Every other member's parked lease request must run again now. */
+    core->availability_changed = true;
+    core->gang_formed = true;
+    return t;
+}
+
+/* Gives worker w its place in running gang t with this lease's token.
+ * False when this offer cannot run it now (the worker asks again; its
+ * lease runs out meanwhile like any other). */
+static bool gang_deliver(Core *core, Trial *t, Worker *w, const LeaseOffer *offer,
+                         const char *token, int64_t now)
+{
+    GangMember *m = members_of(t->gang, w->id);
+    if (m == NULL || offer->advertise_addr == NULL || !offer_fits(t->exp, offer))
+        return false;
+    snprintf(m->lease_token, sizeof m->lease_token, "%s", token);
+    m->lease_expires_ms = now + core->lease_ms;
+    json_decref(m->resources);
+    m->resources = grant(t->exp, offer);
+    if (members_rank(t->gang, m) == 0) {
+        snprintf(t->lease_token, sizeof t->lease_token, "%s", token);
+        json_decref(t->resources);
+        t->resources = json_incref(m->resources);
+    }
+    gang_sync_expiry(t);
+    gang_changed(core, t);
+    return true;
+}
+
+/* The running gang trial in which w has a place it was not given yet. */
+static Trial *gang_undelivered(const Core *core, const Worker *w)
+{
+    if (core->gangs_running == 0)
+        return NULL;
+    for (Trial *t = core->running.head; t != NULL; t = t->next) {
+        const GangMember *m = t->gang != NULL ? members_of(t->gang, w->id) : NULL;
+        if (m != NULL && m->lease_token[0] == '\0' && !m->done)
+            return t;
+    }
+    return NULL;
+}
+
+/* Whether w is alive and could ever take one node of e: heard of within
+ * HOLD_SILENT_MS (a worker waiting in a long poll is not heard of until
+ * it ends), gang-capable, running e's trainable type, carrying its labels,
+ * and registered with the resources of a node. */
+static bool capable(const Core *core, const Experiment *e, const Worker *w, int64_t now)
+{
+    return now - w->last_seen_at <= HOLD_SILENT_MS(core) && w->gang_capable &&
+           (w->lease_trainables & SPEC_TRAINABLE_BIT(e->spec.trainable)) != 0 && selected(e, w) &&
+           w->cpus >= e->spec.cpus && (int64_t)json_array_size(w->gpus) >= e->spec.gpus;
+}
+
+static bool enough_capable(const Core *core, const Experiment *e, int64_t now)
+{
+    int64_t n = 0;
+    for (int64_t i = 0; i < core->workers.cap; i++)
+        if (core->workers.slots[i].id != 0 && capable(core, e, core->workers.slots[i].ptr, now) &&
+            ++n >= e->spec.nodes)
+            return true;
+    return false;
+}
+
+/* Rule 3 and 4 of the gangs, once per tick: holds run out, silent holders
+ * lose theirs, and one gang released twice (the oldest experiment's)
+ * reserves its workers while enough capable workers are alive. */
+static void gang_tick(Core *core, int64_t now)
+{
+    bool reserved = false;
+    for (int64_t i = 0; i < core->n_exps; i++) {
+        Experiment *e = core->exps[i];
+        GangWait *g = &e->gang;
+        if (!is_gang(e))
+            continue;
+        if (e->state != EXP_RUNNING || e->pending.head == NULL) {
+            holds_release(core, e);
+            g->reserving = false;
+            continue;
+        }
+        for (int64_t k = g->n_holds - 1; k >= 0; k--) {
+            const Worker *w = core_worker(core, g->holds[k].worker_id);
+            if (w == NULL || now - w->last_seen_at > HOLD_SILENT_MS(core)) {
+                hold_drop(core, e, g->holds[k].worker_id);
+                core->availability_changed = true;
+            }
+        }
+        if (g->reserving) {
+            if (enough_capable(core, e, now))
+                reserved = true;
+            else
+                gang_pass_over(core, e, now);
+        } else if (g->n_holds > 0 && now - g->first_hold_ms >= gang_wait_ms(e)) {
+            g->releases++;
+            gang_pass_over(core, e, now);
+        }
+    }
+    for (int64_t i = 0; i < core->n_exps && !reserved; i++) {
+        Experiment *e = core->exps[i]; /* ascending id: the oldest first */
+        if (is_gang(e) && e->state == EXP_RUNNING && e->pending.head != NULL &&
+            e->gang.releases >= 2 && enough_capable(core, e, now)) {
+            e->gang.reserving = true;
+            e->gang.passed_over_until = 0; /* it gathers again at once, and keeps what it holds */
+            core->availability_changed = true;
+            reserved = true;
+        }
+    }
+}
+
+/* The best experiment with a pending trial that w may take with this
+ * offer (core_lease's order), and that trial; *e NULL when none. A gang's
+ * trials go only to gang-capable offers, and not while it is passed over. */
+static void pick(Core *core, Worker *w, const LeaseOffer *offer, int64_t now, Experiment **e,
+                 Trial **t)
+{
+    *e = NULL;
+    *t = NULL;
     for (int64_t i = 0; i < core->n_exps; i++) {
         Experiment *c = core->exps[i];
         if (c->state != EXP_RUNNING || c->pending.head == NULL || !fits(c, w, offer))
             continue;
-        if (e != NULL && !leases_before(c, e))
+        if (is_gang(c) && (offer->advertise_addr == NULL || now < c->gang.passed_over_until))
             continue;
+        if (*e != NULL && !leases_before(c, *e))
+            continue;
+        /* A gang starts where its members are: no checkpoint waits on one worker. */
         Trial *take = c->pending.head;
-        while (take != NULL && !may_take(core, w, take, now))
+        while (take != NULL && !is_gang(c) && !may_take(core, w, take, now))
             take = take->next;
         if (take != NULL) {
-            e = c;
-            t = take;
+            *e = c;
+            *t = take;
         }
     }
-    if (t != NULL) {
-        e->pass += 1.0 / e->spec.share;
-        set_state(core, t, TRIAL_RUNNING, now);
-        t->leased_seen = t->n_seen;
-        t->worker_id = w->id;
-        w->n_running++;
-        snprintf(t->lease_token, sizeof t->lease_token, "%s", token);
-        t->lease_expires_ms = now + core->lease_ms;
-        json_t *gpus = json_array();
-        for (int64_t i = 0; i < e->spec.gpus; i++)
-            json_array_append_new(gpus, json_integer(offer->gpus[i]));
-        json_decref(t->resources);
-        t->resources = json_pack("{s:o, s:I}", "gpus", gpus, "cpus", (json_int_t)e->spec.cpus);
+}
+
+Trial *core_lease(Core *core, Worker *w, const LeaseOffer *offer, const char *token, int64_t now)
+{
+    core_worker_seen(core, w, now);
+    w->gang_capable = offer->advertise_addr != NULL;
+    w->lease_trainables = offer->trainables;
+    /* A gang that formed without this request: its place first. */
+    Trial *t = gang_undelivered(core, w);
+    if (t != NULL)
+        return gang_deliver(core, t, w, offer, token, now) ? t : NULL;
+    if (w->held_for != 0) {
+        Experiment *held = core_experiment(core, w->held_for);
+        if (hold_renew(held, w, offer))
+            return NULL; /* held: it takes nothing else while the hold lasts */
+        if (held != NULL)
+            hold_drop(core, held, w->id);
+        w->held_for = 0;
+    }
+    /* The experiments in memory are few (those running): one pass per
+     * lease picks the best that has a trial this worker may take. */
+    Experiment *e;
+    pick(core, w, offer, now, &e, &t);
+    if (t == NULL)
+        return NULL;
+    if (is_gang(e)) {
+        hold_add(e, w, offer, now);
+        if (e->gang.n_holds < e->spec.nodes)
+            return NULL;
+        t = gang_form(core, e, now);
+        gang_deliver(core, t, w, offer, token, now); /* pick checked that the offer fits */
         return t;
     }
-    return NULL;
+    e->pass += 1.0 / e->spec.share;
+    set_state(core, t, TRIAL_RUNNING, now);
+    t->leased_seen = t->n_seen;
+    t->worker_id = w->id;
+    w->n_running++;
+    snprintf(t->lease_token, sizeof t->lease_token, "%s", token);
+    t->lease_expires_ms = now + core->lease_ms;
+    json_decref(t->resources);
+    t->resources = grant(e, offer);
+    return t;
 }
 
 /* Compares lease tokens in time that does not depend on where they differ,
@@ -1165,8 +1528,29 @@ static void record(Trial *t, const ReportRead *r, json_t *metrics, ReportAction 
     seen_insert(t, step, a);
 }
 
+/* A gang member's lease reply never reached it: its place is given again
+ * with its next lease request; the gang runs on. */
+static bool gang_unlease(Core *core, Trial *t, const char *token)
+{
+    GangMember *m = members_by_token(t->gang, token);
+    bool rank0 = m != NULL && members_rank(t->gang, m) == 0;
+    if (m == NULL || t->state != TRIAL_RUNNING || t->gang->attempt != t->attempt ||
+        (rank0 && t->n_seen > t->leased_seen))
+        return false;
+    m->lease_token[0] = '\0';
+    json_decref(m->resources);
+    m->resources = NULL;
+    if (rank0)
+        t->lease_token[0] = '\0';
+    gang_changed(core, t);
+    core->availability_changed = true;
+    return true;
+}
+
 bool core_unlease(Core *core, Trial *t, const char *token, int64_t now)
 {
+    if (t->gang != NULL)
+        return gang_unlease(core, t, token);
     if (t->state != TRIAL_RUNNING || t->lease_token[0] == '\0' ||
         !token_equal(token, t->lease_token) || t->n_seen > t->leased_seen)
         return false;
@@ -1221,9 +1605,34 @@ static ReportAction schedule(Core *core, Trial *t, const ReportRead *r, const js
     return a;
 }
 
+/* Who may report on a gang trial: rank 0 of the current attempt goes on
+ * (0); rank 0 of an attempt that ended is told to stop (1); another member
+ * is refused, and so is a token of no member. */
+static int gang_report_gate(const Trial *t, const char *token, ReportAction *action, RungError *err)
+{
+    GangMember *m = members_by_token(t->gang, token);
+    if (m == NULL)
+        return lease_lost(t, err);
+    int64_t rank = members_rank(t->gang, m);
+    if (rank != 0)
+        return rung_error_set(err, RUNG_E_CONFLICT, "lease_token",
+                              "trial %lld: only node 0 reports (this lease_token is node %lld's)",
+                              (long long)t->id, (long long)rank);
+    if (t->gang->attempt != t->attempt) {
+        *action = ACTION_STOP; /* another member failed or was lost: the attempt is over */
+        return 1;
+    }
+    return 0;
+}
+
 int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *metrics, int64_t now,
                 ReportAction *action, RungError *err)
 {
+    if (t->gang != NULL) {
+        int rc = gang_report_gate(t, token, action, err);
+        if (rc != 0)
+            return rc > 0 ? 0 : rc;
+    }
     if (t->lease_token[0] == '\0' || !token_equal(token, t->lease_token))
         return lease_lost(t, err);
     if (t->state == TRIAL_RUNNING && t->leased_seen > 0 &&
@@ -1244,7 +1653,7 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
         return 0;
     }
     Experiment *e = t->exp;
-    t->lease_expires_ms = now + core->lease_ms; /* a report proves the worker alive */
+    renew(core, t, t->worker_id, now); /* a report proves the worker alive */
     ReportAction a = ACTION_CONTINUE;
     bool recorded = false;
     const ReportRead r = report_read(e, step, metrics);
@@ -1294,9 +1703,45 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
     return 0;
 }
 
+/* The finish of a gang member other than rank 0: `completed` marks it
+ * done (rank 0's finish decides the trial); a failure ends the attempt
+ * for every member, and the trial is retried as one. */
+static void gang_member_finish(Core *core, Trial *t, GangMember *m, bool completed,
+                               const char *error, int64_t now)
+{
+    if (completed) {
+        m->done = true;
+        gang_sync_expiry(t);
+        gang_changed(core, t);
+        return;
+    }
+    if (t->stop_kind != STOP_NONE) {
+        apply_stop(core, t, now); /* it ended because the gang was asked to stop */
+        return;
+    }
+    /* The member's error after what says which node it was; set_error cuts
+     * the whole on a character boundary. */
+    char msg[CORE_MAX_ERROR + 96];
+    snprintf(msg, sizeof msg, "node %lld (worker %lld) failed: %s",
+             (long long)members_rank(t->gang, m), (long long)m->worker_id,
+             (error && error[0]) ? error : "the trial failed");
+    fail_or_retry(core, t, msg, now);
+}
+
 int core_finish(Core *core, Trial *t, const char *token, bool completed, const char *error,
                 int64_t now, RungError *err)
 {
+    if (t->gang != NULL) {
+        GangMember *m = members_by_token(t->gang, token);
+        if (m == NULL)
+            return lease_lost(t, err);
+        if (t->gang->attempt != t->attempt || t->state != TRIAL_RUNNING)
+            return 0; /* the attempt is over: finishing changes nothing */
+        if (members_rank(t->gang, m) > 0) {
+            gang_member_finish(core, t, m, completed, error, now);
+            return 0;
+        }
+    }
     if (t->lease_token[0] == '\0' || !token_equal(token, t->lease_token))
         return lease_lost(t, err);
     if (t->state != TRIAL_RUNNING)
@@ -1327,14 +1772,14 @@ json_t *core_heartbeat(Core *core, Worker *w, const int64_t *ids, int64_t n_ids,
     json_t *stop = json_array();
     for (int64_t i = 0; i < n_ids; i++) {
         Trial *t = core_trial(core, ids[i]);
-        if (t != NULL && t->state == TRIAL_RUNNING && t->worker_id == w->id) {
+        if (t != NULL && t->state == TRIAL_RUNNING && holds_trial(t, w->id)) {
             if (t->stop_kind != STOP_NONE)
-                apply_stop(core, t, now);
+                apply_stop(core, t, now); /* a gang's stop reaches every member this way */
             else
-                t->lease_expires_ms = now + core->lease_ms;
+                renew(core, t, w->id, now);
         }
         /* Whatever this worker no longer holds, it must stop. */
-        if (t == NULL || t->state != TRIAL_RUNNING || t->worker_id != w->id)
+        if (t == NULL || t->state != TRIAL_RUNNING || !holds_trial(t, w->id))
             json_array_append_new(stop, json_integer(ids[i]));
     }
     return stop;
@@ -1482,6 +1927,7 @@ void core_forget_deleted(Core *core, ExpState state, const int64_t trial_counts[
 
 int64_t core_tick(Core *core, int64_t now)
 {
+    gang_tick(core, now);
     int64_t n = 0;
     for (int64_t i = 0; i < core->n_exps; i++) {
         Experiment *e = core->exps[i];
@@ -1495,12 +1941,40 @@ int64_t core_tick(Core *core, int64_t now)
     return n;
 }
 
+/* Why a trial whose lease ran out fails: its worker was lost, or in a gang
+ * the first member whose lease ran out (one that never took its place, or
+ * went silent). */
+static void lost_message(const Core *core, const Trial *t, int64_t now, char *msg, size_t size)
+{
+    double s = (double)core->lease_ms / 1000.0;
+    snprintf(msg, size, "worker lost: no heartbeat from worker %lld for %.1f s",
+             (long long)t->worker_id, s);
+    for (int64_t i = 0; t->gang != NULL && i < t->gang->nnodes; i++) {
+        const GangMember *m = &t->gang->members[i];
+        if (m->done || m->lease_expires_ms > now)
+            continue;
+        if (m->lease_token[0] == '\0')
+            snprintf(msg, size,
+                     "worker lost: worker %lld did not take its place in the gang (node %lld) "
+                     "within %.1f s",
+                     (long long)m->worker_id, (long long)i, s);
+        else
+            snprintf(msg, size,
+                     "worker lost: no heartbeat from worker %lld (node %lld of the gang) for "
+                     "%.1f s",
+                     (long long)m->worker_id, (long long)i, s);
+        return;
+    }
+}
+
 int64_t core_expire_leases(Core *core, int64_t now)
 {
     int64_t n = 0;
     Trial *next;
     for (Trial *t = core->running.head; t != NULL; t = next) {
         next = t->next;
+        if (t->gang != NULL)
+            gang_sync_expiry(t); /* its members' leases are the truth */
         if (t->lease_expires_ms > now)
             continue;
         n++;
@@ -1508,9 +1982,8 @@ int64_t core_expire_leases(Core *core, int64_t now)
         if (t->stop_kind != STOP_NONE) {
             apply_stop(core, t, now);
         } else {
-            char msg[128];
-            snprintf(msg, sizeof msg, "worker lost: no heartbeat from worker %lld for %.1f s",
-                     (long long)t->worker_id, (double)core->lease_ms / 1000.0);
+            char msg[160];
+            lost_message(core, t, now, msg, sizeof msg);
             fail_or_retry(core, t, msg, now);
         }
     }
@@ -1572,6 +2045,19 @@ Trial *core_load_trial(Core *core, Experiment *exp, int64_t id, int64_t number, 
     else if (st == TRIAL_RUNNING)
         list_push_back(&core->running, t);
     return t;
+}
+
+void core_load_gang(Core *core, Trial *t, const json_t *stored)
+{
+    Gang *g = stored != NULL ? members_from_json(stored) : NULL;
+    if (g == NULL)
+        return;
+    if (t->state == TRIAL_RUNNING && t->gang == NULL)
+        core->gangs_running++; /* a running trial's gang is its current attempt's */
+    members_free(t->gang);
+    json_decref(t->gang_json);
+    t->gang = g;
+    t->gang_json = members_to_json(g);
 }
 
 void core_load_report(Core *core, Trial *t, int64_t step, json_t *metrics, ReportAction a)
@@ -1735,9 +2221,10 @@ static void load_experiment_done(Core *core, Experiment *e, int64_t now)
              * starts afresh rather than expiring the moment we are back. */
             if (t->lease_expires_ms == 0)
                 t->lease_expires_ms = now + core->lease_ms;
-            Worker *w = owner_of(core, t);
-            if (w != NULL)
-                w->n_running++;
+            for (int64_t k = 0; t->gang != NULL && k < t->gang->nnodes; k++)
+                if (t->gang->members[k].lease_expires_ms == 0)
+                    t->gang->members[k].lease_expires_ms = now + core->lease_ms;
+            count_slots(core, t, +1);
         }
     }
     maybe_complete(core, e, now);
@@ -1800,7 +2287,7 @@ int64_t core_worker_trials(const Core *core, int64_t worker_id, int64_t *ids, in
 {
     int64_t n = 0;
     for (const Trial *t = core->running.head; t != NULL; t = t->next)
-        if (t->worker_id == worker_id && n < cap)
+        if (holds_trial(t, worker_id) && n < cap)
             ids[n++] = t->id;
     return n;
 }
@@ -1842,10 +2329,13 @@ static void keep_result(Experiment *e, const Trial *t)
 static void drop_trial(Core *core, Trial *t)
 {
     Experiment *e = t->exp;
-    if (t->state == TRIAL_RUNNING)
+    if (t->state == TRIAL_RUNNING) {
         list_remove(&core->running, t);
-    else if (t->state == TRIAL_PENDING)
+        if (t->gang != NULL)
+            core->gangs_running--;
+    } else if (t->state == TRIAL_PENDING) {
         list_remove(&e->pending, t);
+    }
     if (t->number < e->n_trials && e->trials[t->number] == t)
         e->trials[t->number] = NULL;
     idmap_remove(&core->trials, t->id);
@@ -1916,11 +2406,9 @@ void core_forget_experiment(Core *core, Experiment *e)
     for (int s = 0; s < TRIAL__COUNT; s++)
         core->trial_counts[s] -= e->counts[s];
     core->exp_counts[e->state]--;
-    for (Trial *t = core->running.head; t != NULL; t = t->next) {
-        Worker *w = t->exp == e ? owner_of(core, t) : NULL;
-        if (w != NULL && w->n_running > 0)
-            w->n_running--;
-    }
+    for (Trial *t = core->running.head; t != NULL; t = t->next)
+        if (t->exp == e)
+            count_slots(core, t, -1);
     remove_exp(core, e);
 }
 
@@ -1981,6 +2469,45 @@ void core_trial_set_warnings(Core *core, Trial *t, json_t *warnings)
     json_decref(t->warnings);
     t->warnings = json_incref(warnings);
     mark_trial(core, t);
+}
+
+int64_t core_token_worker(const Trial *t, const char *token)
+{
+    if (t->gang != NULL && t->gang->attempt == t->attempt) {
+        const GangMember *m = members_by_token(t->gang, token);
+        return m != NULL ? m->worker_id : 0;
+    }
+    return t->lease_token[0] != '\0' && token_equal(token, t->lease_token) ? t->worker_id : 0;
+}
+
+void core_worker_log(Core *core, Trial *t, int64_t worker_id, const char *text)
+{
+    if (text != NULL && worker_id != 0 && worker_id == t->worker_id)
+        core_trial_set_log(core, t, text);
+}
+
+/* The most invalid lines a trial's warnings quote (request.h,
+ * REQUEST_MAX_WARN_LAST): a gang's merged warnings keep as many. */
+#define GANG_WARN_LAST 5
+
+void core_worker_warnings(Core *core, Trial *t, int64_t worker_id, json_t *warnings)
+{
+    if (warnings == NULL || worker_id == 0)
+        return;
+    if (t->gang == NULL || t->gang->attempt != t->attempt) {
+        if (worker_id == t->worker_id)
+            core_trial_set_warnings(core, t, warnings);
+        return;
+    }
+    GangMember *m = members_of(t->gang, worker_id);
+    if (m == NULL || (m->warnings != NULL && json_equal(m->warnings, warnings)))
+        return;
+    json_decref(m->warnings);
+    m->warnings = json_incref(warnings);
+    gang_changed(core, t);
+    json_t *merged = members_warnings(t->gang, GANG_WARN_LAST);
+    core_trial_set_warnings(core, t, merged);
+    json_decref(merged);
 }
 
 int64_t core_resume_step(const Trial *t)

@@ -23,14 +23,16 @@
 #include <stdint.h>
 
 #include "asha.h"
+#include "gang_members.h"
 #include "idmap.h"
 #include "error.h"
 #include "spec.h"
 
-#define CORE_TOKEN_LEN 32      /* lease tokens: 128 random bits in hex */
-#define CORE_MAX_ERROR 8192    /* bytes of a trial's error text kept */
-#define CORE_MAX_METRICS 64    /* metrics per report */
-#define CORE_MAX_LEASE_GPUS 64 /* GPU indices a worker may offer at once */
+#define CORE_TOKEN_LEN 32           /* lease tokens: 128 random bits in hex */
+#define CORE_MAX_ERROR 8192         /* bytes of a trial's error text kept */
+#define CORE_MAX_METRICS 64         /* metrics per report */
+#define CORE_MAX_LEASE_GPUS 64      /* GPU indices a worker may offer at once */
+#define CORE_MAX_ADDR GANG_MAX_ADDR /* bytes of a worker's advertise_addr */
 
 typedef enum {
     TRIAL_PENDING,
@@ -101,6 +103,26 @@ bool trial_state_terminal(TrialState s);
 
 struct Experiment;
 
+/* A worker held for an experiment's next gang, with where it said it is
+ * reached (its lease request's advertise_addr and port, the latest). */
+typedef struct GangHold {
+    int64_t worker_id;
+    char addr[CORE_MAX_ADDR + 1];
+    int64_t port;
+} GangHold;
+
+/* The holds of an experiment whose trials are gangs, gathering for its
+ * next gang trial (the head of its pending line when the last hold comes).
+ * Memory only: a restart starts the gathering over. */
+typedef struct GangWait {
+    GangHold *holds; /* owned: in hold order, [0, n_holds), at most nodes - 1 */
+    int64_t n_holds;
+    int64_t first_hold_ms;     /* when the first of these holds came; 0 = none */
+    int64_t passed_over_until; /* ms: no holds before this (the back-off after a release) */
+    int64_t releases;          /* times its holds ran out since its last gang formed */
+    bool reserving;            /* the reserving gang: its holds do not run out */
+} GangWait;
+
 /* One step reported in the current attempt and the answer it got. */
 typedef struct StepSeen {
     int64_t step;
@@ -136,8 +158,10 @@ typedef struct Trial {
     bool has_best;
     double best_value; /* in the metric's own sign */
     int64_t best_step;
-    json_t *last;   /* owned: last metrics, or NULL */
-    StepSeen *seen; /* owned: steps of this attempt, ascending */
+    json_t *last;      /* owned: last metrics, or NULL */
+    Gang *gang;        /* owned: the members of a gang trial's current or last attempt, or NULL */
+    json_t *gang_json; /* owned: gang as stored (tokens included), or NULL; follows gang */
+    StepSeen *seen;    /* owned: steps of this attempt, ascending */
     size_t n_seen, cap_seen;
     /* Intrusive lists: the experiment's pending queue, or the core's running list. */
     struct Trial *prev, *next;
@@ -211,6 +235,7 @@ typedef struct Experiment {
     bool hold_endgame; /* asha promote: no end game now (re-entry, or promotions first) */
     double pass;       /* leases given, each 1/share, since it last started running: fair share
                           over time (stride scheduling) when running counts tie; memory only */
+    GangWait gang;     /* spec.nodes > 1: the holds gathering for its next gang */
     bool dirty;
     bool stored;
     bool releasing; /* ended: queued for core_release */
@@ -224,7 +249,13 @@ typedef struct Worker {
     int64_t registered_at, last_seen_at;
     json_t *heartbeat; /* owned: last heartbeat body, or NULL */
     json_t *labels;    /* owned: {"key": "value"} as registered, or NULL */
-    int64_t n_running; /* trials it holds now */
+    int64_t n_running; /* trials it holds now (a gang trial counts on each member) */
+    /* From its last lease request (memory only): whether it may join a
+     * gang, and the trainable types it runs; for the reserving gang's count
+     * of workers that could ever take it. */
+    bool gang_capable;
+    unsigned lease_trainables;
+    int64_t held_for; /* id of the experiment whose next gang holds it; 0 = none */
     bool dirty;
     bool stored;
 } Worker;
@@ -268,14 +299,34 @@ typedef struct LeaseOffer {
     int64_t n_gpus;
     int64_t cpus;
     unsigned trainables; /* SPEC_TRAINABLE_BIT mask of what the worker runs */
+    /* Where the other members of a gang reach this worker: both set, or
+     * NULL and 0 for a request that may not join a gang (docs/api.md,
+     * "Gangs"). advertise_addr is borrowed, 1..CORE_MAX_ADDR bytes. */
+    const char *advertise_addr;
+    int64_t port; /* 1..65535: free on it now, the rendezvous port of a rank 0 */
 } LeaseOffer;
 
 /* Leases a pending trial that fits the offer (resources, the trainable
  * types the worker runs, the experiment's worker_selector against w's
  * labels) with the given token: of the running experiments that have one,
  * the highest priority first, then the one with the fewest running trials
- * for its share, then the oldest. Returns the trial (now running) or NULL. */
+ * for its share, then the oldest. Returns the trial (now running) or NULL.
+ *
+ * Gangs (docs/api.md, "Gangs"): a worker that is a member of a gang that
+ * formed without it gets that trial first; a worker held for a gang gets
+ * nothing else (NULL) while the hold lasts; a gang-capable offer whose best
+ * experiment is a gang's holds the worker (NULL), and the hold that makes
+ * `nodes` forms the gang: the trial runs, and this worker gets it. Each
+ * member's rank and grant: core_gang_member. */
 Trial *core_lease(Core *core, Worker *w, const LeaseOffer *offer, const char *token, int64_t now);
+
+/* The member of t's current gang that worker_id is (*rank set), or NULL
+ * for a 1-node trial or a worker that is none of its members. */
+const GangMember *core_gang_member(const Trial *t, int64_t worker_id, int64_t *rank);
+
+/* Whether a gang formed since the last call (the engine then serves the
+ * parked lease requests again, so every member gets its place). */
+bool core_take_gang_formed(Core *core);
 
 /* Takes back a lease whose reply never reached the worker: the trial is
  * pending again, first in line, with the same attempt. Returns whether it
@@ -284,12 +335,17 @@ bool core_unlease(Core *core, Trial *t, const char *token, int64_t now);
 
 /* A report on a trial. RUNG_E_LEASE_LOST for a token that is not the
  * trial's; *action gets the answer, the same for a repeated step. metrics is
- * borrowed (copied when stored). */
+ * borrowed (copied when stored). A gang trial takes reports from rank 0
+ * only: another member's token is RUNG_E_CONFLICT; rank 0 of an attempt
+ * that ended gets ACTION_STOP. */
 int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *metrics, int64_t now,
                 ReportAction *action, RungError *err);
 
 /* A trial's end as the worker tells it: completed, or failed with error
- * (may be NULL). Idempotent on terminal trials. */
+ * (may be NULL). Idempotent on terminal trials. In a gang, rank 0's finish
+ * decides; another member's `completed` only marks it done, its failure
+ * ends the attempt for all (retried as one); a member of an attempt that
+ * ended changes nothing. */
 int core_finish(Core *core, Trial *t, const char *token, bool completed, const char *error,
                 int64_t now, RungError *err);
 
@@ -327,7 +383,11 @@ bool core_warm_source_in_use(const Core *core, int64_t exp_id);
  * takes its trials (counts by state) and itself out of the totals. */
 void core_forget_deleted(Core *core, ExpState state, const int64_t trial_counts[TRIAL__COUNT]);
 /* The clock's rules: ends running experiments whose stop.time_budget_s ran
- * out. Returns how many ended. */
+ * out, and the gangs' rules (docs/api.md, "Gangs"): holds that ran out are
+ * released and their gang passed over for gang_wait_s; holds of workers
+ * silent too long are dropped; the reserving gang is chosen, or released
+ * when too few alive workers could ever take it. Returns how many
+ * experiments ended. */
 int64_t core_tick(Core *core, int64_t now);
 
 /* Fails every running trial whose lease ran out ("worker lost") and retries
@@ -371,6 +431,9 @@ Trial *core_load_trial(Core *core, Experiment *exp, int64_t id, int64_t number, 
                        json_t *config, int64_t attempt, int64_t worker_id, const char *token,
                        json_t *resources, StopKind stop_kind, const char *error, int64_t created_at,
                        int64_t started_at, int64_t ended_at);
+/* Sets a loaded trial's gang from its stored form (borrowed; NULL or a
+ * malformed value: none). */
+void core_load_gang(Core *core, Trial *t, const json_t *stored);
 /* Replays one stored report of the trial's current attempt (ascending step). */
 void core_load_report(Core *core, Trial *t, int64_t step, json_t *metrics, ReportAction a);
 /* The columns of schema 005 (stolen JSON; NULL for none). */
@@ -448,6 +511,15 @@ int core_trial_bracket(const Trial *t);
 void core_trial_set_log(Core *core, Trial *t, const char *text);
 /* Sets t's warnings (a new reference is taken); written when they changed. */
 void core_trial_set_warnings(Core *core, Trial *t, json_t *warnings);
+/* The worker whose lease token on t this is: t's worker, or a member of its
+ * current gang; 0 for none. */
+int64_t core_token_worker(const Trial *t, const char *token);
+/* What worker_id sends about t (a heartbeat's or finish's log and warnings),
+ * kept when it runs t: t's log_tail is its worker's (a gang's rank 0's);
+ * its warnings are its worker's, or in a gang every member's together
+ * (members_warnings). Borrowed; text and warnings may be NULL. */
+void core_worker_log(Core *core, Trial *t, int64_t worker_id, const char *text);
+void core_worker_warnings(Core *core, Trial *t, int64_t worker_id, json_t *warnings);
 
 /* An experiment's health as stored (a new object), and read back. */
 json_t *core_health_json(const Experiment *e);

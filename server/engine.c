@@ -411,7 +411,7 @@ void engine_submit(Engine *e, Job *job)
 
 /* Re-runs parked jobs (oldest first) when trials may have become available,
  * and answers 204 to those past their deadline, or all when draining. */
-static void serve_parked(Engine *e, bool tick)
+static void serve_parked_once(Engine *e, bool tick)
 {
     /* The list is newest first; reverse it to serve the oldest first. */
     Job *list = NULL;
@@ -440,6 +440,18 @@ static void serve_parked(Engine *e, bool tick)
             e->n_parked++;
         }
     }
+}
+
+/* serve_parked_once, and again while a re-run formed a gang: the members
+ * whose requests were served earlier in the pass still wait, parked, for
+ * their places (docs/api.md, "Gangs"). Each formation takes a parked
+ * request, so the passes end. */
+static void serve_parked(Engine *e, bool tick)
+{
+    core_take_gang_formed(e->core); /* a request before this batch's pass: the pass sees it */
+    serve_parked_once(e, tick);
+    for (int64_t pass = 0; pass < MAX_PARKED && core_take_gang_formed(e->core); pass++)
+        serve_parked_once(e, false);
 }
 
 /* After a failed COMMIT (the disk, not a request: each request's writes

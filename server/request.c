@@ -264,9 +264,46 @@ static int parse_trainables(const json_t *v, unsigned *mask, RungError *err)
     return 0;
 }
 
+/* Whether addr may be a host name or an IP address (letters, digits and
+ * . - : _ %, not starting with -): it reaches other workers' programs as
+ * MASTER_ADDR and as an argument ({master_addr}), so nothing else gets
+ * through, and it cannot pass for an option. */
+static bool addr_ok(const char *addr)
+{
+    if (addr[0] == '-')
+        return false;
+    for (const char *p = addr; *p != '\0'; p++) {
+        char c = *p;
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '-' || c == '_' || c == ':' || c == '%'))
+            return false;
+    }
+    return true;
+}
+
+/* The lease's advertise_addr and port: both, or neither (a worker that
+ * cannot join a gang). */
+static int parse_gang_fields(const json_t *body, LeaseOffer *offer, RungError *err)
+{
+    if (jsonv_string(body, "", "advertise_addr", JSONV_OPTIONAL, CORE_MAX_ADDR,
+                     &offer->advertise_addr, A, err) ||
+        jsonv_int(body, "", "port", JSONV_OPTIONAL, 1, 65535, &offer->port, A, err))
+        return err->code;
+    if (offer->advertise_addr != NULL && !addr_ok(offer->advertise_addr))
+        return rung_error_set(err, A, "advertise_addr",
+                              "advertise_addr: must be a host name or IP address (letters, "
+                              "digits and . - : _ %%, not starting with -)");
+    if (offer->advertise_addr != NULL && offer->port == 0)
+        return rung_error_set(err, A, "port", "port: required with advertise_addr");
+    if (offer->advertise_addr == NULL && offer->port != 0)
+        return rung_error_set(err, A, "advertise_addr", "advertise_addr: required with port");
+    return 0;
+}
+
 int request_lease_parse(json_t *body, int64_t default_cpus, LeaseRequest *out, RungError *err)
 {
-    static const char *const allowed[] = {"gpus", "cpus", "wait_s", "trainables", NULL};
+    static const char *const allowed[] = {"gpus",           "cpus", "wait_s", "trainables",
+                                          "advertise_addr", "port", NULL};
     memset(out, 0, sizeof *out);
     out->offer.cpus = default_cpus;
     out->offer.trainables = SPEC_TRAINABLE_BIT(SPEC_TRAINABLE_EXTERNAL) |
@@ -282,7 +319,8 @@ int request_lease_parse(json_t *body, int64_t default_cpus, LeaseRequest *out, R
     }
     if (out->wait_s > REQUEST_LONG_POLL_MAX_S)
         out->wait_s = REQUEST_LONG_POLL_MAX_S; /* docs/api.md, "Long polls": at most 30 s */
-    if (parse_trainables(member(body, "trainables"), &out->offer.trainables, err))
+    if (parse_trainables(member(body, "trainables"), &out->offer.trainables, err) ||
+        parse_gang_fields(body, &out->offer, err))
         goto fail;
     json_t *gpus = member(body, "gpus");
     if (gpus == NULL)

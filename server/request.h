@@ -85,9 +85,14 @@ typedef struct RegisterRequest {
 int request_register_parse(json_t *body, RegisterRequest *out, RungError *err);
 
 /* POST /api/v1/workers/{id}/lease:
- * {"gpus": [0, 1], "cpus": 4, "wait_s": 10, "trainables": ["command", "builtin"]}
+ * {"gpus": [0, 1], "cpus": 4, "wait_s": 10, "trainables": ["command", "builtin"],
+ *  "advertise_addr": "10.0.0.3", "port": 29500}
  * trainables: the trainable types this worker runs (offer.trainables, a
- * mask of SPEC_TRAINABLE_BIT); absent or null: every type. */
+ * mask of SPEC_TRAINABLE_BIT); absent or null: every type. advertise_addr
+ * (1..CORE_MAX_ADDR bytes of a host name or IP address: letters, digits
+ * and . - : _ %, not starting with -) and port (1..65535) come together or
+ * not at all; absent, offer.advertise_addr is NULL and the worker is never
+ * part of a gang. */
 typedef struct LeaseRequest {
     LeaseOffer offer; /* gpus: 0..CORE_MAX_LEASE_GPUS indices >= 0, in the body's order;
                          cpus: 0..SPEC_MAX_CPUS, default_cpus when absent or null */

@@ -165,25 +165,40 @@ static int parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
     return 0;
 }
 
+/* resources_per_trial: cpu and gpu per node, and for a gang (nodes > 1)
+ * how many workers run each trial together and how long their holds wait
+ * for one another (docs/api.md, "Gangs"). */
 static int parse_resources(json_t *spec_json, Spec *spec, RungError *err)
 {
     json_t *r = json_object_get(spec_json, "resources_per_trial");
     spec->cpus = 1;
     spec->gpus = 0;
+    spec->nodes = 1;
+    spec->gang_wait_s = SPEC_GANG_WAIT_DEFAULT_S;
     if (r != NULL && !json_is_null(r)) {
         if (jsonv_object(r, "resources_per_trial", E, err))
             return err->code;
-        const char *allowed[] = {"cpu", "gpu", NULL};
+        const char *allowed[] = {"cpu", "gpu", "nodes", "gang_wait_s", NULL};
         if (jsonv_only_keys(r, "resources_per_trial", allowed, E, err) ||
             jsonv_int(r, "resources_per_trial", "cpu", JSONV_OPTIONAL, 0, SPEC_MAX_CPUS,
                       &spec->cpus, E, err) ||
             jsonv_int(r, "resources_per_trial", "gpu", JSONV_OPTIONAL, 0, SPEC_MAX_GPUS,
-                      &spec->gpus, E, err))
+                      &spec->gpus, E, err) ||
+            jsonv_int(r, "resources_per_trial", "nodes", JSONV_OPTIONAL, 1, SPEC_MAX_NODES,
+                      &spec->nodes, E, err) ||
+            jsonv_number(r, "resources_per_trial", "gang_wait_s", JSONV_OPTIONAL,
+                         &spec->gang_wait_s, E, err))
             return err->code;
+        if (spec->gang_wait_s < 1 || spec->gang_wait_s > SPEC_MAX_GANG_WAIT_S)
+            return rung_error_set(err, E, "resources_per_trial.gang_wait_s",
+                                  "resources_per_trial.gang_wait_s: must be between 1 and %d "
+                                  "seconds, not %g",
+                                  SPEC_MAX_GANG_WAIT_S, spec->gang_wait_s);
     }
-    json_object_set_new(spec_json, "resources_per_trial",
-                        json_pack("{s:I, s:I}", "cpu", (json_int_t)spec->cpus, "gpu",
-                                  (json_int_t)spec->gpus));
+    json_t *o = json_pack("{s:I, s:I, s:I}", "cpu", (json_int_t)spec->cpus, "gpu",
+                          (json_int_t)spec->gpus, "nodes", (json_int_t)spec->nodes);
+    json_object_set_new(o, "gang_wait_s", number_json(spec->gang_wait_s));
+    json_object_set_new(spec_json, "resources_per_trial", o);
     return 0;
 }
 

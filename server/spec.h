@@ -22,6 +22,11 @@
 #define SPEC_MAX_GPUS 64      /* GPUs per trial; no box has more */
 #define SPEC_MAX_CPUS 4096    /* CPUs per trial */
 
+/* Gangs (docs/api.md, "Gangs"). */
+#define SPEC_MAX_NODES 64           /* workers of one gang: each holds a lease and a connection */
+#define SPEC_MAX_GANG_WAIT_S 3600   /* gang_wait_s: an hour of held workers at most */
+#define SPEC_GANG_WAIT_DEFAULT_S 60 /* gang_wait_s when absent */
+
 typedef enum { SPEC_MODE_MIN, SPEC_MODE_MAX } SpecMode;
 
 /* What runs a trial: a program (command), rung-train (builtin), or HTTP
@@ -55,8 +60,10 @@ typedef struct Spec {
     int64_t total_trials;   /* grid combinations x num_samples */
     int64_t max_concurrent; /* 0 = no limit */
     int64_t max_failures;   /* retries of one trial, 0..SPEC_MAX_FAILURES */
-    int64_t cpus;           /* per trial */
-    int64_t gpus;           /* per trial */
+    int64_t cpus;           /* per trial, per node */
+    int64_t gpus;           /* per trial, per node */
+    int64_t nodes;          /* workers that run each trial together, 1..SPEC_MAX_NODES */
+    double gang_wait_s;     /* how long holds wait for a gang to form, 1..SPEC_MAX_GANG_WAIT_S */
     SpecTrainable trainable;
     /* Failures that show (docs/api.md, "Top-level fields"). */
     int64_t max_failed_trials; /* the experiment fails after this many failed trials; 0 = never */

@@ -58,17 +58,17 @@ static const char *const sql_text[ST__COUNT] = {
         "INSERT INTO trials (id, experiment_id, number, state, config, attempt, worker_id, "
         "lease_token, resources, stop_requested, error, created_at, started_at, ended_at, "
         "rung, queue_pos, step, last_metrics, best_value, best_step, log_tail, stopped_by, "
-        "stop_kind, user_paused, warnings) VALUES (:id, :exp, :number, :state, :config, "
+        "stop_kind, user_paused, warnings, gang) VALUES (:id, :exp, :number, :state, :config, "
         ":attempt, :worker, :token, :resources, :stop, :error, :created_at, :started_at, "
         ":ended_at, :rung, :queue_pos, :step, :last, :best_value, :best_step, :log_tail, "
-        ":stopped_by, :stop_kind, :user_paused, :warnings)",
+        ":stopped_by, :stop_kind, :user_paused, :warnings, :gang)",
     [ST_TRIAL_UPDATE] =
         "UPDATE trials SET state = :state, attempt = :attempt, worker_id = :worker, "
         "lease_token = :token, resources = :resources, stop_requested = :stop, error = :error, "
         "started_at = :started_at, ended_at = :ended_at, rung = :rung, queue_pos = :queue_pos, "
         "step = :step, last_metrics = :last, best_value = :best_value, best_step = :best_step, "
         "log_tail = :log_tail, stopped_by = :stopped_by, stop_kind = :stop_kind, "
-        "user_paused = :user_paused, warnings = :warnings WHERE id = :id",
+        "user_paused = :user_paused, warnings = :warnings, gang = :gang WHERE id = :id",
     [ST_REPORT_INSERT] = "INSERT INTO reports (trial_id, attempt, step, time, metrics, action) "
                          "VALUES (:trial, :attempt, :step, :time, :metrics, :action)",
     [ST_WORKER_INSERT] = "INSERT INTO workers (id, name, hostname, gpus, cpus, registered_at, "
@@ -386,6 +386,7 @@ static int write_trial(Store *s, Trial *t, RungError *err)
               t->state == TRIAL_STOPPED ? stopped_by_name((StoppedBy)t->stopped_by) : NULL);
     bind_int(st, ":user_paused", t->state == TRIAL_PAUSED && t->user_paused);
     bind_json(st, ":warnings", t->warnings);
+    bind_json(st, ":gang", t->gang_json); /* members and their tokens (schema 006) */
     bind_text(st, ":error", t->error);
     bind_int_or_null(st, ":started_at", t->started_at);
     bind_int_or_null(st, ":ended_at", t->ended_at);
@@ -540,7 +541,7 @@ static int load_trials(Store *s, Core *core, Experiment *e, RungError *err)
     const char *sql = "SELECT id, experiment_id, number, state, config, attempt, worker_id, "
                       "lease_token, resources, stop_requested, error, created_at, started_at, "
                       "ended_at, rung, queue_pos, log_tail, stop_kind, stopped_by, user_paused, "
-                      "warnings FROM trials WHERE experiment_id = ? ORDER BY number";
+                      "warnings, gang FROM trials WHERE experiment_id = ? ORDER BY number";
     if (prepare(s, sql, &st, err, "load trials"))
         return err->code;
     sqlite3_bind_int64(st, 1, e->id);
@@ -572,6 +573,9 @@ static int load_trials(Store *s, Core *core, Experiment *e, RungError *err)
             core_trial_set_log(NULL, t, (const char *)sqlite3_column_text(st, 16));
         core_load_trial_control(t, stopped_by_parse((const char *)sqlite3_column_text(st, 18)),
                                 sqlite3_column_int(st, 19) != 0, column_json(st, 20));
+        json_t *gang = column_json(st, 21);
+        core_load_gang(core, t, gang);
+        json_decref(gang);
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : db_error(s, err, "load trials");

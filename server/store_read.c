@@ -192,9 +192,9 @@ int store_read_experiments(Store *s, int64_t limit, int64_t offset, json_t **ite
 #define TRIAL_COLUMNS                                                                              \
     "id, experiment_id, number, state, config, attempt, worker_id, step, last_metrics, "           \
     "best_value, best_step, error, rung, log_tail, created_at, started_at, ended_at, stopped_by, " \
-    "user_paused, warnings"
+    "user_paused, warnings, gang"
 
-static json_t *trial_of_row(sqlite3_stmt *st, const AshaParams *sched)
+static json_t *trial_of_row(sqlite3_stmt *st, const Spec *spec)
 {
     TrialView v = {.id = sqlite3_column_int64(st, 0),
                    .exp_id = sqlite3_column_int64(st, 1),
@@ -219,19 +219,26 @@ static json_t *trial_of_row(sqlite3_stmt *st, const AshaParams *sched)
     json_t *config = column_json(st, 4);
     json_t *last = column_json(st, 8);
     json_t *warnings = column_json(st, 19);
+    json_t *gang = column_json(st, 20);
     v.warnings = warnings;
+    v.gang = gang;
     v.config = config ? config : json_object();
     v.last = last;
+    const AshaParams *sched = spec != NULL ? &spec->sched : NULL;
     if (sched != NULL && (sched->type == ASHA_ASHA || sched->type == ASHA_HYPERBAND))
         v.bracket = asha_bracket(sched, v.number);
+    /* The spec's nodes; without one, a gang's size tells. */
+    v.nodes = spec != NULL ? spec->nodes
+                           : (int64_t)json_array_size(json_object_get(gang, "members"));
     json_t *o = view_trial(&v);
     json_decref((json_t *)v.config);
     json_decref(last);
     json_decref(warnings);
+    json_decref(gang);
     return o;
 }
 
-int store_read_trial(Store *s, int64_t id, const AshaParams *sched, json_t **out, int64_t *exp_id,
+int store_read_trial(Store *s, int64_t id, const Spec *spec, json_t **out, int64_t *exp_id,
                      RungError *err)
 {
     sqlite3_stmt *st;
@@ -241,7 +248,7 @@ int store_read_trial(Store *s, int64_t id, const AshaParams *sched, json_t **out
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         *exp_id = sqlite3_column_int64(st, 1);
-        *out = trial_of_row(st, sched);
+        *out = trial_of_row(st, spec);
     }
     sqlite3_finalize(st);
     if (rc == SQLITE_DONE)
@@ -315,7 +322,7 @@ int store_read_trials(Store *s, const Spec *spec, int64_t exp_id, int state, int
     json_t *arr = json_array();
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-        json_array_append_new(arr, trial_of_row(st, &spec->sched));
+        json_array_append_new(arr, trial_of_row(st, spec));
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
         json_decref(arr);
@@ -344,6 +351,31 @@ int store_read_trial_lease(Store *s, int64_t id, TrialLease *out, RungError *err
     if (rc == SQLITE_DONE)
         return not_found(err, "trial", id);
     return rc == SQLITE_ROW ? 0 : db_error(s, err, "trial");
+}
+
+int store_read_gang_member(Store *s, int64_t id, const char *token, int64_t *rank, int64_t *attempt,
+                           RungError *err)
+{
+    sqlite3_stmt *st;
+    if (prepare(s, "SELECT gang FROM trials WHERE id = ?", &st, err))
+        return -1;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    json_t *stored = rc == SQLITE_ROW ? column_json(st, 0) : NULL;
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        db_error(s, err, "trial");
+        return -1;
+    }
+    Gang *g = stored != NULL ? members_from_json(stored) : NULL;
+    json_decref(stored);
+    GangMember *m = members_by_token(g, token);
+    if (m != NULL) {
+        *rank = members_rank(g, m);
+        *attempt = g->attempt;
+    }
+    members_free(g);
+    return m != NULL;
 }
 
 int store_read_report_action(Store *s, int64_t trial_id, int64_t attempt, int64_t step,

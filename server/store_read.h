@@ -24,8 +24,9 @@ int store_read_experiment(Store *s, int64_t id, json_t **out, RungError *err);
 int store_read_experiments(Store *s, int64_t limit, int64_t offset, json_t **items, int64_t *ids,
                            int64_t *total, RungError *err);
 
-/* A trial; sched (or NULL) gives its bracket. *exp_id gets its experiment. */
-int store_read_trial(Store *s, int64_t id, const AshaParams *sched, json_t **out, int64_t *exp_id,
+/* A trial; its experiment's spec (or NULL) gives its bracket and nodes.
+ * *exp_id gets its experiment. */
+int store_read_trial(Store *s, int64_t id, const Spec *spec, json_t **out, int64_t *exp_id,
                      RungError *err);
 
 /* The trials of an experiment: those in state (or any when state < 0), by
@@ -47,6 +48,11 @@ typedef struct TrialLease {
     char token[CORE_TOKEN_LEN + 1]; /* "" when none */
 } TrialLease;
 int store_read_trial_lease(Store *s, int64_t id, TrialLease *out, RungError *err);
+/* The member of the trial's stored gang whose lease token is token: 1
+ * with its *rank and the gang's *attempt, 0 when none is (or the trial
+ * never ran as a gang), -1 with err when the store fails. */
+int store_read_gang_member(Store *s, int64_t id, const char *token, int64_t *rank, int64_t *attempt,
+                           RungError *err);
 /* The answer a stored report got: 1 with *action set, 0 when none. */
 int store_read_report_action(Store *s, int64_t trial_id, int64_t attempt, int64_t step,
                              ReportAction *action, RungError *err);

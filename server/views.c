@@ -57,7 +57,28 @@ json_t *view_trial(const TrialView *v)
     json_object_set_new(o, "warnings",
                         v->warnings ? json_incref((json_t *)v->warnings)
                                     : json_pack("{s:i, s:[]}", "count", 0, "last"));
+    json_object_set_new(o, "nodes", json_integer(v->nodes > 0 ? v->nodes : 1));
+    json_object_set_new(o, "gang", v->gang ? view_gang(v->gang) : json_null());
     return o;
+}
+
+json_t *view_gang(const json_t *stored)
+{
+    json_t *addr = json_object_get(stored, "master_addr");
+    json_t *port = json_object_get(stored, "master_port");
+    if (!json_is_string(addr) || !json_is_integer(port))
+        return json_null(); /* not a gang rungd wrote: nothing to show */
+    json_t *members = json_array();
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(stored, "members"), i, m) {
+        json_t *rank = json_object_get(m, "rank"), *worker = json_object_get(m, "worker_id");
+        if (json_is_integer(rank) && json_is_integer(worker))
+            json_array_append_new(members,
+                                  json_pack("{s:O, s:O}", "rank", rank, "worker_id", worker));
+    }
+    return json_pack("{s:o, s:O, s:O}", "members", members, "master_addr", addr, "master_port",
+                     port);
 }
 
 json_t *view_experiment(const ExperimentView *v)
@@ -109,6 +130,8 @@ void view_of_trial(const Trial *t, TrialView *out)
                        .stopped_by = (StoppedBy)t->stopped_by,
                        .user_paused = t->user_paused,
                        .warnings = t->warnings,
+                       .nodes = t->exp->spec.nodes,
+                       .gang = t->gang_json,
                        .created_at = t->created_at,
                        .started_at = t->started_at,
                        .ended_at = t->ended_at};

@@ -30,6 +30,8 @@ typedef struct TrialView {
     StoppedBy stopped_by;   /* a stopped trial's */
     bool user_paused;       /* a paused trial's */
     const json_t *warnings; /* or NULL: none */
+    int64_t nodes;          /* resources_per_trial.nodes: workers per attempt */
+    const json_t *gang;     /* its gang as stored (gang_members.h), or NULL: none formed */
 } TrialView;
 
 typedef struct ExperimentView {
@@ -44,6 +46,9 @@ typedef struct ExperimentView {
 } ExperimentView;
 
 json_t *view_trial(const TrialView *v);
+/* A gang's public form, {"members": [{"rank", "worker_id"}], "master_addr",
+ * "master_port"}, from its stored one (gang_members.h; borrowed): no tokens. */
+json_t *view_gang(const json_t *stored);
 json_t *view_experiment(const ExperimentView *v);
 
 /* The views of what is in memory. */

@@ -324,10 +324,29 @@ static void check_gpus_against(const LeaseOffer *o, const json_t *registered,
     CHECK(strncmp(err.message, field, strlen(field)) == 0);
 }
 
+/* advertise_addr and port: both or neither; the address of host-name
+ * characters only, not starting with '-' (request.h). */
+static void check_gang_fields(const json_t *body, const LeaseOffer *o)
+{
+    if (json_object_get(body, "advertise_addr") == NULL) {
+        CHECK(o->advertise_addr == NULL && o->port == 0);
+        CHECK(member(body, "port") == NULL);
+        return;
+    }
+    check_string(body, "advertise_addr", o->advertise_addr, CORE_MAX_ADDR);
+    CHECK(o->advertise_addr[0] != '-');
+    CHECK(strspn(o->advertise_addr, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                    "0123456789.-_:%") == strlen(o->advertise_addr));
+    CHECK(o->port >= 1 && o->port <= 65535);
+    CHECK(o->port == (int64_t)json_number_value(json_object_get(body, "port")));
+}
+
 static void check_lease(const json_t *body, const LeaseRequest *l)
 {
-    static const char *const allowed[] = {"gpus", "cpus", "wait_s", "trainables", NULL};
+    static const char *const allowed[] = {"gpus",           "cpus", "wait_s", "trainables",
+                                          "advertise_addr", "port", NULL};
     check_keys(body, allowed);
+    check_gang_fields(body, &l->offer);
     /* trainables: absent or null is every type; else each named once. */
     json_t *trainables = member(body, "trainables");
     if (trainables == NULL) {
@@ -401,7 +420,8 @@ static int run(json_t *body, RungError *err)
     if (rc == 0)
         check_lease(body, &l);
     else
-        CHECK(l.offer.n_gpus == 0 && l.offer.cpus == 0 && l.wait_s == 0 && l.offer.trainables == 0);
+        CHECK(l.offer.n_gpus == 0 && l.offer.cpus == 0 && l.wait_s == 0 &&
+              l.offer.trainables == 0 && l.offer.advertise_addr == NULL && l.offer.port == 0);
     return rc;
 }
 

@@ -455,12 +455,18 @@ class Worker:
         self.id = doc["worker_id"]
         self.registration = doc
 
-    def lease(self, cpus=1, gpus=(), wait_s=5, trainables=None):
+    def lease(self, cpus=1, gpus=(), wait_s=5, trainables=None, advertise_addr=None, port=None):
         """(status, trial or None): 200 with a trial, or 204. `trainables`:
-        the trainable types offered (absent: all of them)."""
+        the trainable types offered (absent: all of them); `advertise_addr`
+        and `port`: where gang members reach this worker (absent: it never
+        joins a gang, docs/api.md "Gangs")."""
         body = {"cpus": cpus, "gpus": list(gpus), "wait_s": wait_s}
         if trainables is not None:
             body["trainables"] = list(trainables)
+        if advertise_addr is not None:
+            body["advertise_addr"] = advertise_addr
+        if port is not None:
+            body["port"] = port
         r = self.d.request("POST", "/api/v1/workers/%d/lease" % self.id, body,
                            timeout=HTTP_TIMEOUT_S + wait_s)
         if r.status == 200:

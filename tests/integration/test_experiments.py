@@ -453,7 +453,9 @@ class Contents(h.RungdTestCase):
         self.assertEqual(r.status, 201, r)
         exp = r.json
         self.assertEqual(exp["trainable"], example["trainable"])
-        self.assertEqual(exp["resources_per_trial"], {"gpu": 1, "cpu": 1})
+        # GET fills in the gang fields (docs/api.md, "Gangs"): one node.
+        self.assertEqual(exp["resources_per_trial"],
+                         {"gpu": 1, "cpu": 1, "nodes": 1, "gang_wait_s": 60})
         w = h.Worker(d, gpus=(0, 1))
         self.assertEqual(w.lease(cpus=4, gpus=[], wait_s=1)[0], 204)  # it needs a GPU
         t = w.lease_one(cpus=4, gpus=[0, 1])

@@ -736,6 +736,481 @@ static void test_promote_pauses_and_resumes(void **state)
     core_free(core);
 }
 
+
+/* ---- gangs (docs/api.md, "Gangs") ---- */
+
+/* Two nodes a trial, holds that wait 1 s, one retry. */
+static const char *const GANG2 =
+    "{\"metric\": \"loss\", \"mode\": \"min\", \"num_samples\": 2, \"max_failures\": 1,"
+    " \"search_space\": {\"x\": 1},"
+    " \"resources_per_trial\": {\"cpu\": 1, \"nodes\": 2, \"gang_wait_s\": 1}}";
+
+/* A gang-capable offer of one CPU from worker w: it says where it is
+ * reached (10.0.0.<id>, port 29500 + id). */
+static LeaseOffer gang_offer(const Worker *w, char *addr, size_t size)
+{
+    LeaseOffer o = cpus(1);
+    snprintf(addr, size, "10.0.0.%lld", (long long)w->id);
+    o.advertise_addr = addr;
+    o.port = 29500 + w->id;
+    return o;
+}
+
+/* A lease of w with a gang-capable offer and token number n; the token is
+ * written to token (CORE_TOKEN_LEN + 1 bytes). */
+static Trial *gang_lease(Core *core, Worker *w, int n, char *token, int64_t now)
+{
+    char addr[32];
+    LeaseOffer o = gang_offer(w, addr, sizeof addr);
+    snprintf(token, CORE_TOKEN_LEN + 1, "%032d", n);
+    return core_lease(core, w, &o, token, now);
+}
+
+static int64_t rank_of(const Trial *t, const Worker *w)
+{
+    int64_t rank = -1;
+    assert_non_null(core_gang_member(t, w->id, &rank));
+    return rank;
+}
+
+/* Forms a 2-node gang of e on a (rank 0) and b (rank 1) at now, each given
+ * its lease; tokens into tok0 and tok1. */
+static Trial *form_two(Core *core, Worker *a, Worker *b, int n, char *tok0, char *tok1, int64_t now)
+{
+    assert_null(gang_lease(core, a, n, tok0, now)); /* held */
+    Trial *t = gang_lease(core, b, n + 1, tok1, now);
+    assert_non_null(t);
+    assert_ptr_equal(gang_lease(core, a, n + 2, tok0, now), t); /* its parked request again */
+    assert_int_equal(rank_of(t, a), 0);
+    assert_int_equal(rank_of(t, b), 1);
+    return t;
+}
+
+static void test_gang_forms_with_two_and_three_nodes(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *e = add_experiment(core, GANG2);
+    Worker *w1 = add_worker(core), *w2 = add_worker(core), *old = add_worker(core);
+    char tok1[CORE_TOKEN_LEN + 1], tok2[CORE_TOKEN_LEN + 1];
+    /* An older worker (no advertise_addr) is never held nor given a gang. */
+    assert_null(lease_one(core, old, 2000));
+    assert_int_equal(old->held_for, 0);
+    /* The first asks: held, nothing runs yet. */
+    assert_null(gang_lease(core, w1, 1, tok1, 2000));
+    assert_int_equal(w1->held_for, e->id);
+    assert_int_equal(e->counts[TRIAL_RUNNING], 0);
+    assert_false(core_take_gang_formed(core));
+    /* The second forms it: the trial runs on both at once, and this worker
+     * gets it as rank 1; rank 0 (the first held) gets it on its next ask. */
+    Trial *t = gang_lease(core, w2, 2, tok2, 2100);
+    assert_non_null(t);
+    assert_int_equal(t->state, TRIAL_RUNNING);
+    assert_true(core_take_gang_formed(core));
+    assert_int_equal(rank_of(t, w2), 1);
+    assert_int_equal(t->gang->nnodes, 2);
+    assert_string_equal(t->gang->master_addr, "10.0.0.1");
+    assert_int_equal(t->gang->master_port, 29501);
+    assert_string_equal(t->lease_token, ""); /* rank 0's lease is not given yet */
+    assert_int_equal(w1->held_for, 0);
+    char again[CORE_TOKEN_LEN + 1];
+    assert_ptr_equal(gang_lease(core, w1, 3, again, 2200), t);
+    assert_int_equal(rank_of(t, w1), 0);
+    assert_string_equal(t->lease_token, again); /* rank 0's token is the trial's */
+    assert_int_equal(t->worker_id, w1->id);
+    /* One running trial of its experiment; a slot on each worker. */
+    assert_int_equal(e->counts[TRIAL_RUNNING], 1);
+    assert_int_equal(w1->n_running, 1);
+    assert_int_equal(w2->n_running, 1);
+    int64_t ids[4];
+    assert_int_equal(core_worker_trials(core, w2->id, ids, 4), 1);
+    assert_int_equal(ids[0], t->id);
+    /* Each member's grant is its own. */
+    assert_non_null(t->gang->members[1].resources);
+    assert_int_equal(json_integer_value(json_object_get(t->gang->members[1].resources, "cpus")), 1);
+    /* The stored form has both members and their tokens. */
+    const json_t *members = json_object_get(t->gang_json, "members");
+    assert_int_equal(json_array_size(members), 2);
+    assert_string_equal(json_string_value(
+                            json_object_get(json_array_get(members, 1), "lease_token")),
+                        tok2);
+    core_free(core);
+
+    /* Three nodes: ranks in the order the holds came. */
+    core = core_new(LEASE_MS);
+    e = add_experiment(core,
+                       "{\"metric\": \"loss\", \"mode\": \"min\", \"search_space\": {\"x\": 1},"
+                       " \"resources_per_trial\": {\"nodes\": 3}}");
+    Worker *w[3] = {add_worker(core), add_worker(core), add_worker(core)};
+    char tok[3][CORE_TOKEN_LEN + 1];
+    assert_null(gang_lease(core, w[2], 1, tok[2], 2000));
+    assert_null(gang_lease(core, w[0], 2, tok[0], 2001));
+    assert_null(gang_lease(core, w[0], 3, tok[0], 2002)); /* asks again: still one hold */
+    assert_int_equal(e->gang.n_holds, 2);
+    t = gang_lease(core, w[1], 4, tok[1], 2003);
+    assert_non_null(t);
+    assert_int_equal(rank_of(t, w[2]), 0);
+    assert_int_equal(rank_of(t, w[0]), 1);
+    assert_int_equal(rank_of(t, w[1]), 2);
+    assert_string_equal(t->gang->master_addr, "10.0.0.3");
+    core_free(core);
+}
+
+/* One hold per worker, never twice in one gang, whatever it asks. */
+static void test_gang_one_hold_per_worker(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *a = add_experiment(core, GANG2);
+    Experiment *b = add_experiment(core, GANG2);
+    Worker *w1 = add_worker(core), *w2 = add_worker(core);
+    char tok[CORE_TOKEN_LEN + 1];
+    for (int i = 0; i < 5; i++)
+        assert_null(gang_lease(core, w1, i, tok, 2000 + i));
+    assert_int_equal(w1->held_for, a->id);
+    assert_int_equal(a->gang.n_holds, 1);
+    assert_int_equal(b->gang.n_holds, 0);
+    assert_int_equal(a->counts[TRIAL_RUNNING] + b->counts[TRIAL_RUNNING], 0);
+    /* The second worker completes a's gang, not b's. */
+    Trial *t = gang_lease(core, w2, 9, tok, 2100);
+    assert_ptr_equal(t->exp, a);
+    assert_int_not_equal(t->gang->members[0].worker_id, t->gang->members[1].worker_id);
+    core_free(core);
+}
+
+/* Holds last gang_wait_s; then they are released, and the gang is passed
+ * over for gang_wait_s, so a 1-node trial gets the worker. */
+static void test_gang_expiry_and_back_off(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *g = add_experiment(core, GANG2);
+    Experiment *one = add_experiment(core, SIMPLE);
+    Worker *w = add_worker(core);
+    char tok[CORE_TOKEN_LEN + 1];
+    assert_null(gang_lease(core, w, 1, tok, 2000)); /* the older experiment: the gang */
+    core_tick(core, 2999);
+    assert_int_equal(w->held_for, g->id);
+    assert_null(gang_lease(core, w, 2, tok, 2999)); /* held: takes nothing else */
+    core_availability_seen(core);
+    core_tick(core, 3000); /* gang_wait_s from the first hold */
+    assert_int_equal(w->held_for, 0);
+    assert_int_equal(g->gang.releases, 1);
+    assert_true(core_availability_changed(core)); /* its parked request looks again */
+    Trial *t = gang_lease(core, w, 3, tok, 3000);
+    assert_non_null(t);
+    assert_ptr_equal(t->exp, one);
+    /* Passed over until 4000; then the gang may hold it again. */
+    assert_ptr_equal(gang_lease(core, w, 4, tok, 3999)->exp, one);
+    assert_null(gang_lease(core, w, 5, tok, 4000));
+    assert_int_equal(w->held_for, g->id);
+    core_free(core);
+}
+
+/* Rule 4: workers that free up more than gang_wait_s apart would each be
+ * held, released, and then take a 1-node trial, forever. Released twice,
+ * the gang reserves: its hold no longer runs out, and the next worker that
+ * frees up completes it while 1-node trials go on. */
+static void test_gang_reserving_forms_while_small_trials_arrive(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *small = add_experiment(core,
+                                       "{\"metric\": \"loss\", \"mode\": \"min\","
+                                       " \"num_samples\": 1000, \"search_space\": {\"x\": 1}}");
+    Experiment *g = add_experiment(core, GANG2);
+    enum { N = 3, RUN_MS = 10000 };
+    Worker *w[N];
+    Trial *running[N] = {NULL};
+    int64_t until[N] = {0}, arrive[N] = {2000, 5300, 8600}; /* 3.3 s apart */
+    for (int i = 0; i < N; i++)
+        w[i] = add_worker(core);
+    Trial *gang = NULL;
+    int64_t formed_at = 0, small_leases = 0;
+    bool reserved_first = false;
+    for (int64_t now = 2000; now <= 60000 && gang == NULL; now += 100) {
+        core_tick(core, now);
+        core_expire_leases(core, now);
+        reserved_first = reserved_first || g->gang.reserving;
+        for (int i = 0; i < N && gang == NULL; i++) {
+            if (now < arrive[i])
+                continue;
+            RungError err;
+            if (running[i] != NULL && now >= until[i]) {
+                assert_int_equal(core_finish(core, running[i], running[i]->lease_token, true, NULL,
+                                             now, &err),
+                                 0);
+                running[i] = NULL;
+            }
+            if (running[i] != NULL) { /* busy: its heartbeat keeps it alive */
+                json_decref(core_heartbeat(core, w[i], &running[i]->id, 1, NULL, now));
+                continue;
+            }
+            char tok[CORE_TOKEN_LEN + 1];
+            Trial *t = gang_lease(core, w[i], (int)(now / 100) * N + i, tok, now);
+            if (t == NULL)
+                continue; /* held */
+            if (t->exp == g) {
+                gang = t;
+                formed_at = now;
+            } else {
+                running[i] = t;
+                until[i] = now + RUN_MS;
+                small_leases++;
+            }
+        }
+    }
+    assert_non_null(gang);
+    assert_true(reserved_first); /* it formed because it reserved */
+    assert_true(formed_at < 20000);
+    assert_true(small_leases >= 2);                    /* small trials ran meanwhile */
+    assert_int_equal(small->counts[TRIAL_RUNNING], 1); /* and one still does */
+    assert_false(g->gang.reserving);                   /* formed: the next gang starts over */
+    assert_int_equal(g->gang.releases, 0);
+    core_free(core);
+}
+
+/* The reserving gang is released when fewer than `nodes` alive workers
+ * could ever take it; its held worker takes other trials again. */
+static void test_gang_reserving_released_when_too_few_capable(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *one = add_experiment(core, "{\"metric\": \"loss\", \"mode\": \"min\","
+                                           " \"num_samples\": 10, \"search_space\": {\"x\": 1}}");
+    Experiment *g = add_experiment(core, GANG2);
+    Worker *w1 = add_worker(core), *w2 = add_worker(core);
+    char tok[CORE_TOKEN_LEN + 1];
+    Trial *busy = gang_lease(core, w2, 1, tok, 2000); /* the older experiment's */
+    assert_ptr_equal(busy->exp, one);
+    int64_t now = 2000;
+    for (int cycle = 0; cycle < 2; cycle++) {
+        assert_null(gang_lease(core, w1, 10 + cycle, tok, now));
+        now += 1000;
+        json_decref(core_heartbeat(core, w2, &busy->id, 1, NULL, now));
+        core_tick(core, now);
+        now += 1000; /* the back-off */
+        json_decref(core_heartbeat(core, w2, &busy->id, 1, NULL, now));
+        core_tick(core, now);
+    }
+    assert_int_equal(g->gang.releases, 2);
+    assert_true(g->gang.reserving); /* w1 and w2 could take it */
+    /* w2 goes silent now. A reserving hold does not run out: w1 stays held,
+     * asking again as its long polls end, while w2 may be in a long poll
+     * itself (a lease and 30 s). */
+    int64_t silent_from = now;
+    for (; now <= silent_from + LEASE_MS + 30000; now += 5000) {
+        assert_null(gang_lease(core, w1, (int)now, tok, now));
+        core_tick(core, now);
+        assert_true(g->gang.reserving);
+        assert_int_equal(w1->held_for, g->id);
+    }
+    /* Then only w1 could take it, fewer than 2: released, passed over. */
+    core_tick(core, now);
+    assert_false(g->gang.reserving);
+    assert_int_equal(w1->held_for, 0);
+    Trial *t = gang_lease(core, w1, 21, tok, now);
+    assert_non_null(t);
+    assert_ptr_equal(t->exp, one);
+    core_free(core);
+}
+
+/* A member's failure ends the attempt for all: the others are told to
+ * stop, and the trial is retried as one (attempt + 1), then fails. */
+static void test_gang_member_failure_stops_all_and_retries(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *e = add_experiment(core, GANG2);
+    Worker *w1 = add_worker(core), *w2 = add_worker(core);
+    char t0[CORE_TOKEN_LEN + 1], t1[CORE_TOKEN_LEN + 1];
+    Trial *t = form_two(core, w1, w2, 1, t0, t1, 2000);
+    RungError err;
+    assert_int_equal(core_finish(core, t, t1, false, "exit status 1\nboom", 2100, &err), 0);
+    assert_int_equal(t->state, TRIAL_PENDING);
+    assert_int_equal(t->attempt, 2);
+    assert_string_equal(t->error, "node 1 (worker 2) failed: exit status 1\nboom");
+    assert_int_equal(e->counts[TRIAL_RUNNING], 0);
+    assert_int_equal(w1->n_running, 0);
+    assert_int_equal(w2->n_running, 0);
+    /* Rank 0 hears it at its next heartbeat or report; its finish changes nothing. */
+    json_t *stop = core_heartbeat(core, w1, &t->id, 1, NULL, 2200);
+    assert_int_equal(json_array_size(stop), 1);
+    json_decref(stop);
+    ReportAction a;
+    json_t *m = metrics(0.5);
+    assert_int_equal(core_report(core, t, t0, 1, m, 2200, &a, &err), 0);
+    assert_int_equal(a, ACTION_STOP);
+    assert_int_equal(core_finish(core, t, t0, true, NULL, 2200, &err), 0);
+    assert_int_equal(t->state, TRIAL_PENDING);
+    /* The retry forms again (the same trial first in line), and fails for good. */
+    Trial *again = form_two(core, w2, w1, 10, t0, t1, 2300);
+    assert_ptr_equal(again, t);
+    assert_int_equal(t->gang->attempt, 2);
+    assert_int_equal(core_finish(core, t, t0, false, "oom", 2400, &err), 0); /* rank 0 */
+    assert_int_equal(t->state, TRIAL_FAILED);
+    /* The old attempt's tokens are gone with it; rank 1 of this one is told to stop. */
+    assert_int_equal(core_report(core, t, "00000000000000000000000000000001", 1, m, 2500, &a, &err),
+                     RUNG_E_LEASE_LOST);
+    stop = core_heartbeat(core, w1, &t->id, 1, NULL, 2500);
+    assert_int_equal(json_array_size(stop), 1);
+    json_decref(stop);
+    json_decref(m);
+    core_free(core);
+}
+
+/* Any member's lease running out ends the attempt for all. */
+static void test_gang_member_lease_expiry(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    add_experiment(core, GANG2);
+    Worker *w1 = add_worker(core), *w2 = add_worker(core);
+    char t0[CORE_TOKEN_LEN + 1], t1[CORE_TOKEN_LEN + 1];
+    Trial *t = form_two(core, w1, w2, 1, t0, t1, 2000);
+    /* Rank 0 heartbeats and reports; rank 1 is silent. */
+    json_decref(core_heartbeat(core, w1, &t->id, 1, NULL, 2900));
+    assert_int_equal(core_expire_leases(core, 2999), 0);
+    assert_int_equal(core_expire_leases(core, 3000), 1);
+    assert_int_equal(t->state, TRIAL_PENDING);
+    assert_int_equal(t->attempt, 2);
+    assert_non_null(strstr(t->error, "worker 2 (node 1 of the gang)"));
+    json_t *stop = core_heartbeat(core, w1, &t->id, 1, NULL, 3100);
+    assert_int_equal(json_array_size(stop), 1);
+    json_decref(stop);
+    /* A member that never takes its place is lost the same way. */
+    assert_null(gang_lease(core, w1, 20, t0, 4000));
+    assert_non_null(gang_lease(core, w2, 21, t1, 4000)); /* w1 never asks again */
+    json_decref(core_heartbeat(core, w2, &t->id, 1, NULL, 4900));
+    assert_int_equal(core_expire_leases(core, 5000), 1);
+    assert_int_equal(t->state, TRIAL_FAILED); /* max_failures 1: used up */
+    assert_non_null(strstr(t->error, "worker 1 did not take its place in the gang (node 0)"));
+    core_free(core);
+}
+
+/* Only rank 0 reports; another member's `completed` only marks it done;
+ * rank 0's finish decides. */
+static void test_gang_report_from_rank_1_refused(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *e = add_experiment(core, GANG2);
+    Worker *w1 = add_worker(core), *w2 = add_worker(core);
+    char t0[CORE_TOKEN_LEN + 1], t1[CORE_TOKEN_LEN + 1];
+    Trial *t = form_two(core, w1, w2, 1, t0, t1, 2000);
+    ReportAction a;
+    RungError err;
+    json_t *m = metrics(0.5);
+    assert_int_equal(core_report(core, t, t1, 1, m, 2100, &a, &err), RUNG_E_CONFLICT);
+    assert_non_null(strstr(err.message, "only node 0 reports"));
+    assert_int_equal(core_report(core, t, t0, 1, m, 2100, &a, &err), 0);
+    assert_int_equal(a, ACTION_CONTINUE);
+    /* Rank 1's @rung lines are its warnings; the trial's are every member's. */
+    json_t *w1_warn = json_pack("{s:i, s:[{s:s, s:s}]}", "count", 1, "last", "line", "@rung {",
+                                "why", "not JSON");
+    json_t *w2_warn = json_pack("{s:i, s:[{s:s, s:s}]}", "count", 7, "last", "line",
+                                "@rung {\"loss\": 1}", "why",
+                                "only node 0 reports (this is node 1)");
+    core_worker_warnings(core, t, w1->id, w1_warn);
+    core_worker_warnings(core, t, w2->id, w2_warn);
+    assert_int_equal(json_integer_value(json_object_get(t->warnings, "count")), 8);
+    assert_int_equal(json_array_size(json_object_get(t->warnings, "last")), 2);
+    assert_int_equal(core_token_worker(t, t1), w2->id);
+    core_worker_log(core, t, w2->id, "rank 1's log");
+    assert_null(t->log_tail); /* the trial's log is rank 0's */
+    json_decref(w1_warn);
+    json_decref(w2_warn);
+    /* Rank 1 done: rank 0 runs on, and rank 1's lease no longer counts. */
+    assert_int_equal(core_finish(core, t, t1, true, NULL, 2200, &err), 0);
+    assert_int_equal(t->state, TRIAL_RUNNING);
+    assert_true(t->gang->members[1].done);
+    json_decref(core_heartbeat(core, w1, &t->id, 1, NULL, 3000));
+    assert_int_equal(core_expire_leases(core, 3500), 0);
+    int64_t ids[2];
+    assert_int_equal(core_worker_trials(core, w2->id, ids, 2), 0);
+    assert_int_equal(core_finish(core, t, t0, true, NULL, 3600, &err), 0);
+    assert_int_equal(t->state, TRIAL_COMPLETED);
+    assert_true(t->has_best);
+    assert_int_equal(e->counts[TRIAL_COMPLETED], 1);
+    json_decref(m);
+    core_free(core);
+}
+
+/* A member whose lease reply was never delivered gets its place again
+ * with its next lease request; the gang runs on. */
+static void test_gang_undelivered_member(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    add_experiment(core, GANG2);
+    Worker *w1 = add_worker(core), *w2 = add_worker(core);
+    char t0[CORE_TOKEN_LEN + 1], t1[CORE_TOKEN_LEN + 1];
+    Trial *t = form_two(core, w1, w2, 1, t0, t1, 2000);
+    assert_true(core_unlease(core, t, t1, 2100));
+    assert_int_equal(t->state, TRIAL_RUNNING);
+    assert_string_equal(t->gang->members[1].lease_token, "");
+    char again[CORE_TOKEN_LEN + 1];
+    assert_ptr_equal(gang_lease(core, w2, 7, again, 2200), t);
+    assert_string_equal(t->gang->members[1].lease_token, again);
+    /* The old token is nobody's. */
+    RungError err;
+    assert_int_equal(core_finish(core, t, t1, true, NULL, 2300, &err), RUNG_E_LEASE_LOST);
+    core_free(core);
+}
+
+/* A restart keeps a running gang: the members and their tokens come back
+ * from the stored form, every lease gets a fresh window. */
+static void test_gang_restart_rebuild(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *e = add_experiment(core, GANG2);
+    Worker *w1 = add_worker(core), *w2 = add_worker(core);
+    char t0[CORE_TOKEN_LEN + 1], t1[CORE_TOKEN_LEN + 1];
+    Trial *t = form_two(core, w1, w2, 1, t0, t1, 2000);
+    json_t *stored = json_deep_copy(t->gang_json);
+    json_t *spec_json = json_incref(e->spec.json);
+    int64_t id = t->id, number = t->number;
+    core_free(core);
+
+    core = core_new(LEASE_MS);
+    Spec spec;
+    RungError err;
+    assert_int_equal(spec_load(spec_json, 42, &spec, &err), 0);
+    e = core_load_experiment(core, 1, &spec, EXP_RUNNING, 1000, 0);
+    w1 = core_load_worker(core, 1, "w", "host", json_array(), 8, 1000, 2000, NULL);
+    w2 = core_load_worker(core, 2, "w", "host", json_array(), 8, 1000, 2000, NULL);
+    t = core_load_trial(core, e, id, number, TRIAL_RUNNING, json_object(), 1, w1->id, t0, NULL,
+                        STOP_NONE, NULL, 1000, 2000, 0);
+    core_load_gang(core, t, stored);
+    core_load_done(core, 9000);
+    assert_int_equal(w1->n_running, 1);
+    assert_int_equal(w2->n_running, 1);
+    assert_int_equal(rank_of(t, w2), 1);
+    /* Nobody could heartbeat while rungd was down: fresh leases from now. */
+    assert_int_equal(core_expire_leases(core, 9999), 0);
+    json_decref(core_heartbeat(core, w2, &t->id, 1, NULL, 9500));
+    json_t *m = metrics(0.4);
+    ReportAction a;
+    assert_int_equal(core_report(core, t, t0, 1, m, 9600, &a, &err), 0);
+    assert_int_equal(core_report(core, t, t1, 1, m, 9600, &a, &err), RUNG_E_CONFLICT);
+    assert_int_equal(core_finish(core, t, t1, true, NULL, 9700, &err), 0);
+    assert_int_equal(core_finish(core, t, t0, true, NULL, 9800, &err), 0);
+    assert_int_equal(t->state, TRIAL_COMPLETED);
+    /* A malformed stored gang is none. */
+    Trial *u = core_load_trial(core, e, id + 1, number + 1, TRIAL_PENDING, json_object(), 1, 0,
+                               NULL, NULL, STOP_NONE, NULL, 1000, 0, 0);
+    json_t *bad = json_pack("{s:i, s:s, s:i, s:[]}", "attempt", 1, "master_addr", "h",
+                            "master_port", 1, "members");
+    core_load_gang(core, u, bad);
+    assert_null(u->gang);
+    json_decref(bad);
+    json_decref(m);
+    json_decref(stored);
+    json_decref(spec_json);
+    core_free(core);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -756,6 +1231,16 @@ int main(void)
         cmocka_unit_test(test_metric_missing_and_max_failed_fail_the_experiment),
         cmocka_unit_test(test_pause_running_trials_and_resume),
         cmocka_unit_test(test_stop_rules_and_user_stop),
+        cmocka_unit_test(test_gang_forms_with_two_and_three_nodes),
+        cmocka_unit_test(test_gang_one_hold_per_worker),
+        cmocka_unit_test(test_gang_expiry_and_back_off),
+        cmocka_unit_test(test_gang_reserving_forms_while_small_trials_arrive),
+        cmocka_unit_test(test_gang_reserving_released_when_too_few_capable),
+        cmocka_unit_test(test_gang_member_failure_stops_all_and_retries),
+        cmocka_unit_test(test_gang_member_lease_expiry),
+        cmocka_unit_test(test_gang_report_from_rank_1_refused),
+        cmocka_unit_test(test_gang_undelivered_member),
+        cmocka_unit_test(test_gang_restart_rebuild),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -418,6 +418,71 @@ static void test_lease(void **state)
     json_decref(b);
 }
 
+/* advertise_addr and port (docs/api.md, "Gangs"): both or neither; the
+ * address only of the characters a host name or IP address has. */
+static void test_lease_gang_fields(void **state)
+{
+    (void)state;
+    LeaseRequest l;
+    RungError err;
+    json_t *b = parse("{\"advertise_addr\": \"10.0.0.3\", \"port\": 29500}");
+    assert_int_equal(request_lease_parse(b, 8, &l, &err), 0);
+    assert_string_equal(l.offer.advertise_addr, "10.0.0.3");
+    assert_int_equal(l.offer.port, 29500);
+    json_decref(b);
+    b = parse("{}");
+    assert_int_equal(request_lease_parse(b, 8, &l, &err), 0);
+    assert_null(l.offer.advertise_addr); /* an older worker: never in a gang */
+    assert_int_equal(l.offer.port, 0);
+    json_decref(b);
+    static const char *const good[] = {"gpu-box-1.lan", "fe80::1%eth0", "::1", "a_b", "1", "x-"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        b = json_pack("{s:s, s:i}", "advertise_addr", good[i], "port", 1);
+        assert_int_equal(request_lease_parse(b, 8, &l, &err), 0);
+        json_decref(b);
+    }
+    b = json_pack("{s:s, s:i}", "advertise_addr", "h", "port", 65535);
+    assert_int_equal(request_lease_parse(b, 8, &l, &err), 0);
+    json_decref(b);
+    char longest[CORE_MAX_ADDR + 2];
+    memset(longest, 'a', sizeof longest - 1);
+    longest[CORE_MAX_ADDR] = '\0';
+    b = json_pack("{s:s, s:i}", "advertise_addr", longest, "port", 80);
+    assert_int_equal(request_lease_parse(b, 8, &l, &err), 0);
+    json_decref(b);
+    longest[CORE_MAX_ADDR] = 'a';
+    longest[CORE_MAX_ADDR + 1] = '\0';
+    b = json_pack("{s:s, s:i}", "advertise_addr", longest, "port", 80);
+    assert_refused(request_lease_parse(b, 8, &l, &err), &err, A, "advertise_addr");
+    json_decref(b);
+
+    static const struct {
+        const char *text, *field;
+    } bad[] = {
+        {"{\"advertise_addr\": \"h\"}", "port"},
+        {"{\"port\": 29500}", "advertise_addr"},
+        {"{\"advertise_addr\": \"\", \"port\": 1}", "advertise_addr"},
+        {"{\"advertise_addr\": null, \"port\": 1}", "advertise_addr"},
+        {"{\"advertise_addr\": 7, \"port\": 1}", "advertise_addr"},
+        {"{\"advertise_addr\": \"a b\", \"port\": 1}", "advertise_addr"},
+        {"{\"advertise_addr\": \"-x\", \"port\": 1}", "advertise_addr"},
+        {"{\"advertise_addr\": \"h;rm\", \"port\": 1}", "advertise_addr"},
+        {"{\"advertise_addr\": \"[::1]\", \"port\": 1}", "advertise_addr"},
+        {"{\"advertise_addr\": \"h\\n\", \"port\": 1}", "advertise_addr"},
+        {"{\"advertise_addr\": \"h\", \"port\": 0}", "port"},
+        {"{\"advertise_addr\": \"h\", \"port\": 65536}", "port"},
+        {"{\"advertise_addr\": \"h\", \"port\": \"80\"}", "port"},
+        {"{\"advertise_addr\": \"h\", \"port\": 1.5}", "port"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        b = parse(bad[i].text);
+        rung_error_clear(&err);
+        assert_refused(request_lease_parse(b, 8, &l, &err), &err, A, bad[i].field);
+        assert_null(l.offer.advertise_addr); /* nothing half-parsed is left */
+        json_decref(b);
+    }
+}
+
 static void test_lease_gpus_registered(void **state)
 {
     (void)state;
@@ -1084,6 +1149,7 @@ int main(void)
         cmocka_unit_test(test_register),
         cmocka_unit_test(test_lease),
         cmocka_unit_test(test_lease_gpus_registered),
+        cmocka_unit_test(test_lease_gang_fields),
         cmocka_unit_test(test_heartbeat),
         cmocka_unit_test(test_register_labels),
         cmocka_unit_test(test_lease_trainables),

@@ -106,6 +106,14 @@ static void test_defaults(void **state)
     assert_null(json_object_get(j, "points_to_evaluate"));
     assert_null(json_object_get(j, "warm_start"));
     assert_null(json_object_get(j, "stop"));
+    /* One node; the gang fields filled in all the same (docs/api.md, "Gangs"). */
+    assert_int_equal(spec.nodes, 1);
+    assert_true(spec.gang_wait_s == 60);
+    const json_t *r = json_object_get(j, "resources_per_trial");
+    assert_int_equal(int_at(r, "cpu"), 1);
+    assert_int_equal(int_at(r, "gpu"), 0);
+    assert_int_equal(int_at(r, "nodes"), 1);
+    assert_int_equal(int_at(r, "gang_wait_s"), 60);
     spec_close(&spec);
 
     /* null is absent for the optional objects: not kept in the JSON. */
@@ -175,6 +183,30 @@ static void test_fields_given(void **state)
     accept("{" BASE ", \"priority\": -1000000, \"share\": 0.001}", &spec);
     assert_int_equal(spec.priority, -SPEC_MAX_PRIORITY);
     spec_close(&spec);
+
+    /* A gang: cpu and gpu per node; gang_wait_s a number, shown as given. */
+    accept("{" BASE ", \"resources_per_trial\": {\"gpu\": 8, \"cpu\": 8, \"nodes\": 2,"
+           " \"gang_wait_s\": 2.5}}",
+           &spec);
+    assert_int_equal(spec.nodes, 2);
+    assert_int_equal(spec.gpus, 8);
+    assert_int_equal(spec.cpus, 8);
+    assert_true(spec.gang_wait_s == 2.5);
+    const json_t *r = json_object_get(spec.json, "resources_per_trial");
+    assert_true(json_real_value(json_object_get(r, "gang_wait_s")) == 2.5);
+    assert_int_equal(int_at(r, "nodes"), 2);
+    spec_close(&spec);
+    accept("{" BASE ", \"resources_per_trial\": {\"nodes\": 64, \"gang_wait_s\": 3600}}", &spec);
+    assert_int_equal(spec.nodes, SPEC_MAX_NODES);
+    assert_true(spec.gang_wait_s == SPEC_MAX_GANG_WAIT_S);
+    assert_int_equal(spec.cpus, 1); /* defaults per node */
+    spec_close(&spec);
+    accept("{" BASE ", \"resources_per_trial\": {\"nodes\": 2.0, \"gang_wait_s\": 1,"
+           " \"cpu\": null}}",
+           &spec);
+    assert_int_equal(spec.nodes, 2);
+    assert_true(spec.gang_wait_s == 1);
+    spec_close(&spec);
 }
 
 static void test_bounds(void **state)
@@ -222,6 +254,14 @@ static void test_bounds(void **state)
         {"\"stop\": {\"patience\": 0}", "stop.patience"},
         {"\"stop\": {\"patience\": 2.5}", "stop.patience"},
         {"\"stop\": {\"max_t\": 3}", "stop.max_t"},
+        {"\"resources_per_trial\": {\"nodes\": 0}", "resources_per_trial.nodes"},
+        {"\"resources_per_trial\": {\"nodes\": 65}", "resources_per_trial.nodes"},
+        {"\"resources_per_trial\": {\"nodes\": 1.5}", "resources_per_trial.nodes"},
+        {"\"resources_per_trial\": {\"nodes\": \"2\"}", "resources_per_trial.nodes"},
+        {"\"resources_per_trial\": {\"gang_wait_s\": 0.5}", "resources_per_trial.gang_wait_s"},
+        {"\"resources_per_trial\": {\"gang_wait_s\": 3600.5}", "resources_per_trial.gang_wait_s"},
+        {"\"resources_per_trial\": {\"gang_wait_s\": \"60\"}", "resources_per_trial.gang_wait_s"},
+        {"\"resources_per_trial\": {\"nodes\": 2, \"hosts\": 2}", "resources_per_trial.hosts"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[1024];
