@@ -2,7 +2,9 @@
 # arithmetic (docs/trainer.md, "Data-parallel training").
 # test_ops_gpu compares every CUDA operation with its CPU twin (ops_cpu.c);
 # test_train_gpu compares whole training runs (train_cuda.cu against
-# train_cpu.c). Built wherever the CUDA backend is; ctest -L gpu runs them.
+# train_cpu.c); test_nodes_gpu runs two processes as the two nodes of a
+# multi-node run (NCCL over loopback) against the CPU trainer. Built
+# wherever the CUDA backend is; ctest -L gpu runs them.
 #
 # On a machine without a usable CUDA device each prints "skipped: no CUDA
 # device" and exits with RUNG_GPU_SKIP (77, the status their sources return):
@@ -27,3 +29,4 @@ endfunction()
 # The CPU libraries are always there (kernels/CMakeLists.txt requires them).
 rung_gpu_test(test_ops_gpu test_ops_gpu.c rung_kernels_ops)
 rung_gpu_test(test_train_gpu test_train_gpu.c rung_kernels_train rung_kernels_data)
+rung_gpu_test(test_nodes_gpu test_nodes_gpu.c rung_kernels_train rung_kernels_data)
