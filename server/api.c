@@ -713,18 +713,26 @@ static void ended_trial_report(Engine *e, Job *job, const char *token, int64_t s
     reply(job, 200, json_pack("{s:s}", "action", action == ACTION_STOP ? "stop" : "continue"));
 }
 
-static void ended_trial_finish(Engine *e, Job *job, const char *token)
+static void ended_trial_finish(Engine *e, Job *job, const char *token, json_t *warnings)
 {
     TrialLease tl;
-    LateCaller who; /* every member's finish of an ended trial changes nothing */
+    LateCaller who;
     if (!ended_trial_lease(e, job, token, &tl, &who))
         return;
+    RungError err;
+    /* A gang member that finishes after rank 0 ended the trial: its refused
+     * @rung lines still join the trial's (docs/api.md, "Gangs"). Nothing
+     * else changes. */
+    if (who == LATE_MEMBER && warnings != NULL &&
+        store_gang_warnings(engine_store(e), job->ids[0], token, warnings, &err) != 0) {
+        fail(job, &err);
+        return;
+    }
     Spec own;
     bool owned;
     const Spec *spec = spec_of(e, job, tl.exp_id, &own, &owned);
     if (spec == NULL)
         return;
-    RungError err;
     json_t *o = trial_view(e, spec, job->ids[0], &err);
     if (owned)
         spec_close(&own);
@@ -768,7 +776,7 @@ void api_trial_finish(Engine *e, Job *job)
     }
     Trial *t = core_trial(engine_core(e), job->ids[0]);
     if (t == NULL) {
-        ended_trial_finish(e, job, rq.lease_token);
+        ended_trial_finish(e, job, rq.lease_token, rq.warnings);
         return;
     }
     /* Whose finish: a gang member's log and warnings are its own (core.h). */

@@ -803,6 +803,54 @@ int store_delete_experiment(Store *s, int64_t id, int64_t trial_counts[TRIAL__CO
     return 0;
 }
 
+/* The most lines a trial's merged warnings quote (request.h,
+ * REQUEST_MAX_WARN_LAST), as core.c keeps them. */
+#define GANG_WARN_LAST 5
+
+int store_gang_warnings(Store *s, int64_t trial_id, const char *token, json_t *warnings,
+                        RungError *err)
+{
+    sqlite3_stmt *st;
+    if (prepare(s, "SELECT gang FROM trials WHERE id = ?", &st, err, "gang warnings"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, trial_id);
+    int rc = sqlite3_step(st);
+    json_t *stored = rc == SQLITE_ROW ? column_json(st, 0) : NULL;
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return db_error(s, err, "gang warnings");
+    Gang *g = stored != NULL ? members_from_json(stored) : NULL;
+    json_decref(stored);
+    GangMember *m = members_by_token(g, token);
+    if (m == NULL || (m->warnings != NULL && json_equal(m->warnings, warnings))) {
+        members_free(g);
+        return 0;
+    }
+    json_decref(m->warnings);
+    m->warnings = json_incref(warnings);
+    json_t *gang = members_to_json(g);
+    json_t *merged = members_warnings(g, GANG_WARN_LAST);
+    members_free(g);
+    if (prepare(s, "UPDATE trials SET gang = ?1, warnings = ?2 WHERE id = ?3", &st, err,
+                "gang warnings") == 0) {
+        sqlite3_bind_int64(st, 3, trial_id);
+        char *text = json_dumps(gang, JSON_COMPACT);
+        char *merged_text = merged != NULL ? json_dumps(merged, JSON_COMPACT) : NULL;
+        if (text == NULL || (merged != NULL && merged_text == NULL))
+            abort(); /* as bind_json: no memory, no state to trust */
+        sqlite3_bind_text(st, 1, text, -1, free);
+        if (merged_text != NULL)
+            sqlite3_bind_text(st, 2, merged_text, -1, free);
+        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : db_error(s, err, "gang warnings");
+        sqlite3_finalize(st);
+    } else {
+        rc = err->code;
+    }
+    json_decref(gang);
+    json_decref(merged);
+    return rc;
+}
+
 int store_reload_worker(Store *s, Core *core, int64_t id, RungError *err)
 {
     return load_workers(s, core, "id = ?", id, err);

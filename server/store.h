@@ -50,6 +50,13 @@ int store_readd_failed(Store *store, Core *core, Experiment *e, RungError *err);
 int store_delete_experiment(Store *store, int64_t id, int64_t trial_counts[TRIAL__COUNT],
                             RungError *err);
 
+/* A late finish's warnings from a member of an ended trial's stored gang
+ * whose token is token (borrowed): kept as that member's, and the trial's
+ * warnings become every member's added up (members_warnings). Nothing
+ * changes for a token of no member. Inside the batch's transaction. */
+int store_gang_warnings(Store *store, int64_t trial_id, const char *token, json_t *warnings,
+                        RungError *err);
+
 /* Savepoints inside the batch's transaction: one per request that writes,
  * so that a write the store refuses is undone alone. */
 int store_savepoint(Store *store, RungError *err);

@@ -115,7 +115,16 @@ class Forming(h.RungdTestCase):
         st, hb = b.w.heartbeat([tid])
         self.assertEqual(hb["stop"], [tid])
         d.wait_state(eid, "completed")
-        # Late calls on the ended trial, from its row: still only rank 0 reports.
+        # Late calls on the ended trial, from its row: still only rank 0
+        # reports, and a member's refused @rung lines join the trial's.
+        warned = {"count": 2, "last": [{"line": "@rung {\"loss\": 1}",
+                                        "why": "only node 0 reports (this is node 1)"}]}
+        st, doc = d.call("POST", "/api/v1/trials/%d/finish" % tid,
+                         {"lease_token": tb["lease_token"], "status": "completed",
+                          "warnings": warned})
+        self.assertEqual(st, 200, doc)
+        self.assertEqual(doc["state"], "completed")
+        self.assertEqual(doc["warnings"], warned)
         self.assertEqual(b.w.finish_ok(tb)["state"], "completed")
         self.assertError(b.w.report(tb, 2, {"loss": 0.1}), 409, "conflict")
         self.assertEqual(a.w.report_ok(ta, 2, {"loss": 0.1}), "stop")
