@@ -6,9 +6,11 @@
 #include <string.h>
 #include <time.h>
 
-/* "paused": asha with promote, waiting at a rung to be promoted. */
-const char *const cli_fmt_states[CLI_FMT_N_STATES] = {"running", "pending", "paused",  "completed",
-                                                      "stopped", "failed",  "canceled"};
+/* "paused": asha with promote, waiting at a rung to be promoted;
+ * "preempted": given back by its worker, waiting to resume. */
+const char *const cli_fmt_states[CLI_FMT_N_STATES] = {"running", "pending",   "preempted",
+                                                      "paused",  "completed", "stopped",
+                                                      "failed",  "canceled"};
 
 void *cli_xmalloc(size_t size)
 {

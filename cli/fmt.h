@@ -19,8 +19,8 @@
  * strings are cut to fit. */
 #define CLI_FMT_VALUE_MAX 128
 
-/* The six trial states of docs/api.md, in the order they are shown. */
-#define CLI_FMT_N_STATES 7
+/* The trial states of docs/api.md, in the order they are shown. */
+#define CLI_FMT_N_STATES 8
 extern const char *const cli_fmt_states[CLI_FMT_N_STATES];
 
 /* Allocation that cannot fail: only programs exit, and this is a program

@@ -1,9 +1,12 @@
 /* `rung workers`: the workers the daemon knows, with their GPUs as the last
- * heartbeat described them. */
+ * heartbeat described them: usage, and whether each is spare, held by a
+ * trial, busy with other people's work or waiting to be idle long enough
+ * (docs/workers.md), and when a worker outside its --hours leases next. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "clock.h"
 #include "commands.h"
@@ -28,8 +31,33 @@ static const json_t *gpu_status(const json_t *heartbeat, int64_t index)
     return NULL;
 }
 
-/* One line per GPU: "0 NVIDIA H100 97% 40211/81559 MiB"; the utilization
- * and memory in use only when the last heartbeat carried them. */
+/* ", trial 17", ", spare", ", busy: others hold 2048 MiB, use 40%",
+ * ", waiting": the GPU's state from the heartbeat, when it has one. */
+static void gpu_state(FILE *f, const json_t *st)
+{
+    const char *state = cli_fmt_str(st, "state", NULL);
+    if (state == NULL)
+        return;
+    char text[32];
+    cli_fmt_sanitize(state, text, sizeof text, false);
+    int64_t mb = cli_fmt_int(st, "foreign_mb", 0);
+    const json_t *util = json_object_get(st, "foreign_util");
+    double pct = json_is_number(util) ? json_number_value(util) * 100.0 : 0;
+    if (strcmp(text, "trial") == 0 && cli_fmt_int(st, "trial_id", 0) > 0)
+        fprintf(f, ", trial %" PRId64, cli_fmt_int(st, "trial_id", 0));
+    else
+        fprintf(f, ", %s", text);
+    /* Other people's use: why it is busy, or what a trial shares it with. */
+    if (strcmp(text, "busy") == 0 || mb > 0 || pct >= 1)
+        fprintf(f, "%sothers hold %" PRId64 " MiB, use %.0f%%",
+                strcmp(text, "busy") == 0 ? ": " : " (", mb, pct);
+    if (strcmp(text, "busy") != 0 && (mb > 0 || pct >= 1))
+        fputc(')', f);
+}
+
+/* One line per GPU: "0 NVIDIA H100 97% 40211/81559 MiB, trial 17"; the
+ * utilization, memory in use and state only when the last heartbeat
+ * carried them. */
 static char *gpus_cell(const json_t *worker)
 {
     const json_t *gpus = json_object_get(worker, "gpus");
@@ -64,9 +92,30 @@ static char *gpus_cell(const json_t *worker)
             fprintf(f, "%s%" PRId64 " MiB", json_is_number(used) ? "/" : " ", total);
         else if (json_is_number(used))
             fputs(" MiB", f);
+        gpu_state(f, st);
     }
     fclose(f);
     return out;
+}
+
+/* The state cell: alive or gone, and for a worker outside its --hours when
+ * it leases next, in local time ("alive\nnext lease Mon 19:00"). */
+static void state_cell(CliTable *t, const json_t *w)
+{
+    /* "gone" from daemons that say it; older ones only say alive. */
+    const char *state = cli_fmt_str(w, "state",
+                                    json_is_true(json_object_get(w, "alive")) ? "alive" : "gone");
+    const json_t *heartbeat = json_object_get(w, "heartbeat");
+    int64_t next = cli_fmt_parse_time(cli_fmt_str(heartbeat, "next_lease_at", NULL));
+    char when[64];
+    struct tm tm;
+    time_t secs = (time_t)(next / 1000);
+    if (strcmp(state, "alive") != 0 || next <= 0 || localtime_r(&secs, &tm) == NULL ||
+        strftime(when, sizeof when, "%a %H:%M", &tm) == 0) {
+        cli_table_cell(t, state);
+        return;
+    }
+    cli_table_cellf(t, "%s\nnext lease %s", state, when);
 }
 
 static void running_cell(CliTable *t, const json_t *worker)
@@ -122,10 +171,7 @@ int cli_cmd_workers(CliHttp *h, int argc, char **argv)
         cli_table_cellf(t, "%" PRId64, cli_fmt_int(w, "id", 0));
         cli_table_cell(t, cli_fmt_str(w, "name", ""));
         cli_table_cell(t, cli_fmt_str(w, "hostname", ""));
-        /* "gone" from daemons that say it; older ones only say alive. */
-        cli_table_cell(t,
-                       cli_fmt_str(w, "state",
-                                   json_is_true(json_object_get(w, "alive")) ? "alive" : "gone"));
+        state_cell(t, w);
         cli_table_cell(t, cli_fmt_value(json_object_get(w, "cpus"), buf, sizeof buf));
         char *gpus = gpus_cell(w);
         cli_table_cell(t, gpus);

@@ -781,8 +781,11 @@ void api_trial_finish(Engine *e, Job *job)
     }
     /* Whose finish: a gang member's log and warnings are its own (core.h). */
     int64_t from = core_token_worker(t, rq.lease_token);
-    if (core_finish(engine_core(e), t, rq.lease_token, rq.completed, rq.error, engine_now(e),
-                    &err) != 0) {
+    /* preempted: given back by its worker, to resume from its checkpoint. */
+    int rc = rq.preempted ? core_preempt(engine_core(e), t, rq.lease_token, engine_now(e), &err)
+                          : core_finish(engine_core(e), t, rq.lease_token, rq.completed, rq.error,
+                                        engine_now(e), &err);
+    if (rc != 0) {
         fail(job, &err);
         return;
     }

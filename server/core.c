@@ -19,6 +19,12 @@
  * experiment was paused with running=pause; it resumes from its checkpoint
  * when the experiment is resumed, like a promoted trial).
  *
+ * A trial its worker gave back (finish "preempted": someone else's work
+ * wanted its GPU, or the worker's --hours ended) waits in state preempted at
+ * the front of its line, leasable like a pending one, with the same attempt
+ * and its reports, and resumes after its last reported step on the same
+ * worker while that worker is alive (may_take); it is never a failure.
+ *
  * An experiment is completed once all its trials exist and are terminal,
  * or when a stop rule ends it (stop: time budget, metric threshold,
  * patience); it fails when max_failed_trials trials failed, or when its
@@ -68,8 +74,9 @@ struct Core {
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const trial_names[TRIAL__COUNT] = {"pending", "running",  "completed", "stopped",
-                                                      "failed",  "canceled", "paused"};
+static const char *const trial_names[TRIAL__COUNT] = {"pending", "running",  "completed",
+                                                      "stopped", "failed",   "canceled",
+                                                      "paused",  "preempted"};
 static const char *const exp_names[EXP__COUNT] = {"running", "completed", "canceled", "failed",
                                                   "paused"};
 static const char *const end_names[END__COUNT] = {
@@ -198,6 +205,13 @@ static void list_remove(TrialList *l, Trial *t)
  * at its number (above every number before it); a trial put back (retried,
  * given back, promoted) goes to the front, one below the head. queue_pos is
  * stored, so a restart rebuilds the same line. */
+/* Whether a trial in state s waits in its experiment's pending line:
+ * pending, or preempted (given back by its worker, leasable alike). */
+static bool in_line(TrialState s)
+{
+    return s == TRIAL_PENDING || s == TRIAL_PREEMPTED;
+}
+
 static void queue_back(Experiment *e, Trial *t)
 {
     t->queue_pos = t->number;
@@ -549,8 +563,16 @@ static void end_experiment(Core *core, Experiment *e, ExpState s, EndReason why,
     set_exp_state(core, e, s, why, now);
     if (error != NULL)
         e->error = dup_str(error);
-    while (e->pending.head != NULL)
-        set_state(core, e->pending.head, TRIAL_CANCELED, now);
+    while (e->pending.head != NULL) {
+        Trial *t = e->pending.head;
+        if (t->state == TRIAL_PREEMPTED && s != EXP_CANCELED) {
+            /* It ran and reported, as a paused trial did. */
+            t->stopped_by = BY_EXPERIMENT;
+            end_for_scheduler(core, t, TRIAL_STOPPED, now);
+        } else {
+            set_state(core, t, TRIAL_CANCELED, now);
+        }
+    }
     for (int64_t i = 0; i < e->n_trials; i++) {
         Trial *t = e->trials[i];
         if (t == NULL)
@@ -709,7 +731,7 @@ static void maybe_complete(Core *core, Experiment *e, int64_t now)
 {
     if (e->state != EXP_RUNNING || e->n_trials < e->spec.total_trials)
         return;
-    if (e->counts[TRIAL_PAUSED] > 0 && e->counts[TRIAL_PENDING] == 0 &&
+    if (e->counts[TRIAL_PAUSED] > 0 && e->counts[TRIAL_PENDING] + e->counts[TRIAL_PREEMPTED] == 0 &&
         e->counts[TRIAL_RUNNING] == 0 && !e->hold_endgame)
         endgame(core, e, now);
     if (e->state != EXP_RUNNING)
@@ -749,9 +771,11 @@ static void set_state(Core *core, Trial *t, TrialState s, int64_t now)
         count_slots(core, t, -1);
         if (t->gang != NULL)
             core->gangs_running--;
-    } else if (t->state == TRIAL_PENDING) {
+    } else if (in_line(t->state)) {
         list_remove(&e->pending, t);
     }
+    if (s == TRIAL_RUNNING)
+        t->leased_from = (uint8_t)t->state;
     e->counts[t->state]--;
     e->counts[s]++;
     core->trial_counts[t->state]--;
@@ -1554,7 +1578,8 @@ bool core_unlease(Core *core, Trial *t, const char *token, int64_t now)
     if (t->state != TRIAL_RUNNING || t->lease_token[0] == '\0' ||
         !token_equal(token, t->lease_token) || t->n_seen > t->leased_seen)
         return false;
-    set_state(core, t, TRIAL_PENDING, now);
+    /* Back as it was: a preempted trial stays one. */
+    set_state(core, t, t->leased_from == TRIAL_PREEMPTED ? TRIAL_PREEMPTED : TRIAL_PENDING, now);
     queue_front(t->exp, t);
     t->lease_token[0] = '\0';
     t->started_at = 0;
@@ -1762,6 +1787,27 @@ int core_finish(Core *core, Trial *t, const char *token, bool completed, const c
     return 0;
 }
 
+int core_preempt(Core *core, Trial *t, const char *token, int64_t now, RungError *err)
+{
+    if (t->lease_token[0] == '\0' || !token_equal(token, t->lease_token))
+        return lease_lost(t, err);
+    if (t->state != TRIAL_RUNNING)
+        return 0; /* already ended or given back: nothing changes */
+    if (t->stop_kind != STOP_NONE) {
+        apply_stop(core, t, now); /* asked to stop meanwhile: that wins */
+        return 0;
+    }
+    /* Same attempt, same reports: it resumes after its last step, first in
+     * line, on its worker while that one is alive (may_take). */
+    set_state(core, t, TRIAL_PREEMPTED, now);
+    queue_front(t->exp, t);
+    t->preemptions++;
+    t->lease_token[0] = '\0';
+    t->started_at = 0;
+    core->availability_changed = true;
+    return 0;
+}
+
 json_t *core_heartbeat(Core *core, Worker *w, const int64_t *ids, int64_t n_ids, json_t *heartbeat,
                        int64_t now)
 {
@@ -1869,8 +1915,8 @@ int core_stop_trial(Core *core, Trial *t, int64_t now, RungError *err)
         return 0;
     }
     t->stopped_by = BY_USER;
-    if (t->state == TRIAL_PAUSED)
-        end_for_scheduler(core, t, TRIAL_STOPPED, now);
+    if (t->state == TRIAL_PAUSED || t->state == TRIAL_PREEMPTED)
+        end_for_scheduler(core, t, TRIAL_STOPPED, now); /* it reported: the scheduler counts it */
     else
         set_state(core, t, TRIAL_STOPPED, now);
     return 0;
@@ -2040,7 +2086,7 @@ Trial *core_load_trial(Core *core, Experiment *exp, int64_t id, int64_t number, 
     t->ended_at = ended_at;
     t->stored = true;
     put_trial(core, exp, t);
-    if (st == TRIAL_PENDING)
+    if (in_line(st))
         queue_back(exp, t); /* in number order; core_load_done sorts by queue_pos */
     else if (st == TRIAL_RUNNING)
         list_push_back(&core->running, t);
@@ -2125,6 +2171,11 @@ void core_load_trial_control(Trial *t, StoppedBy by, bool user_paused, json_t *w
     t->user_paused = user_paused;
     json_decref(t->warnings);
     t->warnings = warnings;
+}
+
+void core_load_trial_preemptions(Trial *t, int64_t n)
+{
+    t->preemptions = n > 0 ? n : 0;
 }
 
 Trial *core_readd_trial(Core *core, Experiment *exp, int64_t id, int64_t number, TrialState st,
@@ -2333,7 +2384,7 @@ static void drop_trial(Core *core, Trial *t)
         list_remove(&core->running, t);
         if (t->gang != NULL)
             core->gangs_running--;
-    } else if (t->state == TRIAL_PENDING) {
+    } else if (in_line(t->state)) {
         list_remove(&e->pending, t);
     }
     if (t->number < e->n_trials && e->trials[t->number] == t)

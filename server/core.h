@@ -41,7 +41,9 @@ typedef enum {
     TRIAL_STOPPED,
     TRIAL_FAILED,
     TRIAL_CANCELED,
-    TRIAL_PAUSED, /* asha with promote: waits at a rung to be promoted */
+    TRIAL_PAUSED,    /* asha with promote: waits at a rung to be promoted */
+    TRIAL_PREEMPTED, /* its worker gave it back (finish "preempted"): waits in line, like a
+                        pending trial, to resume from its checkpoint */
     TRIAL__COUNT
 } TrialState;
 
@@ -143,6 +145,8 @@ typedef struct Trial {
     uint8_t stop_kind;                        /* StopKind: asked to stop while running */
     uint8_t stopped_by;                       /* StoppedBy: a stopped trial's */
     bool user_paused;                         /* paused by its user, not at a rung */
+    int64_t preemptions;                      /* finishes "preempted" so far, >= 0 */
+    uint8_t leased_from;                      /* TrialState it was last leased from */
     json_t *warnings;                         /* owned: invalid @rung lines, or NULL */
     char *error;                              /* owned, or NULL */
     int64_t created_at, started_at, ended_at; /* ms; 0 = not yet */
@@ -349,6 +353,15 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
 int core_finish(Core *core, Trial *t, const char *token, bool completed, const char *error,
                 int64_t now, RungError *err);
 
+/* Its worker gave t back (finish "preempted": other work wanted its GPU,
+ * or the worker's hours ended): t waits at the front of its line in state
+ * preempted, with the same attempt and preemptions + 1, and resumes from
+ * its last reported step on the same worker while that worker is alive
+ * (core_lease). A trial asked to stop becomes what it was asked instead.
+ * RUNG_E_LEASE_LOST for a token that is not the trial's; idempotent once
+ * it is no longer running. */
+int core_preempt(Core *core, Trial *t, const char *token, int64_t now, RungError *err);
+
 /* A heartbeat from w listing the trials it runs; renews their leases and
  * returns (new reference) the array of ids it must stop. */
 json_t *core_heartbeat(Core *core, Worker *w, const int64_t *ids, int64_t n_ids, json_t *heartbeat,
@@ -440,6 +453,8 @@ void core_load_report(Core *core, Trial *t, int64_t step, json_t *metrics, Repor
 void core_load_experiment_ended(Experiment *e, EndReason reason, const char *error,
                                 const json_t *health);
 void core_load_trial_control(Trial *t, StoppedBy by, bool user_paused, json_t *warnings);
+/* The column of schema 007: how many times the trial was preempted. */
+void core_load_trial_preemptions(Trial *t, int64_t n);
 /* Puts back in memory a trial of exp that was released (ended) while exp
  * stayed: it is still in exp's counts, and leaves the searcher's history.
  * For retry-failed. */

@@ -142,8 +142,9 @@ int request_finish_parse(json_t *body, FinishRequest *out, RungError *err)
         goto fail;
     }
     out->completed = strcmp(status, "completed") == 0;
-    if (!out->completed && strcmp(status, "failed") != 0) {
-        rung_error_set(err, A, "status", "status: must be completed or failed");
+    out->preempted = strcmp(status, "preempted") == 0;
+    if (!out->completed && !out->preempted && strcmp(status, "failed") != 0) {
+        rung_error_set(err, A, "status", "status: must be completed, failed or preempted");
         goto fail;
     }
     if (ev != NULL) {
@@ -393,9 +394,108 @@ static bool trial_id_key(const char *key, int64_t *id)
     return true;
 }
 
+/* ---- heartbeat ---- */
+
+/* Whether s is an RFC 3339 time: 2026-11-23T19:00:00Z, with an optional
+ * fraction and a Z or +HH:MM offset, digits where digits go. */
+static bool rfc3339(const char *s)
+{
+    static const char *const shape = "dddd-dd-ddTdd:dd:dd";
+    size_t i = 0;
+    for (; shape[i]; i++) {
+        bool digit = s[i] >= '0' && s[i] <= '9';
+        if (shape[i] == 'd' ? !digit : s[i] != shape[i])
+            return false;
+    }
+    if (s[i] == '.') {
+        size_t from = ++i;
+        while (s[i] >= '0' && s[i] <= '9')
+            i++;
+        if (i == from || i - from > 9)
+            return false;
+    }
+    if (s[i] == 'Z')
+        return s[i + 1] == '\0';
+    if (s[i] != '+' && s[i] != '-')
+        return false;
+    const char *o = s + i + 1;
+    for (int k = 0; k < 5; k++)
+        if (k == 2 ? o[k] != ':' : !(o[k] >= '0' && o[k] <= '9'))
+            return false;
+    return o[5] == '\0';
+}
+
+/* One item of a heartbeat's gpus (request.h, HeartbeatRequest); field is
+ * its path, "gpus[0]". */
+static int check_gpu_beat(const json_t *g, const char *field, RungError *err)
+{
+    static const char *const keys[] = {"index",           "util",         "memory_used_mb",
+                                       "memory_total_mb", "state",        "trial_id",
+                                       "foreign_mb",      "foreign_util", NULL};
+    static const char *const states[] = {"spare", "trial", "busy", "waiting", NULL};
+    if (!json_is_object(g))
+        return rung_error_set(err, A, field, "%s: each GPU must be an object", field);
+    int64_t index, mb, trial;
+    double util;
+    const char *state = NULL;
+    if (jsonv_only_keys(g, field, keys, A, err) ||
+        jsonv_int(g, field, "index", JSONV_REQUIRED, 0, REQUEST_MAX_GPU_INDEX, &index, A, err) ||
+        jsonv_number(g, field, "util", JSONV_OPTIONAL, &util, A, err) ||
+        jsonv_int(g, field, "memory_used_mb", JSONV_OPTIONAL, 0, REQUEST_MAX_MB, &mb, A, err) ||
+        jsonv_int(g, field, "memory_total_mb", JSONV_OPTIONAL, 0, REQUEST_MAX_MB, &mb, A, err) ||
+        jsonv_string(g, field, "state", JSONV_OPTIONAL, 16, &state, A, err) ||
+        jsonv_int(g, field, "foreign_mb", JSONV_OPTIONAL, 0, REQUEST_MAX_MB, &mb, A, err))
+        return err->code;
+    char at[RUNG_FIELD_MAX];
+    if (json_object_get(g, "util") != NULL && (util < 0 || util > 1)) {
+        jsonv_path(at, sizeof at, field, "util");
+        return rung_error_set(err, A, at, "%s: must be a fraction, 0 to 1", at);
+    }
+    if (json_object_get(g, "foreign_util") != NULL &&
+        (jsonv_number(g, field, "foreign_util", JSONV_OPTIONAL, &util, A, err) || util < 0 ||
+         util > 1)) {
+        jsonv_path(at, sizeof at, field, "foreign_util");
+        return rung_error_set(err, A, at, "%s: must be a fraction, 0 to 1", at);
+    }
+    int k = 0;
+    while (state != NULL && states[k] != NULL && strcmp(state, states[k]) != 0)
+        k++;
+    if (state != NULL && states[k] == NULL) {
+        jsonv_path(at, sizeof at, field, "state");
+        return rung_error_set(err, A, at, "%s: must be spare, trial, busy or waiting", at);
+    }
+    json_t *tv = member(g, "trial_id");
+    if (tv != NULL) {
+        if (jsonv_int(g, field, "trial_id", JSONV_OPTIONAL, 1, INT64_MAX, &trial, A, err))
+            return err->code;
+        if (state == NULL || strcmp(state, "trial") != 0) {
+            jsonv_path(at, sizeof at, field, "trial_id");
+            return rung_error_set(err, A, at, "%s: only a GPU in state trial has one", at);
+        }
+    }
+    return 0;
+}
+
+/* The heartbeat's hours and next_lease_at: a string or null each. */
+static int check_hours(const json_t *body, RungError *err)
+{
+    json_t *hours = member(body, "hours"), *next = member(body, "next_lease_at");
+    if (hours != NULL && (!json_is_string(hours) || json_string_length(hours) == 0 ||
+                          json_string_length(hours) > REQUEST_MAX_HOURS))
+        return rung_error_set(err, A, "hours",
+                              "hours: must be the worker's --hours text (1 to %d "
+                              "bytes) or null",
+                              REQUEST_MAX_HOURS);
+    if (next != NULL && (!json_is_string(next) || !rfc3339(json_string_value(next))))
+        return rung_error_set(err, A, "next_lease_at",
+                              "next_lease_at: must be an RFC 3339 time or null");
+    return 0;
+}
+
 int request_heartbeat_parse(json_t *body, HeartbeatRequest *out, RungError *err)
 {
-    static const char *const allowed[] = {"trials", "gpus", "logs", "warnings", NULL};
+    static const char *const allowed[] = {"trials", "gpus",          "logs", "warnings",
+                                          "hours",  "next_lease_at", NULL};
     out->n_trials = 0;
     out->gpus = out->logs = out->warnings = NULL;
     if (body_object(body, allowed, err) != 0)
@@ -420,10 +520,21 @@ int request_heartbeat_parse(json_t *body, HeartbeatRequest *out, RungError *err)
         }
     }
     json_t *gpus = member(body, "gpus");
-    if (gpus != NULL && !json_is_array(gpus)) {
-        rung_error_set(err, A, "gpus", "gpus: must be an array");
+    if (gpus != NULL && (!json_is_array(gpus) || json_array_size(gpus) > REQUEST_MAX_GPUS_JSON)) {
+        rung_error_set(err, A, "gpus", "gpus: must be an array of at most %d GPU objects",
+                       REQUEST_MAX_GPUS_JSON);
         goto fail;
     }
+    size_t gi;
+    json_t *gv;
+    json_array_foreach(gpus, gi, gv) {
+        char field[48]; /* a name and an index */
+        item_field(field, sizeof field, "gpus", gi);
+        if (check_gpu_beat(gv, field, err))
+            goto fail;
+    }
+    if (check_hours(body, err))
+        goto fail;
     json_t *logs = member(body, "logs");
     if (logs != NULL) {
         if (!json_is_object(logs)) {

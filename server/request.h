@@ -25,7 +25,7 @@
 #include "error.h"
 
 #define REQUEST_MAX_TOKEN 64         /* lease_token: CORE_TOKEN_LEN hex digits, with room */
-#define REQUEST_MAX_STATUS 16        /* finish status: "completed" or "failed" */
+#define REQUEST_MAX_STATUS 16        /* finish status: "completed", "failed", "preempted" */
 #define REQUEST_MAX_STEP (1LL << 53) /* a step is exact as a JSON number up to 2^53 */
 #define REQUEST_MAX_NAME 256         /* worker name and hostname */
 #define REQUEST_MAX_GPUS_JSON 64     /* GPUs a worker may describe */
@@ -35,6 +35,9 @@
 #define REQUEST_MAX_WARN_LAST 5      /* invalid lines a warnings object quotes */
 #define REQUEST_MAX_WARN_LINE 512    /* bytes of one quoted line */
 #define REQUEST_MAX_WARN_WHY 256     /* bytes of why it was refused */
+#define REQUEST_MAX_GPU_INDEX 1023   /* a GPU's index, as rung-worker --gpus takes it */
+#define REQUEST_MAX_MB (1LL << 40)   /* MiB figures of a GPU: far beyond any */
+#define REQUEST_MAX_HOURS 512        /* a heartbeat's hours, as rung-worker's --hours */
 
 /* A trial's warnings, in the finish body and per trial in the heartbeat:
  * {"count": 3, "last": [{"line": "@rung {oops", "why": "not JSON ..."}]}
@@ -54,14 +57,16 @@ typedef struct ReportRequest {
 int request_report_parse(json_t *body, ReportRequest *out, RungError *err);
 
 /* POST /api/v1/trials/{id}/finish:
- * {"lease_token": "...", "status": "completed"|"failed", "error": "...", "log": "..."}
+ * {"lease_token": "...", "status": "completed"|"failed"|"preempted", "error": "...",
+ *  "log": "..."}
  * An error longer than CORE_MAX_ERROR bytes is cut in the body, in place, to
  * its longest head of whole UTF-8 characters within CORE_MAX_ERROR bytes
  * (the head is what is kept, and core.c keeps at most CORE_MAX_ERROR bytes;
  * cut anywhere else, the stored text could end in half a character). */
 typedef struct FinishRequest {
     const char *lease_token; /* 1..REQUEST_MAX_TOKEN bytes */
-    bool completed;          /* status "completed"; false for "failed" */
+    bool completed;          /* status "completed"; false for "failed" and "preempted" */
+    bool preempted;          /* status "preempted": the worker gave the trial back */
     const char *error;       /* NULL when absent or null; at most CORE_MAX_ERROR bytes */
     const char *log;         /* the log's last lines; NULL when absent or null */
     json_t *warnings;        /* the trial's invalid @rung lines (REQUEST_WARNINGS), or NULL */
@@ -108,11 +113,19 @@ int request_lease_parse(json_t *body, int64_t default_cpus, LeaseRequest *out, R
 int request_lease_check_gpus(const LeaseOffer *offer, const json_t *registered, RungError *err);
 
 /* POST /api/v1/workers/{id}/heartbeat:
- * {"trials": [17, 18], "gpus": [{"index": 0, "util": 0.97}], "logs": {"17": "text"}} */
+ * {"trials": [17, 18], "gpus": [{"index": 0, "util": 0.97}], "logs": {"17": "text"},
+ *  "hours": "Mon-Fri 19:00-07:00", "next_lease_at": "2026-11-23T18:00:00.000Z"}
+ * Each gpus item is an object with only: index (integer 0..REQUEST_MAX_GPU_INDEX,
+ * required), util and foreign_util (numbers 0..1), memory_used_mb,
+ * memory_total_mb and foreign_mb (integers 0..REQUEST_MAX_MB), state ("spare",
+ * "trial", "busy" or "waiting") and trial_id (an integer >= 1, or null; only
+ * with state "trial"); at most REQUEST_MAX_GPUS_JSON items. hours: a string
+ * of 1..REQUEST_MAX_HOURS bytes or null; next_lease_at: an RFC 3339 time or
+ * null. The body is kept as the worker's heartbeat (without logs). */
 typedef struct HeartbeatRequest {
     int64_t trials[REQUEST_MAX_TRIAL_IDS]; /* the trial ids, in the body's order */
     int64_t n_trials;
-    json_t *gpus;     /* an array (any items), or NULL when absent or null */
+    json_t *gpus;     /* an array of GPU objects (above), or NULL when absent or null */
     json_t *logs;     /* an object of trial id (decimal digits) to text, or NULL when
                          absent or null; read it with request_heartbeat_log */
     json_t *warnings; /* an object of trial id (decimal digits) to a warnings

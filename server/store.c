@@ -58,17 +58,19 @@ static const char *const sql_text[ST__COUNT] = {
         "INSERT INTO trials (id, experiment_id, number, state, config, attempt, worker_id, "
         "lease_token, resources, stop_requested, error, created_at, started_at, ended_at, "
         "rung, queue_pos, step, last_metrics, best_value, best_step, log_tail, stopped_by, "
-        "stop_kind, user_paused, warnings, gang) VALUES (:id, :exp, :number, :state, :config, "
+        "stop_kind, user_paused, warnings, gang, preemptions) VALUES (:id, :exp, :number, :state, "
+        ":config, "
         ":attempt, :worker, :token, :resources, :stop, :error, :created_at, :started_at, "
         ":ended_at, :rung, :queue_pos, :step, :last, :best_value, :best_step, :log_tail, "
-        ":stopped_by, :stop_kind, :user_paused, :warnings, :gang)",
+        ":stopped_by, :stop_kind, :user_paused, :warnings, :gang, :preemptions)",
     [ST_TRIAL_UPDATE] =
         "UPDATE trials SET state = :state, attempt = :attempt, worker_id = :worker, "
         "lease_token = :token, resources = :resources, stop_requested = :stop, error = :error, "
         "started_at = :started_at, ended_at = :ended_at, rung = :rung, queue_pos = :queue_pos, "
         "step = :step, last_metrics = :last, best_value = :best_value, best_step = :best_step, "
         "log_tail = :log_tail, stopped_by = :stopped_by, stop_kind = :stop_kind, "
-        "user_paused = :user_paused, warnings = :warnings, gang = :gang WHERE id = :id",
+        "user_paused = :user_paused, warnings = :warnings, gang = :gang, "
+        "preemptions = :preemptions WHERE id = :id",
     [ST_REPORT_INSERT] = "INSERT INTO reports (trial_id, attempt, step, time, metrics, action) "
                          "VALUES (:trial, :attempt, :step, :time, :metrics, :action)",
     [ST_WORKER_INSERT] = "INSERT INTO workers (id, name, hostname, gpus, cpus, registered_at, "
@@ -385,13 +387,14 @@ static int write_trial(Store *s, Trial *t, RungError *err)
     bind_text(st, ":stopped_by",
               t->state == TRIAL_STOPPED ? stopped_by_name((StoppedBy)t->stopped_by) : NULL);
     bind_int(st, ":user_paused", t->state == TRIAL_PAUSED && t->user_paused);
+    bind_int(st, ":preemptions", t->preemptions);
     bind_json(st, ":warnings", t->warnings);
     bind_json(st, ":gang", t->gang_json); /* members and their tokens (schema 006) */
     bind_text(st, ":error", t->error);
     bind_int_or_null(st, ":started_at", t->started_at);
     bind_int_or_null(st, ":ended_at", t->ended_at);
     bind_real_or_null(st, ":rung", t->rung);
-    if (t->state == TRIAL_PENDING)
+    if (t->state == TRIAL_PENDING || t->state == TRIAL_PREEMPTED) /* in line */
         bind_int(st, ":queue_pos", t->queue_pos);
     else
         sqlite3_bind_null(st, param(st, ":queue_pos"));
@@ -541,7 +544,8 @@ static int load_trials(Store *s, Core *core, Experiment *e, RungError *err)
     const char *sql = "SELECT id, experiment_id, number, state, config, attempt, worker_id, "
                       "lease_token, resources, stop_requested, error, created_at, started_at, "
                       "ended_at, rung, queue_pos, log_tail, stop_kind, stopped_by, user_paused, "
-                      "warnings, gang FROM trials WHERE experiment_id = ? ORDER BY number";
+                      "warnings, gang, preemptions FROM trials WHERE experiment_id = ? "
+                      "ORDER BY number";
     if (prepare(s, sql, &st, err, "load trials"))
         return err->code;
     sqlite3_bind_int64(st, 1, e->id);
@@ -567,12 +571,14 @@ static int load_trials(Store *s, Core *core, Experiment *e, RungError *err)
             (const char *)sqlite3_column_text(st, 10), sqlite3_column_int64(st, 11),
             sqlite3_column_int64(st, 12), sqlite3_column_int64(st, 13));
         core_load_rung(t, sqlite3_column_double(st, 14)); /* NULL reads as 0: none */
-        if (state == TRIAL_PENDING && sqlite3_column_type(st, 15) != SQLITE_NULL)
+        if ((state == TRIAL_PENDING || state == TRIAL_PREEMPTED) &&
+            sqlite3_column_type(st, 15) != SQLITE_NULL)
             core_load_queue_pos(t, sqlite3_column_int64(st, 15));
         if (sqlite3_column_type(st, 16) != SQLITE_NULL)
             core_trial_set_log(NULL, t, (const char *)sqlite3_column_text(st, 16));
         core_load_trial_control(t, stopped_by_parse((const char *)sqlite3_column_text(st, 18)),
                                 sqlite3_column_int(st, 19) != 0, column_json(st, 20));
+        core_load_trial_preemptions(t, sqlite3_column_int64(st, 22));
         json_t *gang = column_json(st, 21);
         core_load_gang(core, t, gang);
         json_decref(gang);

@@ -50,6 +50,7 @@ json_t *view_trial(const TrialView *v)
     json_object_set_new(o, "ended_at", view_time(v->ended_at));
     const char *by = v->state == TRIAL_STOPPED ? stopped_by_name(v->stopped_by) : NULL;
     json_object_set_new(o, "stopped_by", by ? json_string(by) : json_null());
+    json_object_set_new(o, "preemptions", json_integer(v->preemptions));
     json_object_set_new(o, "paused_by",
                         v->state != TRIAL_PAUSED
                             ? json_null()
@@ -129,6 +130,7 @@ void view_of_trial(const Trial *t, TrialView *out)
                        .log_tail = t->log_tail,
                        .stopped_by = (StoppedBy)t->stopped_by,
                        .user_paused = t->user_paused,
+                       .preemptions = t->preemptions,
                        .warnings = t->warnings,
                        .nodes = t->exp->spec.nodes,
                        .gang = t->gang_json,

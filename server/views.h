@@ -29,6 +29,7 @@ typedef struct TrialView {
     int64_t created_at, started_at, ended_at;
     StoppedBy stopped_by;   /* a stopped trial's */
     bool user_paused;       /* a paused trial's */
+    int64_t preemptions;    /* times its worker gave it back, >= 0 */
     const json_t *warnings; /* or NULL: none */
     int64_t nodes;          /* resources_per_trial.nodes: workers per attempt */
     const json_t *gang;     /* its gang as stored (gang_members.h), or NULL: none formed */

@@ -38,6 +38,8 @@
 #include "client.h"
 #include "gang.h"
 #include "gpus.h"
+#include "gpuwatch.h"
+#include "hours.h"
 #include "labels.h"
 #include "log.h"
 #include "options.h"
@@ -56,6 +58,11 @@ enum {
     O_KEEP_TRIALS,
     O_ONCE,
     O_LEASE_WAIT,
+    O_YIELD,
+    O_IDLE_S,
+    O_FOREIGN_MEM,
+    O_FOREIGN_UTIL,
+    O_HOURS,
     O_ADVERTISE_ADDR,
     O_GANG_PORTS,
     O__COUNT
@@ -84,6 +91,20 @@ static Option options[O__COUNT] = {
     [O_ONCE] = {"once", OPT_FLAG, NULL, 0, 0, 0, "exit when the server has no more work"},
     [O_LEASE_WAIT] = {"lease-wait-s", OPT_INT, NULL, 10, 1, 30,
                       "long poll of one lease request, seconds"},
+    /* Spare GPUs and working hours (gpuwatch.h; docs/workers.md). */
+    [O_YIELD] = {"yield", OPT_STRING, "auto", 0, 0, 0,
+                 "auto: a trial gives its GPU back when other processes want it, and every "
+                 "trial outside --hours (it is preempted and resumes from its checkpoint); "
+                 "never: trials run to their end"},
+    [O_IDLE_S] = {"idle-s", OPT_INT, NULL, 60, 0, 86400,
+                  "seconds a GPU must be free of other processes' use before trials get it"},
+    [O_FOREIGN_MEM] = {"foreign-mem-mb", OPT_INT, NULL, 256, 1, 16777216,
+                       "other processes holding this many MiB of a GPU are using it"},
+    [O_FOREIGN_UTIL] = {"foreign-util", OPT_INT, NULL, 10, 1, 100,
+                        "other processes using this percent of a GPU are using it"},
+    [O_HOURS] = {"hours", OPT_STRING, NULL, 0, 0, 0,
+                 "when to take trials, in local time, e.g. 'Mon-Fri 19:00-07:00,Sat-Sun' "
+                 "(default: any time)"},
     [O_ADVERTISE_ADDR] = {"advertise-addr", OPT_STRING, NULL, 0, 0, 0,
                           "address other workers reach this one at, for gangs (default: this "
                           "machine's address on its route to --server)"},
@@ -98,6 +119,9 @@ static void usage(FILE *out)
     options_usage(out, options, O__COUNT);
     fprintf(out, "\nSIGINT/SIGTERM: finish the running trials, then exit; "
                  "a second one ends them now.\n");
+    fprintf(out, "\n--hours: comma-separated days (Mon, Mon-Fri), times (HH:MM-HH:MM, end not "
+                 "included, 24:00 allowed) or both;\ntimes apply to each day, and 19:00-07:00 "
+                 "means 00:00-07:00 and 19:00-24:00.\n");
 }
 
 /* Parses --gpus: "auto" and "none" set *mode; a list fills gpus. */
@@ -221,6 +245,33 @@ static int setup_advertise(Worker *w, const char *given)
     LOG_WARN("no address on the route to the server (%s); gang members will be told the host "
              "name %s (--advertise-addr sets another)",
              why, w->advertise_addr);
+    return 0;
+}
+
+/* Reads --yield, --idle-s, --foreign-mem-mb, --foreign-util and --hours
+ * into w (hours is where the parsed --hours lives). 0, or -1 after a
+ * message. */
+static int setup_spare(Worker *w, Hours *hours)
+{
+    const char *yield = options[O_YIELD].value;
+    if (strcmp(yield, "auto") != 0 && strcmp(yield, "never") != 0) {
+        fprintf(stderr, "rung-worker: --yield must be auto or never, not '%s'\n", yield);
+        return -1;
+    }
+    w->yield = strcmp(yield, "auto") == 0;
+    w->spare = (SpareParams){.idle_ms = options[O_IDLE_S].ival * 1000,
+                             .foreign_mem_mb = options[O_FOREIGN_MEM].ival,
+                             .foreign_util = (double)options[O_FOREIGN_UTIL].ival / 100.0};
+    const char *text = options[O_HOURS].value;
+    if (text != NULL) {
+        char why[256];
+        if (hours_parse(text, hours, why, sizeof why) != 0) {
+            fprintf(stderr, "rung-worker: --hours: %s\n", why);
+            return -1;
+        }
+        w->hours = hours;
+        w->hours_text = text;
+    }
     return 0;
 }
 
@@ -480,6 +531,11 @@ int main(int argc, char **argv)
         }
     }
     slots_init(&w.slots, gpus, n_gpus, cpus);
+    static Hours hours; /* static: the threads read it until the end */
+    tzset();            /* --hours is local time; read TZ once, before any thread */
+    if (setup_spare(&w, &hours) != 0)
+        return 2;
+    w.watch = gpuwatch_new(&w);
 
     pthread_t sig_thread;
     if (pthread_create(&sig_thread, NULL, signal_main, &w) != 0) {
@@ -504,8 +560,10 @@ int main(int argc, char **argv)
              server, w.id, w.name, gpu_text, cpus, w.heartbeat_s, w.lease_s, w.workdir,
              w.advertise_addr);
 
-    pthread_t lease_thread, heartbeat_thread;
-    if (pthread_create(&heartbeat_thread, NULL, worker_heartbeat_main, &w) != 0 ||
+    gpuwatch_look(&w);
+    pthread_t lease_thread, heartbeat_thread, watch_thread;
+    if ((w.watch != NULL && pthread_create(&watch_thread, NULL, gpuwatch_main, &w) != 0) ||
+        pthread_create(&heartbeat_thread, NULL, worker_heartbeat_main, &w) != 0 ||
         pthread_create(&lease_thread, NULL, worker_lease_main, &w) != 0) {
         fprintf(stderr, "rung-worker: cannot start threads\n");
         return 1;
@@ -517,6 +575,8 @@ int main(int argc, char **argv)
     pthread_mutex_unlock(&w.mu);
     pthread_join(heartbeat_thread, NULL);
     pthread_join(lease_thread, NULL);
+    if (w.watch != NULL)
+        pthread_join(watch_thread, NULL);
     if (left > 0) {
         /* Hard stop past its deadline: end what is left and go. The server
          * fails and retries these trials when their leases expire. */
@@ -526,6 +586,7 @@ int main(int argc, char **argv)
         _exit(1); /* their threads still run: no exit handlers under their feet */
     }
     LOG_INFO("exiting");
+    gpuwatch_free(w.watch);
     gpus_close(w.gpus);
     worker_close(&w);
     curl_global_cleanup();

@@ -55,6 +55,14 @@ bool slots_set_used(Slots *s, int index, bool used)
     return true;
 }
 
+int slots_n_used(const Slots *s)
+{
+    int n = 0;
+    for (int i = 0; i < s->n_gpus; i++)
+        n += s->gpu_used[i];
+    return n;
+}
+
 int slots_take(Slots *s, const int64_t *gpus, int n, int64_t cpus)
 {
     if (cpus < 0 || cpus > slots_free_cpus(s) || n < 0 || n > s->n_gpus)

@@ -30,6 +30,8 @@ void slots_init(Slots *s, const int *gpus, int n_gpus, int64_t cpus);
 /* Marks GPU index as used by someone else (not offered) or spare again;
  * an index not offered is ignored. Returns whether anything changed. */
 bool slots_set_used(Slots *s, int index, bool used);
+/* How many GPUs are marked used by someone else. */
+int slots_n_used(const Slots *s);
 
 /* Free spare GPU indices into out (at most max), in offer order; returns how many. */
 int slots_free_gpus(const Slots *s, int *out, int max);

@@ -236,10 +236,12 @@ static void send_finish(Trial *t, Client *c)
 {
     char *log = trial_take_log(t); /* the lines since the last heartbeat */
     pthread_mutex_lock(&t->mu);
-    bool completed = t->completed;
+    bool completed = t->completed, preempted = t->preempted;
     json_t *body = json_pack("{s:s, s:s}", "lease_token", t->lease_token, "status",
-                             completed ? "completed" : "failed");
-    if (!completed && body)
+                             completed   ? "completed"
+                             : preempted ? "preempted"
+                                         : "failed");
+    if (!completed && !preempted && body)
         json_object_set_new(body, "error", json_string(t->error ? t->error : "failed"));
     json_t *log_json = log ? json_string(log) : NULL; /* NULL when not UTF-8: left out */
     if (body && log_json)
@@ -271,13 +273,14 @@ static void send_finish(Trial *t, Client *c)
         /* The reply is the trial: paused, it waits to resume from the
          * checkpoint in its folder, which --keep-trials then keeps. */
         const char *state = json_string_value(json_object_get(reply.body, "state"));
-        bool paused = state != NULL && strcmp(state, "paused") == 0;
+        bool paused = state != NULL &&
+                      (strcmp(state, "paused") == 0 || strcmp(state, "preempted") == 0);
         pthread_mutex_lock(&t->mu);
         t->paused = paused;
         pthread_mutex_unlock(&t->mu);
         if (paused)
-            LOG_INFO("trial %" PRId64 " (attempt %" PRId64 ") is paused; its folder is kept", t->id,
-                     t->attempt);
+            LOG_INFO("trial %" PRId64 " (attempt %" PRId64 ") is %s; its folder is kept", t->id,
+                     t->attempt, state);
         else if (completed)
             LOG_INFO("trial %" PRId64 " (attempt %" PRId64 ") finished: completed (%" PRId64
                      " reports)",
@@ -902,11 +905,14 @@ static void *supervise(void *arg)
         snprintf(why, sizeof why, "cannot start a thread for the trial's reports");
 
     KillReason reason_at_exit = KILL_NONE;
+    bool preempted = false;
     if (why[0] == '\0') {
         pthread_mutex_lock(&t->mu);
         KillReason early = t->kill_reason;
         pthread_mutex_unlock(&t->mu);
-        if (early != KILL_NONE) {
+        if (early == KILL_PREEMPT) {
+            preempted = true; /* given back before it started */
+        } else if (early != KILL_NONE) {
             snprintf(why, sizeof why, "%s before it started",
                      early == KILL_SHUTDOWN ? "the worker shut down" : "stopped");
         } else {
@@ -935,6 +941,11 @@ static void *supervise(void *arg)
     char *error = NULL;
     if (why[0] != '\0') {
         error = strdup(why);
+    } else if (preempted || reason_at_exit == KILL_PREEMPT) {
+        /* Given back: however it exited, it runs again from its checkpoint. */
+        preempted = true;
+        LOG_DEBUG("trial %" PRId64 ": preempted; process ended: %s", t->id,
+                  t->runner.reaped ? "after SIGTERM" : "never started");
     } else {
         char desc[160];
         runner_describe(t->runner.status, desc, sizeof desc);
@@ -952,10 +963,11 @@ static void *supervise(void *arg)
         }
         LOG_DEBUG("trial %" PRId64 ": process ended: %s", t->id, desc);
     }
-    if (!completed && error == NULL)
+    if (!completed && !preempted && error == NULL)
         error = strdup("failed (out of memory describing why)");
     pthread_mutex_lock(&t->mu);
     t->completed = completed;
+    t->preempted = preempted;
     t->error = error;
     t->outcome_known = true;
     pthread_cond_signal(&t->cond);

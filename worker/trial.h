@@ -18,7 +18,9 @@
  * Kill reasons decide the finish: a timeout or a shutdown fails the trial
  * with that reason; a lost lease sends nothing more; a stop from the
  * scheduler or the server ends it with its exit status (the server has
- * already ended it and ignores the finish). */
+ * already ended it and ignores the finish); a preemption (gpuwatch.h)
+ * finishes it as "preempted", whatever its exit, to run again from its
+ * checkpoint. */
 #ifndef RUNG_WORKER_TRIAL_H
 #define RUNG_WORKER_TRIAL_H
 
@@ -50,6 +52,7 @@ typedef enum {
     KILL_TIMEOUT,    /* trainable.timeout_s passed */
     KILL_SHUTDOWN,   /* the worker is stopping hard */
     KILL_LEFTOVER,   /* the program exited; what it left in its group is ended */
+    KILL_PREEMPT,    /* its GPU is wanted, or --hours ended: finished as preempted */
 } KillReason;
 
 typedef struct Report {
@@ -101,8 +104,9 @@ typedef struct Trial {
                                   the dashboard: sent with heartbeats */
     bool log_changed;          /* since the last heartbeat took it */
     Warnings warnings;         /* invalid @rung lines: sent with heartbeats and the finish */
-    bool paused;               /* the finish's reply says the trial is paused (a resume
-                                  will want its folder) */
+    bool paused;               /* the finish's reply says the trial is paused or
+                                  preempted (a resume will want its folder) */
+    bool preempted;            /* outcome: given back (KILL_PREEMPT), not failed */
 } Trial;
 
 /* The log's last lines when they changed since the last call (new string,

@@ -13,6 +13,7 @@
 #include "backoff.h"
 #include "client.h"
 #include "clock.h"
+#include "gpuwatch.h"
 #include "log.h"
 #include "trial.h"
 #include "trialdir.h"
@@ -27,6 +28,9 @@
  * how long freed resources wait for a trial that needs more than the old
  * offer (one cheap request per second while busy). */
 #define LEASE_BUSY_WAIT_S 1
+/* Outside --hours, the lease thread looks at the clock at least this often
+ * (in case the clock is set meanwhile). */
+#define HOURS_RECHECK_MS 60000
 
 int worker_init(Worker *w, const int *gpus, int n_gpus, int64_t cpus)
 {
@@ -361,8 +365,16 @@ void *worker_lease_main(void *arg)
         LOG_ERROR("lease: out of memory for an HTTP client; no trials will be run");
     while (c != NULL) {
         pthread_mutex_lock(&w->mu);
-        while (!worker_stopping(w, STOP_DRAIN) && !slots_any_free(&w->slots))
-            pthread_cond_wait(&w->cond, &w->mu);
+        /* Something free (GPUs only when spare), within --hours. */
+        while (!worker_stopping(w, STOP_DRAIN)) {
+            int64_t closed_ms = gpuwatch_closed_ms(w);
+            if (closed_ms > 0)
+                timed_wait(w, closed_ms < HOURS_RECHECK_MS ? closed_ms : HOURS_RECHECK_MS);
+            else if (!slots_any_free(&w->slots))
+                pthread_cond_wait(&w->cond, &w->mu);
+            else
+                break;
+        }
         if (worker_stopping(w, STOP_DRAIN)) {
             pthread_mutex_unlock(&w->mu);
             break;
@@ -371,13 +383,19 @@ void *worker_lease_main(void *arg)
         int ng = slots_free_gpus(&w->slots, free_gpus, SLOTS_MAX_GPUS);
         int64_t cpus = slots_free_cpus(&w->slots);
         int held = w->n_trials;
+        /* GPUs someone else uses make the offer partial as well. */
+        bool partial = held > 0 || slots_n_used(&w->slots) > 0;
         pthread_mutex_unlock(&w->mu);
 
         json_t *gpus = json_array();
         for (int i = 0; i < ng; i++)
             json_array_append_new(gpus, json_integer(free_gpus[i]));
-        int wait_s = held == 0 || w->lease_wait_s < LEASE_BUSY_WAIT_S ? w->lease_wait_s
-                                                                      : LEASE_BUSY_WAIT_S;
+        int wait_s = !partial || w->lease_wait_s < LEASE_BUSY_WAIT_S ? w->lease_wait_s
+                                                                     : LEASE_BUSY_WAIT_S;
+        /* No trial granted after --hours end. */
+        int64_t open_s = gpuwatch_open_left_s(w);
+        if (open_s < wait_s)
+            wait_s = open_s > 1 ? (int)open_s : 1;
         /* Never an external experiment's trial: nothing here would run it
          * (docs/api.md, POST /api/v1/workers/{id}/lease). */
         json_t *body = json_pack("{s:o, s:I, s:i, s:[s, s]}", "gpus", gpus, "cpus",
@@ -452,21 +470,26 @@ static bool heartbeat_cancel(void *arg)
     return atomic_load(&w->exiting);
 }
 
-/* GPU usage of the offered GPUs, from NVML; NULL without NVML. */
+/* The offered GPUs: usage from NVML where it answers, and each one's state
+ * (spare, held by a trial, busy with other people's work: gpuwatch.h);
+ * NULL when none is offered. */
 static json_t *gpu_usage(Worker *w)
 {
-    if (w->gpus == NULL || w->slots.n_gpus == 0)
+    if (w->slots.n_gpus == 0)
         return NULL;
     json_t *a = json_array();
     for (int i = 0; i < w->slots.n_gpus; i++) {
         GpuUsage u;
         int index = w->slots.gpu_index[i]; /* read-only after start: no lock needed */
-        if (gpus_usage(w->gpus, index, &u) != 0)
-            continue;
-        json_array_append_new(a, json_pack("{s:i, s:f, s:I, s:I}", "index", index, "util", u.util,
-                                           "memory_used_mb", (json_int_t)u.memory_used_mb,
-                                           "memory_total_mb", (json_int_t)u.memory_total_mb));
+        json_t *item = json_pack("{s:i}", "index", index);
+        if (gpus_usage(w->gpus, index, &u) == 0) {
+            json_object_set_new(item, "util", json_real(u.util));
+            json_object_set_new(item, "memory_used_mb", json_integer(u.memory_used_mb));
+            json_object_set_new(item, "memory_total_mb", json_integer(u.memory_total_mb));
+        }
+        json_array_append_new(a, item);
     }
+    gpuwatch_annotate(w, a);
     return a;
 }
 
@@ -533,6 +556,7 @@ void *worker_heartbeat_main(void *arg)
         json_t *usage = gpu_usage(w);
         if (usage)
             json_object_set_new(body, "gpus", usage);
+        gpuwatch_hours_json(w, body);
         ClientCall call = {.timeout_ms = timeout_ms,
                            .cancel = heartbeat_cancel,
                            .cancel_arg = w,

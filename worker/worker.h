@@ -7,7 +7,10 @@
  *   lease       while something is free and we are not stopping: one lease
  *               long poll offering what is free (lease_wait_s when nothing
  *               runs, 1 s while the offer is partial); a granted trial is
- *               marked busy in the slots and handed to a new supervisor
+ *               marked busy in the slots and handed to a new supervisor;
+ *               nothing outside --hours
+ *   GPU watch   every 0.5 s: which GPUs are spare, which trials give way to
+ *               other people's processes or to --hours (gpuwatch.h)
  *   heartbeat   every heartbeat_s: the held trials and GPU usage; kills
  *               the trials the server lists under "stop"
  *   per trial   a supervisor (pipes, report lines, exit, kill escalation)
@@ -31,8 +34,10 @@
 
 #include "gang.h"
 #include "gpus.h"
+#include "hours.h"
 #include "prune.h"
 #include "slots.h"
+#include "spare.h"
 
 #define WORKER_HARD_STOP_S 5 /* after a 2nd signal: how long undelivered results may take */
 
@@ -56,6 +61,12 @@ typedef struct Worker {
     Gpus *gpus;             /* NVML, or NULL; for names and usage */
     json_t *labels;         /* --label key=value: an object, sent at registration */
     int64_t keep_trials;    /* --keep-trials: folders of ended trials kept (prune.h) */
+    /* Spare GPUs and working hours (gpuwatch.h; docs/workers.md). */
+    SpareParams spare;      /* --idle-s, --foreign-mem-mb, --foreign-util */
+    bool yield;             /* --yield auto: trials give way to other people's work */
+    const Hours *hours;     /* --hours, or NULL: any time */
+    const char *hours_text; /* --hours as given, or NULL */
+    struct GpuWatch *watch; /* the GPU watch, or NULL when nothing is watched */
     /* Gangs (gang.h, advertise.h): every lease request offers this address
      * and a port found free for it, held bound while the request is out. */
     char advertise_addr[GANG_ADDR_MAX + 1]; /* --advertise-addr, or the route's to the server */

@@ -30,7 +30,11 @@
 //                      running trial is paused by the user; a refused pause
 //                      goes to the error banner
 //   workers page       a real rung-worker (--gpus none) alive; a worker with
-//                      GPUs whose heartbeat carried util and memory shows them
+//                      GPUs whose heartbeat carried util and memory shows them;
+//                      each GPU's state (trial N linked, busy with what others
+//                      use, spare, waiting) and the next lease outside --hours
+//   preempted trial    a trial finished "preempted" shows that state and its
+//                      preemptions, and the experiment counts it
 //
 // A screenshot of every page is written to $RUNG_SCREENSHOTS (ctest passes
 // <build>/screenshots). The token prompt is in token.test.mjs.
@@ -51,7 +55,7 @@ const PYTHON = process.env.RUNG_PYTHON || '/usr/bin/python3';
 const CURVE = path.join(REPO_ROOT, 'tests', 'integration', 'curve_trainable.py');
 const PAGE_WAIT = 10000; // how long a page may take to show what the API says (it polls ~1 s)
 const XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">';
-const STATES = ['pending', 'running', 'paused', 'completed', 'stopped', 'failed', 'canceled'];
+const STATES = ['pending', 'running', 'preempted', 'paused', 'completed', 'stopped', 'failed', 'canceled'];
 const GPUS = [
   { index: 0, name: 'NVIDIA H100 80GB HBM3', memory_mb: 81559 },
   { index: 1, name: 'NVIDIA H100 80GB HBM3', memory_mb: 81559 },
@@ -758,6 +762,60 @@ test('workers page shows the real worker alive and the GPU worker with its numbe
   assert.ok(runningText.includes(String(n)) || fakeDoc.running_trials.every((id) => runningText.includes(String(id))),
     `worker-running ${JSON.stringify(runningText)}, API ${JSON.stringify(fakeDoc.running_trials)}`);
   await shot('workers');
+});
+
+test('workers page: each GPU spare, held by a trial, busy or waiting, and the next lease; a preempted trial', async () => {
+  // A trial given back by its worker (finish "preempted") waits to resume.
+  X.spare = await d.createExperiment({
+    name: 'browser-spare', metric: 'loss', mode: 'min',
+    search_space: { x: { type: 'uniform', low: 0, high: 1 } },
+    num_samples: 1, priority: 10, resources_per_trial: { cpu: 1, gpu: 1 }, trainable: { type: 'external' },
+  });
+  await d.waitProposed(X.spare.id, 1);
+  const t = await fake.leaseOne({ gpus: [1] });
+  assert.equal(t.experiment_id, X.spare.id, 'the fake worker leased the spare experiment\'s trial');
+  await fake.report(t, 1, { loss: 0.5 });
+  const given = await fake.finish(t, 'preempted');
+  assert.equal(given.state, 'preempted');
+  assert.equal(given.preemptions, 1);
+  await go(`/trials/${t.id}`);
+  await waitText(tid('trial-state'), 'preempted', 'trial state');
+  await waitText(tid('trial-rung'), (s) => s.includes('attempt 1') && s.includes('preempted once'), 'preemptions');
+  await go(`/experiments/${X.spare.id}`);
+  await waitText(tid('exp-count-preempted'), '1', 'preempted count');
+  await shot('trial-preempted');
+
+  // The GPUs as the worker's heartbeat describes them, and its hours.
+  const next = new Date(Date.now() + 3 * 3600e3);
+  next.setSeconds(0, 0);
+  const hhmm = `${String(next.getHours()).padStart(2, '0')}:${String(next.getMinutes()).padStart(2, '0')}`;
+  const beat = (gpus) => d.api('POST', `/api/v1/workers/${fake.id}/heartbeat`, {
+    trials: [...running], gpus, hours: 'Mon-Fri 19:00-07:00,Sat-Sun', next_lease_at: next.toISOString(),
+  });
+  const held = [...running][0];
+  await beat([
+    { index: 0, util: 0.97, memory_used_mb: 40211, state: 'trial', trial_id: held, foreign_mb: 0, foreign_util: 0 },
+    { index: 1, util: 0.4, memory_used_mb: 2048, state: 'busy', foreign_mb: 2048, foreign_util: 0.4 },
+  ]);
+  await go('/workers');
+  const row = `${tid('worker-row')}[data-id="${fake.id}"]`;
+  const states = async () => page.locator(`${row} ${tid('worker-gpu-state')}`).allTextContents();
+  await waitFor(async () => (await states()).length === 2, { timeout: PAGE_WAIT, what: 'two GPU states' });
+  assert.deepEqual(await states(), [`trial ${held}`, 'busy: others hold 2048 MiB, use 40%']);
+  assert.equal(await page.locator(`${row} ${tid('worker-gpu-state')} a`).first().getAttribute('href'),
+    `#/trials/${held}`, 'a held GPU links to its trial');
+  await waitText(`${row} ${tid('worker-next-lease')}`, (s) => s.startsWith('next lease') && s.endsWith(hhmm), 'next lease');
+  await shot('workers-spare');
+  await beat([
+    { index: 0, util: 0, memory_used_mb: 0, state: 'spare', foreign_mb: 0, foreign_util: 0 },
+    { index: 1, util: 0, memory_used_mb: 0, state: 'waiting', foreign_mb: 0, foreign_util: 0 },
+  ]);
+  await waitFor(async () => (await states()).join('|') === 'spare|waiting: idle first',
+    { timeout: PAGE_WAIT, what: `spare and waiting, not ${JSON.stringify(await states())}` });
+  // Allowed again: no next lease shown.
+  await d.api('POST', `/api/v1/workers/${fake.id}/heartbeat`, { trials: [...running], gpus: GPU_BEAT, hours: null, next_lease_at: null });
+  await waitFor(async () => !(await page.locator(`${row} ${tid('worker-next-lease')}`).isVisible()),
+    { timeout: PAGE_WAIT, what: 'the next lease hidden' });
 });
 
 test('an unknown experiment shows the error banner', async () => {

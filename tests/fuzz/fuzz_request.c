@@ -145,7 +145,10 @@ static void check_finish(const json_t *body, const FinishRequest *f, const char 
     check_string(body, "lease_token", f->lease_token, REQUEST_MAX_TOKEN);
     const char *status = json_string_value(json_object_get(body, "status"));
     CHECK(status != NULL);
-    CHECK(f->completed ? strcmp(status, "completed") == 0 : strcmp(status, "failed") == 0);
+    CHECK(!(f->completed && f->preempted));
+    CHECK(f->completed   ? strcmp(status, "completed") == 0
+          : f->preempted ? strcmp(status, "preempted") == 0
+                         : strcmp(status, "failed") == 0);
     json_t *log = member(body, "log");
     CHECK(log == NULL ? f->log == NULL : f->log == json_string_value(log));
     json_t *error = member(body, "error");
@@ -443,8 +446,31 @@ static bool id_key(const char *key, int64_t *id)
 
 static void check_heartbeat(const json_t *body, const HeartbeatRequest *h)
 {
-    static const char *const allowed[] = {"trials", "gpus", "logs", "warnings", NULL};
+    static const char *const allowed[] = {"trials", "gpus",          "logs", "warnings",
+                                          "hours",  "next_lease_at", NULL};
+    static const char *const gpu_keys[] = {"index",           "util",         "memory_used_mb",
+                                           "memory_total_mb", "state",        "trial_id",
+                                           "foreign_mb",      "foreign_util", NULL};
     check_keys(body, allowed);
+    /* GPUs: objects of known keys, an index in range; hours and next_lease_at strings. */
+    size_t gi;
+    json_t *g;
+    json_array_foreach(member(body, "gpus"), gi, g) {
+        CHECK(json_is_object(g));
+        check_keys(g, gpu_keys);
+        json_t *index = json_object_get(g, "index");
+        CHECK(json_is_number(index) && json_number_value(index) >= 0 &&
+              json_number_value(index) <= REQUEST_MAX_GPU_INDEX);
+        json_t *state = json_object_get(g, "state");
+        CHECK(state == NULL || json_is_string(state));
+        CHECK(member(g, "trial_id") == NULL ||
+              (state != NULL && strcmp(json_string_value(state), "trial") == 0));
+    }
+    CHECK(json_array_size(member(body, "gpus")) <= REQUEST_MAX_GPUS_JSON);
+    json_t *hours = member(body, "hours"), *next = member(body, "next_lease_at");
+    CHECK(hours == NULL || (json_is_string(hours) && json_string_length(hours) >= 1 &&
+                            json_string_length(hours) <= REQUEST_MAX_HOURS));
+    CHECK(next == NULL || json_is_string(next));
     json_t *trials = member(body, "trials");
     CHECK(h->n_trials == (int64_t)json_array_size(trials));
     CHECK(h->n_trials <= REQUEST_MAX_TRIAL_IDS);

@@ -333,7 +333,7 @@ class CurveTestCase(wh.WorkerTestCase):
         exp = d.experiment(eid)
         self.assertEqual(exp["state"], "completed", why())
         counts = collections.Counter(p.state for p in predicted)
-        self.assertEqual(exp["counts"], {"pending": 0, "running": 0, "paused": 0,
+        self.assertEqual(exp["counts"], {"pending": 0, "running": 0, "paused": 0, "preempted": 0,
                                          "completed": counts["completed"],
                                          "stopped": counts["stopped"], "failed": 0,
                                          "canceled": 0}, exp["counts"])

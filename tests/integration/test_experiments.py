@@ -247,10 +247,11 @@ class ExperimentObjects(h.RungdTestCase):
         self.assertEqual([e["name"] for e in doc["items"]], ["second", "first"])
         one = d.experiment(a["id"])
         self.assertEqual(one["name"], "first")
-        # docs/api.md's six states, and "paused" of asha's promote variant.
+        # docs/api.md's six states, "paused" of asha's promote variant and
+        # "preempted" of spare GPUs.
         self.assertEqual(set(one["counts"]),
                          {"pending", "running", "completed", "stopped", "failed", "canceled",
-                          "paused"})
+                          "paused", "preempted"})
         paged = d.ok("GET", "/api/v1/experiments?limit=1&offset=1")
         self.assertEqual(paged["total"], 2)
         self.assertEqual([e["name"] for e in paged["items"]], ["first"])

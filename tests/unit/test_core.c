@@ -1211,6 +1211,121 @@ static void test_gang_restart_rebuild(void **state)
     core_free(core);
 }
 
+/* A finish "preempted" (its worker gave the trial back): same attempt,
+ * preemptions + 1, first in line in state preempted, kept for its worker
+ * while that one is alive and resumed after its last step; never counted
+ * against max_failures; stopped, canceled and unleased like a waiting
+ * trial that reported. */
+static void test_preempted_waits_for_its_worker_and_resumes(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *e = add_experiment(core, SIMPLE); /* 3 trials, max_failures 1 */
+    Worker *w1 = add_worker(core), *w2 = add_worker(core);
+    RungError err;
+    Trial *t = lease_as(core, w1, 1, 2000);
+    assert_int_equal(t->number, 0);
+    for (int step = 1; step <= 3; step++)
+        assert_int_equal(report_as(core, t, 1, step, 0.5, 2000 + step), ACTION_CONTINUE);
+    char token[CORE_TOKEN_LEN + 1];
+    snprintf(token, sizeof token, "%032d", 1);
+    assert_int_equal(core_preempt(core, t, token, 2010, &err), 0);
+    assert_int_equal(t->state, TRIAL_PREEMPTED);
+    assert_int_equal(t->attempt, 1);
+    assert_int_equal(t->preemptions, 1);
+    assert_null(t->error);
+    assert_int_equal(e->counts[TRIAL_PREEMPTED], 1);
+    assert_int_equal(e->counts[TRIAL_RUNNING], 0);
+    assert_ptr_equal(e->pending.head, t);
+    assert_string_equal(trial_state_name(t->state), "preempted");
+    TrialState parsed;
+    assert_int_equal(trial_state_parse("preempted", &parsed), 0);
+    assert_int_equal(parsed, TRIAL_PREEMPTED);
+    assert_false(trial_state_terminal(TRIAL_PREEMPTED));
+    /* The old token is spent: a late finish or a second preempt is lost. */
+    assert_int_equal(core_preempt(core, t, token, 2011, &err), RUNG_E_LEASE_LOST);
+    assert_int_equal(core_finish(core, t, token, false, "x", 2011, &err), RUNG_E_LEASE_LOST);
+
+    /* w1 is alive: w2 passes over it and takes trial 1. */
+    core_worker_seen(core, w1, 2100);
+    Trial *other = lease_as(core, w2, 2, 2200);
+    assert_int_equal(other->number, 1);
+    assert_int_equal(report_as(core, other, 2, 1, 0.6, 2201), ACTION_CONTINUE);
+    /* w1 takes it again, from its last step. */
+    Trial *r = lease_as(core, w1, 3, 2300);
+    assert_ptr_equal(r, t);
+    assert_int_equal(t->state, TRIAL_RUNNING);
+    assert_int_equal(t->attempt, 1);
+    assert_int_equal(core_resume_step(t), 3);
+    assert_int_equal(report_as(core, t, 3, 3, 0.1, 2301), ACTION_CONTINUE); /* a repeat: dropped */
+    assert_int_equal(report_as(core, t, 3, 4, 0.4, 2302), ACTION_CONTINUE);
+    /* Given back again and again: no attempt is used up (max_failures 1). */
+    for (int i = 0; i < 3; i++) {
+        snprintf(token, sizeof token, "%032d", 3 + i);
+        assert_int_equal(core_preempt(core, t, token, 2400 + i, &err), 0);
+        assert_ptr_equal(lease_as(core, w1, 4 + i, 2400 + i), t);
+    }
+    assert_int_equal(t->attempt, 1);
+    assert_int_equal(t->preemptions, 4);
+    assert_int_equal(core_resume_step(t), 4);
+    assert_int_equal(core_finish(core, t, t->lease_token, true, NULL, 2500, &err), 0);
+    assert_int_equal(t->state, TRIAL_COMPLETED);
+    assert_int_equal(t->preemptions, 4);
+
+    /* Its worker gone, any worker takes it (the program starts over there
+     * without the checkpoint; its reports so far stand). */
+    assert_int_equal(core_preempt(core, other, other->lease_token, 2600, &err), 0);
+    Trial *third = lease_as(core, w1, 10, 2601);
+    assert_int_equal(third->number, 2);                    /* w2 is alive: other waits for it */
+    assert_ptr_equal(lease_as(core, w1, 11, 3700), other); /* w2 not seen since 2601 */
+    /* A lease reply that never arrived leaves it preempted. */
+    char t11[CORE_TOKEN_LEN + 1];
+    snprintf(t11, sizeof t11, "%032d", 11);
+    assert_true(core_unlease(core, other, t11, 3701));
+    assert_int_equal(other->state, TRIAL_PREEMPTED);
+    /* A user's stop ends a preempted trial at once, as a paused one. */
+    assert_int_equal(core_stop_trial(core, other, 3702, &err), 0);
+    assert_int_equal(other->state, TRIAL_STOPPED);
+    assert_int_equal(other->stopped_by, BY_USER);
+    core_free(core);
+}
+
+/* A preempted trial when its experiment ends: canceled with it, or stopped
+ * by a stop rule (it ran); one asked to stop while it ran becomes what it
+ * was asked, whatever its finish says. */
+static void test_preempted_and_the_experiments_end(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *e = add_experiment(core, SIMPLE);
+    Worker *w = add_worker(core);
+    RungError err;
+    Trial *a = lease_as(core, w, 1, 2000);
+    Trial *b = lease_as(core, w, 2, 2000);
+    assert_int_equal(report_as(core, a, 1, 1, 0.5, 2001), ACTION_CONTINUE);
+    assert_int_equal(core_preempt(core, a, a->lease_token, 2002, &err), 0);
+    assert_int_equal(core_stop_trial(core, b, 2003, &err), 0); /* at its next word */
+    assert_int_equal(core_preempt(core, b, b->lease_token, 2004, &err), 0);
+    assert_int_equal(b->state, TRIAL_STOPPED);
+    assert_int_equal(b->preemptions, 0);
+    assert_int_equal(core_cancel(core, e, 2005, &err), 0);
+    assert_int_equal(a->state, TRIAL_CANCELED);
+    assert_int_equal(e->counts[TRIAL_PREEMPTED], 0);
+
+    Experiment *f =
+        add_experiment(core, "{\"metric\": \"loss\", \"mode\": \"min\", \"num_samples\": 3,"
+                             " \"search_space\": {\"x\": 1}, \"stop\": {\"time_budget_s\": 5}}");
+    Trial *c = lease_as(core, w, 3, 3000);
+    assert_ptr_equal(c->exp, f);
+    assert_int_equal(report_as(core, c, 3, 1, 0.5, 3001), ACTION_CONTINUE);
+    assert_int_equal(core_preempt(core, c, c->lease_token, 3002, &err), 0);
+    assert_int_equal(core_tick(core, 7000), 1); /* the budget ran out */
+    assert_int_equal(f->state, EXP_COMPLETED);
+    assert_int_equal(c->state, TRIAL_STOPPED);
+    assert_int_equal(c->stopped_by, BY_EXPERIMENT);
+    core_free(core);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1225,6 +1340,8 @@ int main(void)
         cmocka_unit_test(test_spec_scheduler),
         cmocka_unit_test(test_asha_stops_and_completes),
         cmocka_unit_test(test_promote_pauses_and_resumes),
+        cmocka_unit_test(test_preempted_waits_for_its_worker_and_resumes),
+        cmocka_unit_test(test_preempted_and_the_experiments_end),
         cmocka_unit_test(test_fair_share_and_priority_order),
         cmocka_unit_test(test_fair_share_over_time_with_one_slot),
         cmocka_unit_test(test_worker_selector_and_trainables),

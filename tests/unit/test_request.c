@@ -610,6 +610,107 @@ static void test_heartbeat(void **state)
     json_decref(b);
 }
 
+/* ---- spare GPUs: finish "preempted", the heartbeat's GPU states and hours ---- */
+
+static void test_finish_preempted(void **state)
+{
+    (void)state;
+    FinishRequest f;
+    RungError err;
+    json_t *b = parse("{\"lease_token\": \"t\", \"status\": \"preempted\"}");
+    assert_int_equal(request_finish_parse(b, &f, &err), 0);
+    assert_true(f.preempted);
+    assert_false(f.completed);
+    json_decref(b);
+    b = parse("{\"lease_token\": \"t\", \"status\": \"failed\"}");
+    assert_int_equal(request_finish_parse(b, &f, &err), 0);
+    assert_false(f.preempted);
+    json_decref(b);
+    b = parse("{\"lease_token\": \"t\", \"status\": \"preempt\"}");
+    rung_error_clear(&err);
+    assert_refused(request_finish_parse(b, &f, &err), &err, A, "status");
+    assert_non_null(strstr(err.message, "completed, failed or preempted"));
+    json_decref(b);
+}
+
+static void test_heartbeat_spare(void **state)
+{
+    (void)state;
+    static HeartbeatRequest h;
+    RungError err;
+    json_t *b = parse(
+        "{\"trials\": [17], \"gpus\": [{\"index\": 0, \"util\": 0.97, \"memory_used_mb\": 40211,"
+        " \"memory_total_mb\": 81559, \"state\": \"trial\", \"trial_id\": 17,"
+        " \"foreign_mb\": 0, \"foreign_util\": 0}, {\"index\": 1, \"state\": \"busy\","
+        " \"foreign_mb\": 2048, \"foreign_util\": 0.4, \"trial_id\": null},"
+        " {\"index\": 2, \"state\": \"waiting\"}, {\"index\": 3, \"state\": \"spare\"}],"
+        " \"hours\": \"Mon-Fri 19:00-07:00,Sat-Sun\","
+        " \"next_lease_at\": \"2026-11-23T18:00:00.000Z\"}");
+    assert_int_equal(request_heartbeat_parse(b, &h, &err), 0);
+    json_decref(b);
+    b = parse("{\"hours\": null, \"next_lease_at\": null, \"gpus\": [{\"index\": 1023}]}");
+    assert_int_equal(request_heartbeat_parse(b, &h, &err), 0);
+    json_decref(b);
+    static const char *const times[] = {"2026-11-23T18:00:00Z", "2026-11-23T19:00:00+01:00",
+                                        "2026-11-23T18:00:00.123456789-05:30"};
+    for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
+        b = json_pack("{s:s}", "next_lease_at", times[i]);
+        assert_int_equal(request_heartbeat_parse(b, &h, &err), 0);
+        json_decref(b);
+    }
+
+    static const struct {
+        const char *text, *field;
+    } bad[] = {
+        {"{\"gpus\": [1]}", "gpus[0]"},
+        {"{\"gpus\": [{}]}", "gpus[0].index"},
+        {"{\"gpus\": [{\"index\": -1}]}", "gpus[0].index"},
+        {"{\"gpus\": [{\"index\": 1024}]}", "gpus[0].index"},
+        {"{\"gpus\": [{\"index\": 0}, {\"index\": 1, \"temp\": 50}]}", "gpus[1].temp"},
+        {"{\"gpus\": [{\"index\": 0, \"util\": 97}]}", "gpus[0].util"},
+        {"{\"gpus\": [{\"index\": 0, \"util\": \"x\"}]}", "gpus[0].util"},
+        {"{\"gpus\": [{\"index\": 0, \"memory_used_mb\": -1}]}", "gpus[0].memory_used_mb"},
+        {"{\"gpus\": [{\"index\": 0, \"state\": \"idle\"}]}", "gpus[0].state"},
+        {"{\"gpus\": [{\"index\": 0, \"state\": null}]}", "gpus[0].state"},
+        {"{\"gpus\": [{\"index\": 0, \"state\": \"busy\", \"trial_id\": 3}]}", "gpus[0].trial_id"},
+        {"{\"gpus\": [{\"index\": 0, \"trial_id\": 3}]}", "gpus[0].trial_id"},
+        {"{\"gpus\": [{\"index\": 0, \"state\": \"trial\", \"trial_id\": 0}]}", "gpus[0].trial_id"},
+        {"{\"gpus\": [{\"index\": 0, \"foreign_mb\": 1.5}]}", "gpus[0].foreign_mb"},
+        {"{\"gpus\": [{\"index\": 0, \"foreign_util\": 1.01}]}", "gpus[0].foreign_util"},
+        {"{\"gpus\": [{\"index\": 0, \"foreign_util\": -0.1}]}", "gpus[0].foreign_util"},
+        {"{\"hours\": \"\"}", "hours"},
+        {"{\"hours\": 7}", "hours"},
+        {"{\"next_lease_at\": \"tomorrow\"}", "next_lease_at"},
+        {"{\"next_lease_at\": \"2026-11-23 18:00:00Z\"}", "next_lease_at"},
+        {"{\"next_lease_at\": \"2026-11-23T18:00:00\"}", "next_lease_at"},
+        {"{\"next_lease_at\": \"2026-11-23T18:00:00.Z\"}", "next_lease_at"},
+        {"{\"next_lease_at\": \"2026-11-23T18:00:00+0100\"}", "next_lease_at"},
+        {"{\"next_lease_at\": \"2026-11-23T18:00:00Zz\"}", "next_lease_at"},
+        {"{\"next_lease_at\": 1700000000}", "next_lease_at"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        b = parse(bad[i].text);
+        rung_error_clear(&err);
+        assert_refused(request_heartbeat_parse(b, &h, &err), &err, A, bad[i].field);
+        json_decref(b);
+    }
+    /* --hours is at most 512 bytes; 64 GPUs at most. */
+    char hours[REQUEST_MAX_HOURS + 2];
+    memset(hours, 'M', sizeof hours - 1);
+    hours[sizeof hours - 1] = '\0';
+    b = json_pack("{s:s#}", "hours", hours, (int)REQUEST_MAX_HOURS);
+    assert_int_equal(request_heartbeat_parse(b, &h, &err), 0);
+    json_decref(b);
+    b = json_pack("{s:s}", "hours", hours);
+    assert_refused(request_heartbeat_parse(b, &h, &err), &err, A, "hours");
+    json_decref(b);
+    b = json_pack("{s:[]}", "gpus");
+    for (int i = 0; i <= REQUEST_MAX_GPUS_JSON; i++)
+        json_array_append_new(json_object_get(b, "gpus"), json_pack("{s:i}", "index", i));
+    assert_refused(request_heartbeat_parse(b, &h, &err), &err, A, "gpus");
+    json_decref(b);
+}
+
 /* ---- worker labels, lease trainables, warnings ---- */
 
 static void test_register_labels(void **state)
@@ -940,11 +1041,13 @@ static void test_request_depth(void **state)
     (void)state;
     RungError err;
     static HeartbeatRequest h;
-    /* heartbeat gpus take any JSON: body 1 + gpus 1 + 30 = 32. */
-    char *inner = nested_arrays(30);
-    char *text = fmt("{\"gpus\": [%s]}", inner);
+    /* A worker's registered GPUs take any objects: body 1 + gpus 1 + the
+     * object 1 + 29 = 32. */
+    RegisterRequest reg;
+    char *inner = nested_arrays(29);
+    char *text = fmt("{\"gpus\": [{\"x\": %s}]}", inner);
     json_t *b = parse(text);
-    assert_int_equal(request_heartbeat_parse(b, &h, &err), 0);
+    assert_int_equal(request_register_parse(b, &reg, &err), 0);
     json_decref(b);
     free(text);
     free(inner);
@@ -1151,6 +1254,8 @@ int main(void)
         cmocka_unit_test(test_lease_gpus_registered),
         cmocka_unit_test(test_lease_gang_fields),
         cmocka_unit_test(test_heartbeat),
+        cmocka_unit_test(test_finish_preempted),
+        cmocka_unit_test(test_heartbeat_spare),
         cmocka_unit_test(test_register_labels),
         cmocka_unit_test(test_lease_trainables),
         cmocka_unit_test(test_finish_warnings),

@@ -156,6 +156,7 @@ static void test_slots_offer_only_spare_gpus(void **state)
     assert_true(slots_set_used(&s, 1, true));
     assert_false(slots_set_used(&s, 1, true)); /* no change */
     assert_false(slots_set_used(&s, 7, true)); /* not offered */
+    assert_int_equal(slots_n_used(&s), 1);
     assert_int_equal(slots_free_gpus(&s, free_gpus, SLOTS_MAX_GPUS), 2);
     assert_int_equal(free_gpus[0], 0);
     assert_int_equal(free_gpus[1], 2);

@@ -1,7 +1,8 @@
 // Formatting of numbers, times, configs and states, shared by every view.
 
-/** Trial states in display order; the last four are final. */
-export const STATES = ['pending', 'running', 'paused', 'completed', 'stopped', 'failed', 'canceled'];
+/** Trial states in display order; the last four are final. "preempted":
+ * its worker gave it back, it waits to resume (docs/api.md). */
+export const STATES = ['pending', 'running', 'preempted', 'paused', 'completed', 'stopped', 'failed', 'canceled'];
 export const FINAL = new Set(['completed', 'stopped', 'failed', 'canceled']);
 export const DASH = '\u2014';
 

@@ -127,12 +127,12 @@ export class ExperimentData {
       return;
     }
     // Running trials change with every report: their list is read each
-    // time. Paused ones do not change while paused, so theirs is read only
-    // when the counts moved. A trial we hold in such a state that is not
+    // time. Paused and preempted ones do not change while they wait, so
+    // theirs is read only when the counts moved. A trial we hold in such a state that is not
     // listed any more has changed state and is fetched on its own.
     const sig = JSON.stringify(counts);
     const states = ['running'];
-    if (sig !== this.countsSig) states.push('paused');
+    if (sig !== this.countsSig) states.push('paused', 'preempted');
     this.countsSig = sig;
     for (const t of this.trials.values()) {
       if (states.includes(t.state)) this.suspects.add(t.id);

@@ -6,7 +6,7 @@ import { startPoll } from '../poll.js';
 
 const PAGE = 100;
 // Bar segments: final states first, then what is still to come.
-const BAR_STATES = ['completed', 'stopped', 'failed', 'canceled', 'running', 'paused', 'pending'];
+const BAR_STATES = ['completed', 'stopped', 'failed', 'canceled', 'running', 'preempted', 'paused', 'pending'];
 
 export function mount(root) {
   document.title = 'Experiments · Rung';

@@ -92,6 +92,8 @@ export function mount(root, { id }) {
     setText(best, t.best ? `${num(t.best.value)} at step ${int(t.best.step)}` : DASH);
     const parts = [`attempt ${t.attempt}`];
     if (t.bracket !== undefined && t.bracket !== null) parts.push(`bracket ${t.bracket}`);
+    // Given back by its worker (other work wanted the GPU, or its hours ended).
+    if (t.preemptions > 0) parts.push(`preempted ${t.preemptions === 1 ? 'once' : `${t.preemptions} times`}`);
     if (t.rung !== undefined && t.rung !== null) parts.push(`${t.state === 'paused' ? 'paused' : 'stopped'} at rung ${num(t.rung)}`);
     setText(rung, parts.join(' \u00b7 '));
     showFact(stoppedByFact, stoppedBy, t.stopped_by);
