@@ -1789,8 +1789,15 @@ int core_finish(Core *core, Trial *t, const char *token, bool completed, const c
 
 int core_preempt(Core *core, Trial *t, const char *token, int64_t now, RungError *err)
 {
-    if (t->lease_token[0] == '\0' || !token_equal(token, t->lease_token))
+    if (t->gang != NULL) {
+        /* Any member's worker may give a gang back: the gang stops as one. */
+        if (members_by_token(t->gang, token) == NULL)
+            return lease_lost(t, err);
+        if (t->gang->attempt != t->attempt)
+            return 0; /* that attempt is over */
+    } else if (t->lease_token[0] == '\0' || !token_equal(token, t->lease_token)) {
         return lease_lost(t, err);
+    }
     if (t->state != TRIAL_RUNNING)
         return 0; /* already ended or given back: nothing changes */
     if (t->stop_kind != STOP_NONE) {

@@ -358,8 +358,9 @@ int core_finish(Core *core, Trial *t, const char *token, bool completed, const c
  * preempted, with the same attempt and preemptions + 1, and resumes from
  * its last reported step on the same worker while that worker is alive
  * (core_lease). A trial asked to stop becomes what it was asked instead.
- * RUNG_E_LEASE_LOST for a token that is not the trial's; idempotent once
- * it is no longer running. */
+ * Any member of a gang may give it back: the whole gang stops, and forms
+ * again when the trial is leased. RUNG_E_LEASE_LOST for a token that is not
+ * the trial's (a member's); idempotent once it is no longer running. */
 int core_preempt(Core *core, Trial *t, const char *token, int64_t now, RungError *err);
 
 /* A heartbeat from w listing the trials it runs; renews their leases and

@@ -1326,6 +1326,43 @@ static void test_preempted_and_the_experiments_end(void **state)
     core_free(core);
 }
 
+/* A gang member's worker gives the trial back: the whole gang stops (each
+ * member hears it at its next heartbeat or report), the trial waits as
+ * preempted with the same attempt, and forms again as a gang. */
+static void test_gang_member_preempted_stops_all(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *e = add_experiment(core, GANG2);
+    Worker *w1 = add_worker(core), *w2 = add_worker(core);
+    char t0[CORE_TOKEN_LEN + 1], t1[CORE_TOKEN_LEN + 1];
+    Trial *t = form_two(core, w1, w2, 1, t0, t1, 2000);
+    RungError err;
+    ReportAction a;
+    json_t *m = metrics(0.5);
+    assert_int_equal(core_report(core, t, t0, 1, m, 2050, &a, &err), 0);
+    assert_int_equal(core_preempt(core, t, t1, 2100, &err), 0); /* rank 1's worker */
+    assert_int_equal(t->state, TRIAL_PREEMPTED);
+    assert_int_equal(t->attempt, 1);
+    assert_int_equal(t->preemptions, 1);
+    assert_int_equal(e->counts[TRIAL_RUNNING], 0);
+    assert_int_equal(w1->n_running, 0);
+    assert_int_equal(w2->n_running, 0);
+    json_t *stop = core_heartbeat(core, w1, &t->id, 1, NULL, 2200);
+    assert_int_equal(json_array_size(stop), 1);
+    json_decref(stop);
+    assert_int_equal(core_preempt(core, t, t0, 2200, &err), 0); /* rank 0's: nothing more */
+    assert_int_equal(t->preemptions, 1);
+    assert_int_equal(core_preempt(core, t, "00000000000000000000000000000099", 2200, &err),
+                     RUNG_E_LEASE_LOST);
+    Trial *again = form_two(core, w1, w2, 10, t0, t1, 2300);
+    assert_ptr_equal(again, t);
+    assert_int_equal(t->attempt, 1);
+    assert_int_equal(core_resume_step(t), 1);
+    json_decref(m);
+    core_free(core);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1342,6 +1379,7 @@ int main(void)
         cmocka_unit_test(test_promote_pauses_and_resumes),
         cmocka_unit_test(test_preempted_waits_for_its_worker_and_resumes),
         cmocka_unit_test(test_preempted_and_the_experiments_end),
+        cmocka_unit_test(test_gang_member_preempted_stops_all),
         cmocka_unit_test(test_fair_share_and_priority_order),
         cmocka_unit_test(test_fair_share_over_time_with_one_slot),
         cmocka_unit_test(test_worker_selector_and_trainables),
