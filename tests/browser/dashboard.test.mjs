@@ -782,7 +782,7 @@ test('workers page: each GPU spare, held by a trial, busy or waiting, and the ne
   await waitText(tid('trial-state'), 'preempted', 'trial state');
   await waitText(tid('trial-rung'), (s) => s.includes('attempt 1') && s.includes('preempted once'), 'preemptions');
   await go(`/experiments/${X.spare.id}`);
-  await waitText(tid('exp-count-preempted'), '1', 'preempted count');
+  await waitText(tid('count-preempted'), '1', 'preempted count');
   await shot('trial-preempted');
 
   // The GPUs as the worker's heartbeat describes them, and its hours.
