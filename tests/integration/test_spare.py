@@ -16,7 +16,9 @@ resumes from RUNG_RESUME_STEP's checkpoint. What is checked:
 - --hours outside now: nothing is leased; a trial running when --hours ends
   is given back the same way;
 - GET /api/v1/workers and `rung workers` show each GPU's state (spare,
-  trial N, busy, waiting) and the next allowed hour.
+  trial N, busy, waiting) and the next allowed hour;
+- a preempted trial survives a kill -9 of rungd (schema 007) and still
+  waits for its worker.
 
 Run alone: /usr/bin/python3 tests/integration/test_spare.py --rungd build/bin/rungd
 """
@@ -248,6 +250,36 @@ class SpareTest(wh.WorkerTestCase):
                            capture_output=True, text=True, timeout=20)
         self.assertEqual(p.returncode, 0, p.stderr)
         return p.stdout
+
+    def test_preempted_survives_a_kill9_of_rungd(self):
+        # The protocol alone, over HTTP: a preempted trial is stored as such
+        # (schema 007) and, after a kill -9 and restart, still waits for its
+        # worker and resumes after its last step.
+        d = self.daemon()
+        eid = d.create_experiment(h.spec(num_samples=2, max_failures=0))["id"]
+        a, b = h.Worker(d, name="a"), h.Worker(d, name="b")
+        t = a.lease_one()
+        for step in (1, 2, 3):
+            a.report_ok(t, step, {"loss": 1.0 / step})
+        doc = a.finish_ok(t, status="preempted")
+        self.assertEqual((doc["state"], doc["preemptions"], doc["attempt"]), ("preempted", 1, 1))
+        code, _ = a.finish(t, status="preempted")  # its lease is spent
+        self.assertEqual(code, 409)
+        d.kill9()
+        d.restart()
+        t2 = d.trial(t["id"])
+        self.assertEqual((t2["state"], t2["preemptions"], t2["attempt"], t2["step"]),
+                         ("preempted", 1, 1, 3))
+        a.heartbeat([])  # a is alive: b gets the other trial, not this one
+        other = b.lease_one()
+        self.assertNotEqual(other["id"], t["id"])
+        again = a.lease_one()
+        self.assertEqual((again["id"], again["resume_step"], again["attempt"]), (t["id"], 3, 1))
+        a.report_ok(again, 3, {"loss": 0.1})  # a repeat: dropped
+        a.report_ok(again, 4, {"loss": 0.25})
+        a.finish_ok(again)
+        self.assertEqual([m["step"] for m in d.metrics_of(t["id"])], [1, 2, 3, 4])
+        self.assertEqual(d.experiment(eid)["counts"]["preempted"], 0)
 
     def test_yield_never_runs_on_and_offers_only_spare_gpus(self):
         d = self.daemon("--lease-s", "3")
