@@ -202,9 +202,23 @@ static int parse_resources(json_t *spec_json, Spec *spec, RungError *err)
     return 0;
 }
 
-/* Checks that every "{name}" in an argv entry names a parameter, so a typo in
- * a placeholder fails at submit instead of reaching the program verbatim. */
-static int check_placeholders(const char *arg, const char *field, const json_t *space,
+/* The placeholders rung-worker fills with the trial's place in its gang
+ * (docs/api.md, "trainable"; worker/gang.h), in every trial's argv. */
+static bool gang_placeholder(const char *name)
+{
+    static const char *const names[] = {"node_rank", "nnodes", "master_addr", "master_port"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Checks that every "{name}" in an argv entry names a parameter or a gang
+ * placeholder, so a typo in a placeholder fails at submit instead of
+ * reaching the program verbatim; and that no parameter used there has a
+ * gang placeholder's name, which would leave {name} ambiguous (a stored
+ * spec keeps loading: rung-worker refuses such a trial instead). */
+static int check_placeholders(const char *arg, const char *field, const json_t *space, bool stored,
                               RungError *err)
 {
     for (const char *p = strchr(arg, '{'); p != NULL; p = strchr(p + 1, '{')) {
@@ -223,6 +237,15 @@ static int check_placeholders(const char *arg, const char *field, const json_t *
         char name[SPACE_MAX_NAME + 1];
         memcpy(name, p + 1, len);
         name[len] = '\0';
+        if (gang_placeholder(name)) {
+            if (json_object_get(space, name) != NULL && !stored)
+                return rung_error_set(err, E, field,
+                                      "%s: {%s} is the trial's place in its gang, filled in by "
+                                      "the worker, and search_space has a parameter '%s' too: "
+                                      "rename the parameter",
+                                      field, name, name);
+            continue;
+        }
         if (json_object_get(space, name) == NULL)
             return rung_error_set(err, E, field, "%s: {%s} names no parameter of search_space",
                                   field, name);
@@ -250,7 +273,7 @@ static int parse_command(json_t *t, const json_t *space, bool stored, RungError 
         if (!json_is_string(a) || json_string_length(a) > SPEC_MAX_ARG)
             return rung_error_set(err, E, field, "%s: must be a string of at most %d bytes", field,
                                   SPEC_MAX_ARG);
-        if (check_placeholders(json_string_value(a), field, space, err))
+        if (check_placeholders(json_string_value(a), field, space, stored, err))
             return err->code;
     }
     json_t *env = json_object_get(t, "env");

@@ -587,13 +587,60 @@ static void test_patch_refused(void **state)
     }
 }
 
+/* argv's gang placeholders: always valid; a parameter of the same name that
+ * argv uses is refused at submission, but a stored spec with one loads. */
+static void test_gang_placeholders(void **state)
+{
+    (void)state;
+    Spec spec;
+    accept("{" HEAD ", " SPACE ", \"trainable\": {\"type\": \"command\", \"argv\": [\"torchrun\","
+           " \"--nnodes={nnodes}\", \"--node_rank={node_rank}\", \"{master_addr}:{master_port}\","
+           " \"--x={x}\"]}}",
+           &spec);
+    spec_close(&spec);
+    /* A parameter of such a name that argv does not use is an ordinary one. */
+    accept("{" HEAD ", \"search_space\": {\"nnodes\": 3}, \"trainable\": {\"type\": "
+           "\"command\", \"argv\": [\"run\", \"{node_rank}\"]}}",
+           &spec);
+    spec_close(&spec);
+    static const char *const names[] = {"node_rank", "nnodes", "master_addr", "master_port"};
+    for (size_t i = 0; i < 4; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "{" HEAD ", \"search_space\": {\"%s\": 2}, \"trainable\": {\"type\": "
+                 "\"command\", \"argv\": [\"run\", \"--a={%s}\"]}}",
+                 names[i], names[i]);
+        refuse(text, "trainable.argv[1]");
+        json_t *j = parse(text);
+        RungError err;
+        rung_error_clear(&err);
+        assert_int_equal(spec_parse(j, 5, &spec, &err), RUNG_E_INVALID_SPEC);
+        assert_non_null(strstr(err.message, "rename the parameter"));
+        assert_int_equal(spec_load(j, 5, &spec, &err), 0);
+        assert_int_equal(json_integer_value(
+                             json_object_get(json_object_get(spec.json, "search_space"), names[i])),
+                         2);
+        spec_close(&spec);
+        json_decref(j);
+    }
+    /* Other names still must be parameters. */
+    refuse("{" HEAD ", " SPACE ", \"trainable\": {\"type\": \"command\", \"argv\": [\"run\","
+           " \"{local_rank}\"]}}",
+           "trainable.argv[1]");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),  cmocka_unit_test(test_fields_given),
-        cmocka_unit_test(test_bounds),    cmocka_unit_test(test_points_domains),
-        cmocka_unit_test(test_trainable), cmocka_unit_test(test_nested_object),
-        cmocka_unit_test(test_patch),     cmocka_unit_test(test_patch_refused),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_fields_given),
+        cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_points_domains),
+        cmocka_unit_test(test_trainable),
+        cmocka_unit_test(test_nested_object),
+        cmocka_unit_test(test_patch),
+        cmocka_unit_test(test_patch_refused),
+        cmocka_unit_test(test_gang_placeholders),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
