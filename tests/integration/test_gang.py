@@ -142,12 +142,6 @@ class GangWithoutTorch(GangTestCase):
                 # Every node prints reports; only node 0's count.
                 print("@rung " + json.dumps({"step": step, "loss": 100 * rank + step}),
                       flush=True)
-            if rank == 0:
-                # Node 0's end is the trial's: node 1's warnings, which its
-                # worker sends with its finish, must come before (a member's
-                # finish after the trial ended changes nothing).
-                import time
-                time.sleep(2)
             """)
         spec = wh.command_spec([wh.PYTHON, prog, "--rank={node_rank}", "--n={nnodes}",
                                 "--at={master_addr}:{master_port}", "--x={x}"],
@@ -185,7 +179,11 @@ class GangWithoutTorch(GangTestCase):
             with open(os.path.join(folder, "stdout.log")) as f:
                 self.assertIn("node %d of 2 (master 127.0.0.1:%d)" % (rank, port),
                               f.readline())
-        # Node 1's three report lines: counted as the trial's warnings.
+        # Node 1's three report lines: counted as the trial's warnings (its
+        # worker sends them with its finish, which may come after node 0's
+        # ended the trial).
+        t = self.wait_trial(d, t["id"], lambda t: t["warnings"]["count"] >= 3, 10,
+                            "node 1's warnings")
         warn = t["warnings"]
         self.assertEqual(warn["count"], 3, t)
         self.assertEqual([w["why"] for w in warn["last"]],
