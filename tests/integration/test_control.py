@@ -407,6 +407,9 @@ class Patch(h.RungdTestCase):
         d = self.daemon()
         eid = d.create_experiment(h.spec(num_samples=2))["id"]
         w = h.Worker(d)
+        # Trials are created by the proposer thread, not at submission: a
+        # lease with wait_s=0 before they exist would find none.
+        d.wait_proposed(eid, 2)
         self.assertEqual(finish_all(self, d, w, eid), 2)
         exp = d.wait_state(eid, "completed")
         self.assertEqual((exp["total_trials"], exp["ended_reason"]), (2, "all_trials_ended"))
