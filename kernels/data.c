@@ -816,3 +816,45 @@ void data_gather(const Dataset *d, const int64_t *idx, int64_t m, float *x, int3
         y[i] = d->y[idx[i]];
     }
 }
+
+int data_codebook(const Dataset *const *sets, int n_sets, float lut[DATA_CODEBOOK_SIZE],
+                  uint8_t *const *codes)
+{
+    /* Open addressing over the values' bit patterns, twice as many slots
+     * as values, so a probe ends at a free slot; images repeat their last
+     * value (background) often, so that one is checked first. */
+    enum { SLOTS = 2 * DATA_CODEBOOK_SIZE };
+    uint32_t key[SLOTS];
+    int16_t code[SLOTS];
+    for (int i = 0; i < SLOTS; i++)
+        code[i] = -1;
+    int used = 0;
+    for (int s = 0; s < n_sets; s++) {
+        const Dataset *d = sets[s];
+        if (d == NULL || d->n == 0)
+            continue;
+        size_t n = (size_t)d->n * (size_t)d->dim;
+        uint32_t last_bits = 0;
+        int last = -1;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t bits;
+            memcpy(&bits, &d->x[i], sizeof bits);
+            if (last < 0 || bits != last_bits) {
+                uint32_t h = (bits * 2654435761u) >> 23; /* 9 bits: SLOTS */
+                while (code[h] >= 0 && key[h] != bits)
+                    h = (h + 1) % SLOTS;
+                if (code[h] < 0) {
+                    if (used == DATA_CODEBOOK_SIZE)
+                        return 0;
+                    key[h] = bits;
+                    code[h] = (int16_t)used;
+                    lut[used++] = d->x[i];
+                }
+                last_bits = bits;
+                last = code[h];
+            }
+            codes[s][i] = (uint8_t)last;
+        }
+    }
+    return used;
+}

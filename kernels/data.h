@@ -73,4 +73,19 @@ int64_t data_shard(const int64_t *perm, int64_t n, int64_t start, int64_t batch,
 /* Copies the rows idx[0..m) of d into x[m, dim] and y[m]. */
 void data_gather(const Dataset *d, const int64_t *idx, int64_t m, float *x, int32_t *y);
 
+/* At most this many distinct feature values make a codebook: one byte per
+ * feature, which is what IDX images hold. */
+#define DATA_CODEBOOK_SIZE 256
+
+/* A byte per feature for the sets given (NULL or empty ones skipped): when
+ * all their features together take at most DATA_CODEBOOK_SIZE distinct
+ * values (bit patterns, so -0 and +0 differ and the mapping is exact), lut
+ * gets the values and codes[s][i] the index into lut of feature i of set s
+ * (n * dim bytes each, the caller's); x == lut[code] bit for bit. Returns
+ * the number of values (>= 1), or 0 when there are more (a CSV of real
+ * numbers, say); codes are then partly written. The CUDA backend keeps
+ * such a dataset on the GPU in a quarter of its float size. */
+int data_codebook(const Dataset *const *sets, int n_sets, float lut[DATA_CODEBOOK_SIZE],
+                  uint8_t *const *codes);
+
 #endif

@@ -127,24 +127,32 @@ double ops_softmax_xent(const float *logits, const int32_t *labels, float *dlogi
             }
         }
         right += arg == label;
-        float sum = 0.0f;
+        /* The exps are summed in double: a float sum of C terms next to a
+         * large one (a confident row) loses the small ones, and the
+         * gradient at the label, scale * (p - 1), is exactly that tail. */
+        double sum = 0.0;
         if (dlogits) {
-            /* Keep the exps in dlogits, then scale them in place. */
+            /* Keep the exps in dlogits, then scale them in place; at the
+             * label, -(the other terms) / sum, so that no cancellation
+             * (p - 1 with p near 1) rounds the gradient away. */
             float *restrict dz = dlogits + (size_t)i * C;
             for (int j = 0; j < C; j++) {
                 dz[j] = RUNG_EXPF(z[j] - max);
                 sum += dz[j];
             }
-            float k = grad_scale / sum;
+            double k = (double)grad_scale / sum;
+            bool valid = label >= 0 && label < C;
+            double at_label = valid ? dz[label] : 0.0;
             for (int j = 0; j < C; j++)
-                dz[j] *= k;
-            dz[label] -= grad_scale;
+                dz[j] = (float)(dz[j] * k);
+            if (valid)
+                dz[label] = (float)(-(sum - at_label) * k);
         } else {
             for (int j = 0; j < C; j++)
                 sum += RUNG_EXPF(z[j] - max);
         }
         /* -log softmax(z)[label] = log(sum) + max - z[label] */
-        loss += log((double)sum) + ((double)max - (double)z[label]);
+        loss += log(sum) + ((double)max - (double)z[label]);
     }
     if (correct)
         *correct = right;

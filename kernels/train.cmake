@@ -1,10 +1,12 @@
 # The CPU trainer, checkpoints, the multi-node pieces both backends share
-# (train_nodes.c, over the rendezvous) and the rung-train program. The CUDA
-# backend (cuda/cuda.cmake) is linked when it was built; otherwise a stub
-# says there is no GPU.
+# (train_nodes.c, over the rendezvous), the CUDA backend's device-free plan
+# (plan.c: buckets, the "auto" batch search, shards) and the rung-train
+# program. The CUDA backend (cuda/cuda.cmake) is linked when it was built;
+# otherwise a stub says there is no GPU.
 add_library(rung_kernels_train STATIC ${CMAKE_CURRENT_SOURCE_DIR}/train_cpu.c
                                       ${CMAKE_CURRENT_SOURCE_DIR}/train_nodes.c
-                                      ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint.c)
+                                      ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint.c
+                                      ${CMAKE_CURRENT_SOURCE_DIR}/plan.c)
 target_include_directories(rung_kernels_train PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(rung_kernels_train PUBLIC rung_kernels_ops rung_kernels_data
                       rung_kernels_rdzv ZLIB::ZLIB Threads::Threads ${MATH_LIB})

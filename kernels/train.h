@@ -26,6 +26,11 @@
 #define TRAIN_MAX_LAYERS 16   /* hidden layers */
 #define TRAIN_MAX_WIDTH 65536 /* units of one hidden layer */
 #define TRAIN_MAX_RANKS 64
+/* batch_size "auto" picks at most this many samples (max_batch_size
+ * overrides it): a GPU fits far larger batches of a small MLP, but a batch
+ * of the whole training set would make an epoch a few steps, and a trial
+ * meaningless (docs/trainer.md, "GPUs"). */
+#define TRAIN_AUTO_BATCH_CAP 1024
 
 /* Nodes of one run: docs/api.md bounds a trial's resources_per_trial.nodes
  * by 64. */
@@ -60,7 +65,8 @@ typedef struct TrainConfig {
     bool nesterov;           /* sgd */
     float beta1, beta2, eps; /* adamw: 0.9, 0.999, 1e-8 */
     float weight_decay;
-    int64_t batch_size; /* global batch, split over ranks; 0 = "auto" (GPU) */
+    int64_t batch_size;     /* global batch, split over ranks; 0 = "auto" (GPU) */
+    int64_t max_batch_size; /* "auto" picks at most this; 0 = TRAIN_AUTO_BATCH_CAP */
     int64_t epochs;
     double warmup_epochs; /* linear warmup from 0, then cosine to 0 */
     uint64_t seed;
@@ -69,8 +75,10 @@ typedef struct TrainConfig {
     int64_t train_samples; /* 0 = all */
     int64_t val_samples;   /* held out of the training set; default 5000 (or 10%) */
     /* Parallelism. */
-    int ranks;   /* CPU ranks (threads); GPU: one per visible GPU */
-    int threads; /* OpenBLAS threads per rank (CPU) */
+    int ranks;           /* CPU ranks (threads) */
+    int threads;         /* OpenBLAS threads per rank (CPU) */
+    int gpus;            /* GPU ranks: the first gpus usable GPUs; 0 = every one (--gpus) */
+    size_t bucket_bytes; /* GPU gradient buckets' size; 0 = the default (tests set it) */
     /* Checkpoints: folder (RUNG_TRIAL_DIR) or NULL; resume after this epoch. */
     const char *checkpoint_dir;
     int64_t resume_epoch;
@@ -85,6 +93,7 @@ typedef struct TrainEpoch {
     double val_loss, val_acc; /* over the validation split, all ranks */
     double epoch_s;           /* wall time of the epoch's training steps */
     double samples_per_s;     /* training samples / epoch_s */
+    int64_t batch_size;       /* the global batch the run trains with ("auto" resolved) */
 } TrainEpoch;
 
 /* Called after each epoch (from one thread; on node 0 only); a nonzero

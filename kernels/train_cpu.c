@@ -313,7 +313,7 @@ static void *rank_main(void *arg)
         validate(run, rk);
         pthread_barrier_wait(&run->barrier); /* validation done */
         if (rk->r == 0) {
-            TrainEpoch e = {.epoch = run->epoch};
+            TrainEpoch e = {.epoch = run->epoch, .batch_size = cfg->batch_size};
             /* Training loss, validation loss, hits: this node's ranks in
              * order, then summed over the nodes. */
             double sums[3] = {0, 0, 0};

@@ -83,6 +83,7 @@ enum {
     C_EPS,
     C_WEIGHT_DECAY,
     C_BATCH_SIZE,
+    C_MAX_BATCH_SIZE,
     C_EPOCHS,
     C_WARMUP_EPOCHS,
     C_SEED,
@@ -187,8 +188,12 @@ static const ConfigField FIELDS[C__COUNT] = {
     [C_BATCH_SIZE] = {
         .key = "batch_size", .kind = F_INT, .store = S_INT64, .offset = AT(cfg.batch_size),
         .min = 1, .max = 1 << 24, .zero_word = "auto", .dflt = "256",
-        .help = "the global batch, split over ranks; \"auto\": the largest that fits a GPU "
-                "(256 on the CPU)"},
+        .help = "the global batch, split over ranks; \"auto\": the largest power of two up to "
+                "max_batch_size that fits a GPU (256 on the CPU)"},
+    [C_MAX_BATCH_SIZE] = { /* "1024": TRAIN_AUTO_BATCH_CAP */
+        .key = "max_batch_size", .kind = F_INT, .store = S_INT64, .offset = AT(cfg.max_batch_size),
+        .min = 1, .max = 1 << 24, .dflt = "1024",
+        .help = "the largest batch that batch_size \"auto\" picks"},
     [C_EPOCHS] = {
         .key = "epochs", .kind = F_INT, .store = S_INT64, .offset = AT(cfg.epochs),
         .min = 1, .max = 100000, .dflt = "10",
@@ -218,7 +223,7 @@ static const ConfigField FIELDS[C__COUNT] = {
     [C_RANKS] = {
         .key = "ranks", .kind = F_INT, .store = S_INT, .offset = AT(cfg.ranks),
         .min = 1, .max = TRAIN_MAX_RANKS, .dflt = "1",
-        .help = "CPU data-parallel ranks (threads); on GPUs, one rank per GPU given"},
+        .help = "CPU data-parallel ranks (threads); on GPUs, one rank per GPU (--gpus)"},
     [C_THREADS] = {
         .key = "threads", .kind = F_INT, .store = S_INT, .offset = AT(cfg.threads),
         .min = 0, .max = 1024, .dflt = "1",
@@ -480,7 +485,7 @@ static void config_usage(FILE *out)
 
 /* ---- the command line ---- */
 
-enum { O_CONFIG, O_CONFIG_FILE, O_RANKS, O_THREADS, O__COUNT };
+enum { O_CONFIG, O_CONFIG_FILE, O_RANKS, O_THREADS, O_GPUS, O__COUNT };
 
 /* The command line's table (common/options.h); --ranks and --threads
  * override the config's keys of the same name. */
@@ -493,6 +498,8 @@ static Option options[O__COUNT] = {
                  "CPU data-parallel ranks; overrides config.ranks"},
     [O_THREADS] = {"threads", OPT_INT, NULL, 0, 1, 1024,
                    "OpenBLAS threads per rank; overrides config.threads"},
+    [O_GPUS] = {"gpus", OPT_INT, NULL, 0, 1, TRAIN_MAX_RANKS,
+                "train on the first N usable GPUs (default: every one)"},
 };
 
 static void usage(FILE *out)
@@ -525,15 +532,26 @@ static json_t *read_config(char *why, size_t size)
 typedef struct Reporter {
     const Dataset *test;
     int64_t epochs;
+    bool auto_batch; /* the config's batch_size was "auto" */
+    bool reported;   /* a report was printed */
 } Reporter;
 
+/* Each epoch's @rung line; the first also names the batch the run trains
+ * with, which "auto" chose (and says so on stderr). */
 static int report_epoch(const TrainEpoch *e, void *ctx)
 {
-    (void)ctx;
+    Reporter *rep = ctx;
+    char batch[64] = "";
+    if (!rep->reported) {
+        snprintf(batch, sizeof batch, ", \"batch_size\": %lld", (long long)e->batch_size);
+        if (rep->auto_batch)
+            fprintf(stderr, "rung-train: batch_size \"auto\": %lld\n", (long long)e->batch_size);
+        rep->reported = true;
+    }
     printf("@rung {\"step\": %lld, \"train_loss\": %.6g, \"val_loss\": %.6g, \"val_acc\": %.6g, "
-           "\"epoch_s\": %.4g, \"samples_per_s\": %.6g}\n",
+           "\"epoch_s\": %.4g, \"samples_per_s\": %.6g%s}\n",
            (long long)e->epoch, e->train_loss, e->val_loss, e->val_acc, e->epoch_s,
-           e->samples_per_s);
+           e->samples_per_s, batch);
     fflush(stdout);
     return train_stop_requested != 0;
 }
@@ -598,6 +616,13 @@ static int read_node_env(NodeEnv *e, char *why, size_t size)
     return 0;
 }
 
+/* The GPU ranks of this process: the first cfg->gpus usable GPUs, or all. */
+static int gpu_ranks(const TrainConfig *cfg)
+{
+    int n = train_cuda_devices();
+    return cfg->gpus > 0 && cfg->gpus < n ? cfg->gpus : n;
+}
+
 /* Joins the other nodes (node 0 first makes the NCCL unique id when it
  * trains on GPUs) and checks that every node trains the same thing with as
  * many local ranks. nodes is filled and *rdzv opened (close with
@@ -621,7 +646,7 @@ static int join_nodes(const NodeEnv *e, TrainConfig *cfg, const Dataset *train, 
         return -1;
     nodes->rdzv = *rdzv;
     cfg->nodes = nodes;
-    int local = gpu ? train_cuda_devices() : cfg->ranks;
+    int local = gpu ? gpu_ranks(cfg) : cfg->ranks;
     if (train_nodes_agree(cfg, train, val, local, gpu, why, size) != 0)
         return -1;
     /* Every node has seen the same config and local ranks: each refuses a
@@ -716,6 +741,8 @@ int main(int argc, char **argv)
         cfg.ranks = (int)options[O_RANKS].ival;
     if (options[O_THREADS].value != NULL)
         cfg.threads = (int)options[O_THREADS].ival;
+    if (options[O_GPUS].value != NULL)
+        cfg.gpus = (int)options[O_GPUS].ival;
     if (cfg.batch_size > 0 && cfg.batch_size < cfg.ranks) {
         fprintf(stderr, "rung-train: --ranks %d: more ranks than the batch has samples (%lld)\n",
                 cfg.ranks, (long long)cfg.batch_size);
@@ -756,8 +783,14 @@ int main(int argc, char **argv)
     Dataset *others[2] = {&val, &test};
     double mean, sd;
     data_normalize(&train, others, 2, &mean, &sd);
-    bool gpu = train_cuda_devices() > 0;
-    if (cfg.batch_size == 0 && !gpu)
+    int usable = train_cuda_devices();
+    bool gpu = usable > 0;
+    if (cfg.gpus > usable) {
+        fprintf(stderr, "rung-train: --gpus %d: %d usable GPU(s) here\n", cfg.gpus, usable);
+        return 2;
+    }
+    bool auto_batch = cfg.batch_size == 0;
+    if (auto_batch && !gpu)
         cfg.batch_size = 256; /* "auto" finds the largest batch that fits a GPU; on CPU: 256 */
     cfg.checkpoint_dir = getenv("RUNG_TRIAL_DIR");
     const char *resume = getenv("RUNG_RESUME_STEP");
@@ -775,9 +808,10 @@ int main(int argc, char **argv)
     }
     fprintf(stderr,
             "rung-train: %s: %lld training, %lld validation, %lld test samples of %d features, "
-            "%d classes; mean %.4f, std %.4f; %d rank(s)%s\n",
+            "%d classes; mean %.4f, std %.4f; %d %s rank(s)%s\n",
             dataset, (long long)train.n, (long long)val.n, (long long)test.n, train.dim,
-            train.n_classes, mean, sd, cfg.ranks, cfg.resume_epoch > 0 ? ", resuming" : "");
+            train.n_classes, mean, sd, gpu ? gpu_ranks(&cfg) : cfg.ranks, gpu ? "GPU" : "CPU",
+            cfg.resume_epoch > 0 ? ", resuming" : "");
     if (cfg.resume_epoch > 0)
         fprintf(stderr, "rung-train: resuming after epoch %lld\n", (long long)cfg.resume_epoch);
 
@@ -795,7 +829,7 @@ int main(int argc, char **argv)
     }
     if (cfg.resume_epoch > 0)
         checkpoint_prune(cfg.checkpoint_dir, cfg.resume_epoch); /* resumes only go forward */
-    Reporter rep = {.test = &test, .epochs = cfg.epochs};
+    Reporter rep = {.test = &test, .epochs = cfg.epochs, .auto_batch = auto_batch};
     int rc;
     if (gpu)
         rc = train_cuda(&cfg, &train, valset, report_epoch, &rep, why, sizeof why);

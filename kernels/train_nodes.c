@@ -63,6 +63,8 @@ static uint64_t config_hash(const TrainConfig *c)
     h = mix_double(h, c->eps);
     h = mix_double(h, c->weight_decay);
     h = mix(h, (uint64_t)c->batch_size);
+    h = mix(h, (uint64_t)c->max_batch_size);
+    h = mix(h, (uint64_t)c->bucket_bytes);
     h = mix(h, (uint64_t)c->epochs);
     h = mix_double(h, c->warmup_epochs);
     h = mix(h, c->seed);

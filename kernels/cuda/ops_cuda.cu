@@ -108,7 +108,13 @@ int ops_cuda_gemm(cublasHandle_t h, cudaStream_t s, bool ta, bool tb, int M, int
     cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     int lda = ta ? M : K; /* row length of A as stored */
     int ldb = tb ? K : N;
-    cublasCheck(cublasSetStream(h, s));
+    /* cublasSetStream also resets the handle's workspace to cuBLAS's own
+     * pool, which a captured graph must not allocate from: bind only when
+     * the stream changes (the trainer binds its one stream once). */
+    cudaStream_t bound = NULL;
+    cublasCheck(cublasGetStream(h, &bound));
+    if (bound != s)
+        cublasCheck(cublasSetStream(h, s));
     if (bf16) {
         /* bf16 inputs, fp32 accumulation and output: TRAIN_BF16. */
         cublasCheck(cublasGemmEx(h, op_b, op_a, N, M, K, &one, B, CUDA_R_16BF, ldb, A, CUDA_R_16BF,
@@ -184,16 +190,36 @@ __global__ void act_bwd_kernel(const float *Y, float *dY, float *ws, int B, int 
     }
 }
 
-/* db[j] = the OPS_CUDA_DB_SPLIT partial sums of column j, in order. */
-__global__ void db_sum_kernel(const float *ws, float *db, int H)
+/* db[j] = the `split` partial sums of column j, in order. */
+__global__ void db_sum_kernel(const float *ws, float *db, int H, int split)
 {
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= H)
         return;
     float sum = 0.0f;
-    for (int p = 0; p < OPS_CUDA_DB_SPLIT; p++)
+    for (int p = 0; p < split; p++)
         sum += ws[(size_t)p * H + j];
     db[j] = sum;
+}
+
+/* Row blocks of the db reduction: enough blocks to give every SM of this
+ * device two (a narrow layer needs many row blocks, a wide one few), no
+ * more than OPS_CUDA_DB_SPLIT, and no row lane with fewer than 4 rows. A
+ * function of (B, H, the device) alone, so db repeats bit for bit. */
+static int db_split(int B, int H)
+{
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        sms = OPS_CUDA_DB_SPLIT; /* launch errors surface at the launch itself */
+    }
+    int col_blocks = (H + DB_COLS - 1) / DB_COLS;
+    int want = (2 * sms + col_blocks - 1) / col_blocks;
+    int by_rows = (B + 4 * DB_LANES - 1) / (4 * DB_LANES);
+    int split = want < by_rows ? want : by_rows;
+    split = split < OPS_CUDA_DB_SPLIT ? split : OPS_CUDA_DB_SPLIT;
+    return split > 1 ? split : 1;
 }
 
 int ops_cuda_act_bwd(const float *Y, float *dY, float *db, float *ws, int B, int H, bool relu,
@@ -202,15 +228,16 @@ int ops_cuda_act_bwd(const float *Y, float *dY, float *db, float *ws, int B, int
     assert(B >= 0 && H >= 0);
     if (H == 0)
         return 0;
-    /* chunk * OPS_CUDA_DB_SPLIT >= B: the row blocks cover every row; with
-     * B = 0 every partial is 0 and so is db, as on the CPU. */
-    int chunk = (B + OPS_CUDA_DB_SPLIT - 1) / OPS_CUDA_DB_SPLIT;
-    assert((long long)chunk * OPS_CUDA_DB_SPLIT >= B);
-    dim3 grid((unsigned)((H + DB_COLS - 1) / DB_COLS), OPS_CUDA_DB_SPLIT);
+    /* chunk * split >= B: the row blocks cover every row; with B = 0
+     * every partial is 0 and so is db, as on the CPU. */
+    int split = db_split(B, H);
+    int chunk = (B + split - 1) / split;
+    assert((long long)chunk * split >= B && split <= OPS_CUDA_DB_SPLIT);
+    dim3 grid((unsigned)((H + DB_COLS - 1) / DB_COLS), (unsigned)split);
     dim3 block(DB_COLS, DB_LANES);
     act_bwd_kernel<<<grid, block, 0, s>>>(Y, dY, ws, B, H, chunk, relu);
     launchCheck();
-    db_sum_kernel<<<(H + EW_THREADS - 1) / EW_THREADS, EW_THREADS, 0, s>>>(ws, db, H);
+    db_sum_kernel<<<(H + EW_THREADS - 1) / EW_THREADS, EW_THREADS, 0, s>>>(ws, db, H, split);
     launchCheck();
     return 0;
 }
@@ -272,13 +299,17 @@ __global__ void dropout_kernel(float *Y, size_t n, float p, uint64_t seed, uint6
         Y[i] *= rung_dropout_scale(seed, first + i, p);
 }
 
-/* Row i of Y[B,H] is global row first_row + i * stride. */
+/* Row i of Y[B,H] is global row first_row + i * stride, plus clk->row0 +
+ * clk->t * per_step when a clock is given. */
 __global__ void dropout_rows_kernel(float *Y, int B, int H, float p, uint64_t seed,
-                                    uint64_t first_row, uint64_t stride)
+                                    uint64_t first_row, uint64_t stride, const OpsCudaClock *clk,
+                                    uint64_t per_step)
 {
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= H)
         return;
+    if (clk)
+        first_row += (uint64_t)clk->row0 + (uint64_t)clk->t * per_step;
     for (int i = blockIdx.y; i < B; i += gridDim.y) {
         uint64_t index = (first_row + (uint64_t)i * stride) * (uint64_t)H + (uint64_t)j;
         Y[(size_t)i * H + j] *= rung_dropout_scale(seed, index, p);
@@ -309,7 +340,21 @@ int ops_cuda_dropout_rows_fwd(float *Y, int B, int H, float p, uint64_t seed, ui
     if (p == 0.0f || B == 0 || H == 0)
         return 0;
     RowShape rs = row_shape(B, H);
-    dropout_rows_kernel<<<rs.grid, rs.block, 0, s>>>(Y, B, H, p, seed, first_row, stride);
+    dropout_rows_kernel<<<rs.grid, rs.block, 0, s>>>(Y, B, H, p, seed, first_row, stride, NULL, 0);
+    launchCheck();
+    return 0;
+}
+
+int ops_cuda_dropout_rows_at(float *Y, int B, int H, float p, uint64_t seed,
+                             const OpsCudaClock *clk, uint64_t first_row, uint64_t per_step,
+                             uint64_t stride, cudaStream_t s)
+{
+    assert(p >= 0.0f && p < 1.0f && B >= 0 && H >= 0 && clk != NULL);
+    if (p == 0.0f || B == 0 || H == 0)
+        return 0;
+    RowShape rs = row_shape(B, H);
+    dropout_rows_kernel<<<rs.grid, rs.block, 0, s>>>(Y, B, H, p, seed, first_row, stride, clk,
+                                                     per_step);
     launchCheck();
     return 0;
 }
@@ -361,25 +406,26 @@ __global__ void xent_kernel(const float *logits, const int32_t *labels, float *d
                 arg = a2;
             }
         }
-        float sum = 0.0f;
+        /* The exps summed in double, and the label's gradient from the
+         * other terms: ops_softmax_xent's formula (a confident row's
+         * gradient is not rounded away). */
+        double sum = 0.0;
         for (int j = lane; j < C; j += 32)
-            sum += RUNG_EXPF(z[j] - max);
+            sum += (double)RUNG_EXPF(z[j] - max);
         for (int off = 16; off > 0; off /= 2)
             sum += __shfl_xor_sync(0xffffffffu, sum, off);
         bool valid = label >= 0 && label < C; /* a bad label gives NaN, not a fault */
         if (dlogits) {
-            /* As ops_softmax_xent: exp * (grad_scale / sum), then minus
-             * grad_scale at the label. */
             float *dz = dlogits + (size_t)row * C;
-            float k = grad_scale / sum;
+            double k = (double)grad_scale / sum;
             for (int j = lane; j < C; j += 32) {
-                float d = RUNG_EXPF(z[j] - max) * k;
-                dz[j] = j == label ? d - grad_scale : d;
+                float e = RUNG_EXPF(z[j] - max);
+                dz[j] = j == label ? (float)(-(sum - (double)e) * k) : (float)((double)e * k);
             }
         }
         if (lane == 0) {
             /* -log softmax(z)[label] = log(sum) + max - z[label], in double. */
-            loss = valid ? log((double)sum) + ((double)max - (double)z[label]) : (double)NAN;
+            loss = valid ? log(sum) + ((double)max - (double)z[label]) : (double)NAN;
             hit = arg == label;
         }
     }
@@ -418,9 +464,13 @@ int ops_cuda_softmax_xent(const float *logits, const int32_t *labels, float *dlo
 
 /* ---- Optimizers ------------------------------------------------------ */
 
+/* The optimizers take lr (and AdamW its bias corrections) as values, or,
+ * with a clock, from per-step tables at clk->t. */
 __global__ void sgd_kernel(float *w, float *v, const float *g, size_t n, float lr, float momentum,
-                           float wd, int nesterov)
+                           float wd, int nesterov, const float *lr_t, const OpsCudaClock *clk)
 {
+    if (clk)
+        lr = lr_t[clk->t];
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         float wi = w[i], vi = v ? v[i] : 0.0f;
@@ -438,14 +488,34 @@ int ops_cuda_sgd(float *w, float *v, const float *g, size_t n, float lr, float m
     if (n == 0)
         return 0;
     sgd_kernel<<<ew_blocks(n), EW_THREADS, 0, s>>>(w, momentum != 0.0f ? v : NULL, g, n, lr,
-                                                   momentum, wd, nesterov ? 1 : 0);
+                                                   momentum, wd, nesterov ? 1 : 0, NULL, NULL);
+    launchCheck();
+    return 0;
+}
+
+int ops_cuda_sgd_at(float *w, float *v, const float *g, size_t n, const float *lr,
+                    const OpsCudaClock *clk, float momentum, float wd, bool nesterov,
+                    cudaStream_t s)
+{
+    assert((v != NULL || momentum == 0.0f) && lr != NULL && clk != NULL);
+    if (n == 0)
+        return 0;
+    sgd_kernel<<<ew_blocks(n), EW_THREADS, 0, s>>>(w, momentum != 0.0f ? v : NULL, g, n, 0.0f,
+                                                   momentum, wd, nesterov ? 1 : 0, lr, clk);
     launchCheck();
     return 0;
 }
 
 __global__ void adamw_kernel(float *w, float *m, float *v, const float *g, size_t n, float lr,
-                             float b1, float b2, float eps, float wd, float bc1, float bc2)
+                             float b1, float b2, float eps, float wd, float bc1, float bc2,
+                             const float *lr_t, const float *bc1_t, const float *bc2_t,
+                             const OpsCudaClock *clk)
 {
+    if (clk) {
+        lr = lr_t[clk->t];
+        bc1 = bc1_t[clk->t];
+        bc2 = bc2_t[clk->t];
+    }
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         float wi = w[i], mi = m[i], vi = v[i];
@@ -462,10 +532,94 @@ int ops_cuda_adamw(float *w, float *m, float *v, const float *g, size_t n, float
     assert(t >= 1);
     if (n == 0)
         return 0;
-    /* Bias corrections in double, as ops_adamw (and PyTorch) compute them. */
-    float bc1 = (float)(1.0 - pow((double)b1, (double)t));
-    float bc2 = (float)(1.0 - pow((double)b2, (double)t));
-    adamw_kernel<<<ew_blocks(n), EW_THREADS, 0, s>>>(w, m, v, g, n, lr, b1, b2, eps, wd, bc1, bc2);
+    float bc1, bc2;
+    ops_cuda_adamw_corrections(b1, b2, t, &bc1, &bc2);
+    adamw_kernel<<<ew_blocks(n), EW_THREADS, 0, s>>>(w, m, v, g, n, lr, b1, b2, eps, wd, bc1, bc2,
+                                                     NULL, NULL, NULL, NULL);
+    launchCheck();
+    return 0;
+}
+
+void ops_cuda_adamw_corrections(float b1, float b2, int64_t t, float *bc1, float *bc2)
+{
+    /* In double, as ops_adamw (and PyTorch) compute them. */
+    *bc1 = (float)(1.0 - pow((double)b1, (double)t));
+    *bc2 = (float)(1.0 - pow((double)b2, (double)t));
+}
+
+int ops_cuda_adamw_at(float *w, float *m, float *v, const float *g, size_t n, const float *lr,
+                      const float *bc1, const float *bc2, const OpsCudaClock *clk, float b1,
+                      float b2, float eps, float wd, cudaStream_t s)
+{
+    assert(lr != NULL && bc1 != NULL && bc2 != NULL && clk != NULL);
+    if (n == 0)
+        return 0;
+    adamw_kernel<<<ew_blocks(n), EW_THREADS, 0, s>>>(w, m, v, g, n, 0.0f, b1, b2, eps, wd, 0.0f,
+                                                     0.0f, lr, bc1, bc2, clk);
+    launchCheck();
+    return 0;
+}
+
+/* ---- The step clock and the data ------------------------------------- */
+
+__global__ void clock_advance_kernel(OpsCudaClock *clk)
+{
+    clk->t++;
+}
+
+int ops_cuda_clock_advance(OpsCudaClock *clk, cudaStream_t s)
+{
+    clock_advance_kernel<<<1, 1, 0, s>>>(clk);
+    launchCheck();
+    return 0;
+}
+
+/* Block i (of a grid-stride loop over rows) copies one row: the byte codes
+ * through the codebook in shared memory, or the floats. A position or
+ * sample out of range gives label -1 (a NaN loss), not a fault. */
+__global__ void gather_kernel(OpsCudaData d, const int64_t *order, int64_t first, int64_t stride,
+                              const OpsCudaClock *clk, int64_t per_step, int m, float *X,
+                              int32_t *Y)
+{
+    __shared__ float lut[OPS_CUDA_LUT_SIZE];
+    if (d.codes)
+        for (int i = threadIdx.x; i < OPS_CUDA_LUT_SIZE; i += blockDim.x)
+            lut[i] = d.lut[i];
+    __syncthreads();
+    int64_t base = first + (clk ? clk->t * per_step : 0);
+    for (int i = blockIdx.x; i < m; i += gridDim.x) {
+        int64_t pos = base + (int64_t)i * stride;
+        int64_t src = pos >= 0 && pos < d.n && order ? order[pos] : pos;
+        float *x = X + (size_t)i * d.dim;
+        bool ok = src >= 0 && src < d.n;
+        if (!ok) {
+            if (threadIdx.x == 0)
+                Y[i] = -1;
+            continue;
+        }
+        if (d.codes) {
+            const uint8_t *c = d.codes + (size_t)src * d.dim;
+            for (int j = threadIdx.x; j < d.dim; j += blockDim.x)
+                x[j] = lut[c[j]];
+        } else {
+            const float *f = d.x + (size_t)src * d.dim;
+            for (int j = threadIdx.x; j < d.dim; j += blockDim.x)
+                x[j] = f[j];
+        }
+        if (threadIdx.x == 0)
+            Y[i] = d.y[src];
+    }
+}
+
+int ops_cuda_gather(const OpsCudaData *d, const int64_t *order, int64_t first, int64_t stride,
+                    const OpsCudaClock *clk, int64_t per_step, int m, float *X, int32_t *Y,
+                    cudaStream_t s)
+{
+    assert(m >= 0 && stride >= 1 && d->dim >= 1 && (d->codes == NULL || d->lut != NULL));
+    if (m == 0)
+        return 0;
+    gather_kernel<<<ew_blocks((size_t)m * EW_THREADS), EW_THREADS, 0, s>>>(*d, order, first, stride,
+                                                                           clk, per_step, m, X, Y);
     launchCheck();
     return 0;
 }

@@ -30,11 +30,37 @@
 extern "C" {
 #endif
 
-/* Row blocks of the bias-gradient reduction: ops_cuda_linear_bwd sums each
- * column of dY in this many partial sums (so that the pass over B x H fills
- * the GPU), then adds them up in a fixed order, so db is the same bit for
- * bit on every run. Its workspace holds OPS_CUDA_DB_SPLIT * H floats. */
+/* Row blocks of the bias-gradient reduction, at most: ops_cuda_linear_bwd
+ * sums each column of dY in up to this many partial sums (as many as fill
+ * the device, so that the pass over B x H fills the GPU), then adds them
+ * up in a fixed order, so db is the same bit for bit on every run on the
+ * same device. Its workspace holds OPS_CUDA_DB_SPLIT * H floats. */
 #define OPS_CUDA_DB_SPLIT 32
+
+/* Values of a training step that change from step to step, kept on the
+ * device so that a step captured once in a CUDA Graph replays with the
+ * right ones: the kernels of the _at functions below read them when they
+ * run. The trainer sets both fields at an epoch's start; t advances at the
+ * end of every step (ops_cuda_clock_advance). */
+typedef struct OpsCudaClock {
+    int64_t t;    /* the step of the epoch, 0-based: the index into per-step tables */
+    int64_t row0; /* global row number of the epoch's position 0: (epoch - 1) * n_train */
+} OpsCudaClock;
+
+/* The codebook of a byte-coded dataset (data_codebook): 256 floats. */
+#define OPS_CUDA_LUT_SIZE 256
+
+/* A dataset resident on the device (device pointers, borrowed): features
+ * as byte codes into lut (a quarter of their float size), or as floats
+ * when codes is NULL; labels as int32. */
+typedef struct OpsCudaData {
+    const uint8_t *codes; /* [n, dim], or NULL */
+    const float *lut;     /* [OPS_CUDA_LUT_SIZE] with codes */
+    const float *x;       /* [n, dim] without codes */
+    const int32_t *y;     /* [n] */
+    int64_t n;
+    int dim;
+} OpsCudaData;
 
 /* What the last failed ops_cuda_ call of this thread (or one of the check
  * macros below) refused: "file:line: call: reason". Borrowed; valid until
@@ -118,6 +144,13 @@ int ops_cuda_dropout_rows_fwd(float *Y, int B, int H, float p, uint64_t seed, ui
 int ops_cuda_dropout_rows_bwd(float *dY, int B, int H, float p, uint64_t seed, uint64_t first_row,
                               uint64_t stride, cudaStream_t s);
 
+/* ops_cuda_dropout_rows_fwd (and _bwd, the same factors) with the first
+ * row at first_row + clk->row0 + clk->t * per_step: a rank's rows in the
+ * step that the device clock names. */
+int ops_cuda_dropout_rows_at(float *Y, int B, int H, float p, uint64_t seed,
+                             const OpsCudaClock *clk, uint64_t first_row, uint64_t per_step,
+                             uint64_t stride, cudaStream_t s);
+
 /* ops_softmax_xent on the device. Instead of returning the loss it adds
  * the sum over rows of -log softmax(z)[label] to *loss_sum and the rows
  * whose argmax (first maximum on ties) is the label to *correct: device
@@ -134,6 +167,33 @@ int ops_cuda_sgd(float *w, float *v, const float *g, size_t n, float lr, float m
                  bool nesterov, cudaStream_t s);
 int ops_cuda_adamw(float *w, float *m, float *v, const float *g, size_t n, float lr, float b1,
                    float b2, float eps, float wd, int64_t t, cudaStream_t s);
+
+/* The same with the learning rate lr[clk->t] (and AdamW's bias
+ * corrections bc1[clk->t], bc2[clk->t], as ops_cuda_adamw_corrections makes
+ * them): device tables indexed by the device clock. */
+int ops_cuda_sgd_at(float *w, float *v, const float *g, size_t n, const float *lr,
+                    const OpsCudaClock *clk, float momentum, float wd, bool nesterov,
+                    cudaStream_t s);
+int ops_cuda_adamw_at(float *w, float *m, float *v, const float *g, size_t n, const float *lr,
+                      const float *bc1, const float *bc2, const OpsCudaClock *clk, float b1,
+                      float b2, float eps, float wd, cudaStream_t s);
+
+/* AdamW's bias corrections at step t (from 1): 1 - b^t in double, rounded
+ * to float, as ops_adamw and ops_cuda_adamw compute them. Host code. */
+void ops_cuda_adamw_corrections(float b1, float b2, int64_t t, float *bc1, float *bc2);
+
+/* clk->t += 1, queued on s (the last kernel of a training step). */
+int ops_cuda_clock_advance(OpsCudaClock *clk, cudaStream_t s);
+
+/* X[i, :] and Y[i] = the features and label of sample order[pos(i)] of d
+ * (sample pos(i) when order is NULL), for i < m, where pos(i) = first +
+ * i * stride, plus clk->t * per_step when clk is not NULL: a rank's shard
+ * of the step that the device clock names (data_shard's rule with first =
+ * start + rank, stride = ranks). A position or sample outside d gives label
+ * -1, whose loss is NaN. */
+int ops_cuda_gather(const OpsCudaData *d, const int64_t *order, int64_t first, int64_t stride,
+                    const OpsCudaClock *clk, int64_t per_step, int m, float *X, int32_t *Y,
+                    cudaStream_t s);
 
 /* y[n] = x rounded to bf16 (to nearest, ties to even). */
 int ops_cuda_to_bf16(const float *x, uint16_t *y, size_t n, cudaStream_t s);

@@ -1,16 +1,18 @@
 /* The CUDA backend of rung-train (train.h): the MLP of train_cpu.c trained
- * data-parallel over the visible GPUs, one host thread per GPU, gradients
- * averaged with NCCL (docs/trainer.md, "Data-parallel training").
+ * data-parallel over the visible GPUs (or the first cfg->gpus of them), one
+ * host thread per GPU, gradients averaged with NCCL (docs/trainer.md,
+ * "GPUs").
  *
  * Same recipe as the CPU backend, so that the two give the same numbers to
  * float tolerance: the same initial parameters (train_cpu.c's formula), the
  * same epoch order (data_epoch_order with the 1-based epoch) and shards
- * (data_shard), the same dropout masks (train.h: train_dropout_seed(seed,
- * layer) at index ((epoch-1) * n_train + position) * width + j, computed
- * from the row's position in the epoch's order, so the split over GPUs does
- * not change them), the same learning-rate schedule (train_lr_at), the same
- * optimizer arithmetic (ops_math.h), the same checkpoints (checkpoint.h, in
- * train_cpu.c's packed parameter order) and the same reports.
+ * (data_shard's rule), the same dropout masks (train.h: train_dropout_seed(
+ * seed, layer) at index ((epoch-1) * n_train + position) * width + j,
+ * computed from the row's position in the epoch's order, so the split over
+ * GPUs does not change them), the same learning-rate schedule
+ * (train_lr_at), the same optimizer arithmetic (ops_math.h), the same
+ * checkpoints (checkpoint.h, in train_cpu.c's packed parameter order) and
+ * the same reports.
  *
  * Gradient averaging: rank r's loss gradient is scaled by k / n_step, where
  * n_step is the number of samples in the global step (the last one may be
@@ -20,19 +22,38 @@
  * no sample in a short last step contributes zeros). One rank skips NCCL:
  * its gradient already is that mean.
  *
- * A step on rank r (streams: compute, copy, comm):
- *   host      shard and gather batch t+1 into pinned buffer (t+1)%2
- *   copy      H2D of batch t+1, after compute has finished with that slot
- *   compute   forward and loss of batch t, then backward from the last
- *             layer; when a bucket of layers is done, an event lets ...
- *   comm      ... ncclAllReduce(ncclAvg) of that bucket while compute goes
- *             on with the earlier layers
- *   compute   waits for the last bucket, optimizer, bf16 copy of weights
- * The host never waits for a step; it waits only for a pinned buffer to
- * come free (two steps back), so it stays about two steps ahead. Every wait
- * polls, and gives up when another rank has failed: a rank that fails sets
- * a flag, and every other one aborts its NCCL communicator instead of
+ * Data: the training and validation sets live on every GPU for the whole
+ * run, as byte codes into a 256-value codebook when their features take no
+ * more values than that (IDX images: data_codebook), else as floats. At an
+ * epoch's start the host uploads the epoch's order, the per-step learning
+ * rates (and AdamW's bias corrections) and the step clock (ops_cuda.h's
+ * OpsCudaClock); a step then needs nothing from the host: its first kernel
+ * gathers the rank's rows of the step the clock names.
+ *
+ * A step on rank r, all on the compute stream but the all-reduces:
+ *   gather the rank's rows, forward, loss, then backward from the last
+ *   layer: when a bucket's layers have their weight and bias gradients, an
+ *   event lets the comm stream (high priority) all-reduce that bucket while
+ *   compute goes on with the layer's input gradient and the earlier
+ *   layers; compute waits for the last bucket, runs the optimizer, the bf16
+ *   copy of the weights, and advances the clock.
+ * Since nothing in a step depends on the host, a single rank's step is
+ * captured once in a CUDA Graph (one per batch shape: full steps, and the
+ * short last step) and replayed: one launch instead of ~25, and no cuBLAS
+ * call on the host. A shape's first step runs uncaptured (it loads what it
+ * needs, outside a capture); RUNG_CUDA_GRAPHS=0 runs every step
+ * uncaptured, and so do several ranks (plan_model says why).
+ * The host stays at most TRAIN_CUDA_AHEAD steps ahead of the GPU. Every
+ * wait polls, and gives up when another rank has failed: a rank that fails
+ * sets a flag, and every other one aborts its NCCL communicator instead of
  * hanging in an all-reduce that will never complete.
+ *
+ * First collective: CUDA loads kernels lazily (the default since CUDA
+ * 12.2), and loading a kernel on a device while an NCCL kernel spins there
+ * waiting for a peer can deadlock with one host thread per GPU. So every
+ * rank first runs each kernel and GEMM shape it will use (a step and a
+ * validation batch without NCCL), synchronizes, and meets the others at a
+ * barrier; only then does any collective start.
  *
  * Ranks agree on every decision that changes the sequence of collectives
  * (stop after this step on SIGTERM; stop after this epoch) at a host
@@ -52,10 +73,17 @@
  * aborts the communicators at once: node-local barriers cannot make nodes
  * agree on a step, and a collective some node never joins would hang.
  *
- * Memory: every device buffer of a rank lives in one allocation whose size
- * is computed before anything is allocated; "out of GPU memory" is reported
- * with that size, what the GPU has free, and the batch size, and batch_size
- * 0 picks the largest power of two that fits. */
+ * Memory: NCCL allocates its buffers at a communicator's first collectives,
+ * so a warm-up all-reduce of the largest bucket runs on every communicator
+ * before free memory is measured. The dataset comes next; then every
+ * device buffer of a rank lives in one allocation (the arena, cuBLAS's
+ * workspace included) sized from the batch, with TRAIN_CUDA_RESERVE_BYTES
+ * plus 1/TRAIN_CUDA_MARGIN_DIV of the GPU's memory kept free for what is
+ * not in it (kernel images, cuBLAS's handle, graphs). The arena is
+ * allocated for real before any thread starts: a fixed batch that does not
+ * fit is "out of GPU memory" with numbers, and "auto" (batch_size 0) tries
+ * powers of two from TRAIN_AUTO_BATCH_CAP (or cfg->max_batch_size) down,
+ * freeing and halving after each failed allocation (plan.h). */
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -72,6 +100,7 @@
 extern "C" {
 #include "checkpoint.h"
 #include "data.h"
+#include "plan.h"
 #include "train.h"
 }
 
@@ -86,21 +115,35 @@ extern "C" {
             return ops_cuda__fail(__FILE__, __LINE__, #call, ncclGetErrorString(res_));            \
     } while (0)
 
-/* Gradient buckets close once they hold this much: NCCL reaches most of
- * its bus bandwidth from a few MiB, and each all-reduce call costs tens of
- * microseconds of latency, so smaller buckets would be latency-bound. */
-#define TRAIN_CUDA_BUCKET_BYTES ((size_t)4 << 20)
-/* Memory that is not in the arena but is needed after it: cuBLAS's
- * workspace (32 MiB per handle on Hopper) and the kernels' modules, loaded
- * lazily. NCCL's buffers are allocated before free memory is measured. */
-#define TRAIN_CUDA_RESERVE_BYTES ((size_t)128 << 20)
+/* Gradient buckets close once they hold this much. Small enough that the
+ * default model (784-512-256-10: 1.6 MB in layer 0, 0.5 MB above it) has
+ * two buckets, the upper layers' all-reduce running while layer 0's
+ * backward does; large enough that a call's latency (tens of
+ * microseconds) is not most of its time. cfg->bucket_bytes overrides it
+ * (tests force many buckets on small models). */
+#define TRAIN_CUDA_BUCKET_BYTES ((size_t)512 << 10)
+/* Memory that is not in the arena but is needed after it is sized: kernel
+ * images (loaded by the warm-up, after sizing), cuBLAS's handle, the
+ * instantiated graphs, NCCL's lazily made connections beyond the warm-up's.
+ * A fixed part and a share of the GPU's memory, since several of these
+ * grow with the device (more SMs, more channels). */
+#define TRAIN_CUDA_RESERVE_BYTES ((size_t)256 << 20)
+#define TRAIN_CUDA_MARGIN_DIV 32
+/* cuBLAS's workspace, in the arena: what NVIDIA's cuBLAS documentation
+ * recommends for Hopper (32 MiB; 4 MiB suffices elsewhere). Given to the
+ * handle with cublasSetWorkspace, so that a captured GEMM never allocates. */
+#define TRAIN_CUDA_BLAS_WS ((size_t)32 << 20)
 /* Buffers in the arena start on 256-byte boundaries, and tensors in the
  * parameter vector on 64-float ones: aligned operands for every GEMM. */
 #define TRAIN_CUDA_ALIGN ((size_t)256)
 #define TRAIN_CUDA_PAD ((size_t)64)
-/* The largest batch that "auto" tries: rows and widths stay ints (cuBLAS
- * dimensions) far from overflow. */
-#define TRAIN_CUDA_AUTO_MAX ((int64_t)1 << 30)
+/* Validation batches, rows per GPU: forward only, so far larger than a
+ * training batch costs little memory; 5,000 validation samples are one
+ * batch. */
+#define TRAIN_CUDA_VAL_ROWS ((int64_t)8192)
+/* Steps the host may queue ahead of the GPU: enough to hide a launch, few
+ * enough that a failure or SIGTERM is seen within a few steps. */
+#define TRAIN_CUDA_AHEAD 4
 /* How often a waiting rank looks at the other nodes' connections: a poll()
  * per peer, cheap; a failed node is noticed within this. */
 #define TRAIN_CUDA_NODE_CHECK_S 0.01
@@ -115,10 +158,6 @@ typedef struct Layer {
     size_t pw;   /* offset of W in the packed vector of train_cpu.c; b follows W there */
 } Layer;
 
-typedef struct Bucket {
-    size_t off, len; /* a range of the gradient vector (floats): whole layers */
-} Bucket;
-
 /* An epoch's counters, on the device. */
 typedef struct DevStats {
     double train_loss; /* sum over this rank's training samples */
@@ -132,14 +171,28 @@ typedef struct DevStats {
 typedef struct Arena {
     size_t params, grads, opt1, opt2;   /* n_dev floats each; opt1: momentum or m, opt2: v */
     size_t params_h;                    /* n_dev bf16: the GEMMs' copy of the weights */
-    size_t xin[2], yin[2];              /* two input slots: rows x dim floats, rows labels */
-    size_t act[TRAIN_MAX_LAYERS + 1];   /* layer outputs, rows x H (after ReLU and dropout) */
-    size_t act_h[TRAIN_MAX_LAYERS + 1]; /* bf16 layer inputs, rows x D */
+    size_t xin, yin;                    /* the input: fwd_rows x dim floats, fwd_rows labels */
+    size_t act[TRAIN_MAX_LAYERS + 1];   /* layer outputs, fwd_rows x H (after ReLU, dropout) */
+    size_t act_h[TRAIN_MAX_LAYERS + 1]; /* bf16 layer inputs, fwd_rows x D */
     size_t g[2], gh;                    /* gradient ping-pong, rows x max_h; its bf16 copy */
     size_t ws;                          /* db partial sums: OPS_CUDA_DB_SPLIT x max_h */
     size_t stats;                       /* DevStats */
+    size_t clock;                       /* OpsCudaClock */
+    size_t order;                       /* the epoch's order: n_train int64 */
+    size_t lr, bc1, bc2;                /* per step of an epoch: steps_per_epoch floats */
+    size_t blas_ws;                     /* cuBLAS's workspace */
     size_t total;                       /* bytes */
 } Arena;
+
+/* A GPU's copy of the datasets: one allocation. */
+typedef struct DevData {
+    void *mem; /* device, owned (freed by shared_free) */
+    OpsCudaData train, val;
+} DevData;
+
+/* A training step's batch shape on one rank: full steps, and the short
+ * last step of an epoch when the training set does not divide. */
+enum { STEP_FULL, STEP_LAST, STEP_SHAPES };
 
 /* One run, shared by the rank threads: the plan is written by the main
  * thread before they start and only read after; the rest is under mu. */
@@ -155,19 +208,31 @@ typedef struct Shared {
     int L;                   /* layers: hidden + output */
     Layer layer[TRAIN_MAX_LAYERS + 1];
     int dim, C, max_h;      /* input width, classes, widest layer output */
-    size_t n_packed, n_dev; /* parameters: as train_cpu.c packs them; with padding */
+    size_t n_dev, n_packed; /* parameters: with padding; as train_cpu.c packs them */
     int n_buckets;
-    Bucket bucket[TRAIN_MAX_LAYERS + 1];
+    PlanBucket bucket[TRAIN_MAX_LAYERS + 1];
     int closes[TRAIN_MAX_LAYERS + 1]; /* bucket that layer l's backward completes, or -1 */
-    bool adam, momentum, bf16;
-    int64_t batch; /* global batch */
-    int64_t rows;  /* rows a rank holds: ceil(min(batch, n) / k) */
+    bool adam, momentum, bf16, graphs;
+    int64_t batch;    /* global batch */
+    int64_t rows;     /* training rows a rank holds at most: ceil(min(batch, n) / K) */
+    int64_t val_rows; /* validation rows per batch and rank */
+    int64_t fwd_rows; /* the larger of the two: the forward buffers' rows */
     Arena arena;
     size_t need; /* arena + reserve, bytes */
     int64_t steps_per_epoch, total_steps, warmup_steps;
+    int64_t last_len;                 /* samples in an epoch's last step */
     int64_t first_epoch, step0;       /* where this run starts (resume) */
     float *init[3];                   /* packed start state: params, opt1, opt2 */
     ncclComm_t comm[TRAIN_MAX_RANKS]; /* made by the main thread, each owned by its rank */
+    char *arena_mem[TRAIN_MAX_RANKS]; /* allocated by the main thread, owned by the ranks */
+    DevData data[TRAIN_MAX_RANKS];
+    size_t free_min;   /* the least free memory of the GPUs once data and NCCL are in */
+    size_t reserve;    /* kept free: TRAIN_CUDA_RESERVE_BYTES and the margin */
+    int dev_min;       /* the GPU with free_min */
+    char oom_why[512]; /* the last "auto" attempt that did not fit */
+    uint8_t *codes[2]; /* host: byte codes of train and val, until uploaded */
+    float lut[OPS_CUDA_LUT_SIZE];
+    bool coded;
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -194,26 +259,30 @@ typedef struct Rank {
     char *arena;       /* device, owned */
     float *params, *grads, *opt1, *opt2;
     uint16_t *params_h;
-    float *xin[2];
-    int32_t *yin[2];
+    float *xin;
+    int32_t *yin;
     float *act[TRAIN_MAX_LAYERS + 1];
     uint16_t *act_h[TRAIN_MAX_LAYERS + 1];
     float *g[2], *ws;
     uint16_t *gh;
     DevStats *stats;
-    cudaStream_t compute, copy, comm_s;
-    cudaEvent_t copy_done[2];    /* slot's H2D finished: pinned buffer free, input ready */
-    cudaEvent_t compute_done[2]; /* slot's input no longer read */
+    OpsCudaClock *clock;
+    int64_t *order;
+    float *lr, *bc1, *bc2;
+    cudaStream_t compute, comm_s;
     cudaEvent_t bucket_ev[TRAIN_MAX_LAYERS + 1];
+    cudaEvent_t ahead[TRAIN_CUDA_AHEAD]; /* step t's end, recorded in slot t % AHEAD */
     cudaEvent_t comm_done, stats_ev, host_done, train_done;
     bool streams, events, blas_made;
     cublasHandle_t blas;
-    float *hx[2]; /* pinned input slots */
-    int32_t *hy[2];
-    double *hstats; /* pinned: the reduced sums */
-    int64_t *perm, *idx;
-    int64_t m[2], start[2], len[2]; /* the batch in each slot: rows here, position, global size */
-    int next_slot;
+    double *hstats;           /* pinned: the reduced sums */
+    int64_t *horder;          /* pinned: the epoch's order */
+    float *hsched;            /* pinned: lr, bc1, bc2 of the epoch's steps */
+    OpsCudaClock *hclock;     /* pinned */
+    int64_t m[STEP_SHAPES];   /* this rank's rows in each step shape */
+    int64_t len[STEP_SHAPES]; /* the global step's samples */
+    cudaGraphExec_t graph[STEP_SHAPES];
+    int64_t uses[STEP_SHAPES];
     int64_t step;   /* global steps done */
     float *save[3]; /* rank 0: packed host copies for checkpoints */
 } Rank;
@@ -271,7 +340,7 @@ static void plan_model(Shared *sh)
     sh->L = cfg->n_hidden + 1;
     sh->dim = sh->train->dim;
     sh->C = sh->train->n_classes;
-    size_t off = 0, poff = 0;
+    size_t off = 0, poff = 0, begin[TRAIN_MAX_LAYERS + 1];
     int in = sh->dim;
     sh->max_h = 0;
     for (int l = 0; l < sh->L; l++) {
@@ -285,27 +354,25 @@ static void plan_model(Shared *sh)
         poff += (size_t)ly->D * (size_t)ly->H + (size_t)ly->H;
         if (ly->H > sh->max_h)
             sh->max_h = ly->H;
+        begin[l] = ly->w;
         in = ly->H;
     }
     sh->n_dev = off;
     sh->n_packed = poff;
-    /* Buckets: layers L-1, L-2, ... join the open bucket until it holds
-     * TRAIN_CUDA_BUCKET_BYTES; layer 0 closes the last one. Layer l's
-     * parameters are [w_l, w_{l+1}), so a bucket is one contiguous range. */
-    sh->n_buckets = 0;
-    size_t end = sh->n_dev;
-    for (int l = sh->L - 1; l >= 0; l--) {
-        sh->closes[l] = -1;
-        size_t begin = sh->layer[l].w;
-        if ((end - begin) * sizeof(float) >= TRAIN_CUDA_BUCKET_BYTES || l == 0) {
-            sh->bucket[sh->n_buckets] = (Bucket){begin, end - begin};
-            sh->closes[l] = sh->n_buckets++;
-            end = begin;
-        }
-    }
+    /* Layer l's parameters are [w_l, w_{l+1}): a bucket of whole layers is
+     * one contiguous range. */
+    size_t bytes = cfg->bucket_bytes ? cfg->bucket_bytes : TRAIN_CUDA_BUCKET_BYTES;
+    sh->n_buckets = plan_buckets(begin, sh->L, sh->n_dev, bytes, sh->bucket, sh->closes);
     sh->adam = cfg->optimizer == TRAIN_ADAMW;
     sh->momentum = cfg->optimizer == TRAIN_SGD && cfg->momentum != 0.0f;
     sh->bf16 = cfg->precision == TRAIN_BF16;
+    /* Graphs with one rank only: a step whose captured NCCL all-reduce
+     * replays hung in tests/gpu/test_nodes_gpu.c (two ranks over NCCL's
+     * socket transport), where the same step uncaptured runs; several
+     * ranks run their steps uncaptured until that is understood
+     * (docs/trainer.md, "GPUs"). */
+    const char *graphs = getenv("RUNG_CUDA_GRAPHS");
+    sh->graphs = sh->K == 1 && (graphs == NULL || strcmp(graphs, "0") != 0);
 }
 
 static size_t place(size_t *at, size_t bytes)
@@ -315,30 +382,53 @@ static size_t place(size_t *at, size_t bytes)
     return off;
 }
 
-/* The arena of a rank holding `rows` rows; returns its size in bytes. */
-static size_t plan_arena(const Shared *sh, int64_t rows, Arena *a)
+/* The arena of a rank for the batch in sh (rows, fwd_rows, steps per
+ * epoch); returns its size in bytes. */
+static size_t plan_arena(const Shared *sh, Arena *a)
 {
-    size_t at = 0, n = sh->n_dev, R = (size_t)rows, F = sizeof(float), H2 = sizeof(uint16_t);
+    size_t at = 0, n = sh->n_dev, F = sizeof(float), H2 = sizeof(uint16_t);
+    size_t R = (size_t)sh->rows, RF = (size_t)sh->fwd_rows, S = (size_t)sh->steps_per_epoch;
     a->params = place(&at, n * F);
     a->grads = place(&at, n * F);
     a->opt1 = sh->adam || sh->momentum ? place(&at, n * F) : NONE;
     a->opt2 = sh->adam ? place(&at, n * F) : NONE;
     a->params_h = sh->bf16 ? place(&at, n * H2) : NONE;
-    for (int s = 0; s < 2; s++) {
-        a->xin[s] = place(&at, R * (size_t)sh->dim * F);
-        a->yin[s] = place(&at, R * sizeof(int32_t));
-    }
+    a->xin = place(&at, RF * (size_t)sh->dim * F);
+    a->yin = place(&at, RF * sizeof(int32_t));
     for (int l = 0; l < sh->L; l++) {
-        a->act[l] = place(&at, R * (size_t)sh->layer[l].H * F);
-        a->act_h[l] = sh->bf16 ? place(&at, R * (size_t)sh->layer[l].D * H2) : NONE;
+        a->act[l] = place(&at, RF * (size_t)sh->layer[l].H * F);
+        a->act_h[l] = sh->bf16 ? place(&at, RF * (size_t)sh->layer[l].D * H2) : NONE;
     }
     for (int s = 0; s < 2; s++)
         a->g[s] = place(&at, R * (size_t)sh->max_h * F);
     a->gh = sh->bf16 ? place(&at, R * (size_t)sh->max_h * H2) : NONE;
     a->ws = place(&at, (size_t)OPS_CUDA_DB_SPLIT * (size_t)sh->max_h * F);
     a->stats = place(&at, sizeof(DevStats));
+    a->clock = place(&at, sizeof(OpsCudaClock));
+    a->order = place(&at, (size_t)sh->train->n * sizeof(int64_t));
+    a->lr = place(&at, S * F);
+    a->bc1 = sh->adam ? place(&at, S * F) : NONE;
+    a->bc2 = sh->adam ? place(&at, S * F) : NONE;
+    a->blas_ws = place(&at, TRAIN_CUDA_BLAS_WS);
     a->total = at;
     return at;
+}
+
+/* Everything that follows from the global batch b: rows per rank, the
+ * validation batch, steps, the arena and what the GPU must have free. */
+static void plan_batch(Shared *sh, int64_t b)
+{
+    int64_t n = sh->train->n, K = sh->K, nv = sh->val ? sh->val->n : 0;
+    int64_t eff = b < n ? b : n;
+    sh->batch = b;
+    sh->rows = (eff + K - 1) / K;
+    int64_t val_share = (nv + K - 1) / K;
+    int64_t vr = val_share < TRAIN_CUDA_VAL_ROWS ? val_share : TRAIN_CUDA_VAL_ROWS;
+    sh->val_rows = vr > sh->rows ? vr : sh->rows;
+    sh->fwd_rows = sh->val_rows;
+    sh->steps_per_epoch = (n + b - 1) / b;
+    sh->last_len = n - (sh->steps_per_epoch - 1) * b;
+    sh->need = plan_arena(sh, &sh->arena) + sh->reserve;
 }
 
 /* The same start as train_cpu.c (train_init_layer), in the packed layout. */
@@ -434,21 +524,13 @@ static int wait_event(Rank *R, cudaEvent_t ev)
         if (spins < 1000) {
             sched_yield();
         } else {
-            struct timespec ts = {0, 50 * 1000}; /* 50 us: a step takes milliseconds */
+            struct timespec ts = {0, 20 * 1000}; /* 20 us: a step takes tens of them */
             nanosleep(&ts, NULL);
         }
     }
 }
 
 /* ---- Rank setup and teardown ---------------------------------------------- */
-
-static int oom(const Shared *sh, int device, size_t free_bytes)
-{
-    return ops_cuda__failf("out of GPU memory at batch_size %lld: needs ~%zu MiB, %zu MiB free "
-                           "(GPU %d; %lld rows per GPU, %zu parameters%s)",
-                           (long long)sh->batch, MIB(sh->need), free_bytes >> 20, device,
-                           (long long)sh->rows, sh->n_packed, sh->bf16 ? ", bf16" : "");
-}
 
 /* Host <-> device copies of a parameter-shaped vector between the packed
  * layout and the padded one (synchronous: setup and checkpoints only). */
@@ -482,26 +564,15 @@ static int rank_setup(Rank *R)
     Shared *sh = R->sh;
     const Arena *a = &sh->arena;
     cudaCheck(cudaSetDevice(R->r));
-    cudaError_t e = cudaMalloc((void **)&R->arena, a->total);
-    if (e == cudaErrorMemoryAllocation) {
-        (void)cudaGetLastError();
-        size_t free_bytes = 0, total = 0;
-        if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess)
-            (void)cudaGetLastError();
-        R->arena = NULL;
-        return oom(sh, R->r, free_bytes);
-    }
-    cudaCheck(e);
     R->params = (float *)carve(R, a->params);
     R->grads = (float *)carve(R, a->grads);
     R->opt1 = (float *)carve(R, a->opt1);
     R->opt2 = (float *)carve(R, a->opt2);
     R->params_h = (uint16_t *)carve(R, a->params_h);
-    for (int s = 0; s < 2; s++) {
-        R->xin[s] = (float *)carve(R, a->xin[s]);
-        R->yin[s] = (int32_t *)carve(R, a->yin[s]);
+    R->xin = (float *)carve(R, a->xin);
+    R->yin = (int32_t *)carve(R, a->yin);
+    for (int s = 0; s < 2; s++)
         R->g[s] = (float *)carve(R, a->g[s]);
-    }
     for (int l = 0; l < sh->L; l++) {
         R->act[l] = (float *)carve(R, a->act[l]);
         R->act_h[l] = (uint16_t *)carve(R, a->act_h[l]);
@@ -509,43 +580,54 @@ static int rank_setup(Rank *R)
     R->gh = (uint16_t *)carve(R, a->gh);
     R->ws = (float *)carve(R, a->ws);
     R->stats = (DevStats *)carve(R, a->stats);
+    R->clock = (OpsCudaClock *)carve(R, a->clock);
+    R->order = (int64_t *)carve(R, a->order);
+    R->lr = (float *)carve(R, a->lr);
+    R->bc1 = (float *)carve(R, a->bc1);
+    R->bc2 = (float *)carve(R, a->bc2);
 
+    /* The all-reduces on a high-priority stream: a bucket's NCCL kernel
+     * gets SMs as soon as it is ready instead of queueing behind the
+     * backward's GEMMs, which it would otherwise delay for the rest. */
+    int least = 0, greatest = 0;
+    cudaCheck(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     R->streams = true; /* rank_free skips the ones not made (NULL) */
     cudaCheck(cudaStreamCreateWithFlags(&R->compute, cudaStreamNonBlocking));
-    cudaCheck(cudaStreamCreateWithFlags(&R->copy, cudaStreamNonBlocking));
-    cudaCheck(cudaStreamCreateWithFlags(&R->comm_s, cudaStreamNonBlocking));
-    cudaEvent_t *evs[] = {&R->copy_done[0],    &R->copy_done[1], &R->compute_done[0],
-                          &R->compute_done[1], &R->comm_done,    &R->stats_ev,
-                          &R->host_done,       &R->train_done};
+    cudaCheck(cudaStreamCreateWithPriority(&R->comm_s, cudaStreamNonBlocking, greatest));
+    cudaEvent_t *evs[] = {&R->comm_done, &R->stats_ev, &R->host_done, &R->train_done};
     R->events = true; /* likewise */
     for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
         cudaCheck(cudaEventCreateWithFlags(evs[i], cudaEventDisableTiming));
+    for (int i = 0; i < TRAIN_CUDA_AHEAD; i++)
+        cudaCheck(cudaEventCreateWithFlags(&R->ahead[i], cudaEventDisableTiming));
     for (int b = 0; b < sh->n_buckets; b++)
         cudaCheck(cudaEventCreateWithFlags(&R->bucket_ev[b], cudaEventDisableTiming));
     cublasCheck(cublasCreate(&R->blas));
     R->blas_made = true;
+    /* One stream for every GEMM, bound once; then the workspace, which
+     * cublasSetStream would reset to cuBLAS's own pool. */
     cublasCheck(cublasSetStream(R->blas, R->compute));
+    cublasCheck(cublasSetWorkspace(R->blas, R->arena + a->blas_ws, TRAIN_CUDA_BLAS_WS));
 
-    /* Pinned input slots: the only memory the copy engine reads
-     * asynchronously. */
-    size_t rows = (size_t)sh->rows;
-    for (int s = 0; s < 2; s++) {
-        cudaCheck(cudaHostAlloc((void **)&R->hx[s], rows * (size_t)sh->dim * sizeof(float),
-                                cudaHostAllocDefault));
-        cudaCheck(cudaHostAlloc((void **)&R->hy[s], rows * sizeof(int32_t), cudaHostAllocDefault));
-    }
+    /* Pinned: what the host uploads at each epoch's start, and the sums. */
+    size_t S = (size_t)sh->steps_per_epoch;
     cudaCheck(cudaHostAlloc((void **)&R->hstats, 4 * sizeof(double), cudaHostAllocDefault));
-    R->perm = (int64_t *)malloc((size_t)sh->train->n * sizeof(int64_t));
-    R->idx = (int64_t *)malloc(rows * sizeof(int64_t));
-    if (R->perm == NULL || R->idx == NULL)
-        return ops_cuda__failf("out of host memory for the sample order (%lld samples)",
-                               (long long)sh->train->n);
+    cudaCheck(cudaHostAlloc((void **)&R->horder, (size_t)sh->train->n * sizeof(int64_t),
+                            cudaHostAllocDefault));
+    cudaCheck(cudaHostAlloc((void **)&R->hsched, 3 * S * sizeof(float), cudaHostAllocDefault));
+    cudaCheck(cudaHostAlloc((void **)&R->hclock, sizeof(OpsCudaClock), cudaHostAllocDefault));
     if (R->r == 0 && sh->g0 == 0 && sh->cfg->checkpoint_dir != NULL) {
         for (int i = 0; i < 3; i++)
             if ((R->save[i] = (float *)calloc(sh->n_packed, sizeof(float))) == NULL)
                 return ops_cuda__failf("out of host memory for checkpoints (%zu parameters)",
                                        sh->n_packed);
     }
+
+    /* This rank's rows in each step shape (data_shard's rule). */
+    R->len[STEP_FULL] = sh->batch < sh->train->n ? sh->batch : sh->train->n;
+    R->len[STEP_LAST] = sh->last_len;
+    for (int v = 0; v < STEP_SHAPES; v++)
+        R->m[v] = plan_shard_rows(R->len[v], R->grank, sh->K);
 
     /* The start state: zeros everywhere (padding included, which then stays
      * zero: its gradient is zero), then the packed vectors. The legacy
@@ -578,97 +660,39 @@ static void rank_free(Rank *R, bool failed)
             (void)ncclCommDestroy(R->comm);
         R->comm = NULL;
     }
-    cudaStream_t streams[] = {R->compute, R->copy, R->comm_s};
-    for (int i = 0; R->streams && i < 3; i++)
+    cudaStream_t streams[] = {R->compute, R->comm_s};
+    for (int i = 0; R->streams && i < 2; i++)
         if (streams[i])
             (void)cudaStreamSynchronize(streams[i]);
+    for (int v = 0; v < STEP_SHAPES; v++)
+        if (R->graph[v])
+            (void)cudaGraphExecDestroy(R->graph[v]);
     if (R->blas_made)
         (void)cublasDestroy(R->blas);
     if (R->events) {
-        cudaEvent_t evs[] = {R->copy_done[0],    R->copy_done[1], R->compute_done[0],
-                             R->compute_done[1], R->comm_done,    R->stats_ev,
-                             R->host_done,       R->train_done};
+        cudaEvent_t evs[] = {R->comm_done, R->stats_ev, R->host_done, R->train_done};
         for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
             if (evs[i])
                 (void)cudaEventDestroy(evs[i]);
+        for (int i = 0; i < TRAIN_CUDA_AHEAD; i++)
+            if (R->ahead[i])
+                (void)cudaEventDestroy(R->ahead[i]);
         for (int b = 0; b < sh->n_buckets; b++)
             if (R->bucket_ev[b])
                 (void)cudaEventDestroy(R->bucket_ev[b]);
     }
-    for (int i = 0; R->streams && i < 3; i++)
+    for (int i = 0; R->streams && i < 2; i++)
         if (streams[i])
             (void)cudaStreamDestroy(streams[i]);
-    for (int s = 0; s < 2; s++) {
-        if (R->hx[s])
-            (void)cudaFreeHost(R->hx[s]);
-        if (R->hy[s])
-            (void)cudaFreeHost(R->hy[s]);
-    }
-    if (R->hstats)
-        (void)cudaFreeHost(R->hstats);
+    void *pinned[] = {R->hstats, R->horder, R->hsched, R->hclock};
+    for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++)
+        if (pinned[i])
+            (void)cudaFreeHost(pinned[i]);
     if (R->arena)
         (void)cudaFree(R->arena);
     (void)cudaGetLastError();
-    free(R->perm);
-    free(R->idx);
     for (int i = 0; i < 3; i++)
         free(R->save[i]);
-}
-
-/* ---- Batches ------------------------------------------------------------ */
-
-/* Gathers rows idx[0..m) of d into the next pinned slot and queues their
- * copy to the device; returns the slot through *slot. start and len: the
- * batch's position in the epoch's order and its global size. */
-static int load_batch(Rank *R, const Dataset *d, int64_t m, int64_t start, int64_t len, int *slot)
-{
-    Shared *sh = R->sh;
-    int s = R->next_slot;
-    R->next_slot ^= 1;
-    /* The slot's previous copy (two batches back) is done: its pinned
-     * buffer can be overwritten. */
-    if (wait_event(R, R->copy_done[s]) != 0)
-        return -1;
-    data_gather(d, R->idx, m, R->hx[s], R->hy[s]);
-    R->m[s] = m;
-    R->start[s] = start;
-    R->len[s] = len;
-    if (m > 0) {
-        /* ... and compute no longer reads the slot's device buffers. */
-        cudaCheck(cudaStreamWaitEvent(R->copy, R->compute_done[s], 0));
-        cudaCheck(cudaMemcpyAsync(R->xin[s], R->hx[s], (size_t)m * (size_t)sh->dim * sizeof(float),
-                                  cudaMemcpyHostToDevice, R->copy));
-        cudaCheck(cudaMemcpyAsync(R->yin[s], R->hy[s], (size_t)m * sizeof(int32_t),
-                                  cudaMemcpyHostToDevice, R->copy));
-    }
-    cudaCheck(cudaEventRecord(R->copy_done[s], R->copy));
-    *slot = s;
-    return 0;
-}
-
-/* One pass over batches: an epoch of training steps, or this rank's share
- * of the validation set (rows [n*r/k, n*(r+1)/k), as train_cpu.c). */
-typedef struct Pass {
-    bool training;
-    int64_t epoch; /* 1-based */
-    int64_t batches;
-    int64_t lo, hi; /* validation rows of this rank */
-} Pass;
-
-static int load_pass_batch(Rank *R, const Pass *p, int64_t t, int *slot)
-{
-    Shared *sh = R->sh;
-    if (p->training) {
-        int64_t n = sh->train->n, start = t * sh->batch;
-        int64_t len = n - start < sh->batch ? n - start : sh->batch;
-        int64_t m = data_shard(R->perm, n, start, len, R->grank, sh->K, R->idx);
-        return load_batch(R, sh->train, m, start, len, slot);
-    }
-    int64_t s0 = p->lo + t * sh->rows;
-    int64_t m = p->hi - s0 < sh->rows ? p->hi - s0 : sh->rows;
-    for (int64_t i = 0; i < m; i++)
-        R->idx[i] = s0 + i;
-    return load_batch(R, sh->val, m, s0, m, slot);
 }
 
 /* ---- Forward, backward, step ---------------------------------------------- */
@@ -683,17 +707,17 @@ static OpsCudaBf16 *bf16_operands(Rank *R, int l, OpsCudaBf16 *lp)
     return lp;
 }
 
-/* Forward of the m rows in slot s; the logits land in act[L-1]. In
- * training, dropout after each hidden layer: row i of this rank is global
- * row first_row + i * k (train.h's mask index, in units of rows). */
-static int forward(Rank *R, int s, int m, bool training, uint64_t first_row)
+/* Forward of the m rows in xin; the logits land in act[L-1]. In training,
+ * dropout after each hidden layer: row i of this rank is global row clock
+ * row0 + t * batch + grank + i * K (train.h's mask index, in rows). */
+static int forward(Rank *R, int m, bool training)
 {
     Shared *sh = R->sh;
     const TrainConfig *cfg = sh->cfg;
     for (int l = 0; l < sh->L; l++) {
         const Layer *ly = &sh->layer[l];
         bool hidden = l < sh->L - 1;
-        const float *X = l == 0 ? R->xin[s] : R->act[l - 1];
+        const float *X = l == 0 ? R->xin : R->act[l - 1];
         OpsCudaBf16 lp;
         OpsCudaBf16 *plp = bf16_operands(R, l, &lp);
         if (plp && ops_cuda_to_bf16(X, R->act_h[l], (size_t)m * (size_t)ly->D, R->compute) != 0)
@@ -702,9 +726,9 @@ static int forward(Rank *R, int s, int m, bool training, uint64_t first_row)
                                 R->act[l], m, ly->D, ly->H, hidden, plp) != 0)
             return -1;
         if (hidden && training && cfg->dropout > 0.0f &&
-            ops_cuda_dropout_rows_fwd(R->act[l], m, ly->H, cfg->dropout,
-                                      train_dropout_seed(cfg->seed, l), first_row, (uint64_t)sh->K,
-                                      R->compute) != 0)
+            ops_cuda_dropout_rows_at(R->act[l], m, ly->H, cfg->dropout,
+                                     train_dropout_seed(cfg->seed, l), R->clock, (uint64_t)R->grank,
+                                     (uint64_t)sh->batch, (uint64_t)sh->K, R->compute) != 0)
             return -1;
     }
     return 0;
@@ -714,9 +738,7 @@ static int forward(Rank *R, int s, int m, bool training, uint64_t first_row)
 static int reduce_bucket(Rank *R, int b)
 {
     Shared *sh = R->sh;
-    if (sh->K == 1)
-        return 0; /* one rank: its gradient is the global-batch mean already */
-    const Bucket *bk = &sh->bucket[b];
+    const PlanBucket *bk = &sh->bucket[b];
     cudaCheck(cudaEventRecord(R->bucket_ev[b], R->compute));
     cudaCheck(cudaStreamWaitEvent(R->comm_s, R->bucket_ev[b], 0));
     ncclCheck(ncclAllReduce(R->grads + bk->off, R->grads + bk->off, bk->len, ncclFloat, ncclAvg,
@@ -724,128 +746,185 @@ static int reduce_bucket(Rank *R, int b)
     return 0;
 }
 
-/* Backward from dlogits in g[0], last layer first; each bucket is
- * all-reduced as soon as its layers are done. */
-static int backward(Rank *R, int s, int m, uint64_t first_row)
+/* Backward from dlogits in g[0], last layer first: each layer's activation
+ * gradient and db, dW, then (its bucket all-reducing meanwhile when the
+ * layer closes one, unless comm is false) dX for the layer below. */
+static int backward(Rank *R, int m, bool comm)
 {
     Shared *sh = R->sh;
     const TrainConfig *cfg = sh->cfg;
+    cudaStream_t cs = R->compute;
     int cur = 0;
     for (int l = sh->L - 1; l >= 0; l--) {
         const Layer *ly = &sh->layer[l];
         bool hidden = l < sh->L - 1;
         float *dY = R->g[cur];
         if (hidden && cfg->dropout > 0.0f &&
-            ops_cuda_dropout_rows_bwd(dY, m, ly->H, cfg->dropout, train_dropout_seed(cfg->seed, l),
-                                      first_row, (uint64_t)sh->K, R->compute) != 0)
+            ops_cuda_dropout_rows_at(dY, m, ly->H, cfg->dropout, train_dropout_seed(cfg->seed, l),
+                                     R->clock, (uint64_t)R->grank, (uint64_t)sh->batch,
+                                     (uint64_t)sh->K, cs) != 0)
             return -1;
-        const float *X = l == 0 ? R->xin[s] : R->act[l - 1];
-        float *dX = l > 0 ? R->g[cur ^ 1] : NULL;
+        const float *X = l == 0 ? R->xin : R->act[l - 1];
         OpsCudaBf16 lp;
-        if (ops_cuda_linear_bwd(R->blas, R->compute, X, R->params + ly->w, R->act[l], dY, dX,
-                                R->grads + ly->w, R->grads + ly->b, R->ws, m, ly->D, ly->H, hidden,
-                                bf16_operands(R, l, &lp)) != 0)
+        OpsCudaBf16 *plp = bf16_operands(R, l, &lp);
+        /* ops_cuda_linear_bwd in its three parts, so that the bucket
+         * starts between dW and dX. */
+        if (ops_cuda_act_bwd(R->act[l], dY, R->grads + ly->b, R->ws, m, ly->H, hidden, cs) != 0)
+            return -1;
+        const void *g = dY, *x = X, *w = R->params + ly->w;
+        if (plp) {
+            if (ops_cuda_to_bf16(dY, R->gh, (size_t)m * (size_t)ly->H, cs) != 0)
+                return -1;
+            g = R->gh, x = plp->X, w = plp->W;
+        }
+        if (ops_cuda_gemm(R->blas, cs, true, false, ly->D, ly->H, m, x, g, R->grads + ly->w,
+                          plp != NULL) != 0)
+            return -1;
+        if (comm && sh->K > 1 && sh->closes[l] >= 0 && reduce_bucket(R, sh->closes[l]) != 0)
+            return -1;
+        if (l > 0 && ops_cuda_gemm(R->blas, cs, false, true, m, ly->D, ly->H, g, w, R->g[cur ^ 1],
+                                   plp != NULL) != 0)
             return -1;
         cur ^= 1;
-        if (sh->closes[l] >= 0 && reduce_bucket(R, sh->closes[l]) != 0)
-            return -1;
     }
     return 0;
 }
 
-/* One training step on the batch in slot s. */
-static int train_step(Rank *R, int s, int64_t epoch)
+/* Queues a training step of shape v on the compute stream (and the comm
+ * stream): everything per step comes from the device clock and tables. */
+static int enqueue_step(Rank *R, int v)
 {
     Shared *sh = R->sh;
     const TrainConfig *cfg = sh->cfg;
     cudaStream_t cs = R->compute;
-    int m = (int)R->m[s];
-    cudaCheck(cudaStreamWaitEvent(cs, R->copy_done[s], 0));
-    uint64_t first_row = (uint64_t)(epoch - 1) * (uint64_t)sh->train->n +
-                         (uint64_t)(R->start[s] + R->grank);
+    int m = (int)R->m[v];
     if (m > 0) {
-        if (forward(R, s, m, true, first_row) != 0)
+        if (ops_cuda_gather(&sh->data[R->r].train, R->order, R->grank, sh->K, R->clock, sh->batch,
+                            m, R->xin, R->yin, cs) != 0 ||
+            forward(R, m, true) != 0)
             return -1;
         /* K / n_step, then ncclAvg's 1/K: the global-batch mean. */
-        float scale = (float)sh->K / (float)R->len[s];
-        if (ops_cuda_softmax_xent(R->act[sh->L - 1], R->yin[s], R->g[0], m, sh->C, scale,
-                                  &R->stats->train_loss, NULL, cs) != 0)
-            return -1;
-        if (backward(R, s, m, first_row) != 0)
+        float scale = (float)sh->K / (float)R->len[v];
+        if (ops_cuda_softmax_xent(R->act[sh->L - 1], R->yin, R->g[0], m, sh->C, scale,
+                                  &R->stats->train_loss, NULL, cs) != 0 ||
+            backward(R, m, true) != 0)
             return -1;
     } else {
         /* No sample here in a short last step: zeros, and the same
          * collectives as every other rank. */
         cudaCheck(cudaMemsetAsync(R->grads, 0, sh->n_dev * sizeof(float), cs));
-        for (int b = 0; b < sh->n_buckets; b++)
+        for (int b = 0; sh->K > 1 && b < sh->n_buckets; b++)
             if (reduce_bucket(R, b) != 0)
                 return -1;
     }
-    cudaCheck(cudaEventRecord(R->compute_done[s], cs));
     if (sh->K > 1) {
         /* The optimizer waits for the last bucket. */
         cudaCheck(cudaEventRecord(R->comm_done, R->comm_s));
         cudaCheck(cudaStreamWaitEvent(cs, R->comm_done, 0));
     }
-    float lr = (float)train_lr_at(cfg->lr, R->step, sh->warmup_steps, sh->total_steps);
     if (sh->adam) {
-        if (ops_cuda_adamw(R->params, R->opt1, R->opt2, R->grads, sh->n_dev, lr, cfg->beta1,
-                           cfg->beta2, cfg->eps, cfg->weight_decay, R->step + 1, cs) != 0)
+        if (ops_cuda_adamw_at(R->params, R->opt1, R->opt2, R->grads, sh->n_dev, R->lr, R->bc1,
+                              R->bc2, R->clock, cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay,
+                              cs) != 0)
             return -1;
-    } else if (ops_cuda_sgd(R->params, R->opt1, R->grads, sh->n_dev, lr, cfg->momentum,
-                            cfg->weight_decay, cfg->nesterov, cs) != 0) {
+    } else if (ops_cuda_sgd_at(R->params, R->opt1, R->grads, sh->n_dev, R->lr, R->clock,
+                               cfg->momentum, cfg->weight_decay, cfg->nesterov, cs) != 0) {
         return -1;
     }
     if (sh->bf16 && ops_cuda_to_bf16(R->params, R->params_h, sh->n_dev, cs) != 0)
         return -1;
-    R->step++;
+    return ops_cuda_clock_advance(R->clock, cs);
+}
+
+/* Captures shape v's step into a graph (its first step ran uncaptured). */
+static int capture_step(Rank *R, int v)
+{
+    cudaCheck(cudaStreamBeginCapture(R->compute, cudaStreamCaptureModeThreadLocal));
+    int rc = enqueue_step(R, v);
+    cudaGraph_t g = NULL;
+    cudaError_t e = cudaStreamEndCapture(R->compute, &g);
+    if (rc != 0) {
+        if (g)
+            (void)cudaGraphDestroy(g);
+        (void)cudaGetLastError();
+        return -1;
+    }
+    cudaCheck(e);
+    e = cudaGraphInstantiate(&R->graph[v], g, 0);
+    (void)cudaGraphDestroy(g);
+    cudaCheck(e);
     return 0;
 }
 
-/* Validation of the batch in slot s: loss and hits into the counters. */
-static int eval_batch(Rank *R, int s)
+/* One training step of shape v: uncaptured the first time, then from its
+ * graph. */
+static int train_step(Rank *R, int v)
+{
+    if (!R->sh->graphs || R->uses[v]++ == 0)
+        return enqueue_step(R, v);
+    if (R->graph[v] == NULL && capture_step(R, v) != 0)
+        return -1;
+    cudaCheck(cudaGraphLaunch(R->graph[v], R->compute));
+    return 0;
+}
+
+/* The epoch's order, learning rates (bias corrections) and clock, queued
+ * for upload; the host buffers were last read by the previous epoch's
+ * uploads, which epoch_sums waited past. */
+static int epoch_begin(Rank *R, int64_t epoch)
 {
     Shared *sh = R->sh;
-    int m = (int)R->m[s];
-    cudaCheck(cudaStreamWaitEvent(R->compute, R->copy_done[s], 0));
-    if (forward(R, s, m, false, 0) != 0)
-        return -1;
-    if (ops_cuda_softmax_xent(R->act[sh->L - 1], R->yin[s], NULL, m, sh->C, 0.0f,
-                              &R->stats->val_loss, &R->stats->val_correct, R->compute) != 0)
-        return -1;
-    cudaCheck(cudaEventRecord(R->compute_done[s], R->compute));
+    const TrainConfig *cfg = sh->cfg;
+    int64_t n = sh->train->n, S = sh->steps_per_epoch;
+    data_epoch_order(n, cfg->seed, epoch, R->horder);
+    float *lr = R->hsched, *bc1 = lr + S, *bc2 = bc1 + S;
+    for (int64_t t = 0; t < S; t++) {
+        int64_t step = R->step + t;
+        lr[t] = (float)train_lr_at(cfg->lr, step, sh->warmup_steps, sh->total_steps);
+        if (sh->adam)
+            ops_cuda_adamw_corrections(cfg->beta1, cfg->beta2, step + 1, &bc1[t], &bc2[t]);
+    }
+    R->hclock->t = 0;
+    R->hclock->row0 = (epoch - 1) * n;
+    cudaStream_t cs = R->compute;
+    size_t fb = (size_t)S * sizeof(float);
+    cudaCheck(cudaMemcpyAsync(R->order, R->horder, (size_t)n * sizeof(int64_t),
+                              cudaMemcpyHostToDevice, cs));
+    cudaCheck(cudaMemcpyAsync(R->lr, lr, fb, cudaMemcpyHostToDevice, cs));
+    if (sh->adam) {
+        cudaCheck(cudaMemcpyAsync(R->bc1, bc1, fb, cudaMemcpyHostToDevice, cs));
+        cudaCheck(cudaMemcpyAsync(R->bc2, bc2, fb, cudaMemcpyHostToDevice, cs));
+    }
+    cudaCheck(
+        cudaMemcpyAsync(R->clock, R->hclock, sizeof(OpsCudaClock), cudaMemcpyHostToDevice, cs));
+    cudaCheck(cudaMemsetAsync(R->stats, 0, sizeof(DevStats), cs));
     return 0;
 }
 
-/* Runs a pass with batch t+1 loading while batch t computes. In training,
- * the ranks agree before each step whether it is the last (SIGTERM). */
-static int run_pass(Rank *R, const Pass *p, bool *halted)
+/* Validation of the rows [lo, hi) of the validation set: loss and hits
+ * into the counters, in batches of val_rows. */
+static int validate(Rank *R, int64_t lo, int64_t hi)
 {
-    if (p->batches == 0)
-        return 0;
-    int cur = 0, next = 0;
-    if (load_pass_batch(R, p, 0, &cur) != 0)
-        return -1;
-    for (int64_t t = 0; t < p->batches; t++) {
-        if (t + 1 < p->batches && load_pass_batch(R, p, t + 1, &next) != 0)
+    Shared *sh = R->sh;
+    for (int64_t s0 = lo; s0 < hi; s0 += sh->val_rows) {
+        int m = (int)(hi - s0 < sh->val_rows ? hi - s0 : sh->val_rows);
+        if (ops_cuda_gather(&sh->data[R->r].val, NULL, s0, 1, NULL, 0, m, R->xin, R->yin,
+                            R->compute) != 0 ||
+            forward(R, m, false) != 0 ||
+            ops_cuda_softmax_xent(R->act[sh->L - 1], R->yin, NULL, m, sh->C, 0.0f,
+                                  &R->stats->val_loss, &R->stats->val_correct, R->compute) != 0)
             return -1;
-        if (p->training) {
-            int snap = 0;
-            if (barrier(R->sh, &snap) != 0 || train_step(R, cur, p->epoch) != 0)
-                return -1;
-            if (snap & SNAP_SIGNAL) {
-                *halted = true;
-                return 0;
-            }
-        } else if (eval_batch(R, cur) != 0) {
-            return -1;
-        }
-        cur = next;
     }
     return 0;
 }
 
-/* ---- Epochs ------------------------------------------------------------- */
+/* This rank's validation rows, as train_cpu.c splits them. */
+static void val_share(const Rank *R, int64_t *lo, int64_t *hi)
+{
+    int64_t nv = R->sh->val ? R->sh->val->n : 0;
+    *lo = nv * R->grank / R->sh->K;
+    *hi = nv * (R->grank + 1) / R->sh->K;
+}
 
 __global__ void pack_stats_kernel(DevStats *st)
 {
@@ -853,6 +932,79 @@ __global__ void pack_stats_kernel(DevStats *st)
     st->reduced[1] = st->val_loss;
     st->reduced[2] = (double)st->val_correct;
 }
+
+/* Before any collective: every kernel and GEMM shape of the run once, on
+ * this rank alone (no NCCL), so that CUDA's lazy loading has loaded them
+ * all; then the GPU is idle. The results are thrown away: the gradients
+ * and activations are scratch, the optimizers run on the db workspace, the
+ * counters and the clock are set again at the epoch's start. */
+static int warm_up(Rank *R)
+{
+    Shared *sh = R->sh;
+    const TrainConfig *cfg = sh->cfg;
+    cudaStream_t cs = R->compute;
+    if (epoch_begin(R, sh->first_epoch) != 0)
+        return -1;
+    for (int v = 0; v < STEP_SHAPES; v++) {
+        int m = (int)R->m[v];
+        if (m == 0 || (v == STEP_LAST && m == R->m[STEP_FULL]))
+            continue;
+        if (ops_cuda_gather(&sh->data[R->r].train, R->order, R->grank, sh->K, R->clock, sh->batch,
+                            m, R->xin, R->yin, cs) != 0 ||
+            forward(R, m, true) != 0 ||
+            ops_cuda_softmax_xent(R->act[sh->L - 1], R->yin, R->g[0], m, sh->C, 1.0f,
+                                  &R->stats->train_loss, NULL, cs) != 0 ||
+            backward(R, m, false) != 0)
+            return -1;
+    }
+    int64_t lo, hi;
+    val_share(R, &lo, &hi);
+    int64_t last = hi - lo > 0 ? (hi - lo - 1) % sh->val_rows + 1 : 0;
+    if (validate(R, lo, lo + (hi - lo < sh->val_rows ? hi - lo : sh->val_rows)) != 0 ||
+        (last != sh->val_rows && validate(R, lo, lo + last) != 0))
+        return -1;
+    float *w = R->ws, *o1 = w + 16, *o2 = w + 32, *g = w + 48; /* 64 <= ws's 32 * max_h */
+    if (sh->adam ? ops_cuda_adamw_at(w, o1, o2, g, 16, R->lr, R->bc1, R->bc2, R->clock, cfg->beta1,
+                                     cfg->beta2, cfg->eps, 0.0f, cs)
+                 : ops_cuda_sgd_at(w, o1, g, 16, R->lr, R->clock, 0.5f, 0.0f, false, cs))
+        return -1;
+    if (sh->bf16 && ops_cuda_to_bf16(w, (uint16_t *)o1, 16, cs) != 0)
+        return -1;
+    if (ops_cuda_clock_advance(R->clock, cs) != 0)
+        return -1;
+    pack_stats_kernel<<<1, 1, 0, cs>>>(R->stats);
+    cudaCheck(cudaGetLastError());
+    cudaCheck(cudaEventRecord(R->host_done, cs));
+    return wait_event(R, R->host_done);
+}
+
+/* Runs an epoch's training steps (halted: stopped after a step by a
+ * SIGTERM that every rank agreed on). */
+static int train_epoch(Rank *R, bool *halted)
+{
+    Shared *sh = R->sh;
+    for (int64_t t = 0; t < sh->steps_per_epoch; t++) {
+        int snap = 0;
+        if (barrier(sh, &snap) != 0)
+            return -1;
+        /* At most TRAIN_CUDA_AHEAD steps queued: step t - AHEAD is done. */
+        cudaEvent_t slot = R->ahead[t % TRAIN_CUDA_AHEAD];
+        if (wait_event(R, slot) != 0)
+            return -1;
+        int v = t == sh->steps_per_epoch - 1 ? STEP_LAST : STEP_FULL;
+        if (train_step(R, v) != 0)
+            return -1;
+        cudaCheck(cudaEventRecord(slot, R->compute));
+        R->step++;
+        if (snap & SNAP_SIGNAL) {
+            *halted = true;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* ---- Epochs ------------------------------------------------------------- */
 
 /* The epoch's sums over all ranks into R->hstats: training loss,
  * validation loss, validation hits. */
@@ -872,7 +1024,13 @@ static int epoch_sums(Rank *R)
     cudaCheck(cudaMemcpyAsync(R->hstats, R->stats->reduced, 3 * sizeof(double),
                               cudaMemcpyDeviceToHost, out));
     cudaCheck(cudaEventRecord(R->host_done, out));
-    return wait_event(R, R->host_done);
+    if (wait_event(R, R->host_done) != 0)
+        return -1;
+    /* The compute stream's next work (the next epoch's uploads) comes
+     * after the comm stream's read of the sums. */
+    if (out != R->compute)
+        cudaCheck(cudaStreamWaitEvent(R->compute, R->host_done, 0));
+    return 0;
 }
 
 /* Rank 0 after an epoch, as train_cpu.c: checkpoint and report (node 0),
@@ -891,6 +1049,7 @@ static int end_epoch(Rank *R, int64_t epoch, double epoch_s)
     e.val_acc = nv ? R->hstats[2] / (double)nv : NAN;
     e.epoch_s = epoch_s;
     e.samples_per_s = (double)n / epoch_s;
+    e.batch_size = sh->batch;
     bool node0 = sh->g0 == 0;
     if (node0 && cfg->checkpoint_dir != NULL) {
         /* The GPU is idle: epoch_sums waited for everything before it. */
@@ -931,23 +1090,16 @@ static int rank_train(Rank *R)
 {
     Shared *sh = R->sh;
     const TrainConfig *cfg = sh->cfg;
-    int64_t n = sh->train->n, nv = sh->val ? sh->val->n : 0;
-    Pass vp;
-    memset(&vp, 0, sizeof vp);
-    vp.lo = nv * R->grank / sh->K;
-    vp.hi = nv * (R->grank + 1) / sh->K;
-    vp.batches = (vp.hi - vp.lo + sh->rows - 1) / sh->rows;
+    int64_t vlo, vhi;
+    val_share(R, &vlo, &vhi);
     for (int64_t epoch = sh->first_epoch; epoch <= cfg->epochs; epoch++) {
-        data_epoch_order(n, cfg->seed, epoch, R->perm);
-        cudaCheck(cudaMemsetAsync(R->stats, 0, sizeof(DevStats), R->compute));
+        /* The order and the tables are made and queued before the clock
+         * starts: epoch_s counts the training steps alone. */
+        if (epoch_begin(R, epoch) != 0)
+            return -1;
         double t0 = now_s();
-        Pass tp;
-        memset(&tp, 0, sizeof tp);
-        tp.training = true;
-        tp.epoch = epoch;
-        tp.batches = sh->steps_per_epoch;
         bool halted = false;
-        if (run_pass(R, &tp, &halted) != 0)
+        if (train_epoch(R, &halted) != 0)
             return -1;
         cudaCheck(cudaEventRecord(R->train_done, R->compute));
         if ((R->r == 0 || halted) && wait_event(R, R->train_done) != 0)
@@ -964,8 +1116,7 @@ static int rank_train(Rank *R)
             }
             return 0;
         }
-        vp.epoch = epoch;
-        if (run_pass(R, &vp, NULL) != 0 || epoch_sums(R) != 0)
+        if (validate(R, vlo, vhi) != 0 || epoch_sums(R) != 0)
             return -1;
         if (R->r == 0 && end_epoch(R, epoch, t1 - t0) != 0)
             return -1;
@@ -983,7 +1134,9 @@ static void *rank_main(void *arg)
     Rank *R = (Rank *)arg;
     int rc = rank_setup(R);
     if (rc == 0)
-        rc = barrier(R->sh, NULL); /* every rank is set up before any collective */
+        rc = warm_up(R);
+    if (rc == 0)
+        rc = barrier(R->sh, NULL); /* every rank is set up and warm before any collective */
     if (rc == 0)
         rc = rank_train(R);
     if (rc != 0)
@@ -1020,46 +1173,16 @@ static int check_config(const TrainConfig *cfg, const Dataset *train, const Data
             return -1;
         }
     }
-    if (!(cfg->dropout >= 0.0f && cfg->dropout < 1.0f) || cfg->batch_size < 0 || cfg->epochs < 0) {
+    if (!(cfg->dropout >= 0.0f && cfg->dropout < 1.0f) || cfg->batch_size < 0 || cfg->epochs < 0 ||
+        cfg->gpus < 0 || cfg->max_batch_size < 0) {
         snprintf(why, size,
-                 "train_cuda: bad configuration (dropout %g, batch_size %lld, "
-                 "epochs %lld)",
-                 (double)cfg->dropout, (long long)cfg->batch_size, (long long)cfg->epochs);
+                 "train_cuda: bad configuration (dropout %g, batch_size %lld, epochs %lld, "
+                 "gpus %d, max_batch_size %lld)",
+                 (double)cfg->dropout, (long long)cfg->batch_size, (long long)cfg->epochs,
+                 cfg->gpus, (long long)cfg->max_batch_size);
         return -1;
     }
     return 0;
-}
-
-/* The batch: want if it fits every GPU, else an error with numbers; want
- * 0: the largest power of two (at most the training set) that fits. */
-static int choose_batch(Shared *sh, int64_t want, size_t free_min, int dev_min, char *why,
-                        size_t size)
-{
-    int64_t n = sh->train->n, k = sh->K;
-    int64_t b = want;
-    if (want == 0) {
-        int64_t cap = n < TRAIN_CUDA_AUTO_MAX ? n : TRAIN_CUDA_AUTO_MAX;
-        for (b = 1; b * 2 <= cap; b *= 2)
-            ;
-    }
-    for (;;) {
-        int64_t eff = b < n ? b : n;
-        sh->batch = b;
-        sh->rows = (eff + k - 1) / k;
-        sh->need = plan_arena(sh, sh->rows, &sh->arena) + TRAIN_CUDA_RESERVE_BYTES;
-        if (sh->need <= free_min)
-            return 0;
-        if (want != 0 || b == 1)
-            break;
-        b /= 2;
-    }
-    snprintf(why, size,
-             "out of GPU memory at batch_size %lld: needs ~%zu MiB, %zu MiB free "
-             "(GPU %d; %lld rows per GPU, %zu parameters%s%s)",
-             (long long)sh->batch, MIB(sh->need), free_min >> 20, dev_min, (long long)sh->rows,
-             sh->n_packed, sh->bf16 ? ", bf16" : "",
-             want == 0 ? "; batch_size 0 tried every power of two" : "");
-    return -1;
 }
 
 /* The communicators of this process's k GPUs, none with one rank in all.
@@ -1074,7 +1197,10 @@ static int make_comms(Shared *sh, char *why, size_t size)
         return 0;
     ncclResult_t res;
     if (sh->nodes == NULL) {
-        res = ncclCommInitAll(sh->comm, sh->k, NULL);
+        int devs[TRAIN_MAX_RANKS];
+        for (int r = 0; r < sh->k; r++)
+            devs[r] = r;
+        res = ncclCommInitAll(sh->comm, sh->k, devs);
     } else {
         if (rdzv_barrier(sh->nodes->rdzv, why, size) != 0)
             return -1;
@@ -1109,18 +1235,258 @@ static int make_comms(Shared *sh, char *why, size_t size)
     return 0;
 }
 
-/* Frees the run. Communicators never handed to a rank ran no collective:
- * aborting them is local, where destroying one may wait for its peers. */
+/* Aborts the communicators in comm[0..k) that are not NULL, in one group
+ * (a thread that owns several must group them), and clears them. */
+static void abort_comms(ncclComm_t *comm, int k)
+{
+    (void)ncclGroupStart();
+    for (int r = 0; r < k; r++)
+        if (comm[r])
+            (void)ncclCommAbort(comm[r]);
+    (void)ncclGroupEnd();
+    for (int r = 0; r < k; r++)
+        comm[r] = NULL;
+}
+
+/* NCCL allocates its buffers and connections at a communicator's first
+ * collectives (since 2.22; before, at init): one all-reduce of the largest
+ * bucket's size and one of the epoch sums' on every communicator, driven
+ * from this thread in a group, so that the free memory measured next is
+ * what is left for the arena. The GPUs run nothing else yet, so no kernel
+ * is loaded while NCCL's spin. */
+static int nccl_warm_up(Shared *sh, char *why, size_t size)
+{
+    if (sh->K == 1)
+        return 0;
+    size_t len = 2 * sizeof(double); /* floats: room for the sums' 3 doubles */
+    for (int b = 0; b < sh->n_buckets; b++)
+        if (sh->bucket[b].len > len)
+            len = sh->bucket[b].len;
+    float *buf[TRAIN_MAX_RANKS] = {NULL};
+    cudaStream_t st[TRAIN_MAX_RANKS] = {NULL};
+    cudaError_t e = cudaSuccess;
+    ncclResult_t res = ncclSuccess;
+    for (int r = 0; r < sh->k && e == cudaSuccess; r++) {
+        e = cudaSetDevice(r);
+        if (e == cudaSuccess)
+            e = cudaMalloc((void **)&buf[r], len * sizeof(float));
+        if (e == cudaSuccess)
+            e = cudaMemset(buf[r], 0, len * sizeof(float));
+        if (e == cudaSuccess)
+            e = cudaStreamCreateWithFlags(&st[r], cudaStreamNonBlocking);
+    }
+    for (int pass = 0; pass < 2 && e == cudaSuccess && res == ncclSuccess; pass++) {
+        res = ncclGroupStart();
+        for (int r = 0; r < sh->k && res == ncclSuccess; r++)
+            res = pass == 0
+                      ? ncclAllReduce(buf[r], buf[r], len, ncclFloat, ncclAvg, sh->comm[r], st[r])
+                      : ncclAllReduce(buf[r], buf[r], 3, ncclDouble, ncclSum, sh->comm[r], st[r]);
+        ncclResult_t end = ncclGroupEnd();
+        if (res == ncclSuccess)
+            res = end;
+    }
+    for (int r = 0; r < sh->k; r++) {
+        cudaError_t e2 = cudaSetDevice(r);
+        if (e2 == cudaSuccess && st[r])
+            e2 = cudaStreamSynchronize(st[r]);
+        if (e == cudaSuccess)
+            e = e2;
+        if (st[r])
+            (void)cudaStreamDestroy(st[r]);
+        if (buf[r])
+            (void)cudaFree(buf[r]);
+    }
+    if (e != cudaSuccess || res != ncclSuccess) {
+        snprintf(why, size, "NCCL: the first all-reduce over %d GPUs failed: %s", sh->K,
+                 e != cudaSuccess ? cudaGetErrorString(e) : ncclGetErrorString(res));
+        (void)cudaGetLastError();
+        return -1;
+    }
+    return 0;
+}
+
+/* The datasets on every GPU: byte codes and their codebook when the
+ * features take at most 256 values, else floats; labels as int32. */
+static int upload_data(Shared *sh, char *why, size_t size)
+{
+    const Dataset *sets[2] = {sh->train, sh->val && sh->val->n > 0 ? sh->val : NULL};
+    size_t nfeat[2], nlab[2];
+    for (int s = 0; s < 2; s++) {
+        nfeat[s] = sets[s] ? (size_t)sets[s]->n * (size_t)sets[s]->dim : 0;
+        nlab[s] = sets[s] ? (size_t)sets[s]->n : 0;
+    }
+    sh->coded = false;
+    if ((sh->codes[0] = (uint8_t *)malloc(nfeat[0] + 1)) != NULL &&
+        (sh->codes[1] = (uint8_t *)malloc(nfeat[1] + 1)) != NULL)
+        sh->coded = data_codebook(sets, 2, sh->lut, sh->codes) > 0;
+    size_t at = 0, off_x[2], off_y[2], off_lut = 0;
+    size_t fsize = sh->coded ? 1 : sizeof(float);
+    if (sh->coded)
+        off_lut = place(&at, OPS_CUDA_LUT_SIZE * sizeof(float));
+    for (int s = 0; s < 2; s++) {
+        off_x[s] = place(&at, nfeat[s] * fsize);
+        off_y[s] = place(&at, nlab[s] * sizeof(int32_t));
+    }
+    for (int r = 0; r < sh->k; r++) {
+        DevData *dd = &sh->data[r];
+        cudaError_t e = cudaSetDevice(r);
+        if (e == cudaSuccess)
+            e = cudaMalloc(&dd->mem, at);
+        char *base = (char *)dd->mem;
+        for (int s = 0; s < 2 && e == cudaSuccess; s++) {
+            OpsCudaData *od = s == 0 ? &dd->train : &dd->val;
+            od->n = (int64_t)nlab[s];
+            od->dim = sh->dim;
+            od->y = (const int32_t *)(base + off_y[s]);
+            if (sh->coded) {
+                od->codes = (const uint8_t *)(base + off_x[s]);
+                od->lut = (const float *)(base + off_lut);
+            } else {
+                od->x = (const float *)(base + off_x[s]);
+            }
+            if (nlab[s] == 0)
+                continue;
+            e = cudaMemcpy(base + off_x[s], sh->coded ? (const void *)sh->codes[s] : sets[s]->x,
+                           nfeat[s] * fsize, cudaMemcpyHostToDevice);
+            if (e == cudaSuccess)
+                e = cudaMemcpy(base + off_y[s], sets[s]->y, nlab[s] * sizeof(int32_t),
+                               cudaMemcpyHostToDevice);
+        }
+        if (e == cudaSuccess && sh->coded)
+            e = cudaMemcpy(base + off_lut, sh->lut, sizeof sh->lut, cudaMemcpyHostToDevice);
+        if (e != cudaSuccess) {
+            snprintf(why, size, "GPU %d: cannot hold the dataset (%zu MiB%s): %s", r, MIB(at),
+                     sh->coded ? ", a byte per feature" : "", cudaGetErrorString(e));
+            (void)cudaGetLastError();
+            return -1;
+        }
+    }
+    for (int s = 0; s < 2; s++) {
+        free(sh->codes[s]);
+        sh->codes[s] = NULL;
+    }
+    return 0;
+}
+
+/* Frees the arenas allocated so far (none handed to a rank yet). */
+static void free_arenas(Shared *sh)
+{
+    for (int r = 0; r < sh->k; r++) {
+        if (sh->arena_mem[r]) {
+            (void)cudaSetDevice(r);
+            (void)cudaFree(sh->arena_mem[r]);
+            sh->arena_mem[r] = NULL;
+        }
+    }
+}
+
+static void oom_message(Shared *sh, char *why, size_t size)
+{
+    snprintf(why, size,
+             "out of GPU memory at batch_size %lld: needs ~%zu MiB, %zu MiB free "
+             "(GPU %d; %lld rows per GPU, %zu parameters%s)",
+             (long long)sh->batch, MIB(sh->need), sh->free_min >> 20, sh->dev_min,
+             (long long)sh->rows, sh->n_packed, sh->bf16 ? ", bf16" : "");
+}
+
+/* plan_auto_batch's attempt, and a fixed batch's: plans batch b, and when
+ * the plan fits what every GPU has free, allocates the arena on each. 0:
+ * allocated; 1: does not fit (what was allocated is freed); -1: another
+ * CUDA error, in oom_why. */
+static int try_batch(int64_t b, void *ctx)
+{
+    Shared *sh = (Shared *)ctx;
+    plan_batch(sh, b);
+    if (sh->need > sh->free_min) {
+        oom_message(sh, sh->oom_why, sizeof sh->oom_why);
+        return 1;
+    }
+    for (int r = 0; r < sh->k; r++) {
+        cudaError_t e = cudaSetDevice(r);
+        if (e == cudaSuccess)
+            e = cudaMalloc((void **)&sh->arena_mem[r], sh->arena.total);
+        if (e == cudaSuccess)
+            continue;
+        (void)cudaGetLastError();
+        sh->arena_mem[r] = NULL;
+        free_arenas(sh);
+        if (e == cudaErrorMemoryAllocation) {
+            oom_message(sh, sh->oom_why, sizeof sh->oom_why);
+            return 1;
+        }
+        snprintf(sh->oom_why, sizeof sh->oom_why, "GPU %d: %s", r, cudaGetErrorString(e));
+        return -1;
+    }
+    return 0;
+}
+
+/* The batch, with each GPU's arena allocated: cfg->batch_size if it fits,
+ * else an error with numbers; 0 ("auto"): plan_auto_batch under the cap. */
+static int choose_batch(Shared *sh, int64_t want, char *why, size_t size)
+{
+    int64_t n = sh->train->n;
+    if (want > 0) {
+        int rc = try_batch(want, sh);
+        if (rc != 0)
+            snprintf(why, size, "%s", sh->oom_why);
+        return rc == 0 ? 0 : -1;
+    }
+    int64_t cap = sh->cfg->max_batch_size > 0 ? sh->cfg->max_batch_size : TRAIN_AUTO_BATCH_CAP;
+    int64_t b = plan_auto_batch(cap, n, try_batch, sh);
+    if (b > 0)
+        return 0;
+    snprintf(why, size, "%s%s", sh->oom_why, b == 0 ? "; batch_size \"auto\" tried down to 1" : "");
+    return -1;
+}
+
+/* Frees the run. Communicators never handed to a rank ran no collective of
+ * a rank thread: aborting them is local, where destroying one may wait for
+ * its peers. */
 static void shared_free(Shared *sh)
 {
-    for (int r = 0; r < TRAIN_MAX_RANKS; r++)
-        if (sh->comm[r])
-            (void)ncclCommAbort(sh->comm[r]);
+    abort_comms(sh->comm, TRAIN_MAX_RANKS);
+    free_arenas(sh);
+    for (int r = 0; r < TRAIN_MAX_RANKS; r++) {
+        if (sh->data[r].mem) {
+            (void)cudaSetDevice(r);
+            (void)cudaFree(sh->data[r].mem);
+        }
+    }
+    (void)cudaGetLastError();
+    for (int s = 0; s < 2; s++)
+        free(sh->codes[s]);
     for (int i = 0; i < 3; i++)
         free(sh->init[i]);
     pthread_cond_destroy(&sh->cv);
     pthread_mutex_destroy(&sh->mu);
     free(sh);
+}
+
+/* Free memory of this process's GPUs now: the least of them, and the
+ * reserve (from the smallest GPU's total). */
+static int measure_free(Shared *sh, char *why, size_t size)
+{
+    sh->free_min = SIZE_MAX;
+    size_t total_min = SIZE_MAX;
+    for (int d = 0; d < sh->k; d++) {
+        size_t f = 0, t = 0;
+        cudaError_t e = cudaSetDevice(d);
+        if (e == cudaSuccess)
+            e = cudaMemGetInfo(&f, &t);
+        if (e != cudaSuccess) {
+            snprintf(why, size, "GPU %d: %s", d, cudaGetErrorString(e));
+            (void)cudaGetLastError();
+            return -1;
+        }
+        if (f < sh->free_min) {
+            sh->free_min = f;
+            sh->dev_min = d;
+        }
+        if (t < total_min)
+            total_min = t;
+    }
+    sh->reserve = TRAIN_CUDA_RESERVE_BYTES + total_min / TRAIN_CUDA_MARGIN_DIV;
+    return 0;
 }
 
 int train_cuda(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
@@ -1134,6 +1500,12 @@ int train_cuda(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
     }
     if (check_config(cfg, train, val, why, size) != 0)
         return -1;
+    if (cfg->gpus > k) {
+        snprintf(why, size, "%d GPUs asked for, %d usable", cfg->gpus, k);
+        return -1;
+    }
+    if (cfg->gpus > 0)
+        k = cfg->gpus;
     Shared *sh = (Shared *)calloc(1, sizeof *sh);
     if (sh == NULL) {
         snprintf(why, size, "out of host memory");
@@ -1152,31 +1524,18 @@ int train_cuda(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
     sh->g0 = k * (cfg->nodes ? cfg->nodes->node : 0);
     plan_model(sh);
 
-    /* NCCL first, so that the free memory measured next is what is left
-     * for the arena; then the batch, before any large allocation. */
-    if (make_comms(sh, why, size) != 0) {
+    /* A run resumed after its last epoch ends here, before NCCL or any
+     * GPU memory (every node has node 0's resume_epoch). */
+    if (cfg->resume_epoch >= cfg->epochs) {
         shared_free(sh);
-        return -1;
+        return 0;
     }
-    size_t free_min = SIZE_MAX;
-    int dev_min = 0;
-    for (int d = 0; d < k; d++) {
-        size_t f = 0, t = 0;
-        cudaError_t e = cudaSetDevice(d);
-        if (e == cudaSuccess)
-            e = cudaMemGetInfo(&f, &t);
-        if (e != cudaSuccess) {
-            snprintf(why, size, "GPU %d: %s", d, cudaGetErrorString(e));
-            (void)cudaGetLastError();
-            shared_free(sh);
-            return -1;
-        }
-        if (f < free_min) {
-            free_min = f;
-            dev_min = d;
-        }
-    }
-    if (choose_batch(sh, cfg->batch_size, free_min, dev_min, why, size) != 0) {
+
+    /* NCCL and its first collectives, then the data, then free memory and
+     * the batch, before any thread starts. */
+    if (make_comms(sh, why, size) != 0 || nccl_warm_up(sh, why, size) != 0 ||
+        upload_data(sh, why, size) != 0 || measure_free(sh, why, size) != 0 ||
+        choose_batch(sh, cfg->batch_size, why, size) != 0) {
         shared_free(sh);
         return -1;
     }
@@ -1186,10 +1545,16 @@ int train_cuda(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
          * everywhere). This is also where every node learns that the
          * others have set up, or why one has not. */
         int64_t b = sh->batch;
-        if (rdzv_allreduce(sh->nodes->rdzv, &b, 1, RDZV_MIN_I64, why, size) != 0 ||
-            (b != sh->batch && choose_batch(sh, b, free_min, dev_min, why, size) != 0)) {
+        if (rdzv_allreduce(sh->nodes->rdzv, &b, 1, RDZV_MIN_I64, why, size) != 0) {
             shared_free(sh);
             return -1;
+        }
+        if (b != sh->batch) {
+            free_arenas(sh);
+            if (choose_batch(sh, b, why, size) != 0) {
+                shared_free(sh);
+                return -1;
+            }
         }
     }
 
@@ -1212,15 +1577,10 @@ int train_cuda(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
         }
         sh->first_epoch = cfg->resume_epoch + 1;
     }
-    if (sh->first_epoch > cfg->epochs) {
-        shared_free(sh);
-        return 0;
-    }
-    sh->steps_per_epoch = (train->n + sh->batch - 1) / sh->batch;
     sh->total_steps = sh->steps_per_epoch * cfg->epochs;
     sh->warmup_steps = (int64_t)llround(cfg->warmup_epochs * (double)sh->steps_per_epoch);
 
-    /* One thread per GPU; each owns its communicator from here on. */
+    /* One thread per GPU; each owns its communicator and arena from here. */
     Rank *ranks = (Rank *)calloc((size_t)k, sizeof *ranks);
     pthread_t th[TRAIN_MAX_RANKS];
     bool started[TRAIN_MAX_RANKS] = {false};
@@ -1232,22 +1592,26 @@ int train_cuda(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
             ranks[r].r = r;
             ranks[r].grank = sh->g0 + r;
             ranks[r].comm = sh->comm[r];
-            sh->comm[r] = NULL;
+            ranks[r].arena = sh->arena_mem[r];
             started[r] = !shared_failed(sh) &&
                          pthread_create(&th[r], NULL, rank_main, &ranks[r]) == 0;
-            if (!started[r]) {
+            if (started[r]) {
+                sh->comm[r] = NULL;
+                sh->arena_mem[r] = NULL;
+            } else {
                 /* The started ranks stop at their first barrier; the
-                 * communicators of the others are aborted here. */
+                 * others' communicators and arenas stay with sh, which
+                 * frees them. */
+                ranks[r].comm = NULL;
+                ranks[r].arena = NULL;
                 shared_fail(sh, "cannot start a thread per GPU");
-                if (ranks[r].comm)
-                    (void)ncclCommAbort(ranks[r].comm);
             }
         }
     }
     for (int r = 0; r < k; r++)
         if (started[r])
             pthread_join(th[r], NULL);
-    free(ranks); /* without ranks, shared_free aborts the communicators */
+    free(ranks);
 
     int rc = 0;
     if (sh->failed) {

@@ -27,6 +27,6 @@ function(rung_gpu_test name source)
 endfunction()
 
 # The CPU libraries are always there (kernels/CMakeLists.txt requires them).
-rung_gpu_test(test_ops_gpu test_ops_gpu.c rung_kernels_ops)
+rung_gpu_test(test_ops_gpu test_ops_gpu.c rung_kernels_ops rung_kernels_data)
 rung_gpu_test(test_train_gpu test_train_gpu.c rung_kernels_train rung_kernels_data)
 rung_gpu_test(test_nodes_gpu test_nodes_gpu.c rung_kernels_train rung_kernels_data)

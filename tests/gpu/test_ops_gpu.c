@@ -7,7 +7,10 @@
  * (ops_math.h), so dropout and the bf16 rounding must match exactly; the
  * optimizers differ only where nvcc fuses a multiply and an add (one
  * rounding); GEMMs and sums differ in summation order; the softmax in
- * __expf against expf. The bf16 cases compare with the CPU operation on
+ * CUDA's expf (within 2 ulp) against glibc's (within 1), its sums in double
+ * on both sides: a few ulp per term, inside 2e-5 relative (the label's
+ * gradient comes from the other terms, so a confident row is not a
+ * cancellation that float rounding decides). The bf16 cases compare with the CPU operation on
  * inputs rounded to bf16 the same way, which leaves only the fp32
  * accumulation order: a tight budget that catches a wrong layout or
  * transpose, which a loose bf16-vs-fp32 budget would not.
@@ -25,8 +28,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include "data.h"
 #include "ops.h"
 #include "ops_cuda.h"
+#include "ops_math.h"
 
 /* The exit status ctest reads as "skipped" (SKIP_RETURN_CODE in gpu.cmake). */
 #define RUNG_TEST_SKIPPED 77
@@ -526,6 +531,197 @@ static void case_bf16(Ctx *c)
     free(x), free(ref), free(got), free(bits), free(gbits);
 }
 
+/* Element-wise kernels past their launch shapes' edges: more rows than a
+ * grid's y dimension (65,535: the row kernels loop) and more columns than
+ * a block (256), against the CPU's arithmetic (ops_math.h, ops_cpu.c). */
+static void case_large(Ctx *c)
+{
+    const int B = 70001, H = 300;
+    const size_t n = (size_t)B * H;
+    char shape[32];
+    snprintf(shape, sizeof shape, "B%d H%d", B, H);
+    float *y = fnew(n), *b = fnew((size_t)H), *ref = fnew(n), *got = fnew(n);
+    float *dyv = fnew(n), *dref = fnew(n), *dbr = fnew((size_t)H), *dbg = fnew((size_t)H);
+    fill(y, n, 71, -1.0f, 1.0f);
+    fill(b, (size_t)H, 72, -0.5f, 0.5f);
+    fill(dyv, n, 73, -1.0f, 1.0f);
+    /* Bias and ReLU. */
+    for (size_t i = 0; i < n; i++)
+        ref[i] = rung_relu(y[i] + b[i % H]);
+    float *dy = up(c, y, n * 4), *dbias = up(c, b, (size_t)H * 4);
+    if (!c->broken && op_ok(c, ops_cuda_bias_act(dy, dbias, B, H, true, c->s), "bias_act")) {
+        down(c, got, dy, n * 4);
+        check(c, "bias_act relu", shape, "Y", got, ref, n, 0.0, 0.0);
+    }
+    /* The ReLU gradient and the column sums (db) from that Y. */
+    double *acc = xcalloc((size_t)H, sizeof(double));
+    for (size_t i = 0; i < n; i++) {
+        dref[i] = rung_relu_grad(ref[i], dyv[i]);
+        acc[i % H] += dref[i];
+    }
+    for (int j = 0; j < H; j++)
+        dbr[j] = (float)acc[j];
+    float *dg = up(c, dyv, n * 4), *ddb = up(c, NULL, (size_t)H * 4);
+    float *ws = up(c, NULL, (size_t)OPS_CUDA_DB_SPLIT * H * 4);
+    if (!c->broken &&
+        op_ok(c, ops_cuda_act_bwd(dy, dg, ddb, ws, B, H, true, c->s), "ops_cuda_act_bwd")) {
+        down(c, got, dg, n * 4);
+        down(c, dbg, ddb, (size_t)H * 4);
+        check(c, "act_bwd relu", shape, "dY", got, dref, n, 0.0, 0.0);
+        /* B terms of |x| <= 1 summed in float: sqrt(B) ulp-scale growth. */
+        check(c, "act_bwd relu", shape, "db", dbg, dbr, (size_t)H, 2e-3, 1e-4);
+    }
+    /* Dropout of strided rows. */
+    memcpy(ref, y, n * 4);
+    for (int i = 0; i < B; i++)
+        ops_dropout_fwd(ref + (size_t)i * H, (size_t)H, 0.4f, 99, (5 + (uint64_t)i * 3) * H);
+    if (!c->broken && cuda_ok(c, cudaMemcpy(dy, y, n * 4, cudaMemcpyHostToDevice), "cudaMemcpy") &&
+        op_ok(c, ops_cuda_dropout_rows_fwd(dy, B, H, 0.4f, 99, 5, 3, c->s), "dropout_rows")) {
+        down(c, got, dy, n * 4);
+        check(c, "dropout_rows p0.4", shape, "Y", got, ref, n, 0.0, 0.0);
+    }
+    cfree(dy), cfree(dbias), cfree(dg), cfree(ddb), cfree(ws);
+    free(y), free(b), free(ref), free(got), free(dyv), free(dref), free(dbr), free(dbg), free(acc);
+
+    /* Softmax cross-entropy over 70,001 rows: one warp a row, 8 a block. */
+    const int C = 10;
+    size_t nz = (size_t)B * C;
+    float *z = fnew(nz), *dc = fnew(nz), *dgz = fnew(nz);
+    int32_t *lab = xcalloc((size_t)B, sizeof(int32_t));
+    fill(z, nz, 74, -6.0f, 6.0f);
+    for (int i = 0; i < B; i++)
+        lab[i] = (int32_t)((i * 7) % C);
+    int64_t right = 0;
+    double loss = ops_softmax_xent(z, lab, dc, B, C, 1.0f / (float)B, &right);
+    float *dz = up(c, z, nz * 4), *dd = up(c, NULL, nz * 4);
+    int32_t *dl = up(c, lab, (size_t)B * 4);
+    double *dls = up(c, NULL, sizeof(double));
+    unsigned long long *dr = up(c, NULL, sizeof(unsigned long long));
+    snprintf(shape, sizeof shape, "B%d C%d", B, C);
+    if (!c->broken && cuda_ok(c, cudaMemset(dls, 0, 8), "cudaMemset") &&
+        cuda_ok(c, cudaMemset(dr, 0, 8), "cudaMemset") &&
+        op_ok(c, ops_cuda_softmax_xent(dz, dl, dd, B, C, 1.0f / (float)B, dls, dr, c->s),
+              "ops_cuda_softmax_xent")) {
+        double gl = 0;
+        unsigned long long gr = 0;
+        down(c, dgz, dd, nz * 4);
+        down(c, &gl, dls, sizeof gl);
+        down(c, &gr, dr, sizeof gr);
+        check(c, "softmax_xent", shape, "dlogits", dgz, dc, nz, 1e-12, 2e-5);
+        float lg = (float)gl, lc = (float)loss;
+        check(c, "softmax_xent", shape, "loss", &lg, &lc, 1, 1e-6, 1e-5);
+        check_int(c, "softmax_xent", shape, "correct", (long long)gr, (long long)right);
+    }
+    cfree(dz), cfree(dd), cfree(dl), cfree(dls), cfree(dr);
+    free(z), free(dc), free(dgz), free(lab);
+}
+
+/* The step clock: each _at operation against its host-argument twin (bit
+ * for bit: the same kernel, its values read from the device), the clock's
+ * advance, and the gather of a rank's rows, coded and float. */
+static void case_clock(Ctx *c)
+{
+    OpsCudaClock hc = {3, 1000}, *dclk = up(c, &hc, sizeof hc);
+    const int B = 37, H = 50;
+    const size_t nr = (size_t)B * H;
+    float *x = fnew(nr), *ref = fnew(nr), *got = fnew(nr);
+    fill(x, nr, 81, -2.0f, 2.0f);
+    /* Rows at 1000 + 3 * 64 + 2, then every 4th. */
+    float *d1 = up(c, x, nr * 4), *d2 = up(c, x, nr * 4);
+    if (!c->broken &&
+        op_ok(c, ops_cuda_dropout_rows_fwd(d1, B, H, 0.3f, 5, 1000 + 3 * 64 + 2, 4, c->s), "dr") &&
+        op_ok(c, ops_cuda_dropout_rows_at(d2, B, H, 0.3f, 5, dclk, 2, 64, 4, c->s), "dr_at")) {
+        down(c, ref, d1, nr * 4);
+        down(c, got, d2, nr * 4);
+        check(c, "dropout_rows_at", "t3 row0 1000", "Y", got, ref, nr, 0.0, 0.0);
+    }
+    cfree(d1), cfree(d2);
+    /* Optimizers: lr (and bias corrections) from tables at t = 3. */
+    const size_t n = 1031;
+    float lr_t[5] = {0.1f, 0.2f, 0.3f, 0.04f, 0.5f}, bc1[5], bc2[5];
+    for (int t = 0; t < 5; t++)
+        ops_cuda_adamw_corrections(0.9f, 0.999f, t + 1, &bc1[t], &bc2[t]);
+    float *dlr = up(c, lr_t, sizeof lr_t), *db1 = up(c, bc1, sizeof bc1);
+    float *db2 = up(c, bc2, sizeof bc2);
+    fill(x, n, 82, -1.0f, 1.0f);
+    float *g = fnew(n), *sq = fnew(n);
+    fill(g, n, 83, -1.0f, 1.0f);
+    for (size_t i = 0; i < n; i++)
+        sq[i] = g[i] * g[i]; /* AdamW's v is a mean of squares */
+    for (int mode = 0; mode < 2 && !c->broken; mode++) {
+        float *w1 = up(c, x, n * 4), *w2 = up(c, x, n * 4), *dg = up(c, g, n * 4);
+        float *m1 = up(c, g, n * 4), *m2 = up(c, g, n * 4), *v1 = up(c, sq, n * 4);
+        float *v2 = up(c, sq, n * 4);
+        int rc1, rc2;
+        if (mode == 0) {
+            rc1 = ops_cuda_sgd(w1, m1, dg, n, 0.04f, 0.9f, 1e-4f, true, c->s);
+            rc2 = ops_cuda_sgd_at(w2, m2, dg, n, dlr, dclk, 0.9f, 1e-4f, true, c->s);
+        } else {
+            rc1 = ops_cuda_adamw(w1, m1, v1, dg, n, 0.04f, 0.9f, 0.999f, 1e-8f, 0.01f, 4, c->s);
+            rc2 = ops_cuda_adamw_at(w2, m2, v2, dg, n, dlr, db1, db2, dclk, 0.9f, 0.999f, 1e-8f,
+                                    0.01f, c->s);
+        }
+        if (!c->broken && op_ok(c, rc1, "optimizer") && op_ok(c, rc2, "optimizer_at")) {
+            down(c, ref, w1, n * 4);
+            down(c, got, w2, n * 4);
+            check(c, mode ? "adamw_at" : "sgd_at", "t3 of 5", "w", got, ref, n, 0.0, 0.0);
+        }
+        cfree(w1), cfree(w2), cfree(dg), cfree(m1), cfree(m2), cfree(v1), cfree(v2);
+    }
+    free(g), free(sq);
+    if (!c->broken && op_ok(c, ops_cuda_clock_advance(dclk, c->s), "ops_cuda_clock_advance")) {
+        OpsCudaClock after = {0, 0};
+        down(c, &after, dclk, sizeof after);
+        check_int(c, "clock_advance", "t3", "t", after.t, 4);
+        check_int(c, "clock_advance", "t3", "row0", after.row0, 1000);
+    }
+    /* Gather: 300 samples of 784 byte-coded features (and as floats), the
+     * rows of rank 2 of 3 in step 3 of batch 64 of a permutation. */
+    const int N = 300, D = 784, M = 21;
+    Dataset set = {.n = N, .dim = D, .n_classes = 10};
+    set.x = fnew((size_t)N * D);
+    set.y = xcalloc((size_t)N, sizeof(int32_t));
+    for (size_t i = 0; i < (size_t)N * D; i++)
+        set.x[i] = ((float)((i * 131) % 256) / 255.0f - 0.29f) / 0.35f;
+    int64_t *perm = xcalloc((size_t)N, sizeof(int64_t)), *idx = xcalloc((size_t)N, 8);
+    for (int i = 0; i < N; i++) {
+        set.y[i] = i % 10;
+        perm[i] = (i * 7 + 3) % N;
+    }
+    int64_t m = data_shard(perm, N, 3 * 64, 64, 2, 3, idx);
+    float *xr = fnew((size_t)m * D), *xg = fnew((size_t)M * D);
+    int32_t *yr = xcalloc((size_t)m, 4), *yg = xcalloc((size_t)M, 4);
+    data_gather(&set, idx, m, xr, yr);
+    uint8_t *codes = xcalloc((size_t)N * D, 1);
+    float lut[DATA_CODEBOOK_SIZE];
+    const Dataset *sets[] = {&set};
+    int used = data_codebook(sets, 1, lut, &codes);
+    int64_t *dperm = up(c, perm, (size_t)N * 8);
+    uint8_t *dcodes = up(c, codes, (size_t)N * D);
+    float *dlut = up(c, lut, sizeof lut), *dx = up(c, set.x, (size_t)N * D * 4);
+    int32_t *dyl = up(c, set.y, (size_t)N * 4), *dyo = up(c, NULL, (size_t)M * 4);
+    float *dxo = up(c, NULL, (size_t)M * D * 4);
+    OpsCudaClock c3 = {3, 0};
+    if (!c->broken)
+        cuda_ok(c, cudaMemcpy(dclk, &c3, sizeof c3, cudaMemcpyHostToDevice), "cudaMemcpy");
+    check_int(c, "gather", "N300 D784", "m", m, M);
+    for (int coded = 0; coded < 2 && !c->broken && used > 0 && m == M; coded++) {
+        OpsCudaData od = {coded ? dcodes : NULL, coded ? dlut : NULL, coded ? NULL : dx, dyl, N, D};
+        if (op_ok(c, ops_cuda_gather(&od, dperm, 2, 3, dclk, 64, M, dxo, dyo, c->s), "gather")) {
+            down(c, xg, dxo, (size_t)M * D * 4);
+            down(c, yg, dyo, (size_t)M * 4);
+            check(c, coded ? "gather codes" : "gather floats", "rank 2/3 step 3", "X", xg, xr,
+                  (size_t)M * D, 0.0, 0.0);
+            check_int(c, coded ? "gather codes" : "gather floats", "rank 2/3 step 3", "Y",
+                      memcmp(yg, yr, (size_t)M * 4) == 0, 1);
+        }
+    }
+    cfree(dclk), cfree(dlr), cfree(db1), cfree(db2), cfree(dperm), cfree(dcodes), cfree(dlut);
+    cfree(dx), cfree(dyl), cfree(dyo), cfree(dxo);
+    free(x), free(ref), free(got), free(set.x), free(set.y), free(perm), free(idx), free(xr);
+    free(xg), free(yr), free(yg), free(codes);
+}
+
 typedef struct Case {
     const char *name;
     void (*run)(Ctx *c);
@@ -534,6 +730,7 @@ typedef struct Case {
 static const Case cases[] = {
     {"gemm", case_gemm},         {"linear", case_linear},    {"dropout", case_dropout},
     {"softmax_xent", case_xent}, {"optimizers", case_optim}, {"bf16", case_bf16},
+    {"large", case_large},       {"clock", case_clock},
 };
 
 int main(void)

@@ -3,9 +3,16 @@
  * epoch reports to float tolerance (same initial weights, sample order,
  * dropout masks, schedule and optimizer), on every visible GPU (k ranks
  * against one CPU rank: gradients averaged over the global batch either
- * way). Then what only the CUDA backend does or must survive: checkpoints
- * read by the other backend, a report that stops the run, SIGTERM's flag,
- * an out-of-memory error with numbers, batch_size 0.
+ * way). Then the parameters themselves after N steps: the GPU's distance
+ * from the CPU may be no larger than rounding makes it, which the CPU shows
+ * against itself with another summation order (2 ranks against 1); runs
+ * that repeat bit for bit (and with CUDA Graphs off); several gradient
+ * buckets on a model wider than 256; then what only the CUDA backend does
+ * or must survive: checkpoints read by the other backend, a resume of a
+ * finished run, a report that stops the run, SIGTERM's flag, an
+ * out-of-memory error with numbers, batch_size 0 and its cap. With two or
+ * more GPUs also: a rank with no sample in the last step, and --gpus 1
+ * (cfg.gpus) among several; with one they print "skip" lines.
  *
  * Without a CUDA device, train_cuda_devices() must say 0 and train_cuda()
  * must fail with a message, not crash; then it prints "skipped: no CUDA
@@ -19,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "data.h"
 #include "train.h"
 
@@ -176,6 +184,119 @@ static void remove_dir(const char *dir)
     rmdir(dir);
 }
 
+/* The packed parameter count of cfg's model on data of dim features and
+ * `classes` classes (W and b of each layer). */
+static size_t n_params(const TrainConfig *cfg, int dim, int classes)
+{
+    size_t n = 0;
+    int in = dim;
+    for (int l = 0; l <= cfg->n_hidden; l++) {
+        int out = l < cfg->n_hidden ? cfg->hidden[l] : classes;
+        n += (size_t)in * (size_t)out + (size_t)out;
+        in = out;
+    }
+    return n;
+}
+
+/* Parameters after one epoch of cfg on the GPU (cpu_ranks 0) or the CPU:
+ * read back from the run's checkpoint into params (n floats). */
+static int params_after(const TrainConfig *base, const Dataset *train, const Dataset *val,
+                        int cpu_ranks, float *params, size_t n, char *why, size_t size)
+{
+    char dir[] = "/tmp/rung-test-train-gpu-XXXXXX";
+    if (mkdtemp(dir) == NULL) {
+        snprintf(why, size, "mkdtemp failed");
+        return -1;
+    }
+    TrainConfig cfg = *base;
+    cfg.epochs = 1;
+    cfg.checkpoint_dir = dir;
+    cfg.ranks = cpu_ranks > 0 ? cpu_ranks : 1;
+    Log log = {0};
+    int rc = cpu_ranks > 0 ? train_cpu(&cfg, train, val, record, &log, why, size)
+                           : train_cuda(&cfg, train, val, record, &log, why, size);
+    int64_t step = 0;
+    float *opt = calloc(2 * n + 1, sizeof(float)); /* read, not compared */
+    if (rc == 0)
+        rc = opt ? checkpoint_load(dir, 1, params, opt, opt + n, n, &step, why, size) : -1;
+    free(opt);
+    remove_dir(dir);
+    return rc;
+}
+
+/* ||a - b|| / ||b||, and the largest |a - b| in *max_abs. */
+static double rel_dist(const float *a, const float *b, size_t n, double *max_abs)
+{
+    double d = 0, r = 0;
+    *max_abs = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = (double)a[i] - (double)b[i];
+        d += e * e;
+        r += (double)b[i] * (double)b[i];
+        if (fabs(e) > *max_abs)
+            *max_abs = fabs(e);
+    }
+    return r > 0 ? sqrt(d / r) : sqrt(d);
+}
+
+/* The GPU's parameters after an epoch of `steps` steps against one CPU
+ * rank's, next to the CPU's own spread (2 ranks against 1: the same
+ * mathematics in another summation order). Float rounding alone moves the
+ * GPU no further from the CPU than a small multiple of that spread (and a
+ * floor of a few float ulps per step, for a spread that happens to be
+ * tiny); a wrong transpose, mask, scale or schedule moves it by orders of
+ * magnitude more. */
+static void compare_params(const char *name, const TrainConfig *cfg, const Dataset *train,
+                           const Dataset *val)
+{
+    size_t n = n_params(cfg, train->dim, train->n_classes);
+    float *g = calloc(n, sizeof(float)), *c1 = calloc(n, sizeof(float));
+    float *c2 = calloc(n, sizeof(float));
+    char why[512] = "", detail[700];
+    if (g == NULL || c1 == NULL || c2 == NULL) {
+        expect(false, name, "out of host memory");
+    } else if (params_after(cfg, train, val, 0, g, n, why, sizeof why) != 0 ||
+               params_after(cfg, train, val, 1, c1, n, why, sizeof why) != 0 ||
+               params_after(cfg, train, val, 2, c2, n, why, sizeof why) != 0) {
+        expect(false, name, why);
+    } else {
+        int64_t b = cfg->batch_size < train->n ? cfg->batch_size : train->n;
+        int64_t steps = (train->n + b - 1) / b;
+        double gmax, cmax;
+        double gd = rel_dist(g, c1, n, &gmax), cd = rel_dist(c2, c1, n, &cmax);
+        double budget = 10.0 * cd + 1e-6 * (double)steps;
+        snprintf(detail, sizeof detail,
+                 "%lld steps, %zu parameters: |gpu - cpu| / |cpu| %.3g (max %.3g), cpu 2 ranks "
+                 "against 1: %.3g (max %.3g); budget %.3g",
+                 (long long)steps, n, gd, gmax, cd, cmax, budget);
+        expect(gd <= budget, name, detail);
+    }
+    free(g), free(c1), free(c2);
+}
+
+/* Two GPU runs (the second with CUDA Graphs off when graphs_off) leave the
+ * same parameters bit for bit. */
+static void determinism(const char *name, const TrainConfig *cfg, const Dataset *train,
+                        const Dataset *val, bool graphs_off)
+{
+    size_t n = n_params(cfg, train->dim, train->n_classes);
+    float *a = calloc(n, sizeof(float)), *b = calloc(n, sizeof(float));
+    char why[512] = "";
+    int ra = a && b ? params_after(cfg, train, val, 0, a, n, why, sizeof why) : -1;
+    if (graphs_off)
+        setenv("RUNG_CUDA_GRAPHS", "0", 1);
+    int rb = ra == 0 ? params_after(cfg, train, val, 0, b, n, why, sizeof why) : -1;
+    unsetenv("RUNG_CUDA_GRAPHS");
+    size_t diff = 0;
+    for (size_t i = 0; ra == 0 && rb == 0 && i < n; i++)
+        diff += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+    char detail[700];
+    snprintf(detail, sizeof detail, "%zu of %zu parameters differ%s%s", diff, n, why[0] ? ": " : "",
+             why);
+    expect(ra == 0 && rb == 0 && diff == 0, name, detail);
+    free(a), free(b);
+}
+
 /* GPU checkpoints resumed on the CPU, and the other way: the packed
  * layout, the optimizer state and the step count cross over. */
 static void checkpoints(const Dataset *train, const Dataset *val)
@@ -212,6 +333,14 @@ static void checkpoints(const Dataset *train, const Dataset *val)
             last.n = 1;
             last.e[0] = full.e[2];
             compare(name, way == 0 ? &last : &resumed, way == 0 ? &resumed : &last, 2e-3, 0.02);
+        }
+        if (way == 0) {
+            /* Resumed after its last epoch: nothing to do, no report, and
+             * no NCCL or GPU memory set up for it. */
+            Log none = {0};
+            cfg.resume_epoch = 3;
+            int r3 = train_cuda(&cfg, train, val, record, &none, why, sizeof why);
+            expect(r3 == 0 && none.n == 0, "resume of a finished run ends at once", why);
         }
         remove_dir(dir);
         if (mkdtemp(strcpy(dir, "/tmp/rung-test-train-gpu-XXXXXX")) == NULL)
@@ -262,6 +391,44 @@ int main(void)
     cfg.precision = TRAIN_BF16;
     run_both("sgd, bf16 GEMMs against fp32 CPU", &cfg, &train, &val, 5e-2, 0.06);
 
+    /* Parameters after N steps, and repeatability. */
+    cfg = base_config();
+    compare_params("parameters after an epoch, sgd nesterov dropout", &cfg, &train, &val);
+    cfg.batch_size = 1000;
+    compare_params("parameters after one step", &cfg, &train, &val);
+    cfg = base_config();
+    cfg.optimizer = TRAIN_ADAMW;
+    cfg.lr = 2e-3f;
+    compare_params("parameters after an epoch, adamw", &cfg, &train, &val);
+    cfg = base_config();
+    determinism("two GPU runs: the same parameters bit for bit", &cfg, &train, &val, false);
+    determinism("CUDA Graphs off: the same parameters bit for bit", &cfg, &train, &val, true);
+
+    /* Wider than 256 with buckets forced small: every layer its own
+     * bucket (all-reduced with 2+ GPUs). */
+    cfg = base_config();
+    cfg.hidden[0] = 300;
+    cfg.hidden[1] = 260;
+    cfg.bucket_bytes = 4096;
+    run_both("hidden 300-260, 4 KiB buckets", &cfg, &train, &val, 2e-3, 0.02);
+    compare_params("parameters, hidden 300-260, 4 KiB buckets", &cfg, &train, &val);
+
+    if (k >= 2) {
+        /* 961 samples at batch 96: the last step has 1 sample, and ranks
+         * 1..k-1 none (zeros, and the same collectives). */
+        Dataset odd = synth(961, 24, 5, 3);
+        cfg = base_config();
+        run_both("a rank with no sample in the last step", &cfg, &odd, &val, 2e-3, 0.02);
+        data_free(&odd);
+        /* The first GPU alone among several. */
+        cfg = base_config();
+        cfg.gpus = 1;
+        run_both("gpus 1 of several", &cfg, &train, &val, 2e-3, 0.02);
+        compare_params("parameters, gpus 1 of several", &cfg, &train, &val);
+    } else {
+        printf("skip  a rank with no sample; gpus 1 of several (need 2 GPUs, have %d)\n", k);
+    }
+
     checkpoints(&train, &val);
 
     /* A report that asks to stop ends the run after that epoch. */
@@ -308,7 +475,22 @@ int main(void)
         Log log = {0};
         char why[512] = "";
         int rc = train_cuda(&cfg, &train, &val, record, &log, why, sizeof why);
-        expect(rc == 0 && log.n == 1 && isfinite(log.e[0].train_loss), "batch_size 0 (auto)", why);
+        expect(rc == 0 && log.n == 1 && isfinite(log.e[0].train_loss) && log.e[0].batch_size == 512,
+               "batch_size 0 (auto): 512 of 1000 samples", why);
+        cfg.max_batch_size = 100;
+        memset(&log, 0, sizeof log);
+        rc = train_cuda(&cfg, &train, &val, record, &log, why, sizeof why);
+        expect(rc == 0 && log.n == 1 && log.e[0].batch_size == 64,
+               "batch_size 0 (auto) under max_batch_size 100: 64", why);
+    }
+    /* More GPUs than there are: an error. */
+    {
+        cfg = base_config();
+        cfg.gpus = k + 1;
+        Log log = {0};
+        char why[512] = "";
+        int rc = train_cuda(&cfg, &train, &val, record, &log, why, sizeof why);
+        expect(rc == -1 && strstr(why, "usable") != NULL, "gpus more than usable", why);
     }
 
     data_free(&train);

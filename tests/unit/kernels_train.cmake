@@ -9,3 +9,7 @@ set_tests_properties(test_train PROPERTIES TIMEOUT 600)
 # node, a node that dies.
 rung_unit_test(test_train_nodes test_train_nodes.c)
 target_link_libraries(test_train_nodes PRIVATE rung_kernels_train)
+# kernels/plan.c and data_codebook: the CUDA backend's decisions that need
+# no device (buckets, the "auto" batch search, shards, the byte codebook).
+rung_unit_test(test_plan test_plan.c)
+target_link_libraries(test_plan PRIVATE rung_kernels_train)
