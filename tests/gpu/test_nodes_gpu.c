@@ -337,6 +337,8 @@ int main(void)
     if (results[0].skipped || results[1].skipped) {
         printf("skipped: no CUDA device\n");
         remove_dir(dir);
+        data_free(&train);
+        data_free(&val);
         return RUNG_TEST_SKIPPED;
     }
     char detail[2200];
