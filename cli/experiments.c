@@ -314,6 +314,23 @@ static void describe(FILE *out, const json_t *obj, const char *def)
         fputc(')', out);
 }
 
+/* "cpu 1, gpu 0" per trial; for a gang (docs/api.md, "Gangs") "2 nodes,
+ * each cpu 1, gpu 0 (gang_wait_s 60)". */
+static void show_resources(FILE *out, const json_t *exp)
+{
+    const json_t *r = json_object_get(exp, "resources_per_trial");
+    int64_t nodes = cli_view_nodes(exp);
+    if (nodes > 1)
+        fprintf(out, "%" PRId64 " nodes, each ", nodes);
+    fprintf(out, "cpu %" PRId64 ", gpu %" PRId64, cli_fmt_int(r, "cpu", 1),
+            cli_fmt_int(r, "gpu", 0));
+    char wait[CLI_FMT_VALUE_MAX];
+    if (nodes > 1) /* a number of seconds, not always whole */
+        fprintf(out, " (gang_wait_s %s)",
+                cli_fmt_value(json_object_get(r, "gang_wait_s"), wait, sizeof wait));
+    fputc('\n', out);
+}
+
 static void show_time(FILE *out, const char *label, const char *rfc3339, int64_t now)
 {
     char age[64];
@@ -376,7 +393,9 @@ int cli_cmd_show(CliHttp *h, int argc, char **argv)
     describe(stdout, json_object_get(x, "scheduler"), "fifo");
     printf("\n  %-12s", "trainable:");
     describe(stdout, json_object_get(x, "trainable"), "-");
-    printf("\n  %-12s%" PRId64 " (%" PRId64 " trials in all)\n",
+    printf("\n  %-12s", "resources:");
+    show_resources(stdout, x);
+    printf("  %-12s%" PRId64 " (%" PRId64 " trials in all)\n",
            "samples:", cli_fmt_int(x, "num_samples", 1), cli_fmt_total(x));
     show_time(stdout, "created:", cli_fmt_str(x, "created_at", NULL), now);
     show_time(stdout, "ended:", cli_fmt_str(x, "ended_at", NULL), now);

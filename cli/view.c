@@ -12,6 +12,9 @@
  * that one parameter cannot push the metric columns off the screen. */
 #define PARAM_WIDTH 16
 #define ERROR_WIDTH 48 /* the first line of a trial's error, cut to fit a terminal */
+/* A gang's members as worker ids by rank: 64 nodes (spec.c's bound) would
+ * take a whole line, so the column is cut; the API's `gang` has them all. */
+#define MEMBERS_WIDTH 32
 
 void cli_view_progress(FILE *out, const json_t *exp)
 {
@@ -52,6 +55,36 @@ static bool searched(const json_t *domain)
     return json_is_object(domain) && json_is_string(json_object_get(domain, "type"));
 }
 
+int64_t cli_view_nodes(const json_t *exp)
+{
+    return cli_fmt_int(json_object_get(exp, "resources_per_trial"), "nodes", 1);
+}
+
+/* "3,4": the worker ids of a running gang trial's members, by rank (its
+ * `gang`, docs/api.md); "" when it runs on no gang now. A trial that is not
+ * running keeps its last gang for inspection, which names workers that no
+ * longer run it, so only a running trial's members are shown. */
+static void members_cell(CliTable *t, const json_t *trial)
+{
+    const json_t *members = json_object_get(json_object_get(trial, "gang"), "members");
+    if (strcmp(cli_fmt_str(trial, "state", ""), "running") != 0 || json_array_size(members) == 0) {
+        cli_table_cell(t, "");
+        return;
+    }
+    char buf[CLI_FMT_VALUE_MAX * 4] = "";
+    size_t o = 0;
+    size_t i;
+    json_t *m;
+    json_array_foreach(members, i, m) {
+        int n = snprintf(buf + o, sizeof buf - o, "%s%" PRId64, i ? "," : "",
+                         cli_fmt_int(m, "worker_id", 0));
+        if (n < 0 || (size_t)n >= sizeof buf - o)
+            break; /* the column cuts it long before */
+        o += (size_t)n;
+    }
+    cli_table_cell(t, buf);
+}
+
 void cli_view_trials(FILE *out, const json_t *exp, json_t *const *trials, size_t n,
                      CliTableStyle style, size_t more, const char *more_what)
 {
@@ -61,6 +94,13 @@ void cli_view_trials(FILE *out, const json_t *exp, json_t *const *trials, size_t
     CliTable *t = cli_table_new();
     cli_table_column(t, "trial", CLI_ALIGN_RIGHT, 0);
     cli_table_column(t, "state", CLI_ALIGN_LEFT, 0);
+    /* Gangs (docs/api.md, "Gangs"): how many workers run each trial, and
+     * which run it now; nothing for the 1-node trials of most experiments. */
+    bool gang = cli_view_nodes(exp) > 1;
+    if (gang) {
+        cli_table_column(t, "nodes", CLI_ALIGN_RIGHT, 0);
+        cli_table_column(t, "members", CLI_ALIGN_LEFT, MEMBERS_WIDTH);
+    }
     const char *name;
     json_t *domain;
     json_object_foreach((json_t *)space, name, domain) {
@@ -79,6 +119,10 @@ void cli_view_trials(FILE *out, const json_t *exp, json_t *const *trials, size_t
         char buf[CLI_FMT_VALUE_MAX];
         cli_table_cellf(t, "%" PRId64, cli_fmt_int(tr, "id", 0));
         cli_table_cell(t, cli_fmt_str(tr, "state", "?"));
+        if (gang) {
+            cli_table_cellf(t, "%" PRId64, cli_fmt_int(tr, "nodes", cli_view_nodes(exp)));
+            members_cell(t, tr);
+        }
         const json_t *config = json_object_get(tr, "config");
         json_object_foreach((json_t *)space, name, domain) {
             if (searched(domain))

@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "table.h"
@@ -22,10 +23,14 @@ void cli_view_progress(FILE *out, const json_t *exp);
  * config; "best: none yet" when there is no best. */
 void cli_view_best(FILE *out, const json_t *exp, const char *indent);
 
-/* A table of trials: trial id, state, one column per searched parameter,
- * step, last metric value, best value. trials are borrowed trial objects;
- * `more` > 0 adds a last line "… N more" (`more_what` says of what, may be
- * NULL). */
+/* resources_per_trial.nodes of an experiment object: how many workers run
+ * each of its trials (docs/api.md, "Gangs"); 1 when absent. */
+int64_t cli_view_nodes(const json_t *exp);
+
+/* A table of trials: trial id, state, for an experiment of gangs (nodes > 1)
+ * each trial's nodes and, while it runs, its members' worker ids by rank,
+ * one column per searched parameter, step, last metric value, best value. trials are borrowed trial
+ * objects; `more` > 0 adds a last line "… N more" (`more_what` says of what, may be NULL). */
 void cli_view_trials(FILE *out, const json_t *exp, json_t *const *trials, size_t n,
                      CliTableStyle style, size_t more, const char *more_what);
 

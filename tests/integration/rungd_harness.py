@@ -12,7 +12,7 @@ does. This module holds what every test file shares:
 - `Daemon.call` / `Daemon.request`: one HTTP request on a fresh connection,
   answered as (status, parsed JSON) or as a `Response`.
 - `Worker`: the pull protocol of docs/api.md (register, lease, heartbeat, report,
-  finish) as a worker speaks it.
+  finish) as a worker speaks it; `form_gang` has several of them form a gang.
 - `RungdTestCase`: a unittest.TestCase whose daemons and temporary folders are
   always cleaned up, and which fails a test whose daemon died on its own.
 - `main()`: runs a test file. The path of rungd comes from `--rungd PATH`
@@ -519,6 +519,25 @@ class Worker:
         if logs is not None:
             body["logs"] = logs
         return self.d.call("POST", "/api/v1/workers/%d/heartbeat" % self.id, body)
+
+
+def form_gang(members, wait_s=5):
+    """Forms a gang of HTTP workers (docs/api.md, "Gangs"): `members` are
+    (Worker, advertise_addr, port), asked in this order, so the first is
+    rank 0. Each but the last is held (a 204); the last one's request forms
+    the gang, and the others get their places with their next request.
+    Returns the trial as each member got it, in the order of `members`."""
+    for w, addr, port in members[:-1]:
+        status, _ = w.lease(wait_s=0.2, advertise_addr=addr, port=port)
+        if status != 204:
+            raise AssertionError("worker %d was not held for the gang: %d" % (w.id, status))
+    got = []
+    for w, addr, port in members[::-1]:  # the last forms it
+        status, trial = w.lease(wait_s=wait_s, advertise_addr=addr, port=port)
+        if status != 200 or not (trial or {}).get("gang"):
+            raise AssertionError("worker %d got no gang place: %d %r" % (w.id, status, trial))
+        got.append(trial)
+    return got[::-1]
 
 
 def spec(**over):

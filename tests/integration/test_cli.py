@@ -8,7 +8,8 @@ cancel, export, workers, tokens, an unreachable server and RUNG_SERVER; the
 steering verbs (pause, resume, extend, set, stop-trial, retry, delete), each
 seen in the API; --json against the API's objects; logs and logs --follow
 (over HTTP, and of a real rung-worker's trial); show's warn and error
-columns and a failed experiment's error; watch ending on failed but not on
+columns and a failed experiment's error; show of a gang experiment (its
+nodes, and a running trial's members, formed by two HTTP workers); watch ending on failed but not on
 paused.
 
 The client is `rung` in the folder of rungd (every program lands in one
@@ -338,6 +339,51 @@ class CliTest(h.RungdTestCase):
         self.assertEqual(len(table), 20)
         api = d.trials(eid, sort="value", limit=20)["items"]
         self.assertEqual([int(l.split()[0]) for l in table], [t["id"] for t in api])
+
+    def test_show_a_gang_experiment_its_nodes_and_members(self):
+        d = self.daemon()
+        eid = self.submit(d, name="gang", num_samples=2,
+                          resources_per_trial={"cpu": 1, "nodes": 2, "gang_wait_s": 30})
+        d.wait_proposed(eid, 2)
+        a, b = h.Worker(d, name="a"), h.Worker(d, name="b")
+        ta, tb = h.form_gang([(a, "127.0.0.1", 29501), (b, "127.0.0.2", 29502)])
+        tid = ta["id"]
+        self.assertEqual(tb["id"], tid)
+        a.report_ok(ta, 1, {"loss": 0.5})
+        pending = [t for t in d.all_trials(eid) if t["id"] != tid][0]
+
+        def table(out):
+            """{trial id: cells} of show's trials table, and its header."""
+            lines = out.splitlines()
+            header = [l for l in lines if re.match(r"\s*trial\s+state", l)][0]
+            rows = {int(l.split()[0]): l.split()
+                    for l in lines[lines.index(header) + 1:] if re.match(r"\s*\d+ ", l)}
+            return header.split(), rows
+
+        out = self.rung("show", str(eid), server=d, expect=0).stdout
+        self.assertRegex(out, r"resources:\s+2 nodes, each cpu 1, gpu 0 \(gang_wait_s 30\)")
+        header, rows = table(out)
+        self.assertEqual(header[:5], ["trial", "state", "nodes", "members", "x"])
+        # The running trial: 2 nodes, its members' worker ids by rank.
+        self.assertEqual(rows[tid][:4], [str(tid), "running", "2", "%d,%d" % (a.id, b.id)])
+        # The pending one: 2 nodes, no members yet.
+        self.assertEqual(rows[pending["id"]][:4], [str(pending["id"]), "pending", "2",
+                                                   "%.6g" % pending["config"]["x"]])
+        # Once it ended the gang is history: no members shown.
+        a.finish_ok(ta)
+        b.finish_ok(tb)
+        _, rows = table(self.rung("show", str(eid), server=d, expect=0).stdout)
+        self.assertEqual(rows[tid][:3], [str(tid), "completed", "2"])
+        self.assertNotIn("%d,%d" % (a.id, b.id), " ".join(rows[tid]))
+        # --json is the API's experiment object, nodes included.
+        doc = h.json.loads(self.rung("show", str(eid), "--json", server=d, expect=0).stdout)
+        self.assertEqual(doc["resources_per_trial"]["nodes"], 2)
+        # A 1-node experiment has neither column.
+        one = self.submit(d, name="one")
+        d.wait_proposed(one, 1)
+        out = self.rung("show", str(one), server=d, expect=0).stdout
+        self.assertRegex(out, r"resources:\s+cpu 1, gpu 0\n")
+        self.assertEqual(table(out)[0][:3], ["trial", "state", "x"])
 
     # ---- watch ---------------------------------------------------------
 
