@@ -33,6 +33,8 @@ EXIT_USAGE = 2
 
 SHOW_TRIALS = 20  # trials in `show`, best first, as the C client
 NAME_WIDTH = 32  # the longest name `ls` shows before cutting it
+MEMBERS_WIDTH = 32  # a gang's worker ids in `show`; up to 64 nodes would fill a line
+GPU_NAME_WIDTH = 24  # a GPU's name in `workers` ("NVIDIA H100 80GB HBM3" fits)
 
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
 _CONTROL_LINE_RE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f\x80-\x9f]")
@@ -74,16 +76,20 @@ def _cut(text: str, width: int) -> str:
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]],
            right: Sequence[int] = ()) -> str:
     """A plain table: columns two spaces apart, no trailing blanks;
-    `right` lists the columns aligned to the right."""
+    `right` lists the columns aligned to the right. A cell may hold several
+    lines ("\\n"), as a worker's GPUs do, one each: its row grows to fit."""
     widths = [len(h) for h in headers]
     for row in rows:
         for i, cell in enumerate(row):
-            widths[i] = max(widths[i], len(cell))
+            widths[i] = max([widths[i]] + [len(part) for part in cell.split("\n")])
     lines = []
     for row in [list(headers)] + [list(r) for r in rows]:
-        cells = [cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
-                 for i, cell in enumerate(row)]
-        lines.append("  ".join(cells).rstrip())
+        parts = [cell.split("\n") for cell in row]
+        for k in range(max(len(p) for p in parts)):
+            cells = [(p[k] if k < len(p) else "") for p in parts]
+            cells = [cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
+                     for i, cell in enumerate(cells)]
+            lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
 
 
@@ -206,6 +212,35 @@ def _describe(obj: Any) -> str:
     return f"{_clean(obj.get('type'))} ({rest})" if rest else _clean(obj.get("type"))
 
 
+def _nodes(x: dict) -> int:
+    """resources_per_trial.nodes: how many workers run each trial together
+    (docs/api.md, "Gangs"); 1 when absent."""
+    nodes = (x.get("resources_per_trial") or {}).get("nodes", 1)
+    return nodes if isinstance(nodes, int) else 1
+
+
+def _resources(x: dict) -> str:
+    """"cpu 1, gpu 0" per trial; for a gang "2 nodes, each cpu 1, gpu 0
+    (gang_wait_s 60)", as the C client's `show`."""
+    r = x.get("resources_per_trial") or {}
+    text = f"cpu {_fmt(r.get('cpu', 1))}, gpu {_fmt(r.get('gpu', 0))}"
+    if _nodes(x) > 1:
+        text = f"{_nodes(x)} nodes, each {text} (gang_wait_s {_fmt(r.get('gang_wait_s', 60))})"
+    return text
+
+
+def _members(t: dict) -> str:
+    """"3,4": a running gang trial's members' worker ids, by rank; "" for
+    any other trial (one that is not running keeps its last gang for
+    inspection, naming workers that no longer run it)."""
+    gang = t.get("gang")
+    if t.get("state") != "running" or not isinstance(gang, dict):
+        return ""
+    members = [m for m in gang.get("members") or [] if isinstance(m, dict)]
+    members.sort(key=lambda m: m.get("rank", 0))
+    return _cut(",".join(_fmt(m.get("worker_id")) for m in members), MEMBERS_WIDTH)
+
+
 def cmd_show(client: Client, args: argparse.Namespace) -> int:
     x = client.get_experiment(args.id)
     if args.json:
@@ -228,6 +263,7 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
     else:
         what = _describe(trainable)
     print(f"  {'trainable:':<12}{what}")
+    print(f"  {'resources:':<12}{_resources(x)}")
     print(f"  {'samples:':<12}{x.get('num_samples')} ({x.get('total_trials')} trials in all)")
     progress = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     print(f"  {'progress:':<12}{_done(counts)}/{x.get('total_trials')} done"
@@ -248,16 +284,21 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
     print(f"\ntrials ({'first ' if len(shown) < len(trials) else ''}{len(shown)} of "
           f"{len(trials)}, by best {_clean(x.get('metric'))}):")
     params = list((x.get("search_space") or {}).keys())
+    # A gang experiment's trials: their nodes, and who runs a running one.
+    gang = _nodes(x) > 1
     rows = []
     for t in shown:
         warn = (t.get("warnings") or {}).get("count", 0)
         error = _clean((t.get("error") or "").split("\n", 1)[0])
-        rows.append([str(t["id"]), str(t.get("number")), _clean(t.get("state")),
-                     _fmt((t.get("best") or {}).get("value")), _fmt(t.get("step"))]
+        rows.append([str(t["id"]), str(t.get("number")), _clean(t.get("state"))]
+                    + ([_fmt(t.get("nodes", _nodes(x))), _members(t)] if gang else [])
+                    + [_fmt((t.get("best") or {}).get("value")), _fmt(t.get("step"))]
                     + [_cut(_fmt((t.get("config") or {}).get(p)), 16) for p in params]
                     + [str(warn) if warn else "", _cut(error, 60)])
-    print(_table(["TRIAL", "#", "STATE", "BEST", "STEP"] + [_cut(p, 16) for p in params]
-                 + ["WARN", "ERROR"], rows, right=(0, 1, 3, 4)))
+    right = (0, 1, 3, 5, 6) if gang else (0, 1, 3, 4)
+    print(_table(["TRIAL", "#", "STATE"] + (["NODES", "MEMBERS"] if gang else [])
+                 + ["BEST", "STEP"] + [_cut(p, 16) for p in params] + ["WARN", "ERROR"],
+                 rows, right=right))
     return EXIT_OK
 
 
@@ -374,6 +415,86 @@ def cmd_export(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+_RFC3339_RE = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|z|[+-]\d\d:\d\d)$")
+
+
+def _next_lease(w: dict) -> str:
+    """"next lease Mon 19:00" (local time) for an alive worker outside its
+    --hours (its heartbeat's next_lease_at), else ""."""
+    import datetime
+
+    at = (w.get("heartbeat") or {}).get("next_lease_at")
+    m = _RFC3339_RE.match(at) if isinstance(at, str) else None
+    if m is None or (w.get("state") or ("alive" if w.get("alive") else "gone")) != "alive":
+        return ""
+    offset = m.group(3)
+    tz = datetime.timezone.utc
+    if offset not in ("Z", "z"):
+        sign = -1 if offset[0] == "-" else 1
+        tz = datetime.timezone(sign * datetime.timedelta(hours=int(offset[1:3]),
+                                                         minutes=int(offset[4:6])))
+    try:
+        when = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=tz)
+    except ValueError:
+        return ""
+    return "next lease " + when.astimezone().strftime("%a %H:%M")
+
+
+def _gpu_state(st: dict) -> str:
+    """", trial 17", ", spare", ", busy: others hold 2048 MiB, use 40%",
+    ", waiting": a GPU's state from the heartbeat, as the C client's
+    `workers` shows it (docs/workers.md, "Spare GPUs"); "" without one."""
+    state = st.get("state")
+    if not isinstance(state, str):
+        return ""
+    state = _clean(state)
+    mb = st.get("foreign_mb") if isinstance(st.get("foreign_mb"), int) else 0
+    util = st.get("foreign_util")
+    pct = util * 100 if isinstance(util, (int, float)) and not isinstance(util, bool) else 0
+    trial = st.get("trial_id")
+    if state == "trial" and isinstance(trial, int) and trial > 0:
+        text = f", trial {trial}"
+    else:
+        text = f", {state}"
+    # Other people's use: why it is busy, or what a trial shares it with.
+    others = f"others hold {mb} MiB, use {pct:.0f}%"
+    if state == "busy":
+        text += f": {others}"
+    elif mb > 0 or pct >= 1:
+        text += f" ({others})"
+    return text
+
+
+def _gpus_cell(w: dict) -> str:
+    """One line per GPU: "0 NVIDIA H100 97% 40211/81559 MiB, trial 17"; the
+    utilization, memory in use and state only when the last heartbeat
+    carried them."""
+    gpus = [g for g in (w.get("gpus") or []) if isinstance(g, dict)]
+    if not gpus:
+        return "-"
+    beat = {g.get("index"): g for g in ((w.get("heartbeat") or {}).get("gpus") or [])
+            if isinstance(g, dict)}
+    lines = []
+    for i, g in enumerate(gpus):
+        index = g.get("index", i)
+        line = f"{_fmt(index)} {_cut(_clean(g.get('name') or 'GPU'), GPU_NAME_WIDTH)}"
+        st = beat.get(index) or {}
+        util = st.get("util")
+        if isinstance(util, (int, float)) and not isinstance(util, bool):
+            # docs/api.md sends a fraction (0.97); percent (97) is shown as meant.
+            line += f" {util * 100 if util <= 1 else util:.0f}%"
+        used, total = st.get("memory_used_mb"), g.get("memory_mb")
+        has_used = isinstance(used, (int, float)) and not isinstance(used, bool)
+        if has_used:
+            line += f" {used:.0f}"
+        if isinstance(total, int) and total >= 0:
+            line += f"{'/' if has_used else ' '}{total} MiB"
+        elif has_used:
+            line += " MiB"
+        lines.append(line + _gpu_state(st))
+    return "\n".join(lines)
+
+
 def cmd_workers(client: Client, args: argparse.Namespace) -> int:
     items = client.list_workers(all=args.all)
     if args.json:
@@ -384,13 +505,13 @@ def cmd_workers(client: Client, args: argparse.Namespace) -> int:
         return EXIT_OK
     rows = []
     for w in items:
-        gpus = ",".join(str(g.get("index", "?")) for g in (w.get("gpus") or []) if
-                        isinstance(g, dict)) or "-"
         labels = ",".join(f"{k}={v}" for k, v in (w.get("labels") or {}).items())
         running = ",".join(str(i) for i in (w.get("running_trials") or [])) or "-"
+        state = _clean(w.get("state") or ("alive" if w.get("alive") else "gone"))
+        nxt = _next_lease(w)
         rows.append([str(w["id"]), _cut(_clean(w.get("name")), NAME_WIDTH),
-                     _clean(w.get("state") or ("alive" if w.get("alive") else "gone")),
-                     str(w.get("cpus")), gpus, running, _cut(_clean(labels), 40)])
+                     state + ("\n" + nxt if nxt else ""), str(w.get("cpus")), _gpus_cell(w),
+                     running, _cut(_clean(labels), 40)])
     print(_table(["ID", "NAME", "STATE", "CPUS", "GPUS", "RUNNING", "LABELS"], rows,
                  right=(0, 3)))
     return EXIT_OK

@@ -9,6 +9,7 @@ variable RUNGD, which ctest sets. Without it they are skipped.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
@@ -252,6 +253,82 @@ class WithDaemonTest(unittest.TestCase):
         workers = self.cli_json("workers", "--json")
         self.assertEqual([w["id"] for w in workers["items"]], [worker.id])
         self.assertIn("alive", self.cli("workers").stdout)
+
+    def test_gpu_states_next_lease_and_a_gang(self) -> None:
+        # A daemon of its own: test_verbs counts the workers of the shared one.
+        h = self.harness
+        folder = tempfile.mkdtemp(prefix="rung-cli-py-gang-")
+        self.addCleanup(shutil.rmtree, folder, True)
+        d = h.Daemon(folder).start()
+        self.addCleanup(d.stop)
+
+        def cli(*args: str) -> str:
+            out = run_cli(*args, server=d.url)
+            self.assertEqual(out.returncode, 0, f"{args}: {out.stdout}\n{out.stderr}")
+            return out.stdout
+
+        # workers: each GPU's state as the last heartbeat gave it, and the
+        # next lease of a worker outside its --hours, in local time.
+        box = h.Worker(d, name="desk", cpus=4, gpus=(0, 1, 2, 3))
+        nxt = datetime.datetime.now(datetime.timezone.utc).replace(second=0, microsecond=0) \
+            + datetime.timedelta(hours=3)
+        d.ok("POST", f"/api/v1/workers/{box.id}/heartbeat", {
+            "trials": [], "hours": "Mon-Fri 19:00-07:00,Sat-Sun",
+            "next_lease_at": nxt.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "gpus": [{"index": 0, "util": 0.97, "memory_used_mb": 400, "state": "trial",
+                      "trial_id": 17, "foreign_mb": 0, "foreign_util": 0},
+                     {"index": 1, "util": 0, "memory_used_mb": 0, "state": "spare"},
+                     {"index": 2, "util": 0.4, "memory_used_mb": 2048, "state": "busy",
+                      "foreign_mb": 2048, "foreign_util": 0.4},
+                     {"index": 3, "util": 0, "memory_used_mb": 0, "state": "waiting"}]})
+        gpus = ["0 fake 97% 400/1024 MiB, trial 17", "1 fake 0% 0/1024 MiB, spare",
+                "2 fake 40% 2048/1024 MiB, busy: others hold 2048 MiB, use 40%",
+                "3 fake 0% 0/1024 MiB, waiting"]
+        when = "next lease " + nxt.astimezone().strftime("%a %H:%M")
+        lines = cli("workers").splitlines()
+        self.assertEqual(lines[0].split(), ["ID", "NAME", "STATE", "CPUS", "GPUS", "RUNNING",
+                                            "LABELS"])
+        self.assertEqual(len(lines), 5, lines)  # one line per GPU
+        self.assertEqual(lines[1].split()[:4], [str(box.id), "desk", "alive", "4"])
+        self.assertIn(when, lines[2])
+        for line, gpu in zip(lines[1:], gpus):
+            self.assertIn(gpu, line)
+        # What the C client shows, where it is built beside rungd.
+        c_rung = os.path.join(os.path.dirname(os.environ["RUNGD"]), "rung")
+        if os.access(c_rung, os.X_OK):
+            c_out = subprocess.run([c_rung, "--server", d.url, "workers"], capture_output=True,
+                                   text=True, timeout=TIMEOUT_S).stdout
+            for want in gpus + [when]:
+                self.assertIn(want, c_out)
+
+        # show: a gang experiment's nodes, and its running trial's members by rank.
+        eid = d.create_experiment(h.spec(name="gang", num_samples=2, resources_per_trial={
+            "cpu": 1, "nodes": 2, "gang_wait_s": 30}))["id"]
+        d.wait_proposed(eid, 2)
+        a, b = h.Worker(d, name="a"), h.Worker(d, name="b")
+        ta, tb = h.form_gang([(a, "127.0.0.1", 29501), (b, "127.0.0.2", 29502)])
+        a.report_ok(ta, 1, {"loss": 0.5})
+        out = cli("show", str(eid))
+        self.assertRegex(out, r"resources:\s+2 nodes, each cpu 1, gpu 0 \(gang_wait_s 30\)")
+        table = out[out.index("\ntrials ("):].splitlines()[2:]
+        self.assertEqual(table[0].split()[:6], ["TRIAL", "#", "STATE", "NODES", "MEMBERS",
+                                                "BEST"])
+        rows = {int(line.split()[0]): line.split() for line in table[1:]}
+        self.assertEqual(rows[ta["id"]][2:5], ["running", "2", f"{a.id},{b.id}"])
+        pending = [t for t in d.all_trials(eid) if t["id"] != ta["id"]][0]
+        self.assertEqual(rows[pending["id"]][2:5], ["pending", "2", "-"])  # no members: BEST
+        a.finish_ok(ta)
+        b.finish_ok(tb)
+        rows = {int(line.split()[0]): line.split()
+                for line in cli("show", str(eid)).split("\ntrials (")[1].splitlines()[2:]}
+        self.assertEqual(rows[ta["id"]][2:5], ["completed", "2", "0.5"])  # ended: no members
+        # A 1-node experiment has neither column.
+        one = d.create_experiment(h.spec(name="one"))["id"]
+        d.wait_proposed(one, 1)
+        out = cli("show", str(one))
+        self.assertRegex(out, r"resources:\s+cpu 1, gpu 0\n")
+        self.assertEqual(out[out.index("\ntrials ("):].splitlines()[2].split()[:4],
+                         ["TRIAL", "#", "STATE", "BEST"])
 
     def test_api_errors_exit_1_with_the_field(self) -> None:
         bad = self.harness.spec(search_space={"lr": {"type": "loguniform", "low": 0,
