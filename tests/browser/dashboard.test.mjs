@@ -35,6 +35,10 @@
 //                      use, spare, waiting) and the next lease outside --hours
 //   preempted trial    a trial finished "preempted" shows that state and its
 //                      preemptions, and the experiment counts it
+//   gang trial         a 2-node trial formed by two HTTP workers: its page
+//                      shows its nodes, both members (rank → worker, linked
+//                      to the workers page) and where they meet, as the
+//                      API's gang says; the experiment page its nodes
 //
 // A screenshot of every page is written to $RUNG_SCREENSHOTS (ctest passes
 // <build>/screenshots). The token prompt is in token.test.mjs.
@@ -816,6 +820,68 @@ test('workers page: each GPU spare, held by a trial, busy or waiting, and the ne
   await d.api('POST', `/api/v1/workers/${fake.id}/heartbeat`, { trials: [...running], gpus: GPU_BEAT, hours: null, next_lease_at: null });
   await waitFor(async () => !(await page.locator(`${row} ${tid('worker-next-lease')}`).isVisible()),
     { timeout: PAGE_WAIT, what: 'the next lease hidden' });
+});
+
+test('a gang trial\'s page lists its nodes and members; the experiment page its nodes', async () => {
+  // External: the real rung-worker never asks for such trials, so the two
+  // workers of the test form the gang alone.
+  const x = await d.createExperiment({
+    name: 'browser-gang', metric: 'loss', mode: 'min',
+    search_space: { x: { type: 'uniform', low: 0, high: 1 } },
+    num_samples: 1, priority: 10, resources_per_trial: { cpu: 1, nodes: 2, gang_wait_s: 30 },
+    trainable: { type: 'external' },
+  });
+  await d.waitProposed(x.id, 1);
+  const a = await new FakeWorker(d, { name: 'gang-a', cpus: 2 }).register();
+  const b = await new FakeWorker(d, { name: 'gang-b', cpus: 2 }).register();
+  const at = (port) => ({ advertiseAddr: '127.0.0.1', port });
+  // a is held first (rank 0); b's request forms the gang; a's next one gets its place.
+  assert.equal(await a.lease({ ...at(29501), waitS: 0.2 }), null, 'the first worker is held');
+  const tb = await b.leaseOne({ ...at(29502), waitS: 5 });
+  const ta = await a.leaseOne({ ...at(29501), waitS: 5 });
+  assert.equal(ta.id, tb.id);
+  assert.deepEqual([ta.gang.rank, tb.gang.rank], [0, 1]);
+  await a.report(ta, 1, { loss: 0.25 });
+  const t = await d.trial(ta.id);
+  assert.equal(t.nodes, 2);
+  assert.deepEqual(t.gang.members, [{ rank: 0, worker_id: a.id }, { rank: 1, worker_id: b.id }]);
+
+  await go(`/trials/${t.id}`);
+  await waitText(tid('trial-nodes'), (s) => s.startsWith('2 '), 'the trial\'s nodes');
+  const members = () => page.$$eval(tid('trial-gang-member'), (li) => li.map((el) => ({
+    rank: Number(el.dataset.rank), worker_id: Number(el.dataset.worker), text: el.textContent,
+    href: el.querySelector('a') && el.querySelector('a').getAttribute('href'),
+  })));
+  await waitFor(async () => (await members()).length === 2, { timeout: PAGE_WAIT, what: 'two gang members' });
+  const shown = await members();
+  assert.deepEqual(shown.map((m) => ({ rank: m.rank, worker_id: m.worker_id })), t.gang.members, 'members by rank');
+  for (const [m, w] of [[shown[0], a], [shown[1], b]]) {
+    assert.ok(m.text.includes(`rank ${m.rank}`) && m.text.includes(w.name) && m.text.includes(`worker ${w.id}`),
+      `member ${JSON.stringify(m)} names rank ${m.rank} and ${w.name}`);
+    assert.equal(m.href, '#/workers', 'a member links to the workers page');
+  }
+  await waitText(tid('trial-gang-master'), (s) => s.includes(`${t.gang.master_addr}:${t.gang.master_port}`), 'where the gang meets');
+  await shot('trial-gang');
+
+  await go(`/experiments/${x.id}`);
+  await waitAttr(tid('exp-resources'), 'data-nodes', '2', 'the experiment\'s nodes');
+  await waitText(tid('exp-resources'), (s) => s.startsWith('2 nodes per trial'), 'the experiment\'s resources');
+  await shot('experiment-gang');
+  // A 1-node trial and experiment say nothing of gangs.
+  await go(`/experiments/${X.fifo.id}`);
+  await waitAttr(tid('exp-resources'), 'data-nodes', '1', 'a 1-node experiment\'s nodes');
+  await go(`/trials/${xssTrial}`);
+  await waitText(tid('trial-state'), (await d.trial(xssTrial)).state, 'the 1-node trial');
+  assert.equal(await page.locator(tid('trial-nodes')).isVisible(), false, 'no nodes for a 1-node trial');
+  assert.equal(await page.locator(tid('trial-gang')).isVisible(), false, 'no gang for a 1-node trial');
+
+  // Once it ended, its page keeps the last gang, called that.
+  await a.finish(ta);
+  await b.finish(tb);
+  await go(`/trials/${t.id}`);
+  await waitText(tid('trial-state'), 'completed', 'the gang trial completed');
+  assert.equal((await page.$$eval(tid('trial-gang-member'), (li) => li.length)), 2, 'the last gang\'s members');
+  assert.ok(await page.getByText('Last gang', { exact: true }).isVisible(), 'the members are the last gang\'s');
 });
 
 test('an unknown experiment shows the error banner', async () => {

@@ -341,9 +341,13 @@ export class FakeWorker {
     return this;
   }
 
-  /** A leased trial (with lease_token), or null on 204. */
-  async lease({ cpus = 1, gpus = [], waitS = 5 } = {}) {
-    const r = await this.d.request('POST', `/api/v1/workers/${this.id}/lease`, { cpus, gpus, wait_s: waitS }, {
+  /** A leased trial (with lease_token), or null on 204. advertiseAddr and
+   * port: where gang members reach this worker (docs/api.md, "Gangs");
+   * without them it never joins a gang. */
+  async lease({ cpus = 1, gpus = [], waitS = 5, advertiseAddr, port } = {}) {
+    const body = { cpus, gpus, wait_s: waitS };
+    if (advertiseAddr !== undefined) Object.assign(body, { advertise_addr: advertiseAddr, port });
+    const r = await this.d.request('POST', `/api/v1/workers/${this.id}/lease`, body, {
       timeout: HTTP_TIMEOUT_MS + waitS * 1000,
     });
     if (r.status === 204) return null;

@@ -1,5 +1,6 @@
 // #/experiments/ID — one experiment: state and counts, why it failed or
-// ended, the best trial, pause/resume, cancel and CSV, the charts (learning curves, history, one scatter per
+// ended, its settings (metric, searcher, scheduler, resources and a gang's
+// nodes), the best trial, pause/resume, cancel and CSV, the charts (learning curves, history, one scatter per
 // parameter, parallel coordinates) and one page of its trials.
 import * as api from '../api.js';
 import { createBestChart } from '../charts/best.js';
@@ -28,7 +29,10 @@ export function mount(root, { id }) {
   // ---- header, counts, best trial ----
   const title = h('h1', { testid: 'exp-title', text: `Experiment ${id}` });
   const stateBadge = h('span', { class: 'state', testid: 'exp-state' });
-  const meta = h('p', { class: 'meta' });
+  const metaText = h('span');
+  // resources_per_trial: per trial, or per node of a gang (docs/api.md, "Gangs").
+  const resources = h('span', { testid: 'exp-resources' });
+  const meta = h('p', { class: 'meta' }, metaText, ' \u00b7 ', resources);
   const cancel = h('button', { type: 'button', class: 'danger', testid: 'cancel', disabled: true, onclick: onCancel },
     'Cancel experiment');
   // Pause (docs/api.md, POST /experiments/{id}/pause), shown while it runs;
@@ -151,7 +155,7 @@ export function mount(root, { id }) {
     setText(title, x.name || `Experiment ${id}`);
     setState(stateBadge, x.state);
     const sched = x.scheduler || {};
-    setText(meta, [
+    setText(metaText, [
       `#${x.id}`,
       `${x.metric} (${x.mode})`,
       `searcher ${typeOf(x.searcher, 'random')}`,
@@ -160,6 +164,11 @@ export function mount(root, { id }) {
       `created ${time(x.created_at)}`,
       x.ended_at ? `ended ${time(x.ended_at)}` : null,
     ].filter(Boolean).join(' \u00b7 '));
+    const r = x.resources_per_trial || {};
+    const nodes = Number.isInteger(r.nodes) ? r.nodes : 1;
+    const each = `cpu ${r.cpu ?? 1}, gpu ${r.gpu ?? 0}`;
+    setText(resources, nodes > 1 ? `${nodes} nodes per trial, each ${each}` : `${each} per trial`);
+    setAttr(resources, 'data-nodes', nodes);
     renderButtons();
     setText(endedReason, x.ended_reason || '');
     endedLine.hidden = !x.ended_reason;

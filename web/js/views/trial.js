@@ -1,5 +1,6 @@
 // #/trials/ID — one trial: state, config, error, who stopped or paused it,
-// the invalid @rung lines the worker refused, worker, times, its reports
+// the invalid @rung lines the worker refused, worker, a gang's nodes and
+// members (rank → worker) and where they meet, times, its reports
 // (table and chart, fetched incrementally with after_step) and its log tail.
 // Once the trial is final and its last reports are in, polling stops.
 import * as api from '../api.js';
@@ -35,6 +36,14 @@ export function mount(root, { id }) {
   const pausedBy = h('span', { testid: 'trial-paused-by' });
   const stoppedByFact = [h('dt', { text: 'Stopped by', hidden: true }), h('dd', { hidden: true }, stoppedBy)];
   const pausedByFact = [h('dt', { text: 'Paused by', hidden: true }), h('dd', { hidden: true }, pausedBy)];
+  // A gang (docs/api.md, "Gangs"; nodes > 1): how many workers run each
+  // attempt, and the members of the current attempt, or of the last one.
+  const nodes = h('span', { testid: 'trial-nodes' });
+  const nodesFact = [h('dt', { text: 'Nodes', hidden: true }), h('dd', { hidden: true }, nodes)];
+  const gangTitle = h('dt', { text: 'Gang', hidden: true });
+  const gangList = h('ol', { class: 'gang', testid: 'trial-gang' });
+  const gangMaster = h('span', { class: 'muted', testid: 'trial-gang-master' });
+  const gangFact = [gangTitle, h('dd', { hidden: true }, gangList, gangMaster)];
   // warnings: {count, last: [{line, why}]}, the @rung lines rung-worker refused.
   const warnCount = h('p', { class: 'muted', testid: 'trial-warnings-count' });
   const warnList = h('ul', { class: 'warnings', testid: 'trial-warnings' });
@@ -54,6 +63,7 @@ export function mount(root, { id }) {
         h('dt', { text: 'Config' }), h('dd', null, config),
         h('dt', { text: 'Best' }), h('dd', null, best),
         h('dt', { text: 'Worker' }), h('dd', null, worker),
+        nodesFact, gangFact,
         h('dt', { text: 'Times' }), h('dd', null, times),
         h('dt', { text: 'Scheduler' }), h('dd', null, rung),
         stoppedByFact, pausedByFact),
@@ -80,8 +90,7 @@ export function mount(root, { id }) {
     }
     if (t.worker_id) {
       if (!worker.firstChild || worker.firstChild.nodeName !== 'A') worker.replaceChildren(h('a', { href: '#/workers' }));
-      const name = workerNames.get(t.worker_id);
-      setText(worker.firstChild, name ? `${name} (worker ${t.worker_id})` : `worker ${t.worker_id}`);
+      setText(worker.firstChild, workerText(t.worker_id));
     } else {
       setText(worker, DASH);
     }
@@ -96,12 +105,41 @@ export function mount(root, { id }) {
     if (t.preemptions > 0) parts.push(`preempted ${t.preemptions === 1 ? 'once' : `${t.preemptions} times`}`);
     if (t.rung !== undefined && t.rung !== null) parts.push(`${t.state === 'paused' ? 'paused' : 'stopped'} at rung ${num(t.rung)}`);
     setText(rung, parts.join(' \u00b7 '));
+    renderGang(t);
     showFact(stoppedByFact, stoppedBy, t.stopped_by);
     showFact(pausedByFact, pausedBy, t.paused_by);
     renderWarnings(t.warnings);
     const tail = typeof t.log_tail === 'string' && t.log_tail.length ? t.log_tail : null;
     setText(log, tail === null ? 'no log yet' : tail);
     log.classList.toggle('muted', tail === null);
+  }
+
+  /** "name (worker 3)" when its name is known, else "worker 3". */
+  function workerText(wid) {
+    const name = workerNames.get(wid);
+    return name ? `${name} (worker ${wid})` : `worker ${wid}`;
+  }
+
+  let gangKey = '';
+  function renderGang(t) {
+    const n = Number.isInteger(t.nodes) ? t.nodes : 1;
+    setText(nodes, n > 1 ? `${n} workers run each attempt together` : '');
+    for (const el of nodesFact) el.hidden = n <= 1;
+    const g = t.gang && Array.isArray(t.gang.members) ? t.gang : null;
+    // The members stay after an attempt ended, for inspection: say which.
+    setText(gangTitle, t.state === 'running' ? 'Gang' : 'Last gang');
+    for (const el of gangFact) el.hidden = !g;
+    const members = g ? [...g.members].sort((a, b) => a.rank - b.rank) : [];
+    const k = JSON.stringify([members, members.map((m) => workerText(m.worker_id))]);
+    if (k !== gangKey) {
+      gangKey = k;
+      // The workers page lists every worker; it has no page per worker.
+      gangList.replaceChildren(...members.map((m) => h('li', { testid: 'trial-gang-member', 'data-rank': m.rank, 'data-worker': m.worker_id },
+        `rank ${m.rank} → `, h('a', { href: '#/workers', text: workerText(m.worker_id) }))));
+    }
+    const addr = g && typeof g.master_addr === 'string' ? g.master_addr : '';
+    const host = addr.includes(':') ? `[${addr}]` : addr; // an IPv6 address
+    setText(gangMaster, g ? `master ${host}:${g.master_port} (node 0's rendezvous)` : '');
   }
 
   function showFact(pair, el, value) {
@@ -184,11 +222,13 @@ export function mount(root, { id }) {
     if (!exp) {
       exp = await api.getExperiment(t.experiment_id, signal);
     }
-    if (t.worker_id && !workerNames.has(t.worker_id)) {
+    const wids = [t.worker_id, ...(t.gang && Array.isArray(t.gang.members) ? t.gang.members.map((m) => m.worker_id) : [])];
+    const unnamed = wids.filter((w) => w && !workerNames.has(w));
+    if (unnamed.length) {
       // Once per worker: its name is nicer than its id.
       const doc = await api.listWorkers(signal);
       for (const w of doc.items || []) workerNames.set(w.id, w.name);
-      if (!workerNames.has(t.worker_id)) workerNames.set(t.worker_id, null);
+      for (const w of unnamed) if (!workerNames.has(w)) workerNames.set(w, null);
     }
     if (destroyed) return undefined;
     renderTrial(t);
