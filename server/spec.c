@@ -11,12 +11,15 @@
 #include <string.h>
 
 #include "jsonv.h"
+#include "nonfinite.h"
 
 #define E RUNG_E_INVALID_SPEC
 
 static const char *const top_keys[] = {"name",
                                        "metric",
                                        "mode",
+                                       "metrics",
+                                       "constraints",
                                        "search_space",
                                        "searcher",
                                        "scheduler",
@@ -385,6 +388,8 @@ static int parse_counts(json_t *j, Spec *spec, RungError *err)
 
 static int parse_best_scope(json_t *j, Spec *spec, RungError *err)
 {
+    if (spec->n_objectives > 1)
+        return 0; /* refused by check_objective_rules when given */
     const char *scope = "all";
     if (jsonv_string(j, "", "best_scope", JSONV_OPTIONAL, 8, &scope, E, err))
         return err->code;
@@ -559,6 +564,170 @@ static int check_nested(const json_t *space, RungError *err)
     return 0;
 }
 
+static int parse_mode(const char *mode, const char *field, SpecMode *out, RungError *err)
+{
+    if (strcmp(mode, "min") != 0 && strcmp(mode, "max") != 0)
+        return rung_error_set(err, E, field, "%s: must be min or max, not '%s'", field, mode);
+    *out = strcmp(mode, "min") == 0 ? SPEC_MODE_MIN : SPEC_MODE_MAX;
+    return 0;
+}
+
+/* The objectives: "metric" and "mode" (one), or "metrics" (2 ..
+ * SPEC_MAX_OBJECTIVES of {"name", "mode"}), never both (docs/api.md,
+ * "Several objectives"). spec->metric and spec->mode are the first's. */
+static int parse_objectives(json_t *j, Spec *spec, RungError *err)
+{
+    drop_null(j, "metrics");
+    json_t *ms = json_object_get(j, "metrics");
+    if (ms == NULL) {
+        const char *mode;
+        if (jsonv_string(j, "", "metric", JSONV_REQUIRED, SPEC_MAX_METRIC, &spec->metric, E, err) ||
+            jsonv_string(j, "", "mode", JSONV_REQUIRED, 8, &mode, E, err) ||
+            parse_mode(mode, "mode", &spec->mode, err))
+            return err->code;
+        spec->n_objectives = 1;
+        spec->objectives[0] = (SpecObjective){spec->metric, spec->mode};
+        return 0;
+    }
+    if (json_object_get(j, "metric") != NULL || json_object_get(j, "mode") != NULL)
+        return rung_error_set(err, E, "metrics",
+                              "metrics: give either metric and mode (one objective) or metrics "
+                              "(several), not both");
+    if (!json_is_array(ms) || json_array_size(ms) < 2 || json_array_size(ms) > SPEC_MAX_OBJECTIVES)
+        return rung_error_set(err, E, "metrics",
+                              "metrics: must be an array of 2 to %d objectives {\"name\", "
+                              "\"mode\"}; one objective is metric and mode",
+                              SPEC_MAX_OBJECTIVES);
+    static const char *const keys[] = {"name", "mode", NULL};
+    size_t i;
+    json_t *m;
+    json_array_foreach(ms, i, m) {
+        char path[32], field[RUNG_FIELD_MAX];
+        snprintf(path, sizeof path, "metrics[%d]", (int)i);
+        const char *mode;
+        SpecObjective *o = &spec->objectives[i];
+        if (jsonv_object(m, path, E, err) || jsonv_only_keys(m, path, keys, E, err) ||
+            jsonv_string(m, path, "name", JSONV_REQUIRED, SPEC_MAX_METRIC, &o->name, E, err) ||
+            jsonv_string(m, path, "mode", JSONV_REQUIRED, 8, &mode, E, err))
+            return err->code;
+        snprintf(field, sizeof field, "metrics[%d].mode", (int)i);
+        if (parse_mode(mode, field, &o->mode, err))
+            return err->code;
+        snprintf(field, sizeof field, "metrics[%d].name", (int)i);
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(spec->objectives[k].name, o->name) == 0)
+                return rung_error_set(err, E, field, "%s: '%s' is metrics[%zu] too", field, o->name,
+                                      k);
+    }
+    spec->n_objectives = (int)json_array_size(ms);
+    spec->metric = spec->objectives[0].name;
+    spec->mode = spec->objectives[0].mode;
+    return 0;
+}
+
+/* constraints: 1 .. SPEC_MAX_CONSTRAINTS of {"metric", "min", "max"}, at
+ * least one bound each (docs/api.md, "Constraints"). */
+static int parse_constraints(json_t *j, Spec *spec, RungError *err)
+{
+    drop_null(j, "constraints");
+    json_t *cs = json_object_get(j, "constraints");
+    if (cs == NULL)
+        return 0;
+    if (!json_is_array(cs) || json_array_size(cs) < 1 || json_array_size(cs) > SPEC_MAX_CONSTRAINTS)
+        return rung_error_set(err, E, "constraints",
+                              "constraints: must be an array of 1 to %d constraints "
+                              "{\"metric\", \"min\", \"max\"}",
+                              SPEC_MAX_CONSTRAINTS);
+    static const char *const keys[] = {"metric", "min", "max", NULL};
+    size_t i;
+    json_t *c;
+    json_array_foreach(cs, i, c) {
+        char path[32], field[RUNG_FIELD_MAX];
+        snprintf(path, sizeof path, "constraints[%d]", (int)i);
+        SpecConstraint *k = &spec->constraints[i];
+        if (jsonv_object(c, path, E, err) || jsonv_only_keys(c, path, keys, E, err))
+            return err->code;
+        drop_null(c, "min");
+        drop_null(c, "max");
+        if (jsonv_string(c, path, "metric", JSONV_REQUIRED, SPEC_MAX_METRIC, &k->metric, E, err) ||
+            jsonv_number(c, path, "min", JSONV_OPTIONAL, &k->min, E, err) ||
+            jsonv_number(c, path, "max", JSONV_OPTIONAL, &k->max, E, err))
+            return err->code;
+        k->has_min = json_object_get(c, "min") != NULL;
+        k->has_max = json_object_get(c, "max") != NULL;
+        if (!k->has_min && !k->has_max)
+            return rung_error_set(err, E, path, "%s: give min, max or both", path);
+        snprintf(field, sizeof field, "constraints[%d].%s", (int)i, k->has_min ? "min" : "max");
+        if ((k->has_min && !isfinite(k->min)) || (k->has_max && !isfinite(k->max)))
+            return rung_error_set(err, E, field, "%s: must be a finite number", field);
+        if (k->has_min && k->has_max && k->min > k->max) {
+            snprintf(field, sizeof field, "constraints[%d].max", (int)i);
+            return rung_error_set(err, E, field, "%s: %g is below min %g", field, k->max, k->min);
+        }
+        if (k->has_min)
+            json_object_set_new(c, "min", number_json(k->min));
+        if (k->has_max)
+            json_object_set_new(c, "max", number_json(k->max));
+    }
+    spec->n_constraints = (int)json_array_size(cs);
+    return 0;
+}
+
+/* What several objectives or constraints rule out: rules defined on one
+ * metric's value (docs/api.md, "Several objectives"). Stored specs are
+ * never refused here: none could have both. */
+static int check_objective_rules(const json_t *j, const Spec *spec, RungError *err)
+{
+    const json_t *stop = json_object_get(j, "stop");
+    if (spec->n_objectives > 1) {
+        if (json_object_get(j, "best_scope") != NULL)
+            return rung_error_set(err, E, "best_scope",
+                                  "best_scope: applies to one metric; with several objectives "
+                                  "a trial counts by its last report");
+        if (spec->sched.type != ASHA_FIFO)
+            return rung_error_set(err, E, "scheduler.type",
+                                  "scheduler.type: with several objectives only fifo");
+        if (spec->has_stop_threshold)
+            return rung_error_set(err, E, "stop.metric_threshold",
+                                  "stop.metric_threshold: applies to one metric, not to "
+                                  "several objectives");
+        if (json_object_get(stop, "patience") != NULL)
+            return rung_error_set(err, E, "stop.patience",
+                                  "stop.patience: counts trials without a better best, and "
+                                  "several objectives have no single best");
+    }
+    if (spec->n_constraints > 0 && spec->has_stop_threshold)
+        return rung_error_set(err, E, "stop.metric_threshold",
+                              "stop.metric_threshold: not with constraints (a value may come "
+                              "from an infeasible trial)");
+    return 0;
+}
+
+bool spec_losses(const Spec *spec, const json_t *metrics, double loss[SPEC_MAX_OBJECTIVES])
+{
+    for (int k = 0; k < spec->n_objectives; k++) {
+        double v;
+        if (!rung_nonfinite_from_json(json_object_get(metrics, spec->objectives[k].name), &v))
+            return false;
+        loss[k] = spec->objectives[k].mode == SPEC_MODE_MIN ? v : -v;
+    }
+    return true;
+}
+
+bool spec_feasible(const Spec *spec, const json_t *metrics)
+{
+    for (int k = 0; k < spec->n_constraints; k++) {
+        const SpecConstraint *c = &spec->constraints[k];
+        json_t *v = json_object_get(metrics, c->metric);
+        if (!json_is_number(v))
+            return false;
+        double x = json_number_value(v);
+        if (!isfinite(x) || (c->has_min && x < c->min) || (c->has_max && x > c->max))
+            return false;
+    }
+    return true;
+}
+
 /* spec_parse, or spec_load when stored. */
 static int parse(const json_t *spec_json, uint64_t seed, bool stored, Spec *spec, RungError *err)
 {
@@ -584,18 +753,11 @@ static int parse(const json_t *spec_json, uint64_t seed, bool stored, Spec *spec
         drop_null(t, "model");
         drop_null(t, "dataset");
     }
-    const char *mode;
     spec->name = "experiment";
     if (jsonv_only_keys(j, "", top_keys, E, err) ||
         jsonv_string(j, "", "name", JSONV_OPTIONAL, SPEC_MAX_NAME, &spec->name, E, err) ||
-        jsonv_string(j, "", "metric", JSONV_REQUIRED, SPEC_MAX_METRIC, &spec->metric, E, err) ||
-        jsonv_string(j, "", "mode", JSONV_REQUIRED, 8, &mode, E, err))
+        parse_objectives(j, spec, err) || parse_constraints(j, spec, err))
         goto fail;
-    if (strcmp(mode, "min") != 0 && strcmp(mode, "max") != 0) {
-        rung_error_set(err, E, "mode", "mode: must be min or max, not '%s'", mode);
-        goto fail;
-    }
-    spec->mode = strcmp(mode, "min") == 0 ? SPEC_MODE_MIN : SPEC_MODE_MAX;
     json_t *space = json_object_get(j, "search_space");
     if (space == NULL || json_is_null(space)) {
         rung_error_set(err, E, "search_space", "search_space: required");
@@ -608,7 +770,8 @@ static int parse(const json_t *spec_json, uint64_t seed, bool stored, Spec *spec
         parse_selector(j, spec, err) || parse_trainable(j, stored, spec, err) ||
         sampler_total_trials(spec->space, &spec->searcher, spec->num_samples, &spec->total_trials,
                              err) ||
-        parse_points(j, spec, err) || parse_warm_start(j, spec, err) || parse_stop(j, spec, err))
+        parse_points(j, spec, err) || parse_warm_start(j, spec, err) || parse_stop(j, spec, err) ||
+        check_objective_rules(spec_json, spec, err))
         goto fail;
     if (spec->points != NULL && (int64_t)json_array_size(spec->points) > spec->total_trials) {
         rung_error_set(err, E, "points_to_evaluate",

@@ -29,6 +29,25 @@
 
 typedef enum { SPEC_MODE_MIN, SPEC_MODE_MAX } SpecMode;
 
+/* Several objectives and constraints (docs/api.md, "Several objectives",
+ * "Constraints"). Beyond four objectives a Pareto front is most of the
+ * trials and hypervolume costs grow exponentially; eight constraints cover
+ * memory, latency, size and the like with room to spare. */
+#define SPEC_MAX_OBJECTIVES 4
+#define SPEC_MAX_CONSTRAINTS 8
+
+typedef struct SpecObjective {
+    const char *name; /* borrowed: the objective's key in reports */
+    SpecMode mode;
+} SpecObjective;
+
+/* A bound on a reported metric: feasible when min <= value <= max. */
+typedef struct SpecConstraint {
+    const char *metric; /* borrowed: the metric's key in reports */
+    bool has_min, has_max;
+    double min, max; /* finite; min <= max when both are given */
+} SpecConstraint;
+
 /* What runs a trial: a program (command), rung-train (builtin), or HTTP
  * workers of the user's own (external: rung-worker never leases those). */
 typedef enum {
@@ -50,8 +69,12 @@ typedef enum {
 
 typedef struct Spec {
     const char *name;   /* borrowed from the spec JSON */
-    const char *metric; /* borrowed: the objective's key in reports */
-    SpecMode mode;
+    const char *metric; /* borrowed: the objective's key in reports (the first's) */
+    SpecMode mode;      /* the first objective's */
+    int n_objectives;   /* 1 (metric/mode) .. SPEC_MAX_OBJECTIVES (metrics) */
+    SpecObjective objectives[SPEC_MAX_OBJECTIVES];
+    int n_constraints; /* 0 .. SPEC_MAX_CONSTRAINTS */
+    SpecConstraint constraints[SPEC_MAX_CONSTRAINTS];
     Space *space; /* owned */
     SearcherSpec searcher;
     AshaParams sched;       /* the scheduler; seed = the searcher's */
@@ -136,5 +159,15 @@ static inline double spec_loss(const Spec *spec, double value)
 {
     return spec->mode == SPEC_MODE_MIN ? value : -value;
 }
+
+/* A trial's objective values from one report (metrics, borrowed), each
+ * sign-adjusted so that lower is better: true when the report carries every
+ * objective as a number (possibly not finite). */
+bool spec_losses(const Spec *spec, const json_t *metrics, double loss[SPEC_MAX_OBJECTIVES]);
+
+/* Whether a report satisfies every constraint: a constraint metric the
+ * report lacks, or that is not a finite number, violates its constraint
+ * (docs/api.md, "Constraints"). True when the spec has no constraints. */
+bool spec_feasible(const Spec *spec, const json_t *metrics);
 
 #endif

@@ -35,7 +35,15 @@ static void check_accepted(const Spec *spec)
     const char *name = json_string_value(json_object_get(j, "name"));
     CHECK(name != NULL && strcmp(name, spec->name) == 0);
     CHECK(strlen(name) >= 1 && strlen(name) <= SPEC_MAX_NAME);
-    CHECK(spec->metric == json_string_value(json_object_get(j, "metric")));
+    const json_t *ms = json_object_get(j, "metrics");
+    CHECK(spec->n_objectives >= 1 && spec->n_objectives <= SPEC_MAX_OBJECTIVES);
+    CHECK(spec->n_objectives == (ms ? (int)json_array_size(ms) : 1));
+    CHECK(spec->metric == json_string_value(ms ? json_object_get(json_array_get(ms, 0), "name")
+                                               : json_object_get(j, "metric")));
+    CHECK(spec->n_objectives == 1 || json_object_get(j, "metric") == NULL);
+    CHECK(spec->n_constraints >= 0 && spec->n_constraints <= SPEC_MAX_CONSTRAINTS);
+    for (int k = 0; k < spec->n_constraints; k++)
+        CHECK(spec->constraints[k].has_min || spec->constraints[k].has_max);
     CHECK(strlen(spec->metric) >= 1 && strlen(spec->metric) <= SPEC_MAX_METRIC);
     CHECK(spec->time_attr != NULL && strlen(spec->time_attr) >= 1 &&
           strlen(spec->time_attr) <= SPEC_MAX_METRIC);

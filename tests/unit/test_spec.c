@@ -629,6 +629,101 @@ static void test_gang_placeholders(void **state)
            "trainable.argv[1]");
 }
 
+/* Several objectives and constraints (docs/api.md, "Several objectives",
+ * "Constraints"): the accepted forms, what GET shows, and each refusal by
+ * field. */
+#define MO                                                                                         \
+    "\"metrics\": [{\"name\": \"loss\", \"mode\": \"min\"}, "                                      \
+    "{\"name\": \"acc\", \"mode\": \"max\"}]"
+static void test_objectives(void **state)
+{
+    (void)state;
+    Spec spec;
+    accept("{" MO ", " SPACE ", " EXTERNAL ", \"constraints\": [{\"metric\": \"mem\", "
+           "\"max\": 16}, {\"metric\": \"lat\", \"min\": 1.5, \"max\": 20}]}",
+           &spec);
+    assert_int_equal(spec.n_objectives, 2);
+    assert_string_equal(spec.metric, "loss");
+    assert_string_equal(spec.objectives[1].name, "acc");
+    assert_int_equal(spec.objectives[1].mode, SPEC_MODE_MAX);
+    assert_int_equal(spec.n_constraints, 2);
+    assert_false(spec.constraints[0].has_min);
+    assert_true(spec.constraints[1].has_min);
+    assert_true(spec.constraints[1].min == 1.5 && spec.constraints[1].max == 20);
+    assert_null(json_object_get(spec.json, "best_scope"));
+    assert_null(json_object_get(spec.json, "metric"));
+    json_t *r = parse("{\"loss\": 2, \"acc\": 0.5, \"mem\": 3, \"lat\": 20}");
+    double loss[SPEC_MAX_OBJECTIVES];
+    assert_true(spec_losses(&spec, r, loss));
+    assert_true(loss[0] == 2 && loss[1] == -0.5);
+    assert_true(spec_feasible(&spec, r));
+    json_object_set_new(r, "lat", json_real(20.5));
+    assert_false(spec_feasible(&spec, r));
+    json_object_del(r, "lat");
+    assert_false(spec_feasible(&spec, r)); /* never reported: infeasible */
+    json_object_del(r, "acc");
+    assert_false(spec_losses(&spec, r, loss));
+    json_decref(r);
+    spec_close(&spec);
+
+    /* One objective: the single form fills objectives[0]; constraints apply. */
+    accept("{" BASE ", \"constraints\": [{\"metric\": \"mem\", \"min\": 0}]}", &spec);
+    assert_int_equal(spec.n_objectives, 1);
+    assert_string_equal(spec.objectives[0].name, "loss");
+    assert_int_equal(spec.n_constraints, 1);
+    spec_close(&spec);
+
+    static const struct {
+        const char *text;
+        const char *field;
+    } bad[] = {
+        {"{" HEAD ", " MO ", " SPACE ", " EXTERNAL "}", "metrics"},
+        {"{\"metric\": \"loss\", " MO ", " SPACE ", " EXTERNAL "}", "metrics"},
+        {"{\"metrics\": [{\"name\": \"a\", \"mode\": \"min\"}], " SPACE ", " EXTERNAL "}",
+         "metrics"},
+        {"{\"metrics\": {\"a\": \"min\"}, " SPACE ", " EXTERNAL "}", "metrics"},
+        {"{\"metrics\": [{\"name\": \"a\", \"mode\": \"min\"}, {\"name\": \"b\", \"mode\": "
+         "\"min\"}, {\"name\": \"c\", \"mode\": \"min\"}, {\"name\": \"d\", \"mode\": \"min\"}, "
+         "{\"name\": \"e\", \"mode\": \"min\"}], " SPACE ", " EXTERNAL "}",
+         "metrics"},
+        {"{\"metrics\": [{\"name\": \"a\", \"mode\": \"min\"}, 3], " SPACE ", " EXTERNAL "}",
+         "metrics[1]"},
+        {"{\"metrics\": [{\"name\": \"a\", \"mode\": \"min\"}, {\"mode\": \"min\"}], " SPACE
+         ", " EXTERNAL "}",
+         "metrics[1].name"},
+        {"{\"metrics\": [{\"name\": \"a\", \"mode\": \"min\"}, {\"name\": \"b\", \"mode\": "
+         "\"low\"}], " SPACE ", " EXTERNAL "}",
+         "metrics[1].mode"},
+        {"{\"metrics\": [{\"name\": \"a\", \"mode\": \"min\"}, {\"name\": \"a\", \"mode\": "
+         "\"max\"}], " SPACE ", " EXTERNAL "}",
+         "metrics[1].name"},
+        {"{\"metrics\": [{\"name\": \"a\", \"mode\": \"min\"}, {\"name\": \"b\", \"mode\": "
+         "\"min\", \"goal\": 1}], " SPACE ", " EXTERNAL "}",
+         "metrics[1].goal"},
+        {"{" MO ", " SPACE ", " EXTERNAL ", \"best_scope\": \"last\"}", "best_scope"},
+        {"{" MO ", " SPACE ", " EXTERNAL ", \"scheduler\": {\"type\": \"median\"}}",
+         "scheduler.type"},
+        {"{" MO ", " SPACE ", " EXTERNAL ", \"stop\": {\"metric_threshold\": 1}}",
+         "stop.metric_threshold"},
+        {"{" MO ", " SPACE ", " EXTERNAL ", \"stop\": {\"patience\": 5}}", "stop.patience"},
+        {"{" BASE ", \"constraints\": []}", "constraints"},
+        {"{" BASE ", \"constraints\": {\"mem\": 3}}", "constraints"},
+        {"{" BASE ", \"constraints\": [{\"metric\": \"mem\"}]}", "constraints[0]"},
+        {"{" BASE ", \"constraints\": [{\"max\": 3}]}", "constraints[0].metric"},
+        {"{" BASE ", \"constraints\": [{\"metric\": \"mem\", \"max\": \"3\"}]}",
+         "constraints[0].max"},
+        {"{" BASE ", \"constraints\": [{\"metric\": \"m\", \"min\": 4, \"max\": 3}]}",
+         "constraints[0].max"},
+        {"{" BASE ", \"constraints\": [{\"metric\": \"m\", \"max\": 3, \"le\": 1}]}",
+         "constraints[0].le"},
+        {"{" BASE ", \"constraints\": [{\"metric\": \"m\", \"max\": 3}], \"stop\": "
+         "{\"metric_threshold\": 1}}",
+         "stop.metric_threshold"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        refuse(bad[i].text, bad[i].field);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -641,6 +736,7 @@ int main(void)
         cmocka_unit_test(test_patch),
         cmocka_unit_test(test_patch_refused),
         cmocka_unit_test(test_gang_placeholders),
+        cmocka_unit_test(test_objectives),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
