@@ -1,0 +1,50 @@
+/* Pareto fronts of several objectives, all minimized (docs/searchers.md,
+ * "Several objectives"): which points are non-dominated, non-dominated
+ * sorting and crowding distance (NSGA-II's ranking, Deb et al. 2002), the
+ * hypervolume a front dominates, and the expected hypervolume improvement
+ * of a Gaussian posterior over two objectives. Pure: no I/O, no state.
+ *
+ * Points are rows of y, n x m, row-major; m is 1 .. PARETO_MAX_M. a
+ * dominates b when a <= b in every objective and a < b in one. */
+#ifndef RUNG_SAMPLER_PARETO_H
+#define RUNG_SAMPLER_PARETO_H
+
+#include <stdbool.h>
+
+#define PARETO_MAX_M 4 /* objectives: spec.h's SPEC_MAX_OBJECTIVES */
+
+bool pareto_dominates(const double *a, const double *b, int m);
+
+/* on_front[i] = no other point dominates point i. Points with a non-finite
+ * value are never on the front and dominate nothing. O(n log n + n f) for
+ * a front of f points. Returns the front's size, or -1 when out of memory. */
+int pareto_front(const double *y, int n, int m, bool *on_front);
+
+/* Non-dominated sorting: rank[i] = 0 for the front, 1 for the front of the
+ * rest, and so on. Returns the number of ranks, or -1 when out of memory. */
+int pareto_ranks(const double *y, int n, int m, int *rank);
+
+/* NSGA-II's crowding distance of each point within its rank: the sum over
+ * objectives of the gap between its two neighbours, divided by that rank's
+ * range; the extremes of each objective get INFINITY. Returns 0, or -1
+ * when out of memory. */
+int pareto_crowding(const double *y, int n, int m, const int *rank, double *crowd);
+
+/* The hypervolume of the points that dominate ref (m of them), bounded by
+ * ref; points not dominating ref add nothing. Exact, by slicing the last
+ * objective (O(n^(m-1) log n): meant for m <= 4 and fronts of hundreds).
+ * Returns -1 when out of memory. */
+double pareto_hypervolume(const double *y, int n, int m, const double *ref);
+
+/* Expected hypervolume improvement over the front (k points, 2 columns;
+ * dominated points and points not dominating ref are ignored) of a point
+ * whose two objectives are independent N(mean[j], sd[j]^2), bounded by ref.
+ * Exact: the non-dominated region below ref is a union of k + 1 cells
+ * [a_i, b_i) x (-inf, u_i), over which EHVI = sum_i (psi_1(b_i) -
+ * psi_1(a_i)) psi_2(u_i) with psi_j(x) = E[(x - Y_j)^+]
+ * = (x - mean) Phi(z) + sd phi(z), z = (x - mean) / sd (Emmerich et al.
+ * 2006; Yang et al. 2019). sd[j] > 0. */
+double pareto_ehvi2(const double *front, int k, const double *ref, const double *mean,
+                    const double *sd);
+
+#endif
