@@ -87,7 +87,9 @@ static json_t *experiment_json(const Experiment *x)
 {
     ExperimentView v;
     view_of_experiment(x, &v);
-    return view_experiment(&v);
+    json_t *o = view_experiment(&v);
+    json_decref(v.pareto);
+    return o;
 }
 
 static json_t *trial_json(const Trial *t)
@@ -497,7 +499,17 @@ void api_experiment_csv(Engine *e, Job *job)
         fputc(',', out);
         store_csv_field(out, name);
     }
-    fputs(",best_value,last_value,steps\n", out);
+    /* Several objectives: a column of each one's last value instead of
+     * best_value and last_value; constraints: feasible (docs/api.md). */
+    if (spec->n_objectives > 1) {
+        for (int k = 0; k < spec->n_objectives; k++) {
+            fputc(',', out);
+            store_csv_field(out, spec->objectives[k].name);
+        }
+    } else {
+        fputs(",best_value,last_value", out);
+    }
+    fputs(spec->n_constraints > 0 ? ",feasible,steps\n" : ",steps\n", out);
     CsvCtx ctx = {e, spec};
     RungError err;
     int rc = store_read_csv(engine_store(e), spec, job->ids[0], out, csv_row, &ctx, &err);

@@ -35,6 +35,7 @@
 #include "core.h"
 
 #include "grow.h"
+#include "pareto.h"
 #include "utf8.h"
 #include "warm.h"
 
@@ -314,6 +315,9 @@ static void exp_free(Experiment *e)
     asha_free(e->asha);
     warm_free(e->warm);
     json_decref(e->best_done.config);
+    for (int64_t i = 0; i < e->n_pareto_done; i++)
+        json_decref(e->pareto_done[i].config);
+    free(e->pareto_done);
     json_decref(e->health.keys);
     free(e->error);
     for (int64_t i = 0; i < e->n_hist; i++)
@@ -595,6 +599,11 @@ static void end_experiment(Core *core, Experiment *e, ExpState s, EndReason why,
 static bool trial_score(const Trial *t, double *v, int64_t *step)
 {
     const Experiment *e = t->exp;
+    /* Several objectives have no single best; an infeasible trial is never
+     * one (docs/api.md, "Several objectives and constraints"). */
+    if (e->spec.n_objectives > 1 ||
+        (e->spec.n_constraints > 0 && (t->last == NULL || !spec_feasible(&e->spec, t->last))))
+        return false;
     if (!e->spec.best_last) {
         *v = t->best_value;
         *step = t->best_step;
@@ -711,9 +720,19 @@ static void trial_ended(Core *core, Trial *t, int64_t now)
                  (long long)(top ? top->n : 0), top ? top->text : "(none)");
         end_experiment(core, e, EXP_FAILED, END_MAX_FAILED, msg, now);
     } else if (!h->metric_seen && h->ended_reporting >= need) {
-        char msg[SPEC_MAX_METRIC + CORE_HEALTH_KEYS * 72 + 64];
-        int n = snprintf(msg, sizeof msg,
+        char msg[SPEC_MAX_OBJECTIVES * (SPEC_MAX_METRIC + 4) + CORE_HEALTH_KEYS * 72 + 96];
+        int n;
+        if (sp->n_objectives == 1) {
+            n = snprintf(msg, sizeof msg,
                          "no trial reported metric '%s'; trials reported: ", sp->metric);
+        } else {
+            n = snprintf(msg, sizeof msg, "no trial reported metrics ");
+            for (int k = 0; k < sp->n_objectives && n > 0 && (size_t)n < sizeof msg; k++)
+                n += snprintf(msg + n, sizeof msg - (size_t)n, "%s'%s'", k ? ", " : "",
+                              sp->objectives[k].name);
+            if (n > 0 && (size_t)n < sizeof msg)
+                n += snprintf(msg + n, sizeof msg - (size_t)n, " in one report; trials reported: ");
+        }
         size_t i;
         json_t *k;
         json_array_foreach(h->keys, i, k) {
@@ -1519,14 +1538,28 @@ typedef struct ReportRead {
     bool has_time;
     double time; /* its time_attr for the scheduler */
     bool has_value;
-    double value; /* its objective, possibly not finite */
+    double value;         /* its (first) objective, possibly not finite */
+    const char *bad_name; /* the objective whose value is not finite, or the first's */
 } ReportRead;
 
+/* With several objectives a report has a value when it carries all of them
+ * (docs/api.md, "Several objectives and constraints"); value is the first's,
+ * or the first one that is not finite. */
 static ReportRead report_read(const Experiment *e, int64_t step, const json_t *metrics)
 {
-    ReportRead r = {.step = step};
+    const Spec *sp = &e->spec;
+    ReportRead r = {.step = step, .bad_name = sp->metric};
     r.has_time = report_time(e, step, metrics, &r.time);
     r.has_value = objective(e, metrics, &r.value) == 1;
+    for (int k = 1; k < sp->n_objectives && r.has_value; k++) {
+        double v;
+        r.has_value = rung_nonfinite_from_json(json_object_get(metrics, sp->objectives[k].name),
+                                               &v);
+        if (r.has_value && !isfinite(v) && isfinite(r.value)) {
+            r.value = v;
+            r.bad_name = sp->objectives[k].name;
+        }
+    }
     return r;
 }
 
@@ -1685,7 +1718,7 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
     double v = r.value;
     if (r.has_value && !isfinite(v)) {
         char msg[SPEC_MAX_METRIC + 96];
-        snprintf(msg, sizeof msg, "%s is %s at step %lld", e->spec.metric, rung_nonfinite_format(v),
+        snprintf(msg, sizeof msg, "%s is %s at step %lld", r.bad_name, rung_nonfinite_format(v),
                  (long long)step);
         set_error(t, msg);
         /* Seen, though not finite: the metric's name is right. */
@@ -2361,6 +2394,50 @@ int64_t core_running_of(const Core *core, const Experiment *e, int64_t *ids, int
 
 /* ---- releasing what ended ---- */
 
+/* A trial's objective values for the Pareto front: from its last report,
+ * when that carries every objective as a finite number and meets every
+ * constraint (docs/api.md, "Several objectives and constraints"). */
+static bool trial_losses(const Trial *t, double loss[SPEC_MAX_OBJECTIVES])
+{
+    const Spec *sp = &t->exp->spec;
+    if (t->last == NULL || t->state == TRIAL_FAILED || !spec_losses(sp, t->last, loss) ||
+        !spec_feasible(sp, t->last))
+        return false;
+    for (int k = 0; k < sp->n_objectives; k++)
+        if (!isfinite(loss[k]))
+            return false;
+    return true;
+}
+
+/* Adds a released trial to the front of released trials, when no member
+ * dominates it, and drops the members it dominates. */
+static void pareto_keep(Experiment *e, const Trial *t)
+{
+    int m = e->spec.n_objectives;
+    double loss[SPEC_MAX_OBJECTIVES];
+    if (!trial_losses(t, loss))
+        return;
+    int64_t w = 0;
+    for (int64_t i = 0; i < e->n_pareto_done; i++) {
+        ParetoRef *p = &e->pareto_done[i];
+        if (pareto_dominates(p->loss, loss, m))
+            return; /* nothing dropped yet: members only go after this loop */
+    }
+    for (int64_t i = 0; i < e->n_pareto_done; i++) {
+        ParetoRef *p = &e->pareto_done[i];
+        if (pareto_dominates(loss, p->loss, m))
+            json_decref(p->config);
+        else
+            e->pareto_done[w++] = *p;
+    }
+    e->n_pareto_done = w;
+    rung_grow((void **)&e->pareto_done, &e->cap_pareto_done, e->n_pareto_done,
+              sizeof *e->pareto_done);
+    ParetoRef *p = &e->pareto_done[e->n_pareto_done++];
+    *p = (ParetoRef){.trial_id = t->id, .config = json_incref(t->config)};
+    memcpy(p->loss, loss, sizeof p->loss);
+}
+
 /* Keeps what a released trial leaves behind: its best value and, for a
  * model-based searcher, its result. */
 static void keep_result(Experiment *e, const Trial *t)
@@ -2375,6 +2452,8 @@ static void keep_result(Experiment *e, const Trial *t)
                                  .step = step,
                                  .config = json_incref(t->config)};
     }
+    if (e->spec.n_objectives > 1)
+        pareto_keep(e, t);
     double loss;
     if (e->spec.searcher.type == SEARCHER_BAYES && core_trial_result(t, &loss)) {
         rung_grow((void **)&e->hist, &e->cap_hist, e->n_hist, sizeof *e->hist);
@@ -2502,6 +2581,78 @@ void core_experiment_best(const Experiment *e, BestRef *out)
             *out = (BestRef){
                 .has = true, .trial_id = t->id, .value = v, .step = step, .config = t->config};
     }
+}
+
+json_t *core_values_json(const Spec *spec, const json_t *metrics)
+{
+    double loss[SPEC_MAX_OBJECTIVES];
+    if (spec->n_objectives < 2 || metrics == NULL || !spec_losses(spec, metrics, loss))
+        return NULL;
+    json_t *o = json_object();
+    for (int k = 0; k < spec->n_objectives; k++) {
+        double v = spec->objectives[k].mode == SPEC_MODE_MIN ? loss[k] : -loss[k];
+        json_object_set_new(o, spec->objectives[k].name, rung_nonfinite_to_json(v));
+    }
+    return o;
+}
+
+/* Orders front members by their first objective, then by trial id. */
+static int pareto_ref_cmp(const void *pa, const void *pb)
+{
+    const ParetoRef *a = pa, *b = pb;
+    if (a->loss[0] != b->loss[0])
+        return a->loss[0] < b->loss[0] ? -1 : 1;
+    return a->trial_id < b->trial_id ? -1 : a->trial_id > b->trial_id;
+}
+
+json_t *core_experiment_pareto(const Experiment *e)
+{
+    const Spec *sp = &e->spec;
+    int m = sp->n_objectives;
+    if (m < 2)
+        return NULL;
+    /* Candidates: the released trials' front and every trial in memory. */
+    int64_t n = e->n_pareto_done;
+    ParetoRef *c = malloc((size_t)(n + e->n_trials + 1) * sizeof *c);
+    if (c == NULL)
+        abort();
+    memcpy(c, e->pareto_done, (size_t)n * sizeof *c);
+    for (int64_t i = 0; i < e->n_trials; i++) {
+        const Trial *t = e->trials[i];
+        if (t != NULL && trial_losses(t, c[n].loss)) {
+            c[n].trial_id = t->id;
+            c[n].config = t->config;
+            n++;
+        }
+    }
+    double *y = malloc((size_t)(n + 1) * (size_t)m * sizeof *y);
+    bool *on = malloc((size_t)(n + 1) * sizeof *on);
+    if (y == NULL || on == NULL)
+        abort();
+    for (int64_t i = 0; i < n; i++)
+        memcpy(y + i * m, c[i].loss, (size_t)m * sizeof *y);
+    if (pareto_front(y, (int)n, m, on) < 0)
+        abort();
+    int64_t f = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (on[i])
+            c[f++] = c[i];
+    qsort(c, (size_t)f, sizeof *c, pareto_ref_cmp);
+    json_t *arr = json_array();
+    for (int64_t i = 0; i < f; i++) {
+        json_t *values = json_object();
+        for (int k = 0; k < m; k++) {
+            double v = sp->objectives[k].mode == SPEC_MODE_MIN ? c[i].loss[k] : -c[i].loss[k];
+            json_object_set_new(values, sp->objectives[k].name, json_real(v));
+        }
+        json_array_append_new(arr,
+                              json_pack("{s:I, s:o, s:O}", "trial_id", (json_int_t)c[i].trial_id,
+                                        "values", values, "config", c[i].config));
+    }
+    free(y);
+    free(on);
+    free(c);
+    return arr;
 }
 
 void core_trial_set_log(Core *core, Trial *t, const char *text)

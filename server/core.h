@@ -189,6 +189,15 @@ typedef struct BestRef {
                        borrowed in core_experiment_best's answer */
 } BestRef;
 
+/* A released trial on an experiment's Pareto front (several objectives):
+ * its objective values from its last report (docs/api.md, "Several
+ * objectives"). */
+typedef struct ParetoRef {
+    int64_t trial_id;
+    double loss[SPEC_MAX_OBJECTIVES]; /* sign-adjusted: lower is better */
+    json_t *config;                   /* owned: the trial's config */
+} ParetoRef;
+
 /* A released trial's result, for the searcher (bayes only). */
 typedef struct HistEntry {
     int64_t number;
@@ -228,11 +237,13 @@ typedef struct Experiment {
                        the trial is released */
     int64_t n_trials, cap_trials;
     int64_t counts[TRIAL__COUNT];
-    TrialList pending; /* pending trials, ascending queue_pos: those put back
-                          at the front (latest first), then new ones by number */
-    int64_t proposing; /* configs asked of the proposer, not yet added */
-    BestRef best_done; /* the best of its released trials */
-    HistEntry *hist;   /* bayes: results of released trials */
+    TrialList pending;      /* pending trials, ascending queue_pos: those put back
+                               at the front (latest first), then new ones by number */
+    int64_t proposing;      /* configs asked of the proposer, not yet added */
+    BestRef best_done;      /* the best of its released trials */
+    ParetoRef *pareto_done; /* several objectives: the front of its released trials */
+    int64_t n_pareto_done, cap_pareto_done;
+    HistEntry *hist; /* bayes: results of released trials */
     int64_t n_hist, cap_hist;
     struct Asha *asha; /* owned: the scheduler's rung records */
     struct Warm *warm; /* owned: warm_start's trials (warm.h), or NULL */
@@ -417,8 +428,20 @@ bool core_worker_alive(const Core *core, const Worker *w, int64_t now);
 /* How many workers are alive (for /metrics). */
 int64_t core_workers_alive(const Core *core, int64_t now);
 
-/* The best value any trial of exp reported (config borrowed). */
+/* The best value any trial of exp reported (config borrowed). With
+ * several objectives there is none (out->has is false); with constraints
+ * only feasible trials count. */
 void core_experiment_best(const Experiment *exp, BestRef *out);
+
+/* Several objectives: the experiment's Pareto front, a new array (free with
+ * json_decref) of {"trial_id", "values": {name: value}, "config"}, by the
+ * first objective, best first; NULL for one objective. Only feasible
+ * trials whose last report carries every objective count. */
+json_t *core_experiment_pareto(const Experiment *exp);
+
+/* Several objectives: {name: value} of the objectives in a report
+ * (borrowed), a new object; NULL when one is missing or there is one. */
+json_t *core_values_json(const Spec *spec, const json_t *metrics);
 
 /* After a commit: frees the trials that ended and the experiments that
  * ended with nothing left running, keeping what their searcher and

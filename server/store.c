@@ -353,6 +353,9 @@ static int write_exp(Store *s, Experiment *e, RungError *err)
                                                   (json_int_t)b.trial_id, "value", b.value, "step",
                                                   (json_int_t)b.step, "config", b.config)
                                       : json_null());
+    json_t *pareto = core_experiment_pareto(e);
+    if (pareto != NULL)
+        json_object_set_new(summary, "pareto", pareto);
     bind_json(st, ":summary", summary);
     json_decref(summary);
     bind_text(st, ":error", e->error);

@@ -117,10 +117,16 @@ static json_t *experiment_of_row(Store *s, sqlite3_stmt *st)
                                .value = json_number_value(json_object_get(b, "value")),
                                .step = json_integer_value(json_object_get(b, "step")),
                                .config = json_incref(json_object_get(b, "config"))};
+        json_t *pareto = json_object_get(summary, "pareto");
+        v.pareto = json_is_array(pareto) ? json_incref(pareto) : NULL;
     } else {
         summary_from_trials(s, v.id, spec, &v);
     }
+    /* Several objectives and no front stored yet: an empty one. */
+    if (v.pareto == NULL && json_is_array(json_object_get(spec, "metrics")))
+        v.pareto = json_array();
     json_t *o = view_experiment(&v);
+    json_decref(v.pareto);
     json_decref(v.best.config);
     json_decref(summary);
     json_decref(spec);
@@ -229,6 +235,7 @@ static json_t *trial_of_row(sqlite3_stmt *st, const Spec *spec)
     if (sched != NULL && (sched->type == ASHA_ASHA || sched->type == ASHA_HYPERBAND))
         v.bracket = asha_bracket(sched, v.number);
     /* The spec's nodes; without one, a gang's size tells. */
+    v.spec = spec;
     v.nodes = spec != NULL ? spec->nodes
                            : (int64_t)json_array_size(json_object_get(gang, "members"));
     json_t *o = view_trial(&v);
@@ -458,11 +465,24 @@ void store_csv_row(FILE *out, const Spec *spec, int64_t id, int64_t number, cons
         store_csv_value(out, json_object_get(config, name));
     }
     fputc(',', out);
-    if (has_best)
-        fprintf(out, "%.17g", best);
-    fputc(',', out);
-    store_csv_value(out, last ? json_object_get(last, spec->metric) : NULL);
-    fputc(',', out);
+    if (spec->n_objectives > 1) {
+        /* Several objectives: each one's value in the last report. */
+        for (int k = 0; k < spec->n_objectives; k++) {
+            store_csv_value(out, last ? json_object_get(last, spec->objectives[k].name) : NULL);
+            fputc(',', out);
+        }
+    } else {
+        if (has_best)
+            fprintf(out, "%.17g", best);
+        fputc(',', out);
+        store_csv_value(out, last ? json_object_get(last, spec->metric) : NULL);
+        fputc(',', out);
+    }
+    if (spec->n_constraints > 0) {
+        if (last != NULL)
+            fputs(spec_feasible(spec, last) ? "true" : "false", out);
+        fputc(',', out);
+    }
     if (has_step)
         fprintf(out, "%lld", (long long)step);
     fputc('\n', out);

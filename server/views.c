@@ -58,6 +58,15 @@ json_t *view_trial(const TrialView *v)
     json_object_set_new(o, "warnings",
                         v->warnings ? json_incref((json_t *)v->warnings)
                                     : json_pack("{s:i, s:[]}", "count", 0, "last"));
+    /* Several objectives and constraints (docs/api.md, "The trial object"):
+     * judged on the last report. */
+    if (v->spec != NULL && v->spec->n_objectives > 1) {
+        json_t *values = core_values_json(v->spec, v->last);
+        json_object_set_new(o, "values", values ? values : json_null());
+    }
+    if (v->spec != NULL && v->spec->n_constraints > 0)
+        json_object_set_new(o, "feasible",
+                            v->last ? json_boolean(spec_feasible(v->spec, v->last)) : json_null());
     json_object_set_new(o, "nodes", json_integer(v->nodes > 0 ? v->nodes : 1));
     json_object_set_new(o, "gang", v->gang ? view_gang(v->gang) : json_null());
     return o;
@@ -103,6 +112,8 @@ json_t *view_experiment(const ExperimentView *v)
                                            (json_int_t)b->trial_id, "value", view_value(b->value),
                                            "config", b->config, "step", (json_int_t)b->step)
                                : json_null());
+    if (v->pareto != NULL)
+        json_object_set(o, "pareto", v->pareto);
     return o;
 }
 
@@ -134,6 +145,7 @@ void view_of_trial(const Trial *t, TrialView *out)
                        .warnings = t->warnings,
                        .nodes = t->exp->spec.nodes,
                        .gang = t->gang_json,
+                       .spec = &t->exp->spec,
                        .created_at = t->created_at,
                        .started_at = t->started_at,
                        .ended_at = t->ended_at};
@@ -152,4 +164,5 @@ void view_of_experiment(const Experiment *x, ExperimentView *out)
     for (int s = 0; s < TRIAL__COUNT; s++)
         out->counts[s] = x->counts[s];
     core_experiment_best(x, &out->best);
+    out->pareto = core_experiment_pareto(x);
 }

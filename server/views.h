@@ -33,6 +33,7 @@ typedef struct TrialView {
     const json_t *warnings; /* or NULL: none */
     int64_t nodes;          /* resources_per_trial.nodes: workers per attempt */
     const json_t *gang;     /* its gang as stored (gang_members.h), or NULL: none formed */
+    const Spec *spec;       /* its experiment's, or NULL: unknown (no values, no feasible) */
 } TrialView;
 
 typedef struct ExperimentView {
@@ -42,6 +43,7 @@ typedef struct ExperimentView {
     int64_t created_at, ended_at, total_trials;
     int64_t counts[TRIAL__COUNT];
     BestRef best;
+    json_t *pareto; /* owned by the view's maker: several objectives' front, or NULL */
     EndReason ended_reason;
     const char *error; /* or NULL */
 } ExperimentView;
@@ -52,7 +54,8 @@ json_t *view_trial(const TrialView *v);
 json_t *view_gang(const json_t *stored);
 json_t *view_experiment(const ExperimentView *v);
 
-/* The views of what is in memory. */
+/* The views of what is in memory. out->pareto is a new reference (free
+ * with json_decref). */
 void view_of_trial(const Trial *t, TrialView *out);
 void view_of_experiment(const Experiment *x, ExperimentView *out);
 

@@ -1363,9 +1363,146 @@ static void test_gang_member_preempted_stops_all(void **state)
     core_free(core);
 }
 
+/* Several objectives and a constraint (docs/api.md, "Several objectives
+ * and constraints"): the front holds the feasible non-dominated trials by
+ * their last report, the same before and after finished trials leave
+ * memory; there is no best; the metric_missing message names every
+ * objective. */
+static void test_pareto_and_feasibility(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *e = add_experiment(
+        core, "{\"metrics\": [{\"name\": \"loss\", \"mode\": \"min\"}, {\"name\": \"acc\", "
+              "\"mode\": \"max\"}], \"constraints\": [{\"metric\": \"mem\", \"max\": 16}],"
+              " \"num_samples\": 7,"
+              " \"search_space\": {\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}}");
+    Worker *w = add_worker(core);
+    LeaseOffer offer = cpus(1);
+    /* loss, acc, mem: trial 3 is infeasible (it would dominate all), trial
+     * 2 is dominated by trial 1, trial 4 never reports mem, trial 5's last
+     * report lacks acc. */
+    const double rows[6][3] = {{0.5, 0.6, 4},  {0.3, 0.5, 8},    {0.4, 0.4, 2},
+                               {0.1, 0.9, 32}, {0.05, 0.95, -1}, {0.2, 0.99, 1}};
+    int64_t ids[6];
+    for (int i = 0; i < 6; i++) {
+        char token[CORE_TOKEN_LEN + 1];
+        snprintf(token, sizeof token, "%032d", i);
+        Trial *t = core_lease(core, w, &offer, token, 2000);
+        assert_non_null(t);
+        ids[i] = t->id;
+        json_t *m = json_pack("{s:f, s:f}", "loss", rows[i][0], "acc", rows[i][1]);
+        if (rows[i][2] >= 0)
+            json_object_set_new(m, "mem", json_real(rows[i][2]));
+        ReportAction a;
+        RungError err;
+        assert_int_equal(core_report(core, t, token, 1, m, 2100, &a, &err), 0);
+        json_decref(m);
+        if (i == 5) {
+            m = json_pack("{s:f, s:f}", "loss", 0.2, "mem", 1.0);
+            assert_int_equal(core_report(core, t, token, 2, m, 2150, &a, &err), 0);
+            json_decref(m);
+        }
+        assert_int_equal(core_finish(core, t, token, true, NULL, 2200, &err), 0);
+    }
+    BestRef best;
+    core_experiment_best(e, &best);
+    assert_false(best.has);
+    json_t *front = core_experiment_pareto(e);
+    assert_int_equal(json_array_size(front), 2);
+    /* By loss, best first: trial 1 (0.3, 0.5), then trial 0 (0.5, 0.6). */
+    json_t *p0 = json_array_get(front, 0), *p1 = json_array_get(front, 1);
+    assert_int_equal(json_integer_value(json_object_get(p0, "trial_id")), ids[1]);
+    assert_int_equal(json_integer_value(json_object_get(p1, "trial_id")), ids[0]);
+    assert_true(json_real_value(json_object_get(json_object_get(p1, "values"), "acc")) == 0.6);
+    assert_non_null(json_object_get(p0, "config"));
+    core_changes_clear(core);
+    core_release(core);
+    assert_null(core_trial(core, ids[0]));
+    json_t *again = core_experiment_pareto(e);
+    assert_true(json_equal(front, again));
+    json_decref(again);
+    json_decref(front);
+    /* A later trial that dominates both leaves it alone on the front. */
+    char token[CORE_TOKEN_LEN + 1];
+    snprintf(token, sizeof token, "%032d", 9);
+    Trial *t = core_lease(core, w, &offer, token, 3000);
+    json_t *m = json_pack("{s:f, s:f, s:f}", "loss", 0.25, "acc", 0.7, "mem", 16.0);
+    ReportAction a;
+    RungError err;
+    assert_int_equal(core_report(core, t, token, 1, m, 3100, &a, &err), 0);
+    json_decref(m);
+    int64_t last_id = t->id;
+    front = core_experiment_pareto(e);
+    assert_int_equal(json_array_size(front), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(front, 0), "trial_id")),
+                     last_id);
+    json_decref(front);
+    core_free(core);
+
+    /* No report carries both objectives: metric_missing names both. */
+    core = core_new(LEASE_MS);
+    e = add_experiment(core, "{\"metrics\": [{\"name\": \"loss\", \"mode\": \"min\"}, "
+                             "{\"name\": \"acc\", \"mode\": \"max\"}], \"num_samples\": 5,"
+                             " \"search_space\": {\"x\": {\"type\": \"uniform\", \"low\": 0, "
+                             "\"high\": 1}}}");
+    w = add_worker(core);
+    for (int i = 0; i < 5; i++) {
+        snprintf(token, sizeof token, "%032d", i);
+        t = core_lease(core, w, &offer, token, 2000);
+        assert_non_null(t);
+        m = metrics(0.5);
+        assert_int_equal(core_report(core, t, token, 1, m, 2100, &a, &err), 0);
+        json_decref(m);
+        assert_int_equal(core_finish(core, t, token, true, NULL, 2200, &err), 0);
+    }
+    assert_int_equal(e->state, EXP_FAILED);
+    assert_int_equal(e->ended_reason, END_METRIC_MISSING);
+    assert_string_equal(e->error, "no trial reported metrics 'loss', 'acc' in one report; trials "
+                                  "reported: loss");
+    core_free(core);
+}
+
+/* A single objective with a constraint: an infeasible trial is never best. */
+static void test_constraint_best(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *e = add_experiment(
+        core, "{\"metric\": \"loss\", \"mode\": \"min\", \"num_samples\": 2,"
+              " \"constraints\": [{\"metric\": \"mem\", \"min\": 1, \"max\": 16}],"
+              " \"search_space\": {\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}}");
+    Worker *w = add_worker(core);
+    LeaseOffer offer = cpus(1);
+    const double rows[2][2] = {{0.1, 17}, {0.4, 3}};
+    int64_t ids[2];
+    for (int i = 0; i < 2; i++) {
+        char token[CORE_TOKEN_LEN + 1];
+        snprintf(token, sizeof token, "%032d", i);
+        Trial *t = core_lease(core, w, &offer, token, 2000);
+        ids[i] = t->id;
+        json_t *m = json_pack("{s:f, s:f}", "loss", rows[i][0], "mem", rows[i][1]);
+        ReportAction a;
+        RungError err;
+        assert_int_equal(core_report(core, t, token, 1, m, 2100, &a, &err), 0);
+        json_decref(m);
+        assert_int_equal(core_finish(core, t, token, true, NULL, 2200, &err), 0);
+    }
+    BestRef best;
+    core_experiment_best(e, &best);
+    assert_true(best.has);
+    assert_int_equal(best.trial_id, ids[1]);
+    assert_null(core_experiment_pareto(e));
+    core_changes_clear(core);
+    core_release(core);
+    core_free(core);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pareto_and_feasibility),
+        cmocka_unit_test(test_constraint_best),
         cmocka_unit_test(test_spec_defaults_and_errors),
         cmocka_unit_test(test_lease_report_finish_completes),
         cmocka_unit_test(test_repeated_report_same_answer_stored_once),
