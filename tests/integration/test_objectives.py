@@ -1,0 +1,92 @@
+"""Integration tests of several objectives and constraints (docs/api.md,
+"Several objectives and constraints"): real rung-workers run a command
+trainable that reports two conflicting objectives and a memory metric;
+the experiment's pareto, the trials' values and feasible, trials.csv and
+best follow the last report of each trial."""
+
+import csv
+import io
+
+import worker_harness as wh
+
+TRAINABLE = "tests/integration/objectives_trainable.py"
+
+
+def spec(**over):
+    s = wh.command_spec([wh.PYTHON, TRAINABLE],
+                        search_space={"x": {"type": "uniform", "low": 0, "high": 1}},
+                        num_samples=12, max_concurrent_trials=4)
+    s.pop("metric", None)
+    s.pop("mode", None)
+    s.update(over)
+    return s
+
+
+class Objectives(wh.WorkerTestCase):
+
+    def run_to_end(self, d, s):
+        eid = d.create_experiment(s)["id"]
+        w = self.worker(d, "w-" + s["name"], cpu_slots=4, once=True)
+        self.assertEqual(self.wait_workers_exit([w], 120), [0], self.explain(d, w))
+        exp = d.experiment(eid)
+        self.assertEqual(exp["state"], "completed", self.explain(d, w))
+        self.assertEqual(exp["counts"]["completed"], 12, exp["counts"])
+        return exp, d.all_trials(eid)
+
+    def test_pareto_with_a_constraint(self):
+        d = self.daemon()
+        s = spec(name="mo", metrics=[{"name": "val_loss", "mode": "min"},
+                                     {"name": "latency_ms", "mode": "min"}],
+                 constraints=[{"metric": "peak_mem_gb", "max": 16}],
+                 searcher={"type": "bayes", "seed": 3, "n_initial": 6})
+        exp, trials = self.run_to_end(d, s)
+        self.assertIsNone(exp["best"])
+        self.assertNotIn("metric", exp)
+        for t in trials:
+            x = t["config"]["x"]
+            self.assertAlmostEqual(t["values"]["val_loss"], x * x, places=9)
+            self.assertAlmostEqual(t["values"]["latency_ms"], (1 - x) ** 2 * 100, places=6)
+            self.assertEqual(t["feasible"], 32 * x <= 16, t)
+        # Every feasible trial is Pareto-optimal (the objectives conflict
+        # along x), and no infeasible one is on the front.
+        feasible = sorted(t["id"] for t in trials if t["feasible"])
+        self.assertGreater(len(feasible), 0)
+        front = exp["pareto"]
+        self.assertEqual(sorted(p["trial_id"] for p in front), feasible)
+        losses = [p["values"]["val_loss"] for p in front]
+        self.assertEqual(losses, sorted(losses))
+        by_id = {t["id"]: t for t in trials}
+        for p in front:
+            self.assertEqual(p["config"], by_id[p["trial_id"]]["config"])
+
+        r = d.request("GET", "/api/v1/experiments/%d/trials.csv" % exp["id"])
+        self.assertEqual(r.status, 200)
+        rows = list(csv.reader(io.StringIO(r.text)))
+        self.assertEqual(rows[0], ["id", "number", "state", "x", "val_loss", "latency_ms",
+                                   "feasible", "steps"])
+        for row in rows[1:]:
+            t = by_id[int(row[0])]
+            self.assertAlmostEqual(float(row[4]), t["values"]["val_loss"], places=12)
+            self.assertEqual(row[6], "true" if t["feasible"] else "false")
+            self.assertEqual(row[7], "2")
+
+    def test_one_objective_with_a_constraint(self):
+        d = self.daemon()
+        # Maximizing val_loss alone: the best feasible x is the one nearest
+        # 0.5 from below; infeasible trials have higher values and must not
+        # become best.
+        s = spec(name="co", metric="val_loss", mode="max",
+                 constraints=[{"metric": "peak_mem_gb", "max": 16}])
+        exp, trials = self.run_to_end(d, s)
+        self.assertNotIn("pareto", exp)
+        feasible = [t for t in trials if t["feasible"]]
+        infeasible = [t for t in trials if not t["feasible"]]
+        self.assertGreater(len(feasible), 0)
+        self.assertGreater(len(infeasible), 0)
+        want = max(feasible, key=lambda t: t["best"]["value"])
+        self.assertEqual(exp["best"]["trial_id"], want["id"])
+        self.assertLessEqual(exp["best"]["config"]["x"], 0.5)
+
+
+if __name__ == "__main__":
+    wh.main()
