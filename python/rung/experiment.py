@@ -125,22 +125,37 @@ class Experiment:
     exp.wait(progress=True)
     print(exp.best().config)
     ```
+
+    Several objectives replace `metric` and `mode` with `metrics=[{"name":
+    "val_loss", "mode": "min"}, {"name": "latency_ms", "mode": "min"}]`,
+    and `constraints=[{"metric": "peak_mem_gb", "max": 16}]` bounds what a
+    trial may report (docs/api.md, "Several objectives and constraints");
+    such an experiment's results are `pareto()`.
     """
 
     def __init__(self, name: Optional[str] = None, trainable: Any = None,
                  param_space: Optional[dict] = None, metric: Optional[str] = None,
-                 mode: str = "min", searcher: Union[str, dict, None] = None,
+                 mode: Optional[str] = None, searcher: Union[str, dict, None] = None,
                  scheduler: Union[str, dict, None] = None, num_samples: int = 1,
-                 client: Optional[Client] = None, **spec_fields: Any):
+                 client: Optional[Client] = None, metrics: Optional[list] = None,
+                 constraints: Optional[list] = None, **spec_fields: Any):
         self.client = client or Client()
         self.id: Optional[int] = None
         self.data: Optional[dict] = None
         self._spec: dict[str, Any] = {}
         if name is not None:
             self._spec["name"] = name
-        if metric is not None:
-            self._spec["metric"] = metric
-        self._spec["mode"] = mode
+        if metrics is not None:
+            if metric is not None or mode is not None:
+                raise ValueError("give either metric and mode (one objective) or metrics "
+                                 "(several), not both")
+            self._spec["metrics"] = [dict(m) for m in metrics]
+        else:
+            if metric is not None:
+                self._spec["metric"] = metric
+            self._spec["mode"] = mode or "min"
+        if constraints is not None:
+            self._spec["constraints"] = [dict(c) for c in constraints]
         space = dict(param_space or {})
         if any(_needs_conversion(v) for v in space.values()):
             from .convert import from_ray_param_space
@@ -177,11 +192,22 @@ class Experiment:
 
     @property
     def metric(self) -> str:
-        return (self.data or self._spec)["metric"]
+        """The objective's name; with several objectives, the first's."""
+        spec = self.data or self._spec
+        return spec["metrics"][0]["name"] if "metrics" in spec else spec["metric"]
 
     @property
     def mode(self) -> str:
-        return (self.data or self._spec)["mode"]
+        spec = self.data or self._spec
+        return spec["metrics"][0]["mode"] if "metrics" in spec else spec["mode"]
+
+    @property
+    def objectives(self) -> list[dict]:
+        """[{"name", "mode"}] of each objective: one, or the spec's metrics."""
+        spec = self.data or self._spec
+        if "metrics" in spec:
+            return [dict(m) for m in spec["metrics"]]
+        return [{"name": spec["metric"], "mode": spec["mode"]}]
 
     def spec(self) -> dict:
         """The spec this experiment submits (or submitted), as the API's JSON."""
@@ -290,6 +316,10 @@ class Experiment:
         The default is the experiment's `best_scope`.
         """
         exp = self.data or self.refresh()
+        if "metrics" in exp:
+            raise RungError(f"experiment {exp['id']} has several objectives "
+                            f"({', '.join(m['name'] for m in exp['metrics'])}) and no single "
+                            f"best: use pareto()")
         scope = scope or exp.get("best_scope") or "all"
         if scope not in ("all", "last"):
             raise ValueError(f"scope must be 'all' or 'last', not {scope!r}")
@@ -302,11 +332,22 @@ class Experiment:
             else:
                 value = _finite((t.get("last") or {}).get(exp["metric"]))
                 step = t.get("step")
-            if value is None:
-                continue
+            if value is None or t.get("feasible") is False:
+                continue  # an infeasible trial is never best
             if best is None or sign * value < sign * best.value:
                 best = Result(t["id"], t["config"], value, step, t)
         return best
+
+    def pareto(self) -> list[dict]:
+        """The experiment's Pareto front (several objectives): the
+        non-dominated feasible trials as the API lists them, by the first
+        objective, best first: [{"trial_id", "values": {name: value},
+        "config"}]. Raises RungError for a single objective: use best()."""
+        exp = self.refresh() if self.id is not None else (self.data or self.refresh())
+        if "pareto" not in exp:
+            raise RungError(f"experiment {exp['id']} has one objective ({exp['metric']}): "
+                            f"use best()")
+        return [dict(p) for p in exp["pareto"]]
 
     def rows(self) -> list[dict]:
         """One dict a trial: the columns of `trials.csv` (id, number, state,
@@ -314,21 +355,28 @@ class Experiment:
         attempt, stopped_by, error, started_at, ended_at, and every other
         metric of the last report as `last.<name>`."""
         exp = self.data or self.refresh()
-        metric = exp["metric"]
+        names = [m["name"] for m in exp.get("metrics") or []]
+        metric = names[0] if names else exp["metric"]
         out = []
         for t in self.trials():
             row: dict[str, Any] = {"id": t["id"], "number": t["number"], "state": t["state"]}
             row.update(t["config"])
             best = t.get("best") or {}
             last = t.get("last") or {}
-            row["best_value"] = best.get("value")
-            row["last_value"] = _metric_value(last.get(metric))
+            if names:  # several objectives: each one's last value, as trials.csv
+                for name in names:
+                    row[name] = _metric_value(last.get(name))
+            else:
+                row["best_value"] = best.get("value")
+                row["last_value"] = _metric_value(last.get(metric))
+            if "constraints" in exp:
+                row["feasible"] = t.get("feasible")
             row["steps"] = t.get("step")
             row["best_step"] = best.get("step")
             for key in ("attempt", "stopped_by", "error", "started_at", "ended_at"):
                 row[key] = t.get(key)
             for name, value in last.items():
-                if name != metric:
+                if name != metric and name not in names:
                     row["last." + name] = _metric_value(value)
             out.append(row)
         return out
@@ -376,7 +424,9 @@ def _progress_line(exp: dict) -> str:
     text = (f"experiment {exp['id']} {exp['state']} [{bar}] {done}/{exp.get('total_trials')}"
             f" running {counts.get('running', 0)}")
     best = exp.get("best")
-    if best:
+    if "pareto" in exp:
+        text += f"  pareto {len(exp['pareto'])} trials"
+    elif best:
         text += f"  best {exp['metric']}={best['value']:.6g} (trial {best['trial_id']})"
     if exp.get("error"):
         text += f"  error: {exp['error'].splitlines()[0][:120]}"

@@ -6,8 +6,13 @@ best follow the last report of each trial."""
 
 import csv
 import io
+import os
+import sys
 
 import worker_harness as wh
+
+sys.path.insert(0, os.path.join(wh.REPO_ROOT, "python"))
+import rung  # noqa: E402  (from the source tree, as PYTHONPATH=python does)
 
 TRAINABLE = "tests/integration/objectives_trainable.py"
 
@@ -70,6 +75,18 @@ class Objectives(wh.WorkerTestCase):
             self.assertEqual(row[6], "true" if t["feasible"] else "false")
             self.assertEqual(row[7], "2")
 
+        # The Python client: pareto() as the API, best() refused naming it,
+        # rows() with a column per objective.
+        client = rung.Client(server=d.url, token=d.token)
+        py = rung.Experiment.attach(exp["id"], client=client)
+        self.assertEqual(py.pareto(), front)
+        self.assertEqual([o["name"] for o in py.objectives], ["val_loss", "latency_ms"])
+        with self.assertRaisesRegex(rung.RungError, "pareto"):
+            py.best()
+        for row in py.rows():
+            self.assertEqual(row["feasible"], by_id[row["id"]]["feasible"])
+            self.assertEqual(row["val_loss"], by_id[row["id"]]["last"]["val_loss"])
+
     def test_one_objective_with_a_constraint(self):
         d = self.daemon()
         # Maximizing val_loss alone: the best feasible x is the one nearest
@@ -86,6 +103,11 @@ class Objectives(wh.WorkerTestCase):
         want = max(feasible, key=lambda t: t["best"]["value"])
         self.assertEqual(exp["best"]["trial_id"], want["id"])
         self.assertLessEqual(exp["best"]["config"]["x"], 0.5)
+        client = rung.Client(server=d.url, token=d.token)
+        py = rung.Experiment.attach(exp["id"], client=client)
+        self.assertEqual(py.best().trial_id, want["id"])
+        with self.assertRaisesRegex(rung.RungError, "best"):
+            py.pareto()
 
 
 if __name__ == "__main__":
