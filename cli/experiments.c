@@ -280,7 +280,14 @@ int cli_cmd_ls(CliHttp *h, int argc, char **argv)
                         cli_fmt_total(x));
         cli_table_cell(t, cli_fmt_value(json_object_get(json_object_get(x, "best"), "value"), buf,
                                         sizeof buf));
-        cli_table_cellf(t, "%s (%s)", cli_fmt_str(x, "metric", "?"), cli_fmt_str(x, "mode", "?"));
+        const json_t *first = json_array_get(json_object_get(x, "metrics"), 0);
+        if (first != NULL) /* several objectives: the first, and how many */
+            cli_table_cellf(t, "%s (%s) +%zu", cli_fmt_str(first, "name", "?"),
+                            cli_fmt_str(first, "mode", "?"),
+                            json_array_size(json_object_get(x, "metrics")) - 1);
+        else
+            cli_table_cellf(t, "%s (%s)", cli_fmt_str(x, "metric", "?"),
+                            cli_fmt_str(x, "mode", "?"));
         cli_table_cell(t, cli_fmt_str(json_object_get(x, "searcher"), "type", "random"));
         cli_table_cell(t, cli_fmt_age(cli_fmt_str(x, "created_at", NULL), now, buf, sizeof buf));
     }
@@ -385,8 +392,36 @@ int cli_cmd_show(CliHttp *h, int argc, char **argv)
         cli_fmt_sanitize(error, text, sizeof text, false);
         printf("  %-12s%s\n", "error:", text);
     }
-    cli_fmt_sanitize(cli_fmt_str(x, "metric", "?"), buf, sizeof buf, false);
-    printf("  %-12s%s (%s)\n", "metric:", buf, cli_fmt_str(x, "mode", "?"));
+    const json_t *objectives = json_object_get(x, "metrics");
+    if (json_is_array(objectives)) {
+        /* Several objectives and constraints (docs/api.md). */
+        printf("  %-12s", "metrics:");
+        size_t k;
+        json_t *m;
+        json_array_foreach(objectives, k, m) {
+            cli_fmt_sanitize(cli_fmt_str(m, "name", "?"), buf, sizeof buf, false);
+            printf("%s%s (%s)", k ? ", " : "", buf, cli_fmt_str(m, "mode", "?"));
+        }
+        putchar('\n');
+    } else {
+        cli_fmt_sanitize(cli_fmt_str(x, "metric", "?"), buf, sizeof buf, false);
+        printf("  %-12s%s (%s)\n", "metric:", buf, cli_fmt_str(x, "mode", "?"));
+    }
+    const json_t *constraints = json_object_get(x, "constraints");
+    if (json_is_array(constraints)) {
+        printf("  %-12s", "constraints:");
+        size_t k;
+        json_t *c;
+        json_array_foreach(constraints, k, c) {
+            char lo[CLI_FMT_VALUE_MAX], hi[CLI_FMT_VALUE_MAX];
+            cli_fmt_sanitize(cli_fmt_str(c, "metric", "?"), buf, sizeof buf, false);
+            const json_t *min = json_object_get(c, "min"), *max = json_object_get(c, "max");
+            printf("%s%s%s%s%s%s", k ? ", " : "", min ? cli_fmt_value(min, lo, sizeof lo) : "",
+                   min ? " <= " : "", buf, max ? " <= " : "",
+                   max ? cli_fmt_value(max, hi, sizeof hi) : "");
+        }
+        putchar('\n');
+    }
     printf("  %-12s", "searcher:");
     describe(stdout, json_object_get(x, "searcher"), "random");
     printf("\n  %-12s", "scheduler:");

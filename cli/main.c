@@ -75,9 +75,10 @@ static void usage(FILE *out)
           "  --token T      bearer token of a daemon started with one (default $RUNG_TOKEN)\n"
           "  -h, --help     show this help\n"
           "\nexperiment spec fields (docs/api.md, \"The experiment spec\"):\n"
-          "  name metric mode search_space searcher scheduler num_samples\n"
-          "  max_concurrent_trials max_failures max_failed_trials best_scope priority share\n"
-          "  worker_selector points_to_evaluate warm_start stop resources_per_trial trainable\n"
+          "  name metric mode (or metrics) constraints search_space searcher scheduler\n"
+          "  num_samples max_concurrent_trials max_failures max_failed_trials best_scope\n"
+          "  priority share worker_selector points_to_evaluate warm_start stop\n"
+          "  resources_per_trial trainable\n"
           "experiment states: running paused completed failed canceled (with ended_reason)\n"
           "\nexit status: 0 done, 1 the request failed, 2 bad arguments\n",
           out);

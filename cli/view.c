@@ -27,8 +27,43 @@ void cli_view_progress(FILE *out, const json_t *exp)
     fputc('\n', out);
 }
 
+/* Several objectives (docs/api.md, "Several objectives and constraints"):
+ * the Pareto front, one trial a line with each objective's value. */
+static void view_pareto(FILE *out, const json_t *exp, const json_t *pareto, const char *indent)
+{
+    const json_t *metrics = json_object_get(exp, "metrics");
+    if (json_array_size(pareto) == 0) {
+        fprintf(out, "%spareto front: none yet\n", indent);
+        return;
+    }
+    fprintf(out, "%spareto front (%zu trials):\n", indent, json_array_size(pareto));
+    size_t i;
+    json_t *p;
+    json_array_foreach((json_t *)pareto, i, p) {
+        fprintf(out, "%s  trial %" PRId64 ":", indent, cli_fmt_int(p, "trial_id", 0));
+        size_t k;
+        json_t *m;
+        json_array_foreach((json_t *)metrics, k, m) {
+            char name[CLI_FMT_VALUE_MAX], value[CLI_FMT_VALUE_MAX];
+            const char *raw = cli_fmt_str(m, "name", "?");
+            cli_fmt_sanitize(raw, name, sizeof name, false);
+            fprintf(out, "%s %s %s", k ? "," : "", name,
+                    cli_fmt_value(json_object_get(json_object_get(p, "values"), raw), value,
+                                  sizeof value));
+        }
+        char *config = cli_fmt_config(json_object_get(p, "config"));
+        fprintf(out, "  config: %s\n", config);
+        free(config);
+    }
+}
+
 void cli_view_best(FILE *out, const json_t *exp, const char *indent)
 {
+    const json_t *pareto = json_object_get(exp, "pareto");
+    if (json_is_array(pareto)) {
+        view_pareto(out, exp, pareto, indent);
+        return;
+    }
     const json_t *best = json_object_get(exp, "best");
     char metric[CLI_FMT_VALUE_MAX];
     cli_fmt_sanitize(cli_fmt_str(exp, "metric", "value"), metric, sizeof metric, false);
@@ -89,7 +124,10 @@ void cli_view_trials(FILE *out, const json_t *exp, json_t *const *trials, size_t
                      CliTableStyle style, size_t more, const char *more_what)
 {
     const json_t *space = json_object_get(exp, "search_space");
-    const char *metric = cli_fmt_str(exp, "metric", "value");
+    /* Several objectives: the first's column (the others are in `last`). */
+    const json_t *first = json_array_get(json_object_get(exp, "metrics"), 0);
+    const char *metric = first ? cli_fmt_str(first, "name", "value")
+                               : cli_fmt_str(exp, "metric", "value");
     const char *time_attr = cli_fmt_str(json_object_get(exp, "scheduler"), "time_attr", "step");
     CliTable *t = cli_table_new();
     cli_table_column(t, "trial", CLI_ALIGN_RIGHT, 0);

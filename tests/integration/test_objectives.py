@@ -7,8 +7,10 @@ best follow the last report of each trial."""
 import csv
 import io
 import os
+import subprocess
 import sys
 
+import rungd_harness as h
 import worker_harness as wh
 
 sys.path.insert(0, os.path.join(wh.REPO_ROOT, "python"))
@@ -74,6 +76,18 @@ class Objectives(wh.WorkerTestCase):
             self.assertAlmostEqual(float(row[4]), t["values"]["val_loss"], places=12)
             self.assertEqual(row[6], "true" if t["feasible"] else "false")
             self.assertEqual(row[7], "2")
+
+        # rung show: the objectives, the constraint and the front, a line
+        # per trial.
+        cli = os.environ.get("RUNG_CLI") or os.path.join(os.path.dirname(h.rungd_path()), "rung")
+        shown = subprocess.run([cli, "--server", d.url, "--token", d.token or "", "show",
+                                str(exp["id"])], capture_output=True, text=True, timeout=30)
+        self.assertEqual(shown.returncode, 0, shown.stderr)
+        self.assertIn("metrics:    val_loss (min), latency_ms (min)", shown.stdout)
+        self.assertIn("constraints:peak_mem_gb <= 16", shown.stdout)
+        self.assertIn("pareto front (%d trials):" % len(front), shown.stdout)
+        for p in front:
+            self.assertIn("  trial %d: val_loss " % p["trial_id"], shown.stdout)
 
         # The Python client: pareto() as the API, best() refused naming it,
         # rows() with a column per objective.
