@@ -198,12 +198,20 @@ static void grid_indices(const Space *s, int64_t combo, int64_t *idx)
     }
 }
 
-/* Features of the cube point u with grid indices gidx. */
+/* Features of the cube point u with grid indices gidx. A parameter of a
+ * branch not taken is imputed (docs/searchers.md): SPACE_INACTIVE_U, as
+ * space_encode gives observed configs, and category -1 for a choice. */
 static void features_of(const Bayes *b, const double *u, const int64_t *gidx, double *x)
 {
+    bool active[SPACE_MAX_PARAMS];
+    int sel[SPACE_MAX_PARAMS];
+    if (b->space->conditional)
+        space__active(b->space, u, NULL, active, sel);
     for (int k = 0; k < b->nf; k++) {
         const Feature *f = &b->feat[k];
-        if (f->cube < 0) {
+        if (b->space->conditional && !active[f->param]) {
+            x[k] = f->levels > 0 ? -1.0 : SPACE_INACTIVE_U;
+        } else if (f->cube < 0) {
             x[k] = (double)gidx[f->param];
         } else if (f->levels > 0) {
             double c = floor(u[f->cube] * (double)f->levels);

@@ -153,17 +153,83 @@ static double encode_number(const SpaceParam *p, double x)
     }
 }
 
+void space__active(const Space *space, const double *u, const int64_t *idx, bool *active, int *sel)
+{
+    for (int i = 0; i < space->nparams; i++) {
+        const SpaceParam *p = &space->params[i];
+        active[i] = p->parent < 0 || (active[p->parent] && sel[p->parent] == p->branch);
+        sel[i] = -1;
+        if (!p->cond || !active[i])
+            continue;
+        if (idx != NULL && idx[i] >= 0)
+            sel[i] = (int)idx[i];
+        else
+            sel[i] = (int)cell(clamp01(u[p->cube]), p->count);
+    }
+}
+
+/* Whether config has every direct parameter of branch b of choice c (those
+ * of deeper choices are judged when their choice is) with a value it takes
+ * (numbers only loosely: encoding clamps them). */
+static bool branch_fits(const Space *space, int c, int b, const json_t *config)
+{
+    for (int i = c + 1; i < space->nparams; i++) {
+        const SpaceParam *p = &space->params[i];
+        if (p->parent != c || p->branch != b || p->cond)
+            continue;
+        const json_t *v = json_object_get(config, p->name);
+        if (v == NULL)
+            return false;
+        if (p->kind == SPACE_CONST || p->kind == SPACE_CHOICE || p->kind == SPACE_GRID) {
+            if (!space__value_ok(p, v))
+                return false;
+        } else if (!json_is_number(v)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+int space__resolve(const Space *space, const json_t *config, bool *active, int *sel)
+{
+    for (int i = 0; i < space->nparams; i++) {
+        const SpaceParam *p = &space->params[i];
+        active[i] = p->parent < 0 || (active[p->parent] && sel[p->parent] == p->branch);
+        sel[i] = -1;
+        if (!p->cond || !active[i])
+            continue;
+        for (int b = 0; b < p->count && sel[i] < 0; b++)
+            if (branch_fits(space, i, b, config))
+                sel[i] = b;
+        if (sel[i] < 0)
+            return -1;
+    }
+    return 0;
+}
+
 int space_encode(const Space *space, const json_t *config, double *u, RungError *err)
 {
     if (!json_is_object(config))
         return rung_error_set(err, RUNG_E_INVALID_ARGUMENT, "config",
                               "config: must be a JSON object");
+    bool active[SPACE_MAX_PARAMS];
+    int sel[SPACE_MAX_PARAMS];
+    int bad = space__resolve(space, config, active, sel);
     for (int i = 0; i < space->nparams; i++) {
         const SpaceParam *p = &space->params[i];
-        if (p->cube < 0)
+        if (bad == 0 && !active[i] && p->cube >= 0)
+            u[p->cube] = SPACE_INACTIVE_U;
+        if (p->cube < 0 || (bad == 0 && !active[i]))
             continue;
         char field[RUNG_FIELD_MAX];
         jsonv_path(field, sizeof field, "config", p->name);
+        if (p->cond) {
+            if (bad != 0)
+                return rung_error_set(err, RUNG_E_INVALID_ARGUMENT, field,
+                                      "%s: the config fits no branch of this choice", field);
+            u[p->cube] = ((double)sel[i] + 0.5) / (double)p->count;
+            continue;
+        }
         const json_t *v = json_object_get(config, p->name);
         if (v == NULL)
             return rung_error_set(err, RUNG_E_INVALID_ARGUMENT, field, "%s: required", field);
@@ -190,8 +256,13 @@ json_t *space__build(const Space *space, const double *u, const int64_t *idx)
     json_t *config = json_object();
     if (config == NULL)
         return NULL;
+    bool active[SPACE_MAX_PARAMS];
+    int sel[SPACE_MAX_PARAMS];
+    space__active(space, u, idx, active, sel);
     for (int i = 0; i < space->nparams; i++) {
         const SpaceParam *p = &space->params[i];
+        if (!active[i] || p->cond)
+            continue;
         json_t *v;
         if (p->kind == SPACE_CONST)
             v = json_deep_copy(p->values);

@@ -184,19 +184,113 @@ static int64_t enum_index(const SpaceParam *p, const json_t *v)
     }
 }
 
+/* Saturating arithmetic at SAMPLER_MAX_TRIALS + 1: the grid searcher's
+ * product can be astronomical, and a larger one is refused anyway. */
+#define SAT (SAMPLER_MAX_TRIALS + 1)
+
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+    return a == 0 || b == 0 ? 0 : (a > SAT / b ? SAT : (a * b > SAT ? SAT : a * b));
+}
+
+static int64_t member_count(const Space *s, int i);
+
+/* Combinations of the members of branch b of choice c (c = -1: the top):
+ * the product of their counts. */
+static int64_t scope_count(const Space *s, int c, int b)
+{
+    int64_t g = 1;
+    for (int i = c + 1; i < s->nparams; i++)
+        if (s->params[i].parent == c && s->params[i].branch == b)
+            g = sat_mul(g, member_count(s, i));
+    return g;
+}
+
+/* A parameter's count; a conditional choice's is the sum over its
+ * branches (branches x their grids, one after the other). */
+static int64_t member_count(const Space *s, int i)
+{
+    const SpaceParam *p = &s->params[i];
+    if (!p->cond)
+        return space__enum_count(p);
+    int64_t n = 0;
+    for (int b = 0; b < p->count; b++) {
+        n += scope_count(s, i, b);
+        if (n > SAT)
+            n = SAT;
+    }
+    return n;
+}
+
+int64_t space__grid_combinations(const Space *space)
+{
+    return scope_count(space, -1, 0);
+}
+
+/* Mixed radix over the scope's members, the first slowest. */
+static void scope_decode(const Space *s, int c, int b, int64_t combo, int64_t *idx)
+{
+    for (int i = s->nparams - 1; i > c; i--) {
+        const SpaceParam *p = &s->params[i];
+        if (p->parent != c || p->branch != b)
+            continue;
+        int64_t n = member_count(s, i);
+        int64_t k = combo % n;
+        combo /= n;
+        if (!p->cond) {
+            idx[i] = k;
+            continue;
+        }
+        for (int bb = 0; bb < p->count; bb++) {
+            int64_t nb = scope_count(s, i, bb);
+            if (k < nb) {
+                idx[i] = bb;
+                scope_decode(s, i, bb, k, idx);
+                break;
+            }
+            k -= nb;
+        }
+    }
+}
+
+void space__grid_decode(const Space *space, int64_t combo, int64_t *idx)
+{
+    for (int i = 0; i < space->nparams; i++)
+        idx[i] = -1;
+    scope_decode(space, -1, 0, combo, idx);
+}
+
+static int64_t scope_index(const Space *s, int c, int b, const json_t *config, const int *sel)
+{
+    int64_t g = 0;
+    for (int i = c + 1; i < s->nparams; i++) {
+        const SpaceParam *p = &s->params[i];
+        if (p->parent != c || p->branch != b)
+            continue;
+        int64_t n = member_count(s, i);
+        int64_t k;
+        if (p->cond) {
+            k = scope_index(s, i, sel[i], config, sel);
+            for (int bb = 0; k >= 0 && bb < sel[i]; bb++)
+                k += scope_count(s, i, bb);
+        } else {
+            k = enum_index(p, json_object_get(config, p->name));
+        }
+        if (n < 1 || k < 0 || g > SAMPLER_MAX_TRIALS / n)
+            return -1;
+        g = g * n + k;
+    }
+    return g;
+}
+
 int64_t sampler_grid_index(const Space *space, const json_t *config)
 {
     /* Mixed radix, the first parameter slowest (sampler_config). The grid
      * searcher's product is at most SAMPLER_MAX_TRIALS when it ran at all;
      * a larger one is refused at submission, so it is no index here. */
-    int64_t c = 0;
-    for (int i = 0; i < space->nparams; i++) {
-        const SpaceParam *p = &space->params[i];
-        int64_t n = space__enum_count(p);
-        int64_t k = enum_index(p, json_object_get(config, p->name));
-        if (n < 1 || k < 0 || c > SAMPLER_MAX_TRIALS / n)
-            return -1;
-        c = c * n + k;
-    }
-    return c;
+    bool active[SPACE_MAX_PARAMS];
+    int sel[SPACE_MAX_PARAMS];
+    if (!json_is_object(config) || space__resolve(space, config, active, sel) != 0)
+        return -1;
+    return scope_index(space, -1, 0, config, sel);
 }

@@ -6,6 +6,14 @@
  * to one coordinate each of the unit cube [0, 1)^d ("cube dims"); grid
  * parameters are enumerated (Ray Tune's grid_search); constants pass through.
  *
+ * Nested objects are sub-spaces and a choice whose values are objects is a
+ * conditional choice (each value a sub-space, its "branch"); both are
+ * flattened: a config is one flat object whose keys are dotted paths
+ * ("model.lr", "opt.momentum") and holds only the parameters of the
+ * branches it took (docs/api.md, "Nested and conditional spaces"). Every
+ * sampled parameter of every branch has its cube coordinate, and each
+ * conditional choice one more for its branch.
+ *
  * Random and grid searchers are pure functions of (space, searcher, trial
  * number): trial n's config never depends on history, which makes a restart
  * resume exactly where it stopped and the same seed give the same sequence. */
@@ -19,9 +27,15 @@
 #include "error.h"
 
 /* Limits on what a user controls, each with why. */
-#define SPACE_MAX_PARAMS 256          /* a GP over more dims is hopeless anyway */
-#define SPACE_MAX_VALUES 10000        /* choice/grid values: keeps specs small */
-#define SPACE_MAX_NAME 64             /* docs/api.md: [A-Za-z_][A-Za-z0-9_.-]{0,63} */
+#define SPACE_MAX_PARAMS 256   /* a GP over more dims is hopeless anyway */
+#define SPACE_MAX_VALUES 10000 /* choice/grid values: keeps specs small */
+#define SPACE_MAX_NAME 64      /* docs/api.md: [A-Za-z_][A-Za-z0-9_.-]{0,63} */
+/* A parameter's dotted path through sub-spaces ("model.opt.lr"): a few
+ * names, short enough for an error's field and an argv placeholder. */
+#define SPACE_MAX_PATH 128
+/* Sub-spaces inside sub-spaces: deeper trees are no search anyone runs, and
+ * the bound keeps the recursion of parsing and enumerating shallow. */
+#define SPACE_MAX_DEPTH 8
 #define SAMPLER_MAX_TRIALS 10000000LL /* num_samples x grid product, bounded */
 /* grid_points at most, and the most values of an integer domain that the grid
  * searcher enumerates without them: a grid is for a handful of values. */
@@ -40,7 +54,8 @@ typedef struct SearcherSpec {
 } SearcherSpec;
 
 /* Parses and validates search_space (the object itself). Errors are
- * RUNG_E_INVALID_SPEC with field "search_space.<name>[.<key>]".
+ * RUNG_E_INVALID_SPEC with the field's path, "search_space.<name>[.<key>]"
+ * ("search_space.opt.values[1].beta2.low" inside a branch).
  * On success *out is new (free with space_free). */
 int space_parse(const json_t *search_space, Space **out, RungError *err);
 void space_free(Space *space);
@@ -62,10 +77,42 @@ int space_check_value(const Space *space, const char *name, const json_t *value,
  * of memory. */
 json_t *space_config_value(const Space *space, const char *name, const json_t *value);
 
+/* Whether an object of search_space without "type" (a sub-space) holds a
+ * domain at some depth: one without any is refused, as it was a constant
+ * object once (specs stored then keep it one: spec_load). */
+bool space_has_domain(const json_t *sub_space);
+
+/* Checks a config `point` (possibly partial, docs/api.md
+ * "points_to_evaluate"): every key a parameter whose value it can take
+ * (space_check_value) and some choice of branches under which all of them
+ * are active together. field names the point ("points_to_evaluate[2]"). */
+int space_check_point(const Space *space, const json_t *point, const char *field, RungError *err);
+
+/* config (borrowed) as this space holds it: its branches resolved (a
+ * config takes, at each conditional choice, the first branch whose
+ * parameters it has with values they can take), its active parameters in
+ * spec order, each one space_check_value accepts, converted by
+ * space_config_value; keys of no active parameter dropped. New reference;
+ * NULL when config does not fit (a parameter missing, a value outside its
+ * domain, no branch fits) or out of memory. */
+json_t *space_conform(const Space *space, const json_t *config);
+
+/* config (borrowed) with point's values laid over it: point's keys choose
+ * the branch at each conditional choice whose subtree they name (the
+ * config's branch when it is one of those that fit them, else the first
+ * that fits), each active parameter takes point's value (space_config_value),
+ * else config's, else the middle of its domain (cube coordinate 0.5). New
+ * reference in spec order; NULL when out of memory or nothing fits. */
+json_t *space_lay_over(const Space *space, const json_t *config, const json_t *point);
+
+/* Whether name is a config key of space: a parameter of some branch. */
+bool space_has_param(const Space *space, const char *name);
+
 /* Number of unit-cube coordinates (sampled parameters). */
 int space_cube_dims(const Space *space);
-/* Number of parameters (constants and grids included), and the name of the
- * i-th in spec order (borrowed from space; NULL when i is out of range). */
+/* Number of config keys (constants and grids included, of every branch;
+ * a name that several branches share counts once), and the i-th in spec
+ * order (borrowed from space; NULL when i is out of range). */
 int space_param_count(const Space *space);
 const char *space_param_name(const Space *space, int i);
 /* Product of the grid parameters' value counts (1 when there is none). */

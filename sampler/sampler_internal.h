@@ -57,8 +57,18 @@ typedef enum {
 } SpaceKind;
 
 typedef struct SpaceParam {
-    char name[SPACE_MAX_NAME + 1]; /* as in the spec, NUL-terminated */
+    char name[SPACE_MAX_PATH + 1]; /* the config key: the dotted path, NUL-terminated */
+    char field[RUNG_FIELD_MAX];    /* its place in the spec, "search_space.opt.values[1].lr" */
     SpaceKind kind;
+    /* Where it sits: the conditional choice (an index into the space's
+     * params, before this one) whose branch `branch` holds it, or -1 and 0
+     * when it is always active. Parents come before their children. */
+    int parent;
+    int branch;
+    /* A conditional choice (kind SPACE_CHOICE, count branches, values the
+     * sub-space objects): it has a cube coordinate, its branch, but no key
+     * in a config; its branches' parameters follow it. */
+    bool cond;
     /* Float domains (uniform, quniform, loguniform, qloguniform). */
     double low, high;         /* bounds as given; low < high */
     double log_low, log_high; /* log(low), log(high) for log domains */
@@ -83,8 +93,11 @@ typedef struct SpaceParam {
 } SpaceParam;
 
 struct Space {
-    SpaceParam *params; /* nparams of them, in spec order */
+    SpaceParam *params; /* nparams of them, in spec order (a branch's after its choice) */
     int nparams;
+    int *keys; /* params index of each distinct config key, first occurrence, spec order */
+    int nkeys;
+    bool conditional;  /* some conditional choice */
     int dims;          /* unit-cube coordinates */
     int64_t grid_size; /* product of the grid parameters' counts, >= 1 */
 };
@@ -100,6 +113,33 @@ int64_t space__enum_count(const SpaceParam *p);
 /* The i-th enumerated value of p (0 <= i < space__enum_count). New
  * reference, NULL when out of memory. */
 json_t *space__enum_value(const SpaceParam *p, int64_t i);
+
+/* The cube coordinate an inactive parameter encodes to (space_encode): any
+ * fixed value would do, the middle keeps it inside the cube. */
+#define SPACE_INACTIVE_U 0.5
+
+/* Which parameters are active when each conditional choice takes the
+ * branch idx[i] (when idx != NULL and idx[i] >= 0) or else the branch its
+ * cube coordinate u[cube] falls in. active has nparams entries; sel too
+ * (the branch of each active conditional choice, -1 elsewhere). */
+void space__active(const Space *space, const double *u, const int64_t *idx, bool *active, int *sel);
+
+/* The branches a config took (space_conform's rule): fills active and sel
+ * as space__active. Returns 0, or -1 when some active conditional choice
+ * has no branch that fits config. */
+int space__resolve(const Space *space, const json_t *config, bool *active, int *sel);
+
+/* Whether v is a value p can take (space_check_value for one parameter). */
+bool space__value_ok(const SpaceParam *p, const json_t *v);
+
+/* The grid searcher's enumeration: its number of combinations (saturated
+ * at SAMPLER_MAX_TRIALS + 1; 0 when some parameter cannot be enumerated),
+ * and the enumerated index of every parameter in combination combo (a
+ * conditional choice's is its branch; -1 for the parameters of branches not
+ * taken). The first parameter varies slowest; a conditional choice runs
+ * through its branches one after the other, each with its own product. */
+int64_t space__grid_combinations(const Space *space);
+void space__grid_decode(const Space *space, int64_t combo, int64_t *idx);
 
 /* Fills p->points / p->npoints from p->grid_points (p's bounds must be set).
  * Returns 0, or -1 when out of memory. */

@@ -114,17 +114,7 @@ static int64_t combinations(const Space *space, const SearcherSpec *searcher)
 {
     if (searcher->type != SEARCHER_GRID)
         return space->grid_size;
-    int64_t g = 1;
-    for (int i = 0; i < space->nparams; i++) {
-        int64_t n = space__enum_count(&space->params[i]);
-        if (n == 0)
-            return 0;
-        /* g <= MAX + 1 and n <= SPACE_MAX_VALUES: the product fits. */
-        g *= n;
-        if (g > SAMPLER_MAX_TRIALS)
-            g = SAMPLER_MAX_TRIALS + 1;
-    }
-    return g;
+    return space__grid_combinations(space);
 }
 
 int sampler_total_trials(const Space *space, const SearcherSpec *searcher, int64_t num_samples,
@@ -161,18 +151,19 @@ json_t *sampler_config(const Space *space, const SearcherSpec *searcher, int64_t
 
     /* Mixed radix over the enumerated parameters: the first varies slowest. */
     int64_t idx[SPACE_MAX_PARAMS];
+    if (all) {
+        space__grid_decode(space, combo, idx);
+        return space__build(space, NULL, idx);
+    }
     int64_t rest = combo;
     for (int i = space->nparams - 1; i >= 0; i--) {
         const SpaceParam *p = &space->params[i];
         idx[i] = -1;
-        if (all || p->kind == SPACE_GRID) {
-            int64_t n = all ? space__enum_count(p) : p->count;
-            idx[i] = rest % n;
-            rest /= n;
+        if (p->kind == SPACE_GRID) {
+            idx[i] = rest % p->count;
+            rest /= p->count;
         }
     }
-    if (all)
-        return space__build(space, NULL, idx);
 
     double u[SPACE_MAX_PARAMS];
     int dims = space->dims;

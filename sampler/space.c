@@ -199,13 +199,24 @@ static int parse_values(const json_t *spec, const char *path, SpaceParam *p, Run
         return rung_error_set(err, INVALID, field, "%s: more than %d values", field,
                               SPACE_MAX_VALUES);
     if (p->kind == SPACE_CHOICE) {
+        /* One object among the values makes a conditional choice. */
+        for (size_t i = 0; i < n; i++)
+            if (json_is_object(json_array_get(values, i)))
+                p->cond = true;
         for (size_t i = 0; i < n; i++) {
             const json_t *v = json_array_get(values, i);
-            if (!json_is_number(v) && !json_is_string(v) && !json_is_boolean(v)) {
-                char item[RUNG_FIELD_MAX + 24]; /* room for "[index]" */
-                snprintf(item, sizeof item, "%s[%zu]", field, i);
+            char item[RUNG_FIELD_MAX + 24]; /* room for "[index]" */
+            snprintf(item, sizeof item, "%s[%zu]", field, i);
+            if (p->cond && (!json_is_object(v) || json_object_size(v) == 0))
                 return rung_error_set(err, INVALID, item,
-                                      "%s: must be a number, a string or a boolean", item);
+                                      "%s: a choice whose values are sub-spaces takes only "
+                                      "non-empty objects",
+                                      item);
+            if (!p->cond && !json_is_number(v) && !json_is_string(v) && !json_is_boolean(v)) {
+                return rung_error_set(err, INVALID, item,
+                                      "%s: must be a number, a string, a boolean or a "
+                                      "sub-space (an object)",
+                                      item);
             }
         }
     }
@@ -218,20 +229,16 @@ static int parse_values(const json_t *spec, const char *path, SpaceParam *p, Run
     return 0;
 }
 
-static int parse_param(const char *name, const json_t *spec, SpaceParam *p, RungError *err)
+/* Parses the domain (or constant) spec at `path` into p, named name. */
+static int parse_param(const char *name, const char *path, const json_t *spec, SpaceParam *p,
+                       RungError *err)
 {
-    char path[RUNG_FIELD_MAX];
-    jsonv_path(path, sizeof path, "search_space", name);
-    if (!name_ok(name))
-        return rung_error_set(err, INVALID, path,
-                              "%s: invalid parameter name (must match "
-                              "[A-Za-z_][A-Za-z0-9_.-]{0,63})",
-                              path);
     snprintf(p->name, sizeof p->name, "%s", name);
+    snprintf(p->field, sizeof p->field, "%s", path);
     p->cube = -1;
 
     /* Ray passes anything that is not a domain through unchanged. */
-    if (!json_is_object(spec) || json_object_get(spec, "type") == NULL) {
+    if (!json_is_object(spec)) {
         p->kind = SPACE_CONST;
         p->count = 1;
         p->values = json_deep_copy(spec);
@@ -272,51 +279,160 @@ static int parse_param(const char *name, const json_t *spec, SpaceParam *p, Rung
     }
 }
 
+static bool is_sub_space(const json_t *spec)
+{
+    return json_is_object(spec) && json_object_get(spec, "type") == NULL;
+}
+
+bool space_has_domain(const json_t *sub_space)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)sub_space, key, v) {
+        if (json_is_object(v) && (json_object_get(v, "type") != NULL || space_has_domain(v)))
+            return true;
+    }
+    return false;
+}
+
+/* The conditional choices above params[i], innermost first: whether i and
+ * j can be active at once (no choice holds them in different branches). */
+static bool exclusive(const Space *s, int i, int j)
+{
+    for (int a = i; s->params[a].parent >= 0; a = s->params[a].parent)
+        for (int b = j; s->params[b].parent >= 0; b = s->params[b].parent)
+            if (s->params[a].parent == s->params[b].parent &&
+                s->params[a].branch != s->params[b].branch)
+                return true;
+    return false;
+}
+
+/* Parses the members of one (sub-)space, the object obj at `path`, whose
+ * config keys start with `prefix` (empty at the top), held by branch
+ * `branch` of conditional choice `parent` (-1: always active). */
+static int parse_scope(Space *s, const json_t *obj, const char *path, const char *prefix,
+                       int parent, int branch, int depth, RungError *err)
+{
+    if (depth > SPACE_MAX_DEPTH)
+        return rung_error_set(err, INVALID, path, "%s: sub-spaces nested deeper than %d levels",
+                              path, SPACE_MAX_DEPTH);
+    const char *key;
+    json_t *spec;
+    /* jansson keeps insertion order, which is the order of the spec. */
+    json_object_foreach((json_t *)obj, key, spec) {
+        char field[RUNG_FIELD_MAX];
+        jsonv_path(field, sizeof field, path, key);
+        if (!name_ok(key))
+            return rung_error_set(err, INVALID, field,
+                                  "%s: invalid parameter name (must match "
+                                  "[A-Za-z_][A-Za-z0-9_.-]{0,63})",
+                                  field);
+        char name[SPACE_MAX_PATH + 2];
+        snprintf(name, sizeof name, "%s%s%s", prefix, prefix[0] ? "." : "", key);
+        if (strlen(name) > SPACE_MAX_PATH)
+            return rung_error_set(err, INVALID, field,
+                                  "%s: the parameter's path %.*s... is longer than %d bytes", field,
+                                  40, name, SPACE_MAX_PATH);
+        int rc;
+        if (is_sub_space(spec)) {
+            /* Such an object was a constant once (spec_load keeps it one):
+             * a sub-space must sample something. */
+            if (!space_has_domain(spec))
+                return rung_error_set(err, INVALID, field,
+                                      "%s: a sub-space without any domain; for a constant "
+                                      "object use {\"type\": \"grid\", \"values\": [{...}]}",
+                                      field);
+            rc = parse_scope(s, spec, field, name, parent, branch, depth + 1, err);
+            if (rc != 0)
+                return rc;
+            continue;
+        }
+        if (s->nparams == SPACE_MAX_PARAMS)
+            return rung_error_set(err, INVALID, "search_space",
+                                  "search_space: more than %d parameters", SPACE_MAX_PARAMS);
+        int index = s->nparams++;
+        SpaceParam *p = &s->params[index];
+        p->parent = parent;
+        p->branch = branch;
+        rc = parse_param(name, field, spec, p, err);
+        if (rc != 0)
+            return rc;
+        if (p->kind == SPACE_GRID && parent >= 0)
+            return rung_error_set(err, INVALID, field,
+                                  "%s: a grid cannot sit inside a branch of a conditional "
+                                  "choice (the grid searcher enumerates the branches' domains)",
+                                  field);
+        if (p->kind == SPACE_GRID) {
+            /* grid_size <= SAMPLER_MAX_TRIALS and count <= SPACE_MAX_VALUES,
+             * so the product cannot overflow before the check. */
+            s->grid_size *= p->count;
+            if (s->grid_size > SAMPLER_MAX_TRIALS) {
+                char vf[RUNG_FIELD_MAX];
+                jsonv_path(vf, sizeof vf, field, "values");
+                return rung_error_set(err, INVALID, vf,
+                                      "%s: the grids have more than %lld combinations", field,
+                                      SAMPLER_MAX_TRIALS);
+            }
+        }
+        if (!p->cond)
+            continue;
+        s->conditional = true;
+        for (int64_t b = 0; b < p->count; b++) {
+            char bf[RUNG_FIELD_MAX + 32]; /* room for ".values[index]" */
+            snprintf(bf, sizeof bf, "%s.values[%lld]", field, (long long)b);
+            /* p may move no more: params is allocated once, full size. */
+            rc = parse_scope(s, json_array_get(s->params[index].values, (size_t)b), bf, name, index,
+                             (int)b, depth + 1, err);
+            if (rc != 0)
+                return rc;
+        }
+    }
+    return 0;
+}
+
 int space_parse(const json_t *search_space, Space **out, RungError *err)
 {
     *out = NULL;
     int rc = jsonv_object(search_space, "search_space", INVALID, err);
     if (rc != 0)
         return rc;
-    size_t n = json_object_size(search_space);
-    if (n > SPACE_MAX_PARAMS)
-        return rung_error_set(err, INVALID, "search_space", "search_space: more than %d parameters",
-                              SPACE_MAX_PARAMS);
     Space *space = calloc(1, sizeof *space);
-    /* calloc(0) may return NULL; one spare slot keeps an empty space simple. */
-    SpaceParam *params = calloc(n + 1, sizeof *params);
-    if (space == NULL || params == NULL) {
+    /* Full size at once (a few hundred kilobytes at most): parsing a
+     * branch appends while its choice's slot is held. */
+    SpaceParam *params = calloc(SPACE_MAX_PARAMS, sizeof *params);
+    int *keys = calloc(SPACE_MAX_PARAMS, sizeof *keys);
+    if (space == NULL || params == NULL || keys == NULL) {
         free(space);
         free(params);
+        free(keys);
         return out_of_memory(err);
     }
     space->params = params;
+    space->keys = keys;
     space->grid_size = 1;
-
-    const char *name;
-    json_t *spec;
-    /* jansson keeps insertion order, which is the order of the spec. */
-    json_object_foreach((json_t *)search_space, name, spec) {
-        SpaceParam *p = &space->params[space->nparams++];
-        rc = parse_param(name, spec, p, err);
-        if (rc != 0)
-            break;
-        if (p->kind == SPACE_GRID) {
-            /* grid_size <= SAMPLER_MAX_TRIALS and count <= SPACE_MAX_VALUES,
-             * so the product cannot overflow before the check. */
-            space->grid_size *= p->count;
-            if (space->grid_size > SAMPLER_MAX_TRIALS) {
-                char field[RUNG_FIELD_MAX];
-                snprintf(field, sizeof field, "search_space.%s.values", name);
-                rc = rung_error_set(err, INVALID, field,
-                                    "search_space.%s: the grids have more than %lld "
-                                    "combinations",
-                                    name, SAMPLER_MAX_TRIALS);
-                break;
-            }
-        } else if (p->kind != SPACE_CONST) {
+    rc = parse_scope(space, search_space, "search_space", "", -1, 0, 0, err);
+    for (int i = 0; rc == 0 && i < space->nparams; i++) {
+        SpaceParam *p = &space->params[i];
+        if (p->kind != SPACE_GRID && p->kind != SPACE_CONST)
             p->cube = space->dims++;
+        if (p->cond)
+            continue;
+        int first = -1;
+        for (int k = 0; k < space->nkeys && first < 0; k++)
+            if (strcmp(space->params[space->keys[k]].name, p->name) == 0)
+                first = space->keys[k];
+        if (first < 0) {
+            space->keys[space->nkeys++] = i;
+            continue;
         }
+        /* Branches of one choice may share names; anything else would
+         * give one config key two values. */
+        for (int j = first; j < i && rc == 0; j++)
+            if (!space->params[j].cond && strcmp(space->params[j].name, p->name) == 0 &&
+                !exclusive(space, i, j))
+                rc = rung_error_set(err, INVALID, p->field,
+                                    "%s: the parameter %s is already defined (at %s)", p->field,
+                                    p->name, space->params[j].field);
     }
     if (rc != 0) {
         space_free(space);
@@ -336,6 +452,7 @@ void space_free(Space *space)
         json_decref(space->params[i].values);
     }
     free(space->params);
+    free(space->keys);
     free(space);
 }
 
@@ -351,14 +468,22 @@ int64_t space_grid_size(const Space *space)
 
 int space_param_count(const Space *space)
 {
-    return space->nparams;
+    return space->nkeys;
 }
 
 const char *space_param_name(const Space *space, int i)
 {
-    if (i < 0 || i >= space->nparams)
+    if (i < 0 || i >= space->nkeys)
         return NULL;
-    return space->params[i].name;
+    return space->params[space->keys[i]].name;
+}
+
+bool space_has_param(const Space *space, const char *name)
+{
+    for (int k = 0; k < space->nkeys; k++)
+        if (strcmp(space->params[space->keys[k]].name, name) == 0)
+            return true;
+    return false;
 }
 
 /* A short form of v for an error message: "5", "\"adam\"", "an object". */
@@ -380,15 +505,10 @@ static void describe(const json_t *v, char *buf, size_t size)
     free(text);
 }
 
-int space_check_value(const Space *space, const char *name, const json_t *value, const char *field,
-                      RungError *err)
+/* space_check_value for the one parameter p. */
+static int check_param(const SpaceParam *p, const json_t *value, const char *field, RungError *err)
 {
-    const SpaceParam *p = NULL;
-    for (int i = 0; i < space->nparams && p == NULL; i++)
-        if (strcmp(space->params[i].name, name) == 0)
-            p = &space->params[i];
-    if (p == NULL)
-        return rung_error_set(err, INVALID, field, "%s: names no parameter of search_space", field);
+    const char *name = p->name;
     char what[64];
     describe(value, what, sizeof what);
     switch (p->kind) {
@@ -435,12 +555,42 @@ int space_check_value(const Space *space, const char *name, const json_t *value,
     }
 }
 
+bool space__value_ok(const SpaceParam *p, const json_t *v)
+{
+    return v != NULL && !p->cond && check_param(p, v, "", NULL) == 0;
+}
+
+int space_check_value(const Space *space, const char *name, const json_t *value, const char *field,
+                      RungError *err)
+{
+    /* Branches may share a name with different domains: any will do. */
+    const SpaceParam *first = NULL;
+    for (int i = 0; i < space->nparams; i++) {
+        const SpaceParam *p = &space->params[i];
+        if (p->cond || strcmp(p->name, name) != 0)
+            continue;
+        if (space__value_ok(p, value))
+            return 0;
+        if (first == NULL)
+            first = p;
+    }
+    if (first == NULL)
+        return rung_error_set(err, INVALID, field, "%s: names no parameter of search_space", field);
+    return check_param(first, value, field, err);
+}
+
 json_t *space_config_value(const Space *space, const char *name, const json_t *value)
 {
     const SpaceParam *p = NULL;
-    for (int i = 0; i < space->nparams && p == NULL; i++)
-        if (strcmp(space->params[i].name, name) == 0)
-            p = &space->params[i];
+    for (int i = 0; i < space->nparams; i++) {
+        const SpaceParam *q = &space->params[i];
+        if (q->cond || strcmp(q->name, name) != 0)
+            continue;
+        if (p == NULL || space__value_ok(q, value))
+            p = q;
+        if (space__value_ok(q, value))
+            break;
+    }
     if (p == NULL || value == NULL)
         return NULL;
     bool is_float = p->kind == SPACE_UNIFORM || p->kind == SPACE_QUNIFORM ||
@@ -448,4 +598,164 @@ json_t *space_config_value(const Space *space, const char *name, const json_t *v
     if (is_float && json_is_integer(value))
         return json_real((double)json_integer_value(value));
     return json_incref((json_t *)value);
+}
+
+/* Whether every key of point that some parameter of branch b of choice c
+ * (at any depth) has is a value one of them can take, and how many such
+ * keys there are (*named); keys of c's other branches only make b unfit. */
+static bool branch_takes(const Space *space, int c, int b, const json_t *point, int *named)
+{
+    *named = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)point, key, v) {
+        bool in_b = false, ok = false, in_other = false;
+        for (int i = c + 1; i < space->nparams; i++) {
+            const SpaceParam *p = &space->params[i];
+            if (p->cond || strcmp(p->name, key) != 0)
+                continue;
+            /* The branch of c above i, if c is above i at all. */
+            int a = i;
+            while (space->params[a].parent > c)
+                a = space->params[a].parent;
+            if (space->params[a].parent != c)
+                continue;
+            if (space->params[a].branch == b) {
+                in_b = true;
+                ok = ok || space__value_ok(p, v);
+            } else {
+                in_other = true;
+            }
+        }
+        if (in_b && !ok)
+            return false;
+        if (in_other && !in_b)
+            return false;
+        *named += in_b;
+    }
+    return true;
+}
+
+/* The branches of a point laid over a config: at each active conditional
+ * choice, the config's branch (sel as space__resolve left it, -1 for
+ * none) when the point fits it, else the first branch that fits the
+ * point; fills active. -1 when no branch fits. */
+static int point_branches(const Space *space, const json_t *point, bool *active, int *sel)
+{
+    for (int i = 0; i < space->nparams; i++) {
+        const SpaceParam *p = &space->params[i];
+        active[i] = p->parent < 0 || (active[p->parent] && sel[p->parent] == p->branch);
+        if (!p->cond)
+            continue;
+        if (!active[i]) {
+            sel[i] = -1;
+            continue;
+        }
+        int named, pick = -1;
+        if (sel[i] >= 0 && branch_takes(space, i, sel[i], point, &named))
+            pick = sel[i];
+        for (int b = 0; pick < 0 && b < p->count; b++)
+            if (branch_takes(space, i, b, point, &named))
+                pick = b;
+        if (pick < 0)
+            return -1;
+        sel[i] = pick;
+    }
+    return 0;
+}
+
+int space_check_point(const Space *space, const json_t *point, const char *field, RungError *err)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)point, key, v) {
+        char f[RUNG_FIELD_MAX];
+        jsonv_path(f, sizeof f, field, key);
+        int rc = space_check_value(space, key, v, f, err);
+        if (rc != 0)
+            return rc;
+    }
+    bool active[SPACE_MAX_PARAMS];
+    int sel[SPACE_MAX_PARAMS];
+    for (int i = 0; i < space->nparams; i++)
+        sel[i] = -1;
+    if (point_branches(space, point, active, sel) == 0) {
+        /* Every key must be an active parameter that takes its value. */
+        json_object_foreach((json_t *)point, key, v) {
+            bool ok = false;
+            for (int i = 0; i < space->nparams && !ok; i++)
+                ok = active[i] && strcmp(space->params[i].name, key) == 0 &&
+                     space__value_ok(&space->params[i], v);
+            if (!ok)
+                goto conflict;
+        }
+        return 0;
+    }
+conflict:
+    return rung_error_set(err, INVALID, field,
+                          "%s: names parameters of different branches of a conditional choice",
+                          field);
+}
+
+json_t *space_conform(const Space *space, const json_t *config)
+{
+    bool active[SPACE_MAX_PARAMS];
+    int sel[SPACE_MAX_PARAMS];
+    if (!json_is_object(config) || space__resolve(space, config, active, sel) != 0)
+        return NULL;
+    json_t *out = json_object();
+    for (int i = 0; out != NULL && i < space->nparams; i++) {
+        const SpaceParam *p = &space->params[i];
+        if (!active[i] || p->cond)
+            continue;
+        const json_t *v = json_object_get(config, p->name);
+        if (!space__value_ok(p, v)) {
+            json_decref(out);
+            return NULL;
+        }
+        json_t *c = json_is_integer(v) && p->count == 0 && p->kind != SPACE_CONST
+                        ? json_real((double)json_integer_value(v))
+                        : json_incref((json_t *)v);
+        /* json_object_set_new steals c, also when it fails. */
+        if (c == NULL || json_object_set_new(out, p->name, c) != 0) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+json_t *space_lay_over(const Space *space, const json_t *config, const json_t *point)
+{
+    bool active[SPACE_MAX_PARAMS];
+    int sel[SPACE_MAX_PARAMS];
+    if (space__resolve(space, config, active, sel) != 0)
+        for (int i = 0; i < space->nparams; i++)
+            sel[i] = -1;
+    if (point_branches(space, point, active, sel) != 0)
+        return NULL;
+    json_t *out = json_object();
+    for (int i = 0; out != NULL && i < space->nparams; i++) {
+        const SpaceParam *p = &space->params[i];
+        if (!active[i] || p->cond)
+            continue;
+        const json_t *over = json_object_get(point, p->name);
+        const json_t *had = json_object_get(config, p->name);
+        json_t *v;
+        if (over != NULL && space__value_ok(p, over))
+            v = space_config_value(space, p->name, over);
+        else if (had != NULL && space__value_ok(p, had))
+            v = json_incref((json_t *)had);
+        else if (p->kind == SPACE_CONST)
+            v = json_deep_copy(p->values);
+        else if (p->kind == SPACE_GRID)
+            v = space__enum_value(p, 0);
+        else
+            v = space__decode_value(p, 0.5);
+        if (v == NULL || json_object_set_new(out, p->name, v) != 0) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
 }

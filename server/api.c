@@ -491,13 +491,10 @@ void api_experiment_csv(Engine *e, Job *job)
     FILE *out = open_memstream(&buf, &len);
     if (out == NULL)
         abort();
-    json_t *space = json_object_get(spec->json, "search_space");
-    const char *name;
-    json_t *dom;
     fputs("id,number,state", out);
-    json_object_foreach(space, name, dom) {
+    for (int i = 0; i < space_param_count(spec->space); i++) {
         fputc(',', out);
-        store_csv_field(out, name);
+        store_csv_field(out, space_param_name(spec->space, i));
     }
     /* Several objectives: a column of each one's last value instead of
      * best_value and last_value; constraints: feasible (docs/api.md). */

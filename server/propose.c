@@ -103,23 +103,10 @@ json_t *propose_lay_over(const Space *space, json_t *config, const json_t *point
 {
     if (config == NULL || json_object_size(point) == 0)
         return config;
-    /* A new object rather than json_object_set on config: the keys stay in
-     * the space's order whatever order the point gives them in. */
-    json_t *out = json_object();
-    const char *key;
-    json_t *v;
-    json_object_foreach(config, key, v) {
-        const json_t *over = json_object_get(point, key);
-        json_t *value = over ? space_config_value(space, key, over) : json_incref(v);
-        /* json_object_set_new steals value, also when it fails. */
-        if (out == NULL || value == NULL || json_object_set_new(out, key, value) != 0) {
-            if (out == NULL)
-                json_decref(value);
-            json_decref(out);
-            out = NULL;
-            break;
-        }
-    }
+    /* A new object: the keys stay in the space's order whatever order the
+     * point gives them in, and a point that names another branch brings
+     * that branch's parameters (space_lay_over). */
+    json_t *out = space_lay_over(space, config, point);
     json_decref(config);
     return out;
 }

@@ -59,9 +59,11 @@ void proposer_request(Proposer *p, int64_t exp_id, json_t *search_space,
                       int64_t count, ProposeHistory *history);
 
 /* config (a new reference, stolen) of space with the values of point
- * (borrowed, a validated points_to_evaluate entry) laid over it, keys in
- * config's order and each value as a config holds it (space_config_value):
- * a new reference, NULL when config is NULL or out of memory. */
+ * (borrowed, a validated points_to_evaluate entry) laid over it
+ * (space_lay_over: the point may choose a conditional choice's branch),
+ * keys in the space's order and each value as a config holds it
+ * (space_config_value): a new reference, NULL when config is NULL or out
+ * of memory. */
 json_t *propose_lay_over(const Space *space, json_t *config, const json_t *point);
 /* Finishes the request in progress, drops the rest, joins the thread. */
 void proposer_stop(Proposer *p);

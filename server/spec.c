@@ -221,7 +221,7 @@ static bool gang_placeholder(const char *name)
  * reaching the program verbatim; and that no parameter used there has a
  * gang placeholder's name, which would leave {name} ambiguous (a stored
  * spec keeps loading: rung-worker refuses such a trial instead). */
-static int check_placeholders(const char *arg, const char *field, const json_t *space, bool stored,
+static int check_placeholders(const char *arg, const char *field, const Space *space, bool stored,
                               RungError *err)
 {
     for (const char *p = strchr(arg, '{'); p != NULL; p = strchr(p + 1, '{')) {
@@ -229,7 +229,7 @@ static int check_placeholders(const char *arg, const char *field, const json_t *
         if (end == NULL)
             break;
         size_t len = (size_t)(end - p - 1);
-        if (len == 0 || len > SPACE_MAX_NAME || !(isalpha((unsigned char)p[1]) || p[1] == '_'))
+        if (len == 0 || len > SPACE_MAX_PATH || !(isalpha((unsigned char)p[1]) || p[1] == '_'))
             continue;
         bool ident = true;
         for (const char *c = p + 1; c < end; c++)
@@ -237,11 +237,11 @@ static int check_placeholders(const char *arg, const char *field, const json_t *
                 ident = false;
         if (!ident)
             continue;
-        char name[SPACE_MAX_NAME + 1];
+        char name[SPACE_MAX_PATH + 1];
         memcpy(name, p + 1, len);
         name[len] = '\0';
         if (gang_placeholder(name)) {
-            if (json_object_get(space, name) != NULL && !stored)
+            if (space_has_param(space, name) && !stored)
                 return rung_error_set(err, E, field,
                                       "%s: {%s} is the trial's place in its gang, filled in by "
                                       "the worker, and search_space has a parameter '%s' too: "
@@ -249,14 +249,14 @@ static int check_placeholders(const char *arg, const char *field, const json_t *
                                       field, name, name);
             continue;
         }
-        if (json_object_get(space, name) == NULL)
+        if (!space_has_param(space, name))
             return rung_error_set(err, E, field, "%s: {%s} names no parameter of search_space",
                                   field, name);
     }
     return 0;
 }
 
-static int parse_command(json_t *t, const json_t *space, bool stored, RungError *err)
+static int parse_command(json_t *t, const Space *space, bool stored, RungError *err)
 {
     const char *allowed[] = {"type", "argv", "env", "cwd", "timeout_s", NULL};
     if (jsonv_only_keys(t, "trainable", allowed, E, err))
@@ -334,7 +334,7 @@ static int parse_trainable(json_t *spec_json, bool stored, Spec *spec, RungError
         return err->code;
     if (strcmp(type, "command") == 0) {
         spec->trainable = SPEC_TRAINABLE_COMMAND;
-        return parse_command(t, json_object_get(spec_json, "search_space"), stored, err);
+        return parse_command(t, spec->space, stored, err);
     }
     if (strcmp(type, "builtin") == 0) {
         const char *allowed[] = {"type", "model", "dataset", NULL};
@@ -460,14 +460,8 @@ static int parse_points(json_t *j, Spec *spec, RungError *err)
         snprintf(path, sizeof path, "points_to_evaluate[%zu]", i);
         if (!json_is_object(pt))
             return rung_error_set(err, E, path, "%s: must be an object of parameter values", path);
-        const char *key;
-        json_t *v;
-        json_object_foreach(pt, key, v) {
-            char field[RUNG_FIELD_MAX];
-            jsonv_path(field, sizeof field, path, key);
-            if (space_check_value(spec->space, key, v, field, err))
-                return err->code;
-        }
+        if (space_check_point(spec->space, pt, path, err))
+            return err->code;
     }
     spec->points = json_array_size(pts) > 0 ? pts : NULL;
     return 0;
@@ -540,27 +534,6 @@ static int parse_searcher(json_t *j, uint64_t seed, Spec *spec, RungError *err)
         json_object_set_new(s, "type", json_string("random"));
     }
     json_object_set_new(s, "seed", json_integer((json_int_t)spec->searcher.seed));
-    return 0;
-}
-
-/* A parameter whose value is an object without "type" was taken for a
- * constant object, and Ray users meant a nested (conditional) space by it:
- * refused at submission, loaded as the constant it always was. */
-static int check_nested(const json_t *space, RungError *err)
-{
-    const char *name;
-    json_t *v;
-    json_object_foreach((json_t *)space, name, v) {
-        if (json_is_object(v) && json_object_get(v, "type") == NULL) {
-            char field[RUNG_FIELD_MAX];
-            jsonv_path(field, sizeof field, "search_space", name);
-            return rung_error_set(err, E, field,
-                                  "%s: a nested object is not a parameter (conditional spaces "
-                                  "are not supported); for a constant object use "
-                                  "{\"type\": \"grid\", \"values\": [{...}]}",
-                                  field);
-        }
-    }
     return 0;
 }
 
@@ -728,6 +701,21 @@ bool spec_feasible(const Spec *spec, const json_t *metrics)
     return true;
 }
 
+/* An object without "type" and without any domain in it was a constant
+ * object before sub-spaces (docs/api.md, "Nested and conditional spaces");
+ * such an object is refused at submission now, so in a stored spec it is
+ * one of those: it stays the constant it was, as a grid of one value. */
+static void keep_constant_objects(json_t *space)
+{
+    const char *name;
+    json_t *v;
+    json_object_foreach(space, name, v) {
+        if (json_is_object(v) && json_object_get(v, "type") == NULL && !space_has_domain(v))
+            json_object_set_new(space, name,
+                                json_pack("{s:s, s:[O]}", "type", "grid", "values", v));
+    }
+}
+
 /* spec_parse, or spec_load when stored. */
 static int parse(const json_t *spec_json, uint64_t seed, bool stored, Spec *spec, RungError *err)
 {
@@ -763,11 +751,13 @@ static int parse(const json_t *spec_json, uint64_t seed, bool stored, Spec *spec
         rung_error_set(err, E, "search_space", "search_space: required");
         goto fail;
     }
+    if (stored && json_is_object(space))
+        keep_constant_objects(space);
     if (jsonv_object(space, "search_space", E, err) || space_parse(space, &spec->space, err) ||
-        (!stored && check_nested(space, err)) || parse_searcher(j, seed, spec, err) ||
-        parse_scheduler(j, spec, err) || parse_counts(j, spec, err) ||
-        parse_best_scope(j, spec, err) || parse_resources(j, spec, err) ||
-        parse_selector(j, spec, err) || parse_trainable(j, stored, spec, err) ||
+        parse_searcher(j, seed, spec, err) || parse_scheduler(j, spec, err) ||
+        parse_counts(j, spec, err) || parse_best_scope(j, spec, err) ||
+        parse_resources(j, spec, err) || parse_selector(j, spec, err) ||
+        parse_trainable(j, stored, spec, err) ||
         sampler_total_trials(spec->space, &spec->searcher, spec->num_samples, &spec->total_trials,
                              err) ||
         parse_points(j, spec, err) || parse_warm_start(j, spec, err) || parse_stop(j, spec, err) ||

@@ -458,11 +458,10 @@ void store_csv_row(FILE *out, const Spec *spec, int64_t id, int64_t number, cons
                    bool has_step, int64_t step)
 {
     fprintf(out, "%lld,%lld,%s", (long long)id, (long long)number, state);
-    const char *name;
-    json_t *dom;
-    json_object_foreach(json_object_get(spec->json, "search_space"), name, dom) {
+    /* Every parameter path of every branch; a branch not taken is empty. */
+    for (int i = 0; i < space_param_count(spec->space); i++) {
         fputc(',', out);
-        store_csv_value(out, json_object_get(config, name));
+        store_csv_value(out, json_object_get(config, space_param_name(spec->space, i)));
     }
     fputc(',', out);
     if (spec->n_objectives > 1) {
@@ -633,15 +632,22 @@ int store_read_workers(Store *s, int64_t seen_since, int64_t limit, int64_t offs
 static int warm_check_space(int64_t source, const json_t *src_spec, const Spec *spec,
                             RungError *err)
 {
-    const json_t *src = json_object_get(src_spec, "search_space");
+    /* Parameter paths, not the spec's keys: sub-spaces flatten to them. */
+    Space *src = NULL;
+    RungError ignored;
+    if (space_parse(json_object_get(src_spec, "search_space"), &src, &ignored) != 0)
+        src = NULL;
     for (int i = 0; i < space_param_count(spec->space); i++) {
         const char *name = space_param_name(spec->space, i);
-        if (json_object_get(src, name) == NULL)
+        if (src == NULL || !space_has_param(src, name)) {
+            space_free(src);
             return rung_error_set(err, RUNG_E_INVALID_SPEC, "warm_start.experiment",
                                   "warm_start.experiment: experiment %lld has no parameter "
                                   "\"%s\" in its search_space",
                                   (long long)source, name);
+        }
     }
+    space_free(src);
     return 0;
 }
 

@@ -167,22 +167,11 @@ bool warm_add(Warm *w, const Spec *spec, TrialState state, const json_t *config,
     } else {
         return false;
     }
-    /* The config as the new space has it: its parameters, in its order,
-     * each a value its domain can take. */
-    json_t *c = json_object();
+    /* The config as the new space has it: its parameters (of the branches
+     * it took), in its order, each a value its domain can take. */
+    json_t *c = space_conform(spec->space, config);
     if (c == NULL)
-        abort();
-    for (int i = 0; i < space_param_count(spec->space); i++) {
-        const char *name = space_param_name(spec->space, i);
-        json_t *v = json_object_get(config, name);
-        RungError ignored;
-        if (v == NULL || space_check_value(spec->space, name, v, name, &ignored) != 0) {
-            json_decref(c);
-            return false;
-        }
-        if (json_object_set_new(c, name, space_config_value(spec->space, name, v)) != 0)
-            abort();
-    }
+        return false;
     rung_grow((void **)&w->obs, &w->cap_obs, w->n_obs, sizeof *w->obs);
     w->obs[w->n_obs++] = (BayesObservation){.config = c, .loss = loss};
     if (w->type == SEARCHER_RANDOM) {

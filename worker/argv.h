@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 #define ARGV_MAX_ARGS 256 /* as the server's SPEC_MAX_ARGV */
-#define ARGV_MAX_NAME 64  /* longest parameter name (docs/api.md) */
+#define ARGV_MAX_NAME 128 /* longest parameter path, SPACE_MAX_PATH (docs/api.md) */
 
 /* The text of one value, as above. New string (free with free), NULL when
  * out of memory. */

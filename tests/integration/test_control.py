@@ -9,7 +9,7 @@ checked is what docs/api.md promises a user:
 - the rules that fail an experiment: a misspelt metric (`metric_missing`)
   and trials that cannot start (`max_failed_trials`), with the error that
   says why;
-- submissions refused (a nested object in `search_space`, no trainable),
+- submissions refused (a sub-space without a domain in `search_space`, no trainable),
   and `{"type": "external"}` trials that rung-worker never leases;
 - pause and resume (running trials finish, or with `running=pause` are
   paused and resume from their checkpoint), PATCH (extend, priority), a
@@ -196,7 +196,7 @@ class Submission(wh.WorkerTestCase):
                                       "opt": {"lr": 0.1, "momentum": 0.9}})
         err = self.assertError(d.call("POST", "/api/v1/experiments", nested), 400,
                                "invalid_spec", "search_space.opt")
-        self.assertIn("nested object", err["message"])
+        self.assertIn("sub-space without any domain", err["message"])
         s = h.spec()
         del s["trainable"]
         self.assertError(d.call("POST", "/api/v1/experiments", s), 400, "invalid_spec",

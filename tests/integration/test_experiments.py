@@ -284,7 +284,7 @@ class ExperimentObjects(h.RungdTestCase):
                                       "net": {"layers": 2}})
         err = self.assertError(d.request("POST", "/api/v1/experiments", nested), 400,
                                "invalid_spec", "search_space.net")
-        self.assertIn("nested object", err["message"])
+        self.assertIn("sub-space without any domain", err["message"])
         self.assertEqual(d.ok("GET", "/api/v1/experiments")["total"], 0)
         exp = d.create_experiment(h.spec(num_samples=2))
         self.assertEqual(exp["trainable"], {"type": "external"})

@@ -534,6 +534,26 @@ static const BadCase BAD_SPACES[] = {
     {"{\"x\": {\"type\": \"randint\", \"low\": 0, \"high\": 9, \"grid_points\": 2.5}}",
      "search_space.x.grid_points"},
     {"{\"ok\": 1, \"y\": {\"type\": \"uniform\", \"low\": 2, \"high\": 1}}", "search_space.y.high"},
+    /* Sub-spaces and conditional choices: the path through them. */
+    {"{\"opt\": {\"type\": \"choice\", \"values\": [{\"o\": \"sgd\"}, {\"o\": \"adamw\", "
+     "\"beta2\": {\"type\": \"loguniform\", \"low\": 0, \"high\": 1}}]}}",
+     "search_space.opt.values[1].beta2.low"},
+    {"{\"opt\": {\"type\": \"choice\", \"values\": [{\"a\": 1}, 2]}}",
+     "search_space.opt.values[1]"},
+    {"{\"opt\": {\"type\": \"choice\", \"values\": [{}]}}", "search_space.opt.values[0]"},
+    {"{\"m\": {\"x\": 1, \"y\": {\"z\": [1]}}}", "search_space.m"},
+    {"{\"m\": {\"x\": {\"type\": \"uniform\", \"low\": 0}}}", "search_space.m.x.high"},
+    {"{\"m\": {\"1x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}}", "search_space.m.1x"},
+    {"{\"m.x\": 1, \"m\": {\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}}",
+     "search_space.m.x"},
+    {"{\"o\": {\"type\": \"choice\", \"values\": [{\"a\": 1}, {\"a\": 2}]}, \"o.a\": 3}",
+     "search_space.o.a"},
+    {"{\"o\": {\"type\": \"choice\", \"values\": [{\"g\": {\"type\": \"grid\", \"values\": "
+     "[1]}}]}}",
+     "search_space.o.values[0].g"},
+    {"{\"a\": {\"b\": {\"c\": {\"d\": {\"e\": {\"f\": {\"g\": {\"h\": {\"i\": {\"j\": "
+     "{\"type\": \"uniform\", \"low\": 0, \"high\": 1}}}}}}}}}}}",
+     "search_space.a.b.c.d.e.f.g.h.i"},
 };
 
 static void expect_bad_space(const json_t *json, const char *what, const char *field)
@@ -802,7 +822,7 @@ static void test_constants_and_order(void **state)
 {
     (void)state;
     const char *text = "{\"z\": 1, \"a\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
-                       " \"m\": {\"k\": [1, 2]}, \"n\": null, \"s\": \"str\", \"f\": 2.5,"
+                       " \"m\": [{\"k\": [1, 2]}], \"n\": null, \"s\": \"str\", \"f\": 2.5,"
                        " \"g\": {\"type\": \"grid\", \"values\": [{\"x\": 1}, [1], null]},"
                        " \"t\": [1, {\"type\": \"uniform\"}], \"b\": false}";
     const char *order[] = {"z", "a", "m", "n", "s", "f", "g", "t", "b"};
@@ -1167,6 +1187,167 @@ static void test_config_value(void **state)
     space_free(space);
 }
 
+/* ---- nested and conditional spaces ------------------------------------ */
+
+static const char *COND_SPACE =
+    "{\"lr\": {\"type\": \"loguniform\", \"low\": 1e-4, \"high\": 1},"
+    " \"model\": {\"layers\": {\"type\": \"randint\", \"low\": 1, \"high\": 4}, \"act\": \"relu\"},"
+    " \"opt\": {\"type\": \"choice\", \"values\": ["
+    "  {\"name\": \"sgd\", \"momentum\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}},"
+    "  {\"name\": \"adamw\", \"beta2\": {\"type\": \"uniform\", \"low\": 0.9, \"high\": 1},"
+    "   \"wd\": {\"type\": \"choice\", \"values\": [0, 0.01]}}]}}";
+
+/* The branch a config of COND_SPACE took: 0 sgd, 1 adamw; -1 neither. */
+static int cond_branch(const json_t *c)
+{
+    const char *name = json_string_value(json_object_get(c, "opt.name"));
+    bool m = json_object_get(c, "opt.momentum") != NULL;
+    bool b = json_object_get(c, "opt.beta2") != NULL && json_object_get(c, "opt.wd") != NULL;
+    if (name != NULL && strcmp(name, "sgd") == 0 && m && !b && json_object_size(c) == 5)
+        return 0;
+    if (name != NULL && strcmp(name, "adamw") == 0 && b && !m && json_object_size(c) == 6)
+        return 1;
+    return -1;
+}
+
+static void test_conditional_flatten(void **state)
+{
+    (void)state;
+    Space *space = parse_space(COND_SPACE);
+    /* Every key of every branch once, in spec order; the choice itself is
+     * no key but has a coordinate (its branch). */
+    const char *keys[] = {"lr",           "model.layers", "model.act", "opt.name",
+                          "opt.momentum", "opt.beta2",    "opt.wd"};
+    assert_int_equal(space_param_count(space), 7);
+    for (int i = 0; i < 7; i++)
+        assert_string_equal(space_param_name(space, i), keys[i]);
+    assert_int_equal(space_cube_dims(space), 6);
+    assert_true(space_has_param(space, "opt.wd"));
+    assert_false(space_has_param(space, "opt"));
+    const char *searchers[] = {"{\"seed\": 4}", "{\"seed\": 4, \"quasi\": true}"};
+    for (int s = 0; s < 2; s++) {
+        SearcherSpec sp = searcher_ok(searchers[s], space);
+        int seen[2] = {0, 0};
+        for (int t = 0; t < 200; t++) {
+            json_t *c = sampler_config(space, &sp, t);
+            int b = cond_branch(c);
+            assert_true(b >= 0);
+            seen[b]++;
+            assert_string_equal(json_string_value(json_object_get(c, "model.act")), "relu");
+            /* Encoding: the branch's cell, inactive coordinates fixed, and
+             * back to the same config. */
+            double u[6];
+            RungError err;
+            assert_int_equal(space_encode(space, c, u, &err), 0);
+            assert_true((u[2] < 0.5) == (b == 0));
+            if (b == 0) {
+                assert_true(u[4] == SPACE_INACTIVE_U && u[5] == SPACE_INACTIVE_U);
+            } else {
+                assert_true(u[3] == SPACE_INACTIVE_U);
+            }
+            json_t *back = space_decode(space, u, 0);
+            assert_true(json_equal(back, c));
+            /* conform keeps it; keys of the other branch are dropped. */
+            json_t *extra = json_deep_copy(c);
+            json_object_set_new(extra, b == 0 ? "opt.beta2" : "opt.momentum", json_real(0.95));
+            json_t *conf = space_conform(space, extra);
+            assert_true(json_equal(conf, c));
+            json_decref(conf);
+            json_decref(extra);
+            json_decref(back);
+            json_decref(c);
+        }
+        assert_true(seen[0] > 60 && seen[1] > 60);
+    }
+    /* A config of no branch: conform and encode fail, naming the choice. */
+    json_t *bad = load("{\"lr\": 0.1, \"model.layers\": 2, \"model.act\": \"relu\","
+                       " \"opt.name\": \"adam\", \"opt.momentum\": 0.5}");
+    assert_null(space_conform(space, bad));
+    double u[6];
+    RungError err;
+    assert_int_equal(space_encode(space, bad, u, &err), RUNG_E_INVALID_ARGUMENT);
+    assert_string_equal(err.field, "config.opt");
+    json_decref(bad);
+    space_free(space);
+}
+
+static void test_conditional_points(void **state)
+{
+    (void)state;
+    Space *space = parse_space(COND_SPACE);
+    json_t *sgd = load("{\"lr\": 0.1, \"model.layers\": 2, \"model.act\": \"relu\","
+                       " \"opt.name\": \"sgd\", \"opt.momentum\": 0.5}");
+    /* A point that names the other branch brings its parameters (the
+     * middle of their domains) and drops the config's branch. */
+    json_t *point = load("{\"opt.name\": \"adamw\", \"lr\": 0.01}");
+    json_t *c = space_lay_over(space, sgd, point);
+    assert_int_equal(cond_branch(c), 1);
+    assert_true(json_real_value(json_object_get(c, "lr")) == 0.01);
+    assert_true(json_real_value(json_object_get(c, "opt.beta2")) == 0.95);
+    assert_true(json_real_value(json_object_get(c, "opt.wd")) == 0.01);
+    json_decref(c);
+    json_decref(point);
+    /* A point of the config's own branch keeps the rest of it. */
+    point = load("{\"opt.momentum\": 0.25}");
+    c = space_lay_over(space, sgd, point);
+    assert_int_equal(cond_branch(c), 0);
+    assert_true(json_real_value(json_object_get(c, "opt.momentum")) == 0.25);
+    assert_true(json_integer_value(json_object_get(c, "model.layers")) == 2);
+    json_decref(c);
+    json_decref(point);
+    /* Checks: a point may name one branch, never two. */
+    RungError err;
+    point = load("{\"opt.beta2\": 0.95, \"opt.wd\": 0}");
+    assert_int_equal(space_check_point(space, point, "points_to_evaluate[0]", &err), 0);
+    json_decref(point);
+    point = load("{\"opt.momentum\": 0.5, \"opt.beta2\": 0.95}");
+    assert_int_equal(space_check_point(space, point, "points_to_evaluate[1]", &err),
+                     RUNG_E_INVALID_SPEC);
+    assert_string_equal(err.field, "points_to_evaluate[1]");
+    json_decref(point);
+    point = load("{\"opt.name\": \"sgd\", \"opt.wd\": 0}");
+    assert_int_equal(space_check_point(space, point, "p", &err), RUNG_E_INVALID_SPEC);
+    json_decref(point);
+    json_decref(sgd);
+    space_free(space);
+}
+
+/* The grid searcher: each branch's own product, one branch after another. */
+static void test_conditional_grid(void **state)
+{
+    (void)state;
+    Space *space = parse_space(
+        "{\"a\": {\"type\": \"choice\", \"values\": [1, 2]},"
+        " \"opt\": {\"type\": \"choice\", \"values\": ["
+        "  {\"n\": \"sgd\", \"m\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1, "
+        "\"grid_points\": 3}},"
+        "  {\"n\": \"adam\", \"b\": {\"type\": \"choice\", \"values\": [1, 2]},"
+        "   \"sub\": {\"type\": \"choice\", \"values\": [{\"k\": 0}, {\"k\": 1, \"w\": "
+        "{\"type\": \"randint\", \"low\": 0, \"high\": 2}}]}}]}}");
+    SearcherSpec s = searcher_ok("{\"type\": \"grid\"}", space);
+    /* 2 x (3 + 2 x (1 + 2)) */
+    int64_t total = total_ok(space, &s, 1);
+    assert_int_equal(total, 18);
+    json_t *all[18];
+    for (int t = 0; t < 18; t++) {
+        all[t] = sampler_config(space, &s, t);
+        assert_non_null(all[t]);
+        assert_int_equal(sampler_grid_index(space, all[t]), t);
+        for (int k = 0; k < t; k++)
+            assert_false(json_equal(all[k], all[t]));
+    }
+    /* The first parameter slowest; the sgd branch's three points first. */
+    assert_int_equal(json_integer_value(json_object_get(all[8], "a")), 1);
+    assert_int_equal(json_integer_value(json_object_get(all[9], "a")), 2);
+    assert_string_equal(json_string_value(json_object_get(all[2], "opt.n")), "sgd");
+    assert_string_equal(json_string_value(json_object_get(all[3], "opt.n")), "adam");
+    assert_null(json_object_get(all[3], "opt.sub.w"));
+    assert_non_null(json_object_get(all[4], "opt.sub.w"));
+    for (int t = 0; t < 18; t++)
+        json_decref(all[t]);
+    space_free(space);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1189,6 +1370,9 @@ int main(void)
         cmocka_unit_test(test_grid_index),
         cmocka_unit_test(test_redraw),
         cmocka_unit_test(test_config_value),
+        cmocka_unit_test(test_conditional_flatten),
+        cmocka_unit_test(test_conditional_points),
+        cmocka_unit_test(test_conditional_grid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

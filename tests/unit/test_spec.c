@@ -452,7 +452,7 @@ static void test_nested_object(void **state)
     Spec spec;
     RungError err;
     assert_int_equal(spec_parse(j, 5, &spec, &err), RUNG_E_INVALID_SPEC);
-    assert_non_null(strstr(err.message, "nested object is not a parameter"));
+    assert_non_null(strstr(err.message, "sub-space without any domain"));
     assert_non_null(strstr(err.message, "\"grid\""));
     /* Stored by an earlier rungd: the constant it always was. */
     assert_int_equal(spec_load(j, 5, &spec, &err), 0);
@@ -465,6 +465,35 @@ static void test_nested_object(void **state)
     spec_close(&again);
     spec_close(&spec);
     json_decref(j);
+
+    /* A sub-space with a domain: flat dotted keys, usable in argv. */
+    accept("{" HEAD ", \"trainable\": {\"type\": \"command\", \"argv\": [\"t\", "
+           "\"{model.opt.lr}\", \"{model.layers}\"]}, \"search_space\": {\"model\": "
+           "{\"layers\": 2, \"opt\": {\"lr\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}}}}",
+           &spec);
+    config = sampler_config(spec.space, &spec.searcher, 0);
+    assert_int_equal(json_integer_value(json_object_get(config, "model.layers")), 2);
+    assert_true(json_is_real(json_object_get(config, "model.opt.lr")));
+    json_decref(config);
+    spec_close(&spec);
+    refuse("{" HEAD ", \"trainable\": {\"type\": \"command\", \"argv\": [\"{model}\"]}, "
+           "\"search_space\": {\"model\": {\"lr\": {\"type\": \"uniform\", \"low\": 0, "
+           "\"high\": 1}}}}",
+           "trainable.argv[0]");
+    /* points_to_evaluate naming a branch, or two branches at once. */
+    const char *cond = "{" HEAD ", " EXTERNAL ", \"search_space\": {\"opt\": {\"type\": "
+                       "\"choice\", \"values\": [{\"name\": \"sgd\", \"m\": {\"type\": "
+                       "\"uniform\", \"low\": 0, \"high\": 1}}, {\"name\": \"adamw\", \"b2\": "
+                       "{\"type\": \"uniform\", \"low\": 0.9, \"high\": 1}}]}}, "
+                       "\"num_samples\": 4, \"points_to_evaluate\": [%s]}";
+    char buf[1024];
+    snprintf(buf, sizeof buf, cond, "{\"opt.name\": \"adamw\"}, {\"opt.m\": 0.5}");
+    accept(buf, &spec);
+    spec_close(&spec);
+    snprintf(buf, sizeof buf, cond, "{\"opt.name\": \"sgd\", \"opt.b2\": 0.95}");
+    refuse(buf, "points_to_evaluate[0]");
+    snprintf(buf, sizeof buf, cond, "{\"opt.b2\": 2}");
+    refuse(buf, "points_to_evaluate[0].opt.b2");
 
     /* What the message suggests, and other constants, are accepted. */
     accept("{" HEAD ", " EXTERNAL ", \"search_space\": {\"model\": {\"type\": \"grid\","
