@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Conditional spaces: the tree-structured function of Jenatton et al. (2017)
+# (docs/searchers.md), Rung's bayes and random searchers against Optuna's
+# TPE (multivariate, group) and random in the same run. It runs
+# BUILD/bin/conditional_bench (bench/conditional.c), then
+# bench/optuna_conditional.py with Debian's /usr/bin/python3, and prints the
+# median regret (best so far - f*, f* = 0.1) after 50 and 100 evaluations
+# over the seeds, then the target line of issue 17: rung-bayes's median regret
+# at most half of TPE's at 50 and 100 evaluations. It prints, never judges:
+# the exit status is 1 only when a driver failed. It builds nothing: build
+# conditional_bench first (cmake --build build --target conditional_bench).
+#
+# Usage: bash bench/conditional.sh
+# Knobs (environment): CONDITIONAL_SEEDS (20), CONDITIONAL_EVALS (100),
+# RUNG_BUILD (build directory, default build/).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${RUNG_BUILD:-$ROOT/build}
+SEEDS=${CONDITIONAL_SEEDS:-20}
+EVALS=${CONDITIONAL_EVALS:-100}
+for v in SEEDS EVALS; do
+    if [[ ! ${!v} =~ ^[1-9][0-9]*$ ]]; then
+        echo "conditional.sh: $v must be a positive whole number, not '${!v}'" >&2
+        exit 2
+    fi
+done
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+echo "== conditional: Jenatton et al. (2017) tree, $SEEDS seeds, $EVALS evaluations =="
+echo "host: $(nproc) cores; $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+"$BUILD/bin/conditional_bench" "$SEEDS" "$EVALS" >"$TMP/rung.json"
+/usr/bin/python3 "$ROOT/bench/optuna_conditional.py" "$SEEDS" "$EVALS" >"$TMP/optuna.json"
+
+/usr/bin/python3 - "$TMP/rung.json" "$TMP/optuna.json" "$EVALS" <<'PY'
+import json
+import statistics
+import sys
+
+runs = {}
+for path in sys.argv[1:3]:
+    for line in open(path):
+        o = json.loads(line)
+        runs[o["searcher"]] = o["regret"]
+evals = int(sys.argv[3])
+points = [e for e in (25, 50, 100) if e <= evals]
+
+
+def median_at(name, e):
+    return statistics.median(row[e - 1] for row in runs[name])
+
+
+print("%-14s" % "searcher" + "".join("%14s" % ("median@%d" % e) for e in points))
+for name in ("rung-bayes", "optuna-tpe", "rung-random", "optuna-random"):
+    print("%-14s" % name + "".join("%14.5f" % median_at(name, e) for e in points))
+for e in (50, 100):
+    if e > evals:
+        continue
+    b, t = median_at("rung-bayes", e), median_at("optuna-tpe", e)
+    print("target: rung-bayes median regret <= 0.5 x optuna-tpe at %d evaluations: "
+          "%.5f vs %.5f (ratio %s)" % (e, b, t, "%.3f" % (b / t) if t > 0 else "n/a"))
+PY
