@@ -1,6 +1,7 @@
 /* Placeholder substitution in argv; see argv.h. */
 #include "argv.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -137,6 +138,31 @@ char *argv_subst(const char *arg, const json_t *config)
     return b.s;
 }
 
+bool argv_names_inactive(const char *arg, const json_t *config)
+{
+    for (const char *open = strchr(arg, '{'); open != NULL; open = strchr(open + 1, '{')) {
+        /* The name as argv_subst reads it: up to the first '}', with no '{'. */
+        size_t n = strcspn(open + 1, "{}");
+        if (open[1 + n] != '}' || n < 1 || n > ARGV_MAX_NAME)
+            continue;
+        const char *name = open + 1;
+        bool path = isalpha((unsigned char)name[0]) || name[0] == '_', dot = false;
+        for (size_t i = 0; i < n && path; i++) {
+            unsigned char c = (unsigned char)name[i];
+            dot |= c == '.';
+            path = isalnum(c) || c == '_' || c == '.' || c == '-';
+        }
+        if (!path || !dot)
+            continue;
+        char key[ARGV_MAX_NAME + 1];
+        memcpy(key, name, n);
+        key[n] = '\0';
+        if (json_object_get(config, key) == NULL)
+            return true;
+    }
+    return false;
+}
+
 char **argv_expand(const json_t *argv, const json_t *config, char *why, size_t why_size)
 {
     size_t n = json_array_size(argv);
@@ -150,6 +176,7 @@ char **argv_expand(const json_t *argv, const json_t *config, char *why, size_t w
         snprintf(why, why_size, "out of memory");
         return NULL;
     }
+    size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
         const char *a = json_string_value(json_array_get(argv, i));
         if (a == NULL) {
@@ -157,12 +184,21 @@ char **argv_expand(const json_t *argv, const json_t *config, char *why, size_t w
             argv_free(out);
             return NULL;
         }
-        out[i] = argv_subst(a, config);
-        if (out[i] == NULL) {
+        if (argv_names_inactive(a, config))
+            continue;
+        out[kept] = argv_subst(a, config);
+        if (out[kept] == NULL) {
             snprintf(why, why_size, "out of memory");
             argv_free(out);
             return NULL;
         }
+        kept++;
+    }
+    if (kept == 0) {
+        snprintf(why, why_size,
+                 "trainable.argv: every entry names a parameter this trial's config lacks");
+        argv_free(out);
+        return NULL;
     }
     return out;
 }

@@ -154,6 +154,47 @@ static void test_argv_expand(void **state)
     json_decref(c);
 }
 
+/* A conditional space's config holds only the branch taken (docs/api.md,
+ * "Nested and conditional spaces"): entries naming a parameter of another
+ * branch are left out whole; the rest is substituted as ever. */
+static void test_argv_expand_inactive(void **state)
+{
+    (void)state;
+    json_t *c = json_pack("{s:s, s:f, s:i}", "opt.name", "sgd", "opt.momentum", 0.9, "n", 3);
+    json_t *argv = json_pack("[s, s, s, s, s, s, s, s, s]", "train", "--opt={opt.name}",
+                             "--momentum={opt.momentum}", "--beta2={opt.beta2}", "{opt.beta2}",
+                             "--n={n},b={opt.beta2}", "{x:1}", "{}", "{unknown}");
+    char why[128] = "";
+    char **out = argv_expand(argv, c, why, sizeof why);
+    assert_non_null(out);
+    const char *want[] = {"train", "--opt=sgd", "--momentum=0.9", "{x:1}", "{}", "{unknown}"};
+    size_t n = 0;
+    while (out[n] != NULL)
+        n++;
+    assert_int_equal(n, sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(out[i], want[i]);
+    argv_free(out);
+
+    /* What decides: a dotted path-shaped name that the config lacks. */
+    assert_true(argv_names_inactive("{opt.beta2}", c));
+    assert_true(argv_names_inactive("x{n}{opt.beta2}", c));
+    assert_true(argv_names_inactive("{{opt.beta2}}", c));
+    assert_false(argv_names_inactive("{opt.momentum}", c));
+    assert_false(argv_names_inactive("{master_port}", c)); /* the gang's, no dot */
+    assert_false(argv_names_inactive("{a.b:1}", c));
+    assert_false(argv_names_inactive("{1.5}", c));
+    assert_false(argv_names_inactive("{opt.beta2", c));
+    json_decref(argv);
+
+    /* Nothing left to run is an error. */
+    argv = json_pack("[s]", "{opt.beta2}");
+    assert_null(argv_expand(argv, c, why, sizeof why));
+    assert_non_null(strstr(why, "lacks"));
+    json_decref(argv);
+    json_decref(c);
+}
+
 /* ---- env ---- */
 
 static void test_env_layers(void **state)
@@ -1263,6 +1304,7 @@ int main(void)
         cmocka_unit_test(test_argv_real_round_trips),
         cmocka_unit_test(test_argv_subst),
         cmocka_unit_test(test_argv_expand),
+        cmocka_unit_test(test_argv_expand_inactive),
         cmocka_unit_test(test_env_layers),
         cmocka_unit_test(test_env_json_checked),
         cmocka_unit_test(test_env_trial_base),
