@@ -300,3 +300,155 @@ double pareto_ehvi2(const double *front, int k, const double *ref, const double 
     free(rows);
     return ehvi > 0 ? ehvi : 0;
 }
+
+/* ---- EHVI of m objectives over a cell decomposition ---------------------- */
+
+struct ParetoCells {
+    int m;
+    int n_cells;
+    int nz[PARETO_MAX_M];    /* grid lines per objective, ref included */
+    double *z[PARETO_MAX_M]; /* sorted distinct front coordinates, then ref */
+    int *idx;                /* n_cells x (m - 1): interval index per objective */
+    int *top;                /* n_cells: index into z[m - 1] of the cell's ceiling */
+};
+
+void pareto_cells_free(ParetoCells *c)
+{
+    if (c == NULL)
+        return;
+    for (int j = 0; j < PARETO_MAX_M; j++)
+        free(c->z[j]);
+    free(c->idx);
+    free(c->top);
+    free(c);
+}
+
+static int dbl_cmp(const void *pa, const void *pb)
+{
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return a < b ? -1 : (a > b ? 1 : 0);
+}
+
+static int sorted_lines(const double *pts, int k, int m, int j, double ref, double *out)
+{
+    int n = 0;
+    for (int i = 0; i < k; i++)
+        out[n++] = pts[(size_t)i * m + j];
+    qsort(out, (size_t)n, sizeof *out, dbl_cmp);
+    int w = 0;
+    for (int i = 0; i < n; i++)
+        if (w == 0 || out[i] != out[w - 1])
+            out[w++] = out[i];
+    out[w++] = ref;
+    return w;
+}
+
+ParetoCells *pareto_cells_new(const double *front, int k, int m, const double *ref, int max_cells)
+{
+    if (m < 2 || m > PARETO_MAX_M || k < 0)
+        return NULL;
+    ParetoCells *c = calloc(1, sizeof *c);
+    double *pts = malloc((size_t)(k > 0 ? k : 1) * (size_t)m * sizeof *pts);
+    bool *on = malloc((size_t)(k > 0 ? k : 1) * sizeof *on);
+    if (c == NULL || pts == NULL || on == NULL)
+        goto fail;
+    c->m = m;
+    /* The non-dominated points that dominate ref strictly. */
+    int n = 0;
+    for (int i = 0; i < k; i++) {
+        const double *p = front + (size_t)i * m;
+        bool in = row_finite(p, m);
+        for (int j = 0; j < m && in; j++)
+            in = p[j] < ref[j];
+        if (in)
+            memcpy(pts + (size_t)n++ * m, p, (size_t)m * sizeof *p);
+    }
+    if (n > 0 && pareto_front(pts, n, m, on) < 0)
+        goto fail;
+    int w = 0;
+    for (int i = 0; i < n; i++)
+        if (on[i])
+            memmove(pts + (size_t)w++ * m, pts + (size_t)i * m, (size_t)m * sizeof *pts);
+    n = w;
+    double cells = 1;
+    for (int j = 0; j < m; j++) {
+        c->z[j] = malloc((size_t)(n + 1) * sizeof *c->z[j]);
+        if (c->z[j] == NULL)
+            goto fail;
+        c->nz[j] = sorted_lines(pts, n, m, j, ref[j], c->z[j]);
+        if (j < m - 1)
+            cells *= c->nz[j];
+    }
+    if (cells > max_cells || n + 1 > PARETO_CELLS_MAX_LINES)
+        goto fail;
+    c->n_cells = (int)cells;
+    c->idx = malloc((size_t)c->n_cells * (size_t)(m - 1) * sizeof *c->idx);
+    c->top = malloc((size_t)c->n_cells * sizeof *c->top);
+    if (c->idx == NULL || c->top == NULL)
+        goto fail;
+    /* Cell (i_0, .., i_{m-2}) spans [z_j[i_j - 1], z_j[i_j]) in objective j
+     * (from -inf for i_j = 0); a point p dominates its part below height h
+     * exactly when p_j <= z_j[i_j - 1] for every j < m - 1 and p_{m-1} <= h,
+     * so the cell is non-dominated below the least such p_{m-1} (or ref). */
+    for (int cell = 0; cell < c->n_cells; cell++) {
+        int *ix = c->idx + (size_t)cell * (m - 1);
+        int r = cell;
+        for (int j = m - 2; j >= 0; j--) {
+            ix[j] = r % c->nz[j];
+            r /= c->nz[j];
+        }
+        double u = ref[m - 1];
+        for (int i = 0; i < n; i++) {
+            const double *p = pts + (size_t)i * m;
+            bool below = true;
+            for (int j = 0; j < m - 1 && below; j++)
+                below = ix[j] > 0 && p[j] <= c->z[j][ix[j] - 1];
+            if (below && p[m - 1] < u)
+                u = p[m - 1];
+        }
+        int t = 0;
+        while (c->z[m - 1][t] != u)
+            t++;
+        c->top[cell] = t;
+    }
+    free(pts);
+    free(on);
+    return c;
+fail:
+    free(pts);
+    free(on);
+    pareto_cells_free(c);
+    return NULL;
+}
+
+int pareto_cells_count(const ParetoCells *c)
+{
+    return c->n_cells;
+}
+
+double pareto_cells_ehvi(const ParetoCells *c, const double *mean, const double *sd)
+{
+    int m = c->m;
+    /* psi at every grid line, then each interval's difference. */
+    double width[PARETO_MAX_M - 1][PARETO_CELLS_MAX_LINES];
+    double height[PARETO_CELLS_MAX_LINES];
+    for (int j = 0; j < m - 1; j++) {
+        double prev = 0;
+        for (int i = 0; i < c->nz[j]; i++) {
+            double p = psi(c->z[j][i], mean[j], sd[j]);
+            width[j][i] = p - prev;
+            prev = p;
+        }
+    }
+    for (int i = 0; i < c->nz[m - 1]; i++)
+        height[i] = psi(c->z[m - 1][i], mean[m - 1], sd[m - 1]);
+    double ehvi = 0;
+    for (int cell = 0; cell < c->n_cells; cell++) {
+        const int *ix = c->idx + (size_t)cell * (m - 1);
+        double v = height[c->top[cell]];
+        for (int j = 0; j < m - 1; j++)
+            v *= width[j][ix[j]];
+        ehvi += v;
+    }
+    return ehvi > 0 ? ehvi : 0;
+}

@@ -47,4 +47,27 @@ double pareto_hypervolume(const double *y, int n, int m, const double *ref);
 double pareto_ehvi2(const double *front, int k, const double *ref, const double *mean,
                     const double *sd);
 
+/* The same expectation for 2 .. PARETO_MAX_M objectives, each independent
+ * N(mean[j], sd[j]^2): the non-dominated region below ref is cut by the
+ * front's coordinates in the first m - 1 objectives into cells, each a box
+ * times (-inf, u) in the last objective, u the least last coordinate of
+ * the points that dominate the cell's corner (ref's when none), so that
+ * EHVI = sum over cells of prod_{j < m-1} (psi_j(b_j) - psi_j(a_j)) psi_m(u),
+ * the formula of pareto_ehvi2 in m dimensions. The cells depend on the
+ * front alone: made once, they serve every posterior. */
+typedef struct ParetoCells ParetoCells;
+/* Most distinct coordinates per objective (front points + 1). */
+#define PARETO_CELLS_MAX_LINES 1025
+/* New (free with pareto_cells_free), or NULL when out of memory, m outside
+ * 2 .. PARETO_MAX_M, more than max_cells cells (the product over the first
+ * m - 1 objectives of the front's distinct coordinates + 1) or more than
+ * PARETO_CELLS_MAX_LINES - 1 front points. Dominated points and points not
+ * dominating ref are ignored. */
+ParetoCells *pareto_cells_new(const double *front, int k, int m, const double *ref, int max_cells);
+void pareto_cells_free(ParetoCells *cells); /* accepts NULL */
+int pareto_cells_count(const ParetoCells *cells);
+/* EHVI of a point whose objectives are independent N(mean[j], sd[j]^2),
+ * sd[j] > 0. O(cells x m). */
+double pareto_cells_ehvi(const ParetoCells *cells, const double *mean, const double *sd);
+
 #endif

@@ -165,13 +165,73 @@ static void test_ehvi2(void **state)
     assert_float_equal(pareto_ehvi2(front, 0, ref, mean, sd), 0.7 * 0.6, 1e-5);
 }
 
+/* The cell decomposition's EHVI: equal to pareto_ehvi2 in two objectives,
+ * and within four standard errors of a Monte Carlo estimate in three. */
+static void test_cells_ehvi(void **state)
+{
+    (void)state;
+    double front2[] = {0.2, 0.9, 0.5, 0.5, 0.8, 0.3, 0.6, 0.7};
+    double ref2[] = {1.2, 1.1};
+    ParetoCells *c2 = pareto_cells_new(front2, 4, 2, ref2, 1 << 16);
+    assert_non_null(c2);
+    const double cases2[][4] = {{0.4, 0.4, 0.1, 0.2},
+                                {0.9, 0.9, 0.3, 0.3},
+                                {0.0, 0.0, 0.05, 0.05},
+                                {1.5, 0.2, 0.2, 0.1}};
+    for (size_t k = 0; k < sizeof cases2 / sizeof cases2[0]; k++) {
+        const double mean[2] = {cases2[k][0], cases2[k][1]};
+        const double sd[2] = {cases2[k][2], cases2[k][3]};
+        assert_float_equal(pareto_cells_ehvi(c2, mean, sd), pareto_ehvi2(front2, 4, ref2, mean, sd),
+                           1e-12);
+    }
+    pareto_cells_free(c2);
+
+    uint64_t s = 23;
+    enum { K = 12 };
+    double front[(K + 1) * 3];
+    for (int i = 0; i < K; i++) {
+        /* Points near the sphere |y| = 1 in the positive orthant. */
+        double a = uniform(&s) + 0.05, b = uniform(&s) + 0.05, c = uniform(&s) + 0.05;
+        double r = sqrt(a * a + b * b + c * c);
+        front[i * 3] = a / r;
+        front[i * 3 + 1] = b / r;
+        front[i * 3 + 2] = c / r;
+    }
+    double ref[] = {1.1, 1.1, 1.1};
+    ParetoCells *c3 = pareto_cells_new(front, K, 3, ref, 1 << 16);
+    assert_non_null(c3);
+    double base = pareto_hypervolume(front, K, 3, ref);
+    const double cases[][6] = {
+        {0.5, 0.5, 0.5, 0.1, 0.2, 0.1},
+        {0.2, 0.3, 0.9, 0.2, 0.2, 0.2},
+        {1.0, 1.0, 1.0, 0.3, 0.3, 0.3},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        double exact = pareto_cells_ehvi(c3, cases[k], cases[k] + 3);
+        enum { S = 40000 };
+        double sum = 0, sum2 = 0;
+        for (int i = 0; i < S; i++) {
+            for (int j = 0; j < 3; j++)
+                front[K * 3 + j] = cases[k][j] + cases[k][3 + j] * normal(&s);
+            double hvi = pareto_hypervolume(front, K + 1, 3, ref) - base;
+            sum += hvi;
+            sum2 += hvi * hvi;
+        }
+        double mc = sum / S, se = sqrt((sum2 / S - mc * mc) / S);
+        if (fabs(exact - mc) > 4 * se + 1e-9)
+            fail_msg("case %zu: exact %g, Monte Carlo %g +- %g", k, exact, mc, se);
+    }
+    pareto_cells_free(c3);
+    /* Too many cells: refused. */
+    assert_null(pareto_cells_new(front, K, 3, ref, 10));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_front_and_ranks),
-        cmocka_unit_test(test_crowding),
-        cmocka_unit_test(test_hypervolume),
-        cmocka_unit_test(test_ehvi2),
+        cmocka_unit_test(test_front_and_ranks), cmocka_unit_test(test_crowding),
+        cmocka_unit_test(test_hypervolume),     cmocka_unit_test(test_ehvi2),
+        cmocka_unit_test(test_cells_ehvi),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
