@@ -83,11 +83,87 @@ void cli_view_best(FILE *out, const json_t *exp, const char *indent)
     free(config);
 }
 
-/* A searched parameter is a domain object with a "type"; constants are the
- * same in every trial and would only widen the table. */
-static bool searched(const json_t *domain)
+/* Nested and conditional spaces (docs/api.md, "Nested and conditional
+ * spaces") reach 8 levels, and a trial's config is flat with dotted paths of
+ * at most 128 bytes; a spec deeper or longer than that was refused. */
+#define SPACE_DEPTH_MAX 8
+#define SPACE_PATH_MAX 256
+
+static bool is_domain(const json_t *v)
 {
-    return json_is_object(domain) && json_is_string(json_object_get(domain, "type"));
+    return json_is_object(v) && json_is_string(json_object_get(v, "type"));
+}
+
+/* A conditional choice: a choice whose values are objects (its branches). */
+static bool is_conditional(const json_t *v)
+{
+    return is_domain(v) && strcmp(cli_fmt_str(v, "type", ""), "choice") == 0 &&
+           json_is_object(json_array_get(json_object_get(v, "values"), 0));
+}
+
+/* Walks a (sub-)space in spec order: appends to `cols` each path that gets a
+ * column, and marks in `known` every path the spec names. A searched
+ * parameter gets a column; so does a constant inside a branch, which tells
+ * the branches apart (`opt.name`); other constants are the same in every
+ * trial and would only widen the table. Branches may share a name: one
+ * column. */
+static void space_paths(const json_t *space, const char *prefix, bool in_branch, int depth,
+                        json_t *cols, json_t *known)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)space, key, v) {
+        char path[SPACE_PATH_MAX];
+        snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", key);
+        bool fresh = json_object_get(known, path) == NULL;
+        json_object_set_new(known, path, json_true());
+        if (is_conditional(v) && depth < SPACE_DEPTH_MAX) {
+            size_t i;
+            json_t *branch;
+            json_array_foreach(json_object_get(v, "values"), i, branch) {
+                if (json_is_object(branch))
+                    space_paths(branch, path, true, depth + 1, cols, known);
+            }
+        } else if (!is_domain(v) && json_is_object(v) && depth < SPACE_DEPTH_MAX) {
+            space_paths(v, path, in_branch, depth + 1, cols, known);
+        } else if (fresh && (is_domain(v) || in_branch)) {
+            json_array_append_new(cols, json_string(path));
+        }
+    }
+}
+
+/* The parameter columns of a trial table: the flattened config keys the
+ * shown trials hold, in spec order, then any key the spec does not name;
+ * new reference (free with json_decref). */
+static json_t *param_columns(const json_t *space, json_t *const *trials, size_t n)
+{
+    json_t *spec = json_array(), *known = json_object(), *held = json_object();
+    json_t *cols = json_array();
+    space_paths(space, "", false, 0, spec, known);
+    json_t *extra = json_array();
+    for (size_t i = 0; i < n; i++) {
+        const char *key;
+        json_t *v;
+        json_object_foreach(json_object_get(trials[i], "config"), key, v) {
+            if (json_object_get(held, key) != NULL)
+                continue;
+            json_object_set_new(held, key, json_true());
+            if (json_object_get(known, key) == NULL)
+                json_array_append_new(extra, json_string(key));
+        }
+    }
+    size_t i;
+    json_t *path;
+    json_array_foreach(spec, i, path) {
+        if (json_object_get(held, json_string_value(path)) != NULL)
+            json_array_append(cols, path);
+    }
+    json_array_extend(cols, extra);
+    json_decref(extra);
+    json_decref(held);
+    json_decref(known);
+    json_decref(spec);
+    return cols;
 }
 
 int64_t cli_view_nodes(const json_t *exp)
@@ -139,12 +215,14 @@ void cli_view_trials(FILE *out, const json_t *exp, json_t *const *trials, size_t
         cli_table_column(t, "nodes", CLI_ALIGN_RIGHT, 0);
         cli_table_column(t, "members", CLI_ALIGN_LEFT, MEMBERS_WIDTH);
     }
-    const char *name;
-    json_t *domain;
-    json_object_foreach((json_t *)space, name, domain) {
-        if (searched(domain))
-            cli_table_column(t, name, CLI_ALIGN_AUTO, PARAM_WIDTH);
-    }
+    /* Columns from the trials' flattened configs: a conditional space's
+     * branch parameters each get one, empty where a trial took another
+     * branch; a nested space gets one per leaf, never one for the tree. */
+    json_t *params = param_columns(space, trials, n);
+    size_t k;
+    json_t *param;
+    json_array_foreach(params, k, param)
+        cli_table_column(t, json_string_value(param), CLI_ALIGN_AUTO, PARAM_WIDTH);
     cli_table_column(t, time_attr, CLI_ALIGN_RIGHT, 0);
     cli_table_column(t, metric, CLI_ALIGN_AUTO, 0);
     cli_table_column(t, "best", CLI_ALIGN_AUTO, 0);
@@ -162,9 +240,9 @@ void cli_view_trials(FILE *out, const json_t *exp, json_t *const *trials, size_t
             members_cell(t, tr);
         }
         const json_t *config = json_object_get(tr, "config");
-        json_object_foreach((json_t *)space, name, domain) {
-            if (searched(domain))
-                cli_table_cell(t, cli_fmt_value(json_object_get(config, name), buf, sizeof buf));
+        json_array_foreach(params, k, param) {
+            const json_t *v = json_object_get(config, json_string_value(param));
+            cli_table_cell(t, v ? cli_fmt_value(v, buf, sizeof buf) : "");
         }
         cli_table_cell(t, cli_fmt_value(json_object_get(tr, "step"), buf, sizeof buf));
         const json_t *last = json_object_get(json_object_get(tr, "last"), metric);
@@ -183,6 +261,7 @@ void cli_view_trials(FILE *out, const json_t *exp, json_t *const *trials, size_t
     }
     cli_table_print(t, out, style);
     cli_table_free(t);
+    json_decref(params);
     if (more > 0)
         fprintf(out, "… %zu more%s%s\n", more, more_what ? " " : "", more_what ? more_what : "");
 }

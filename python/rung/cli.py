@@ -34,6 +34,7 @@ EXIT_USAGE = 2
 SHOW_TRIALS = 20  # trials in `show`, best first, as the C client
 NAME_WIDTH = 32  # the longest name `ls` shows before cutting it
 MEMBERS_WIDTH = 32  # a gang's worker ids in `show`; up to 64 nodes would fill a line
+SPACE_DEPTH_MAX = 8  # sub-spaces nest 8 levels deep at most (docs/api.md, "search_space")
 GPU_NAME_WIDTH = 24  # a GPU's name in `workers` ("NVIDIA H100 80GB HBM3" fits)
 
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
@@ -241,6 +242,44 @@ def _members(t: dict) -> str:
     return _cut(",".join(_fmt(m.get("worker_id")) for m in members), MEMBERS_WIDTH)
 
 
+def _space_paths(space: Any, prefix: str, in_branch: bool, cols: list[str],
+                 known: set[str], depth: int = 0) -> None:
+    """Walks a (sub-)space in spec order (docs/api.md, "Nested and
+    conditional spaces"): appends to `cols` each path that gets a column and
+    adds to `known` every path the spec names. A searched parameter gets a
+    column, and so does a constant inside a branch (it tells the branches
+    apart, `opt.name`); other constants are the same in every trial."""
+    if not isinstance(space, dict):
+        return
+    for key, value in space.items():
+        path = f"{prefix}.{key}" if prefix else key
+        fresh = path not in known
+        known.add(path)
+        domain = isinstance(value, dict) and isinstance(value.get("type"), str)
+        branches = value.get("values") if domain and value.get("type") == "choice" else None
+        if depth < SPACE_DEPTH_MAX and isinstance(branches, list) and branches \
+                and isinstance(branches[0], dict):
+            for branch in branches:
+                _space_paths(branch, path, True, cols, known, depth + 1)
+        elif isinstance(value, dict) and not domain and depth < SPACE_DEPTH_MAX:
+            _space_paths(value, path, in_branch, cols, known, depth + 1)
+        elif fresh and (domain or in_branch):
+            cols.append(path)
+
+
+def _param_columns(space: Any, trials: Sequence[dict]) -> list[str]:
+    """The parameter columns of a trials table: the flattened config keys the
+    trials hold (configs are flat, with dotted paths, and hold only the
+    branches taken), in spec order, then any key the spec does not name."""
+    cols: list[str] = []
+    known: set[str] = set()
+    _space_paths(space, "", False, cols, known)
+    held: dict[str, None] = {}
+    for t in trials:
+        held.update(dict.fromkeys(t.get("config") or {}))
+    return [c for c in cols if c in held] + [k for k in held if k not in known]
+
+
 def cmd_show(client: Client, args: argparse.Namespace) -> int:
     x = client.get_experiment(args.id)
     if args.json:
@@ -283,21 +322,22 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
     shown = trials[:SHOW_TRIALS]
     print(f"\ntrials ({'first ' if len(shown) < len(trials) else ''}{len(shown)} of "
           f"{len(trials)}, by best {_clean(x.get('metric'))}):")
-    params = list((x.get("search_space") or {}).keys())
+    params = _param_columns(x.get("search_space"), shown)
     # A gang experiment's trials: their nodes, and who runs a running one.
     gang = _nodes(x) > 1
     rows = []
     for t in shown:
         warn = (t.get("warnings") or {}).get("count", 0)
         error = _clean((t.get("error") or "").split("\n", 1)[0])
+        config = t.get("config") or {}
         rows.append([str(t["id"]), str(t.get("number")), _clean(t.get("state"))]
                     + ([_fmt(t.get("nodes", _nodes(x))), _members(t)] if gang else [])
                     + [_fmt((t.get("best") or {}).get("value")), _fmt(t.get("step"))]
-                    + [_cut(_fmt((t.get("config") or {}).get(p)), 16) for p in params]
+                    + [_cut(_fmt(config[p]), 16) if p in config else "" for p in params]
                     + [str(warn) if warn else "", _cut(error, 60)])
     right = (0, 1, 3, 5, 6) if gang else (0, 1, 3, 4)
     print(_table(["TRIAL", "#", "STATE"] + (["NODES", "MEMBERS"] if gang else [])
-                 + ["BEST", "STEP"] + [_cut(p, 16) for p in params] + ["WARN", "ERROR"],
+                 + ["BEST", "STEP"] + [_cut(_clean(p), 16) for p in params] + ["WARN", "ERROR"],
                  rows, right=right))
     return EXIT_OK
 

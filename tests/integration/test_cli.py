@@ -385,6 +385,65 @@ class CliTest(h.RungdTestCase):
         self.assertRegex(out, r"resources:\s+cpu 1, gpu 0\n")
         self.assertEqual(table(out)[0][:3], ["trial", "state", "x"])
 
+    def test_show_and_watch_a_conditional_space_by_its_config_keys(self):
+        """A nested and conditional space (docs/api.md, "Nested and
+        conditional spaces"): one column per flattened config key the
+        trials hold, in spec order, empty where a trial took the other
+        branch; no column for the nested object itself."""
+        space = {
+            "model": {"lr": {"type": "loguniform", "low": 1e-4, "high": 0.1}, "layers": 2},
+            "opt": {"type": "choice", "values": [
+                {"name": "sgd", "momentum": {"type": "uniform", "low": 0.0, "high": 0.99}},
+                {"name": "adamw", "beta2": {"type": "uniform", "low": 0.9, "high": 0.999}}]},
+        }
+        d = self.daemon()
+        eid = self.submit(d, num_samples=8, search_space=space,
+                          points_to_evaluate=[{"opt.name": "sgd"}, {"opt.name": "adamw"}])
+        d.wait_proposed(eid, 8)
+        w = h.Worker(d, name="cond")
+        while True:
+            status, trial = w.lease(wait_s=1)
+            if status == 204:
+                break
+            w.report_ok(trial, 1, {"loss": trial["config"]["model.lr"]})
+            w.finish_ok(trial)
+        d.wait_state(eid, "completed", timeout=20)
+        trials = {t["id"]: t for t in d.all_trials(eid)}
+        names = {t["config"]["opt.name"] for t in trials.values()}
+        self.assertEqual(names, {"sgd", "adamw"})
+
+        def check(out, boxed):
+            sep = r"\s*[|│]\s*" if boxed else r"\s+"
+            lines = out.splitlines()
+            header = [l for l in lines if re.match(r"[\s|│]*trial\s*[|│]?\s*state", l)][0]
+            cells = lambda l: [c.strip() for c in re.split(sep, l.strip(" |│"))]
+            head = cells(header)
+            self.assertEqual(head[2:6], ["model.lr", "opt.name", "opt.momentum", "opt.beta2"])
+            self.assertNotIn("model", head)
+            self.assertNotIn("opt", head)
+            self.assertNotIn("model.layers", head)  # a constant outside a branch
+            seen = 0
+            for l in lines[lines.index(header) + 1:]:
+                row = cells(l)
+                if not row or not row[0].isdigit():
+                    continue
+                t = trials[int(row[0])]
+                sgd = t["config"]["opt.name"] == "sgd"
+                self.assertEqual(row[3], t["config"]["opt.name"])
+                value = "%.6g" % t["config"]["opt.momentum" if sgd else "opt.beta2"]
+                if boxed:
+                    self.assertEqual(row[4:6], [value, ""] if sgd else ["", value], l)
+                else:  # blank cells leave no token: the active one, then the step
+                    self.assertEqual(row[4:6], [value, "1"], l)
+                seen += 1
+            self.assertEqual(seen, len(trials))
+
+        check(self.rung("show", str(eid), server=d, expect=0).stdout, False)
+        proc = self.start_watch(d, eid)
+        rc, out, _ = self.finish_watch(proc)
+        self.assertEqual(rc, 0)
+        check(out, True)
+
     # ---- watch ---------------------------------------------------------
 
     def start_watch(self, d, eid, *extra):

@@ -330,6 +330,55 @@ class WithDaemonTest(unittest.TestCase):
         self.assertEqual(out[out.index("\ntrials ("):].splitlines()[2].split()[:4],
                          ["TRIAL", "#", "STATE", "BEST"])
 
+    def test_show_a_conditional_space_by_its_config_keys(self) -> None:
+        # Nested and conditional spaces (docs/api.md): one column per
+        # flattened config key, in spec order, empty where a trial took the
+        # other branch; none for the nested object or a constant outside a
+        # branch. A daemon of its own, so that its worker leases only these
+        # trials (and test_verbs counts the workers of the shared one).
+        h = self.harness
+        folder = tempfile.mkdtemp(prefix="rung-cli-py-cond-")
+        self.addCleanup(shutil.rmtree, folder, True)
+        d = h.Daemon(folder).start()
+        self.addCleanup(d.stop)
+        space = {
+            "model": {"lr": {"type": "loguniform", "low": 1e-4, "high": 0.1}, "layers": 2},
+            "opt": {"type": "choice", "values": [
+                {"name": "sgd", "momentum": {"type": "uniform", "low": 0.0, "high": 0.99}},
+                {"name": "adamw", "beta2": {"type": "uniform", "low": 0.9, "high": 0.999}}]},
+        }
+        eid = d.create_experiment(h.spec(
+            name="conditional", num_samples=6, search_space=space,
+            points_to_evaluate=[{"opt.name": "sgd"}, {"opt.name": "adamw"}]))["id"]
+        d.wait_proposed(eid, 6)
+        worker = h.Worker(d, name="cond")
+        while True:
+            status, trial = worker.lease(wait_s=1)
+            if status == 204:
+                break
+            worker.report_ok(trial, 1, {"loss": trial["config"]["model.lr"]})
+            worker.finish_ok(trial)
+        d.wait_state(eid, "completed", timeout=20)
+        trials = {t["id"]: t for t in d.all_trials(eid)}
+        self.assertEqual({t["config"]["opt.name"] for t in trials.values()}, {"sgd", "adamw"})
+        out = run_cli("show", str(eid), server=d.url)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = out.stdout.split("\ntrials (")[1].splitlines()[1:]
+        header = lines[0]
+        self.assertEqual(header.split()[3:9], ["BEST", "STEP", "model.lr", "opt.name",
+                                               "opt.momentum", "opt.beta2"])
+        self.assertNotIn(" model ", header + " ")
+        self.assertNotIn("model.layers", header)
+        # Cells by the header's columns (each left-aligned at its name).
+        start = {name: header.index(name) for name in ("opt.momentum", "opt.beta2", "WARN")}
+        for line in lines[1:]:
+            t = trials[int(line.split()[0])]
+            sgd = t["config"]["opt.name"] == "sgd"
+            momentum = line[start["opt.momentum"]:start["opt.beta2"]].strip()
+            beta2 = line[start["opt.beta2"]:start["WARN"]].strip()
+            value = "%.6g" % t["config"]["opt.momentum" if sgd else "opt.beta2"]
+            self.assertEqual((momentum, beta2), (value, "") if sgd else ("", value), line)
+
     def test_api_errors_exit_1_with_the_field(self) -> None:
         bad = self.harness.spec(search_space={"lr": {"type": "loguniform", "low": 0,
                                                      "high": 1}})
