@@ -566,8 +566,12 @@ void api_experiment_curves(Engine *e, Job *job)
     int rc = store_read_curves(engine_store(e), job->ids[0], spec->metric, after, engine_now(e),
                                limit, io, &next, &err);
     fclose(io);
+    /* Several objectives have no "metric" in the spec: the curves are of the
+     * first objective (spec->metric), named here either way. */
+    json_t *metric = spec->metric ? json_string(spec->metric) : json_null();
     fputs("{\"metric\": ", out);
-    json_dumpf(json_object_get(spec->json, "metric"), out, JSON_ENCODE_ANY);
+    json_dumpf(metric, out, JSON_ENCODE_ANY);
+    json_decref(metric);
     fprintf(out, ", \"generation\": %lld, \"from\": %lld, \"next\": %lld, \"items\": [",
             (long long)generation, (long long)after, (long long)next);
     fwrite(items, 1, items_len, out);

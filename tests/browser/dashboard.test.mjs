@@ -884,6 +884,63 @@ test('a gang trial\'s page lists its nodes and members; the experiment page its 
   assert.ok(await page.getByText('Last gang', { exact: true }).isVisible(), 'the members are the last gang\'s');
 });
 
+test('two objectives: the Pareto scatter has every trial, the front and the infeasible ones; a conditional space\'s table has its branch columns', async () => {
+  // docs/api.md, "Several objectives and constraints": priority 20, so this
+  // worker leases only these trials (the fifo experiment has pending ones).
+  const x = await d.createExperiment({
+    name: 'browser-pareto', metrics: [{ name: 'loss', mode: 'min' }, { name: 'latency', mode: 'min' }],
+    constraints: [{ metric: 'mem', max: 10 }],
+    search_space: {
+      model: { lr: { type: 'uniform', low: 0, high: 1 }, layers: 2 },
+      opt: { type: 'choice', values: [
+        { name: 'sgd', momentum: { type: 'uniform', low: 0, high: 0.99 } },
+        { name: 'adamw', beta2: { type: 'uniform', low: 0.9, high: 0.999 } }] },
+    },
+    points_to_evaluate: [{ 'opt.name': 'sgd' }, { 'opt.name': 'adamw' }],
+    num_samples: 12, priority: 20, trainable: { type: 'external' },
+  });
+  await d.waitProposed(x.id, 12);
+  const w = await new FakeWorker(d, { name: 'pareto-worker', cpus: 2 }).register();
+  for (let k = 0; k < 12; k++) {
+    const t = await w.leaseOne({ waitS: 5 });
+    assert.equal(t.experiment_id, x.id, 'the pareto worker leased a trial of another experiment');
+    const lr = t.config['model.lr'];
+    // Every third trial breaks the memory bound.
+    await w.report(t, 1, { loss: lr, latency: 1 - lr + 0.1 * (k % 3), mem: k % 3 === 2 ? 20 : 5 });
+    await w.finish(t, 'completed');
+  }
+  await waitFor(async () => (await d.experiment(x.id)).state === 'completed', { what: 'the pareto experiment completed' });
+  const doc = await d.experiment(x.id);
+  const trials = await d.allTrials(x.id);
+  const infeasible = trials.filter((t) => t.feasible === false);
+  assert.equal(infeasible.length, 4);
+  assert.ok(doc.pareto.length >= 1);
+  await go(`/experiments/${x.id}`);
+  await waitAttr(tid('chart-pareto'), 'data-points', '12', 'the pareto scatter has a dot per trial');
+  assert.equal(await attr(tid('chart-pareto'), 'data-front'), String(doc.pareto.length), 'the front');
+  assert.equal(await attr(tid('chart-pareto'), 'data-infeasible'), '4', 'the infeasible dots');
+  // The trials table: columns from the flattened config keys, in spec
+  // order; a branch's cells empty where a trial took the other one.
+  await waitRows([...trials].sort((a, b) => a.number - b.number).map((t) => t.id), 'the pareto experiment\'s rows');
+  const head = await page.$$eval(`${tid('trials')} thead th.param`, (th) => th.map((e) => e.textContent));
+  assert.deepEqual(head, ['model.lr', 'opt.name', 'opt.momentum', 'opt.beta2']);
+  const rows = await page.$$eval(tid('trial-row'), (tr) => tr.map((r) => ({
+    id: Number(r.dataset.id),
+    params: [...r.querySelectorAll('td.param')].map((e) => e.textContent),
+    infeasible: r.classList.contains('infeasible'),
+  })));
+  const byId = new Map(trials.map((t) => [t.id, t]));
+  for (const r of rows) {
+    const t = byId.get(r.id);
+    const sgd = t.config['opt.name'] === 'sgd';
+    assert.equal(r.params[1], t.config['opt.name']);
+    assert.equal(r.params[2] === '', !sgd, `momentum cell of trial ${r.id}`);
+    assert.equal(r.params[3] === '', sgd, `beta2 cell of trial ${r.id}`);
+    assert.equal(r.infeasible, t.feasible === false, `infeasible mark of trial ${r.id}`);
+  }
+  await shot('experiment-pareto');
+});
+
 test('an unknown experiment shows the error banner', async () => {
   await go('/experiments/987654');
   await waitText(tid('error'), (s) => s.length > 0, 'error banner text');

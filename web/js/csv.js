@@ -1,5 +1,5 @@
 // trials.csv (docs/api.md) read back into trial-like objects for the charts:
-// {id, number, state, config, best: {value} | null, step}. One request of
+// {id, number, state, config, best: {value} | null, step, feasible}. One request of
 // about 110 bytes per trial instead of ten JSON pages of 450 each.
 
 /** Rows of RFC 4180 text (quoted fields may hold commas, quotes, newlines). */
@@ -116,6 +116,9 @@ export function trialsFromCsv(text, space) {
   const iState = col('state');
   const iBest = head.lastIndexOf('best_value');
   const iSteps = head.lastIndexOf('steps');
+  // With constraints (docs/api.md): true, false, empty before any report.
+  const iFeasibleAt = head.lastIndexOf('feasible');
+  const iFeasible = iFeasibleAt > iBest ? iFeasibleAt : -1;
   if (iId !== 0 || iNum < 0 || iState < 0 || iBest < 0) return null;
   const params = Object.keys(space || {}).map((name) => [name, head.indexOf(name, iState + 1), space[name]]);
   if (params.some(([, i]) => i < 0 || i >= iBest)) return null;
@@ -134,6 +137,7 @@ export function trialsFromCsv(text, space) {
       config,
       best: best === null ? null : { value: best },
       step,
+      feasible: iFeasible < 0 || row[iFeasible] === '' ? null : row[iFeasible] === 'true',
     });
   }
   return out;

@@ -107,3 +107,44 @@ export function warningCount(t) {
   const w = t && t.warnings;
   return w && typeof w.count === 'number' ? w.count : 0;
 }
+
+// Sub-spaces nest 8 levels deep at most (docs/api.md, "search_space").
+const SPACE_DEPTH_MAX = 8;
+
+function isDomain(v) {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) && typeof v.type === 'string';
+}
+
+/** Walks a (sub-)space in spec order (docs/api.md, "Nested and conditional
+ * spaces"): each path that gets a column goes to `cols`, every path the
+ * spec names to `known`. A searched parameter gets a column, and so does a
+ * constant inside a branch (it tells the branches apart); other constants
+ * are the same in every trial. */
+function spacePaths(space, prefix, inBranch, depth, cols, known) {
+  for (const [key, v] of Object.entries(space || {})) {
+    const path = prefix ? `${prefix}.${key}` : key;
+    const fresh = !known.has(path);
+    known.add(path);
+    const values = isDomain(v) && v.type === 'choice' && Array.isArray(v.values) ? v.values : [];
+    const plain = (o) => o !== null && typeof o === 'object' && !Array.isArray(o);
+    if (values.length && plain(values[0]) && depth < SPACE_DEPTH_MAX) {
+      for (const b of values) if (plain(b)) spacePaths(b, path, true, depth + 1, cols, known);
+    } else if (plain(v) && !isDomain(v) && depth < SPACE_DEPTH_MAX) {
+      spacePaths(v, path, inBranch, depth + 1, cols, known);
+    } else if (fresh && (isDomain(v) || inBranch)) {
+      cols.push(path);
+    }
+  }
+}
+
+/** The parameter columns of a trials table: the flattened config keys the
+ * trials hold (configs are flat with dotted keys and hold only the branches
+ * taken), in spec order, then the keys the spec does not name. */
+export function paramColumns(space, trials) {
+  const cols = [];
+  const known = new Set();
+  spacePaths(space, '', false, 0, cols, known);
+  const held = new Set();
+  for (const t of trials) for (const k of Object.keys((t && t.config) || {})) held.add(k);
+  return [...cols.filter((c) => held.has(c)), ...[...held].filter((k) => !known.has(k))];
+}

@@ -6,6 +6,7 @@ import * as api from '../api.js';
 import { createBestChart } from '../charts/best.js';
 import { ashaRungs, createCurvesChart } from '../charts/curves.js';
 import { createParallelChart } from '../charts/parallel.js';
+import { createParetoChart } from '../charts/pareto.js';
 import { createScatterChart } from '../charts/scatter.js';
 import { loadUPlot, searchParams } from '../charts/uplot.js';
 import { h, setAttr, setState, setText } from '../dom.js';
@@ -72,6 +73,12 @@ export function mount(root, { id }) {
   const bestEl = h('div', { class: 'chart', testid: 'chart-best' });
   const scatterGrid = h('div', { class: 'chart-grid' });
   const parallelEl = h('div', { class: 'chart', testid: 'chart-parallel' });
+  // Several objectives (docs/api.md): the front as a scatter for two, as a
+  // table with a column per objective for three or four.
+  const paretoEl = h('div', { class: 'chart', testid: 'chart-pareto' });
+  const paretoTable = h('table', { class: 'grid', testid: 'pareto-table' });
+  const paretoSection = h('div', { hidden: true }, h('h2', { text: 'Pareto front' }), paretoEl,
+    h('div', { class: 'table-wrap' }, paretoTable));
 
   // ---- trials table ----
   const table = createTrialsTable(id, data, () => poller.kick());
@@ -82,7 +89,7 @@ export function mount(root, { id }) {
       h('div', { class: 'title-row' }, h('div', null, title, meta),
         h('div', { class: 'actions' }, stateBadge, pauseGroup, resume, cancel, csv)),
       expError, endedLine, pausedNote,
-      h('div', { class: 'summary' }, counts, bestBox),
+      h('div', { class: 'summary' }, counts, bestBox), paretoSection,
       h('h2', { text: 'Learning curves' }), curvesEl,
       h('h2', { text: 'Best so far' }), bestEl,
       h('h2', { text: 'Trials' }), table.el,
@@ -157,7 +164,7 @@ export function mount(root, { id }) {
     const sched = x.scheduler || {};
     setText(metaText, [
       `#${x.id}`,
-      `${x.metric} (${x.mode})`,
+      Array.isArray(x.metrics) ? x.metrics.map((m) => `${m.name} (${m.mode})`).join(', ') : `${x.metric} (${x.mode})`,
       `searcher ${typeOf(x.searcher, 'random')}`,
       `scheduler ${typeOf(sched, 'fifo')}${sched.promote ? ' (promote)' : ''}`,
       `${x.total_trials} trials`,
@@ -197,24 +204,51 @@ export function mount(root, { id }) {
   async function setupCharts(x) {
     const uPlot = await loadUPlot();
     const params = searchParams(x.search_space);
+    // Several objectives: the charts of one metric draw the first.
+    const metric = x.metric || ((x.metrics || [])[0] || {}).name;
+    const mode = x.mode || ((x.metrics || [])[0] || {}).mode;
     const sched = x.scheduler || {};
     const onStep = !sched.time_attr || sched.time_attr === 'step';
     const made = {
       curves: createCurvesChart(curvesEl, uPlot, {
-        metric: x.metric,
+        metric: metric,
         rungs: onStep ? ashaRungs(sched) : [],
         onPick: (tid) => { window.location.hash = `#/trials/${tid}`; },
       }),
-      best: createBestChart(bestEl, uPlot, { metric: x.metric, mode: x.mode }),
+      best: createBestChart(bestEl, uPlot, { metric: metric, mode: mode }),
       scatter: params.map((p) => {
         const el = h('div', { class: 'chart', testid: `chart-scatter-${p.name}` });
         scatterGrid.append(el);
-        return createScatterChart(el, uPlot, { param: p, metric: x.metric });
+        return createScatterChart(el, uPlot, { param: p, metric: metric });
       }),
-      parallel: createParallelChart(parallelEl, { params, metric: x.metric, mode: x.mode }),
+      parallel: createParallelChart(parallelEl, { params, metric: metric, mode: mode }),
+      pareto: null,
     };
+    const objectives = Array.isArray(x.metrics) ? x.metrics : [];
+    paretoSection.hidden = objectives.length < 2;
+    paretoEl.hidden = objectives.length !== 2;
+    paretoTable.hidden = objectives.length < 3;
+    if (objectives.length === 2) {
+      made.pareto = createParetoChart(paretoEl, uPlot, {
+        metrics: objectives,
+        onPick: (tid) => { window.location.hash = `#/trials/${tid}`; },
+      });
+    }
     if (params.length === 0) scatterGrid.append(h('p', { class: 'muted', text: 'The search space has no parameters to plot.' }));
     return made;
+  }
+
+  let paretoDrawn = '';
+
+  /** Three or four objectives: the front, one row a trial, a column per objective. */
+  function renderParetoTable(front) {
+    const names = (exp.metrics || []).map((m) => m.name);
+    paretoTable.replaceChildren(
+      h('thead', null, h('tr', null, h('th', { text: 'Trial' }),
+        ...(exp.metrics || []).map((m) => h('th', { class: 'num', text: `${m.name} (${m.mode})` })))),
+      h('tbody', null, front.map((p) => h('tr', { testid: 'pareto-row', 'data-id': p.trial_id },
+        h('td', null, h('a', { href: `#/trials/${p.trial_id}`, text: `id ${p.trial_id}` })),
+        ...names.map((n) => h('td', { class: 'num', text: num((p.values || {})[n]) }))))));
   }
 
   function renderCharts() {
@@ -228,6 +262,13 @@ export function mount(root, { id }) {
       for (const s of charts.scatter) s.update(data.trials, bestId);
       charts.parallel.update(data.trials, bestId);
     }
+    const front = exp && Array.isArray(exp.pareto) ? exp.pareto : null;
+    const frontKey = JSON.stringify(front);
+    if (front && (trialsKey !== lastTrials || frontKey !== paretoDrawn)) {
+      if (charts.pareto) charts.pareto.update(data.trials, front);
+      if (!paretoTable.hidden) renderParetoTable(front);
+    }
+    paretoDrawn = frontKey;
     chartsDrawn = `${curvesKey}|${trialsKey}`;
   }
 
@@ -268,6 +309,7 @@ export function mount(root, { id }) {
       c.best.destroy();
       c.scatter.forEach((s) => s.destroy());
       c.parallel.destroy();
+      if (c.pareto) c.pareto.destroy();
     });
   };
 }

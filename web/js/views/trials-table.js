@@ -4,9 +4,8 @@
 // its count of invalid @rung lines and the first line of its error (the
 // whole error in the cell's title).
 import * as api from '../api.js';
-import { searchParams } from '../charts/uplot.js';
 import { h, setAttr, setState, setText, syncRows } from '../dom.js';
-import { DASH, FINAL, STATES, configValue, countTotal, duration, firstLine, int, num, time, warningCount } from '../format.js';
+import { DASH, FINAL, STATES, configValue, countTotal, duration, firstLine, int, num, paramColumns, time, warningCount } from '../format.js';
 
 const PAGE_SIZE = 50;
 const SORTS = [
@@ -52,12 +51,14 @@ export function createTrialsTable(id, data, onChange) {
     onChange();
   }
 
-  function setup(x) {
-    paramNames = searchParams(x.search_space).map((p) => p.name);
+  /** The header for the parameter columns `names`: the flattened config
+   * keys of the trials (docs/api.md, "Nested and conditional spaces"). */
+  function setup(x, names) {
+    paramNames = names;
     theadRow.replaceChildren(
       h('th', { class: 'num', text: '#' }),
       h('th', { text: 'State' }),
-      h('th', { class: 'num', text: `Best ${x.metric}` }),
+      h('th', { class: 'num', text: `Best ${x.metric || ((x.metrics || [])[0] || {}).name}` }),
       h('th', { class: 'num', text: (x.scheduler && x.scheduler.time_attr) || 'step' }),
       h('th', { class: 'num', text: 'Rung' }),
       ...paramNames.map((p) => h('th', { class: 'param', text: p })),
@@ -80,8 +81,9 @@ export function createTrialsTable(id, data, onChange) {
       warnings: h('td', { class: 'num', testid: 'trial-warnings' }),
       error: h('td', { class: 'error-cell', testid: 'trial-error' }),
     };
+    c.infeasible = h('span', { class: 'infeasible-tag', testid: 'trial-infeasible', text: 'infeasible', hidden: true });
     const row = h('tr', { testid: 'trial-row', 'data-id': t.id },
-      h('td', { class: 'num' }, c.link), h('td', null, c.state), c.value, c.step, c.rung, c.params, c.started, c.duration,
+      h('td', { class: 'num' }, c.link), h('td', null, c.state, ' ', c.infeasible), c.value, c.step, c.rung, c.params, c.started, c.duration,
       c.warnings, c.error);
     row.cells_ = c;
     return row;
@@ -92,12 +94,16 @@ export function createTrialsTable(id, data, onChange) {
     setText(c.link, t.number);
     setAttr(c.link, 'title', `trial id ${t.id}`);
     setState(c.state, t.state);
+    // Constraints (docs/api.md): a trial whose last report breaks one.
+    c.infeasible.hidden = t.feasible !== false;
+    row.classList.toggle('infeasible', t.feasible === false);
     setText(c.value, t.best ? num(t.best.value) : DASH);
     setText(c.step, int(t.step));
     setText(c.rung, t.rung === null || t.rung === undefined ? DASH : num(t.rung));
     paramNames.forEach((p, i) => {
       const v = t.config ? t.config[p] : undefined;
-      setText(c.params[i], v === undefined ? DASH : typeof v === 'number' ? num(v) : configValue(v));
+      // A parameter of a branch the trial did not take: an empty cell.
+      setText(c.params[i], v === undefined ? '' : typeof v === 'number' ? num(v) : configValue(v));
       setAttr(c.params[i], 'title', v === undefined ? null : configValue(v));
     });
     setText(c.started, time(t.started_at));
@@ -170,7 +176,6 @@ export function createTrialsTable(id, data, onChange) {
     /** Brings the table up to date for the experiment x just read; early:
      * prefetch()'s promise. */
     async sync(x, signal, early) {
-      if (!paramNames) setup(x);
       const c = x.counts || {};
       const total = query.state ? c[query.state] || 0 : countTotal(c);
       if (query.offset > 0 && query.offset >= total) {
@@ -197,6 +202,12 @@ export function createTrialsTable(id, data, onChange) {
         }
         if (k !== key()) return; // the user changed it meanwhile; their change polls again
         page = { key: k, sig, rows: items };
+        const names = paramColumns(x.search_space, [...data.trials.values(), ...items]);
+        if (!paramNames || JSON.stringify(names) !== JSON.stringify(paramNames)) {
+          setup(x, names); // a branch seen for the first time: new columns
+          tbody.replaceChildren();
+          rowMap.clear();
+        }
         syncRows(tbody, rowMap, items, (t) => t.id, createRow, updateRow);
       }
       renderInfo(total);
