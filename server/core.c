@@ -2616,7 +2616,8 @@ json_t *core_experiment_pareto(const Experiment *e)
     ParetoRef *c = malloc((size_t)(n + e->n_trials + 1) * sizeof *c);
     if (c == NULL)
         abort();
-    memcpy(c, e->pareto_done, (size_t)n * sizeof *c);
+    if (n > 0) /* pareto_done is NULL until a front member is released */
+        memcpy(c, e->pareto_done, (size_t)n * sizeof *c);
     for (int64_t i = 0; i < e->n_trials; i++) {
         const Trial *t = e->trials[i];
         if (t != NULL && trial_losses(t, c[n].loss)) {
