@@ -88,7 +88,7 @@ int main(int argc, char **argv)
             for (int n = 0; n < evals; n++) {
                 json_t *c = NULL;
                 if (k == 1) {
-                    BayesHistory h = {obs, n, NULL, 0};
+                    BayesHistory h = {.obs = obs, .n_obs = n};
                     if (bayes_propose(space, &spec, n, 1, &h, &c, &err) != 0) {
                         fprintf(stderr, "conditional: bayes seed %d trial %d: %s\n", seed, n,
                                 err.message);

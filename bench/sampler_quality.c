@@ -335,7 +335,7 @@ static bool run_seed(const TestFunction *fn, const Space *space, SearcherKind ki
         int64_t t0 = rung_mono_ns();
         if (kind == QB_BAYES) {
 #ifdef RUNG_BENCH_HAVE_BAYES
-            BayesHistory history = {obs, n, NULL, 0};
+            BayesHistory history = {.obs = obs, .n_obs = n};
             rc = bayes_propose(space, &spec, n, 1, &history, &config, &err);
             if (rc != 0) {
                 snprintf(r->error, sizeof r->error, "bayes_propose(seed %d, trial %d): %s [%s]",

@@ -129,7 +129,7 @@ static void measure(const Cell *cell, const Options *opt, CellResult *r)
         obs[i].config = configs[i];
         obs[i].loss = synthetic_loss(u, d);
     }
-    BayesHistory history = {obs, n, NULL, 0};
+    BayesHistory history = {.obs = obs, .n_obs = n};
 
     int reps = n >= SPEED_LARGE_N ? opt->reps_large : opt->reps;
     double times[SPEED_MAX_REPS];

@@ -50,6 +50,7 @@
 
 #include "acq.h"
 #include "gp.h"
+#include "pareto.h"
 
 /* The most observations a GP is conditioned on (the best half and the most
  * recent rest when there are more): its factor is O(n^2) memory and each
@@ -73,6 +74,21 @@ _Static_assert(BAYES_MAX_OBS + BAYES_MAX_PENDING + BAYES_MAX_BATCH <= GP_MAX_POI
 #define BAYES_LOCAL_CENTRES 5
 /* Their spreads: local_scale times 1, 1/4 and 1/16, in turn. */
 #define BAYES_LOCAL_LEVELS 3
+/* A GP per objective and per constraint bound. */
+#define BAYES_MAX_MODELS (BAYES_MAX_OBJECTIVES + BAYES_MAX_CONSTRAINTS)
+/* The most EHVI cells (pareto_cells_new): beyond, the front is thinned to
+ * its most crowding-distant points; 4 objectives and 30 front points make
+ * 29,791 cells, a few milliseconds per thousand candidates each. */
+#define BAYES_EHVI_CELLS_MAX 32768
+/* The reference point of the hypervolume, per objective in the GP's
+ * standardized units: the worst observed value plus this share of the
+ * observed range (docs/searchers.md). */
+#define BAYES_REF_MARGIN 0.1
+/* Derivative-free refinement of several objectives or constraints: rounds
+ * of this many Gaussian steps around the point, the spread halving from
+ * local_scale each round. */
+#define BAYES_PATTERN_STEPS 32
+#define BAYES_PATTERN_ROUNDS 6
 
 /* The defaults were tuned with a driver over bench/README.md section 2's
  * functions (Branin, Hartmann6, Rosenbrock-4, Ackley-5, Levy-4; 40 seeds x
@@ -144,6 +160,23 @@ typedef struct Bayes {
     int centres[BAYES_LOCAL_CENTRES];
     int ncentres;
     Gp *gp;
+    /* Several objectives or constraints (multi): model 0 is the loss above
+     * (gm[0] == gp, ym[0] == y), models 1 .. nobj - 1 the other objectives,
+     * nobj .. nobj + ncon - 1 the constraint bounds (thr: the feasibility
+     * threshold g = 0 in the model's standardized units). */
+    bool multi;
+    int nobj, ncon;
+    double *raw[BAYES_MAX_MODELS]; /* n values each, models >= 1 */
+    double *ym[BAYES_MAX_MODELS];
+    bool flatm[BAYES_MAX_MODELS];
+    Gp *gm[BAYES_MAX_MODELS];
+    double thr[BAYES_MAX_MODELS];
+    bool *ok;          /* n: every objective finite (not failed) */
+    bool any_feasible; /* some observation (or believer) is feasible */
+    double *front;     /* nfront x nobj, standardized: the feasible front and believers */
+    int nfront, capfront;
+    double ref[BAYES_MAX_OBJECTIVES];
+    ParetoCells *cells;
     /* Candidate buffers: cap of them. */
     int cap;
     double *cu; /* cap x dims */
@@ -348,6 +381,14 @@ static void bayes_close(Bayes *b)
     free(b->cx);
     free(b->cv);
     gp_free(b->gp);
+    for (int k = 1; k < BAYES_MAX_MODELS; k++) {
+        free(b->raw[k]);
+        free(b->ym[k]);
+        gp_free(b->gm[k]);
+    }
+    free(b->front);
+    free(b->ok);
+    pareto_cells_free(b->cells);
 }
 
 /* ---- observations -------------------------------------------------------- */
@@ -408,7 +449,14 @@ static int collect(Bayes *b, const BayesHistory *h, RungError *err)
     b->x = malloc(c * (size_t)(b->nf > 0 ? b->nf : 1) * sizeof *b->x);
     b->loss = malloc(c * sizeof *b->loss);
     b->y = malloc(c * sizeof *b->y);
-    if (b->u == NULL || b->x == NULL || b->loss == NULL || b->y == NULL) {
+    b->ok = malloc(c * sizeof *b->ok);
+    bool fail = b->u == NULL || b->x == NULL || b->loss == NULL || b->y == NULL || b->ok == NULL;
+    for (int k = 1; k < b->nobj + b->ncon; k++) {
+        b->raw[k] = malloc(c * sizeof *b->raw[k]);
+        b->ym[k] = malloc(c * sizeof *b->ym[k]);
+        fail = fail || b->raw[k] == NULL || b->ym[k] == NULL;
+    }
+    if (fail) {
         free(take);
         return oom(err);
     }
@@ -423,6 +471,13 @@ static int collect(Bayes *b, const BayesHistory *h, RungError *err)
         if (config_point(b, h->obs[i].config, u, x) != 0)
             continue;
         b->loss[b->n] = clean_loss(h->obs[i].loss);
+        for (int k = 1; k < b->nobj; k++)
+            b->raw[k][b->n] = clean_loss(h->obs[i].more[k - 1]);
+        for (int k = 0; k < b->ncon; k++)
+            b->raw[b->nobj + k][b->n] = h->obs[i].cons[k];
+        b->ok[b->n] = isfinite(b->loss[b->n]);
+        for (int k = 1; k < b->nobj; k++)
+            b->ok[b->n] = b->ok[b->n] && isfinite(b->raw[k][b->n]);
         b->n++;
     }
     free(take);
@@ -526,11 +581,329 @@ static int transform(Bayes *b)
     return 0;
 }
 
+/* ---- several objectives and constraints ------------------------------------ */
+
+static double hash_normal(uint64_t seed, uint64_t a, uint64_t b);
+
+/* Model k >= 1's targets: failed or missing values to the worst seen,
+ * Box-Cox for an objective (as transform does), then standardized; a
+ * constraint's threshold g = 0 follows it into the standardized units. */
+static void transform_model(Bayes *b, int k)
+{
+    int n = b->n;
+    double *v = b->raw[k], *y = b->ym[k];
+    bool objective = k < b->nobj;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < n; i++)
+        if (isfinite(v[i])) {
+            lo = v[i] < lo ? v[i] : lo;
+            hi = v[i] > hi ? v[i] : hi;
+        }
+    if (!isfinite(lo))
+        lo = hi = objective ? 0.0 : 1.0; /* no value: all infeasible */
+    for (int i = 0; i < n; i++)
+        v[i] = y[i] = isfinite(v[i]) ? v[i] : hi;
+    if (objective && b->tu->output == BAYES_OUTPUT_BOXCOX)
+        boxcox(v, n, lo, hi - lo, b->tu->boxcox_delta, y);
+    double mean = 0.0, ss = 0.0;
+    for (int i = 0; i < n; i++)
+        mean += y[i];
+    mean /= n > 0 ? n : 1;
+    for (int i = 0; i < n; i++)
+        ss += (y[i] - mean) * (y[i] - mean);
+    double sd = n > 1 ? sqrt(ss / (n - 1)) : 0.0;
+    b->flatm[k] = !(sd > 1e-12 * (fabs(mean) + 1e-300)) || !isfinite(sd);
+    if (b->flatm[k]) {
+        /* All equal: feasible everywhere or nowhere, as far as is known. */
+        b->thr[k] = mean <= 0.0 ? 8.0 : -8.0;
+        for (int i = 0; i < n; i++)
+            y[i] = 0.0;
+        return;
+    }
+    b->thr[k] = (0.0 - mean) / sd;
+    for (int i = 0; i < n; i++)
+        y[i] = (y[i] - mean) / sd;
+}
+
+/* The objective vector (standardized) of observation i. */
+static void obj_row(const Bayes *b, int i, double *row)
+{
+    row[0] = b->y[i];
+    for (int k = 1; k < b->nobj; k++)
+        row[k] = b->ym[k][i];
+}
+
+static bool obs_feasible(const Bayes *b, int i)
+{
+    if (!b->ok[i])
+        return false;
+    for (int k = 0; k < b->ncon; k++) {
+        double g = b->raw[b->nobj + k][i];
+        if (!(g <= 0.0))
+            return false;
+    }
+    return true;
+}
+
+/* (Re)makes the EHVI cells of the front, thinning it by crowding distance
+ * when it would make more than BAYES_EHVI_CELLS_MAX cells. */
+static int make_cells(Bayes *b)
+{
+    pareto_cells_free(b->cells);
+    b->cells = NULL;
+    if (b->nobj < 2 || !b->any_feasible)
+        return 0;
+    int m = b->nobj, k = b->nfront;
+    b->cells = pareto_cells_new(b->front, k, m, b->ref, BAYES_EHVI_CELLS_MAX);
+    if (b->cells != NULL)
+        return 0;
+    /* Too many: keep the front's points of largest crowding distance. */
+    int *rank = calloc((size_t)k, sizeof *rank);
+    double *crowd = malloc((size_t)k * sizeof *crowd);
+    Ranked *r = malloc((size_t)k * sizeof *r);
+    double *keep = malloc((size_t)k * (size_t)m * sizeof *keep);
+    int rc = -1;
+    if (rank != NULL && crowd != NULL && r != NULL && keep != NULL &&
+        pareto_ranks(b->front, k, m, rank) >= 0 &&
+        pareto_crowding(b->front, k, m, rank, crowd) == 0) {
+        for (int i = 0; i < k; i++) {
+            r[i].key = rank[i] == 0 ? -crowd[i] : INFINITY;
+            r[i].index = i;
+        }
+        qsort(r, (size_t)k, sizeof *r, cmp_ranked);
+        for (int keepn = k - 1; keepn >= 2 && b->cells == NULL; keepn = keepn * 3 / 4) {
+            for (int i = 0; i < keepn; i++)
+                memcpy(keep + (size_t)i * m, b->front + (size_t)r[i].index * m,
+                       (size_t)m * sizeof *keep);
+            b->cells = pareto_cells_new(keep, keepn, m, b->ref, BAYES_EHVI_CELLS_MAX);
+        }
+        rc = b->cells != NULL ? 0 : -1;
+    }
+    free(rank);
+    free(crowd);
+    free(r);
+    free(keep);
+    return rc;
+}
+
+static int front_add(Bayes *b, const double *row)
+{
+    if (b->nfront == b->capfront) {
+        int cap = b->capfront > 0 ? 2 * b->capfront : 64;
+        double *f = realloc(b->front, (size_t)cap * (size_t)b->nobj * sizeof *f);
+        if (f == NULL)
+            return -1;
+        b->front = f;
+        b->capfront = cap;
+    }
+    memcpy(b->front + (size_t)b->nfront++ * b->nobj, row, (size_t)b->nobj * sizeof *row);
+    return 0;
+}
+
+/* After the transforms: each model's targets, the feasible observations'
+ * front (or best, for one objective), the reference point, and the local
+ * candidates' centres (front points, or the least infeasible). */
+static int prepare_multi(Bayes *b)
+{
+    int n = b->n;
+    for (int k = 1; k < b->nobj + b->ncon; k++)
+        transform_model(b, k);
+    b->ym[0] = b->y;
+    b->flatm[0] = b->flat;
+    b->any_feasible = false;
+    double row[BAYES_MAX_OBJECTIVES];
+    double lo[BAYES_MAX_OBJECTIVES], hi[BAYES_MAX_OBJECTIVES];
+    for (int j = 0; j < b->nobj; j++) {
+        lo[j] = INFINITY;
+        hi[j] = -INFINITY;
+    }
+    Ranked *r = malloc((size_t)(n > 0 ? n : 1) * sizeof *r);
+    if (r == NULL)
+        return -1;
+    double best = INFINITY;
+    for (int i = 0; i < n; i++) {
+        obj_row(b, i, row);
+        for (int j = 0; j < b->nobj; j++) {
+            lo[j] = row[j] < lo[j] ? row[j] : lo[j];
+            hi[j] = row[j] > hi[j] ? row[j] : hi[j];
+        }
+        bool feasible = obs_feasible(b, i);
+        if (feasible) {
+            b->any_feasible = true;
+            if (b->nobj > 1 && front_add(b, row) != 0) {
+                free(r);
+                return -1;
+            }
+            best = row[0] < best ? row[0] : best;
+        }
+        /* Centres: feasible points by the first objective, then the
+         * infeasible by their worst standardized violation. */
+        double viol = -INFINITY;
+        for (int k = 0; k < b->ncon; k++) {
+            double v = b->ym[b->nobj + k][i] - b->thr[b->nobj + k];
+            viol = v > viol ? v : viol;
+        }
+        r[i].key = feasible ? row[0] - 1e6 : viol;
+        r[i].index = i;
+    }
+    if (b->nobj > 1 && b->nfront > 0) {
+        /* Only the non-dominated feasible points count; centres spread
+         * along them. */
+        bool *on = malloc((size_t)b->nfront * sizeof *on);
+        if (on == NULL || pareto_front(b->front, b->nfront, b->nobj, on) < 0) {
+            free(on);
+            free(r);
+            return -1;
+        }
+        for (int i = 0; i < n; i++)
+            if (r[i].key < -1e5) {
+                obj_row(b, i, row);
+                double spread = hash_uniform(b->searcher->seed, SAMPLER_STREAM_BAYES_SUBSET,
+                                             (uint64_t)n + 0x9e37, (uint64_t)i);
+                /* Front members first, in a seeded order. */
+                bool member = false;
+                for (int f = 0; f < b->nfront && !member; f++)
+                    member = on[f] && memcmp(b->front + (size_t)f * b->nobj, row,
+                                             (size_t)b->nobj * sizeof *row) == 0;
+                r[i].key = member ? -2e6 + spread : -1e6 + spread;
+            }
+        int w = 0;
+        for (int f = 0; f < b->nfront; f++)
+            if (on[f])
+                memmove(b->front + (size_t)w++ * b->nobj, b->front + (size_t)f * b->nobj,
+                        (size_t)b->nobj * sizeof *b->front);
+        b->nfront = w;
+        free(on);
+    }
+    qsort(r, (size_t)n, sizeof *r, cmp_ranked);
+    b->ncentres = n < BAYES_LOCAL_CENTRES ? n : BAYES_LOCAL_CENTRES;
+    for (int k = 0; k < b->ncentres; k++)
+        b->centres[k] = (int)r[k].index;
+    free(r);
+    b->best = best;
+    for (int j = 0; j < b->nobj; j++)
+        b->ref[j] = hi[j] + BAYES_REF_MARGIN * (hi[j] - lo[j] > 0 ? hi[j] - lo[j] : 1.0);
+    return make_cells(b);
+}
+
+/* log Phi(z), accurate far into the lower tail. */
+double bayes__log_cdf(double z)
+{
+    if (z > -5.0)
+        return log(0.5 * erfc(-z / M_SQRT2));
+    /* erfc underflows and loses digits there: the asymptotic series
+     * Phi(z) ~ phi(z) / -z (1 - 1/z^2 + 3/z^4), relative error below 1e-4. */
+    double z2 = z * z;
+    return -0.5 * z2 - 0.5 * log(2.0 * M_PI) - log(-z) + log1p(-1.0 / z2 + 3.0 / (z2 * z2));
+}
+
+/* The acquisition of several objectives or constraints at m points (x is
+ * m x nf): log EHVI (two or more objectives) or log EI (one), plus the log
+ * probability of feasibility of every constraint; PoF alone while nothing
+ * is feasible. Where EHVI underflows to 0 the sum of the objectives' log EI
+ * ranks the points, below any positive EHVI. */
+#define BAYES_MULTI_BLOCK 256
+static int acq_multi(Bayes *b, const double *x, int m, double *out)
+{
+    double mean[BAYES_MAX_MODELS][BAYES_MULTI_BLOCK], var[BAYES_MAX_MODELS][BAYES_MULTI_BLOCK];
+    int models = b->nobj + b->ncon;
+    for (int s0 = 0; s0 < m; s0 += BAYES_MULTI_BLOCK) {
+        int c = m - s0 < BAYES_MULTI_BLOCK ? m - s0 : BAYES_MULTI_BLOCK;
+        for (int k = 0; k < models; k++)
+            if (gp_predict_many(b->gm[k], x + (size_t)s0 * b->nf, c, mean[k], var[k]) != 0)
+                return -1;
+        for (int i = 0; i < c; i++) {
+            double lp = 0.0;
+            for (int k = b->nobj; k < models; k++) {
+                double sd = sqrt(var[k][i] > ACQ_VAR_MIN ? var[k][i] : ACQ_VAR_MIN);
+                lp += bayes__log_cdf((b->thr[k] - mean[k][i]) / sd);
+            }
+            double v = lp;
+            if (b->any_feasible) {
+                double mu[BAYES_MAX_OBJECTIVES], sd[BAYES_MAX_OBJECTIVES];
+                for (int j = 0; j < b->nobj; j++) {
+                    mu[j] = mean[j][i];
+                    sd[j] = sqrt(var[j][i] > ACQ_VAR_MIN ? var[j][i] : ACQ_VAR_MIN);
+                }
+                double e = b->nobj > 1 && b->cells != NULL ? pareto_cells_ehvi(b->cells, mu, sd)
+                                                           : 0.0;
+                if (e > 0.0) {
+                    v += log(e);
+                } else {
+                    double s = b->nobj > 1 ? -1e4 : 0.0;
+                    for (int j = 0; j < b->nobj; j++) {
+                        double bj = b->best;
+                        if (j > 0 || b->nobj > 1) {
+                            bj = INFINITY;
+                            for (int f = 0; f < b->nfront; f++)
+                                bj = b->front[(size_t)f * b->nobj + j] < bj
+                                         ? b->front[(size_t)f * b->nobj + j]
+                                         : bj;
+                        }
+                        s += log(sd[j]) + acq_log_h((bj - mu[j]) / sd[j], NULL);
+                    }
+                    v += s;
+                }
+            }
+            out[s0 + i] = isnan(v) ? -INFINITY : v;
+        }
+    }
+    return 0;
+}
+
+/* Derivative-free local maximization of acq_multi from x over the free
+ * features: rounds of Gaussian steps (seeded by the trial and start),
+ * keeping the best; the spread halves each round. */
+static int refine_multi(Bayes *b, int64_t t, int start, double *x, double *value)
+{
+    int nf = b->nf;
+    double *cand = malloc((size_t)BAYES_PATTERN_STEPS * (size_t)nf * sizeof *cand);
+    double vals[BAYES_PATTERN_STEPS];
+    if (cand == NULL)
+        return -1;
+    double cur;
+    if (acq_multi(b, x, 1, &cur) != 0) {
+        free(cand);
+        return -1;
+    }
+    double scale = b->tu->local_scale;
+    for (int round = 0; round < BAYES_PATTERN_ROUNDS; round++, scale *= 0.5) {
+        for (int i = 0; i < BAYES_PATTERN_STEPS; i++) {
+            double *c = cand + (size_t)i * nf;
+            memcpy(c, x, (size_t)nf * sizeof *c);
+            for (int k = 0; k < nf; k++) {
+                if (!b->free[k])
+                    continue;
+                uint64_t key = (UINT64_C(3) << 32) +
+                               (((uint64_t)start * BAYES_PATTERN_ROUNDS + (uint64_t)round) *
+                                    BAYES_PATTERN_STEPS +
+                                (uint64_t)i) *
+                                   (uint64_t)nf +
+                               (uint64_t)k;
+                double v = c[k] + scale * hash_normal(b->searcher->seed, (uint64_t)t, key);
+                c[k] = v < 0.0 ? 0.0 : (v > 1.0 ? 1.0 : v);
+            }
+        }
+        if (acq_multi(b, cand, BAYES_PATTERN_STEPS, vals) != 0) {
+            free(cand);
+            return -1;
+        }
+        for (int i = 0; i < BAYES_PATTERN_STEPS; i++)
+            if (vals[i] > cur) {
+                cur = vals[i];
+                memcpy(x, cand + (size_t)i * nf, (size_t)nf * sizeof *x);
+            }
+    }
+    free(cand);
+    *value = cur;
+    return 0;
+}
+
 /* ---- the model ------------------------------------------------------------ */
 
 /* A deterministic subset of fit_max observations for the fit: the best
  * quarter, then the rest in an order drawn from (seed, n). */
-static int fit_subset(const Bayes *b, double *sx, double *sy, int m)
+static int fit_subset(const Bayes *b, const double *y, double *sx, double *sy, int m)
 {
     int n = b->n;
     Ranked *r = malloc((size_t)n * sizeof *r);
@@ -541,7 +914,7 @@ static int fit_subset(const Bayes *b, double *sx, double *sy, int m)
         return -1;
     }
     for (int i = 0; i < n; i++) {
-        r[i].key = b->y[i];
+        r[i].key = y[i];
         r[i].index = i;
     }
     qsort(r, (size_t)n, sizeof *r, cmp_ranked);
@@ -565,21 +938,22 @@ static int fit_subset(const Bayes *b, double *sx, double *sy, int m)
             continue;
         memcpy(sx + (size_t)j * (size_t)b->nf, b->x + (size_t)i * (size_t)b->nf,
                (size_t)b->nf * sizeof *sx);
-        sy[j++] = b->y[i];
+        sy[j++] = y[i];
     }
     free(r);
     free(take);
     return 0;
 }
 
-/* Makes b->gp: fitted to the observations, room for `extra` more points. */
-static int build_gp(Bayes *b, int extra, RungError *err)
+/* Makes *out: fitted to the observations' targets y (flat: all equal),
+ * room for `extra` more points. */
+static int build_gp_on(Bayes *b, const double *y, bool flat, int extra, Gp **out, RungError *err)
 {
     const BayesTuning *tu = b->tu;
-    b->gp = gp_new(b->nf, b->cat, b->n + extra);
-    if (b->gp == NULL)
+    Gp *gp = *out = gp_new(b->nf, b->cat, b->n + extra);
+    if (gp == NULL)
         return oom(err);
-    int rc = gp_set_data(b->gp, b->x, b->y, b->n);
+    int rc = gp_set_data(gp, b->x, y, b->n);
     GpFitOptions opt = {
         .prior = tu->prior,
         .theta0 = NULL,
@@ -594,19 +968,19 @@ static int build_gp(Bayes *b, int extra, RungError *err)
     int fit_max = tu->fit_max;
     while (fit_max > 2 && (int64_t)fit_max * (fit_max - 1) / 2 * b->nf > BAYES_PAIR_CACHE_MAX)
         fit_max--;
-    if (rc == 0 && b->flat) {
+    if (rc == 0 && flat) {
         for (int k = 0; k < b->nf; k++)
             ls[k] = exp(opt.prior.log_ls_mean);
-        rc = gp_set_hyper(b->gp, ls, 1.0, GP_NOISE_MIN + exp(opt.prior.log_noise_mean));
+        rc = gp_set_hyper(gp, ls, 1.0, GP_NOISE_MIN + exp(opt.prior.log_noise_mean));
     } else if (rc == 0 && b->n <= fit_max) {
-        rc = gp_fit(b->gp, &opt, NULL);
+        rc = gp_fit(gp, &opt, NULL);
     } else if (rc == 0) {
         int m = fit_max;
         Gp *sub = gp_new(b->nf, b->cat, m);
         double *sx = malloc((size_t)m * (size_t)b->nf * sizeof *sx);
         double *sy = malloc((size_t)m * sizeof *sy);
         double theta[SPACE_MAX_PARAMS + 2];
-        rc = sub != NULL && sx != NULL && sy != NULL ? fit_subset(b, sx, sy, m) : -1;
+        rc = sub != NULL && sx != NULL && sy != NULL ? fit_subset(b, y, sx, sy, m) : -1;
         if (rc != 0) {
             rc = RUNG_E_INTERNAL;
         } else {
@@ -616,8 +990,7 @@ static int build_gp(Bayes *b, int extra, RungError *err)
             if (rc == 0) {
                 for (int k = 0; k < b->nf; k++)
                     ls[k] = exp(theta[k]);
-                rc = gp_set_hyper(b->gp, ls, exp(theta[b->nf]),
-                                  GP_NOISE_MIN + exp(theta[b->nf + 1]));
+                rc = gp_set_hyper(gp, ls, exp(theta[b->nf]), GP_NOISE_MIN + exp(theta[b->nf + 1]));
             }
         }
         gp_free(sub);
@@ -633,6 +1006,42 @@ static int build_gp(Bayes *b, int extra, RungError *err)
     return 0;
 }
 
+static int build_gp(Bayes *b, int extra, RungError *err)
+{
+    int rc = build_gp_on(b, b->y, b->flat, extra, &b->gp, err);
+    b->gm[0] = b->gp;
+    for (int k = 1; rc == 0 && k < b->nobj + b->ncon; k++)
+        rc = build_gp_on(b, b->ym[k], b->flatm[k], extra, &b->gm[k], err);
+    return rc;
+}
+
+/* A kriging believer of several models: each GP gets its posterior mean;
+ * when the means are feasible the point joins the front (or the best). */
+static int add_believer_multi(Bayes *b, const double *x, RungError *err)
+{
+    double mean[BAYES_MAX_MODELS], var;
+    bool feasible = true;
+    for (int k = 0; k < b->nobj + b->ncon; k++) {
+        if (gp_predict(b->gm[k], x, &mean[k], &var, NULL, NULL) != 0 ||
+            gp_add_point(b->gm[k], x, mean[k]) != 0)
+            return rung_error_set(err, RUNG_E_INTERNAL, NULL,
+                                  "bayes: a pending trial could not join the Gaussian processes");
+        if (k >= b->nobj && mean[k] > b->thr[k])
+            feasible = false;
+    }
+    if (!feasible)
+        return 0;
+    if (b->nobj == 1) {
+        b->best = b->any_feasible && b->best < mean[0] ? b->best : mean[0];
+        b->any_feasible = true;
+        return 0;
+    }
+    b->any_feasible = true;
+    if (front_add(b, mean) != 0 || make_cells(b) != 0)
+        return oom(err);
+    return 0;
+}
+
 /* Adds a config as a kriging-believer point; configs that do not fit the
  * space are left out. */
 static int add_believer(Bayes *b, const json_t *config, RungError *err)
@@ -640,6 +1049,8 @@ static int add_believer(Bayes *b, const json_t *config, RungError *err)
     double u[SPACE_MAX_PARAMS], x[SPACE_MAX_PARAMS], mean, var;
     if (config == NULL || config_point(b, config, u, x) != 0)
         return 0;
+    if (b->multi)
+        return add_believer_multi(b, x, err);
     if (gp_predict(b->gp, x, &mean, &var, NULL, NULL) != 0 || gp_add_point(b->gp, x, mean) != 0)
         return rung_error_set(err, RUNG_E_INTERNAL, NULL,
                               "bayes: a pending trial could not join the Gaussian process");
@@ -705,6 +1116,8 @@ static int log_ei_at(Bayes *b, const double *u, const int64_t *gidx, double *val
 {
     double x[SPACE_MAX_PARAMS];
     features_of(b, u, gidx, x);
+    if (b->multi)
+        return acq_multi(b, x, 1, value);
     return acq_log_ei(b->gp, x, b->best, value, NULL);
 }
 
@@ -720,7 +1133,8 @@ static int propose_gp(Bayes *b, int64_t t, json_t **out, RungError *err)
     int m = make_candidates(b, t);
     for (int i = 0; i < m; i++)
         features_of(b, b->cu + (size_t)i * (size_t)dims, gidx, b->cx + (size_t)i * (size_t)nf);
-    if (acq_log_ei_many(b->gp, b->cx, m, b->best, b->cv) != 0)
+    if (b->multi ? acq_multi(b, b->cx, m, b->cv) != 0
+                 : acq_log_ei_many(b->gp, b->cx, m, b->best, b->cv) != 0)
         goto numeric;
 
     /* Refine the best few (ties to the lower index) and keep the best. */
@@ -738,7 +1152,8 @@ static int propose_gp(Bayes *b, int64_t t, json_t **out, RungError *err)
         memcpy(x, b->cx + (size_t)top * (size_t)nf, (size_t)nf * sizeof *x);
         memcpy(u, b->cu + (size_t)top * (size_t)dims, (size_t)dims * sizeof *u);
         double v;
-        if (acq_refine(b->gp, b->best, b->free, b->tu->refine_iter, x, &v) != 0)
+        if (b->multi ? refine_multi(b, t, r, x, &v) != 0
+                     : acq_refine(b->gp, b->best, b->free, b->tu->refine_iter, x, &v) != 0)
             goto numeric;
         for (int k = 0; k < nf; k++)
             if (b->free[k])
@@ -798,9 +1213,12 @@ int bayes__propose_tuned(const Space *space, const SearcherSpec *searcher, int64
 {
     if (first < 0 || count < 0 || count > BAYES_MAX_BATCH || first > SAMPLER_MAX_TRIALS ||
         (count > 0 && out == NULL) ||
-        (history != NULL && (history->n_obs < 0 || history->n_pending < 0 ||
-                             (history->n_obs > 0 && history->obs == NULL) ||
-                             (history->n_pending > 0 && history->pending == NULL))))
+        (history != NULL &&
+         (history->n_obs < 0 || history->n_pending < 0 ||
+          (history->n_obs > 0 && history->obs == NULL) ||
+          (history->n_pending > 0 && history->pending == NULL) || history->n_objectives < 0 ||
+          history->n_objectives > BAYES_MAX_OBJECTIVES || history->n_constraints < 0 ||
+          history->n_constraints > BAYES_MAX_CONSTRAINTS)))
         return rung_error_set(err, RUNG_E_INVALID_ARGUMENT, NULL,
                               "bayes: first and count must be >= 0 (count at most %d), with "
                               "arrays for the history's counts",
@@ -819,6 +1237,9 @@ int bayes__propose_tuned(const Space *space, const SearcherSpec *searcher, int64
     b->space = space;
     b->searcher = searcher;
     b->tu = tuning;
+    b->nobj = h->n_objectives > 1 ? h->n_objectives : 1;
+    b->ncon = h->n_constraints;
+    b->multi = b->nobj > 1 || b->ncon > 0;
     build_layout(b);
     int rc = 0;
     /* The GP is only built when some trial of the batch needs it. */
@@ -826,6 +1247,8 @@ int bayes__propose_tuned(const Space *space, const SearcherSpec *searcher, int64
     if (need_gp) {
         rc = collect(b, h, err);
         if (rc == 0 && transform(b) != 0)
+            rc = oom(err);
+        if (rc == 0 && b->multi && prepare_multi(b) != 0)
             rc = oom(err);
         need_gp = rc == 0 && b->n >= BAYES_MIN_OBS;
     }

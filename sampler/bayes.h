@@ -1,6 +1,8 @@
 /* Bayesian search (the `bayes` searcher of docs/api.md; docs/architecture.md "Bayesian
  * search"): a Gaussian process over the encoded search space and log
- * Expected Improvement, with pending trials as kriging-believer points.
+ * Expected Improvement, with pending trials as kriging-believer points;
+ * with several objectives a GP each and expected hypervolume improvement,
+ * with constraints a GP each and the probability of feasibility.
  *
  * Pure: a function of (space, searcher, trial numbers, history). The same
  * seed and history give the same proposals. Called on rungd's proposer
@@ -14,24 +16,39 @@
 #include "error.h"
 #include "sampler.h"
 
-/* One finished observation. loss is the objective sign-adjusted so that
- * lower is better (the metric for "min", its negation for "max"); +INFINITY
- * marks a trial that failed or diverged (the searcher treats it as the worst
- * value seen, so the GP steers away from it). */
+/* Several objectives and constraints (docs/searchers.md, "Several
+ * objectives and constraints"): spec.h's SPEC_MAX_OBJECTIVES, and
+ * SPEC_MAX_CONSTRAINTS with both bounds given. */
+#define BAYES_MAX_OBJECTIVES 4
+#define BAYES_MAX_CONSTRAINTS 16
+
+/* One finished observation. loss is the (first) objective sign-adjusted so
+ * that lower is better (the metric for "min", its negation for "max");
+ * +INFINITY marks a trial that failed or diverged (the searcher treats it
+ * as the worst value seen, so the GP steers away from it). more holds the
+ * other objectives the same way. cons holds one value per constraint
+ * bound, g = value - max or min - value, feasible when g <= 0; NaN when
+ * the trial did not report it (it failed, or lacked the metric), which the
+ * searcher takes as the worst g seen: infeasible. */
 typedef struct BayesObservation {
     const json_t *config; /* borrowed */
     double loss;
+    double more[BAYES_MAX_OBJECTIVES - 1];
+    double cons[BAYES_MAX_CONSTRAINTS];
 } BayesObservation;
 
 /* What the experiment knows when it asks: observations in trial-number
  * order, and the configs of trials proposed or running that have no
  * observation yet (kriging-believer points, so parallel workers get
- * distinct configs). */
+ * distinct configs). n_objectives (0 counts as 1) and n_constraints say
+ * how many of each observation's values count. */
 typedef struct BayesHistory {
     const BayesObservation *obs;
     int64_t n_obs;
     const json_t *const *pending; /* borrowed */
     int64_t n_pending;
+    int n_objectives;  /* 0 .. BAYES_MAX_OBJECTIVES */
+    int n_constraints; /* 0 .. BAYES_MAX_CONSTRAINTS */
 } BayesHistory;
 
 /* The most configs one call proposes: each joins the GP as a point. */
@@ -50,7 +67,8 @@ int bayes_propose(const Space *space, const SearcherSpec *searcher, int64_t firs
 /* More about bayes_propose (bayes.c's header has the whole method):
  * - count may be 0 (nothing happens) and at most BAYES_MAX_BATCH; history
  *   may be NULL (no observations); first, count or history's arrays out
- *   of range fail with RUNG_E_INVALID_ARGUMENT.
+ *   of range fail with RUNG_E_INVALID_ARGUMENT, as do n_objectives or
+ *   n_constraints out of range.
  * - Observations and pending configs that do not fit the space (a missing
  *   parameter, an unknown choice) are skipped; NaN losses count as failed.
  * - With more than 2,000 observations the GP sees the best 1,000 and the

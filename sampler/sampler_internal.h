@@ -199,6 +199,8 @@ typedef struct BayesTuning {
 } BayesTuning;
 
 void bayes__default_tuning(BayesTuning *tuning);
+/* log Phi(z), the log probability of feasibility of one constraint. */
+double bayes__log_cdf(double z);
 /* bayes_propose with the given settings. */
 int bayes__propose_tuned(const Space *space, const SearcherSpec *searcher, int64_t first,
                          int64_t count, const BayesHistory *history, const BayesTuning *tuning,

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "asha.h"
+#include "bayes.h"
 #include "gang_members.h"
 #include "idmap.h"
 #include "error.h"
@@ -201,8 +202,7 @@ typedef struct ParetoRef {
 /* A released trial's result, for the searcher (bayes only). */
 typedef struct HistEntry {
     int64_t number;
-    double loss;    /* lower is better; +INFINITY for a failed trial */
-    json_t *config; /* owned */
+    BayesObservation obs; /* core_trial_observation's; its config owned */
 } HistEntry;
 
 /* The counters of the rules that end an experiment (docs/api.md, "The
@@ -535,6 +535,11 @@ void core_changes_clear(Core *core);
  * failed. False when it has none yet (pending or running) or was canceled
  * before reporting. */
 bool core_trial_result(const Trial *t, double *loss);
+/* The same for the bayes searcher with several objectives and constraints:
+ * o's loss and more (each objective, +INFINITY for all when the trial
+ * failed) and cons (spec_constraint_values of the last report; NaN for a
+ * failed trial); o's config is t's, borrowed. False as core_trial_result. */
+bool core_trial_observation(const Trial *t, BayesObservation *o);
 
 /* The step a leased trial resumes after (its last reported step, when it
  * was paused and promoted), or 0 when it starts from the beginning. */

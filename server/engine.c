@@ -205,6 +205,8 @@ static ProposeHistory *history_of(const Experiment *exp)
     if (h == NULL || (h->obs = calloc(n + (size_t)n_warm, sizeof *h->obs)) == NULL ||
         (h->pending = calloc(n, sizeof *h->pending)) == NULL)
         abort();
+    h->n_objectives = exp->spec.n_objectives;
+    h->n_constraints = spec_constraint_count(&exp->spec);
     for (int64_t i = 0; i < n_warm; i++) {
         h->obs[h->n_obs] = warm_observations(exp->warm)[i];
         json_incref((json_t *)h->obs[h->n_obs].config);
@@ -216,16 +218,14 @@ static ProposeHistory *history_of(const Experiment *exp)
         abort();
     for (int64_t i = 0; i < exp->n_hist; i++) {
         const HistEntry *he = &exp->hist[i];
-        by_number[he->number] = (BayesObservation){.config = he->config, .loss = he->loss};
+        by_number[he->number] = he->obs;
         has[he->number] = true;
     }
     for (int64_t i = 0; i < exp->n_trials; i++) {
         const Trial *t = exp->trials[i];
-        double loss;
         if (t == NULL)
             continue;
-        if (core_trial_result(t, &loss)) {
-            by_number[i] = (BayesObservation){.config = t->config, .loss = loss};
+        if (core_trial_observation(t, &by_number[i])) {
             has[i] = true;
         } else if (!trial_state_terminal(t->state)) {
             h->pending[h->n_pending++] = json_incref(t->config);

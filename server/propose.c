@@ -80,6 +80,8 @@ static Proposals *compute(const Request *r)
             h.n_obs = r->history->n_obs;
             h.pending = (const json_t *const *)r->history->pending;
             h.n_pending = r->history->n_pending;
+            h.n_objectives = r->history->n_objectives;
+            h.n_constraints = r->history->n_constraints;
         }
         if (bayes_propose(space, &r->searcher, r->first, r->count, &h, configs, &err) != 0) {
             /* Entries stay NULL: the engine asks again later. */

@@ -42,6 +42,7 @@ typedef struct ProposeHistory {
     int64_t n_obs;
     json_t **pending; /* owned array of own references */
     int64_t n_pending;
+    int n_objectives, n_constraints; /* BayesHistory's */
 } ProposeHistory;
 
 void propose_history_free(ProposeHistory *h);

@@ -701,6 +701,31 @@ bool spec_feasible(const Spec *spec, const json_t *metrics)
     return true;
 }
 
+int spec_constraint_values(const Spec *spec, const json_t *metrics, double *g)
+{
+    int n = 0;
+    for (int k = 0; k < spec->n_constraints; k++) {
+        const SpecConstraint *c = &spec->constraints[k];
+        json_t *v = json_object_get(metrics, c->metric);
+        double x = json_is_number(v) ? json_number_value(v) : NAN;
+        if (!isfinite(x))
+            x = NAN;
+        if (c->has_min)
+            g[n++] = c->min - x;
+        if (c->has_max)
+            g[n++] = x - c->max;
+    }
+    return n;
+}
+
+int spec_constraint_count(const Spec *spec)
+{
+    int n = 0;
+    for (int k = 0; k < spec->n_constraints; k++)
+        n += spec->constraints[k].has_min + spec->constraints[k].has_max;
+    return n;
+}
+
 /* An object without "type" and without any domain in it was a constant
  * object before sub-spaces (docs/api.md, "Nested and conditional spaces");
  * such an object is refused at submission now, so in a stored spec it is

@@ -170,4 +170,13 @@ bool spec_losses(const Spec *spec, const json_t *metrics, double loss[SPEC_MAX_O
  * (docs/api.md, "Constraints"). True when the spec has no constraints. */
 bool spec_feasible(const Spec *spec, const json_t *metrics);
 
+/* The constraints of a report as values g that are <= 0 when satisfied,
+ * one per bound in spec order (a constraint with min and max gives
+ * min - value, then value - max): NaN where the report lacks the metric or
+ * it is not finite. Returns how many (at most 2 x SPEC_MAX_CONSTRAINTS). */
+int spec_constraint_values(const Spec *spec, const json_t *metrics, double *g);
+
+/* How many values spec_constraint_values gives. */
+int spec_constraint_count(const Spec *spec);
+
 #endif

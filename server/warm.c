@@ -172,8 +172,19 @@ bool warm_add(Warm *w, const Spec *spec, TrialState state, const json_t *config,
     json_t *c = space_conform(spec->space, config);
     if (c == NULL)
         return false;
+    /* The other objectives and the constraints as core_trial_observation
+     * has them: the new experiment's, read from the source's last report. */
+    BayesObservation o = {.config = c, .loss = loss};
+    double l[SPEC_MAX_OBJECTIVES];
+    bool ok = state != TRIAL_FAILED && spec_losses(spec, last, l);
+    for (int k = 1; k < spec->n_objectives; k++)
+        o.more[k - 1] = ok && isfinite(l[k]) ? l[k] : INFINITY;
+    for (int k = 0; k < BAYES_MAX_CONSTRAINTS; k++)
+        o.cons[k] = NAN;
+    if (state != TRIAL_FAILED)
+        spec_constraint_values(spec, last, o.cons);
     rung_grow((void **)&w->obs, &w->cap_obs, w->n_obs, sizeof *w->obs);
-    w->obs[w->n_obs++] = (BayesObservation){.config = c, .loss = loss};
+    w->obs[w->n_obs++] = o;
     if (w->type == SEARCHER_RANDOM) {
         char *key = warm_key(c);
         if (key == NULL)
