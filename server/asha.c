@@ -9,11 +9,14 @@
  * Workload: one call per report, thousands per second. A rung's sorted array
  * makes the cutoff O(log n) to find and O(n) to insert (a memmove), fine up to
  * the 10^5 trials an experiment may hold. The median rule is O(reports) per
- * report, as Ray's is. */
+ * report, as Ray's is. With several objectives, judging a record ranks its
+ * whole rung (non-dominated sorting, O(n^2) at worst for n records there):
+ * meant for the hundreds to thousands of trials such searches run. */
 #include "splitmix.h"
 #include "asha.h"
 
 #include "grow.h"
+#include "pareto.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -21,7 +24,8 @@
 
 typedef struct AshaRec {
     int64_t trial;
-    double score; /* higher is better: the value, sign-flipped for min */
+    double score; /* higher is better: the value, sign-flipped for min; 0 with points */
+    AshaPoint pt; /* several objectives: the point recorded */
 } AshaRec;
 
 typedef struct AshaRung {
@@ -216,14 +220,14 @@ static double cutoff(const Asha *a, const AshaRung *r)
     return numpy_quantile(r->sorted, r->n, q);
 }
 
-static void rung_add(AshaRung *r, int64_t trial, double score)
+static void rung_add(AshaRung *r, int64_t trial, double score, const AshaPoint *pt)
 {
     if (r->n == r->cap) {
         r->cap = r->cap ? r->cap * 2 : 16;
         r->recs = rung_realloc(r->recs, r->cap, sizeof *r->recs);
         r->sorted = rung_realloc(r->sorted, r->cap, sizeof *r->sorted);
     }
-    r->recs[r->n] = (AshaRec){trial, score};
+    r->recs[r->n] = (AshaRec){trial, score, pt ? *pt : (AshaPoint){{0}, true}};
     size_t lo = 0, hi = r->n; /* first index with sorted[i] > score */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -367,10 +371,87 @@ static AshaDecision median_report(Asha *a, int64_t trial, double time, double va
     return d;
 }
 
+/* ---- several objectives ---- */
+
+/* Records of a rung in trial-number order (qsort without context). */
+typedef struct AshaByTrial {
+    int64_t trial;
+    size_t i; /* index in the rung's recs */
+} AshaByTrial;
+
+static int cmp_by_trial(const void *x, const void *y)
+{
+    const AshaByTrial *a = x, *b = y;
+    return (a->trial > b->trial) - (a->trial < b->trial);
+}
+
+/* Whether record `mine` of rung r continues (asha.h): fewer than
+ * ceil(n/rf) of the rung's n records rank strictly above it. Ranks and
+ * crowding distances are computed over the feasible and the infeasible
+ * records apart, each set in trial-number order, so that pareto_crowding
+ * breaks a tie in an objective by trial number: the ranking does not depend
+ * on the order reports came in, and a restart, which replays one trial after
+ * the other, rebuilds the same decisions. */
+static bool points_continue(const Asha *a, const AshaRung *r, size_t mine)
+{
+    size_t n = r->n;
+    int m = a->p.objectives;
+    double *y = malloc(n * (size_t)m * sizeof *y), *crowd = malloc(n * sizeof *crowd);
+    double *c_of = malloc(n * sizeof *c_of);
+    int *rank = malloc(n * sizeof *rank), *r_of = malloc(n * sizeof *r_of);
+    AshaByTrial *order = malloc(n * sizeof *order);
+    size_t *idx = malloc(n * sizeof *idx);
+    if (y == NULL || crowd == NULL || c_of == NULL || rank == NULL || r_of == NULL ||
+        order == NULL || idx == NULL)
+        abort();
+    for (size_t i = 0; i < n; i++)
+        order[i] = (AshaByTrial){r->recs[i].trial, i};
+    qsort(order, n, sizeof *order, cmp_by_trial);
+    for (int pass = 0; pass < 2; pass++) {
+        int c = 0;
+        for (size_t k = 0; k < n; k++) {
+            size_t i = order[k].i;
+            if (r->recs[i].pt.feasible != (pass == 0))
+                continue;
+            idx[c] = i;
+            memcpy(&y[(size_t)c * m], r->recs[i].pt.loss, (size_t)m * sizeof *y);
+            c++;
+        }
+        if (c == 0)
+            continue;
+        if (pareto_ranks(y, c, m, rank) < 0 || pareto_crowding(y, c, m, rank, crowd) < 0)
+            abort();
+        for (int k = 0; k < c; k++) {
+            r_of[idx[k]] = rank[k];
+            c_of[idx[k]] = crowd[k];
+        }
+    }
+    const AshaPoint *p = &r->recs[mine].pt;
+    size_t above = 0;
+    for (size_t i = 0; i < n; i++) {
+        const AshaPoint *q = &r->recs[i].pt;
+        if (q->feasible != p->feasible)
+            above += q->feasible;
+        else if (r_of[i] != r_of[mine])
+            above += r_of[i] < r_of[mine];
+        else
+            above += c_of[i] > c_of[mine];
+    }
+    free(y);
+    free(crowd);
+    free(c_of);
+    free(rank);
+    free(r_of);
+    free(order);
+    free(idx);
+    return (double)above < ceil((double)n / a->p.rf);
+}
+
 /* ---- reports ---- */
 
-AshaDecision asha_report(Asha *a, int64_t trial, double time, bool has_value, double value,
-                         int *rung)
+/* A report; with several objectives pt is its point (value unused), else NULL. */
+static AshaDecision report(Asha *a, int64_t trial, double time, bool has_value, double value,
+                           const AshaPoint *pt, int *rung)
 {
     *rung = -1;
     if (a->p.type == ASHA_FIFO || !has_value)
@@ -388,9 +469,11 @@ AshaDecision asha_report(Asha *a, int64_t trial, double time, bool has_value, do
     AshaRung *r = &a->brackets[t->bracket].rungs[k];
     double score = score_of(a, value);
     AshaDecision d = ASHA_CONTINUE;
-    if (!a->p.promote && r->n > 0 && score < cutoff(a, r))
+    if (!a->p.promote && pt == NULL && r->n > 0 && score < cutoff(a, r))
         d = ASHA_STOP;
-    rung_add(r, trial, score);
+    rung_add(r, trial, score, pt);
+    if (pt != NULL && !points_continue(a, r, r->n - 1))
+        d = ASHA_STOP;
     t->recorded |= (uint64_t)1 << k;
     *rung = k;
     if (a->p.promote) {
@@ -404,7 +487,29 @@ AshaDecision asha_report(Asha *a, int64_t trial, double time, bool has_value, do
     return d;
 }
 
-void asha_replay(Asha *a, int64_t trial, double time, bool has_value, double value)
+AshaDecision asha_report(Asha *a, int64_t trial, double time, bool has_value, double value,
+                         int *rung)
+{
+    return report(a, trial, time, has_value, value, NULL, rung);
+}
+
+/* With objectives < 2, or under median, a point stands for its first
+ * objective's value; NULL stays NULL. */
+static const AshaPoint *point_use(const Asha *a, const AshaPoint *pt, double *value)
+{
+    *value = pt == NULL ? 0 : a->p.maximize ? -pt->loss[0] : pt->loss[0];
+    return a->p.objectives >= 2 && a->p.type != ASHA_MEDIAN ? pt : NULL;
+}
+
+AshaDecision asha_report_point(Asha *a, int64_t trial, double time, const AshaPoint *pt, int *rung)
+{
+    double value;
+    const AshaPoint *use = point_use(a, pt, &value);
+    return report(a, trial, time, pt != NULL, value, use, rung);
+}
+
+static void replay(Asha *a, int64_t trial, double time, bool has_value, double value,
+                   const AshaPoint *pt)
 {
     if (a->p.type == ASHA_FIFO || !has_value)
         return;
@@ -416,11 +521,24 @@ void asha_replay(Asha *a, int64_t trial, double time, bool has_value, double val
     int k = time >= a->p.max_t ? -1 : rung_to_score(a, t, time);
     if (k < 0)
         return;
-    rung_add(&a->brackets[t->bracket].rungs[k], trial, score_of(a, value));
+    rung_add(&a->brackets[t->bracket].rungs[k], trial, score_of(a, value), pt);
     t->recorded |= (uint64_t)1 << k;
 }
 
-void asha_trial_end(Asha *a, int64_t trial, double time, bool has_value, double value)
+void asha_replay(Asha *a, int64_t trial, double time, bool has_value, double value)
+{
+    replay(a, trial, time, has_value, value, NULL);
+}
+
+void asha_replay_point(Asha *a, int64_t trial, double time, const AshaPoint *pt)
+{
+    double value;
+    const AshaPoint *use = point_use(a, pt, &value);
+    replay(a, trial, time, pt != NULL, value, use);
+}
+
+static void trial_end(Asha *a, int64_t trial, double time, bool has_value, double value,
+                      const AshaPoint *pt)
 {
     if (a->p.type == ASHA_FIFO || !has_value)
         return;
@@ -434,8 +552,20 @@ void asha_trial_end(Asha *a, int64_t trial, double time, bool has_value, double 
     int k = rung_to_score(a, t, time);
     if (k < 0)
         return;
-    rung_add(&a->brackets[t->bracket].rungs[k], trial, score_of(a, value));
+    rung_add(&a->brackets[t->bracket].rungs[k], trial, score_of(a, value), pt);
     t->recorded |= (uint64_t)1 << k;
+}
+
+void asha_trial_end(Asha *a, int64_t trial, double time, bool has_value, double value)
+{
+    trial_end(a, trial, time, has_value, value, NULL);
+}
+
+void asha_trial_end_point(Asha *a, int64_t trial, double time, const AshaPoint *pt)
+{
+    double value;
+    const AshaPoint *use = point_use(a, pt, &value);
+    trial_end(a, trial, time, pt != NULL, value, use);
 }
 
 void asha_trial_reset(Asha *a, int64_t trial)

@@ -25,6 +25,18 @@
  *   no result in [grace_period, time] has no mean and is left out; Ray's
  *   would be NaN, which stops every trial compared with it.)
  *
+ * Several objectives (objectives >= 2; asha without promote, and hyperband;
+ * docs/schedulers.md, "Several objectives"): a rung's records are ranked as
+ * NSGA-II ranks a population (Deb et al. 2002): feasible records before
+ * infeasible ones, then by non-dominated sorting, then by crowding distance
+ * (larger first), each computed within the feasible and the infeasible
+ * records apart (sampler/pareto.h; a tie in an objective's order goes by
+ * trial number, so that the ranking does not depend on the order of
+ * arrival). The record just made continues when
+ * fewer than ceil(n/rf) of the n records there (its own included) rank
+ * strictly above it; so the first trial at a rung continues, and ties go to
+ * the trial being judged, as a tie with the cutoff does for one objective.
+ *
  * Trials are named by their 0-based number within the experiment. A report
  * without the metric (has_value false) is never stopped. */
 #ifndef RUNG_SERVER_ASHA_H
@@ -35,6 +47,7 @@
 
 #define ASHA_MAX_RUNGS 64 /* rungs per bracket; spec validation keeps within it */
 #define ASHA_MAX_BRACKETS ASHA_MAX_RUNGS
+#define ASHA_MAX_OBJECTIVES 4 /* spec.h's SPEC_MAX_OBJECTIVES */
 
 typedef enum { ASHA_FIFO, ASHA_ASHA, ASHA_HYPERBAND, ASHA_MEDIAN } AshaType;
 
@@ -48,7 +61,14 @@ typedef struct AshaParams {
     bool promote;        /* asha: pause at rungs and promote (the paper's ASHA) */
     int64_t min_samples; /* median: other trials needed at the same time */
     uint64_t seed;       /* bracket draws */
+    int objectives;      /* 0 or 1: one (the value); 2 .. ASHA_MAX_OBJECTIVES: AshaPoints */
 } AshaParams;
+
+/* One report's objectives when there are several. */
+typedef struct AshaPoint {
+    double loss[ASHA_MAX_OBJECTIVES]; /* each objective, finite, lower is better (max negated) */
+    bool feasible;                    /* no constraint violated in this report */
+} AshaPoint;
 
 typedef enum {
     ASHA_CONTINUE,
@@ -75,6 +95,13 @@ const AshaParams *asha_params(const Asha *a);
  * trial that reports again has been resumed. */
 AshaDecision asha_report(Asha *a, int64_t trial, double time, bool has_value, double value,
                          int *rung);
+
+/* The same with several objectives: pt (borrowed) is the report's point,
+ * NULL when it lacks one. With objectives < 2, or under median, the first
+ * objective is the value. */
+AshaDecision asha_report_point(Asha *a, int64_t trial, double time, const AshaPoint *pt, int *rung);
+void asha_replay_point(Asha *a, int64_t trial, double time, const AshaPoint *pt);
+void asha_trial_end_point(Asha *a, int64_t trial, double time, const AshaPoint *pt);
 
 /* Loading: records a stored report as asha_report did, deciding nothing
  * (rung records depend on each trial's own reports only, so replaying the

@@ -428,7 +428,9 @@ static Experiment *exp_new(Core *core, int64_t id, Spec *spec, int64_t now)
     memset(spec, 0, sizeof *spec);
     e->state = EXP_RUNNING;
     e->created_at = now;
-    e->asha = asha_new(&e->spec.sched);
+    AshaParams sched = e->spec.sched;
+    sched.objectives = e->spec.n_objectives;
+    e->asha = asha_new(&sched);
     if (e->asha == NULL)
         abort();
     put_exp(core, id, e);
@@ -549,6 +551,7 @@ static void endgame(Core *core, Experiment *e, int64_t now);
 static int objective(const Experiment *e, const json_t *metrics, double *v);
 static void set_state(Core *core, Trial *t, TrialState s, int64_t now);
 static void end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now);
+static const AshaPoint *sched_point(const Experiment *e, const json_t *metrics, AshaPoint *pt);
 
 static char *dup_str(const char *s)
 {
@@ -900,14 +903,38 @@ static void promote_ready(Core *core, Experiment *e, int64_t now)
     free(ids);
 }
 
+/* Several objectives: the scheduler's point of a report (every objective,
+ * as a loss, and whether it meets the constraints; docs/schedulers.md,
+ * "Several objectives") into pt, which it returns; NULL when the report
+ * lacks an objective or one is not finite (never judged, as a report
+ * without the metric). */
+static const AshaPoint *sched_point(const Experiment *e, const json_t *metrics, AshaPoint *pt)
+{
+    double loss[SPEC_MAX_OBJECTIVES];
+    if (metrics == NULL || !spec_losses(&e->spec, metrics, loss))
+        return NULL;
+    for (int k = 0; k < e->spec.n_objectives; k++) {
+        if (!isfinite(loss[k]))
+            return NULL;
+        pt->loss[k] = loss[k];
+    }
+    pt->feasible = spec_feasible(&e->spec, metrics);
+    return pt;
+}
+
 /* Ends t as stopped or completed for the scheduler, which records its last
  * result once more as Ray's on_trial_complete does. */
 static void end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now)
 {
     Experiment *e = t->exp;
     double v;
+    AshaPoint pt;
     bool has = t->last != NULL && objective(e, t->last, &v) == 1 && isfinite(v);
-    asha_trial_end(e->asha, t->number, t->time, has && t->has_time, has ? v : 0);
+    if (e->spec.n_objectives > 1)
+        asha_trial_end_point(e->asha, t->number, t->time,
+                             t->has_time ? sched_point(e, t->last, &pt) : NULL);
+    else
+        asha_trial_end(e->asha, t->number, t->time, has && t->has_time, has ? v : 0);
     if (s == TRIAL_STOPPED && t->stopped_by == BY_NONE)
         t->stopped_by = BY_SCHEDULER;
     set_state(core, t, s, now);
@@ -1631,7 +1658,11 @@ static ReportAction schedule(Core *core, Trial *t, const ReportRead *r, const js
     double time = r->time, v = r->value;
     bool has = r->has_value;
     int rung;
-    AshaDecision d = asha_report(e->asha, t->number, time, has, has ? v : 0, &rung);
+    AshaPoint pt;
+    AshaDecision d = e->spec.n_objectives > 1
+                         ? asha_report_point(e->asha, t->number, time,
+                                             has ? sched_point(e, metrics, &pt) : NULL, &rung)
+                         : asha_report(e->asha, t->number, time, has, has ? v : 0, &rung);
     /* The trial's last time and value are this report's from here on. */
     t->time = time;
     t->has_time = true;
@@ -2152,7 +2183,10 @@ void core_load_report(Core *core, Trial *t, int64_t step, json_t *metrics, Repor
     Experiment *e = t->exp;
     const ReportRead r = report_read(e, step, metrics);
     record(t, &r, metrics, a);
-    if (r.has_time && r.has_value && isfinite(r.value))
+    AshaPoint pt;
+    if (e->spec.n_objectives > 1 && r.has_time && r.has_value)
+        asha_replay_point(e->asha, t->number, r.time, sched_point(e, metrics, &pt));
+    else if (r.has_time && r.has_value && isfinite(r.value))
         asha_replay(e->asha, t->number, r.time, true, r.value);
 }
 
@@ -2302,8 +2336,13 @@ static void load_experiment_done(Core *core, Experiment *e, int64_t now)
         }
         if (t->state == TRIAL_COMPLETED || t->state == TRIAL_STOPPED) {
             double v;
+            AshaPoint pt;
             bool has = t->last != NULL && objective(e, t->last, &v) == 1 && isfinite(v);
-            asha_trial_end(e->asha, t->number, t->time, has && t->has_time, has ? v : 0);
+            if (e->spec.n_objectives > 1)
+                asha_trial_end_point(e->asha, t->number, t->time,
+                                     t->has_time ? sched_point(e, t->last, &pt) : NULL);
+            else
+                asha_trial_end(e->asha, t->number, t->time, has && t->has_time, has ? v : 0);
         } else if (t->state == TRIAL_PAUSED && !t->user_paused) {
             asha_trial_paused(e->asha, t->number, asha_rung_index(e->asha, t->number, t->rung));
         } else if (t->state == TRIAL_RUNNING) {

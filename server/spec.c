@@ -657,9 +657,17 @@ static int check_objective_rules(const json_t *j, const Spec *spec, RungError *e
             return rung_error_set(err, E, "best_scope",
                                   "best_scope: applies to one metric; with several objectives "
                                   "a trial counts by its last report");
-        if (spec->sched.type != ASHA_FIFO)
+        /* asha and hyperband rank a rung as NSGA-II does (docs/schedulers.md,
+         * "Several objectives"); the median and the promote order need one
+         * value. */
+        if (spec->sched.type == ASHA_MEDIAN)
             return rung_error_set(err, E, "scheduler.type",
-                                  "scheduler.type: with several objectives only fifo");
+                                  "scheduler.type: with several objectives fifo, asha or "
+                                  "hyperband; median compares one metric");
+        if (spec->sched.promote)
+            return rung_error_set(err, E, "scheduler.promote",
+                                  "scheduler.promote: not with several objectives (asha "
+                                  "without promote ranks them)");
         if (spec->has_stop_threshold)
             return rung_error_set(err, E, "stop.metric_threshold",
                                   "stop.metric_threshold: applies to one metric, not to "

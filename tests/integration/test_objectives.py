@@ -123,6 +123,58 @@ class Objectives(wh.WorkerTestCase):
         with self.assertRaisesRegex(rung.RungError, "best"):
             py.pareto()
 
+    def test_asha_stops_dominated_trials(self):
+        # asha with two objectives (docs/schedulers.md, "Several
+        # objectives"): one trial at a time, so each is judged against all
+        # that came before it; at every rung a trial goes on when fewer than
+        # ceil(n/2) of the n points there rank above it.
+        d = self.daemon()
+        s = spec(name="mo-asha", metrics=[{"name": "val_loss", "mode": "min"},
+                                          {"name": "latency_ms", "mode": "min"}],
+                 search_space={"x": {"type": "uniform", "low": 0, "high": 1},
+                               "y": {"type": "uniform", "low": 0, "high": 1}},
+                 searcher={"type": "random", "seed": 11}, num_samples=16,
+                 max_concurrent_trials=1,
+                 scheduler={"type": "asha", "grace_period": 1, "max_t": 4,
+                            "reduction_factor": 2})
+        eid = d.create_experiment(s)["id"]
+        w = self.worker(d, "w-mo-asha", cpu_slots=1, once=True)
+        self.assertEqual(self.wait_workers_exit([w], 120), [0], self.explain(d, w))
+        exp = d.experiment(eid)
+        self.assertEqual(exp["state"], "completed", self.explain(d, w))
+        self.assertEqual(exp["scheduler"]["type"], "asha")
+        trials = sorted(d.all_trials(eid), key=lambda t: t["number"])
+        stopped = [t for t in trials if t["state"] == "stopped"]
+        done = [t for t in trials if t["state"] == "completed"]
+        self.assertEqual(len(stopped) + len(done), 16, [t["state"] for t in trials])
+        self.assertEqual(trials[0]["state"], "completed")  # first at every rung
+        self.assertGreater(len(stopped), 3)
+        self.assertGreater(len(done), 1)
+        for t in stopped:
+            self.assertIn(t["rung"], (1, 2), t)
+
+        # Points are (x, 100 y): the rule at the first rung, replayed here.
+        # A trial dominated by the trials before it at least ceil(n/2) times
+        # over never goes on; a trial that dominates every earlier one
+        # always does.
+        def point(t):
+            return (t["config"]["x"], t["config"]["y"])
+
+        def dominates(a, b):
+            return all(u <= v for u, v in zip(a, b)) and a != b
+
+        for i, t in enumerate(trials):
+            before = [point(o) for o in trials[:i]]
+            n = i + 1
+            beaten = sum(dominates(p, point(t)) for p in before)
+            if beaten >= -(-n // 2):
+                self.assertEqual(t["state"], "stopped", t)
+                self.assertEqual(t["rung"], 1, t)
+            if i > 0 and all(dominates(point(t), p) for p in before):
+                self.assertNotEqual(t["rung"], 1, t)
+        mean = lambda ts: sum(sum(point(t)) for t in ts) / len(ts)  # noqa: E731
+        self.assertGreater(mean(stopped), mean(done))
+
 
 if __name__ == "__main__":
     wh.main()

@@ -1557,6 +1557,369 @@ static void test_random_sequences(void **state)
     assert_int_equal(stats.failed, 0);
 }
 
+/* ---- several objectives (asha.h): by hand, and a brute-force replay ---- */
+
+static AshaPoint mo_pt2(double x, double y, bool feasible)
+{
+    AshaPoint pt;
+    memset(&pt, 0, sizeof pt);
+    pt.loss[0] = x;
+    pt.loss[1] = y;
+    pt.feasible = feasible;
+    return pt;
+}
+
+#define EXPECT_POINT(a, trial, time, x, y, feasible, decision, rung_index)                         \
+    do {                                                                                           \
+        int rung_ = -2;                                                                            \
+        AshaPoint pt_ = mo_pt2((x), (y), (feasible));                                              \
+        assert_int_equal(asha_report_point((a), (trial), (time), &pt_, &rung_), (decision));       \
+        assert_int_equal(rung_, (rung_index));                                                     \
+    } while (0)
+
+/* rf = 3 at the first rung: a trial goes on when fewer than ceil(n/3) of
+ * the n records rank above it (feasible first, then front, then crowding). */
+static void test_points_by_hand(void **state)
+{
+    (void)state;
+    AshaParams p = hw_params(ASHA_ASHA, false, 3);
+    p.objectives = 2;
+    Asha *a = hw_new(&p);
+    EXPECT_POINT(a, 0, 1, 1, 1, true, ASHA_CONTINUE, 0);  /* first at the rung */
+    EXPECT_POINT(a, 1, 1, 2, 2, true, ASHA_STOP, 0);      /* 0 dominates it; top 1 of 2 */
+    EXPECT_POINT(a, 2, 1, 0, 3, true, ASHA_CONTINUE, 0);  /* on 0's front, both extremes */
+    EXPECT_POINT(a, 3, 1, 0.5, 0.5, false, ASHA_STOP, 0); /* infeasible: after 3 feasible */
+    EXPECT_POINT(a, 4, 1, 0.5, 0.5, true, ASHA_CONTINUE, 0);
+    /* Front {2, 4, 5}: 5 is an extreme (infinite crowding), 4 in between. */
+    EXPECT_POINT(a, 5, 1, 3, 0, true, ASHA_CONTINUE, 0);
+    EXPECT_POINT(a, 6, 1, 1, 1, true, ASHA_STOP, 0); /* second front: 3 above, top 3 of 7 */
+    /* The next rung starts afresh; no point is never judged; max_t completes. */
+    EXPECT_POINT(a, 0, 3, 9, 9, false, ASHA_CONTINUE, 1);
+    int rung = -2;
+    assert_int_equal(asha_report_point(a, 2, 3, NULL, &rung), ASHA_CONTINUE);
+    assert_int_equal(rung, -1);
+    EXPECT_POINT(a, 2, 81, 0, 0, true, ASHA_COMPLETE, -1);
+    asha_free(a);
+
+    /* One objective through the point calls is the value's rule. */
+    p.objectives = 1;
+    a = hw_new(&p);
+    EXPECT_POINT(a, 0, 1, 1, 0, true, ASHA_CONTINUE, 0);
+    EXPECT_POINT(a, 1, 1, 2, 0, true, ASHA_STOP, 0);
+    asha_free(a);
+}
+
+#define MO_SEQUENCES 600
+#define MO_MAX_TRIALS 30
+#define MO_MAX_RECS (MO_MAX_TRIALS * ASHA_MAX_RUNGS)
+
+/* The model: every record in one flat array, ranked from scratch. */
+typedef struct MoRec {
+    int64_t trial;
+    int bracket, rung;
+    AshaPoint pt;
+} MoRec;
+
+typedef struct MoEvent {
+    bool end;
+    double time;
+    bool has;
+    AshaPoint pt;
+} MoEvent;
+
+typedef struct MoTrial {
+    int state; /* 0 pending, 1 running, 2 done */
+    int bracket;
+    double time;
+    bool has_last;
+    AshaPoint last;
+    MoEvent log[256];
+    int n_log;
+} MoTrial;
+
+typedef struct MoSeq {
+    AshaParams p;
+    FuzzRng rng;
+    int n_trials;
+    MoTrial trials[MO_MAX_TRIALS];
+    MoRec recs[MO_MAX_RECS];
+    int n_recs;
+    Asha *a;
+    long stops, goes, reloads, failed;
+} MoSeq;
+
+static bool mo_dominates(const double *x, const double *y, int m)
+{
+    bool less = false;
+    for (int j = 0; j < m; j++) {
+        if (x[j] > y[j])
+            return false;
+        less = less || x[j] < y[j];
+    }
+    return less;
+}
+
+static int mo_find(const MoSeq *s, int64_t trial, int bracket, int rung)
+{
+    for (int j = 0; j < s->n_recs; j++)
+        if (s->recs[j].trial == trial && s->recs[j].bracket == bracket && s->recs[j].rung == rung)
+            return j;
+    return -1;
+}
+
+/* Ranks (peeling fronts) and crowding distances of records at[0..n) of one
+ * feasibility: sorting each objective by value, then trial number. */
+static void mo_rank_crowd(const MoSeq *s, const int *at, int n, int *rank, double *crowd)
+{
+    int m = s->p.objectives;
+    for (int i = 0; i < n; i++) {
+        rank[i] = -1;
+        crowd[i] = 0;
+    }
+    for (int r = 0, left = n; left > 0; r++) {
+        int front[MO_MAX_RECS], nf = 0;
+        for (int i = 0; i < n; i++) {
+            if (rank[i] >= 0)
+                continue;
+            bool dominated = false;
+            for (int j = 0; j < n && !dominated; j++)
+                dominated = rank[j] < 0 && j != i &&
+                            mo_dominates(s->recs[at[j]].pt.loss, s->recs[at[i]].pt.loss, m);
+            if (!dominated)
+                front[nf++] = i;
+        }
+        for (int k = 0; k < nf; k++)
+            rank[front[k]] = r;
+        left -= nf;
+        for (int j = 0; j < m; j++) {
+            int ord[MO_MAX_RECS];
+            for (int k = 0; k < nf; k++) { /* insertion sort by (value, trial) */
+                int x = front[k], q = k;
+                double vx = s->recs[at[x]].pt.loss[j];
+                while (q > 0) {
+                    int y = ord[q - 1];
+                    double vy = s->recs[at[y]].pt.loss[j];
+                    if (vy < vx || (vy == vx && s->recs[at[y]].trial < s->recs[at[x]].trial))
+                        break;
+                    ord[q] = y;
+                    q--;
+                }
+                ord[q] = x;
+            }
+            crowd[ord[0]] = INFINITY;
+            crowd[ord[nf - 1]] = INFINITY;
+            double lo = s->recs[at[ord[0]]].pt.loss[j], hi = s->recs[at[ord[nf - 1]]].pt.loss[j];
+            if (hi > lo)
+                for (int k = 1; k + 1 < nf; k++)
+                    crowd[ord[k]] +=
+                        (s->recs[at[ord[k + 1]]].pt.loss[j] - s->recs[at[ord[k - 1]]].pt.loss[j]) /
+                        (hi - lo);
+        }
+    }
+}
+
+/* The model's answer to a report (asha.h, "Several objectives"). */
+static AshaDecision mo_ref_report(MoSeq *s, int i, double time, const AshaPoint *pt, bool judge,
+                                  int *rung)
+{
+    MoTrial *t = &s->trials[i];
+    *rung = -1;
+    if (pt == NULL || (judge && time >= s->p.max_t))
+        return judge && pt != NULL ? ASHA_COMPLETE : ASHA_CONTINUE;
+    int k = -1;
+    for (int q = ref_n_rungs(&s->p, t->bracket) - 1; q >= 0 && k < 0; q--)
+        if (ref_milestone(&s->p, t->bracket, q) <= time && mo_find(s, i, t->bracket, q) < 0)
+            k = q;
+    if (k < 0)
+        return ASHA_CONTINUE;
+    s->recs[s->n_recs++] = (MoRec){i, t->bracket, k, *pt};
+    *rung = k;
+    if (!judge)
+        return ASHA_CONTINUE;
+    int at[2][MO_MAX_RECS], n[2] = {0, 0}, mine_c = 0, mine_k = 0, total = 0;
+    for (int j = 0; j < s->n_recs; j++) {
+        if (s->recs[j].bracket != t->bracket || s->recs[j].rung != k)
+            continue;
+        int c = s->recs[j].pt.feasible ? 0 : 1;
+        if (s->recs[j].trial == i) {
+            mine_c = c;
+            mine_k = n[c];
+        }
+        at[c][n[c]++] = j;
+        total++;
+    }
+    int rank[2][MO_MAX_RECS];
+    double crowd[2][MO_MAX_RECS];
+    for (int c = 0; c < 2; c++)
+        if (n[c] > 0)
+            mo_rank_crowd(s, at[c], n[c], rank[c], crowd[c]);
+    int above = mine_c == 1 ? n[0] : 0;
+    for (int q = 0; q < n[mine_c]; q++)
+        above += rank[mine_c][q] < rank[mine_c][mine_k] ||
+                 (rank[mine_c][q] == rank[mine_c][mine_k] &&
+                  crowd[mine_c][q] > crowd[mine_c][mine_k]);
+    return above < ceil((double)total / s->p.rf) ? ASHA_CONTINUE : ASHA_STOP;
+}
+
+static AshaPoint mo_draw(MoSeq *s, bool discrete, double p_feasible)
+{
+    AshaPoint pt;
+    memset(&pt, 0, sizeof pt);
+    for (int j = 0; j < s->p.objectives; j++)
+        pt.loss[j] = discrete ? fuzz_int(&s->rng, 0, 3) : fuzz_unif(&s->rng) - 0.5;
+    pt.feasible = fuzz_chance(&s->rng, p_feasible);
+    return pt;
+}
+
+static void mo_log(MoTrial *t, bool end, double time, const AshaPoint *pt)
+{
+    assert_true(t->n_log < 256);
+    t->log[t->n_log++] = (MoEvent){end, time, pt != NULL, pt ? *pt : (AshaPoint){{0}, false}};
+}
+
+static void mo_end(MoSeq *s, int i)
+{
+    MoTrial *t = &s->trials[i];
+    const AshaPoint *pt = t->has_last ? &t->last : NULL;
+    int rung;
+    mo_ref_report(s, i, t->time, pt, false, &rung);
+    asha_trial_end_point(s->a, i, t->time, pt);
+    mo_log(t, true, t->time, pt);
+    t->state = 2;
+}
+
+static void mo_reload(MoSeq *s)
+{
+    Asha *b = asha_new(&s->p);
+    assert_non_null(b);
+    for (int i = 0; i < s->n_trials; i++)
+        for (int e = 0; e < s->trials[i].n_log; e++) {
+            const MoEvent *ev = &s->trials[i].log[e];
+            if (ev->end)
+                asha_trial_end_point(b, i, ev->time, ev->has ? &ev->pt : NULL);
+            else
+                asha_replay_point(b, i, ev->time, ev->has ? &ev->pt : NULL);
+        }
+    asha_free(s->a);
+    s->a = b;
+    s->reloads++;
+}
+
+static void mo_run(MoSeq *s, int index)
+{
+    FuzzRng *r = &s->rng;
+    r->s = 0x6d6f0000ULL + (uint64_t)index;
+    AshaParams *p = &s->p;
+    memset(p, 0, sizeof *p);
+    p->type = fuzz_chance(r, 0.7) ? ASHA_ASHA : ASHA_HYPERBAND;
+    static const double rfs[] = {2, 3, 4, 2.5};
+    p->rf = rfs[fuzz_int(r, 0, 3)];
+    p->grace_period = fuzz_int(r, 1, 3);
+    p->max_t = fuzz_int(r, 9, 60);
+    p->maximize = fuzz_chance(r, 0.5); /* points are losses: it must not matter */
+    p->seed = fuzz_next(r);
+    p->brackets = fuzz_int(r, 1, ref_top_k(p) + 1);
+    p->objectives = fuzz_int(r, 2, ASHA_MAX_OBJECTIVES);
+    s->n_trials = fuzz_int(r, 4, MO_MAX_TRIALS);
+    bool discrete = fuzz_chance(r, 0.5), reloads = fuzz_chance(r, 0.3);
+    double p_feasible = fuzz_chance(r, 0.3) ? 1.0 : 0.75;
+    int concurrency = fuzz_int(r, 1, 6), resets = fuzz_int(r, 0, 3);
+    s->a = asha_new(p);
+    assert_non_null(s->a);
+    s->n_recs = 0;
+    for (int i = 0; i < s->n_trials; i++) {
+        memset(&s->trials[i], 0, sizeof s->trials[i]);
+        s->trials[i].bracket = asha_bracket(asha_params(s->a), i);
+    }
+    for (int step = 0, next = 0; step < 5000; step++) {
+        int running[MO_MAX_TRIALS], nr = 0, done[MO_MAX_TRIALS], nd = 0;
+        for (int i = 0; i < s->n_trials; i++) {
+            if (s->trials[i].state == 1)
+                running[nr++] = i;
+            if (s->trials[i].state == 2)
+                done[nd++] = i;
+        }
+        if (next < s->n_trials && nr < concurrency) {
+            s->trials[next++].state = 1;
+            continue;
+        }
+        if (nr == 0)
+            break;
+        double u = fuzz_unif(r);
+        int i = running[fuzz_int(r, 0, nr - 1)];
+        MoTrial *t = &s->trials[i];
+        if (u < 0.01 && resets > 0 && nd > 0) {
+            int d = done[fuzz_int(r, 0, nd - 1)];
+            int keep = 0;
+            for (int j = 0; j < s->n_recs; j++)
+                if (s->recs[j].trial != d)
+                    s->recs[keep++] = s->recs[j];
+            s->n_recs = keep;
+            asha_trial_reset(s->a, d);
+            memset(s->trials[d].log, 0, sizeof s->trials[d].log);
+            s->trials[d].n_log = 0;
+            s->trials[d].time = 0;
+            s->trials[d].has_last = false;
+            s->trials[d].state = 1;
+            resets--;
+        } else if (u < 0.03) {
+            mo_end(s, i);
+        } else if (u < 0.05 && reloads) {
+            mo_reload(s);
+        } else {
+            double time = t->time + (fuzz_chance(r, 0.85) ? 1 : fuzz_int(r, 2, (int)p->max_t / 2));
+            AshaPoint pt = mo_draw(s, discrete, p_feasible);
+            bool has = fuzz_chance(r, 0.95);
+            int want_rung, got_rung = -2;
+            AshaDecision want = mo_ref_report(s, i, time, has ? &pt : NULL, true, &want_rung);
+            AshaDecision got = asha_report_point(s->a, i, time, has ? &pt : NULL, &got_rung);
+            if (want != got || want_rung != got_rung) {
+                if (s->failed++ < 5)
+                    print_message("points sequence %d step %d: trial %d at %g: expected %d at "
+                                  "rung %d, got %d at rung %d\n",
+                                  index, step, i, time, want, want_rung, got, got_rung);
+                break;
+            }
+            mo_log(t, false, time, has ? &pt : NULL);
+            t->time = time;
+            t->has_last = has;
+            t->last = pt;
+            if (want_rung >= 0) {
+                s->stops += want == ASHA_STOP;
+                s->goes += want == ASHA_CONTINUE;
+            }
+            if (want == ASHA_STOP || want == ASHA_COMPLETE) {
+                t->state = 2;
+                if (fuzz_chance(r, 0.8))
+                    mo_end(s, i);
+            }
+        }
+    }
+    asha_free(s->a);
+}
+
+static void test_points_random_sequences(void **state)
+{
+    (void)state;
+    MoSeq *s = malloc(sizeof *s);
+    assert_non_null(s);
+    long stops = 0, goes = 0, reloads = 0, failed = 0;
+    for (int index = 0; index < MO_SEQUENCES; index++) {
+        s->stops = s->goes = s->reloads = s->failed = 0;
+        mo_run(s, index);
+        stops += s->stops;
+        goes += s->goes;
+        reloads += s->reloads;
+        failed += s->failed;
+    }
+    free(s);
+    print_message("asha, several objectives: %d sequences, %ld judged at a rung (%ld stopped), "
+                  "%ld reloads; %ld disagree\n",
+                  MO_SEQUENCES, stops + goes, stops, reloads, failed);
+    assert_int_equal(failed, 0);
+    assert_true(stops > 100 && goes > 100);
+}
+
 /* A paused trial that reports again was resumed: it leaves the paused list
  * (once; a second entry would outlive the trial's end). */
 static void test_paused_trial_reporting_again(void **state)
@@ -1604,6 +1967,8 @@ int main(void)
         cmocka_unit_test(test_sparse_numbers_and_odd_calls),
         cmocka_unit_test(test_paused_trial_reporting_again),
         cmocka_unit_test(test_random_sequences),
+        cmocka_unit_test(test_points_by_hand),
+        cmocka_unit_test(test_points_random_sequences),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

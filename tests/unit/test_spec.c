@@ -695,6 +695,14 @@ static void test_objectives(void **state)
     json_decref(r);
     spec_close(&spec);
 
+    /* asha and hyperband take several objectives (docs/schedulers.md). */
+    accept("{" MO ", " SPACE ", " EXTERNAL ", \"scheduler\": {\"type\": \"asha\"}}", &spec);
+    assert_int_equal(spec.sched.type, ASHA_ASHA);
+    spec_close(&spec);
+    accept("{" MO ", " SPACE ", " EXTERNAL ", \"scheduler\": {\"type\": \"hyperband\"}}", &spec);
+    assert_int_equal(spec.sched.type, ASHA_HYPERBAND);
+    spec_close(&spec);
+
     /* One objective: the single form fills objectives[0]; constraints apply. */
     accept("{" BASE ", \"constraints\": [{\"metric\": \"mem\", \"min\": 0}]}", &spec);
     assert_int_equal(spec.n_objectives, 1);
@@ -732,6 +740,9 @@ static void test_objectives(void **state)
         {"{" MO ", " SPACE ", " EXTERNAL ", \"best_scope\": \"last\"}", "best_scope"},
         {"{" MO ", " SPACE ", " EXTERNAL ", \"scheduler\": {\"type\": \"median\"}}",
          "scheduler.type"},
+        {"{" MO ", " SPACE ", " EXTERNAL ", \"scheduler\": {\"type\": \"asha\", \"promote\": "
+         "true}}",
+         "scheduler.promote"},
         {"{" MO ", " SPACE ", " EXTERNAL ", \"stop\": {\"metric_threshold\": 1}}",
          "stop.metric_threshold"},
         {"{" MO ", " SPACE ", " EXTERNAL ", \"stop\": {\"patience\": 5}}", "stop.patience"},
