@@ -5,7 +5,9 @@
  * of n random configs with a smooth synthetic loss, then times
  * bayes_propose(first = n, count = 1) with that history: the work rungd's
  * proposer thread does for one sequential worker once n trials are done.
- * Cells: n = 50, 200, 1000 by d = 2, 6, 20, and n = 100, d = 6 (a target).
+ * Cells: n = 50, 200, 1000 by d = 2, 6, 20, and n = 100, d = 6 (a target),
+ * with one objective and with two (m = 2: a second loss whose basin sits
+ * at the mirror image of the first's, so the two conflict; a target too).
  *
  * Each repetition uses another searcher seed (the same history), so the
  * median spans several optimizer paths rather than one replayed path. The
@@ -43,11 +45,13 @@
 typedef struct Cell {
     int n; /* observations in the history */
     int d; /* uniform parameters */
+    int m; /* objectives: 1 or 2 */
 } Cell;
 
 /* The target cells come first so that a run cut short still has them. */
-static const Cell CELLS[] = {{100, 6}, {50, 2},   {50, 6},   {50, 20},  {200, 2},
-                             {200, 6}, {200, 20}, {1000, 2}, {1000, 6}, {1000, 20}};
+static const Cell CELLS[] = {{100, 6, 1},  {100, 6, 2},  {50, 2, 1},   {50, 6, 1},
+                             {50, 20, 1},  {200, 2, 1},  {200, 6, 1},  {200, 20, 1},
+                             {1000, 2, 1}, {1000, 6, 1}, {1000, 20, 1}};
 #define SPEED_NCELLS ((int)(sizeof CELLS / sizeof CELLS[0]))
 
 typedef struct Options {
@@ -128,8 +132,11 @@ static void measure(const Cell *cell, const Options *opt, CellResult *r)
         }
         obs[i].config = configs[i];
         obs[i].loss = synthetic_loss(u, d);
+        for (int j = 0; j < d; j++)
+            u[j] = 1.0 - u[j];
+        obs[i].more[0] = synthetic_loss(u, d);
     }
-    BayesHistory history = {.obs = obs, .n_obs = n};
+    BayesHistory history = {.obs = obs, .n_obs = n, .n_objectives = cell->m};
 
     int reps = n >= SPEED_LARGE_N ? opt->reps_large : opt->reps;
     double times[SPEED_MAX_REPS];
@@ -247,22 +254,23 @@ int main(int argc, char **argv)
 #ifdef RUNG_BENCH_HAVE_BAYES
     printf("# sampler_speed: wall time of one bayes_propose(count = 1) after n observations "
            "of d uniform parameters\n");
-    printf("%6s %4s %5s %11s %10s %10s\n", "n", "d", "reps", "median_ms", "min_ms", "max_ms");
+    printf("%6s %4s %2s %5s %11s %10s %10s\n", "n", "d", "m", "reps", "median_ms", "min_ms",
+           "max_ms");
     fflush(stdout);
     for (int c = 0; c < SPEED_NCELLS; c++) {
         CellResult *r = &results[c];
         measure(&CELLS[c], &opt, r);
         if (r->error[0] != '\0') {
             failures++;
-            printf("%6d %4d FAILED: %s\n", CELLS[c].n, CELLS[c].d, r->error);
+            printf("%6d %4d %2d FAILED: %s\n", CELLS[c].n, CELLS[c].d, CELLS[c].m, r->error);
         } else {
-            printf("%6d %4d %5d %11.3f %10.3f %10.3f\n", CELLS[c].n, CELLS[c].d, r->reps,
-                   r->median_ms, r->min_ms, r->max_ms);
+            printf("%6d %4d %2d %5d %11.3f %10.3f %10.3f\n", CELLS[c].n, CELLS[c].d, CELLS[c].m,
+                   r->reps, r->median_ms, r->min_ms, r->max_ms);
         }
         if (opt.json) {
-            json_t *line = json_pack("{s:s, s:s, s:i, s:i, s:i}", "bench", "sampler_speed",
-                                     "searcher", "bayes", "n", CELLS[c].n, "d", CELLS[c].d, "reps",
-                                     r->reps);
+            json_t *line = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i}", "bench", "sampler_speed",
+                                     "searcher", "bayes", "n", CELLS[c].n, "d", CELLS[c].d, "m",
+                                     CELLS[c].m, "reps", r->reps);
             if (r->error[0] != '\0') {
                 json_object_set_new(line, "failed", json_true());
                 json_object_set_new(line, "error", json_string(r->error));
@@ -284,15 +292,18 @@ int main(int argc, char **argv)
     if (opt.json)
         printf("{\"bench\":\"sampler_speed\",\"searcher\":\"bayes\",\"available\":false}\n");
 #endif
-    const CellResult *t1 = NULL, *t2 = NULL;
+    const CellResult *t1 = NULL, *t2 = NULL, *t3 = NULL;
     for (int c = 0; c < SPEED_NCELLS; c++) {
-        if (CELLS[c].n == 100 && CELLS[c].d == 6)
+        if (CELLS[c].n == 100 && CELLS[c].d == 6 && CELLS[c].m == 1)
             t1 = &results[c];
+        if (CELLS[c].n == 100 && CELLS[c].d == 6 && CELLS[c].m == 2)
+            t3 = &results[c];
         if (CELLS[c].n == 1000 && CELLS[c].d == 20)
             t2 = &results[c];
     }
     printf("\n");
     target("proposal_ms_n100_d6", t1, 20);
     target("proposal_ms_n1000_d20", t2, 1000);
+    target("proposal_ms_n100_d6_two_objectives", t3, 50);
     return failures == 0 ? 0 : 1;
 }
