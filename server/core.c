@@ -321,7 +321,7 @@ static void exp_free(Experiment *e)
     json_decref(e->health.keys);
     free(e->error);
     for (int64_t i = 0; i < e->n_hist; i++)
-        json_decref(e->hist[i].config);
+        json_decref((json_t *)e->hist[i].obs.config);
     free(e->hist);
     free(e->trials);
     free(e->gang.holds);
@@ -2262,7 +2262,7 @@ Trial *core_readd_trial(Core *core, Experiment *exp, int64_t id, int64_t number,
     int64_t kept = 0;  /* nor the searcher's history, which it leaves now */
     for (int64_t i = 0; i < exp->n_hist; i++) {
         if (exp->hist[i].number == number)
-            json_decref(exp->hist[i].config);
+            json_decref((json_t *)exp->hist[i].obs.config);
         else
             exp->hist[kept++] = exp->hist[i];
     }
@@ -2493,11 +2493,11 @@ static void keep_result(Experiment *e, const Trial *t)
     }
     if (e->spec.n_objectives > 1)
         pareto_keep(e, t);
-    double loss;
-    if (e->spec.searcher.type == SEARCHER_BAYES && core_trial_result(t, &loss)) {
+    BayesObservation o;
+    if (e->spec.searcher.type == SEARCHER_BAYES && core_trial_observation(t, &o)) {
         rung_grow((void **)&e->hist, &e->cap_hist, e->n_hist, sizeof *e->hist);
-        e->hist[e->n_hist++] =
-            (HistEntry){.number = t->number, .loss = loss, .config = json_incref(t->config)};
+        o.config = json_incref(t->config);
+        e->hist[e->n_hist++] = (HistEntry){.number = t->number, .obs = o};
     }
 }
 
@@ -2782,6 +2782,25 @@ bool core_trial_result(const Trial *t, double *loss)
     if (!objective(t->exp, t->last, &v))
         return false;
     *loss = isfinite(v) ? spec_loss(&t->exp->spec, v) : INFINITY;
+    return true;
+}
+
+bool core_trial_observation(const Trial *t, BayesObservation *o)
+{
+    *o = (BayesObservation){.config = t->config};
+    if (!core_trial_result(t, &o->loss))
+        return false;
+    const Spec *sp = &t->exp->spec;
+    double loss[SPEC_MAX_OBJECTIVES];
+    bool ok = t->state != TRIAL_FAILED && spec_losses(sp, t->last, loss);
+    for (int k = 1; k < sp->n_objectives; k++)
+        o->more[k - 1] = ok && isfinite(loss[k]) ? loss[k] : INFINITY;
+    if (t->state == TRIAL_FAILED) {
+        for (int k = 0; k < BAYES_MAX_CONSTRAINTS; k++)
+            o->cons[k] = NAN;
+    } else {
+        spec_constraint_values(sp, t->last, o->cons);
+    }
     return true;
 }
 
