@@ -149,7 +149,7 @@ int main(int argc, char **argv)
                 }
                 double x[D], f[3], g[1] = {-1};
                 for (int i = 0; i < p->d; i++) {
-                    char k[8];
+                    char k[16]; /* "x" and any int: -Wformat-truncation under -O1 */
                     snprintf(k, sizeof k, "x%d", i);
                     x[i] = json_real_value(json_object_get(c, k));
                 }
