@@ -57,7 +57,7 @@ armWatchdog(200); // both files together stay under ctest's TIMEOUT (300 s)
 const SHOTS = process.env.RUNG_SCREENSHOTS || path.join(REPO_ROOT, 'build', 'screenshots');
 const PYTHON = process.env.RUNG_PYTHON || '/usr/bin/python3';
 const CURVE = path.join(REPO_ROOT, 'tests', 'integration', 'curve_trainable.py');
-const PAGE_WAIT = 10000; // how long a page may take to show what the API says (it polls ~1 s)
+const PAGE_WAIT = 20000; // how long a page may take to show what the API says (it polls ~1 s; slow under the sanitizers)
 const XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">';
 const STATES = ['pending', 'running', 'preempted', 'paused', 'completed', 'stopped', 'failed', 'canceled'];
 const GPUS = [
