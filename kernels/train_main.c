@@ -10,10 +10,12 @@
  *
  * The config holds the trial's hyperparameters (docs/trainer.md, "The
  * config"): its keys are the table FIELDS below, from which their parsing,
- * their errors, their defaults and --help all come. RUNG_TRAINABLE holds the
- * trainable's model and dataset. It prints one `@rung` line per epoch, checkpoints into
- * RUNG_TRIAL_DIR and resumes from RUNG_RESUME_STEP. On SIGTERM it finishes
- * the step in progress and exits with status 143.
+ * their errors, their defaults and --help all come. A dotted key (the flat
+ * configs of nested and conditional spaces) sets the field of its last
+ * segment, and hidden_1 ... hidden_N give per-layer widths (parse_config).
+ * RUNG_TRAINABLE holds the trainable's model and dataset. It prints one `@rung` line per epoch,
+ * checkpoints into RUNG_TRIAL_DIR and resumes from RUNG_RESUME_STEP. On SIGTERM it finishes the
+ * step in progress and exits with status 143.
  *
  * Once the command line is read, it makes sure OpenBLAS runs the best kernel
  * the CPU has (blas.h): OpenBLAS reads OPENBLAS_CORETYPE only when it is loaded, so
@@ -105,6 +107,13 @@ typedef struct Parsed {
     int64_t layers;       /* -1 when not given */
     bool one_width;       /* hidden was one number: cfg.hidden[0], to repeat layers times */
     bool given[C__COUNT]; /* by field: the config names it */
+    /* The config's key of each field (`opt.momentum` for momentum), which
+     * the errors name; NULL when not given. */
+    const char *name[C__COUNT];
+    /* Per-layer widths (`hidden_1` ... `hidden_<TRAIN_MAX_LAYERS>`, maybe
+     * dotted): layer l's key, NULL when not given, and its width. */
+    const char *layer_name[TRAIN_MAX_LAYERS];
+    int layer_width[TRAIN_MAX_LAYERS];
 } Parsed;
 
 /* One setting of the config: its key, what it accepts, where it goes, its
@@ -266,11 +275,12 @@ static void describe(const ConfigField *f, char *buf, size_t size)
     }
 }
 
-static int wrong(const ConfigField *f, char *why, size_t size)
+/* name: the config's key for f (f->key, or a dotted key ending in it). */
+static int wrong(const ConfigField *f, const char *name, char *why, size_t size)
 {
     char what[128];
     describe(f, what, sizeof what);
-    snprintf(why, size, "config.%s: must be %s", f->key, what);
+    snprintf(why, size, "config.%s: must be %s", name, what);
     return -1;
 }
 
@@ -328,18 +338,19 @@ static void store(const ConfigField *f, Parsed *p, double d, long long i)
 }
 
 /* hidden: a list of widths, or one width (repeated later, see finish). */
-static int read_widths(const ConfigField *f, const json_t *v, Parsed *p, char *why, size_t size)
+static int read_widths(const ConfigField *f, const char *name, const json_t *v, Parsed *p,
+                       char *why, size_t size)
 {
     long long w;
     if (json_is_array(v)) {
         if (json_array_size(v) > TRAIN_MAX_LAYERS) {
-            snprintf(why, size, "config.%s: at most %d layers", f->key, TRAIN_MAX_LAYERS);
+            snprintf(why, size, "config.%s: at most %d layers", name, TRAIN_MAX_LAYERS);
             return -1;
         }
         p->cfg.n_hidden = (int)json_array_size(v);
         for (int l = 0; l < p->cfg.n_hidden; l++) {
             if (!read_int(json_array_get(v, (size_t)l), f->min, f->max, &w)) {
-                snprintf(why, size, "config.%s[%d]: must be an integer in [%lld, %lld]", f->key, l,
+                snprintf(why, size, "config.%s[%d]: must be an integer in [%lld, %lld]", name, l,
                          f->min, f->max);
                 return -1;
             }
@@ -349,15 +360,17 @@ static int read_widths(const ConfigField *f, const json_t *v, Parsed *p, char *w
         return 0;
     }
     if (!read_int(v, f->min, f->max, &w))
-        return wrong(f, why, size);
+        return wrong(f, name, why, size);
     p->cfg.n_hidden = 1;
     p->cfg.hidden[0] = (int)w;
     p->one_width = true;
     return 0;
 }
 
-/* Reads v, the value of field f, into p; -1 with why naming the field. */
-static int read_field(const ConfigField *f, const json_t *v, Parsed *p, char *why, size_t size)
+/* Reads v, the value of field f given as the config's key name, into p;
+ * -1 with why naming that key. */
+static int read_field(const ConfigField *f, const char *name, const json_t *v, Parsed *p, char *why,
+                      size_t size)
 {
     long long i = 0;
     double d = 0;
@@ -365,33 +378,73 @@ static int read_field(const ConfigField *f, const json_t *v, Parsed *p, char *wh
     case F_REAL:
         d = json_is_number(v) ? json_number_value(v) : NAN;
         if (!(d >= f->lo && (f->hi_open ? d < f->hi : d <= f->hi)))
-            return wrong(f, why, size);
+            return wrong(f, name, why, size);
         break;
     case F_INT:
         if (f->zero_word != NULL && json_is_string(v) &&
             strcmp(json_string_value(v), f->zero_word) == 0)
             i = 0;
         else if (!read_int(v, f->min, f->max, &i))
-            return wrong(f, why, size);
+            return wrong(f, name, why, size);
         break;
     case F_BOOL:
         if (json_is_boolean(v))
             i = json_is_true(v);
         else if (!json_is_integer(v) || !read_int(v, 0, 1, &i))
-            return wrong(f, why, size);
+            return wrong(f, name, why, size);
         break;
     case F_CHOICE: {
         const char *s = json_string_value(v);
         for (i = 0; s != NULL && f->words[i] != NULL && strcmp(s, f->words[i]) != 0; i++)
             ;
         if (s == NULL || f->words[i] == NULL)
-            return wrong(f, why, size);
+            return wrong(f, name, why, size);
         break;
     }
     case F_WIDTHS:
-        return read_widths(f, v, p, why, size);
+        return read_widths(f, name, v, p, why, size);
     }
     store(f, p, d, i);
+    return 0;
+}
+
+/* Per-layer widths, once every key is read: hidden_1 ... hidden_n without
+ * a gap, neither with hidden nor with a layers that counts otherwise. */
+static int finish_layer_widths(Parsed *p, char *why, size_t size)
+{
+    int n = 0;
+    for (int l = 0; l < TRAIN_MAX_LAYERS; l++)
+        if (p->layer_name[l] != NULL)
+            n = l + 1;
+    if (n == 0)
+        return 0;
+    for (int l = 0; l < n; l++) {
+        if (p->layer_name[l] == NULL) {
+            snprintf(why, size,
+                     "config.%s: hidden_%d is missing (per-layer widths run from hidden_1 "
+                     "without a gap)",
+                     p->layer_name[n - 1], l + 1);
+            return -1;
+        }
+    }
+    if (p->given[C_HIDDEN]) {
+        snprintf(why, size,
+                 "config.%s and config.%s: give either hidden or per-layer widths hidden_1 ... "
+                 "hidden_%d, not both",
+                 p->name[C_HIDDEN], p->layer_name[0], TRAIN_MAX_LAYERS);
+        return -1;
+    }
+    if (p->layers >= 0 && p->layers != n) {
+        snprintf(why, size,
+                 "config.%s: %lld, but %d per-layer width(s) are given (hidden_1 ... "
+                 "hidden_%d)",
+                 p->name[C_LAYERS], (long long)p->layers, n, n);
+        return -1;
+    }
+    p->cfg.n_hidden = n;
+    for (int l = 0; l < n; l++)
+        p->cfg.hidden[l] = p->layer_width[l];
+    p->layers = -1; /* done: finish leaves the widths alone */
     return 0;
 }
 
@@ -399,11 +452,14 @@ static int read_field(const ConfigField *f, const json_t *v, Parsed *p, char *wh
 static int finish(Parsed *p, char *why, size_t size)
 {
     TrainConfig *cfg = &p->cfg;
+    if (finish_layer_widths(p, why, size) != 0)
+        return -1;
     if (p->layers >= 0) {
         if (p->given[C_HIDDEN] && !p->one_width) {
             snprintf(why, size,
-                     "config.layers: give either a list of widths in hidden, or "
-                     "one width and layers");
+                     "config.%s: give either a list of widths in hidden, or "
+                     "one width and layers",
+                     p->name[C_LAYERS]);
             return -1;
         }
         int width = p->given[C_HIDDEN] ? cfg->hidden[0] : 256;
@@ -412,15 +468,38 @@ static int finish(Parsed *p, char *why, size_t size)
             cfg->hidden[l] = width;
     }
     if (cfg->batch_size > 0 && cfg->batch_size < cfg->ranks) {
-        snprintf(why, size, "config.batch_size: %lld is smaller than ranks (%d)",
+        snprintf(why, size, "config.%s: %lld is smaller than ranks (%d)", p->name[C_BATCH_SIZE],
                  (long long)cfg->batch_size, cfg->ranks);
         return -1;
     }
     return 0;
 }
 
+/* The layer of a per-layer width's name, `hidden_<l>` (1-based, no
+ * leading zero): l in [1, TRAIN_MAX_LAYERS]; 0 for any other name; -1 for
+ * a layer out of range. */
+static int layer_of(const char *field)
+{
+    static const char prefix[] = "hidden_";
+    if (strncmp(field, prefix, sizeof prefix - 1) != 0)
+        return 0;
+    const char *d = field + sizeof prefix - 1;
+    if (d[0] < '1' || d[0] > '9' || strspn(d, "0123456789") != strlen(d))
+        return 0;
+    if (strlen(d) > 3)
+        return -1;
+    int l = atoi(d);
+    return l <= TRAIN_MAX_LAYERS ? l : -1;
+}
+
 /* Fills cfg from the trial's config c: defaults from the table, then every
- * key of c, then the checks across fields. -1 with why naming the field. */
+ * key of c, then the checks across fields. -1 with why naming the field.
+ *
+ * A key may be dotted, as the flat configs of nested and conditional
+ * spaces are (docs/api.md): it sets the field of its last segment
+ * (`opt.momentum` is momentum), and two keys that set one field are an
+ * error naming both. `hidden_1` ... `hidden_<TRAIN_MAX_LAYERS>` are layer
+ * widths one by one (finish_layer_widths). */
 static int parse_config(const json_t *c, TrainConfig *cfg, char *why, size_t size)
 {
     if (!json_is_object(c)) {
@@ -431,38 +510,72 @@ static int parse_config(const json_t *c, TrainConfig *cfg, char *why, size_t siz
     memset(&p, 0, sizeof p);
     for (size_t k = 0; k < N_FIELDS; k++) {
         const ConfigField *f = &FIELDS[k];
+        p.name[k] = f->key; /* for the errors of the checks across fields */
         if (f->dflt == NULL) {
             store(f, &p, (double)f->unset, f->unset);
             continue;
         }
         json_t *v = json_loads(f->dflt, JSON_DECODE_ANY, NULL);
-        int rc = v ? read_field(f, v, &p, why, size) : -1;
+        int rc = v ? read_field(f, f->key, v, &p, why, size) : -1;
         json_decref(v);
         if (rc != 0) { /* a wrong table; every run reads the defaults, so tests see it */
             snprintf(why, size, "config.%s: the default %s is refused (a bug)", f->key, f->dflt);
             return -1;
         }
     }
+    /* Which field each key sets, in the config's order. */
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)c, key, v) {
-        size_t k = 0;
-        while (k < N_FIELDS && strcmp(key, FIELDS[k].key) != 0)
-            k++;
-        if (k == N_FIELDS) {
-            snprintf(why, size, "config.%s: not a setting of the builtin mlp trainer", key);
+        const char *dot = strrchr(key, '.');
+        const char *field = dot ? dot + 1 : key;
+        int layer = layer_of(field);
+        const char **seen; /* the key that set this field before, if any */
+        if (layer < 0) {
+            snprintf(why, size, "config.%s: per-layer widths are hidden_1 ... hidden_%d", key,
+                     TRAIN_MAX_LAYERS);
             return -1;
         }
+        if (layer > 0) {
+            seen = &p.layer_name[layer - 1];
+        } else {
+            size_t k = 0;
+            while (k < N_FIELDS && strcmp(field, FIELDS[k].key) != 0)
+                k++;
+            if (k == N_FIELDS) {
+                snprintf(why, size, "config.%s: not a setting of the builtin mlp trainer", key);
+                return -1;
+            }
+            if (!p.given[k])
+                p.name[k] = NULL; /* the default's name until now */
+            p.given[k] = true;
+            seen = &p.name[k];
+        }
+        if (*seen != NULL) {
+            snprintf(why, size, "config.%s and config.%s: both set %s", *seen, key, field);
+            return -1;
+        }
+        *seen = key;
     }
     /* In table order, so that of two wrong fields the same one is named
      * whatever the order of the keys in c. */
     for (size_t k = 0; k < N_FIELDS; k++) {
-        v = json_object_get(c, FIELDS[k].key);
-        if (v == NULL)
+        if (!p.given[k])
             continue;
-        p.given[k] = true;
-        if (read_field(&FIELDS[k], v, &p, why, size) != 0)
+        v = json_object_get(c, p.name[k]);
+        if (read_field(&FIELDS[k], p.name[k], v, &p, why, size) != 0)
             return -1;
+    }
+    for (int l = 0; l < TRAIN_MAX_LAYERS; l++) {
+        long long w;
+        if (p.layer_name[l] == NULL)
+            continue;
+        if (!read_int(json_object_get(c, p.layer_name[l]), 1, TRAIN_MAX_WIDTH, &w)) {
+            snprintf(why, size, "config.%s: must be an integer in [1, %d]", p.layer_name[l],
+                     TRAIN_MAX_WIDTH);
+            return -1;
+        }
+        p.layer_width[l] = (int)w;
     }
     if (finish(&p, why, size) != 0)
         return -1;
@@ -481,6 +594,13 @@ static void config_usage(FILE *out)
         fprintf(out, "  %-14s %s; default %s\n  %-14s %s\n", f->key, what,
                 f->dflt ? f->dflt : f->absent, "", f->help);
     }
+    fprintf(out,
+            "\nA dotted key sets the field of its last segment (opt.momentum is momentum), as\n"
+            "the configs of nested and conditional spaces come; two keys of one field are an\n"
+            "error. Per-layer widths: hidden_1 ... hidden_%d, integers in [1, %d], give layer\n"
+            "i's width; they run from hidden_1 without a gap, layers (when given) must count\n"
+            "them, and hidden may not come with them.\n",
+            TRAIN_MAX_LAYERS, TRAIN_MAX_WIDTH);
 }
 
 /* ---- the command line ---- */

@@ -63,6 +63,14 @@ class Program(wh.WorkerTestCase):
             ({"epochs": 0}, "config.epochs"),
             ({"precision": "fp8"}, "config.precision"),
             ({"ranks": 4, "batch_size": 2}, "config.batch_size"),
+            # The flat configs of conditional spaces (test_train_config has
+            # the parsing itself): two keys of one field, a gap in the
+            # per-layer widths, a layers that counts otherwise, both forms.
+            ({"opt.lr": 0.1, "lr": 0.2}, "config.opt.lr and config.lr: both set lr"),
+            ({"net.hidden_1": 64, "net.hidden_3": 32}, "config.net.hidden_3: hidden_2 is"),
+            ({"net.layers": 2, "net.hidden_1": 64}, "config.net.layers: 2, but 1"),
+            ({"hidden": [64], "net.hidden_1": 64}, "config.hidden and config.net.hidden_1"),
+            ({"opt.momentum": 1}, "config.opt.momentum: must be"),
         ]
         for config, field in cases:
             r = self.run_train(config, timeout=30)

@@ -13,3 +13,12 @@ target_link_libraries(test_train_nodes PRIVATE rung_kernels_train)
 # no device (buckets, the "auto" batch search, shards, the byte codebook).
 rung_unit_test(test_plan test_plan.c)
 target_link_libraries(test_plan PRIVATE rung_kernels_train)
+# kernels/train_main.c's config parser (compiled into the test, its main
+# renamed): every config form, dotted keys, per-layer widths, each error.
+rung_unit_test(test_train_config test_train_config.c)
+if(TARGET rung_kernels_cuda)
+  target_link_libraries(test_train_config PRIVATE rung_kernels_cuda)
+else()
+  target_sources(test_train_config PRIVATE ${PROJECT_SOURCE_DIR}/kernels/train_nocuda.c)
+endif()
+target_link_libraries(test_train_config PRIVATE rung_kernels_train rung_common PkgConfig::JANSSON)
