@@ -116,14 +116,19 @@ function isDomain(v) {
 }
 
 /** Walks a (sub-)space in spec order (docs/api.md, "Nested and conditional
- * spaces"): each path that gets a column goes to `cols`, every path the
- * spec names to `known`. A searched parameter gets a column, and so does a
- * constant inside a branch (it tells the branches apart); other constants
- * are the same in every trial. */
+ * spaces"): each path that gets a column goes to `cols` (path ->
+ * {domain}), every path the spec names to `known`. A searched parameter gets
+ * a column, and so does a constant inside a branch (it tells the branches
+ * apart; its domain is then a choice of the branches' constants); other
+ * constants are the same in every trial. A path that several branches share
+ * gathers their values when they are constants or choices, and otherwise
+ * keeps the first domain unless that is a log one and a later is not (a
+ * log axis could not place the other branch's values). */
+const LOG_TYPES = new Set(['loguniform', 'qloguniform', 'lograndint']);
+
 function spacePaths(space, prefix, inBranch, depth, cols, known) {
   for (const [key, v] of Object.entries(space || {})) {
     const path = prefix ? `${prefix}.${key}` : key;
-    const fresh = !known.has(path);
     known.add(path);
     const values = isDomain(v) && v.type === 'choice' && Array.isArray(v.values) ? v.values : [];
     const plain = (o) => o !== null && typeof o === 'object' && !Array.isArray(o);
@@ -131,20 +136,39 @@ function spacePaths(space, prefix, inBranch, depth, cols, known) {
       for (const b of values) if (plain(b)) spacePaths(b, path, true, depth + 1, cols, known);
     } else if (plain(v) && !isDomain(v) && depth < SPACE_DEPTH_MAX) {
       spacePaths(v, path, inBranch, depth + 1, cols, known);
-    } else if (fresh && (isDomain(v) || inBranch)) {
-      cols.push(path);
+    } else if (isDomain(v) || inBranch) {
+      const domain = isDomain(v) ? v : { type: 'choice', values: [v] };
+      const had = cols.get(path);
+      if (!had) {
+        cols.set(path, { domain });
+      } else if (had.domain.type === 'choice' && domain.type === 'choice') {
+        const seen = new Set(had.domain.values.map((x) => JSON.stringify(x)));
+        const more = (domain.values || []).filter((x) => !seen.has(JSON.stringify(x)));
+        had.domain = { type: 'choice', values: [...had.domain.values, ...more] };
+      } else if (LOG_TYPES.has(had.domain.type) && !LOG_TYPES.has(domain.type) && domain.type !== 'choice') {
+        had.domain = domain;
+      }
     }
   }
+}
+
+/** The parameters of a search space as the configs name them: flattened
+ * dotted paths in spec order, each {name, domain}; a branch's parameters
+ * are held only by the trials that took it. */
+export function spaceParams(space) {
+  const cols = new Map();
+  spacePaths(space, '', false, 0, cols, new Set());
+  return [...cols].map(([name, c]) => ({ name, domain: c.domain }));
 }
 
 /** The parameter columns of a trials table: the flattened config keys the
  * trials hold (configs are flat with dotted keys and hold only the branches
  * taken), in spec order, then the keys the spec does not name. */
 export function paramColumns(space, trials) {
-  const cols = [];
+  const cols = new Map();
   const known = new Set();
   spacePaths(space, '', false, 0, cols, known);
   const held = new Set();
   for (const t of trials) for (const k of Object.keys((t && t.config) || {})) held.add(k);
-  return [...cols.filter((c) => held.has(c)), ...[...held].filter((k) => !known.has(k))];
+  return [...[...cols.keys()].filter((c) => held.has(c)), ...[...held].filter((k) => !known.has(k))];
 }

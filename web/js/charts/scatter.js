@@ -1,10 +1,14 @@
-// One parameter against the metric: a dot per trial with a value, on a log
-// axis for log domains and with the choices' labels for categorical ones.
+// One parameter against the metric: a dot per trial with a value that holds
+// the parameter (a trial that took another branch of a conditional space has
+// none and is left out), on a log axis for log domains and with the choices'
+// labels for categorical ones. Infeasible trials (constraints) are hollow
+// grey squares. data-points counts the dots, data-infeasible the hollow ones.
 import { h } from '../dom.js';
 import { isNum } from '../format.js';
 import { ACCENT, BEST, axisKind, axisValue, chartWidth, decadesOnly, dotsHook, logTicks, paddedRange, jitter, onWidth, robustRange, showMissing, tick } from './uplot.js';
 
 const HEIGHT = 220;
+const GREY = '#9ca3af';
 
 /** param: {name, domain} from the search space. */
 export function createScatterChart(el, uPlot, { param, metric }) {
@@ -15,7 +19,7 @@ export function createScatterChart(el, uPlot, { param, metric }) {
   const axis = axisKind(param.domain);
   const plot = h('div', { class: 'chart-plot' });
   el.replaceChildren(h('div', { class: 'chart-caption', text: `${param.name} (${param.domain.type})` }), plot);
-  el.dataset.series = '0';
+  Object.assign(el.dataset, { series: '0', points: '0', infeasible: '0' });
   let yr = [0, 1];
   let u = null;
 
@@ -49,8 +53,9 @@ export function createScatterChart(el, uPlot, { param, metric }) {
         {},
         { stroke: ACCENT, paths: () => null, points: { show: false } },
         { stroke: BEST, paths: () => null, points: { show: false } },
+        { stroke: GREY, paths: () => null, points: { show: false } },
       ],
-      hooks: { draw: [dotsHook([[1, `${ACCENT}99`, 4], [2, BEST, 8]])] },
+      hooks: { draw: [dotsHook([[3, GREY, 5, true], [1, `${ACCENT}99`, 4], [2, BEST, 8]])] },
     }, data, plot);
   }
 
@@ -66,16 +71,19 @@ export function createScatterChart(el, uPlot, { param, metric }) {
         let x = axisValue(axis, t.config[param.name]);
         if (x === null) continue;
         if (axis.kind === 'cat') x += jitter(t.id) * 0.5;
-        pts.push([x, t.best.value, t.id === bestId]);
+        // 1: a trial, 2: the best, 3: infeasible (never the best).
+        pts.push([x, t.best.value, t.id === bestId ? 2 : t.feasible === false ? 3 : 1]);
       }
       pts.sort((a, b) => a[0] - b[0]);
       const xs = pts.map((p) => p[0]);
-      const ys = pts.map((p) => (p[2] ? null : p[1]));
-      const bs = pts.map((p) => (p[2] ? p[1] : null));
+      const col = (k) => pts.map((p) => (p[2] === k ? p[1] : null));
       yr = robustRange([pts.map((p) => p[1])]);
-      el.dataset.series = pts.length ? '1' : '0';
-      el.dataset.points = String(pts.length);
-      const data = [xs, ys, bs];
+      Object.assign(el.dataset, {
+        series: pts.length ? '1' : '0',
+        points: String(pts.length),
+        infeasible: String(pts.filter((p) => p[2] === 3).length),
+      });
+      const data = [xs, col(1), col(2), col(3)];
       if (!u) make(data);
       else u.setData(data);
     },

@@ -1,6 +1,7 @@
 // uPlot, loaded on demand through index.html's import map, and what the
 // charts share: the missing-package message, sizing, robust ranges, colours.
 import { h } from '../dom.js';
+import { spaceParams } from '../format.js';
 
 let loading = null;
 
@@ -98,15 +99,11 @@ export const BEST = '#e8590c';
 export const LOG_DOMAINS = new Set(['loguniform', 'qloguniform', 'lograndint']);
 
 /** The parameters a chart shows: the search space's typed domains (a plain
- * value is a constant and has nothing to plot). */
+ * value is a constant and has nothing to plot), flattened as the configs
+ * name them (docs/api.md, "Nested and conditional spaces"): dotted paths in
+ * spec order, a branch's constant (`opt.name`) as a choice of its values. */
 export function searchParams(space) {
-  const out = [];
-  for (const [name, dom] of Object.entries(space || {})) {
-    if (dom && typeof dom === 'object' && !Array.isArray(dom) && typeof dom.type === 'string') {
-      out.push({ name, domain: dom });
-    }
-  }
-  return out;
+  return spaceParams(space);
 }
 
 /** How a parameter's values map onto an axis: {kind: 'log'|'linear'|'cat',
@@ -195,7 +192,8 @@ export function tick(v) {
 /**
  * A uPlot draw hook that paints series as square dots with fillRect: a path
  * of 10,000 stroked arcs per chart takes long to raster, squares do not.
- * specs: [[seriesIdx, colour, size in CSS px], ...], drawn in that order.
+ * specs: [[seriesIdx, colour, size in CSS px, hollow], ...], drawn in that
+ * order; hollow ones are outlined squares.
  */
 export function dotsHook(specs) {
   return (u) => {
@@ -214,17 +212,20 @@ export function dotsHook(specs) {
     ctx.beginPath();
     ctx.rect(left, top, width, height);
     ctx.clip();
-    for (const [si, color, size] of specs) {
+    for (const [si, color, size, hollow] of specs) {
       const ys = u.data[si];
       if (!ys || (u.series[si] && u.series[si].show === false)) continue;
       const r = (size * dpr) / 2;
       ctx.fillStyle = color;
+      ctx.strokeStyle = color;
+      ctx.lineWidth = 1.5 * dpr;
       for (let i = 0; i < xs.length; i++) {
         const y = ys[i];
         if (y === null || y === undefined) continue;
         const px = left + ((log ? Math.log10(xs[i]) : xs[i]) - x0) * kx;
         const py = top + height - (y - sy.min) * ky;
-        ctx.fillRect(px - r, py - r, 2 * r, 2 * r);
+        if (hollow) ctx.strokeRect(px - r, py - r, 2 * r, 2 * r);
+        else ctx.fillRect(px - r, py - r, 2 * r, 2 * r);
       }
     }
     ctx.restore();

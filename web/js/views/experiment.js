@@ -1,7 +1,8 @@
 // #/experiments/ID — one experiment: state and counts, why it failed or
 // ended, its settings (metric, searcher, scheduler, resources and a gang's
 // nodes), the best trial, pause/resume, cancel and CSV, the charts (learning curves, history, one scatter per
-// parameter, parallel coordinates) and one page of its trials.
+// parameter, parallel coordinates; with several objectives the Pareto front)
+// and one page of its trials.
 import * as api from '../api.js';
 import { createBestChart } from '../charts/best.js';
 import { ashaRungs, createCurvesChart } from '../charts/curves.js';
@@ -73,11 +74,13 @@ export function mount(root, { id }) {
   const bestEl = h('div', { class: 'chart', testid: 'chart-best' });
   const scatterGrid = h('div', { class: 'chart-grid' });
   const parallelEl = h('div', { class: 'chart', testid: 'chart-parallel' });
-  // Several objectives (docs/api.md): the front as a scatter for two, as a
-  // table with a column per objective for three or four.
+  // Several objectives (docs/api.md): the front as a scatter for two; for
+  // three or four, parallel coordinates over the objectives and a table of
+  // the front with a column per objective.
   const paretoEl = h('div', { class: 'chart', testid: 'chart-pareto' });
+  const objectivesEl = h('div', { class: 'chart', testid: 'chart-objectives' });
   const paretoTable = h('table', { class: 'grid', testid: 'pareto-table' });
-  const paretoSection = h('div', { hidden: true }, h('h2', { text: 'Pareto front' }), paretoEl,
+  const paretoSection = h('div', { hidden: true }, h('h2', { text: 'Pareto front' }), paretoEl, objectivesEl,
     h('div', { class: 'table-wrap' }, paretoTable));
 
   // ---- trials table ----
@@ -194,7 +197,9 @@ export function mount(root, { id }) {
       setText(bestStep, `at step ${int(b.step)}`);
     } else {
       setText(bestValue, DASH);
-      setText(bestConfig, 'no results yet');
+      // Several objectives have no best (docs/api.md): the front stands for it.
+      const several = Array.isArray(x.metrics) && x.metrics.length > 1;
+      setText(bestConfig, several ? 'several objectives: see the Pareto front' : 'no results yet');
       bestLink.hidden = true;
       setText(bestStep, '');
     }
@@ -223,11 +228,14 @@ export function mount(root, { id }) {
       }),
       parallel: createParallelChart(parallelEl, { params, metric: metric, mode: mode }),
       pareto: null,
+      objectives: null,
     };
     const objectives = Array.isArray(x.metrics) ? x.metrics : [];
     paretoSection.hidden = objectives.length < 2;
     paretoEl.hidden = objectives.length !== 2;
+    objectivesEl.hidden = objectives.length < 3;
     paretoTable.hidden = objectives.length < 3;
+    if (objectives.length >= 3) made.objectives = createParallelChart(objectivesEl, { objectives });
     if (objectives.length === 2) {
       made.pareto = createParetoChart(paretoEl, uPlot, {
         metrics: objectives,
@@ -240,15 +248,25 @@ export function mount(root, { id }) {
 
   let paretoDrawn = '';
 
-  /** Three or four objectives: the front, one row a trial, a column per objective. */
+  /** Three or four objectives: the front (the API's order: by the first
+   * objective, best first), one row a trial, a column per objective in the
+   * spec's order (data-value: the exact value), then its config. */
   function renderParetoTable(front) {
-    const names = (exp.metrics || []).map((m) => m.name);
+    const metrics = exp.metrics || [];
     paretoTable.replaceChildren(
       h('thead', null, h('tr', null, h('th', { text: 'Trial' }),
-        ...(exp.metrics || []).map((m) => h('th', { class: 'num', text: `${m.name} (${m.mode})` })))),
-      h('tbody', null, front.map((p) => h('tr', { testid: 'pareto-row', 'data-id': p.trial_id },
-        h('td', null, h('a', { href: `#/trials/${p.trial_id}`, text: `id ${p.trial_id}` })),
-        ...names.map((n) => h('td', { class: 'num', text: num((p.values || {})[n]) }))))));
+        ...metrics.map((m) => h('th', { class: 'num objective', 'data-objective': m.name, text: `${m.name} (${m.mode})` })),
+        h('th', { text: 'Config' }))),
+      h('tbody', null, front.map((p) => {
+        const t = data.trials.get(p.trial_id);
+        return h('tr', { testid: 'pareto-row', 'data-id': p.trial_id },
+          h('td', null, h('a', { href: `#/trials/${p.trial_id}`, text: t ? `#${t.number} (id ${p.trial_id})` : `id ${p.trial_id}` })),
+          ...metrics.map((m) => {
+            const v = (p.values || {})[m.name];
+            return h('td', { class: 'num objective', 'data-value': v === undefined ? null : String(v), text: num(v) });
+          }),
+          h('td', { class: 'param', text: configText(p.config) }));
+      })));
   }
 
   function renderCharts() {
@@ -266,6 +284,7 @@ export function mount(root, { id }) {
     const frontKey = JSON.stringify(front);
     if (front && (trialsKey !== lastTrials || frontKey !== paretoDrawn)) {
       if (charts.pareto) charts.pareto.update(data.trials, front);
+      if (charts.objectives) charts.objectives.update(data.trials, null, front);
       if (!paretoTable.hidden) renderParetoTable(front);
     }
     paretoDrawn = frontKey;
@@ -310,6 +329,7 @@ export function mount(root, { id }) {
       c.scatter.forEach((s) => s.destroy());
       c.parallel.destroy();
       if (c.pareto) c.pareto.destroy();
+      if (c.objectives) c.objectives.destroy();
     });
   };
 }
