@@ -39,6 +39,12 @@
 //                      shows its nodes, both members (rank → worker, linked
 //                      to the workers page) and where they meet, as the
 //                      API's gang says; the experiment page its nodes
+//   several objectives two: the Pareto scatter's dots, front and infeasible
+//                      ones; three (a constraint, a conditional space): the
+//                      front table is the API's pareto (ids, values, the
+//                      objectives as columns), the objectives' parallel
+//                      coordinates; each per-parameter chart counts the
+//                      trials holding its key and the infeasible ones
 //
 // A screenshot of every page is written to $RUNG_SCREENSHOTS (ctest passes
 // <build>/screenshots). The token prompt is in token.test.mjs.
@@ -939,6 +945,96 @@ test('two objectives: the Pareto scatter has every trial, the front and the infe
     assert.equal(r.infeasible, t.feasible === false, `infeasible mark of trial ${r.id}`);
   }
   await shot('experiment-pareto');
+});
+
+test('three objectives: the front table is the API\'s pareto, the objectives\' parallel coordinates and the per-parameter charts count each key\'s trials and mark the infeasible ones', async () => {
+  // priority 30: this worker leases only these trials (docs/api.md, "Sharing workers").
+  const metrics = [{ name: 'loss', mode: 'min' }, { name: 'latency', mode: 'min' }, { name: 'acc', mode: 'max' }];
+  const x = await d.createExperiment({
+    name: 'browser-pareto3', metrics,
+    constraints: [{ metric: 'mem', max: 10 }],
+    search_space: {
+      model: { lr: { type: 'uniform', low: 0, high: 1 }, layers: 2 },
+      opt: { type: 'choice', values: [
+        { name: 'sgd', momentum: { type: 'uniform', low: 0, high: 0.99 } },
+        { name: 'adamw', beta2: { type: 'uniform', low: 0.9, high: 0.999 } }] },
+      act: { type: 'choice', values: ['relu', 'tanh'] },
+    },
+    points_to_evaluate: [{ 'opt.name': 'sgd' }, { 'opt.name': 'adamw' }],
+    num_samples: 14, priority: 30, trainable: { type: 'external' },
+  });
+  await d.waitProposed(x.id, 14);
+  const w = await new FakeWorker(d, { name: 'pareto3-worker', cpus: 2 }).register();
+  for (let k = 0; k < 14; k++) {
+    const t = await w.leaseOne({ waitS: 5 });
+    assert.equal(t.experiment_id, x.id, 'the pareto3 worker leased a trial of another experiment');
+    const lr = t.config['model.lr'];
+    const acc = t.config['opt.name'] === 'sgd' ? t.config['opt.momentum'] : 10 * (t.config['opt.beta2'] - 0.9);
+    if (k === 13) {
+      // A last report without latency: no value, so in no chart.
+      await w.report(t, 1, { loss: lr, acc, mem: 5 });
+    } else {
+      // Every third trial breaks the memory bound.
+      await w.report(t, 1, { loss: lr, latency: 1 - lr + 0.1 * (k % 3), acc, mem: k % 3 === 2 ? 20 : 5 });
+    }
+    await w.finish(t, 'completed');
+  }
+  await waitFor(async () => (await d.experiment(x.id)).state === 'completed', { what: 'the pareto3 experiment completed' });
+  const doc = await d.experiment(x.id);
+  const trials = await d.allTrials(x.id);
+  const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
+  const infeasible = new Set(trials.filter((t) => t.feasible === false).map((t) => t.id));
+  assert.ok(infeasible.size >= 4, `infeasible trials ${infeasible.size}`);
+  assert.ok(doc.pareto.length >= 1, 'the API has a front');
+  for (const p of doc.pareto) assert.ok(!infeasible.has(p.trial_id), `infeasible trial ${p.trial_id} on the API's front`);
+  await go(`/experiments/${x.id}`);
+
+  // The front's table: the API's pareto, in its order, a column per objective.
+  const wantIds = doc.pareto.map((p) => String(p.trial_id));
+  let lastIds;
+  await waitFor(async () => {
+    lastIds = await page.$$eval(tid('pareto-row'), (tr) => tr.map((r) => r.dataset.id));
+    return JSON.stringify(lastIds) === JSON.stringify(wantIds);
+  }, { timeout: PAGE_WAIT, what: `front rows ${JSON.stringify(wantIds)} (page: ${JSON.stringify(lastIds)})` });
+  const cols = await page.$$eval(`${tid('pareto-table')} thead th.objective`, (th) => th.map((e) => e.dataset.objective));
+  assert.deepEqual(cols, metrics.map((m) => m.name), 'the front table\'s objective columns');
+  const cells = await page.$$eval(tid('pareto-row'), (tr) => tr.map((r) => [...r.querySelectorAll('td.objective')].map((c) => c.dataset.value)));
+  doc.pareto.forEach((p, i) => {
+    assert.deepEqual(cells[i].map(Number), metrics.map((m) => p.values[m.name]), `front row of trial ${p.trial_id}`);
+  });
+  for (const id of lastIds) assert.ok(!infeasible.has(Number(id)), `infeasible trial ${id} in the front table`);
+
+  // Parallel coordinates over the objectives: every trial with all three
+  // values, the infeasible ones marked.
+  const valued = trials.filter((t) => t.values && metrics.every((m) => isNum(t.values[m.name])));
+  assert.equal(valued.length, 13);
+  await waitAttr(tid('chart-objectives'), 'data-series', valued.length, 'the objectives\' lines');
+  assert.equal(await attr(tid('chart-objectives'), 'data-infeasible'), String(valued.filter((t) => infeasible.has(t.id)).length),
+    'the objectives\' infeasible lines');
+
+  // The per-parameter charts: flattened keys in spec order; each counts the
+  // trials with a value (the first objective's best) that hold its key.
+  const withValue = trials.filter((t) => t.best && isNum(t.best.value));
+  const params = ['model.lr', 'opt.name', 'opt.momentum', 'opt.beta2', 'act'];
+  const charts = await page.$$eval('[data-testid^="chart-scatter-"]', (els) => els.map((e) => e.dataset.testid));
+  assert.deepEqual(charts, params.map((p) => `chart-scatter-${p}`), 'a scatter chart per flattened parameter');
+  const want = {};
+  for (const p of params) {
+    const holds = withValue.filter((t) => p in t.config);
+    want[p] = holds.length;
+    await waitAttr(tid(`chart-scatter-${p}`), 'data-points', holds.length, `chart-scatter-${p} points`);
+    assert.equal(await attr(tid(`chart-scatter-${p}`), 'data-infeasible'), String(holds.filter((t) => infeasible.has(t.id)).length),
+      `chart-scatter-${p} infeasible points`);
+  }
+  assert.equal(want['model.lr'], withValue.length);
+  assert.ok(want['opt.momentum'] > 0 && want['opt.beta2'] > 0, 'both branches were taken');
+  assert.equal(want['opt.momentum'] + want['opt.beta2'], withValue.length, 'a trial holds one branch\'s parameter');
+  await waitAttr(tid('chart-parallel'), 'data-series', withValue.length, 'the parameters\' lines');
+  assert.equal(await attr(tid('chart-parallel'), 'data-infeasible'), String(withValue.filter((t) => infeasible.has(t.id)).length),
+    'the parameters\' infeasible lines');
+  assert.deepEqual(JSON.parse(await attr(tid('chart-parallel'), 'data-axis-points')), { ...want, loss: withValue.length },
+    'the lines with a value on each axis');
+  await shot('experiment-pareto3');
 });
 
 test('an unknown experiment shows the error banner', async () => {
