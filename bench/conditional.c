@@ -5,9 +5,20 @@
  * x3), each leaf one variable in [-1, 1], each branch a shift r8 or r9 in
  * [0, 1]; f* = 0.1.
  *
- * Usage: conditional SEEDS EVALS. Prints one JSON object per searcher:
- * {"searcher": ..., "evals": E, "regret": [[best so far - f*, per
- * evaluation] per seed]}. */
+ * Two problems on that space:
+ * - jenatton: the function as published, f = x4^2 + 0.1 + r8 on the best
+ *   leaf; its optimum lies at the centre of the leaf's variable (x4 = 0)
+ *   and at a bound of the shift (r8 = 0).
+ * - jenatton-shifted: every optimum moved off the centre and the bounds:
+ *   each leaf's quadratic is centred at an off-centre point (x4 0.37,
+ *   x5 -0.55, x6 0.71, x7 -0.23) and each shift enters as a quadratic
+ *   with an interior minimum ((r8 - 0.3)^2, (r9 - 0.65)^2); the leaf
+ *   constants are those of jenatton, so f* = 0.1 again (x1 = 0, x2 = 0,
+ *   x4 = 0.37, r8 = 0.3).
+ *
+ * Usage: conditional SEEDS EVALS [PROBLEM] (jenatton by default). Prints
+ * one JSON object per searcher: {"searcher": ..., "problem": ..., "evals":
+ * E, "regret": [[best so far - f*, per evaluation] per seed]}. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,31 +45,49 @@ static double num(const json_t *c, const char *key)
     return json_number_value(json_object_get(c, key));
 }
 
-/* The function of a flat config; -1 when a key is missing. */
-static double jenatton(const json_t *c)
+/* Where jenatton-shifted's leaves (x4 .. x7) and shifts (r8, r9) have
+ * their minima. */
+static const double LEAF_AT[4] = {0.37, -0.55, 0.71, -0.23};
+static const double SHIFT_AT[2] = {0.3, 0.65};
+/* Each leaf's constant, in both problems. */
+static const double LEAF_BASE[4] = {0.1, 0.2, 0.3, 0.4};
+
+/* The function of a flat config (shifted: jenatton-shifted); -1 when a
+ * key is missing. */
+static double jenatton(const json_t *c, bool shifted)
 {
+    int leaf; /* 0 .. 3: x4 .. x7 */
+    double x, r;
     if (json_integer_value(json_object_get(c, "tree.x1")) == 0) {
         const json_t *x2 = json_object_get(c, "tree.left.x2");
         if (x2 == NULL)
             return -1.0;
-        bool left = json_integer_value(x2) == 0;
-        double x = num(c, left ? "tree.left.x4" : "tree.left.x5");
-        return x * x + (left ? 0.1 : 0.2) + num(c, "tree.r8");
+        leaf = json_integer_value(x2) == 0 ? 0 : 1;
+        x = num(c, leaf == 0 ? "tree.left.x4" : "tree.left.x5");
+        r = num(c, "tree.r8");
+    } else {
+        const json_t *x3 = json_object_get(c, "tree.right.x3");
+        if (x3 == NULL)
+            return -1.0;
+        leaf = json_integer_value(x3) == 0 ? 2 : 3;
+        x = num(c, leaf == 2 ? "tree.right.x6" : "tree.right.x7");
+        r = num(c, "tree.r9");
     }
-    const json_t *x3 = json_object_get(c, "tree.right.x3");
-    if (x3 == NULL)
-        return -1.0;
-    bool left = json_integer_value(x3) == 0;
-    double x = num(c, left ? "tree.right.x6" : "tree.right.x7");
-    return x * x + (left ? 0.3 : 0.4) + num(c, "tree.r9");
+    double base = LEAF_BASE[leaf];
+    if (!shifted)
+        return x * x + base + r;
+    double dx = x - LEAF_AT[leaf], dr = r - SHIFT_AT[leaf / 2];
+    return dx * dx + base + dr * dr;
 }
 
 int main(int argc, char **argv)
 {
     int seeds = argc > 1 ? atoi(argv[1]) : 20;
     int evals = argc > 2 ? atoi(argv[2]) : 100;
-    if (seeds < 1 || evals < 1) {
-        fprintf(stderr, "usage: conditional SEEDS EVALS\n");
+    const char *problem = argc > 3 ? argv[3] : "jenatton";
+    bool shifted = strcmp(problem, "jenatton-shifted") == 0;
+    if (seeds < 1 || evals < 1 || (!shifted && strcmp(problem, "jenatton") != 0)) {
+        fprintf(stderr, "usage: conditional SEEDS EVALS [jenatton|jenatton-shifted]\n");
         return 2;
     }
     json_t *space_json = json_loads(SPACE, 0, NULL);
@@ -70,7 +99,8 @@ int main(int argc, char **argv)
     }
     const char *searchers[] = {"random", "bayes"};
     for (int k = 0; k < 2; k++) {
-        printf("{\"searcher\": \"rung-%s\", \"evals\": %d, \"regret\": [", searchers[k], evals);
+        printf("{\"searcher\": \"rung-%s\", \"problem\": \"%s\", \"evals\": %d, \"regret\": [",
+               searchers[k], problem, evals);
         for (int seed = 0; seed < seeds; seed++) {
             char text[96];
             snprintf(text, sizeof text, "{\"type\": \"%s\", \"seed\": %d}", searchers[k], seed);
@@ -97,7 +127,7 @@ int main(int argc, char **argv)
                 } else {
                     c = sampler_config(space, &spec, n);
                 }
-                double f = c ? jenatton(c) : -1.0;
+                double f = c ? jenatton(c, shifted) : -1.0;
                 if (f < 0.0) {
                     fprintf(stderr, "conditional: seed %d trial %d: a config of no leaf\n", seed,
                             n);

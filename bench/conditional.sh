@@ -6,7 +6,11 @@
 # bench/optuna_conditional.py with Debian's /usr/bin/python3, and prints the
 # median regret (best so far - f*, f* = 0.1) after 50 and 100 evaluations
 # over the seeds, then the target line of issue 17: rung-bayes's median regret
-# at most half of TPE's at 50 and 100 evaluations. It prints, never judges:
+# at most half of TPE's at 50 and 100 evaluations. Then the same for
+# jenatton-shifted, the tree with every optimum moved off the centre of the
+# leaves' variables and off the shifts' bounds (bench/conditional.c), which
+# a searcher that starts at or imputes the centre does not find for free
+# (f* = 0.1 again). It prints, never judges:
 # the exit status is 1 only when a driver failed. It builds nothing: build
 # conditional_bench first (cmake --build build --target conditional_bench).
 #
@@ -30,34 +34,40 @@ trap 'rm -rf "$TMP"' EXIT
 
 echo "== conditional: Jenatton et al. (2017) tree, $SEEDS seeds, $EVALS evaluations =="
 echo "host: $(nproc) cores; $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-"$BUILD/bin/conditional_bench" "$SEEDS" "$EVALS" >"$TMP/rung.json"
-/usr/bin/python3 "$ROOT/bench/optuna_conditional.py" "$SEEDS" "$EVALS" >"$TMP/optuna.json"
+for problem in jenatton jenatton-shifted; do
+    "$BUILD/bin/conditional_bench" "$SEEDS" "$EVALS" "$problem" >"$TMP/rung-$problem.json"
+    /usr/bin/python3 "$ROOT/bench/optuna_conditional.py" "$SEEDS" "$EVALS" "$problem" \
+        >"$TMP/optuna-$problem.json"
+done
 
-/usr/bin/python3 - "$TMP/rung.json" "$TMP/optuna.json" "$EVALS" <<'PY'
+/usr/bin/python3 - "$TMP" "$EVALS" <<'PY'
 import json
+import os
 import statistics
 import sys
 
-runs = {}
-for path in sys.argv[1:3]:
-    for line in open(path):
-        o = json.loads(line)
-        runs[o["searcher"]] = o["regret"]
-evals = int(sys.argv[3])
+evals = int(sys.argv[2])
 points = [e for e in (25, 50, 100) if e <= evals]
+for problem in ("jenatton", "jenatton-shifted"):
+    runs = {}
+    for who in ("rung", "optuna"):
+        for line in open(os.path.join(sys.argv[1], "%s-%s.json" % (who, problem))):
+            o = json.loads(line)
+            runs[o["searcher"]] = o["regret"]
 
+    def median_at(name, e):
+        return statistics.median(row[e - 1] for row in runs[name])
 
-def median_at(name, e):
-    return statistics.median(row[e - 1] for row in runs[name])
-
-
-print("%-14s" % "searcher" + "".join("%14s" % ("median@%d" % e) for e in points))
-for name in ("rung-bayes", "optuna-tpe", "rung-random", "optuna-random"):
-    print("%-14s" % name + "".join("%14.5f" % median_at(name, e) for e in points))
-for e in (50, 100):
-    if e > evals:
-        continue
-    b, t = median_at("rung-bayes", e), median_at("optuna-tpe", e)
-    print("target: rung-bayes median regret <= 0.5 x optuna-tpe at %d evaluations: "
-          "%.5f vs %.5f (ratio %s)" % (e, b, t, "%.3f" % (b / t) if t > 0 else "n/a"))
+    print()
+    print("%s: median regret (best so far - 0.1)" % problem)
+    print("%-14s" % "searcher" + "".join("%14s" % ("median@%d" % e) for e in points))
+    for name in ("rung-bayes", "optuna-tpe", "rung-random", "optuna-random"):
+        print("%-14s" % name + "".join("%14.5f" % median_at(name, e) for e in points))
+    for e in (50, 100):
+        if e > evals:
+            continue
+        b, t = median_at("rung-bayes", e), median_at("optuna-tpe", e)
+        print("target%s: rung-bayes median regret <= 0.5 x optuna-tpe at %d evaluations: "
+              "%.5f vs %.5f (ratio %s)" % ("" if problem == "jenatton" else " (" + problem + ")",
+                                           e, b, t, "%.3f" % (b / t) if t > 0 else "n/a"))
 PY
