@@ -409,7 +409,7 @@ int cli_cmd_show(CliHttp *h, int argc, char **argv)
     }
     const json_t *constraints = json_object_get(x, "constraints");
     if (json_is_array(constraints)) {
-        printf("  %-12s", "constraints:");
+        printf("  %-13s", "constraints:"); /* one wider than the other labels */
         size_t k;
         json_t *c;
         json_array_foreach(constraints, k, c) {
@@ -456,7 +456,12 @@ int cli_cmd_show(CliHttp *h, int argc, char **argv)
         json_t **rows = cli_xmalloc(n * sizeof *rows);
         for (size_t i = 0; i < n; i++)
             rows[i] = json_array_get(items, i);
-        cli_fmt_sanitize(cli_fmt_str(x, "metric", "value"), buf, sizeof buf, false);
+        /* With several objectives a trial's best value is its first
+         * objective's (docs/api.md, the trials' sort=value). */
+        const json_t *first = json_array_get(json_object_get(x, "metrics"), 0);
+        cli_fmt_sanitize(first ? cli_fmt_str(first, "name", "value")
+                               : cli_fmt_str(x, "metric", "value"),
+                         buf, sizeof buf, false);
         printf("\ntrials (%s%zu of %" PRId64 ", by best %s):\n", (int64_t)n < total ? "first " : "",
                n, total, buf);
         cli_view_trials(stdout, x, rows, n, CLI_TABLE_PLAIN, 0, NULL);

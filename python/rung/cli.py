@@ -293,7 +293,16 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
     print(f"  {'state:':<12}{state}")
     if x.get("error"):
         print(f"  {'error:':<12}{_clean(x['error'])}")
-    print(f"  {'metric:':<12}{_clean(x.get('metric'))} ({_clean(x.get('mode'))})")
+    objectives = x.get("metrics")
+    if objectives:
+        # Several objectives and constraints (docs/api.md), as rung show.
+        print(f"  {'metrics:':<12}"
+              + ", ".join(f"{_clean(m.get('name'))} ({_clean(m.get('mode'))})"
+                          for m in objectives))
+    else:
+        print(f"  {'metric:':<12}{_clean(x.get('metric'))} ({_clean(x.get('mode'))})")
+    if x.get("constraints"):
+        print(f"  {'constraints:':<13}" + ", ".join(_bound(c) for c in x["constraints"]))
     print(f"  {'searcher:':<12}{_describe(x.get('searcher'))}")
     print(f"  {'scheduler:':<12}{_describe(x.get('scheduler'))}")
     trainable = x.get("trainable") or {}
@@ -315,13 +324,16 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
     for name, domain in (x.get("search_space") or {}).items():
         shown = _describe(domain) if isinstance(domain, dict) else f"{_fmt(domain)} (constant)"
         print(f"    {_clean(name):<14}{shown}")
+    if objectives:
+        _print_pareto(objectives, x.get("pareto") or [])
     trials = client.list_trials(args.id, sort="value")
     if not trials:
         print("\nno trials yet")
         return EXIT_OK
     shown = trials[:SHOW_TRIALS]
     print(f"\ntrials ({'first ' if len(shown) < len(trials) else ''}{len(shown)} of "
-          f"{len(trials)}, by best {_clean(x.get('metric'))}):")
+          f"{len(trials)}, by best "
+          f"{_clean(objectives[0].get('name') if objectives else x.get('metric'))}):")
     params = _param_columns(x.get("search_space"), shown)
     # A gang experiment's trials: their nodes, and who runs a running one.
     gang = _nodes(x) > 1
@@ -340,6 +352,30 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
                  + ["BEST", "STEP"] + [_cut(_clean(p), 16) for p in params] + ["WARN", "ERROR"],
                  rows, right=right))
     return EXIT_OK
+
+
+def _bound(c: dict) -> str:
+    """A constraint as rung show writes it: 'min <= name <= max'."""
+    text = _clean(c.get("metric"))
+    if c.get("min") is not None:
+        text = f"{_fmt(c['min'])} <= {text}"
+    if c.get("max") is not None:
+        text = f"{text} <= {_fmt(c['max'])}"
+    return text
+
+
+def _print_pareto(objectives: list, pareto: list) -> None:
+    """The Pareto front, a trial a line with each objective's value."""
+    if not pareto:
+        print("pareto front: none yet")
+        return
+    print(f"pareto front ({len(pareto)} trials):")
+    for p in pareto:
+        values = p.get("values") or {}
+        shown = ", ".join(f"{_clean(m.get('name'))} {_fmt(values.get(m.get('name')))}"
+                          for m in objectives)
+        config = ", ".join(f"{_clean(k)}={_fmt(v)}" for k, v in (p.get("config") or {}).items())
+        print(f"  trial {p.get('trial_id')}: {shown}  config: {config or '-'}")
 
 
 def cmd_watch(client: Client, args: argparse.Namespace) -> int:

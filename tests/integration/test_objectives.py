@@ -84,10 +84,34 @@ class Objectives(wh.WorkerTestCase):
                                 str(exp["id"])], capture_output=True, text=True, timeout=30)
         self.assertEqual(shown.returncode, 0, shown.stderr)
         self.assertIn("metrics:    val_loss (min), latency_ms (min)", shown.stdout)
-        self.assertIn("constraints:peak_mem_gb <= 16", shown.stdout)
+        self.assertIn("constraints: peak_mem_gb <= 16", shown.stdout)
+        self.assertIn("by best val_loss):", shown.stdout)
         self.assertIn("pareto front (%d trials):" % len(front), shown.stdout)
         for p in front:
             self.assertIn("  trial %d: val_loss " % p["trial_id"], shown.stdout)
+
+        # The Python CLI's show says the same.
+        pyshow = subprocess.run([sys.executable, "-m", "rung", "--server", d.url, "--token",
+                                 d.token or "", "show", str(exp["id"])], capture_output=True,
+                                text=True, timeout=60,
+                                env={**os.environ, "PYTHONPATH": os.path.join(wh.REPO_ROOT,
+                                                                              "python")})
+        self.assertEqual(pyshow.returncode, 0, pyshow.stderr)
+        self.assertIn("metrics:    val_loss (min), latency_ms (min)", pyshow.stdout)
+        self.assertIn("constraints: peak_mem_gb <= 16", pyshow.stdout)
+        self.assertNotIn("metric: ", pyshow.stdout)
+        self.assertIn("pareto front (%d trials):" % len(front), pyshow.stdout)
+        self.assertIn("by best val_loss):", pyshow.stdout)
+        for p in front:
+            self.assertIn("  trial %d: val_loss %s, latency_ms " % (p["trial_id"], "%.6g" % p["values"]["val_loss"]),
+                          pyshow.stdout)
+
+        # The constraint's GP steers bayes: after the 6 initial trials
+        # (random, half of them over the bound on average) most model-based
+        # proposals are feasible (x <= 0.5).
+        model_based = [t for t in trials if t["number"] >= 6]
+        self.assertGreaterEqual(sum(t["feasible"] for t in model_based), 5,
+                                [(t["config"]["x"], t["feasible"]) for t in model_based])
 
         # The Python client: pareto() as the API, best() refused naming it,
         # rows() with a column per objective.
