@@ -49,7 +49,19 @@ typedef struct BayesHistory {
     int64_t n_pending;
     int n_objectives;  /* 0 .. BAYES_MAX_OBJECTIVES */
     int n_constraints; /* 0 .. BAYES_MAX_CONSTRAINTS */
+    /* Multi-fidelity (bayes_mf_propose): every trial's loss at each rung
+     * level it reached; bayes_propose ignores them. */
+    const struct BayesRungRecord *rungs;
+    int64_t n_rungs;
 } BayesHistory;
+
+/* A trial's loss when it reached one rung level of its scheduler (asha,
+ * hyperband and their promote variants): the value rung decisions use. */
+typedef struct BayesRungRecord {
+    const json_t *config; /* borrowed */
+    int64_t level;        /* the rung's resource, in time_attr units, >= 1 */
+    double loss;          /* minimized; NaN when the trial failed there */
+} BayesRungRecord;
 
 /* The most configs one call proposes: each joins the GP as a point. */
 #define BAYES_MAX_BATCH 1024
@@ -76,5 +88,25 @@ int bayes_propose(const Space *space, const SearcherSpec *searcher, int64_t firs
  *   recent 1,024.
  * - Trials at or past n_initial with fewer than two usable observations
  *   also take sampler_config's Sobol config. */
+
+/* Multi-fidelity proposals (sampler/bayes_mf.c, docs/searchers.md
+ * "Multi-fidelity"): the GP is fitted to the rung records of one level,
+ * the highest that holds at least bayes_mf_min_records(space, searcher)
+ * records (BOHB's rule), and proposes by log EI there, as bayes_propose
+ * does for final results; history's obs are not used, its pending configs
+ * are the believers (those with a record at the level are left out).
+ * Without such a level it proposes as bayes_propose does with history's
+ * obs. levels[k] (may be NULL) gets the level trial first + k was proposed
+ * from, 0 when none. Same arguments and errors as bayes_propose; the
+ * rung records must have a config and a level >= 1. */
+int bayes_mf_propose(const Space *space, const SearcherSpec *searcher, int64_t first, int64_t count,
+                     const BayesHistory *history, json_t **out, int64_t *levels, RungError *err);
+
+/* The fidelity rule alone: the highest level of records[0 .. n-1] with at
+ * least min_records records of finite loss; 0 when none has. */
+int64_t bayes_mf_level(const BayesRungRecord *records, int64_t n, int64_t min_records);
+
+/* How many records a level needs: max(searcher->n_initial, dims + 2). */
+int64_t bayes_mf_min_records(const Space *space, const SearcherSpec *searcher);
 
 #endif
