@@ -59,7 +59,7 @@ typedef struct BayesHistory {
  * hyperband and their promote variants): the value rung decisions use. */
 typedef struct BayesRungRecord {
     const json_t *config; /* borrowed */
-    int64_t level;        /* the rung's resource, in time_attr units, >= 1 */
+    double level;         /* the rung's milestone (time_attr units), > 0 */
     double loss;          /* minimized; NaN when the trial failed there */
 } BayesRungRecord;
 
@@ -104,7 +104,7 @@ int bayes_mf_propose(const Space *space, const SearcherSpec *searcher, int64_t f
 
 /* The fidelity rule alone: the highest level of records[0 .. n-1] with at
  * least min_records records of finite loss; 0 when none has. */
-int64_t bayes_mf_level(const BayesRungRecord *records, int64_t n, int64_t min_records);
+double bayes_mf_level(const BayesRungRecord *records, int64_t n, int64_t min_records);
 
 /* How many records a level needs: max(searcher->n_initial, dims + 2). */
 int64_t bayes_mf_min_records(const Space *space, const SearcherSpec *searcher);

@@ -15,11 +15,11 @@
 #include "bayes.h"
 #include "sampler_internal.h"
 
-int64_t bayes_mf_level(const BayesRungRecord *records, int64_t n, int64_t min_records)
+double bayes_mf_level(const BayesRungRecord *records, int64_t n, int64_t min_records)
 {
-    int64_t best = 0;
+    double best = 0;
     for (int64_t i = 0; i < n; i++) {
-        int64_t level = records[i].level;
+        double level = records[i].level;
         if (level <= best || !isfinite(records[i].loss))
             continue;
         /* A level is counted once it beats best: few levels, few recounts. */
@@ -38,7 +38,7 @@ int64_t bayes_mf_min_records(const Space *space, const SearcherSpec *searcher)
     return searcher->n_initial > d ? searcher->n_initial : d;
 }
 
-static bool has_record(const BayesRungRecord *r, int64_t n, int64_t level, const json_t *config)
+static bool has_record(const BayesRungRecord *r, int64_t n, double level, const json_t *config)
 {
     for (int64_t i = 0; i < n; i++)
         if (r[i].level == level && json_equal(r[i].config, config))
@@ -54,13 +54,14 @@ int bayes_mf_propose(const Space *space, const SearcherSpec *searcher, int64_t f
         return rung_error_set(err, RUNG_E_INVALID_ARGUMENT, NULL,
                               "bayes: n_rungs must be >= 0, with an array of that many");
     for (int64_t i = 0; history != NULL && i < history->n_rungs; i++)
-        if (history->rungs[i].config == NULL || history->rungs[i].level < 1)
+        if (history->rungs[i].config == NULL || !(history->rungs[i].level > 0) ||
+            !isfinite(history->rungs[i].level))
             return rung_error_set(err, RUNG_E_INVALID_ARGUMENT, NULL,
-                                  "bayes: rung record %lld needs a config and a level >= 1",
+                                  "bayes: rung record %lld needs a config and a level > 0",
                                   (long long)i);
     /* Several objectives or constraints: rung records carry one loss, so
      * the final results decide (docs/searchers.md). */
-    int64_t level = 0;
+    double level = 0;
     if (history != NULL && history->n_objectives <= 1 && history->n_constraints == 0)
         level = bayes_mf_level(history->rungs, history->n_rungs,
                                bayes_mf_min_records(space, searcher));
