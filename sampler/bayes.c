@@ -781,8 +781,17 @@ static int prepare_multi(Bayes *b)
         b->centres[k] = (int)r[k].index;
     free(r);
     b->best = best;
-    for (int j = 0; j < b->nobj; j++)
-        b->ref[j] = hi[j] + BAYES_REF_MARGIN * (hi[j] - lo[j] > 0 ? hi[j] - lo[j] : 1.0);
+    /* The reference point: mid-way between the front's worst value and
+     * the worst observed, plus 10% of the observed range (docs/searchers.md
+     * says why). */
+    for (int j = 0; j < b->nobj; j++) {
+        double nadir = -INFINITY;
+        for (int f = 0; f < b->nfront; f++)
+            nadir = b->front[(size_t)f * b->nobj + j] > nadir ? b->front[(size_t)f * b->nobj + j]
+                                                              : nadir;
+        double worst = b->nfront > 0 ? 0.5 * (nadir + hi[j]) : hi[j];
+        b->ref[j] = worst + BAYES_REF_MARGIN * (hi[j] - lo[j] > 0 ? hi[j] - lo[j] : 1.0);
+    }
     return make_cells(b);
 }
 
