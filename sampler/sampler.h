@@ -51,6 +51,9 @@ typedef struct SearcherSpec {
     bool has_seed;     /* whether the spec gave one */
     bool quasi;        /* random: Sobol points instead of pseudo-random ones */
     int64_t n_initial; /* bayes: quasi-random start points */
+    /* bayes: model rung records (bayes_mf_propose): 1 or 0 as the spec
+     * says, -1 when it does not (rungd decides with the scheduler). */
+    int multi_fidelity;
 } SearcherSpec;
 
 /* Parses and validates search_space (the object itself). Errors are

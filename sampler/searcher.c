@@ -18,7 +18,8 @@
 /* Seeds go up to 2^53 so that they survive a trip through a JSON double. */
 #define SEARCHER_MAX_SEED (INT64_C(1) << 53)
 
-static const char *const SEARCHER_KEYS[] = {"type", "seed", "quasi", "n_initial", NULL};
+static const char *const SEARCHER_KEYS[] = {"type",      "seed",           "quasi",
+                                            "n_initial", "multi_fidelity", NULL};
 
 /* Fails on the first parameter the grid searcher cannot enumerate. */
 static int check_enumerable(const Space *space, RungError *err)
@@ -101,6 +102,19 @@ int searcher_parse(const json_t *searcher, const Space *space, SearcherSpec *out
                        &out->n_initial, INVALID, err);
         if (rc != 0)
             return rc;
+    }
+    out->multi_fidelity = -1;
+    const json_t *mf = json_object_get(searcher, "multi_fidelity");
+    if (mf != NULL && out->type != SEARCHER_BAYES)
+        return rung_error_set(err, INVALID, "searcher.multi_fidelity",
+                              "searcher.multi_fidelity: only the bayes searcher takes "
+                              "multi_fidelity");
+    if (mf != NULL) {
+        bool on = false;
+        rc = jsonv_bool(searcher, "searcher", "multi_fidelity", JSONV_OPTIONAL, &on, INVALID, err);
+        if (rc != 0)
+            return rc;
+        out->multi_fidelity = on;
     }
     if (out->type == SEARCHER_GRID)
         return check_enumerable(space, err);

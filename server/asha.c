@@ -174,6 +174,23 @@ const AshaParams *asha_params(const Asha *a)
     return &a->p;
 }
 
+int64_t asha_records(const Asha *a, AshaRecord *out, int64_t cap)
+{
+    if (a->brackets == NULL || a->p.objectives > 1)
+        return 0;
+    int64_t n = 0;
+    for (int b = 0; b < a->p.brackets; b++)
+        for (int k = 0; k < a->brackets[b].n_rungs; k++) {
+            const AshaRung *r = &a->brackets[b].rungs[k];
+            for (size_t i = 0; i < r->n; i++, n++)
+                if (n < cap)
+                    /* score is higher-is-better: the value, or its negation
+                     * for min; the loss is lower-is-better either way. */
+                    out[n] = (AshaRecord){r->recs[i].trial, r->milestone, -r->recs[i].score};
+        }
+    return n;
+}
+
 static AshaTrial *trial_get(Asha *a, int64_t trial)
 {
     if (trial >= a->n_trials) {

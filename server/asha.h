@@ -138,4 +138,18 @@ int64_t asha_endgame(Asha *a);
 /* The rung a paused trial waits at (its index in the bracket), or -1. */
 int asha_paused_rung(const Asha *a, int64_t trial);
 
+/* One value a rung recorded: what bayes's multi-fidelity model learns from
+ * (sampler/bayes.h, BayesRungRecord). */
+typedef struct AshaRecord {
+    int64_t trial;
+    double milestone;
+    double loss; /* the value, negated for a max metric: lower is better */
+} AshaRecord;
+
+/* With one objective, asha or hyperband: every record of every rung (a
+ * trial's records at the rungs it reached), bracket by bracket, rung by
+ * rung, in arrival order, into out[0 .. cap-1]. Returns how many there
+ * are (more than cap: call again with room); 0 for fifo and median. */
+int64_t asha_records(const Asha *a, AshaRecord *out, int64_t cap);
+
 #endif

@@ -192,6 +192,32 @@ static void on_proposals(void *ctx, Proposals *p)
     wake(e);
 }
 
+/* searcher.multi_fidelity: the scheduler's rung records with each
+ * trial's config (from memory, or from by_number for trials released from
+ * it), for bayes_mf_propose. */
+static void rung_records(const Experiment *exp, const BayesObservation *by_number,
+                         ProposeHistory *h)
+{
+    int64_t n = asha_records(exp->asha, NULL, 0);
+    AshaRecord *recs = malloc((size_t)(n > 0 ? n : 1) * sizeof *recs);
+    h->rungs = calloc((size_t)(n > 0 ? n : 1), sizeof *h->rungs);
+    if (recs == NULL || h->rungs == NULL)
+        abort();
+    asha_records(exp->asha, recs, n);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t num = recs[i].trial;
+        if (num < 0 || num >= exp->n_trials)
+            continue;
+        const Trial *t = exp->trials[num];
+        const json_t *config = t != NULL ? t->config : by_number[num].config;
+        if (config == NULL)
+            continue;
+        h->rungs[h->n_rungs++] = (BayesRungRecord){json_incref((json_t *)config), recs[i].milestone,
+                                                   recs[i].loss};
+    }
+    free(recs);
+}
+
 /* What a bayes experiment knows now: the trials of its warm_start source
  * (warm.h), then the results of its own finished trials (those released
  * from memory keep theirs in exp->hist) and the configs of the others,
@@ -238,6 +264,8 @@ static ProposeHistory *history_of(const Experiment *exp)
         json_incref((json_t *)h->obs[h->n_obs].config);
         h->n_obs++;
     }
+    if (exp->spec.searcher.multi_fidelity == 1 && exp->asha != NULL)
+        rung_records(exp, by_number, h);
     free(by_number);
     free(has);
     return h;

@@ -35,8 +35,11 @@ void propose_history_free(ProposeHistory *h)
         json_decref((json_t *)h->obs[i].config);
     for (int64_t i = 0; i < h->n_pending; i++)
         json_decref(h->pending[i]);
+    for (int64_t i = 0; i < h->n_rungs; i++)
+        json_decref((json_t *)h->rungs[i].config);
     free(h->obs);
     free(h->pending);
+    free(h->rungs);
     free(h);
 }
 
@@ -82,8 +85,27 @@ static Proposals *compute(const Request *r)
             h.n_pending = r->history->n_pending;
             h.n_objectives = r->history->n_objectives;
             h.n_constraints = r->history->n_constraints;
+            h.rungs = r->history->rungs;
+            h.n_rungs = r->history->n_rungs;
         }
-        if (bayes_propose(space, &r->searcher, r->first, r->count, &h, configs, &err) != 0) {
+        if (r->searcher.multi_fidelity == 1) {
+            double *levels = calloc((size_t)r->count, sizeof *levels);
+            if (levels == NULL)
+                abort();
+            if (bayes_mf_propose(space, &r->searcher, r->first, r->count, &h, configs, levels,
+                                 &err) != 0) {
+                LOG_ERROR("bayes proposal for experiment %lld failed: %s", (long long)r->exp_id,
+                          err.message);
+            } else if (r->first + r->count > r->searcher.n_initial) {
+                /* Which rung level the model learned from (docs/searchers.md,
+                 * "Multi-fidelity"); 0: final results, too few rung records. */
+                LOG_INFO("experiment %lld: bayes proposed trial %lld from rung level %g (%lld "
+                         "rung records)",
+                         (long long)r->exp_id, (long long)(r->first + r->count - 1),
+                         levels[r->count - 1], (long long)h.n_rungs);
+            }
+            free(levels);
+        } else if (bayes_propose(space, &r->searcher, r->first, r->count, &h, configs, &err) != 0) {
             /* Entries stay NULL: the engine asks again later. */
             LOG_ERROR("bayes proposal for experiment %lld failed: %s", (long long)r->exp_id,
                       err.message);

@@ -43,6 +43,10 @@ typedef struct ProposeHistory {
     json_t **pending; /* owned array of own references */
     int64_t n_pending;
     int n_objectives, n_constraints; /* BayesHistory's */
+    /* searcher.multi_fidelity: the scheduler's rung records, each config
+     * an own reference (bayes_mf_propose). */
+    BayesRungRecord *rungs;
+    int64_t n_rungs;
 } ProposeHistory;
 
 void propose_history_free(ProposeHistory *h);

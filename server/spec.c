@@ -649,7 +649,11 @@ static int parse_constraints(json_t *j, Spec *spec, RungError *err)
 /* What several objectives or constraints rule out: rules defined on one
  * metric's value (docs/api.md, "Several objectives"). Stored specs are
  * never refused here: none could have both. */
-static int check_objective_rules(const json_t *j, const Spec *spec, RungError *err)
+/* Whether bayes models rung records when the spec does not say
+ * (searcher.multi_fidelity): bench/multifidelity.sh measures both. */
+#define SPEC_MULTI_FIDELITY_DEFAULT true
+
+static int check_objective_rules(const json_t *j, Spec *spec, RungError *err)
 {
     const json_t *stop = json_object_get(j, "stop");
     if (spec->n_objectives > 1) {
@@ -677,6 +681,26 @@ static int check_objective_rules(const json_t *j, const Spec *spec, RungError *e
                                   "stop.patience: counts trials without a better best, and "
                                   "several objectives have no single best");
     }
+    /* bayes's rung-level model (docs/searchers.md, "Multi-fidelity") needs
+     * rungs and one loss per record. */
+    bool rungs = spec->sched.type == ASHA_ASHA || spec->sched.type == ASHA_HYPERBAND;
+    bool one_loss = spec->n_objectives <= 1 && spec->n_constraints == 0;
+    if (spec->searcher.multi_fidelity == 1 && !rungs)
+        return rung_error_set(err, E, "searcher.multi_fidelity",
+                              "searcher.multi_fidelity: needs a scheduler with rungs (asha or "
+                              "hyperband)");
+    if (spec->searcher.multi_fidelity == 1 && !one_loss)
+        return rung_error_set(err, E, "searcher.multi_fidelity",
+                              "searcher.multi_fidelity: models one metric; not with several "
+                              "objectives or constraints");
+    if (spec->searcher.multi_fidelity < 0)
+        spec->searcher.multi_fidelity = spec->searcher.type == SEARCHER_BAYES && rungs &&
+                                        one_loss && SPEC_MULTI_FIDELITY_DEFAULT;
+    /* Shown, and stored: a later rungd with another default goes on as
+     * the experiment started. */
+    if (spec->searcher.type == SEARCHER_BAYES)
+        json_object_set_new(json_object_get(spec->json, "searcher"), "multi_fidelity",
+                            json_boolean(spec->searcher.multi_fidelity == 1));
     if (spec->n_constraints > 0 && spec->has_stop_threshold)
         return rung_error_set(err, E, "stop.metric_threshold",
                               "stop.metric_threshold: not with constraints (a value may come "

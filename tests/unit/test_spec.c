@@ -764,18 +764,63 @@ static void test_objectives(void **state)
         refuse(bad[i].text, bad[i].field);
 }
 
+/* searcher.multi_fidelity (docs/api.md, "searcher"): on by default for
+ * bayes with rungs, one metric and no constraints; shown in the spec. */
+#define BAYES "\"searcher\": {\"type\": \"bayes\"}"
+#define ASHA "\"scheduler\": {\"type\": \"asha\"}"
+static void test_multi_fidelity(void **state)
+{
+    (void)state;
+    Spec spec;
+    accept("{" BASE ", " BAYES ", " ASHA "}", &spec);
+    assert_int_equal(spec.searcher.multi_fidelity, 1);
+    assert_true(
+        json_is_true(json_object_get(json_object_get(spec.json, "searcher"), "multi_fidelity")));
+    spec_close(&spec);
+    accept("{" BASE ", " BAYES ", \"scheduler\": {\"type\": \"hyperband\"}}", &spec);
+    assert_int_equal(spec.searcher.multi_fidelity, 1);
+    spec_close(&spec);
+    /* No rungs, or constraints: off, and said so. */
+    accept("{" BASE ", " BAYES "}", &spec);
+    assert_int_equal(spec.searcher.multi_fidelity, 0);
+    assert_true(
+        json_is_false(json_object_get(json_object_get(spec.json, "searcher"), "multi_fidelity")));
+    spec_close(&spec);
+    accept("{" BASE ", " BAYES ", " ASHA ", \"constraints\": [{\"metric\": \"m\", \"max\": 1}]}",
+           &spec);
+    assert_int_equal(spec.searcher.multi_fidelity, 0);
+    spec_close(&spec);
+    accept("{" BASE ", \"searcher\": {\"type\": \"bayes\", \"multi_fidelity\": false}, " ASHA "}",
+           &spec);
+    assert_int_equal(spec.searcher.multi_fidelity, 0);
+    spec_close(&spec);
+    /* random takes no such key, and shows none. */
+    accept("{" BASE ", " ASHA "}", &spec);
+    assert_null(json_object_get(json_object_get(spec.json, "searcher"), "multi_fidelity"));
+    spec_close(&spec);
+
+    refuse("{" BASE ", \"searcher\": {\"type\": \"random\", \"multi_fidelity\": true}}",
+           "searcher.multi_fidelity");
+    refuse("{" BASE ", \"searcher\": {\"type\": \"bayes\", \"multi_fidelity\": 1}, " ASHA "}",
+           "searcher.multi_fidelity");
+    refuse("{" BASE ", \"searcher\": {\"type\": \"bayes\", \"multi_fidelity\": true}}",
+           "searcher.multi_fidelity");
+    refuse("{" BASE ", \"searcher\": {\"type\": \"bayes\", \"multi_fidelity\": true}, " ASHA
+           ", \"constraints\": [{\"metric\": \"m\", \"max\": 1}]}",
+           "searcher.multi_fidelity");
+    refuse("{" MO ", " SPACE ", " EXTERNAL ", \"searcher\": {\"type\": \"bayes\", "
+           "\"multi_fidelity\": true}, " ASHA "}",
+           "searcher.multi_fidelity");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_fields_given),
-        cmocka_unit_test(test_bounds),
-        cmocka_unit_test(test_points_domains),
-        cmocka_unit_test(test_trainable),
-        cmocka_unit_test(test_nested_object),
-        cmocka_unit_test(test_patch),
-        cmocka_unit_test(test_patch_refused),
-        cmocka_unit_test(test_gang_placeholders),
+        cmocka_unit_test(test_multi_fidelity), cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_fields_given),   cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_points_domains), cmocka_unit_test(test_trainable),
+        cmocka_unit_test(test_nested_object),  cmocka_unit_test(test_patch),
+        cmocka_unit_test(test_patch_refused),  cmocka_unit_test(test_gang_placeholders),
         cmocka_unit_test(test_objectives),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
