@@ -100,7 +100,7 @@ int bayes_propose(const Space *space, const SearcherSpec *searcher, int64_t firs
  * from, 0 when none. Same arguments and errors as bayes_propose; the
  * rung records must have a config and a level >= 1. */
 int bayes_mf_propose(const Space *space, const SearcherSpec *searcher, int64_t first, int64_t count,
-                     const BayesHistory *history, json_t **out, int64_t *levels, RungError *err);
+                     const BayesHistory *history, json_t **out, double *levels, RungError *err);
 
 /* The fidelity rule alone: the highest level of records[0 .. n-1] with at
  * least min_records records of finite loss; 0 when none has. */

@@ -47,7 +47,7 @@ static bool has_record(const BayesRungRecord *r, int64_t n, double level, const 
 }
 
 int bayes_mf_propose(const Space *space, const SearcherSpec *searcher, int64_t first, int64_t count,
-                     const BayesHistory *history, json_t **out, int64_t *levels, RungError *err)
+                     const BayesHistory *history, json_t **out, double *levels, RungError *err)
 {
     if (history != NULL &&
         (history->n_rungs < 0 || (history->n_rungs > 0 && history->rungs == NULL)))
