@@ -98,7 +98,7 @@ int bayes_propose(const Space *space, const SearcherSpec *searcher, int64_t firs
  * Without such a level it proposes as bayes_propose does with history's
  * obs. levels[k] (may be NULL) gets the level trial first + k was proposed
  * from, 0 when none. Same arguments and errors as bayes_propose; the
- * rung records must have a config and a level >= 1. */
+ * rung records must have a config and a finite level > 0. */
 int bayes_mf_propose(const Space *space, const SearcherSpec *searcher, int64_t first, int64_t count,
                      const BayesHistory *history, json_t **out, double *levels, RungError *err);
 
