@@ -99,10 +99,14 @@ static Proposals *compute(const Request *r)
             } else if (r->first + r->count > r->searcher.n_initial) {
                 /* Which rung level the model learned from (docs/searchers.md,
                  * "Multi-fidelity"); 0: final results, too few rung records. */
+                double level = levels[r->count - 1];
+                int64_t at = 0;
+                for (int64_t i = 0; i < h.n_rungs; i++)
+                    at += h.rungs[i].level == level;
                 LOG_INFO("experiment %lld: bayes proposed trial %lld from rung level %g (%lld "
-                         "rung records)",
-                         (long long)r->exp_id, (long long)(r->first + r->count - 1),
-                         levels[r->count - 1], (long long)h.n_rungs);
+                         "records there, %lld in all)",
+                         (long long)r->exp_id, (long long)(r->first + r->count - 1), level,
+                         (long long)at, (long long)h.n_rungs);
             }
             free(levels);
         } else if (bayes_propose(space, &r->searcher, r->first, r->count, &h, configs, &err) != 0) {

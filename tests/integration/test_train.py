@@ -284,6 +284,46 @@ class Builtin(wh.WorkerTestCase):
                 self.assertIn(t["rung"], (1, 3), t)
         self.assertLess(exp["best"]["value"], 0.8)
 
+    def test_bayes_and_asha_learn_from_rung_records(self):
+        # docs/searchers.md, "Multi-fidelity": bayes with asha models the
+        # rung records by default, and rungd logs the level each
+        # model-based proposal came from.
+        d = self.daemon()
+        spec = {
+            "name": "fmnist-mf", "metric": "val_loss", "mode": "min",
+            "search_space": {
+                "lr": {"type": "loguniform", "low": 0.005, "high": 0.3},
+                "hidden": {"type": "choice", "values": [32, 64]},
+                "batch_size": 128, "epochs": 9, "train_samples": 2000, "val_samples": 500},
+            "searcher": {"type": "bayes", "seed": 2, "n_initial": 3},
+            "scheduler": {"type": "asha", "max_t": 9, "grace_period": 1,
+                          "reduction_factor": 3},
+            "num_samples": 14, "max_concurrent_trials": 2,
+            "trainable": {"type": "builtin", "model": "mlp", "dataset": "fashion-mnist"}}
+        eid = d.create_experiment(spec)["id"]
+        self.assertIs(d.experiment(eid)["searcher"]["multi_fidelity"], True)
+        w = self.worker(d, "trainer-mf", cpu_slots=2, once=True)
+        self.assertEqual(self.wait_workers_exit([w], 300), [0], self.explain(d, w))
+        exp = d.experiment(eid)
+        self.assertEqual(exp["state"], "completed", self.explain(d, w))
+        c = exp["counts"]
+        self.assertEqual(c["completed"] + c["stopped"], 14, c)
+        self.assertEqual(c["failed"], 0, self.explain(d, w))
+        # Every model-based proposal (trials 3 .. 13) is logged with the
+        # level it used: a rung of this asha (1, 3 or 9), once the lowest
+        # holds max(n_initial, d + 2) = 4 records, and 0 before.
+        lines = re.findall(r"experiment %d: bayes proposed trial (\d+) from rung level (\S+) "
+                           r"\((\d+) records there, (\d+) in all\)" % eid, d.stderr_text())
+        proposed = {int(n): (float(level), int(there)) for n, level, there, _ in lines}
+        self.assertEqual(sorted(proposed), list(range(3, 14)), d.stderr_text()[-3000:])
+        for n, (level, there) in proposed.items():
+            self.assertIn(level, (0, 1, 3, 9), (n, level))
+            if level > 0:
+                self.assertGreaterEqual(there, 4, (n, level, there))
+        self.assertTrue(any(level >= 1 for level, _ in proposed.values()), proposed)
+        levels = [proposed[n][0] for n in sorted(proposed)]
+        self.assertEqual(levels, sorted(levels), "the level only climbs as records come in")
+
     def test_promoted_trials_resume_from_their_checkpoint(self):
         # ASHA's promote variant pauses trials at a rung; rung-train resumes
         # a promoted one from its checkpoint (RUNG_RESUME_STEP): its epochs
