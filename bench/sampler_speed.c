@@ -7,7 +7,14 @@
  * proposer thread does for one sequential worker once n trials are done.
  * Cells: n = 50, 200, 1000 by d = 2, 6, 20, and n = 100, d = 6 (a target),
  * with one objective and with two (m = 2: a second loss whose basin sits
- * at the mirror image of the first's, so the two conflict; a target too).
+ * at the mirror image of the first's, so the two conflict; a target too),
+ * and multi-fidelity (m = 0 in the table: bayes_mf_propose with n = 1,000
+ * rung records, d = 7, a target): the records of an asha with reduction
+ * factor 3 and rungs 1, 3, 9, 27, trial k reaching rung j when 3^j
+ * divides k, with the loss plus 1/level; the fidelity rule then models the
+ * highest level with max(n_initial, d + 2) records (27, 25 records); and
+ * m = -1, the worst case: all 1,000 records at one level (early in a wide
+ * experiment), which fits the GP to a subset as for n = 1,000 results.
  *
  * Each repetition uses another searcher seed (the same history), so the
  * median spans several optimizer paths rather than one replayed path. The
@@ -45,12 +52,12 @@
 typedef struct Cell {
     int n; /* observations in the history */
     int d; /* uniform parameters */
-    int m; /* objectives: 1 or 2 */
+    int m; /* objectives: 1 or 2; 0: n rung records of asha's shape; -1: all at level 1 */
 } Cell;
 
 /* The target cells come first so that a run cut short still has them. */
-static const Cell CELLS[] = {{100, 6, 1},  {100, 6, 2},  {50, 2, 1},   {50, 6, 1},
-                             {50, 20, 1},  {200, 2, 1},  {200, 6, 1},  {200, 20, 1},
+static const Cell CELLS[] = {{100, 6, 1},  {100, 6, 2},  {1000, 7, 0}, {1000, 7, -1}, {50, 2, 1},
+                             {50, 6, 1},   {50, 20, 1},  {200, 2, 1},  {200, 6, 1},   {200, 20, 1},
                              {1000, 2, 1}, {1000, 6, 1}, {1000, 20, 1}};
 #define SPEED_NCELLS ((int)(sizeof CELLS / sizeof CELLS[0]))
 
@@ -120,6 +127,7 @@ static void measure(const Cell *cell, const Options *opt, CellResult *r)
     }
     json_t **configs = calloc((size_t)n, sizeof *configs);
     BayesObservation *obs = calloc((size_t)n, sizeof *obs);
+    BayesRungRecord *recs = calloc((size_t)n, sizeof *recs);
     uint64_t state = (uint64_t)n * 1000003u + (uint64_t)d;
     for (int i = 0; i < n; i++) {
         double u[SPEED_MAX_DIMS];
@@ -137,6 +145,16 @@ static void measure(const Cell *cell, const Options *opt, CellResult *r)
         obs[i].more[0] = synthetic_loss(u, d);
     }
     BayesHistory history = {.obs = obs, .n_obs = n, .n_objectives = cell->m};
+    if (cell->m <= 0) {
+        /* Rung records: trial k's config at each rung 3^j (j < 4) that 3^j
+         * divides k, until there are n records. */
+        int nr = 0;
+        for (int k = 0; nr < n; k++)
+            for (int j = 0, level = 1; j < (cell->m == 0 ? 4 : 1) && nr < n && k % level == 0;
+                 j++, level *= 3)
+                recs[nr++] = (BayesRungRecord){obs[k].config, level, obs[k].loss + 1.0 / level};
+        history = (BayesHistory){.rungs = recs, .n_rungs = nr};
+    }
 
     int reps = n >= SPEED_LARGE_N ? opt->reps_large : opt->reps;
     double times[SPEED_MAX_REPS];
@@ -154,7 +172,8 @@ static void measure(const Cell *cell, const Options *opt, CellResult *r)
         }
         json_t *out = NULL;
         int64_t t0 = rung_mono_ns();
-        rc = bayes_propose(space, &spec, n, 1, &history, &out, &err);
+        rc = cell->m <= 0 ? bayes_mf_propose(space, &spec, n, 1, &history, &out, NULL, &err)
+                          : bayes_propose(space, &spec, n, 1, &history, &out, &err);
         int64_t t1 = rung_mono_ns();
         if (rc != 0) {
             snprintf(r->error, sizeof r->error, "bayes_propose (seed %d): %s [%s]", k, err.message,
@@ -177,6 +196,7 @@ static void measure(const Cell *cell, const Options *opt, CellResult *r)
         json_decref(configs[i]);
     free(configs);
     free(obs);
+    free(recs);
     space_free(space);
 }
 #endif
@@ -292,7 +312,7 @@ int main(int argc, char **argv)
     if (opt.json)
         printf("{\"bench\":\"sampler_speed\",\"searcher\":\"bayes\",\"available\":false}\n");
 #endif
-    const CellResult *t1 = NULL, *t2 = NULL, *t3 = NULL;
+    const CellResult *t1 = NULL, *t2 = NULL, *t3 = NULL, *t4 = NULL, *t5 = NULL;
     for (int c = 0; c < SPEED_NCELLS; c++) {
         if (CELLS[c].n == 100 && CELLS[c].d == 6 && CELLS[c].m == 1)
             t1 = &results[c];
@@ -300,10 +320,16 @@ int main(int argc, char **argv)
             t3 = &results[c];
         if (CELLS[c].n == 1000 && CELLS[c].d == 20)
             t2 = &results[c];
+        if (CELLS[c].m == 0)
+            t4 = &results[c];
+        if (CELLS[c].m == -1)
+            t5 = &results[c];
     }
     printf("\n");
     target("proposal_ms_n100_d6", t1, 20);
     target("proposal_ms_n1000_d20", t2, 1000);
     target("proposal_ms_n100_d6_two_objectives", t3, 50);
+    target("proposal_ms_1000_rung_records_d7", t4, 50);
+    target("proposal_ms_1000_rung_records_d7_one_level", t5, 50);
     return failures == 0 ? 0 : 1;
 }
