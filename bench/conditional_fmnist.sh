@@ -17,7 +17,8 @@
 # Knobs (environment): CF_SEEDS (5), CF_EVALS (50), CF_TRAIN_SAMPLES
 # (10000; a tenth of them held out for val_loss), CF_EPOCHS (3),
 # RUNG_BUILD (build directory, default build/). At the defaults, 1,000
-# rung-train runs of about a second: about 15 minutes on 2 cores.
+# rung-train runs of about a second each: 21 minutes of wall time in one run
+# on a busy 2-core host (bench/README.md).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
