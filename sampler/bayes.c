@@ -860,10 +860,11 @@ static int acq_multi(Bayes *b, const double *x, int m, double *out)
     return 0;
 }
 
-/* Derivative-free local maximization of acq_multi from x over the free
+/* Derivative-free local maximization of acq_multi from x over the movable
  * features: rounds of Gaussian steps (seeded by the trial and start),
  * keeping the best; the spread halves each round. */
-static int refine_multi(Bayes *b, int64_t t, int start, double *x, double *value)
+static int refine_multi(Bayes *b, int64_t t, int start, const bool *movable, double *x,
+                        double *value)
 {
     int nf = b->nf;
     double *cand = malloc((size_t)BAYES_PATTERN_STEPS * (size_t)nf * sizeof *cand);
@@ -881,7 +882,7 @@ static int refine_multi(Bayes *b, int64_t t, int start, double *x, double *value
             double *c = cand + (size_t)i * nf;
             memcpy(c, x, (size_t)nf * sizeof *c);
             for (int k = 0; k < nf; k++) {
-                if (!b->free[k])
+                if (!movable[k])
                     continue;
                 uint64_t key = (UINT64_C(3) << 32) +
                                (((uint64_t)start * BAYES_PATTERN_ROUNDS + (uint64_t)round) *
@@ -1130,6 +1131,18 @@ static int log_ei_at(Bayes *b, const double *u, const int64_t *gidx, double *val
     return acq_log_ei(b->gp, x, b->best, value, NULL);
 }
 
+/* The features refinement may move at cube point u: the continuous ones
+ * of parameters active there. */
+static void active_free(const Bayes *b, const double *u, bool *movable)
+{
+    bool active[SPACE_MAX_PARAMS];
+    int sel[SPACE_MAX_PARAMS];
+    if (b->space->conditional)
+        space__active(b->space, u, NULL, active, sel);
+    for (int k = 0; k < b->nf; k++)
+        movable[k] = b->free[k] && (!b->space->conditional || active[b->feat[k].param]);
+}
+
 /* The GP's proposal for trial t: a new reference into *out. */
 static int propose_gp(Bayes *b, int64_t t, json_t **out, RungError *err)
 {
@@ -1160,12 +1173,18 @@ static int propose_gp(Bayes *b, int64_t t, json_t **out, RungError *err)
         b->cv[top] = -INFINITY;
         memcpy(x, b->cx + (size_t)top * (size_t)nf, (size_t)nf * sizeof *x);
         memcpy(u, b->cu + (size_t)top * (size_t)dims, (size_t)dims * sizeof *u);
+        /* Only the start's active parameters move: an inactive one's
+         * feature is imputed (features_of), and moving it away from that
+         * value would raise the variance, and so the acquisition, of a
+         * point no config can have. */
+        bool movable[SPACE_MAX_PARAMS];
+        active_free(b, u, movable);
         double v;
-        if (b->multi ? refine_multi(b, t, r, x, &v) != 0
-                     : acq_refine(b->gp, b->best, b->free, b->tu->refine_iter, x, &v) != 0)
+        if (b->multi ? refine_multi(b, t, r, movable, x, &v) != 0
+                     : acq_refine(b->gp, b->best, movable, b->tu->refine_iter, x, &v) != 0)
             goto numeric;
         for (int k = 0; k < nf; k++)
-            if (b->free[k])
+            if (movable[k])
                 u[b->feat[k].cube] = x[k];
         if (v > best_v) {
             best_v = v;
