@@ -1,0 +1,830 @@
+/* multifidelity_bench: model-based asynchronous multi-fidelity search,
+ * measured (bench/README.md, "Multi-fidelity search"; bench/multifidelity.sh).
+ *
+ * A discrete-event simulation of W workers over simulated wall-clock time,
+ * on one of two benchmarks:
+ * - lc4: bench/asha.c's synthetic learning curves (81 steps, 4 uniform
+ *   parameters x0 .. x3 in [0, 1]). The config is the searcher's proposal;
+ *   trial n of seed s takes its noise and its step duration from asha.c's
+ *   stream of (s, n): the stream's four coordinates are drawn and dropped,
+ *   then eps_1 .. eps_81 by Box-Muller, then the duration d_n uniform on
+ *   1 .. J time units a step (--jitter, 4). True final loss: the noise-free
+ *   loss at t = 81; best possible: g* (about 0.0530), found as asha.c does.
+ *   No start-up cost.
+ * - fmnist: the tabular benchmark of bench/data/fmnist-mlp-curves (rung-train
+ *   on Fashion-MNIST, 27 epochs per config; --space and --curves, the latter
+ *   decompressed). A proposed config is snapped to the nearest table config
+ *   in the space's unit-cube coordinates (uniform domains linear, log
+ *   domains in log space, integers and choices at the centre of their cell:
+ *   sampler/cube.c's encoding, checked against space_encode at start), as
+ *   Syne Tune's blackbox surrogate with one nearest neighbour does; the
+ *   searcher is told the snapped config (the proposal with the table's
+ *   values). Epoch t takes the table's epoch_s[t] seconds; each run of a
+ *   trial (its start, and a resume under promote) costs --startup seconds
+ *   more (1.0). A loss the table records as null (non-finite: the run
+ *   diverged) or above 10 is reported as 10 (chance is ln 10 = 2.30). True
+ *   final loss: the recorded val_loss at epoch 27; best possible: the
+ *   table's lowest.
+ *
+ * Each arm drives server/asha.h as bench/asha.c does (asha_report,
+ * asha_trial_end, asha_promotions' trials to the front of the queue): idle
+ * workers, in worker order, take the front of the promoted queue, else a
+ * new trial, whose config the arm's searcher proposes there and then
+ * (asynchronous: it sees every report made so far; the configs of trials
+ * not ended, running, queued or paused, are its pending points). Events are
+ * handled in time order, ties in worker order; the run ends at the budget
+ * T: no report after T counts. Arms:
+ *   random+asha          sampler_config of the random searcher, asha
+ *   bayes+asha           bayes_propose as rungd does without multi_fidelity:
+ *                        each ended trial (stopped or completed) one
+ *                        observation, its last reported value
+ *   bayes_mf+asha        bayes_mf_propose given every rung record so far
+ *                        (asha_records: per trial and rung level reached,
+ *                        the loss the scheduler judged there), as rungd does
+ *                        with searcher.multi_fidelity
+ *   bayes_mf+hyperband   the same under hyperband
+ * asha: grace period 1, rf 3, one bracket; hyperband: grace 1, rf 3, every
+ * bracket; searcher seed = the run's seed, bayes with its default n_initial.
+ *
+ * Figures per (arm, W, seed): the trial a user would pick at time T is the
+ * one with the lowest reported loss at max_t among trials that reported
+ * max_t by T; its regret is its true final loss minus the best possible.
+ * Each run prints one JSON line with the regret as a step function of time
+ * ("trace": [[time, regret], ...], from the first completed trial on), the
+ * trials started, steps reported, and the CPU seconds spent proposing and
+ * in the whole run;
+ * bench/multifidelity.sh aggregates them beside Optuna's
+ * (bench/optuna_multifidelity.py).
+ *
+ * --check-lc4 FILE writes lc4's noise and durations of seeds 0 .. 1,
+ * trials 0 .. 29, and --dump-table FILE the table's cube coordinates, so that
+ * the Python side can check it replays the same numbers. */
+#include <jansson.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "asha.h"
+#include "bayes.h"
+#include "sampler.h"
+
+#define MF_MAX_T 81
+#define MF_MAX_WORKERS 256
+#define MF_MAX_DIMS 16
+#define MF_LOSS_CAP 10.0
+#define MF_QUEUE 65536 /* promoted trials waiting at once */
+#define LC4_STEPS 81
+#define LC4_DIMS 4
+#define LC4_NOISE 0.01
+#define LC4_SALT 0x6c63342d6265ULL /* asha.c's */
+#define PI 3.14159265358979323846
+
+/* ---- lc4, as bench/asha.c defines it ---- */
+
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static uint64_t rng_next(uint64_t *state)
+{
+    uint64_t z = *state;
+    *state += 0x9e3779b97f4a7c15ULL;
+    return mix64(z);
+}
+
+static double rng_uniform(uint64_t *state)
+{
+    return (double)(rng_next(state) >> 11) * 0x1.0p-53;
+}
+
+static double lc4_clean(const double *x, double t)
+{
+    double d0 = x[0] - 0.7, d1 = x[1] - 0.3, d2 = x[2] - 0.5, d3 = x[3] - 0.6;
+    double f = 0.05 + 0.5 * d0 * d0 + 0.3 * d1 * d1 + 0.2 * d2 * d2 + 0.1 * d3 * d3;
+    double a = 0.3 + 0.7 * x[3], b = 1.0 + 20.0 * x[0];
+    return f + a * exp(-t / b);
+}
+
+/* Trial `trial` of `seed`: eps[1 .. 81] and the step duration, from
+ * asha.c's stream (its four coordinates drawn and dropped). */
+static int lc4_noise(int seed, int64_t trial, int jitter, double eps[LC4_STEPS + 1])
+{
+    uint64_t state = mix64(mix64((uint64_t)seed + LC4_SALT) + (uint64_t)trial);
+    for (int d = 0; d < LC4_DIMS; d++)
+        (void)rng_uniform(&state);
+    eps[0] = 0;
+    for (int t = 1; t <= LC4_STEPS; t += 2) {
+        double u1 = rng_uniform(&state), u2 = rng_uniform(&state);
+        double r = sqrt(-2.0 * log(1.0 - u1)),
+               e[2] = {r * cos(2.0 * PI * u2), r * sin(2.0 * PI * u2)};
+        for (int k = 0; k < 2 && t + k <= LC4_STEPS; k++)
+            eps[t + k] = e[k];
+    }
+    return 1 + (int)(rng_uniform(&state) * jitter);
+}
+
+/* g*: asha.c's grid over (x0, x3) with x1 = 0.3, x2 = 0.5, then zooms. */
+static double lc4_gstar(void)
+{
+    double x[LC4_DIMS] = {0.0, 0.3, 0.5, 0.0}, best = INFINITY, b0 = 0, b3 = 0;
+    for (int i = 0; i <= 200; i++)
+        for (int j = 0; j <= 200; j++) {
+            x[0] = i / 200.0;
+            x[3] = j / 200.0;
+            double v = lc4_clean(x, LC4_STEPS);
+            if (v < best) {
+                best = v;
+                b0 = x[0];
+                b3 = x[3];
+            }
+        }
+    double cell = 1.0 / 200.0;
+    for (int zoom = 0; zoom < 12; zoom++) {
+        double c0 = b0, c3 = b3, step = cell / 10.0;
+        for (int i = -20; i <= 20; i++)
+            for (int j = -20; j <= 20; j++) {
+                x[0] = fmin(1.0, fmax(0.0, c0 + i * step));
+                x[3] = fmin(1.0, fmax(0.0, c3 + j * step));
+                double v = lc4_clean(x, LC4_STEPS);
+                if (v < best) {
+                    best = v;
+                    b0 = x[0];
+                    b3 = x[3];
+                }
+            }
+        cell = step;
+    }
+    return best;
+}
+
+static const char *LC4_SPACE = "{\"x0\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+                               " \"x1\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+                               " \"x2\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+                               " \"x3\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}";
+
+/* ---- the benchmark ---- */
+
+/* One tuned parameter of the table's space, for the nearest-neighbour
+ * encoding (sampler/cube.c's formulas). */
+typedef struct Dim {
+    const char *name; /* borrowed from the space JSON */
+    const char *type;
+    double low, high;
+    const json_t *values; /* choice */
+} Dim;
+
+typedef struct Bench {
+    bool lc4;
+    json_t *space_json;
+    Space *space;
+    int max_t;
+    double best; /* g*, or the table's lowest final loss */
+    int jitter;
+    double startup;
+    /* the table */
+    int n_rows;
+    json_t **row_config; /* the tuned values */
+    double *row_u;       /* n_rows x n_dims */
+    double *row_loss;    /* n_rows x (max_t + 1), capped; [0] unused */
+    double *row_dur;     /* n_rows x (max_t + 1): epoch_s; [0] unused */
+    Dim dims[MF_MAX_DIMS];
+    int n_dims;
+} Bench;
+
+static double encode_dim(const Dim *d, const json_t *v)
+{
+    if (strcmp(d->type, "choice") == 0) {
+        size_t n = json_array_size(d->values), k = 0;
+        while (k < n && !json_equal(json_array_get(d->values, k), v))
+            k++;
+        return ((double)k + 0.5) / (double)n;
+    }
+    double x = json_number_value(v), u;
+    if (strcmp(d->type, "uniform") == 0) {
+        u = (x - d->low) / (d->high - d->low);
+    } else if (strcmp(d->type, "loguniform") == 0) {
+        u = (log(x) - log(d->low)) / (log(d->high) - log(d->low));
+    } else if (strcmp(d->type, "randint") == 0) {
+        double count = d->high - d->low;
+        u = (llround(x) - d->low + 0.5) / count;
+    } else { /* lograndint */
+        double k = (double)llround(x);
+        u = ((log(k) + log(k + 1.0)) / 2.0 - log(d->low)) / (log(d->high) - log(d->low));
+    }
+    return u < 0 ? 0 : u > 1 ? 1 : u;
+}
+
+static void encode(const Bench *b, const json_t *config, double *u)
+{
+    for (int i = 0; i < b->n_dims; i++)
+        u[i] = encode_dim(&b->dims[i], json_object_get(config, b->dims[i].name));
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int load_table(Bench *b, const char *space_path, const char *curves_path)
+{
+    json_error_t je;
+    b->space_json = json_load_file(space_path, 0, &je);
+    if (b->space_json == NULL) {
+        fprintf(stderr, "multifidelity: %s: %s\n", space_path, je.text);
+        return -1;
+    }
+    RungError err;
+    if (space_parse(b->space_json, &b->space, &err) != 0) {
+        fprintf(stderr, "multifidelity: %s: %s\n", space_path, err.message);
+        return -1;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(b->space_json, key, v) {
+        const json_t *type = json_object_get(v, "type");
+        if (!json_is_string(type))
+            continue; /* a constant */
+        if (b->n_dims == MF_MAX_DIMS)
+            return -1;
+        Dim *d = &b->dims[b->n_dims++];
+        d->name = key;
+        d->type = json_string_value(type);
+        d->low = json_number_value(json_object_get(v, "low"));
+        d->high = json_number_value(json_object_get(v, "high"));
+        d->values = json_object_get(v, "values");
+        if (strcmp(d->type, "uniform") && strcmp(d->type, "loguniform") &&
+            strcmp(d->type, "randint") && strcmp(d->type, "lograndint") &&
+            strcmp(d->type, "choice")) {
+            fprintf(stderr, "multifidelity: %s: type %s not supported\n", key, d->type);
+            return -1;
+        }
+    }
+    if (b->n_dims != space_cube_dims(b->space)) {
+        fprintf(stderr, "multifidelity: %d tuned parameters, the space has %d\n", b->n_dims,
+                space_cube_dims(b->space));
+        return -1;
+    }
+    b->max_t = (int)json_integer_value(json_object_get(b->space_json, "epochs"));
+    if (b->max_t < 1 || b->max_t > MF_MAX_T) {
+        fprintf(stderr, "multifidelity: epochs %d out of range\n", b->max_t);
+        return -1;
+    }
+    FILE *f = fopen(curves_path, "r");
+    if (f == NULL) {
+        perror(curves_path);
+        return -1;
+    }
+    int cap = 1024, T = b->max_t;
+    b->row_config = malloc((size_t)cap * sizeof *b->row_config);
+    b->row_u = malloc((size_t)cap * (size_t)b->n_dims * sizeof(double));
+    b->row_loss = malloc((size_t)cap * (size_t)(T + 1) * sizeof(double));
+    b->row_dur = malloc((size_t)cap * (size_t)(T + 1) * sizeof(double));
+    char *line = NULL;
+    size_t linecap = 0;
+    b->best = INFINITY;
+    double u_rung[MF_MAX_DIMS], u_mine[MF_MAX_DIMS];
+    while (getline(&line, &linecap, f) > 0) {
+        if (line[0] == '\n')
+            continue;
+        json_t *row = json_loads(line, 0, &je);
+        if (row == NULL || b->n_rows == cap) {
+            fprintf(stderr, "multifidelity: %s row %d: %s\n", curves_path, b->n_rows,
+                    row == NULL ? je.text : "too many rows");
+            return -1;
+        }
+        int r = b->n_rows++;
+        const json_t *config = json_object_get(row, "config"),
+                     *loss = json_object_get(row, "val_loss"),
+                     *dur = json_object_get(row, "epoch_s");
+        if ((int)json_array_size(loss) != T || (int)json_array_size(dur) != T) {
+            fprintf(stderr, "multifidelity: row %d: not %d epochs\n", r, T);
+            return -1;
+        }
+        b->row_config[r] = json_incref((json_t *)config);
+        double *L = &b->row_loss[(size_t)r * (size_t)(T + 1)];
+        double *D = &b->row_dur[(size_t)r * (size_t)(T + 1)];
+        L[0] = D[0] = 0;
+        for (int t = 1; t <= T; t++) {
+            const json_t *l = json_array_get(loss, (size_t)t - 1);
+            double x = json_is_number(l) ? json_number_value(l) : MF_LOSS_CAP;
+            L[t] = isfinite(x) && x < MF_LOSS_CAP ? x : MF_LOSS_CAP;
+            D[t] = json_number_value(json_array_get(dur, (size_t)t - 1));
+        }
+        if (L[T] < b->best)
+            b->best = L[T];
+        /* The encoding matches space_encode's, up to the order of the
+         * coordinates. */
+        encode(b, config, &b->row_u[(size_t)r * (size_t)b->n_dims]);
+        if (space_encode(b->space, config, u_rung, &err) != 0) {
+            fprintf(stderr, "multifidelity: row %d: %s\n", r, err.message);
+            return -1;
+        }
+        memcpy(u_mine, &b->row_u[(size_t)r * (size_t)b->n_dims],
+               (size_t)b->n_dims * sizeof(double));
+        qsort(u_mine, (size_t)b->n_dims, sizeof(double), cmp_double);
+        qsort(u_rung, (size_t)b->n_dims, sizeof(double), cmp_double);
+        for (int i = 0; i < b->n_dims; i++)
+            if (fabs(u_mine[i] - u_rung[i]) > 1e-9) {
+                fprintf(stderr, "multifidelity: row %d: the encoding differs from space_encode's\n",
+                        r);
+                return -1;
+            }
+        json_decref(row);
+    }
+    free(line);
+    fclose(f);
+    if (b->n_rows == 0) {
+        fprintf(stderr, "multifidelity: %s: no rows\n", curves_path);
+        return -1;
+    }
+    return 0;
+}
+
+static int nearest_row(const Bench *b, const json_t *config)
+{
+    double u[MF_MAX_DIMS];
+    encode(b, config, u);
+    int best = 0;
+    double bd = INFINITY;
+    for (int r = 0; r < b->n_rows; r++) {
+        const double *ru = &b->row_u[(size_t)r * (size_t)b->n_dims];
+        double d = 0;
+        for (int i = 0; i < b->n_dims; i++)
+            d += (u[i] - ru[i]) * (u[i] - ru[i]);
+        if (d < bd) {
+            bd = d;
+            best = r;
+        }
+    }
+    return best;
+}
+
+/* ---- arms ---- */
+
+typedef enum { S_RANDOM, S_BAYES, S_BAYES_MF } SearcherKind;
+
+typedef struct Arm {
+    const char *name;
+    SearcherKind searcher;
+    AshaType type;
+} Arm;
+
+static const Arm ARMS[] = {
+    {"random+asha", S_RANDOM, ASHA_ASHA},
+    {"bayes+asha", S_BAYES, ASHA_ASHA},
+    {"bayes_mf+asha", S_BAYES_MF, ASHA_ASHA},
+    {"bayes_mf+hyperband", S_BAYES_MF, ASHA_HYPERBAND},
+};
+#define MF_NARMS ((int)(sizeof ARMS / sizeof ARMS[0]))
+
+/* ---- the simulation ---- */
+
+typedef enum { TS_RUNNING, TS_QUEUED, TS_PAUSED, TS_ENDED } TrialState;
+
+typedef struct SimTrial {
+    json_t *config; /* what the searcher was told */
+    TrialState state;
+    int t; /* last step reported */
+    double final;
+    double loss[MF_MAX_T + 1];
+    double dur[MF_MAX_T + 1];
+} SimTrial;
+
+typedef struct Sim {
+    const Bench *b;
+    const Arm *arm;
+    int seed;
+    Asha *asha;
+    bool promote;
+    SearcherSpec spec;
+    SimTrial *trials;
+    int64_t n, cap;
+    int64_t *queue; /* promoted trials, front first */
+    int64_t q_len;
+    int workers;
+    int64_t running[MF_MAX_WORKERS];
+    double due[MF_MAX_WORKERS];
+    int64_t steps;
+    double inc_loss, inc_regret;
+    double *trace; /* (time, regret) pairs */
+    int64_t n_trace, cap_trace;
+    double propose_s;
+    int failed;
+} Sim;
+
+/* CPU seconds of this process: wall time means little on a shared machine. */
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The searcher's config for trial s->n. */
+static json_t *propose(Sim *s)
+{
+    int64_t n = s->n;
+    if (s->arm->searcher == S_RANDOM)
+        return sampler_config(s->b->space, &s->spec, n);
+    BayesObservation *obs = calloc((size_t)n + 1, sizeof *obs);
+    const json_t **pend = calloc((size_t)n + 1, sizeof *pend);
+    BayesRungRecord *rr = NULL;
+    int64_t n_obs = 0, n_pend = 0, n_rr = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const SimTrial *t = &s->trials[i];
+        if (t->state == TS_ENDED)
+            obs[n_obs++] = (BayesObservation){.config = t->config, .loss = t->loss[t->t]};
+        else
+            pend[n_pend++] = t->config;
+    }
+    BayesHistory h = {.obs = obs, .n_obs = n_obs, .pending = pend, .n_pending = n_pend};
+    if (s->arm->searcher == S_BAYES_MF) {
+        int64_t k = asha_records(s->asha, NULL, 0);
+        AshaRecord *recs = malloc((size_t)(k + 1) * sizeof *recs);
+        rr = malloc((size_t)(k + 1) * sizeof *rr);
+        asha_records(s->asha, recs, k);
+        for (int64_t i = 0; i < k; i++)
+            rr[n_rr++] = (BayesRungRecord){.config = s->trials[recs[i].trial].config,
+                                           .level = recs[i].milestone,
+                                           .loss = recs[i].loss};
+        free(recs);
+        h.rungs = rr;
+        h.n_rungs = n_rr;
+    }
+    json_t *out = NULL;
+    RungError err;
+    double t0 = now_s();
+    int rc = s->arm->searcher == S_BAYES_MF
+                 ? bayes_mf_propose(s->b->space, &s->spec, n, 1, &h, &out, NULL, &err)
+                 : bayes_propose(s->b->space, &s->spec, n, 1, &h, &out, &err);
+    s->propose_s += now_s() - t0;
+    if (rc != 0) {
+        fprintf(stderr, "multifidelity: %s seed %d trial %lld: %s\n", s->arm->name, s->seed,
+                (long long)n, err.message);
+        out = NULL;
+    }
+    free(obs);
+    free(pend);
+    free(rr);
+    return out;
+}
+
+/* A new trial, number s->n, proposed now; -1 on failure. */
+static int64_t new_trial(Sim *s)
+{
+    if (s->n == s->cap) {
+        s->cap *= 2;
+        s->trials = realloc(s->trials, (size_t)s->cap * sizeof *s->trials);
+    }
+    json_t *config = propose(s);
+    if (config == NULL)
+        return -1;
+    const Bench *b = s->b;
+    SimTrial *t = &s->trials[s->n];
+    memset(t, 0, sizeof *t);
+    if (b->lc4) {
+        double x[LC4_DIMS], eps[LC4_STEPS + 1];
+        for (int d = 0; d < LC4_DIMS; d++) {
+            char name[4] = {'x', (char)('0' + d), 0};
+            x[d] = json_number_value(json_object_get(config, name));
+        }
+        int dur = lc4_noise(s->seed, s->n, b->jitter, eps);
+        for (int k = 1; k <= LC4_STEPS; k++) {
+            t->loss[k] = lc4_clean(x, k) + LC4_NOISE * eps[k];
+            t->dur[k] = dur;
+        }
+        t->final = lc4_clean(x, LC4_STEPS);
+        t->config = config;
+    } else {
+        int r = nearest_row(b, config);
+        /* The proposal with the table's values: what the searcher is told. */
+        json_object_update(config, b->row_config[r]);
+        memcpy(t->loss, &b->row_loss[(size_t)r * (size_t)(b->max_t + 1)],
+               (size_t)(b->max_t + 1) * sizeof(double));
+        memcpy(t->dur, &b->row_dur[(size_t)r * (size_t)(b->max_t + 1)],
+               (size_t)(b->max_t + 1) * sizeof(double));
+        t->final = t->loss[b->max_t];
+        t->config = config;
+    }
+    t->state = TS_RUNNING;
+    return s->n++;
+}
+
+/* Idle workers, in worker order, take the queue's front, else a new trial. */
+static void dispatch(Sim *s, double now)
+{
+    for (int w = 0; w < s->workers && !s->failed; w++) {
+        if (s->running[w] >= 0)
+            continue;
+        int64_t trial;
+        if (s->q_len > 0) {
+            trial = s->queue[0];
+            memmove(s->queue, s->queue + 1, (size_t)(--s->q_len) * sizeof *s->queue);
+        } else {
+            trial = new_trial(s);
+            if (trial < 0) {
+                s->failed = 1;
+                return;
+            }
+        }
+        SimTrial *t = &s->trials[trial];
+        t->state = TS_RUNNING;
+        s->running[w] = trial;
+        s->due[w] = now + s->b->startup + t->dur[t->t + 1];
+    }
+}
+
+static void report(Sim *s, int w, double now)
+{
+    int64_t trial = s->running[w];
+    SimTrial *t = &s->trials[trial];
+    int k = ++t->t;
+    s->steps++;
+    int rung;
+    AshaDecision d = asha_report(s->asha, trial, k, true, t->loss[k], &rung);
+    if (k >= s->b->max_t) {
+        if (d == ASHA_CONTINUE)
+            d = ASHA_COMPLETE;
+        if (t->loss[k] < s->inc_loss) {
+            s->inc_loss = t->loss[k];
+            double regret = t->final - s->b->best;
+            if (regret != s->inc_regret) {
+                s->inc_regret = regret;
+                if (s->n_trace == s->cap_trace) {
+                    s->cap_trace = s->cap_trace ? 2 * s->cap_trace : 64;
+                    s->trace = realloc(s->trace, (size_t)s->cap_trace * 2 * sizeof(double));
+                }
+                s->trace[2 * s->n_trace] = now;
+                s->trace[2 * s->n_trace + 1] = regret;
+                s->n_trace++;
+            }
+        }
+    }
+    if (d == ASHA_CONTINUE) {
+        s->due[w] = now + t->dur[k + 1];
+    } else {
+        s->running[w] = -1;
+        if (d == ASHA_PAUSE) {
+            t->state = TS_PAUSED;
+        } else {
+            asha_trial_end(s->asha, trial, k, true, t->loss[k]);
+            t->state = TS_ENDED;
+        }
+    }
+    if (s->promote) {
+        int64_t buf[256];
+        int64_t m = asha_promotions(s->asha, buf, 256);
+        if (s->q_len + m > MF_QUEUE)
+            m = MF_QUEUE - s->q_len;
+        /* Promoted trials go to the queue's front in their order (core.c). */
+        memmove(s->queue + m, s->queue, (size_t)s->q_len * sizeof *s->queue);
+        for (int64_t i = 0; i < m; i++) {
+            s->queue[i] = buf[i];
+            s->trials[buf[i]].state = TS_QUEUED;
+        }
+        s->q_len += m;
+    }
+    dispatch(s, now);
+}
+
+static int simulate(Sim *s, const Bench *b, const Arm *arm, int workers, int seed, double budget)
+{
+    memset(s, 0, sizeof *s);
+    s->b = b;
+    s->arm = arm;
+    s->seed = seed;
+    s->workers = workers;
+    s->inc_loss = INFINITY;
+    s->inc_regret = NAN;
+    AshaParams p = {.type = arm->type,
+                    .max_t = b->max_t,
+                    .grace_period = 1,
+                    .rf = 3,
+                    .brackets = 1,
+                    .seed = (uint64_t)seed};
+    s->asha = asha_new(&p);
+    s->promote = asha_params(s->asha)->promote;
+    char text[96];
+    snprintf(text, sizeof text, "{\"type\": \"%s\", \"seed\": %d}",
+             arm->searcher == S_RANDOM ? "random" : "bayes", seed);
+    json_t *sj = json_loads(text, 0, NULL);
+    RungError err;
+    if (searcher_parse(sj, b->space, &s->spec, &err) != 0) {
+        fprintf(stderr, "multifidelity: searcher: %s\n", err.message);
+        return -1;
+    }
+    json_decref(sj);
+    s->cap = 1024;
+    s->trials = malloc((size_t)s->cap * sizeof *s->trials);
+    s->queue = malloc((size_t)MF_QUEUE * sizeof *s->queue);
+    for (int w = 0; w < workers; w++)
+        s->running[w] = -1;
+    dispatch(s, 0);
+    while (!s->failed) {
+        int w = -1;
+        for (int i = 0; i < workers; i++)
+            if (s->running[i] >= 0 && (w < 0 || s->due[i] < s->due[w]))
+                w = i;
+        if (w < 0 || s->due[w] > budget)
+            break;
+        report(s, w, s->due[w]);
+    }
+    return s->failed ? -1 : 0;
+}
+
+static void sim_free(Sim *s)
+{
+    for (int64_t i = 0; i < s->n; i++)
+        json_decref(s->trials[i].config);
+    free(s->trials);
+    free(s->queue);
+    free(s->trace);
+    asha_free(s->asha);
+}
+
+/* ---- main ---- */
+
+static int parse_list(const char *text, int *out, int cap)
+{
+    int n = 0;
+    for (const char *p = text; *p && n < cap;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > MF_MAX_WORKERS)
+            return -1;
+        out[n++] = (int)v;
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',')
+            return -1;
+    }
+    return n;
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: multifidelity_bench lc4|fmnist [--space FILE --curves FILE.jsonl]\n"
+            "  [--workers 4,16] [--seeds 20] [--seed0 0] [--worker-time C (budget T = C / W)]\n"
+            "  [--arms a,b,...] [--jitter 4] [--startup 1.0] [--check-lc4 FILE]\n"
+            "  [--dump-table FILE]\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage();
+        return 2;
+    }
+    Bench b = {.lc4 = strcmp(argv[1], "lc4") == 0, .jitter = 4, .startup = 1.0};
+    if (!b.lc4 && strcmp(argv[1], "fmnist") != 0) {
+        usage();
+        return 2;
+    }
+    const char *space_path = NULL, *curves_path = NULL, *arms = NULL, *check = NULL, *dump = NULL;
+    int workers[8] = {4, 16}, n_workers = 2, seeds = 20, seed0 = 0;
+    double worker_time = -1;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (v == NULL) {
+            usage();
+            return 2;
+        }
+        i++;
+        if (!strcmp(a, "--space"))
+            space_path = v;
+        else if (!strcmp(a, "--curves"))
+            curves_path = v;
+        else if (!strcmp(a, "--workers"))
+            n_workers = parse_list(v, workers, 8);
+        else if (!strcmp(a, "--seeds"))
+            seeds = atoi(v);
+        else if (!strcmp(a, "--seed0"))
+            seed0 = atoi(v);
+        else if (!strcmp(a, "--worker-time"))
+            worker_time = atof(v);
+        else if (!strcmp(a, "--arms"))
+            arms = v;
+        else if (!strcmp(a, "--jitter"))
+            b.jitter = atoi(v);
+        else if (!strcmp(a, "--startup"))
+            b.startup = atof(v);
+        else if (!strcmp(a, "--check-lc4"))
+            check = v;
+        else if (!strcmp(a, "--dump-table"))
+            dump = v;
+        else {
+            usage();
+            return 2;
+        }
+    }
+    if (n_workers < 1 || seeds < 0 || b.jitter < 1 || b.jitter > 100 || !(b.startup >= 0)) {
+        usage();
+        return 2;
+    }
+    RungError err;
+    if (b.lc4) {
+        b.space_json = json_loads(LC4_SPACE, 0, NULL);
+        if (space_parse(b.space_json, &b.space, &err) != 0)
+            return 1;
+        b.max_t = LC4_STEPS;
+        b.best = lc4_gstar();
+        b.startup = 0;
+        if (fabs(b.best - 0.0530) > 5e-4) {
+            fprintf(stderr, "multifidelity: g* = %.6f, not about 0.0530\n", b.best);
+            return 1;
+        }
+        if (worker_time < 0)
+            worker_time = 4000;
+    } else {
+        if (space_path == NULL || curves_path == NULL) {
+            usage();
+            return 2;
+        }
+        if (load_table(&b, space_path, curves_path) != 0)
+            return 1;
+        if (worker_time < 0)
+            worker_time = 4000;
+    }
+    if (check != NULL) {
+        FILE *f = fopen(check, "w");
+        if (f == NULL)
+            return 1;
+        for (int seed = 0; seed < 2; seed++)
+            for (int n = 0; n < 30; n++) {
+                double eps[LC4_STEPS + 1];
+                int dur = lc4_noise(seed, n, b.jitter, eps);
+                fprintf(f, "{\"seed\": %d, \"trial\": %d, \"dur\": %d, \"eps\": [", seed, n, dur);
+                for (int t = 1; t <= LC4_STEPS; t++)
+                    fprintf(f, "%s%.17g", t > 1 ? ", " : "", eps[t]);
+                fprintf(f, "]}\n");
+            }
+        fprintf(f, "{\"gstar\": %.17g}\n", lc4_gstar());
+        fclose(f);
+    }
+    if (dump != NULL && !b.lc4) {
+        FILE *f = fopen(dump, "w");
+        if (f == NULL)
+            return 1;
+        fprintf(f, "{\"names\": [");
+        for (int i = 0; i < b.n_dims; i++)
+            fprintf(f, "%s\"%s\"", i ? ", " : "", b.dims[i].name);
+        fprintf(f, "], \"best\": %.17g, \"u\": [", b.best);
+        for (int r = 0; r < b.n_rows; r++) {
+            fprintf(f, "%s[", r ? ", " : "");
+            for (int i = 0; i < b.n_dims; i++)
+                fprintf(f, "%s%.17g", i ? ", " : "", b.row_u[(size_t)r * (size_t)b.n_dims + i]);
+            fprintf(f, "]");
+        }
+        fprintf(f, "]}\n");
+        fclose(f);
+    }
+    fprintf(stderr, "multifidelity: %s, max_t %d, best %.6f%s, worker time %g (T = %g / W)\n",
+            argv[1], b.max_t, b.best, b.lc4 ? " (g*)" : "", worker_time, worker_time);
+    int rc = 0;
+    for (int wi = 0; wi < n_workers; wi++) {
+        int W = workers[wi];
+        double budget = worker_time / W;
+        for (int a = 0; a < MF_NARMS; a++) {
+            if (arms != NULL) {
+                const char *p = strstr(arms, ARMS[a].name);
+                size_t len = strlen(ARMS[a].name);
+                bool found = false;
+                while (p != NULL && !found) {
+                    found = (p == arms || p[-1] == ',') && (p[len] == ',' || p[len] == 0);
+                    p = strstr(p + 1, ARMS[a].name);
+                }
+                if (!found)
+                    continue;
+            }
+            for (int seed = seed0; seed < seed0 + seeds; seed++) {
+                Sim s;
+                double t0 = now_s();
+                if (simulate(&s, &b, &ARMS[a], W, seed, budget) != 0) {
+                    rc = 1;
+                    sim_free(&s);
+                    continue;
+                }
+                printf("{\"bench\": \"%s\", \"arm\": \"%s\", \"W\": %d, \"seed\": %d, "
+                       "\"budget\": %.17g, \"trials\": %lld, \"steps\": %lld, "
+                       "\"propose_s\": %.3f, \"run_s\": %.3f, \"trace\": [",
+                       argv[1], ARMS[a].name, W, seed, budget, (long long)s.n, (long long)s.steps,
+                       s.propose_s, now_s() - t0);
+                for (int64_t i = 0; i < s.n_trace; i++)
+                    printf("%s[%.17g, %.17g]", i ? ", " : "", s.trace[2 * i], s.trace[2 * i + 1]);
+                printf("]}\n");
+                fflush(stdout);
+                sim_free(&s);
+            }
+        }
+    }
+    return rc;
+}
