@@ -25,6 +25,10 @@
 # a table trial costs before its first epoch), MF_JITTER (4: lc4 steps take
 # 1..4 time units), MF_TIMEOUT_S (2400, per side), RUNG_BUILD (build
 # directory, default build/).
+#
+# At the defaults the run costs about 1,200 CPU seconds (C 655, Python 542:
+# about 11 minutes with the two sides at once on an idle 2-core machine);
+# bench/README.md section 8 has the measured table.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -104,6 +104,20 @@ def main():
                       f"  {fmt(tt[a]):>8} {fmt(tt[a] / budget, 2):>5}  {cpu:6.1f}")
             print(f"  t(ref): first time the arm's median regret <= random+asha's final "
                   f"{fmt(ref)}; cpu_s: median CPU seconds a run")
+            # Seed by seed at T (the same seed: the same first configs and
+            # lc4 noise): how often each arm ends better than, level with or
+            # worse than random+asha.
+            base = {r["seed"]: regret_at(r["trace"], budget) for r in runs[(bench, w, arms[0])]}
+            parts = []
+            for a in arms[1:]:
+                b = w_ = l_ = 0
+                for r in runs[(bench, w, a)]:
+                    if r["seed"] not in base:
+                        continue
+                    v, u = regret_at(r["trace"], budget), base[r["seed"]]
+                    b, w_, l_ = b + (v < u), w_ + (v == u), l_ + (v > u)
+                parts.append(f"{a} {b}/{w_}/{l_}")
+            print("  at T against random+asha, seeds better/level/worse: " + ", ".join(parts))
             tag = f"{bench}_W{w}"
             mf = final.get("bayes_mf+asha")
             if mf is None or ref is None:
