@@ -14,7 +14,8 @@
  * - fmnist: the tabular benchmark of bench/data/fmnist-mlp-curves (rung-train
  *   on Fashion-MNIST, 27 epochs per config; --space and --curves, the latter
  *   decompressed). A proposed config is snapped to the nearest table config
- *   in the space's unit-cube coordinates (uniform domains linear, log
+ *   not run yet in that simulation (the nearest of all once every one has
+ *   run; nearest_row) in the space's unit-cube coordinates (uniform domains linear, log
  *   domains in log space, integers and choices at the centre of their cell:
  *   sampler/cube.c's encoding, checked against space_encode at start), as
  *   Syne Tune's blackbox surrogate with one nearest neighbour does; the
@@ -349,22 +350,30 @@ static int load_table(Bench *b, const char *space_path, const char *curves_path)
     return 0;
 }
 
-static int nearest_row(const Bench *b, const json_t *config)
+/* The nearest table config not run yet in this simulation (used[], may
+ * be NULL), or the nearest of all once every one has run: a tabular
+ * benchmark is a finite space, and a searcher that proposes near a config
+ * it has already run should get that region's next config rather than a
+ * repeat (Syne Tune's searchers skip configs already chosen, too). */
+static int nearest_row(const Bench *b, const json_t *config, const bool *used)
 {
     double u[MF_MAX_DIMS];
     encode(b, config, u);
-    int best = 0;
+    int best = -1;
     double bd = INFINITY;
-    for (int r = 0; r < b->n_rows; r++) {
-        const double *ru = &b->row_u[(size_t)r * (size_t)b->n_dims];
-        double d = 0;
-        for (int i = 0; i < b->n_dims; i++)
-            d += (u[i] - ru[i]) * (u[i] - ru[i]);
-        if (d < bd) {
-            bd = d;
-            best = r;
+    for (int pass = 0; pass < 2 && best < 0; pass++, used = NULL)
+        for (int r = 0; r < b->n_rows; r++) {
+            if (used != NULL && used[r])
+                continue;
+            const double *ru = &b->row_u[(size_t)r * (size_t)b->n_dims];
+            double d = 0;
+            for (int i = 0; i < b->n_dims; i++)
+                d += (u[i] - ru[i]) * (u[i] - ru[i]);
+            if (d < bd) {
+                bd = d;
+                best = r;
+            }
         }
-    }
     return best;
 }
 
@@ -409,6 +418,7 @@ typedef struct Sim {
     SimTrial *trials;
     int64_t n, cap;
     int64_t *queue; /* promoted trials, front first */
+    bool *used;     /* the table: rows run so far */
     int64_t q_len;
     int workers;
     int64_t running[MF_MAX_WORKERS];
@@ -505,7 +515,8 @@ static int64_t new_trial(Sim *s)
         t->final = lc4_clean(x, LC4_STEPS);
         t->config = config;
     } else {
-        int r = nearest_row(b, config);
+        int r = nearest_row(b, config, s->used);
+        s->used[r] = true;
         /* The proposal with the table's values: what the searcher is told. */
         json_object_update(config, b->row_config[r]);
         memcpy(t->loss, &b->row_loss[(size_t)r * (size_t)(b->max_t + 1)],
@@ -626,6 +637,7 @@ static int simulate(Sim *s, const Bench *b, const Arm *arm, int workers, int see
     s->cap = 1024;
     s->trials = malloc((size_t)s->cap * sizeof *s->trials);
     s->queue = malloc((size_t)MF_QUEUE * sizeof *s->queue);
+    s->used = calloc((size_t)(b->n_rows > 0 ? b->n_rows : 1), sizeof *s->used);
     for (int w = 0; w < workers; w++)
         s->running[w] = -1;
     dispatch(s, 0);
@@ -647,6 +659,7 @@ static void sim_free(Sim *s)
         json_decref(s->trials[i].config);
     free(s->trials);
     free(s->queue);
+    free(s->used);
     free(s->trace);
     asha_free(s->asha);
 }
@@ -813,11 +826,24 @@ int main(int argc, char **argv)
                     sim_free(&s);
                     continue;
                 }
+                /* Why an arm ends where it does: the best true final
+                 * regret among the trials it ran to max_t, and among those
+                 * its scheduler stopped (or left unfinished) before. */
+                double reached = INFINITY, cut = INFINITY;
+                for (int64_t i = 0; i < s.n; i++) {
+                    double r = s.trials[i].final - b.best;
+                    if (s.trials[i].t >= b.max_t)
+                        reached = r < reached ? r : reached;
+                    else
+                        cut = r < cut ? r : cut;
+                }
                 printf("{\"bench\": \"%s\", \"arm\": \"%s\", \"W\": %d, \"seed\": %d, "
                        "\"budget\": %.17g, \"trials\": %lld, \"steps\": %lld, "
-                       "\"propose_s\": %.3f, \"run_s\": %.3f, \"trace\": [",
+                       "\"propose_s\": %.3f, \"run_s\": %.3f, \"best_reached\": %.17g, "
+                       "\"best_cut\": %.17g, \"trace\": [",
                        argv[1], ARMS[a].name, W, seed, budget, (long long)s.n, (long long)s.steps,
-                       s.propose_s, now_s() - t0);
+                       s.propose_s, now_s() - t0, isfinite(reached) ? reached : -1.0,
+                       isfinite(cut) ? cut : -1.0);
                 for (int64_t i = 0; i < s.n_trace; i++)
                     printf("%s[%.17g, %.17g]", i ? ", " : "", s.trace[2 * i], s.trace[2 * i + 1]);
                 printf("]}\n");

@@ -19,7 +19,8 @@ noise, the step duration, g*) and checks them against multifidelity_bench's
 
 fmnist table: TPE proposes in the space of space.json (suggest_float, log
 for loguniform; suggest_int, log for lograndint; suggest_categorical for
-choice); the proposal is snapped to the nearest table config in the same
+choice); the proposal is snapped to the nearest table config not run yet
+in that simulation (as the C side's nearest_row) in the same
 unit-cube coordinates as the C side (checked against its --dump-table), and
 TPE is told the snapped config: the asked trial is told FAIL (TPE ignores
 failed trials) and the snapped config enqueued and asked for, and that
@@ -192,14 +193,21 @@ class Bench:
                 c[k] = trial.suggest_categorical(k, d["values"])
         return c
 
-    def nearest(self, config):
+    def nearest(self, config, used=()):
+        """The nearest row not in used, or the nearest of all once every
+        row is (multifidelity.c's nearest_row)."""
         u = [encode_dim(d, config[k]) for k, d in self.dims]
-        best, bd = 0, math.inf
-        for i, r in enumerate(self.rows):
-            dd = sum((a - b) ** 2 for a, b in zip(u, r["u"]))
-            if dd < bd:
-                best, bd = i, dd
-        return best
+        for skip in (used, ()):
+            best, bd = None, math.inf
+            for i, r in enumerate(self.rows):
+                if i in skip:
+                    continue
+                dd = sum((a - b) ** 2 for a, b in zip(u, r["u"]))
+                if dd < bd:
+                    best, bd = i, dd
+            if best is not None:
+                return best
+        return 0
 
 
 def simulate(optuna, bench, pruner_name, workers, seed, budget):
@@ -216,6 +224,7 @@ def simulate(optuna, bench, pruner_name, workers, seed, budget):
     running = [None] * workers  # [optuna trial, loss, dur, final, t]
     due = [0.0] * workers
     n_trials = steps = 0
+    used = set()  # the table's rows run so far
     inc_loss, inc_regret, trace = math.inf, None, []
     t0 = time.process_time()
 
@@ -230,7 +239,9 @@ def simulate(optuna, bench, pruner_name, workers, seed, budget):
             durs = [float(dur)] * (LC4_STEPS + 1)
             final = lc4_clean(x, LC4_STEPS)
         else:
-            row = bench.rows[bench.nearest(config)]
+            index = bench.nearest(config, used)
+            used.add(index)
+            row = bench.rows[index]
             snapped = {k: row["config"][k] for k, _ in bench.dims}
             if snapped != config:
                 study.tell(tr, state=TrialState.FAIL)

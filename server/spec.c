@@ -650,8 +650,9 @@ static int parse_constraints(json_t *j, Spec *spec, RungError *err)
  * metric's value (docs/api.md, "Several objectives"). Stored specs are
  * never refused here: none could have both. */
 /* Whether bayes models rung records when the spec does not say
- * (searcher.multi_fidelity): bench/multifidelity.sh measures both. */
-#define SPEC_MULTI_FIDELITY_DEFAULT true
+ * (searcher.multi_fidelity): not yet; bench/multifidelity.sh measured it
+ * no better than last values under asha (docs/searchers.md). */
+#define SPEC_MULTI_FIDELITY_DEFAULT false
 
 static int check_objective_rules(const json_t *j, Spec *spec, RungError *err)
 {

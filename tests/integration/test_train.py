@@ -285,9 +285,9 @@ class Builtin(wh.WorkerTestCase):
         self.assertLess(exp["best"]["value"], 0.8)
 
     def test_bayes_and_asha_learn_from_rung_records(self):
-        # docs/searchers.md, "Multi-fidelity": bayes with asha models the
-        # rung records by default, and rungd logs the level each
-        # model-based proposal came from.
+        # docs/searchers.md, "Multi-fidelity": bayes with asha and
+        # multi_fidelity models the rung records, and rungd logs the level
+        # each model-based proposal came from.
         d = self.daemon()
         spec = {
             "name": "fmnist-mf", "metric": "val_loss", "mode": "min",
@@ -295,7 +295,7 @@ class Builtin(wh.WorkerTestCase):
                 "lr": {"type": "loguniform", "low": 0.005, "high": 0.3},
                 "hidden": {"type": "choice", "values": [32, 64]},
                 "batch_size": 128, "epochs": 9, "train_samples": 2000, "val_samples": 500},
-            "searcher": {"type": "bayes", "seed": 2, "n_initial": 3},
+            "searcher": {"type": "bayes", "seed": 2, "n_initial": 3, "multi_fidelity": True},
             "scheduler": {"type": "asha", "max_t": 9, "grace_period": 1,
                           "reduction_factor": 3},
             "num_samples": 14, "max_concurrent_trials": 2,

@@ -764,8 +764,9 @@ static void test_objectives(void **state)
         refuse(bad[i].text, bad[i].field);
 }
 
-/* searcher.multi_fidelity (docs/api.md, "searcher"): on by default for
- * bayes with rungs, one metric and no constraints; shown in the spec. */
+/* searcher.multi_fidelity (docs/api.md, "searcher"): off unless the spec
+ * asks, allowed for bayes with rungs, one metric and no constraints; shown
+ * in the spec. */
 #define BAYES "\"searcher\": {\"type\": \"bayes\"}"
 #define ASHA "\"scheduler\": {\"type\": \"asha\"}"
 static void test_multi_fidelity(void **state)
@@ -773,11 +774,19 @@ static void test_multi_fidelity(void **state)
     (void)state;
     Spec spec;
     accept("{" BASE ", " BAYES ", " ASHA "}", &spec);
+    assert_int_equal(spec.searcher.multi_fidelity, 0);
+    assert_true(
+        json_is_false(json_object_get(json_object_get(spec.json, "searcher"), "multi_fidelity")));
+    spec_close(&spec);
+    accept("{" BASE ", \"searcher\": {\"type\": \"bayes\", \"multi_fidelity\": true}, " ASHA "}",
+           &spec);
     assert_int_equal(spec.searcher.multi_fidelity, 1);
     assert_true(
         json_is_true(json_object_get(json_object_get(spec.json, "searcher"), "multi_fidelity")));
     spec_close(&spec);
-    accept("{" BASE ", " BAYES ", \"scheduler\": {\"type\": \"hyperband\"}}", &spec);
+    accept("{" BASE ", \"searcher\": {\"type\": \"bayes\", \"multi_fidelity\": true}, "
+           "\"scheduler\": {\"type\": \"hyperband\"}}",
+           &spec);
     assert_int_equal(spec.searcher.multi_fidelity, 1);
     spec_close(&spec);
     /* No rungs, or constraints: off, and said so. */
