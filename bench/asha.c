@@ -87,12 +87,9 @@
 #include <time.h>
 
 #include "asha.h"
+#include "lc4.h"
 
 /* The benchmark: 100 trials x 10 seeds, 81 steps, W = 1 and 8. */
-#define LC4_STEPS 81
-#define LC4_DIMS 4
-#define LC4_NOISE 0.01
-#define LC4_SALT 0x6c63342d6265ULL /* "lc4-be": keeps lc4's streams apart from asha's draws */
 /* Caps on the command line: they only keep a typo from asking for hours or
  * gigabytes (a curve is 700 bytes; the median rule is O(reports) per report). */
 #define AB_MAX_SEEDS 1000
@@ -107,8 +104,6 @@
 /* Random points for the "nothing below g*" self-check. */
 #define AB_CHECK_POINTS 200000
 
-#define PI 3.14159265358979323846
-
 /* One trial's curve. */
 typedef struct Curve {
     double x[LC4_DIMS];         /* the config, each in [0, 1) */
@@ -117,100 +112,16 @@ typedef struct Curve {
     int dur;                    /* time units per step, 1 .. jitter */
 } Curve;
 
-/* ---- lc4 ---- */
-
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-/* splitmix64: state advances by the golden gamma, output = mix of the state. */
-static uint64_t rng_next(uint64_t *state)
-{
-    uint64_t z = *state;
-    *state += 0x9e3779b97f4a7c15ULL;
-    return mix64(z);
-}
-
-/* Uniform on [0, 1): the top 53 bits. */
-static double rng_uniform(uint64_t *state)
-{
-    return (double)(rng_next(state) >> 11) * 0x1.0p-53;
-}
-
-static double lc4_f(const double *x)
-{
-    double d0 = x[0] - 0.7, d1 = x[1] - 0.3, d2 = x[2] - 0.5, d3 = x[3] - 0.6;
-    return 0.05 + 0.5 * d0 * d0 + 0.3 * d1 * d1 + 0.2 * d2 * d2 + 0.1 * d3 * d3;
-}
-
-/* Noise-free loss at time t. */
-static double lc4_clean(const double *x, double t)
-{
-    double a = 0.3 + 0.7 * x[3], b = 1.0 + 20.0 * x[0];
-    return lc4_f(x) + a * exp(-t / b);
-}
+/* ---- lc4 (bench/lc4.c) ---- */
 
 static void lc4_curve(int seed, int trial, int jitter, Curve *c)
 {
-    uint64_t state = mix64(mix64((uint64_t)seed + LC4_SALT) + (uint64_t)trial);
-    for (int d = 0; d < LC4_DIMS; d++)
-        c->x[d] = rng_uniform(&state);
+    double eps[LC4_STEPS + 1];
+    c->dur = lc4_draw(seed, trial, jitter, c->x, eps);
     c->final = lc4_clean(c->x, LC4_STEPS);
     c->loss[0] = NAN;
-    for (int t = 1; t <= LC4_STEPS; t += 2) {
-        double u1 = rng_uniform(&state), u2 = rng_uniform(&state);
-        double r = sqrt(-2.0 * log(1.0 - u1)),
-               eps[2] = {r * cos(2.0 * PI * u2), r * sin(2.0 * PI * u2)};
-        for (int k = 0; k < 2 && t + k <= LC4_STEPS; k++)
-            c->loss[t + k] = lc4_clean(c->x, t + k) + LC4_NOISE * eps[k];
-    }
-    c->dur = 1 + (int)(rng_uniform(&state) * jitter);
-}
-
-/* g* and a minimizer: x1 = 0.3, x2 = 0.5; (x0, x3) from a 201 x 201 grid over
- * [0, 1]^2, then zooms: each a 41 x 41 grid over +-2 cells of the last one
- * around the best point so far, with cells 10 times smaller. */
-static double lc4_gstar(double xstar[LC4_DIMS])
-{
-    double x[LC4_DIMS] = {0.0, 0.3, 0.5, 0.0}, best = INFINITY, b0 = 0, b3 = 0;
-    for (int i = 0; i <= 200; i++) {
-        for (int j = 0; j <= 200; j++) {
-            x[0] = i / 200.0;
-            x[3] = j / 200.0;
-            double v = lc4_clean(x, LC4_STEPS);
-            if (v < best) {
-                best = v;
-                b0 = x[0];
-                b3 = x[3];
-            }
-        }
-    }
-    double cell = 1.0 / 200.0;
-    for (int zoom = 0; zoom < 12; zoom++) {
-        double c0 = b0, c3 = b3, step = cell / 10.0;
-        for (int i = -20; i <= 20; i++) {
-            for (int j = -20; j <= 20; j++) {
-                x[0] = fmin(1.0, fmax(0.0, c0 + i * step));
-                x[3] = fmin(1.0, fmax(0.0, c3 + j * step));
-                double v = lc4_clean(x, LC4_STEPS);
-                if (v < best) {
-                    best = v;
-                    b0 = x[0];
-                    b3 = x[3];
-                }
-            }
-        }
-        cell = step;
-    }
-    xstar[0] = b0;
-    xstar[1] = 0.3;
-    xstar[2] = 0.5;
-    xstar[3] = b3;
-    return best;
+    for (int t = 1; t <= LC4_STEPS; t++)
+        c->loss[t] = lc4_clean(c->x, t) + LC4_NOISE * eps[t];
 }
 
 /* g* near bench/README.md's 0.0530, nothing below it at random points, and a
@@ -227,7 +138,7 @@ static bool self_check(double gstar)
     for (int i = 0; i < AB_CHECK_POINTS; i++) {
         double x[LC4_DIMS];
         for (int d = 0; d < LC4_DIMS; d++)
-            x[d] = rng_uniform(&state);
+            x[d] = lc4_uniform(&state);
         if (lc4_clean(x, LC4_STEPS) < gstar - 1e-12) {
             fprintf(stderr, "asha_bench: a point below g* = %.9f\n", gstar);
             ok = false;

@@ -71,6 +71,7 @@
 
 #include "asha.h"
 #include "bayes.h"
+#include "lc4.h"
 #include "sampler.h"
 
 #define MF_MAX_T 81
@@ -78,93 +79,6 @@
 #define MF_MAX_DIMS 16
 #define MF_LOSS_CAP 10.0
 #define MF_QUEUE 65536 /* promoted trials waiting at once */
-#define LC4_STEPS 81
-#define LC4_DIMS 4
-#define LC4_NOISE 0.01
-#define LC4_SALT 0x6c63342d6265ULL /* asha.c's */
-#define PI 3.14159265358979323846
-
-/* ---- lc4, as bench/asha.c defines it ---- */
-
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-static uint64_t rng_next(uint64_t *state)
-{
-    uint64_t z = *state;
-    *state += 0x9e3779b97f4a7c15ULL;
-    return mix64(z);
-}
-
-static double rng_uniform(uint64_t *state)
-{
-    return (double)(rng_next(state) >> 11) * 0x1.0p-53;
-}
-
-static double lc4_clean(const double *x, double t)
-{
-    double d0 = x[0] - 0.7, d1 = x[1] - 0.3, d2 = x[2] - 0.5, d3 = x[3] - 0.6;
-    double f = 0.05 + 0.5 * d0 * d0 + 0.3 * d1 * d1 + 0.2 * d2 * d2 + 0.1 * d3 * d3;
-    double a = 0.3 + 0.7 * x[3], b = 1.0 + 20.0 * x[0];
-    return f + a * exp(-t / b);
-}
-
-/* Trial `trial` of `seed`: eps[1 .. 81] and the step duration, from
- * asha.c's stream (its four coordinates drawn and dropped). */
-static int lc4_noise(int seed, int64_t trial, int jitter, double eps[LC4_STEPS + 1])
-{
-    uint64_t state = mix64(mix64((uint64_t)seed + LC4_SALT) + (uint64_t)trial);
-    for (int d = 0; d < LC4_DIMS; d++)
-        (void)rng_uniform(&state);
-    eps[0] = 0;
-    for (int t = 1; t <= LC4_STEPS; t += 2) {
-        double u1 = rng_uniform(&state), u2 = rng_uniform(&state);
-        double r = sqrt(-2.0 * log(1.0 - u1)),
-               e[2] = {r * cos(2.0 * PI * u2), r * sin(2.0 * PI * u2)};
-        for (int k = 0; k < 2 && t + k <= LC4_STEPS; k++)
-            eps[t + k] = e[k];
-    }
-    return 1 + (int)(rng_uniform(&state) * jitter);
-}
-
-/* g*: asha.c's grid over (x0, x3) with x1 = 0.3, x2 = 0.5, then zooms. */
-static double lc4_gstar(void)
-{
-    double x[LC4_DIMS] = {0.0, 0.3, 0.5, 0.0}, best = INFINITY, b0 = 0, b3 = 0;
-    for (int i = 0; i <= 200; i++)
-        for (int j = 0; j <= 200; j++) {
-            x[0] = i / 200.0;
-            x[3] = j / 200.0;
-            double v = lc4_clean(x, LC4_STEPS);
-            if (v < best) {
-                best = v;
-                b0 = x[0];
-                b3 = x[3];
-            }
-        }
-    double cell = 1.0 / 200.0;
-    for (int zoom = 0; zoom < 12; zoom++) {
-        double c0 = b0, c3 = b3, step = cell / 10.0;
-        for (int i = -20; i <= 20; i++)
-            for (int j = -20; j <= 20; j++) {
-                x[0] = fmin(1.0, fmax(0.0, c0 + i * step));
-                x[3] = fmin(1.0, fmax(0.0, c3 + j * step));
-                double v = lc4_clean(x, LC4_STEPS);
-                if (v < best) {
-                    best = v;
-                    b0 = x[0];
-                    b3 = x[3];
-                }
-            }
-        cell = step;
-    }
-    return best;
-}
 
 static const char *LC4_SPACE = "{\"x0\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
                                " \"x1\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
@@ -507,7 +421,8 @@ static int64_t new_trial(Sim *s)
             char name[4] = {'x', (char)('0' + d), 0};
             x[d] = json_number_value(json_object_get(config, name));
         }
-        int dur = lc4_noise(s->seed, s->n, b->jitter, eps);
+        double drawn[LC4_DIMS]; /* the stream's own config, unused: the searcher's is x */
+        int dur = lc4_draw(s->seed, s->n, b->jitter, drawn, eps);
         for (int k = 1; k <= LC4_STEPS; k++) {
             t->loss[k] = lc4_clean(x, k) + LC4_NOISE * eps[k];
             t->dur[k] = dur;
@@ -749,7 +664,7 @@ int main(int argc, char **argv)
         if (space_parse(b.space_json, &b.space, &err) != 0)
             return 1;
         b.max_t = LC4_STEPS;
-        b.best = lc4_gstar();
+        b.best = lc4_gstar(NULL);
         b.startup = 0;
         if (fabs(b.best - 0.0530) > 5e-4) {
             fprintf(stderr, "multifidelity: g* = %.6f, not about 0.0530\n", b.best);
@@ -774,13 +689,14 @@ int main(int argc, char **argv)
         for (int seed = 0; seed < 2; seed++)
             for (int n = 0; n < 30; n++) {
                 double eps[LC4_STEPS + 1];
-                int dur = lc4_noise(seed, n, b.jitter, eps);
+                double drawn[LC4_DIMS];
+                int dur = lc4_draw(seed, n, b.jitter, drawn, eps);
                 fprintf(f, "{\"seed\": %d, \"trial\": %d, \"dur\": %d, \"eps\": [", seed, n, dur);
                 for (int t = 1; t <= LC4_STEPS; t++)
                     fprintf(f, "%s%.17g", t > 1 ? ", " : "", eps[t]);
                 fprintf(f, "]}\n");
             }
-        fprintf(f, "{\"gstar\": %.17g}\n", lc4_gstar());
+        fprintf(f, "{\"gstar\": %.17g}\n", lc4_gstar(NULL));
         fclose(f);
     }
     if (dump != NULL && !b.lc4) {
