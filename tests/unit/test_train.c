@@ -19,6 +19,7 @@
 #include "checkpoint.h"
 #include "data.h"
 #include "train.h"
+#include "train_testing.h"
 
 static int quiet(const TrainEpoch *e, void *ctx)
 {
@@ -34,86 +35,11 @@ static int stop_at(const TrainEpoch *e, void *ctx)
     return e->epoch >= *(int64_t *)ctx;
 }
 
-/* A synthetic task: 4 classes of Gaussian blobs in 20 dimensions. */
-static void make_blobs(Dataset *d, int64_t n, uint64_t seed)
-{
-    d->n = n;
-    d->dim = 20;
-    d->n_classes = 4;
-    d->x = malloc((size_t)n * 20 * sizeof(float));
-    d->y = malloc((size_t)n * sizeof(int32_t));
-    assert_non_null(d->x);
-    assert_non_null(d->y);
-    srand((unsigned)seed);
-    for (int64_t i = 0; i < n; i++) {
-        int c = (int)(i % 4);
-        d->y[i] = c;
-        for (int j = 0; j < 20; j++) {
-            double u = (rand() + 1.0) / (RAND_MAX + 2.0), v = (rand() + 1.0) / (RAND_MAX + 2.0);
-            double g = sqrt(-2 * log(u)) * cos(2 * M_PI * v);
-            d->x[i * 20 + j] = (float)(g + (j % 4 == c ? 1.5 : 0.0));
-        }
-    }
-}
-
-static TrainConfig small_config(void)
-{
-    TrainConfig c;
-    memset(&c, 0, sizeof c);
-    c.n_hidden = 2;
-    c.hidden[0] = 32;
-    c.hidden[1] = 16;
-    c.optimizer = TRAIN_SGD;
-    c.lr = 0.05f;
-    c.momentum = 0.9f;
-    c.nesterov = true;
-    c.weight_decay = 1e-4f;
-    c.dropout = 0.2f;
-    c.beta1 = 0.9f;
-    c.beta2 = 0.999f;
-    c.eps = 1e-8f;
-    c.batch_size = 64;
-    c.epochs = 5;
-    c.warmup_epochs = 1;
-    c.seed = 11;
-    c.ranks = 1;
-    c.threads = 1;
-    return c;
-}
-
-/* Parameters of the model c describes on d (20 -> 32 -> 16 -> 4). */
-static size_t n_params_of(const TrainConfig *c, const Dataset *d)
-{
-    size_t n = 0;
-    int in = d->dim;
-    for (int l = 0; l <= c->n_hidden; l++) {
-        int h = l < c->n_hidden ? c->hidden[l] : d->n_classes;
-        n += (size_t)in * (size_t)h + (size_t)h;
-        in = h;
-    }
-    return n;
-}
-
-static char *temp_dir(void)
-{
-    char *dir = strdup("/tmp/rung-test-train-XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    return dir;
-}
-
-static void remove_dir(char *dir)
-{
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
-    free(dir);
-}
-
 /* Runs c on d, checkpointing into a fresh folder; returns the parameters
  * (and optimizer state) after `epoch`. */
 static float *run_and_read(TrainConfig *c, const Dataset *d, int64_t epoch, float **opt1)
 {
-    char *dir = temp_dir();
+    char *dir = temp_dir("rung-test-train");
     c->checkpoint_dir = dir;
     char why[512];
     if (train_cpu(c, d, NULL, quiet, NULL, why, sizeof why) != 0)
@@ -152,7 +78,7 @@ static void test_ranks_match_one_rank(void **state)
     (void)state;
     Dataset d = {0};
     make_blobs(&d, 640, 3);
-    TrainConfig c = small_config();
+    TrainConfig c = small_config(5);
     float *one = run_and_read(&c, &d, 5, NULL);
     size_t n = n_params_of(&c, &d);
     static const int ks[] = {2, 4};
@@ -188,7 +114,7 @@ static void test_resume_matches_uninterrupted(void **state)
     make_blobs(&d, 640, 5);
     static const TrainOptimizer opts[] = {TRAIN_SGD, TRAIN_ADAMW};
     for (int o = 0; o < 2; o++) {
-        TrainConfig c = small_config();
+        TrainConfig c = small_config(5);
         c.optimizer = opts[o];
         c.lr = opts[o] == TRAIN_ADAMW ? 0.003f : 0.05f;
         c.epochs = 4;
@@ -198,7 +124,7 @@ static void test_resume_matches_uninterrupted(void **state)
 
         /* A run of the same config told to stop after epoch 2 (as a
          * paused trial is), then a new run resuming after epoch 2. */
-        char *dir = temp_dir();
+        char *dir = temp_dir("rung-test-train");
         char why[512];
         c.checkpoint_dir = dir;
         int64_t stop_after = 2;
@@ -255,7 +181,7 @@ static void test_fashion_mnist_subset(void **state)
     Dataset *others[1] = {&val};
     double mean, sd;
     data_normalize(&train, others, 1, &mean, &sd);
-    TrainConfig c = small_config();
+    TrainConfig c = small_config(5);
     c.hidden[0] = 256;
     c.hidden[1] = 128;
     c.dropout = 0;

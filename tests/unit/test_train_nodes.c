@@ -30,6 +30,7 @@
 #include "data.h"
 #include "rendezvous.h"
 #include "train.h"
+#include "train_testing.h"
 
 #define MAX_NODES 4
 #define N_VAL 203 /* validation samples: an uneven split over any rank count */
@@ -70,80 +71,6 @@ static int free_port(void)
     assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
     close(fd);
     return ntohs(a.sin_port);
-}
-
-/* 4 classes of Gaussian blobs in 20 dimensions (test_train.c's task). */
-static void make_blobs(Dataset *d, int64_t n, uint64_t seed)
-{
-    d->n = n;
-    d->dim = 20;
-    d->n_classes = 4;
-    d->x = malloc((size_t)n * 20 * sizeof(float));
-    d->y = malloc((size_t)n * sizeof(int32_t));
-    assert_non_null(d->x);
-    assert_non_null(d->y);
-    srand((unsigned)seed);
-    for (int64_t i = 0; i < n; i++) {
-        int c = (int)(i % 4);
-        d->y[i] = c;
-        for (int j = 0; j < 20; j++) {
-            double u = (rand() + 1.0) / (RAND_MAX + 2.0), v = (rand() + 1.0) / (RAND_MAX + 2.0);
-            double g = sqrt(-2 * log(u)) * cos(2 * M_PI * v);
-            d->x[i * 20 + j] = (float)(g + (j % 4 == c ? 1.5 : 0.0));
-        }
-    }
-}
-
-static TrainConfig small_config(void)
-{
-    TrainConfig c;
-    memset(&c, 0, sizeof c);
-    c.n_hidden = 2;
-    c.hidden[0] = 32;
-    c.hidden[1] = 16;
-    c.optimizer = TRAIN_SGD;
-    c.lr = 0.05f;
-    c.momentum = 0.9f;
-    c.nesterov = true;
-    c.weight_decay = 1e-4f;
-    c.dropout = 0.2f;
-    c.beta1 = 0.9f;
-    c.beta2 = 0.999f;
-    c.eps = 1e-8f;
-    c.batch_size = 64;
-    c.epochs = 4;
-    c.warmup_epochs = 1;
-    c.seed = 11;
-    c.ranks = 1;
-    c.threads = 1;
-    return c;
-}
-
-static size_t n_params_of(const TrainConfig *c, const Dataset *d)
-{
-    size_t n = 0;
-    int in = d->dim;
-    for (int l = 0; l <= c->n_hidden; l++) {
-        int h = l < c->n_hidden ? c->hidden[l] : d->n_classes;
-        n += (size_t)in * (size_t)h + (size_t)h;
-        in = h;
-    }
-    return n;
-}
-
-static char *temp_dir(void)
-{
-    char *dir = strdup("/tmp/rung-test-nodes-XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    return dir;
-}
-
-static void remove_dir(char *dir)
-{
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
-    free(dir);
 }
 
 static int count_report(const TrainEpoch *e, void *ctx)
@@ -251,7 +178,7 @@ static float *one_process(TrainConfig c, int k, int64_t n_samples, TrainEpoch *l
     Dataset d = {0}, val = {0};
     make_blobs(&d, n_samples, 3);
     make_blobs(&val, N_VAL, 9);
-    char *dir = temp_dir();
+    char *dir = temp_dir("rung-test-nodes");
     c.ranks = k;
     c.checkpoint_dir = dir;
     Result r;
@@ -270,7 +197,7 @@ static float *one_process(TrainConfig c, int k, int64_t n_samples, TrainEpoch *l
 static void test_nodes_match_one_process(void **state)
 {
     (void)state;
-    TrainConfig c = small_config();
+    TrainConfig c = small_config(4);
     Dataset shape = {.dim = 20, .n_classes = 4};
     size_t n = n_params_of(&c, &shape);
     static const struct {
@@ -281,7 +208,7 @@ static void test_nodes_match_one_process(void **state)
         int nn = cases[i].nnodes, k = cases[i].ranks;
         TrainEpoch ref_last;
         float *ref = one_process(c, nn * k, 640, &ref_last);
-        char *dir = temp_dir();
+        char *dir = temp_dir("rung-test-nodes");
         Node specs[MAX_NODES];
         for (int j = 0; j < nn; j++) {
             specs[j] = (Node){.cfg = c, .data_seed = 3, .n = 640, .dir = dir};
@@ -320,11 +247,11 @@ static void test_nodes_match_one_process(void **state)
 static void test_nodes_resume(void **state)
 {
     (void)state;
-    TrainConfig c = small_config();
+    TrainConfig c = small_config(4);
     Dataset d = {0};
     make_blobs(&d, 640, 3);
     size_t n = n_params_of(&c, &d);
-    char *dir = temp_dir();
+    char *dir = temp_dir("rung-test-nodes");
     TrainConfig one = c;
     one.ranks = 2;
     one.checkpoint_dir = dir;
@@ -361,7 +288,7 @@ static void test_nodes_resume(void **state)
 static void test_nodes_disagree(void **state)
 {
     (void)state;
-    TrainConfig c = small_config();
+    TrainConfig c = small_config(4);
     Node specs[3];
     for (int j = 0; j < 3; j++)
         specs[j] = (Node){.cfg = c, .data_seed = 3, .n = 640};
@@ -399,7 +326,7 @@ static void test_nodes_disagree(void **state)
 static void test_nodes_sigterm(void **state)
 {
     (void)state;
-    TrainConfig c = small_config();
+    TrainConfig c = small_config(4);
     c.epochs = 1000; /* far longer than the test */
     Node specs[2];
     for (int j = 0; j < 2; j++)
@@ -416,7 +343,7 @@ static void test_nodes_sigterm(void **state)
 static void test_node_dies(void **state)
 {
     (void)state;
-    TrainConfig c = small_config();
+    TrainConfig c = small_config(4);
     c.epochs = 1000;
     Node specs[3];
     for (int j = 0; j < 3; j++)
