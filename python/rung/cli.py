@@ -21,6 +21,7 @@ import math
 import os
 import re
 import sys
+import time
 from typing import Any, Callable, Optional, Sequence
 
 from .client import ApiError, Client, RungError, UnreachableError
@@ -467,11 +468,65 @@ def cmd_retry(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+_TRIAL_OVER = ("completed", "stopped", "failed", "canceled")
+
+
+def _overlap(old: str, new: str) -> int:
+    """How much of new's head repeats old's tail: the tail is a window that
+    slides over the log, so the new lines are what follows the overlap."""
+    for k in range(min(len(old), len(new)), 0, -1):
+        if old.endswith(new[:k]):
+            return k
+    return 0
+
+
+def _transient(err: Exception) -> bool:
+    """rungd restarting or behind a proxy that is: worth asking again."""
+    return isinstance(err, UnreachableError) or (
+        isinstance(err, ApiError) and err.status in (502, 503, 504))
+
+
 def cmd_logs(client: Client, args: argparse.Namespace) -> int:
-    t = client.get_trial(args.trial_id)
-    tail = t.get("log_tail") or ""
-    text = _clean(tail, keep_newlines=True)
-    sys.stdout.write(text if not text or text.endswith("\n") else text + "\n")
+    """The trial's log_tail; with --follow, what is new every interval until
+    the trial ends, as the C client's logs (docs/api.md, "rung")."""
+    shown: Optional[str] = None  # the tail printed so far
+    shown_attempt = 0            # the attempt whose log that is
+    anew = False                 # a new attempt's next tail is printed whole
+    last = ""                    # the last character printed
+    while True:
+        try:
+            t = client.get_trial(args.trial_id)
+        except RungError as err:
+            if not (args.follow and shown is not None and _transient(err)):
+                if last not in ("", "\n"):
+                    sys.stdout.write("\n")
+                raise
+            time.sleep(args.interval)  # the log is kept in the store: go on
+            continue
+        text = (t.get("log_tail") or "").split("\0", 1)[0]
+        attempt = t.get("attempt") or 0
+        if shown is not None and attempt != shown_attempt:
+            # A retry runs the trainable again: its log starts anew.
+            if last not in ("", "\n"):
+                sys.stdout.write("\n")
+            sys.stdout.flush()
+            print(f"rung: trial {args.trial_id}: attempt {attempt}", file=sys.stderr)
+            shown_attempt, anew = attempt, True
+        # Nothing new: the tail printed, or (within one attempt) part of it,
+        # an older tail after a restart of rungd; no line prints twice.
+        stale = shown is not None and (text == shown if anew else text in shown)
+        if not stale:
+            skip = _overlap(shown, text) if shown is not None and not anew else 0
+            out = _clean(text[skip:], keep_newlines=True)
+            sys.stdout.write(out)
+            last = out[-1:] or last
+            shown, shown_attempt, anew = text, attempt, False
+        sys.stdout.flush()
+        if not args.follow or t.get("state") in _TRIAL_OVER:
+            break
+        time.sleep(args.interval)
+    if last not in ("", "\n"):
+        sys.stdout.write("\n")
     return EXIT_OK
 
 
@@ -750,7 +805,16 @@ _command("retry", "ID", "put the failed trials back in line (the experiment runs
          cmd_retry, _id)
 _command("delete", "ID", "delete an ended experiment with its trials and reports", cmd_delete,
          _id)
-_command("logs", "TRIAL_ID", "a trial's log tail", cmd_logs, _trial_id)
+def _add_logs(p: argparse.ArgumentParser) -> None:
+    _trial_id(p)
+    p.add_argument("-f", "--follow", action="store_true",
+                   help="print what is new until the trial ends")
+    p.add_argument("--interval", type=_interval, default=1.0, metavar="S",
+                   help="seconds between polls with --follow (default 1)")
+
+
+_command("logs", "TRIAL_ID [--follow] [--interval S]",
+         "a trial's log tail (--follow: until the trial ends)", cmd_logs, _add_logs)
 _command("export", "ID [-o FILE]", "write the experiment's trials as CSV", cmd_export,
          _add_export)
 _command("workers", "[--all] [--json]",

@@ -26,6 +26,7 @@ import re
 import select
 import socket
 import subprocess
+import sys
 import threading
 import time
 
@@ -808,6 +809,15 @@ class CliTest(h.RungdTestCase):
         self.rung("logs", "999", server=d, expect=1)
 
     def test_logs_follow_rides_out_a_restart_and_a_retry(self):
+        self.follow_restart_retry([rung_path()], None)
+
+    def test_python_logs_follow_rides_out_a_restart_and_a_retry(self):
+        # The Python client's logs --follow (python/rung/cli.py) keeps the
+        # C client's promises, on the same script.
+        env = dict(os.environ, PYTHONPATH=os.path.join(wh.REPO_ROOT, "python"))
+        self.follow_restart_retry([sys.executable, "-m", "rung"], env)
+
+    def follow_restart_retry(self, cli, env):
         port = free_port()
         d = self.daemon("--port", str(port), "--lease-s", "2")
         eid = self.submit(d, num_samples=1, max_failures=3)
@@ -816,9 +826,10 @@ class CliTest(h.RungdTestCase):
         t = w.lease_one()
         tid = t["id"]
         self.assertEqual(w.heartbeat([tid], logs={str(tid): "a1\na2\n"})[0], 200)
-        proc = subprocess.Popen([rung_path(), "--server", d.url, "logs", str(tid), "--follow",
-                                 "--interval", "0.1"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(cli + ["--server", d.url, "logs", str(tid), "--follow",
+                                       "--interval", "0.1"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env)
         lines = []
         reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
         reader.start()
