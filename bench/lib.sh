@@ -9,6 +9,8 @@
 #   print_notes        repeats the notes in one block before the summary
 #   print_host         the host line: cores, CPU, load average, time
 #   print_build BUILD BINARY   which sources BINARY was built from
+#   need_daemon NAME   builds rungd and rung-worker ($RUNGD, $WORKER) into
+#                      $BUILD when either is missing, or exits naming them
 
 CHILD_PID=""
 NOTES=()
@@ -79,4 +81,21 @@ print_build() {
         rev+=")"
     fi
     echo "rungd: $binary$rev"
+}
+
+need_daemon() {
+    local name=$1 b
+    if [[ ! -x $RUNGD || ! -x $WORKER ]]; then
+        echo "# building rungd and rung-worker in $BUILD"
+        run_bounded "$TMP/build.out" 900 cmake -S "$ROOT" -B "$BUILD" \
+            -DCMAKE_BUILD_TYPE=RelWithDebInfo || tail -20 "$TMP/build.out"
+        run_bounded "$TMP/build.out" 900 cmake --build "$BUILD" -j2 --target rungd rung-worker ||
+            tail -20 "$TMP/build.out"
+    fi
+    for b in "$RUNGD" "$WORKER"; do
+        if [[ ! -x $b ]]; then
+            echo "$name: no $b; build it with: cmake -S . -B build && cmake --build build -j2" >&2
+            exit 1
+        fi
+    done
 }

@@ -43,19 +43,7 @@ bench_start python_client
 echo "== python client: import rung -> first trial leased, against Optuna =="
 print_host
 
-if [[ ! -x $RUNGD || ! -x $WORKER ]]; then
-    echo "# building rungd and rung-worker in $BUILD"
-    run_bounded "$TMP/build.out" 900 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo ||
-        tail -20 "$TMP/build.out"
-    run_bounded "$TMP/build.out" 900 cmake --build "$BUILD" -j2 --target rungd rung-worker ||
-        tail -20 "$TMP/build.out"
-fi
-for b in "$RUNGD" "$WORKER"; do
-    if [[ ! -x $b ]]; then
-        echo "python_client: no $b; build it with: cmake -S . -B build && cmake --build build -j2" >&2
-        exit 1
-    fi
-done
+need_daemon python_client
 print_build "$BUILD" "$RUNGD"
 if ! "$PY" -c "import optuna" 2>/dev/null; then
     note "$PY cannot import optuna (apt-get install python3-optuna): Rung is measured alone"

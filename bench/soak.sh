@@ -52,19 +52,7 @@ bench_start soak
 echo "== soak: rungd's RSS and throughput over ${SOAK_S} s =="
 print_host
 
-if [[ ! -x $RUNGD || ! -x $WORKER ]]; then
-    echo "# building rungd and rung-worker in $BUILD"
-    run_bounded "$TMP/build.out" 900 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo ||
-        tail -20 "$TMP/build.out"
-    run_bounded "$TMP/build.out" 900 cmake --build "$BUILD" -j2 --target rungd rung-worker ||
-        tail -20 "$TMP/build.out"
-fi
-for b in "$RUNGD" "$WORKER"; do
-    if [[ ! -x $b ]]; then
-        echo "soak: no $b; build it with: cmake -S . -B build && cmake --build build -j2" >&2
-        exit 1
-    fi
-done
+need_daemon soak
 print_build "$BUILD" "$RUNGD"
 echo
 
