@@ -162,17 +162,22 @@ static Header get_header(const unsigned char *b)
     return h;
 }
 
-/* Writes len bytes by the deadline: 0, or -1 with errno (ETIMEDOUT when the
- * deadline passed). */
-static int send_all(int fd, const void *buf, size_t len, double deadline)
+/* Sends (out) or receives exactly len bytes by the deadline: 0, or -1 with
+ * errno (ETIMEDOUT when the deadline passed; ECONNRESET when the peer
+ * closed before all arrived). The socket may be non-blocking: a short
+ * transfer waits in poll for the rest. */
+static int transfer_all(int fd, char *p, size_t len, double deadline, bool out)
 {
-    const char *p = buf;
     while (len > 0) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        ssize_t n = out ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
         if (n > 0) {
             p += n;
             len -= (size_t)n;
             continue;
+        }
+        if (n == 0 && !out) {
+            errno = ECONNRESET;
+            return -1;
         }
         if (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)
             return -1;
@@ -181,41 +186,21 @@ static int send_all(int fd, const void *buf, size_t len, double deadline)
             errno = ETIMEDOUT;
             return -1;
         }
-        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+        struct pollfd pfd = {.fd = fd, .events = out ? POLLOUT : POLLIN};
         if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
             return -1;
     }
     return 0;
 }
 
-/* Reads exactly len bytes by the deadline: 0, or -1 with errno (ETIMEDOUT
- * when the deadline passed, ECONNRESET when the peer closed). */
+static int send_all(int fd, const void *buf, size_t len, double deadline)
+{
+    return transfer_all(fd, (char *)buf, len, deadline, true); /* send only reads it */
+}
+
 static int recv_all(int fd, void *buf, size_t len, double deadline)
 {
-    char *p = buf;
-    while (len > 0) {
-        ssize_t n = recv(fd, p, len, 0);
-        if (n > 0) {
-            p += n;
-            len -= (size_t)n;
-            continue;
-        }
-        if (n == 0) {
-            errno = ECONNRESET;
-            return -1;
-        }
-        if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)
-            return -1;
-        int ms = ms_left(deadline);
-        if (ms == 0) {
-            errno = ETIMEDOUT;
-            return -1;
-        }
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
-            return -1;
-    }
-    return 0;
+    return transfer_all(fd, buf, len, deadline, false);
 }
 
 static void set_options(int fd)
