@@ -26,9 +26,9 @@
 # 1..4 time units), MF_TIMEOUT_S (2400, per side), RUNG_BUILD (build
 # directory, default build/).
 #
-# At the defaults the run costs about 1,200 CPU seconds (C 655, Python 542:
-# about 11 minutes with the two sides at once on an idle 2-core machine);
-# bench/README.md section 8 has the measured table.
+# At the defaults the run takes about 17 minutes with the two sides at once
+# on an idle 2-core machine (1,029 s measured); bench/README.md section 8
+# has the measured table.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
