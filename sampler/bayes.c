@@ -81,8 +81,9 @@ _Static_assert(BAYES_MAX_OBS + BAYES_MAX_PENDING + BAYES_MAX_BATCH <= GP_MAX_POI
  * 29,791 cells, a few milliseconds per thousand candidates each. */
 #define BAYES_EHVI_CELLS_MAX 32768
 /* The reference point of the hypervolume, per objective in the GP's
- * standardized units: the worst observed value plus this share of the
- * observed range (docs/searchers.md). */
+ * standardized units: mid-way between the front's worst value and the
+ * worst observed, plus this share of the observed range (prepare_multi,
+ * docs/searchers.md). */
 #define BAYES_REF_MARGIN 0.1
 /* Derivative-free refinement of several objectives or constraints: rounds
  * of this many Gaussian steps around the point, the spread halving from
