@@ -524,6 +524,18 @@ static void sim_free(Sim *s)
     asha_free(s->asha);
 }
 
+static void bench_free(Bench *b)
+{
+    for (int r = 0; r < b->n_rows; r++)
+        json_decref(b->row_config[r]);
+    free(b->row_config);
+    free(b->row_u);
+    free(b->row_loss);
+    free(b->row_dur);
+    space_free(b->space);
+    json_decref(b->space_json);
+}
+
 /* ---- main ---- */
 
 static int parse_list(const char *text, int *out, int cap)
@@ -713,5 +725,6 @@ int main(int argc, char **argv)
             }
         }
     }
+    bench_free(&b);
     return rc;
 }
