@@ -8,6 +8,7 @@ packages=(
   libmicrohttpd-dev libsqlite3-dev sqlite3 libgsl-dev libopenblas-dev libjansson-dev
   libcurl4-openssl-dev libcmocka-dev zlib1g-dev
   libyaml-dev  # YAML experiment specs in the rung client (cli/yaml.c)
+  libarchive-dev libssl-dev  # checkpoint tar files and their SHA-256 (worker/ckpt.c, server/ckptstore.c)
   dataset-fashion-mnist  # rung-train's default data, in /usr/share/datasets/fashion-mnist
   python3 python3-optuna python3-venv  # python3-venv: tests/integration/test_python.py installs python/ into a venv
   clang libclang-rt-14-dev clang-format  # fuzzing (libFuzzer) and the format check (scripts/format.sh)
