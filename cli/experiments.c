@@ -321,6 +321,24 @@ static void describe(FILE *out, const json_t *obj, const char *def)
         fputc(')', out);
 }
 
+
+/* pbt: the best member's schedule (its trial object has the lineage). */
+static void show_schedule(CliHttp *h, const json_t *x)
+{
+    const char *type = cli_fmt_str(json_object_get(x, "scheduler"), "type", "");
+    int64_t best = cli_fmt_int(json_object_get(x, "best"), "trial_id", 0);
+    if (strcmp(type, "pbt") != 0 || best <= 0)
+        return;
+    char path[96];
+    snprintf(path, sizeof path, "/api/v1/trials/%" PRId64, best);
+    json_t *t;
+    CliError err;
+    if (cli_http_json(h, "GET", path, NULL, 0, &t, &err) != 0)
+        return; /* the rest of show stands without it */
+    cli_view_schedule(stdout, x, t, "");
+    json_decref(t);
+}
+
 /* "cpu 1, gpu 0" per trial; for a gang (docs/api.md, "Gangs") "2 nodes,
  * each cpu 1, gpu 0 (gang_wait_s 60)". */
 static void show_resources(FILE *out, const json_t *exp)
@@ -449,6 +467,7 @@ int cli_cmd_show(CliHttp *h, int argc, char **argv)
         putchar('\n');
     }
     cli_view_best(stdout, x, "");
+    show_schedule(h, x);
     json_t *items = json_object_get(page, "items");
     size_t n = json_array_size(items);
     int64_t total = cli_fmt_int(page, "total", (int64_t)n);

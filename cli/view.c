@@ -83,6 +83,48 @@ void cli_view_best(FILE *out, const json_t *exp, const char *indent)
     free(config);
 }
 
+/* The values of the mutated parameters in config: "h_0 0.5, h_1 1". */
+static void schedule_values(FILE *out, const json_t *mutations, const json_t *config)
+{
+    const char *key;
+    json_t *v;
+    bool first = true;
+    json_object_foreach((json_t *)mutations, key, v) {
+        char name[CLI_FMT_VALUE_MAX], value[CLI_FMT_VALUE_MAX];
+        cli_fmt_sanitize(key, name, sizeof name, false);
+        fprintf(out, "%s%s %s", first ? "" : ", ", name,
+                cli_fmt_value(json_object_get(config, key), value, sizeof value));
+        first = false;
+    }
+}
+
+void cli_view_schedule(FILE *out, const json_t *exp, const json_t *trial, const char *indent)
+{
+    const json_t *mutations = json_object_get(json_object_get(exp, "scheduler"),
+                                              "hyperparam_mutations");
+    const json_t *lineage = json_object_get(trial, "lineage");
+    if (!json_is_object(mutations) || !json_is_array(lineage))
+        return;
+    size_t n = json_array_size(lineage);
+    fprintf(out, "%sschedule of trial %" PRId64 " (%zu exploit%s):\n", indent,
+            cli_fmt_int(trial, "id", 0), n, n == 1 ? "" : "s");
+    const json_t *first = n > 0 ? json_object_get(json_array_get(lineage, 0), "from")
+                                : json_object_get(trial, "config");
+    fprintf(out, "%s  from step 1: ", indent);
+    schedule_values(out, mutations, first);
+    fputc('\n', out);
+    size_t i;
+    json_t *x;
+    json_array_foreach((json_t *)lineage, i, x) {
+        fprintf(out,
+                "%s  from step %" PRId64 " (trial %" PRId64 "'s checkpoint of step %" PRId64 "): ",
+                indent, cli_fmt_int(x, "step", 0) + 1, cli_fmt_int(x, "donor", 0),
+                cli_fmt_int(x, "donor_step", 0));
+        schedule_values(out, mutations, json_object_get(x, "config"));
+        fputc('\n', out);
+    }
+}
+
 /* Nested and conditional spaces (docs/api.md, "Nested and conditional
  * spaces") reach 8 levels, and a trial's config is flat with dotted paths of
  * at most 128 bytes; a spec deeper or longer than that was refused. */

@@ -23,6 +23,11 @@ void cli_view_progress(FILE *out, const json_t *exp);
  * config; "best: none yet" when there is no best. */
 void cli_view_best(FILE *out, const json_t *exp, const char *indent);
 
+/* Under the pbt scheduler (docs/schedulers.md, "pbt"): the schedule the
+ * trial (a trial object) was trained with, the mutated parameters' values
+ * from step 1 and from each exploit on. Nothing for other schedulers. */
+void cli_view_schedule(FILE *out, const json_t *exp, const json_t *trial, const char *indent);
+
 /* resources_per_trial.nodes of an experiment object: how many workers run
  * each of its trials (docs/api.md, "Gangs"); 1 when absent. */
 int64_t cli_view_nodes(const json_t *exp);

@@ -153,6 +153,11 @@ static double encode_number(const SpaceParam *p, double x)
     }
 }
 
+double space__encode_number(const SpaceParam *p, double x)
+{
+    return encode_number(p, x);
+}
+
 void space__active(const Space *space, const double *u, const int64_t *idx, bool *active, int *sel)
 {
     for (int i = 0; i < space->nparams; i++) {

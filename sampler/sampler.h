@@ -108,6 +108,24 @@ json_t *space_conform(const Space *space, const json_t *config);
  * reference in spec order; NULL when out of memory or nothing fits. */
 json_t *space_lay_over(const Space *space, const json_t *config, const json_t *point);
 
+/* Whether space has a conditional choice (a choice whose values are
+ * sub-spaces). */
+bool space_conditional(const Space *space);
+
+/* Population Based Training's explore step (docs/schedulers.md, "pbt"):
+ * config (borrowed) with each parameter of `mutations` that config holds
+ * changed. With probability resample_p, or when its value is not one its
+ * domain can take, it is drawn anew from the domain; otherwise a numeric
+ * value is multiplied by 0.8 or 1.2 (even odds) and put back into the
+ * domain (clamped to its bounds, rounded for integer and quantized
+ * domains), and a choice moves to a neighbouring value (the first or last
+ * stays put when the step would leave the list). Constants stay. Every
+ * draw hashes (seed, a, b, the parameter): the same arguments give the
+ * same config. New reference; NULL when out of memory. `mutations` has no
+ * conditional choice (spec validation refuses one). */
+json_t *space_mutate(const Space *mutations, const json_t *config, double resample_p, uint64_t seed,
+                     uint64_t a, uint64_t b);
+
 /* Whether name is a config key of space: a parameter of some branch. */
 bool space_has_param(const Space *space, const char *name);
 

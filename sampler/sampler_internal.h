@@ -30,6 +30,8 @@
 #define SAMPLER_STREAM_BAYES_SUBSET 6
 /* sampler_redraw: the further draws of a trial whose config was tried. */
 #define SAMPLER_STREAM_REDRAW 7
+/* space_mutate: PBT's explore step. */
+#define SAMPLER_STREAM_MUTATE 8
 
 /* Integer bounds are kept within +-2^40 so that every value, every count and
  * every cell centre of the unit cube is exact in a double, and log-uniform
@@ -105,6 +107,10 @@ struct Space {
 /* Value of p at cube coordinate u (clamped into [0, 1]); p is not a grid or
  * a constant. New reference, NULL when out of memory. */
 json_t *space__decode_value(const SpaceParam *p, double u);
+
+/* The cube coordinate of number x for a numeric domain p, x clamped into
+ * the domain (integers and multiples rounded to the nearest). */
+double space__encode_number(const SpaceParam *p, double x);
 
 /* Number of values the grid searcher enumerates for p; 0 when p cannot be
  * enumerated (continuous without grid_points, or an integer domain with more

@@ -478,6 +478,11 @@ const char *space_param_name(const Space *space, int i)
     return space->params[space->keys[i]].name;
 }
 
+bool space_conditional(const Space *space)
+{
+    return space->conditional;
+}
+
 bool space_has_param(const Space *space, const char *name)
 {
     for (int k = 0; k < space->nkeys; k++)

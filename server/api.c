@@ -927,6 +927,11 @@ void api_worker_lease(Engine *e, Job *job)
         json_object_set_new(o, "lease_token", json_string(token));
         /* A promoted trial goes on from its checkpoint after this step. */
         json_object_set_new(o, "resume_step", json_integer(core_resume_step(t)));
+        /* pbt: the donor's folder to copy into this trial's first. */
+        if (t->from_trial != 0)
+            json_object_set_new(o, "checkpoint_from",
+                                json_pack("{s:I, s:I}", "trial", (json_int_t)t->from_trial, "step",
+                                          (json_int_t)t->from_step));
         json_object_set_new(o, "gang",
                             m ? json_pack("{s:I, s:I, s:s, s:I}", "rank", (json_int_t)rank,
                                           "nnodes", (json_int_t)t->gang->nnodes, "master_addr",

@@ -30,12 +30,14 @@
  * patience); it fails when max_failed_trials trials failed, or when its
  * first trials report but never the metric. Paused, it leases nothing
  * and does not complete; see docs/api.md, "The experiment object". */
+#include "clock.h"
 #include "ct.h"
 #include "nonfinite.h"
 #include "core.h"
 
 #include "grow.h"
 #include "pareto.h"
+#include "pbt.h"
 #include "utf8.h"
 #include "warm.h"
 
@@ -302,6 +304,7 @@ static void trial_free(Trial *t)
     json_decref(t->warnings);
     members_free(t->gang);
     json_decref(t->gang_json);
+    json_decref(t->lineage);
     free(t->error);
     free(t->seen);
     free(t->log_tail);
@@ -313,6 +316,7 @@ static void exp_free(Experiment *e)
 {
     spec_close(&e->spec);
     asha_free(e->asha);
+    pbt_free(e->pbt);
     warm_free(e->warm);
     json_decref(e->best_done.config);
     for (int64_t i = 0; i < e->n_pareto_done; i++)
@@ -432,6 +436,8 @@ static Experiment *exp_new(Core *core, int64_t id, Spec *spec, int64_t now)
     sched.objectives = e->spec.n_objectives;
     e->asha = asha_new(&sched);
     if (e->asha == NULL)
+        abort();
+    if (e->spec.is_pbt && (e->pbt = pbt_new(&e->spec.pbt)) == NULL)
         abort();
     put_exp(core, id, e);
     return e;
@@ -749,10 +755,16 @@ static void trial_ended(Core *core, Trial *t, int64_t now)
     }
 }
 
+static void sync_check(Core *core, Experiment *e, int64_t now);
+
 static void maybe_complete(Core *core, Experiment *e, int64_t now)
 {
+    if (e->state == EXP_RUNNING)
+        sync_check(core, e, now); /* pbt: a member that ended waits for nobody */
     if (e->state != EXP_RUNNING || e->n_trials < e->spec.total_trials)
         return;
+    if (e->pbt != NULL && e->counts[TRIAL_PAUSED] > 0)
+        return; /* pbt: paused members wait at a milestone; no end game */
     if (e->counts[TRIAL_PAUSED] > 0 && e->counts[TRIAL_PENDING] + e->counts[TRIAL_PREEMPTED] == 0 &&
         e->counts[TRIAL_RUNNING] == 0 && !e->hold_endgame)
         endgame(core, e, now);
@@ -993,6 +1005,11 @@ static void fail_or_retry(Core *core, Trial *t, const char *error, int64_t now)
         t->lease_token[0] = '\0';
         t->started_at = 0;
         reset_attempt(t);
+        if (e->pbt != NULL) {
+            /* A new attempt starts over with the config it has now. */
+            pbt_forget(e->pbt, t->number);
+            t->from_trial = t->from_step = t->from_worker = 0;
+        }
         core->availability_changed = true;
         promote_ready(core, e, now); /* its records are gone: others may rank higher now */
     } else {
@@ -1104,6 +1121,13 @@ static bool leases_before(const Experiment *a, const Experiment *b)
  * checkpoint and starts over. */
 static bool may_take(const Core *core, const Worker *w, const Trial *t, int64_t now)
 {
+    if (t->from_trial != 0) {
+        /* pbt: the donor's checkpoint is on the donor's worker. */
+        if (t->from_worker == w->id)
+            return true;
+        const Worker *d = core_worker((Core *)core, t->from_worker);
+        return d == NULL || !core_worker_alive(core, d, now);
+    }
     if (t->n_seen == 0 || t->worker_id == w->id)
         return true;
     return !core_worker_alive(core, owner_of(core, t), now);
@@ -1647,12 +1671,171 @@ bool core_unlease(Core *core, Trial *t, const char *token, int64_t now)
     return true;
 }
 
+/* pbt: the config t trained `step` with. An exploit at step s changes the
+ * config from step s + 1 on (the report at s was the old config's). */
+static json_t *config_at(const Trial *t, int64_t step)
+{
+    json_t *c = NULL;
+    size_t i;
+    json_t *x;
+    json_array_foreach(t->lineage, i, x) {
+        if (json_integer_value(json_object_get(x, "step")) >= step)
+            return c != NULL ? c : json_object_get(x, "from");
+        c = json_object_get(x, "config");
+    }
+    return c != NULL ? c : t->config;
+}
+
+static PbtMember pbt_member(const Trial *t, int64_t step)
+{
+    return (PbtMember){.number = t->number,
+                       .id = t->id,
+                       .worker = t->worker_id,
+                       .step = step,
+                       .config = config_at(t, step)};
+}
+
+/* pbt's exploit and explore (docs/schedulers.md, "pbt"): t takes the
+ * donor's config, mutated, and resumes from the donor's checkpoint; the
+ * exploit joins t's lineage. The answer to t's report is stop: the worker
+ * ends the program, and the trial is leased again at once. */
+static void exploit(Core *core, Trial *t, const PbtMember *donor, int64_t milestone, int64_t now)
+{
+    Experiment *e = t->exp;
+    json_t *next = space_mutate(e->spec.mutations, donor->config, e->spec.pbt_resample,
+                                e->spec.pbt.seed, (uint64_t)t->number, (uint64_t)milestone);
+    if (next == NULL)
+        abort();
+    if (t->lineage == NULL)
+        t->lineage = json_array();
+    char when[32];
+    rung_time_format(now, when, sizeof when);
+    json_array_append_new(t->lineage,
+                          json_pack("{s:I, s:I, s:I, s:O, s:O, s:s}", "step", (json_int_t)milestone,
+                                    "donor", (json_int_t)donor->id, "donor_step",
+                                    (json_int_t)donor->step, "from", t->config, "config", next,
+                                    "time", when));
+    json_decref(t->config);
+    t->config = next;
+    t->config_changed = true;
+    t->from_trial = donor->id;
+    t->from_step = donor->step;
+    t->from_worker = donor->worker;
+    set_state(core, t, TRIAL_PAUSED, now);
+    resume(core, t, now);
+}
+
+/* synch: whether every live member of e has recorded at the milestone
+ * (or passed it), every trial of the experiment having been made. */
+static bool sync_ready(const Experiment *e, int64_t milestone)
+{
+    if (e->n_trials < e->spec.total_trials)
+        return false;
+    for (int64_t i = 0; i < e->n_trials; i++) {
+        const Trial *x = e->trials[i];
+        if (x != NULL && !trial_state_terminal(x->state) &&
+            !pbt_reached(e->pbt, x->number, milestone))
+            return false;
+    }
+    return true;
+}
+
+/* synch: the milestone is complete; its bottom members exploit, and every
+ * member waiting there goes on (from its own checkpoint, or the donor's).
+ * self, when not NULL, is the running trial whose report completed it; the
+ * answer to that report. */
+static ReportAction sync_release(Core *core, Experiment *e, int64_t milestone, Trial *self,
+                                 int64_t now)
+{
+    int64_t cap = e->n_trials > 0 ? e->n_trials : 1;
+    int64_t *recv = malloc((size_t)cap * sizeof *recv);
+    PbtMember *donors = malloc((size_t)cap * sizeof *donors);
+    if (recv == NULL || donors == NULL)
+        abort();
+    ReportAction a = ACTION_CONTINUE;
+    int64_t n = pbt_exploits(e->pbt, milestone, recv, donors, cap);
+    for (int64_t i = 0; i < n; i++) {
+        Trial *x = recv[i] < e->n_trials ? e->trials[recv[i]] : NULL;
+        bool waiting = x != NULL && x->state == TRIAL_PAUSED && x->rung == (double)milestone;
+        if (x == NULL || (x != self && !waiting))
+            continue;
+        exploit(core, x, &donors[i], milestone, now);
+        if (x == self)
+            a = ACTION_STOP;
+    }
+    for (int64_t i = 0; i < e->n_trials; i++) {
+        Trial *x = e->trials[i];
+        if (x != NULL && x->state == TRIAL_PAUSED && !x->user_paused &&
+            x->rung == (double)milestone)
+            resume(core, x, now);
+    }
+    free(recv);
+    free(donors);
+    return a;
+}
+
+/* synch: members wait at a milestone for the others; when one ends (or
+ * the state is loaded) the wait may be over. */
+static void sync_check(Core *core, Experiment *e, int64_t now)
+{
+    if (e->pbt == NULL || !e->spec.pbt.synch || e->counts[TRIAL_PAUSED] == 0)
+        return;
+    for (int64_t i = 0; i < e->n_trials; i++) {
+        Trial *x = e->trials[i];
+        if (x != NULL && x->state == TRIAL_PAUSED && !x->user_paused && x->rung > 0 &&
+            sync_ready(e, (int64_t)x->rung)) {
+            sync_release(core, e, (int64_t)x->rung, NULL, now);
+            return;
+        }
+    }
+}
+
+static ReportAction schedule_pbt(Core *core, Trial *t, const ReportRead *r, const json_t *metrics,
+                                 int64_t now)
+{
+    Experiment *e = t->exp;
+    t->time = r->time;
+    t->has_time = true;
+    json_decref(t->last);
+    t->last = json_incref((json_t *)metrics);
+    PbtMember self = pbt_member(t, r->step), donor;
+    int64_t milestone = 0;
+    ReportAction a = ACTION_CONTINUE;
+    switch (pbt_report(e->pbt, &self, r->has_value && isfinite(r->value), r->value, &donor,
+                       &milestone)) {
+    case PBT_CONTINUE:
+        break;
+    case PBT_COMPLETE:
+        end_for_scheduler(core, t, TRIAL_COMPLETED, now);
+        a = ACTION_STOP;
+        break;
+    case PBT_EXPLOIT:
+        exploit(core, t, &donor, milestone, now);
+        a = ACTION_STOP;
+        break;
+    case PBT_SYNC:
+        if (sync_ready(e, milestone)) {
+            a = sync_release(core, e, milestone, t, now);
+        } else {
+            /* Wait at the milestone, as a trial asha pauses at a rung. */
+            t->rung = (double)milestone;
+            set_state(core, t, TRIAL_PAUSED, now);
+            a = ACTION_STOP;
+        }
+        break;
+    }
+    maybe_complete(core, e, now);
+    return a;
+}
+
 /* The scheduler's answer to a report of a running trial, with the state
  * change it brings. */
 static ReportAction schedule(Core *core, Trial *t, const ReportRead *r, const json_t *metrics,
                              int64_t now)
 {
     Experiment *e = t->exp;
+    if (e->pbt != NULL && r->has_time)
+        return schedule_pbt(core, t, r, metrics, now);
     if (e->spec.sched.type == ASHA_FIFO || !r->has_time)
         return ACTION_CONTINUE;
     double time = r->time, v = r->value;
@@ -1743,6 +1926,12 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
     }
     Experiment *e = t->exp;
     renew(core, t, t->worker_id, now); /* a report proves the worker alive */
+    if (t->from_trial != 0 && step > t->from_step) {
+        /* pbt: the program went on from the copied checkpoint (or started
+         * over without it); no copy is owed any more. */
+        t->from_trial = t->from_step = t->from_worker = 0;
+        mark_trial(core, t);
+    }
     ReportAction a = ACTION_CONTINUE;
     bool recorded = false;
     const ReportRead r = report_read(e, step, metrics);
@@ -2184,7 +2373,10 @@ void core_load_report(Core *core, Trial *t, int64_t step, json_t *metrics, Repor
     const ReportRead r = report_read(e, step, metrics);
     record(t, &r, metrics, a);
     AshaPoint pt;
-    if (e->spec.n_objectives > 1 && r.has_time && r.has_value)
+    if (e->pbt != NULL) {
+        PbtMember self = pbt_member(t, step);
+        pbt_load(e->pbt, &self, r.has_value && isfinite(r.value), r.value);
+    } else if (e->spec.n_objectives > 1 && r.has_time && r.has_value)
         asha_replay_point(e->asha, t->number, r.time, sched_point(e, metrics, &pt));
     else if (r.has_time && r.has_value && isfinite(r.value))
         asha_replay(e->asha, t->number, r.time, true, r.value);
@@ -2270,6 +2462,17 @@ Trial *core_readd_trial(Core *core, Experiment *exp, int64_t id, int64_t number,
     return t;
 }
 
+void core_load_trial_pbt(Trial *t, json_t *lineage, const json_t *resume_from)
+{
+    json_decref(t->lineage);
+    t->lineage = json_is_array(lineage) ? lineage : NULL;
+    if (t->lineage == NULL)
+        json_decref(lineage);
+    t->from_trial = json_integer_value(json_object_get(resume_from, "trial"));
+    t->from_step = json_integer_value(json_object_get(resume_from, "step"));
+    t->from_worker = json_integer_value(json_object_get(resume_from, "worker"));
+}
+
 void core_load_rung(Trial *t, double rung)
 {
     t->rung = rung;
@@ -2343,7 +2546,7 @@ static void load_experiment_done(Core *core, Experiment *e, int64_t now)
                                      t->has_time ? sched_point(e, t->last, &pt) : NULL);
             else
                 asha_trial_end(e->asha, t->number, t->time, has && t->has_time, has ? v : 0);
-        } else if (t->state == TRIAL_PAUSED && !t->user_paused) {
+        } else if (t->state == TRIAL_PAUSED && !t->user_paused && e->pbt == NULL) {
             asha_trial_paused(e->asha, t->number, asha_rung_index(e->asha, t->number, t->rung));
         } else if (t->state == TRIAL_RUNNING) {
             t->leased_seen = t->n_seen; /* unknown; no report is taken back */
@@ -2761,6 +2964,8 @@ void core_worker_warnings(Core *core, Trial *t, int64_t worker_id, json_t *warni
 
 int64_t core_resume_step(const Trial *t)
 {
+    if (t->from_trial != 0)
+        return t->from_step; /* pbt: the donor's checkpoint */
     return t->leased_seen > 0 ? t->seen[t->leased_seen - 1].step : 0;
 }
 

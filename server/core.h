@@ -163,10 +163,17 @@ typedef struct Trial {
     bool has_best;
     double best_value; /* in the metric's own sign */
     int64_t best_step;
-    json_t *last;      /* owned: last metrics, or NULL */
-    Gang *gang;        /* owned: the members of a gang trial's current or last attempt, or NULL */
-    json_t *gang_json; /* owned: gang as stored (tokens included), or NULL; follows gang */
-    StepSeen *seen;    /* owned: steps of this attempt, ascending */
+    json_t *last; /* owned: last metrics, or NULL */
+    Gang *gang;   /* owned: the members of a gang trial's current or last attempt, or NULL */
+    /* pbt (docs/schedulers.md, "pbt"): the exploits of this trial, oldest
+     * first ({"step", "donor", "donor_step", "from", "config", "time"}), or
+     * NULL; and while a copy is owed, the donor's checkpoint to resume from
+     * (from_trial 0: none) and the worker whose disk holds it. */
+    json_t *lineage;
+    int64_t from_trial, from_step, from_worker;
+    bool config_changed; /* config is not the stored one: write it */
+    json_t *gang_json;   /* owned: gang as stored (tokens included), or NULL; follows gang */
+    StepSeen *seen;      /* owned: steps of this attempt, ascending */
     size_t n_seen, cap_seen;
     /* Intrusive lists: the experiment's pending queue, or the core's running list. */
     struct Trial *prev, *next;
@@ -246,6 +253,7 @@ typedef struct Experiment {
     HistEntry *hist; /* bayes: results of released trials */
     int64_t n_hist, cap_hist;
     struct Asha *asha; /* owned: the scheduler's rung records */
+    struct Pbt *pbt;   /* owned: pbt's records (spec.is_pbt), or NULL */
     struct Warm *warm; /* owned: warm_start's trials (warm.h), or NULL */
     bool hold_endgame; /* asha promote: no end game now (re-entry, or promotions first) */
     double pass;       /* leases given, each 1/share, since it last started running: fair share
@@ -479,6 +487,8 @@ void core_load_experiment_ended(Experiment *e, EndReason reason, const char *err
 void core_load_trial_control(Trial *t, StoppedBy by, bool user_paused, json_t *warnings);
 /* The column of schema 007: how many times the trial was preempted. */
 void core_load_trial_preemptions(Trial *t, int64_t n);
+/* pbt's stored lineage (taken) and resume_from (borrowed; either NULL). */
+void core_load_trial_pbt(Trial *t, json_t *lineage, const json_t *resume_from);
 /* Puts back in memory a trial of exp that was released (ended) while exp
  * stayed: it is still in exp's counts, and leaves the searcher's history.
  * For retry-failed. */

@@ -46,6 +46,123 @@ static json_t *number_json(double v)
     return json_real(v);
 }
 
+/* An error of space_parse on hyperparam_mutations names "search_space...":
+ * it is about "scheduler.hyperparam_mutations..." instead. */
+static int reprefix(RungError *err)
+{
+    static const char from[] = "search_space", to[] = "scheduler.hyperparam_mutations";
+    char buf[sizeof err->message + sizeof to];
+    if (strncmp(err->field, from, strlen(from)) == 0) {
+        snprintf(buf, sizeof buf, "%s%s", to, err->field + strlen(from));
+        memcpy(err->field, buf, sizeof err->field - 1); /* cut, as rung_error_set would */
+        err->field[sizeof err->field - 1] = '\0';
+    }
+    if (strncmp(err->message, from, strlen(from)) == 0) {
+        snprintf(buf, sizeof buf, "%s%s", to, err->message + strlen(from));
+        memcpy(err->message, buf, sizeof err->message - 1);
+        err->message[sizeof err->message - 1] = '\0';
+    }
+    return err->code;
+}
+
+/* scheduler "pbt" (docs/schedulers.md, "pbt"): Ray Tune's
+ * PopulationBasedTraining fields and defaults, with time_attr "step" only
+ * (a checkpoint is named by the step it was saved at) and
+ * perturbation_interval required (Ray's default, 60, counts seconds). The
+ * search space runs as fifo: PBT changes configs, it stops no trial. */
+static int parse_pbt(json_t *s, Spec *spec, RungError *err)
+{
+    static const char *const keys[] = {"type",
+                                       "time_attr",
+                                       "perturbation_interval",
+                                       "quantile_fraction",
+                                       "resample_probability",
+                                       "hyperparam_mutations",
+                                       "burn_in_period",
+                                       "max_t",
+                                       "synch",
+                                       NULL};
+    PbtParams *p = &spec->pbt;
+    *p = (PbtParams){.quantile = 0.25,
+                     .maximize = spec->mode == SPEC_MODE_MAX,
+                     .seed = spec->searcher.seed};
+    spec->pbt_resample = 0.25;
+    if (jsonv_only_keys(s, "scheduler", keys, E, err) ||
+        jsonv_string(s, "scheduler", "time_attr", JSONV_OPTIONAL, SPEC_MAX_METRIC, &spec->time_attr,
+                     E, err) ||
+        jsonv_int(s, "scheduler", "perturbation_interval", JSONV_REQUIRED, 1, INT32_MAX,
+                  &p->interval, E, err) ||
+        jsonv_number(s, "scheduler", "quantile_fraction", JSONV_OPTIONAL, &p->quantile, E, err) ||
+        jsonv_number(s, "scheduler", "resample_probability", JSONV_OPTIONAL, &spec->pbt_resample, E,
+                     err) ||
+        jsonv_int(s, "scheduler", "burn_in_period", JSONV_OPTIONAL, 0, INT32_MAX, &p->burn_in, E,
+                  err) ||
+        jsonv_int(s, "scheduler", "max_t", JSONV_OPTIONAL, 0, INT32_MAX, &p->max_t, E, err) ||
+        jsonv_bool(s, "scheduler", "synch", JSONV_OPTIONAL, &p->synch, E, err))
+        return err->code;
+    if (strcmp(spec->time_attr, "step") != 0)
+        return rung_error_set(err, E, "scheduler.time_attr",
+                              "scheduler.time_attr: pbt counts steps ('step'), not '%s': a "
+                              "checkpoint is named by its step",
+                              spec->time_attr);
+    if (!(p->quantile > 0 && p->quantile <= 0.5))
+        return rung_error_set(err, E, "scheduler.quantile_fraction",
+                              "scheduler.quantile_fraction: must be in (0, 0.5], not %g",
+                              p->quantile);
+    if (!(spec->pbt_resample >= 0 && spec->pbt_resample <= 1))
+        return rung_error_set(err, E, "scheduler.resample_probability",
+                              "scheduler.resample_probability: must be in [0, 1], not %g",
+                              spec->pbt_resample);
+    json_t *m = json_object_get(s, "hyperparam_mutations");
+    if (m == NULL)
+        return rung_error_set(err, E, "scheduler.hyperparam_mutations",
+                              "scheduler.hyperparam_mutations: required for pbt: the "
+                              "parameters to explore and their domains");
+    if (!json_is_object(m) || json_object_size(m) == 0)
+        return rung_error_set(err, E, "scheduler.hyperparam_mutations",
+                              "scheduler.hyperparam_mutations: must be an object naming at "
+                              "least one parameter of search_space");
+    /* A list is a choice among its values, as in Ray. */
+    json_t *domains = json_object();
+    const char *key;
+    json_t *v;
+    json_object_foreach(m, key, v) {
+        json_object_set_new(domains, key,
+                            json_is_array(v)
+                                ? json_pack("{s:s, s:O}", "type", "choice", "values", v)
+                                : json_incref(v));
+    }
+    int rc = space_parse(domains, &spec->mutations, err);
+    json_decref(domains);
+    if (rc != 0)
+        return reprefix(err);
+    json_object_foreach(m, key, v) {
+        char field[RUNG_FIELD_MAX];
+        jsonv_path(field, sizeof field, "scheduler.hyperparam_mutations", key);
+        if (!json_is_object(v) && !json_is_array(v))
+            return rung_error_set(err, E, field, "%s: must be a domain object or a list of values",
+                                  field);
+        if (!space_has_param(spec->space, key))
+            return rung_error_set(err, E, field, "%s: '%s' is not a parameter of search_space",
+                                  field, key);
+    }
+    if (space_conditional(spec->mutations))
+        return rung_error_set(err, E, "scheduler.hyperparam_mutations",
+                              "scheduler.hyperparam_mutations: a choice of sub-spaces cannot "
+                              "mutate; name the branch's parameters themselves");
+    spec->is_pbt = true;
+    json_object_set_new(s, "type", json_string("pbt"));
+    json_object_set_new(s, "time_attr", json_string(spec->time_attr));
+    json_object_set_new(s, "perturbation_interval", json_integer(p->interval));
+    json_object_set_new(s, "quantile_fraction", number_json(p->quantile));
+    json_object_set_new(s, "resample_probability", number_json(spec->pbt_resample));
+    json_object_set_new(s, "burn_in_period", json_integer(p->burn_in));
+    json_object_set_new(s, "max_t", json_integer(p->max_t));
+    json_object_set_new(s, "synch", json_boolean(p->synch));
+    spec->time_attr = json_string_value(json_object_get(s, "time_attr"));
+    return 0;
+}
+
 /* The scheduler's fields and defaults (docs/api.md, "scheduler"): Ray Tune's
  * ASHAScheduler defaults for asha and hyperband; MedianStoppingRule's
  * min_samples_required for median, with grace_period counted in time_attr
@@ -87,6 +204,8 @@ static int parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
         "type", "time_attr", "max_t", "grace_period", "reduction_factor", "brackets", NULL};
     static const char *const median_keys[] = {"type", "time_attr", "grace_period",
                                               "min_samples_required", NULL};
+    if (strcmp(type, "pbt") == 0)
+        return parse_pbt(s, spec, err);
     const char *const *allowed;
     if (strcmp(type, "fifo") == 0) {
         allowed = fifo_keys;
@@ -101,7 +220,8 @@ static int parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
         allowed = median_keys;
     } else {
         return rung_error_set(err, E, "scheduler.type",
-                              "scheduler.type: '%s' is not one of fifo, asha, hyperband, median",
+                              "scheduler.type: '%s' is not one of fifo, asha, hyperband, median, "
+                              "pbt",
                               type);
     }
     int64_t brackets = 1;
@@ -657,6 +777,15 @@ static int parse_constraints(json_t *j, Spec *spec, RungError *err)
 static int check_objective_rules(const json_t *j, Spec *spec, RungError *err)
 {
     const json_t *stop = json_object_get(j, "stop");
+    /* pbt ranks one metric, and copies one folder per trial. */
+    if (spec->is_pbt && (spec->n_objectives > 1 || spec->n_constraints > 0))
+        return rung_error_set(err, E, "scheduler.type",
+                              "scheduler.type: pbt ranks one metric; not with several objectives "
+                              "or constraints");
+    if (spec->is_pbt && spec->nodes > 1)
+        return rung_error_set(err, E, "resources_per_trial.nodes",
+                              "resources_per_trial.nodes: pbt copies one trial folder; a trial "
+                              "on several workers cannot take another's checkpoint");
     if (spec->n_objectives > 1) {
         if (json_object_get(j, "best_scope") != NULL)
             return rung_error_set(err, E, "best_scope",
@@ -850,6 +979,7 @@ void spec_close(Spec *spec)
     if (spec == NULL)
         return;
     space_free(spec->space);
+    space_free(spec->mutations);
     json_decref(spec->json);
     memset(spec, 0, sizeof *spec);
 }

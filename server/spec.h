@@ -10,6 +10,7 @@
 
 #include "error.h"
 #include "asha.h"
+#include "pbt.h"
 #include "sampler.h"
 
 #define SPEC_MAX_NAME 256     /* experiment names are labels, not documents */
@@ -77,7 +78,14 @@ typedef struct Spec {
     SpecConstraint constraints[SPEC_MAX_CONSTRAINTS];
     Space *space; /* owned */
     SearcherSpec searcher;
-    AshaParams sched;       /* the scheduler; seed = the searcher's */
+    AshaParams sched; /* the scheduler; seed = the searcher's (fifo for pbt) */
+    /* scheduler "pbt" (docs/schedulers.md, "pbt"): its rule, the
+     * hyperparam_mutations as a space of their own (owned), and
+     * resample_probability. */
+    bool is_pbt;
+    PbtParams pbt;
+    Space *mutations;
+    double pbt_resample;
     const char *time_attr;  /* borrowed: report field counting progress */
     int64_t num_samples;    /* >= 1 */
     int64_t total_trials;   /* grid combinations x num_samples */

@@ -58,11 +58,12 @@ static const char *const sql_text[ST__COUNT] = {
         "INSERT INTO trials (id, experiment_id, number, state, config, attempt, worker_id, "
         "lease_token, resources, stop_requested, error, created_at, started_at, ended_at, "
         "rung, queue_pos, step, last_metrics, best_value, best_step, log_tail, stopped_by, "
-        "stop_kind, user_paused, warnings, gang, preemptions) VALUES (:id, :exp, :number, :state, "
-        ":config, "
+        "stop_kind, user_paused, warnings, gang, preemptions, lineage, resume_from) VALUES (:id, "
+        ":exp, :number, :state, :config, "
         ":attempt, :worker, :token, :resources, :stop, :error, :created_at, :started_at, "
         ":ended_at, :rung, :queue_pos, :step, :last, :best_value, :best_step, :log_tail, "
-        ":stopped_by, :stop_kind, :user_paused, :warnings, :gang, :preemptions)",
+        ":stopped_by, :stop_kind, :user_paused, :warnings, :gang, :preemptions, :lineage, "
+        ":resume_from)",
     [ST_TRIAL_UPDATE] =
         "UPDATE trials SET state = :state, attempt = :attempt, worker_id = :worker, "
         "lease_token = :token, resources = :resources, stop_requested = :stop, error = :error, "
@@ -70,7 +71,8 @@ static const char *const sql_text[ST__COUNT] = {
         "step = :step, last_metrics = :last, best_value = :best_value, best_step = :best_step, "
         "log_tail = :log_tail, stopped_by = :stopped_by, stop_kind = :stop_kind, "
         "user_paused = :user_paused, warnings = :warnings, gang = :gang, "
-        "preemptions = :preemptions WHERE id = :id",
+        "preemptions = :preemptions, config = coalesce(:config, config), lineage = :lineage, "
+        "resume_from = :resume_from WHERE id = :id",
     [ST_REPORT_INSERT] = "INSERT INTO reports (trial_id, attempt, step, time, metrics, action) "
                          "VALUES (:trial, :attempt, :step, :time, :metrics, :action)",
     [ST_WORKER_INSERT] = "INSERT INTO workers (id, name, hostname, gpus, cpus, registered_at, "
@@ -414,15 +416,25 @@ static int write_trial(Store *s, Trial *t, RungError *err)
         sqlite3_bind_null(st, param(st, ":best_step"));
     }
     bind_text(st, ":log_tail", t->log_tail);
+    /* pbt changes a trial's config (schema 008); NULL keeps the stored one,
+     * which spares a report's write the config's text. */
+    bind_json(st, ":config", !t->stored || t->config_changed ? t->config : NULL);
+    bind_json(st, ":lineage", t->lineage);
+    json_t *from = t->from_trial != 0
+                       ? json_pack("{s:I, s:I, s:I}", "trial", (json_int_t)t->from_trial, "step",
+                                   (json_int_t)t->from_step, "worker", (json_int_t)t->from_worker)
+                       : NULL;
+    bind_json(st, ":resume_from", from);
+    json_decref(from);
     if (!t->stored) {
         bind_int(st, ":exp", t->exp->id);
         bind_int(st, ":number", t->number);
-        bind_json(st, ":config", t->config);
         bind_int(st, ":created_at", t->created_at);
     }
     if (run(s, st, err, "write trial"))
         return err->code;
     t->stored = true;
+    t->config_changed = false;
     return 0;
 }
 
@@ -547,8 +559,8 @@ static int load_trials(Store *s, Core *core, Experiment *e, RungError *err)
     const char *sql = "SELECT id, experiment_id, number, state, config, attempt, worker_id, "
                       "lease_token, resources, stop_requested, error, created_at, started_at, "
                       "ended_at, rung, queue_pos, log_tail, stop_kind, stopped_by, user_paused, "
-                      "warnings, gang, preemptions FROM trials WHERE experiment_id = ? "
-                      "ORDER BY number";
+                      "warnings, gang, preemptions, lineage, resume_from FROM trials WHERE "
+                      "experiment_id = ? ORDER BY number";
     if (prepare(s, sql, &st, err, "load trials"))
         return err->code;
     sqlite3_bind_int64(st, 1, e->id);
@@ -582,6 +594,9 @@ static int load_trials(Store *s, Core *core, Experiment *e, RungError *err)
         core_load_trial_control(t, stopped_by_parse((const char *)sqlite3_column_text(st, 18)),
                                 sqlite3_column_int(st, 19) != 0, column_json(st, 20));
         core_load_trial_preemptions(t, sqlite3_column_int64(st, 22));
+        json_t *from = column_json(st, 24);
+        core_load_trial_pbt(t, column_json(st, 23), from);
+        json_decref(from);
         json_t *gang = column_json(st, 21);
         core_load_gang(core, t, gang);
         json_decref(gang);

@@ -198,7 +198,7 @@ int store_read_experiments(Store *s, int64_t limit, int64_t offset, json_t **ite
 #define TRIAL_COLUMNS                                                                              \
     "id, experiment_id, number, state, config, attempt, worker_id, step, last_metrics, "           \
     "best_value, best_step, error, rung, log_tail, created_at, started_at, ended_at, stopped_by, " \
-    "user_paused, warnings, gang, preemptions"
+    "user_paused, warnings, gang, preemptions, lineage"
 
 static json_t *trial_of_row(sqlite3_stmt *st, const Spec *spec)
 {
@@ -227,6 +227,8 @@ static json_t *trial_of_row(sqlite3_stmt *st, const Spec *spec)
     json_t *last = column_json(st, 8);
     json_t *warnings = column_json(st, 19);
     json_t *gang = column_json(st, 20);
+    json_t *lineage = column_json(st, 22);
+    v.lineage = lineage;
     v.warnings = warnings;
     v.gang = gang;
     v.config = config ? config : json_object();
@@ -243,6 +245,7 @@ static json_t *trial_of_row(sqlite3_stmt *st, const Spec *spec)
     json_decref(last);
     json_decref(warnings);
     json_decref(gang);
+    json_decref(lineage);
     return o;
 }
 

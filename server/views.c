@@ -67,6 +67,10 @@ json_t *view_trial(const TrialView *v)
     if (v->spec != NULL && v->spec->n_constraints > 0)
         json_object_set_new(o, "feasible",
                             v->last ? json_boolean(spec_feasible(v->spec, v->last)) : json_null());
+    /* pbt (docs/schedulers.md, "pbt"): the trial's exploits, oldest first. */
+    if (v->lineage != NULL || (v->spec != NULL && v->spec->is_pbt))
+        json_object_set_new(o, "lineage",
+                            v->lineage ? json_incref((json_t *)v->lineage) : json_array());
     json_object_set_new(o, "nodes", json_integer(v->nodes > 0 ? v->nodes : 1));
     json_object_set_new(o, "gang", v->gang ? view_gang(v->gang) : json_null());
     return o;
@@ -143,6 +147,7 @@ void view_of_trial(const Trial *t, TrialView *out)
                        .user_paused = t->user_paused,
                        .preemptions = t->preemptions,
                        .warnings = t->warnings,
+                       .lineage = t->lineage,
                        .nodes = t->exp->spec.nodes,
                        .gang = t->gang_json,
                        .spec = &t->exp->spec,

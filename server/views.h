@@ -31,6 +31,7 @@ typedef struct TrialView {
     bool user_paused;       /* a paused trial's */
     int64_t preemptions;    /* times its worker gave it back, >= 0 */
     const json_t *warnings; /* or NULL: none */
+    const json_t *lineage;  /* pbt's exploits (an array), or NULL: none */
     int64_t nodes;          /* resources_per_trial.nodes: workers per attempt */
     const json_t *gang;     /* its gang as stored (gang_members.h), or NULL: none formed */
     const Spec *spec;       /* its experiment's, or NULL: unknown (no values, no feasible) */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "argv.h"
+#include "ckpt.h"
 #include "client.h"
 #include "clock.h"
 #include "env.h"
@@ -125,6 +126,7 @@ Trial *trial_new(Worker *w, const json_t *o, char *why, size_t why_size)
     t->resume_step = int_or(json_object_get(o, "resume_step"), 0);
     if (t->resume_step < 0)
         t->resume_step = 0;
+    t->from_trial = int_or(json_object_get(json_object_get(o, "checkpoint_from"), "trial"), 0);
     snprintf(t->lease_token, sizeof t->lease_token, "%s", token);
     json_t *config = json_object_get(o, "config");
     t->config = json_is_object(config) ? json_incref(config) : json_object();
@@ -613,6 +615,30 @@ static void pump(Sup *s, int *fd, bool is_stdout)
     }
 }
 
+/* pbt (docs/schedulers.md, "pbt"): the trial goes on from another trial's
+ * checkpoint, so that trial's folder is copied into this one (hard links
+ * where the file system allows; the logs stay this trial's own). Without
+ * it the program finds no checkpoint and starts over, as a promoted trial
+ * does: the log says so, and the trial runs. */
+static void copy_donor(Sup *s, const char *trials)
+{
+    Trial *t = s->t;
+    char from[PATH_MAX + 32], err[512], line[1024];
+    say(from, sizeof from, "%s/%" PRId64, trials, t->from_trial);
+    if (ckpt_copy_dir(from, s->dir, err, sizeof err) == 0)
+        snprintf(line, sizeof line,
+                 "rung-worker: pbt: copied trial %" PRId64 "'s folder (resuming from step %" PRId64
+                 ")\n",
+                 t->from_trial, t->resume_step);
+    else
+        snprintf(line, sizeof line,
+                 "rung-worker: pbt: could not copy trial %" PRId64 "'s folder: %s; the program "
+                 "starts without its checkpoint\n",
+                 t->from_trial, err);
+    write_log(s, s->err_log, line, strlen(line));
+    LOG_INFO("trial %" PRId64 ": %.*s", t->id, (int)strlen(line) - 1, line);
+}
+
 /* Makes the trial folder and opens the logs, with a header per attempt. */
 static int open_logs(Sup *s, char *why, size_t why_size)
 {
@@ -647,6 +673,8 @@ static int open_logs(Sup *s, char *why, size_t why_size)
         *(k == 0 ? &s->out_log : &s->err_log) = fd;
         write_log(s, fd, header, (size_t)hlen);
     }
+    if (t->from_trial > 0)
+        copy_donor(s, trials);
     return 0;
 }
 

@@ -66,6 +66,7 @@ typedef struct Trial {
     struct Worker *worker; /* borrowed; outlives the trial */
     int64_t id, experiment_id, attempt;
     int64_t resume_step; /* promoted trial: its checkpoint is at this step; 0 = fresh */
+    int64_t from_trial;  /* pbt: copy this trial's folder into this one's first; 0 = none */
     char lease_token[TRIAL_TOKEN_MAX + 1];
     json_t *config;               /* owned */
     json_t *trainable;            /* owned; json null when the experiment has none */

@@ -327,6 +327,8 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
         print(f"    {_clean(name):<14}{shown}")
     if objectives:
         _print_pareto(objectives, x.get("pareto") or [])
+    if (x.get("scheduler") or {}).get("type") == "pbt" and best:
+        _print_schedule(x, client.get_trial(best["trial_id"]))
     trials = client.list_trials(args.id, sort="value")
     if not trials:
         print("\nno trials yet")
@@ -363,6 +365,23 @@ def _bound(c: dict) -> str:
     if c.get("max") is not None:
         text = f"{text} <= {_fmt(c['max'])}"
     return text
+
+
+def _print_schedule(x: dict, trial: dict) -> None:
+    """pbt (docs/schedulers.md): the schedule a trial was trained with, the
+    mutated parameters from step 1 and from each exploit on, as rung show."""
+    mutations = (x.get("scheduler") or {}).get("hyperparam_mutations") or {}
+    lineage = trial.get("lineage") or []
+
+    def values(config: dict) -> str:
+        return ", ".join(f"{_clean(k)} {_fmt((config or {}).get(k))}" for k in mutations)
+
+    n = len(lineage)
+    print(f"schedule of trial {trial.get('id')} ({n} exploit{'' if n == 1 else 's'}):")
+    print("  from step 1: " + values(lineage[0].get("from") if lineage else trial.get("config")))
+    for e in lineage:
+        print(f"  from step {e.get('step', 0) + 1} (trial {e.get('donor')}'s checkpoint of step "
+              f"{e.get('donor_step')}): " + values(e.get("config")))
 
 
 def _print_pareto(objectives: list, pareto: list) -> None:

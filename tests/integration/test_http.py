@@ -131,7 +131,7 @@ class Errors(h.RungdTestCase):
             ("max_failures", h.spec(max_failures=-2)),
             ("search_space.x.type", h.spec(search_space={"x": {"type": "gaussian"}})),
             ("searcher.type", h.spec(searcher={"type": "annealing"})),
-            ("scheduler.type", h.spec(scheduler={"type": "pbt"})),
+            ("scheduler.type", h.spec(scheduler={"type": "bohb"})),
         ]
         for field, body in cases:
             with self.subTest(field=field, body=body):

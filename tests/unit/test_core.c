@@ -582,7 +582,7 @@ static void test_spec_scheduler(void **state)
     static const struct {
         const char *sched, *field;
     } bad[] = {
-        {"{\"type\": \"pbt\"}", "scheduler.type"},
+        {"{\"type\": \"bohb\"}", "scheduler.type"},
         {"{\"type\": 3}", "scheduler.type"},
         {"{\"type\": \"asha\", \"reduction_factor\": 1}", "scheduler.reduction_factor"},
         {"{\"type\": \"asha\", \"reduction_factor\": 1.001}", "scheduler.reduction_factor"},

@@ -822,6 +822,76 @@ static void test_multi_fidelity(void **state)
            "searcher.multi_fidelity");
 }
 
+/* scheduler "pbt" (docs/schedulers.md, "pbt"): Ray's defaults shown, a
+ * list as a choice, and every refusal by its field. */
+#define PBT_HEAD "\"scheduler\": {\"type\": \"pbt\", \"perturbation_interval\": 4, "
+#define PBT_X "\"hyperparam_mutations\": {\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}"
+static void test_pbt(void **state)
+{
+    (void)state;
+    Spec spec;
+    accept("{" BASE ", " PBT_HEAD PBT_X "}}", &spec);
+    assert_true(spec.is_pbt);
+    assert_int_equal(spec.sched.type, ASHA_FIFO); /* pbt stops nothing */
+    assert_int_equal(spec.pbt.interval, 4);
+    assert_true(spec.pbt.quantile == 0.25 && spec.pbt_resample == 0.25);
+    assert_int_equal(spec.pbt.burn_in, 0);
+    assert_int_equal(spec.pbt.max_t, 0);
+    assert_false(spec.pbt.synch);
+    const json_t *sc = json_object_get(spec.json, "scheduler");
+    assert_string_equal(json_string_value(json_object_get(sc, "time_attr")), "step");
+    assert_true(json_is_false(json_object_get(sc, "synch")));
+    assert_true(json_real_value(json_object_get(sc, "quantile_fraction")) == 0.25);
+    spec_close(&spec);
+    accept("{" HEAD ", \"search_space\": {\"x\": {\"type\": \"choice\", \"values\": [1, 2, "
+           "3]}}, " EXTERNAL ", " PBT_HEAD "\"hyperparam_mutations\": {\"x\": [1, 2, 3, 4]}, "
+           "\"synch\": true, \"max_t\": 40, \"burn_in_period\": 8, \"quantile_fraction\": 0.5, "
+           "\"resample_probability\": 0}}",
+           &spec);
+    assert_true(spec.pbt.synch);
+    assert_int_equal(spec.pbt.max_t, 40);
+    assert_int_equal(spec.pbt.burn_in, 8);
+    assert_true(spec.pbt_resample == 0.0);
+    assert_true(space_has_param(spec.mutations, "x"));
+    spec_close(&spec);
+    refuse("{" BASE ", \"scheduler\": {\"type\": \"pbt\", " PBT_X "}}",
+           "scheduler.perturbation_interval");
+    refuse("{" BASE ", " PBT_HEAD "\"grace_period\": 1, " PBT_X "}}", "scheduler.grace_period");
+    refuse("{" BASE ", " PBT_HEAD "\"time_attr\": \"epoch\", " PBT_X "}}", "scheduler.time_attr");
+    refuse("{" BASE ", " PBT_HEAD "\"quantile_fraction\": 0, " PBT_X "}}",
+           "scheduler.quantile_fraction");
+    refuse("{" BASE ", " PBT_HEAD "\"quantile_fraction\": 0.51, " PBT_X "}}",
+           "scheduler.quantile_fraction");
+    refuse("{" BASE ", " PBT_HEAD "\"resample_probability\": -0.1, " PBT_X "}}",
+           "scheduler.resample_probability");
+    refuse("{" BASE ", " PBT_HEAD "\"synch\": 1, " PBT_X "}}", "scheduler.synch");
+    refuse("{" BASE ", " PBT_HEAD "\"hyperparam_mutations\": {}}}",
+           "scheduler.hyperparam_mutations");
+    refuse("{" BASE ", " PBT_HEAD "\"max_t\": 5}}", "scheduler.hyperparam_mutations");
+    refuse("{" BASE ", " PBT_HEAD "\"hyperparam_mutations\": {\"y\": [1, 2]}}}",
+           "scheduler.hyperparam_mutations.y");
+    refuse("{" BASE ", " PBT_HEAD "\"hyperparam_mutations\": {\"x\": 3}}}",
+           "scheduler.hyperparam_mutations.x");
+    /* A domain's own error, as search_space's names its key, under the
+     * scheduler's path. */
+    json_t *j = parse("{" BASE ", " PBT_HEAD "\"hyperparam_mutations\": {\"x\": {\"type\": "
+                      "\"uniform\", \"low\": 2, \"high\": 1}}}}");
+    RungError err;
+    assert_int_equal(spec_parse(j, 5, &spec, &err), RUNG_E_INVALID_SPEC);
+    assert_string_equal(err.field, "scheduler.hyperparam_mutations.x.high");
+    assert_string_equal(err.message, "scheduler.hyperparam_mutations.x: high must be > low");
+    json_decref(j);
+    refuse("{" BASE ", " PBT_HEAD
+           "\"hyperparam_mutations\": {\"x\": {\"type\": \"choice\", \"values\": [{\"a\": "
+           "{\"type\": \"uniform\", \"low\": 0, \"high\": 1}}, {\"b\": 1}]}}}}",
+           "scheduler.hyperparam_mutations");
+    refuse("{" SPACE ", " EXTERNAL ", \"metrics\": [{\"name\": \"a\", \"mode\": "
+           "\"min\"}, {\"name\": \"b\", \"mode\": \"min\"}], " PBT_HEAD PBT_X "}}",
+           "scheduler.type");
+    refuse("{" BASE ", \"resources_per_trial\": {\"nodes\": 2}, " PBT_HEAD PBT_X "}}",
+           "resources_per_trial.nodes");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -830,7 +900,7 @@ int main(void)
         cmocka_unit_test(test_points_domains), cmocka_unit_test(test_trainable),
         cmocka_unit_test(test_nested_object),  cmocka_unit_test(test_patch),
         cmocka_unit_test(test_patch_refused),  cmocka_unit_test(test_gang_placeholders),
-        cmocka_unit_test(test_objectives),
+        cmocka_unit_test(test_objectives),     cmocka_unit_test(test_pbt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
