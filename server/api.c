@@ -2,14 +2,22 @@
 #include "errjson.h"
 #include "api.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "ckptstore.h"
 #include "clock.h"
 #include "ct.h"
 #include "jsonv.h"
+#include "log.h"
 #include "request.h"
 #include "store_read.h"
 #include "views.h"
@@ -928,10 +936,17 @@ void api_worker_lease(Engine *e, Job *job)
         /* A promoted trial goes on from its checkpoint after this step. */
         json_object_set_new(o, "resume_step", json_integer(core_resume_step(t)));
         /* pbt: the donor's folder to copy into this trial's first. */
-        if (t->from_trial != 0)
-            json_object_set_new(o, "checkpoint_from",
-                                json_pack("{s:I, s:I}", "trial", (json_int_t)t->from_trial, "step",
-                                          (json_int_t)t->from_step));
+        if (t->from_trial != 0) {
+            json_t *from = json_pack("{s:I, s:I}", "trial", (json_int_t)t->from_trial, "step",
+                                     (json_int_t)t->from_step);
+            /* Another worker's donor: its folder comes from rungd. */
+            const CoreCheckpoint *c = core_checkpoint(engine_core(e), t->from_trial, t->from_step);
+            if (t->from_worker != w->id && c != NULL) {
+                json_object_set_new(from, "sha256", json_string(c->sha256));
+                json_object_set_new(from, "size", json_integer(c->size));
+            }
+            json_object_set_new(o, "checkpoint_from", from);
+        }
         json_object_set_new(o, "gang",
                             m ? json_pack("{s:I, s:I, s:s, s:I}", "rank", (json_int_t)rank,
                                           "nnodes", (json_int_t)t->gang->nnodes, "master_addr",
@@ -987,8 +1002,110 @@ void api_worker_heartbeat(Engine *e, Job *job)
     json_t *stop = core_heartbeat(engine_core(e), w, rq->trials, rq->n_trials,
                                   json_incref(job->body), engine_now(e));
     free(rq);
-    reply(job, 200, json_pack("{s:o}", "stop", stop));
+    json_t *o = json_pack("{s:o}", "stop", stop);
+    /* pbt: the donors' folders other workers wait for (docs/api.md). */
+    json_t *upload = core_uploads_for(engine_core(e), w);
+    if (json_array_size(upload) > 0)
+        json_object_set_new(o, "upload", upload);
+    else
+        json_decref(upload);
+    reply(job, 200, o);
 }
+
+/* ---- checkpoints: pbt's copies through rungd ---- */
+
+/* The step query argument, required. */
+static bool checkpoint_step(Job *job, int64_t *step)
+{
+    RungError err;
+    rung_error_clear(&err);
+    if (query_int(job, "step", -1, 0, INT64_MAX / 2, step, &err) != 0) {
+        fail(job, &err);
+        return false;
+    }
+    if (*step < 0) {
+        api_error(job, A, "step", "step: required (the checkpoint's step)");
+        return false;
+    }
+    return true;
+}
+
+void api_checkpoint_put(Engine *e, Job *job)
+{
+    int64_t id = job->ids[0], step;
+    if (!checkpoint_step(job, &step))
+        return;
+    const char *file = json_string_value(json_object_get(job->body, "file"));
+    const char *sha = json_string_value(json_object_get(job->body, "sha256"));
+    const char *claimed = json_string_value(json_object_get(job->body, "claimed"));
+    if (file == NULL || sha == NULL) {
+        api_error(job, A, "body", "body: empty; send the tar of the trial's folder");
+        return;
+    }
+    if (claimed == NULL || strcasecmp(claimed, sha) != 0) {
+        char msg[256];
+        snprintf(msg, sizeof msg,
+                 "X-Rung-Sha256: %s the SHA-256 of the body received (%s): resend it",
+                 claimed ? "does not match" : "required: send", sha);
+        api_error(job, A, "X-Rung-Sha256", msg);
+        return;
+    }
+    Core *core = engine_core(e);
+    if (!core_checkpoint_owed(core, id, step)) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "no trial waits for trial %lld's checkpoint of step %lld",
+                 (long long)id, (long long)step);
+        api_error(job, RUNG_E_CONFLICT, "", msg);
+        return;
+    }
+    const char *dir = engine_config(e)->data_dir;
+    char path[PATH_MAX];
+    if (ckptstore_path(dir, id, step, path, sizeof path) != 0 || rename(file, path) != 0 ||
+        ckptstore_sync_dir(dir) != 0) {
+        char msg[PATH_MAX + 64];
+        snprintf(msg, sizeof msg, "cannot store the checkpoint as %s: %s", path, strerror(errno));
+        api_error(job, RUNG_E_INTERNAL, "", msg);
+        return;
+    }
+    CoreCheckpoint c = {.trial_id = id,
+                        .step = step,
+                        .size = json_integer_value(json_object_get(job->body, "size")),
+                        .stored_at = engine_now(e)};
+    snprintf(c.sha256, sizeof c.sha256, "%s", sha);
+    core_checkpoint_stored(core, &c);
+    LOG_INFO("trial %lld: checkpoint of step %lld stored (%lld bytes)", (long long)id,
+             (long long)step, (long long)c.size);
+    reply(job, 200,
+          json_pack("{s:I, s:I, s:s, s:I}", "trial", (json_int_t)id, "step", (json_int_t)step,
+                    "sha256", c.sha256, "size", (json_int_t)c.size));
+}
+
+void api_checkpoint_get(Engine *e, Job *job)
+{
+    int64_t id = job->ids[0], step;
+    if (!checkpoint_step(job, &step))
+        return;
+    const CoreCheckpoint *c = core_checkpoint(engine_core(e), id, step);
+    char path[PATH_MAX];
+    int fd = -1;
+    if (c != NULL && ckptstore_path(engine_config(e)->data_dir, id, step, path, sizeof path) == 0)
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0)
+            close(fd);
+        char msg[128];
+        snprintf(msg, sizeof msg, "no checkpoint of trial %lld at step %lld is stored",
+                 (long long)id, (long long)step);
+        api_error(job, RUNG_E_NOT_FOUND, "", msg);
+        return;
+    }
+    job->status = 200;
+    job->reply_fd = fd;
+    job->reply_size = st.st_size;
+    job->content_type = "application/x-tar";
+}
+
 
 /* ---- operations ---- */
 

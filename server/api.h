@@ -23,6 +23,9 @@ void api_trial_get(Engine *e, Job *job);
 void api_trial_metrics(Engine *e, Job *job);
 void api_trial_report(Engine *e, Job *job);
 void api_trial_finish(Engine *e, Job *job);
+/* pbt's copies through rungd (docs/api.md, "Checkpoints"). */
+void api_checkpoint_put(Engine *e, Job *job);
+void api_checkpoint_get(Engine *e, Job *job);
 void api_worker_register(Engine *e, Job *job);
 void api_worker_list(Engine *e, Job *job);
 void api_worker_lease(Engine *e, Job *job);

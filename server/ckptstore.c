@@ -100,6 +100,16 @@ static int sync_dir(const char *dir)
     return rc;
 }
 
+int ckptstore_sync_dir(const char *data_dir)
+{
+    char dir[PATH_MAX];
+    if (snprintf(dir, sizeof dir, "%s/checkpoints", data_dir) >= (int)sizeof dir) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return sync_dir(dir);
+}
+
 int ckptstore_put(const char *data_dir, int64_t trial_id, int64_t step, const void *data,
                   size_t len, const char *expect_sha256_hex, char sha256_hex_out[65], char *err,
                   size_t errsize)

@@ -47,6 +47,11 @@ int ckptstore_put(const char *data_dir, int64_t trial_id, int64_t step, const vo
 int ckptstore_get(const char *data_dir, int64_t trial_id, int64_t step, void **data, size_t *len,
                   char sha256_hex[65]);
 
+/* fsyncs <data_dir>/checkpoints, after a file was renamed into it (rungd
+ * writes uploads there as they arrive, then renames them into place). 0,
+ * or -1 with errno set. */
+int ckptstore_sync_dir(const char *data_dir);
+
 /* Removes every checkpoint of trial_id (<trial_id>-<digits>.tar), and the
  * temporary files a crashed put of it left; nothing else. The number of
  * checkpoints removed (0 when there is no checkpoints folder), or -1 with

@@ -65,6 +65,12 @@ struct Core {
     int64_t n_dirty_workers, cap_dirty_workers;
     NewReport *reports;
     int64_t n_reports, cap_reports;
+    /* pbt: checkpoints stored in rungd's data folder; the first n_new_ckpts
+     * of new_ckpts are not written yet. */
+    CoreCheckpoint *ckpts;
+    int64_t n_ckpts, cap_ckpts;
+    CoreCheckpoint *new_ckpts;
+    int64_t n_new_ckpts, cap_new_ckpts;
     /* Ended objects to release after their final state is committed. */
     Trial **rel_trials;
     int64_t n_rel_trials, cap_rel_trials;
@@ -269,6 +275,8 @@ void core_changes(Core *core, CoreChanges *out)
     out->n_workers = core->n_dirty_workers;
     out->reports = core->reports;
     out->n_reports = core->n_reports;
+    out->ckpts = core->new_ckpts;
+    out->n_ckpts = core->n_new_ckpts;
 }
 
 void core_changes_clear(Core *core)
@@ -282,6 +290,7 @@ void core_changes_clear(Core *core)
     for (int64_t i = 0; i < core->n_reports; i++)
         json_decref(core->reports[i].metrics);
     core->n_dirty_exps = core->n_dirty_trials = core->n_dirty_workers = core->n_reports = 0;
+    core->n_new_ckpts = 0;
 }
 
 /* ---- lifecycle ---- */
@@ -362,6 +371,8 @@ void core_free(Core *core)
     free(core->dirty_trials);
     free(core->dirty_workers);
     free(core->reports);
+    free(core->ckpts);
+    free(core->new_ckpts);
     free(core->rel_trials);
     free(core->rel_exps);
     free(core);
@@ -1122,8 +1133,9 @@ static bool leases_before(const Experiment *a, const Experiment *b)
 static bool may_take(const Core *core, const Worker *w, const Trial *t, int64_t now)
 {
     if (t->from_trial != 0) {
-        /* pbt: the donor's checkpoint is on the donor's worker. */
-        if (t->from_worker == w->id)
+        /* pbt: the donor's checkpoint is on the donor's worker's disk, or
+         * stored in rungd once that worker uploaded it. */
+        if (t->from_worker == w->id || core_checkpoint(core, t->from_trial, t->from_step) != NULL)
             return true;
         const Worker *d = core_worker((Core *)core, t->from_worker);
         return d == NULL || !core_worker_alive(core, d, now);
@@ -1459,8 +1471,14 @@ static void pick(Core *core, Worker *w, const LeaseOffer *offer, int64_t now, Ex
             continue;
         /* A gang starts where its members are: no checkpoint waits on one worker. */
         Trial *take = c->pending.head;
-        while (take != NULL && !is_gang(c) && !may_take(core, w, take, now))
+        while (take != NULL && !is_gang(c) && !may_take(core, w, take, now)) {
+            /* pbt: this worker would run it: the donor's worker uploads. */
+            if (take->from_trial != 0 && !take->ckpt_wanted) {
+                take->ckpt_wanted = true;
+                core->availability_changed = true;
+            }
             take = take->next;
+        }
         if (take != NULL) {
             *e = c;
             *t = take;
@@ -2960,6 +2978,74 @@ void core_worker_warnings(Core *core, Trial *t, int64_t worker_id, json_t *warni
     json_t *merged = members_warnings(t->gang, GANG_WARN_LAST);
     core_trial_set_warnings(core, t, merged);
     json_decref(merged);
+}
+
+const CoreCheckpoint *core_checkpoint(const Core *core, int64_t trial_id, int64_t step)
+{
+    for (int64_t i = 0; i < core->n_ckpts; i++)
+        if (core->ckpts[i].trial_id == trial_id && core->ckpts[i].step == step)
+            return &core->ckpts[i];
+    return NULL;
+}
+
+/* Over the pending trials of pbt experiments that wait for a copy: with an
+ * uploader, lists in `list` the uploads that worker owes (another worker
+ * wants them); without, whether a copy of trial_id's step is owed.
+ * Populations are small, so a scan costs little. */
+static bool owed(const Core *core, int64_t trial_id, int64_t step, const Worker *uploader,
+                 json_t *list)
+{
+    bool any = false;
+    for (int64_t i = 0; i < core->n_exps; i++) {
+        const Experiment *e = core->exps[i];
+        if (e->pbt == NULL)
+            continue;
+        for (const Trial *t = e->pending.head; t != NULL; t = t->next) {
+            if (t->from_trial == 0)
+                continue;
+            if (uploader != NULL) {
+                if (t->ckpt_wanted && t->from_worker == uploader->id &&
+                    core_checkpoint(core, t->from_trial, t->from_step) == NULL)
+                    json_array_append_new(list, json_pack("{s:I, s:I}", "trial",
+                                                          (json_int_t)t->from_trial, "step",
+                                                          (json_int_t)t->from_step));
+            } else if (t->from_trial == trial_id && t->from_step == step) {
+                any = true;
+            }
+        }
+    }
+    return any;
+}
+
+bool core_checkpoint_owed(const Core *core, int64_t trial_id, int64_t step)
+{
+    return owed(core, trial_id, step, NULL, NULL);
+}
+
+json_t *core_uploads_for(const Core *core, const Worker *w)
+{
+    json_t *list = json_array();
+    owed(core, 0, 0, w, list);
+    return list;
+}
+
+void core_load_checkpoint(Core *core, const CoreCheckpoint *c)
+{
+    rung_grow((void **)&core->ckpts, &core->cap_ckpts, core->n_ckpts, sizeof *core->ckpts);
+    core->ckpts[core->n_ckpts++] = *c;
+}
+
+void core_checkpoint_stored(Core *core, const CoreCheckpoint *c)
+{
+    CoreCheckpoint *have = (CoreCheckpoint *)core_checkpoint(core, c->trial_id, c->step);
+    if (have != NULL)
+        *have = *c; /* uploaded again: the newer file replaced it */
+    else
+        core_load_checkpoint(core, c);
+    rung_grow((void **)&core->new_ckpts, &core->cap_new_ckpts, core->n_new_ckpts,
+              sizeof *core->new_ckpts);
+    core->new_ckpts[core->n_new_ckpts++] = *c;
+    core->availability_changed = true; /* its receivers may be leased now */
 }
 
 int64_t core_resume_step(const Trial *t)

@@ -172,6 +172,7 @@ typedef struct Trial {
     json_t *lineage;
     int64_t from_trial, from_step, from_worker;
     bool config_changed; /* config is not the stored one: write it */
+    bool ckpt_wanted;    /* another worker would take it: the donor's worker uploads (memory) */
     json_t *gang_json;   /* owned: gang as stored (tokens included), or NULL; follows gang */
     StepSeen *seen;      /* owned: steps of this attempt, ascending */
     size_t n_seen, cap_seen;
@@ -527,7 +528,18 @@ int64_t core_running_of(const Core *core, const Experiment *e, int64_t *ids, int
 
 /* Hands the queued changes to the caller and clears the queue (the arrays
  * stay owned by the core; valid until the next core call). */
+/* A donor's folder stored in rungd's data folder (docs/schedulers.md, "pbt";
+ * schema 009): trial_id's folder holding its checkpoint of `step`. */
+typedef struct CoreCheckpoint {
+    int64_t trial_id, step;
+    char sha256[65]; /* lowercase hex */
+    int64_t size;    /* bytes */
+    int64_t stored_at;
+} CoreCheckpoint;
+
 typedef struct CoreChanges {
+    CoreCheckpoint *ckpts; /* stored since the last clear: rows to insert */
+    int64_t n_ckpts;
     Experiment **exps;
     int64_t n_exps;
     Trial **trials;
@@ -550,6 +562,19 @@ bool core_trial_result(const Trial *t, double *loss);
  * failed) and cons (spec_constraint_values of the last report; NaN for a
  * failed trial); o's config is t's, borrowed. False as core_trial_result. */
 bool core_trial_observation(const Trial *t, BayesObservation *o);
+
+/* pbt's copies through rungd. Whether a pending trial waits for trial_id's
+ * checkpoint of step (so an upload of it is wanted); the stored one, or
+ * NULL; a stored one joins (the store writes its row with the next
+ * commit, core_changes); at load, one read back. */
+bool core_checkpoint_owed(const Core *core, int64_t trial_id, int64_t step);
+const CoreCheckpoint *core_checkpoint(const Core *core, int64_t trial_id, int64_t step);
+void core_checkpoint_stored(Core *core, const CoreCheckpoint *c);
+void core_load_checkpoint(Core *core, const CoreCheckpoint *c);
+
+/* The uploads worker w is asked for in its heartbeat reply: a JSON array
+ * of {"trial", "step"} (new reference). */
+json_t *core_uploads_for(const Core *core, const Worker *w);
 
 /* The step a leased trial resumes after (its last reported step, when it
  * was paused and promoted), or 0 when it starts from the beginning. */

@@ -37,7 +37,9 @@ struct Job {
     json_t *reply; /* new reference, or NULL */
     char *text;    /* malloc'd non-JSON body, or NULL */
     size_t text_len;
-    const char *content_type; /* of text */
+    const char *content_type; /* of text, or of reply_fd's file */
+    int reply_fd;             /* > 0: a file to send instead (the front closes it) */
+    int64_t reply_size;       /* its size in bytes */
     /* Called on the engine thread once the reply is committed (or failed). */
     void (*on_done)(Job *job);
     /* Set by a handler whose reply hands something out that must come back
@@ -58,6 +60,7 @@ typedef struct EngineConfig {
     int64_t lease_ms;          /* lease length (--lease-s) */
     int64_t heartbeat_ms;      /* what workers are told to use: several per lease */
     int64_t forget_workers_ms; /* gone workers leave listings after this (--forget-workers-s) */
+    const char *data_dir;      /* rungd's data folder (checkpoints/ for pbt's copies) */
 } EngineConfig;
 
 /* The network front the loop drives (http.c provides one). The engine

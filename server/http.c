@@ -21,11 +21,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <linux/sockios.h>
 #include <linux/tcp.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -78,31 +80,34 @@ typedef struct Route {
     const char *method;
     const char *pattern; /* "{id}" matches a positive integer */
     JobFn fn;
+    bool raw; /* the body is bytes (application/octet-stream), streamed to a file */
 } Route;
 
 static const Route routes[] = {
-    {"POST", "/api/v1/experiments", api_experiment_create},
-    {"GET", "/api/v1/experiments", api_experiment_list},
-    {"GET", "/api/v1/experiments/{id}", api_experiment_get},
-    {"PATCH", "/api/v1/experiments/{id}", api_experiment_patch},
-    {"DELETE", "/api/v1/experiments/{id}", api_experiment_delete},
-    {"POST", "/api/v1/experiments/{id}/cancel", api_experiment_cancel},
-    {"POST", "/api/v1/experiments/{id}/pause", api_experiment_pause},
-    {"POST", "/api/v1/experiments/{id}/resume", api_experiment_resume},
-    {"POST", "/api/v1/experiments/{id}/retry-failed", api_experiment_retry_failed},
-    {"GET", "/api/v1/experiments/{id}/trials", api_experiment_trials},
-    {"GET", "/api/v1/experiments/{id}/trials.csv", api_experiment_csv},
-    {"GET", "/api/v1/experiments/{id}/curves", api_experiment_curves},
-    {"GET", "/api/v1/trials/{id}", api_trial_get},
-    {"GET", "/api/v1/trials/{id}/metrics", api_trial_metrics},
-    {"POST", "/api/v1/trials/{id}/stop", api_trial_stop},
-    {"POST", "/api/v1/trials/{id}/report", api_trial_report},
-    {"POST", "/api/v1/trials/{id}/finish", api_trial_finish},
-    {"POST", "/api/v1/workers", api_worker_register},
-    {"GET", "/api/v1/workers", api_worker_list},
-    {"POST", "/api/v1/workers/{id}/lease", api_worker_lease},
-    {"POST", "/api/v1/workers/{id}/heartbeat", api_worker_heartbeat},
-    {"GET", "/metrics", api_prometheus},
+    {"POST", "/api/v1/experiments", api_experiment_create, false},
+    {"GET", "/api/v1/experiments", api_experiment_list, false},
+    {"GET", "/api/v1/experiments/{id}", api_experiment_get, false},
+    {"PATCH", "/api/v1/experiments/{id}", api_experiment_patch, false},
+    {"DELETE", "/api/v1/experiments/{id}", api_experiment_delete, false},
+    {"POST", "/api/v1/experiments/{id}/cancel", api_experiment_cancel, false},
+    {"POST", "/api/v1/experiments/{id}/pause", api_experiment_pause, false},
+    {"POST", "/api/v1/experiments/{id}/resume", api_experiment_resume, false},
+    {"POST", "/api/v1/experiments/{id}/retry-failed", api_experiment_retry_failed, false},
+    {"GET", "/api/v1/experiments/{id}/trials", api_experiment_trials, false},
+    {"GET", "/api/v1/experiments/{id}/trials.csv", api_experiment_csv, false},
+    {"GET", "/api/v1/experiments/{id}/curves", api_experiment_curves, false},
+    {"GET", "/api/v1/trials/{id}", api_trial_get, false},
+    {"GET", "/api/v1/trials/{id}/metrics", api_trial_metrics, false},
+    {"POST", "/api/v1/trials/{id}/stop", api_trial_stop, false},
+    {"POST", "/api/v1/trials/{id}/report", api_trial_report, false},
+    {"POST", "/api/v1/trials/{id}/finish", api_trial_finish, false},
+    {"PUT", "/api/v1/trials/{id}/checkpoint", api_checkpoint_put, true},
+    {"GET", "/api/v1/trials/{id}/checkpoint", api_checkpoint_get, false},
+    {"POST", "/api/v1/workers", api_worker_register, false},
+    {"GET", "/api/v1/workers", api_worker_list, false},
+    {"POST", "/api/v1/workers/{id}/lease", api_worker_lease, false},
+    {"POST", "/api/v1/workers/{id}/heartbeat", api_worker_heartbeat, false},
+    {"GET", "/metrics", api_prometheus, false},
 };
 
 typedef enum {
@@ -145,6 +150,8 @@ struct Http {
     char *token;
     char *web_dir;
     size_t max_body;
+    char *upload_dir;      /* where raw bodies are written as they arrive */
+    size_t max_checkpoint; /* bytes of a raw body */
     int listen_fd;
     int epfd;           /* the listen socket, MHD's epoll fd, connections we watch */
     bool accept_paused; /* out of descriptors: until the next tick */
@@ -172,6 +179,10 @@ typedef struct Request {
     bool too_large;
     bool submitted; /* the job went to the engine */
     bool answered;  /* the engine is done with it */
+    /* A raw body (Route.raw): the file it goes to, and its SHA-256 so far. */
+    int fd;
+    char tmp[PATH_MAX];
+    EVP_MD_CTX *sha;
 } Request;
 
 static int64_t mono_ms(void)
@@ -443,15 +454,19 @@ static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *re
     }
     const char *length = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (length && strtoull(length, NULL, 10) > h->max_body) {
+    size_t limit = route->raw ? h->max_checkpoint : h->max_body;
+    if (length && strtoull(length, NULL, 10) > limit) {
         /* Refused before reading it: MHD closes the connection after this. */
         char msg[96];
-        snprintf(msg, sizeof msg, "body larger than %zu bytes", h->max_body);
+        snprintf(msg, sizeof msg, "body larger than %zu bytes", limit);
         return send_error(c, RUNG_E_PAYLOAD_TOO_LARGE, "", msg);
     }
-    if ((strcmp(method, "POST") == 0 || strcmp(method, "PATCH") == 0) &&
-        !is_json_type(
-            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
+    const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                   MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (route->raw && (type == NULL || strncasecmp(type, "application/octet-stream", 24) != 0))
+        return send_error(c, RUNG_E_UNSUPPORTED_MEDIA_TYPE, "",
+                          "send the bytes with Content-Type: application/octet-stream");
+    if ((strcmp(method, "POST") == 0 || strcmp(method, "PATCH") == 0) && !is_json_type(type))
         return send_error(c, RUNG_E_UNSUPPORTED_MEDIA_TYPE, "",
                           "send JSON with Content-Type: application/json");
     /* Only now: a request with a route set goes to the engine once its body is in. */
@@ -485,11 +500,106 @@ static bool client_gone(Job *job)
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
+/* A file the handler opened (job->reply_fd, job->reply_size bytes): MHD
+ * sends it from the descriptor and closes it. */
+static enum MHD_Result send_file(struct MHD_Connection *c, Job *job)
+{
+    struct MHD_Response *r = MHD_create_response_from_fd((uint64_t)job->reply_size, job->reply_fd);
+    job->reply_fd = 0;
+    if (r == NULL)
+        return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, job->content_type);
+    enum MHD_Result rc = MHD_queue_response(c, (unsigned)job->status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+/* ---- raw bodies (Route.raw): written to a file as they arrive ---- */
+
+static void raw_discard(Request *req);
+
+/* One more piece of a raw body: into the file (made at the first piece)
+ * and the hash. A body past max_checkpoint is dropped (413 at the end). An
+ * upload that goes on keeps its connection from the request deadline. */
+static int raw_chunk(Http *h, Request *req, const char *data, size_t n)
+{
+    if (req->len + n > h->max_checkpoint) {
+        req->too_large = true;
+        raw_discard(req);
+        return 0;
+    }
+    if (req->sha == NULL) {
+        if (mkdir(h->upload_dir, 0700) != 0 && errno != EEXIST)
+            return -1;
+        snprintf(req->tmp, sizeof req->tmp, "%s/.upload-XXXXXX", h->upload_dir);
+        req->fd = mkstemp(req->tmp);
+        req->sha = EVP_MD_CTX_new();
+        if (req->fd < 0 || req->sha == NULL || EVP_DigestInit_ex(req->sha, EVP_sha256(), NULL) != 1)
+            return -1;
+    }
+    for (size_t off = 0; off < n;) {
+        ssize_t w = write(req->fd, data + off, n - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        off += (size_t)w;
+    }
+    EVP_DigestUpdate(req->sha, data, n);
+    req->len += n;
+    if (req->conn)
+        req->conn->deadline_ms = mono_ms() + REQUEST_TIMEOUT_MS;
+    return 0;
+}
+
+/* The whole raw body is in: {"file", "size", "sha256"} for the handler,
+ * which moves the file where it belongs (or leaves it to raw_discard). An
+ * empty body has no file. NULL when it could not be made durable. */
+static json_t *raw_done(struct MHD_Connection *c, Request *req)
+{
+    const char *claimed = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Rung-Sha256");
+    json_t *o = json_pack("{s:I}", "size", (json_int_t)req->len);
+    if (claimed != NULL)
+        json_object_set_new(o, "claimed", json_string(claimed));
+    if (req->sha == NULL)
+        return o;
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned mdlen = 0;
+    char hex[2 * EVP_MAX_MD_SIZE + 1];
+    if (EVP_DigestFinal_ex(req->sha, md, &mdlen) != 1 || fsync(req->fd) != 0) {
+        json_decref(o);
+        return NULL;
+    }
+    for (unsigned i = 0; i < mdlen; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    close(req->fd);
+    req->fd = -1;
+    json_object_set_new(o, "file", json_string(req->tmp));
+    json_object_set_new(o, "sha256", json_string(hex));
+    return o;
+}
+
+/* Removes what is left of a raw body: the handler renamed the file away,
+ * or the request failed. */
+static void raw_discard(Request *req)
+{
+    if (req->fd > 0)
+        close(req->fd);
+    req->fd = -1;
+    if (req->tmp[0] != '\0')
+        unlink(req->tmp); /* ENOENT once the handler has moved it */
+    req->tmp[0] = '\0';
+    EVP_MD_CTX_free(req->sha);
+    req->sha = NULL;
+}
+
 static enum MHD_Result reply(Http *h, struct MHD_Connection *c, Request *req)
 {
     Job *job = &req->job;
     enum MHD_Result rc;
-    if (job->text != NULL) {
+    if (job->reply_fd > 0) {
+        rc = send_file(c, job);
+    } else if (job->text != NULL) {
         rc = send_buffer(c, job->status, job->text, job->text_len, job->content_type);
         job->text = NULL; /* MHD owns it now */
     } else {
@@ -519,6 +629,7 @@ static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *
         return NULL;
     req->connection = c;
     req->conn = conn_of(c);
+    req->fd = -1;
     req->bad_target = uri != NULL && encodes_control(uri);
     /* A request that was not screened gets its deadline here. */
     if (req->conn && req->conn->deadline_ms == 0)
@@ -544,6 +655,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (req->route == NULL)
             request_in(req);
         return rc;
+    }
+    if (*upload_size > 0 && req->route != NULL && req->route->raw) {
+        if (!req->too_large && raw_chunk(h, req, upload_data, *upload_size) != 0)
+            return MHD_NO; /* the file could not be written: the connection goes */
+        *upload_size = 0;
+        return MHD_YES;
     }
     if (*upload_size > 0) {
         if (!req->too_large) {
@@ -572,7 +689,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     request_in(req);
     if (req->too_large) {
         char msg[96];
-        snprintf(msg, sizeof msg, "body larger than %zu bytes", h->max_body);
+        snprintf(msg, sizeof msg, "body larger than %zu bytes",
+                 req->route->raw ? h->max_checkpoint : h->max_body);
         return send_error(c, RUNG_E_PAYLOAD_TOO_LARGE, "", msg);
     }
     if (req->answered)
@@ -584,7 +702,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     job->on_done = on_done;
     job->client_gone = client_gone;
     memcpy(job->ids, req->ids, sizeof job->ids);
-    if (req->len > 0) {
+    if (req->route->raw) {
+        job->body = raw_done(c, req);
+        if (job->body == NULL)
+            return send_error(c, RUNG_E_INTERNAL, "", "the body could not be written to disk");
+    } else if (req->len > 0) {
         json_error_t jerr;
         job->body = json_loadb(req->body, req->len, JSON_REJECT_DUPLICATES, &jerr);
         if (job->body == NULL) {
@@ -613,6 +735,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (req && req->answered && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
         engine_undelivered(h->engine, &req->job);
     if (req) {
+        raw_discard(req);
         json_decref(req->job.body);
         json_decref(req->job.query);
         json_decref(req->job.reply);
@@ -835,7 +958,7 @@ static size_t count_char(const char *s, size_t n, char ch)
  * Content-Length and Transfer-Encoding). Returns 0 when the head is
  * complete and acceptable, 1 when more bytes are needed, or the HTTP
  * status of a refusal (hd->code and hd->message say why). */
-static int read_head(const char *buf, size_t n, size_t max_body, Head *hd)
+static int read_head(const char *buf, size_t n, size_t max_body, size_t max_raw, Head *hd)
 {
     memset(hd, 0, sizeof *hd);
     const char *line, *req;
@@ -871,6 +994,9 @@ static int read_head(const char *buf, size_t n, size_t max_body, Head *hd)
             return refusal(hd, 400, RUNG_E_INVALID_ARGUMENT, "malformed method");
     const char *target = sp1 + 1;
     size_t target_len = (size_t)(sp2 - target);
+    /* PUT is only the checkpoint upload's, whose body may be larger. */
+    if (sp1 - req == 3 && strncmp(req, "PUT", 3) == 0)
+        max_body = max_raw;
     if (target_len > TARGET_MAX)
         return refusal(hd, 414, RUNG_E_PAYLOAD_TOO_LARGE, "request target longer than %d bytes",
                        TARGET_MAX);
@@ -960,7 +1086,7 @@ static void screen(Http *h, Conn *c)
         c->deadline_ms = mono_ms() + REQUEST_TIMEOUT_MS;
     }
     Head hd;
-    int status = read_head(buf, (size_t)n, h->max_body, &hd);
+    int status = read_head(buf, (size_t)n, h->max_body, h->max_checkpoint, &hd);
     if (status == 1)
         return;
     if (status != 0) {
@@ -1177,6 +1303,11 @@ int http_start(const HttpConfig *cfg, Engine *engine, Stats *stats, Http **out, 
     h->token = (cfg->token && cfg->token[0]) ? strdup(cfg->token) : NULL;
     h->web_dir = cfg->web_dir ? strdup(cfg->web_dir) : NULL;
     h->max_body = cfg->max_body;
+    h->max_checkpoint = cfg->max_checkpoint;
+    size_t dlen = strlen(cfg->data_dir ? cfg->data_dir : ".") + sizeof "/checkpoints";
+    h->upload_dir = malloc(dlen);
+    if (h->upload_dir != NULL)
+        snprintf(h->upload_dir, dlen, "%s/checkpoints", cfg->data_dir ? cfg->data_dir : ".");
     h->listen_fd = fd;
     /* No thread of MHD's own: the engine's loop runs it (epoll, external
      * mode), so a request costs no thread switch. MHD listens on nothing:
@@ -1205,6 +1336,7 @@ int http_start(const HttpConfig *cfg, Engine *engine, Stats *stats, Http **out, 
         close(fd);
         free(h->token);
         free(h->web_dir);
+        free(h->upload_dir);
         free(h);
         return rung_error_set(err, RUNG_E_INTERNAL, NULL, "libmicrohttpd did not start");
     }
@@ -1318,5 +1450,6 @@ void http_stop(Http *h)
     close(h->epfd);
     free(h->token);
     free(h->web_dir);
+    free(h->upload_dir);
     free(h);
 }

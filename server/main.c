@@ -49,6 +49,8 @@ enum {
     O_MAX_BODY,
     O_DURABILITY,
     O_FORGET_WORKERS_S,
+    O_DATA_DIR,
+    O_MAX_CHECKPOINT_MB,
     O__COUNT
 };
 
@@ -69,6 +71,10 @@ static Option options[O__COUNT] = {
                       "normal (survives kill -9) or full (fsync per commit: power loss)"},
     [O_FORGET_WORKERS_S] = {"forget-workers-s", OPT_INT, NULL, 86400, 1, 10LL * 365 * 86400,
                             "gone workers leave GET /api/v1/workers after this many seconds"},
+    [O_DATA_DIR] = {"data-dir", OPT_STRING, NULL, 0, 0, 0,
+                    "folder for pbt's checkpoint copies (default: the database's folder)"},
+    [O_MAX_CHECKPOINT_MB] = {"max-checkpoint-mb", OPT_INT, NULL, 1024, 1, 1048576,
+                             "largest checkpoint a worker may upload, in MiB"},
 };
 
 static void usage(FILE *out)
@@ -139,6 +145,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "rungd: %s\n", err.message);
         return 1;
     }
+    /* pbt's checkpoint copies sit beside the database unless told. */
+    char data_dir[PATH_MAX];
+    if (options[O_DATA_DIR].value != NULL) {
+        snprintf(data_dir, sizeof data_dir, "%s", options[O_DATA_DIR].value);
+    } else {
+        snprintf(data_dir, sizeof data_dir, "%s", options[O_DB].value);
+        char *slash = strrchr(data_dir, '/');
+        if (slash == NULL)
+            snprintf(data_dir, sizeof data_dir, ".");
+        else if (slash == data_dir)
+            slash[1] = '\0'; /* "/rung.db": the root */
+        else
+            *slash = '\0';
+    }
     int64_t lease_ms = options[O_LEASE_S].ival * 1000;
     Core *core = core_new(lease_ms);
     if (core == NULL || store_load(store, core, rung_now_ms(), &err) != 0) {
@@ -151,7 +171,8 @@ int main(int argc, char **argv)
     /* Workers heartbeat several times per lease, so one lost packet is no loss. */
     EngineConfig ecfg = {.lease_ms = lease_ms,
                          .heartbeat_ms = lease_ms / 6,
-                         .forget_workers_ms = options[O_FORGET_WORKERS_S].ival * 1000};
+                         .forget_workers_ms = options[O_FORGET_WORKERS_S].ival * 1000,
+                         .data_dir = data_dir};
     Engine *engine = engine_new(store, core, &ecfg, &stats);
     if (engine == NULL) {
         fprintf(stderr, "rungd: cannot start the proposer thread\n");
@@ -161,7 +182,9 @@ int main(int argc, char **argv)
                        .port = (int)options[O_PORT].ival,
                        .token = token,
                        .web_dir = options[O_WEB_DIR].value,
-                       .max_body = (size_t)options[O_MAX_BODY].ival};
+                       .max_body = (size_t)options[O_MAX_BODY].ival,
+                       .data_dir = data_dir,
+                       .max_checkpoint = (size_t)options[O_MAX_CHECKPOINT_MB].ival << 20};
     Http *http;
     int port;
     if (http_start(&hcfg, engine, &stats, &http, &port, &err) != 0) {

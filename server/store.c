@@ -470,6 +470,28 @@ static int write_report(Store *s, const NewReport *r, RungError *err)
     return run(s, st, err, "write report");
 }
 
+static int prepare(Store *s, const char *sql, sqlite3_stmt **st, RungError *err, const char *what);
+
+/* pbt: a checkpoint file stored in the data folder (schema 009); its file
+ * was renamed into place before. */
+static int write_checkpoint(Store *s, const CoreCheckpoint *c, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (prepare(s,
+                "INSERT OR REPLACE INTO checkpoints (trial_id, step, sha256, size, stored_at) "
+                "VALUES (?1, ?2, ?3, ?4, ?5)",
+                &st, err, "write checkpoint"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, c->trial_id);
+    sqlite3_bind_int64(st, 2, c->step);
+    sqlite3_bind_text(st, 3, c->sha256, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 4, c->size);
+    sqlite3_bind_int64(st, 5, c->stored_at);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : db_error(s, err, "write checkpoint");
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int store_write_changes(Store *s, const CoreChanges *c, RungError *err)
 {
     /* Parents first: foreign keys are checked row by row. */
@@ -484,6 +506,9 @@ int store_write_changes(Store *s, const CoreChanges *c, RungError *err)
             return err->code;
     for (int64_t i = 0; i < c->n_reports; i++)
         if (write_report(s, &c->reports[i], err))
+            return err->code;
+    for (int64_t i = 0; i < c->n_ckpts; i++)
+        if (write_checkpoint(s, &c->ckpts[i], err))
             return err->code;
     return 0;
 }
@@ -725,9 +750,31 @@ static int write_load_changes(Store *s, Core *core, RungError *err)
     return rc;
 }
 
+/* pbt: the checkpoints stored for trials of experiments still in memory
+ * (the others' are not asked for again). */
+static int load_checkpoints(Store *s, Core *core, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (prepare(s, "SELECT trial_id, step, sha256, size, stored_at FROM checkpoints", &st, err,
+                "load checkpoints"))
+        return err->code;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        CoreCheckpoint c = {.trial_id = sqlite3_column_int64(st, 0),
+                            .step = sqlite3_column_int64(st, 1),
+                            .size = sqlite3_column_int64(st, 3),
+                            .stored_at = sqlite3_column_int64(st, 4)};
+        const char *sha = (const char *)sqlite3_column_text(st, 2);
+        snprintf(c.sha256, sizeof c.sha256, "%s", sha ? sha : "");
+        core_load_checkpoint(core, &c);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : db_error(s, err, "load checkpoints");
+}
+
 int store_load(Store *s, Core *core, int64_t now, RungError *err)
 {
-    if (load_totals(s, core, err) ||
+    if (load_totals(s, core, err) || load_checkpoints(s, core, err) ||
         load_experiments(s, core,
                          "state IN ('running', 'paused') OR id IN (SELECT experiment_id "
                          "FROM trials WHERE state = 'running')",
