@@ -10,9 +10,12 @@
 //   are asked for: the running ones, the paused ones when the counts moved,
 //   and one by one those that left these states or reported while we held
 //   them as pending. A trial seen in a final state is never fetched again.
+//   Under the pbt scheduler the first listing is read as JSON pages: the
+//   charts need every trial's `lineage`, which trials.csv does not hold.
 import * as api from '../api.js';
 import { trialsFromCsv } from '../csv.js';
 import { FINAL, countTotal } from '../format.js';
+import { isPbt } from '../pbt.js';
 
 const PAGE = 1000; // docs/api.md: lists give at most 1,000 at once
 const CURVES_PAGE = 250000; // server/api.c CURVES_MAX
@@ -115,11 +118,12 @@ export class ExperimentData {
   async syncTrials(x, signal) {
     const counts = x.counts || {};
     if (!this.loaded) {
-      const csv = this.csv || api.getCsvText(this.id, signal);
-      this.csv = null;
       // A failed request fails this poll (the next one asks again); a CSV
-      // whose header is not the expected one is read as JSON pages instead.
-      let items = trialsFromCsv(await csv, x.search_space);
+      // whose header is not the expected one is read as JSON pages instead,
+      // and so is a pbt experiment (a prefetched CSV is left unread).
+      let items = null;
+      if (!isPbt(x)) items = trialsFromCsv(await (this.csv || api.getCsvText(this.id, signal)), x.search_space);
+      this.csv = null;
       if (!items) items = await this.#listAll('', countTotal(counts), signal);
       for (const t of items) this.#store(t);
       this.loaded = true;
@@ -143,7 +147,8 @@ export class ExperimentData {
       for (const t of await this.#listAll(state, counts[state], signal)) {
         const old = this.trials.get(t.id);
         if (!old || old.state !== t.state || old.step !== t.step ||
-            JSON.stringify(old.best) !== JSON.stringify(t.best)) changed = true;
+            JSON.stringify(old.best) !== JSON.stringify(t.best) ||
+            (old.lineage || []).length !== (t.lineage || []).length) changed = true;
         this.#store(t);
       }
     }

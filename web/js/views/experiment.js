@@ -1,8 +1,9 @@
 // #/experiments/ID — one experiment: state and counts, why it failed or
 // ended, its settings (metric, searcher, scheduler, resources and a gang's
 // nodes), the best trial, pause/resume, cancel and CSV, the charts (learning curves, history, one scatter per
-// parameter, parallel coordinates; with several objectives the Pareto front)
-// and one page of its trials.
+// parameter, parallel coordinates; with several objectives the Pareto front;
+// under the pbt scheduler its section, pbt-section.js, in place of the
+// learning curves) and one page of its trials.
 import * as api from '../api.js';
 import { createBestChart } from '../charts/best.js';
 import { ashaRungs, createCurvesChart } from '../charts/curves.js';
@@ -14,7 +15,9 @@ import { h, setAttr, setState, setText } from '../dom.js';
 import { DASH, STATES, configText, int, num, time, typeOf } from '../format.js';
 import { startPoll } from '../poll.js';
 import { reportError, clearError } from '../shell.js';
+import { isPbt } from '../pbt.js';
 import { ExperimentData } from './experiment-data.js';
+import { createPbtSection } from './pbt-section.js';
 import { createTrialsTable } from './trials-table.js';
 
 // Experiment states that can still be paused, resumed or canceled.
@@ -71,6 +74,10 @@ export function mount(root, { id }) {
 
   // ---- charts ----
   const curvesEl = h('div', { class: 'chart', testid: 'chart-curves' });
+  const curvesTitle = h('h2', { text: 'Learning curves' });
+  // Population Based Training (docs/schedulers.md): families, their curves,
+  // the mutated parameters' schedules and a trial's lineage.
+  const pbtHolder = h('div', { hidden: true });
   const bestEl = h('div', { class: 'chart', testid: 'chart-best' });
   const scatterGrid = h('div', { class: 'chart-grid' });
   const parallelEl = h('div', { class: 'chart', testid: 'chart-parallel' });
@@ -93,7 +100,7 @@ export function mount(root, { id }) {
         h('div', { class: 'actions' }, stateBadge, pauseGroup, resume, cancel, csv)),
       expError, endedLine, pausedNote,
       h('div', { class: 'summary' }, counts, bestBox), paretoSection,
-      h('h2', { text: 'Learning curves' }), curvesEl,
+      pbtHolder, curvesTitle, curvesEl,
       h('h2', { text: 'Best so far' }), bestEl,
       h('h2', { text: 'Trials' }), table.el,
       h('h2', { text: 'Parameters against the metric' }), scatterGrid,
@@ -214,11 +221,19 @@ export function mount(root, { id }) {
     const mode = x.mode || ((x.metrics || [])[0] || {}).mode;
     const sched = x.scheduler || {};
     const onStep = !sched.time_attr || sched.time_attr === 'step';
+    const pick = (tid) => { window.location.hash = `#/trials/${tid}`; };
+    // Under pbt the section's curves, coloured by family, stand for these.
+    const pbt = isPbt(x) ? createPbtSection(x, uPlot, { onPick: pick }) : null;
+    if (pbt) pbtHolder.replaceChildren(pbt.el);
+    pbtHolder.hidden = !pbt;
+    curvesTitle.hidden = !!pbt;
+    curvesEl.hidden = !!pbt;
     const made = {
-      curves: createCurvesChart(curvesEl, uPlot, {
+      pbt,
+      curves: pbt ? { update() {}, destroy() {} } : createCurvesChart(curvesEl, uPlot, {
         metric: metric,
         rungs: onStep ? ashaRungs(sched) : [],
-        onPick: (tid) => { window.location.hash = `#/trials/${tid}`; },
+        onPick: pick,
       }),
       best: createBestChart(bestEl, uPlot, { metric: metric, mode: mode }),
       scatter: params.map((p) => {
@@ -274,7 +289,10 @@ export function mount(root, { id }) {
     const trialsKey = `${data.trialsVersion}/${bestId}`;
     const curvesKey = `${data.curvesVersion}/${trialsKey}`;
     const [lastCurves, lastTrials] = chartsDrawn.split('|');
-    if (curvesKey !== lastCurves) charts.curves.update(data.curves, data.trials, bestId);
+    if (curvesKey !== lastCurves) {
+      charts.curves.update(data.curves, data.trials, bestId);
+      if (charts.pbt) charts.pbt.update(data, bestId);
+    }
     if (trialsKey !== lastTrials) {
       charts.best.update(data.trials);
       for (const s of charts.scatter) s.update(data.trials, bestId);
@@ -325,6 +343,7 @@ export function mount(root, { id }) {
     Promise.resolve(charts).then((c) => {
       if (!c) return;
       c.curves.destroy();
+      if (c.pbt) c.pbt.destroy();
       c.best.destroy();
       c.scatter.forEach((s) => s.destroy());
       c.parallel.destroy();
