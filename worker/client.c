@@ -1,10 +1,15 @@
-/* JSON over libcurl with retries; see client.h. */
+/* JSON over libcurl with retries, and file transfers; see client.h. */
 #include "client.h"
 
+#include <ctype.h>
 #include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,22 +24,43 @@
 
 struct Client {
     CURL *curl;
-    struct curl_slist *headers;
-    char *base; /* base URL without a trailing '/' */
-    char *buf;  /* reply body of the request in flight */
+    struct curl_slist *headers; /* JSON requests' */
+    char *auth;                 /* "Authorization: Bearer <token>", or NULL */
+    char *base;                 /* base URL without a trailing '/' */
+    char *buf;                  /* reply body of the request in flight */
     size_t len, cap;
     bool too_large;
     ClientCancel cancel; /* of the request in flight */
     void *cancel_arg;
     uint64_t rng; /* backoff jitter */
     char errbuf[CURL_ERROR_SIZE];
+    /* A file transfer in flight (client_put_file, client_get_file). */
+    int up_fd;             /* the body's file, or -1 */
+    int64_t up_size;       /* its length */
+    int64_t up_off;        /* the next byte to send */
+    int up_errno;          /* a read of it failed */
+    int down_fd;           /* a 200's body goes here, or -1 */
+    int64_t down_max;      /* at most this many bytes of it */
+    int64_t down_got;      /* written so far */
+    bool down_over;        /* it was longer than down_max */
+    int down_errno;        /* a write failed */
+    const char *down_path; /* for messages */
 };
+
+/* One request's body and headers. */
+typedef struct Req {
+    const char *payload;        /* JSON POST body, or NULL */
+    struct curl_slist *headers; /* this request's headers */
+    bool put;                   /* PUT of c->up_fd */
+    bool get;                   /* GET into c->down_fd */
+} Req;
 
 Client *client_new(const char *base_url, const char *token)
 {
     Client *c = calloc(1, sizeof *c);
     if (c == NULL)
         return NULL;
+    c->up_fd = c->down_fd = -1;
     c->curl = curl_easy_init();
     c->base = strdup(base_url);
     if (c->curl == NULL || c->base == NULL) {
@@ -44,22 +70,22 @@ Client *client_new(const char *base_url, const char *token)
     size_t n = strlen(c->base);
     while (n > 0 && c->base[n - 1] == '/')
         c->base[--n] = '\0';
+    if (token && token[0]) {
+        size_t len = strlen(token) + 32;
+        c->auth = malloc(len);
+        if (c->auth == NULL) {
+            client_free(c);
+            return NULL;
+        }
+        snprintf(c->auth, len, "Authorization: Bearer %s", token);
+    }
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
     h = h ? curl_slist_append(h, "Accept: application/json") : NULL;
     /* No "Expect: 100-continue" round trip before bodies over 1 KiB. */
     h = h ? curl_slist_append(h, "Expect:") : NULL;
-    if (h && token && token[0]) {
-        size_t len = strlen(token) + 32;
-        char *auth = malloc(len);
-        if (auth) {
-            snprintf(auth, len, "Authorization: Bearer %s", token);
-            struct curl_slist *h2 = curl_slist_append(h, auth);
-            free(auth);
-            if (h2 == NULL) {
-                curl_slist_free_all(h);
-                h = NULL;
-            }
-        } else {
+    if (h && c->auth) {
+        struct curl_slist *h2 = curl_slist_append(h, c->auth);
+        if (h2 == NULL) {
             curl_slist_free_all(h);
             h = NULL;
         }
@@ -81,6 +107,7 @@ void client_free(Client *c)
     if (c->curl)
         curl_easy_cleanup(c->curl);
     curl_slist_free_all(c->headers);
+    free(c->auth);
     free(c->base);
     free(c->buf);
     free(c);
@@ -122,6 +149,67 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
     return n;
 }
 
+/* A 200's body into the download file; any other status's into the
+ * buffer (its JSON error). */
+static size_t on_file_data(char *data, size_t size, size_t nmemb, void *arg)
+{
+    Client *c = arg;
+    long status = 0;
+    curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+    if (status != 200)
+        return on_data(data, size, nmemb, c);
+    size_t n = size * nmemb;
+    if (c->down_got + (int64_t)n > c->down_max) {
+        c->down_over = true;
+        return 0; /* aborts the transfer */
+    }
+    for (size_t done = 0; done < n;) {
+        ssize_t w = pwrite(c->down_fd, data + done, n - done, (off_t)(c->down_got + done));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            c->down_errno = w < 0 ? errno : EIO;
+            return 0;
+        }
+        done += (size_t)w;
+    }
+    c->down_got += (int64_t)n;
+    return n;
+}
+
+/* The upload's next bytes, from the file (pread: a retry or a rewind by
+ * curl starts again from up_off). */
+static size_t on_read(char *buf, size_t size, size_t nitems, void *arg)
+{
+    Client *c = arg;
+    size_t want = size * nitems;
+    int64_t left = c->up_size - c->up_off;
+    if (left <= 0)
+        return 0;
+    if ((int64_t)want > left)
+        want = (size_t)left;
+    for (;;) {
+        ssize_t n = pread(c->up_fd, buf, want, (off_t)c->up_off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) { /* an error, or the file shrank under us */
+            c->up_errno = n < 0 ? errno : EIO;
+            return CURL_READFUNC_ABORT;
+        }
+        c->up_off += n;
+        return (size_t)n;
+    }
+}
+
+static int on_seek(void *arg, curl_off_t offset, int origin)
+{
+    Client *c = arg;
+    if (origin != SEEK_SET || offset < 0 || offset > c->up_size)
+        return CURL_SEEKFUNC_CANTSEEK;
+    c->up_off = offset;
+    return CURL_SEEKFUNC_OK;
+}
+
 /* Called by curl about once a second or more often during a transfer. */
 static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
                        curl_off_t ulnow)
@@ -131,37 +219,82 @@ static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off
     return c->cancel && c->cancel(c->cancel_arg) ? 1 : 0;
 }
 
-/* One attempt. out is cleared first. */
-static void attempt(Client *c, const char *url, const char *payload, long timeout_ms,
-                    ClientReply *out)
+/* One attempt. out is cleared first. Returns false when the failure is
+ * final (a download too long or unwritable, an upload unreadable): not
+ * worth a retry. */
+static bool attempt(Client *c, const char *url, const Req *req, long timeout_ms, ClientReply *out)
 {
     client_reply_clear(out);
     c->len = 0;
     c->too_large = false;
     c->errbuf[0] = '\0';
     CURL *h = c->curl;
+    /* Every option anew (the kind of request changes between calls);
+     * the connection and the DNS cache stay. */
+    curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->headers);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(payload));
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, req->headers);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
+    if (req->put) {
+        c->up_off = 0;
+        c->up_errno = 0;
+        curl_easy_setopt(h, CURLOPT_UPLOAD, 1L); /* PUT */
+        curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
+        curl_easy_setopt(h, CURLOPT_READDATA, c);
+        curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, on_seek);
+        curl_easy_setopt(h, CURLOPT_SEEKDATA, c);
+        curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->up_size);
+    } else if (req->get) {
+        c->down_got = 0;
+        c->down_over = false;
+        c->down_errno = 0;
+        if (ftruncate(c->down_fd, 0) != 0) {
+            snprintf(out->error, sizeof out->error, "cannot truncate %.200s: %s", c->down_path,
+                     strerror(errno));
+            return false;
+        }
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_file_data);
+    } else {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->payload);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(req->payload));
+    }
     curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->errbuf);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+    if (timeout_ms > 0) {
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+    } else {
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, (long)CLIENT_STALL_BYTES);
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)CLIENT_STALL_S);
+    }
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)CLIENT_CONNECT_MS);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM for timeouts */
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     CURLcode rc = curl_easy_perform(h);
     if (rc != CURLE_OK) {
-        if (c->too_large)
+        if (c->too_large) {
             snprintf(out->error, sizeof out->error, "reply larger than %d bytes", CLIENT_MAX_REPLY);
-        else
+        } else if (req->get && c->down_over) {
+            snprintf(out->error, sizeof out->error,
+                     "the body is longer than the %" PRId64 " bytes expected; refused",
+                     c->down_max);
+            return false;
+        } else if (req->get && c->down_errno) {
+            snprintf(out->error, sizeof out->error, "cannot write %.200s: %s", c->down_path,
+                     strerror(c->down_errno));
+            return false;
+        } else if (req->put && c->up_errno) {
+            snprintf(out->error, sizeof out->error, "cannot read the file to send: %s",
+                     strerror(c->up_errno));
+            return false;
+        } else {
             snprintf(out->error, sizeof out->error, "%s",
                      c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));
-        return;
+        }
+        return true;
     }
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
     if (c->len > 0) {
@@ -169,7 +302,7 @@ static void attempt(Client *c, const char *url, const char *payload, long timeou
         out->body = json_loadb(c->buf, c->len, 0, NULL);
     }
     if (out->status >= 200 && out->status <= 299)
-        return;
+        return true;
     json_t *e = json_object_get(out->body, "error");
     const char *code = json_string_value(json_object_get(e, "code"));
     const char *msg = json_string_value(json_object_get(e, "message"));
@@ -177,6 +310,7 @@ static void attempt(Client *c, const char *url, const char *payload, long timeou
         snprintf(out->error, sizeof out->error, "%ld %s: %s", out->status, code, msg ? msg : "");
     else
         snprintf(out->error, sizeof out->error, "HTTP status %ld", out->status);
+    return true;
 }
 
 static bool cancelled(const ClientCall *call)
@@ -199,27 +333,34 @@ static void sleep_ms(int64_t ms, const ClientCall *call)
     }
 }
 
-int client_post(Client *c, const char *path, const json_t *body, const ClientCall *call,
-                ClientReply *out)
+/* base + path, new string; NULL when out of memory. */
+static char *make_url(const Client *c, const char *path)
 {
-    memset(out, 0, sizeof *out);
+    size_t url_len = strlen(c->base) + strlen(path) + 1;
+    char *url = malloc(url_len);
+    if (url)
+        snprintf(url, url_len, "%s%s", c->base, path);
+    return url;
+}
+
+/* The request with its retries (see client.h). */
+static int perform(Client *c, const char *path, const Req *req, const ClientCall *call,
+                   ClientReply *out)
+{
     static const ClientCall plain = {0};
     if (call == NULL)
         call = &plain;
     const char *what = call->what ? call->what : path;
-    char *payload = body ? json_dumps(body, JSON_COMPACT) : strdup("{}");
-    size_t url_len = strlen(c->base) + strlen(path) + 1;
-    char *url = malloc(url_len);
-    if (payload == NULL || url == NULL) {
-        free(payload);
-        free(url);
+    char *url = make_url(c, path);
+    if (url == NULL) {
         snprintf(out->error, sizeof out->error, "out of memory");
         return -1;
     }
-    snprintf(url, url_len, "%s%s", c->base, path);
     c->cancel = call->cancel;
     c->cancel_arg = call->cancel_arg;
-    long timeout_ms = call->timeout_ms > 0 ? call->timeout_ms : CLIENT_TIMEOUT_MS;
+    long timeout_ms = call->timeout_ms > 0   ? call->timeout_ms
+                      : req->put || req->get ? 0
+                                             : CLIENT_TIMEOUT_MS;
     int rc = 0;
     int64_t last_log = 0;
     for (int retry = 0;; retry++) {
@@ -227,7 +368,10 @@ int client_post(Client *c, const char *path, const json_t *body, const ClientCal
             rc = -1;
             break;
         }
-        attempt(c, url, payload, timeout_ms, out);
+        if (!attempt(c, url, req, timeout_ms, out)) {
+            rc = -1; /* final: out->error says why */
+            break;
+        }
         if (out->status == 0 && cancelled(call)) {
             rc = -1;
             break;
@@ -237,7 +381,10 @@ int client_post(Client *c, const char *path, const json_t *body, const ClientCal
                 LOG_INFO("%s: delivered after %d retries", what, retry);
             break;
         }
-        if (!call->retry) {
+        if (!call->retry || (call->max_retries > 0 && retry >= call->max_retries)) {
+            if (call->retry)
+                LOG_WARN("%s: %s; giving up after %d retries", what,
+                         out->error[0] ? out->error : "no reply", retry);
             rc = out->status == 0 ? -1 : 0;
             break;
         }
@@ -251,7 +398,121 @@ int client_post(Client *c, const char *path, const json_t *body, const ClientCal
     }
     c->cancel = NULL;
     c->cancel_arg = NULL;
-    free(payload);
     free(url);
+    return rc;
+}
+
+int client_post(Client *c, const char *path, const json_t *body, const ClientCall *call,
+                ClientReply *out)
+{
+    memset(out, 0, sizeof *out);
+    char *payload = body ? json_dumps(body, JSON_COMPACT) : strdup("{}");
+    if (payload == NULL) {
+        snprintf(out->error, sizeof out->error, "out of memory");
+        return -1;
+    }
+    Req req = {.payload = payload, .headers = c->headers};
+    int rc = perform(c, path, &req, call, out);
+    free(payload);
+    return rc;
+}
+
+/* Appends line to *h; false (and *h freed) when out of memory. */
+static bool add_header(struct curl_slist **h, const char *line)
+{
+    struct curl_slist *n = curl_slist_append(*h, line);
+    if (n == NULL) {
+        curl_slist_free_all(*h);
+        *h = NULL;
+        return false;
+    }
+    *h = n;
+    return true;
+}
+
+static bool is_sha256_hex(const char *s)
+{
+    if (s == NULL || strlen(s) != 64)
+        return false;
+    for (int i = 0; i < 64; i++)
+        if (!isxdigit((unsigned char)s[i]))
+            return false;
+    return true;
+}
+
+int client_put_file(Client *c, const char *path, const char *file_path, const char *sha256_hex,
+                    const ClientCall *call, ClientReply *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!is_sha256_hex(sha256_hex)) {
+        snprintf(out->error, sizeof out->error, "the SHA-256 to send is not 64 hex digits");
+        return -1;
+    }
+    int fd = open(file_path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(out->error, sizeof out->error, "cannot open %.200s: %s", file_path,
+                 strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    char hash[80] = "X-Rung-Sha256: ";
+    size_t o = strlen(hash);
+    for (int i = 0; i < 64; i++)
+        hash[o + (size_t)i] = (char)tolower((unsigned char)sha256_hex[i]);
+    hash[o + 64] = '\0';
+    struct curl_slist *h = NULL;
+    bool ok = add_header(&h, "Content-Type: application/octet-stream") &&
+              add_header(&h, "Accept: application/json") && add_header(&h, "Expect:") &&
+              add_header(&h, hash) && (c->auth == NULL || add_header(&h, c->auth));
+    if (!ok) {
+        close(fd);
+        snprintf(out->error, sizeof out->error, "out of memory");
+        return -1;
+    }
+    c->up_fd = fd;
+    c->up_size = (int64_t)st.st_size;
+    Req req = {.headers = h, .put = true};
+    int rc = perform(c, path, &req, call, out);
+    c->up_fd = -1;
+    close(fd);
+    curl_slist_free_all(h);
+    return rc;
+}
+
+int client_get_file(Client *c, const char *path, const char *dest_path, int64_t max_bytes,
+                    const ClientCall *call, ClientReply *out)
+{
+    memset(out, 0, sizeof *out);
+    int fd = open(dest_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        snprintf(out->error, sizeof out->error, "cannot make %.200s: %s", dest_path,
+                 strerror(errno));
+        return -1;
+    }
+    struct curl_slist *h = NULL;
+    bool ok = add_header(&h, "Accept: application/x-tar, application/json") &&
+              (c->auth == NULL || add_header(&h, c->auth));
+    int rc = -1;
+    if (!ok) {
+        snprintf(out->error, sizeof out->error, "out of memory");
+    } else {
+        c->down_fd = fd;
+        c->down_max = max_bytes < 0 ? 0 : max_bytes;
+        c->down_path = dest_path;
+        Req req = {.headers = h, .get = true};
+        rc = perform(c, path, &req, call, out);
+        c->down_fd = -1;
+        c->down_path = NULL;
+    }
+    curl_slist_free_all(h);
+    if (close(fd) != 0 && rc == 0 && out->status == 200) {
+        snprintf(out->error, sizeof out->error, "cannot write %.200s: %s", dest_path,
+                 strerror(errno));
+        rc = -1;
+    }
+    if (rc != 0 || out->status != 200)
+        unlink(dest_path);
     return rc;
 }

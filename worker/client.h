@@ -9,7 +9,9 @@
  * are retried with backoff (backoff.h) until a reply comes or the caller's
  * cancel function says stop; any other status is final and handed back, so a
  * 4xx is never retried. The server is idempotent where we retry (reports by
- * step, finish, heartbeat), so a retry after an unanswered request is safe. */
+ * step, finish, heartbeat; a checkpoint PUT replaces the same file), so a
+ * retry after an unanswered request is safe. A call may bound its retries
+ * (max_retries). */
 #ifndef RUNG_WORKER_CLIENT_H
 #define RUNG_WORKER_CLIENT_H
 
@@ -20,6 +22,12 @@
 #define CLIENT_MAX_REPLY (8 << 20) /* bytes of a reply body; a trial object is far smaller */
 #define CLIENT_TIMEOUT_MS 15000    /* one request without a long poll */
 #define CLIENT_CONNECT_MS 3000     /* loopback or LAN: a longer connect means no daemon */
+/* A file transfer (client_put_file, client_get_file) has no time limit of
+ * its own: it ends when fewer than CLIENT_STALL_BYTES a second went for
+ * CLIENT_STALL_S seconds (rungd writing and fsyncing a big file after the
+ * upload included). */
+#define CLIENT_STALL_S 60
+#define CLIENT_STALL_BYTES 1024
 
 typedef struct Client Client;
 
@@ -35,8 +43,11 @@ typedef struct ClientReply {
 typedef bool (*ClientCancel)(void *arg);
 
 typedef struct ClientCall {
-    long timeout_ms;     /* whole request; 0 = CLIENT_TIMEOUT_MS */
+    long timeout_ms;     /* whole request; 0 = CLIENT_TIMEOUT_MS (a file transfer: no
+                            limit, but CLIENT_STALL_S without progress ends it) */
     bool retry;          /* retry transport errors, 5xx and 429 as above */
+    int max_retries;     /* with retry: give up after this many retries (the last reply, or
+                            status 0, is handed back); 0 = until a reply or a cancel */
     ClientCancel cancel; /* may be NULL */
     void *cancel_arg;
     const char *what; /* for log lines: "report of trial 5 step 3" */
@@ -53,6 +64,26 @@ void client_free(Client *c);
  * still says why). Clear *out with client_reply_clear in every case. */
 int client_post(Client *c, const char *path, const json_t *body, const ClientCall *call,
                 ClientReply *out);
+
+/* PUTs the bytes of the file at file_path to base_url + path, streamed
+ * from the file (never held in memory; read again from its start on a
+ * retry), with `Content-Type: application/octet-stream` and
+ * `X-Rung-Sha256: <sha256_hex>` (64 hex digits, sent in lowercase; the
+ * caller's hash of the file). The reply is JSON, as with client_post;
+ * returns as client_post does, and -1 (out->error says why, nothing sent)
+ * when the file cannot be opened or read or sha256_hex is not a hash. */
+int client_put_file(Client *c, const char *path, const char *file_path, const char *sha256_hex,
+                    const ClientCall *call, ClientReply *out);
+
+/* GETs base_url + path; a 200's body is streamed into the file dest_path
+ * (made or truncated, mode 0600; not through a symbolic link), and no more
+ * than max_bytes of it: a longer body aborts the transfer, is not retried,
+ * and returns -1 (out->error says so). Any other status's body is read as
+ * JSON into out, as with client_post. Returns as client_post does; -1 too
+ * when dest_path cannot be written. dest_path holds the body only when 0
+ * is returned with status 200; in every other case it is removed. */
+int client_get_file(Client *c, const char *path, const char *dest_path, int64_t max_bytes,
+                    const ClientCall *call, ClientReply *out);
 
 void client_reply_clear(ClientReply *r);
 

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "advertise.h"
+#include "ckptxfer.h"
 #include "client.h"
 #include "gang.h"
 #include "gpus.h"
@@ -301,6 +302,12 @@ static bool register_cancel(void *arg)
     return worker_stopping(arg, STOP_DRAIN);
 }
 
+/* A hard stop cancels checkpoint uploads (ckptxfer.h). */
+static bool upload_cancel(void *arg)
+{
+    return worker_stopping(arg, STOP_HARD);
+}
+
 /* Registers with the server, retrying while it cannot be reached. 0, 1
  * (stopped meanwhile) or -1 (refused). */
 static int register_worker(Worker *w, const int *gpus, int n_gpus)
@@ -560,6 +567,13 @@ int main(int argc, char **argv)
              server, w.id, w.name, gpu_text, cpus, w.heartbeat_s, w.lease_s, w.workdir,
              w.advertise_addr);
 
+    char why[512];
+    w.uploader = uploader_new(server, w.token, w.workdir, w.id, upload_cancel, &w, why, sizeof why);
+    if (w.uploader == NULL)
+        LOG_WARN("pbt: no checkpoint uploads from this worker (%s); trials on other workers "
+                 "that exploit this worker's trials start without their checkpoints",
+                 why);
+
     gpuwatch_look(&w);
     pthread_t lease_thread, heartbeat_thread, watch_thread;
     if ((w.watch != NULL && pthread_create(&watch_thread, NULL, gpuwatch_main, &w) != 0) ||
@@ -569,6 +583,13 @@ int main(int argc, char **argv)
         return 1;
     }
     int left = worker_wait_idle(&w);
+    /* Checkpoints other workers' trials wait for: uploaded before leaving,
+     * while heartbeats go on (and may ask for more); a hard stop cancels. */
+    if (left == 0 && w.uploader != NULL && uploader_pending(w.uploader) > 0) {
+        LOG_INFO("waiting for %d checkpoint upload(s) before exiting (signal again to cancel)",
+                 uploader_pending(w.uploader));
+        uploader_wait_idle(w.uploader, upload_cancel, &w);
+    }
     atomic_store(&w.exiting, true);
     pthread_mutex_lock(&w.mu);
     pthread_cond_broadcast(&w.cond);
@@ -585,6 +606,8 @@ int main(int argc, char **argv)
         fflush(stderr);
         _exit(1); /* their threads still run: no exit handlers under their feet */
     }
+    uploader_free(w.uploader); /* cancels what a hard stop left, or a late request */
+    w.uploader = NULL;
     LOG_INFO("exiting");
     gpuwatch_free(w.watch);
     gpus_close(w.gpus);

@@ -1,6 +1,7 @@
 /* One leased trial: supervisor and sender threads; see trial.h. */
 #include "trial.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -17,6 +18,7 @@
 
 #include "argv.h"
 #include "ckpt.h"
+#include "ckptxfer.h"
 #include "client.h"
 #include "clock.h"
 #include "env.h"
@@ -92,6 +94,34 @@ static bool read_resources(Trial *t, const json_t *res)
     return true;
 }
 
+/* pbt's checkpoint_from: {"trial", "step"} for a copy of a folder on this
+ * machine, with "sha256" and "size" for a checkpoint stored in rungd. */
+static void read_checkpoint_from(Trial *t, const json_t *from)
+{
+    t->from_trial = int_or(json_object_get(from, "trial"), 0);
+    if (t->from_trial < 0)
+        t->from_trial = 0;
+    t->from_step = int_or(json_object_get(from, "step"), t->resume_step);
+    const json_t *sha = json_object_get(from, "sha256");
+    t->from_rungd = t->from_trial > 0 && sha != NULL && !json_is_null(sha);
+    t->from_sha256[0] = '\0';
+    t->from_size = -1;
+    if (!t->from_rungd)
+        return;
+    const char *hex = json_string_value(sha);
+    bool ok = hex != NULL && strlen(hex) == 64;
+    for (int i = 0; ok && i < 64; i++)
+        ok = isxdigit((unsigned char)hex[i]) != 0;
+    if (ok) {
+        for (int i = 0; i < 64; i++)
+            t->from_sha256[i] = (char)tolower((unsigned char)hex[i]);
+        t->from_sha256[64] = '\0';
+    }
+    const json_t *size = json_object_get(from, "size");
+    if (json_is_integer(size) && json_integer_value(size) >= 0)
+        t->from_size = json_integer_value(size);
+}
+
 Trial *trial_new(Worker *w, const json_t *o, char *why, size_t why_size)
 {
     const json_t *id = json_object_get(o, "id");
@@ -126,7 +156,7 @@ Trial *trial_new(Worker *w, const json_t *o, char *why, size_t why_size)
     t->resume_step = int_or(json_object_get(o, "resume_step"), 0);
     if (t->resume_step < 0)
         t->resume_step = 0;
-    t->from_trial = int_or(json_object_get(json_object_get(o, "checkpoint_from"), "trial"), 0);
+    read_checkpoint_from(t, json_object_get(o, "checkpoint_from"));
     snprintf(t->lease_token, sizeof t->lease_token, "%s", token);
     json_t *config = json_object_get(o, "config");
     t->config = json_is_object(config) ? json_incref(config) : json_object();
@@ -639,6 +669,60 @@ static void copy_donor(Sup *s, const char *trials)
     LOG_INFO("trial %" PRId64 ": %.*s", t->id, (int)strlen(line) - 1, line);
 }
 
+/* A download stops when the trial is asked to end before it started (a
+ * stop, a preemption, a hard stop of the worker). */
+static bool download_cancel(void *arg)
+{
+    Trial *t = arg;
+    pthread_mutex_lock(&t->mu);
+    bool killed = t->kill_reason != KILL_NONE;
+    pthread_mutex_unlock(&t->mu);
+    return killed || worker_gave_up(t->worker);
+}
+
+/* pbt, the donor ran on another worker: its checkpoint, stored in rungd,
+ * is downloaded into this trial's folder (ckptxfer.h). As with a local
+ * copy, a failure is said in the log and the program starts over without
+ * it. */
+static void download_donor(Sup *s, const char *trials)
+{
+    Trial *t = s->t;
+    Worker *w = t->worker;
+    char err[1024] = "", line[1536], what[128];
+    int64_t bytes = 0;
+    XferResult r = XFER_FAILED;
+    snprintf(what, sizeof what, "download of trial %" PRId64 "'s checkpoint of step %" PRId64,
+             t->from_trial, t->from_step);
+    Client *c = client_new(w->server, w->token);
+    if (c == NULL) {
+        snprintf(err, sizeof err, "out of memory for an HTTP client");
+    } else {
+        ClientCall call = {.retry = true,
+                           .max_retries = CKPTXFER_RETRIES,
+                           .cancel = download_cancel,
+                           .cancel_arg = t,
+                           .what = what};
+        r = ckptxfer_download(c, t->from_trial, t->from_step, t->from_sha256, t->from_size, trials,
+                              s->dir, &call, &bytes, err, sizeof err);
+        client_free(c);
+    }
+    if (r == XFER_OK)
+        snprintf(line, sizeof line,
+                 "rung-worker: pbt: downloaded trial %" PRId64 "'s checkpoint of step %" PRId64
+                 " from rungd (%" PRId64 " bytes, sha256 verified)\n",
+                 t->from_trial, t->from_step, bytes);
+    else
+        snprintf(line, sizeof line,
+                 "rung-worker: pbt: checkpoint of trial %" PRId64 " step %" PRId64
+                 " from rungd: %s; the program starts without it\n",
+                 t->from_trial, t->from_step, err);
+    write_log(s, s->err_log, line, strlen(line));
+    if (r == XFER_OK)
+        LOG_INFO("trial %" PRId64 ": %.*s", t->id, (int)strlen(line) - 1, line);
+    else
+        LOG_WARN("trial %" PRId64 ": %.*s", t->id, (int)strlen(line) - 1, line);
+}
+
 /* Makes the trial folder and opens the logs, with a header per attempt. */
 static int open_logs(Sup *s, char *why, size_t why_size)
 {
@@ -673,7 +757,9 @@ static int open_logs(Sup *s, char *why, size_t why_size)
         *(k == 0 ? &s->out_log : &s->err_log) = fd;
         write_log(s, fd, header, (size_t)hlen);
     }
-    if (t->from_trial > 0)
+    if (t->from_trial > 0 && t->from_rungd)
+        download_donor(s, trials);
+    else if (t->from_trial > 0)
         copy_donor(s, trials);
     return 0;
 }

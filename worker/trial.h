@@ -67,6 +67,15 @@ typedef struct Trial {
     int64_t id, experiment_id, attempt;
     int64_t resume_step; /* promoted trial: its checkpoint is at this step; 0 = fresh */
     int64_t from_trial;  /* pbt: copy this trial's folder into this one's first; 0 = none */
+    int64_t from_step;   /* pbt: the step of that trial's checkpoint (resume_step when the
+                            lease reply leaves it out) */
+    /* pbt, the donor ran on another worker: its checkpoint is stored in rungd
+     * and downloaded (ckptxfer.h) instead of copied. from_sha256 is "" and
+     * from_size -1 when the lease reply's are malformed (the download is then
+     * not tried, and the trial's stderr.log says why). */
+    bool from_rungd;
+    char from_sha256[65]; /* 64 lowercase hex digits */
+    int64_t from_size;    /* bytes of the tar */
     char lease_token[TRIAL_TOKEN_MAX + 1];
     json_t *config;               /* owned */
     json_t *trainable;            /* owned; json null when the experiment has none */

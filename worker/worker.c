@@ -11,6 +11,7 @@
 
 #include "advertise.h"
 #include "backoff.h"
+#include "ckptxfer.h"
 #include "client.h"
 #include "clock.h"
 #include "gpuwatch.h"
@@ -50,6 +51,7 @@ int worker_init(Worker *w, const int *gpus, int n_gpus, int64_t cpus)
     w->ended = NULL;
     w->n_ended = w->cap_ended = 0;
     w->pruning = 0;
+    w->uploader = NULL;
     atomic_init(&w->stop, STOP_NONE);
     atomic_init(&w->hard_deadline_ns, 0);
     atomic_init(&w->exiting, false);
@@ -493,6 +495,30 @@ static json_t *gpu_usage(Worker *w)
     return a;
 }
 
+/* pbt: the folders rungd asks for, [{"trial", "step"}, ...], queued for
+ * the uploader thread (a big checkpoint must not delay heartbeats). */
+static void take_uploads(Worker *w, const json_t *upload)
+{
+    size_t i;
+    const json_t *item;
+    json_array_foreach(upload, i, item) {
+        const json_t *trial = json_object_get(item, "trial");
+        const json_t *step = json_object_get(item, "step");
+        if (!json_is_integer(trial) || json_integer_value(trial) <= 0 || !json_is_integer(step) ||
+            json_integer_value(step) < 0) {
+            LOG_WARN("heartbeat: an item of \"upload\" is not {\"trial\", \"step\"}; ignored");
+            continue;
+        }
+        if (w->uploader == NULL) {
+            LOG_WARN("heartbeat: rungd asks for trial %" PRId64 "'s folder, but this worker "
+                     "cannot upload (no uploader thread)",
+                     (int64_t)json_integer_value(trial));
+            continue;
+        }
+        uploader_request(w->uploader, json_integer_value(trial), json_integer_value(step));
+    }
+}
+
 void *worker_heartbeat_main(void *arg)
 {
     Worker *w = arg;
@@ -581,6 +607,7 @@ void *worker_heartbeat_main(void *arg)
                                  t->id);
             }
             pthread_mutex_unlock(&w->mu);
+            take_uploads(w, json_object_get(reply.body, "upload"));
         } else if (reply.status == 404 && last_status != 404) {
             LOG_ERROR("heartbeat: the server does not know this worker (%s); was its database "
                       "replaced? Restart the worker to register again",

@@ -12,7 +12,10 @@
  *   GPU watch   every 0.5 s: which GPUs are spare, which trials give way to
  *               other people's processes or to --hours (gpuwatch.h)
  *   heartbeat   every heartbeat_s: the held trials and GPU usage; kills
- *               the trials the server lists under "stop"
+ *               the trials the server lists under "stop", queues the
+ *               uploads it lists under "upload"
+ *   uploader    packs and PUTs the trial folders rungd asks for (pbt's
+ *               checkpoints for other workers: ckptxfer.h)
  *   per trial   a supervisor (pipes, report lines, exit, kill escalation)
  *               and a sender (reports in order, then finish): trial.h
  *
@@ -71,6 +74,9 @@ typedef struct Worker {
      * and a port found free for it, held bound while the request is out. */
     char advertise_addr[GANG_ADDR_MAX + 1]; /* --advertise-addr, or the route's to the server */
     int gang_port_lo, gang_port_hi;         /* --gang-ports; 0, 0: any free port */
+    /* pbt: uploads of trial folders rungd asks for in heartbeat replies
+     * (ckptxfer.h), on their own thread; NULL when it could not start. */
+    struct Uploader *uploader;
 
     pthread_mutex_t mu;   /* guards what follows */
     pthread_cond_t cond;  /* broadcast when any of it changes (CLOCK_MONOTONIC) */
