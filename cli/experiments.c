@@ -322,12 +322,12 @@ static void describe(FILE *out, const json_t *obj, const char *def)
 }
 
 
-/* pbt: the best member's schedule (its trial object has the lineage). */
+/* pbt, pb2: the best member's schedule (its trial object has the lineage). */
 static void show_schedule(CliHttp *h, const json_t *x)
 {
     const char *type = cli_fmt_str(json_object_get(x, "scheduler"), "type", "");
     int64_t best = cli_fmt_int(json_object_get(x, "best"), "trial_id", 0);
-    if (strcmp(type, "pbt") != 0 || best <= 0)
+    if ((strcmp(type, "pbt") != 0 && strcmp(type, "pb2") != 0) || best <= 0)
         return;
     char path[96];
     snprintf(path, sizeof path, "/api/v1/trials/%" PRId64, best);

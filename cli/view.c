@@ -100,8 +100,10 @@ static void schedule_values(FILE *out, const json_t *mutations, const json_t *co
 
 void cli_view_schedule(FILE *out, const json_t *exp, const json_t *trial, const char *indent)
 {
-    const json_t *mutations = json_object_get(json_object_get(exp, "scheduler"),
-                                              "hyperparam_mutations");
+    const json_t *sched = json_object_get(exp, "scheduler");
+    const json_t *mutations = json_object_get(sched, "hyperparam_mutations");
+    if (mutations == NULL) /* pb2 */
+        mutations = json_object_get(sched, "hyperparam_bounds");
     const json_t *lineage = json_object_get(trial, "lineage");
     if (!json_is_object(mutations) || !json_is_array(lineage))
         return;

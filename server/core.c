@@ -37,6 +37,7 @@
 
 #include "grow.h"
 #include "pareto.h"
+#include "pb2.h"
 #include "pbt.h"
 #include "utf8.h"
 #include "warm.h"
@@ -1713,6 +1714,28 @@ static PbtMember pbt_member(const Trial *t, int64_t step)
                        .config = config_at(t, step)};
 }
 
+/* pb2 (sampler/pb2.h): the donor's config with the mutated parameters
+ * chosen by PB2's GP bandit over the population's score changes so far. */
+static json_t *explore_pb2(const Experiment *e, const PbtMember *donor, int64_t number,
+                           int64_t milestone)
+{
+    PbtChange *ch = malloc(PB2_MAX_OBS * sizeof *ch);
+    Pb2Obs *obs = malloc(PB2_MAX_OBS * sizeof *obs);
+    json_t *next = NULL;
+    if (ch != NULL && obs != NULL) {
+        int64_t n = pbt_changes(e->pbt, ch, PB2_MAX_OBS);
+        for (int64_t i = 0; i < n; i++)
+            obs[i] = (Pb2Obs){.config = ch[i].config,
+                              .time = (double)ch[i].milestone,
+                              .change = ch[i].change};
+        next = pb2_propose(e->spec.mutations, donor->config, obs, (int)n, (double)milestone,
+                           e->spec.pbt.seed, (uint64_t)number, (uint64_t)milestone);
+    }
+    free(ch);
+    free(obs);
+    return next;
+}
+
 /* pbt's exploit and explore (docs/schedulers.md, "pbt"): t takes the
  * donor's config, mutated, and resumes from the donor's checkpoint; the
  * exploit joins t's lineage. The answer to t's report is stop: the worker
@@ -1720,8 +1743,12 @@ static PbtMember pbt_member(const Trial *t, int64_t step)
 static void exploit(Core *core, Trial *t, const PbtMember *donor, int64_t milestone, int64_t now)
 {
     Experiment *e = t->exp;
-    json_t *next = space_mutate(e->spec.mutations, donor->config, e->spec.pbt_resample,
-                                e->spec.pbt.seed, (uint64_t)t->number, (uint64_t)milestone);
+    json_t *next = NULL;
+    if (e->spec.is_pb2)
+        next = explore_pb2(e, donor, t->number, milestone);
+    if (next == NULL) /* pbt; or pb2's GP failed numerically: explore as pbt does */
+        next = space_mutate(e->spec.mutations, donor->config, e->spec.pbt_resample,
+                            e->spec.pbt.seed, (uint64_t)t->number, (uint64_t)milestone);
     if (next == NULL)
         abort();
     if (t->lineage == NULL)

@@ -215,6 +215,43 @@ int64_t pbt_exploits(Pbt *pbt, int64_t milestone, int64_t *receivers, PbtMember 
     return out;
 }
 
+static const Record *record_of(const Pbt *pbt, int64_t k, int64_t number)
+{
+    for (int64_t i = 0; i < pbt->nm; i++) {
+        const Milestone *m = &pbt->m[i];
+        if (m->k != k)
+            continue;
+        for (int64_t r = 0; r < m->n; r++)
+            if (m->r[r].m.number == number)
+                return &m->r[r];
+    }
+    return NULL;
+}
+
+int64_t pbt_changes(const Pbt *pbt, PbtChange *out, int64_t cap)
+{
+    int64_t kmax = 0, n = 0;
+    for (int64_t i = 0; i < pbt->nm; i++)
+        kmax = pbt->m[i].k > kmax ? pbt->m[i].k : kmax;
+    for (int64_t k = kmax; k >= 2 && n < cap; k--) {
+        for (int64_t i = 0; i < pbt->nm && n < cap; i++) {
+            const Milestone *m = &pbt->m[i];
+            if (m->k != k)
+                continue;
+            for (int64_t r = 0; r < m->n && n < cap; r++) {
+                const Record *b = &m->r[r];
+                const Record *a = record_of(pbt, k - 1, b->m.number);
+                if (a == NULL || !json_equal(a->m.config, b->m.config))
+                    continue;
+                out[n++] = (PbtChange){.config = b->m.config,
+                                       .milestone = k * pbt->p.interval,
+                                       .change = b->score - a->score};
+            }
+        }
+    }
+    return n;
+}
+
 void pbt_load(Pbt *pbt, const PbtMember *self, bool has, double value)
 {
     (void)record(pbt, self, has, value);

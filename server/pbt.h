@@ -83,6 +83,19 @@ bool pbt_reached(const Pbt *pbt, int64_t number, int64_t milestone);
 int64_t pbt_exploits(Pbt *pbt, int64_t milestone, int64_t *receivers, PbtMember *donors,
                      int64_t cap);
 
+/* PB2's data (sampler/pb2.h): for each trial with records at two
+ * consecutive milestones and the same config at both (no exploit between:
+ * an exploit changes the config), the change of its score over that
+ * interval (higher is better), the config it trained with, and the later
+ * milestone's step. At most cap of them, the latest milestones first;
+ * configs borrowed. Returns how many. */
+typedef struct PbtChange {
+    const json_t *config;
+    int64_t milestone;
+    double change;
+} PbtChange;
+int64_t pbt_changes(const Pbt *pbt, PbtChange *out, int64_t cap);
+
 /* A stored report replayed at start: records what pbt_report would have,
  * decides nothing. */
 void pbt_load(Pbt *pbt, const PbtMember *self, bool has, double value);

@@ -46,12 +46,13 @@ static json_t *number_json(double v)
     return json_real(v);
 }
 
-/* An error of space_parse on hyperparam_mutations names "search_space...":
- * it is about "scheduler.hyperparam_mutations..." instead. */
-static int reprefix(RungError *err)
+/* An error of space_parse on hyperparam_mutations (or pb2's
+ * hyperparam_bounds) names "search_space...": it is about `to`
+ * ("scheduler.hyperparam_mutations...") instead. */
+static int reprefix(RungError *err, const char *to)
 {
-    static const char from[] = "search_space", to[] = "scheduler.hyperparam_mutations";
-    char buf[sizeof err->message + sizeof to];
+    static const char from[] = "search_space";
+    char buf[sizeof err->message + RUNG_FIELD_MAX];
     if (strncmp(err->field, from, strlen(from)) == 0) {
         snprintf(buf, sizeof buf, "%s%s", to, err->field + strlen(from));
         memcpy(err->field, buf, sizeof err->field - 1); /* cut, as rung_error_set would */
@@ -70,8 +71,17 @@ static int reprefix(RungError *err)
  * (a checkpoint is named by the step it was saved at) and
  * perturbation_interval required (Ray's default, 60, counts seconds). The
  * search space runs as fifo: PBT changes configs, it stops no trial. */
-static int parse_pbt(json_t *s, Spec *spec, RungError *err)
+static int parse_pbt(json_t *s, Spec *spec, bool pb2, RungError *err)
 {
+    static const char *const pb2_keys[] = {"type",
+                                           "time_attr",
+                                           "perturbation_interval",
+                                           "quantile_fraction",
+                                           "hyperparam_bounds",
+                                           "burn_in_period",
+                                           "max_t",
+                                           "synch",
+                                           NULL};
     static const char *const keys[] = {"type",
                                        "time_attr",
                                        "perturbation_interval",
@@ -87,7 +97,12 @@ static int parse_pbt(json_t *s, Spec *spec, RungError *err)
                      .maximize = spec->mode == SPEC_MODE_MAX,
                      .seed = spec->searcher.seed};
     spec->pbt_resample = 0.25;
-    if (jsonv_only_keys(s, "scheduler", keys, E, err) ||
+    /* pbt explores within hyperparam_mutations, pb2 within Ray's
+     * hyperparam_bounds; the rest is the same. */
+    const char *mkey = pb2 ? "hyperparam_bounds" : "hyperparam_mutations";
+    char mfield[64];
+    snprintf(mfield, sizeof mfield, "scheduler.%s", mkey);
+    if (jsonv_only_keys(s, "scheduler", pb2 ? pb2_keys : keys, E, err) ||
         jsonv_string(s, "scheduler", "time_attr", JSONV_OPTIONAL, SPEC_MAX_METRIC, &spec->time_attr,
                      E, err) ||
         jsonv_int(s, "scheduler", "perturbation_interval", JSONV_REQUIRED, 1, INT32_MAX,
@@ -102,9 +117,9 @@ static int parse_pbt(json_t *s, Spec *spec, RungError *err)
         return err->code;
     if (strcmp(spec->time_attr, "step") != 0)
         return rung_error_set(err, E, "scheduler.time_attr",
-                              "scheduler.time_attr: pbt counts steps ('step'), not '%s': a "
+                              "scheduler.time_attr: %s counts steps ('step'), not '%s': a "
                               "checkpoint is named by its step",
-                              spec->time_attr);
+                              pb2 ? "pb2" : "pbt", spec->time_attr);
     if (!(p->quantile > 0 && p->quantile <= 0.5))
         return rung_error_set(err, E, "scheduler.quantile_fraction",
                               "scheduler.quantile_fraction: must be in (0, 0.5], not %g",
@@ -113,49 +128,61 @@ static int parse_pbt(json_t *s, Spec *spec, RungError *err)
         return rung_error_set(err, E, "scheduler.resample_probability",
                               "scheduler.resample_probability: must be in [0, 1], not %g",
                               spec->pbt_resample);
-    json_t *m = json_object_get(s, "hyperparam_mutations");
+    json_t *m = json_object_get(s, mkey);
     if (m == NULL)
-        return rung_error_set(err, E, "scheduler.hyperparam_mutations",
-                              "scheduler.hyperparam_mutations: required for pbt: the "
-                              "parameters to explore and their domains");
+        return rung_error_set(err, E, mfield,
+                              "%s: required for %s: the parameters to explore and their domains",
+                              mfield, pb2 ? "pb2" : "pbt");
     if (!json_is_object(m) || json_object_size(m) == 0)
-        return rung_error_set(err, E, "scheduler.hyperparam_mutations",
-                              "scheduler.hyperparam_mutations: must be an object naming at "
-                              "least one parameter of search_space");
-    /* A list is a choice among its values, as in Ray. */
+        return rung_error_set(err, E, mfield,
+                              "%s: must be an object naming at least one parameter of "
+                              "search_space",
+                              mfield);
+    /* A list is a choice among its values, as in Ray's PBT; for pb2, as in
+     * Ray's PB2, the bounds [low, high] of a uniform domain. */
     json_t *domains = json_object();
     const char *key;
     json_t *v;
     json_object_foreach(m, key, v) {
-        json_object_set_new(domains, key,
-                            json_is_array(v)
-                                ? json_pack("{s:s, s:O}", "type", "choice", "values", v)
-                                : json_incref(v));
+        json_t *d = json_incref(v);
+        if (json_is_array(v) && !pb2) {
+            json_decref(d);
+            d = json_pack("{s:s, s:O}", "type", "choice", "values", v);
+        } else if (json_is_array(v) && json_array_size(v) == 2 &&
+                   json_is_number(json_array_get(v, 0)) && json_is_number(json_array_get(v, 1))) {
+            json_decref(d);
+            d = json_pack("{s:s, s:O, s:O}", "type", "uniform", "low", json_array_get(v, 0), "high",
+                          json_array_get(v, 1));
+        }
+        json_object_set_new(domains, key, d);
     }
     int rc = space_parse(domains, &spec->mutations, err);
     json_decref(domains);
     if (rc != 0)
-        return reprefix(err);
+        return reprefix(err, mfield);
     json_object_foreach(m, key, v) {
         char field[RUNG_FIELD_MAX];
-        jsonv_path(field, sizeof field, "scheduler.hyperparam_mutations", key);
+        jsonv_path(field, sizeof field, mfield, key);
         if (!json_is_object(v) && !json_is_array(v))
-            return rung_error_set(err, E, field, "%s: must be a domain object or a list of values",
-                                  field);
+            return rung_error_set(err, E, field, "%s: must be a domain object or %s", field,
+                                  pb2 ? "[low, high]" : "a list of values");
         if (!space_has_param(spec->space, key))
             return rung_error_set(err, E, field, "%s: '%s' is not a parameter of search_space",
                                   field, key);
     }
     if (space_conditional(spec->mutations))
-        return rung_error_set(err, E, "scheduler.hyperparam_mutations",
-                              "scheduler.hyperparam_mutations: a choice of sub-spaces cannot "
-                              "mutate; name the branch's parameters themselves");
+        return rung_error_set(err, E, mfield,
+                              "%s: a choice of sub-spaces cannot mutate; name the branch's "
+                              "parameters themselves",
+                              mfield);
     spec->is_pbt = true;
-    json_object_set_new(s, "type", json_string("pbt"));
+    spec->is_pb2 = pb2;
+    json_object_set_new(s, "type", json_string(pb2 ? "pb2" : "pbt"));
     json_object_set_new(s, "time_attr", json_string(spec->time_attr));
     json_object_set_new(s, "perturbation_interval", json_integer(p->interval));
     json_object_set_new(s, "quantile_fraction", number_json(p->quantile));
-    json_object_set_new(s, "resample_probability", number_json(spec->pbt_resample));
+    if (!pb2)
+        json_object_set_new(s, "resample_probability", number_json(spec->pbt_resample));
     json_object_set_new(s, "burn_in_period", json_integer(p->burn_in));
     json_object_set_new(s, "max_t", json_integer(p->max_t));
     json_object_set_new(s, "synch", json_boolean(p->synch));
@@ -204,8 +231,8 @@ static int parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
         "type", "time_attr", "max_t", "grace_period", "reduction_factor", "brackets", NULL};
     static const char *const median_keys[] = {"type", "time_attr", "grace_period",
                                               "min_samples_required", NULL};
-    if (strcmp(type, "pbt") == 0)
-        return parse_pbt(s, spec, err);
+    if (strcmp(type, "pbt") == 0 || strcmp(type, "pb2") == 0)
+        return parse_pbt(s, spec, strcmp(type, "pb2") == 0, err);
     const char *const *allowed;
     if (strcmp(type, "fifo") == 0) {
         allowed = fifo_keys;
@@ -221,7 +248,7 @@ static int parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
     } else {
         return rung_error_set(err, E, "scheduler.type",
                               "scheduler.type: '%s' is not one of fifo, asha, hyperband, median, "
-                              "pbt",
+                              "pbt, pb2",
                               type);
     }
     int64_t brackets = 1;

@@ -83,6 +83,7 @@ typedef struct Spec {
      * hyperparam_mutations as a space of their own (owned), and
      * resample_probability. */
     bool is_pbt;
+    bool is_pb2; /* pb2: PB2 chooses the explored values (sampler/pb2.h) */
     PbtParams pbt;
     Space *mutations;
     double pbt_resample;

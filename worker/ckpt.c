@@ -373,7 +373,12 @@ static int copy_tree(Copy *c, int sfd, int dfd, dev_t ddev, int depth)
             rc = -1;
         } else if (S_ISREG(st.st_mode)) {
             if (linkat(sfd, name, dfd, name, 0) != 0) {
-                if (errno == EXDEV || errno == EPERM || errno == EMLINK || errno == EOPNOTSUPP) {
+                if (errno == ENOENT) {
+                    /* Renamed or removed since it was listed: a program
+                     * that writes a new checkpoint to a temporary name and
+                     * renames it; what it became is listed, or not ours. */
+                } else if (errno == EXDEV || errno == EPERM || errno == EMLINK ||
+                           errno == EOPNOTSUPP) {
                     rc = copy_bytes(c, sfd, dfd, name, &st);
                 } else {
                     say(c->err, c->errsize, "cannot link %s/%s into %s: %s", c->from, c->path.rel,

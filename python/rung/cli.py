@@ -327,7 +327,7 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
         print(f"    {_clean(name):<14}{shown}")
     if objectives:
         _print_pareto(objectives, x.get("pareto") or [])
-    if (x.get("scheduler") or {}).get("type") == "pbt" and best:
+    if (x.get("scheduler") or {}).get("type") in ("pbt", "pb2") and best:
         _print_schedule(x, client.get_trial(best["trial_id"]))
     trials = client.list_trials(args.id, sort="value")
     if not trials:
@@ -370,7 +370,8 @@ def _bound(c: dict) -> str:
 def _print_schedule(x: dict, trial: dict) -> None:
     """pbt (docs/schedulers.md): the schedule a trial was trained with, the
     mutated parameters from step 1 and from each exploit on, as rung show."""
-    mutations = (x.get("scheduler") or {}).get("hyperparam_mutations") or {}
+    sched = x.get("scheduler") or {}
+    mutations = sched.get("hyperparam_mutations") or sched.get("hyperparam_bounds") or {}
     lineage = trial.get("lineage") or []
 
     def values(config: dict) -> str:

@@ -19,6 +19,7 @@ rungd, a real rung-worker with two slots, and the PBT paper's toy problem
   ends, no step is stored twice, and the lineage stays consistent.
 """
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -119,13 +120,14 @@ class PbtCase(wh.WorkerTestCase):
                                                % (tid, x["donor"], x["step"]))
             if lineage:
                 self.assertEqual(t["config"], lineage[-1]["config"])
-                self.assertEqual(lineage[0]["from"]["tag"], 0)
+                self.assertEqual(lineage[0]["from"].get("tag", 0), 0)
         return n
 
     def test_toy_problem_pbt_beats_explore_and_exploit_only(self):
         d = self.daemon()
         self.worker(d, "w", cpu_slots=2)
-        eid, _ = self.run_experiment(d, toy_spec(1000, pbt({"h_0": UNIT, "h_1": UNIT})))
+        # PBT as examples/pbt-toy.json runs it (its own budget: 600 steps).
+        eid, _ = self.run_experiment(d, wh.example_spec("pbt-toy.json"))
         pbt_steps = self.first_reach(d, eid)
         exploits = self.check_lineage(d, eid)
         self.assertGreater(exploits, 3, "PBT exploited")
@@ -134,8 +136,16 @@ class PbtCase(wh.WorkerTestCase):
         eid3, exp3 = self.run_experiment(d, toy_spec(600, pbt({"tag": [0, 1, 2, 3]})))
         exploit_steps = self.first_reach(d, eid3)
         self.assertGreater(self.check_lineage(d, eid3), 3, "exploit-only exploited")
-        print("steps to Q >= %.2f: pbt %s, explore only %s, exploit only %s (of 600)"
-              % (TARGET, pbt_steps, explore_steps, exploit_steps))
+        # PB2: the same exploit, the explored h chosen by its GP bandit.
+        eid4, _ = self.run_experiment(d, toy_spec(1000, {
+            "type": "pb2", "perturbation_interval": INTERVAL, "synch": True,
+            "hyperparam_bounds": {"h_0": [0, 1], "h_1": [0, 1]}}))
+        pb2_steps = self.first_reach(d, eid4)
+        self.assertGreater(self.check_lineage(d, eid4), 3, "PB2 exploited")
+        print("steps to Q >= %.2f: pbt %s, pb2 %s, explore only %s, exploit only %s (of 600)"
+              % (TARGET, pbt_steps, pb2_steps, explore_steps, exploit_steps))
+        self.assertIsNotNone(pb2_steps)
+        self.assertLess(pb2_steps, explore_steps)
         self.assertIsNotNone(pbt_steps, d.diagnostics())
         self.assertIsNotNone(explore_steps)
         self.assertLess(pbt_steps, explore_steps)
@@ -189,6 +199,39 @@ class PbtCase(wh.WorkerTestCase):
         self.assertTrue(w.alive(), w.diagnostics())
         w.stop()
         d.stop()
+
+    def test_exploit_across_two_workers(self):
+        """Two workers with one slot each: every exploit's donor ran on the
+        other worker, so its folder travels through rungd (uploaded by the
+        donor's worker when asked in a heartbeat, stored with its SHA-256,
+        downloaded and checked by the receiver's worker)."""
+        d = self.daemon("--lease-s", "3")
+        w1 = self.worker(d, "w1", cpu_slots=1)
+        w2 = self.worker(d, "w2", cpu_slots=1)
+        # Asynchronous: the donor runs on while the receiver waits, so its
+        # worker's one slot is taken and the copy must come through rungd.
+        # Slow steps (50 ms): the donor still runs when the receiver waits.
+        spec = toy_spec(40, pbt({"h_0": UNIT, "h_1": UNIT}, synch=False), stop=False)
+        spec["search_space"]["sleep_s"] = 0.05
+        eid, _ = self.run_experiment(d, spec, timeout=120)
+        self.assertGreater(self.check_lineage(d, eid), 0)
+        logs = w1.stderr_text() + w2.stderr_text()
+        self.assertIn("uploaded trial", logs, self.explain(d, w1, w2))
+        self.assertIn("sha256 verified", logs, self.explain(d, w1, w2))
+        self.assertNotIn("starts without", logs)
+        ckpts = os.listdir(os.path.join(self.tmp, "checkpoints"))
+        self.assertTrue(any(n.endswith(".tar") for n in ckpts), ckpts)
+        # A body whose hash is not the one claimed is refused, naming the
+        # header; a checkpoint nobody waits for, too.
+        trial = d.all_trials(eid)[0]["id"]
+        url = "/api/v1/trials/%d/checkpoint?step=4" % trial
+        bad = d.request("PUT", url, raw=b"not a tar", headers={
+            "Content-Type": "application/octet-stream", "X-Rung-Sha256": "0" * 64})
+        self.assertError(bad, 400, "invalid_argument", "X-Rung-Sha256")
+        late = d.request("PUT", url, raw=b"x", headers={
+            "Content-Type": "application/octet-stream",
+            "X-Rung-Sha256": hashlib.sha256(b"x").hexdigest()})
+        self.assertError(late, 409, "conflict")
 
     def test_refusals_name_the_field(self):
         d = self.daemon()

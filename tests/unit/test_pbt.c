@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pb2.h"
 #include "pbt.h"
 #include "sampler.h"
 
@@ -305,12 +306,85 @@ static void test_mutate_moves(void **state)
     space_free(m);
 }
 
+/* PB2 follows the data: with the best x drifting from 0.2 to 0.8 over
+ * time, its proposal at the newest time is near 0.8 (not near 0.5, the
+ * best over all times); too little data gives a draw in the domain. */
+static void test_pb2_follows_the_optimum(void **state)
+{
+    (void)state;
+    Space *m = space_of("{\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}");
+    json_t *base = json_pack("{s:f, s:i}", "x", 0.5, "keep", 7);
+    enum { N = 80 };
+    Pb2Obs obs[N];
+    json_t *cfg[N];
+    srand(3);
+    for (int i = 0; i < N; i++) {
+        double x = (double)rand() / RAND_MAX, t = 4.0 * (i + 1), best = 0.2 + 0.6 * t / (4.0 * N);
+        cfg[i] = json_pack("{s:f}", "x", x);
+        obs[N - 1 - i] = (Pb2Obs){.config = cfg[i], .time = t, .change = -(x - best) * (x - best)};
+    }
+    int near = 0;
+    for (uint64_t k = 0; k < 10; k++) {
+        json_t *c = pb2_propose(m, base, obs, N, 4.0 * N, 5, k, 4 * N);
+        assert_non_null(c);
+        assert_int_equal(json_integer_value(json_object_get(c, "keep")), 7);
+        double x = json_real_value(json_object_get(c, "x"));
+        near += fabs(x - 0.8) < 0.12;
+        json_decref(c);
+    }
+    assert_true(near >= 8);
+    /* One observation: a draw, the same for the same arguments. */
+    json_t *a = pb2_propose(m, base, obs, 1, 8, 5, 1, 8),
+           *b = pb2_propose(m, base, obs, 1, 8, 5, 1, 8);
+    assert_true(json_equal(a, b));
+    double x = json_real_value(json_object_get(a, "x"));
+    assert_true(x >= 0 && x <= 1);
+    json_decref(a);
+    json_decref(b);
+    for (int i = 0; i < N; i++)
+        json_decref(cfg[i]);
+    json_decref(base);
+    space_free(m);
+}
+
+/* PB2's data: the change of each trial's score between consecutive
+ * milestones with one config; an exploit (a new config) cuts it. */
+static void test_pbt_changes(void **state)
+{
+    (void)state;
+    PbtParams pp = params(4, 0.25, false); /* losses: the change is the drop */
+    Pbt *p = pbt_new(&pp);
+    json_t *c1 = json_pack("{s:f}", "x", 0.1), *c2 = json_pack("{s:f}", "x", 0.9);
+    PbtMember donor;
+    int64_t ms;
+    PbtMember m = member(0, 4, c1);
+    (void)pbt_report(p, &m, true, 5.0, &donor, &ms);
+    m = member(0, 8, c1);
+    (void)pbt_report(p, &m, true, 3.0, &donor, &ms);
+    m = member(0, 12, c2); /* exploited at 8: a new config */
+    (void)pbt_report(p, &m, true, 1.0, &donor, &ms);
+    m = member(0, 16, c2);
+    (void)pbt_report(p, &m, true, 0.5, &donor, &ms);
+    PbtChange ch[8];
+    int64_t n = pbt_changes(p, ch, 8);
+    assert_int_equal(n, 2);
+    assert_int_equal(ch[0].milestone, 16); /* the latest first */
+    assert_true(fabs(ch[0].change - 0.5) < 1e-12);
+    assert_true(json_equal(ch[0].config, c2));
+    assert_int_equal(ch[1].milestone, 8);
+    assert_true(fabs(ch[1].change - 2.0) < 1e-12);
+    json_decref(c1);
+    json_decref(c2);
+    pbt_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_async_hand_cases), cmocka_unit_test(test_max_t_and_maximize),
-        cmocka_unit_test(test_forget_and_load),  cmocka_unit_test(test_synch),
-        cmocka_unit_test(test_against_model),    cmocka_unit_test(test_mutate_moves),
+        cmocka_unit_test(test_async_hand_cases),        cmocka_unit_test(test_max_t_and_maximize),
+        cmocka_unit_test(test_forget_and_load),         cmocka_unit_test(test_synch),
+        cmocka_unit_test(test_against_model),           cmocka_unit_test(test_mutate_moves),
+        cmocka_unit_test(test_pb2_follows_the_optimum), cmocka_unit_test(test_pbt_changes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

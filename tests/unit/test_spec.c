@@ -890,6 +890,24 @@ static void test_pbt(void **state)
            "scheduler.type");
     refuse("{" BASE ", \"resources_per_trial\": {\"nodes\": 2}, " PBT_HEAD PBT_X "}}",
            "resources_per_trial.nodes");
+    /* pb2: Ray's hyperparam_bounds, [low, high] or a domain; no resampling. */
+    accept("{" BASE ", \"scheduler\": {\"type\": \"pb2\", \"perturbation_interval\": 4, "
+           "\"hyperparam_bounds\": {\"x\": [0.1, 0.9]}}}",
+           &spec);
+    assert_true(spec.is_pbt && spec.is_pb2);
+    assert_null(json_object_get(json_object_get(spec.json, "scheduler"), "resample_probability"));
+    spec_close(&spec);
+    refuse("{" BASE ", \"scheduler\": {\"type\": \"pb2\", \"perturbation_interval\": 4, "
+           "\"resample_probability\": 0.5, \"hyperparam_bounds\": {\"x\": [0, 1]}}}",
+           "scheduler.resample_probability");
+    refuse("{" BASE ", \"scheduler\": {\"type\": \"pb2\", \"perturbation_interval\": 4, "
+           "\"hyperparam_mutations\": {\"x\": [0, 1]}}}",
+           "scheduler.hyperparam_mutations");
+    refuse("{" BASE ", \"scheduler\": {\"type\": \"pb2\", \"perturbation_interval\": 4}}",
+           "scheduler.hyperparam_bounds");
+    refuse("{" BASE ", \"scheduler\": {\"type\": \"pb2\", \"perturbation_interval\": 4, "
+           "\"hyperparam_bounds\": {\"x\": \"wide\"}}}",
+           "scheduler.hyperparam_bounds.x");
 }
 
 int main(void)
