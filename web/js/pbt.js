@@ -13,7 +13,7 @@
 
 /** Whether an experiment (the API's object) runs the pbt scheduler. */
 export function isPbt(x) {
-  return !!(x && x.scheduler && x.scheduler.type === 'pbt');
+  return !!(x && x.scheduler && (x.scheduler.type === 'pbt' || x.scheduler.type === 'pb2'));
 }
 
 /** A trial's lineage, oldest first ([] when it has none). */

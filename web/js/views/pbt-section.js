@@ -18,7 +18,11 @@ const BEST_CHOICE = 'best';
  * bestId), destroy()}; data: the page's ExperimentData. */
 export function createPbtSection(x, uPlot, { onPick }) {
   const sched = x.scheduler || {};
-  const mutations = sched.hyperparam_mutations && typeof sched.hyperparam_mutations === 'object' ? sched.hyperparam_mutations : {};
+  // pb2 names its parameters in hyperparam_bounds.
+  const named = sched.hyperparam_mutations || sched.hyperparam_bounds;
+  const mutations = {};
+  for (const [k, v] of Object.entries(named && typeof named === 'object' ? named : {}))
+    mutations[k] = sched.type === 'pb2' && Array.isArray(v) ? { type: 'uniform', low: v[0], high: v[1] } : v;
   const metric = x.metric || ((x.metrics || [])[0] || {}).name;
 
   const settings = h('p', { class: 'meta', testid: 'pbt-settings' });
