@@ -29,7 +29,8 @@ METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 # Routes answered outside the table, documented like the others.
 OUTSIDE_TABLE = {("GET", "/healthz")}
 
-ENTRY = re.compile(r'\{\s*"([A-Z]+)"\s*,\s*"([^"]*)"\s*,\s*([A-Za-z_]\w*)\s*\}')
+ENTRY = re.compile(r'\{\s*"([A-Z]+)"\s*,\s*"([^"]*)"\s*,\s*([A-Za-z_]\w*)\s*'
+                   r'(?:,\s*(?:true|false)\s*)?\}')
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 ROUTE_HEADING = re.compile(r"^(%s)\s+(/\S*)$" % "|".join(METHODS))
 
