@@ -2332,6 +2332,19 @@ int64_t core_expire_leases(Core *core, int64_t now)
         t->lease_token[0] = '\0';
         if (t->stop_kind != STOP_NONE) {
             apply_stop(core, t, now);
+        } else if (t->exp->pbt != NULL && t->n_seen > 0 && t->gang == NULL &&
+                   t->lost_resumes < CORE_PBT_LOST_RESUMES) {
+            /* pbt: a member is a population's progress, not a config to
+             * try again: it goes back to the front of the line, keeping its
+             * steps, and resumes from its checkpoint of its last reported
+             * step. A worker restarted with the same --workdir finds that
+             * checkpoint (any other worker starts the program over without
+             * it, and its repeated steps are not stored). */
+            t->lost_resumes++;
+            set_state(core, t, TRIAL_PENDING, now);
+            queue_front(t->exp, t);
+            t->started_at = 0;
+            core->availability_changed = true;
         } else {
             char msg[160];
             lost_message(core, t, now, msg, sizeof msg);

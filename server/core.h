@@ -132,6 +132,10 @@ typedef struct StepSeen {
     uint8_t action; /* ReportAction */
 } StepSeen;
 
+/* pbt: how many times a member whose worker is lost goes back in line with
+ * its steps (core_expire_leases) before a loss counts as a failure. */
+#define CORE_PBT_LOST_RESUMES 3
+
 typedef struct Trial {
     int64_t id;             /* >= 1, unique across experiments */
     struct Experiment *exp; /* borrowed: the owner */
@@ -173,6 +177,7 @@ typedef struct Trial {
     int64_t from_trial, from_step, from_worker;
     bool config_changed; /* config is not the stored one: write it */
     bool ckpt_wanted;    /* another worker would take it: the donor's worker uploads (memory) */
+    int lost_resumes;    /* pbt: times its worker was lost and it went back in line (memory) */
     json_t *gang_json;   /* owned: gang as stored (tokens included), or NULL; follows gang */
     StepSeen *seen;      /* owned: steps of this attempt, ascending */
     size_t n_seen, cap_seen;

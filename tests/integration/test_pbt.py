@@ -233,6 +233,44 @@ class PbtCase(wh.WorkerTestCase):
             "X-Rung-Sha256": hashlib.sha256(b"x").hexdigest()})
         self.assertError(late, 409, "conflict")
 
+    def test_worker_killed_mid_run(self):
+        """kill -9 of the worker (its trainables go on writing, then die on
+        their closed pipe) and a new worker on the same --workdir: each
+        member resumes from its checkpoint of its last reported step, in
+        the same attempt; every step is stored once, and theta runs on
+        without a break (a start over would restart it from 0.9)."""
+        d = self.daemon("--lease-s", "2")
+        w = self.worker(d, "w", cpu_slots=2)
+        spec = toy_spec(50, pbt({"h_0": UNIT, "h_1": UNIT}, synch=False), stop=False)
+        spec["search_space"]["sleep_s"] = 0.05
+        eid = d.create_experiment(spec)["id"]
+        h.wait_until(lambda: all((t["step"] or 0) >= 14 for t in d.all_trials(eid))
+                     and any(t["lineage"] for t in d.all_trials(eid)), 60,
+                     "an exploit and 14 steps each")
+        w.kill9()
+        again = self.worker(d, "w", cpu_slots=2)  # the same name: the same --workdir
+        self.run_experiment_wait(d, eid)
+        trials = {t["id"]: t for t in d.all_trials(eid)}
+        for t in trials.values():
+            self.assertEqual((t["state"], t["step"], t["attempt"]), ("completed", 50, 1), t)
+        self.check_lineage(d, eid)
+        for tid, t in trials.items():
+            reports = {r["step"]: r["metrics"] for r in d.metrics_of(tid)}
+            cut = {x["step"] for x in t["lineage"]}
+            for s in range(1, 50):
+                if s in cut:
+                    continue  # an exploit: checked against the donor above
+                a, b = reports[s], reports[s + 1]
+                want = a["theta_0"] * (1 - 2 * LR * b["h_0"])
+                self.assertAlmostEqual(b["theta_0"], want, places=9,
+                                       msg="trial %d, step %d to %d" % (tid, s, s + 1))
+        self.assertIn("leased", again.stderr_text())
+
+    def run_experiment_wait(self, d, eid, timeout=120):
+        d.wait_experiment(eid, lambda e: e["state"] in ("completed", "failed"), timeout=timeout,
+                          what="experiment %d to end" % eid)
+        self.assertEqual(d.experiment(eid)["state"], "completed", d.diagnostics())
+
     def test_refusals_name_the_field(self):
         d = self.daemon()
         cases = [
