@@ -994,6 +994,43 @@ static char *error_text(Sup *s, const char *head)
     return e;
 }
 
+/* How long a new lease of a trial waits for the program of its previous
+ * lease on this worker to be gone: its kill's grace and a margin. */
+#define OLDER_WAIT_NS ((int64_t)(TRIAL_KILL_GRACE_S + 5) * 1000000000LL)
+
+/* A trial leased again on this worker (promoted, resumed at a pbt
+ * milestone, exploiting, given back) while its previous program is still
+ * ending (a "stop" answer reached it moments ago): that program may still
+ * write checkpoints into the folder, which the new one reads (and a pbt
+ * copy replaces). So the new one starts once the old process group is
+ * gone. */
+static void wait_for_older(Trial *t)
+{
+    Worker *w = t->worker;
+    int64_t deadline = rung_mono_ns() + OLDER_WAIT_NS;
+    for (;;) {
+        bool busy = false;
+        pthread_mutex_lock(&w->mu);
+        for (Trial *o = w->trials; o != NULL && !busy; o = o->next) {
+            if (o == t || o->id != t->id)
+                continue;
+            pthread_mutex_lock(&o->mu);
+            busy = o->runner.pid > 0 && !o->group_gone;
+            pthread_mutex_unlock(&o->mu);
+        }
+        pthread_mutex_unlock(&w->mu);
+        if (!busy)
+            return;
+        if (rung_mono_ns() > deadline) {
+            LOG_WARN("trial %" PRId64 ": its previous program on this worker is still running; "
+                     "starting anyway",
+                     t->id);
+            return;
+        }
+        usleep(20 * 1000);
+    }
+}
+
 static void *supervise(void *arg)
 {
     Trial *t = arg;
@@ -1008,6 +1045,8 @@ static void *supervise(void *arg)
     if (s.buf == NULL || linebuf_init(&s.out_lines, REPORTLINE_MAX + 1) != 0 ||
         linebuf_init(&s.err_lines, TAIL_MAX_BYTES) != 0)
         snprintf(why, sizeof why, "out of memory");
+    if (why[0] == '\0')
+        wait_for_older(t);
     if (why[0] == '\0')
         open_logs(&s, why, sizeof why);
     if (why[0] == '\0')
