@@ -5,6 +5,8 @@
 #include <archive_entry.h>
 #include <dirent.h>
 #include <errno.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/evp.h>
@@ -294,6 +296,8 @@ static int remove_entry(int dfd, const char *name, dev_t dev, int depth)
 static int copy_bytes(Copy *c, int sfd, int dfd, const char *name, const struct stat *st)
 {
     int in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (in < 0 && errno == ENOENT)
+        return 0; /* renamed or removed since it was listed: a temporary name */
     if (in < 0) {
         say(c->err, c->errsize, "cannot open %s/%s: %s", c->from, c->path.rel, strerror(errno));
         return -1;
@@ -305,7 +309,10 @@ static int copy_bytes(Copy *c, int sfd, int dfd, const char *name, const struct 
         return -1;
     }
     int rc = 0;
-    for (;;) {
+    /* A copy-on-write clone where the file system has them (btrfs, XFS):
+     * instant, and still the receiver's own file. */
+    bool cloned = ioctl(out, FICLONE, in) == 0;
+    for (; !cloned;) {
         ssize_t n = read(in, c->buf, BUF_SIZE);
         if (n < 0 && errno == EINTR)
             continue;
@@ -372,20 +379,12 @@ static int copy_tree(Copy *c, int sfd, int dfd, dev_t ddev, int depth)
                 strerror(errno));
             rc = -1;
         } else if (S_ISREG(st.st_mode)) {
-            if (linkat(sfd, name, dfd, name, 0) != 0) {
-                if (errno == ENOENT) {
-                    /* Renamed or removed since it was listed: a program
-                     * that writes a new checkpoint to a temporary name and
-                     * renames it; what it became is listed, or not ours. */
-                } else if (errno == EXDEV || errno == EPERM || errno == EMLINK ||
-                           errno == EOPNOTSUPP) {
-                    rc = copy_bytes(c, sfd, dfd, name, &st);
-                } else {
-                    say(c->err, c->errsize, "cannot link %s/%s into %s: %s", c->from, c->path.rel,
-                        c->to, strerror(errno));
-                    rc = -1;
-                }
-            }
+            /* Never a hard link: a program that opens an existing name for
+             * writing (torch.save, or open(tmp, "w") on a temporary name
+             * the copy took mid-write) would write through it into the
+             * donor's checkpoint. A copy (a reflink where the file system
+             * has them) is the receiver's own. */
+            rc = copy_bytes(c, sfd, dfd, name, &st);
         } else if (S_ISLNK(st.st_mode)) {
             char target[PATH_MAX];
             ssize_t len = readlinkat(sfd, name, target, sizeof target);

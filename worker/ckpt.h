@@ -14,16 +14,16 @@
  * relative; an absolute one points where it pointed). FIFOs, sockets and
  * devices are left out.
  *
- * Hard links. ckpt_copy_dir links each regular file into the destination
- * (link(2)) when both folders are on one file system, so that a copy of
- * gigabytes of weights costs nothing; it copies the bytes when linking
- * fails with EXDEV, EPERM, EMLINK or EOPNOTSUPP. A linked file is ONE file
- * in two folders: a trainer that rewrites a checkpoint in place (opens it
- * for writing without O_CREAT|O_EXCL, or truncates it) changes the other
- * trial's copy too. Trainers must write a new checkpoint to a new name, or
- * to a temporary file renamed over the old name (which replaces the link,
- * not the shared file). ckpt_unpack unlinks an existing file before writing
- * it for the same reason.
+ * No hard links. ckpt_copy_dir copies each regular file's bytes, as a
+ * copy-on-write clone (FICLONE) where the file system has them, so the
+ * receiver's files are its own. Hard links were tried first and undone: a
+ * linked file is one file in two folders, and a program that opens an
+ * existing name for writing writes through it into the donor's checkpoint
+ * (torch.save does; so does open(tmp, "w") on a temporary name that the
+ * copy took while the donor was writing it, which tests/integration/
+ * test_pbt.py caught). A file renamed or removed between the listing and
+ * its copy (a temporary name) is skipped. ckpt_unpack unlinks an existing
+ * file before writing it, for the same reason.
  *
  * Replacement. At the top of the destination, an entry with the name of a
  * copied one is replaced and every other entry is kept (the destination's

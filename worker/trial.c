@@ -646,8 +646,8 @@ static void pump(Sup *s, int *fd, bool is_stdout)
 }
 
 /* pbt (docs/schedulers.md, "pbt"): the trial goes on from another trial's
- * checkpoint, so that trial's folder is copied into this one (hard links
- * where the file system allows; the logs stay this trial's own). Without
+ * checkpoint, so that trial's folder is copied into this one (byte copies
+ * or clones, never hard links: ckpt.h; the logs stay this trial's own). Without
  * it the program finds no checkpoint and starts over, as a promoted trial
  * does: the log says so, and the trial runs. */
 static void copy_donor(Sup *s, const char *trials)

@@ -1,4 +1,4 @@
-/* Unit tests of worker/ckpt.c: a trial folder copied with hard links (and
+/* Unit tests of worker/ckpt.c: a trial folder copied (never hard-linked) (and
  * with bytes across file systems), the logs left out, existing entries
  * replaced; pack and unpack giving back the same tree; a tar changed by
  * one byte refused before anything is extracted; entries that would land
@@ -214,7 +214,7 @@ static int teardown(void **state)
 
 /* ---- copies ---- */
 
-static void test_copy_links_files(void **state)
+static void test_copy_files(void **state)
 {
     (void)state;
     char src[PATH_MAX], dst[PATH_MAX], a[PATH_MAX], b[PATH_MAX], err[512];
@@ -241,18 +241,37 @@ static void test_copy_links_files(void **state)
     assert_int_equal(ckpt_copy_dir(src, dst, err, sizeof err), 0);
     assert_string_equal(err, "");
 
-    /* Regular files are the same files (one inode, two links). */
-    const char *linked[] = {"weights.bin", "ckpt/step-7.json", "ckpt/stdout.log", "ckpt/deep/empty",
+    /* Regular files are copies, not links: writing into the copy in place
+     * (as torch.save does) leaves the source as it was. */
+    const char *copied[] = {"weights.bin", "ckpt/step-7.json", "ckpt/stdout.log", "ckpt/deep/empty",
                             "ckpt/deep/ro.txt"};
-    for (size_t i = 0; i < sizeof linked / sizeof *linked; i++) {
+    for (size_t i = 0; i < sizeof copied / sizeof *copied; i++) {
         struct stat sa, sb;
-        path_of(a, src, linked[i]);
-        path_of(b, dst, linked[i]);
+        path_of(a, src, copied[i]);
+        path_of(b, dst, copied[i]);
         assert_int_equal(stat(a, &sa), 0);
         assert_int_equal(stat(b, &sb), 0);
-        assert_int_equal(sa.st_ino, sb.st_ino);
-        assert_int_equal(sa.st_dev, sb.st_dev);
-        assert_int_equal(sb.st_nlink, 2);
+        assert_true(sa.st_ino != sb.st_ino);
+        assert_int_equal(sa.st_nlink, 1);
+        assert_int_equal(sb.st_nlink, 1);
+        assert_int_equal(sa.st_size, sb.st_size);
+    }
+    {
+        size_t before_len;
+        path_of(a, src, "weights.bin");
+        char *before = read_all(a, &before_len);
+        path_of(b, dst, "weights.bin");
+        FILE *f = fopen(b, "w"); /* truncates in place */
+        assert_non_null(f);
+        fputs("overwritten by the receiver", f);
+        fclose(f);
+        size_t after_len;
+        char *after = read_all(a, &after_len);
+        assert_int_equal(after_len, before_len);
+        assert_memory_equal(after, before, before_len);
+        free(before);
+        free(after);
+        assert_int_equal(ckpt_copy_dir(src, dst, err, sizeof err), 0); /* as it was */
     }
     /* The link is a link, with the same target. */
     char target[PATH_MAX];
@@ -294,7 +313,7 @@ static void test_copy_links_files(void **state)
     assert_same_tree(src, dst, true, true);
     path_of(a, src, "weights.bin");
     assert_int_equal(stat(a, &st), 0);
-    assert_int_equal(st.st_nlink, 2);
+    assert_int_equal(st.st_nlink, 1);
 }
 
 static void test_copy_bytes_across_file_systems(void **state)
@@ -431,14 +450,14 @@ static void test_pack_unpack_round_trip(void **state)
     path_of(p, out, "stdout.log");
     assert_false(exists(p));
 
-    /* Over a copy that shares its files with the source (hard links): the
-     * files are replaced, and the source's are not written through. The
-     * hash may be given in capitals. */
+    /* Over an existing copy (whose files a hard link might have shared with
+     * the source's): the files are replaced, and the source's are not
+     * written through. The hash may be given in capitals. */
     char copy[PATH_MAX], upper[65];
     path_of(copy, root, "pack-copy");
     assert_int_equal(ckpt_copy_dir(src, copy, err, sizeof err), 0);
     path_of(p, src, "ckpt/step-7.json");
-    write_text(p, "{\"step\": 8}\n"); /* in place: the copy's file changes too */
+    write_text(p, "{\"step\": 8}\n"); /* in place: only the source's file changes */
     for (int i = 0; i < 65; i++)
         upper[i] = (char)(hex[i] >= 'a' && hex[i] <= 'f' ? hex[i] - 32 : hex[i]);
     rc = ckpt_unpack(tar, upper, copy, err, sizeof err);
@@ -647,7 +666,7 @@ static void test_entries_outside_are_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_copy_links_files),
+        cmocka_unit_test(test_copy_files),
         cmocka_unit_test(test_copy_bytes_across_file_systems),
         cmocka_unit_test(test_copy_errors),
         cmocka_unit_test(test_pack_unpack_round_trip),
