@@ -208,11 +208,16 @@ class PbtCase(wh.WorkerTestCase):
         d = self.daemon("--lease-s", "3")
         w1 = self.worker(d, "w1", cpu_slots=1)
         w2 = self.worker(d, "w2", cpu_slots=1)
-        # Asynchronous: the donor runs on while the receiver waits, so its
-        # worker's one slot is taken and the copy must come through rungd.
-        # Slow steps (50 ms): the donor still runs when the receiver waits.
-        spec = toy_spec(40, pbt({"h_0": UNIT, "h_1": UNIT}, synch=False), stop=False)
-        spec["search_space"]["sleep_s"] = 0.05
+        # Asynchronous, and made so that the first milestone has an exploit
+        # whatever the timing: member 1 is slower (it arrives second) and
+        # worse (h_1 0.5 shrinks one coordinate at half the pace). The
+        # donor runs on (1.8 s in all) while the receiver waits, so the
+        # donor's worker's one slot stays busy and the copy must come
+        # through rungd (a heartbeat every 0.5 s asks for it).
+        spec = toy_spec(60, pbt({"h_0": UNIT, "h_1": UNIT}, synch=False), stop=False)
+        spec["search_space"]["sleep_s"] = {"type": "choice", "values": [0.03, 0.06]}
+        spec["points_to_evaluate"] = [dict(PAPER_MEMBERS[0], sleep_s=0.03),
+                                      dict(PAPER_MEMBERS[1], h_1=0.5, sleep_s=0.06)]
         eid, _ = self.run_experiment(d, spec, timeout=120)
         self.assertGreater(self.check_lineage(d, eid), 0)
         logs = w1.stderr_text() + w2.stderr_text()
