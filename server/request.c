@@ -436,7 +436,7 @@ static int check_gpu_beat(const json_t *g, const char *field, RungError *err)
     if (!json_is_object(g))
         return rung_error_set(err, A, field, "%s: each GPU must be an object", field);
     int64_t index, mb, trial;
-    double util;
+    double util = 0.0; /* jsonv_number leaves it alone for null: absent */
     const char *state = NULL;
     if (jsonv_only_keys(g, field, keys, A, err) ||
         jsonv_int(g, field, "index", JSONV_REQUIRED, 0, REQUEST_MAX_GPU_INDEX, &index, A, err) ||
@@ -447,11 +447,11 @@ static int check_gpu_beat(const json_t *g, const char *field, RungError *err)
         jsonv_int(g, field, "foreign_mb", JSONV_OPTIONAL, 0, REQUEST_MAX_MB, &mb, A, err))
         return err->code;
     char at[RUNG_FIELD_MAX];
-    if (json_object_get(g, "util") != NULL && (util < 0 || util > 1)) {
+    if (member(g, "util") != NULL && (util < 0 || util > 1)) {
         jsonv_path(at, sizeof at, field, "util");
         return rung_error_set(err, A, at, "%s: must be a fraction, 0 to 1", at);
     }
-    if (json_object_get(g, "foreign_util") != NULL &&
+    if (member(g, "foreign_util") != NULL &&
         (jsonv_number(g, field, "foreign_util", JSONV_OPTIONAL, &util, A, err) || util < 0 ||
          util > 1)) {
         jsonv_path(at, sizeof at, field, "foreign_util");
