@@ -453,6 +453,26 @@ static bool holds(const char *outer, const char *inner)
     return in;
 }
 
+/* Removes every entry of folder dfd (named `to` in messages) but the two
+ * logs at its top (ckpt.h, "Replacement"). */
+static int clear_dir(int dfd, const char *to, dev_t dev, char *err, size_t errsize)
+{
+    char **mine;
+    size_t n;
+    if (list_dir(dfd, true, &mine, &n) != 0) {
+        say(err, errsize, "cannot read the folder %s: %s", to, strerror(errno));
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (remove_entry(dfd, mine[i], dev, 0) != 0) {
+            say(err, errsize, "cannot remove %s/%s: %s", to, mine[i], strerror(errno));
+            rc = -1;
+        }
+    free_names(mine, n);
+    return rc;
+}
+
 int ckpt_copy_dir(const char *from, const char *to, char *err, size_t errsize)
 {
     say(err, errsize, "%s", "");
@@ -487,7 +507,13 @@ int ckpt_copy_dir(const char *from, const char *to, char *err, size_t errsize)
     } else {
         c.to_dev = dst.st_dev;
         c.to_ino = dst.st_ino;
-        rc = copy_tree(&c, sfd, dfd, dst.st_dev, 0);
+        /* The receiver's own files go first (its logs stay): a checkpoint
+         * the donor no longer has must not be found in the receiver's
+         * folder, where it would be the receiver's own weights under the
+         * donor's config; without it the program says it starts over. */
+        rc = clear_dir(dfd, to, dst.st_dev, err, errsize);
+        if (rc == 0)
+            rc = copy_tree(&c, sfd, dfd, dst.st_dev, 0);
     }
     free(c.buf);
     close(dfd);
@@ -981,11 +1007,14 @@ int ckpt_unpack(const char *tar_path, const char *expect_sha256_hex, const char 
     } else {
         char *base = realpath(to, NULL);
         struct stat st;
-        if (base == NULL || stat(base, &st) != 0 || !S_ISDIR(st.st_mode))
+        int dfd = base != NULL ? open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+        if (base == NULL || dfd < 0 || fstat(dfd, &st) != 0 || !S_ISDIR(st.st_mode))
             say(err, errsize, "cannot open the folder %s: %s", to,
-                base == NULL ? strerror(errno) : "not a folder");
-        else
+                base == NULL || dfd < 0 ? strerror(errno) : "not a folder");
+        else if (clear_dir(dfd, to, st.st_dev, err, errsize) == 0) /* as ckpt_copy_dir */
             rc = extract(fd, tar_path, base, err, errsize);
+        if (dfd >= 0)
+            close(dfd);
         free(base);
     }
     close(fd);

@@ -25,11 +25,12 @@
  * its copy (a temporary name) is skipped. ckpt_unpack unlinks an existing
  * file before writing it, for the same reason.
  *
- * Replacement. At the top of the destination, an entry with the name of a
- * copied one is replaced and every other entry is kept (the destination's
- * own logs among them). Below the top, an entry of the same name is
- * replaced whole: a copied sub-folder ends up with exactly the source's
- * entries, not a merge of both.
+ * Replacement. The destination ends up with exactly the source's entries
+ * plus its own two logs: everything else it held is removed first. A
+ * checkpoint the donor no longer has (a trainer that pruned old ones) must
+ * not be found in the receiver's folder, where it would be the receiver's
+ * own weights under the donor's config; without it the program starts
+ * over and says so.
  *
  * Errors: each function returns 0 on success and -1 on failure, with a
  * message in err (at most errsize bytes, always terminated) that names the
@@ -67,8 +68,9 @@ int ckpt_pack(const char *dir, const char *tar_path, char *sha256_hex, int64_t *
  * before anything is made. Then reads every entry's header and refuses the
  * archive, still before extracting anything, when an entry is not a
  * regular file, a folder or a symbolic link (hard links included), or has
- * an absolute name or a ".." component. Then extracts into `to` (made, mode
- * 0700, when missing), restoring modification times, unlinking an existing
+ * an absolute name or a ".." component. Then empties `to` but for its two
+ * logs (as ckpt_copy_dir does, "Replacement" above) and extracts into it
+ * (made, mode 0700, when missing), restoring modification times, unlinking an existing
  * file before writing one of the same name, and refusing to write through a
  * symbolic link (libarchive's ARCHIVE_EXTRACT_SECURE_* checks). The same
  * file descriptor is hashed and extracted, so the bytes checked are the
