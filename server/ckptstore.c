@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sha256hex.h"
+
 #define SUBDIR "checkpoints"
 
 static void say(char *err, size_t errsize, const char *fmt, ...)
@@ -33,30 +35,16 @@ static void say(char *err, size_t errsize, const char *fmt, ...)
 
 static int sha256_hex(const void *data, size_t len, char hex[65])
 {
-    static const char digits[] = "0123456789abcdef";
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
     if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32) {
         errno = EIO;
         return -1;
     }
-    for (int i = 0; i < 32; i++) {
-        hex[2 * i] = digits[md[i] >> 4];
-        hex[2 * i + 1] = digits[md[i] & 15];
-    }
-    hex[64] = '\0';
+    rung_sha256_to_hex(md, hex);
     return 0;
 }
 
-static bool is_sha256_hex(const char *s)
-{
-    for (int i = 0; i < 64; i++) {
-        char ch = s[i];
-        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F')))
-            return false;
-    }
-    return s[64] == '\0';
-}
 
 int ckptstore_path(const char *data_dir, int64_t trial_id, int64_t step, char *out, size_t size)
 {
@@ -135,7 +123,7 @@ int ckptstore_put(const char *data_dir, int64_t trial_id, int64_t step, const vo
     /* Checked before anything is made: a checkpoint damaged on its way is
      * refused, and the one stored before stays. */
     if (expect_sha256_hex != NULL &&
-        (!is_sha256_hex(expect_sha256_hex) || strcasecmp(hex, expect_sha256_hex) != 0)) {
+        (!rung_is_sha256_hex(expect_sha256_hex) || strcasecmp(hex, expect_sha256_hex) != 0)) {
         say(err, errsize,
             "checkpoint of trial %" PRId64 " at step %" PRId64
             ": its SHA-256 is %s, not the expected %.80s",

@@ -41,6 +41,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "sha256hex.h"
 #include "api.h"
 #include "clock.h"
 
@@ -565,13 +566,12 @@ static json_t *raw_done(struct MHD_Connection *c, Request *req)
         return o;
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned mdlen = 0;
-    char hex[2 * EVP_MAX_MD_SIZE + 1];
-    if (EVP_DigestFinal_ex(req->sha, md, &mdlen) != 1 || fsync(req->fd) != 0) {
+    char hex[65];
+    if (EVP_DigestFinal_ex(req->sha, md, &mdlen) != 1 || mdlen != 32 || fsync(req->fd) != 0) {
         json_decref(o);
         return NULL;
     }
-    for (unsigned i = 0; i < mdlen; i++)
-        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    rung_sha256_to_hex(md, hex);
     close(req->fd);
     req->fd = -1;
     json_object_set_new(o, "file", json_string(req->tmp));

@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sha256hex.h"
+
 #define MAX_DEPTH 128          /* folders inside folders (a descriptor each) */
 #define BUF_SIZE (256 * 1024)  /* a read's size when bytes are copied or hashed */
 #define READ_BLOCK (64 * 1024) /* libarchive's reads of a tar */
@@ -53,15 +55,6 @@ static int write_all(int fd, const void *data, size_t n)
     return 0;
 }
 
-static void to_hex(const unsigned char *md, char hex[65])
-{
-    static const char digits[] = "0123456789abcdef";
-    for (int i = 0; i < 32; i++) {
-        hex[2 * i] = digits[md[i] >> 4];
-        hex[2 * i + 1] = digits[md[i] & 15];
-    }
-    hex[64] = '\0';
-}
 
 /* Finishes ctx (and frees it) into hex. */
 static int sha256_final(EVP_MD_CTX *ctx, char hex[65])
@@ -74,7 +67,7 @@ static int sha256_final(EVP_MD_CTX *ctx, char hex[65])
         errno = EIO;
         return -1;
     }
-    to_hex(md, hex);
+    rung_sha256_to_hex(md, hex);
     return 0;
 }
 
@@ -801,17 +794,6 @@ out:
 
 /* ---- unpacking ---- */
 
-static bool is_sha256_hex(const char *s)
-{
-    if (s == NULL)
-        return false;
-    for (int i = 0; i < 64; i++) {
-        char ch = s[i];
-        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F')))
-            return false;
-    }
-    return s[64] == '\0';
-}
 
 /* Why entry e may not be extracted, or NULL when it may. */
 static const char *entry_refused(struct archive_entry *e)
@@ -984,7 +966,7 @@ int ckpt_unpack(const char *tar_path, const char *expect_sha256_hex, const char 
                 size_t errsize)
 {
     say(err, errsize, "%s", "");
-    if (!is_sha256_hex(expect_sha256_hex)) {
+    if (!rung_is_sha256_hex(expect_sha256_hex)) {
         say(err, errsize, "the expected SHA-256 of %s is not 64 hex digits", tar_path);
         return -1;
     }

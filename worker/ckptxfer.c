@@ -18,22 +18,12 @@
 #include <unistd.h>
 
 #include "ckpt.h"
+#include "sha256hex.h"
 #include "log.h"
 
 #define WAIT_SLICE_MS 200 /* uploader_wait_idle looks at give_up this often */
 #define WARNED_MAX 16     /* missing folders remembered, so that rungd's repeats log once */
 
-static bool is_hash(const char *s)
-{
-    if (s == NULL || strlen(s) != 64)
-        return false;
-    for (int i = 0; i < 64; i++) {
-        char ch = s[i];
-        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F')))
-            return false;
-    }
-    return true;
-}
 
 static bool call_cancelled(const ClientCall *call)
 {
@@ -124,7 +114,7 @@ XferResult ckptxfer_download(Client *c, int64_t trial, int64_t step, const char 
 {
     *bytes = 0;
     err[0] = '\0';
-    if (!is_hash(sha256_hex) || size < 0) {
+    if (!rung_is_sha256_hex(sha256_hex) || size < 0) {
         snprintf(err, errsize, "the lease reply's checkpoint_from has no valid sha256 and size");
         return XFER_FAILED;
     }
