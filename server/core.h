@@ -175,7 +175,7 @@ typedef struct Trial {
      * (from_trial 0: none) and the worker whose disk holds it. */
     json_t *lineage;
     int64_t from_trial, from_step, from_worker;
-    bool config_changed; /* config is not the stored one: write it */
+    bool config_changed; /* config and lineage are not the stored ones (an exploit): write them */
     bool ckpt_wanted;    /* another worker would take it: the donor's worker uploads (memory) */
     int lost_resumes;    /* pbt: times its worker was lost and it went back in line (memory) */
     json_t *gang_json;   /* owned: gang as stored (tokens included), or NULL; follows gang */

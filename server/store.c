@@ -71,7 +71,8 @@ static const char *const sql_text[ST__COUNT] = {
         "step = :step, last_metrics = :last, best_value = :best_value, best_step = :best_step, "
         "log_tail = :log_tail, stopped_by = :stopped_by, stop_kind = :stop_kind, "
         "user_paused = :user_paused, warnings = :warnings, gang = :gang, "
-        "preemptions = :preemptions, config = coalesce(:config, config), lineage = :lineage, "
+        "preemptions = :preemptions, config = coalesce(:config, config), lineage = "
+        "coalesce(:lineage, lineage), "
         "resume_from = :resume_from WHERE id = :id",
     [ST_REPORT_INSERT] = "INSERT INTO reports (trial_id, attempt, step, time, metrics, action) "
                          "VALUES (:trial, :attempt, :step, :time, :metrics, :action)",
@@ -416,10 +417,11 @@ static int write_trial(Store *s, Trial *t, RungError *err)
         sqlite3_bind_null(st, param(st, ":best_step"));
     }
     bind_text(st, ":log_tail", t->log_tail);
-    /* pbt changes a trial's config (schema 008); NULL keeps the stored one,
-     * which spares a report's write the config's text. */
+    /* pbt's exploit changes a trial's config and lineage (schema 008);
+     * NULL keeps the stored ones, which spares a report's write their
+     * text (a lineage grows by a config per exploit). */
     bind_json(st, ":config", !t->stored || t->config_changed ? t->config : NULL);
-    bind_json(st, ":lineage", t->lineage);
+    bind_json(st, ":lineage", !t->stored || t->config_changed ? t->lineage : NULL);
     json_t *from = t->from_trial != 0
                        ? json_pack("{s:I, s:I, s:I}", "trial", (json_int_t)t->from_trial, "step",
                                    (json_int_t)t->from_step, "worker", (json_int_t)t->from_worker)
