@@ -69,7 +69,7 @@ bool checkpoint_exists(const char *dir, int64_t epoch)
     return access(path, F_OK) == 0;
 }
 
-void checkpoint_prune(const char *dir, int64_t below)
+void checkpoint_prune(const char *dir, int64_t below, int64_t keep_every)
 {
     DIR *d = dir ? opendir(dir) : NULL;
     if (d == NULL)
@@ -81,7 +81,7 @@ void checkpoint_prune(const char *dir, int64_t below)
             continue;
         char *end;
         long long e = strtoll(ent->d_name + 5, &end, 10);
-        if (strcmp(end, ".bin") == 0 && e < below) {
+        if (strcmp(end, ".bin") == 0 && e < below && !(keep_every > 0 && e % keep_every == 0)) {
             char path[4096];
             path_of(path, sizeof path, dir, e, "");
             unlink(path);

@@ -20,12 +20,13 @@
 int checkpoint_save(const char *dir, int64_t epoch, const float *params, const float *opt1,
                     const float *opt2, size_t n, int64_t step, char *why, size_t size);
 
-/* Loads ckpt-<epoch>.bin; fails (why filled) when it is missing, corrupt, or
- * made for another model size. */
 /* Removes ckpt-<e>.bin for every e < below: when a run resumes after epoch
  * `below` (resumes only move forward), and when it has finished (below =
- * the last epoch). Missing files are fine. */
-void checkpoint_prune(const char *dir, int64_t below);
+ * the last epoch). With keep_every > 0 the files of multiples of keep_every
+ * stay: a pbt population's other members may still copy them
+ * (RUNG_KEEP_CHECKPOINTS_EVERY, docs/schedulers.md "pbt"). Missing files
+ * are fine. */
+void checkpoint_prune(const char *dir, int64_t below, int64_t keep_every);
 
 /* Whether ckpt-<epoch>.bin is in dir (NULL dir: no). A promoted trial that
  * lands where its checkpoint is not (another worker, or a run that finished
@@ -33,6 +34,8 @@ void checkpoint_prune(const char *dir, int64_t below);
  * every trainable. */
 bool checkpoint_exists(const char *dir, int64_t epoch);
 
+/* Loads ckpt-<epoch>.bin; fails (why filled) when it is missing, corrupt, or
+ * made for another model size. */
 int checkpoint_load(const char *dir, int64_t epoch, float *params, float *opt1, float *opt2,
                     size_t n, int64_t *step, char *why, size_t size);
 

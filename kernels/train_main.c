@@ -14,7 +14,8 @@
  * configs of nested and conditional spaces) sets the field of its last
  * segment, and hidden_1 ... hidden_N give per-layer widths (parse_config).
  * RUNG_TRAINABLE holds the trainable's model and dataset. It prints one `@rung` line per epoch,
- * checkpoints into RUNG_TRIAL_DIR and resumes from RUNG_RESUME_STEP. On SIGTERM it finishes the
+ * checkpoints into RUNG_TRIAL_DIR (keeping multiples of RUNG_KEEP_CHECKPOINTS_EVERY for pbt),
+ * and resumes from RUNG_RESUME_STEP. On SIGTERM it finishes the
  * step in progress and exits with status 143.
  *
  * Once the command line is read, it makes sure OpenBLAS runs the best kernel
@@ -38,6 +39,7 @@
 
 #include "blas.h"
 #include "checkpoint.h"
+#include "nonfinite.h"
 #include "data.h"
 #include "options.h"
 #include "train.h"
@@ -656,6 +658,18 @@ typedef struct Reporter {
     bool reported;   /* a report was printed */
 } Reporter;
 
+/* A metric for the @rung line: "%.6g", or the token a diverged run's value
+ * is spelled with (docs/api.md, "Non-finite numbers"); printf's "-nan" is
+ * not JSON, and a report the worker refuses would hide the divergence. */
+static const char *metric_text(char out[32], double v)
+{
+    const char *token = rung_nonfinite_format(v);
+    if (token != NULL)
+        return token;
+    snprintf(out, 32, "%.6g", v);
+    return out;
+}
+
 /* Each epoch's @rung line; the first also names the batch the run trains
  * with, which "auto" chose (and says so on stderr). */
 static int report_epoch(const TrainEpoch *e, void *ctx)
@@ -668,10 +682,11 @@ static int report_epoch(const TrainEpoch *e, void *ctx)
             fprintf(stderr, "rung-train: batch_size \"auto\": %lld\n", (long long)e->batch_size);
         rep->reported = true;
     }
-    printf("@rung {\"step\": %lld, \"train_loss\": %.6g, \"val_loss\": %.6g, \"val_acc\": %.6g, "
+    char loss[32], vloss[32], vacc[32];
+    printf("@rung {\"step\": %lld, \"train_loss\": %s, \"val_loss\": %s, \"val_acc\": %s, "
            "\"epoch_s\": %.4g, \"samples_per_s\": %.6g%s}\n",
-           (long long)e->epoch, e->train_loss, e->val_loss, e->val_acc, e->epoch_s,
-           e->samples_per_s, batch);
+           (long long)e->epoch, metric_text(loss, e->train_loss), metric_text(vloss, e->val_loss),
+           metric_text(vacc, e->val_acc), e->epoch_s, e->samples_per_s, batch);
     fflush(stdout);
     return train_stop_requested != 0;
 }
@@ -915,6 +930,9 @@ int main(int argc, char **argv)
     cfg.checkpoint_dir = getenv("RUNG_TRIAL_DIR");
     const char *resume = getenv("RUNG_RESUME_STEP");
     cfg.resume_epoch = resume ? strtoll(resume, NULL, 10) : 0;
+    /* pbt: the milestones' checkpoints stay, for members that copy them. */
+    const char *keep = getenv("RUNG_KEEP_CHECKPOINTS_EVERY");
+    int64_t keep_every = keep ? strtoll(keep, NULL, 10) : 0;
     cfg.nodes = NULL;
     if (nenv.node > 0)
         cfg.resume_epoch = 0; /* node 0's decision comes with the rendezvous */
@@ -948,7 +966,8 @@ int main(int argc, char **argv)
         return fail("%s%s", why, "");
     }
     if (cfg.resume_epoch > 0)
-        checkpoint_prune(cfg.checkpoint_dir, cfg.resume_epoch); /* resumes only go forward */
+        checkpoint_prune(cfg.checkpoint_dir, cfg.resume_epoch,
+                         keep_every); /* resumes only go forward */
     Reporter rep = {.test = &test, .epochs = cfg.epochs, .auto_batch = auto_batch};
     int rc;
     if (gpu)
@@ -983,6 +1002,7 @@ int main(int argc, char **argv)
     }
     if (rc != 0)
         return fail("%s%s", why, "");
-    checkpoint_prune(cfg.checkpoint_dir, cfg.epochs); /* done: only the last is kept */
+    /* Done: only the last is kept, and the milestones of a pbt population. */
+    checkpoint_prune(cfg.checkpoint_dir, cfg.epochs, keep_every);
     return 0;
 }

@@ -935,6 +935,10 @@ void api_worker_lease(Engine *e, Job *job)
         json_object_set_new(o, "lease_token", json_string(token));
         /* A promoted trial goes on from its checkpoint after this step. */
         json_object_set_new(o, "resume_step", json_integer(core_resume_step(t)));
+        /* pbt: which of its checkpoints other members may still ask for. */
+        if (t->exp->spec.is_pbt)
+            json_object_set_new(o, "keep_checkpoints_every",
+                                json_integer(t->exp->spec.pbt.interval));
         /* pbt: the donor's folder to copy into this trial's first. */
         if (t->from_trial != 0) {
             json_t *from = json_pack("{s:I, s:I}", "trial", (json_int_t)t->from_trial, "step",

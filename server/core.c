@@ -1846,8 +1846,8 @@ static ReportAction schedule_pbt(Core *core, Trial *t, const ReportRead *r, cons
     PbtMember self = pbt_member(t, r->step), donor;
     int64_t milestone = 0;
     ReportAction a = ACTION_CONTINUE;
-    switch (pbt_report(e->pbt, &self, r->has_value && isfinite(r->value), r->value, &donor,
-                       &milestone)) {
+    /* A value that is not finite is recorded too: it ranks last (pbt.h). */
+    switch (pbt_report(e->pbt, &self, r->has_value, r->value, &donor, &milestone)) {
     case PBT_CONTINUE:
         break;
     case PBT_COMPLETE:
@@ -1981,7 +1981,8 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
     bool recorded = false;
     const ReportRead r = report_read(e, step, metrics);
     double v = r.value;
-    if (r.has_value && !isfinite(v)) {
+    if (r.has_value && !isfinite(v) && e->pbt == NULL) {
+        /* (pbt ranks it last at its next milestone instead: schedule_pbt.) */
         char msg[SPEC_MAX_METRIC + 96];
         snprintf(msg, sizeof msg, "%s is %s at step %lld", r.bad_name, rung_nonfinite_format(v),
                  (long long)step);
@@ -2002,7 +2003,7 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
         }
         a = schedule(core, t, &r, metrics, now);
         /* stop.metric_threshold: a value at least this good ends the search. */
-        if (r.has_value && e->spec.has_stop_threshold && exp_active(e) &&
+        if (r.has_value && isfinite(v) && e->spec.has_stop_threshold && exp_active(e) &&
             !better(e, e->spec.stop_threshold, v)) {
             end_experiment(core, e, EXP_COMPLETED, END_THRESHOLD, NULL, now);
             if (t->state == TRIAL_RUNNING) {
@@ -2433,7 +2434,7 @@ void core_load_report(Core *core, Trial *t, int64_t step, json_t *metrics, Repor
     AshaPoint pt;
     if (e->pbt != NULL) {
         PbtMember self = pbt_member(t, step);
-        pbt_load(e->pbt, &self, r.has_value && isfinite(r.value), r.value);
+        pbt_load(e->pbt, &self, r.has_value, r.value);
     } else if (e->spec.n_objectives > 1 && r.has_time && r.has_value)
         asha_replay_point(e->asha, t->number, r.time, sched_point(e, metrics, &pt));
     else if (r.has_time && r.has_value && isfinite(r.value))

@@ -1,6 +1,7 @@
 /* Population Based Training's exploit rule (pbt.h). */
 #include "pbt.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,7 +108,9 @@ static Milestone *record(Pbt *pbt, const PbtMember *self, bool has, double value
     Milestone *m = milestone_at(pbt, k);
     m->r = grow(m->r, &m->cap, m->n, sizeof *m->r);
     Record *r = &m->r[m->n++];
-    *r = (Record){.m = *self, .score = p->maximize ? value : -value};
+    /* A diverged member (NaN, or an infinity either way) ranks last. */
+    double score = !isfinite(value) ? -INFINITY : p->maximize ? value : -value;
+    *r = (Record){.m = *self, .score = score};
     json_incref(r->m.config);
     return m;
 }
@@ -141,14 +144,25 @@ static Record *ranked(const Milestone *m)
     return sorted;
 }
 
-/* The donor of trial `number` at m: one of the top q, by a counter-based
- * draw of (seed, number, milestone), so a restart draws the same. */
-static PbtMember donor_of(const Pbt *pbt, const Milestone *m, const Record *sorted, int64_t q,
+/* How many of the top q (sorted best first) may give: those with a finite
+ * score, which come first. Copying a diverged member helps nobody. */
+static int64_t donors_in(const Record *sorted, int64_t q)
+{
+    int64_t d = 0;
+    while (d < q && isfinite(sorted[d].score))
+        d++;
+    return d;
+}
+
+/* The donor of trial `number` at m: one of the top d (donors_in), by a
+ * counter-based draw of (seed, number, milestone), so a restart draws the
+ * same. */
+static PbtMember donor_of(const Pbt *pbt, const Milestone *m, const Record *sorted, int64_t d,
                           int64_t number)
 {
     uint64_t h = rung_splitmix_at(rung_splitmix64(pbt->p.seed ^ rung_splitmix64((uint64_t)number)),
                                   (uint64_t)m->k);
-    return sorted[h % (uint64_t)q].m;
+    return sorted[h % (uint64_t)d].m;
 }
 
 PbtDecision pbt_report(Pbt *pbt, const PbtMember *self, bool has, double value, PbtMember *donor,
@@ -171,8 +185,9 @@ PbtDecision pbt_report(Pbt *pbt, const PbtMember *self, bool has, double value, 
     while (sorted[rank].m.number != self->number)
         rank++;
     PbtDecision d = PBT_CONTINUE;
-    if (rank >= n - q) {
-        *donor = donor_of(pbt, m, sorted, q, self->number);
+    int64_t givers = donors_in(sorted, q);
+    if (rank >= n - q && givers > 0) {
+        *donor = donor_of(pbt, m, sorted, givers, self->number);
         d = PBT_EXPLOIT;
     }
     free(sorted);
@@ -207,9 +222,10 @@ int64_t pbt_exploits(Pbt *pbt, int64_t milestone, int64_t *receivers, PbtMember 
     if (q == 0)
         return 0;
     Record *sorted = ranked(m);
-    for (int64_t i = n - q; i < n && out < cap; i++, out++) {
+    int64_t givers = donors_in(sorted, q);
+    for (int64_t i = n - q; i < n && out < cap && givers > 0; i++, out++) {
         receivers[out] = sorted[i].m.number;
-        donors[out] = donor_of(pbt, m, sorted, q, sorted[i].m.number);
+        donors[out] = donor_of(pbt, m, sorted, givers, sorted[i].m.number);
     }
     free(sorted);
     return out;
@@ -241,8 +257,9 @@ int64_t pbt_changes(const Pbt *pbt, PbtChange *out, int64_t cap)
             for (int64_t r = 0; r < m->n && n < cap; r++) {
                 const Record *b = &m->r[r];
                 const Record *a = record_of(pbt, k - 1, b->m.number);
-                if (a == NULL || !json_equal(a->m.config, b->m.config))
-                    continue;
+                if (a == NULL || !json_equal(a->m.config, b->m.config) ||
+                    !isfinite(b->score - a->score))
+                    continue; /* a change of config, or a diverged member: no observation */
                 out[n++] = (PbtChange){.config = b->m.config,
                                        .milestone = k * pbt->p.interval,
                                        .change = b->score - a->score};

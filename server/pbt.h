@@ -10,9 +10,11 @@
  * floor(n / 2) (Ray Tune's rule). A trial in the bottom q exploits one of
  * the top q, drawn from (seed, trial number, milestone): it continues from
  * that trial's checkpoint of the step recorded there. Ranks go by value
- * (max metrics sign-flipped), ties by trial number. So every trial is
- * compared with others at the same point of training, and each is judged
- * once per milestone, when it gets there.
+ * (max metrics sign-flipped), ties by trial number; a value that is not
+ * finite (a diverged run) ranks below every finite one, and only members
+ * of the top q with a finite value give (none: nobody exploits there). So
+ * every trial is compared with others at the same point of training, and
+ * each is judged once per milestone, when it gets there.
  *
  * With synch (Ray's `synch=True`), a report at a milestone only records
  * (PBT_SYNC): the core pauses the trial there until every live member has
@@ -64,7 +66,7 @@ void pbt_free(Pbt *pbt);
 const PbtParams *pbt_params(const Pbt *pbt);
 
 /* The decision for a report of trial `self` (has: it carries the metric,
- * value its value, finite). A record keeps a reference to self->config.
+ * value its value, possibly NaN or infinite). A record keeps a reference to self->config.
  * On PBT_EXPLOIT, *donor is the donor's record at the milestone (its step
  * the checkpoint to copy; its config borrowed, valid while pbt is) and
  * *milestone the milestone's step. A report without the metric only

@@ -156,6 +156,9 @@ Trial *trial_new(Worker *w, const json_t *o, char *why, size_t why_size)
     t->resume_step = int_or(json_object_get(o, "resume_step"), 0);
     if (t->resume_step < 0)
         t->resume_step = 0;
+    t->keep_every = int_or(json_object_get(o, "keep_checkpoints_every"), 0);
+    if (t->keep_every < 0)
+        t->keep_every = 0;
     read_checkpoint_from(t, json_object_get(o, "checkpoint_from"));
     snprintf(t->lease_token, sizeof t->lease_token, "%s", token);
     json_t *config = json_object_get(o, "config");
@@ -823,11 +826,12 @@ static int prepare(Sup *s, char *why, size_t why_size)
     char gpus[SLOTS_MAX_GPUS * 8] = "";
     for (int i = 0, o = 0; i < t->n_gpus; i++)
         o += snprintf(gpus + o, sizeof gpus - (size_t)o, "%s%" PRId64, i ? "," : "", t->gpus[i]);
-    char num[4][24];
+    char num[5][24];
     snprintf(num[0], sizeof num[0], "%" PRId64, t->id);
     snprintf(num[1], sizeof num[1], "%" PRId64, t->experiment_id);
     snprintf(num[2], sizeof num[2], "%" PRId64, t->attempt);
     snprintf(num[3], sizeof num[3], "%" PRId64, t->resume_step);
+    snprintf(num[4], sizeof num[4], "%" PRId64, t->keep_every);
     Env env;
     env_init(&env);
     /* CUDA numbers GPUs fastest first unless told otherwise; NVML (and so
@@ -846,6 +850,11 @@ static int prepare(Sup *s, char *why, size_t why_size)
         env_set(&env, "RUNG_RESUME_STEP", num[3]);
     else
         env_unset(&env, "RUNG_RESUME_STEP");
+    /* pbt: the steps whose checkpoints the population may still copy. */
+    if (t->keep_every > 0)
+        env_set(&env, "RUNG_KEEP_CHECKPOINTS_EVERY", num[4]);
+    else
+        env_unset(&env, "RUNG_KEEP_CHECKPOINTS_EVERY");
     /* A gang member's place: RUNG_NODE_RANK, MASTER_ADDR, RANK, ... */
     gang_env(&env, &t->gang);
     if (builtin) {

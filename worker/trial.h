@@ -66,6 +66,7 @@ typedef struct Trial {
     struct Worker *worker; /* borrowed; outlives the trial */
     int64_t id, experiment_id, attempt;
     int64_t resume_step; /* promoted trial: its checkpoint is at this step; 0 = fresh */
+    int64_t keep_every;  /* pbt: keep checkpoints of multiples of it (0: no such rule) */
     int64_t from_trial;  /* pbt: copy this trial's folder into this one's first; 0 = none */
     int64_t from_step;   /* pbt: the step of that trial's checkpoint (resume_step when the
                             lease reply leaves it out) */

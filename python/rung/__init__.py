@@ -1,7 +1,7 @@
 """Rung's Python client (python/README.md).
 
 Inside a trainable: `rung.config()`, `rung.report(...)`, `rung.trial_dir()`,
-`rung.checkpoint_dir()`, `rung.resume_step()`. From a script or notebook:
+`rung.checkpoint_dir()`, `rung.resume_step()`, `rung.keep_checkpoint()`. From a script or notebook:
 `rung.Experiment(...)`, `rung.search.*`, `rung.Client` for every REST
 endpoint (docs/api.md), and `rung.from_wandb(...)` for W&B sweep files.
 Standard library only; pandas is used by Experiment.dataframe() when present.
@@ -11,7 +11,8 @@ from . import search
 from ._version import __version__
 from .client import ApiError, Client, RungError, UnreachableError
 from .experiment import Experiment, ExperimentFailed, Result
-from .trial import checkpoint_dir, config, in_worker, report, resume_step, trial_dir, trial_id
+from .trial import (checkpoint_dir, config, in_worker, keep_checkpoint, report, resume_step,
+                    trial_dir, trial_id)
 
 __all__ = [
     "__version__",
@@ -21,6 +22,7 @@ __all__ = [
     "trial_dir",
     "checkpoint_dir",
     "resume_step",
+    "keep_checkpoint",
     "trial_id",
     "in_worker",
     "Client",

@@ -3,7 +3,8 @@
 rung-worker starts a trainable with the environment docs/api.md lists under
 "Command trainables": RUNG_CONFIG (the config as JSON), RUNG_TRIAL_DIR (the
 trial's own folder, also for checkpoints), RUNG_RESUME_STEP (set when a
-paused trial resumes from its checkpoint), RUNG_TRIAL_ID, and reads the
+paused trial resumes from its checkpoint), RUNG_KEEP_CHECKPOINTS_EVERY
+(pbt: the milestones whose checkpoints stay), RUNG_TRIAL_ID, and reads the
 `@rung {json}` lines the program prints. Outside a worker every function
 here answers for a local run, so the same script runs by hand.
 """
@@ -23,6 +24,7 @@ __all__ = [
     "trial_dir",
     "checkpoint_dir",
     "resume_step",
+    "keep_checkpoint",
     "trial_id",
     "in_worker",
 ]
@@ -88,6 +90,19 @@ def resume_step() -> int:
     """The step to resume from (RUNG_RESUME_STEP), or 0 for a fresh start."""
     value = os.environ.get("RUNG_RESUME_STEP")
     return int(value) if value else 0
+
+
+def keep_checkpoint(step: int) -> bool:
+    """Whether the checkpoint of `step` must stay after later ones are saved.
+
+    Under the `pbt` and `pb2` schedulers other members may copy this trial's
+    checkpoint of any milestone (a multiple of the perturbation_interval,
+    RUNG_KEEP_CHECKPOINTS_EVERY), even after it went on or finished; other
+    checkpoints may be deleted once a later one is saved. Without that
+    variable only the latest is needed: False.
+    """
+    every = int(os.environ.get("RUNG_KEEP_CHECKPOINTS_EVERY") or 0)
+    return every > 0 and step > 0 and step % every == 0
 
 
 def _number(name: str, value: Any) -> Any:

@@ -17,6 +17,7 @@ rungd, a real rung-worker with two slots, and the PBT paper's toy problem
   theta at step s times (1 - 2 lr h) with the receiver's new h.
 - kill -9 of rungd in the middle of a PBT run: the experiment goes on and
   ends, no step is stored twice, and the lineage stays consistent.
+- A member whose metric is NaN exploits instead of failing.
 """
 
 import hashlib
@@ -64,6 +65,22 @@ def pbt(mutations, **over):
 
 
 UNIT = {"type": "uniform", "low": 0.0, "high": 1.0}
+
+# A trainable whose loss is NaN while its lr is 10 (a diverged run); w
+# counts the steps its checkpoints carry.
+DIVERGE = """import json, os
+c = json.loads(os.environ["RUNG_CONFIG"])
+folder = os.environ["RUNG_TRIAL_DIR"]
+start = int(os.environ.get("RUNG_RESUME_STEP") or 0)
+w = json.load(open(os.path.join(folder, "ckpt-%d.json" % start)))["w"] if start else 0
+keep = int(os.environ.get("RUNG_KEEP_CHECKPOINTS_EVERY") or 0)
+for step in range(start + 1, int(c["steps"]) + 1):
+    w += 1
+    with open(os.path.join(folder, "ckpt-%d.json" % step), "w") as f:
+        json.dump({"w": w}, f)
+    loss = float("nan") if c["lr"] > 1 else c["lr"] / w
+    print("@rung " + json.dumps({"step": step, "loss": loss, "w": w, "keep": keep}), flush=True)
+"""
 
 
 class PbtCase(wh.WorkerTestCase):
@@ -270,6 +287,42 @@ class PbtCase(wh.WorkerTestCase):
                 self.assertAlmostEqual(b["theta_0"], want, places=9,
                                        msg="trial %d, step %d to %d" % (tid, s, s + 1))
         self.assertIn("leased", again.stderr_text())
+
+    def test_a_diverged_member_exploits(self):
+        """A member that reports NaN is not failed (as under other
+        schedulers): it ranks last at its milestone and goes on from the
+        other member's checkpoint with a finite config. Its program also
+        sees RUNG_KEEP_CHECKPOINTS_EVERY = the perturbation_interval."""
+        d = self.daemon()
+        self.worker(d, "w", cpu_slots=2)
+        script = os.path.join(self.tmp, "diverge.py")
+        with open(script, "w") as f:
+            f.write(DIVERGE)
+        mutations = {"lr": [0.1, 0.2]}
+        spec = wh.command_spec(
+            [wh.PYTHON, script], metric="loss", mode="min",
+            search_space={"lr": {"type": "choice", "values": [0.1, 0.2, 10.0]}, "steps": 6},
+            num_samples=2, points_to_evaluate=[{"lr": 0.1}, {"lr": 10.0}], max_failures=0,
+            scheduler=pbt(mutations, perturbation_interval=2))
+        eid, _ = self.run_experiment(d, spec, timeout=60)
+        trials = sorted(d.all_trials(eid), key=lambda t: t["number"])
+        for t in trials:
+            self.assertEqual((t["state"], t["step"]), ("completed", 6), t)
+        good, bad = trials
+        self.assertEqual(good["lineage"], [])
+        x = bad["lineage"][0]
+        self.assertEqual((x["step"], x["donor"], x["donor_step"]), (2, good["id"], 2), x)
+        self.assertEqual(x["from"]["lr"], 10.0)
+        self.assertIn(x["config"]["lr"], (0.1, 0.2))
+        reports = {r["step"]: r["metrics"] for r in d.metrics_of(bad["id"])}
+        self.assertEqual([reports[s]["loss"] for s in (1, 2)], ["NaN", "NaN"])
+        # Steps 3 on: the donor's count of steps went on (a copy, not a
+        # start over), with the finite config.
+        self.assertEqual([reports[s]["w"] for s in range(3, 7)], [3, 4, 5, 6])
+        for s in range(3, 7):
+            self.assertIsInstance(reports[s]["loss"], float)
+        self.assertEqual({r["metrics"]["keep"] for t in trials for r in d.metrics_of(t["id"])},
+                         {2})
 
     def run_experiment_wait(self, d, eid, timeout=120):
         d.wait_experiment(eid, lambda e: e["state"] in ("completed", "failed"), timeout=timeout,

@@ -18,6 +18,7 @@ the `builtin` trainable of a real experiment.
 """
 
 import json
+import math
 import os
 import re
 import signal
@@ -120,6 +121,38 @@ class Program(wh.WorkerTestCase):
         r = self.run_train(config, env={"RUNG_TRIAL_DIR": trial_dir, "RUNG_RESUME_STEP": "3"})
         self.assertEqual(r.returncode, 2, r.stderr)  # there but corrupt: an error, named
         self.assertIn("ckpt-3.bin", r.stderr)
+
+    def test_a_diverged_run_reports_nan_tokens(self):
+        # printf's "-nan" is not JSON: the worker would refuse the report and
+        # the divergence would not show. The protocol's tokens are NaN,
+        # Infinity and -Infinity (docs/api.md, "Non-finite numbers").
+        r = self.run_train({"epochs": 3, "train_samples": 1000, "hidden": [16],
+                            "batch_size": 100, "lr": 100, "seed": 1})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("nan", r.stdout.replace("NaN", ""))
+        got = reports(r.stdout)
+        self.assertEqual([g["step"] for g in got], [1, 2, 3])
+        self.assertTrue(any(math.isnan(g["train_loss"]) for g in got), r.stdout)
+
+    def test_pbt_milestone_checkpoints_are_kept(self):
+        # Under pbt other members may copy any milestone's checkpoint, even
+        # after this run finished or resumed past it.
+        trial_dir = os.path.join(self.tmp, "trial")
+        os.makedirs(trial_dir)
+        config = {"epochs": 5, "train_samples": 1000, "hidden": [16], "batch_size": 100,
+                  "seed": 4}
+        keep = {"RUNG_TRIAL_DIR": trial_dir, "RUNG_KEEP_CHECKPOINTS_EVERY": "2"}
+        r = self.run_train(config, env=keep)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sorted(os.listdir(trial_dir)), ["ckpt-2.bin", "ckpt-4.bin", "ckpt-5.bin"])
+        r = self.run_train(config, env=dict(keep, RUNG_RESUME_STEP="4"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual([g["step"] for g in reports(r.stdout)], [5])
+        self.assertEqual(sorted(os.listdir(trial_dir)), ["ckpt-2.bin", "ckpt-4.bin", "ckpt-5.bin"])
+        # Without the variable only the last stays, as before.
+        r = self.run_train(config, env={"RUNG_TRIAL_DIR": trial_dir, "RUNG_RESUME_STEP": "4"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sorted(os.listdir(trial_dir)), ["ckpt-5.bin"])
 
     def test_sigterm_finishes_the_step_and_exits_143(self):
         e = dict(os.environ)

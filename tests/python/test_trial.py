@@ -40,7 +40,8 @@ class ReportTest(unittest.TestCase):
         patcher = mock.patch.dict(os.environ, {}, clear=False)
         patcher.start()
         self.addCleanup(patcher.stop)
-        for var in ("RUNG_RESUME_STEP", "RUNG_CONFIG", "RUNG_TRIAL_DIR", "RUNG_TRIAL_ID"):
+        for var in ("RUNG_RESUME_STEP", "RUNG_CONFIG", "RUNG_TRIAL_DIR", "RUNG_TRIAL_ID",
+                    "RUNG_KEEP_CHECKPOINTS_EVERY"):
             os.environ.pop(var, None)
 
     def test_one_line_flushed_with_counted_steps(self):
@@ -55,6 +56,11 @@ class ReportTest(unittest.TestCase):
         os.environ["RUNG_RESUME_STEP"] = "9"
         self.assertEqual(rung.resume_step(), 9)
         self.assertEqual(captured(rung.report, loss=1.0)[0], 10)
+
+    def test_keep_checkpoint_follows_the_pbt_interval(self):
+        self.assertFalse(rung.keep_checkpoint(4))
+        os.environ["RUNG_KEEP_CHECKPOINTS_EVERY"] = "4"
+        self.assertEqual([s for s in range(13) if rung.keep_checkpoint(s)], [4, 8, 12])
 
     def test_non_finite_values_use_the_protocols_tokens(self):
         _, out = captured(rung.report, a=math.nan, b=math.inf, c=-math.inf, d=3)
@@ -119,7 +125,8 @@ class EnvironmentTest(unittest.TestCase):
         patcher = mock.patch.dict(os.environ, {}, clear=False)
         patcher.start()
         self.addCleanup(patcher.stop)
-        for var in ("RUNG_RESUME_STEP", "RUNG_CONFIG", "RUNG_TRIAL_DIR", "RUNG_TRIAL_ID"):
+        for var in ("RUNG_RESUME_STEP", "RUNG_CONFIG", "RUNG_TRIAL_DIR", "RUNG_TRIAL_ID",
+                    "RUNG_KEEP_CHECKPOINTS_EVERY"):
             os.environ.pop(var, None)
         self.tmp = tempfile.mkdtemp()
         cwd = os.getcwd()

@@ -156,6 +156,57 @@ static void test_synch(void **state)
     pbt_free(p);
 }
 
+/* A diverged member (NaN, or an infinity either way) ranks last; only
+ * finite members give; with none in the top q nobody exploits; a change
+ * through a non-finite value is no observation for pb2. */
+static void test_diverged_members(void **state)
+{
+    (void)state;
+    PbtParams pp = params(4, 0.25, false);
+    Pbt *p = pbt_new(&pp);
+    PbtMember donor;
+    int64_t ms = 0;
+    assert_int_equal(report(p, 0, 4, 1.0, &donor, &ms), PBT_CONTINUE);
+    assert_int_equal(report(p, 1, 4, NAN, &donor, &ms), PBT_EXPLOIT);
+    assert_int_equal(donor.number, 0);
+    /* -inf is the best a loss can be, but a diverged one: last. n = 3, q =
+     * 1, and trial 2 ties with trial 1 at the bottom, ranked below it. */
+    assert_int_equal(report(p, 2, 4, -INFINITY, &donor, &ms), PBT_EXPLOIT);
+    assert_int_equal(donor.number, 0);
+    /* All diverged at 8: the top is not finite, so nobody exploits. */
+    assert_int_equal(report(p, 0, 8, NAN, &donor, &ms), PBT_CONTINUE);
+    assert_int_equal(report(p, 1, 8, NAN, &donor, &ms), PBT_CONTINUE);
+    PbtChange ch[4];
+    assert_int_equal(pbt_changes(p, ch, 4), 0); /* 1.0 to NaN: nothing learnt */
+    pbt_free(p);
+
+    /* maximize: +inf is not the best either. */
+    pp = params(4, 0.5, true);
+    p = pbt_new(&pp);
+    assert_int_equal(report(p, 0, 4, INFINITY, &donor, &ms), PBT_CONTINUE);
+    assert_int_equal(report(p, 1, 4, 0.3, &donor, &ms), PBT_CONTINUE);
+    pbt_free(p);
+
+    /* synch: q = ceil(4 * 0.25) = 1; three diverged, one finite (trial 1):
+     * the bottom one (trial 3, the highest number among the ties) takes
+     * trial 1. At 8 every member diverged: no exploits. */
+    pp = params(4, 0.25, false);
+    pp.synch = true;
+    p = pbt_new(&pp);
+    PbtMember donors[4];
+    int64_t recv[4];
+    double loss[4] = {NAN, 2.0, NAN, INFINITY};
+    for (int64_t n = 0; n < 4; n++)
+        assert_int_equal(report(p, n, 4, loss[n], &donor, &ms), PBT_SYNC);
+    assert_int_equal(pbt_exploits(p, 4, recv, donors, 4), 1);
+    assert_int_equal(recv[0], 3);
+    assert_int_equal(donors[0].number, 1);
+    for (int64_t n = 0; n < 4; n++)
+        assert_int_equal(report(p, n, 8, NAN, &donor, &ms), PBT_SYNC);
+    assert_int_equal(pbt_exploits(p, 8, recv, donors, 4), 0);
+    pbt_free(p);
+}
+
 /* The rule as its text says, for one report: the records at the milestone
  * (scores, numbers), and whether the newest (index n - 1) is in the bottom. */
 static bool model_bottom(const double *score, const int64_t *num, int64_t n, double quantile)
@@ -385,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_forget_and_load),         cmocka_unit_test(test_synch),
         cmocka_unit_test(test_against_model),           cmocka_unit_test(test_mutate_moves),
         cmocka_unit_test(test_pb2_follows_the_optimum), cmocka_unit_test(test_pbt_changes),
+        cmocka_unit_test(test_diverged_members),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -145,7 +145,13 @@ static void test_resume_matches_uninterrupted(void **state)
         /* Every epoch's checkpoint is kept until pruned; a missing one is an
          * error. */
         assert_int_equal(checkpoint_load(dir, 3, p, o1, o2, n, &step, why, sizeof why), 0);
-        checkpoint_prune(dir, 4);
+        /* pbt's members keep every multiple of the interval (here 2). */
+        checkpoint_prune(dir, 4, 2);
+        assert_int_not_equal(checkpoint_load(dir, 3, p, o1, o2, n, &step, why, sizeof why), 0);
+        assert_int_not_equal(checkpoint_load(dir, 1, p, o1, o2, n, &step, why, sizeof why), 0);
+        assert_int_equal(checkpoint_load(dir, 2, p, o1, o2, n, &step, why, sizeof why), 0);
+        assert_int_equal(step, 20);
+        checkpoint_prune(dir, 4, 0);
         assert_int_not_equal(checkpoint_load(dir, 2, p, o1, o2, n, &step, why, sizeof why), 0);
         assert_non_null(strstr(why, "ckpt-2.bin"));
         assert_int_equal(checkpoint_load(dir, 4, p, o1, o2, n, &step, why, sizeof why), 0);
