@@ -7,7 +7,10 @@
 #   pbt-synch   scheduler pbt, "synch": true, population PBT_POPULATION,
 #               perturbation_interval PBT_INTERVAL, lr and momentum in
 #               hyperparam_mutations, random initial configs;
-#   pbt-async   the same with "synch": false (PBT_MODES says which run);
+#   pbt-async   the same with "synch": false;
+#   pb2         scheduler pb2 (asynchronous, lr and momentum in
+#               hyperparam_bounds), the same population and interval
+#               (PBT_MODES says which of the three run);
 #   asha-bayes  searcher bayes, scheduler asha (max_t PBT_EPOCHS,
 #               grace_period 1, reduction_factor 3), constant lr and
 #               momentum per trial, num_samples PBT_ASHA_SAMPLES (chosen so
@@ -22,7 +25,7 @@
 # It builds nothing: build rungd, rung-worker and rung-train first.
 #
 # Usage: nice bash bench/pbt.sh
-# Knobs (environment): PBT_SEEDS (5), PBT_MODES (synch,async), PBT_EPOCHS
+# Knobs (environment): PBT_SEEDS (5), PBT_MODES (synch,async,pb2), PBT_EPOCHS
 # (12), PBT_INTERVAL (3), PBT_POPULATION (8), PBT_ASHA_SAMPLES (18),
 # PBT_SLOTS (2: CPU slots of the worker, one trial each), PBT_LR_MAX (0.3:
 # the top of lr's loguniform domain, from 0.001), RUNG_BUILD
@@ -40,7 +43,7 @@ WORKER=$BUILD/bin/rung-worker
 TRAIN=$BUILD/bin/rung-train
 PY=/usr/bin/python3
 SEEDS=${PBT_SEEDS:-5}
-MODES=${PBT_MODES:-synch,async}
+MODES=${PBT_MODES:-synch,async,pb2}
 EPOCHS=${PBT_EPOCHS:-12}
 INTERVAL=${PBT_INTERVAL:-3}
 POPULATION=${PBT_POPULATION:-8}
@@ -58,8 +61,8 @@ done
     echo "pbt: PBT_LR_MAX must be a positive number, not '$LR_MAX'" >&2
     exit 2
 }
-[[ $MODES =~ ^(synch|async)(,(synch|async))?$ ]] || {
-    echo "pbt: PBT_MODES must be synch, async or synch,async, not '$MODES'" >&2
+[[ $MODES =~ ^(synch|async|pb2)(,(synch|async|pb2))*$ ]] || {
+    echo "pbt: PBT_MODES must be a comma-separated list of synch, async and pb2, not '$MODES'" >&2
     exit 2
 }
 [[ -x $PY ]] || { echo "pbt: $PY is missing (Debian python3)" >&2; exit 2; }

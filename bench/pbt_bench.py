@@ -12,6 +12,8 @@ out (val_acc, the metric tuned, mode max):
   scheduler pbt with perturbation_interval INTERVAL, max_t EPOCHS, both
   parameters in hyperparam_mutations (the same domains), Ray's defaults
   otherwise (quantile_fraction 0.25, resample_probability 0.25).
+- pb2: as pbt-async, but scheduler pb2 with both parameters in
+  hyperparam_bounds (the new values chosen by PB2's GP bandit).
 - asha-bayes: the same space held constant per trial, searcher bayes,
   scheduler asha (max_t EPOCHS, grace_period 1, reduction_factor 3),
   num_samples ASHA_SAMPLES, chosen so that its epochs match PBT's.
@@ -81,13 +83,20 @@ def base_spec(a, name, seed):
             "trainable": {"type": "builtin", "model": "mlp", "dataset": "fashion-mnist"}}
 
 
-def pbt_spec(a, seed, synch):
-    s = base_spec(a, "pbt-%s-%d" % ("synch" if synch else "async", seed), seed)
+def pbt_spec(a, seed, arm):
+    """The spec of arm pbt-synch, pbt-async or pb2 (asynchronous, as Ray's
+    PB2 by default), with the same population and milestones."""
+    s = base_spec(a, "%s-%d" % (arm, seed), seed)
     sp = s["search_space"]
+    domains = {"lr": sp["lr"], "momentum": sp["momentum"]}
+    sched = {"type": "pbt", "perturbation_interval": a.interval, "synch": arm == "pbt-synch",
+             "max_t": a.epochs}
+    if arm == "pb2":
+        sched.update(type="pb2", hyperparam_bounds=domains)
+    else:
+        sched["hyperparam_mutations"] = domains
     s.update(num_samples=a.population, searcher={"type": "random", "seed": seed},
-             scheduler={"type": "pbt", "perturbation_interval": a.interval, "synch": synch,
-                        "max_t": a.epochs,
-                        "hyperparam_mutations": {"lr": sp["lr"], "momentum": sp["momentum"]}})
+             scheduler=sched)
     return s
 
 
@@ -226,20 +235,24 @@ def run_experiment(a, d, client, work, spec):
 
 def measure(a, name, trials, trials_dir, seen, wall):
     api_steps = sum(t["step"] or 0 for t in trials)
-    # @rung lines rung-worker refused (not JSON: rung-train prints a
-    # diverged run's losses as `nan`): epochs run that the API has no step for.
+    # @rung lines rung-worker refused: epochs run that the API has no step
+    # for (a rung-train older than its NaN tokens printed `-nan`).
     refused = sum((t.get("warnings") or {}).get("count", 0) for t in trials)
     redone = log_epochs = starts = copied = not_copied = 0
     started_over = {}
-    kept = {"completed_pruned": 0, "completed_kept_more": 0}
+    # Under pbt every milestone's checkpoint must outlive the run (a late
+    # member may still copy it: RUNG_KEEP_CHECKPOINTS_EVERY).
+    milestones = set(range(a.interval, a.epochs + 1, a.interval))
+    kept = {"completed": 0, "completed_missing_milestone": 0}
     for t in trials:
         tdir = os.path.join(trials_dir, str(t["id"]))
         if t["state"] == "completed":
             try:
-                n = sum(1 for x in os.listdir(tdir) if CKPT_RE.match(x))
+                have = {int(m.group(1)) for m in map(CKPT_RE.match, os.listdir(tdir)) if m}
             except OSError:
-                n = 0
-            kept["completed_kept_more" if n > 1 else "completed_pruned"] += 1
+                have = set()
+            kept["completed"] += 1
+            kept["completed_missing_milestone"] += not milestones <= have
         log_epochs += sum(1 for line in read(os.path.join(tdir, "stdout.log")).splitlines()
                           if line.startswith("@rung "))
         err = read(os.path.join(tdir, "stderr.log"))
@@ -320,7 +333,7 @@ def main():
     p.add_argument("--train", required=True)
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--first-seed", type=int, default=1)
-    p.add_argument("--modes", default="synch,async")
+    p.add_argument("--modes", default="synch,async,pb2")
     p.add_argument("--epochs", type=int, default=12)
     p.add_argument("--interval", type=int, default=3)
     p.add_argument("--population", type=int, default=8)
@@ -335,12 +348,12 @@ def main():
     a = p.parse_args()
     modes = [m for m in a.modes.split(",") if m]
     for m in modes:
-        if m not in ("synch", "async"):
-            p.error("--modes: synch and/or async, not %r" % m)
+        if m not in ("synch", "async", "pb2"):
+            p.error("--modes: synch, async and/or pb2, not %r" % m)
     rb.on_signals_exit()
     work = tempfile.mkdtemp(prefix="pbt-bench.")
     d = rb.Rungd(a.rungd, os.path.join(work, "rung.db"), os.path.join(work, "rungd.log"))
-    arms = ["pbt-" + m for m in modes] + ["asha-bayes"]
+    arms = [m if m == "pb2" else "pbt-" + m for m in modes] + ["asha-bayes"]
     rows = {arm: [] for arm in arms}
     try:
         d.start(60)
@@ -364,8 +377,7 @@ def main():
                  "exploits: donor/own/over/unseen (donor done before)"))
         for seed in range(a.first_seed, a.first_seed + a.seeds):
             for arm in arms:
-                spec = asha_spec(a, seed) if arm == "asha-bayes" else \
-                    pbt_spec(a, seed, arm == "pbt-synch")
+                spec = asha_spec(a, seed) if arm == "asha-bayes" else pbt_spec(a, seed, arm)
                 r = run_experiment(a, d, client, work, spec)
                 r["seed"] = seed
                 b = r.pop("best")
@@ -448,13 +460,11 @@ def summarize(a, arms, rows):
               "%d, started over %d, not seen %d; donor completed before the exploit %d"
               % (arm, x["total"], x["donor_weights"], x["own_weights"], x["started_over"],
                  x["unseen"], x["donor_completed_before"]))
-    for arm in arms:
+    for arm in arms[:-1]:
         k = {key: sum(r["checkpoints_at_end"][key] for r in rows[arm])
-             for key in ("completed_pruned", "completed_kept_more")}
-        print("%s completed trials whose folder held only its last checkpoint at the end (the "
-              "program finished and pruned before the scheduler's stop reached it) %d, more "
-              "(stopped by the signal first) %d" % (arm, k["completed_pruned"],
-                                                    k["completed_kept_more"]))
+             for key in ("completed", "completed_missing_milestone")}
+        print("%s completed trials %d, of which a milestone's checkpoint was missing from the "
+              "folder at the end %d" % (arm, k["completed"], k["completed_missing_milestone"]))
     print()
     for arm in arms:
         for r in rows[arm]:

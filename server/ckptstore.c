@@ -281,3 +281,49 @@ int ckptstore_remove_trial(const char *data_dir, int64_t trial_id)
     }
     return removed;
 }
+
+int ckptstore_remove(const char *data_dir, int64_t trial_id, int64_t step)
+{
+    char path[PATH_MAX];
+    if (ckptstore_path(data_dir, trial_id, step, path, sizeof path) != 0)
+        return -1;
+    return unlink(path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+int ckptstore_sweep(const char *data_dir, bool (*keep)(void *ctx, int64_t trial_id, int64_t step),
+                    void *ctx)
+{
+    char dir[PATH_MAX];
+    if (snprintf(dir, sizeof dir, "%s/" SUBDIR, data_dir) >= (int)sizeof dir) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return errno == ENOENT ? 0 : -1;
+    DIR *d = fdopendir(dfd);
+    if (d == NULL) {
+        int e = errno;
+        close(dfd);
+        errno = e;
+        return -1;
+    }
+    int removed = 0;
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL) {
+        const char *n = ent->d_name;
+        /* "<trial>-<step>.tar" exactly, as ckptstore_path spells it. */
+        long long trial = 0, step = 0;
+        char canon[64];
+        bool stored = sscanf(n, "%lld-%lld.tar", &trial, &step) == 2 && trial >= 1 && step >= 0 &&
+                      snprintf(canon, sizeof canon, "%lld-%lld.tar", trial, step) > 0 &&
+                      strcmp(canon, n) == 0;
+        bool stale = n[0] == '.' && (strncmp(n, ".upload-", 8) == 0 || strstr(n, ".tar.") != NULL);
+        if ((stored && keep(ctx, trial, step)) || (!stored && !stale))
+            continue;
+        if (unlinkat(dfd, n, 0) == 0)
+            removed++;
+    }
+    closedir(d);
+    return removed;
+}

@@ -1,8 +1,9 @@
 /* rungd's store of Population Based Training checkpoints: the tar files
  * that workers pack (worker/ckpt.h) and upload, kept as
- * <data_dir>/checkpoints/<trial_id>-<step>.tar until the trial's
- * checkpoints are removed. Pure file I/O: no SQLite, no HTTP; whoever
- * calls it records what it holds.
+ * <data_dir>/checkpoints/<trial_id>-<step>.tar until no trial needs it
+ * (core.c drop_unneeded_ckpts; engine.c removes the file after the commit
+ * that deletes its row; ckptstore_sweep at start removes what no row holds). Pure file I/O: no
+ * SQLite, no HTTP; whoever calls it records what it holds.
  *
  * The data folder. rungd has no option for one today: its only file is the
  * SQLite database, --db (server/main.c, default "rung.db" in the working
@@ -22,6 +23,7 @@
 #ifndef RUNG_SERVER_CKPTSTORE_H
 #define RUNG_SERVER_CKPTSTORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -57,5 +59,18 @@ int ckptstore_sync_dir(const char *data_dir);
  * checkpoints removed (0 when there is no checkpoints folder), or -1 with
  * errno set at the first that could not be removed. */
 int ckptstore_remove_trial(const char *data_dir, int64_t trial_id);
+
+/* Removes trial_id's checkpoint at step. 0 (also when there is none), or
+ * -1 with errno set. */
+int ckptstore_remove(const char *data_dir, int64_t trial_id, int64_t step);
+
+/* At start, before any upload: removes every checkpoint for which
+ * keep(ctx, trial_id, step) is false (its row never committed, or it was
+ * dropped and the daemon stopped before removing it), every temporary file
+ * a crashed put left, and every partial upload (".upload-*", http.c). The
+ * number of files removed, or -1 with errno set when the folder cannot be
+ * read (0 when there is none). */
+int ckptstore_sweep(const char *data_dir, bool (*keep)(void *ctx, int64_t trial_id, int64_t step),
+                    void *ctx);
 
 #endif

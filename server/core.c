@@ -72,6 +72,10 @@ struct Core {
     int64_t n_ckpts, cap_ckpts;
     CoreCheckpoint *new_ckpts;
     int64_t n_new_ckpts, cap_new_ckpts;
+    /* Stored checkpoints nobody needs any more (drop_unneeded_ckpts): rows
+     * to delete, then files to remove. */
+    CoreCheckpoint *dropped_ckpts;
+    int64_t n_dropped_ckpts, cap_dropped_ckpts;
     /* Ended objects to release after their final state is committed. */
     Trial **rel_trials;
     int64_t n_rel_trials, cap_rel_trials;
@@ -278,6 +282,8 @@ void core_changes(Core *core, CoreChanges *out)
     out->n_reports = core->n_reports;
     out->ckpts = core->new_ckpts;
     out->n_ckpts = core->n_new_ckpts;
+    out->dropped_ckpts = core->dropped_ckpts;
+    out->n_dropped_ckpts = core->n_dropped_ckpts;
 }
 
 void core_changes_clear(Core *core)
@@ -291,7 +297,7 @@ void core_changes_clear(Core *core)
     for (int64_t i = 0; i < core->n_reports; i++)
         json_decref(core->reports[i].metrics);
     core->n_dirty_exps = core->n_dirty_trials = core->n_dirty_workers = core->n_reports = 0;
-    core->n_new_ckpts = 0;
+    core->n_new_ckpts = core->n_dropped_ckpts = 0;
 }
 
 /* ---- lifecycle ---- */
@@ -374,6 +380,7 @@ void core_free(Core *core)
     free(core->reports);
     free(core->ckpts);
     free(core->new_ckpts);
+    free(core->dropped_ckpts);
     free(core->rel_trials);
     free(core->rel_exps);
     free(core);
@@ -536,6 +543,41 @@ static bool exp_active(const Experiment *e)
     return e->state == EXP_RUNNING || e->state == EXP_PAUSED;
 }
 
+/* pbt: whether a trial of e still waits for, or is being given, trial_id's
+ * stored checkpoint of step (its copy is owed until it reports past it). */
+static bool ckpt_wanted(const Experiment *e, int64_t trial_id, int64_t step)
+{
+    if (!exp_active(e))
+        return false;
+    for (int64_t i = 0; i < e->n_trials; i++) {
+        const Trial *t = e->trials[i];
+        if (t != NULL && t->from_trial == trial_id && t->from_step == step)
+            return true;
+    }
+    return false;
+}
+
+/* pbt: drops e's stored checkpoints that no trial wants (all of them once
+ * e ended): the rows go with this batch, the files after its commit
+ * (engine.c). A later exploit of the same donor and step asks its worker
+ * for the folder again; members keep their milestones' checkpoints
+ * (docs/schedulers.md, "pbt"). */
+static void drop_unneeded_ckpts(Core *core, const Experiment *e)
+{
+    for (int64_t i = 0; i < core->n_ckpts;) {
+        const CoreCheckpoint *c = &core->ckpts[i];
+        const Trial *donor = core_trial(core, c->trial_id);
+        if (donor == NULL || donor->exp != e || ckpt_wanted(e, c->trial_id, c->step)) {
+            i++;
+            continue;
+        }
+        rung_grow((void **)&core->dropped_ckpts, &core->cap_dropped_ckpts, core->n_dropped_ckpts,
+                  sizeof *core->dropped_ckpts);
+        core->dropped_ckpts[core->n_dropped_ckpts++] = *c;
+        core->ckpts[i] = core->ckpts[--core->n_ckpts];
+    }
+}
+
 
 static void holds_release(Core *core, Experiment *e);
 
@@ -613,6 +655,8 @@ static void end_experiment(Core *core, Experiment *e, ExpState s, EndReason why,
             mark_trial(core, t);
         }
     }
+    if (e->pbt != NULL)
+        drop_unneeded_ckpts(core, e);
 }
 
 /* A trial's value for the experiment's best, by best_scope: its best
@@ -1021,6 +1065,7 @@ static void fail_or_retry(Core *core, Trial *t, const char *error, int64_t now)
             /* A new attempt starts over with the config it has now. */
             pbt_forget(e->pbt, t->number);
             t->from_trial = t->from_step = t->from_worker = 0;
+            drop_unneeded_ckpts(core, e);
         }
         core->availability_changed = true;
         promote_ready(core, e, now); /* its records are gone: others may rank higher now */
@@ -1976,6 +2021,7 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
          * over without it); no copy is owed any more. */
         t->from_trial = t->from_step = t->from_worker = 0;
         mark_trial(core, t);
+        drop_unneeded_ckpts(core, t->exp);
     }
     ReportAction a = ACTION_CONTINUE;
     bool recorded = false;

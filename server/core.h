@@ -545,6 +545,10 @@ typedef struct CoreCheckpoint {
 typedef struct CoreChanges {
     CoreCheckpoint *ckpts; /* stored since the last clear: rows to insert */
     int64_t n_ckpts;
+    /* No longer needed since the last clear: rows to delete, and files to
+     * remove once that is committed. */
+    CoreCheckpoint *dropped_ckpts;
+    int64_t n_dropped_ckpts;
     Experiment **exps;
     int64_t n_exps;
     Trial **trials;

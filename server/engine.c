@@ -2,6 +2,7 @@
 #include "errjson.h"
 #include "engine.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -13,7 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ckptstore.h"
 #include "clock.h"
+#include "grow.h"
 #include "log.h"
 #include "propose.h"
 
@@ -58,6 +61,10 @@ struct Engine {
     int64_t next_tick;
     int64_t rate_at_ms;    /* monotonic ms of the last reports/s sample */
     uint64_t rate_reports; /* reports committed at that sample */
+    /* pbt: checkpoints dropped in this batch, whose files go once the
+     * deletion of their rows is committed. */
+    CoreCheckpoint *unlink;
+    int64_t n_unlink, cap_unlink;
 };
 
 static int64_t mono_ms(void)
@@ -382,7 +389,7 @@ static void flush(Engine *e, Job *job)
 {
     CoreChanges c;
     core_changes(e->core, &c);
-    if (c.n_exps + c.n_trials + c.n_workers + c.n_reports == 0)
+    if (c.n_exps + c.n_trials + c.n_workers + c.n_reports + c.n_ckpts + c.n_dropped_ckpts == 0)
         return;
     RungError err;
     rung_error_clear(&err);
@@ -391,6 +398,10 @@ static void flush(Engine *e, Job *job)
         rc = store_release_savepoint(e->store, &err);
     if (rc == 0) {
         e->batch_reports += (uint64_t)c.n_reports;
+        for (int64_t i = 0; i < c.n_dropped_ckpts; i++) {
+            rung_grow((void **)&e->unlink, &e->cap_unlink, e->n_unlink, sizeof *e->unlink);
+            e->unlink[e->n_unlink++] = c.dropped_ckpts[i];
+        }
         core_changes_clear(e->core);
         return;
     }
@@ -541,6 +552,15 @@ static void commit(Engine *e, int rc, RungError *err)
         }
     }
     e->batch_reports = 0;
+    int64_t n_unlink = e->n_unlink;
+    e->n_unlink = 0; /* on a failure the rows stay, and reload() reads them back */
+    for (int64_t i = 0; rc == 0 && i < n_unlink; i++) {
+        const CoreCheckpoint *c = &e->unlink[i];
+        if (ckptstore_remove(e->cfg.data_dir, c->trial_id, c->step) != 0)
+            LOG_WARN("trial %lld: cannot remove its checkpoint of step %lld: %s (rungd removes "
+                     "it at its next start)",
+                     (long long)c->trial_id, (long long)c->step, strerror(errno));
+    }
     if (rc != 0) {
         LOG_ERROR("transaction failed: %s", err->message);
         store_rollback(e->store);
@@ -732,5 +752,6 @@ void engine_free(Engine *e)
     if (e->epfd >= 0)
         close(e->epfd);
     pthread_mutex_destroy(&e->mu);
+    free(e->unlink);
     free(e);
 }

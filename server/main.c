@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "ckptstore.h"
 #include "clock.h"
 #include "core.h"
 #include "engine.h"
@@ -76,6 +77,11 @@ static Option options[O__COUNT] = {
     [O_MAX_CHECKPOINT_MB] = {"max-checkpoint-mb", OPT_INT, NULL, 1024, 1, 1048576,
                              "largest checkpoint a worker may upload, in MiB"},
 };
+
+static bool keep_checkpoint(void *store, int64_t trial_id, int64_t step)
+{
+    return store_has_checkpoint(store, trial_id, step);
+}
 
 static void usage(FILE *out)
 {
@@ -159,6 +165,12 @@ int main(int argc, char **argv)
         else
             *slash = '\0';
     }
+    /* Copies nobody will fetch: dropped before a stop, never committed, or
+     * half uploaded. */
+    int swept = ckptstore_sweep(data_dir, keep_checkpoint, store);
+    if (swept > 0)
+        LOG_INFO("removed %d checkpoint file(s) no trial needs from %s/checkpoints", swept,
+                 data_dir);
     int64_t lease_ms = options[O_LEASE_S].ival * 1000;
     Core *core = core_new(lease_ms);
     if (core == NULL || store_load(store, core, rung_now_ms(), &err) != 0) {

@@ -494,6 +494,19 @@ static int write_checkpoint(Store *s, const CoreCheckpoint *c, RungError *err)
     return rc;
 }
 
+static int drop_checkpoint(Store *s, const CoreCheckpoint *c, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (prepare(s, "DELETE FROM checkpoints WHERE trial_id = ?1 AND step = ?2", &st, err,
+                "drop checkpoint"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, c->trial_id);
+    sqlite3_bind_int64(st, 2, c->step);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : db_error(s, err, "drop checkpoint");
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int store_write_changes(Store *s, const CoreChanges *c, RungError *err)
 {
     /* Parents first: foreign keys are checked row by row. */
@@ -511,6 +524,10 @@ int store_write_changes(Store *s, const CoreChanges *c, RungError *err)
             return err->code;
     for (int64_t i = 0; i < c->n_ckpts; i++)
         if (write_checkpoint(s, &c->ckpts[i], err))
+            return err->code;
+    /* After the inserts: one stored and dropped in the same batch goes. */
+    for (int64_t i = 0; i < c->n_dropped_ckpts; i++)
+        if (drop_checkpoint(s, &c->dropped_ckpts[i], err))
             return err->code;
     return 0;
 }
@@ -844,6 +861,20 @@ int store_readd_failed(Store *s, Core *core, Experiment *e, RungError *err)
     return rc == SQLITE_DONE ? 0 : db_error(s, err, "failed trials");
 }
 
+bool store_has_checkpoint(Store *s, int64_t trial_id, int64_t step)
+{
+    sqlite3_stmt *st;
+    RungError err;
+    if (prepare(s, "SELECT 1 FROM checkpoints WHERE trial_id = ?1 AND step = ?2", &st, &err,
+                "checkpoint"))
+        return true; /* cannot tell: keep it */
+    sqlite3_bind_int64(st, 1, trial_id);
+    sqlite3_bind_int64(st, 2, step);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc != SQLITE_DONE; /* a row, or an error: keep it */
+}
+
 int store_delete_experiment(Store *s, int64_t id, int64_t trial_counts[TRIAL__COUNT],
                             RungError *err)
 {
@@ -861,6 +892,8 @@ int store_delete_experiment(Store *s, int64_t id, int64_t trial_counts[TRIAL__CO
     sqlite3_finalize(st);
     static const char *const sql[] = {
         "DELETE FROM reports WHERE trial_id IN (SELECT id FROM trials WHERE experiment_id = ?)",
+        /* pbt's stored checkpoints (their files: api.c, after this). */
+        "DELETE FROM checkpoints WHERE trial_id IN (SELECT id FROM trials WHERE experiment_id = ?)",
         "DELETE FROM trials WHERE experiment_id = ?",
         "DELETE FROM experiments WHERE id = ?",
     };

@@ -45,6 +45,9 @@ int store_reload_worker(Store *store, Core *core, int64_t id, RungError *err);
 int store_revive_experiment(Store *store, Core *core, int64_t id, int64_t now, RungError *err);
 /* Puts e's failed trials that left memory back in (core_readd_trial). */
 int store_readd_failed(Store *store, Core *core, Experiment *e, RungError *err);
+/* Whether the checkpoints table has trial_id's row of step (pbt's copies
+ * stored in rungd; ckptstore_sweep keeps only those at start). */
+bool store_has_checkpoint(Store *store, int64_t trial_id, int64_t step);
 /* Deletes an experiment with its trials and their reports; trial_counts
  * gets how many trials it had by state. Inside the batch's transaction. */
 int store_delete_experiment(Store *store, int64_t id, int64_t trial_counts[TRIAL__COUNT],

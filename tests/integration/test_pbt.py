@@ -241,8 +241,11 @@ class PbtCase(wh.WorkerTestCase):
         self.assertIn("uploaded trial", logs, self.explain(d, w1, w2))
         self.assertIn("sha256 verified", logs, self.explain(d, w1, w2))
         self.assertNotIn("starts without", logs)
-        ckpts = os.listdir(os.path.join(self.tmp, "checkpoints"))
-        self.assertTrue(any(n.endswith(".tar") for n in ckpts), ckpts)
+        self.assertRegex(d.stderr_text(), r"checkpoint of step \d+ stored")
+        # Each stored copy goes once its receiver went on from it (at the
+        # latest when the experiment ended): nothing is left behind.
+        folder = os.path.join(self.tmp, "checkpoints")
+        self.assertEqual([n for n in os.listdir(folder) if n.endswith(".tar")], [])
         # A body whose hash is not the one claimed is refused, naming the
         # header; a checkpoint nobody waits for, too.
         trial = d.all_trials(eid)[0]["id"]
@@ -254,6 +257,17 @@ class PbtCase(wh.WorkerTestCase):
             "Content-Type": "application/octet-stream",
             "X-Rung-Sha256": hashlib.sha256(b"x").hexdigest()})
         self.assertError(late, 409, "conflict")
+        # A restart sweeps what no row holds (a half upload, a copy whose
+        # row never committed); the ended experiment can be deleted.
+        for name in (".upload-Xy12Ab", "%d-4.tar" % trial):
+            with open(os.path.join(folder, name), "wb") as f:
+                f.write(b"stale")
+        d.stop()
+        d.restart()
+        self.assertEqual(os.listdir(folder), [])
+        self.assertIn("removed 2 checkpoint file(s)", d.stderr_text())
+        status, body = d.delete(eid)
+        self.assertEqual((status, body.get("deleted")), (200, eid), body)
 
     def test_worker_killed_mid_run(self):
         """kill -9 of the worker (its trainables go on writing, then die on

@@ -1,7 +1,8 @@
 /* Unit tests of server/ckptstore.c: paths, put and get (a known SHA-256),
  * a hash mismatch refused with nothing written, a replacement that a
- * reader of the old file never sees half of, and removing a trial's
- * checkpoints and nothing else. */
+ * reader of the old file never sees half of, removing a trial's
+ * checkpoints and nothing else, and the start's sweep of what no row
+ * holds. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -277,6 +278,46 @@ static void test_remove_trial(void **state)
     assert_int_equal(ckptstore_remove_trial(dir, 0), -1);
 }
 
+/* keep() of test_sweep: the rows "in the database". */
+static bool keep_listed(void *ctx, int64_t trial_id, int64_t step)
+{
+    const int64_t(*rows)[2] = ctx;
+    for (int i = 0; rows[i][0] != 0; i++)
+        if (rows[i][0] == trial_id && rows[i][1] == step)
+            return true;
+    return false;
+}
+
+static void test_remove_and_sweep(void **state)
+{
+    (void)state;
+    char dir[PATH_MAX], path[PATH_MAX + 64], hex[65], err[512], names[512];
+    data_dir(dir, "sweep");
+    const int64_t rows[][2] = {{3, 4}, {7, 8}, {0, 0}};
+    assert_int_equal(ckptstore_sweep(dir, keep_listed, (void *)rows), 0); /* no folder yet */
+    const int64_t put[][2] = {{3, 4}, {3, 8}, {7, 8}, {9, 12}};
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(ckptstore_put(dir, put[i][0], put[i][1], "x", 1, NULL, hex, err,
+                                       sizeof err),
+                         0);
+    /* One removed by name; then the sweep: rows 3-4 and 7-8 stay, 9-12 has
+     * none, and a half upload and a crashed put's file go; what is not
+     * ours stays. */
+    assert_int_equal(ckptstore_remove(dir, 3, 8), 0);
+    assert_int_equal(ckptstore_remove(dir, 3, 8), 0); /* gone already: fine */
+    const char *others[] = {".upload-Ab12Cd", ".9-16.tar.Zz99Yy", "notes.txt", "03-4.tar"};
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/checkpoints/%s", dir, others[i]);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fclose(f);
+    }
+    assert_int_equal(ckptstore_sweep(dir, keep_listed, (void *)rows), 3);
+    snprintf(path, sizeof path, "%s/checkpoints", dir);
+    listing(path, names, sizeof names);
+    assert_string_equal(names, "03-4.tar 3-4.tar 7-8.tar notes.txt ");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -285,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_mismatch_writes_nothing),
         cmocka_unit_test(test_replace_is_atomic),
         cmocka_unit_test(test_remove_trial),
+        cmocka_unit_test(test_remove_and_sweep),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
