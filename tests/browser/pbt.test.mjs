@@ -21,6 +21,8 @@
 //   lineage table   the best trial's exploits (step, donor) in order and the
 //                   parameters each changed; the same for the other trial
 //                   picked in the select
+//   trial pages     each trial's own page lists its exploits the same way,
+//                   with the donor's step and a link to the donor
 //
 // The charts say what their last draw stroked in data-drawn (JSON).
 // Screenshot: experiment-pbt.png in $RUNG_SCREENSHOTS.
@@ -292,6 +294,28 @@ for (const pass of ['on the page open during the run', 'after a reload']) {
   test(`${pass}: the lineage table lists the best trial's exploits, and another trial's when picked`,
     () => checkLineage(pass === 'after a reload' ? 'experiment-pbt' : null));
 }
+
+test('each trial\'s own page lists its exploits: step, donor (a link to it), donor step, what changed', async () => {
+  for (const t of trials) {
+    await page.goto(`${d.url}/#/trials/${t.id}`);
+    let last;
+    await waitFor(async () => {
+      last = await page.$$eval(tid('trial-lineage-row'), (trs) => trs.map((r) => ({
+        step: Number(r.dataset.step),
+        donor: Number(r.dataset.donor),
+        donor_step: Number(r.dataset.donorStep),
+        href: r.querySelector('a').getAttribute('href'),
+        changed: [...r.querySelectorAll('[data-param]')].map((x) => x.dataset.param),
+      })));
+      return JSON.stringify(last) === JSON.stringify(t.lineage.map((e, k) => ({
+        ...wantRows(t)[k], donor_step: e.donor_step, href: `#/trials/${e.donor}`,
+      })).map(({ step, donor, donor_step, href, changed }) => ({ step, donor, donor_step, href, changed })));
+    }, { timeout: PAGE_WAIT, what: `trial ${t.id}'s page: its lineage ${JSON.stringify(t.lineage)} (page: ${JSON.stringify(last)})` });
+    assert.ok(await page.locator(tid('trial-lineage-section')).isVisible(), `trial ${t.id}: the lineage section shows`);
+    const note = await page.locator(tid('trial-lineage-note')).textContent();
+    assert.match(note, t.lineage.length ? /exploit/ : /No exploits/, `trial ${t.id}: the note`);
+  }
+});
 
 test('no uncaught errors in the page', () => {
   assert.deepEqual(pageErrors, [], 'uncaught exceptions in the page');

@@ -1,7 +1,8 @@
 // #/trials/ID — one trial: state, config, error, who stopped or paused it,
 // the invalid @rung lines the worker refused, worker, a gang's nodes and
 // members (rank → worker) and where they meet, times, its reports
-// (table and chart, fetched incrementally with after_step) and its log tail.
+// (table and chart, fetched incrementally with after_step), under pbt its
+// lineage (each exploit: step, donor, what changed) and its log tail.
 // Once the trial is final and its last reports are in, polling stops.
 import * as api from '../api.js';
 import { createTrialChart } from '../charts/trial.js';
@@ -9,6 +10,7 @@ import { loadUPlot } from '../charts/uplot.js';
 import { h, setAttr, setState, setText } from '../dom.js';
 import { DASH, FINAL, configText, int, num, time, duration, warningCount } from '../format.js';
 import { DONE, startPoll } from '../poll.js';
+import { changes, isPbt, lineageOf } from '../pbt.js';
 
 export function mount(root, { id }) {
   document.title = `Trial ${id} · Rung`;
@@ -49,6 +51,20 @@ export function mount(root, { id }) {
   const warnList = h('ul', { class: 'warnings', testid: 'trial-warnings' });
   const warnSection = h('section', { class: 'warnings-section', hidden: true },
     h('h2', { text: 'Invalid @rung lines' }), warnCount, warnList);
+  // pbt (docs/schedulers.md): the exploits that made this trial's history,
+  // oldest first; the experiment page draws the whole population's.
+  const lineageNote = h('p', { class: 'muted', testid: 'trial-lineage-note' });
+  const lineageBody = h('tbody');
+  const lineageSection = h('section', { class: 'lineage-section', testid: 'trial-lineage-section', hidden: true },
+    h('h2', { text: 'Lineage' }), lineageNote,
+    h('div', { class: 'table-wrap' }, h('table', { class: 'grid', testid: 'trial-lineage' },
+      h('thead', null, h('tr', null,
+        h('th', { class: 'num', text: 'Step' }),
+        h('th', { text: 'Donor' }),
+        h('th', { class: 'num', text: 'Donor step' }),
+        h('th', { text: 'Changed (from \u2192 to)' }),
+        h('th', { text: 'Time' }))),
+      lineageBody)));
   const chartEl = h('div', { class: 'chart', testid: 'chart-trial' });
   const headRow = h('tr');
   const tbody = h('tbody');
@@ -69,6 +85,7 @@ export function mount(root, { id }) {
         stoppedByFact, pausedByFact),
       error,
       warnSection,
+      lineageSection,
       h('h2', { text: 'Reports' }), chartEl,
       h('div', { class: 'table-wrap metrics-wrap' }, table),
       h('h2', { text: 'Log' }), log));
@@ -109,6 +126,7 @@ export function mount(root, { id }) {
     showFact(stoppedByFact, stoppedBy, t.stopped_by);
     showFact(pausedByFact, pausedBy, t.paused_by);
     renderWarnings(t.warnings);
+    renderLineage(t);
     const tail = typeof t.log_tail === 'string' && t.log_tail.length ? t.log_tail : null;
     setText(log, tail === null ? 'no log yet' : tail);
     log.classList.toggle('muted', tail === null);
@@ -145,6 +163,28 @@ export function mount(root, { id }) {
   function showFact(pair, el, value) {
     setText(el, value || '');
     for (const n of pair) n.hidden = !value;
+  }
+
+  let lineageKey = '';
+  function renderLineage(t) {
+    const entries = lineageOf(t);
+    lineageSection.hidden = !isPbt(exp) && entries.length === 0;
+    const k = JSON.stringify(entries);
+    if (k === lineageKey) return;
+    lineageKey = k;
+    setText(lineageNote, entries.length
+      ? `${entries.length === 1 ? 'One exploit' : `${entries.length} exploits`}: at each step the trial went on from the donor's checkpoint with the donor's config, explored.`
+      : 'No exploits: this trial kept its own weights and config.');
+    const exact = (v) => (v === undefined ? DASH : JSON.stringify(v));
+    const short = (v) => (typeof v === 'number' ? num(v) : exact(v));
+    lineageBody.replaceChildren(...entries.map((e) => h('tr', { testid: 'trial-lineage-row', 'data-step': e.step, 'data-donor': e.donor, 'data-donor-step': e.donor_step },
+      h('td', { class: 'num', text: String(e.step) }),
+      h('td', null, h('a', { href: `#/trials/${e.donor}`, text: `trial ${e.donor}` })),
+      h('td', { class: 'num', text: String(e.donor_step) }),
+      h('td', null, changes(e).map((c, i) => h('span', {
+        class: 'pbt-change', 'data-param': c.param, title: `${c.param}: ${exact(c.from)} \u2192 ${exact(c.to)}`,
+      }, i ? '; ' : '', `${c.param} ${short(c.from)} \u2192 ${short(c.to)}`))),
+      h('td', { text: time(e.time) }))));
   }
 
   let warnKey = '';
