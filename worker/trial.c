@@ -320,9 +320,14 @@ static void send_finish(Trial *t, Client *c)
             LOG_INFO("trial %" PRId64 " (attempt %" PRId64 ") finished: completed (%" PRId64
                      " reports)",
                      t->id, t->attempt, sent);
-        else
+        else if (state == NULL || strcmp(state, "failed") == 0)
             LOG_INFO("trial %" PRId64 " (attempt %" PRId64 ") finished: failed: %.*s", t->id,
                      t->attempt, first_line_len(t->error ? t->error : "", 300),
+                     t->error ? t->error : "");
+        else /* stopped by rungd's word (asha, an exploit under pbt): not a failure */
+            LOG_INFO("trial %" PRId64 " (attempt %" PRId64 ") ended here: %s in rungd (the "
+                     "program: %.*s)",
+                     t->id, t->attempt, state, first_line_len(t->error ? t->error : "", 300),
                      t->error ? t->error : "");
     } else if (reply.status == 409) {
         LOG_DEBUG("trial %" PRId64 ": finish refused (%s)", t->id, reply.error);

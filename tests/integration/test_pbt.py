@@ -241,6 +241,9 @@ class PbtCase(wh.WorkerTestCase):
         self.assertIn("uploaded trial", logs, self.explain(d, w1, w2))
         self.assertIn("sha256 verified", logs, self.explain(d, w1, w2))
         self.assertNotIn("starts without", logs)
+        # A receiver's program stopped for its exploit did not fail.
+        self.assertNotIn("finished: failed", logs)
+        self.assertRegex(logs, r"ended here: (pending|running) in rungd")
         self.assertRegex(d.stderr_text(), r"checkpoint of step \d+ stored")
         # Each stored copy goes once its receiver went on from it (at the
         # latest when the experiment ended): nothing is left behind.
