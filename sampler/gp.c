@@ -74,10 +74,11 @@ struct Gp {
     int cap;       /* points at most */
     int n;         /* points held */
     bool *cat;     /* d: categorical (Hamming) features */
+    int tdim;      /* the time feature (gp_set_time_feature), or -1 */
     double *x;     /* cap x d, row-major */
     double *y;     /* cap targets */
     double *ls;    /* d length scales, > 0 */
-    double *w;     /* d: 1 / ls^2 */
+    double *w;     /* d: 1 / ls^2; 0 for the time feature (not in r^2) */
     double sf2;    /* signal variance, > 0 */
     double noise;  /* noise variance, >= 0 */
     double jitter; /* of the last factorization, absolute */
@@ -115,6 +116,7 @@ Gp *gp_new(int d, const bool *cat, int capacity)
     if (gp == NULL)
         return NULL;
     gp->d = d;
+    gp->tdim = -1;
     gp->cap = capacity;
     gp->pair_n = -1;
     size_t ud = (size_t)d, uc = (size_t)capacity;
@@ -165,6 +167,20 @@ void gp_free(Gp *gp)
     if (gp->L != NULL)
         gsl_matrix_free(gp->L);
     free(gp);
+}
+
+int gp_set_time_feature(Gp *gp, int j)
+{
+    if (j < -1 || j >= gp->d || (j >= 0 && gp->cat[j]))
+        return RUNG_E_INVALID_ARGUMENT;
+    if (gp->tdim >= 0)
+        gp->w[gp->tdim] = 1.0 / (gp->ls[gp->tdim] * gp->ls[gp->tdim]);
+    gp->tdim = j;
+    if (j >= 0)
+        gp->w[j] = 0.0;
+    gp->ready = false;
+    gp->pair_n = -1;
+    return 0;
 }
 
 int gp_dims(const Gp *gp)
@@ -245,6 +261,26 @@ static double matern(double r2, double sf2, double *c)
     return sf2 * (1.0 + SQRT5 * r + (5.0 / 3.0) * r2) * e;
 }
 
+/* The time factor exp(-|a_t - b_t| / ls_t) of the kernel, 1 without a
+ * time feature. */
+static double time_factor(const Gp *gp, const double *a, const double *b)
+{
+    if (gp->tdim < 0)
+        return 1.0;
+    return exp(-fabs(a[gp->tdim] - b[gp->tdim]) / gp->ls[gp->tdim]);
+}
+
+/* k(a, b) at the current hyperparameters; *c (may be NULL) gets c(r) times
+ * the time factor, the part of dk/dx_j that the Matérn term gives. */
+static double kernel(const Gp *gp, const double *a, const double *b, double *c)
+{
+    double tf = time_factor(gp, a, b);
+    double k = matern(dist2(gp, a, b), gp->sf2, c) * tf;
+    if (c != NULL)
+        *c *= tf;
+    return k;
+}
+
 /* Factorizes the n x n block whose strictly lower triangle holds the
  * kernel, with `diag` (sf2 + noise) plus a jitter growing from 0 through
  * GP_JITTER_FIRST .. GP_JITTER_LAST times sf2 on the diagonal. */
@@ -310,7 +346,7 @@ int gp_set_hyper(Gp *gp, const double *ls, double sf2, double noise)
             return RUNG_E_INVALID_ARGUMENT;
     for (int j = 0; j < gp->d; j++) {
         gp->ls[j] = ls[j];
-        gp->w[j] = 1.0 / (ls[j] * ls[j]);
+        gp->w[j] = j == gp->tdim ? 0.0 : 1.0 / (ls[j] * ls[j]);
     }
     gp->sf2 = sf2;
     gp->noise = noise;
@@ -321,8 +357,8 @@ int gp_set_hyper(Gp *gp, const double *ls, double sf2, double noise)
     for (int i = 1; i < n; i++) {
         const double *xi = gp->x + (size_t)i * (size_t)gp->d;
         for (int j = 0; j < i; j++)
-            a[(size_t)i * tda + (size_t)j] =
-                matern(dist2(gp, xi, gp->x + (size_t)j * (size_t)gp->d), sf2, NULL);
+            a[(size_t)i * tda + (size_t)j] = kernel(gp, xi, gp->x + (size_t)j * (size_t)gp->d,
+                                                    NULL);
     }
     int rc = factor_with_jitter(gp, n, sf2 + noise, sf2, &gp->jitter);
     if (rc == 0)
@@ -358,6 +394,8 @@ static int build_pairs(Gp *gp)
             for (int j = 0; j < d; j++) {
                 double t = xi[j] - xk[j];
                 row[j] = gp->cat[j] ? (xi[j] != xk[j] ? 1.0 : 0.0) : t * t;
+                if (j == gp->tdim)
+                    row[j] = fabs(t); /* the time factor's |dt| */
             }
         }
     }
@@ -401,7 +439,9 @@ int gp_objective(Gp *gp, const double *theta_in, const GpPrior *prior, double *v
         th[j] = clampd(theta_in[j], lo, hi);
     }
     for (int j = 0; j < d; j++)
-        gp->w[j] = exp(-2.0 * th[j]);
+        gp->w[j] = j == gp->tdim ? 0.0 : exp(-2.0 * th[j]);
+    int td = gp->tdim;
+    double vt = td >= 0 ? exp(-th[td]) : 0.0; /* 1 / ls_t */
     double sf2 = exp(th[d]);
     double noise_x = exp(th[d + 1]);
     double noise = GP_NOISE_MIN + noise_x;
@@ -417,6 +457,11 @@ int gp_objective(Gp *gp, const double *theta_in, const GpPrior *prior, double *v
             for (int j = 0; j < d; j++)
                 r2 += row[j] * gp->w[j];
             double kf = matern(r2, sf2, &gp->pc[p]);
+            if (td >= 0) {
+                double tf = exp(-row[td] * vt);
+                kf *= tf;
+                gp->pc[p] *= tf;
+            }
             gp->pkf[p] = kf;
             a[(size_t)i * tda + (size_t)k] = kf;
         }
@@ -440,7 +485,7 @@ int gp_objective(Gp *gp, const double *theta_in, const GpPrior *prior, double *v
         double tr_w = 0.0;
         for (int i = 0; i < n; i++)
             tr_w += a[(size_t)i * tda + (size_t)i] - gp->alpha[i] * gp->alpha[i];
-        double g_sf2 = 0.5 * sf2 * tr_w;
+        double g_sf2 = 0.5 * sf2 * tr_w, g_t = 0.0;
         p = 0;
         for (int i = 1; i < n; i++) {
             double ai = gp->alpha[i];
@@ -449,6 +494,9 @@ int gp_objective(Gp *gp, const double *theta_in, const GpPrior *prior, double *v
                 double wik = inv_row[k] - ai * gp->alpha[k];
                 g_sf2 += wik * gp->pkf[p];
                 gp->pc[p] *= wik;
+                /* dk/dlog ls_t = k |dt| / ls_t */
+                if (td >= 0)
+                    g_t += wik * gp->pkf[p] * gp->pairs[p * (size_t)d + (size_t)td];
             }
         }
         /* Length scales: pairs^T (W c), scaled by w_j. */
@@ -464,6 +512,8 @@ int gp_objective(Gp *gp, const double *theta_in, const GpPrior *prior, double *v
         }
         for (int j = 0; j < d; j++)
             grad[j] = gp->gtmp[j] * gp->w[j];
+        if (td >= 0)
+            grad[td] = g_t * vt;
         grad[d] = g_sf2;
         grad[d + 1] = 0.5 * noise_x * tr_w;
         /* A clamped coordinate does not move the clamped objective. */
@@ -702,7 +752,7 @@ int gp_predict(Gp *gp, const double *x, double *mean, double *var, double *dmean
     double mu = 0.0;
     for (int i = 0; i < n; i++) {
         const double *xi = gp->x + (size_t)i * (size_t)d;
-        gp->kv[i] = matern(dist2(gp, x, xi), gp->sf2, grads ? &gp->kc[i] : NULL);
+        gp->kv[i] = kernel(gp, x, xi, grads ? &gp->kc[i] : NULL);
         mu += gp->kv[i] * gp->alpha[i];
     }
     double v = gp->sf2;
@@ -742,6 +792,16 @@ int gp_predict(Gp *gp, const double *x, double *mean, double *var, double *dmean
         for (int j = 0; j < d; j++) {
             if (gp->cat[j])
                 continue;
+            if (j == gp->tdim) {
+                /* dk_i/dx_t = -k_i sign(x_t - x_it) / ls_t */
+                double diff = x[j] - xi[j];
+                double dk = -gp->kv[i] * (diff > 0 ? 1.0 : (diff < 0 ? -1.0 : 0.0)) / gp->ls[j];
+                if (dmean != NULL)
+                    dmean[j] += gp->alpha[i] * dk;
+                if (dvar != NULL)
+                    dvar[j] -= 2.0 * gp->kw[i] * dk;
+                continue;
+            }
             double t = (x[j] - xi[j]) * gp->w[j];
             if (dmean != NULL)
                 dmean[j] += am * t;
@@ -784,7 +844,7 @@ int gp_predict_many(Gp *gp, const double *x, int m, double *mean, double *var)
             double *row = gsl_matrix_ptr(&kb.matrix, (size_t)r, 0);
             double mu = 0.0;
             for (int i = 0; i < n; i++) {
-                row[i] = matern(dist2(gp, xr, gp->x + (size_t)i * (size_t)d), gp->sf2, NULL);
+                row[i] = kernel(gp, xr, gp->x + (size_t)i * (size_t)d, NULL);
                 mu += row[i] * gp->alpha[i];
             }
             mean[r0 + r] = mu;
@@ -820,7 +880,7 @@ int gp_add_point(Gp *gp, const double *x, double y)
     double *a = gp->L->data;
     size_t tda = gp->L->tda;
     for (int i = 0; i < n; i++)
-        gp->kw[i] = matern(dist2(gp, x, gp->x + (size_t)i * (size_t)d), gp->sf2, NULL);
+        gp->kw[i] = kernel(gp, x, gp->x + (size_t)i * (size_t)d, NULL);
     double vv = 0.0;
     if (n > 0) {
         gsl_matrix_view A = gsl_matrix_submatrix(gp->L, 0, 0, (size_t)n, (size_t)n);

@@ -1,7 +1,8 @@
 /* A Gaussian process regression model for the bayes searcher.
  *
  * Zero prior mean (the caller standardizes its targets) and a Matérn-5/2
- * kernel with one length scale per feature (ARD):
+ * kernel with one length scale per feature (ARD), optionally times an
+ * exponential kernel of one time feature (gp_set_time_feature):
  *
  *   k(a, b) = sf2 (1 + sqrt5 r + 5/3 r^2) exp(-sqrt5 r),  r^2 = sum_j delta_j / ls_j^2
  *
@@ -70,6 +71,14 @@ typedef struct GpFitOptions {
 Gp *gp_new(int d, const bool *cat, int capacity);
 /* Accepts NULL. */
 void gp_free(Gp *gp);
+
+/* Makes continuous feature j (or none, j = -1) the model's time: it leaves
+ * the Matérn term and multiplies the kernel by exp(-|a_j - b_j| / ls_j),
+ * PB2's time-varying kernel (1 - eps)^(|dt| / 2) with eps = 1 - exp(-2 /
+ * ls_j): old observations count less the further they are in time, and the
+ * fit learns how fast (sampler/pb2.c). ls_j keeps its slot in theta. Call
+ * before setting the hyperparameters. */
+int gp_set_time_feature(Gp *gp, int j);
 
 int gp_dims(const Gp *gp);
 int gp_count(const Gp *gp);

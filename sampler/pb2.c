@@ -81,7 +81,10 @@ json_t *pb2_propose(const Space *mutations, const json_t *base, const Pb2Obs *ob
                         .n_starts = tu.fit_starts,
                         .max_iter = tu.fit_iter,
                         .seed = seed ^ (a * 0x9e3779b97f4a7c15ULL) ^ b};
-    if (gp == NULL || gp_set_data(gp, x, y, m) != 0 || gp_fit(gp, &fit, NULL) != 0)
+    /* PB2's time-varying kernel: the time (last feature) multiplies the
+     * config's kernel by (1 - eps)^(|dt| / 2), eps fitted (gp.h). */
+    if (gp == NULL || gp_set_time_feature(gp, dims) != 0 || gp_set_data(gp, x, y, m) != 0 ||
+        gp_fit(gp, &fit, NULL) != 0)
         goto done;
     /* Candidates at the newest time: random points of the cube. */
     double t = (now - tmin) / span;

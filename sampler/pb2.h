@@ -5,13 +5,14 @@
  *
  * Data: for each interval between two milestones that a member trained
  * through with one config, the change of its score (higher is better),
- * the config, and the time (the later milestone's step). A GP (sampler/gp.h,
- * Matérn-5/2 with ARD) models the change over the mutated parameters' unit
- * cube coordinates and the time, the time scaled to [0, 1] over the data's
- * span, so its length scale says how fast the best config drifts (PB2's
- * time-varying kernel plays that part). The new config maximizes the upper
- * confidence bound mean + kappa * sd at the newest time, over Sobol-like
- * candidates in the cube. Pure: no I/O; draws from (seed, a, b). */
+ * the config, and the time (the later milestone's step). A GP (sampler/gp.h)
+ * models the change with PB2's time-varying kernel: Matérn-5/2 with ARD over
+ * the mutated parameters' unit cube coordinates, times (1 - eps)^(|dt| / 2)
+ * over the time scaled to [0, 1] across the data's span, eps fitted with the
+ * rest, so older intervals count less as fast as the data says the best
+ * config drifts. The new config maximizes the upper confidence bound mean +
+ * kappa * sd at the newest time, over random candidates in the cube. Pure:
+ * no I/O; draws from (seed, a, b). */
 #ifndef RUNG_SAMPLER_PB2_H
 #define RUNG_SAMPLER_PB2_H
 

@@ -27,19 +27,28 @@
 
 /* ---- a dense reference ------------------------------------------------- */
 
+/* The time feature of the tests that set one (gp_set_time_feature), or -1. */
+static int ref_time = -1;
+
 /* Matérn-5/2 with ARD, written out from the textbook (Rasmussen and
  * Williams, eq. 4.17) independently of gp.c: categorical features count 1
- * per mismatch. */
+ * per mismatch. With a time feature t, that one is left out of r and the
+ * kernel is multiplied by PB2's (1 - eps)^(|dt| / 2), eps = 1 - e^(-2/ls_t). */
 static double ref_kernel(const double *a, const double *b, int d, const bool *cat, const double *ls,
                          double sf2)
 {
-    double r2 = 0.0;
+    double r2 = 0.0, tv = 1.0;
     for (int j = 0; j < d; j++) {
         double diff = cat[j] ? (a[j] == b[j] ? 0.0 : 1.0) : a[j] - b[j];
+        if (j == ref_time) {
+            double eps = 1.0 - exp(-2.0 / ls[j]);
+            tv = pow(1.0 - eps, fabs(diff) / 2.0);
+            continue;
+        }
         r2 += (diff / ls[j]) * (diff / ls[j]);
     }
     double r = sqrt(r2);
-    return sf2 * (1.0 + sqrt(5.0) * r + 5.0 * r2 / 3.0) * exp(-sqrt(5.0) * r);
+    return sf2 * (1.0 + sqrt(5.0) * r + 5.0 * r2 / 3.0) * exp(-sqrt(5.0) * r) * tv;
 }
 
 /* K + noise I and its inverse by LU, with log det. */
@@ -120,6 +129,7 @@ static Gp *gp_with_data(const double *ls, double sf2, double noise)
 {
     Gp *gp = gp_new(D1, CAT1, N1 + 4);
     assert_non_null(gp);
+    assert_int_equal(gp_set_time_feature(gp, ref_time), 0);
     assert_int_equal(gp_set_data(gp, X1, Y1, N1), 0);
     assert_int_equal(gp_set_hyper(gp, ls, sf2, noise), 0);
     return gp;
@@ -293,6 +303,8 @@ static void test_add_point_equals_refactorization(void **state)
     const double ls[D1] = {0.3, 0.7, 0.5};
     Gp *ext = gp_new(D1, CAT1, N1);
     Gp *full = gp_new(D1, CAT1, N1);
+    assert_int_equal(gp_set_time_feature(ext, ref_time), 0);
+    assert_int_equal(gp_set_time_feature(full, ref_time), 0);
     assert_int_equal(gp_set_data(ext, X1, Y1, N1 - 3), 0);
     assert_int_equal(gp_set_hyper(ext, ls, 1.4, 0.02), 0);
     for (int i = N1 - 3; i < N1; i++)
@@ -310,6 +322,33 @@ static void test_add_point_equals_refactorization(void **state)
     }
     gp_free(ext);
     gp_free(full);
+}
+
+/* After test_time_feature, passed or not: the other tests have none. */
+static int no_time_feature(void **state)
+{
+    (void)state;
+    ref_time = -1;
+    return 0;
+}
+
+/* PB2's time-varying kernel (feature 1 as the time): the same checks
+ * against the dense reference, of the posterior, its slopes (the time's
+ * too), the likelihood and its gradient (ls_t's too), and the rank-one
+ * extension. */
+static void test_time_feature(void **state)
+{
+    Gp *gp = gp_new(D1, CAT1, 2);
+    assert_int_equal(gp_set_time_feature(gp, 2), RUNG_E_INVALID_ARGUMENT); /* categorical */
+    assert_int_equal(gp_set_time_feature(gp, D1), RUNG_E_INVALID_ARGUMENT);
+    gp_free(gp);
+    ref_time = 1;
+    test_posterior_matches_dense(state);
+    test_prediction_gradients(state);
+    test_likelihood_matches_dense(state);
+    test_likelihood_gradient(state);
+    test_add_point_equals_refactorization(state);
+    ref_time = -1;
 }
 
 static void test_believer_keeps_mean_and_shrinks_variance(void **state)
@@ -504,6 +543,7 @@ int main(void)
         cmocka_unit_test(test_likelihood_gradient),
         cmocka_unit_test(test_singular_matrix_recovers_with_jitter),
         cmocka_unit_test(test_add_point_equals_refactorization),
+        cmocka_unit_test_teardown(test_time_feature, no_time_feature),
         cmocka_unit_test(test_believer_keeps_mean_and_shrinks_variance),
         cmocka_unit_test(test_fit_finds_relevant_feature),
         cmocka_unit_test(test_log_h_matches_naive),
