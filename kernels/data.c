@@ -71,6 +71,8 @@ void data_free(Dataset *d)
     if (d == NULL)
         return;
     free(d->x);
+    free(d->code);
+    free(d->lut);
     free(d->y);
     memset(d, 0, sizeof *d);
 }
@@ -205,34 +207,23 @@ static int idx_expect_end(gzFile f, const char *path, const IdxHeader *h, char *
     return 0;
 }
 
-/* Reads `total` pixel bytes into x as value / 255, chunk by chunk. */
-static int idx_read_pixels(gzFile f, const char *path, const IdxHeader *h, float *x, char *why,
+/* Reads the `total` pixel bytes into code, chunk by chunk. */
+static int idx_read_pixels(gzFile f, const char *path, const IdxHeader *h, uint8_t *code, char *why,
                            size_t size)
 {
-    unsigned char *buf = malloc(READ_CHUNK);
-    if (buf == NULL)
-        return fail(why, size, "file %s: out of memory", path);
     uint64_t total = (uint64_t)h->count * (uint64_t)h->sample;
     uint64_t done = 0;
-    int rc = 0;
     while (done < total) {
         size_t want = total - done < READ_CHUNK ? (size_t)(total - done) : READ_CHUNK;
-        int64_t got = gz_read_full(f, path, buf, want, why, size);
-        if (got < 0) {
-            rc = -1;
-            break;
-        }
-        for (int64_t i = 0; i < got; i++)
-            x[done + (uint64_t)i] = (float)buf[i] / 255.0f;
+        int64_t got = gz_read_full(f, path, code + done, want, why, size);
+        if (got < 0)
+            return -1;
         done += (uint64_t)got;
-        if ((size_t)got < want) {
-            rc = fail(why, size, "file %s: truncated at sample %lld of %lld", path,
-                      (long long)(done / (uint64_t)h->sample), (long long)h->count);
-            break;
-        }
+        if ((size_t)got < want)
+            return fail(why, size, "file %s: truncated at sample %lld of %lld", path,
+                        (long long)(done / (uint64_t)h->sample), (long long)h->count);
     }
-    free(buf);
-    return rc;
+    return 0;
 }
 
 int data_load_idx(const char *images, const char *labels, Dataset *out, char *why, size_t size)
@@ -260,15 +251,18 @@ int data_load_idx(const char *images, const char *labels, Dataset *out, char *wh
 
     d.n = hi.count;
     d.dim = (int)hi.sample;
-    d.x = malloc((size_t)d.n * (size_t)d.dim * sizeof *d.x);
+    d.code = malloc((size_t)d.n * (size_t)d.dim + 1); /* + 1: never malloc(0) */
+    d.lut = malloc(DATA_CODEBOOK_SIZE * sizeof *d.lut);
     d.y = malloc((size_t)d.n * sizeof *d.y);
     lab = malloc((size_t)d.n);
-    if (d.x == NULL || d.y == NULL || lab == NULL) {
+    if (d.code == NULL || d.lut == NULL || d.y == NULL || lab == NULL) {
         fail(why, size, "files %s and %s: out of memory for %lld samples of %d values", images,
              labels, (long long)d.n, d.dim);
         goto done;
     }
-    if (idx_read_pixels(fi, images, &hi, d.x, why, size) != 0)
+    for (int v = 0; v < DATA_CODEBOOK_SIZE; v++)
+        d.lut[v] = (float)v / 255.0f;
+    if (idx_read_pixels(fi, images, &hi, d.code, why, size) != 0)
         goto done;
     if (idx_expect_end(fi, images, &hi, why, size) != 0)
         goto done;
@@ -634,15 +628,25 @@ void data_truncate(Dataset *d, int64_t n)
     if (n == 0) {
         /* realloc(p, 0) may free and return NULL; keep the shape, drop the data. */
         free(d->x);
+        free(d->code);
+        free(d->lut);
         free(d->y);
         d->x = NULL;
+        d->code = NULL;
+        d->lut = NULL;
         d->y = NULL;
         return;
     }
     /* Shrinking gives the memory back; if realloc fails the old block stays. */
-    float *nx = realloc(d->x, (size_t)n * (size_t)d->dim * sizeof *nx);
-    if (nx != NULL)
-        d->x = nx;
+    if (d->code != NULL) {
+        uint8_t *nc = realloc(d->code, (size_t)n * (size_t)d->dim);
+        if (nc != NULL)
+            d->code = nc;
+    } else {
+        float *nx = realloc(d->x, (size_t)n * (size_t)d->dim * sizeof *nx);
+        if (nx != NULL)
+            d->x = nx;
+    }
     int32_t *ny = realloc(d->y, (size_t)n * sizeof *ny);
     if (ny != NULL)
         d->y = ny;
@@ -714,21 +718,35 @@ int data_split(Dataset *d, int64_t n_val, uint64_t seed, Dataset *val, char *why
         return 0;
     int64_t *perm = malloc((size_t)d->n * sizeof *perm);
     bool *is_val = calloc((size_t)d->n, sizeof *is_val);
-    val->x = malloc((size_t)n_val * (size_t)d->dim * sizeof *val->x);
+    /* Rows move as they are held: bytes of a coded set (with its table),
+     * floats otherwise. */
+    bool coded = d->code != NULL;
+    size_t row = (size_t)d->dim * (coded ? 1 : sizeof *d->x);
+    char *from = coded ? (char *)d->code : (char *)d->x, *to;
+    if (coded) {
+        val->code = malloc((size_t)n_val * row);
+        val->lut = malloc(DATA_CODEBOOK_SIZE * sizeof *val->lut);
+        if (val->lut != NULL)
+            memcpy(val->lut, d->lut, DATA_CODEBOOK_SIZE * sizeof *val->lut);
+        to = (char *)val->code;
+    } else {
+        val->x = malloc((size_t)n_val * row);
+        to = (char *)val->x;
+    }
     val->y = malloc((size_t)n_val * sizeof *val->y);
-    if (perm == NULL || is_val == NULL || val->x == NULL || val->y == NULL) {
+    if (perm == NULL || is_val == NULL || to == NULL || (coded && val->lut == NULL) ||
+        val->y == NULL) {
         free(perm);
         free(is_val);
         data_free(val);
         return fail(why, size, "validation split of %lld samples: out of memory", (long long)n_val);
     }
     permutation(d->n, STREAM_SPLIT, seed, 0, perm);
-    size_t row = (size_t)d->dim * sizeof *d->x;
     int64_t first = d->n - n_val;
     for (int64_t i = 0; i < n_val; i++) {
         int64_t s = perm[first + i];
         is_val[s] = true;
-        memcpy(val->x + (size_t)i * (size_t)d->dim, d->x + (size_t)s * (size_t)d->dim, row);
+        memcpy(to + (size_t)i * row, from + (size_t)s * row, row);
         val->y[i] = d->y[s];
     }
     val->n = n_val;
@@ -738,7 +756,7 @@ int data_split(Dataset *d, int64_t n_val, uint64_t seed, Dataset *val, char *why
         if (is_val[s])
             continue;
         if (kept != s) {
-            memmove(d->x + (size_t)kept * (size_t)d->dim, d->x + (size_t)s * (size_t)d->dim, row);
+            memmove(from + (size_t)kept * row, from + (size_t)s * row, row);
             d->y[kept] = d->y[s];
         }
         kept++;
@@ -749,9 +767,15 @@ int data_split(Dataset *d, int64_t n_val, uint64_t seed, Dataset *val, char *why
     return 0;
 }
 
-/* Subtracts mean and divides by std, for every value of d. */
+/* Subtracts mean and divides by std, for every value of d (every entry of
+ * a coded set's table). */
 static void normalize_apply(Dataset *d, float mean, float inv_std)
 {
+    if (d != NULL && d->code != NULL) {
+        for (int v = 0; v < DATA_CODEBOOK_SIZE; v++)
+            d->lut[v] = (d->lut[v] - mean) * inv_std;
+        return;
+    }
     if (d == NULL || d->x == NULL)
         return;
     size_t total = (size_t)d->n * (size_t)d->dim;
@@ -762,7 +786,8 @@ static void normalize_apply(Dataset *d, float mean, float inv_std)
 void data_normalize(Dataset *train, Dataset **others, int n_others, double *mean_out,
                     double *std_out)
 {
-    size_t total = train->x != NULL ? (size_t)train->n * (size_t)train->dim : 0;
+    size_t total = train->x != NULL || train->code != NULL ? (size_t)train->n * (size_t)train->dim
+                                                           : 0;
     double mean = 0.0, std = 1.0;
     if (total > 0) {
         /* Two passes summed in double: float values summed in double lose
@@ -770,11 +795,11 @@ void data_normalize(Dataset *train, Dataset **others, int n_others, double *mean
          * the second pass avoids the cancellation of sum(x^2) - n * mean^2. */
         double sum = 0.0;
         for (size_t i = 0; i < total; i++)
-            sum += train->x[i];
+            sum += data_value(train, i);
         mean = sum / (double)total;
         double ss = 0.0;
         for (size_t i = 0; i < total; i++) {
-            double dv = train->x[i] - mean;
+            double dv = data_value(train, i) - mean;
             ss += dv * dv;
         }
         std = sqrt(ss / (double)total);
@@ -812,7 +837,15 @@ void data_gather(const Dataset *d, const int64_t *idx, int64_t m, float *x, int3
     size_t dim = (size_t)d->dim;
     for (int64_t i = 0; i < m; i++) {
         assert(idx[i] >= 0 && idx[i] < d->n);
-        memcpy(x + (size_t)i * dim, d->x + (size_t)idx[i] * dim, dim * sizeof *x);
+        float *out = x + (size_t)i * dim;
+        if (d->code != NULL) {
+            /* The batch's floats are made here, a row at a time. */
+            const uint8_t *c = d->code + (size_t)idx[i] * dim;
+            for (size_t j = 0; j < dim; j++)
+                out[j] = d->lut[c[j]];
+        } else {
+            memcpy(out, d->x + (size_t)idx[i] * dim, dim * sizeof *x);
+        }
         y[i] = d->y[idx[i]];
     }
 }
@@ -838,7 +871,8 @@ int data_codebook(const Dataset *const *sets, int n_sets, float lut[DATA_CODEBOO
         int last = -1;
         for (size_t i = 0; i < n; i++) {
             uint32_t bits;
-            memcpy(&bits, &d->x[i], sizeof bits);
+            float value = data_value(d, i);
+            memcpy(&bits, &value, sizeof bits);
             if (last < 0 || bits != last_bits) {
                 uint32_t h = (bits * 2654435761u) >> 23; /* 9 bits: SLOTS */
                 while (code[h] >= 0 && key[h] != bits)
@@ -848,7 +882,7 @@ int data_codebook(const Dataset *const *sets, int n_sets, float lut[DATA_CODEBOO
                         return 0;
                     key[h] = bits;
                     code[h] = (int16_t)used;
-                    lut[used++] = d->x[i];
+                    lut[used++] = value;
                 }
                 last_bits = bits;
                 last = code[h];

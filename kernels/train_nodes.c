@@ -78,7 +78,11 @@ static uint64_t data_hash(uint64_t h, const Dataset *d)
     if (d == NULL || d->n == 0)
         return mix(h, 0);
     h = mix(h, (uint64_t)d->n);
-    h = mix_bytes(h, d->x, (size_t)d->n * (size_t)d->dim * sizeof(float));
+    size_t values = (size_t)d->n * (size_t)d->dim;
+    if (d->code != NULL) /* a byte per feature and its table (data.h) */
+        h = mix_bytes(mix_bytes(h, d->code, values), d->lut, DATA_CODEBOOK_SIZE * sizeof(float));
+    else
+        h = mix_bytes(h, d->x, values * sizeof(float));
     return mix_bytes(h, d->y, (size_t)d->n * sizeof(int32_t));
 }
 

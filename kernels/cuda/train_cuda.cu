@@ -1319,6 +1319,14 @@ static int upload_data(Shared *sh, char *why, size_t size)
     if ((sh->codes[0] = (uint8_t *)malloc(nfeat[0] + 1)) != NULL &&
         (sh->codes[1] = (uint8_t *)malloc(nfeat[1] + 1)) != NULL)
         sh->coded = data_codebook(sets, 2, sh->lut, sh->codes) > 0;
+    if (!sh->coded && ((sets[0] != NULL && sets[0]->code != NULL) ||
+                       (sets[1] != NULL && sets[1]->code != NULL))) {
+        /* Byte-coded sets (images) always fit a codebook; without one there
+         * are no floats to upload (kernels/data.h). */
+        snprintf(why, size, "cannot code the dataset in bytes (out of memory, or more than %d "
+                 "values)", DATA_CODEBOOK_SIZE);
+        return -1;
+    }
     size_t at = 0, off_x[2], off_y[2], off_lut = 0;
     size_t fsize = sh->coded ? 1 : sizeof(float);
     if (sh->coded)

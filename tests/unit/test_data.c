@@ -122,9 +122,12 @@ static void check_small_set(const Dataset *d)
     assert_int_equal(d->n, N);
     assert_int_equal(d->dim, R * C);
     assert_int_equal(d->n_classes, 6);
+    /* Images are held as their bytes, a byte's value v / 255 (data.h). */
+    assert_null(d->x);
+    assert_memory_equal(d->code, pixels, N * R * C);
     for (int i = 0; i < N * R * C; i++)
-        assert_true(d->x[i] == (float)pixels[i] / 255.0f);
-    assert_true(d->x[0] == 0.0f && d->x[1] == 1.0f);
+        assert_true(data_value(d, (size_t)i) == (float)pixels[i] / 255.0f);
+    assert_true(data_value(d, 0) == 0.0f && data_value(d, 1) == 1.0f);
     for (int i = 0; i < N; i++)
         assert_int_equal(d->y[i], labels[i]);
 }
@@ -144,7 +147,7 @@ static void test_idx_plain_and_gzip(void **state)
             fail_msg("%s", why);
         check_small_set(&d);
         data_free(&d);
-        assert_null(d.x);
+        assert_null(d.code);
         assert_int_equal(d.n, 0);
     }
     data_free(NULL);
@@ -171,7 +174,7 @@ static void test_idx_shapes(void **state)
     assert_int_equal(d.n, 3);
     assert_int_equal(d.dim, 4);
     assert_int_equal(d.n_classes, 2);
-    assert_true(d.x[11] == (float)220 / 255.0f);
+    assert_true(data_value(&d, 11) == (float)220 / 255.0f);
     data_free(&d);
     /* One dim: each sample is a single value. */
     uint32_t d1[1] = {3};
@@ -181,7 +184,7 @@ static void test_idx_shapes(void **state)
         fail_msg("%s", why);
     assert_int_equal(d.n, 3);
     assert_int_equal(d.dim, 1);
-    assert_true(d.x[2] == (float)40 / 255.0f);
+    assert_true(data_value(&d, 2) == (float)40 / 255.0f);
     data_free(&d);
 }
 
@@ -194,6 +197,7 @@ static void expect_idx_error(const char *images, const char *labels_path, const 
     assert_int_equal(data_load_idx(images, labels_path, &d, why, sizeof why), -1);
     assert_int_equal(d.n, 0);
     assert_null(d.x);
+    assert_null(d.code);
     if (strstr(why, needle1) == NULL || (needle2 != NULL && strstr(why, needle2) == NULL))
         fail_msg("error '%s' lacks '%s' / '%s'", why, needle1, needle2 ? needle2 : "");
 }
@@ -440,7 +444,7 @@ static void test_fashion_mnist(void **state)
     float lo = 1.0f, hi = 0.0f;
     double sum = 0.0;
     for (int64_t i = 0; i < train.n * train.dim; i++) {
-        float v = train.x[i];
+        float v = data_value(&train, (size_t)i);
         assert_true(v >= 0.0f && v <= 1.0f);
         lo = v < lo ? v : lo;
         hi = v > hi ? v : hi;
@@ -628,6 +632,7 @@ static void test_shards(void **state)
 /* A synthetic dataset: row i is (i, 2i + 1000, ..., ) with label i % 3. */
 static void make_synthetic(Dataset *d, int64_t n, int dim)
 {
+    *d = (Dataset){0}; /* floats: no code */
     d->n = n;
     d->dim = dim;
     d->n_classes = 3;
@@ -647,10 +652,10 @@ static void mean_std(const Dataset *d, double *mean, double *std)
     double s = 0, ss = 0;
     int64_t total = d->n * d->dim;
     for (int64_t i = 0; i < total; i++)
-        s += d->x[i];
+        s += data_value(d, (size_t)i);
     *mean = s / (double)total;
     for (int64_t i = 0; i < total; i++)
-        ss += (d->x[i] - *mean) * (d->x[i] - *mean);
+        ss += (data_value(d, (size_t)i) - *mean) * (data_value(d, (size_t)i) - *mean);
     *std = sqrt(ss / (double)total);
 }
 
@@ -777,7 +782,8 @@ static void test_fashion_pipeline(void **state)
     data_gather(&train, idx, mshard, x, y);
     for (int64_t i = 0; i < mshard; i++) {
         assert_int_equal(idx[i], perm[128 + 1 + 2 * i]);
-        assert_memory_equal(x + i * 784, train.x + idx[i] * 784, 784 * sizeof(float));
+        for (int j = 0; j < 784; j++)
+            assert_true(x[i * 784 + j] == data_value(&train, (size_t)(idx[i] * 784 + j)));
         assert_int_equal(y[i], train.y[idx[i]]);
     }
     free(perm);

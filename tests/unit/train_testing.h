@@ -16,6 +16,7 @@
 /* 4 classes of Gaussian blobs in 20 dimensions. */
 static inline void make_blobs(Dataset *d, int64_t n, uint64_t seed)
 {
+    *d = (Dataset){0}; /* floats: no code */
     d->n = n;
     d->dim = 20;
     d->n_classes = 4;
