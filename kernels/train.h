@@ -140,15 +140,51 @@ int train_resume_state(const TrainConfig *cfg, float *params, float *opt1, float
 int train_cpu(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
               TrainReportFn report, void *ctx, char *why, size_t size);
 
-/* Runs the CUDA backend on the visible GPUs; -1 with why filled on failure
- * (no GPU, out of memory with numbers). Defined only in builds with CUDA. */
+/* The CUDA backend (cuda/train_cuda.cu), in the module
+ * librung-train-cuda.so that builds with nvcc make beside rung-train.
+ * Runs on the visible GPUs; -1 with why filled on failure (no GPU, out of
+ * memory with numbers). */
 int train_cuda(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
                TrainReportFn report, void *ctx, char *why, size_t size);
 /* How many CUDA devices are usable: 0 without a driver or a device. */
 int train_cuda_devices(void);
 /* A new ncclUniqueId (TRAIN_NCCL_ID_BYTES) for a multi-node run, made by
- * node 0 before the rendezvous; -1 with why filled on failure or in a
- * build without CUDA. */
+ * node 0 before the rendezvous; -1 with why filled on failure. */
 int train_cuda_unique_id(unsigned char *id, char *why, size_t size);
+
+/* What the module hands rung-train (cuda/train_cuda_module.c): its entry
+ * points, behind a version that both sides check. */
+#define TRAIN_CUDA_ABI 1
+typedef struct TrainCudaBackend {
+    int abi; /* TRAIN_CUDA_ABI of the module */
+    int (*devices)(void);
+    int (*train)(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
+                 TrainReportFn report, void *ctx, char *why, size_t size);
+    int (*unique_id)(unsigned char *id, char *why, size_t size);
+    /* The module's train_stop_requested (it has its own copy of the CPU
+     * trainer's pieces): rung-train's SIGTERM handler sets it too. */
+    volatile sig_atomic_t *stop;
+} TrainCudaBackend;
+/* The module's one exported entry (looked up by name with dlsym). */
+#define TRAIN_CUDA_BACKEND_SYMBOL "rung_train_cuda_backend"
+
+/* rung-train's side (train_gpu.c): the CUDA backend, loaded on first use.
+ * The CUDA libraries cost about 220 MB of memory in every process that
+ * loads them, so they are loaded only where a GPU may be: not when
+ * CUDA_VISIBLE_DEVICES is empty or -1, nor when the machine has no NVIDIA
+ * device node (/dev/nvidiactl, or /dev/dxg under WSL). */
+/* Usable GPUs: 0 without the module, a driver or a device. */
+int train_gpu_devices(void);
+/* train_cuda through the module; -1 with why when it cannot be loaded. */
+int train_gpu(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
+              TrainReportFn report, void *ctx, char *why, size_t size);
+int train_gpu_unique_id(unsigned char *id, char *why, size_t size);
+/* Why there is no backend ("" when there is, or it was not asked for yet). */
+const char *train_gpu_absent(void);
+/* Sets the loaded module's stop flag; async-signal-safe, a no-op without. */
+void train_gpu_stop(void);
+/* Loads the module at path now, whatever the machine has (tests): 0, or
+ * -1 with why (dlerror's words: a missing library or symbol). */
+int train_gpu_load(const char *path, char *why, size_t size);
 
 #endif

@@ -52,6 +52,7 @@ static void on_term(int sig)
 {
     (void)sig;
     train_stop_requested = 1;
+    train_gpu_stop(); /* the CUDA module's own flag */
 }
 
 static int fail(const char *fmt, const char *a, const char *b)
@@ -754,7 +755,7 @@ static int read_node_env(NodeEnv *e, char *why, size_t size)
 /* The GPU ranks of this process: the first cfg->gpus usable GPUs, or all. */
 static int gpu_ranks(const TrainConfig *cfg)
 {
-    int n = train_cuda_devices();
+    int n = train_gpu_devices();
     return cfg->gpus > 0 && cfg->gpus < n ? cfg->gpus : n;
 }
 
@@ -768,7 +769,7 @@ static int join_nodes(const NodeEnv *e, TrainConfig *cfg, const Dataset *train, 
     memset(nodes, 0, sizeof *nodes);
     nodes->node = e->node;
     nodes->nnodes = e->nnodes;
-    if (e->node == 0 && gpu && train_cuda_unique_id(nodes->nccl_id, why, size) != 0)
+    if (e->node == 0 && gpu && train_gpu_unique_id(nodes->nccl_id, why, size) != 0)
         return -1;
     fprintf(stderr, "rung-train: node %d of %d: rendezvous at %s:%d\n", e->node, e->nnodes, e->addr,
             e->port);
@@ -918,10 +919,12 @@ int main(int argc, char **argv)
     Dataset *others[2] = {&val, &test};
     double mean, sd;
     data_normalize(&train, others, 2, &mean, &sd);
-    int usable = train_cuda_devices();
+    int usable = train_gpu_devices();
     bool gpu = usable > 0;
     if (cfg.gpus > usable) {
-        fprintf(stderr, "rung-train: --gpus %d: %d usable GPU(s) here\n", cfg.gpus, usable);
+        const char *absent = train_gpu_absent();
+        fprintf(stderr, "rung-train: --gpus %d: %d usable GPU(s) here%s%s%s\n", cfg.gpus, usable,
+                absent[0] ? " (" : "", absent, absent[0] ? ")" : "");
         return 2;
     }
     bool auto_batch = cfg.batch_size == 0;
@@ -971,7 +974,7 @@ int main(int argc, char **argv)
     Reporter rep = {.test = &test, .epochs = cfg.epochs, .auto_batch = auto_batch};
     int rc;
     if (gpu)
-        rc = train_cuda(&cfg, &train, valset, report_epoch, &rep, why, sizeof why);
+        rc = train_gpu(&cfg, &train, valset, report_epoch, &rep, why, sizeof why);
     else
         rc = train_cpu(&cfg, &train, valset, report_epoch, &rep, why, sizeof why);
     data_free(&train);

@@ -2,7 +2,8 @@
 # build where nvcc exists, with warnings as errors, and skipped with one
 # message where it does not. Defines rung_kernels_cuda, a static library of
 # the CUDA operations (ops_cuda.cu) and the NCCL trainer (train_cuda.cu),
-# which exports RUNG_HAVE_CUDA=1 to whatever links it.
+# which exports RUNG_HAVE_CUDA=1 to whatever links it, and the module
+# librung-train-cuda.so that rung-train loads (kernels/train_gpu.c).
 #
 # -DRUNG_CUDA=OFF skips it on purpose; -DCMAKE_CUDA_COMPILER=<path> picks an
 # nvcc (a path that does not exist skips it too).
@@ -81,7 +82,8 @@ set_target_properties(rung_kernels_cuda PROPERTIES
   CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}"
   CUDA_RUNTIME_LIBRARY Shared
   CUDA_STANDARD 17
-  CUDA_STANDARD_REQUIRED ON)
+  CUDA_STANDARD_REQUIRED ON
+  POSITION_INDEPENDENT_CODE ON)
 target_include_directories(rung_kernels_cuda
   PUBLIC ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_LIST_DIR}
   PRIVATE ${NCCL_INCLUDE_DIR})
@@ -109,3 +111,16 @@ target_compile_options(rung_kernels_cuda PRIVATE $<$<NOT:$<CONFIG:Debug>>:-linei
 target_link_libraries(rung_kernels_cuda PUBLIC
   CUDA::cudart CUDA::cublas ${NCCL_LIBRARY} Threads::Threads stdc++ rung_common_headers
   $<TARGET_NAME_IF_EXISTS:rung_kernels_train> $<TARGET_NAME_IF_EXISTS:rung_kernels_data>)
+
+# The module rung-train loads where a GPU may be (kernels/train_gpu.c): the
+# backend with everything it uses, and the CUDA libraries, which cost about
+# 220 MB of memory in any process that loads them. It holds its own copy of
+# the CPU trainer's pieces (so they are built position-independent,
+# kernels/train.cmake); -Bsymbolic binds its names to that copy. The one
+# state they share, the stop flag, rung-train reaches through the backend.
+add_library(rung-train-cuda MODULE ${CMAKE_CURRENT_LIST_DIR}/train_cuda_module.c)
+target_link_libraries(rung-train-cuda PRIVATE rung_kernels_cuda)
+target_link_options(rung-train-cuda PRIVATE -Wl,-Bsymbolic)
+set_target_properties(rung-train-cuda PROPERTIES
+  PREFIX "lib"
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)

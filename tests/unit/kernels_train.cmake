@@ -16,9 +16,17 @@ target_link_libraries(test_plan PRIVATE rung_kernels_train)
 # kernels/train_main.c's config parser (compiled into the test, its main
 # renamed): every config form, dotted keys, per-layer widths, each error.
 rung_unit_test(test_train_config test_train_config.c)
-if(TARGET rung_kernels_cuda)
-  target_link_libraries(test_train_config PRIVATE rung_kernels_cuda)
-else()
-  target_sources(test_train_config PRIVATE ${PROJECT_SOURCE_DIR}/kernels/train_nocuda.c)
+target_sources(test_train_config PRIVATE ${PROJECT_SOURCE_DIR}/kernels/train_gpu.c)
+target_link_libraries(test_train_config PRIVATE rung_kernels_train rung_common PkgConfig::JANSSON
+                                                ${CMAKE_DL_LIBS})
+# kernels/train_gpu.c against the CUDA module where nvcc built one: it loads
+# (every library and symbol it needs is there), its version matches, and it
+# answers how many GPUs there are (0 here without a driver) without a GPU.
+if(TARGET rung-train-cuda)
+  rung_unit_test(test_cuda_module test_cuda_module.c)
+  target_sources(test_cuda_module PRIVATE ${PROJECT_SOURCE_DIR}/kernels/train_gpu.c)
+  target_link_libraries(test_cuda_module PRIVATE rung_kernels_train ${CMAKE_DL_LIBS})
+  target_compile_definitions(test_cuda_module PRIVATE
+                             RUNG_CUDA_MODULE="$<TARGET_FILE:rung-train-cuda>")
+  add_dependencies(test_cuda_module rung-train-cuda)
 endif()
-target_link_libraries(test_train_config PRIVATE rung_kernels_train rung_common PkgConfig::JANSSON)
