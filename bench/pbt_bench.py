@@ -172,17 +172,6 @@ def read(path):
         return ""
 
 
-def all_trials(client, eid):
-    items, offset = [], 0
-    while True:
-        doc = client.json("GET", "/api/v1/experiments/%d/trials?limit=100&offset=%d"
-                          % (eid, offset))
-        items.extend(doc["items"])
-        offset += len(doc["items"])
-        if not doc["items"] or offset >= doc.get("total", offset):
-            return items
-
-
 def start_worker(a, d, workdir, name):
     os.makedirs(workdir)
     logf = open(os.path.join(workdir, "..", name + ".log"), "ab")
@@ -227,7 +216,7 @@ def run_experiment(a, d, client, work, spec):
         watcher.halt.set()
         watcher.join(5)
     watcher.scan()
-    trials = all_trials(client, eid)
+    trials = rb.all_trials(client, eid)
     if exp["state"] != "completed":
         raise rb.BenchError("%s ended %s (%s)" % (name, exp["state"], exp.get("ended_reason")))
     return measure(a, name, trials, trials_dir, watcher.seen, wall)

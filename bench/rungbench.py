@@ -265,3 +265,15 @@ def percentile(sorted_values, q):
         return float("nan")
     k = max(0, min(len(sorted_values) - 1, int(-(-q * len(sorted_values) // 100)) - 1))
     return sorted_values[k]
+
+
+def all_trials(client, eid, page=1000):
+    """Every trial of experiment eid, page by page."""
+    items, offset = [], 0
+    while True:
+        doc = client.json("GET", "/api/v1/experiments/%d/trials?limit=%d&offset=%d"
+                          % (eid, page, offset))
+        items.extend(doc["items"])
+        offset += len(doc["items"])
+        if not doc["items"] or offset >= doc.get("total", offset):
+            return items

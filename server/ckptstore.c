@@ -233,27 +233,38 @@ static bool matches(const char *name, const char *prefix, bool temporary)
     return temporary ? s[4] == '.' : s[4] == '\0';
 }
 
-int ckptstore_remove_trial(const char *data_dir, int64_t trial_id)
+/* <data_dir>/checkpoints for reading, its descriptor in *dfd (for
+ * unlinkat; closedir closes both); NULL with errno set, ENOENT when the
+ * folder is not there. */
+static DIR *open_folder(const char *data_dir, int *dfd)
 {
     char dir[PATH_MAX];
+    if (snprintf(dir, sizeof dir, "%s/" SUBDIR, data_dir) >= (int)sizeof dir) {
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
+    *dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (*dfd < 0)
+        return NULL;
+    DIR *d = fdopendir(*dfd);
+    if (d == NULL) {
+        int e = errno;
+        close(*dfd);
+        errno = e;
+    }
+    return d;
+}
+
+int ckptstore_remove_trial(const char *data_dir, int64_t trial_id)
+{
     if (trial_id < 1) {
         errno = EINVAL;
         return -1;
     }
-    if (snprintf(dir, sizeof dir, "%s/" SUBDIR, data_dir) >= (int)sizeof dir) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0)
+    int dfd;
+    DIR *d = open_folder(data_dir, &dfd);
+    if (d == NULL)
         return errno == ENOENT ? 0 : -1;
-    DIR *d = fdopendir(dfd);
-    if (d == NULL) {
-        int e = errno;
-        close(dfd);
-        errno = e;
-        return -1;
-    }
     char stored[32], temporary[32];
     snprintf(stored, sizeof stored, "%" PRId64 "-", trial_id);
     snprintf(temporary, sizeof temporary, ".%" PRId64 "-", trial_id);
@@ -293,21 +304,10 @@ int ckptstore_remove(const char *data_dir, int64_t trial_id, int64_t step)
 int ckptstore_sweep(const char *data_dir, bool (*keep)(void *ctx, int64_t trial_id, int64_t step),
                     void *ctx)
 {
-    char dir[PATH_MAX];
-    if (snprintf(dir, sizeof dir, "%s/" SUBDIR, data_dir) >= (int)sizeof dir) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0)
+    int dfd;
+    DIR *d = open_folder(data_dir, &dfd);
+    if (d == NULL)
         return errno == ENOENT ? 0 : -1;
-    DIR *d = fdopendir(dfd);
-    if (d == NULL) {
-        int e = errno;
-        close(dfd);
-        errno = e;
-        return -1;
-    }
     int removed = 0;
     struct dirent *ent;
     while ((ent = readdir(d)) != NULL) {
