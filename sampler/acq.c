@@ -118,6 +118,97 @@ int acq_log_ei_many(Gp *gp, const double *x, int m, double best, double *values)
     return rc;
 }
 
+/* A bound this far (relative) below the threshold may still reach it in
+ * rounding; such points are computed. */
+#define ACQ_TOP_SLACK 1e-9
+
+typedef struct Ranked {
+    double bound;
+    int index;
+} Ranked;
+
+/* Highest bound first; the lower index first among equals. */
+static int ranked_cmp(const void *pa, const void *pb)
+{
+    const Ranked *a = pa, *b = pb;
+    if (a->bound != b->bound)
+        return a->bound > b->bound ? -1 : 1;
+    return (a->index > b->index) - (a->index < b->index);
+}
+
+/* Inserts v into the `top` largest values so far (kept descending, *have
+ * of them) and returns the threshold a point must reach: the top-th, or
+ * -INFINITY while fewer are known. */
+static double keep_top(double *kept, int top, int *have, double v)
+{
+    int i;
+    if (*have < top) {
+        i = (*have)++;
+    } else {
+        if (v <= kept[top - 1])
+            return kept[top - 1];
+        i = top - 1;
+    }
+    while (i > 0 && kept[i - 1] < v) {
+        kept[i] = kept[i - 1];
+        i--;
+    }
+    kept[i] = v;
+    return *have == top ? kept[top - 1] : -INFINITY;
+}
+
+int acq_log_ei_top(Gp *gp, const double *x, int m, double best, int top, double *values)
+{
+    if (m <= 0)
+        return 0;
+    if (top < 1 || top > m)
+        return RUNG_E_INVALID_ARGUMENT;
+    int d = gp_dims(gp);
+    double *mean = malloc((size_t)m * sizeof *mean);
+    double *var = malloc((size_t)m * sizeof *var);
+    Ranked *order = malloc((size_t)m * sizeof *order);
+    double *kept = malloc((size_t)top * sizeof *kept);
+    int rc = RUNG_E_INTERNAL;
+    if (mean == NULL || var == NULL || order == NULL || kept == NULL)
+        goto out;
+    rc = gp_predict_bound(gp, x, m, mean, var);
+    for (int r = 0; rc == 0 && r < m; r++) {
+        order[r] = (Ranked){log_ei_of(mean[r], var[r], best, NULL, NULL), r};
+        values[r] = -INFINITY;
+        if (!isfinite(order[r].bound))
+            rc = RUNG_E_INTERNAL;
+    }
+    if (rc != 0)
+        goto out;
+    qsort(order, (size_t)m, sizeof *order, ranked_cmp);
+    double threshold = -INFINITY;
+    int have = 0;
+    /* One point at a time (gp_predict), not a block solve: a point's value
+     * then does not depend on which others share its block, so a model that
+     * differs in the last bits orders the points as it did before. */
+    for (int k = 0; k < m; k++) {
+        if (order[k].bound < threshold - ACQ_TOP_SLACK * fmax(1.0, fabs(threshold)))
+            break; /* sorted: none after it can reach it either */
+        int r = order[k].index;
+        double mu, v;
+        rc = gp_predict(gp, x + (size_t)r * (size_t)d, &mu, &v, NULL, NULL);
+        if (rc != 0)
+            break;
+        values[r] = log_ei_of(mu, v, best, NULL, NULL);
+        if (!isfinite(values[r])) {
+            rc = RUNG_E_INTERNAL;
+            break;
+        }
+        threshold = keep_top(kept, top, &have, values[r]);
+    }
+out:
+    free(mean);
+    free(var);
+    free(order);
+    free(kept);
+    return rc;
+}
+
 /* ---- refinement --------------------------------------------------------- */
 
 typedef struct RefineCtx {

@@ -34,6 +34,15 @@ int acq_log_ei(Gp *gp, const double *x, double best, double *value, double *grad
 /* log EI at m points (x is m x gp_dims, row-major) into values. */
 int acq_log_ei_many(Gp *gp, const double *x, int m, double best, double *values);
 
+/* acq_log_ei_many where only the `top` largest values matter (the starts
+ * of a refinement): values gets log EI at every point that could be among
+ * them and -INFINITY at the others, which cannot. A point is skipped when
+ * log EI at its bound on the variance (gp_predict_bound; EI grows with the
+ * variance) is below the top-th largest value computed so far; points are
+ * computed in the order of that bound, so few are. The top (1 <= top <= m)
+ * largest values and their points are those of acq_log_ei_many. */
+int acq_log_ei_top(Gp *gp, const double *x, int m, double best, int top, double *values);
+
 /* Local maximization of log EI from x, over the features marked in `free_dims`
  * (values in [0, 1]), the others held: GSL's BFGS (vector_bfgs2) on
  * -log EI(clamp(t)) + a quadratic penalty on the distance of t from the box

@@ -27,8 +27,11 @@
  *   1. candidates: `candidates` points of a Sobol sequence digitally
  *      shifted by (seed, t) (pseudo-random beyond Sobol's 40 dimensions),
  *      plus `local_candidates` Gaussian steps around the best observations;
- *   2. log EI (acq.h) of all of them in one batch, and BFGS refinement of
- *      the best `refine_starts` over the continuous features in [0, 1];
+ *   2. log EI (acq.h) of the candidates, and BFGS refinement of the best
+ *      `refine_starts` over the continuous features in [0, 1]: with one
+ *      objective only the candidates that may be among those best are
+ *      computed exactly (acq_log_ei_top: a bound on the variance from the
+ *      kernel row rules out the rest, usually all but one in forty);
  *   3. the winner is rounded to a config and back (space_decode, then
  *      space_encode), and each discrete dimension of at most
  *      BAYES_SWEEP_MAX values (choices, small integer and quantized
@@ -41,7 +44,8 @@
  * Every draw hashes (seed, stream, trial number or observation count):
  * the same seed and history give the same proposals, and proposing a batch
  * at once gives what proposing its trials one by one (each earlier one
- * pending) gives. */
+ * pending) gives (the GP's capacity is rounded so that both have the same
+ * row stride: BLAS kernels may round otherwise for another). */
 #include "sampler_internal.h"
 
 #include <gsl/gsl_errno.h>
@@ -71,6 +75,8 @@ _Static_assert(BAYES_MAX_OBS + BAYES_MAX_PENDING + BAYES_MAX_BATCH <= GP_MAX_POI
 /* The most doubles of a fit's pair cache (gp_objective: n(n-1)/2 pairs x
  * features), 32 MiB: with many features a fit sees fewer points. */
 #define BAYES_PAIR_CACHE_MAX (INT64_C(4) << 20)
+/* The GP's capacity is a multiple of this (build_gp_on). */
+#define BAYES_CAP_ROUND 64
 /* Local candidates step around this many of the best observations. */
 #define BAYES_LOCAL_CENTRES 5
 /* Their spreads: local_scale times 1, 1/4 and 1/16, in turn. */
@@ -974,7 +980,12 @@ static int fit_subset(const Bayes *b, const double *y, double *sx, double *sy, i
 static int build_gp_on(Bayes *b, const double *y, bool flat, int extra, Gp **out, RungError *err)
 {
     const BayesTuning *tu = b->tu;
-    Gp *gp = *out = gp_new(b->nf, b->cat, b->n + extra);
+    /* The capacity is the factor's row stride, and OpenBLAS's kernels may
+     * round differently for another stride: rounded up, a batch and the
+     * same configs proposed one by one (each earlier one pending, so other
+     * counts of extra points) share it and give the same bits. */
+    int cap = (b->n + extra + BAYES_CAP_ROUND - 1) / BAYES_CAP_ROUND * BAYES_CAP_ROUND;
+    Gp *gp = *out = gp_new(b->nf, b->cat, cap < GP_MAX_POINTS ? cap : GP_MAX_POINTS);
     if (gp == NULL)
         return oom(err);
     int rc = gp_set_data(gp, b->x, y, b->n);
@@ -1169,14 +1180,16 @@ static int propose_gp(Bayes *b, int64_t t, json_t **out, RungError *err)
     int m = make_candidates(b, t);
     for (int i = 0; i < m; i++)
         features_of(b, b->cu + (size_t)i * (size_t)dims, gidx, b->cx + (size_t)i * (size_t)nf);
-    if (b->multi ? acq_multi(b, b->cx, m, b->cv) != 0
-                 : acq_log_ei_many(b->gp, b->cx, m, b->best, b->cv) != 0)
+    /* Only the best `starts` values are used: with one objective, the
+     * others need not be computed exactly (acq_log_ei_top). */
+    int starts = b->tu->refine_starts < m ? b->tu->refine_starts : m;
+    if (starts > 0 && (b->multi ? acq_multi(b, b->cx, m, b->cv) != 0
+                                : acq_log_ei_top(b->gp, b->cx, m, b->best, starts, b->cv) != 0))
         goto numeric;
 
     /* Refine the best few (ties to the lower index) and keep the best. */
     double best_u[SPACE_MAX_PARAMS], x[SPACE_MAX_PARAMS], u[SPACE_MAX_PARAMS];
     double best_v = -INFINITY;
-    int starts = b->tu->refine_starts < m ? b->tu->refine_starts : m;
     for (int r = 0; r < starts; r++) {
         int top = -1;
         for (int i = 0; i < m; i++)

@@ -872,6 +872,41 @@ int gp_predict_many(Gp *gp, const double *x, int m, double *mean, double *var)
     return rc;
 }
 
+int gp_predict_bound(Gp *gp, const double *x, int m, double *mean, double *var_hi)
+{
+    if (!gp->ready || m < 0)
+        return RUNG_E_INVALID_ARGUMENT;
+    int n = gp->n, d = gp->d;
+    /* K_ii as factored (with noise, jitter, or a pivot gp_add_point
+     * raised): the squares of L's row i, which sum to it. */
+    double *kii = gp->kv;
+    const double *a = gp->L->data;
+    size_t tda = gp->L->tda;
+    for (int i = 0; i < n; i++) {
+        double s = 0.0;
+        for (int j = 0; j <= i; j++)
+            s += a[(size_t)i * tda + (size_t)j] * a[(size_t)i * tda + (size_t)j];
+        kii[i] = s;
+    }
+    for (int r = 0; r < m; r++) {
+        const double *xr = x + (size_t)r * (size_t)d;
+        double mu = 0.0, most = 0.0;
+        for (int i = 0; i < n; i++) {
+            double k = kernel(gp, xr, gp->x + (size_t)i * (size_t)d, NULL);
+            mu += k * gp->alpha[i];
+            double e = k * k / kii[i];
+            if (e > most)
+                most = e;
+        }
+        double v = gp->sf2 - most;
+        if (!isfinite(v) || !isfinite(mu))
+            return RUNG_E_INTERNAL;
+        mean[r] = mu;
+        var_hi[r] = v > 0.0 ? v : 0.0;
+    }
+    return 0;
+}
+
 int gp_add_point(Gp *gp, const double *x, double y)
 {
     if (!gp->ready || gp->n >= gp->cap || !isfinite(y))

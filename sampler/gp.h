@@ -124,6 +124,15 @@ int gp_predict(Gp *gp, const double *x, double *mean, double *var, double *dmean
  * level-3 BLAS: one triangular solve for a block of points at a time. */
 int gp_predict_many(Gp *gp, const double *x, int m, double *mean, double *var);
 
+/* For m points (x is m x d row-major): the posterior mean, as
+ * gp_predict_many gives it, and an upper bound on the posterior variance
+ * without its triangular solve: the variance given the one observation i
+ * that explains most of it, sf2 - max_i k_i^2 / K_ii (conditioning on all
+ * of them can only lower it: a Schur complement of K is positive
+ * semi-definite). Costs the kernel row, not the O(n^2) solve; acq.c's
+ * acq_log_ei_top uses it to skip points that cannot win. */
+int gp_predict_bound(Gp *gp, const double *x, int m, double *mean, double *var_hi);
+
 /* Adds the point (x, y) to a factorized model, extending the Cholesky
  * factor by one row (the new diagonal element gets the current noise and
  * jitter). Fails when the model is full. */

@@ -24,6 +24,7 @@
 #include "acq.h"
 #include "error.h"
 #include "gp.h"
+#include "splitmix.h"
 
 /* ---- a dense reference ------------------------------------------------- */
 
@@ -512,6 +513,89 @@ static void test_log_ei_and_gradient(void **state)
     gp_free(gp);
 }
 
+/* Uniform draws in [0, 1) (common/splitmix.h): reproducible points. */
+static double unit_draw(uint64_t *state)
+{
+    *state += RUNG_SPLITMIX_GAMMA;
+    return (double)(rung_splitmix_mix(*state) >> 11) * 0x1p-53;
+}
+
+#define NTOP 80
+#define DTOP 4
+#define MTOP 700
+
+/* acq_log_ei_top against acq_log_ei_many: the same top values at the same
+ * points (ties to the lower index), every value it computed equal, every
+ * point it skipped below the top-th; and gp_predict_bound's mean equal to
+ * gp_predict_many's, its variance never below. The model has a duplicate
+ * point added by gp_add_point (a raised pivot) and candidates on observed
+ * points; it must skip most of 700 candidates when 5 are wanted. */
+static void test_log_ei_top_matches_all(void **state)
+{
+    (void)state;
+    static double x[(NTOP + 1) * DTOP], y[NTOP], c[MTOP * DTOP];
+    uint64_t rng = 7;
+    for (int i = 0; i < NTOP; i++) {
+        double f = 0.0;
+        for (int j = 0; j < DTOP; j++) {
+            x[i * DTOP + j] = unit_draw(&rng);
+            f += sin(3.0 * x[i * DTOP + j] + j);
+        }
+        y[i] = f;
+    }
+    for (int r = 0; r < MTOP * DTOP; r++)
+        c[r] = unit_draw(&rng);
+    memcpy(c, x, 10 * DTOP * sizeof *c); /* ten candidates on observations */
+    const double ls[DTOP] = {0.4, 0.6, 0.3, 0.8};
+    Gp *gp = gp_new(DTOP, NULL, NTOP + 1);
+    assert_non_null(gp);
+    assert_int_equal(gp_set_data(gp, x, y, NTOP), 0);
+    assert_int_equal(gp_set_hyper(gp, ls, 1.2, 1e-6), 0);
+    assert_int_equal(gp_add_point(gp, x, y[0]), 0);
+
+    static double mean[MTOP], var[MTOP], mhi[MTOP], vhi[MTOP], all[MTOP], top[MTOP];
+    assert_int_equal(gp_predict_many(gp, c, MTOP, mean, var), 0);
+    assert_int_equal(gp_predict_bound(gp, c, MTOP, mhi, vhi), 0);
+    for (int r = 0; r < MTOP; r++) {
+        assert_close(mhi[r], mean[r], 1e-12, 1e-12, "bound's mean");
+        if (!(vhi[r] >= var[r] - 1e-12))
+            fail_msg("candidate %d: variance %.17g above its bound %.17g", r, var[r], vhi[r]);
+    }
+    const double bests[3] = {-4.0, -2.5, 0.0};
+    const int tops[4] = {1, 5, 64, 65};
+    for (int b = 0; b < 3; b++) {
+        assert_int_equal(acq_log_ei_many(gp, c, MTOP, bests[b], all), 0);
+        for (int t = 0; t < 4; t++) {
+            int k = tops[t];
+            assert_int_equal(acq_log_ei_top(gp, c, MTOP, bests[b], k, top), 0);
+            int computed = 0;
+            for (int r = 0; r < MTOP; r++)
+                if (top[r] > -INFINITY) {
+                    computed++;
+                    assert_close(top[r], all[r], 1e-9, 1e-9, "computed log EI");
+                }
+            /* The k best of each, picked as bayes.c picks its starts. */
+            for (int i = 0; i < k; i++) {
+                int pa = -1, pt = -1;
+                for (int r = 0; r < MTOP; r++) {
+                    if (all[r] > -INFINITY && (pa < 0 || all[r] > all[pa]))
+                        pa = r;
+                    if (top[r] > -INFINITY && (pt < 0 || top[r] > top[pt]))
+                        pt = r;
+                }
+                assert_int_equal(pt, pa);
+                all[pa] = top[pt] = -INFINITY;
+            }
+            if (k == 5 && computed > MTOP / 4)
+                fail_msg("best %g: %d of %d candidates computed for 5 starts", bests[b], computed,
+                         MTOP);
+            assert_int_equal(acq_log_ei_many(gp, c, MTOP, bests[b], all), 0);
+        }
+    }
+    assert_int_equal(acq_log_ei_top(gp, c, MTOP, 0.0, 0, top), RUNG_E_INVALID_ARGUMENT);
+    gp_free(gp);
+}
+
 static void test_refine_improves_within_box(void **state)
 {
     (void)state;
@@ -549,6 +633,7 @@ int main(void)
         cmocka_unit_test(test_log_h_matches_naive),
         cmocka_unit_test(test_log_h_tail),
         cmocka_unit_test(test_log_ei_and_gradient),
+        cmocka_unit_test(test_log_ei_top_matches_all),
         cmocka_unit_test(test_refine_improves_within_box),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
