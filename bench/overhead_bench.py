@@ -71,15 +71,7 @@ def run_length(a, d, client, work, length):
     try:
         t0 = time.monotonic()
         eid = client.json("POST", "/api/v1/experiments", spec)["id"]
-        while True:
-            exp = client.json("GET", "/api/v1/experiments/%d" % eid)
-            if exp["state"] in ("completed", "failed", "canceled"):
-                break
-            if worker.poll() is not None:
-                raise rb.BenchError("rung-worker exited (status %s)" % worker.returncode)
-            if time.monotonic() - t0 > a.timeout_s:
-                raise rb.BenchError("%s did not end within %d s" % (name, a.timeout_s))
-            time.sleep(0.02)
+        exp = rb.wait_ended(client, eid, worker, a.timeout_s, name, 0.02)
         wall = time.monotonic() - t0
     finally:
         rb.stop_process(worker, 30)

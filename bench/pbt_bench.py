@@ -194,17 +194,8 @@ def run_experiment(a, d, client, work, spec):
     ended = False
     try:
         eid = client.json("POST", "/api/v1/experiments", spec)["id"]
-        while True:
-            exp = client.json("GET", "/api/v1/experiments/%d" % eid)
-            if exp["state"] in ("completed", "failed", "canceled"):
-                break
-            if worker.poll() is not None:
-                raise rb.BenchError("rung-worker for %s exited (status %s): see %s.log"
-                                    % (name, worker.returncode, os.path.join(work, name)))
-            if time.monotonic() - t0 > a.exp_timeout_s:
-                client.json("POST", "/api/v1/experiments/%d/cancel" % eid)
-                raise rb.BenchError("%s did not end within %d s" % (name, a.exp_timeout_s))
-            time.sleep(0.5)
+        exp = rb.wait_ended(client, eid, worker, a.exp_timeout_s,
+                            "%s (log: %s.log)" % (name, os.path.join(work, name)), 0.5)
         wall = time.monotonic() - t0
         ended = True
     finally:

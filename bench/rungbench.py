@@ -277,3 +277,20 @@ def all_trials(client, eid, page=1000):
         offset += len(doc["items"])
         if not doc["items"] or offset >= doc.get("total", offset):
             return items
+
+
+def wait_ended(client, eid, worker, timeout_s, what, poll_s):
+    """Polls experiment eid until it has ended and returns it. Raises
+    BenchError when `worker` (its rung-worker's Popen) exits first, or when
+    it runs longer than timeout_s (it is canceled then)."""
+    t0 = time.monotonic()
+    while True:
+        exp = client.json("GET", "/api/v1/experiments/%d" % eid)
+        if exp["state"] in ("completed", "failed", "canceled"):
+            return exp
+        if worker.poll() is not None:
+            raise BenchError("rung-worker for %s exited (status %s)" % (what, worker.returncode))
+        if time.monotonic() - t0 > timeout_s:
+            client.json("POST", "/api/v1/experiments/%d/cancel" % eid)
+            raise BenchError("%s did not end within %d s" % (what, timeout_s))
+        time.sleep(poll_s)
