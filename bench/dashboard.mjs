@@ -11,7 +11,8 @@
 // - render time: from navigation start (the page's performance.timeOrigin)
 //   to the experiment page rendered, defined as: the learning-curves chart
 //   [data-testid=chart-curves] has data-series equal to the number of trials
-//   (one curve per trial), every other chart ([data-testid^=chart-]) has a
+//   (one curve per trial; with more than the page draws, its data-best: the
+//   best trials' curves, web/js/views/experiment-data.js), every other chart ([data-testid^=chart-]) has a
 //   data-series of at least 1, and the trials table shows its first page of
 //   [data-testid=trial-row]s. The time is performance.now() in the page at
 //   the first animation frame where all of that holds.
@@ -26,11 +27,15 @@
 // Exit status 1 when the load or a page failed. Programs: RUNGD (default
 // build/bin/rungd); web/node_modules must hold playwright-core (npm ci).
 
+import fs from 'node:fs';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { Rungd, armWatchdog, describePrograms, launchBrowser, sleep, waitFor } from '../tests/browser/harness.mjs';
 
-const TRIALS = Number(process.env.DASH_TRIALS || 10000);
+let TRIALS = Number(process.env.DASH_TRIALS || 10000);
+// An existing database (bench/gen_store.py makes one in seconds) served
+// instead of loading one through the API: its largest experiment is shown.
+const DB = process.env.DASH_DB || '';
 const REPORTS = Number(process.env.DASH_REPORTS || 20);
 const WORKERS = Number(process.env.DASH_WORKERS || 32);
 const RUNS = Number(process.env.DASH_RUNS || 3);
@@ -138,14 +143,33 @@ async function load(d) {
   return { id: x.id, seconds: s, reports };
 }
 
+// The served database's experiment with the most trials: {id, trials,
+// reports} (its metric rows are not counted: null).
+async function largest(d) {
+  const res = await fetch(`${d.url}/api/v1/experiments?limit=1000`);
+  const doc = await res.json();
+  let best = null;
+  for (const x of doc.items || []) {
+    const n = Object.values(x.counts || {}).reduce((a, b) => a + b, 0);
+    if (!best || n > best.trials) best = { id: x.id, trials: n };
+  }
+  if (!best) throw new Error(`${DB} holds no experiment`);
+  best.reports = null;
+  return best;
+}
+
 // ---- the page --------------------------------------------------------------
 
 // Runs in the page: the time since navigation start once the experiment
 // page is rendered (see the header), else false.
 function renderedAt(trials) {
   const curves = document.querySelector('[data-testid="chart-curves"]');
-  if (!curves || curves.dataset.series !== String(trials)) return false;
+  if (!curves) return false;
+  // A large experiment's chart draws only its best trials (data-best).
+  const want = curves.dataset.best ? Math.min(trials, Number(curves.dataset.best)) : trials;
+  if (curves.dataset.series !== String(want)) return false;
   for (const c of document.querySelectorAll('[data-testid^="chart-"]')) {
+    if (c.closest('[hidden]')) continue; // a chart this experiment does not have (several objectives)
     if (!(Number(c.dataset.series) >= 1)) return false;
   }
   if (!document.querySelector('[data-testid="trial-row"]')) return false;
@@ -201,14 +225,23 @@ const kb = (n) => `${(n / 1024).toFixed(0)} KiB`;
 async function main() {
   console.log('== dashboard: the experiment page with a large experiment ==');
   console.log(`# ${describePrograms()}`);
-  const d = await new Rungd().start();
+  const d = new Rungd();
+  if (DB) fs.copyFileSync(DB, d.db);
+  await d.start();
   let failed = false;
   let browser;
   try {
-    console.log(`# loading ${TRIALS} trials x ${REPORTS} reports with ${WORKERS} workers into ${d.url}`);
-    const l = await load(d);
-    console.log(`# loaded experiment ${l.id}: ${TRIALS} trials, ${l.reports} metric rows in ${l.seconds.toFixed(1)} s`
-      + ` (${(l.reports / l.seconds).toFixed(0)} reports/s)`);
+    let l;
+    if (DB) {
+      l = await largest(d);
+      TRIALS = l.trials;
+      console.log(`# served ${DB}: experiment ${l.id}, ${TRIALS} trials, ${l.reports} metric rows`);
+    } else {
+      console.log(`# loading ${TRIALS} trials x ${REPORTS} reports with ${WORKERS} workers into ${d.url}`);
+      l = await load(d);
+      console.log(`# loaded experiment ${l.id}: ${TRIALS} trials, ${l.reports} metric rows in ${l.seconds.toFixed(1)} s`
+        + ` (${(l.reports / l.seconds).toFixed(0)} reports/s)`);
+    }
     browser = await launchBrowser();
     const runs = [];
     for (let i = 0; i < RUNS; i++) {
@@ -226,7 +259,7 @@ async function main() {
     const bytes = median(runs.map((r) => r.bytes));
     const idle = median(runs.map((r) => r.idle));
     console.log(JSON.stringify({
-      bench: 'dashboard', trials: TRIALS, metric_rows: l.reports, load_s: Number(l.seconds.toFixed(2)),
+      bench: 'dashboard', trials: TRIALS, metric_rows: l.reports, load_s: DB ? null : Number(l.seconds.toFixed(2)),
       render_s: runs.map((r) => Number((r.renderMs / 1000).toFixed(3))), render_s_median: Number(renderS.toFixed(3)),
       bytes_median: bytes, poll_bytes_per_s: Math.round(idle),
     }));

@@ -10,7 +10,8 @@
 #
 # Usage: bash bench/dashboard.sh
 # Knobs (environment): RUNG_BUILD (build directory, default build/; rungd is
-# built there only when missing), DASH_TRIALS (10000), DASH_REPORTS (20),
+# built there only when missing), DASH_DB (a store to serve instead of
+# loading one: bench/gen_store.py), DASH_TRIALS (10000), DASH_REPORTS (20),
 # DASH_WORKERS (32 concurrent fake workers), DASH_RUNS (3), DASH_IDLE_S (5 s
 # of polling measured after the render).
 #

@@ -23,11 +23,12 @@
 #include "views.h"
 
 #define A RUNG_E_INVALID_ARGUMENT
-#define LIST_DEFAULT 100   /* docs/api.md: lists default to 100 items ... */
-#define LIST_MAX 1000      /* ... and give at most 1,000 at once */
-#define METRICS_MAX 10000  /* reports per metrics call; page with after_step */
-#define CURVES_MAX 250000  /* metric values per curves call; page with after */
-#define MAX_TRIAL_IDS 1024 /* trials one heartbeat may list */
+#define LIST_DEFAULT 100      /* docs/api.md: lists default to 100 items ... */
+#define LIST_MAX 1000         /* ... and give at most 1,000 at once */
+#define METRICS_MAX 10000     /* reports per metrics call; page with after_step */
+#define CURVES_MAX 250000     /* metric values per curves call; page with after */
+#define CURVES_BEST_MAX 10000 /* curves?best=K: at most this many trials' curves */
+#define MAX_TRIAL_IDS 1024    /* trials one heartbeat may list */
 
 void api_error(Job *job, int code, const char *field, const char *message)
 {
@@ -540,14 +541,21 @@ void api_experiment_csv(Engine *e, Job *job)
  * run; a cursor of another run starts over. Values have nine significant
  * digits (a float's precision: enough to draw) and are null when not
  * finite. Written by hand: 200,000 rows are a few MB, and jansson would
- * build them as objects first. */
+ * build them as objects first.
+ *
+ * With best=K, an experiment with more than K trials that have a value
+ * answers instead with the whole curves of its K best (by each trial's
+ * best value), "best": K and "ranked": how many have a value; "from" is 0
+ * and "next" the cursor a later call would start from. A page that cannot
+ * draw every curve of a large experiment asks this way (docs/api.md). */
 void api_experiment_curves(Engine *e, Job *job)
 {
     RungError err;
-    int64_t after, limit, gen;
+    int64_t after, limit, gen, best;
     if (query_int(job, "after", 0, 0, INT64_MAX, &after, &err) ||
         query_int(job, "limit", CURVES_MAX, 1, CURVES_MAX, &limit, &err) ||
-        query_int(job, "generation", 0, 0, INT64_MAX, &gen, &err)) {
+        query_int(job, "generation", 0, 0, INT64_MAX, &gen, &err) ||
+        query_int(job, "best", 0, 0, CURVES_BEST_MAX, &best, &err)) {
         fail(job, &err);
         return;
     }
@@ -565,14 +573,25 @@ void api_experiment_curves(Engine *e, Job *job)
     if (out == NULL)
         abort();
     /* Reports of this batch carry its time and may still come: up to it. */
-    int64_t next;
+    int64_t next = 0;
     char *items = NULL;
     size_t items_len = 0;
     FILE *io = open_memstream(&items, &items_len);
     if (io == NULL)
         abort();
-    int rc = store_read_curves(engine_store(e), job->ids[0], spec->metric, after, engine_now(e),
+    int64_t ranked = 0;
+    int rc = 0;
+    if (best > 0)
+        rc = store_read_curves_best(engine_store(e), job->ids[0], spec->metric,
+                                    spec->mode == SPEC_MODE_MAX, best, io, &ranked, &err);
+    bool best_mode = rc == 0 && best > 0 && ranked > best;
+    if (best_mode) {
+        after = 0;
+        next = engine_now(e);
+    } else if (rc == 0) {
+        rc = store_read_curves(engine_store(e), job->ids[0], spec->metric, after, engine_now(e),
                                limit, io, &next, &err);
+    }
     fclose(io);
     /* Several objectives have no "metric" in the spec: the curves are of the
      * first objective (spec->metric), named here either way. */
@@ -580,8 +599,11 @@ void api_experiment_curves(Engine *e, Job *job)
     fputs("{\"metric\": ", out);
     json_dumpf(metric, out, JSON_ENCODE_ANY);
     json_decref(metric);
-    fprintf(out, ", \"generation\": %lld, \"from\": %lld, \"next\": %lld, \"items\": [",
-            (long long)generation, (long long)after, (long long)next);
+    fprintf(out, ", \"generation\": %lld, \"from\": %lld, \"next\": %lld, ", (long long)generation,
+            (long long)after, (long long)next);
+    if (best_mode)
+        fprintf(out, "\"best\": %lld, \"ranked\": %lld, ", (long long)best, (long long)ranked);
+    fputs("\"items\": [", out);
     fwrite(items, 1, items_len, out);
     fputs("]}", out);
     fclose(out);

@@ -81,6 +81,14 @@ void store_csv_row(FILE *out, const Spec *spec, int64_t id, int64_t number, cons
 int store_read_curves(Store *s, int64_t exp_id, const char *metric, int64_t from, int64_t before,
                       int64_t limit, FILE *out, int64_t *next, RungError *err);
 
+/* The whole curves (items as store_read_curves writes them) of the `best`
+ * trials with the best values (the largest when max, else the smallest),
+ * best first; *ranked gets how many trials of the experiment have a value
+ * to rank by. Writes nothing when there are no more than `best` of them:
+ * store_read_curves then gives them all. */
+int store_read_curves_best(Store *s, int64_t exp_id, const char *metric, bool max, int64_t best,
+                           FILE *out, int64_t *ranked, RungError *err);
+
 /* Workers by id: a page of rows as JSON objects (without the live fields). */
 /* Workers by id, those seen since seen_since (ms; 0: all) or holding a
  * running trial. */

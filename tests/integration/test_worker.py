@@ -463,6 +463,19 @@ class DashboardFeeds(wh.WorkerTestCase):
                   % (eid, c2["next"]))
         self.assertEqual(c4["from"], 0)
         self.assertEqual(len(c4["items"]), 12)
+        # best=K: with more than K trials that have a value, only the K
+        # best trials' whole curves (ties to the lower id); else as before.
+        c5 = d.ok("GET", "/api/v1/experiments/%d/curves?best=2" % eid)
+        self.assertNotIn("best", c5)
+        self.assertEqual(len(c5["items"]), 12)
+        c6 = d.ok("GET", "/api/v1/experiments/%d/curves?after=%d&generation=%d&best=1"
+                  % (eid, c2["next"], c2["generation"]))
+        self.assertEqual((c6["best"], c6["ranked"], c6["from"]), (1, 2, 0))
+        first_id = min(t["id"] for t in d.all_trials(eid))
+        self.assertEqual([(r[0], r[2]) for r in c6["items"]],
+                         [(first_id, step) for step in range(1, 7)])
+        bad = d.ok("GET", "/api/v1/experiments/%d/curves?best=10001" % eid, status=400)
+        self.assertEqual(bad["error"]["field"], "best")
         self.assertEqual(d.trial(tid)["log_tail"].splitlines()[-1], "warn 6")
 
 

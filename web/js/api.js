@@ -118,9 +118,10 @@ export function listTrials(id, { state, sort, limit, offset } = {}, signal) {
   return request('GET', `/experiments/${id}/trials`, { query: { state, sort, limit, offset }, signal });
 }
 
-/** The experiment's metric values from a cursor (see views/experiment-data.js). */
-export function getCurves(id, { after, generation, limit } = {}, signal) {
-  return request('GET', `/experiments/${id}/curves`, { query: { after, generation, limit }, signal });
+/** The experiment's metric values from a cursor, or the best trials' whole
+ * curves when it has more than `best` (see views/experiment-data.js). */
+export function getCurves(id, { after, generation, limit, best } = {}, signal) {
+  return request('GET', `/experiments/${id}/curves`, { query: { after, generation, limit, best }, signal });
 }
 
 export function csvUrl(id) {

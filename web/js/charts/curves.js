@@ -2,7 +2,8 @@
 // one uPlot whose draw hook paints the curves itself: a few as coloured
 // lines, many as one hairline path per style, from DENSITY_FROM on as a
 // density image (density.js), so 10,000 trials cost about what one series
-// does. The best trial is drawn bold on top, stopped/failed/canceled ones
+// does (and of a larger experiment only its best trials' curves come:
+// experiment-data.js, CURVES_BEST). The best trial is drawn bold on top, stopped/failed/canceled ones
 // faded; ASHA rungs are dashed vertical lines. Hovering names the nearest
 // trial; a click opens it.
 import { h, setText } from '../dom.js';
@@ -26,7 +27,8 @@ export function createCurvesChart(el, uPlot, opts) {
   }
   const plot = h('div', { class: 'chart-plot' });
   const info = h('div', { class: 'chart-info', text: 'hover a curve to see its trial; click to open it' });
-  el.replaceChildren(plot, info);
+  const subsetNote = h('div', { class: 'chart-info', testid: 'curves-subset', hidden: true });
+  el.replaceChildren(plot, info, subsetNote);
   el.dataset.series = '0';
 
   let lines = []; // {id, label, steps, values, style: 'best'|'faded'|'normal', color}
@@ -245,8 +247,18 @@ export function createCurvesChart(el, uPlot, opts) {
 
   return {
     /** curves: Map id -> {steps, values}; trials: Map id -> trial (for
-     * state and number); bestId: the best trial's id. */
-    update(curves, trials, bestId) {
+     * state and number); bestId: the best trial's id; subset: {best,
+     * ranked} when curves holds only the best trials' (experiment-data.js),
+     * else null. */
+    update(curves, trials, bestId, subset = null) {
+      subsetNote.hidden = !subset;
+      if (subset) {
+        setText(subsetNote, `the curves of the ${subset.best.toLocaleString('en-US')} best of ` +
+          `${subset.ranked.toLocaleString('en-US')} trials with a value (the table and the other charts hold every trial)`);
+        el.dataset.best = String(subset.best);
+      } else {
+        delete el.dataset.best;
+      }
       const next = [];
       let xmin = Infinity;
       let xmax = -Infinity;

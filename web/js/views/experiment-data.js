@@ -3,7 +3,11 @@
 // - curves: every reported value of the metric, from GET .../curves with a
 //   cursor, so each poll brings only new points; when rungd restarted (the
 //   generation changed) or the cursor is not where we left off, everything
-//   is dropped and rebuilt. Only each trial's latest attempt is kept.
+//   is dropped and rebuilt. Only each trial's latest attempt is kept. An
+//   experiment with more than CURVES_BEST trials that have a value answers
+//   with the whole curves of its CURVES_BEST best instead (a million points
+//   take seconds to send and read, and a chart of them shows no more):
+//   those replace the map, at most every BEST_REFRESH_MS.
 // - trials: id -> trial object (number, state, config, best). Loaded once
 //   from trials.csv (one compact request; JSON pages of 1,000 if its header
 //   is not the expected one). Afterwards only trials that can still change
@@ -19,6 +23,8 @@ import { isPbt } from '../pbt.js';
 
 const PAGE = 1000; // docs/api.md: lists give at most 1,000 at once
 const CURVES_PAGE = 250000; // server/api.c CURVES_MAX
+export const CURVES_BEST = 1000; // curves drawn at most: the best trials'
+const BEST_REFRESH_MS = 15000; // the best trials' curves are read again after this
 const SINGLE_PER_TICK = 200; // single-trial fetches per poll; the rest wait
 const PARALLEL = 6; // requests at once (a browser opens 6 per host)
 
@@ -44,6 +50,8 @@ export class ExperimentData {
     this.countsSig = ''; // the counts when the paused trials were last listed
     this.suspects = new Set(); // trial ids to fetch one by one
     this.curvesVersion = 0;
+    this.curvesBest = null; // {best, ranked} while only the best trials' curves are held
+    this.bestReadAt = 0; // performance.now() of the last read of them
     this.trialsVersion = 0;
   }
 
@@ -57,12 +65,30 @@ export class ExperimentData {
 
   /** Fetches the curve points that came since the last call. */
   async syncCurves(signal) {
+    if (this.curvesBest && performance.now() - this.bestReadAt < BEST_REFRESH_MS) return;
     for (;;) {
       const doc = await api.getCurves(this.id, {
         after: this.generation === null ? 0 : this.cursor,
         generation: this.generation === null ? 0 : this.generation,
         limit: CURVES_PAGE,
+        best: CURVES_BEST,
       }, signal);
+      const best = doc.best ? { best: doc.best, ranked: doc.ranked } : null;
+      if (!best && this.curvesBest) {
+        // Fewer trials than before (never in practice): all from the start.
+        this.curvesBest = null;
+        this.generation = null;
+        continue;
+      }
+      if (best) {
+        // The best trials' curves come whole and replace what we hold.
+        this.curves.clear();
+        this.curvesVersion++;
+        this.curvesBest = best;
+        this.bestReadAt = performance.now();
+        this.generation = doc.generation;
+        this.cursor = doc.from;
+      }
       if (doc.generation !== this.generation || doc.from !== this.cursor) {
         this.curves.clear(); // a restarted rungd or a lost cursor: rebuild
         this.generation = doc.generation;
@@ -84,7 +110,7 @@ export class ExperimentData {
       }
       if (items.length) this.curvesVersion++;
       this.cursor = doc.next;
-      if (items.length < CURVES_PAGE) return;
+      if (best || items.length < CURVES_PAGE) return;
     }
   }
 

@@ -290,7 +290,7 @@ export function mount(root, { id }) {
     const curvesKey = `${data.curvesVersion}/${trialsKey}`;
     const [lastCurves, lastTrials] = chartsDrawn.split('|');
     if (curvesKey !== lastCurves) {
-      charts.curves.update(data.curves, data.trials, bestId);
+      charts.curves.update(data.curves, data.trials, bestId, data.curvesBest);
       if (charts.pbt) charts.pbt.update(data, bestId);
     }
     if (trialsKey !== lastTrials) {
