@@ -373,17 +373,6 @@ void api_experiment_delete(Engine *e, Job *job)
     reply(job, 200, json_pack("{s:I, s:I}", "deleted", (json_int_t)id, "trials", (json_int_t)n));
 }
 
-/* Orders trials by best value, best first; trials without one go last. */
-static int by_value(const void *pa, const void *pb)
-{
-    const TrialRank *a = pa, *b = pb;
-    if (a->has_best != b->has_best)
-        return a->has_best ? -1 : 1;
-    if (a->has_best && a->loss != b->loss)
-        return a->loss < b->loss ? -1 : 1;
-    return a->number < b->number ? -1 : (a->number > b->number);
-}
-
 /* The trial as the API shows it: from memory when it is there. */
 static json_t *trial_view(Engine *e, const Spec *spec, int64_t id, RungError *err)
 {
@@ -441,7 +430,7 @@ void api_experiment_trials(Engine *e, Job *job)
                     ranks[i].loss = t->has_best ? spec_loss(spec, t->best_value) : 0;
                 }
             }
-            qsort(ranks, (size_t)total, sizeof *ranks, by_value);
+            rank_first(ranks, total, offset < total - limit ? offset + limit : total);
             items = json_array();
             for (int64_t i = offset; i < total && i < offset + limit && rc == 0; i++) {
                 json_t *o = trial_view(e, spec, ranks[i].id, &err);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "rank.h"
 #include "store.h"
 #include "views.h"
 
@@ -31,11 +32,6 @@ int store_read_trial(Store *s, int64_t id, const Spec *spec, json_t **out, int64
 
 /* The trials of an experiment: those in state (or any when state < 0), by
  * number, or by best value (lower loss first, none last) when by_value. */
-typedef struct TrialRank {
-    int64_t id, number;
-    bool has_best;
-    double loss; /* spec_loss of the stored best value */
-} TrialRank;
 int store_read_trial_ranks(Store *s, const Spec *spec, int64_t exp_id, int state, TrialRank **out,
                            int64_t *n, RungError *err);
 int store_read_trials(Store *s, const Spec *spec, int64_t exp_id, int state, int64_t limit,
