@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -73,6 +74,17 @@ static json_t *seconds_json(int64_t ms)
 
 
 /* A non-negative integer query argument; fills err on a bad one. */
+/* A memory stream for a large reply: only this thread writes it, so its
+ * calls skip stdio's lock (one per fputc of 50,000 CSV rows). */
+static FILE *reply_stream(char **buf, size_t *len)
+{
+    FILE *out = open_memstream(buf, len);
+    if (out == NULL)
+        abort();
+    __fsetlocking(out, FSETLOCKING_BYCALLER);
+    return out;
+}
+
 static int query_int(const Job *job, const char *name, int64_t def, int64_t min, int64_t max,
                      int64_t *out, RungError *err)
 {
@@ -486,9 +498,7 @@ void api_experiment_csv(Engine *e, Job *job)
         return;
     char *buf = NULL;
     size_t len = 0;
-    FILE *out = open_memstream(&buf, &len);
-    if (out == NULL)
-        abort();
+    FILE *out = reply_stream(&buf, &len);
     fputs("id,number,state", out);
     for (int i = 0; i < space_param_count(spec->space); i++) {
         fputc(',', out);
@@ -558,16 +568,12 @@ void api_experiment_curves(Engine *e, Job *job)
         after = 0; /* another daemon run: from the start */
     char *buf = NULL;
     size_t len = 0;
-    FILE *out = open_memstream(&buf, &len);
-    if (out == NULL)
-        abort();
+    FILE *out = reply_stream(&buf, &len);
     /* Reports of this batch carry its time and may still come: up to it. */
     int64_t next = 0;
     char *items = NULL;
     size_t items_len = 0;
-    FILE *io = open_memstream(&items, &items_len);
-    if (io == NULL)
-        abort();
+    FILE *io = reply_stream(&items, &items_len);
     int64_t ranked = 0;
     int rc = 0;
     if (best > 0)
