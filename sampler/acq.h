@@ -39,8 +39,10 @@ int acq_log_ei_many(Gp *gp, const double *x, int m, double best, double *values)
  * them and -INFINITY at the others, which cannot. A point is skipped when
  * log EI at its bound on the variance (gp_predict_bound; EI grows with the
  * variance) is below the top-th largest value computed so far; points are
- * computed in the order of that bound, so few are. The top (1 <= top <= m)
- * largest values and their points are those of acq_log_ei_many. */
+ * computed in the order of that bound, so few are, each with gp_predict
+ * (one point's value does not depend on the others'). The top (1 <= top <=
+ * m) largest values and their points are those of acq_log_ei_many, the
+ * values up to rounding. */
 int acq_log_ei_top(Gp *gp, const double *x, int m, double best, int top, double *values);
 
 /* Local maximization of log EI from x, over the features marked in `free_dims`

@@ -73,7 +73,6 @@ static json_t *seconds_json(int64_t ms)
 }
 
 
-/* A non-negative integer query argument; fills err on a bad one. */
 /* A memory stream for a large reply: only this thread writes it, so its
  * calls skip stdio's lock (one per fputc of 50,000 CSV rows). */
 static FILE *reply_stream(char **buf, size_t *len)
@@ -85,6 +84,7 @@ static FILE *reply_stream(char **buf, size_t *len)
     return out;
 }
 
+/* A non-negative integer query argument; fills err on a bad one. */
 static int query_int(const Job *job, const char *name, int64_t def, int64_t min, int64_t max,
                      int64_t *out, RungError *err)
 {
