@@ -1323,8 +1323,8 @@ static int upload_data(Shared *sh, char *why, size_t size)
                        (sets[1] != NULL && sets[1]->code != NULL))) {
         /* Byte-coded sets (images) always fit a codebook; without one there
          * are no floats to upload (kernels/data.h). */
-        snprintf(why, size, "cannot code the dataset in bytes (out of memory, or more than %d "
-                 "values)", DATA_CODEBOOK_SIZE);
+        snprintf(why, size, "cannot code the dataset in bytes (no memory, or over %d values)",
+                 DATA_CODEBOOK_SIZE);
         return -1;
     }
     size_t at = 0, off_x[2], off_y[2], off_lut = 0;
