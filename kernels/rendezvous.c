@@ -72,6 +72,7 @@ static const char *const OP_NAMES[] = {"?",        "bcast",    "allgather", "bar
 struct Rdzv {
     int rank, nranks;
     double op_s;
+    double limit_s; /* what the step under way may take (join_s or op_s): a timeout names it */
     char where[NAME_BYTES + 256]; /* rank 0's "addr:port" */
     int *fd;                      /* rank 0: fd[q] leads to rank q; others: fd[0] to rank 0 */
     char (*peer)[NAME_BYTES];     /* rank 0: where each rank connected from */
@@ -233,9 +234,10 @@ static void peer_name(const Rdzv *r, int q, char *buf, size_t size)
         snprintf(buf, size, "rank 0 at %s", r->where);
 }
 
-/* The error of a failed wait on q: closed, silent past the deadline, or
- * the system's word. */
-static int io_error(const Rdzv *r, int q, int err, double waited_s, char *why, size_t size)
+/* The error of a failed wait on q: closed, silent past the deadline of a
+ * step that could take limit_s (the join's or a collective's time, not what
+ * was left of it when this wait began), or the system's word. */
+static int io_error(const Rdzv *r, int q, int err, double limit_s, char *why, size_t size)
 {
     char who[NAME_BYTES + 300];
     peer_name(r, q, who, sizeof who);
@@ -245,7 +247,7 @@ static int io_error(const Rdzv *r, int q, int err, double waited_s, char *why, s
                  "unreachable)",
                  who);
     else if (err == ETIMEDOUT)
-        snprintf(why, size, "rendezvous: no answer from %s within %g s", who, waited_s);
+        snprintf(why, size, "rendezvous: no answer from %s within %g s", who, limit_s);
     else
         snprintf(why, size, "rendezvous: talking to %s: %s", who, strerror(err));
     return -1;
@@ -272,10 +274,9 @@ static int send_frame(Rdzv *r, int q, int kind, uint64_t tag, const void *body, 
 {
     unsigned char h[HEADER_BYTES];
     put_header(h, kind, tag, len);
-    double t0 = now_s();
     if (send_all(r->fd[q], h, sizeof h, deadline) != 0 ||
         (len > 0 && send_all(r->fd[q], body, len, deadline) != 0))
-        return io_error(r, q, errno, deadline - t0, why, size);
+        return io_error(r, q, errno, r->limit_s, why, size);
     return 0;
 }
 
@@ -301,10 +302,9 @@ static int recv_expect(Rdzv *r, int q, int kind, uint64_t tag, uint64_t len, dou
                        char *why, size_t size)
 {
     unsigned char b[HEADER_BYTES];
-    double t0 = now_s();
     char who[NAME_BYTES + 300];
     if (recv_all(r->fd[q], b, sizeof b, deadline) != 0)
-        return io_error(r, q, errno, deadline - t0, why, size);
+        return io_error(r, q, errno, r->limit_s, why, size);
     Header h = get_header(b);
     peer_name(r, q, who, sizeof who);
     if (h.magic != MAGIC || h.version != VERSION) {
@@ -340,9 +340,8 @@ static int recv_expect(Rdzv *r, int q, int kind, uint64_t tag, uint64_t len, dou
 
 static int recv_body(Rdzv *r, int q, void *buf, size_t len, double deadline, char *why, size_t size)
 {
-    double t0 = now_s();
     if (recv_all(r->fd[q], buf, len, deadline) != 0)
-        return io_error(r, q, errno, deadline - t0, why, size);
+        return io_error(r, q, errno, r->limit_s, why, size);
     return 0;
 }
 
@@ -584,6 +583,7 @@ static int root_gather(Rdzv *r, const RdzvConfig *c, int lfd, char *why, size_t 
 {
     double join_s = c->join_s > 0 ? c->join_s : RDZV_JOIN_S;
     double deadline = now_s() + join_s;
+    r->limit_s = join_s;
     Pending pend[MAX_PENDING];
     int n_pend = 0, arrived = 0, strays = 0;
     char stray_from[NAME_BYTES] = "";
@@ -690,6 +690,7 @@ static int join_root(Rdzv *r, const RdzvConfig *c, const void *payload, size_t l
         return -1;
     /* Everyone is here: the payload, every acknowledgement, then "go". */
     double deadline = now_s() + r->op_s;
+    r->limit_s = r->op_s;
     for (int q = 1; q < r->nranks; q++)
         if (send_frame(r, q, K_PAYLOAD, 0, payload, len, deadline, why, size) != 0)
             return -1;
@@ -759,6 +760,7 @@ static int join_leaf(Rdzv *r, const RdzvConfig *c, void *payload, size_t len, ch
 {
     double join_s = c->join_s > 0 ? c->join_s : RDZV_JOIN_S;
     double deadline = now_s() + join_s, wait = RETRY_MIN_S;
+    r->limit_s = join_s;
     int fd = -1, err = 0, gai = 0;
     for (;;) {
         fd = connect_once(c, deadline, &err, &gai);
@@ -828,6 +830,7 @@ static int join_leaf(Rdzv *r, const RdzvConfig *c, void *payload, size_t len, ch
         return -1;
     }
     double deadline_op = now_s() + r->op_s;
+    r->limit_s = r->op_s;
     if (recv_body(r, 0, payload, len, deadline_op, why, size) != 0 ||
         send_frame(r, 0, K_ACK, 0, NULL, 0, deadline_op, why, size) != 0 ||
         recv_expect(r, 0, K_GO, 0, 0, deadline_op, why, size) != 0)
@@ -920,6 +923,7 @@ static int collective(Rdzv *r, const Collective *col, char *why, size_t size)
     uint32_t opcode = (uint32_t)col->kind + (col->kind == C_REDUCE ? (uint32_t)col->op : 0);
     uint64_t tag = (uint64_t)opcode << 32 | (r->seq++ & 0xffffffffu);
     double deadline = now_s() + r->op_s;
+    r->limit_s = r->op_s;
     int rc = 0;
     if (r->rank != 0) {
         rc = send_frame(r, 0, K_DATA, tag, col->mine, col->up, deadline, why, size);
