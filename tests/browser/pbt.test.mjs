@@ -298,6 +298,12 @@ for (const pass of ['on the page open during the run', 'after a reload']) {
 test('each trial\'s own page lists its exploits: step, donor (a link to it), donor step, what changed', async () => {
   for (const t of trials) {
     await page.goto(`${d.url}/#/trials/${t.id}`);
+    // This trial's page, drawn: its title, and the lineage section shown
+    // with its note (a trial without exploits has no rows to wait for).
+    await waitFor(async () => (await page.locator(tid('trial-title')).textContent()).includes(`(id ${t.id})`)
+      && await page.locator(tid('trial-lineage-section')).isVisible()
+      && (await page.locator(tid('trial-lineage-note')).textContent()) !== '',
+    { timeout: PAGE_WAIT, what: `trial ${t.id}'s page with its lineage section` });
     let last;
     await waitFor(async () => {
       last = await page.$$eval(tid('trial-lineage-row'), (trs) => trs.map((r) => ({
