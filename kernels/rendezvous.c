@@ -267,6 +267,14 @@ static const char *op_name(uint64_t tag)
     return op < sizeof OP_NAMES / sizeof OP_NAMES[0] ? OP_NAMES[op] : "?";
 }
 
+/* Starts a step that may take limit_s (a join's or a collective's time):
+ * its deadline, and what a timeout within it names (io_error). */
+static double step_deadline(Rdzv *r, double limit_s)
+{
+    r->limit_s = limit_s;
+    return now_s() + limit_s;
+}
+
 /* ---- Frames ---------------------------------------------------------------- */
 
 static int send_frame(Rdzv *r, int q, int kind, uint64_t tag, const void *body, size_t len,
@@ -582,8 +590,7 @@ static void drop_pending(Pending *pend, int *n, int i)
 static int root_gather(Rdzv *r, const RdzvConfig *c, int lfd, char *why, size_t size)
 {
     double join_s = c->join_s > 0 ? c->join_s : RDZV_JOIN_S;
-    double deadline = now_s() + join_s;
-    r->limit_s = join_s;
+    double deadline = step_deadline(r, join_s);
     Pending pend[MAX_PENDING];
     int n_pend = 0, arrived = 0, strays = 0;
     char stray_from[NAME_BYTES] = "";
@@ -689,8 +696,7 @@ static int join_root(Rdzv *r, const RdzvConfig *c, const void *payload, size_t l
     if (rc != 0)
         return -1;
     /* Everyone is here: the payload, every acknowledgement, then "go". */
-    double deadline = now_s() + r->op_s;
-    r->limit_s = r->op_s;
+    double deadline = step_deadline(r, r->op_s);
     for (int q = 1; q < r->nranks; q++)
         if (send_frame(r, q, K_PAYLOAD, 0, payload, len, deadline, why, size) != 0)
             return -1;
@@ -759,8 +765,7 @@ static int join_leaf(Rdzv *r, const RdzvConfig *c, void *payload, size_t len, ch
                      size_t size)
 {
     double join_s = c->join_s > 0 ? c->join_s : RDZV_JOIN_S;
-    double deadline = now_s() + join_s, wait = RETRY_MIN_S;
-    r->limit_s = join_s;
+    double deadline = step_deadline(r, join_s), wait = RETRY_MIN_S;
     int fd = -1, err = 0, gai = 0;
     for (;;) {
         fd = connect_once(c, deadline, &err, &gai);
@@ -829,8 +834,7 @@ static int join_leaf(Rdzv *r, const RdzvConfig *c, void *payload, size_t len, ch
                  r->where, h.version, h.kind, (unsigned long long)h.len, r->rank, VERSION, len);
         return -1;
     }
-    double deadline_op = now_s() + r->op_s;
-    r->limit_s = r->op_s;
+    double deadline_op = step_deadline(r, r->op_s);
     if (recv_body(r, 0, payload, len, deadline_op, why, size) != 0 ||
         send_frame(r, 0, K_ACK, 0, NULL, 0, deadline_op, why, size) != 0 ||
         recv_expect(r, 0, K_GO, 0, 0, deadline_op, why, size) != 0)
@@ -922,8 +926,7 @@ static int collective(Rdzv *r, const Collective *col, char *why, size_t size)
     pthread_mutex_lock(&r->mu);
     uint32_t opcode = (uint32_t)col->kind + (col->kind == C_REDUCE ? (uint32_t)col->op : 0);
     uint64_t tag = (uint64_t)opcode << 32 | (r->seq++ & 0xffffffffu);
-    double deadline = now_s() + r->op_s;
-    r->limit_s = r->op_s;
+    double deadline = step_deadline(r, r->op_s);
     int rc = 0;
     if (r->rank != 0) {
         rc = send_frame(r, 0, K_DATA, tag, col->mine, col->up, deadline, why, size);

@@ -80,17 +80,12 @@ export class ExperimentData {
         this.generation = null;
         continue;
       }
-      if (best) {
-        // The best trials' curves come whole and replace what we hold.
+      this.curvesBest = best;
+      if (best) this.bestReadAt = performance.now();
+      if (best || doc.generation !== this.generation || doc.from !== this.cursor) {
+        // The best trials' whole curves, a restarted rungd or a lost
+        // cursor: what we hold is replaced.
         this.curves.clear();
-        this.curvesVersion++;
-        this.curvesBest = best;
-        this.bestReadAt = performance.now();
-        this.generation = doc.generation;
-        this.cursor = doc.from;
-      }
-      if (doc.generation !== this.generation || doc.from !== this.cursor) {
-        this.curves.clear(); // a restarted rungd or a lost cursor: rebuild
         this.generation = doc.generation;
         this.curvesVersion++;
       }
