@@ -65,6 +65,7 @@ typedef struct Options {
     int wait_s;                /* lease long poll, seconds, 0..30 */
     Scheduler scheduler;       /* fifo: nothing is stopped; asha: rf 3 */
     bool json;                 /* also print one JSON object per result line */
+    int floor;                 /* > 0: time this many GET /healthz instead */
 } Options;
 
 /* One keep-alive HTTP client. Owned by exactly one thread. */
@@ -482,6 +483,35 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* --floor: the same threads and keep-alive handles send GET /healthz, which
+ * rungd answers in its HTTP layer without the engine or SQLite. Its rate is
+ * what this client, this HTTP stack and this machine allow at all: the
+ * ceiling the report rate is measured against. */
+static void *floor_main(void *arg)
+{
+    Worker *w = arg;
+    pthread_mutex_lock(&w->gate->lock);
+    w->gate->arrived++;
+    pthread_cond_broadcast(&w->gate->cond);
+    while (!w->gate->open)
+        pthread_cond_wait(&w->gate->cond, &w->gate->lock);
+    pthread_mutex_unlock(&w->gate->lock);
+    long share = w->opt->floor / w->opt->workers + (w->index < w->opt->floor % w->opt->workers);
+    w->first_lease_ns = rung_mono_ns();
+    for (long i = 0; i < share && !failed(); i++) {
+        int64_t t0 = rung_mono_ns();
+        if (http_expect(&w->http, "/healthz", NULL, 200, NULL) != 0)
+            return NULL;
+        if (samples_push(&w->lat, rung_mono_ns() - t0) != 0) {
+            fail("out of memory");
+            return NULL;
+        }
+        w->reports++;
+    }
+    w->last_finish_ns = rung_mono_ns();
+    return NULL;
+}
+
 static int create_experiment(Http *h, const Options *opt, int64_t *id)
 {
     json_t *sched = opt->scheduler == LOAD_FIFO
@@ -583,12 +613,14 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: server_load [--server URL] [--workers W] [--trials T] [--reports R]\n"
                "                   [--seed S] [--scheduler fifo|asha] [--wait-s S] [--token T]\n"
-               "                   [--json]\n"
+               "                   [--floor N] [--json]\n"
                "Plays W workers of the pull protocol against a running rungd and prints\n"
                "trials/s, reports/s and report latency (bench/README.md, section 1).\n"
                "Defaults: --server http://127.0.0.1:8080 --workers 8 --trials 1000\n"
                "          --reports 20 --seed 1 --scheduler fifo --wait-s 5; token from\n"
-               "          RUNG_TOKEN when --token is not given.\n");
+               "          RUNG_TOKEN when --token is not given.\n"
+               "--floor N: the W threads send N GET /healthz in all instead (answered\n"
+               "          without the engine or the database): the HTTP ceiling.\n");
 }
 
 /* Parses a decimal int in [lo, hi]; returns 0 or -1. */
@@ -614,6 +646,7 @@ static int parse_options(int argc, char **argv, Options *opt)
     opt->wait_s = 5;
     opt->scheduler = LOAD_FIFO;
     opt->json = false;
+    opt->floor = 0;
     opt->token = getenv("RUNG_TOKEN");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -638,6 +671,8 @@ static int parse_options(int argc, char **argv, Options *opt)
             rc = parse_int(a, v, 1, LOAD_MAX_TRIALS, &opt->trials);
         } else if (strcmp(a, "--reports") == 0) {
             rc = parse_int(a, v, 1, LOAD_MAX_REPORTS, &opt->reports);
+        } else if (strcmp(a, "--floor") == 0) {
+            rc = parse_int(a, v, 1, LOAD_MAX_TRIALS, &opt->floor);
         } else if (strcmp(a, "--seed") == 0) {
             rc = parse_int(a, v, 0, INT32_MAX, &opt->seed);
         } else if (strcmp(a, "--wait-s") == 0) {
@@ -695,11 +730,15 @@ static void print_results(const Options *opt, Worker *workers, long connects)
             last = w->last_finish_ns;
         connects += w->http.connects;
     }
-    if (trials != opt->trials) {
+    if (opt->floor && reports != opt->floor) {
+        fail("threads sent %ld requests, want --floor %d", reports, opt->floor);
+        return;
+    }
+    if (!opt->floor && trials != opt->trials) {
         fail("workers leased %ld trials, want --trials %d", trials, opt->trials);
         return;
     }
-    if (opt->scheduler == LOAD_FIFO && reports != (long)opt->trials * opt->reports) {
+    if (!opt->floor && opt->scheduler == LOAD_FIFO && reports != (long)opt->trials * opt->reports) {
         fail("workers sent %ld reports, want %ld", reports, (long)opt->trials * opt->reports);
         return;
     }
@@ -723,6 +762,19 @@ static void print_results(const Options *opt, Worker *workers, long connects)
     double p99_ms = (double)percentile(all, n, 0.99) / 1e6;
     double max_ms = (double)all[n - 1] / 1e6;
     free(all);
+    if (opt->floor) {
+        double rate = (double)reports / wall_s;
+        printf("floor W=%d: %ld GET /healthz in %.3f s: %.0f requests/s, p50 %.3f ms, "
+               "p99 %.3f ms, max %.3f ms, %ld connections\n",
+               opt->workers, reports, wall_s, rate, p50_ms, p99_ms, max_ms, connects);
+        if (opt->json)
+            printf("{\"bench\":\"server_load\",\"impl\":\"floor\",\"workers\":%d,"
+                   "\"requests\":%ld,\"wall_s\":%.4f,\"requests_per_s\":%.1f,"
+                   "\"p50_ms\":%.4f,\"p99_ms\":%.4f,\"max_ms\":%.4f,\"connections\":%ld}\n",
+                   opt->workers, reports, wall_s, rate, p50_ms, p99_ms, max_ms, connects);
+        fflush(stdout);
+        return;
+    }
     const char *sched = opt->scheduler == LOAD_FIFO ? "fifo" : "asha";
     double trials_per_s = (double)trials / wall_s;
     double reports_per_s = (double)reports / wall_s;
@@ -758,7 +810,7 @@ int main(int argc, char **argv)
         fail("out of memory");
         goto out;
     }
-    if (create_experiment(&main_http, &opt, &experiment_id) != 0)
+    if (!opt.floor && create_experiment(&main_http, &opt, &experiment_id) != 0)
         goto out;
     for (int i = 0; i < opt.workers; i++) {
         Worker *w = &workers[i];
@@ -772,7 +824,8 @@ int main(int argc, char **argv)
         }
     }
     for (int i = 0; i < opt.workers; i++) {
-        if (pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]) != 0) {
+        if (pthread_create(&workers[i].thread, NULL, opt.floor ? floor_main : worker_main,
+                           &workers[i]) != 0) {
             fail("pthread_create failed for worker %d of %d", i, opt.workers);
             break;
         }
@@ -788,6 +841,11 @@ int main(int argc, char **argv)
     pthread_mutex_unlock(&gate.lock);
     for (int i = 0; i < started; i++)
         pthread_join(workers[i].thread, NULL);
+    if (opt.floor) {
+        if (!failed())
+            print_results(&opt, workers, main_http.connects);
+        goto out;
+    }
     if (failed() || verify_experiment(&main_http, &opt, experiment_id) != 0)
         goto out;
     print_results(&opt, workers, main_http.connects);

@@ -174,6 +174,26 @@ rung_run() {
     [[ -n $RESULT ]]
 }
 
+# The HTTP ceiling: the same W threads send GET /healthz, which rungd
+# answers without its engine or database, on a fresh rungd. Prints the
+# JSON line in $RESULT or returns 1.
+floor_run() {
+    local w=$1 n=$2 tag="floor-w$1" rc=0
+    RESULT=""
+    start_rungd "$tag" || return 1
+    echo "# floor W=$w: $n GET /healthz against $URL"
+    run_bounded "$TMP/load-$tag.out" "$LOAD_TIMEOUT_S" "$LOAD" --server "$URL" --workers "$w" \
+        --floor "$n" --json || rc=$?
+    grep -v '^{' "$TMP/load-$tag.out" || true
+    stop_rungd "$tag"
+    ((rc == 0)) || {
+        note "server_load --floor W=$w failed (exit $rc)"
+        return 1
+    }
+    RESULT=$(grep -m1 '^{' "$TMP/load-$tag.out" || true)
+    [[ -n $RESULT ]]
+}
+
 echo "== server_load: scheduler throughput (bench/README.md section 1) =="
 cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //' || true)
 echo "host: $(nproc) cores, $cpu; $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -187,6 +207,7 @@ fi
 
 RUNG_OK=0
 BEST_RUNG=""
+FLOORS=() # per W: fifo reports against the HTTP floor
 if [[ ! -x $LOAD ]]; then
     note "no $LOAD; build it with: cmake -S . -B build && cmake --build build -j2"
 elif [[ ! -x $RUNGD ]]; then
@@ -199,6 +220,16 @@ else
         trials=$(trials_for "$w")
         if rung_run fifo "$w" "$trials"; then
             add_row rung fifo "$w" "$RESULT"
+            fifo_row=$RESULT
+            if floor_run "$w" $((trials * REPORTS)); then
+                JSON_ROWS+=("$RESULT")
+                r_rate=$(jget "$fifo_row" reports_per_s)
+                f_rate=$(jget "$RESULT" requests_per_s)
+                f_ratio=$(awk -v a="$r_rate" -v b="$f_rate" 'BEGIN { printf "%.2f", a / b }')
+                f_row="W=$w: reports $r_rate/s (p99 $(jget "$fifo_row" report_p99_ms) ms),"
+                FLOORS+=("$f_row floor $f_rate/s (p99 $(jget "$RESULT" p99_ms) ms), ratio $f_ratio")
+            fi
+            RESULT=$fifo_row
             rate=$(jget "$RESULT" reports_per_s)
             if awk -v a="$rate" -v b="$best_rate" 'BEGIN { exit !(a > b) }'; then
                 best_rate=$rate
@@ -291,6 +322,11 @@ if [[ -n $BEST_RUNG && -n $BEST_PEER ]]; then
     ratio=$(awk -v a="$rps" -v b="$peer_rps" 'BEGIN { printf "%.1f", a / b }')
     echo "ratio against the best Optuna row: W=$(jget "$BEST_PEER" workers)"
 fi
+# How much of what HTTP alone allows on this host (GET /healthz on the same
+# threads and connections, no engine, no database) the reports reach.
+for f in "${FLOORS[@]}"; do
+    echo "against the HTTP floor, $f"
+done
 target reports_per_s "$rps" 10000 ""
 target trials_per_s "$tps" 1000 ""
 target ratio_vs_optuna_reports "$ratio" 30 x

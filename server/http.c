@@ -179,6 +179,7 @@ typedef struct Request {
     bool started;    /* the access handler has seen it */
     bool too_large;
     bool submitted; /* the job went to the engine */
+    bool healthz;   /* GET /healthz, answered once the request has arrived */
     bool answered;  /* the engine is done with it */
     /* A raw body (Route.raw): the file it goes to, and its SHA-256 so far. */
     int fd;
@@ -428,8 +429,13 @@ static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *re
         return send_error(c, RUNG_E_INVALID_ARGUMENT, "",
                           "the request target encodes a control character (%00 to %1F, %7F)");
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    if (strcmp(url, "/healthz") == 0)
-        return send_json(c, 200, json_pack("{s:b}", "ok", 1));
+    if (strcmp(url, "/healthz") == 0) {
+        /* Answered at the next call: MHD closes a connection whose reply
+         * is queued before the request is read, and a prober's keep-alive
+         * connection should stay open. */
+        req->healthz = true;
+        return MHD_YES;
+    }
     bool api = strncmp(url, "/api/", 5) == 0;
     bool found_path = false;
     const Route *route = NULL;
@@ -684,8 +690,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_size = 0;
         return MHD_YES;
     }
-    if (req->route == NULL)
-        return MHD_YES; /* a reply was queued at the first call */
+    if (req->route == NULL) {
+        if (!req->healthz)
+            return MHD_YES; /* a reply was queued at the first call */
+        req->healthz = false;
+        return send_json(c, 200, json_pack("{s:b}", "ok", 1));
+    }
     request_in(req);
     if (req->too_large) {
         char msg[96];

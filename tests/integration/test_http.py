@@ -283,6 +283,19 @@ class Operations(h.RungdTestCase):
         r = d.request("GET", "/healthz")
         self.assertEqual(r.status, 200)
         self.assertEqual(r.json, {"ok": True})
+        # A prober's keep-alive connection stays open: ten probes, one socket.
+        conn = http.client.HTTPConnection(d.host, d.port, timeout=10)
+        try:
+            conn.connect()
+            sock = conn.sock
+            for _ in range(10):
+                conn.request("GET", "/healthz")
+                r = conn.getresponse()
+                self.assertEqual((r.status, json.loads(r.read())), (200, {"ok": True}))
+                self.assertNotEqual(r.getheader("Connection", "").lower(), "close")
+                self.assertIs(conn.sock, sock, "the probe's connection was closed")
+        finally:
+            conn.close()
 
     def test_prometheus_metrics(self):
         d = self.daemon()
