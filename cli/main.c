@@ -16,6 +16,7 @@
 
 #include "commands.h"
 #include "http.h"
+#include "version.h"
 
 /* Where rungd listens when started without --port (docs/api.md). */
 #define DEFAULT_SERVER "http://127.0.0.1:8080"
@@ -74,6 +75,7 @@ static void usage(FILE *out)
           "  --server URL   the daemon (default $RUNG_SERVER, else " DEFAULT_SERVER ")\n"
           "  --token T      bearer token of a daemon started with one (default $RUNG_TOKEN)\n"
           "  -h, --help     show this help\n"
+          "  --version      print the version and exit\n"
           "\nexperiment spec fields (docs/api.md, \"The experiment spec\"):\n"
           "  name metric mode (or metrics) constraints search_space searcher scheduler\n"
           "  num_samples max_concurrent_trials max_failures max_failed_trials best_scope\n"
@@ -139,6 +141,10 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             help = true;
             continue;
+        }
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("rung %s\n", rung_version);
+            return CLI_EXIT_OK;
         }
         if (n_rest == ARGS_MAX) {
             fputs("rung: too many arguments\n", stderr);

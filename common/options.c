@@ -1,5 +1,6 @@
 /* The option-table parser; see options.h. */
 #include "options.h"
+#include "version.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -22,6 +23,10 @@ int options_parse(const char *prog, Option *opts, int n, int argc, char **argv)
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0)
             return 1;
+        if (strcmp(arg, "--version") == 0) {
+            printf("%s %s\n", prog, rung_version);
+            return 2;
+        }
         const char *eq = strchr(arg, '=');
         Option *o = find(opts, n, arg, eq ? (size_t)(eq - arg) : strlen(arg));
         if (o == NULL) {
@@ -73,4 +78,5 @@ void options_usage(FILE *out, const Option *opts, int n)
             fprintf(out, "  --%-13s S  %s%s%s%s\n", o->name, o->help, o->value ? " (default " : "",
                     o->value ? o->value : "", o->value ? ")" : "");
     }
+    fprintf(out, "  --%-13s    %s\n", "version", "print the version and exit");
 }

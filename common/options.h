@@ -19,7 +19,9 @@ typedef struct Option {
 
 /* Parses argv into opts (n of them). Unknown options, missing values and
  * integers out of bounds print a message naming `prog` and the option to
- * stderr and return -1. --help / -h returns 1 (the caller prints usage). */
+ * stderr and return -1. --help / -h returns 1 (the caller prints usage);
+ * --version prints "prog <version>" to stdout and returns 2 (the caller
+ * exits 0). */
 int options_parse(const char *prog, Option *opts, int n, int argc, char **argv);
 
 /* Prints one line per option: name, kind, help and default. */

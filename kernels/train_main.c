@@ -830,6 +830,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    if (parsed == 2)
+        return 0; /* --version */
     if (parsed != 0)
         return 2;
     NodeEnv nenv;

@@ -107,6 +107,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    if (parsed == 2)
+        return 0; /* --version */
     if (parsed != 0 || check_args() != 0)
         return 2;
     const char *token = options[O_TOKEN].value;

@@ -458,6 +458,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    if (parsed == 2)
+        return 0; /* --version */
     if (parsed != 0)
         return 2;
     /* common/log.c reads RUNG_LOG lazily, unguarded: let that first read
