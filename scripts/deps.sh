@@ -13,6 +13,8 @@ packages=(
   python3 python3-optuna python3-venv  # python3-venv: tests/integration/test_python.py installs python/ into a venv
   clang libclang-rt-14-dev clang-format  # fuzzing (libFuzzer) and the format check (scripts/format.sh)
   chromium nodejs  # the dashboard's browser tests (tests/browser) and bench/dashboard
+  dpkg-dev systemd  # the .deb (CPack, dpkg-shlibdeps) and its test (dpkg -x, systemd-analyze verify)
+  python3-prometheus-client  # tests/integration/test_metrics.py parses /metrics with its parser
   python3-torch python3-pandas  # examples/pytorch and its test (integration_pytorch, skipped without torch); pandas: rung.Experiment.dataframe()
 )
 

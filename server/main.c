@@ -21,6 +21,8 @@
 #include "http.h"
 #include "log.h"
 #include "options.h"
+#include "sdnotify.h"
+#include "secret.h"
 #include "stats.h"
 #include "store.h"
 
@@ -45,6 +47,7 @@ enum {
     O_PORT,
     O_DB,
     O_TOKEN,
+    O_TOKEN_FILE,
     O_WEB_DIR,
     O_LEASE_S,
     O_MAX_BODY,
@@ -63,6 +66,8 @@ static Option options[O__COUNT] = {
     [O_DB] = {"db", OPT_STRING, "rung.db", 0, 0, 0, "SQLite database file"},
     [O_TOKEN] = {"token", OPT_STRING, NULL, 0, 0, 0,
                  "bearer token for /api/v1 (default: $RUNG_TOKEN)"},
+    [O_TOKEN_FILE] = {"token-file", OPT_STRING, NULL, 0, 0, 0,
+                      "read the bearer token from this file instead (not shown by ps)"},
     [O_WEB_DIR] = {"web-dir", OPT_STRING, RUNG_WEB_DIR, 0, 0, 0, "the dashboard's files"},
     [O_LEASE_S] = {"lease-s", OPT_INT, NULL, 30, 1, 3600,
                    "seconds without heartbeat before a trial's worker counts as lost"},
@@ -89,8 +94,34 @@ static void usage(FILE *out)
     options_usage(out, options, O__COUNT);
 }
 
+/* The dashboard's files: installed, they sit in ../share/rung/web beside
+ * the program's folder (/usr/bin/rungd, /usr/share/rung/web: packaging/
+ * README.md); in a build tree, in the source tree's web/. */
+static void default_web_dir(void)
+{
+    static char dir[PATH_MAX];
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash == NULL)
+        return;
+    *slash = '\0';
+    char index[PATH_MAX + 64];
+    snprintf(index, sizeof index, "%s/../share/rung/web/index.html", exe);
+    if (access(index, R_OK) == 0 &&
+        snprintf(dir, sizeof dir, "%s/../share/rung/web", exe) < (int)sizeof dir)
+        options[O_WEB_DIR].value = dir;
+}
+
 static int check_args(void)
 {
+    if (options[O_TOKEN].value && options[O_TOKEN_FILE].value) {
+        fprintf(stderr, "rungd: give --token or --token-file, not both\n");
+        return -1;
+    }
     const char *d = options[O_DURABILITY].value;
     if (strcmp(d, "normal") != 0 && strcmp(d, "full") != 0) {
         fprintf(stderr, "rungd: --durability must be normal or full, not '%s'\n", d);
@@ -102,6 +133,7 @@ static int check_args(void)
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    default_web_dir();
     int parsed = options_parse("rungd", options, O__COUNT, argc, argv);
     if (parsed == 1) {
         usage(stdout);
@@ -112,6 +144,20 @@ int main(int argc, char **argv)
     if (parsed != 0 || check_args() != 0)
         return 2;
     const char *token = options[O_TOKEN].value;
+    static char file_token[SECRET_TOKEN_MAX + 1];
+    if (options[O_TOKEN_FILE].value != NULL) {
+        bool loose;
+        char why[PATH_MAX + 128];
+        if (secret_read_token(options[O_TOKEN_FILE].value, file_token, sizeof file_token, &loose,
+                              why, sizeof why) != 0) {
+            fprintf(stderr, "rungd: %s\n", why);
+            return 2;
+        }
+        if (loose)
+            LOG_WARN("rungd: --token-file %s can be read by its group or others (chmod 600 it)",
+                     options[O_TOKEN_FILE].value);
+        token = file_token;
+    }
     if (token == NULL)
         token = getenv("RUNG_TOKEN");
 
@@ -218,6 +264,11 @@ int main(int argc, char **argv)
     printf("dashboard: http://%s%s%s:%d/\n", v6 ? "[" : "", host, v6 ? "]" : "", port);
     LOG_INFO("rungd: database %s, lease %llds, %s", options[O_DB].value,
              (long long)options[O_LEASE_S].ival, token && token[0] ? "token required" : "no token");
+    /* Type=notify units: dependents start once rungd answers. */
+    char ready[160];
+    snprintf(ready, sizeof ready, "READY=1\nSTATUS=listening on port %d", port);
+    if (sdnotify_send(ready) < 0)
+        LOG_WARN("rungd: could not tell systemd it is ready ($NOTIFY_SOCKET)");
 
     pthread_sigmask(SIG_UNBLOCK, &sigs, NULL);
     /* Wake now and then even without a byte: sanitizers deliver a signal to
@@ -229,6 +280,7 @@ int main(int argc, char **argv)
             break;
     }
     LOG_INFO("rungd: %s, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    sdnotify_send("STOPPING=1");
     engine_stop(engine);
     http_stop(http);
     engine_free(engine);

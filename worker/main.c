@@ -44,6 +44,7 @@
 #include "labels.h"
 #include "log.h"
 #include "options.h"
+#include "secret.h"
 #include "worker.h"
 
 #define MAX_CPU_SLOTS 4096 /* as the server's SPEC_MAX_CPUS */
@@ -51,6 +52,7 @@
 enum {
     O_SERVER,
     O_TOKEN,
+    O_TOKEN_FILE,
     O_NAME,
     O_LABEL,
     O_GPUS,
@@ -74,6 +76,8 @@ static Option options[O__COUNT] = {
     [O_SERVER] = {"server", OPT_STRING, NULL, 0, 0, 0,
                   "rungd's address, http://HOST:PORT (default: $RUNG_SERVER)"},
     [O_TOKEN] = {"token", OPT_STRING, NULL, 0, 0, 0, "bearer token (default: $RUNG_TOKEN)"},
+    [O_TOKEN_FILE] = {"token-file", OPT_STRING, NULL, 0, 0, 0,
+                      "read the bearer token from this file instead (not shown by ps)"},
     [O_NAME] = {"name", OPT_STRING, NULL, 0, 0, 0,
                 "name shown for this worker (default: host name)"},
     /* Repeatable, so taken off the command line before the table parses it
@@ -467,6 +471,25 @@ int main(int argc, char **argv)
     LOG_DEBUG("rung-worker starting");
     const char *server = options[O_SERVER].value ? options[O_SERVER].value : getenv("RUNG_SERVER");
     const char *token = options[O_TOKEN].value ? options[O_TOKEN].value : getenv("RUNG_TOKEN");
+    static char file_token[SECRET_TOKEN_MAX + 1];
+    if (options[O_TOKEN_FILE].value != NULL) {
+        if (options[O_TOKEN].value != NULL) {
+            fprintf(stderr, "rung-worker: give --token or --token-file, not both\n");
+            return 2;
+        }
+        bool loose;
+        char why[PATH_MAX + 128];
+        if (secret_read_token(options[O_TOKEN_FILE].value, file_token, sizeof file_token, &loose,
+                              why, sizeof why) != 0) {
+            fprintf(stderr, "rung-worker: %s\n", why);
+            return 2;
+        }
+        if (loose)
+            LOG_WARN("rung-worker: --token-file %s can be read by its group or others (chmod "
+                     "600 it)",
+                     options[O_TOKEN_FILE].value);
+        token = file_token;
+    }
     if (server == NULL || server[0] == '\0') {
         fprintf(stderr, "rung-worker: --server URL is required (or set RUNG_SERVER)\n");
         return 2;
