@@ -6,9 +6,18 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int secret_read_token(const char *path, char *out, size_t cap, bool *loose, char *why,
-                      size_t why_cap)
+/* The file's size limit: every token at its longest, with line ends. */
+#define FILE_MAX (SECRET_TOKENS_MAX * (SECRET_TOKEN_MAX + 2) + 64)
+
+static bool blank(char c)
 {
+    return c == ' ' || c == '\t' || c == '\r';
+}
+
+int secret_read_tokens(const char *path, SecretToken *out, int max, int *n, bool *loose, char *why,
+                       size_t why_cap)
+{
+    *n = 0;
     *loose = false;
     FILE *f = fopen(path, "r");
     if (f == NULL) {
@@ -18,37 +27,54 @@ int secret_read_token(const char *path, char *out, size_t cap, bool *loose, char
     struct stat st;
     if (fstat(fileno(f), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
         *loose = true;
-    char buf[SECRET_TOKEN_MAX + 2];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    bool failed = ferror(f) != 0;
+    static char buf[FILE_MAX + 1];
+    size_t len = fread(buf, 1, FILE_MAX, f);
+    bool failed = ferror(f) != 0, more = !failed && fgetc(f) != EOF;
     fclose(f);
-    if (failed) {
-        snprintf(why, why_cap, "--token-file %s: cannot read it", path);
+    if (failed || more) {
+        snprintf(why, why_cap, "--token-file %s: %s", path,
+                 failed ? "cannot read it" : "the file is too long to hold tokens");
         return -1;
     }
-    while (n > 0 &&
-           (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
-        n--;
-    buf[n] = '\0';
-    if (n == 0) {
+    buf[len] = '\0';
+    int line = 0;
+    for (char *p = buf, *end; p < buf + len; p = end + 1) {
+        line++;
+        end = memchr(p, '\n', (size_t)(buf + len - p));
+        if (end == NULL)
+            end = buf + len;
+        size_t k = (size_t)(end - p);
+        while (k > 0 && blank(p[k - 1]))
+            k--;
+        if (k == 0)
+            continue;
+        if (*n == max) {
+            snprintf(why, why_cap, "--token-file %s: more than %d token%s (line %d)", path, max,
+                     max == 1 ? "" : "s", line);
+            return -1;
+        }
+        if (k > SECRET_TOKEN_MAX) {
+            snprintf(why, why_cap, "--token-file %s: the token on line %d is longer than %d bytes",
+                     path, line, SECRET_TOKEN_MAX);
+            return -1;
+        }
+        for (size_t i = 0; i < k; i++) {
+            unsigned char c = (unsigned char)p[i];
+            if (c <= ' ' || c == 0x7f) {
+                snprintf(why, why_cap,
+                         "--token-file %s: the token on line %d has a blank or control "
+                         "character at byte %zu (one token a line, nothing else)",
+                         path, line, i + 1);
+                return -1;
+            }
+        }
+        memcpy(out[*n], p, k);
+        out[*n][k] = '\0';
+        (*n)++;
+    }
+    if (*n == 0) {
         snprintf(why, why_cap, "--token-file %s: the file holds no token", path);
         return -1;
     }
-    if (n > SECRET_TOKEN_MAX || n + 1 > cap) {
-        snprintf(why, why_cap, "--token-file %s: the token is longer than %d bytes", path,
-                 SECRET_TOKEN_MAX);
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)buf[i];
-        if (c <= ' ' || c == 0x7f) {
-            snprintf(why, why_cap,
-                     "--token-file %s: the token has a blank or control character at byte %zu "
-                     "(one token on one line, nothing else)",
-                     path, i + 1);
-            return -1;
-        }
-    }
-    memcpy(out, buf, n + 1);
     return 0;
 }

@@ -81,6 +81,7 @@ struct Core {
     int64_t n_rel_trials, cap_rel_trials;
     Experiment **rel_exps;
     int64_t n_rel_exps, cap_rel_exps;
+    CoreCounters counters; /* for /metrics */
 };
 
 #include <math.h>
@@ -98,6 +99,12 @@ static const char *const end_names[END__COUNT] = {
     "time_budget", "metric_threshold", "patience"};
 static const char *const stop_names[STOP__COUNT] = {NULL, "cancel", "user", "experiment", "pause"};
 static const char *const by_names[BY__COUNT] = {NULL, "scheduler", "user", "experiment"};
+static const char *const retry_names[RETRY__COUNT] = {"failed", "worker_lost", "user"};
+
+const char *retry_reason_name(RetryReason r)
+{
+    return r >= 0 && r < RETRY__COUNT ? retry_names[r] : NULL;
+}
 
 /* Index of name in names[0..n), or 0 (the NONE value). */
 static int name_index(const char *const *names, int n, const char *name)
@@ -1048,12 +1055,14 @@ static void endgame(Core *core, Experiment *e, int64_t now)
     e->hold_endgame = false;
 }
 
-/* A failed attempt: retried as the same trial while attempts remain. */
-static void fail_or_retry(Core *core, Trial *t, const char *error, int64_t now)
+/* A failed attempt: retried as the same trial while attempts remain; why
+ * says which retries counter counts it. */
+static void fail_or_retry(Core *core, Trial *t, const char *error, RetryReason why, int64_t now)
 {
     set_error(t, error);
     if (t->attempt <= t->exp->spec.max_failures) {
         Experiment *e = t->exp;
+        core->counters.retries[why]++;
         set_state(core, t, TRIAL_PENDING, now);
         /* Retries go first: they were promised before the trials behind them. */
         queue_front(e, t);
@@ -1532,7 +1541,7 @@ static void pick(Core *core, Worker *w, const LeaseOffer *offer, int64_t now, Ex
     }
 }
 
-Trial *core_lease(Core *core, Worker *w, const LeaseOffer *offer, const char *token, int64_t now)
+static Trial *lease(Core *core, Worker *w, const LeaseOffer *offer, const char *token, int64_t now)
 {
     core_worker_seen(core, w, now);
     w->gang_capable = offer->advertise_addr != NULL;
@@ -1572,6 +1581,15 @@ Trial *core_lease(Core *core, Worker *w, const LeaseOffer *offer, const char *to
     t->lease_expires_ms = now + core->lease_ms;
     json_decref(t->resources);
     t->resources = grant(e, offer);
+    return t;
+}
+
+Trial *core_lease(Core *core, Worker *w, const LeaseOffer *offer, const char *token, int64_t now)
+{
+    /* Counted here, once per trial handed out, whichever way lease() found it. */
+    Trial *t = lease(core, w, offer, token, now);
+    if (t != NULL)
+        core->counters.leases_granted++;
     return t;
 }
 
@@ -1719,7 +1737,7 @@ static bool gang_unlease(Core *core, Trial *t, const char *token)
     return true;
 }
 
-bool core_unlease(Core *core, Trial *t, const char *token, int64_t now)
+static bool unlease(Core *core, Trial *t, const char *token, int64_t now)
 {
     if (t->gang != NULL)
         return gang_unlease(core, t, token);
@@ -1733,6 +1751,14 @@ bool core_unlease(Core *core, Trial *t, const char *token, int64_t now)
     t->started_at = 0;
     core->availability_changed = true;
     return true;
+}
+
+bool core_unlease(Core *core, Trial *t, const char *token, int64_t now)
+{
+    bool taken = unlease(core, t, token, now);
+    if (taken)
+        core->counters.leases_undelivered++;
+    return taken;
 }
 
 /* pbt: the config t trained `step` with. An exploit at step s changes the
@@ -2095,7 +2121,7 @@ static void gang_member_finish(Core *core, Trial *t, GangMember *m, bool complet
     snprintf(msg, sizeof msg, "node %lld (worker %lld) failed: %s",
              (long long)members_rank(t->gang, m), (long long)m->worker_id,
              (error && error[0]) ? error : "the trial failed");
-    fail_or_retry(core, t, msg, now);
+    fail_or_retry(core, t, msg, RETRY_FAILED, now);
 }
 
 int core_finish(Core *core, Trial *t, const char *token, bool completed, const char *error,
@@ -2127,7 +2153,7 @@ int core_finish(Core *core, Trial *t, const char *token, bool completed, const c
         promote_ready(core, e, now); /* its last value may have been recorded */
         maybe_complete(core, e, now);
     } else {
-        fail_or_retry(core, t, (error && error[0]) ? error : "the trial failed", now);
+        fail_or_retry(core, t, (error && error[0]) ? error : "the trial failed", RETRY_FAILED, now);
     }
     return 0;
 }
@@ -2298,6 +2324,7 @@ int core_retry_failed(Core *core, Experiment *e, int64_t now, int64_t *n, RungEr
         reset_attempt(t);
         (*n)++;
     }
+    core->counters.retries[RETRY_USER] += *n;
     /* A new chance: the failure rules count from here. */
     e->health.n_errors = 0;
     e->health.ended_reporting = 0;
@@ -2376,6 +2403,7 @@ int64_t core_expire_leases(Core *core, int64_t now)
         if (t->lease_expires_ms > now)
             continue;
         n++;
+        core->counters.leases_expired++;
         t->lease_token[0] = '\0';
         if (t->stop_kind != STOP_NONE) {
             apply_stop(core, t, now);
@@ -2395,7 +2423,7 @@ int64_t core_expire_leases(Core *core, int64_t now)
         } else {
             char msg[160];
             lost_message(core, t, now, msg, sizeof msg);
-            fail_or_retry(core, t, msg, now);
+            fail_or_retry(core, t, msg, RETRY_WORKER_LOST, now);
         }
     }
     return n;
@@ -3185,4 +3213,37 @@ bool core_trial_observation(const Trial *t, BayesObservation *o)
 void core_trial_counts(const Core *core, int64_t counts[TRIAL__COUNT])
 {
     memcpy(counts, core->trial_counts, sizeof(int64_t) * TRIAL__COUNT);
+}
+
+const CoreCounters *core_counters(const Core *core)
+{
+    return &core->counters;
+}
+
+void core_set_counters(Core *core, const CoreCounters *c)
+{
+    core->counters = *c;
+}
+
+int64_t core_queue_len(const Core *core)
+{
+    /* A paused experiment's line waits for its user, not for workers. */
+    int64_t n = 0;
+    for (int64_t i = 0; i < core->n_exps; i++)
+        if (core->exps[i]->state == EXP_RUNNING)
+            n += core->exps[i]->pending.len;
+    return n;
+}
+
+void core_worker_counts(const Core *core, int64_t now, int64_t *alive, int64_t *gone)
+{
+    *alive = *gone = 0;
+    for (int64_t i = 0; i < core->workers.cap; i++) {
+        if (core->workers.slots[i].id == 0)
+            continue;
+        if (core_worker_alive(core, core->workers.slots[i].ptr, now))
+            (*alive)++;
+        else
+            (*gone)++;
+    }
 }

@@ -300,6 +300,26 @@ typedef struct NewReport {
  * functions below, never its fields. */
 typedef struct Core Core;
 
+/* Why a trial went back in line as a new attempt (attempt + 1). */
+typedef enum {
+    RETRY_FAILED,      /* its attempt failed (a finish "failed", a gang member's failure) */
+    RETRY_WORKER_LOST, /* its lease ran out (core_expire_leases) */
+    RETRY_USER,        /* POST .../retry-failed */
+    RETRY__COUNT
+} RetryReason;
+
+/* Names as /metrics shows them: "failed", "worker_lost", "user". */
+const char *retry_reason_name(RetryReason r);
+
+/* Events counted where they happen, for GET /metrics (docs/api.md, "GET
+ * /metrics"). Memory only: each rungd starts them at 0. */
+typedef struct CoreCounters {
+    int64_t leases_granted;        /* core_lease handed out a trial (a gang: one per member) */
+    int64_t leases_undelivered;    /* core_unlease took one back: its reply never arrived */
+    int64_t leases_expired;        /* running trials whose lease ran out (a gang counts once) */
+    int64_t retries[RETRY__COUNT]; /* trials put back in line as a new attempt */
+} CoreCounters;
+
 Core *core_new(int64_t lease_ms);
 void core_free(Core *core);
 
@@ -614,6 +634,18 @@ json_t *core_health_json(const Experiment *e);
 
 /* Counts of trials by state across experiments (for /metrics). */
 void core_trial_counts(const Core *core, int64_t counts[TRIAL__COUNT]);
+
+/* The events counted since this Core was made (for /metrics); _set lets
+ * the engine carry them over when it rebuilds the Core or undoes what a
+ * refused write counted, so that they count what was committed. */
+const CoreCounters *core_counters(const Core *core);
+void core_set_counters(Core *core, const CoreCounters *c);
+/* Trials waiting in the pending lines (pending and preempted) of the
+ * running experiments: what workers could lease now (for /metrics). */
+int64_t core_queue_len(const Core *core);
+/* Workers in memory that are alive (core_worker_alive) and that are not
+ * (for /metrics). */
+void core_worker_counts(const Core *core, int64_t now, int64_t *alive, int64_t *gone);
 
 /* Reads the objective from metrics: 1 with *v set, 0 when absent.
  * Non-finite values travel as the strings "NaN", "Infinity", "-Infinity". */

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,8 +57,13 @@ struct Engine {
     Job *parked; /* parked jobs, newest first */
     int64_t n_parked;
     uint64_t batch_reports; /* reports written in this batch */
-    int64_t in_flight;      /* jobs submitted whose on_done has not run */
-    bool resumed;           /* on_done ran last batch: the HTTP front must run again */
+    /* The core's event counters as of the last flush that the store took,
+     * and of the last commit: a refused write or a failed COMMIT puts them
+     * back, so /metrics counts only what happened for good (a rolled back
+     * lease expiry happens again, and would count twice). */
+    CoreCounters counted, committed;
+    int64_t in_flight; /* jobs submitted whose on_done has not run */
+    bool resumed;      /* on_done ran last batch: the HTTP front must run again */
     int64_t now;
     int64_t next_tick;
     int64_t rate_at_ms;    /* monotonic ms of the last reports/s sample */
@@ -108,6 +115,11 @@ int64_t engine_now(Engine *e)
     return e->now;
 }
 
+int64_t engine_parked(Engine *e)
+{
+    return e->n_parked;
+}
+
 int64_t engine_generation(Engine *e)
 {
     return e->generation;
@@ -131,6 +143,26 @@ void engine_token(char out[CORE_TOKEN_LEN + 1])
     out[CORE_TOKEN_LEN] = '\0';
 }
 
+/* st_size of path; 0 when it does not exist (a WAL checkpointed away). */
+static int64_t file_bytes(const char *path, bool *exists)
+{
+    struct stat st;
+    *exists = path != NULL && path[0] != '\0' && stat(path, &st) == 0;
+    return *exists ? (int64_t)st.st_size : 0;
+}
+
+int64_t engine_database_bytes(Engine *e)
+{
+    /* SQLite names its files (an absolute path, "" for a database in
+     * memory); the shared-memory index (-shm) is a cache, not data. */
+    const char *db = sqlite3_db_filename(store_db(e->store), "main");
+    bool exists, wal_exists;
+    int64_t bytes = file_bytes(db, &exists);
+    if (!exists)
+        return -1;
+    return bytes + file_bytes(sqlite3_filename_wal(db), &wal_exists);
+}
+
 uint64_t engine_seed(void)
 {
     uint64_t v = 0;
@@ -149,6 +181,7 @@ bool engine_park(Engine *e, Job *job, int64_t deadline_ms)
     }
     job->parked = true;
     job->deadline_ms = deadline_ms;
+    job->parked_at_ns = rung_mono_ns();
     return true;
 }
 
@@ -389,8 +422,10 @@ static void flush(Engine *e, Job *job)
 {
     CoreChanges c;
     core_changes(e->core, &c);
-    if (c.n_exps + c.n_trials + c.n_workers + c.n_reports + c.n_ckpts + c.n_dropped_ckpts == 0)
+    if (c.n_exps + c.n_trials + c.n_workers + c.n_reports + c.n_ckpts + c.n_dropped_ckpts == 0) {
+        e->counted = *core_counters(e->core);
         return;
+    }
     RungError err;
     rung_error_clear(&err);
     int rc = store_savepoint(e->store, &err);
@@ -403,11 +438,13 @@ static void flush(Engine *e, Job *job)
             e->unlink[e->n_unlink++] = c.dropped_ckpts[i];
         }
         core_changes_clear(e->core);
+        e->counted = *core_counters(e->core);
         return;
     }
     LOG_ERROR("the store refused a request's changes: %s", err.message);
     store_rollback_savepoint(e->store);
     undo(e, &c);
+    core_set_counters(e->core, &e->counted);
     if (job != NULL) {
         char msg[RUNG_MESSAGE_MAX + 64];
         snprintf(msg, sizeof msg, "the store refused this request (%s); nothing of it was kept",
@@ -461,12 +498,16 @@ static void serve_parked_once(Engine *e, bool tick)
     }
     e->parked = NULL;
     e->n_parked = 0;
-    int64_t mono = mono_ms();
+    int64_t mono_ns = rung_mono_ns();
+    int64_t mono = mono_ns / 1000000;
     for (Job *j = list, *next; j != NULL; j = next) {
         next = j->next;
         bool changed = core_availability_changed(e->core);
         bool gone = changed && j->client_gone && j->client_gone(j);
-        if (e->draining || gone || (tick && j->deadline_ms <= mono)) {
+        bool answer = e->draining || gone || (tick && j->deadline_ms <= mono);
+        if (answer || changed)
+            j->parked_ns += mono_ns - j->parked_at_ns; /* it leaves the list; it may park again */
+        if (answer) {
             j->parked = false;
             j->status = 204;
             j->next = e->done;
@@ -521,6 +562,9 @@ static void reload(Engine *e)
     }
     core_free(e->core);
     e->core = fresh;
+    /* What the failed batch counted is undone with it. */
+    core_set_counters(e->core, &e->committed);
+    e->counted = e->committed;
 }
 
 /* Samples reports/s for GET /metrics about once a second. */
@@ -569,6 +613,7 @@ static void commit(Engine *e, int rc, RungError *err)
         reload(e);
         return;
     }
+    e->committed = *core_counters(e->core);
     /* What ended is in the store now: memory keeps only what is in flight. */
     core_release(e->core);
 }

@@ -51,7 +51,10 @@ struct Job {
     bool (*client_gone)(Job *job);
     /* Engine's own. */
     bool parked;
-    int64_t deadline_ms; /* parked: when to answer 204 (monotonic ms) */
+    int64_t deadline_ms;  /* parked: when to answer 204 (monotonic ms) */
+    int64_t parked_at_ns; /* parked: since when, this time (rung_mono_ns) */
+    int64_t parked_ns;    /* all the time it waited parked: the front leaves
+                             it out of rung_request_duration_seconds */
     Job *next;
     void *data; /* internal jobs: their payload */
 };
@@ -107,6 +110,11 @@ int64_t engine_generation(Engine *e);
  * runs again whenever a trial may have become available. Returns false
  * (and parks nothing) when shutting down. */
 bool engine_park(Engine *e, Job *job, int64_t deadline_ms);
+/* Lease requests parked in a long poll now. */
+int64_t engine_parked(Engine *e);
+/* Bytes of the database on disk: its file plus its -wal file (stat(2),
+ * so a scrape costs no query); -1 when there is no file to measure. */
+int64_t engine_database_bytes(Engine *e);
 /* A fresh lease token: 32 hex characters from the OS's random source. */
 void engine_token(char out[CORE_TOKEN_LEN + 1]);
 /* A random 53-bit seed for experiments that name none. */

@@ -149,6 +149,7 @@ struct Http {
     Engine *engine;
     Stats *stats;
     char *token;
+    char *old_token; /* NULL, or the token being rotated out */
     char *web_dir;
     size_t max_body;
     char *upload_dir;      /* where raw bodies are written as they arrive */
@@ -220,19 +221,28 @@ static bool match(const char *pattern, const char *url, int64_t ids[MAX_IDS])
     return *p == '\0' && (*u == '\0' || (u[0] == '/' && u[1] == '\0'));
 }
 
-/* Constant-time comparison of the Authorization header with "Bearer <token>". */
+/* Constant-time comparison of a given token with the expected one. */
+static bool same_token(const char *want, const char *given)
+{
+    size_t n = strlen(want), m = strlen(given);
+    unsigned diff = (unsigned)(n != m);
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)want[i] ^ (unsigned char)(i < m ? given[i] : 0);
+    return diff == 0;
+}
+
+/* Whether the Authorization header is "Bearer <token>" (or the old token
+ * during a rotation); both are compared, so the time says nothing. */
 static bool authorized(const Http *h, const char *header)
 {
     if (h->token == NULL)
         return true;
     if (header == NULL || strncmp(header, "Bearer ", 7) != 0)
         return false;
-    const char *given = header + 7;
-    size_t n = strlen(h->token), m = strlen(given);
-    unsigned diff = (unsigned)(n != m);
-    for (size_t i = 0; i < n; i++)
-        diff |= (unsigned char)h->token[i] ^ (unsigned char)(i < m ? given[i] : 0);
-    return diff == 0;
+    bool ok = same_token(h->token, header + 7);
+    if (h->old_token)
+        ok |= same_token(h->old_token, header + 7);
+    return ok;
 }
 
 static enum MHD_Result send_buffer(struct MHD_Connection *c, int status, char *data, size_t len,
@@ -613,7 +623,12 @@ static enum MHD_Result reply(Http *h, struct MHD_Connection *c, Request *req)
          * reply may need to be read back (engine_undelivered). */
         rc = send_json(c, job->status ? job->status : 500, json_incref(job->reply));
     }
-    stats_observe(&h->stats->request_latency, rung_mono_ns() - req->t0);
+    /* A long poll's wait for work is not latency: it is what the worker
+     * asked for (wait_s), and would bury every other request's time. */
+    int64_t ns = rung_mono_ns() - req->t0;
+    stats_observe(&h->stats->request_latency, ns - job->parked_ns);
+    if (req->route != NULL && req->route->fn == api_trial_report)
+        stats_observe(&h->stats->report_latency, ns); /* its commit included */
     atomic_fetch_add_explicit(&h->stats->requests, 1, memory_order_relaxed);
     return rc;
 }
@@ -1311,6 +1326,8 @@ int http_start(const HttpConfig *cfg, Engine *engine, Stats *stats, Http **out, 
     h->engine = engine;
     h->stats = stats;
     h->token = (cfg->token && cfg->token[0]) ? strdup(cfg->token) : NULL;
+    h->old_token = (h->token && cfg->old_token && cfg->old_token[0]) ? strdup(cfg->old_token)
+                                                                     : NULL;
     h->web_dir = cfg->web_dir ? strdup(cfg->web_dir) : NULL;
     h->max_body = cfg->max_body;
     h->max_checkpoint = cfg->max_checkpoint;
@@ -1345,6 +1362,7 @@ int http_start(const HttpConfig *cfg, Engine *engine, Stats *stats, Http **out, 
             close(h->epfd);
         close(fd);
         free(h->token);
+        free(h->old_token);
         free(h->web_dir);
         free(h->upload_dir);
         free(h);
@@ -1459,6 +1477,7 @@ void http_stop(Http *h)
     front_quiesce(h);
     close(h->epfd);
     free(h->token);
+    free(h->old_token);
     free(h->web_dir);
     free(h->upload_dir);
     free(h);

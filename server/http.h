@@ -20,6 +20,7 @@ typedef struct HttpConfig {
     const char *bind;      /* address to listen on, e.g. "127.0.0.1" or "::1" */
     int port;              /* 0: pick a free one */
     const char *token;     /* NULL or "": no authentication (loopback only) */
+    const char *old_token; /* NULL, or a second token accepted while token is rotated in */
     const char *web_dir;   /* the dashboard's static files; may not exist */
     size_t max_body;       /* bytes; larger bodies get 413 */
     const char *data_dir;  /* rungd's data folder: checkpoint uploads go to its checkpoints/ */

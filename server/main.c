@@ -67,7 +67,8 @@ static Option options[O__COUNT] = {
     [O_TOKEN] = {"token", OPT_STRING, NULL, 0, 0, 0,
                  "bearer token for /api/v1 (default: $RUNG_TOKEN)"},
     [O_TOKEN_FILE] = {"token-file", OPT_STRING, NULL, 0, 0, 0,
-                      "read the bearer token from this file instead (not shown by ps)"},
+                      "read the bearer token from this file instead (not shown by ps); a second "
+                      "line: an old token still accepted"},
     [O_WEB_DIR] = {"web-dir", OPT_STRING, RUNG_WEB_DIR, 0, 0, 0, "the dashboard's files"},
     [O_LEASE_S] = {"lease-s", OPT_INT, NULL, 30, 1, 3600,
                    "seconds without heartbeat before a trial's worker counts as lost"},
@@ -144,19 +145,24 @@ int main(int argc, char **argv)
     if (parsed != 0 || check_args() != 0)
         return 2;
     const char *token = options[O_TOKEN].value;
-    static char file_token[SECRET_TOKEN_MAX + 1];
+    /* The file may hold a second, older token, still accepted while a new
+     * one is rotated in (docs/operations.md, "Rotate the token"). */
+    static SecretToken file_tokens[SECRET_TOKENS_MAX];
+    const char *old_token = NULL;
     if (options[O_TOKEN_FILE].value != NULL) {
         bool loose;
+        int n;
         char why[PATH_MAX + 128];
-        if (secret_read_token(options[O_TOKEN_FILE].value, file_token, sizeof file_token, &loose,
-                              why, sizeof why) != 0) {
+        if (secret_read_tokens(options[O_TOKEN_FILE].value, file_tokens, SECRET_TOKENS_MAX, &n,
+                               &loose, why, sizeof why) != 0) {
             fprintf(stderr, "rungd: %s\n", why);
             return 2;
         }
         if (loose)
             LOG_WARN("rungd: --token-file %s can be read by its group or others (chmod 600 it)",
                      options[O_TOKEN_FILE].value);
-        token = file_token;
+        token = file_tokens[0];
+        old_token = n > 1 ? file_tokens[1] : NULL;
     }
     if (token == NULL)
         token = getenv("RUNG_TOKEN");
@@ -241,6 +247,7 @@ int main(int argc, char **argv)
     HttpConfig hcfg = {.bind = options[O_BIND].value,
                        .port = (int)options[O_PORT].ival,
                        .token = token,
+                       .old_token = old_token,
                        .web_dir = options[O_WEB_DIR].value,
                        .max_body = (size_t)options[O_MAX_BODY].ival,
                        .data_dir = data_dir,
@@ -263,7 +270,10 @@ int main(int argc, char **argv)
     printf("listening on http://%s%s%s:%d\n", v6 ? "[" : "", host, v6 ? "]" : "", port);
     printf("dashboard: http://%s%s%s:%d/\n", v6 ? "[" : "", host, v6 ? "]" : "", port);
     LOG_INFO("rungd: database %s, lease %llds, %s", options[O_DB].value,
-             (long long)options[O_LEASE_S].ival, token && token[0] ? "token required" : "no token");
+             (long long)options[O_LEASE_S].ival,
+             !(token && token[0]) ? "no token"
+             : old_token          ? "token required (the new one or the old one)"
+                                  : "token required");
     /* Type=notify units: dependents start once rungd answers. */
     char ready[160];
     snprintf(ready, sizeof ready, "READY=1\nSTATUS=listening on port %d", port);

@@ -34,3 +34,17 @@ void stats_write_histogram(FILE *out, const char *name, const char *help, const 
             (double)atomic_load_explicit(&h->sum_ns, memory_order_relaxed) / 1e9, name,
             (unsigned long long)atomic_load_explicit(&h->count, memory_order_relaxed));
 }
+
+void stats_write_label_value(FILE *out, const char *value)
+{
+    for (const char *p = value; *p != '\0'; p++) {
+        if (*p == '\\')
+            fputs("\\\\", out);
+        else if (*p == '"')
+            fputs("\\\"", out);
+        else if (*p == '\n')
+            fputs("\\n", out);
+        else
+            fputc(*p, out);
+    }
+}

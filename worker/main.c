@@ -471,16 +471,17 @@ int main(int argc, char **argv)
     LOG_DEBUG("rung-worker starting");
     const char *server = options[O_SERVER].value ? options[O_SERVER].value : getenv("RUNG_SERVER");
     const char *token = options[O_TOKEN].value ? options[O_TOKEN].value : getenv("RUNG_TOKEN");
-    static char file_token[SECRET_TOKEN_MAX + 1];
+    static SecretToken file_token[1];
     if (options[O_TOKEN_FILE].value != NULL) {
         if (options[O_TOKEN].value != NULL) {
             fprintf(stderr, "rung-worker: give --token or --token-file, not both\n");
             return 2;
         }
         bool loose;
+        int n;
         char why[PATH_MAX + 128];
-        if (secret_read_token(options[O_TOKEN_FILE].value, file_token, sizeof file_token, &loose,
-                              why, sizeof why) != 0) {
+        if (secret_read_tokens(options[O_TOKEN_FILE].value, file_token, 1, &n, &loose, why,
+                               sizeof why) != 0) {
             fprintf(stderr, "rung-worker: %s\n", why);
             return 2;
         }
@@ -488,7 +489,7 @@ int main(int argc, char **argv)
             LOG_WARN("rung-worker: --token-file %s can be read by its group or others (chmod "
                      "600 it)",
                      options[O_TOKEN_FILE].value);
-        token = file_token;
+        token = file_token[0];
     }
     if (server == NULL || server[0] == '\0') {
         fprintf(stderr, "rung-worker: --server URL is required (or set RUNG_SERVER)\n");

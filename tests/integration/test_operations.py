@@ -116,6 +116,33 @@ class TokenFile(wh.WorkerTestCase):
         self.assertEqual(both.returncode, 2)
         self.assertIn("not both", both.stderr)
 
+    def test_rotation_accepts_the_new_and_the_old_token(self):
+        # docs/operations.md, "Rotate the token": the new token on the first
+        # line, the old one on the second, until every worker has the new.
+        new, old = "n3w-" + "a" * 40, "0ld-" + "b" * 40
+        path = self.write_token("rungd.token", "%s\n%s\n" % (new, old))
+        d = self.daemon("--token-file", path, token=new)
+        for tok, want in ((new, 200), (old, 200), ("other", 401), (new + old, 401), (None, 401)):
+            self.assertEqual(d.request("GET", "/api/v1/experiments", token=tok).status, want,
+                             tok)
+        d.stop()
+        # Once the old line is gone, the old token is refused.
+        self.write_token("rungd.token", new + "\n")
+        d.start()
+        self.assertEqual(d.request("GET", "/api/v1/experiments", token=old).status, 401)
+        self.assertEqual(d.request("GET", "/api/v1/experiments", token=new).status, 200)
+        # Three tokens are refused; a worker takes one.
+        three = self.write_token("three.token", "a\nb\nc\n")
+        r = subprocess.run([h.rungd_path(), "--token-file", three], capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("more than 2 tokens (line 3)", r.stderr)
+        two = self.write_token("two.token", "%s\n%s\n" % (new, old))
+        r = subprocess.run([program("RUNG_WORKER"), "--server", "http://127.0.0.1:9",
+                            "--token-file", two], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("more than 1 token (line 2)", r.stderr)
+
     def test_a_loose_token_file_is_warned_about(self):
         path = self.write_token("loose.token", "s3cret", mode=0o644)
         d = self.daemon("--token-file", path, token="s3cret")
