@@ -1,7 +1,9 @@
 /* rung-train's CUDA backend, loaded on first use (train.h, "rung-train's
  * side"): the module librung-train-cuda.so beside the program (the build's
- * bin/), or in ../lib/rung/ from it (an installed layout). A build without
- * nvcc has no module: every GPU question is answered "none". */
+ * bin/), or in RUNG_CUDA_MODULE_REL_DIR from it (an installed layout:
+ * /usr/bin/rung-train, /usr/lib/rung/librung-train-cuda.so; the path comes
+ * from kernels/CMakeLists.txt). A build without nvcc has no module: every GPU
+ * question is answered "none". */
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -13,6 +15,9 @@
 #include "train.h"
 
 #define MODULE_NAME "librung-train-cuda.so"
+#ifndef RUNG_CUDA_MODULE_REL_DIR /* programs other than rung-train (unit tests) */
+#define RUNG_CUDA_MODULE_REL_DIR "../lib/rung/"
+#endif
 
 static const TrainCudaBackend *volatile backend;
 static bool tried;
@@ -77,7 +82,7 @@ static const TrainCudaBackend *get_backend(void)
         snprintf(no_backend, sizeof no_backend, "cannot find rung-train's own folder");
         return NULL;
     }
-    const char *places[] = {"", "../lib/rung/"};
+    const char *places[] = {"", RUNG_CUDA_MODULE_REL_DIR};
     for (size_t i = 0; i < sizeof places / sizeof places[0] && backend == NULL; i++) {
         snprintf(path, sizeof path, "%s%s%s", dir, places[i], MODULE_NAME);
         if (access(path, F_OK) == 0 && train_gpu_load(path, why, sizeof why) != 0)

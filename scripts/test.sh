@@ -16,6 +16,9 @@ bash scripts/format.sh --check
 jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j"$jobs"
+# The Debian packages rungd, rung-worker and rung, into build/ (cpack;
+# packaging/README.md). Made again, overwritten, on every run.
+cmake --build build --target package
 ctest --test-dir build --output-on-failure -j"$jobs"
 
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRUNG_ASAN=ON -DRUNG_UBSAN=ON

@@ -124,3 +124,11 @@ target_link_options(rung-train-cuda PRIVATE -Wl,-Bsymbolic)
 set_target_properties(rung-train-cuda PROPERTIES
   PREFIX "lib"
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+# Installed with rung-worker (packaging/README.md) where rung-train looks for
+# it (RUNG_CUDA_MODULE_INSTALL_DIR, kernels/CMakeLists.txt); this rule exists
+# only when the module was built. Its CUDA libraries are not Debian packages
+# here, so the package cannot depend on them: they must be on the machine's
+# library path (ld.so.conf) where GPUs are, and rung-train loads the module
+# only there.
+install(TARGETS rung-train-cuda LIBRARY DESTINATION ${RUNG_CUDA_MODULE_INSTALL_DIR}
+        COMPONENT rung-worker)
