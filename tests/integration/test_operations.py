@@ -12,6 +12,7 @@ import glob
 import json
 import os
 import re
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -177,6 +178,50 @@ class Readiness(h.RungdTestCase):
         self.addCleanup(sock.close)
         self.daemon(env={"NOTIFY_SOCKET": name})
         self.assertTrue(sock.recv(4096).decode().startswith("READY=1\n"))
+
+
+class Journal(h.RungdTestCase):
+    """Under systemd, stderr is the journal (JOURNAL_STREAM names it): lines
+    carry their syslog priority as a "<N>" prefix and no timestamp of
+    their own (journald stamps them), so `journalctl -p warning` finds
+    rungd's warnings."""
+
+    def run_rungd(self, journal_stream):
+        token = os.path.join(self.tmp, "loose.token")
+        with open(token, "w") as f:
+            f.write("s3cret\n")
+        os.chmod(token, 0o644)  # a warning to log
+        log = os.path.join(self.tmp, "stderr-%d.log" % len(os.listdir(self.tmp)))
+        with open(log, "wb") as err:
+            st = os.fstat(err.fileno())
+            env = dict(os.environ)
+            env.pop("RUNG_LOG", None)
+            env["JOURNAL_STREAM"] = journal_stream(st)
+            p = subprocess.Popen([h.rungd_path(), "--port", "0", "--db",
+                                  os.path.join(self.tmp, "j.db"), "--token-file", token],
+                                 stdout=subprocess.PIPE, stderr=err, env=env)
+            try:
+                self.assertTrue(p.stdout.readline().startswith(b"listening on "))
+            finally:
+                p.send_signal(signal.SIGTERM)
+                self.assertEqual(p.wait(30), 0)
+                p.stdout.close()
+        with open(log) as f:
+            return f.read().splitlines()
+
+    def test_priorities_for_journald(self):
+        lines = self.run_rungd(lambda st: "%d:%d" % (st.st_dev, st.st_ino))
+        self.assertIn("<4>rungd: --token-file %s can be read by its group or others "
+                      "(chmod 600 it)" % os.path.join(self.tmp, "loose.token"), lines)
+        self.assertTrue(any(line.startswith("<6>rungd: database ") for line in lines), lines)
+        self.assertIn("<6>rungd: stopped", lines)
+
+    def test_timestamps_when_stderr_is_not_the_journal(self):
+        # Another stream's numbers (a shell started from a service, say).
+        lines = self.run_rungd(lambda st: "%d:%d" % (st.st_dev, st.st_ino + 1))
+        self.assertFalse(any(line.startswith("<") for line in lines), lines)
+        self.assertTrue(any(re.match(r"^\d{4}-\d\d-\d\dT[0-9:.]+Z warn  rungd: --token-file",
+                                     line) for line in lines), lines)
 
 
 class Load:
