@@ -450,17 +450,23 @@ static int finish_trial(Worker *w, const Lease *lease, bool stopped)
     return -1;
 }
 
-static void *worker_main(void *arg)
+/* Says w has arrived and waits until main opens the gate. Everyone
+ * arrives, failed or not, so that main never waits forever. */
+static void gate_pass(Worker *w)
 {
-    Worker *w = arg;
-    int rc = register_worker(w);
-    /* Everyone arrives, failed or not, so that main never waits forever. */
     pthread_mutex_lock(&w->gate->lock);
     w->gate->arrived++;
     pthread_cond_broadcast(&w->gate->cond);
     while (!w->gate->open)
         pthread_cond_wait(&w->gate->cond, &w->gate->lock);
     pthread_mutex_unlock(&w->gate->lock);
+}
+
+static void *worker_main(void *arg)
+{
+    Worker *w = arg;
+    int rc = register_worker(w);
+    gate_pass(w);
     if (rc != 0)
         return NULL;
     /* A worker can never get more than T trials; one more lease sees 204. */
@@ -490,12 +496,7 @@ static void *worker_main(void *arg)
 static void *floor_main(void *arg)
 {
     Worker *w = arg;
-    pthread_mutex_lock(&w->gate->lock);
-    w->gate->arrived++;
-    pthread_cond_broadcast(&w->gate->cond);
-    while (!w->gate->open)
-        pthread_cond_wait(&w->gate->cond, &w->gate->lock);
-    pthread_mutex_unlock(&w->gate->lock);
+    gate_pass(w);
     long share = w->opt->floor / w->opt->workers + (w->index < w->opt->floor % w->opt->workers);
     w->first_lease_ns = rung_mono_ns();
     for (long i = 0; i < share && !failed(); i++) {
