@@ -27,7 +27,7 @@ int secret_read_tokens(const char *path, SecretToken *out, int max, int *n, bool
     struct stat st;
     if (fstat(fileno(f), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
         *loose = true;
-    static char buf[FILE_MAX + 1];
+    char buf[FILE_MAX + 1];
     size_t len = fread(buf, 1, FILE_MAX, f);
     bool failed = ferror(f) != 0, more = !failed && fgetc(f) != EOF;
     fclose(f);
