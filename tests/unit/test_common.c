@@ -1,6 +1,7 @@
 /* Unit tests of common/: the error table, the strict JSON readers, clocks,
  * and the protocol's shared pieces: splitmix64, the spelling of non-finite
- * numbers, constant-time comparison, error bodies and UTF-8 cuts. */
+ * numbers, constant-time comparison, error bodies, UTF-8 cuts, and token
+ * files. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,7 +10,10 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "ct.h"
@@ -17,6 +21,7 @@
 #include "error.h"
 #include "jsonv.h"
 #include "nonfinite.h"
+#include "secret.h"
 #include "splitmix.h"
 #include "utf8.h"
 
@@ -322,6 +327,85 @@ static void test_utf8_char_len(void **state)
                      0); /* lead without continuation */
 }
 
+/* Writes text (len bytes, NULs allowed) to a fresh file with mode; its
+ * path into path (a template filled by mkstemp). */
+static void token_file(char *path, const char *text, size_t len, mode_t mode)
+{
+    strcpy(path, "/tmp/rung-test-token-XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, len), (ssize_t)len);
+    assert_int_equal(fchmod(fd, mode), 0);
+    close(fd);
+}
+
+/* Reads text as a token file allowing max tokens: the return value, the
+ * tokens in out and the message in why. */
+static int read_tokens(const char *text, size_t len, int max, SecretToken *out, int *n, bool *loose,
+                       char *why)
+{
+    char path[64];
+    token_file(path, text, len, 0600);
+    int rc = secret_read_tokens(path, out, max, n, loose, why, 512);
+    unlink(path);
+    return rc;
+}
+
+static void test_secret_tokens(void **state)
+{
+    (void)state;
+    SecretToken t[SECRET_TOKENS_MAX];
+    int n;
+    bool loose;
+    char why[512];
+    /* One token, its line end and trailing blanks (CRLF too) dropped. */
+    assert_int_equal(read_tokens("abc\r\n", 5, 1, t, &n, &loose, why), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(t[0], "abc");
+    assert_false(loose);
+    assert_int_equal(read_tokens("abc \t", 5, 1, t, &n, &loose, why), 0);
+    assert_string_equal(t[0], "abc");
+    /* Two, blank lines between them ignored; the first is the token. */
+    assert_int_equal(read_tokens("\nnew\n\nold\n", 10, 2, t, &n, &loose, why), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(t[0], "new");
+    assert_string_equal(t[1], "old");
+    /* Refusals name the path and say what is wrong. */
+    assert_int_equal(read_tokens("a\nb\n", 4, 1, t, &n, &loose, why), -1);
+    assert_non_null(strstr(why, "more than 1 token (line 2)"));
+    assert_non_null(strstr(why, "--token-file /tmp/rung-test-token-"));
+    assert_int_equal(read_tokens("a\nb\nc", 5, 2, t, &n, &loose, why), -1);
+    assert_non_null(strstr(why, "more than 2 tokens (line 3)"));
+    assert_int_equal(read_tokens("\n \n", 3, 1, t, &n, &loose, why), -1);
+    assert_non_null(strstr(why, "holds no token"));
+    assert_int_equal(read_tokens("", 0, 1, t, &n, &loose, why), -1);
+    assert_non_null(strstr(why, "holds no token"));
+    assert_int_equal(read_tokens("ab cd", 5, 1, t, &n, &loose, why), -1);
+    assert_non_null(strstr(why, "line 1 has a blank or control character at byte 3"));
+    assert_int_equal(read_tokens("ab\0cd", 5, 1, t, &n, &loose, why), -1);
+    assert_non_null(strstr(why, "at byte 3"));
+    /* SECRET_TOKEN_MAX bytes pass, one more does not; a huge file is
+     * refused without being read into memory. */
+    static char big[SECRET_TOKEN_MAX * 4];
+    memset(big, 'x', sizeof big);
+    assert_int_equal(read_tokens(big, SECRET_TOKEN_MAX, 1, t, &n, &loose, why), 0);
+    assert_int_equal(strlen(t[0]), SECRET_TOKEN_MAX);
+    assert_int_equal(read_tokens(big, SECRET_TOKEN_MAX + 1, 1, t, &n, &loose, why), -1);
+    assert_non_null(strstr(why, "longer than 1024 bytes"));
+    assert_int_equal(read_tokens(big, sizeof big, 2, t, &n, &loose, why), -1);
+    assert_non_null(strstr(why, "too long"));
+    /* A missing file; a file others can read is read, and flagged. */
+    assert_int_equal(secret_read_tokens("/nonexistent/token", t, 1, &n, &loose, why, sizeof why),
+                     -1);
+    assert_non_null(strstr(why, "No such file"));
+    char path[64];
+    token_file(path, "s3cret\n", 7, 0644);
+    assert_int_equal(secret_read_tokens(path, t, 1, &n, &loose, why, sizeof why), 0);
+    unlink(path);
+    assert_true(loose);
+    assert_string_equal(t[0], "s3cret");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -337,6 +421,7 @@ int main(void)
         cmocka_unit_test(test_error_json),
         cmocka_unit_test(test_utf8_truncate),
         cmocka_unit_test(test_utf8_char_len),
+        cmocka_unit_test(test_secret_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
