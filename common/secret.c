@@ -2,9 +2,12 @@
 #include "secret.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "log.h"
 
 /* The file's size limit: every token at its longest, with line ends. */
 #define FILE_MAX (SECRET_TOKENS_MAX * (SECRET_TOKEN_MAX + 2) + 64)
@@ -76,5 +79,19 @@ int secret_read_tokens(const char *path, SecretToken *out, int max, int *n, bool
         snprintf(why, why_cap, "--token-file %s: the file holds no token", path);
         return -1;
     }
+    return 0;
+}
+
+int secret_load_tokens(const char *prog, const char *path, SecretToken *out, int max, int *n)
+{
+    bool loose;
+    char why[PATH_MAX + 256]; /* the reason names the path */
+    if (secret_read_tokens(path, out, max, n, &loose, why, sizeof why) != 0) {
+        fprintf(stderr, "%s: %s\n", prog, why);
+        return -1;
+    }
+    if (loose)
+        LOG_WARN("%s: --token-file %s can be read by its group or others (chmod 600 it)", prog,
+                 path);
     return 0;
 }

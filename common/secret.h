@@ -26,4 +26,9 @@ typedef char SecretToken[SECRET_TOKEN_MAX + 1];
 int secret_read_tokens(const char *path, SecretToken *out, int max, int *n, bool *loose, char *why,
                        size_t why_cap);
 
+/* secret_read_tokens for a program's --token-file: a refusal is printed to
+ * stderr as "prog: reason", a loose file logged as a warning. Returns 0 or
+ * -1 (the program exits 2). */
+int secret_load_tokens(const char *prog, const char *path, SecretToken *out, int max, int *n);
+
 #endif

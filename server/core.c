@@ -1130,16 +1130,6 @@ bool core_worker_alive(const Core *core, const Worker *w, int64_t now)
     return w != NULL && now - w->last_seen_at <= core->lease_ms;
 }
 
-int64_t core_workers_alive(const Core *core, int64_t now)
-{
-    int64_t n = 0;
-    for (int64_t i = 0; i < core->workers.cap; i++)
-        if (core->workers.slots[i].id != 0 &&
-            core_worker_alive(core, core->workers.slots[i].ptr, now))
-            n++;
-    return n;
-}
-
 /* Whether w carries every label of the experiment's worker_selector. */
 static bool selected(const Experiment *e, const Worker *w)
 {

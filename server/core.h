@@ -459,8 +459,6 @@ void core_worker_seen(Core *core, Worker *w, int64_t now);
 /* The one rule for a worker being alive: seen within a lease length (a
  * worker heartbeats several times per lease). */
 bool core_worker_alive(const Core *core, const Worker *w, int64_t now);
-/* How many workers are alive (for /metrics). */
-int64_t core_workers_alive(const Core *core, int64_t now);
 
 /* The best value any trial of exp reported (config borrowed). With
  * several objectives there is none (out->has is false); with constraints

@@ -44,6 +44,7 @@
 #include "sha256hex.h"
 #include "api.h"
 #include "clock.h"
+#include "ct.h"
 
 #define MAX_IDS 2         /* {id}s in one path */
 #define MAX_QUERY_ARGS 32 /* query arguments kept per request */
@@ -221,27 +222,19 @@ static bool match(const char *pattern, const char *url, int64_t ids[MAX_IDS])
     return *p == '\0' && (*u == '\0' || (u[0] == '/' && u[1] == '\0'));
 }
 
-/* Constant-time comparison of a given token with the expected one. */
-static bool same_token(const char *want, const char *given)
-{
-    size_t n = strlen(want), m = strlen(given);
-    unsigned diff = (unsigned)(n != m);
-    for (size_t i = 0; i < n; i++)
-        diff |= (unsigned char)want[i] ^ (unsigned char)(i < m ? given[i] : 0);
-    return diff == 0;
-}
-
 /* Whether the Authorization header is "Bearer <token>" (or the old token
- * during a rotation); both are compared, so the time says nothing. */
+ * during a rotation). Both are compared in constant time (common/ct.h),
+ * each whatever the other gave, so the time says nothing. A token longer
+ * than a request head could never be sent anyway. */
 static bool authorized(const Http *h, const char *header)
 {
     if (h->token == NULL)
         return true;
     if (header == NULL || strncmp(header, "Bearer ", 7) != 0)
         return false;
-    bool ok = same_token(h->token, header + 7);
+    bool ok = rung_ct_equal(header + 7, h->token, HEAD_MAX);
     if (h->old_token)
-        ok |= same_token(h->old_token, header + 7);
+        ok |= rung_ct_equal(header + 7, h->old_token, HEAD_MAX);
     return ok;
 }
 

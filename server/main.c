@@ -150,17 +150,10 @@ int main(int argc, char **argv)
     static SecretToken file_tokens[SECRET_TOKENS_MAX];
     const char *old_token = NULL;
     if (options[O_TOKEN_FILE].value != NULL) {
-        bool loose;
         int n;
-        char why[PATH_MAX + 128];
-        if (secret_read_tokens(options[O_TOKEN_FILE].value, file_tokens, SECRET_TOKENS_MAX, &n,
-                               &loose, why, sizeof why) != 0) {
-            fprintf(stderr, "rungd: %s\n", why);
+        if (secret_load_tokens("rungd", options[O_TOKEN_FILE].value, file_tokens, SECRET_TOKENS_MAX,
+                               &n) != 0)
             return 2;
-        }
-        if (loose)
-            LOG_WARN("rungd: --token-file %s can be read by its group or others (chmod 600 it)",
-                     options[O_TOKEN_FILE].value);
         token = file_tokens[0];
         old_token = n > 1 ? file_tokens[1] : NULL;
     }

@@ -477,18 +477,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "rung-worker: give --token or --token-file, not both\n");
             return 2;
         }
-        bool loose;
         int n;
-        char why[PATH_MAX + 128];
-        if (secret_read_tokens(options[O_TOKEN_FILE].value, file_token, 1, &n, &loose, why,
-                               sizeof why) != 0) {
-            fprintf(stderr, "rung-worker: %s\n", why);
+        if (secret_load_tokens("rung-worker", options[O_TOKEN_FILE].value, file_token, 1, &n) != 0)
             return 2;
-        }
-        if (loose)
-            LOG_WARN("rung-worker: --token-file %s can be read by its group or others (chmod "
-                     "600 it)",
-                     options[O_TOKEN_FILE].value);
         token = file_token[0];
     }
     if (server == NULL || server[0] == '\0') {
