@@ -32,8 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blascore.h"
 #include "clock.h"
 #include "error.h"
+#include "gp.h"
 #include "sampler.h"
 #ifdef RUNG_BENCH_HAVE_BAYES
 #include "bayes.h"
@@ -608,6 +610,9 @@ int main(int argc, char **argv)
         i++;
     }
 
+    /* OpenBLAS's kernel as rungd picks it (server/main.c, common/blascore.h):
+     * the proposals' bits and times are rungd's. */
+    blascore_pick(argv, "RUNG_BENCH_BLAS_CORE_PICKED");
     if (!self_check()) {
         fprintf(stderr, "sampler_quality: the test functions are wrong; nothing measured\n");
         return 1;
@@ -620,6 +625,8 @@ int main(int argc, char **argv)
     printf("# sampler_quality: %d seeds x %d evaluations; regret median [q1, q3]; "
            "prop = median wall time of one proposal\n",
            opt.seeds, opt.evals);
+    printf("# OpenBLAS core %s (%s), as rungd runs it\n", gp_blas_core(),
+           blascore_origin("RUNG_BENCH_BLAS_CORE_PICKED"));
 
     int failures = 0;
     for (int k = 0; k < QB_NFUNCTIONS; k++) {

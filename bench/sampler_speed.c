@@ -33,8 +33,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blascore.h"
 #include "clock.h"
 #include "error.h"
+#include "gp.h"
 #include "sampler.h"
 #ifdef RUNG_BENCH_HAVE_BAYES
 #include "bayes.h"
@@ -48,6 +50,8 @@
 #define SPEED_DEFAULT_REPS_LARGE 3 /* n >= SPEED_LARGE_N: seconds each, maybe */
 #define SPEED_LARGE_N 1000
 #define SPEED_DEFAULT_BUDGET_S 30.0
+/* Set on the process that blascore_pick re-executed. */
+#define BENCH_BLAS_PICKED_ENV "RUNG_BENCH_BLAS_CORE_PICKED"
 
 typedef struct Cell {
     int n; /* observations in the history */
@@ -65,6 +69,7 @@ typedef struct Options {
     int reps;        /* repetitions for n < SPEED_LARGE_N */
     int reps_large;  /* repetitions for n >= SPEED_LARGE_N */
     double budget_s; /* per cell: no new repetition after this much time */
+    int cells;       /* only the first this many cells */
     bool json;       /* one JSON object per cell */
 } Options;
 
@@ -214,10 +219,11 @@ static bool parse_number(const char *arg, double lo, double hi, double *out)
 static void usage(FILE *to)
 {
     fprintf(to,
-            "usage: sampler_speed [--reps N] [--reps-large N] [--budget-s S] [--json]\n"
+            "usage: sampler_speed [--reps N] [--reps-large N] [--budget-s S] [--cells K] [--json]\n"
             "  --reps N        proposals timed per cell with n < %d (default %d)\n"
             "  --reps-large N  proposals timed per cell with n >= %d (default %d)\n"
             "  --budget-s S    no new repetition in a cell after S seconds (default %g)\n"
+            "  --cells K       only the first K cells (the targets' come first)\n"
             "  --json          also print one JSON object per cell\n",
             SPEED_LARGE_N, SPEED_DEFAULT_REPS, SPEED_LARGE_N, SPEED_DEFAULT_REPS_LARGE,
             SPEED_DEFAULT_BUDGET_S);
@@ -236,7 +242,8 @@ static void target(const char *name, const CellResult *r, double goal)
 
 int main(int argc, char **argv)
 {
-    Options opt = {SPEED_DEFAULT_REPS, SPEED_DEFAULT_REPS_LARGE, SPEED_DEFAULT_BUDGET_S, false};
+    Options opt = {SPEED_DEFAULT_REPS, SPEED_DEFAULT_REPS_LARGE, SPEED_DEFAULT_BUDGET_S,
+                   SPEED_NCELLS, false};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -257,6 +264,8 @@ int main(int argc, char **argv)
             opt.reps_large = (int)x;
         } else if (strcmp(a, "--budget-s") == 0 && (ok = parse_number(v, 0, 3600, &x))) {
             opt.budget_s = x;
+        } else if (strcmp(a, "--cells") == 0 && (ok = parse_number(v, 1, SPEED_NCELLS, &x))) {
+            opt.cells = (int)x;
         } else {
             ok = false;
         }
@@ -268,16 +277,20 @@ int main(int argc, char **argv)
         i++;
     }
 
+    /* OpenBLAS's kernel as rungd picks it (server/main.c, common/blascore.h). */
+    blascore_pick(argv, BENCH_BLAS_PICKED_ENV);
     CellResult results[SPEED_NCELLS];
     memset(results, 0, sizeof results);
     int failures = 0;
 #ifdef RUNG_BENCH_HAVE_BAYES
     printf("# sampler_speed: wall time of one bayes_propose(count = 1) after n observations "
            "of d uniform parameters\n");
+    printf("# OpenBLAS core %s (%s), as rungd runs it\n", gp_blas_core(),
+           blascore_origin(BENCH_BLAS_PICKED_ENV));
     printf("%6s %4s %2s %5s %11s %10s %10s\n", "n", "d", "m", "reps", "median_ms", "min_ms",
            "max_ms");
     fflush(stdout);
-    for (int c = 0; c < SPEED_NCELLS; c++) {
+    for (int c = 0; c < opt.cells; c++) {
         CellResult *r = &results[c];
         measure(&CELLS[c], &opt, r);
         if (r->error[0] != '\0') {
@@ -326,7 +339,7 @@ int main(int argc, char **argv)
             t5 = &results[c];
     }
     printf("\n");
-    target("proposal_ms_n100_d6", t1, 20);
+    target("proposal_ms_n100_d6", t1, 10);
     target("proposal_ms_n1000_d20", t2, 1000);
     target("proposal_ms_n100_d6_two_objectives", t3, 50);
     target("proposal_ms_1000_rung_records_d7", t4, 50);

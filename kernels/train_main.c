@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "blas.h"
+#include "blascore.h"
 #include "checkpoint.h"
 #include "nonfinite.h"
 #include "data.h"
@@ -807,21 +808,6 @@ static int join_nodes(const NodeEnv *e, TrainConfig *cfg, const Dataset *train, 
 
 /* ---- main ---- */
 
-/* Re-executes with OPENBLAS_CORETYPE set to the best kernel this CPU runs,
- * unless the user chose one or this is the re-executed process. */
-static void pick_blas_core(char **argv)
-{
-    if (getenv("OPENBLAS_CORETYPE") != NULL || getenv(PICKED_ENV) != NULL)
-        return;
-    const char *best = blas_best_core();
-    setenv(PICKED_ENV, best ? best : "default", 1);
-    if (best == NULL)
-        return;
-    setenv("OPENBLAS_CORETYPE", best, 1);
-    execv("/proc/self/exe", argv);
-    unsetenv("OPENBLAS_CORETYPE"); /* exec failed: carry on with OpenBLAS's choice */
-}
-
 int main(int argc, char **argv)
 {
     /* The command line first: --help and a wrong option need no BLAS. */
@@ -840,7 +826,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "rung-train: %s\n", nwhy);
         return 2;
     }
-    pick_blas_core(argv);
+    blascore_pick(argv, PICKED_ENV);
     char why[1024] = "";
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -850,9 +836,7 @@ int main(int argc, char **argv)
 
     const char *picked = getenv(PICKED_ENV);
     fprintf(stderr, "rung-train: OpenBLAS core %s (%s)\n", blas_core_name(),
-            getenv("OPENBLAS_CORETYPE") == NULL        ? "OpenBLAS's own choice"
-            : picked && strcmp(picked, "default") != 0 ? "picked from cpuid"
-                                                       : "OPENBLAS_CORETYPE");
+            blascore_origin(PICKED_ENV));
     if (!blas_check(why, sizeof why)) {
         if (picked != NULL && getenv("OPENBLAS_CORETYPE") != NULL) {
             /* Our pick computes wrong results: fall back to OpenBLAS's own. */
@@ -860,8 +844,7 @@ int main(int argc, char **argv)
                     "rung-train: the %s kernel failed its check (%s); using OpenBLAS's "
                     "default\n",
                     getenv("OPENBLAS_CORETYPE"), why);
-            unsetenv("OPENBLAS_CORETYPE");
-            execv("/proc/self/exe", argv);
+            blascore_unpick(argv);
         }
         return fail("OpenBLAS gives wrong results: %s%s", why, "");
     }

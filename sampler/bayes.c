@@ -21,7 +21,7 @@
  * observations, where a run is cheap); with more observations than fit_max
  * the fit sees the best quarter of them plus a random rest, and the GP is
  * then conditioned on all of them. Both bounds keep a proposal within
- * about 20 ms at 100 observations and 0.3 s at 1,000 (bench/sampler_speed).
+ * about 10 ms at 100 observations and 0.3 s at 1,000 (bench/sampler_speed).
  *
  * How a proposal is made (trial t, after n_initial Sobol trials):
  *   1. candidates: `candidates` points of a Sobol sequence digitally
@@ -1308,8 +1308,10 @@ int bayes__propose_tuned(const Space *space, const SearcherSpec *searcher, int64
         need_gp = rc == 0 && b->n >= BAYES_MIN_OBS;
     }
     int64_t pend_from = h->n_pending > BAYES_MAX_PENDING ? h->n_pending - BAYES_MAX_PENDING : 0;
+    int blas_threads = 0;
     if (rc == 0 && need_gp) {
         int extra = (int)(h->n_pending - pend_from) + (int)count;
+        blas_threads = gp_blas_threads_for(b->n + extra);
         rc = build_gp(b, extra, err);
         if (rc == 0 && build_levels(b) != 0)
             rc = oom(err);
@@ -1338,6 +1340,7 @@ int bayes__propose_tuned(const Space *space, const SearcherSpec *searcher, int64
         if (rc == 0 && need_gp && k + 1 < count)
             rc = add_believer(b, out[k], err);
     }
+    gp_blas_threads_restore(blas_threads);
     if (rc != 0)
         for (int64_t k = 0; k < count; k++) {
             json_decref(out[k]);

@@ -1,6 +1,7 @@
 /* Gaussian process regression with a Matérn-5/2 ARD kernel (see gp.h).
  *
- * Storage: the points are rows of x (capacity x d); the Cholesky factor L of
+ * Storage: the points are rows of x (capacity x d), and columns of xt (d x
+ * capacity), over which the kernel loops run; the Cholesky factor L of
  * K + (noise + jitter) I lives in the lower triangle of a capacity x
  * capacity matrix, of which the leading n x n block is in use, so adding a
  * point is writing one more row. gsl_linalg_cholesky_decomp1 keeps the
@@ -9,8 +10,11 @@
  *
  * The likelihood is evaluated many times per fit on the same points, so
  * the per-feature distances of every pair are computed once (the "pair
- * cache", n(n-1)/2 x d) and each evaluation is a matrix-vector product
- * plus one exp per pair. With W = K^-1 - alpha alpha^T (alpha = K^-1 y),
+ * cache", d x n(n-1)/2) and each evaluation is a matrix-vector product
+ * plus one exp per pair. The kernel's loops are the vectorizable kind
+ * (kernel_row, pair_kernels, exp_nonpos): a proposal spends most of its
+ * time in them and in the factor (docs/searchers.md, "The time of a
+ * proposal"). With W = K^-1 - alpha alpha^T (alpha = K^-1 y),
  * the gradient of the negative log likelihood is 0.5 tr(W dK/dtheta):
  *
  *   d/d log ls_j  : sum_{i<k} W_ik c_ik delta_ikj / ls_j^2
@@ -29,13 +33,30 @@
 #include <gsl/gsl_multimin.h>
 #include <gsl/gsl_vector.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
 #include "sampler_internal.h"
 
+/* OpenBLAS's own (its cblas.h would clash with GSL's declarations). */
+int openblas_get_num_threads(void);
+void openblas_set_num_threads(int n);
+char *openblas_get_corename(void);
+
 #define SQRT5 2.23606797749978969641
+/* The kernel loops are built twice on x86-64 with gcc, for AVX2 and for
+ * the baseline, and the loader picks one for the CPU (an ifunc): four
+ * doubles a step instead of two. AVX2 without FMA, so both give the same
+ * bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define GP_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define GP_VECTOR_CLONES
+#endif
 /* log(2 pi) / 2 */
 #define HALF_LOG_2PI 0.91893853320467274178
 
@@ -55,6 +76,16 @@
 /* A Cholesky pivot L_ii^2 below this fraction of sf2 counts as a failure:
  * the matrix is singular to working precision and its solves are noise. */
 #define GP_PIVOT_MIN 1e-12
+/* Below this many points a GP's BLAS calls run on one thread: at 100
+ * points a Cholesky factor took 60 us on one thread and 60 to 260 us on
+ * two (OpenBLAS wakes its other thread for every call, and on a busy host
+ * waits for it), so a proposal went from about 12 to 18 ms with the second
+ * thread (docs/searchers.md, "The time of a proposal"). */
+#define GP_BLAS_THREADS_FROM 512
+/* gp_predict_bound hands half of its points to a second thread from this
+ * many kernel values on (points times observations): a thread costs some
+ * 50 us, 2,560 candidates at 100 observations about 2 ms. */
+#define GP_BOUND_SPLIT_FROM 65536
 /* Points per block of gp_predict_many's triangular solve. */
 #define GP_PREDICT_BLOCK 256
 /* BFGS settings for the hyperparameters: the first step (in log units);
@@ -76,6 +107,7 @@ struct Gp {
     bool *cat;     /* d: categorical (Hamming) features */
     int tdim;      /* the time feature (gp_set_time_feature), or -1 */
     double *x;     /* cap x d, row-major */
+    double *xt;    /* d x cap: x by feature, so kernel_row's loops run over points */
     double *y;     /* cap targets */
     double *ls;    /* d length scales, > 0 */
     double *w;     /* d: 1 / ls^2; 0 for the time feature (not in r^2) */
@@ -90,10 +122,16 @@ struct Gp {
     double *kc;    /* cap: scratch for c(r) of each point */
     /* The pair cache of gp_objective: valid for pair_n points (-1: none). */
     int pair_n;
-    double *pairs; /* n(n-1)/2 x d distances */
+    double *pairs; /* d x n(n-1)/2: each feature's distances, pair by pair */
     double *pkf;   /* n(n-1)/2: Kf of each pair at the last theta */
     double *pc;    /* n(n-1)/2: c(r) of each pair, then W c */
     double *gtmp;  /* d: scratch for the length-scale gradient */
+    /* gp_objective without a gradient leaves L, alpha, pkf and pc as they
+     * are at obj_theta; a gradient asked next at the same theta starts
+     * from them (GSL's line search asks f, then df, at each point it
+     * keeps). Anything else that writes L or the points clears it. */
+    bool obj_kept;
+    double obj_theta[GP_MAX_DIMS + 2];
 };
 
 static double uniform(uint64_t seed, uint64_t a, uint64_t b)
@@ -122,6 +160,7 @@ Gp *gp_new(int d, const bool *cat, int capacity)
     size_t ud = (size_t)d, uc = (size_t)capacity;
     gp->cat = calloc(ud, sizeof *gp->cat);
     gp->x = calloc(uc * ud, sizeof *gp->x);
+    gp->xt = calloc(uc * ud, sizeof *gp->xt);
     gp->y = calloc(uc, sizeof *gp->y);
     gp->ls = calloc(ud, sizeof *gp->ls);
     gp->w = calloc(ud, sizeof *gp->w);
@@ -131,9 +170,9 @@ Gp *gp_new(int d, const bool *cat, int capacity)
     gp->kw = calloc(uc, sizeof *gp->kw);
     gp->kc = calloc(uc, sizeof *gp->kc);
     gp->L = gsl_matrix_calloc(uc, uc);
-    if (gp->cat == NULL || gp->x == NULL || gp->y == NULL || gp->ls == NULL || gp->w == NULL ||
-        gp->gtmp == NULL || gp->alpha == NULL || gp->kv == NULL || gp->kw == NULL ||
-        gp->kc == NULL || gp->L == NULL) {
+    if (gp->cat == NULL || gp->x == NULL || gp->xt == NULL || gp->y == NULL || gp->ls == NULL ||
+        gp->w == NULL || gp->gtmp == NULL || gp->alpha == NULL || gp->kv == NULL ||
+        gp->kw == NULL || gp->kc == NULL || gp->L == NULL) {
         gp_free(gp);
         return NULL;
     }
@@ -153,6 +192,7 @@ void gp_free(Gp *gp)
         return;
     free(gp->cat);
     free(gp->x);
+    free(gp->xt);
     free(gp->y);
     free(gp->ls);
     free(gp->w);
@@ -180,6 +220,7 @@ int gp_set_time_feature(Gp *gp, int j)
         gp->w[j] = 0.0;
     gp->ready = false;
     gp->pair_n = -1;
+    gp->obj_kept = false;
     return 0;
 }
 
@@ -228,57 +269,108 @@ int gp_set_data(Gp *gp, const double *x, const double *y, int n)
         memcpy(gp->x, x, (size_t)n * (size_t)gp->d * sizeof *x);
         memcpy(gp->y, y, (size_t)n * sizeof *y);
     }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < gp->d; j++)
+            gp->xt[(size_t)j * (size_t)gp->cap + (size_t)i] =
+                x[(size_t)i * (size_t)gp->d + (size_t)j];
     gp->n = n;
     gp->ready = false;
     gp->pair_n = -1;
+    gp->obj_kept = false;
     return 0;
 }
 
-/* Squared scaled distance between a and b (d features each). */
-static double dist2(const Gp *gp, const double *a, const double *b)
+/* e^x for x <= 0, written so that a loop of it vectorizes (glibc's exp is
+ * a call per value, and the kernel's exps are most of a proposal's time:
+ * docs/searchers.md, "The time of a proposal"). x = k ln2 + r with |r| <=
+ * ln2/2 (ln2 in two parts, so k ln2 is exact), e^r by its Taylor series to
+ * r^13 (the rest is below 1e-17 of it), and 2^k written into the exponent
+ * bits: k is in the low bits of x log2(e) + 1.5 2^52, rounded there by the
+ * addition. Within a few ulp of exp (test_gp compares them); NaN stays NaN,
+ * and below -708 (where 2^k would not be a normal number) it is 0: e^-708
+ * is 3e-308, nil beside any kernel value. */
+static inline double exp_nonpos(double x)
 {
-    double r2 = 0.0;
+    const double shifter = 0x1.8p52;
+    double kd = x * 1.44269504088896338700 + shifter;
+    uint64_t bits;
+    memcpy(&bits, &kd, sizeof bits);
+    kd -= shifter;
+    double r = (x - kd * 6.93147180369123816490e-01) - kd * 1.90821492927058770002e-10;
+    double p = 1.0 / 6227020800.0;
+    p = p * r + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    bits = (bits + 1023u) << 52;
+    double scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return x < -708.0 ? 0.0 : p * scale;
+}
+
+double gp__exp_nonpos(double x)
+{
+    return exp_nonpos(x);
+}
+
+/* k(x, x_i) of the first `count` points into k[i], and c(r) times the time
+ * factor (the part of dk/dx_j that the Matérn term gives) into c[i] when c
+ * is not NULL. Feature by feature over the points (xt), so each loop
+ * vectorizes; r^2 sums the features in their order, as gp_objective's pair
+ * cache does, so both give the same bits. */
+GP_VECTOR_CLONES static void kernel_row(const Gp *gp, const double *x, int count,
+                                        double *restrict k, double *restrict c)
+{
+    size_t cap = (size_t)gp->cap;
+    for (int i = 0; i < count; i++)
+        k[i] = 0.0;
     for (int j = 0; j < gp->d; j++) {
-        double t;
+        const double *restrict col = gp->xt + (size_t)j * cap;
+        double xj = x[j], w = gp->w[j];
         if (gp->cat[j]) {
-            t = a[j] != b[j] ? 1.0 : 0.0;
+            for (int i = 0; i < count; i++)
+                k[i] += (xj != col[i] ? 1.0 : 0.0) * w;
         } else {
-            t = a[j] - b[j];
-            t *= t;
+            for (int i = 0; i < count; i++) {
+                double t = xj - col[i];
+                k[i] += t * t * w;
+            }
         }
-        r2 += t * gp->w[j];
     }
-    return r2;
-}
-
-/* Matérn-5/2 of r^2 for signal variance sf2; *c gets c(r) (may be NULL). */
-static double matern(double r2, double sf2, double *c)
-{
-    double r = sqrt(r2);
-    double e = exp(-SQRT5 * r);
-    if (c != NULL)
-        *c = (5.0 / 3.0) * sf2 * (1.0 + SQRT5 * r) * e;
-    return sf2 * (1.0 + SQRT5 * r + (5.0 / 3.0) * r2) * e;
-}
-
-/* The time factor exp(-|a_t - b_t| / ls_t) of the kernel, 1 without a
- * time feature. */
-static double time_factor(const Gp *gp, const double *a, const double *b)
-{
-    if (gp->tdim < 0)
-        return 1.0;
-    return exp(-fabs(a[gp->tdim] - b[gp->tdim]) / gp->ls[gp->tdim]);
-}
-
-/* k(a, b) at the current hyperparameters; *c (may be NULL) gets c(r) times
- * the time factor, the part of dk/dx_j that the Matérn term gives. */
-static double kernel(const Gp *gp, const double *a, const double *b, double *c)
-{
-    double tf = time_factor(gp, a, b);
-    double k = matern(dist2(gp, a, b), gp->sf2, c) * tf;
-    if (c != NULL)
-        *c *= tf;
-    return k;
+    double sf2 = gp->sf2;
+    if (c != NULL) {
+        for (int i = 0; i < count; i++) {
+            double r2 = k[i], r = sqrt(r2);
+            double e = exp_nonpos(-SQRT5 * r);
+            c[i] = (5.0 / 3.0) * sf2 * (1.0 + SQRT5 * r) * e;
+            k[i] = sf2 * (1.0 + SQRT5 * r + (5.0 / 3.0) * r2) * e;
+        }
+    } else {
+        for (int i = 0; i < count; i++) {
+            double r2 = k[i], r = sqrt(r2);
+            k[i] = sf2 * (1.0 + SQRT5 * r + (5.0 / 3.0) * r2) * exp_nonpos(-SQRT5 * r);
+        }
+    }
+    int td = gp->tdim;
+    if (td >= 0) {
+        /* The time factor exp(-|x_t - x_it| / ls_t). */
+        const double *col = gp->xt + (size_t)td * cap;
+        for (int i = 0; i < count; i++) {
+            double tf = exp_nonpos(-fabs(x[td] - col[i]) / gp->ls[td]);
+            k[i] *= tf;
+            if (c != NULL)
+                c[i] *= tf;
+        }
+    }
 }
 
 /* Factorizes the n x n block whose strictly lower triangle holds the
@@ -351,15 +443,12 @@ int gp_set_hyper(Gp *gp, const double *ls, double sf2, double noise)
     gp->sf2 = sf2;
     gp->noise = noise;
     gp->ready = false;
+    gp->obj_kept = false;
     int n = gp->n;
     double *a = gp->L->data;
     size_t tda = gp->L->tda;
-    for (int i = 1; i < n; i++) {
-        const double *xi = gp->x + (size_t)i * (size_t)gp->d;
-        for (int j = 0; j < i; j++)
-            a[(size_t)i * tda + (size_t)j] = kernel(gp, xi, gp->x + (size_t)j * (size_t)gp->d,
-                                                    NULL);
-    }
+    for (int i = 1; i < n; i++)
+        kernel_row(gp, gp->x + (size_t)i * (size_t)gp->d, i, a + (size_t)i * tda, NULL);
     int rc = factor_with_jitter(gp, n, sf2 + noise, sf2, &gp->jitter);
     if (rc == 0)
         rc = solve_alpha(gp, n);
@@ -385,22 +474,51 @@ static int build_pairs(Gp *gp)
         gp->pair_n = -1;
         return RUNG_E_INTERNAL;
     }
-    size_t p = 0;
-    for (int i = 1; i < n; i++) {
-        const double *xi = gp->x + (size_t)i * (size_t)d;
-        for (int k = 0; k < i; k++, p++) {
-            const double *xk = gp->x + (size_t)k * (size_t)d;
-            double *row = gp->pairs + p * (size_t)d;
-            for (int j = 0; j < d; j++) {
-                double t = xi[j] - xk[j];
-                row[j] = gp->cat[j] ? (xi[j] != xk[j] ? 1.0 : 0.0) : t * t;
+    for (int j = 0; j < d; j++) {
+        double *col = gp->pairs + (size_t)j * np;
+        const double *xj = gp->xt + (size_t)j * (size_t)gp->cap;
+        size_t p = 0;
+        for (int i = 1; i < n; i++) {
+            for (int k = 0; k < i; k++, p++) {
+                double t = xj[i] - xj[k];
+                col[p] = gp->cat[j] ? (xj[i] != xj[k] ? 1.0 : 0.0) : t * t;
                 if (j == gp->tdim)
-                    row[j] = fabs(t); /* the time factor's |dt| */
+                    col[p] = fabs(t); /* the time factor's |dt| */
             }
         }
     }
     gp->pair_n = n;
     return 0;
+}
+
+/* Kf and c(r) (times the time factor vt = 1 / ls_t) of every pair of the
+ * cache into pkf and pc, at the weights w: r^2 summed feature by feature,
+ * as kernel_row does, so both give the same bits. */
+GP_VECTOR_CLONES static void pair_kernels(Gp *gp, size_t np, double sf2, double vt)
+{
+    double *restrict r2 = gp->pkf, *restrict pc = gp->pc;
+    for (size_t p = 0; p < np; p++)
+        r2[p] = 0.0;
+    for (int j = 0; j < gp->d; j++) {
+        const double *restrict col = gp->pairs + (size_t)j * np;
+        double w = gp->w[j];
+        for (size_t p = 0; p < np; p++)
+            r2[p] += col[p] * w;
+    }
+    for (size_t p = 0; p < np; p++) {
+        double r = sqrt(r2[p]);
+        double e = exp_nonpos(-SQRT5 * r);
+        pc[p] = (5.0 / 3.0) * sf2 * (1.0 + SQRT5 * r) * e;
+        r2[p] = sf2 * (1.0 + SQRT5 * r + (5.0 / 3.0) * r2[p]) * e; /* now Kf */
+    }
+    if (gp->tdim >= 0) {
+        const double *col = gp->pairs + (size_t)gp->tdim * np;
+        for (size_t p = 0; p < np; p++) {
+            double tf = exp_nonpos(-col[p] * vt);
+            r2[p] *= tf;
+            pc[p] *= tf;
+        }
+    }
 }
 
 /* Bounds of theta[j]. */
@@ -426,6 +544,9 @@ int gp_objective(Gp *gp, const double *theta_in, const GpPrior *prior, double *v
     for (int j = 0; j < nt; j++)
         if (!isfinite(theta_in[j]))
             return RUNG_E_INVALID_ARGUMENT;
+    bool kept = grad != NULL && gp->obj_kept && gp->pair_n == n &&
+                memcmp(theta_in, gp->obj_theta, (size_t)nt * sizeof *theta_in) == 0;
+    gp->obj_kept = false;
     int rc = build_pairs(gp);
     if (rc != 0)
         return rc;
@@ -446,32 +567,25 @@ int gp_objective(Gp *gp, const double *theta_in, const GpPrior *prior, double *v
     double noise_x = exp(th[d + 1]);
     double noise = GP_NOISE_MIN + noise_x;
 
-    /* The kernel of every pair, into the strictly lower triangle. */
+    /* The kernel of every pair, then into the strictly lower triangle,
+     * factorized (unless the last call left that at this theta). */
+    size_t np = (size_t)n * (size_t)(n - 1) / 2;
     double *a = gp->L->data;
     size_t tda = gp->L->tda;
     size_t p = 0;
-    for (int i = 1; i < n; i++) {
-        for (int k = 0; k < i; k++, p++) {
-            const double *row = gp->pairs + p * (size_t)d;
-            double r2 = 0.0;
-            for (int j = 0; j < d; j++)
-                r2 += row[j] * gp->w[j];
-            double kf = matern(r2, sf2, &gp->pc[p]);
-            if (td >= 0) {
-                double tf = exp(-row[td] * vt);
-                kf *= tf;
-                gp->pc[p] *= tf;
-            }
-            gp->pkf[p] = kf;
-            a[(size_t)i * tda + (size_t)k] = kf;
+    if (!kept) {
+        pair_kernels(gp, np, sf2, vt);
+        for (int i = 1; i < n; i++) {
+            memcpy(a + (size_t)i * tda, gp->pkf + p, (size_t)i * sizeof *a);
+            p += (size_t)i;
         }
+        double jitter = 0.0;
+        rc = factor_with_jitter(gp, n, sf2 + noise, sf2, &jitter);
+        if (rc == 0)
+            rc = solve_alpha(gp, n);
+        if (rc != 0)
+            return rc;
     }
-    double jitter = 0.0;
-    rc = factor_with_jitter(gp, n, sf2 + noise, sf2, &jitter);
-    if (rc == 0)
-        rc = solve_alpha(gp, n);
-    if (rc != 0)
-        return rc;
 
     double f = HALF_LOG_2PI * n;
     for (int i = 0; i < n; i++)
@@ -496,18 +610,17 @@ int gp_objective(Gp *gp, const double *theta_in, const GpPrior *prior, double *v
                 gp->pc[p] *= wik;
                 /* dk/dlog ls_t = k |dt| / ls_t */
                 if (td >= 0)
-                    g_t += wik * gp->pkf[p] * gp->pairs[p * (size_t)d + (size_t)td];
+                    g_t += wik * gp->pkf[p] * gp->pairs[(size_t)td * np + p];
             }
         }
-        /* Length scales: pairs^T (W c), scaled by w_j. */
-        size_t np = p;
+        /* Length scales: pairs (W c), scaled by w_j. */
         for (int j = 0; j < d; j++)
             gp->gtmp[j] = 0.0;
         if (np > 0) {
-            gsl_matrix_const_view P = gsl_matrix_const_view_array(gp->pairs, np, (size_t)d);
+            gsl_matrix_const_view P = gsl_matrix_const_view_array(gp->pairs, (size_t)d, np);
             gsl_vector_const_view u = gsl_vector_const_view_array(gp->pc, np);
             gsl_vector_view g = gsl_vector_view_array(gp->gtmp, (size_t)d);
-            if (gsl_blas_dgemv(CblasTrans, 1.0, &P.matrix, &u.vector, 0.0, &g.vector) != 0)
+            if (gsl_blas_dgemv(CblasNoTrans, 1.0, &P.matrix, &u.vector, 0.0, &g.vector) != 0)
                 return RUNG_E_INTERNAL;
         }
         for (int j = 0; j < d; j++)
@@ -551,6 +664,10 @@ int gp_objective(Gp *gp, const double *theta_in, const GpPrior *prior, double *v
             if (!isfinite(grad[j]))
                 return RUNG_E_INTERNAL;
     *value = f;
+    if (grad == NULL) {
+        gp->obj_kept = true;
+        memcpy(gp->obj_theta, theta_in, (size_t)nt * sizeof *theta_in);
+    }
     return 0;
 }
 
@@ -750,11 +867,9 @@ int gp_predict(Gp *gp, const double *x, double *mean, double *var, double *dmean
     int n = gp->n, d = gp->d;
     bool grads = dmean != NULL || dvar != NULL;
     double mu = 0.0;
-    for (int i = 0; i < n; i++) {
-        const double *xi = gp->x + (size_t)i * (size_t)d;
-        gp->kv[i] = kernel(gp, x, xi, grads ? &gp->kc[i] : NULL);
+    kernel_row(gp, x, n, gp->kv, grads ? gp->kc : NULL);
+    for (int i = 0; i < n; i++)
         mu += gp->kv[i] * gp->alpha[i];
-    }
     double v = gp->sf2;
     if (n > 0) {
         memcpy(gp->kw, gp->kv, (size_t)n * sizeof *gp->kw);
@@ -843,10 +958,9 @@ int gp_predict_many(Gp *gp, const double *x, int m, double *mean, double *var)
             const double *xr = x + (size_t)(r0 + r) * (size_t)d;
             double *row = gsl_matrix_ptr(&kb.matrix, (size_t)r, 0);
             double mu = 0.0;
-            for (int i = 0; i < n; i++) {
-                row[i] = kernel(gp, xr, gp->x + (size_t)i * (size_t)d, NULL);
+            kernel_row(gp, xr, n, row, NULL);
+            for (int i = 0; i < n; i++)
                 mu += row[i] * gp->alpha[i];
-            }
             mean[r0 + r] = mu;
         }
         /* Row r of K* L^-T is (L^-1 k_r)^T. */
@@ -872,11 +986,48 @@ int gp_predict_many(Gp *gp, const double *x, int m, double *mean, double *var)
     return rc;
 }
 
+/* gp_predict_bound's rows r0 .. r1-1, with `row` (n doubles) as scratch;
+ * the result of a part is in rc. */
+typedef struct BoundPart {
+    const Gp *gp;
+    const double *x, *kii;
+    int r0, r1;
+    double *mean, *var_hi, *row;
+    int rc;
+} BoundPart;
+
+static void *bound_part(void *arg)
+{
+    BoundPart *p = arg;
+    const Gp *gp = p->gp;
+    int n = gp->n;
+    p->rc = 0;
+    for (int r = p->r0; r < p->r1; r++) {
+        kernel_row(gp, p->x + (size_t)r * (size_t)gp->d, n, p->row, NULL);
+        double mu = 0.0, most = 0.0;
+        for (int i = 0; i < n; i++) {
+            double k = p->row[i];
+            mu += k * gp->alpha[i];
+            double e = k * k / p->kii[i];
+            if (e > most)
+                most = e;
+        }
+        double v = gp->sf2 - most;
+        if (!isfinite(v) || !isfinite(mu)) {
+            p->rc = RUNG_E_INTERNAL;
+            break;
+        }
+        p->mean[r] = mu;
+        p->var_hi[r] = v > 0.0 ? v : 0.0;
+    }
+    return NULL;
+}
+
 int gp_predict_bound(Gp *gp, const double *x, int m, double *mean, double *var_hi)
 {
     if (!gp->ready || m < 0)
         return RUNG_E_INVALID_ARGUMENT;
-    int n = gp->n, d = gp->d;
+    int n = gp->n;
     /* K_ii as factored (with noise, jitter, or a pivot gp_add_point
      * raised): the squares of L's row i, which sum to it. */
     double *kii = gp->kv;
@@ -888,23 +1039,28 @@ int gp_predict_bound(Gp *gp, const double *x, int m, double *mean, double *var_h
             s += a[(size_t)i * tda + (size_t)j] * a[(size_t)i * tda + (size_t)j];
         kii[i] = s;
     }
-    for (int r = 0; r < m; r++) {
-        const double *xr = x + (size_t)r * (size_t)d;
-        double mu = 0.0, most = 0.0;
-        for (int i = 0; i < n; i++) {
-            double k = kernel(gp, xr, gp->x + (size_t)i * (size_t)d, NULL);
-            mu += k * gp->alpha[i];
-            double e = k * k / kii[i];
-            if (e > most)
-                most = e;
+    /* Each point is computed alone, so the second half can go to a thread
+     * of its own where that pays (the same bits either way); when the
+     * thread cannot be had, this one does all. */
+    BoundPart parts[2] = {
+        {gp, x, kii, 0, m, mean, var_hi, gp->kw, 0},
+        {gp, x, kii, m, m, mean, var_hi, NULL, 0},
+    };
+    pthread_t helper;
+    bool split = (int64_t)m * n >= GP_BOUND_SPLIT_FROM &&
+                 (parts[1].row = malloc((size_t)n * sizeof *parts[1].row)) != NULL;
+    if (split) {
+        parts[0].r1 = parts[1].r0 = m / 2;
+        if (pthread_create(&helper, NULL, bound_part, &parts[1]) != 0) {
+            parts[0].r1 = m;
+            split = false;
         }
-        double v = gp->sf2 - most;
-        if (!isfinite(v) || !isfinite(mu))
-            return RUNG_E_INTERNAL;
-        mean[r] = mu;
-        var_hi[r] = v > 0.0 ? v : 0.0;
     }
-    return 0;
+    bound_part(&parts[0]);
+    if (split)
+        pthread_join(helper, NULL);
+    free(parts[1].row);
+    return parts[0].rc != 0 ? parts[0].rc : parts[1].rc;
 }
 
 int gp_add_point(Gp *gp, const double *x, double y)
@@ -914,8 +1070,7 @@ int gp_add_point(Gp *gp, const double *x, double y)
     int n = gp->n, d = gp->d;
     double *a = gp->L->data;
     size_t tda = gp->L->tda;
-    for (int i = 0; i < n; i++)
-        gp->kw[i] = kernel(gp, x, gp->x + (size_t)i * (size_t)d, NULL);
+    kernel_row(gp, x, n, gp->kw, NULL);
     double vv = 0.0;
     if (n > 0) {
         gsl_matrix_view A = gsl_matrix_submatrix(gp->L, 0, 0, (size_t)n, (size_t)n);
@@ -935,10 +1090,86 @@ int gp_add_point(Gp *gp, const double *x, double y)
         a[(size_t)n * tda + (size_t)i] = gp->kw[i];
     a[(size_t)n * tda + (size_t)n] = sqrt(piv2);
     memcpy(gp->x + (size_t)n * (size_t)d, x, (size_t)d * sizeof *x);
+    for (int j = 0; j < d; j++)
+        gp->xt[(size_t)j * (size_t)gp->cap + (size_t)n] = x[j];
     gp->y[n] = y;
     gp->n = n + 1;
     gp->pair_n = -1;
+    gp->obj_kept = false;
     int rc = solve_alpha(gp, gp->n);
     gp->ready = rc == 0;
     return rc;
+}
+
+const char *gp_blas_core(void)
+{
+    return openblas_get_corename();
+}
+
+int gp_blas_threads_for(int n)
+{
+    if (n >= GP_BLAS_THREADS_FROM)
+        return 0;
+    int threads = openblas_get_num_threads();
+    if (threads <= 1)
+        return 0;
+    openblas_set_num_threads(1);
+    return threads;
+}
+
+void gp_blas_threads_restore(int threads)
+{
+    if (threads > 0)
+        openblas_set_num_threads(threads);
+}
+
+/* A symmetric positive definite test matrix: a Gaussian kernel of width 8
+ * over 0 .. n-1 plus 0.1 on the diagonal. */
+static double check_entry(int i, int j)
+{
+    double t = (i - j) / 8.0;
+    return exp(-t * t) + (i == j ? 0.1 : 0.0);
+}
+
+int gp_check_blas(char *why, size_t size)
+{
+    enum { N = 67 }; /* not a multiple of any kernel's tile */
+    static double a[N * N], inv[N * N];
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++)
+            a[i * N + j] = check_entry(i, j);
+    gsl_matrix_view A = gsl_matrix_view_array(a, N, N);
+    if (gsl_linalg_cholesky_decomp1(&A.matrix) != GSL_SUCCESS) {
+        snprintf(why, size, "the Cholesky factor of a positive definite %dx%d matrix failed", N, N);
+        return -1;
+    }
+    /* L L^T against the matrix. */
+    double worst = 0.0;
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j <= i; j++) {
+            double s = 0.0;
+            for (int k = 0; k <= j; k++)
+                s += a[i * N + k] * a[j * N + k];
+            worst = fmax(worst, fabs(s - check_entry(i, j)));
+        }
+    memcpy(inv, a, sizeof inv);
+    gsl_matrix_view I = gsl_matrix_view_array(inv, N, N);
+    if (worst > 1e-10 || gsl_linalg_cholesky_invert(&I.matrix) != GSL_SUCCESS) {
+        snprintf(why, size, "the Cholesky factor of a %dx%d matrix is off by %g", N, N, worst);
+        return -1;
+    }
+    /* The inverse times the matrix against the identity. */
+    worst = 0.0;
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0.0;
+            for (int k = 0; k < N; k++)
+                s += inv[i * N + k] * check_entry(k, j);
+            worst = fmax(worst, fabs(s - (i == j ? 1.0 : 0.0)));
+        }
+    if (worst > 1e-8) {
+        snprintf(why, size, "the inverse of a %dx%d matrix is off by %g", N, N, worst);
+        return -1;
+    }
+    return 0;
 }

@@ -31,6 +31,7 @@
 #define RUNG_SAMPLER_GP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Lower bound of a fitted noise variance (in the standardized units of the
@@ -137,5 +138,26 @@ int gp_predict_bound(Gp *gp, const double *x, int m, double *mean, double *var_h
  * factor by one row (the new diagonal element gets the current noise and
  * jitter). Fails when the model is full. */
 int gp_add_point(Gp *gp, const double *x, double y);
+
+/* OpenBLAS runs a small GP's calls on one thread (gp.c says why): for a GP
+ * of n points, gp_blas_threads_for sets that and returns the thread count
+ * to give back to gp_blas_threads_restore (0: nothing was changed). The
+ * count is the process's, so two threads must not propose at once (rungd
+ * has one proposer thread). */
+int gp_blas_threads_for(int n);
+void gp_blas_threads_restore(int threads);
+
+/* Checks the BLAS kernels the GP runs (a Cholesky factor and its inverse
+ * of a 67x67 matrix, through GSL) against plain loops: 0, or -1 with why
+ * filled. rungd runs it at start, as it may have picked OpenBLAS's kernel
+ * itself (common/blascore.h). */
+int gp_check_blas(char *why, size_t size);
+
+/* The OpenBLAS core running (openblas_get_corename()). */
+const char *gp_blas_core(void);
+
+/* The exponential the kernel uses, for x <= 0 (gp.c says how): exposed for
+ * test_gp, which compares it with exp. */
+double gp__exp_nonpos(double x);
 
 #endif

@@ -14,10 +14,12 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "blascore.h"
 #include "ckptstore.h"
 #include "clock.h"
 #include "core.h"
 #include "engine.h"
+#include "gp.h"
 #include "http.h"
 #include "log.h"
 #include "options.h"
@@ -29,6 +31,8 @@
 #ifndef RUNG_WEB_DIR
 #define RUNG_WEB_DIR "web"
 #endif
+/* Set on the process that blascore_pick re-executed. */
+#define BLAS_PICKED_ENV "RUNGD_BLAS_CORE_PICKED"
 
 static int signal_pipe[2];
 
@@ -144,6 +148,22 @@ int main(int argc, char **argv)
         return 0; /* --version */
     if (parsed != 0 || check_args() != 0)
         return 2;
+    /* The bayes searcher's Gaussian process runs on OpenBLAS: its best
+     * kernel for this CPU, which Debian's OpenBLAS may not know (a
+     * re-execution; common/blascore.h), checked before it is trusted. */
+    blascore_pick(argv, BLAS_PICKED_ENV);
+    char blas_why[256];
+    if (gp_check_blas(blas_why, sizeof blas_why) != 0) {
+        if (strcmp(blascore_origin(BLAS_PICKED_ENV), "picked from cpuid") == 0) {
+            LOG_WARN(
+                "rungd: the OpenBLAS core %s failed its check (%s); using OpenBLAS's own choice",
+                getenv("OPENBLAS_CORETYPE"), blas_why);
+            blascore_unpick(argv);
+        }
+        fprintf(stderr, "rungd: OpenBLAS gives wrong results: %s\n", blas_why);
+        return 1;
+    }
+    LOG_INFO("rungd: OpenBLAS core %s (%s)", gp_blas_core(), blascore_origin(BLAS_PICKED_ENV));
     const char *token = options[O_TOKEN].value;
     /* The file may hold a second, older token, still accepted while a new
      * one is rotated in (docs/operations.md, "Rotate the token"). */

@@ -596,6 +596,125 @@ static void test_log_ei_top_matches_all(void **state)
     gp_free(gp);
 }
 
+/* The kernel's exp (gp.c's exp_nonpos) against libm's: within 2 ulp over
+ * [-708, 0], exactly 1 at 0, 0 below -708 and at -inf, NaN kept. */
+static void test_exp_nonpos(void **state)
+{
+    (void)state;
+    double worst = 0.0, at = 0.0;
+    for (int i = 0; i <= 708000; i++) {
+        double x = -i * 1e-3 - (i % 7) * 1.3e-7;
+        if (x < -708.0)
+            break;
+        double e = fabs(gp__exp_nonpos(x) - exp(x)) / exp(x);
+        if (e > worst) {
+            worst = e;
+            at = x;
+        }
+    }
+    if (worst > 4.5e-16)
+        fail_msg("exp_nonpos(%.17g) is off by %.3g of exp", at, worst);
+    assert_true(gp__exp_nonpos(0.0) == 1.0);
+    assert_true(gp__exp_nonpos(-1e-300) == 1.0);
+    assert_true(gp__exp_nonpos(-708.5) == 0.0);
+    assert_true(gp__exp_nonpos(-INFINITY) == 0.0);
+    assert_true(isnan(gp__exp_nonpos(NAN)));
+}
+
+/* A gradient asked right after the objective alone at the same theta
+ * starts from the factor that call left (gp.c, obj_kept): it must give
+ * the bits of a gradient computed from scratch, and a change of the model
+ * in between (new hyperparameters, new points) must not be taken for the
+ * kept factor. */
+static void test_kept_factor_gives_fresh_bits(void **state)
+{
+    (void)state;
+    const double ls[D1] = {0.3, 0.7, 0.5};
+    Gp *gp = gp_with_data(ls, 1.0, 0.1);
+    GpPrior pr = {.log_ls_mean = -1.0,
+                  .log_ls_sd = 1.5,
+                  .log_sf2_mean = 0.0,
+                  .log_sf2_sd = 1.5,
+                  .log_noise_mean = -9.0,
+                  .log_noise_sd = 3.0};
+    const double th[D1 + 2] = {log(0.2), log(0.9), log(0.4), log(1.3), log(0.02)};
+    const double other[D1 + 2] = {log(0.5), log(0.3), log(1.4), log(0.7), log(0.2)};
+    double f0, g0[D1 + 2], f1, g1[D1 + 2], f2, g2[D1 + 2];
+    /* From scratch: another theta's gradient in between. */
+    assert_int_equal(gp_objective(gp, other, &pr, &f0, g0), 0);
+    assert_int_equal(gp_objective(gp, th, &pr, &f0, g0), 0);
+    /* After the objective alone at the same theta. */
+    assert_int_equal(gp_objective(gp, th, &pr, &f1, NULL), 0);
+    assert_int_equal(gp_objective(gp, th, &pr, &f1, g1), 0);
+    assert_memory_equal(&f0, &f1, sizeof f0);
+    assert_memory_equal(g0, g1, sizeof g0);
+    /* The objective alone, then new hyperparameters: recomputed. */
+    assert_int_equal(gp_objective(gp, th, &pr, &f2, NULL), 0);
+    const double ls2[D1] = {0.9, 0.2, 0.6};
+    assert_int_equal(gp_set_hyper(gp, ls2, 0.5, 0.3), 0);
+    assert_int_equal(gp_objective(gp, th, &pr, &f2, g2), 0);
+    assert_memory_equal(g0, g2, sizeof g0);
+    /* ... and new points: the gradient is another one, that of a fresh
+     * model with the same ten points. */
+    assert_int_equal(gp_objective(gp, th, &pr, &f2, NULL), 0);
+    const double xnew[D1] = {0.33, 0.44, 1};
+    double x10[(N1 + 1) * D1], y10[N1 + 1];
+    memcpy(x10, X1, sizeof X1);
+    memcpy(x10 + N1 * D1, xnew, sizeof xnew);
+    memcpy(y10, Y1, sizeof Y1);
+    y10[N1] = 0.7;
+    assert_int_equal(gp_set_data(gp, x10, y10, N1 + 1), 0);
+    assert_int_equal(gp_objective(gp, th, &pr, &f2, g2), 0);
+    Gp *fresh = gp_new(D1, CAT1, N1 + 4);
+    assert_non_null(fresh);
+    assert_int_equal(gp_set_data(fresh, x10, y10, N1 + 1), 0);
+    double f3, g3[D1 + 2];
+    assert_int_equal(gp_objective(fresh, th, &pr, &f3, g3), 0);
+    assert_memory_equal(&f2, &f3, sizeof f2);
+    assert_memory_equal(g2, g3, sizeof g2);
+    gp_free(fresh);
+    gp_free(gp);
+}
+
+/* gp_predict_bound hands half of a large batch to a second thread: every
+ * point's mean and bound are the bits of the same point asked alone. */
+static void test_bound_split_same_bits(void **state)
+{
+    (void)state;
+    enum { M = 700, NB = 100 }; /* 70,000 kernel values: split */
+    static double x[NB * DTOP], y[NB], c[M * DTOP], mean[M], vhi[M];
+    uint64_t rng = 11;
+    for (int i = 0; i < NB; i++) {
+        for (int j = 0; j < DTOP; j++)
+            x[i * DTOP + j] = unit_draw(&rng);
+        y[i] = sin(5.0 * x[i * DTOP]) + x[i * DTOP + 1];
+    }
+    for (int r = 0; r < M * DTOP; r++)
+        c[r] = unit_draw(&rng);
+    const double ls[DTOP] = {0.3, 0.5, 0.9, 0.4};
+    Gp *gp = gp_new(DTOP, NULL, NB);
+    assert_non_null(gp);
+    assert_int_equal(gp_set_data(gp, x, y, NB), 0);
+    assert_int_equal(gp_set_hyper(gp, ls, 1.0, 1e-4), 0);
+    assert_int_equal(gp_predict_bound(gp, c, M, mean, vhi), 0);
+    for (int r = 0; r < M; r++) {
+        double m1, v1;
+        assert_int_equal(gp_predict_bound(gp, c + r * DTOP, 1, &m1, &v1), 0);
+        assert_memory_equal(&m1, &mean[r], sizeof m1);
+        assert_memory_equal(&v1, &vhi[r], sizeof v1);
+    }
+    gp_free(gp);
+}
+
+/* The BLAS kernels the GP runs pass rungd's start-up check. */
+static void test_check_blas(void **state)
+{
+    (void)state;
+    char why[256] = "";
+    if (gp_check_blas(why, sizeof why) != 0)
+        fail_msg("gp_check_blas: %s", why);
+}
+
 static void test_refine_improves_within_box(void **state)
 {
     (void)state;
@@ -635,6 +754,10 @@ int main(void)
         cmocka_unit_test(test_log_ei_and_gradient),
         cmocka_unit_test(test_log_ei_top_matches_all),
         cmocka_unit_test(test_refine_improves_within_box),
+        cmocka_unit_test(test_exp_nonpos),
+        cmocka_unit_test(test_kept_factor_gives_fresh_bits),
+        cmocka_unit_test(test_bound_split_same_bits),
+        cmocka_unit_test(test_check_blas),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

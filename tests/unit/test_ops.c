@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "blas.h"
+#include "blascore.h"
 #include "ops.h"
 #include "ops_math.h"
 
@@ -666,7 +667,7 @@ static void test_backward_finite_differences(void **state)
 static void test_blas_best_core(void **state)
 {
     (void)state;
-    const char *core = blas_best_core();
+    const char *core = blascore_best();
     print_message("  best core %s; OpenBLAS runs %s\n", core ? core : "(none)", blas_core_name());
     assert_non_null(blas_core_name());
 #if defined(__x86_64__) || defined(__i386__)
