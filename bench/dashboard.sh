@@ -5,7 +5,7 @@
 # headless Debian chromium three times and prints the median time from
 # navigation start to the rendered experiment page and the bytes transferred,
 # ending with the target lines:
-#   target dashboard_render_s: X (goal 1.5) ok|short
+#   target dashboard_render_s: X (goal 1) ok|short
 #   target dashboard_bytes: N (...)
 #
 # Usage: bash bench/dashboard.sh
@@ -35,7 +35,7 @@ if [[ ! -d $ROOT/web/node_modules/playwright-core ]]; then
 fi
 if [[ ! -x /usr/bin/chromium ]]; then
     echo "NOTE: no /usr/bin/chromium (apt-get install chromium, or bash scripts/deps.sh)"
-    echo "target dashboard_render_s: none (goal 1.5) short"
+    echo "target dashboard_render_s: none (goal 1) short"
     exit 1
 fi
 echo "host: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //' || true); $(date -u +%Y-%m-%dT%H:%M:%SZ)"

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "ct.h"
 #include "errjson.h"
 #include "error.h"
+#include "fmtnum.h"
 #include "jsonv.h"
 #include "nonfinite.h"
 #include "secret.h"
@@ -406,6 +408,74 @@ static void test_secret_tokens(void **state)
     assert_string_equal(t[0], "s3cret");
 }
 
+/* fmtnum.h writes what printf does: random bit patterns (every exponent,
+ * subnormals, inf, nan), decimals of few digits read back, dyadic
+ * fractions (exact ties at 17 digits), and the edges of the fast range. */
+static void test_fmtnum_matches_printf(void **state)
+{
+    (void)state;
+    const uint64_t seed = 12345;
+    char got[RUNG_FMTNUM_MAX];
+    char want[64];
+    for (int i = 0; i < 2000000; i++) {
+        uint64_t r = rung_splitmix_at(seed, (uint64_t)i + 1);
+        double v;
+        switch (i % 4) {
+        case 0:
+            memcpy(&v, &r, sizeof v);
+            break;
+        case 1:
+            v = (double)(r >> 11) / 9007199254740992.0 * pow(10, (int)(r % 60) - 40);
+            break;
+        case 2: {
+            char t[40];
+            snprintf(t, sizeof t, "%.*g", (int)(r % 10) + 1,
+                     (double)(r >> 11) / 9007199254740992.0 * pow(10, (int)(r % 23) - 11));
+            v = strtod(t, NULL);
+            break;
+        }
+        default:
+            v = ((double)(int64_t)(r % 2000001) - 1000000) / (double)(1u << (r >> 59));
+            break;
+        }
+        rung_fmt_g17(got, v);
+        snprintf(want, sizeof want, "%.17g", v);
+        assert_string_equal(got, want);
+    }
+    const double edges[] = {0.0,
+                            -0.0,
+                            1.0,
+                            0.1,
+                            1e-5,
+                            1e-4,
+                            9.9999999999999995e-5,
+                            1e16,
+                            1e17,
+                            1e-42,
+                            1e-43,
+                            5e-324,
+                            INFINITY,
+                            -INFINITY,
+                            NAN,
+                            4503599627370496.0,
+                            9007199254740993.0,
+                            123456789012345678.0,
+                            0.5,
+                            2.5e-5,
+                            DBL_MAX};
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) {
+        rung_fmt_g17(got, edges[i]);
+        snprintf(want, sizeof want, "%.17g", edges[i]);
+        assert_string_equal(got, want);
+    }
+    const int64_t ints[] = {0, -1, 1, INT64_MIN, INT64_MAX, 1234567};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        rung_fmt_i64(got, ints[i]);
+        snprintf(want, sizeof want, "%lld", (long long)ints[i]);
+        assert_string_equal(got, want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -422,6 +492,7 @@ int main(void)
         cmocka_unit_test(test_utf8_truncate),
         cmocka_unit_test(test_utf8_char_len),
         cmocka_unit_test(test_secret_tokens),
+        cmocka_unit_test(test_fmtnum_matches_printf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

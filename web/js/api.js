@@ -1,5 +1,8 @@
 // The dashboard's only caller of fetch: every request to rungd's REST API
 // (docs/api.md) goes through request(), and every failure comes out as ApiError.
+// The one exception is index.html's inline script, which asks for an
+// experiment page's first data before the modules are in: request() takes
+// those Responses (takeEarly) and reads them as its own.
 
 const BASE = '/api/v1';
 const TOKEN_KEY = 'rung.token';
@@ -50,13 +53,43 @@ function url(path, query) {
   return u;
 }
 
+/** The Response promise index.html's inline script started for this GET
+ * (the same URL and headers, the token read from the same place), once;
+ * null when there is none. */
+function takeEarly(method, u, token) {
+  const early = window.rungEarly;
+  const key = u.slice(BASE.length);
+  if (!early || method !== 'GET' || !early[key] || token !== getToken()) return null;
+  const p = early[key];
+  delete early[key];
+  return p;
+}
+
+/** Drops the early requests not taken (another page was opened first). */
+export function dropEarly() {
+  window.rungEarly = null;
+}
+
+/** p, or an AbortError as soon as signal aborts. */
+function abortable(p, signal) {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.reject(new DOMException('aborted', 'AbortError'));
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(new DOMException('aborted', 'AbortError'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
 async function request(method, path, { query, signal, as = 'json' } = {}) {
   const headers = { Accept: as === 'json' ? 'application/json' : '*/*' };
   const token = getToken() || memoryToken;
   if (token) headers.Authorization = `Bearer ${token}`;
+  const u = url(path, query);
+  const early = takeEarly(method, u, token);
   let resp;
   try {
-    resp = await fetch(url(path, query), { method, headers, signal, cache: 'no-store' });
+    resp = await (early ? abortable(early, signal) : fetch(u, { method, headers, signal, cache: 'no-store' }));
   } catch (e) {
     if (e && e.name === 'AbortError') throw e;
     throw new ApiError(0, 'unreachable', `cannot reach rungd: ${e && e.message ? e.message : e}`);

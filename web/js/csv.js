@@ -2,6 +2,8 @@
 // {id, number, state, config, best: {value} | null, step, feasible}. One request of
 // about 110 bytes per trial instead of ten JSON pages of 450 each.
 
+import { STATES } from './format.js';
+
 /** Rows of RFC 4180 text (quoted fields may hold commas, quotes, newlines). */
 export function parseCsv(text) {
   if (text.indexOf('"') < 0) {
@@ -96,6 +98,82 @@ function typed(text, domain) {
   }
 }
 
+/** The number that text[a, b) spells when it is an integer of at most 15
+ * digits (an optional '-'), exactly as Number() reads it; else NaN. Most
+ * cells of trials.csv are such integers, and reading them from the
+ * characters spares a string each. */
+function intAt(text, a, b) {
+  let i = a;
+  const neg = text.charCodeAt(i) === 45;
+  if (neg) i++;
+  if (i === b || b - i > 15) return NaN;
+  let v = 0;
+  for (; i < b; i++) {
+    const c = text.charCodeAt(i) - 48;
+    if (c < 0 || c > 9) return NaN;
+    v = v * 10 + c;
+  }
+  return neg ? -v : v;
+}
+
+/** Number(text.slice(a, b)). */
+function numAt(text, a, b) {
+  const v = intAt(text, a, b);
+  return v === v ? v : Number(text.slice(a, b));
+}
+
+/** typed(text, domain) as a function of a cell text[a, b), for a column
+ * of 50,000 cells: a choice's values are looked up in a Map of their CSV
+ * text (numbers by value), a numeric domain's text read as a number. */
+function typer(domain) {
+  if (domain && typeof domain === 'object' && !Array.isArray(domain) && typeof domain.type === 'string') {
+    if (domain.type === 'choice' || domain.type === 'grid') {
+      const values = Array.isArray(domain.values) ? domain.values : [];
+      const byText = new Map();
+      const byNumber = new Map();
+      // The first match wins, as in typed().
+      for (const v of values) {
+        if (typeof v === 'number') {
+          if (!byNumber.has(v)) byNumber.set(v, v);
+        } else {
+          const t = csvText(v);
+          if (!byText.has(t)) byText.set(t, v);
+        }
+      }
+      if (byNumber.size === 0) {
+        return (text, a, b) => {
+          const t = text.slice(a, b);
+          return byText.has(t) ? byText.get(t) : t;
+        };
+      }
+      return (text, a, b) => {
+        if (byText.size === 0) {
+          const n = numAt(text, a, b);
+          return byNumber.has(n) ? byNumber.get(n) : text.slice(a, b);
+        }
+        return typed(text.slice(a, b), domain);
+      };
+    }
+    return (text, a, b) => (a === b ? null : numAt(text, a, b));
+  }
+  return (text, a, b) => typed(text.slice(a, b), domain);
+}
+
+/** finite(text.slice(a, b)). */
+function finiteAt(text, a, b) {
+  if (a === b) return null;
+  const v = numAt(text, a, b);
+  return Number.isFinite(v) ? v : null;
+}
+
+/** text.slice(a, b), without a new string when it is a trial state. */
+function stateAt(text, a, b) {
+  for (const s of STATES) {
+    if (s.length === b - a && text.startsWith(s, a)) return s;
+  }
+  return text.slice(a, b);
+}
+
 function finite(text) {
   if (text === '') return null;
   const v = Number(text);
@@ -107,9 +185,13 @@ function finite(text) {
  * the header is not the one expected (then the caller reads JSON pages).
  */
 export function trialsFromCsv(text, space) {
-  const rows = parseCsv(text);
-  if (rows.length === 0) return null;
-  const head = rows[0];
+  // Quoted cells are rare (strings with commas): only then is the whole
+  // text split into rows first.
+  const quoted = text.indexOf('"') >= 0;
+  const rows = quoted ? parseCsv(text) : null;
+  if (rows ? rows.length === 0 : text === '') return null;
+  const nl = text.indexOf('\n');
+  const head = rows ? rows[0] : (nl < 0 ? text : text.slice(0, nl)).replace(/\r$/, '').split(',');
   const col = (name) => head.indexOf(name);
   const iId = col('id');
   const iNum = col('number');
@@ -120,25 +202,56 @@ export function trialsFromCsv(text, space) {
   const iFeasibleAt = head.lastIndexOf('feasible');
   const iFeasible = iFeasibleAt > iBest ? iFeasibleAt : -1;
   if (iId !== 0 || iNum < 0 || iState < 0 || iBest < 0) return null;
-  const params = Object.keys(space || {}).map((name) => [name, head.indexOf(name, iState + 1), space[name]]);
+  const params = Object.keys(space || {}).map((name) => [name, head.indexOf(name, iState + 1), typer(space[name])]);
   if (params.some(([, i]) => i < 0 || i >= iBest)) return null;
   const out = [];
-  for (let r = 1; r < rows.length; r++) {
-    const row = rows[r];
-    if (row.length < head.length) continue;
+  const trial = (id, number, state, config, best, step, feasible) => {
+    out.push({ id, number, state, config, best: best === null ? null : { value: best }, step, feasible });
+  };
+  if (rows) {
+    for (let r = 1; r < rows.length; r++) {
+      const row = rows[r];
+      if (row.length < head.length) continue;
+      const config = {};
+      for (const [name, i, type] of params) config[name] = type(row[i], 0, row[i].length);
+      trial(Number(row[iId]), Number(row[iNum]), row[iState], config, finite(row[iBest]),
+        iSteps >= 0 ? finite(row[iSteps]) : null,
+        iFeasible < 0 || row[iFeasible] === '' ? null : row[iFeasible] === 'true');
+    }
+    return out;
+  }
+  // Nothing quoted: a line at a time, each cell read where it is (its
+  // start and end in `cut`), without splitting the text into strings.
+  const F = head.length;
+  const cut = new Int32Array(F + 1);
+  let at = text.indexOf('\n') + 1;
+  while (at > 0 && at < text.length) {
+    let end = text.indexOf('\n', at);
+    if (end < 0) end = text.length;
+    const next = end + 1;
+    if (text.charCodeAt(end - 1) === 13) end--;
+    let f = 0;
+    let c = at;
+    cut[0] = at;
+    while (f < F) {
+      const comma = text.indexOf(',', c);
+      if (comma < 0 || comma >= end) {
+        cut[++f] = end + 1;
+        break;
+      }
+      cut[++f] = comma + 1;
+      c = comma + 1;
+    }
+    at = next;
+    if (f < F) continue; // a short row (as split would give it)
+    // Cell j is text[cut[j], cut[j + 1] - 1).
     const config = {};
-    for (const [name, i, domain] of params) config[name] = typed(row[i], domain);
-    const best = finite(row[iBest]);
-    const step = iSteps >= 0 ? finite(row[iSteps]) : null;
-    out.push({
-      id: Number(row[iId]),
-      number: Number(row[iNum]),
-      state: row[iState],
-      config,
-      best: best === null ? null : { value: best },
-      step,
-      feasible: iFeasible < 0 || row[iFeasible] === '' ? null : row[iFeasible] === 'true',
-    });
+    for (const [name, i, type] of params) config[name] = type(text, cut[i], cut[i + 1] - 1);
+    const feasible = iFeasible < 0 || cut[iFeasible] === cut[iFeasible + 1] - 1 ? null
+      : cut[iFeasible + 1] - 1 - cut[iFeasible] === 4 && text.startsWith('true', cut[iFeasible]);
+    trial(numAt(text, cut[iId], cut[iId + 1] - 1), numAt(text, cut[iNum], cut[iNum + 1] - 1),
+      stateAt(text, cut[iState], cut[iState + 1] - 1), config, finiteAt(text, cut[iBest], cut[iBest + 1] - 1),
+      iSteps >= 0 ? finiteAt(text, cut[iSteps], cut[iSteps + 1] - 1) : null, feasible);
   }
   return out;
 }

@@ -1,5 +1,6 @@
 // Hash routing: #/ experiments, #/experiments/ID, #/trials/ID, #/workers.
 // A view is a module with mount(root, params) returning its unmount().
+import { dropEarly } from './api.js';
 import { h } from './dom.js';
 import { clearAllErrors, setActiveNav } from './shell.js';
 import * as experiments from './views/experiments.js';
@@ -21,6 +22,7 @@ function route(root) {
   if (unmount) {
     unmount();
     unmount = null;
+    dropEarly(); // index.html's early requests were for the first page only
   }
   clearAllErrors();
   root.replaceChildren();

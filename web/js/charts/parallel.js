@@ -15,18 +15,135 @@
 // trials' lines pass through it: a line is never broken. data-series counts
 // the lines, data-infeasible the dashed ones, data-axis-points (JSON: axis
 // name -> count) the lines with a value on each axis.
+//
+// The lines are held as columns (typed arrays: each line's value on each
+// axis, its id, metric and whether it is infeasible), from the shared
+// TrialColumns (columns.js) for the parameters' form: 50,000 lines of
+// objects cost more to build and walk than to stroke.
 import { h } from '../dom.js';
 import { isNum } from '../format.js';
-import { ACCENT, BEST, axisKind, axisValue, chartWidth, onWidth, robustRange, tick } from './uplot.js';
+import { TrialColumns } from './columns.js';
+import { ACCENT, BEST, axisKind, chartWidth, onWidth, robustRange, tick } from './uplot.js';
 
 const HEIGHT = 300;
 const PAD = { left: 40, right: 60, top: 34, bottom: 26 };
 const NA_GAP = 34; // px between an axis's foot and its "n/a" mark (below the foot's label)
 const BUCKETS = 8; // colour bands: one canvas path each, fast for 10,000 lines
 const GREY = '#9ca3af';
+// From this many lines on, the bands are drawn into the canvas's pixels
+// (strokeBands): rastering 50,000 antialiased polylines took the canvas
+// half a second, on the page's main thread.
+const PIXEL_LINES_FROM = 2000;
 
 // From worse (cool) to better (warm).
 const RAMP = ['#3b4cc0', '#5a78d9', '#7b9ff9', '#9ebeff', '#c0d4f5', '#f2cbb7', '#f49a7b', '#d6604d'];
+
+/** [r, g, b] of '#rrggbb'. */
+function rgb(c) {
+  const v = parseInt(c.slice(1, 7), 16);
+  return [v >> 16, (v >> 8) & 255, v & 255];
+}
+
+/**
+ * Strokes each line k with band[k] >= 0 (its vertices: (xs[i], ys[A * k +
+ * i]) in CSS px) as ctx.stroke of one path per band does, in band order,
+ * each line 1 px wide in colours[band] at `alpha`, blended over the lines
+ * under it, but without antialiasing: a band's lines are counted per pixel
+ * and n lines over a pixel are one blend of alpha 1 - (1 - alpha)^n, so
+ * each pixel is written once per band. One band at a time, so that the
+ * counts (about 60 million increments for 50,000 lines) stay in cache.
+ * discrete[i]: whether the lines take few positions on both axes i and
+ * i + 1 (then few distinct segments, each drawn once with its weight).
+ */
+function strokeBands(ctx, canvas, dpr, xs, ys, A, band, colours, alpha, discrete) {
+  const W = canvas.width;
+  const H = canvas.height;
+  const WH = W * H;
+  const N = band.length;
+  // The lines by band (a counting sort).
+  const start = new Int32Array(colours.length + 1);
+  for (let k = 0; k < N; k++) if (band[k] >= 0) start[band[k] + 1]++;
+  for (let b = 0; b < colours.length; b++) start[b + 1] += start[b];
+  const order = new Int32Array(start[colours.length]);
+  const at = start.slice();
+  for (let k = 0; k < N; k++) if (band[k] >= 0) order[at[band[k]]++] = k;
+  // A pixel holds at most one point of each line: 16 bits suffice below
+  // 65,535 lines.
+  const count = order.length < 65535 ? new Uint16Array(WH) : new Uint32Array(WH);
+  const X = xs.map((x) => Math.round(x * dpr));
+  const clampY = (y) => Math.min(H - 1, Math.max(0, y * dpr));
+  const keepOf = new Float64Array(order.length + 1); // (1 - alpha)^n
+  keepOf[0] = 1;
+  for (let n = 1; n <= order.length; n++) keepOf[n] = keepOf[n - 1] * (1 - alpha);
+  const img = ctx.getImageData(0, 0, W, H);
+  const d = img.data;
+  // Column by column from one axis to the next (the axis's column belongs
+  // to the segment that starts there), in 16.16 fixed point; a steep
+  // segment joins each column's pixel to the previous one's vertically, so
+  // it has no gaps. w: how many lines take this segment.
+  function segment(i, ya, yb, w) {
+    const x0 = Math.max(0, X[i]);
+    const xe = X[i + 1];
+    const x1 = Math.min(W, xe + (i + 2 === A ? 1 : 0));
+    let f = Math.round(ya * 65536) + 32768;
+    const step = xe > x0 ? Math.round(((yb - ya) / (xe - x0)) * 65536) : 0;
+    if (step <= 65536 && step >= -65536) {
+      for (let x = x0; x < x1; x++) {
+        count[(f >> 16) * W + x] += w;
+        f += step;
+      }
+    } else {
+      let prev = f >> 16;
+      for (let x = x0; x < x1; x++) {
+        const y = f >> 16;
+        const lo = prev < y ? prev : y;
+        const hi = prev < y ? y : prev;
+        for (let yy = lo; yy <= hi; yy++) count[yy * W + x] += w;
+        prev = y;
+        f += step;
+      }
+    }
+  }
+  for (let b = 0; b < colours.length; b++) {
+    if (start[b + 1] === start[b]) continue;
+    count.fill(0);
+    // Between two categorical axes the lines take a few distinct segments:
+    // each is drawn once with its number of lines.
+    const same = discrete.map((d) => (d ? new Map() : null));
+    for (let j = start[b]; j < start[b + 1]; j++) {
+      const o = A * order[j];
+      for (let i = 0; i + 1 < A; i++) {
+        const ya = clampY(ys[o + i]);
+        const yb = clampY(ys[o + i + 1]);
+        if (same[i]) {
+          const key = ya * 1e6 + yb;
+          const e = same[i].get(key);
+          if (e) e[2]++;
+          else same[i].set(key, [ya, yb, 1]);
+        } else {
+          segment(i, ya, yb, 1);
+        }
+      }
+    }
+    same.forEach((m, i) => {
+      if (m) for (const [ya, yb, w] of m.values()) segment(i, ya, yb, w);
+    });
+    const [r, g, bl] = rgb(colours[b]);
+    for (let p = 0, o = 0; p < WH; p++, o += 4) {
+      const n = count[p];
+      if (n === 0) continue;
+      const a = 1 - keepOf[n];
+      const da = d[o + 3] / 255;
+      const oa = a + da * (1 - a);
+      const keep = (da * (1 - a)) / oa;
+      d[o] = r * (a / oa) + d[o] * keep;
+      d[o + 1] = g * (a / oa) + d[o + 1] * keep;
+      d[o + 2] = bl * (a / oa) + d[o + 2] * keep;
+      d[o + 3] = oa * 255;
+    }
+  }
+  ctx.putImageData(img, 0, 0);
+}
 
 /**
  * params ({name, domain}), metric and mode: the parameters' form; or
@@ -36,30 +153,36 @@ export function createParallelChart(el, { params = [], metric, mode, objectives 
   const canvas = h('canvas', { class: 'parallel', role: 'img', 'aria-label': 'parallel coordinates' });
   el.replaceChildren(canvas);
   Object.assign(el.dataset, { series: '0', infeasible: '0', axisPoints: '{}' });
-  // Each axis: {name, kind: 'log'|'linear'|'cat'|'metric', cats, flip (better up for a min objective), get(trial)}.
+  // Each axis: {name, kind: 'log'|'linear'|'cat'|'metric', cats, flip (better up for a min objective)}.
   const axes = objectives
-    ? objectives.map((m) => ({ name: m.name, label: `${m.name} (${m.mode})`, kind: 'metric', flip: m.mode === 'min',
-      get: (t) => (t.values && isNum(t.values[m.name]) ? t.values[m.name] : null) }))
+    ? objectives.map((m) => ({ name: m.name, label: `${m.name} (${m.mode})`, kind: 'metric', flip: m.mode === 'min' }))
     : [
-      ...params.map((p) => {
-        const ax = { name: p.name, label: p.name, ...axisKind(p.domain) };
-        ax.get = (t) => axisValue(ax, t.config[p.name]);
-        return ax;
-      }),
-      { name: metric, label: metric, kind: 'metric', get: (t) => t.best.value },
+      ...params.map((p) => ({ name: p.name, label: p.name, ...axisKind(p.domain) })),
+      { name: metric, label: metric, kind: 'metric' },
     ];
-  let rows = []; // {id, vals: [...] (null: no value on that axis), value, infeasible}
+  const A = axes.length;
+  // The lines: n of them; vals[A * k + i] is line k's value on axis i (NaN:
+  // none), axisRanges[i] the range of axis i when known from elsewhere.
+  let rows = { n: 0, vals: new Float64Array(0), id: new Float64Array(0), value: new Float64Array(0), infeasible: new Uint8Array(0), axisRanges: [] };
   let bestId = null;
   let front = new Set();
   let width = 0;
 
   function axisRange(ax, i) {
     if (ax.kind === 'cat') return [-0.5, Math.max(ax.cats.length, 1) - 0.5];
-    const vs = rows.map((r) => r.vals[i]).filter((v) => v !== null);
-    if (ax.kind === 'metric') return robustRange([vs]);
+    if (rows.axisRanges[i]) return rows.axisRanges[i];
+    const { n, vals } = rows;
+    if (ax.kind === 'metric') {
+      const vs = [];
+      for (let k = 0; k < n; k++) {
+        if (vals[A * k + i] === vals[A * k + i]) vs.push(vals[A * k + i]);
+      }
+      return robustRange([vs]);
+    }
     let lo = Infinity;
     let hi = -Infinity;
-    for (const v of vs) {
+    for (let k = 0; k < n; k++) {
+      const v = vals[A * k + i];
       if (v < lo) lo = v;
       if (v > hi) hi = v;
     }
@@ -82,17 +205,20 @@ export function createParallelChart(el, { params = [], metric, mode, objectives 
     const ctx = canvas.getContext('2d');
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, width, HEIGHT);
-    const n = axes.length;
+    const { n: N, vals, id, value, infeasible } = rows;
     // An "n/a" mark below the axes' feet when some line has no value on one.
-    const na = axes.map((_, i) => rows.some((r) => r.vals[i] === null));
+    const na = axes.map((_, i) => {
+      for (let k = 0; k < N; k++) if (vals[A * k + i] !== vals[A * k + i]) return true;
+      return false;
+    });
     const anyNa = na.some(Boolean);
     const plotW = width - PAD.left - PAD.right;
     const plotH = HEIGHT - PAD.top - PAD.bottom - (anyNa ? NA_GAP : 0);
     const naY = PAD.top + plotH + NA_GAP;
-    const xs = axes.map((_, i) => PAD.left + (n === 1 ? plotW / 2 : (plotW * i) / (n - 1)));
+    const xs = axes.map((_, i) => PAD.left + (A === 1 ? plotW / 2 : (plotW * i) / (A - 1)));
     const ranges = axes.map(axisRange);
     const ypos = (i, v) => {
-      if (v === null) return naY;
+      if (v === null || v !== v) return naY;
       const ax = axes[i];
       const [lo, hi] = ranges[i];
       const t = ax.kind === 'log' ? Math.log10(v) : v;
@@ -100,21 +226,37 @@ export function createParallelChart(el, { params = [], metric, mode, objectives 
       if (ax.flip) f = 1 - f;
       return PAD.top + plotH * (1 - f);
     };
-    function trace(path, r) {
-      for (let i = 0; i < n; i++) {
-        const y = ypos(i, r.vals[i]);
-        if (i) path.lineTo(xs[i], y);
-        else path.moveTo(xs[i], y);
+    // Every line's y on every axis, once (ypos, unrolled per axis).
+    const ys = new Float32Array(A * N);
+    for (let i = 0; i < A; i++) {
+      const log = axes[i].kind === 'log';
+      const flip = !!axes[i].flip;
+      const [lo, hi] = ranges[i];
+      const span = hi - lo || 1;
+      for (let k = 0, o = i; k < N; k++, o += A) {
+        const v = vals[o];
+        if (v !== v) {
+          ys[o] = naY;
+          continue;
+        }
+        let f = ((log ? Math.log10(v) : v) - lo) / span;
+        f = f < -0.02 ? -0.02 : f > 1.02 ? 1.02 : f;
+        ys[o] = PAD.top + plotH * (flip ? f : 1 - f);
       }
+    }
+    function trace(path, k) {
+      const o = A * k;
+      path.moveTo(xs[0], ys[o]);
+      for (let i = 1; i < A; i++) path.lineTo(xs[i], ys[o + i]);
     }
     // Infeasible lines first, dashed grey, under the others.
     const grey = new Path2D();
-    const ok = [];
-    for (const r of rows) {
-      if (r.infeasible) trace(grey, r);
-      else ok.push(r);
+    let okCount = 0;
+    for (let k = 0; k < N; k++) {
+      if (infeasible[k]) trace(grey, k);
+      else okCount++;
     }
-    const alpha = Math.max(0.06, Math.min(0.8, 8 / Math.sqrt(Math.max(rows.length, 1))));
+    const alpha = Math.max(0.06, Math.min(0.8, 8 / Math.sqrt(Math.max(N, 1))));
     ctx.lineWidth = 1;
     ctx.globalAlpha = Math.max(alpha, 0.3);
     ctx.setLineDash([4, 3]);
@@ -122,41 +264,68 @@ export function createParallelChart(el, { params = [], metric, mode, objectives 
     ctx.stroke(grey);
     ctx.setLineDash([]);
     const bold = [];
+    // Each feasible line's band (colour), -1 for the bold ones.
+    const band = new Int8Array(N).fill(-1);
+    let colours;
     if (objectives) {
       // The front on top, in the best colour; the others in one colour.
-      const rest = new Path2D();
-      for (const r of ok) {
-        if (front.has(r.id)) bold.push(r);
-        else trace(rest, r);
+      colours = [ACCENT];
+      for (let k = 0; k < N; k++) {
+        if (infeasible[k]) continue;
+        if (front.has(id[k])) bold.push(k);
+        else band[k] = 0;
       }
-      ctx.globalAlpha = alpha;
-      ctx.strokeStyle = ACCENT;
-      ctx.stroke(rest);
     } else {
-      // Colour by rank of the metric: robust to outliers and to scale.
-      const order = ok.map((r, k) => k).sort((a, b) => {
-        const d = ok[a].value - ok[b].value;
-        return mode === 'max' ? d : -d; // worse first, so better lines end on top
-      });
-      const paths = RAMP.map(() => new Path2D());
-      order.forEach((k, rank) => {
-        const r = ok[k];
-        if (r.id === bestId) {
-          bold.push(r);
-          return;
+      // Colour by rank of the metric, worse first (robust to outliers and
+      // to scale): a line's rank is how many feasible lines are worse, so
+      // equal values share a band; the sorted values give it by bisection.
+      colours = RAMP;
+      const sorted = new Float64Array(okCount);
+      for (let k = 0, j = 0; k < N; k++) if (!infeasible[k]) sorted[j++] = value[k];
+      sorted.sort();
+      const below = (v, strict) => { // values < v (strict) or <= v
+        let lo = 0;
+        let hi = okCount;
+        while (lo < hi) {
+          const mid = (lo + hi) >> 1;
+          if (sorted[mid] < v || (!strict && sorted[mid] === v)) lo = mid + 1;
+          else hi = mid;
         }
-        trace(paths[Math.min(BUCKETS - 1, Math.floor((rank * BUCKETS) / Math.max(order.length, 1)))], r);
+        return lo;
+      };
+      for (let k = 0; k < N; k++) {
+        if (infeasible[k]) continue;
+        if (id[k] === bestId) {
+          bold.push(k);
+          continue;
+        }
+        const rank = mode === 'max' ? below(value[k], true) : okCount - below(value[k], false);
+        band[k] = Math.min(BUCKETS - 1, Math.floor((rank * BUCKETS) / Math.max(okCount, 1)));
+      }
+    }
+    ctx.globalAlpha = alpha;
+    if (okCount - bold.length >= PIXEL_LINES_FROM) {
+      // Segments between two axes on which the lines take a few positions
+      // (categories, a choice of numbers; "n/a" is one more).
+      const few = axes.map((_, i) => {
+        const seen = new Set();
+        for (let k = 0; k < N && seen.size <= 64; k++) seen.add(ys[A * k + i]);
+        return seen.size <= 64;
       });
-      ctx.globalAlpha = alpha;
+      const discrete = few.slice(1).map((f, i) => f && few[i]);
+      strokeBands(ctx, canvas, dpr, xs, ys, A, band, colours, alpha, discrete);
+    } else {
+      const paths = colours.map(() => new Path2D());
+      for (let k = 0; k < N; k++) if (band[k] >= 0) trace(paths[band[k]], k);
       paths.forEach((p, b) => {
-        ctx.strokeStyle = RAMP[b];
+        ctx.strokeStyle = colours[b];
         ctx.stroke(p);
       });
     }
     ctx.globalAlpha = 1;
     if (bold.length) {
       const p = new Path2D();
-      for (const r of bold) trace(p, r);
+      for (const k of bold) trace(p, k);
       ctx.strokeStyle = BEST;
       ctx.lineWidth = objectives ? 2 : 3;
       ctx.stroke(p);
@@ -208,29 +377,51 @@ export function createParallelChart(el, { params = [], metric, mode, objectives 
   return {
     /** trials: Map id -> trial; best: the best trial's id; pareto: the
      * experiment's front ([{trial_id}], the objectives' form). */
-    update(trials, best, pareto) {
+    update(trials, best, pareto, cols = null) {
       bestId = best;
       front = new Set((pareto || []).map((p) => p.trial_id));
-      const next = [];
-      for (const t of trials.values()) {
-        if (!t.config) continue;
-        if (objectives) {
-          const vals = axes.map((ax) => ax.get(t));
-          if (vals.some((v) => v === null)) continue; // drawn once every objective has a value
-          next.push({ id: t.id, vals, value: vals[0], infeasible: t.feasible === false });
-        } else {
-          if (!t.best || !isNum(t.best.value)) continue;
-          next.push({ id: t.id, vals: axes.map((ax) => ax.get(t)), value: t.best.value, infeasible: t.feasible === false });
+      if (objectives) {
+        const lines = [];
+        for (const t of trials.values()) {
+          if (!t.config) continue;
+          const vs = axes.map((ax) => (t.values && isNum(t.values[ax.name]) ? t.values[ax.name] : null));
+          if (vs.some((v) => v === null)) continue; // drawn once every objective has a value
+          lines.push([t, vs]);
         }
+        const n = lines.length;
+        rows = { n, vals: new Float64Array(A * n), id: new Float64Array(n), value: new Float64Array(n), infeasible: new Uint8Array(n), axisRanges: [] };
+        lines.forEach(([t, vs], k) => {
+          vs.forEach((v, i) => { rows.vals[A * k + i] = v; });
+          rows.id[k] = t.id;
+          rows.value[k] = vs[0];
+          rows.infeasible[k] = t.feasible === false ? 1 : 0;
+        });
+      } else {
+        const c = cols || new TrialColumns(trials);
+        const n = c.n;
+        const vals = new Float64Array(A * n);
+        params.forEach((p, i) => {
+          const col = c.param(p.name, axes[i]);
+          for (let k = 0; k < n; k++) vals[A * k + i] = col[k];
+        });
+        for (let k = 0; k < n; k++) vals[A * k + A - 1] = c.value[k];
+        // The metric's axis: the same range as every chart of the values.
+        const axisRanges = [];
+        axisRanges[A - 1] = c.valueRange();
+        rows = { n, vals, id: c.id, value: c.value, infeasible: c.infeasible, axisRanges };
       }
-      rows = next;
+      const { n, vals } = rows;
       const counts = {};
+      let bad = 0;
+      for (let k = 0; k < n; k++) bad += rows.infeasible[k];
       axes.forEach((ax, i) => {
-        counts[ax.name] = rows.filter((r) => r.vals[i] !== null).length;
+        let m = 0;
+        for (let k = 0; k < n; k++) if (vals[A * k + i] === vals[A * k + i]) m++;
+        counts[ax.name] = m;
       });
       Object.assign(el.dataset, {
-        series: String(rows.length),
-        infeasible: String(rows.filter((r) => r.infeasible).length),
+        series: String(n),
+        infeasible: String(bad),
         axisPoints: JSON.stringify(counts),
       });
       draw();

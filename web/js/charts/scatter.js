@@ -3,9 +3,14 @@
 // none and is left out), on a log axis for log domains and with the choices'
 // labels for categorical ones. Infeasible trials (constraints) are hollow
 // grey squares. data-points counts the dots, data-infeasible the hollow ones.
+//
+// The dots are kept out of uPlot (its data is only the x range) and drawn
+// by dotsHook from typed arrays built from the shared TrialColumns
+// (columns.js): uPlot would want them sorted by x and walk them at every
+// draw.
 import { h } from '../dom.js';
-import { isNum } from '../format.js';
-import { ACCENT, BEST, axisKind, axisValue, chartWidth, decadesOnly, dotsHook, logTicks, paddedRange, jitter, onWidth, robustRange, showMissing, tick } from './uplot.js';
+import { TrialColumns } from './columns.js';
+import { ACCENT, BEST, axisKind, chartWidth, decadesOnly, dotsHook, logTicks, paddedRange, jitter, onWidth, robustRange, showMissing, tick } from './uplot.js';
 
 const HEIGHT = 220;
 const GREY = '#9ca3af';
@@ -22,6 +27,8 @@ export function createScatterChart(el, uPlot, { param, metric }) {
   Object.assign(el.dataset, { series: '0', points: '0', infeasible: '0' });
   let yr = [0, 1];
   let u = null;
+  // The dots by series (1: a trial, 2: the best, 3: infeasible): {xs, ys, n}.
+  let dots = [null, null, null, null];
 
   const xScale = { time: false };
   const xAxis = { label: param.name };
@@ -55,7 +62,7 @@ export function createScatterChart(el, uPlot, { param, metric }) {
         { stroke: BEST, paths: () => null, points: { show: false } },
         { stroke: GREY, paths: () => null, points: { show: false } },
       ],
-      hooks: { draw: [dotsHook([[3, GREY, 5, true], [1, `${ACCENT}99`, 4], [2, BEST, 8]])] },
+      hooks: { draw: [dotsHook([[3, GREY, 5, true], [1, `${ACCENT}99`, 4], [2, BEST, 8]], (self, si) => dots[si])] },
     }, data, plot);
   }
 
@@ -64,26 +71,43 @@ export function createScatterChart(el, uPlot, { param, metric }) {
   });
 
   return {
-    update(trials, bestId) {
-      const pts = [];
-      for (const t of trials.values()) {
-        if (!t.best || !isNum(t.best.value) || !t.config) continue;
-        let x = axisValue(axis, t.config[param.name]);
-        if (x === null) continue;
-        if (axis.kind === 'cat') x += jitter(t.id) * 0.5;
+    /** trials: Map id -> trial; bestId: the best trial's id; cols: their
+     * TrialColumns when the caller shares them between charts. */
+    update(trials, bestId, cols = new TrialColumns(trials)) {
+      const px = cols.param(param.name, axis);
+      const n = cols.n;
+      const kinds = new Uint8Array(n); // 0: no dot, else the series
+      const sizes = [0, 0, 0, 0];
+      let xmin = Infinity;
+      let xmax = -Infinity;
+      for (let i = 0; i < n; i++) {
+        const x = px[i];
+        if (x !== x) continue; // no value on this axis (another branch)
         // 1: a trial, 2: the best, 3: infeasible (never the best).
-        pts.push([x, t.best.value, t.id === bestId ? 2 : t.feasible === false ? 3 : 1]);
+        const k = cols.id[i] === bestId ? 2 : cols.infeasible[i] ? 3 : 1;
+        kinds[i] = k;
+        sizes[k]++;
+        if (x < xmin) xmin = x;
+        if (x > xmax) xmax = x;
       }
-      pts.sort((a, b) => a[0] - b[0]);
-      const xs = pts.map((p) => p[0]);
-      const col = (k) => pts.map((p) => (p[2] === k ? p[1] : null));
-      yr = robustRange([pts.map((p) => p[1])]);
+      const count = sizes[1] + sizes[2] + sizes[3];
+      const next = sizes.map((m) => ({ xs: new Float64Array(m), ys: new Float64Array(m), n: 0 }));
+      for (let i = 0; i < n; i++) {
+        const k = kinds[i];
+        if (k === 0) continue;
+        const d = next[k];
+        d.xs[d.n] = axis.kind === 'cat' ? px[i] + jitter(cols.id[i]) * 0.5 : px[i];
+        d.ys[d.n++] = cols.value[i];
+      }
+      dots = next;
+      yr = count === n ? cols.valueRange() : robustRange([next[1].ys, next[2].ys, next[3].ys]);
       Object.assign(el.dataset, {
-        series: pts.length ? '1' : '0',
-        points: String(pts.length),
-        infeasible: String(pts.filter((p) => p[2] === 3).length),
+        series: count ? '1' : '0',
+        points: String(count),
+        infeasible: String(sizes[3]),
       });
-      const data = [xs, col(1), col(2), col(3)];
+      // uPlot sees only the x extent (its scale's range adds the margin).
+      const data = count ? [[xmin, xmax], [null, null], [null, null], [null, null]] : [[], [], [], []];
       if (!u) make(data);
       else u.setData(data);
     },

@@ -204,30 +204,51 @@ function hexColor(c) {
 // 50,000 fillRect calls take about 50 ms a chart, the pixels a few.
 const PIXEL_DOTS_FROM = 2000;
 
-/** Paints solid squares of side `side` (device px) at the top-left corners
- * (xs[i], ys[i]) into `img` (ImageData of the region at ox, oy), each
- * blended over what is there with the colour's alpha, as fillRect would. */
-function blendSquares(img, ox, oy, corners, side, rgba) {
+/** Paints solid squares of side `side` (device px) with top-left corners
+ * (corners[2k], corners[2k + 1]), k < count, into `img` (ImageData of the
+ * region at ox, oy), each blended over what is there with the colour's
+ * alpha, as fillRect would. Blending n squares of one colour and alpha a
+ * over a pixel is one blend of alpha 1 - (1 - a)^n, so the squares are
+ * counted per pixel first and each covered pixel is written once. */
+function blendSquares(img, ox, oy, corners, count, side, rgba) {
   const [r, g, b, a] = rgba;
   const { width, height, data } = img;
-  for (let k = 0; k < corners.length; k += 2) {
+  const cover = new Uint16Array(width * height);
+  let most = 0;
+  for (let k = 0; k < 2 * count; k += 2) {
     const x0 = Math.max(0, corners[k] - ox);
     const y0 = Math.max(0, corners[k + 1] - oy);
     const x1 = Math.min(width, corners[k] - ox + side);
     const y1 = Math.min(height, corners[k + 1] - oy + side);
     for (let y = y0; y < y1; y++) {
-      let o = (y * width + x0) * 4;
-      for (let x = x0; x < x1; x++, o += 4) {
-        const da = data[o + 3] / 255;
-        const oa = a + da * (1 - a);
-        const keep = (da * (1 - a)) / oa;
-        data[o] = r * (a / oa) + data[o] * keep;
-        data[o + 1] = g * (a / oa) + data[o + 1] * keep;
-        data[o + 2] = b * (a / oa) + data[o + 2] * keep;
-        data[o + 3] = oa * 255;
+      const row = y * width;
+      for (let x = x0; x < x1; x++) {
+        const c = cover[row + x] + 1;
+        if (c < 65535) cover[row + x] = c; // beyond that the pixel is the colour
+        if (c > most) most = c;
       }
     }
   }
+  const keepOf = new Float64Array(most + 1); // (1 - a)^n
+  keepOf[0] = 1;
+  for (let n = 1; n <= most; n++) keepOf[n] = keepOf[n - 1] * (1 - a);
+  for (let i = 0, o = 0; i < cover.length; i++, o += 4) {
+    const n = cover[i];
+    if (n === 0) continue;
+    const src = 1 - keepOf[n]; // the n squares' alpha together
+    const da = data[o + 3] / 255;
+    const oa = src + da * keepOf[n];
+    const keep = (da * keepOf[n]) / oa;
+    data[o] = r * (src / oa) + data[o] * keep;
+    data[o + 1] = g * (src / oa) + data[o + 1] * keep;
+    data[o + 2] = b * (src / oa) + data[o + 2] * keep;
+    data[o + 3] = oa * 255;
+  }
+}
+
+/** A series' points as uPlot holds them: x from data[0], y from data[si]. */
+function seriesPoints(u, si) {
+  return u.data[si] ? { xs: u.data[0], ys: u.data[si], n: u.data[0].length } : null;
 }
 
 /**
@@ -236,17 +257,20 @@ function blendSquares(img, ox, oy, corners, side, rgba) {
  * A solid series of PIXEL_DOTS_FROM dots or more is written into the
  * canvas's pixels instead (blendSquares), at whole-pixel corners.
  * specs: [[seriesIdx, colour, size in CSS px, hollow], ...], drawn in that
- * order; hollow ones are outlined squares.
+ * order; hollow ones are outlined squares. points(u, seriesIdx): {xs, ys,
+ * n} (arrays or typed arrays; a y that is null or NaN has no dot), by
+ * default the series' data in uPlot; a chart of many dots keeps them out
+ * of uPlot, which would otherwise walk them at each draw (scatter.js).
  */
-export function dotsHook(specs) {
+export function dotsHook(specs, points = seriesPoints) {
   return (u) => {
     const ctx = u.ctx;
     const dpr = u.pxRatio || window.devicePixelRatio || 1;
     const { left, top, width, height } = u.bbox;
-    const xs = u.data[0];
     // Scale to canvas pixels by hand (uPlot's valToPos per dot is slower).
     const sx = u.scales.x;
     const sy = u.scales.y;
+    if (sx.min === null || sy.min === null) return;
     const log = sx.distr === 3;
     const x0 = log ? Math.log10(sx.min) : sx.min;
     const kx = width / ((log ? Math.log10(sx.max) : sx.max) - x0 || 1);
@@ -256,24 +280,28 @@ export function dotsHook(specs) {
     ctx.rect(left, top, width, height);
     ctx.clip();
     for (const [si, color, size, hollow] of specs) {
-      const ys = u.data[si];
-      if (!ys || (u.series[si] && u.series[si].show === false)) continue;
+      const pts = points(u, si);
+      if (!pts || (u.series[si] && u.series[si].show === false)) continue;
+      const { xs, ys, n } = pts;
       const r = (size * dpr) / 2;
       const rgba = hollow ? null : hexColor(color);
-      if (rgba && xs.length >= PIXEL_DOTS_FROM) {
-        const corners = [];
-        for (let i = 0; i < xs.length; i++) {
+      if (rgba && n >= PIXEL_DOTS_FROM) {
+        const corners = new Int32Array(2 * n);
+        let count = 0;
+        for (let i = 0; i < n; i++) {
           const y = ys[i];
-          if (y === null || y === undefined) continue;
+          if (y === null || y === undefined || y !== y) continue;
           const px = left + ((log ? Math.log10(xs[i]) : xs[i]) - x0) * kx;
           const py = top + height - (y - sy.min) * ky;
-          corners.push(Math.round(px - r), Math.round(py - r));
+          corners[2 * count] = Math.round(px - r);
+          corners[2 * count + 1] = Math.round(py - r);
+          count++;
         }
-        if (corners.length >= 2 * PIXEL_DOTS_FROM) {
+        if (count >= PIXEL_DOTS_FROM) {
           const ox = Math.floor(left);
           const oy = Math.floor(top);
           const img = ctx.getImageData(ox, oy, Math.ceil(width), Math.ceil(height));
-          blendSquares(img, ox, oy, corners, Math.max(1, Math.round(2 * r)), rgba);
+          blendSquares(img, ox, oy, corners, count, Math.max(1, Math.round(2 * r)), rgba);
           ctx.putImageData(img, ox, oy);
           continue;
         }
@@ -281,9 +309,9 @@ export function dotsHook(specs) {
       ctx.fillStyle = color;
       ctx.strokeStyle = color;
       ctx.lineWidth = 1.5 * dpr;
-      for (let i = 0; i < xs.length; i++) {
+      for (let i = 0; i < n; i++) {
         const y = ys[i];
-        if (y === null || y === undefined) continue;
+        if (y === null || y === undefined || y !== y) continue;
         const px = left + ((log ? Math.log10(xs[i]) : xs[i]) - x0) * kx;
         const py = top + height - (y - sy.min) * ky;
         if (hollow) ctx.strokeRect(px - r, py - r, 2 * r, 2 * r);

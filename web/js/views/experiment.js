@@ -6,6 +6,7 @@
 // learning curves) and one page of its trials.
 import * as api from '../api.js';
 import { createBestChart } from '../charts/best.js';
+import { TrialColumns } from '../charts/columns.js';
 import { ashaRungs, createCurvesChart } from '../charts/curves.js';
 import { createParallelChart } from '../charts/parallel.js';
 import { createParetoChart } from '../charts/pareto.js';
@@ -295,8 +296,10 @@ export function mount(root, { id }) {
     }
     if (trialsKey !== lastTrials) {
       charts.best.update(data.trials);
-      for (const s of charts.scatter) s.update(data.trials, bestId);
-      charts.parallel.update(data.trials, bestId);
+      // Read once for every chart of every trial (charts/columns.js).
+      const cols = new TrialColumns(data.trials);
+      for (const s of charts.scatter) s.update(data.trials, bestId, cols);
+      charts.parallel.update(data.trials, bestId, null, cols);
     }
     const front = exp && Array.isArray(exp.pareto) ? exp.pareto : null;
     const frontKey = JSON.stringify(front);
@@ -325,10 +328,17 @@ export function mount(root, { id }) {
     trialsP.catch(() => {});
     if (table.needsTrials()) await trialsP;
     await table.sync(x, signal, pageP);
-    await Promise.all([curvesP, trialsP]);
+    // The charts of every trial as soon as the trials are in, the curves
+    // when theirs are (renderCharts draws only what changed): rungd
+    // answers one request after the other, and on a first load the
+    // curves are asked for once trials.csv is answered (index.html).
+    await trialsP;
     charts = await charts;
     if (destroyed) return undefined;
     renderHeader(x); // the best trial's number may be known now
+    renderCharts();
+    await curvesP;
+    if (destroyed) return undefined;
     renderCharts();
     return data.backlog > 0 ? 100 : undefined;
   });
