@@ -1308,10 +1308,9 @@ int bayes__propose_tuned(const Space *space, const SearcherSpec *searcher, int64
         need_gp = rc == 0 && b->n >= BAYES_MIN_OBS;
     }
     int64_t pend_from = h->n_pending > BAYES_MAX_PENDING ? h->n_pending - BAYES_MAX_PENDING : 0;
-    int blas_threads = 0;
     if (rc == 0 && need_gp) {
         int extra = (int)(h->n_pending - pend_from) + (int)count;
-        blas_threads = gp_blas_threads_for(b->n + extra);
+        gp_blas_threads_for(b->n + extra);
         rc = build_gp(b, extra, err);
         if (rc == 0 && build_levels(b) != 0)
             rc = oom(err);
@@ -1340,7 +1339,6 @@ int bayes__propose_tuned(const Space *space, const SearcherSpec *searcher, int64
         if (rc == 0 && need_gp && k + 1 < count)
             rc = add_believer(b, out[k], err);
     }
-    gp_blas_threads_restore(blas_threads);
     if (rc != 0)
         for (int64_t k = 0; k < count; k++) {
             json_decref(out[k]);

@@ -1106,21 +1106,17 @@ const char *gp_blas_core(void)
     return openblas_get_corename();
 }
 
-int gp_blas_threads_for(int n)
+void gp_blas_threads_for(int n)
 {
-    if (n >= GP_BLAS_THREADS_FROM)
-        return 0;
-    int threads = openblas_get_num_threads();
-    if (threads <= 1)
-        return 0;
-    openblas_set_num_threads(1);
-    return threads;
-}
-
-void gp_blas_threads_restore(int threads)
-{
-    if (threads > 0)
-        openblas_set_num_threads(threads);
+    /* OpenBLAS's own count, read once: what a large GP gets. Not given back
+     * after each proposal: raising the count wakes OpenBLAS's threads, which
+     * then spin for a while on the other core. */
+    static int threads_default;
+    if (threads_default == 0)
+        threads_default = openblas_get_num_threads();
+    int want = n >= GP_BLAS_THREADS_FROM ? threads_default : 1;
+    if (openblas_get_num_threads() != want)
+        openblas_set_num_threads(want);
 }
 
 /* A symmetric positive definite test matrix: a Gaussian kernel of width 8

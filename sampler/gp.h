@@ -139,13 +139,12 @@ int gp_predict_bound(Gp *gp, const double *x, int m, double *mean, double *var_h
  * jitter). Fails when the model is full. */
 int gp_add_point(Gp *gp, const double *x, double y);
 
-/* OpenBLAS runs a small GP's calls on one thread (gp.c says why): for a GP
- * of n points, gp_blas_threads_for sets that and returns the thread count
- * to give back to gp_blas_threads_restore (0: nothing was changed). The
- * count is the process's, so two threads must not propose at once (rungd
- * has one proposer thread). */
-int gp_blas_threads_for(int n);
-void gp_blas_threads_restore(int threads);
+/* OpenBLAS runs a small GP's calls on one thread (gp.c says why):
+ * gp_blas_threads_for(n) sets OpenBLAS's thread count for a GP of n
+ * points, one below GP_BLAS_THREADS_FROM, OpenBLAS's own count from there.
+ * The count is the process's, so two threads must not propose at once
+ * (rungd has one proposer thread). */
+void gp_blas_threads_for(int n);
 
 /* Checks the BLAS kernels the GP runs (a Cholesky factor and its inverse
  * of a 67x67 matrix, through GSL) against plain loops: 0, or -1 with why
