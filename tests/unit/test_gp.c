@@ -230,17 +230,20 @@ static void test_likelihood_matches_dense(void **state)
     gp_free(gp);
 }
 
+/* A weak prior for the gradient tests. */
+static const GpPrior GRADIENT_PRIOR = {.log_ls_mean = -1.0,
+                                       .log_ls_sd = 1.5,
+                                       .log_sf2_mean = 0.0,
+                                       .log_sf2_sd = 1.5,
+                                       .log_noise_mean = -9.0,
+                                       .log_noise_sd = 3.0};
+
 static void test_likelihood_gradient(void **state)
 {
     (void)state;
     const double ls0[D1] = {0.3, 0.7, 0.5};
     Gp *gp = gp_with_data(ls0, 1.0, 0.1);
-    GpPrior pr = {.log_ls_mean = -1.0,
-                  .log_ls_sd = 1.5,
-                  .log_sf2_mean = 0.0,
-                  .log_sf2_sd = 1.5,
-                  .log_noise_mean = -9.0,
-                  .log_noise_sd = 3.0};
+    GpPrior pr = GRADIENT_PRIOR;
     const double points[3][D1 + 2] = {
         {log(0.3), log(0.7), log(0.5), log(1.7), log(0.01)},
         {log(0.05), log(2.0), log(0.2), log(0.3), log(1e-5)},
@@ -631,12 +634,7 @@ static void test_kept_factor_gives_fresh_bits(void **state)
     (void)state;
     const double ls[D1] = {0.3, 0.7, 0.5};
     Gp *gp = gp_with_data(ls, 1.0, 0.1);
-    GpPrior pr = {.log_ls_mean = -1.0,
-                  .log_ls_sd = 1.5,
-                  .log_sf2_mean = 0.0,
-                  .log_sf2_sd = 1.5,
-                  .log_noise_mean = -9.0,
-                  .log_noise_sd = 3.0};
+    GpPrior pr = GRADIENT_PRIOR;
     const double th[D1 + 2] = {log(0.2), log(0.9), log(0.4), log(1.3), log(0.02)};
     const double other[D1 + 2] = {log(0.5), log(0.3), log(1.4), log(0.7), log(0.2)};
     double f0, g0[D1 + 2], f1, g1[D1 + 2], f2, g2[D1 + 2];
