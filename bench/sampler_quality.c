@@ -41,6 +41,9 @@
 #include "bayes.h"
 #endif
 
+/* Set on the process that blascore_pick re-executed. */
+#define BENCH_BLAS_PICKED_ENV "RUNG_BENCH_BLAS_CORE_PICKED"
+
 /* The largest dimension of the five functions (Hartmann6). */
 #define QB_MAX_DIMS 6
 /* Seeds and evaluations per run: the benchmark uses 20 x 100; the caps only
@@ -612,7 +615,7 @@ int main(int argc, char **argv)
 
     /* OpenBLAS's kernel as rungd picks it (server/main.c, common/blascore.h):
      * the proposals' bits and times are rungd's. */
-    blascore_pick(argv, "RUNG_BENCH_BLAS_CORE_PICKED");
+    blascore_pick(argv, BENCH_BLAS_PICKED_ENV);
     if (!self_check()) {
         fprintf(stderr, "sampler_quality: the test functions are wrong; nothing measured\n");
         return 1;
@@ -626,7 +629,7 @@ int main(int argc, char **argv)
            "prop = median wall time of one proposal\n",
            opt.seeds, opt.evals);
     printf("# OpenBLAS core %s (%s), as rungd runs it\n", gp_blas_core(),
-           blascore_origin("RUNG_BENCH_BLAS_CORE_PICKED"));
+           blascore_origin(BENCH_BLAS_PICKED_ENV));
 
     int failures = 0;
     for (int k = 0; k < QB_NFUNCTIONS; k++) {

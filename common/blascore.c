@@ -72,12 +72,17 @@ void blascore_pick(char **argv, const char *marker)
     unsetenv("OPENBLAS_CORETYPE"); /* exec failed: carry on with OpenBLAS's choice */
 }
 
-const char *blascore_origin(const char *marker)
+bool blascore_picked(const char *marker)
 {
     const char *picked = getenv(marker);
-    if (getenv("OPENBLAS_CORETYPE") == NULL)
-        return "OpenBLAS's own choice";
-    return picked && strcmp(picked, "default") != 0 ? "picked from cpuid" : "OPENBLAS_CORETYPE";
+    return getenv("OPENBLAS_CORETYPE") != NULL && picked != NULL && strcmp(picked, "default") != 0;
+}
+
+const char *blascore_origin(const char *marker)
+{
+    if (blascore_picked(marker))
+        return "picked from cpuid";
+    return getenv("OPENBLAS_CORETYPE") != NULL ? "OPENBLAS_CORETYPE" : "OpenBLAS's own choice";
 }
 
 void blascore_unpick(char **argv)

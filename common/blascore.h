@@ -11,6 +11,8 @@
 #ifndef RUNG_COMMON_BLASCORE_H
 #define RUNG_COMMON_BLASCORE_H
 
+#include <stdbool.h>
+
 /* The best OpenBLAS core name this CPU supports, from cpuid: "SkylakeX"
  * (AVX-512 F, CD, BW, DQ, VL), "Haswell" (AVX2 and FMA), "Sandybridge"
  * (AVX), or NULL for OpenBLAS's own choice. */
@@ -22,6 +24,9 @@ const char *blascore_best(void);
  * to the core, or to "default" when there was none to pick). Returns when
  * there is nothing to do or the exec failed. */
 void blascore_pick(char **argv, const char *marker);
+
+/* After blascore_pick: whether the running core is the one it picked. */
+bool blascore_picked(const char *marker);
 
 /* After blascore_pick: how the running core was chosen, for a program's
  * start-up line: "picked from cpuid", "OPENBLAS_CORETYPE" (the user's) or

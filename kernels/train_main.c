@@ -834,11 +834,10 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
 
-    const char *picked = getenv(PICKED_ENV);
     fprintf(stderr, "rung-train: OpenBLAS core %s (%s)\n", blas_core_name(),
             blascore_origin(PICKED_ENV));
     if (!blas_check(why, sizeof why)) {
-        if (picked != NULL && getenv("OPENBLAS_CORETYPE") != NULL) {
+        if (blascore_picked(PICKED_ENV)) {
             /* Our pick computes wrong results: fall back to OpenBLAS's own. */
             fprintf(stderr,
                     "rung-train: the %s kernel failed its check (%s); using OpenBLAS's "

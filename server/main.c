@@ -154,7 +154,7 @@ int main(int argc, char **argv)
     blascore_pick(argv, BLAS_PICKED_ENV);
     char blas_why[256];
     if (gp_check_blas(blas_why, sizeof blas_why) != 0) {
-        if (strcmp(blascore_origin(BLAS_PICKED_ENV), "picked from cpuid") == 0) {
+        if (blascore_picked(BLAS_PICKED_ENV)) {
             LOG_WARN(
                 "rungd: the OpenBLAS core %s failed its check (%s); using OpenBLAS's own choice",
                 getenv("OPENBLAS_CORETYPE"), blas_why);
