@@ -10,7 +10,7 @@
 // draw.
 import { h } from '../dom.js';
 import { TrialColumns } from './columns.js';
-import { ACCENT, BEST, axisKind, chartWidth, decadesOnly, dotsHook, logTicks, paddedRange, jitter, onWidth, robustRange, showMissing, tick } from './uplot.js';
+import { ACCENT, BEST, axisKind, chartWidth, decadesOnly, dotsHook, logTicks, paddedRange, jitter, logSplits, onWidth, robustRange, showMissing, tick } from './uplot.js';
 
 const HEIGHT = 220;
 const GREY = '#9ca3af';
@@ -36,6 +36,7 @@ export function createScatterChart(el, uPlot, { param, metric }) {
     xScale.distr = 3;
     xScale.log = 10;
     xScale.range = paddedRange(true);
+    xAxis.splits = logSplits;
     xAxis.values = logTicks;
     xAxis.filter = decadesOnly;
   } else if (axis.kind === 'cat') {

@@ -9,7 +9,7 @@
 import { h, setText } from '../dom.js';
 import { configValue } from '../format.js';
 import { schedule } from '../pbt.js';
-import { axisKind, axisValue, chartWidth, logTicks, onWidth, showMissing, tick } from './uplot.js';
+import { axisKind, axisValue, chartWidth, logSplits, logTicks, onWidth, showMissing, tick } from './uplot.js';
 
 const HEIGHT = 220;
 const HOVER_PX = 8;
@@ -140,6 +140,7 @@ export function createScheduleChart(el, uPlot, { param, domain, onPick }) {
     if (axis.kind === 'log') {
       yScale.distr = 3;
       yScale.log = 10;
+      yAxis.splits = logSplits;
       yAxis.values = logTicks;
     } else if (axis.kind === 'cat') {
       yAxis.splits = () => axis.cats.map((_, i) => i);

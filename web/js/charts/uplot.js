@@ -144,6 +144,26 @@ function mantissa(v) {
   return Math.round(m * 1000) / 1000;
 }
 
+/** The splits of a log axis (uPlot's `splits`): 1 to 9 times each power of
+ * ten within [min, max], or only the powers of ten over more than 12
+ * decades, at most 400 in all. uPlot's own log splits step until they pass
+ * max and never end when max is not finite (RangeError: Invalid array
+ * length from a scatter's axis); these always end. */
+export function logSplits(u, axisIdx, min, max) {
+  if (!(min > 0) || !(max >= min) || !Number.isFinite(max)) return [];
+  let e = Math.floor(Math.log10(min));
+  const last = Math.ceil(Math.log10(max));
+  const mults = last - e > 12 ? [1] : [1, 2, 3, 4, 5, 6, 7, 8, 9];
+  const out = [];
+  for (; e <= last && out.length < 400; e++) {
+    for (const m of mults) {
+      const v = Number(`${m}e${e}`); // 3e-5, not 3 * 10 ** -5 = 0.000030000000000000004
+      if (v >= min && v <= max) out.push(v);
+    }
+  }
+  return out;
+}
+
 /** For a log axis: grid lines only at powers of ten when there are many. */
 export function decadesOnly(u, splits) {
   if (splits.length <= 10) return splits;
@@ -174,10 +194,11 @@ export function paddedRange(log) {
     }
     if (log) {
       const f = max > min ? (max / min) ** 0.04 : 1.5;
-      return [min / f, max * f];
+      // max / min may overflow (a denormal min): then no margin.
+      return min / f > 0 && Number.isFinite(max * f) ? [min / f, max * f] : [min, max];
     }
     const d = max > min ? (max - min) * 0.04 : Math.abs(min) * 0.1 || 1;
-    return [min - d, max + d];
+    return Number.isFinite(min - d) && Number.isFinite(max + d) ? [min - d, max + d] : [min, max];
   };
 }
 
