@@ -1,9 +1,9 @@
 // Unit tests of the log axes' arithmetic in web/js/charts/uplot.js (no DOM
 // at import, so node imports it as it is): the splits always end, whatever
 // range uPlot hands them, and a padded range stays one a log axis can draw.
-// Run by ctest in `browser_dashboard`. uPlot's own log splits stepped until
-// they passed the range's end and threw "RangeError: Invalid array length"
-// from a scatter's axis when that end was not finite.
+// Run by ctest in `browser_dashboard`. uPlot's own log splits never ended on
+// some ordinary ranges (a low end just under a power of ten) and threw
+// "RangeError: Invalid array length" from a scatter's axis.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,6 +16,10 @@ test('logSplits: 1 to 9 times each power of ten inside the range, as written in 
   assert.deepEqual(logSplits(null, 0, 3.2e-6, 4.1e-6), [4e-6]);
   // 3e-5 exactly, not 3 * 10 ** -5 (0.000030000000000000004)
   assert.ok(logSplits(null, 0, 1e-5, 1e-4).includes(3e-5));
+  // Ranges on which uPlot 1.6's log splits never ended.
+  assert.deepEqual(logSplits(null, 0, 0.0009568379658440586, 0.08631992695591606),
+    [1e-3, 2e-3, 3e-3, 4e-3, 5e-3, 6e-3, 7e-3, 8e-3, 9e-3, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08]);
+  assert.deepEqual(logSplits(null, 0, 0.09940881120705512, 1.7427531397548537), [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1]);
 });
 
 test('logSplits: only powers of ten over many decades, and never without end', () => {

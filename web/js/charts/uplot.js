@@ -146,9 +146,11 @@ function mantissa(v) {
 
 /** The splits of a log axis (uPlot's `splits`): 1 to 9 times each power of
  * ten within [min, max], or only the powers of ten over more than 12
- * decades, at most 400 in all. uPlot's own log splits step until they pass
- * max and never end when max is not finite (RangeError: Invalid array
- * length from a scatter's axis); these always end. */
+ * decades, at most 400 in all. uPlot's own log splits (1.6) never end on
+ * about 2% of ordinary ranges, those whose low end is just under a power
+ * of ten (0.000957 to 0.0863 is one), nor on an infinite one: the page
+ * then threw "RangeError: Invalid array length" from a scatter's axis.
+ * These always end. */
 export function logSplits(u, axisIdx, min, max) {
   if (!(min > 0) || !(max >= min) || !Number.isFinite(max)) return [];
   let e = Math.floor(Math.log10(min));
