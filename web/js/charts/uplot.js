@@ -149,8 +149,9 @@ function mantissa(v) {
  * decades, at most 400 in all. uPlot's own log splits (1.6) never end on
  * about 2% of ordinary ranges, those whose low end is just under a power
  * of ten (0.000957 to 0.0863 is one), nor on an infinite one: the page
- * then threw "RangeError: Invalid array length" from a scatter's axis.
- * These always end. */
+ * then threw "RangeError: Invalid array length" from a scatter's axis
+ * (github.com/leeoniya/uPlot/issues/1098, fixed after 1.6.32, the newest
+ * release on npm). These always end. */
 export function logSplits(u, axisIdx, min, max) {
   if (!(min > 0) || !(max >= min) || !Number.isFinite(max)) return [];
   let e = Math.floor(Math.log10(min));
