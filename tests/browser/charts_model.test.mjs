@@ -7,13 +7,25 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { logSplits, paddedRange } from '../../web/js/charts/uplot.js';
+import { decadesOnly, logSplits, logTicks, paddedRange } from '../../web/js/charts/uplot.js';
 
 test('logSplits: 1 to 9 times each power of ten inside the range, as written in decimal', () => {
   assert.deepEqual(logSplits(null, 0, 2e-4, 3e-3),
     [2e-4, 3e-4, 4e-4, 5e-4, 6e-4, 7e-4, 8e-4, 9e-4, 1e-3, 2e-3, 3e-3]);
   assert.deepEqual(logSplits(null, 0, 0.5, 0.5), [0.5]);
-  assert.deepEqual(logSplits(null, 0, 3.2e-6, 4.1e-6), [4e-6]);
+  // Less than one step of those: a tenth of each.
+  assert.deepEqual(logSplits(null, 0, 3.2e-6, 4.1e-6), [3.2e-6, 3.3e-6, 3.4e-6, 3.5e-6, 3.6e-6, 3.7e-6, 3.8e-6, 3.9e-6, 4e-6, 4.1e-6]);
+  assert.deepEqual(logSplits(null, 0, 0.0407, 0.0494), [0.041, 0.042, 0.043, 0.044, 0.045, 0.046, 0.047, 0.048, 0.049]);
+  // ... labelled each, where none is 1, 2 or 5 times a power of ten.
+  assert.deepEqual(logTicks(null, [0.041, 0.042, 0.043]), ['0.041', '0.042', '0.043']);
+  assert.deepEqual(logTicks(null, [0.01, 0.02, 0.03]), ['0.01', '0.02', '']);
+  // 1.05 to 2.5: fifteen tenths, no power of ten; grid lines at every second.
+  const tenths = logSplits(null, 0, 1.05, 2.5);
+  assert.deepEqual(tenths, [1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2, 2.1, 2.2, 2.3, 2.4, 2.5]);
+  const shown = decadesOnly(null, tenths).filter((v) => v !== null);
+  assert.deepEqual(shown, [1.1, 1.3, 1.5, 1.7, 1.9, 2.1, 2.3, 2.5]);
+  // Over a decade and more, only its powers of ten.
+  assert.deepEqual(decadesOnly(null, logSplits(null, 0, 0.5, 20)).filter((v) => v !== null), [1, 10]);
   // 3e-5 exactly, not 3 * 10 ** -5 (0.000030000000000000004)
   assert.ok(logSplits(null, 0, 1e-5, 1e-4).includes(3e-5));
   // Ranges on which uPlot 1.6's log splits never ended.

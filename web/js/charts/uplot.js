@@ -154,23 +154,32 @@ function mantissa(v) {
  * release on npm). These always end. */
 export function logSplits(u, axisIdx, min, max) {
   if (!(min > 0) || !(max >= min) || !Number.isFinite(max)) return [];
-  let e = Math.floor(Math.log10(min));
+  const first = Math.floor(Math.log10(min));
   const last = Math.ceil(Math.log10(max));
-  const mults = last - e > 12 ? [1] : [1, 2, 3, 4, 5, 6, 7, 8, 9];
-  const out = [];
-  for (; e <= last && out.length < 400; e++) {
-    for (const m of mults) {
-      const v = Number(`${m}e${e}`); // 3e-5, not 3 * 10 ** -5 = 0.000030000000000000004
-      if (v >= min && v <= max) out.push(v);
+  const steps = (mults, shift) => {
+    const out = [];
+    for (let e = first - shift; e <= last && out.length < 400; e++) {
+      for (const m of mults) {
+        const v = Number(`${m}e${e}`); // 3e-5, not 3 * 10 ** -5 = 0.000030000000000000004
+        if (v >= min && v <= max) out.push(v);
+      }
     }
-  }
-  return out;
+    return out;
+  };
+  if (last - first > 12) return steps([1], 0);
+  const out = steps([1, 2, 3, 4, 5, 6, 7, 8, 9], 0);
+  // Within a tenth of a decade (0.0407 to 0.0494): 4.1e-2, 4.2e-2, ...
+  return out.length >= 2 ? out : steps(Array.from({ length: 90 }, (_, i) => i + 10), 1);
 }
 
 /** For a log axis: grid lines only at powers of ten when there are many. */
 export function decadesOnly(u, splits) {
   if (splits.length <= 10) return splits;
-  return splits.map((v) => (mantissa(v) === 1 ? v : null));
+  const decades = splits.map((v) => (mantissa(v) === 1 ? v : null));
+  if (decades.some((v) => v !== null)) return decades;
+  // Inside one decade (logSplits' tenths): every k-th, at most 10.
+  const k = Math.ceil(splits.length / 10);
+  return splits.map((v, i) => (i % k === 0 ? v : null));
 }
 
 /** Labels of a log axis that do not overlap: powers of ten, and 2 and 5
@@ -179,11 +188,13 @@ export function logTicks(u, splits) {
   const lo = splits[0];
   const hi = splits[splits.length - 1];
   const few = hi / lo < 100;
-  return splits.map((v) => {
+  const labels = splits.map((v) => {
     if (v === null) return '';
     const m = mantissa(v);
     return m === 1 || (few && (m === 2 || m === 5)) ? tick(v) : '';
   });
+  // A range inside one decade may hold none of those: then label each.
+  return labels.some((l) => l !== '') ? labels : splits.map((v) => (v === null ? '' : tick(v)));
 }
 
 /** An x range with a margin, so that dots at the ends are not cut in half;
