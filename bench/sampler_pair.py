@@ -105,9 +105,9 @@ def main():
     if not args.unpaired:
         common = [k for k in keys_a if k in b]
     else:
-        # Different tools have different labels: pair by function.
-        by_fn = {k[0]: k for k in b}
-        common = [(k, by_fn[k[0]]) for k in keys_a if k[0] in by_fn]
+        # Different tools have different labels: each of A's rows against
+        # each of B's for the same function.
+        common = [(ka, kb) for ka in keys_a for kb in sorted(b) if kb[0] == ka[0]]
     if not common:
         sys.exit("sampler_pair: the two files have no function (and label) in common")
     print(f"A = {args.a}\nB = {args.b}")
@@ -123,8 +123,8 @@ def main():
                     f"{quantile(rb, 0.75):.3g}")
             if args.unpaired:
                 p, below = mann_whitney(ra, rb)
-                print(f"{head}; {len(ra)} and {len(rb)} seeds; P(B < A) {below:.2f}, "
-                      f"Mann-Whitney p {p:.3g}")
+                print(f"{head}; {ka[1]} ({len(ra)} seeds) against {kb[1]} ({len(rb)}); "
+                      f"P(B < A) {below:.2f}, Mann-Whitney p {p:.3g}")
                 continue
             n = min(len(ra), len(rb))
             if len(ra) != len(rb):

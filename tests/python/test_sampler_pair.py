@@ -98,10 +98,15 @@ class Command(unittest.TestCase):
 
     def test_unpaired_pairs_by_function(self):
         a = [self.row("levy4", "rung-bayes", [1.0, 2.0, 3.0])]
-        b = [self.row("levy4", "sklearn-gp", [4.0, 5.0, 6.0])]
+        b = [self.row("levy4", "sklearn-gp", [4.0, 5.0, 6.0]),
+             self.row("levy4", "optuna-tpe", [0.1, 0.2, 0.3]),
+             self.row("branin", "optuna-tpe", [0.1, 0.2, 0.3])]
         r = self.run_pair(a, b, "--unpaired", "--at", "100")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("P(B < A) 0.00", r.stdout)
+        # Each of B's tools on levy4, named; branin is in A only.
+        self.assertIn("rung-bayes (3 seeds) against sklearn-gp (3); P(B < A) 0.00", r.stdout)
+        self.assertIn("rung-bayes (3 seeds) against optuna-tpe (3); P(B < A) 1.00", r.stdout)
+        self.assertNotIn("branin", r.stdout)
 
     def test_nothing_in_common_is_an_error(self):
         r = self.run_pair([self.row("branin", "x", [1.0])], [self.row("levy4", "x", [1.0])])
