@@ -43,12 +43,9 @@ def load(path):
     return rows
 
 
-def quantile(v, q):
-    s = sorted(v)
-    pos = q * (len(s) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+def q3(v):
+    """The third quartile, interpolated as numpy's default does."""
+    return statistics.quantiles(v, n=4, method="inclusive")[2] if len(v) > 1 else v[0]
 
 
 def sign_test(wins, losses):
@@ -103,7 +100,7 @@ def main():
     a, b = load(args.a), load(args.b)
     keys_a = sorted(a)
     if not args.unpaired:
-        common = [k for k in keys_a if k in b]
+        common = [(k, k) for k in keys_a if k in b]
     else:
         # Different tools have different labels: each of A's rows against
         # each of B's for the same function.
@@ -111,16 +108,14 @@ def main():
     if not common:
         sys.exit("sampler_pair: the two files have no function (and label) in common")
     print(f"A = {args.a}\nB = {args.b}")
-    for item in common:
-        ka, kb = (item, item) if not args.unpaired else item
+    for ka, kb in common:
         for at in checkpoints:
             key = f"regret_{at}"
             if key not in a[ka] or key not in b[kb]:
                 continue
             ra, rb = a[ka][key], b[kb][key]
             head = (f"{ka[0]:<12} @{at:<4} median {statistics.median(ra):.3g} -> "
-                    f"{statistics.median(rb):.3g}, q3 {quantile(ra, 0.75):.3g} -> "
-                    f"{quantile(rb, 0.75):.3g}")
+                    f"{statistics.median(rb):.3g}, q3 {q3(ra):.3g} -> {q3(rb):.3g}")
             if args.unpaired:
                 p, below = mann_whitney(ra, rb)
                 print(f"{head}; {ka[1]} ({len(ra)} seeds) against {kb[1]} ({len(rb)}); "

@@ -144,6 +144,10 @@ function mantissa(v) {
   return Math.round(m * 1000) / 1000;
 }
 
+// Mantissas of logSplits' ticks.
+const UNITS = [1, 2, 3, 4, 5, 6, 7, 8, 9];
+const TENTHS = Array.from({ length: 90 }, (_, i) => i + 10); // 10 ... 99, a power lower
+
 /** The splits of a log axis (uPlot's `splits`): 1 to 9 times each power of
  * ten within [min, max], or only the powers of ten over more than 12
  * decades, at most 400 in all. uPlot's own log splits (1.6) never end on
@@ -167,9 +171,9 @@ export function logSplits(u, axisIdx, min, max) {
     return out;
   };
   if (last - first > 12) return steps([1], 0);
-  const out = steps([1, 2, 3, 4, 5, 6, 7, 8, 9], 0);
+  const out = steps(UNITS, 0);
   // Within a tenth of a decade (0.0407 to 0.0494): 4.1e-2, 4.2e-2, ...
-  return out.length >= 2 ? out : steps(Array.from({ length: 90 }, (_, i) => i + 10), 1);
+  return out.length >= 2 ? out : steps(TENTHS, 1);
 }
 
 /** For a log axis: grid lines only at powers of ten when there are many. */
