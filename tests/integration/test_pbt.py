@@ -281,7 +281,18 @@ class PbtCase(wh.WorkerTestCase):
         d = self.daemon("--lease-s", "2")
         w = self.worker(d, "w", cpu_slots=2)
         spec = toy_spec(50, pbt({"h_0": UNIT, "h_1": UNIT}, synch=False), stop=False)
-        spec["search_space"]["sleep_s"] = 0.05
+        # Asynchronous PBT judges a member on arrival, against the records
+        # already at that milestone: of two members, only the second to
+        # arrive can exploit, and only if it ranks lower. So, as in
+        # test_exploit_across_two_workers, member 1 is both worse (h_1 0.5)
+        # and slower until its first exploit (which copies member 0's
+        # pace). With the paper's members at one pace the order was chance:
+        # they tie at steps 4 to 32, member 0 wins ties, and with member 0
+        # ahead the first exploit came at step 48 or never (the wait below
+        # then timed out, now and then).
+        spec["search_space"]["sleep_s"] = {"type": "choice", "values": [0.05, 0.2]}
+        spec["points_to_evaluate"] = [dict(PAPER_MEMBERS[0], sleep_s=0.05),
+                                      dict(PAPER_MEMBERS[1], h_1=0.5, sleep_s=0.2)]
         eid = d.create_experiment(spec)["id"]
         h.wait_until(lambda: all((t["step"] or 0) >= 14 for t in d.all_trials(eid))
                      and any(t["lineage"] for t in d.all_trials(eid)), 60,
