@@ -233,9 +233,16 @@ target("branin_regret_50", "n/a" if v is None else f"{v:.3g}", "<= 1e-4",
 v = median_at("hartmann6", "rung-bayes", 100)
 target("hartmann6_regret_100", "n/a" if v is None else f"{v:.3g}", "<= 0.02",
        v is not None and v <= 0.02)
+# A quarter of the seeds stuck in Hartmann-6's second peak (regret 0.119)
+# shows in the third quartile, not in the median.
+row = rows.get(("hartmann6", "rung-bayes"))
+v = row.get("q3_100") if usable(row) else None
+target("hartmann6_q3_regret_100", "n/a" if v is None else f"{v:.3g}", "<= 0.01",
+       v is not None and v <= 0.01)
 if with_sklearn > 0:
     print(f"target bayes_vs_sklearn: {no_worse}/{with_sklearn} functions "
-          f"no worse at 100 (goal >= 4) {'ok' if no_worse >= 4 else 'short'}")
+          f"no worse at 100 (goal {len(functions)}, every function) "
+          f"{'ok' if no_worse >= len(functions) else 'short'}")
 PY
 
 ((RUNG_OK == 1)) || exit 1

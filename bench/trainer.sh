@@ -33,6 +33,9 @@
 #     test set as val_*; rung-train's learning rate follows a cosine over
 #     the run's epochs), with the per-epoch figures of the 10-epoch run, and
 #     PyTorch at a constant learning rate, after each of 10 epochs.
+# Each rung-train and PyTorch process runs under a small wrapper that prints
+# its peak resident set (getrusage of the waited-for child), so the memory of
+# the two tools is measured in the same run (bench/README.md section 4).
 # Then the target lines of bench/README.md section 5 and the reference figures.
 #
 # Every process gets its environment set here, whatever the shell has:
@@ -88,6 +91,19 @@ ACC_LR=0.05
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/trainer_bench.XXXXXX")
 MANIFEST=$TMP/manifest.txt
 : >"$MANIFEST"
+# Runs its arguments and then prints "peak_rss_kib N" (the child's peak
+# resident set, in KiB) on stderr; a signal to it goes on to the child.
+PEAK=$TMP/peak_rss.py
+cat >"$PEAK" <<'PY'
+import resource, signal, subprocess, sys
+child = subprocess.Popen(sys.argv[1:])
+for sig in (signal.SIGTERM, signal.SIGINT):
+    signal.signal(sig, lambda s, _: child.send_signal(s))
+rc = child.wait()
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print("peak_rss_kib %d" % peak, file=sys.stderr, flush=True)
+sys.exit(rc if rc >= 0 else 128 - rc)
+PY
 CHILD_PID=""
 NOTES=()
 T_START=$(date +%s)
@@ -241,7 +257,7 @@ rung_run() {
     local cfg="{\"batch_size\": $b, \"epochs\": $epochs, \"val_samples\": 0, \"threads\": $t,"
     cfg+=" \"ranks\": $ranks, \"lr\": $ACC_LR, \"momentum\": 0.9, \"seed\": 0}"
     local s0=$SECONDS
-    run_quiet "${ENVCMD[@]}" "$TRAIN" --config "$cfg"
+    run_quiet "${ENVCMD[@]}" "${PEAK_CMD[@]}" "$TRAIN" --config "$cfg"
     out=$RUN_OUT
     logged=$(sed -n 's/^rung-train: OpenBLAS core \([^ ]*\) .*/\1/p' "$out" | tail -n 1)
     echo "$tag rung $b $t $ranks ${core:-default} ${logged:-?} $LAST_OTHER $LAST_RC $out" \
@@ -264,7 +280,7 @@ torch_run() {
     local out
     set_env "$core" "$t"
     local s0=$SECONDS
-    run_quiet "${ENVCMD[@]}" "$PEER_PY" "$PEER" "$@" --threads "$t"
+    run_quiet "${ENVCMD[@]}" "${PEAK_CMD[@]}" "$PEER_PY" "$PEER" "$@" --threads "$t"
     out=$RUN_OUT
     echo "$tag torch - $t 1 ${core:-default} - $LAST_OTHER $LAST_RC $out" >>"$MANIFEST"
     local line what="samples/s"
@@ -322,6 +338,14 @@ fi
 if ((DO_GEMM == 1)) && [[ ! -x $GEMM ]]; then
     note "no $GEMM: the GEMM share is not measured"
     DO_GEMM=0
+fi
+
+# ---- peak memory ----
+PEAK_CMD=()
+if [[ -x $PEER_PY ]]; then
+    PEAK_CMD=("$PEER_PY" "$PEAK")
+else
+    note "no $PEER_PY: peak RSS is not measured"
 fi
 
 # ---- PyTorch ----
@@ -585,6 +609,18 @@ def json_lines(path):
     return out
 
 
+def peak_mib(path):
+    """The process's peak RSS in MiB (the wrapper's last line), or None."""
+    peak = None
+    try:
+        for text in open(path):
+            if text.startswith("peak_rss_kib "):
+                peak = int(text.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return peak
+
+
 # One JSON object per run: PyTorch's and gemm_share's own, with the run's
 # other load added; rung-train's made from its @rung lines.
 print()
@@ -598,10 +634,11 @@ for r in runs:
                           "threads": r["threads"], "ranks": r["ranks"], "core": r["logged"],
                           "epochs_sps": sps, "best_sps": max(timed) if timed else None,
                           "val_acc": [e.get("val_acc") for e in eps], "other": r["other"],
-                          "rc": r["rc"]}))
+                          "peak_rss_mib": peak_mib(r["path"]), "rc": r["rc"]}))
     else:
         for j in json_lines(r["path"]):
-            print(json.dumps({**j, "other": r["other"]}))
+            extra = {"peak_rss_mib": peak_mib(r["path"])} if r["tool"] == "torch" else {}
+            print(json.dumps({**j, "other": r["other"], **extra}))
 
 
 def rung_speed(tag, core, b, t, ranks=1):
@@ -690,6 +727,32 @@ for key, title in tables:
               "rung-train on OpenBLAS's default core")
     elif key == "default":
         print("  rung = rung-train as it runs by itself (its chosen core)")
+
+# peak RSS of the speed runs: rung-train per batch and threads (the largest
+# of the row's runs), PyTorch per process (one process runs every batch)
+rss_rung = {}
+rss_torch = {}
+for r in runs:
+    if r["tag"] != "speed":
+        continue
+    peak = peak_mib(r["path"])
+    if peak is None:
+        continue
+    if r["tool"] == "rung" and r["core"] == core_chosen:
+        key = (r["batch"], r["threads"])
+        rss_rung[key] = max(rss_rung.get(key, 0.0), peak)
+    elif r["tool"] == "torch" and r["core"] == core_chosen:
+        rss_torch[r["threads"]] = max(rss_torch.get(r["threads"], 0.0), peak)
+if rss_rung or rss_torch:
+    print()
+    print("== peak RSS (MiB, the process's largest resident set; speed runs, core "
+          f"{core_chosen}) ==")
+    for t in threads:
+        cells = ", ".join(f"batch {b}: {rss_rung[(b, t)]:.0f}" for b in batches
+                          if (b, t) in rss_rung)
+        torch_cell = f"{rss_torch[t]:.0f}" if t in rss_torch else "n/a"
+        print(f"  {t} thread(s): rung-train {cells or 'n/a'}; PyTorch (all batches in one "
+              f"process) {torch_cell}")
 
 # GEMM share
 gemm = {}
@@ -833,9 +896,21 @@ ts, to, _ = torch_speed("speed", core_chosen, 256, 2)
 x = ratio(rs, ts)
 target("trainer_vs_torch_b256_t2_same_kernel",
        "n/a" if x is None else f"ratio {x:.2f}x ({rs:,.0f} vs {ts:,.0f} samples/s, core "
-       f"{core_chosen}{busy(ro, to)})", "1.2x", x is not None and x >= 1.2,
+       f"{core_chosen}{busy(ro, to)})", "1.5x", x is not None and x >= 1.5,
        "" if ts is not None else " (no PyTorch figure)" if rs is not None else
        " (no figures)")
+g = gemm.get(("rung", 256, 2, 1))
+share = ratio(rs, g["samples_per_s"] if g else None)
+target("trainer_gemm_share_b256_t2",
+       "n/a" if share is None else f"{share:.2f} of the GEMM-only bound ({rs:,.0f} vs "
+       f"{g['samples_per_s']:,.0f} samples/s{busy(ro, g['other'])})", "0.95",
+       share is not None and share >= 0.95)
+worst = max(rss_rung.values()) if rss_rung else None
+peer = max(rss_torch.values()) if rss_torch else None
+target("trainer_peak_rss_mib",
+       "n/a" if worst is None else f"{worst:.0f} (the largest of rung-train's speed runs; "
+       + ("no PyTorch figure" if peer is None else f"PyTorch {peer:.0f}") + ")",
+       "<= 150", worst is not None and worst <= 150)
 target("dp_efficiency_rung", "n/a" if dp_rung is None else f"{dp_rung:.2f}x", "0.9x",
        dp_rung is not None and dp_rung >= 0.9,
        ("" if dp_torch is None else f" (PyTorch DDP here: {dp_torch:.2f}x; reference 0.49x)")
