@@ -4,6 +4,7 @@
 # program. The CUDA backend (cuda/cuda.cmake) is linked when it was built;
 # otherwise a stub says there is no GPU.
 add_library(rung_kernels_train STATIC ${CMAKE_CURRENT_SOURCE_DIR}/train_cpu.c
+                                      ${CMAKE_CURRENT_SOURCE_DIR}/pool.c
                                       ${CMAKE_CURRENT_SOURCE_DIR}/train_nodes.c
                                       ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint.c
                                       ${CMAKE_CURRENT_SOURCE_DIR}/plan.c)

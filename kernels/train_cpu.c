@@ -38,6 +38,7 @@
 #include "blas.h"
 #include "checkpoint.h"
 #include "ops.h"
+#include "pool.h"
 #include "splitmix.h"
 
 double train_lr_at(double lr, int64_t step, int64_t warmup, int64_t total)
@@ -74,6 +75,7 @@ typedef struct Rank {
     float **delta; /* gradients of act[l], l >= 1 */
     int32_t *y;
     int64_t *idx;
+    Pool *pool;      /* the rank's threads for its elementwise work; NULL: its own alone */
     double loss_sum; /* this epoch's training loss, summed over its samples */
     double val_loss;
     int64_t val_correct;
@@ -175,6 +177,29 @@ static void backward(Run *run, Rank *rk, int64_t m, const int64_t *pos)
     }
 }
 
+/* A batch's rows gathered by the rank's threads, each a run of rows. */
+typedef struct GatherJob {
+    const Dataset *d;
+    const int64_t *idx;
+    int64_t m;
+    float *x;
+    int32_t *y;
+} GatherJob;
+
+static void gather_part(void *arg, int part, int parts)
+{
+    const GatherJob *j = arg;
+    size_t lo, hi;
+    pool_range((size_t)j->m, part, parts, &lo, &hi);
+    data_gather(j->d, j->idx + lo, (int64_t)(hi - lo), j->x + lo * (size_t)j->d->dim, j->y + lo);
+}
+
+static void gather(Rank *rk, const Dataset *d, int64_t m)
+{
+    GatherJob j = {.d = d, .idx = rk->idx, .m = m, .x = rk->act[0], .y = rk->y};
+    pool_run(rk->pool, gather_part, &j);
+}
+
 /* Slice r of the parameters: [lo, hi), split evenly over the ranks. */
 static void slice_of(const Run *run, int r, size_t *lo, size_t *hi)
 {
@@ -197,12 +222,11 @@ static void reduce_slice(Run *run, int r)
     }
 }
 
-/* The optimizer on slice r, from the summed gradient in rank 0's. */
-static void update_slice(Run *run, int r)
+/* The optimizer on parameters [lo, hi), from the summed gradient in rank
+ * 0's. */
+static void update_range(Run *run, size_t lo, size_t hi)
 {
     const TrainConfig *cfg = run->cfg;
-    size_t lo, hi;
-    slice_of(run, r, &lo, &hi);
     if (hi <= lo)
         return;
     float *g = run->ranks[0].grad;
@@ -212,6 +236,27 @@ static void update_slice(Run *run, int r)
     else
         ops_adamw(run->params + lo, run->opt1 + lo, run->opt2 + lo, g + lo, hi - lo, run->lr_now,
                   cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay, run->adam_t);
+}
+
+typedef struct UpdateJob {
+    Run *run;
+    size_t lo, hi;
+} UpdateJob;
+
+static void update_part(void *arg, int part, int parts)
+{
+    const UpdateJob *j = arg;
+    size_t a, b;
+    pool_range(j->hi - j->lo, part, parts, &a, &b);
+    update_range(j->run, j->lo + a, j->lo + b);
+}
+
+/* The optimizer on slice r, by rank r's threads. */
+static void update_slice(Run *run, int r)
+{
+    UpdateJob j = {.run = run};
+    slice_of(run, r, &j.lo, &j.hi);
+    pool_run(run->ranks[r].pool, update_part, &j);
 }
 
 /* Multi-node, on rank 0 between the barriers: this node's summed gradient
@@ -246,7 +291,7 @@ static void validate(Run *run, Rank *rk)
         int64_t m = hi - s < bs ? hi - s : bs;
         for (int64_t i = 0; i < m; i++)
             rk->idx[i] = s + i;
-        data_gather(v, rk->idx, m, rk->act[0], rk->y);
+        gather(rk, v, m);
         float *logits = forward(run, rk, m, false, NULL);
         int64_t correct = 0;
         rk->val_loss += ops_softmax_xent(logits, rk->y, NULL, (int)m, C, 0, &correct);
@@ -275,7 +320,7 @@ static void *rank_main(void *arg)
             int64_t *where = rk->idx + cfg->batch_size; /* second half of idx */
             for (int64_t i = 0; i < m; i++)
                 where[i] = start + rk->g + i * run->K;
-            data_gather(run->train, rk->idx, m, rk->act[0], rk->y);
+            gather(rk, run->train, m);
             if (m > 0) {
                 float *logits = forward(run, rk, m, true, where);
                 int64_t correct;
@@ -379,6 +424,7 @@ static void run_free(Run *run)
         free(rk->delta);
         free(rk->y);
         free(rk->idx);
+        pool_free(rk->pool);
     }
     free(run->params);
     free(run->opt1);
@@ -479,6 +525,8 @@ int train_cpu(const TrainConfig *cfg, const Dataset *train, const Dataset *val,
     }
     data_epoch_order(train->n, cfg->seed, run->epoch, run->perm);
     blas_set_threads(cfg->threads > 0 ? cfg->threads : 1);
+    for (int r = 0; r < run->k; r++)
+        run->ranks[r].pool = pool_new(cfg->threads); /* NULL (one thread) on failure */
     pthread_barrier_init(&run->barrier, NULL, (unsigned)run->k);
     pthread_t th[TRAIN_MAX_RANKS];
     int started = 0;

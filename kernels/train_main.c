@@ -46,6 +46,12 @@
 #include "train.h"
 
 #define PICKED_ENV "RUNG_TRAIN_CORE_PICKED" /* set on the re-executed process */
+/* OpenBLAS's idle threads spin (sched_yield) for 2^28 cycles, about 0.1 s,
+ * before they sleep: between a step's GEMMs they would hold the cores the
+ * rank's pool (pool.h) gathers the batch and updates the weights on. 2^16
+ * cycles (tens of microseconds) keeps them awake from one GEMM of a layer
+ * to the next, not through the pool's work (docs/trainer.md, "Threads"). */
+#define BLAS_THREAD_TIMEOUT "16"
 /* The longest rendezvous wait RUNG_RDZV_TIMEOUT_S may ask for: an hour. */
 #define RDZV_TIMEOUT_MAX_S 3600.0
 
@@ -826,7 +832,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "rung-train: %s\n", nwhy);
         return 2;
     }
+    /* OpenBLAS reads both variables when it is loaded, before main: a
+     * change re-executes the program (blascore_pick's exec carries it). */
+    bool set_timeout = getenv("OPENBLAS_THREAD_TIMEOUT") == NULL;
+    if (set_timeout)
+        setenv("OPENBLAS_THREAD_TIMEOUT", BLAS_THREAD_TIMEOUT, 1);
     blascore_pick(argv, PICKED_ENV);
+    if (set_timeout)
+        execv("/proc/self/exe", argv); /* returns only on failure: go on as loaded */
     char why[1024] = "";
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

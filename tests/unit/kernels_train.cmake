@@ -3,6 +3,10 @@
 rung_unit_test(test_train test_train.c)
 target_link_libraries(test_train PRIVATE rung_kernels_train)
 set_tests_properties(test_train PROPERTIES TIMEOUT 600)
+# kernels/pool.c: the fork-join pool of a rank's threads (ranges, every
+# part once, thousands of jobs, the one-thread case).
+rung_unit_test(test_pool test_pool.c)
+target_link_libraries(test_pool PRIVATE rung_kernels_train)
 # kernels/train_cpu.c over several nodes (train_nodes.c, rendezvous.c): one
 # process per node on loopback against one process with as many ranks, a
 # resume from node 0's checkpoint, nodes that disagree, a SIGTERM on one

@@ -1,6 +1,7 @@
 /* Unit tests of kernels/train_cpu.c and checkpoint.c: the learning-rate
  * schedule; k data-parallel ranks with batch B/k each against one rank with
- * batch B (same parameters after 50 steps, dropout on); a resumed run
+ * batch B (same parameters after 50 steps, dropout on); a rank's threads
+ * against one (the same bits); a resumed run
  * against an uninterrupted one (identical weights); and a real run on a
  * 10,000-sample subset of Fashion-MNIST. Final parameters are read back from
  * the checkpoint files the runs write. */
@@ -104,6 +105,38 @@ static void test_ranks_match_one_rank(void **state)
     assert_true(moved > 1e-2);
     free(still);
     free(one);
+    data_free(&d);
+}
+
+/* A rank's threads (the pool that gathers its rows and updates its slice,
+ * kernels/pool.h) change no bit: 1, 2 and 3 threads per rank, one rank and
+ * two, SGD and AdamW, give the same parameters after 50 steps. */
+static void test_threads_give_the_same_bits(void **state)
+{
+    (void)state;
+    Dataset d = {0};
+    make_blobs(&d, 640, 5);
+    size_t n = 0;
+    for (int opt = 0; opt < 2; opt++) {
+        for (int ranks = 1; ranks <= 2; ranks++) {
+            TrainConfig c = small_config(5);
+            c.optimizer = opt == 0 ? TRAIN_SGD : TRAIN_ADAMW;
+            c.ranks = ranks;
+            n = n_params_of(&c, &d);
+            c.threads = 1;
+            float *one = run_and_read(&c, &d, 5, NULL);
+            for (int t = 2; t <= 3; t++) {
+                c.threads = t;
+                float *many = run_and_read(&c, &d, 5, NULL);
+                if (memcmp(one, many, n * sizeof *one) != 0)
+                    fail_msg("%s, %d rank(s): %d threads differ from 1", opt ? "adamw" : "sgd",
+                             ranks, t);
+                free(many);
+            }
+            free(one);
+        }
+    }
+    assert_true(n > 0);
     data_free(&d);
 }
 
@@ -212,6 +245,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lr_schedule),
         cmocka_unit_test(test_ranks_match_one_rank),
+        cmocka_unit_test(test_threads_give_the_same_bits),
         cmocka_unit_test(test_resume_matches_uninterrupted),
         cmocka_unit_test(test_fashion_mnist_subset),
     };
