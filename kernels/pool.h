@@ -22,7 +22,7 @@ typedef struct Pool Pool;
 
 /* A pool of `threads` threads, the caller included (threads - 1 helpers).
  * NULL when threads <= 1 or a helper cannot start: pool_run then runs the
- * whole job on the caller, as one part. */
+ * whole job on the caller, as one part. At most POOL_MAX_THREADS. */
 Pool *pool_new(int threads);
 
 /* Runs fn(ctx, part, parts) for every part, part 0 on the caller, and

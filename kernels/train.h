@@ -76,7 +76,7 @@ typedef struct TrainConfig {
     int64_t val_samples;   /* held out of the training set; default 5000 (or 10%) */
     /* Parallelism. */
     int ranks;           /* CPU ranks (threads) */
-    int threads;         /* OpenBLAS threads per rank (CPU) */
+    int threads;         /* threads per rank (CPU): OpenBLAS's and the pool's */
     int gpus;            /* GPU ranks: the first gpus usable GPUs; 0 = every one (--gpus) */
     size_t bucket_bytes; /* GPU gradient buckets' size; 0 = the default (tests set it) */
     /* Checkpoints: folder (RUNG_TRIAL_DIR) or NULL; resume after this epoch. */

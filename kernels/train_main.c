@@ -5,7 +5,7 @@
  *
  * (the config from RUNG_CONFIG when neither is given; --ranks and --threads
  * override the config's "ranks", CPU data-parallel ranks, and "threads",
- * OpenBLAS threads per rank). `rung-train --help` lists the options and the
+ * threads per rank: OpenBLAS's and its pool's). `rung-train --help` lists the options and the
  * config's keys.
  *
  * The config holds the trial's hyperparameters (docs/trainer.md, "The
@@ -246,7 +246,7 @@ static const ConfigField FIELDS[C__COUNT] = {
     [C_THREADS] = {
         .key = "threads", .kind = F_INT, .store = S_INT, .offset = AT(cfg.threads),
         .min = 0, .max = 1024, .dflt = "1",
-        .help = "OpenBLAS threads per rank (0 counts as 1)"},
+        .help = "threads per rank, for OpenBLAS and between the GEMMs (0 counts as 1)"},
 };
 /* clang-format on */
 #define N_FIELDS ((size_t)C__COUNT)
@@ -627,7 +627,7 @@ static Option options[O__COUNT] = {
     [O_RANKS] = {"ranks", OPT_INT, NULL, 0, 1, TRAIN_MAX_RANKS,
                  "CPU data-parallel ranks; overrides config.ranks"},
     [O_THREADS] = {"threads", OPT_INT, NULL, 0, 1, 1024,
-                   "OpenBLAS threads per rank; overrides config.threads"},
+                   "threads per rank (OpenBLAS and the rank's pool); overrides config.threads"},
     [O_GPUS] = {"gpus", OPT_INT, NULL, 0, 1, TRAIN_MAX_RANKS,
                 "train on the first N usable GPUs (default: every one)"},
 };
