@@ -559,6 +559,7 @@ fi
 "$SUMMARY_PY" - "$MANIFEST" "$CORE_DEFAULT" "$CORE_CHOSEN" "$BATCHES" "$THREADS" "$DP_BATCH" \
     "$ACC_BATCH" "$ACC_LR" "$DO_ACC" "$T_START" "$OTHER_MAX" <<'PY'
 import json
+import statistics
 import sys
 import time
 
@@ -665,6 +666,25 @@ def torch_speed(tag, core, b, t, kind="speed"):
                         best[0] is None or j["best_sps"] > best[0]):
                     best = (j["best_sps"], r["other"], j.get("core"))
     return best
+
+
+def median_speed(tool, core, b, t):
+    """The median over the row's runs of each run's median timed epoch: on a
+    host whose speed drifts, the best epoch favours the tool whose runs vary
+    more, the median does not. None without runs."""
+    meds = []
+    for r in runs:
+        if (r["tool"], r["tag"], r["core"], r["threads"]) != (tool, "speed", core, t):
+            continue
+        if tool == "rung" and r["batch"] == b:
+            sps = [e["samples_per_s"] for e in rung_epochs(r["path"])[1:]
+                   if e.get("samples_per_s")]
+            if sps:
+                meds.append(statistics.median(sps))
+        elif tool == "torch":
+            meds += [statistics.median(j["epochs_sps"]) for j in json_lines(r["path"])
+                     if j.get("kind") == "speed" and j.get("batch") == b and j.get("epochs_sps")]
+    return statistics.median(meds) if meds else None
 
 
 def oth(*vals):
@@ -894,11 +914,15 @@ def busy(*others):
 rs, ro = rung_speed("speed", core_chosen, 256, 2)
 ts, to, _ = torch_speed("speed", core_chosen, 256, 2)
 x = ratio(rs, ts)
+rm, tm = median_speed("rung", core_chosen, 256, 2), median_speed("torch", core_chosen, 256, 2)
+xm = ratio(rm, tm)
+median_note = ("" if xm is None else
+               f"; medians of the runs: {rm:,.0f} vs {tm:,.0f} samples/s, {xm:.2f}x")
 target("trainer_vs_torch_b256_t2_same_kernel",
        "n/a" if x is None else f"ratio {x:.2f}x ({rs:,.0f} vs {ts:,.0f} samples/s, core "
        f"{core_chosen}{busy(ro, to)})", "1.5x", x is not None and x >= 1.5,
-       "" if ts is not None else " (no PyTorch figure)" if rs is not None else
-       " (no figures)")
+       ("" if ts is not None else " (no PyTorch figure)" if rs is not None else
+        " (no figures)") + median_note)
 g = gemm.get(("rung", 256, 2, 1))
 share = ratio(rs, g["samples_per_s"] if g else None)
 target("trainer_gemm_share_b256_t2",
