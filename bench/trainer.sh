@@ -642,48 +642,48 @@ for r in runs:
             print(json.dumps({**j, "other": r["other"], **extra}))
 
 
-def rung_speed(tag, core, b, t, ranks=1):
-    """(best samples/s of the timed epochs of every run of the row, the other
-    load during the run that gave it), or (None, None)."""
-    best = (None, None)
+def row_runs(tool, tag, core, b, t, ranks=1):
+    """Each run of a row: (the samples/s of its timed epochs, the other load
+    during it, the core it reported)."""
     for r in runs:
-        if (r["tool"], r["tag"], r["core"], r["batch"], r["threads"], r["ranks"]) == (
-                "rung", tag, core, b, t, ranks):
+        if (r["tool"], r["tag"], r["core"], r["threads"]) != (tool, tag, core, t):
+            continue
+        if tool == "rung":
+            if (r["batch"], r["ranks"]) != (b, ranks):
+                continue
             eps = rung_epochs(r["path"])[1:]  # the first epoch is the warm-up
             sps = [e["samples_per_s"] for e in eps if e.get("samples_per_s")]
-            if sps and (best[0] is None or max(sps) > best[0]):
-                best = (max(sps), r["other"])
-    return best
-
-
-def torch_speed(tag, core, b, t, kind="speed"):
-    """As rung_speed, for PyTorch's runs, with the core it reported."""
-    best = (None, None, None)
-    for r in runs:
-        if (r["tool"], r["tag"], r["core"], r["threads"]) == ("torch", tag, core, t):
+            if sps:
+                yield sps, r["other"], r["logged"]
+        else:
             for j in json_lines(r["path"]):
-                if j.get("kind") == kind and j.get("batch") == b and (
-                        best[0] is None or j["best_sps"] > best[0]):
-                    best = (j["best_sps"], r["other"], j.get("core"))
+                if j.get("kind") == "speed" and j.get("batch") == b and j.get("epochs_sps"):
+                    yield j["epochs_sps"], r["other"], j.get("core")
+
+
+def best_speed(tool, tag, core, b, t, ranks=1):
+    """(the best timed epoch of every run of the row, the other load during
+    the run that gave it, the core it reported), or Nones."""
+    best = (None, None, None)
+    for sps, other, reported in row_runs(tool, tag, core, b, t, ranks):
+        if best[0] is None or max(sps) > best[0]:
+            best = (max(sps), other, reported)
     return best
+
+
+def rung_speed(tag, core, b, t, ranks=1):
+    return best_speed("rung", tag, core, b, t, ranks)[:2]
+
+
+def torch_speed(tag, core, b, t):
+    return best_speed("torch", tag, core, b, t)
 
 
 def median_speed(tool, core, b, t):
     """The median over the row's runs of each run's median timed epoch: on a
     host whose speed drifts, the best epoch favours the tool whose runs vary
     more, the median does not. None without runs."""
-    meds = []
-    for r in runs:
-        if (r["tool"], r["tag"], r["core"], r["threads"]) != (tool, "speed", core, t):
-            continue
-        if tool == "rung" and r["batch"] == b:
-            sps = [e["samples_per_s"] for e in rung_epochs(r["path"])[1:]
-                   if e.get("samples_per_s")]
-            if sps:
-                meds.append(statistics.median(sps))
-        elif tool == "torch":
-            meds += [statistics.median(j["epochs_sps"]) for j in json_lines(r["path"])
-                     if j.get("kind") == "speed" and j.get("batch") == b and j.get("epochs_sps")]
+    meds = [statistics.median(sps) for sps, _, _ in row_runs(tool, "speed", core, b, t)]
     return statistics.median(meds) if meds else None
 
 
