@@ -59,17 +59,31 @@ const char *blascore_best(void)
 }
 #endif
 
+void blascore_pick_with(char **argv, const char *marker, const char *name, const char *value)
+{
+    bool exec = false, picked = false;
+    if (name != NULL && getenv(name) == NULL) {
+        setenv(name, value, 1);
+        exec = true;
+    }
+    if (getenv("OPENBLAS_CORETYPE") == NULL && getenv(marker) == NULL) {
+        const char *best = blascore_best();
+        setenv(marker, best ? best : "default", 1);
+        if (best != NULL) {
+            setenv("OPENBLAS_CORETYPE", best, 1);
+            exec = picked = true;
+        }
+    }
+    if (!exec)
+        return;
+    execv("/proc/self/exe", argv);
+    if (picked) /* exec failed: carry on with OpenBLAS as it was loaded */
+        unsetenv("OPENBLAS_CORETYPE");
+}
+
 void blascore_pick(char **argv, const char *marker)
 {
-    if (getenv("OPENBLAS_CORETYPE") != NULL || getenv(marker) != NULL)
-        return;
-    const char *best = blascore_best();
-    setenv(marker, best ? best : "default", 1);
-    if (best == NULL)
-        return;
-    setenv("OPENBLAS_CORETYPE", best, 1);
-    execv("/proc/self/exe", argv);
-    unsetenv("OPENBLAS_CORETYPE"); /* exec failed: carry on with OpenBLAS's choice */
+    blascore_pick_with(argv, marker, NULL, NULL);
 }
 
 bool blascore_picked(const char *marker)

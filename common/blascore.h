@@ -25,6 +25,12 @@ const char *blascore_best(void);
  * there is nothing to do or the exec failed. */
 void blascore_pick(char **argv, const char *marker);
 
+/* blascore_pick, which also sets the environment variable `name` to
+ * `value` unless it is set already (another variable OpenBLAS reads when
+ * it is loaded, such as OPENBLAS_THREAD_TIMEOUT): the program re-executes
+ * once when either is new. */
+void blascore_pick_with(char **argv, const char *marker, const char *name, const char *value);
+
 /* After blascore_pick: whether the running core is the one it picked. */
 bool blascore_picked(const char *marker);
 

@@ -832,14 +832,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "rung-train: %s\n", nwhy);
         return 2;
     }
-    /* OpenBLAS reads both variables when it is loaded, before main: a
-     * change re-executes the program (blascore_pick's exec carries it). */
-    bool set_timeout = getenv("OPENBLAS_THREAD_TIMEOUT") == NULL;
-    if (set_timeout)
-        setenv("OPENBLAS_THREAD_TIMEOUT", BLAS_THREAD_TIMEOUT, 1);
-    blascore_pick(argv, PICKED_ENV);
-    if (set_timeout)
-        execv("/proc/self/exe", argv); /* returns only on failure: go on as loaded */
+    blascore_pick_with(argv, PICKED_ENV, "OPENBLAS_THREAD_TIMEOUT", BLAS_THREAD_TIMEOUT);
     char why[1024] = "";
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
