@@ -9,10 +9,23 @@
  * files at its top named stdout.log and stderr.log, which trial.c writes
  * the trial's output into: each trial keeps its own logs, and a copy never
  * touches the logs already in the destination. Regular files, folders and
- * symbolic links are copied; a link is recreated with the same target, not
- * followed, and its target is not rewritten (a relative link stays
- * relative; an absolute one points where it pointed). FIFOs, sockets and
- * devices are left out.
+ * (by ckpt_copy_dir only) symbolic links are copied; a link is recreated
+ * with the same target, not followed, and its target is not rewritten (a
+ * relative link stays relative; an absolute one points where it pointed).
+ * FIFOs, sockets and devices are left out.
+ *
+ * What an unpack accepts. A tar comes from another machine, through rungd:
+ * whoever could upload it chose its bytes. ckpt_unpack takes only what
+ * ckpt_pack writes: an uncompressed tar (gzip, bzip2, xz... refused by
+ * name: a 200 KB gzip bomb unpacks to gigabytes) of regular files and
+ * folders with relative names and no ".." (no symbolic or hard links, of
+ * any target, no devices, FIFOs or sockets, no sparse files), at most
+ * CKPT_MAX_ENTRIES of them, whose sizes add up to less than the tar's own
+ * size (the bound an uncompressed tar's contents cannot pass: a header that
+ * says more lies), and whose data blocks stay within those sizes as they
+ * are written. Files get their permission bits (never set-id), not their
+ * owner. ckpt_pack leaves symbolic links out for the same reason, so that
+ * what a worker packs, a worker unpacks.
  *
  * No hard links. ckpt_copy_dir copies each regular file's bytes, as a
  * copy-on-write clone (FICLONE) where the file system has them, so the
@@ -34,8 +47,11 @@
  *
  * Errors: each function returns 0 on success and -1 on failure, with a
  * message in err (at most errsize bytes, always terminated) that names the
- * path concerned. A failed copy or unpack may have left part of its work in
- * the destination; a failed pack leaves no file at tar_path. */
+ * path concerned (for an unpack, the entry refused). A failed copy may have
+ * left part of its work in the destination; a failed unpack leaves the
+ * destination as it was (not made when it was missing), and a failed pack
+ * no file at tar_path. On success err is empty or holds a note worth a
+ * log line (what a pack left out). */
 #ifndef RUNG_WORKER_CKPT_H
 #define RUNG_WORKER_CKPT_H
 
@@ -46,6 +62,10 @@
 #define CKPT_STDOUT_LOG "stdout.log"
 #define CKPT_STDERR_LOG "stderr.log"
 
+/* The most files and folders a tar may hold, packed or unpacked (each takes
+ * an inode on the receiver, whatever its size). */
+#define CKPT_MAX_ENTRIES 100000
+
 /* Copies the contents of folder `from` into folder `to`, which is made
  * (mode 0700) when missing; its parent must exist. `to` may be neither
  * `from` nor a folder that holds `from`; when `to` lies inside `from`, it
@@ -53,7 +73,9 @@
 int ckpt_copy_dir(const char *from, const char *to, char *err, size_t errsize);
 
 /* Writes a pax tar (POSIX.1-2001, extended headers only where ustar's
- * fields are too small), uncompressed, of the contents of folder `dir` to
+ * fields are too small), uncompressed, of the files and folders (symbolic
+ * links left out, and said in err; more than CKPT_MAX_ENTRIES refused) of
+ * folder `dir` to
  * tar_path (mode 0600): through a temporary file in tar_path's folder
  * (tar_path.tmp-XXXXXX, left out of the tar when it lies inside `dir`),
  * fsync'd and renamed over tar_path. Entry names are relative to `dir` ("ckpt/w.bin"),
@@ -66,15 +88,17 @@ int ckpt_pack(const char *dir, const char *tar_path, char *sha256_hex, int64_t *
 /* Checks that the SHA-256 of the file tar_path is expect_sha256_hex (64 hex
  * digits, either case); a mismatch fails with a message that quotes both,
  * before anything is made. Then reads every entry's header and refuses the
- * archive, still before extracting anything, when an entry is not a
- * regular file, a folder or a symbolic link (hard links included), or has
- * an absolute name or a ".." component. Then empties `to` but for its two
- * logs (as ckpt_copy_dir does, "Replacement" above) and extracts into it
- * (made, mode 0700, when missing), restoring modification times, unlinking an existing
- * file before writing one of the same name, and refusing to write through a
- * symbolic link (libarchive's ARCHIVE_EXTRACT_SECURE_* checks). The same
- * file descriptor is hashed and extracted, so the bytes checked are the
- * bytes read unless something rewrites the file meanwhile. */
+ * archive, still before extracting anything, at the first entry that is
+ * not what an unpack accepts (above), naming it and why. Then extracts
+ * into a new folder beside `to` (.<name>.unpack-XXXXXX in its parent),
+ * checking each entry again and bounding the bytes written, restoring
+ * modification times; only when the whole tar is in does it empty `to` but
+ * for its two logs (made, mode 0700, when missing; "Replacement" above)
+ * and move the entries in (a tar's own logs at its top are left out). The
+ * folder beside is removed either way. The same file descriptor is hashed
+ * and extracted, so the bytes checked are the bytes read unless something
+ * rewrites the file meanwhile. `to` itself keeps its identity (a lock held
+ * on it stays). */
 int ckpt_unpack(const char *tar_path, const char *expect_sha256_hex, const char *to, char *err,
                 size_t errsize);
 

@@ -3,7 +3,11 @@
  * replaced; pack and unpack giving back the same tree; a tar changed by
  * one byte refused before anything is extracted; entries that would land
  * outside the folder (a "..", an absolute name, a link to climb through),
- * hard links and FIFOs refused or kept inside. */
+ * links of either kind, devices and FIFOs, compressed tars (a gzip bomb),
+ * headers that say more bytes than the tar holds, sparse files and too
+ * many entries refused, naming the entry, with nothing left behind: the
+ * folder that holds the destination unchanged and the destination as it
+ * was (not made when missing). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -92,6 +96,44 @@ static void remove_tree(const char *path)
     nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* The names in folder dir, sorted, one per line: a folder's listing to
+ * compare before and after. */
+static char *listing(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    char *names[256];
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        assert_true(n < 256);
+        names[n] = strdup(e->d_name);
+        assert_non_null(names[n]);
+        n++;
+    }
+    closedir(d);
+    for (size_t i = 1; i < n; i++) /* insertion sort: a few names */
+        for (size_t j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            char *t = names[j];
+            names[j] = names[j - 1];
+            names[j - 1] = t;
+        }
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(names[i]) + 1;
+    char *out = malloc(len);
+    assert_non_null(out);
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        strcat(out, names[i]);
+        strcat(out, "\n");
+        free(names[i]);
+    }
+    return out;
+}
+
 /* A trial folder: weights bigger than a read, nested folders, a read-only
  * file, a link, a FIFO, the two logs, and a stdout.log below the top
  * (not a log: copied). */
@@ -136,8 +178,9 @@ static void make_trial(const char *dir)
 
 /* Whether b holds what a holds, the same way: names, types, bytes, link
  * targets, file modes; at the top, a's logs and FIFO are not expected in
- * b. mtimes too when times is set. */
-static void assert_same_tree(const char *a, const char *b, bool top, bool times)
+ * b, nor a's symbolic links unless links is set (a tar carries none).
+ * mtimes too when times is set. */
+static void assert_same_tree(const char *a, const char *b, bool top, bool times, bool links)
 {
     DIR *d = opendir(a);
     assert_non_null(d);
@@ -153,7 +196,7 @@ static void assert_same_tree(const char *a, const char *b, bool top, bool times)
         struct stat sa, sb;
         assert_int_equal(lstat(pa, &sa), 0);
         bool logs = top && (strcmp(name, "stdout.log") == 0 || strcmp(name, "stderr.log") == 0);
-        if (logs || S_ISFIFO(sa.st_mode))
+        if (logs || S_ISFIFO(sa.st_mode) || (S_ISLNK(sa.st_mode) && !links))
             continue;
         na++;
         if (lstat(pb, &sb) != 0)
@@ -179,7 +222,7 @@ static void assert_same_tree(const char *a, const char *b, bool top, bool times)
             assert_string_equal(ta, tb);
         } else {
             assert_true(S_ISDIR(sa.st_mode));
-            assert_same_tree(pa, pb, false, times);
+            assert_same_tree(pa, pb, false, times, links);
         }
     }
     closedir(d);
@@ -305,11 +348,11 @@ static void test_copy_files(void **state)
     assert_false(exists(b));
     path_of(b, dst, "mine.txt");
     assert_false(exists(b));
-    assert_same_tree(src, dst, true, true);
+    assert_same_tree(src, dst, true, true, true);
 
     /* A second copy over the first: the same result. */
     assert_int_equal(ckpt_copy_dir(src, dst, err, sizeof err), 0);
-    assert_same_tree(src, dst, true, true);
+    assert_same_tree(src, dst, true, true, true);
     path_of(a, src, "weights.bin");
     assert_int_equal(stat(a, &st), 0);
     assert_int_equal(st.st_nlink, 1);
@@ -333,7 +376,7 @@ static void test_copy_bytes_across_file_systems(void **state)
     int rc = ckpt_copy_dir(src, dst, err, sizeof err);
     if (rc != 0)
         fail_msg("%s", err);
-    assert_same_tree(src, dst, true, true);
+    assert_same_tree(src, dst, true, true, true);
     path_of(a, src, "weights.bin");
     path_of(b, dst, "weights.bin");
     struct stat sa, sb;
@@ -409,6 +452,8 @@ static void test_pack_unpack_round_trip(void **state)
         fail_msg("%s", err);
     assert_int_equal(strlen(hex), 64);
     assert_int_equal(strspn(hex, "0123456789abcdef"), 64);
+    /* The link is left out, and the note says so. */
+    assert_non_null(strstr(err, "left out 1 symbolic link (latest)"));
     struct stat st;
     assert_int_equal(stat(tar, &st), 0);
     assert_int_equal(size, st.st_size);
@@ -427,7 +472,8 @@ static void test_pack_unpack_round_trip(void **state)
         assert_null(strstr(e->d_name, ".tmp-"));
     closedir(d);
 
-    /* The tar's entries: relative names, sorted, no logs, no FIFO. */
+    /* The tar's entries: relative names, sorted, no logs, no FIFO, no
+     * link. */
     struct archive *a = archive_read_new();
     archive_read_support_format_tar(a);
     assert_int_equal(archive_read_open_filename(a, tar, 10240), ARCHIVE_OK);
@@ -439,13 +485,27 @@ static void test_pack_unpack_round_trip(void **state)
     }
     archive_read_free(a);
     assert_string_equal(names, "ckpt/ ckpt/deep/ ckpt/deep/empty ckpt/deep/ro.txt "
-                               "ckpt/stdout.log ckpt/step-7.json empty-dir/ latest weights.bin ");
+                               "ckpt/stdout.log ckpt/step-7.json empty-dir/ weights.bin ");
 
-    /* Unpacked into a new folder: the same tree, bytes, modes and times. */
+    /* Unpacked into a new folder: the same tree, bytes, modes and times;
+     * nothing left beside it. */
+    char *before = listing(root);
     rc = ckpt_unpack(tar, hex, out, err, sizeof err);
     if (rc != 0)
         fail_msg("%s", err);
-    assert_same_tree(src, out, true, true);
+    assert_string_equal(err, "");
+    assert_same_tree(src, out, true, true, false);
+    char *after = listing(root);
+    char *expect = malloc(strlen(before) + 16);
+    assert_non_null(expect);
+    /* (before, with "pack-out" in its place) */
+    const char *at = strstr(before, "pack-src\n");
+    assert_non_null(at);
+    sprintf(expect, "%.*spack-out\n%s", (int)(at - before), before, at);
+    assert_string_equal(after, expect);
+    free(before);
+    free(after);
+    free(expect);
     path_of(p, out, "stdout.log");
     assert_false(exists(p));
 
@@ -501,6 +561,44 @@ static void test_pack_unpack_round_trip(void **state)
     assert_int_equal(ckpt_pack(p, out, hex, &size, err, sizeof err), -1);
     assert_non_null(strstr(err, p));
     assert_false(exists(out));
+}
+
+/* A read-only folder at the top travels with its mode, and a second unpack
+ * replaces it (Linux moves a folder into another only when it may write
+ * it: as a user other than root, the unpack makes it writable meanwhile). */
+static void test_read_only_folder(void **state)
+{
+    (void)state;
+    char src[PATH_MAX], tar[PATH_MAX], out[PATH_MAX], p[PATH_MAX], err[512], hex[65];
+    path_of(src, root, "ro-src");
+    path_of(tar, root, "ro.tar");
+    path_of(out, root, "ro-out");
+    assert_int_equal(mkdir(src, 0700), 0);
+    path_of(p, src, "frozen");
+    assert_int_equal(mkdir(p, 0700), 0);
+    path_of(p, src, "frozen/w.bin");
+    write_text(p, "weights");
+    path_of(p, src, "frozen");
+    assert_int_equal(chmod(p, 0555), 0);
+    int64_t size;
+    int rc = ckpt_pack(src, tar, hex, &size, err, sizeof err);
+    if (rc != 0)
+        fail_msg("%s", err);
+    for (int round = 0; round < 2; round++) {
+        rc = ckpt_unpack(tar, hex, out, err, sizeof err);
+        if (rc != 0)
+            fail_msg("round %d: %s", round, err);
+        struct stat st;
+        path_of(p, out, "frozen");
+        assert_int_equal(stat(p, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0555);
+        path_of(p, out, "frozen/w.bin");
+        size_t len;
+        char *text = read_all(p, &len);
+        assert_non_null(text);
+        assert_int_equal(len, 7);
+        free(text);
+    }
 }
 
 static void test_tampered_tar_is_refused(void **state)
@@ -630,36 +728,239 @@ static void test_entries_outside_are_refused(void **state)
         assert_false(exists(abs_name));
     }
 
-    /* A link to the folder above, then a file through it: the link may be
-     * made, but the file does not land above (libarchive's symlink checks
-     * refuse it or replace the link with a folder). */
+    /* A link to the folder above, then a file through it: refused at the
+     * link. */
     const Entry through[] = {{.name = "up", .type = AE_IFLNK, .link = ".."},
                              {.name = "up/evil2", .type = AE_IFREG, .data = "evil"}};
     make_tar(tar, through, 2);
-    unpack(tar, out, err, sizeof err);
+    assert_int_equal(unpack(tar, out, err, sizeof err), -1);
+    assert_non_null(strstr(err, "\"up\" is a symbolic link"));
     path_of(p, base, "evil2");
     assert_false(exists(p));
-
-    /* A link out of the folder is kept as a link (nothing written
-     * through it). */
-    remove_tree(out);
-    const Entry out_link[] = {{.name = "data", .type = AE_IFLNK, .link = "/usr/share"}};
-    make_tar(tar, out_link, 1);
-    int rc = unpack(tar, out, err, sizeof err);
-    if (rc != 0)
-        fail_msg("%s", err);
-    char target[PATH_MAX];
-    path_of(p, out, "data");
-    ssize_t n = readlink(p, target, sizeof target - 1);
-    assert_true(n > 0);
-    target[n] = '\0';
-    assert_string_equal(target, "/usr/share");
+    assert_false(exists(out));
 
     /* Not a tar at all. */
     write_text(tar, "this is not a tar file, not even close to one.\n");
-    remove_tree(out);
     assert_int_equal(unpack(tar, out, err, sizeof err), -1);
     assert_false(exists(out));
+}
+
+/* ---- what unpacking refuses (ckpt.h, "What an unpack accepts") ---- */
+
+/* A tar of one entry: a file of `size` zero bytes (written in pieces),
+ * through a gzip filter when gzip is set. */
+static void make_zeros_tar(const char *path, const char *name, int64_t size, bool gzip)
+{
+    struct archive *a = archive_write_new();
+    assert_int_equal(archive_write_set_format_pax_restricted(a), ARCHIVE_OK);
+    if (gzip)
+        assert_int_equal(archive_write_add_filter_gzip(a), ARCHIVE_OK);
+    assert_int_equal(archive_write_open_filename(a, path), ARCHIVE_OK);
+    struct archive_entry *e = archive_entry_new();
+    archive_entry_set_pathname(e, name);
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, size);
+    assert_int_equal(archive_write_header(a, e), ARCHIVE_OK);
+    static char zeros[64 * 1024];
+    for (int64_t left = size; left > 0;) {
+        size_t k = left < (int64_t)sizeof zeros ? (size_t)left : sizeof zeros;
+        assert_int_equal(archive_write_data(a, zeros, k), (la_ssize_t)k);
+        left -= (int64_t)k;
+    }
+    archive_entry_free(e);
+    assert_int_equal(archive_write_close(a), ARCHIVE_OK);
+    archive_write_free(a);
+}
+
+/* Unpacking tar into base/out fails with an error that names `entry` and
+ * says `why`; base holds afterwards what it held before (no temporary
+ * folder, nothing climbed out), and out is not made. */
+static void assert_refused(const char *base, const char *tar, const char *entry, const char *why)
+{
+    char out[PATH_MAX], err[1024];
+    path_of(out, base, "out");
+    char *before = listing(base);
+    int rc = unpack(tar, out, err, sizeof err);
+    char *after = listing(base);
+    if (rc == 0)
+        fail_msg("\"%s\" was unpacked; expected a refusal (%s)", entry, why);
+    if (strstr(err, entry) == NULL || strstr(err, why) == NULL)
+        fail_msg("the error names neither \"%s\" nor \"%s\": %s", entry, why, err);
+    if (strcmp(before, after) != 0)
+        fail_msg("the folder changed:\nbefore:\n%safter:\n%s", before, after);
+    assert_false(exists(out));
+    free(before);
+    free(after);
+}
+
+static void test_links_are_refused(void **state)
+{
+    (void)state;
+    char base[PATH_MAX], tar[PATH_MAX], victim[PATH_MAX];
+    path_of(base, root, "links");
+    assert_int_equal(mkdir(base, 0700), 0);
+    path_of(tar, base, "links.tar");
+    path_of(victim, root, "victim.json");
+
+    /* A link out of the folder, then nothing through it: a program's
+     * ordinary open("ckpt.json", "w") would write outside. Refused
+     * outright, whatever comes after. */
+    const Entry out_link[] = {{.name = "good.txt", .type = AE_IFREG, .data = "good"},
+                              {.name = "ckpt.json", .type = AE_IFLNK, .link = victim}};
+    make_tar(tar, out_link, 2);
+    assert_refused(base, tar, "ckpt.json", "symbolic link");
+    assert_false(exists(victim));
+
+    /* A link that stays inside: refused as well (the simplest safe rule). */
+    const Entry in_link[] = {{.name = "a.txt", .type = AE_IFREG, .data = "a"},
+                             {.name = "latest", .type = AE_IFLNK, .link = "a.txt"}};
+    make_tar(tar, in_link, 2);
+    assert_refused(base, tar, "latest", "symbolic link");
+
+    /* A hard link, to a name inside or to one outside. */
+    const Entry hard[] = {{.name = "x", .type = AE_IFREG, .data = "x"},
+                          {.name = "h", .type = AE_IFREG, .hardlink = "x"}};
+    make_tar(tar, hard, 2);
+    assert_refused(base, tar, "\"h\"", "hard link");
+    const Entry hard_out[] = {{.name = "h2", .type = AE_IFREG, .hardlink = victim}};
+    make_tar(tar, hard_out, 1);
+    assert_refused(base, tar, "h2", "hard link");
+    assert_false(exists(victim));
+}
+
+static void test_special_and_outside_names_are_refused(void **state)
+{
+    (void)state;
+    char base[PATH_MAX], tar[PATH_MAX], abs_name[PATH_MAX];
+    path_of(base, root, "names");
+    assert_int_equal(mkdir(base, 0700), 0);
+    path_of(tar, base, "names.tar");
+    path_of(abs_name, root, "abs-evil");
+
+    const Entry dotdot[] = {{.name = "good.txt", .type = AE_IFREG, .data = "good"},
+                            {.name = "../x", .type = AE_IFREG, .data = "evil"}};
+    make_tar(tar, dotdot, 2);
+    assert_refused(base, tar, "../x", "\"..\"");
+
+    const Entry absolute[] = {{.name = abs_name, .type = AE_IFREG, .data = "evil"}};
+    make_tar(tar, absolute, 1);
+    assert_refused(base, tar, abs_name, "absolute");
+    assert_false(exists(abs_name));
+
+    /* A device: a character device (1, 3), /dev/null's numbers. */
+    struct archive *a = archive_write_new();
+    assert_int_equal(archive_write_set_format_pax_restricted(a), ARCHIVE_OK);
+    assert_int_equal(archive_write_open_filename(a, tar), ARCHIVE_OK);
+    struct archive_entry *e = archive_entry_new();
+    archive_entry_set_pathname(e, "null");
+    archive_entry_set_filetype(e, AE_IFCHR);
+    archive_entry_set_perm(e, 0666);
+    archive_entry_set_rdevmajor(e, 1);
+    archive_entry_set_rdevminor(e, 3);
+    assert_int_equal(archive_write_header(a, e), ARCHIVE_OK);
+    archive_entry_free(e);
+    assert_int_equal(archive_write_close(a), ARCHIVE_OK);
+    archive_write_free(a);
+    assert_refused(base, tar, "null", "not a regular file or a folder");
+
+    const Entry fifo[] = {{.name = "f", .type = AE_IFIFO}};
+    make_tar(tar, fifo, 1);
+    assert_refused(base, tar, "\"f\"", "not a regular file or a folder");
+}
+
+static void test_bombs_are_refused(void **state)
+{
+    (void)state;
+    char base[PATH_MAX], tar[PATH_MAX];
+    path_of(base, root, "bombs");
+    assert_int_equal(mkdir(base, 0700), 0);
+    path_of(tar, base, "bomb.tar.gz");
+
+    /* A gzip bomb: 50 MB of zeros in some 50 KB. Only a plain tar is read
+     * (the worker packs nothing else), so nothing of it is unpacked. */
+    make_zeros_tar(tar, "zeros.bin", 50 * 1000 * 1000, true);
+    struct stat st;
+    assert_int_equal(stat(tar, &st), 0);
+    assert_true(st.st_size < 1000 * 1000);
+    assert_refused(base, tar, "bomb.tar.gz", "compressed (gzip)");
+
+    /* Headers that lie: an entry that says 64 MiB in a tar cut to 64 KiB.
+     * Refused at its header, before a byte of it is written. */
+    path_of(tar, base, "liar.tar");
+    make_zeros_tar(tar, "weights.bin", 64 << 20, false);
+    assert_int_equal(truncate(tar, 64 << 10), 0);
+    assert_refused(base, tar, "weights.bin", "more than");
+
+    /* A sparse entry: 1 GiB said, a few bytes stored. */
+    struct archive *a = archive_write_new();
+    assert_int_equal(archive_write_set_format_pax(a), ARCHIVE_OK);
+    assert_int_equal(archive_write_open_filename(a, tar), ARCHIVE_OK);
+    struct archive_entry *e = archive_entry_new();
+    archive_entry_set_pathname(e, "sparse.bin");
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, (la_int64_t)1 << 30);
+    archive_entry_sparse_add_entry(e, ((la_int64_t)1 << 30) - 4, 4);
+    assert_int_equal(archive_write_header(a, e), ARCHIVE_OK);
+    assert_int_equal(archive_write_data(a, "tail", 4), 4);
+    archive_entry_free(e);
+    assert_int_equal(archive_write_close(a), ARCHIVE_OK);
+    archive_write_free(a);
+    assert_int_equal(stat(tar, &st), 0);
+    assert_true(st.st_size < 64 * 1024);
+    assert_refused(base, tar, "sparse.bin", "sparse");
+
+    /* More entries than CKPT_MAX_ENTRIES: refused at the first one over. */
+    a = archive_write_new();
+    assert_int_equal(archive_write_set_format_ustar(a), ARCHIVE_OK);
+    assert_int_equal(archive_write_open_filename(a, tar), ARCHIVE_OK);
+    e = archive_entry_new();
+    char name[32];
+    for (int i = 0; i <= CKPT_MAX_ENTRIES; i++) {
+        snprintf(name, sizeof name, "f%d", i);
+        archive_entry_clear(e);
+        archive_entry_set_pathname(e, name);
+        archive_entry_set_filetype(e, AE_IFREG);
+        archive_entry_set_perm(e, 0644);
+        archive_entry_set_size(e, 0);
+        assert_int_equal(archive_write_header(a, e), ARCHIVE_OK);
+    }
+    archive_entry_free(e);
+    assert_int_equal(archive_write_close(a), ARCHIVE_OK);
+    archive_write_free(a);
+    snprintf(name, sizeof name, "\"f%d\"", CKPT_MAX_ENTRIES);
+    assert_refused(base, tar, name, "entries");
+}
+
+/* A refused tar leaves a trial folder that was there as it was: its own
+ * files (not removed before the refusal) and its logs. */
+static void test_refusal_keeps_the_destination(void **state)
+{
+    (void)state;
+    char base[PATH_MAX], tar[PATH_MAX], out[PATH_MAX], p[PATH_MAX], err[512];
+    path_of(base, root, "keep");
+    assert_int_equal(mkdir(base, 0700), 0);
+    path_of(tar, base, "keep.tar");
+    path_of(out, base, "out");
+    assert_int_equal(mkdir(out, 0700), 0);
+    path_of(p, out, "stdout.log");
+    write_text(p, "log");
+    path_of(p, out, "mine.pt");
+    write_text(p, "mine");
+    const Entry late[] = {{.name = "a.txt", .type = AE_IFREG, .data = "a"},
+                          {.name = "b", .type = AE_IFLNK, .link = "/etc/passwd"}};
+    make_tar(tar, late, 2);
+    char *before = listing(base), *inside = listing(out);
+    assert_int_equal(unpack(tar, out, err, sizeof err), -1);
+    assert_non_null(strstr(err, "\"b\""));
+    char *after = listing(base), *inside_after = listing(out);
+    assert_string_equal(before, after);
+    assert_string_equal(inside, inside_after);
+    free(before);
+    free(after);
+    free(inside);
+    free(inside_after);
 }
 
 int main(void)
@@ -669,8 +970,13 @@ int main(void)
         cmocka_unit_test(test_copy_bytes_across_file_systems),
         cmocka_unit_test(test_copy_errors),
         cmocka_unit_test(test_pack_unpack_round_trip),
+        cmocka_unit_test(test_read_only_folder),
         cmocka_unit_test(test_tampered_tar_is_refused),
         cmocka_unit_test(test_entries_outside_are_refused),
+        cmocka_unit_test(test_links_are_refused),
+        cmocka_unit_test(test_special_and_outside_names_are_refused),
+        cmocka_unit_test(test_bombs_are_refused),
+        cmocka_unit_test(test_refusal_keeps_the_destination),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
