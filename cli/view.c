@@ -299,7 +299,11 @@ void cli_view_trials(FILE *out, const json_t *exp, json_t *const *trials, size_t
             cli_table_cellf(t, "%" PRId64, warn);
         else
             cli_table_cell(t, "");
-        const char *error = cli_fmt_str(tr, "error", "");
+        /* The error in one line with its cause (the exception line);
+         * older daemons send only the error: its first line. */
+        const char *error = cli_fmt_str(tr, "error_summary", NULL);
+        if (error == NULL)
+            error = cli_fmt_str(tr, "error", "");
         snprintf(buf, sizeof buf, "%.*s", (int)strcspn(error, "\n"), error);
         cli_table_cell(t, buf);
     }

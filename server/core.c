@@ -76,6 +76,10 @@ struct Core {
      * to delete, then files to remove. */
     CoreCheckpoint *dropped_ckpts;
     int64_t n_dropped_ckpts, cap_dropped_ckpts;
+    /* pbt: the uploads asked of workers (core_uploads_for), each with the
+     * token its PUT must present; memory only. */
+    CoreUpload *uploads;
+    int64_t n_uploads, cap_uploads;
     /* Ended objects to release after their final state is committed. */
     Trial **rel_trials;
     int64_t n_rel_trials, cap_rel_trials;
@@ -388,6 +392,7 @@ void core_free(Core *core)
     free(core->ckpts);
     free(core->new_ckpts);
     free(core->dropped_ckpts);
+    free(core->uploads);
     free(core->rel_trials);
     free(core->rel_exps);
     free(core);
@@ -436,13 +441,65 @@ static void put_exp(Core *core, int64_t id, Experiment *e)
         core->next_exp_id = id + 1;
 }
 
+Trial *core_exp_trial(const Experiment *e, int64_t number)
+{
+    int64_t i = number - e->trials_base;
+    return i >= e->trials_lo && i < e->cap_trials ? e->trials[i] : NULL;
+}
+
+/* Makes e's window of trials by number cover `number` (a new trial at the
+ * end, or a trial loaded or put back below the window). */
+static void window_cover(Experiment *e, int64_t number)
+{
+    if (e->cap_trials == 0 || e->trials_lo == e->cap_trials) { /* empty: start at number */
+        e->trials_base = number;
+        e->trials_lo = 0;
+        rung_grow((void **)&e->trials, &e->cap_trials, 0, sizeof(Trial *));
+        memset(e->trials, 0, (size_t)e->cap_trials * sizeof(Trial *));
+    }
+    if (number < e->trials_base) {
+        int64_t shift = e->trials_base - number, old = e->cap_trials;
+        rung_grow((void **)&e->trials, &e->cap_trials, old + shift - 1, sizeof(Trial *));
+        memmove(&e->trials[shift], &e->trials[0], (size_t)old * sizeof(Trial *));
+        memset(&e->trials[0], 0, (size_t)shift * sizeof(Trial *));
+        e->trials_base = number;
+        e->trials_lo += shift;
+    }
+    rung_grow((void **)&e->trials, &e->cap_trials, number - e->trials_base, sizeof(Trial *));
+    if (number - e->trials_base < e->trials_lo)
+        e->trials_lo = number - e->trials_base;
+}
+
+/* After a slot was emptied: moves trials_lo past the empty slots, and once
+ * they are most of the window, moves the window down over them (amortized
+ * O(1) per trial: each live slot moves at most once per halving). */
+static void window_shrink(Experiment *e)
+{
+    int64_t used = e->n_trials - e->trials_base; /* slots at or past it are empty */
+    while (e->trials_lo < used && e->trials[e->trials_lo] == NULL)
+        e->trials_lo++;
+    if (e->trials_lo >= used) { /* nothing left: the next trial starts a window */
+        memset(e->trials, 0, (size_t)e->cap_trials * sizeof(Trial *));
+        e->trials_base = e->n_trials;
+        e->trials_lo = 0;
+        return;
+    }
+    if (e->trials_lo < 64 || e->trials_lo * 2 < used)
+        return;
+    memmove(&e->trials[0], &e->trials[e->trials_lo],
+            (size_t)(e->cap_trials - e->trials_lo) * sizeof(Trial *));
+    memset(&e->trials[e->cap_trials - e->trials_lo], 0, (size_t)e->trials_lo * sizeof(Trial *));
+    e->trials_base += e->trials_lo;
+    e->trials_lo = 0;
+}
+
 static void put_trial(Core *core, Experiment *e, Trial *t)
 {
     idmap_put(&core->trials, t->id, t);
     if (t->id >= core->next_trial_id)
         core->next_trial_id = t->id + 1;
-    rung_grow((void **)&e->trials, &e->cap_trials, t->number, sizeof(Trial *));
-    e->trials[t->number] = t;
+    window_cover(e, t->number);
+    e->trials[t->number - e->trials_base] = t;
     if (t->number >= e->n_trials)
         e->n_trials = t->number + 1;
     e->counts[t->state]++;
@@ -556,7 +613,7 @@ static bool ckpt_wanted(const Experiment *e, int64_t trial_id, int64_t step)
 {
     if (!exp_active(e))
         return false;
-    for (int64_t i = 0; i < e->n_trials; i++) {
+    for (int64_t i = e->trials_lo; i < e->cap_trials; i++) {
         const Trial *t = e->trials[i];
         if (t != NULL && t->from_trial == trial_id && t->from_step == step)
             return true;
@@ -647,7 +704,7 @@ static void end_experiment(Core *core, Experiment *e, ExpState s, EndReason why,
             set_state(core, t, TRIAL_CANCELED, now);
         }
     }
-    for (int64_t i = 0; i < e->n_trials; i++) {
+    for (int64_t i = e->trials_lo; i < e->cap_trials; i++) {
         Trial *t = e->trials[i];
         if (t == NULL)
             continue;
@@ -690,7 +747,7 @@ static bool trial_score(const Trial *t, double *v, int64_t *step)
 /* The first line of a trial's error, and its last non-empty line when it
  * has more (the worker writes "exit status 1" and then the program's
  * stderr, whose last line usually names the cause). */
-static void error_summary(const char *error, char *out, size_t size)
+void core_error_summary(const char *error, char *out, size_t size)
 {
     const char *nl = strchr(error, '\n');
     size_t first = nl ? (size_t)(nl - error) : strlen(error);
@@ -717,7 +774,7 @@ static void error_summary(const char *error, char *out, size_t size)
 static void count_error(ExpHealth *h, const char *error)
 {
     char text[CORE_HEALTH_ERROR_LEN + 1];
-    error_summary(error ? error : "the trial failed", text, sizeof text);
+    core_error_summary(error ? error : "the trial failed", text, sizeof text);
     for (int i = 0; i < h->n_errors; i++) {
         if (strcmp(h->errors[i].text, text) == 0) {
             h->errors[i].n++;
@@ -728,6 +785,16 @@ static void count_error(ExpHealth *h, const char *error)
         snprintf(h->errors[h->n_errors].text, sizeof h->errors[0].text, "%s", text);
         h->errors[h->n_errors++].n = 1;
     }
+}
+
+/* The most frequent of the errors counted, or NULL. */
+static const ErrorCount *top_error(const ExpHealth *h)
+{
+    const ErrorCount *top = NULL;
+    for (int i = 0; i < h->n_errors; i++)
+        if (top == NULL || h->errors[i].n > top->n)
+            top = &h->errors[i];
+    return top;
 }
 
 static void add_keys(ExpHealth *h, const json_t *metrics)
@@ -780,10 +847,7 @@ static void trial_ended(Core *core, Trial *t, int64_t now)
     const Spec *sp = &e->spec;
     int64_t need = sp->total_trials < 5 ? sp->total_trials : 5;
     if (sp->max_failed_trials > 0 && e->counts[TRIAL_FAILED] >= sp->max_failed_trials) {
-        const ErrorCount *top = NULL;
-        for (int i = 0; i < h->n_errors; i++)
-            if (top == NULL || h->errors[i].n > top->n)
-                top = &h->errors[i];
+        const ErrorCount *top = top_error(h);
         char msg[CORE_HEALTH_ERROR_LEN + 160];
         snprintf(msg, sizeof msg,
                  "%lld trials failed (max_failed_trials is %lld); the most frequent error, "
@@ -819,6 +883,7 @@ static void trial_ended(Core *core, Trial *t, int64_t now)
 }
 
 static void sync_check(Core *core, Experiment *e, int64_t now);
+static void keep_result(Experiment *e, const Trial *t);
 
 static void maybe_complete(Core *core, Experiment *e, int64_t now)
 {
@@ -837,6 +902,17 @@ static void maybe_complete(Core *core, Experiment *e, int64_t now)
                        e->counts[TRIAL_FAILED] + e->counts[TRIAL_CANCELED];
     if (terminal < e->spec.total_trials)
         return;
+    if (e->counts[TRIAL_FAILED] == terminal && terminal > 0) {
+        /* Every trial failed: nothing worked, whatever max_failed_trials
+         * says (it may exceed the trials there are). */
+        const ErrorCount *top = top_error(&e->health);
+        char msg[CORE_HEALTH_ERROR_LEN + 120];
+        snprintf(msg, sizeof msg,
+                 "all %lld trials failed; the most frequent error, in %lld of them: %s",
+                 (long long)terminal, (long long)(top ? top->n : 0), top ? top->text : "(none)");
+        end_experiment(core, e, EXP_FAILED, END_MAX_FAILED, msg, now);
+        return;
+    }
     set_exp_state(core, e, EXP_COMPLETED, END_ALL_TRIALS, now);
 }
 
@@ -971,7 +1047,7 @@ static void promote_ready(Core *core, Experiment *e, int64_t now)
         abort();
     n = asha_promotions(e->asha, ids, n);
     for (int64_t i = n - 1; i >= 0; i--) {
-        Trial *t = e->trials[ids[i]];
+        Trial *t = core_exp_trial(e, ids[i]);
         if (t != NULL && t->state == TRIAL_PAUSED)
             resume(core, t, now);
     }
@@ -1043,10 +1119,11 @@ static void endgame(Core *core, Experiment *e, int64_t now)
 {
     e->hold_endgame = true;
     int64_t n = asha_endgame(e->asha);
-    if (n >= 0 && e->trials[n] != NULL && e->trials[n]->state == TRIAL_PAUSED) {
-        resume(core, e->trials[n], now);
+    Trial *chosen = n >= 0 ? core_exp_trial(e, n) : NULL;
+    if (chosen != NULL && chosen->state == TRIAL_PAUSED) {
+        resume(core, chosen, now);
     } else {
-        for (int64_t i = 0; i < e->n_trials; i++) {
+        for (int64_t i = e->trials_lo; i < e->cap_trials; i++) {
             Trial *t = e->trials[i];
             if (t != NULL && t->state == TRIAL_PAUSED)
                 end_for_scheduler(core, t, TRIAL_STOPPED, now);
@@ -1056,11 +1133,17 @@ static void endgame(Core *core, Experiment *e, int64_t now)
 }
 
 /* A failed attempt: retried as the same trial while attempts remain; why
- * says which retries counter counts it. */
+ * says which retries counter counts it. A lost worker is no fault of the
+ * trial (on spare machines workers come and go): its first
+ * CORE_MAX_WORKER_LOSSES losses are retried apart from max_failures, whose
+ * budget counts the other attempts (attempt - worker_losses). */
 static void fail_or_retry(Core *core, Trial *t, const char *error, RetryReason why, int64_t now)
 {
     set_error(t, error);
-    if (t->attempt <= t->exp->spec.max_failures) {
+    bool loss = why == RETRY_WORKER_LOST && t->worker_losses < CORE_MAX_WORKER_LOSSES;
+    if (loss)
+        t->worker_losses++;
+    if (loss || t->attempt - t->worker_losses <= t->exp->spec.max_failures) {
         Experiment *e = t->exp;
         core->counters.retries[why]++;
         set_state(core, t, TRIAL_PENDING, now);
@@ -1837,7 +1920,7 @@ static bool sync_ready(const Experiment *e, int64_t milestone)
 {
     if (e->n_trials < e->spec.total_trials)
         return false;
-    for (int64_t i = 0; i < e->n_trials; i++) {
+    for (int64_t i = e->trials_lo; i < e->cap_trials; i++) {
         const Trial *x = e->trials[i];
         if (x != NULL && !trial_state_terminal(x->state) &&
             !pbt_reached(e->pbt, x->number, milestone))
@@ -1861,7 +1944,7 @@ static ReportAction sync_release(Core *core, Experiment *e, int64_t milestone, T
     ReportAction a = ACTION_CONTINUE;
     int64_t n = pbt_exploits(e->pbt, milestone, recv, donors, cap);
     for (int64_t i = 0; i < n; i++) {
-        Trial *x = recv[i] < e->n_trials ? e->trials[recv[i]] : NULL;
+        Trial *x = core_exp_trial(e, recv[i]);
         bool waiting = x != NULL && x->state == TRIAL_PAUSED && x->rung == (double)milestone;
         if (x == NULL || (x != self && !waiting))
             continue;
@@ -1869,7 +1952,7 @@ static ReportAction sync_release(Core *core, Experiment *e, int64_t milestone, T
         if (x == self)
             a = ACTION_STOP;
     }
-    for (int64_t i = 0; i < e->n_trials; i++) {
+    for (int64_t i = e->trials_lo; i < e->cap_trials; i++) {
         Trial *x = e->trials[i];
         if (x != NULL && x->state == TRIAL_PAUSED && !x->user_paused &&
             x->rung == (double)milestone)
@@ -1886,7 +1969,7 @@ static void sync_check(Core *core, Experiment *e, int64_t now)
 {
     if (e->pbt == NULL || !e->spec.pbt.synch || e->counts[TRIAL_PAUSED] == 0)
         return;
-    for (int64_t i = 0; i < e->n_trials; i++) {
+    for (int64_t i = e->trials_lo; i < e->cap_trials; i++) {
         Trial *x = e->trials[i];
         if (x != NULL && x->state == TRIAL_PAUSED && !x->user_paused && x->rung > 0 &&
             sync_ready(e, (int64_t)x->rung)) {
@@ -2245,7 +2328,7 @@ int core_resume(Core *core, Experiment *e, int64_t now, RungError *err)
         }
     }
     /* Back in line first, in number order (pushed to the front in reverse). */
-    for (int64_t i = e->n_trials - 1; i >= 0; i--) {
+    for (int64_t i = e->cap_trials - 1; i >= e->trials_lo; i--) {
         Trial *t = e->trials[i];
         if (t != NULL && t->state == TRIAL_PAUSED && t->user_paused)
             resume(core, t, now);
@@ -2302,7 +2385,7 @@ int core_retry_failed(Core *core, Experiment *e, int64_t now, int64_t *n, RungEr
                               "experiment %lld: a running experiment warm-starts from it, so its "
                               "trials cannot be retried now",
                               (long long)e->id);
-    for (int64_t i = e->n_trials - 1; i >= 0; i--) {
+    for (int64_t i = e->cap_trials - 1; i >= e->trials_lo; i--) {
         Trial *t = e->trials[i];
         if (t == NULL || t->state != TRIAL_FAILED)
             continue;
@@ -2567,6 +2650,11 @@ void core_load_trial_preemptions(Trial *t, int64_t n)
     t->preemptions = n > 0 ? n : 0;
 }
 
+void core_load_trial_losses(Trial *t, int64_t n)
+{
+    t->worker_losses = n > 0 ? n : 0;
+}
+
 Trial *core_readd_trial(Core *core, Experiment *exp, int64_t id, int64_t number, TrialState st,
                         json_t *config, int64_t attempt, int64_t worker_id, const char *error,
                         int64_t created_at, int64_t started_at, int64_t ended_at)
@@ -2644,13 +2732,90 @@ static void queue_sort(Experiment *e)
 
 /* The per-experiment part of loading: the pending line's order and the
  * scheduler's state beyond the replayed reports. */
+/* A loaded trial that ended as completed or stopped: what it left in the
+ * rung records at its end (Ray's on_trial_complete), from its last report. */
+static void sched_end_loaded(Experiment *e, const Trial *t)
+{
+    double v;
+    AshaPoint pt;
+    bool has = t->last != NULL && objective(e, t->last, &v) == 1 && isfinite(v);
+    if (e->spec.n_objectives > 1)
+        asha_trial_end_point(e->asha, t->number, t->time,
+                             t->has_time ? sched_point(e, t->last, &pt) : NULL);
+    else
+        asha_trial_end(e->asha, t->number, t->time, has && t->has_time, has ? v : 0);
+}
+
+bool core_load_all_trials(const Experiment *e)
+{
+    return e->pbt != NULL; /* a population is small, and pbt's records want every member */
+}
+
+void core_load_ended_counts(Core *core, Experiment *e, const int64_t counts[TRIAL__COUNT],
+                            int64_t n_trials)
+{
+    (void)core;
+    for (int st = 0; st < TRIAL__COUNT; st++)
+        if (trial_state_terminal((TrialState)st))
+            e->counts[st] += counts[st];
+    if (n_trials > e->n_trials) {
+        if (e->trials_lo >= e->n_trials - e->trials_base) /* no trial in the window */
+            e->trials_base = n_trials;
+        e->n_trials = n_trials;
+    }
+}
+
+bool core_load_wants_ended_reports(const Experiment *e)
+{
+    return asha_params(e->asha)->type != ASHA_FIFO && e->pbt == NULL;
+}
+
+bool core_load_wants_ended_rows(const Experiment *e)
+{
+    const Spec *sp = &e->spec;
+    return sp->searcher.type == SEARCHER_BAYES || sp->n_objectives > 1 || sp->n_constraints > 0 ||
+           sp->best_last;
+}
+
+Trial *core_load_ended_begin(Experiment *e, int64_t id, int64_t number, TrialState st,
+                             json_t *config)
+{
+    Trial *t = calloc(1, sizeof *t);
+    if (t == NULL)
+        abort();
+    *t = (Trial){.id = id, .exp = e, .number = number, .state = st, .config = config};
+    return t;
+}
+
+void core_load_ended_summary(Trial *t, json_t *last, bool has_best, double best_value,
+                             int64_t best_step, bool has_step, int64_t step)
+{
+    json_decref(t->last);
+    t->last = last;
+    t->has_best = has_best;
+    t->best_value = best_value;
+    t->best_step = best_step;
+    if (has_step)
+        seen_insert(t, step, ACTION_CONTINUE); /* trial_score's step for best_last */
+}
+
+void core_load_ended_end(Core *core, Trial *t, bool scheduler, bool result)
+{
+    (void)core;
+    if (scheduler && (t->state == TRIAL_COMPLETED || t->state == TRIAL_STOPPED))
+        sched_end_loaded(t->exp, t);
+    if (result)
+        keep_result(t->exp, t);
+    trial_free(t);
+}
+
 static void load_experiment_done(Core *core, Experiment *e, int64_t now)
 {
     queue_sort(e);
     /* What ended for the scheduler (Ray's on_trial_complete) and what waits
      * at a rung. A resumed trial, pending or running, leases with the
      * reports it had. */
-    for (int64_t i = 0; i < e->n_trials; i++) {
+    for (int64_t i = e->trials_lo; i < e->cap_trials; i++) {
         Trial *t = e->trials[i];
         if (t == NULL)
             continue;
@@ -2661,14 +2826,7 @@ static void load_experiment_done(Core *core, Experiment *e, int64_t now)
             core->rel_trials[core->n_rel_trials++] = t;
         }
         if (t->state == TRIAL_COMPLETED || t->state == TRIAL_STOPPED) {
-            double v;
-            AshaPoint pt;
-            bool has = t->last != NULL && objective(e, t->last, &v) == 1 && isfinite(v);
-            if (e->spec.n_objectives > 1)
-                asha_trial_end_point(e->asha, t->number, t->time,
-                                     t->has_time ? sched_point(e, t->last, &pt) : NULL);
-            else
-                asha_trial_end(e->asha, t->number, t->time, has && t->has_time, has ? v : 0);
+            sched_end_loaded(e, t);
         } else if (t->state == TRIAL_PAUSED && !t->user_paused && e->pbt == NULL) {
             asha_trial_paused(e->asha, t->number, asha_rung_index(e->asha, t->number, t->rung));
         } else if (t->state == TRIAL_RUNNING) {
@@ -2838,17 +2996,23 @@ static void drop_trial(Core *core, Trial *t)
     } else if (in_line(t->state)) {
         list_remove(&e->pending, t);
     }
-    if (t->number < e->n_trials && e->trials[t->number] == t)
-        e->trials[t->number] = NULL;
+    if (core_exp_trial(e, t->number) == t) {
+        e->trials[t->number - e->trials_base] = NULL;
+        window_shrink(e);
+    }
     idmap_remove(&core->trials, t->id);
     trial_free(t);
 }
 
 static void remove_exp(Core *core, Experiment *e)
 {
-    for (int64_t i = 0; i < e->n_trials; i++)
-        if (e->trials[i] != NULL)
-            drop_trial(core, e->trials[i]);
+    while (e->trials_lo < e->cap_trials) { /* the window moves as it empties */
+        Trial *t = e->trials[e->trials_lo];
+        if (t == NULL)
+            e->trials_lo++;
+        else
+            drop_trial(core, t);
+    }
     int64_t at = exp_lower_bound(core, e->id);
     if (at < core->n_exps && core->exps[at] == e) {
         memmove(&core->exps[at], &core->exps[at + 1],
@@ -2938,7 +3102,7 @@ int64_t core_release_idle_workers(Core *core, int64_t now, int64_t idle_ms)
 void core_experiment_best(const Experiment *e, BestRef *out)
 {
     *out = e->best_done;
-    for (int64_t i = 0; i < e->n_trials; i++) {
+    for (int64_t i = e->trials_lo; i < e->cap_trials; i++) {
         const Trial *t = e->trials[i];
         double v;
         int64_t step;
@@ -2978,12 +3142,12 @@ json_t *core_experiment_pareto(const Experiment *e)
         return NULL;
     /* Candidates: the released trials' front and every trial in memory. */
     int64_t n = e->n_pareto_done;
-    ParetoRef *c = malloc((size_t)(n + e->n_trials + 1) * sizeof *c);
+    ParetoRef *c = malloc((size_t)(n + e->cap_trials + 1) * sizeof *c);
     if (c == NULL)
         abort();
     if (n > 0) /* pareto_done is NULL until a front member is released */
         memcpy(c, e->pareto_done, (size_t)n * sizeof *c);
-    for (int64_t i = 0; i < e->n_trials; i++) {
+    for (int64_t i = e->trials_lo; i < e->cap_trials; i++) {
         const Trial *t = e->trials[i];
         if (t != NULL && trial_losses(t, c[n].loss)) {
             c[n].trial_id = t->id;
@@ -3093,45 +3257,131 @@ const CoreCheckpoint *core_checkpoint(const Core *core, int64_t trial_id, int64_
     return NULL;
 }
 
-/* Over the pending trials of pbt experiments that wait for a copy: with an
- * uploader, lists in `list` the uploads that worker owes (another worker
- * wants them); without, whether a copy of trial_id's step is owed.
- * Populations are small, so a scan costs little. */
-static bool owed(const Core *core, int64_t trial_id, int64_t step, const Worker *uploader,
-                 json_t *list)
+/* Whether a pending trial of a pbt experiment waits for trial_id's
+ * checkpoint of step. With worker_id > 0, only one that another worker
+ * would take (ckpt_wanted) and whose copy is on worker_id's disk, while no
+ * copy is stored: an upload that worker owes. Populations are small, so a
+ * scan costs little. */
+static bool owed(const Core *core, int64_t trial_id, int64_t step, int64_t worker_id)
 {
-    bool any = false;
+    if (worker_id > 0 && core_checkpoint(core, trial_id, step) != NULL)
+        return false;
+    for (int64_t i = 0; i < core->n_exps; i++) {
+        const Experiment *e = core->exps[i];
+        if (e->pbt == NULL)
+            continue;
+        for (const Trial *t = e->pending.head; t != NULL; t = t->next)
+            if (t->from_trial == trial_id && t->from_step == step &&
+                (worker_id <= 0 || (t->ckpt_wanted && t->from_worker == worker_id)))
+                return true;
+    }
+    return false;
+}
+
+bool core_checkpoint_owed(const Core *core, int64_t trial_id, int64_t step)
+{
+    return owed(core, trial_id, step, 0);
+}
+
+static CoreUpload *find_upload(const Core *core, int64_t trial_id, int64_t step, int64_t worker_id)
+{
+    for (int64_t i = 0; i < core->n_uploads; i++) {
+        CoreUpload *u = &core->uploads[i];
+        if (u->trial_id == trial_id && u->step == step && u->worker_id == worker_id)
+            return u;
+    }
+    return NULL;
+}
+
+/* Forgets the uploads no longer owed by the worker asked (stored, no
+ * receiver left, or the receivers wait for another worker now): their
+ * tokens open nothing any more. */
+static void prune_uploads(Core *core)
+{
+    for (int64_t i = 0; i < core->n_uploads;) {
+        const CoreUpload *u = &core->uploads[i];
+        if (owed(core, u->trial_id, u->step, u->worker_id))
+            i++;
+        else
+            core->uploads[i] = core->uploads[--core->n_uploads];
+    }
+}
+
+json_t *core_uploads_for(Core *core, const Worker *w, CoreTokenFn fresh_token)
+{
+    prune_uploads(core);
+    json_t *list = json_array();
     for (int64_t i = 0; i < core->n_exps; i++) {
         const Experiment *e = core->exps[i];
         if (e->pbt == NULL)
             continue;
         for (const Trial *t = e->pending.head; t != NULL; t = t->next) {
-            if (t->from_trial == 0)
+            if (t->from_trial == 0 || !t->ckpt_wanted || t->from_worker != w->id ||
+                core_checkpoint(core, t->from_trial, t->from_step) != NULL)
                 continue;
-            if (uploader != NULL) {
-                if (t->ckpt_wanted && t->from_worker == uploader->id &&
-                    core_checkpoint(core, t->from_trial, t->from_step) == NULL)
-                    json_array_append_new(list, json_pack("{s:I, s:I}", "trial",
-                                                          (json_int_t)t->from_trial, "step",
-                                                          (json_int_t)t->from_step));
-            } else if (t->from_trial == trial_id && t->from_step == step) {
-                any = true;
+            CoreUpload *u = find_upload(core, t->from_trial, t->from_step, w->id);
+            if (u != NULL && u->listed)
+                continue; /* two receivers of one copy: asked once */
+            if (u == NULL) {
+                rung_grow((void **)&core->uploads, &core->cap_uploads, core->n_uploads,
+                          sizeof *core->uploads);
+                u = &core->uploads[core->n_uploads++];
+                *u = (CoreUpload){.trial_id = t->from_trial,
+                                  .step = t->from_step,
+                                  .worker_id = w->id};
+                fresh_token(u->token); /* kept while owed: an upload under way stays valid */
             }
+            u->listed = true;
+            json_array_append_new(list,
+                                  json_pack("{s:I, s:I, s:s}", "trial", (json_int_t)u->trial_id,
+                                            "step", (json_int_t)u->step, "token", u->token));
         }
     }
-    return any;
-}
-
-bool core_checkpoint_owed(const Core *core, int64_t trial_id, int64_t step)
-{
-    return owed(core, trial_id, step, NULL, NULL);
-}
-
-json_t *core_uploads_for(const Core *core, const Worker *w)
-{
-    json_t *list = json_array();
-    owed(core, 0, 0, w, list);
+    for (int64_t i = 0; i < core->n_uploads; i++)
+        core->uploads[i].listed = false;
     return list;
+}
+
+int core_upload_check(const Core *core, int64_t trial_id, int64_t step, int64_t worker_id,
+                      const char *token, RungError *err)
+{
+    if (!owed(core, trial_id, step, 0))
+        return rung_error_set(err, RUNG_E_CONFLICT, NULL,
+                              "no trial waits for trial %lld's checkpoint of step %lld",
+                              (long long)trial_id, (long long)step);
+    const CoreUpload *u = worker_id > 0 ? find_upload(core, trial_id, step, worker_id) : NULL;
+    if (u == NULL || !owed(core, trial_id, step, worker_id))
+        return rung_error_set(err, RUNG_E_FORBIDDEN, "worker",
+                              "worker: %s%lld was not asked for trial %lld's checkpoint of step "
+                              "%lld (only the worker a heartbeat reply asks uploads it)",
+                              worker_id > 0 ? "worker " : "required; worker ", (long long)worker_id,
+                              (long long)trial_id, (long long)step);
+    if (!rung_ct_equal(token, u->token, CORE_TOKEN_LEN + 1))
+        return rung_error_set(err, RUNG_E_FORBIDDEN, "upload_token",
+                              "upload_token: %s the token of this upload (the heartbeat reply's "
+                              "upload[].token)",
+                              token == NULL ? "required; send" : "not");
+    return 0;
+}
+
+int core_download_check(const Core *core, int64_t trial_id, int64_t step, int64_t worker_id,
+                        const char *lease_token, RungError *err)
+{
+    if (worker_id <= 0)
+        return rung_error_set(err, RUNG_E_FORBIDDEN, "worker",
+                              "worker: required (the id of the worker that leased the trial "
+                              "resuming from this checkpoint)");
+    bool ok = false;
+    for (const Trial *t = core->running.head; t != NULL; t = t->next)
+        ok |= t->from_trial == trial_id && t->from_step == step && t->worker_id == worker_id &&
+              rung_ct_equal(lease_token, t->lease_token, CORE_TOKEN_LEN + 1);
+    if (!ok)
+        return rung_error_set(err, RUNG_E_FORBIDDEN, "lease_token",
+                              "lease_token: %s the lease of a trial of worker %lld that resumes "
+                              "from trial %lld's checkpoint of step %lld",
+                              lease_token == NULL ? "required; send" : "not", (long long)worker_id,
+                              (long long)trial_id, (long long)step);
+    return 0;
 }
 
 void core_load_checkpoint(Core *core, const CoreCheckpoint *c)
@@ -3147,6 +3397,7 @@ void core_checkpoint_stored(Core *core, const CoreCheckpoint *c)
         *have = *c; /* uploaded again: the newer file replaced it */
     else
         core_load_checkpoint(core, c);
+    prune_uploads(core); /* its upload token opens nothing any more */
     rung_grow((void **)&core->new_ckpts, &core->cap_new_ckpts, core->n_new_ckpts,
               sizeof *core->new_ckpts);
     core->new_ckpts[core->n_new_ckpts++] = *c;

@@ -136,6 +136,11 @@ typedef struct StepSeen {
  * its steps (core_expire_leases) before a loss counts as a failure. */
 #define CORE_PBT_LOST_RESUMES 3
 
+/* How many times a trial whose worker is lost (its lease ran out) is
+ * retried as a new attempt without counting against max_failures; a loss
+ * beyond these counts as a failure (docs/api.md, "The trial object"). */
+#define CORE_MAX_WORKER_LOSSES 3
+
 typedef struct Trial {
     int64_t id;             /* >= 1, unique across experiments */
     struct Experiment *exp; /* borrowed: the owner */
@@ -151,6 +156,8 @@ typedef struct Trial {
     uint8_t stopped_by;                       /* StoppedBy: a stopped trial's */
     bool user_paused;                         /* paused by its user, not at a rung */
     int64_t preemptions;                      /* finishes "preempted" so far, >= 0 */
+    int64_t worker_losses;                    /* attempts ended by a lost worker, retried apart from
+                                                 max_failures (CORE_MAX_WORKER_LOSSES), >= 0 */
     uint8_t leased_from;                      /* TrialState it was last leased from */
     json_t *warnings;                         /* owned: invalid @rung lines, or NULL */
     char *error;                              /* owned, or NULL */
@@ -246,9 +253,15 @@ typedef struct Experiment {
     char *error; /* owned: why it failed, or NULL */
     ExpHealth health;
     int64_t created_at, ended_at;
-    Trial **trials; /* owned array, by number; [0, n_trials); NULL once
-                       the trial is released */
-    int64_t n_trials, cap_trials;
+    /* The trials in memory by number (core_exp_trial): trials[i] is number
+     * trials_base + i, NULL once released. A window over the live numbers,
+     * not over history: its dead prefix is dropped as trials are released,
+     * so a long experiment holds a slot per trial in flight, not per trial
+     * it ran (docs/architecture.md, "What lives in memory"). */
+    Trial **trials;
+    int64_t trials_base, trials_lo; /* trials_lo: index before which every slot is NULL */
+    int64_t cap_trials;
+    int64_t n_trials; /* trials created so far: the next trial's number */
     int64_t counts[TRIAL__COUNT];
     TrialList pending;      /* pending trials, ascending queue_pos: those put back
                                at the front (latest first), then new ones by number */
@@ -325,6 +338,7 @@ void core_free(Core *core);
 
 /* Lookups of what is in memory: borrowed pointers, NULL when absent
  * (never created, or released: ask the store). */
+Trial *core_exp_trial(const Experiment *e, int64_t number);
 Experiment *core_experiment(Core *core, int64_t id);
 Trial *core_trial(Core *core, int64_t id);
 Worker *core_worker(Core *core, int64_t id);
@@ -510,7 +524,15 @@ void core_load_experiment_ended(Experiment *e, EndReason reason, const char *err
                                 const json_t *health);
 void core_load_trial_control(Trial *t, StoppedBy by, bool user_paused, json_t *warnings);
 /* The column of schema 007: how many times the trial was preempted. */
+/* A trial's error in one line: its first line, and its last non-empty line
+ * when it has more (the worker writes "exit status 1" and then the
+ * program's stderr, whose last line usually names the cause: the
+ * exception). Cut to size - 1 bytes of whole UTF-8 characters. */
+#define CORE_ERROR_SUMMARY_LEN 200
+void core_error_summary(const char *error, char *out, size_t size);
+
 void core_load_trial_preemptions(Trial *t, int64_t n);
+void core_load_trial_losses(Trial *t, int64_t n);
 /* pbt's stored lineage (taken) and resume_from (borrowed; either NULL). */
 void core_load_trial_pbt(Trial *t, json_t *lineage, const json_t *resume_from);
 /* Puts back in memory a trial of exp that was released (ended) while exp
@@ -519,6 +541,33 @@ void core_load_trial_pbt(Trial *t, json_t *lineage, const json_t *resume_from);
 Trial *core_readd_trial(Core *core, Experiment *exp, int64_t id, int64_t number, TrialState st,
                         json_t *config, int64_t attempt, int64_t worker_id, const char *error,
                         int64_t created_at, int64_t started_at, int64_t ended_at);
+/* Loading a running experiment without its history (store.c): its ended
+ * trials do not become objects. Unless core_load_all_trials (pbt, whose
+ * populations are small), the store loads the trials in flight (pending,
+ * running, paused, preempted) with their current attempt's reports, then
+ * gives e's counts of ended trials and its number of trials
+ * (core_load_ended_counts), replays the reports of its ended trials when
+ * the scheduler's rung records need them (core_load_wants_ended_reports:
+ * asha, hyperband, median) and gives the rows the best value and the
+ * searcher need (core_load_wants_ended_rows: every ended row; else the one
+ * with the best value): for each, core_load_ended_begin, then
+ * core_load_report of each report or core_load_ended_summary of the row,
+ * then core_load_ended_end, which keeps what the trial leaves (scheduler:
+ * its end in the rung records; result: its best value, Pareto front and
+ * searcher history) and frees it. */
+bool core_load_all_trials(const Experiment *e);
+void core_load_ended_counts(Core *core, Experiment *e, const int64_t counts[TRIAL__COUNT],
+                            int64_t n_trials);
+bool core_load_wants_ended_reports(const Experiment *e);
+bool core_load_wants_ended_rows(const Experiment *e);
+/* config (taken) may be NULL when only reports are replayed. */
+Trial *core_load_ended_begin(Experiment *e, int64_t id, int64_t number, TrialState st,
+                             json_t *config);
+/* The row's summary of its current attempt: last metrics (taken), best
+ * value, and its last reported step. */
+void core_load_ended_summary(Trial *t, json_t *last, bool has_best, double best_value,
+                             int64_t best_step, bool has_step, int64_t step);
+void core_load_ended_end(Core *core, Trial *t, bool scheduler, bool result);
 /* Sets the rung a loaded trial was stopped or paused at (0 = none). */
 void core_load_rung(Trial *t, double rung);
 /* Sets a loaded pending trial's place in line (a row stored without one
@@ -599,9 +648,36 @@ const CoreCheckpoint *core_checkpoint(const Core *core, int64_t trial_id, int64_
 void core_checkpoint_stored(Core *core, const CoreCheckpoint *c);
 void core_load_checkpoint(Core *core, const CoreCheckpoint *c);
 
+/* An upload asked of a worker (core_uploads_for): trial_id's folder for
+ * its checkpoint of step, accepted from worker_id only, with token
+ * (docs/api.md, "PBT's checkpoints through rungd"). Memory only: after a
+ * restart the next heartbeat reply asks again with a fresh token. */
+typedef struct CoreUpload {
+    int64_t trial_id, step, worker_id;
+    char token[CORE_TOKEN_LEN + 1];
+    bool listed; /* scratch of core_uploads_for */
+} CoreUpload;
+
+/* Writes a fresh random token (engine_token). */
+typedef void (*CoreTokenFn)(char out[CORE_TOKEN_LEN + 1]);
+
 /* The uploads worker w is asked for in its heartbeat reply: a JSON array
- * of {"trial", "step"} (new reference). */
-json_t *core_uploads_for(const Core *core, const Worker *w);
+ * of {"trial", "step", "token"} (new reference). An upload keeps its token
+ * while it is owed; a new one gets fresh_token's. */
+json_t *core_uploads_for(Core *core, const Worker *w, CoreTokenFn fresh_token);
+
+/* Whether worker_id may upload trial_id's checkpoint of step with token:
+ * 0; RUNG_E_CONFLICT when no trial waits for it; RUNG_E_FORBIDDEN (field
+ * "worker" or "upload_token") when that worker was not asked for it or the
+ * token is not the upload's. */
+int core_upload_check(const Core *core, int64_t trial_id, int64_t step, int64_t worker_id,
+                      const char *token, RungError *err);
+
+/* Whether worker_id may download trial_id's checkpoint of step: 0 when
+ * lease_token is its lease of a running trial that resumes from that
+ * checkpoint; else RUNG_E_FORBIDDEN (field "worker" or "lease_token"). */
+int core_download_check(const Core *core, int64_t trial_id, int64_t step, int64_t worker_id,
+                        const char *lease_token, RungError *err);
 
 /* The step a leased trial resumes after (its last reported step, when it
  * was paused and promoted), or 0 when it starts from the beginning. */

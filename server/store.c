@@ -9,15 +9,20 @@
 #include "store.h"
 
 #include "clock.h"
+#include "log.h"
 #include "store_read.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sqlite3.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 extern const char *const rung_migrations[];
@@ -58,12 +63,12 @@ static const char *const sql_text[ST__COUNT] = {
         "INSERT INTO trials (id, experiment_id, number, state, config, attempt, worker_id, "
         "lease_token, resources, stop_requested, error, created_at, started_at, ended_at, "
         "rung, queue_pos, step, last_metrics, best_value, best_step, log_tail, stopped_by, "
-        "stop_kind, user_paused, warnings, gang, preemptions, lineage, resume_from) VALUES (:id, "
-        ":exp, :number, :state, :config, "
+        "stop_kind, user_paused, warnings, gang, preemptions, lineage, resume_from, worker_losses) "
+        "VALUES (:id, :exp, :number, :state, :config, "
         ":attempt, :worker, :token, :resources, :stop, :error, :created_at, :started_at, "
         ":ended_at, :rung, :queue_pos, :step, :last, :best_value, :best_step, :log_tail, "
         ":stopped_by, :stop_kind, :user_paused, :warnings, :gang, :preemptions, :lineage, "
-        ":resume_from)",
+        ":resume_from, :worker_losses)",
     [ST_TRIAL_UPDATE] =
         "UPDATE trials SET state = :state, attempt = :attempt, worker_id = :worker, "
         "lease_token = :token, resources = :resources, stop_requested = :stop, error = :error, "
@@ -71,7 +76,8 @@ static const char *const sql_text[ST__COUNT] = {
         "step = :step, last_metrics = :last, best_value = :best_value, best_step = :best_step, "
         "log_tail = :log_tail, stopped_by = :stopped_by, stop_kind = :stop_kind, "
         "user_paused = :user_paused, warnings = :warnings, gang = :gang, "
-        "preemptions = :preemptions, config = coalesce(:config, config), lineage = "
+        "preemptions = :preemptions, worker_losses = :worker_losses, "
+        "config = coalesce(:config, config), lineage = "
         "coalesce(:lineage, lineage), "
         "resume_from = :resume_from WHERE id = :id",
     [ST_REPORT_INSERT] = "INSERT INTO reports (trial_id, attempt, step, time, metrics, action) "
@@ -88,11 +94,38 @@ static const char *const sql_text[ST__COUNT] = {
 struct Store {
     sqlite3 *db;
     sqlite3_stmt *st[ST__COUNT];
-    int lock_fd; /* flock'ed PATH.lock: one rungd per database */
+    int lock_fd; /* the database file, flock'ed: one rungd per database */
+    /* The guard (store_fault): which file the path named at the open, and
+     * the database file's size and time after rungd's own last write. */
+    char path[PATH_MAX];
+    struct stat opened, wal;
+    bool wal_known;
+    off_t size;
+    struct timespec mtime;
+    char fault[RUNG_MESSAGE_MAX]; /* why the store stopped; "" while it works */
+    bool serving;                 /* a transaction began: faults stop the daemon */
+    bool rescued;                 /* rescue() ran */
 };
+
+static void set_fault(Store *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* SQLite's words for a file it cannot trust: damaged, not a database, or
+ * a read or write the system refused. SQLITE_FULL (the disk) is not one:
+ * a later commit may succeed. */
+static bool damage_code(int code)
+{
+    int primary = code & 0xff;
+    return primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB || primary == SQLITE_IOERR;
+}
 
 static int db_error(Store *s, RungError *err, const char *what)
 {
+    int code = sqlite3_extended_errcode(s->db);
+    if (damage_code(code)) {
+        set_fault(s, "SQLite found the database file %s damaged or unreadable (%s: %s)", s->path,
+                  what, sqlite3_errmsg(s->db));
+        return rung_error_set(err, RUNG_E_UNAVAILABLE, NULL, "store: %s", s->fault);
+    }
     return rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: %s: %s", what, sqlite3_errmsg(s->db));
 }
 
@@ -164,9 +197,8 @@ static int exec(Store *s, const char *sql, RungError *err)
 {
     char *msg = NULL;
     if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: %s", msg ? msg : "exec failed");
         sqlite3_free(msg);
-        return RUNG_E_INTERNAL;
+        return db_error(s, err, "exec");
     }
     return 0;
 }
@@ -225,6 +257,370 @@ static int migrate(Store *s, RungError *err)
     return 0;
 }
 
+/* ---- the database file (docs/operations.md, "The database file") ----
+ *
+ * SQLite keeps writing to the files it opened whatever their names become:
+ * a database unlinked or replaced under rungd would take every later
+ * report into a file that no start finds again. So each commit first
+ * checks that the path still names the file opened (device and inode, a
+ * link count above 0, the same for the -wal file) and that no other
+ * program wrote to it (its size and time as rungd's own last write left
+ * them), and the store stops at the first doubt. Beside the database,
+ * PATH.created says that one was made here (a later start never makes a
+ * new one in its place) and PATH.fault why a run stopped using it. */
+
+/* SQLite's own log: corruption found by any statement of the process
+ * (store_read.c's too), noted here and taken up by the next commit. */
+static char sqlite_damage[256];
+
+static void on_sqlite_log(void *arg, int code, const char *msg)
+{
+    (void)arg;
+    int primary = code & 0xff;
+    if ((primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB) && sqlite_damage[0] == '\0')
+        snprintf(sqlite_damage, sizeof sqlite_damage, "%s", msg ? msg : "corrupt");
+}
+
+/* PATH + suffix into out; false when it does not fit. */
+static bool path_with(char *out, size_t cap, const char *path, const char *suffix)
+{
+    int n = snprintf(out, cap, "%s%s", path, suffix);
+    return n > 0 && (size_t)n < cap;
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+static void now_text(char *out, size_t cap, const char *fmt)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, cap, fmt, &tm);
+}
+
+/* Writes text to path (created with mode 0600), replacing what was there. */
+static int write_text(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    size_t len = strlen(text), done = 0;
+    while (done < len) {
+        ssize_t n = write(fd, text + done, len - done);
+        if (n <= 0) {
+            close(fd);
+            return -1;
+        }
+        done += (size_t)n;
+    }
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+/* What the connection still reads (the file it opened, its WAL) into
+ * PATH.rescued-TIME, for the operator: after an unlink or a replace it is
+ * the only copy of the acknowledged work. Outside a transaction. */
+static void rescue(Store *s)
+{
+    char stamp[32], dest[PATH_MAX];
+    now_text(stamp, sizeof stamp, ".rescued-%Y%m%dT%H%M%SZ");
+    if (!path_with(dest, sizeof dest, s->path, stamp))
+        return;
+    char *sql = sqlite3_mprintf("VACUUM INTO %Q", dest);
+    char *msg = NULL;
+    int rc = sql ? sqlite3_exec(s->db, sql, NULL, NULL, &msg) : SQLITE_NOMEM;
+    sqlite3_free(sql);
+    if (rc == SQLITE_OK) {
+        LOG_ERROR("store: copied what rungd still reads of its database to %s "
+                  "(docs/operations.md, \"Recover the database\")",
+                  dest);
+    } else {
+        LOG_ERROR("store: could not copy what rungd still reads of its database to %s: %s", dest,
+                  msg ? msg : sqlite3_errstr(rc));
+        unlink(dest);
+    }
+    sqlite3_free(msg);
+}
+
+/* Stops the store for good, once: the reason goes to the log and, once the
+ * daemon serves, to PATH.fault, which a later start reads. */
+static void set_fault(Store *s, const char *fmt, ...)
+{
+    if (s->fault[0] != '\0')
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->fault, sizeof s->fault, fmt, ap);
+    va_end(ap);
+    if (!s->serving)
+        return; /* at the open: the start fails with it */
+    LOG_ERROR("store: %s; rungd takes no more writes (every request is answered 503) until it is "
+              "restarted on a database that `rungd --check` accepts (docs/operations.md, "
+              "\"Recover the database\")",
+              s->fault);
+    char when[32], note[RUNG_MESSAGE_MAX + 512], fault_path[PATH_MAX];
+    now_text(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ");
+    snprintf(note, sizeof note,
+             "%s: %s\n"
+             "rungd stopped taking writes then. It starts on this database again only with "
+             "--init, once `rungd --check` accepts the file at this path (docs/operations.md, "
+             "\"Recover the database\").\n",
+             when, s->fault);
+    if (!path_with(fault_path, sizeof fault_path, s->path, ".fault") ||
+        write_text(fault_path, note) != 0)
+        LOG_ERROR("store: cannot write %s.fault: %s", s->path, strerror(errno));
+}
+
+const char *store_fault(const Store *s)
+{
+    return s->fault[0] ? s->fault : NULL;
+}
+
+/* The state of the files after rungd's own write: a checkpoint that
+ * follows a commit writes the database file, and a first commit may
+ * create the -wal. */
+static void note_own_writes(Store *s)
+{
+    struct stat st;
+    if (fstat(s->lock_fd, &st) == 0) {
+        s->size = st.st_size;
+        s->mtime = st.st_mtim;
+    }
+    char wal[PATH_MAX];
+    if (!s->wal_known && path_with(wal, sizeof wal, s->path, "-wal") && stat(wal, &s->wal) == 0)
+        s->wal_known = true;
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* Whether the path still names the files rungd opened, untouched by other
+ * programs since its own last write (content: false right after it). Two
+ * stat(2) and an fstat(2): microseconds per commit. */
+static int guard(Store *s, bool content, RungError *err)
+{
+    if (s->fault[0] == '\0' && sqlite_damage[0] != '\0')
+        set_fault(s, "SQLite found the database file %s damaged: %s", s->path, sqlite_damage);
+    struct stat now, path_st;
+    char wal[PATH_MAX];
+    if (s->fault[0] != '\0') {
+        /* stopped already */
+    } else if (stat(s->path, &path_st) != 0) {
+        set_fault(s, "the database file %s was deleted or moved while rungd ran (%s)", s->path,
+                  strerror(errno));
+    } else if (!same_file(&path_st, &s->opened)) {
+        set_fault(s, "%s names another file than the database rungd opened (replaced while it ran)",
+                  s->path);
+    } else if (fstat(s->lock_fd, &now) != 0 || now.st_nlink == 0) {
+        set_fault(s, "the database file %s was deleted while rungd ran", s->path);
+    } else if (content && (now.st_size != s->size || now.st_mtim.tv_sec != s->mtime.tv_sec ||
+                           now.st_mtim.tv_nsec != s->mtime.tv_nsec)) {
+        set_fault(s, "another program wrote to the database file %s while rungd ran", s->path);
+    } else if (s->wal_known && path_with(wal, sizeof wal, s->path, "-wal")) {
+        struct stat wal_st;
+        if (stat(wal, &wal_st) != 0)
+            set_fault(s, "the database's write-ahead log %s was deleted while rungd ran", wal);
+        else if (!same_file(&wal_st, &s->wal))
+            set_fault(s, "%s names another file than the write-ahead log rungd opened", wal);
+    }
+    if (s->fault[0] == '\0')
+        return 0;
+    return rung_error_set(err, RUNG_E_UNAVAILABLE, NULL, "%s", s->fault);
+}
+
+/* The first line of PATH.fault (a newline-free copy), or "" when absent. */
+static void read_fault(const char *path, char *out, size_t cap)
+{
+    out[0] = '\0';
+    char fault_path[PATH_MAX];
+    if (!path_with(fault_path, sizeof fault_path, path, ".fault"))
+        return;
+    FILE *f = fopen(fault_path, "re");
+    if (f == NULL)
+        return;
+    if (fgets(out, (int)cap, f) == NULL)
+        out[0] = '\0';
+    fclose(f);
+    out[strcspn(out, "\n")] = '\0';
+}
+
+/* Before the open: the first start creates the database; a later one
+ * needs it (docs/operations.md, "The database file"). */
+static int check_start(const char *path, const StoreOptions *opt, RungError *err)
+{
+    char fault[RUNG_MESSAGE_MAX];
+    read_fault(path, fault, sizeof fault);
+    if (fault[0] != '\0' && !opt->init)
+        return rung_error_set(err, RUNG_E_UNAVAILABLE, NULL,
+                              "an earlier rungd stopped using the database %s (%s.fault: %s); "
+                              "once the file at that path is sound, start once with --init",
+                              path, path, fault);
+    struct stat st;
+    if (stat(path, &st) == 0 && st.st_size > 0)
+        return 0;
+    const char *suffixes[] = {".created", "-wal", "-shm"};
+    char sign[PATH_MAX] = "";
+    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes && sign[0] == '\0'; i++)
+        if (!path_with(sign, sizeof sign, path, suffixes[i]) || !exists(sign))
+            sign[0] = '\0';
+    if (sign[0] == '\0' && opt->data_dir != NULL &&
+        (!path_with(sign, sizeof sign, opt->data_dir, "/checkpoints") || !exists(sign)))
+        sign[0] = '\0';
+    if (sign[0] == '\0')
+        return 0; /* a first start */
+    if (!opt->init)
+        return rung_error_set(err, RUNG_E_NOT_FOUND, NULL,
+                              "the database %s is missing or empty, but %s shows that one was "
+                              "there: rungd does not create a new, empty one in its place. "
+                              "Restore it (docs/operations.md, \"Recover the database\"), or "
+                              "start with --init to begin anew",
+                              path, sign);
+    /* A log left by the database that is gone would be played into the
+     * new one. */
+    char wal[PATH_MAX];
+    if (path_with(wal, sizeof wal, path, "-wal") && exists(wal))
+        return rung_error_set(err, RUNG_E_CONFLICT, NULL,
+                              "%s belongs to the database that is gone; move it away before "
+                              "--init creates a new one",
+                              wal);
+    return 0;
+}
+
+/* After the open: PATH.created marks the folder as holding a database (an
+ * earlier rungd's database gets one at its first start by this one). */
+static void mark_created(const char *path)
+{
+    char created[PATH_MAX];
+    if (!path_with(created, sizeof created, path, ".created") || exists(created))
+        return;
+    char when[32], text[PATH_MAX + 512];
+    now_text(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ");
+    snprintf(text, sizeof text,
+             "%s: rungd found or created its database %s.\n"
+             "While this file is here, rungd refuses to start where that database is missing or "
+             "empty instead of creating a new one (docs/operations.md, \"The database file\"); "
+             "rungd --init begins anew.\n",
+             when, path);
+    if (write_text(created, text) != 0)
+        LOG_WARN("store: cannot write %s: %s", created, strerror(errno));
+}
+
+/* One-column rows of sql on db, each printed as "label: row" (at most 20);
+ * how many there were, or -1 when the statement failed (said too). */
+static int64_t print_rows(sqlite3 *db, const char *sql, const char *label, FILE *out)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        fprintf(out, "%s: %s\n", label, sqlite3_errmsg(db));
+        return -1;
+    }
+    int64_t n = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (n++ >= 20)
+            continue;
+        fprintf(out, "%s:", label);
+        for (int c = 0; c < sqlite3_column_count(st); c++) {
+            const unsigned char *v = sqlite3_column_text(st, c);
+            fprintf(out, " %s", v ? (const char *)v : "NULL");
+        }
+        fputc('\n', out);
+    }
+    if (rc != SQLITE_DONE)
+        fprintf(out, "%s: %s\n", label, sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? n : -1;
+}
+
+/* The single integer that sql returns, or -1. */
+static int64_t query_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    int64_t v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    sqlite3_finalize(st);
+    return v;
+}
+
+int store_check(const char *path, FILE *out)
+{
+    char fault[RUNG_MESSAGE_MAX];
+    read_fault(path, fault, sizeof fault);
+    if (fault[0] != '\0')
+        fprintf(out, "%s.fault: an earlier rungd stopped using this database: %s\n", path, fault);
+    struct stat file;
+    if (stat(path, &file) != 0) {
+        fprintf(out, "%s: %s: no database to check\n", path, strerror(errno));
+        return 1;
+    }
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        fprintf(out, "%s: cannot open: %s\n", path, db ? sqlite3_errmsg(db) : "out of memory");
+        sqlite3_close(db);
+        return 1;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    /* integrity_check reads every page and index; its single row "ok"
+     * means sound. */
+    sqlite3_stmt *st;
+    bool sound = false;
+    if (sqlite3_prepare_v2(db, "PRAGMA integrity_check(20)", -1, &st, NULL) == SQLITE_OK) {
+        int rc;
+        int64_t n = 0;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            const char *row = (const char *)sqlite3_column_text(st, 0);
+            n++;
+            if (n == 1 && row != NULL && strcmp(row, "ok") == 0)
+                sound = true;
+            else
+                sound = false;
+            fprintf(out, "integrity_check: %s\n", row ? row : "NULL");
+        }
+        if (rc != SQLITE_DONE) {
+            fprintf(out, "integrity_check: %s\n", sqlite3_errmsg(db));
+            sound = false;
+        }
+        sqlite3_finalize(st);
+    } else {
+        fprintf(out, "integrity_check: %s\n", sqlite3_errmsg(db));
+    }
+    int64_t orphans = print_rows(db, "PRAGMA foreign_key_check", "foreign_key_check", out);
+    if (orphans != 0)
+        sound = false;
+    else
+        fprintf(out, "foreign_key_check: ok\n");
+    int known = 0;
+    while (rung_migrations[known] != NULL)
+        known++;
+    int64_t version = query_int(db, "PRAGMA user_version");
+    fprintf(out, "schema version: %lld (this rungd knows %d)\n", (long long)version, known);
+    if (version < 0 || version > known)
+        sound = false;
+    if (sound) {
+        fprintf(out, "%s: sound: %lld experiments, %lld trials, %lld reports\n", path,
+                (long long)query_int(db, "SELECT count(*) FROM experiments"),
+                (long long)query_int(db, "SELECT count(*) FROM trials"),
+                (long long)query_int(db, "SELECT count(*) FROM reports"));
+        if (fault[0] != '\0')
+            fprintf(out, "Once this is the database to use, start rungd with --init once.\n");
+    } else {
+        fprintf(out,
+                "%s: damaged; restore the last backup or recover what is readable "
+                "(docs/operations.md, \"Recover the database\")\n",
+                path);
+    }
+    sqlite3_close(db);
+    return sound ? 0 : 1;
+}
+
 /* Takes an exclusive flock on the database file itself. Two daemons on one
  * database would each believe they own every trial; the second one must
  * refuse to start. The lock belongs to the file (its inode), so a symbolic
@@ -243,15 +639,25 @@ static int lock_database(Store *s, const char *path, RungError *err)
                               "store: %s is in use by another rungd (the file is locked, "
                               "maybe through another name or link)",
                               path);
+    if (fstat(s->lock_fd, &s->opened) != 0)
+        return rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: cannot stat %s: %s", path,
+                              strerror(errno));
     return 0;
 }
 
-int store_open(const char *path, bool durable_full, Store **out, RungError *err)
+int store_open(const char *path, const StoreOptions *opt, Store **out, RungError *err)
 {
+    /* Before the first call into SQLite (later calls are refused, harmless). */
+    sqlite3_config(SQLITE_CONFIG_LOG, on_sqlite_log, NULL);
+    if (!path_with((char[PATH_MAX]){0}, PATH_MAX, path, ".rescued-00000000T000000Z"))
+        return rung_error_set(err, RUNG_E_INVALID_ARGUMENT, "db", "the database path is too long");
+    if (check_start(path, opt, err) != 0)
+        return err->code;
     Store *s = calloc(1, sizeof *s);
     if (s == NULL)
         return rung_error_set(err, RUNG_E_INTERNAL, NULL, "out of memory");
     s->lock_fd = -1;
+    snprintf(s->path, sizeof s->path, "%s", path);
     if (lock_database(s, path, err) != 0) {
         store_close(s);
         return err->code;
@@ -271,8 +677,8 @@ int store_open(const char *path, bool durable_full, Store **out, RungError *err)
     /* WAL: readers never block the writer, and a commit is one append.
      * synchronous=NORMAL in WAL loses nothing on a process crash, only on
      * power loss; FULL adds an fsync per commit. */
-    const char *pragmas = durable_full ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-                                       : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;";
+    const char *pragmas = opt->durable_full ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+                                            : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;";
     /* Foreign keys come on after the migrations: a migration that rebuilds a
      * table (002) drops the old one, which other tables refer to. */
     if (exec(s, pragmas, err) || exec(s, "PRAGMA busy_timeout=5000;", err) || migrate(s, err) ||
@@ -285,9 +691,16 @@ int store_open(const char *path, bool durable_full, Store **out, RungError *err)
                                NULL) != SQLITE_OK) {
             db_error(s, err, sql_text[i]);
             store_close(s);
-            return RUNG_E_INTERNAL;
+            return err->code;
         }
     }
+    note_own_writes(s);
+    mark_created(path);
+    char fault_path[PATH_MAX];
+    if (opt->init && path_with(fault_path, sizeof fault_path, path, ".fault") &&
+        unlink(fault_path) == 0)
+        LOG_INFO("store: --init: removed %s; rungd uses the database at %s again", fault_path,
+                 path);
     *out = s;
     return 0;
 }
@@ -303,6 +716,11 @@ void store_close(Store *s)
         return;
     for (int i = 0; i < ST__COUNT; i++)
         sqlite3_finalize(s->st[i]);
+    /* A store that stopped leaves its files as they are: the last close
+     * would checkpoint into a file that left its path and delete the
+     * -wal that the path names now, which may be another database's. */
+    if (s->db != NULL && s->fault[0] != '\0' && s->serving)
+        sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
     sqlite3_close(s->db);
     if (s->lock_fd >= 0)
         close(s->lock_fd); /* releases the lock */
@@ -311,18 +729,35 @@ void store_close(Store *s)
 
 int store_begin(Store *s, RungError *err)
 {
+    s->serving = true;
+    if (s->fault[0] != '\0')
+        return rung_error_set(err, RUNG_E_UNAVAILABLE, NULL, "%s", s->fault);
     return run(s, s->st[ST_BEGIN], err, "begin");
 }
 
 int store_commit(Store *s, RungError *err)
 {
-    return run(s, s->st[ST_COMMIT], err, "commit");
+    /* Nothing goes into a file that left its path, nor over another
+     * program's writes (the caller rolls back). */
+    if (guard(s, true, err) != 0)
+        return err->code;
+    int rc = run(s, s->st[ST_COMMIT], err, "commit");
+    note_own_writes(s);
+    /* A change during the commit: its replies must not say "kept". */
+    if (rc == 0 && guard(s, false, err) != 0)
+        return err->code;
+    return rc;
 }
 
 void store_rollback(Store *s)
 {
     if (!sqlite3_get_autocommit(s->db))
         run(s, s->st[ST_ROLLBACK], NULL, "rollback");
+    /* Outside the transaction now: the copy for the operator, once. */
+    if (s->fault[0] != '\0' && s->serving && !s->rescued) {
+        s->rescued = true;
+        rescue(s);
+    }
 }
 
 int store_savepoint(Store *s, RungError *err)
@@ -399,6 +834,7 @@ static int write_trial(Store *s, Trial *t, RungError *err)
               t->state == TRIAL_STOPPED ? stopped_by_name((StoppedBy)t->stopped_by) : NULL);
     bind_int(st, ":user_paused", t->state == TRIAL_PAUSED && t->user_paused);
     bind_int(st, ":preemptions", t->preemptions);
+    bind_int(st, ":worker_losses", t->worker_losses);
     bind_json(st, ":warnings", t->warnings);
     bind_json(st, ":gang", t->gang_json); /* members and their tokens (schema 006) */
     bind_text(st, ":error", t->error);
@@ -602,14 +1038,23 @@ static int load_experiments(Store *s, Core *core, const char *where, int64_t id_
     return rc == SQLITE_DONE ? 0 : db_error(s, err, "load experiments");
 }
 
-static int load_trials(Store *s, Core *core, Experiment *e, RungError *err)
+/* The states of the trials in flight, which a running experiment holds as
+ * objects (core.h, core_load_all_trials); and the ended ones. */
+#define LIVE_STATES "('pending', 'running', 'paused', 'preempted')"
+#define ENDED_STATES "('completed', 'stopped', 'failed', 'canceled')"
+
+/* Loads e's trials: those in flight, or with all every one. */
+static int load_trials(Store *s, Core *core, Experiment *e, bool all, RungError *err)
 {
     sqlite3_stmt *st;
-    const char *sql = "SELECT id, experiment_id, number, state, config, attempt, worker_id, "
-                      "lease_token, resources, stop_requested, error, created_at, started_at, "
-                      "ended_at, rung, queue_pos, log_tail, stop_kind, stopped_by, user_paused, "
-                      "warnings, gang, preemptions, lineage, resume_from FROM trials WHERE "
-                      "experiment_id = ? ORDER BY number";
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "SELECT id, experiment_id, number, state, config, attempt, worker_id, "
+             "lease_token, resources, stop_requested, error, created_at, started_at, "
+             "ended_at, rung, queue_pos, log_tail, stop_kind, stopped_by, user_paused, "
+             "warnings, gang, preemptions, lineage, resume_from, worker_losses FROM trials WHERE "
+             "experiment_id = ? %s ORDER BY number",
+             all ? "" : "AND state IN " LIVE_STATES);
     if (prepare(s, sql, &st, err, "load trials"))
         return err->code;
     sqlite3_bind_int64(st, 1, e->id);
@@ -643,6 +1088,7 @@ static int load_trials(Store *s, Core *core, Experiment *e, RungError *err)
         core_load_trial_control(t, stopped_by_parse((const char *)sqlite3_column_text(st, 18)),
                                 sqlite3_column_int(st, 19) != 0, column_json(st, 20));
         core_load_trial_preemptions(t, sqlite3_column_int64(st, 22));
+        core_load_trial_losses(t, sqlite3_column_int64(st, 25));
         json_t *from = column_json(st, 24);
         core_load_trial_pbt(t, column_json(st, 23), from);
         json_decref(from);
@@ -655,12 +1101,15 @@ static int load_trials(Store *s, Core *core, Experiment *e, RungError *err)
 }
 
 /* Replays the reports of the current attempt of e's trials, in step order. */
-static int load_reports(Store *s, Core *core, Experiment *e, RungError *err)
+static int load_reports(Store *s, Core *core, Experiment *e, bool all, RungError *err)
 {
     sqlite3_stmt *st;
-    const char *sql = "SELECT r.trial_id, r.step, r.metrics, r.action FROM trials t "
-                      "JOIN reports r ON r.trial_id = t.id AND r.attempt = t.attempt "
-                      "WHERE t.experiment_id = ? ORDER BY r.trial_id, r.step";
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT r.trial_id, r.step, r.metrics, r.action FROM trials t "
+             "JOIN reports r ON r.trial_id = t.id AND r.attempt = t.attempt "
+             "WHERE t.experiment_id = ? %s ORDER BY r.trial_id, r.step",
+             all ? "" : "AND t.state IN " LIVE_STATES);
     if (prepare(s, sql, &st, err, "load reports"))
         return err->code;
     sqlite3_bind_int64(st, 1, e->id);
@@ -676,6 +1125,138 @@ static int load_reports(Store *s, Core *core, Experiment *e, RungError *err)
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : db_error(s, err, "load reports");
+}
+
+/* e's counts of ended trials and its number of trials. */
+static int load_ended_counts(Store *s, Core *core, Experiment *e, RungError *err)
+{
+    int64_t counts[TRIAL__COUNT] = {0}, n_trials = 0;
+    sqlite3_stmt *st;
+    if (prepare(
+            s,
+            "SELECT state, count(*) FROM trials WHERE experiment_id = ? AND state IN " ENDED_STATES
+            " GROUP BY state",
+            &st, err, "ended trials"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, e->id);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        TrialState ts;
+        if (trial_state_parse((const char *)sqlite3_column_text(st, 0), &ts) == 0)
+            counts[ts] = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return db_error(s, err, "ended trials");
+    if (prepare(s, "SELECT max(number) FROM trials WHERE experiment_id = ?", &st, err, "trials"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, e->id);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        n_trials = sqlite3_column_int64(st, 0) + 1;
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW)
+        return db_error(s, err, "trials");
+    core_load_ended_counts(core, e, counts, n_trials);
+    return 0;
+}
+
+/* Replays the current attempt's reports of e's ended trials, one trial at a
+ * time, for the rung records they leave (nothing else of them is kept). */
+static int load_ended_reports(Store *s, Core *core, Experiment *e, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (prepare(s,
+                "SELECT t.id, t.number, t.state, r.step, r.metrics, r.action FROM trials t "
+                "JOIN reports r ON r.trial_id = t.id AND r.attempt = t.attempt "
+                "WHERE t.experiment_id = ? AND t.state IN " ENDED_STATES " ORDER BY t.id, r.step",
+                &st, err, "ended reports"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, e->id);
+    Trial *t = NULL;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        if (t != NULL && t->id != id) {
+            core_load_ended_end(core, t, true, false);
+            t = NULL;
+        }
+        if (t == NULL) {
+            TrialState ts = TRIAL_COMPLETED;
+            trial_state_parse((const char *)sqlite3_column_text(st, 2), &ts);
+            t = core_load_ended_begin(e, id, sqlite3_column_int64(st, 1), ts, NULL);
+        }
+        json_t *metrics = column_json(st, 4);
+        const char *action = (const char *)sqlite3_column_text(st, 5);
+        if (metrics != NULL)
+            core_load_report(core, t, sqlite3_column_int64(st, 3), metrics,
+                             action && strcmp(action, "stop") == 0 ? ACTION_STOP : ACTION_CONTINUE);
+        json_decref(metrics);
+    }
+    if (t != NULL)
+        core_load_ended_end(core, t, true, false);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : db_error(s, err, "ended reports");
+}
+
+/* The rows of e's ended trials for what they leave in memory (the best
+ * value, a Pareto front, the searcher's history): every one when e needs
+ * them (core_load_wants_ended_rows), else only the one with the best value
+ * (the lowest number among equals, as a scan in number order keeps). */
+static int load_ended_rows(Store *s, Core *core, Experiment *e, RungError *err)
+{
+    bool every = core_load_wants_ended_rows(e);
+    char sql[768];
+    snprintf(sql, sizeof sql,
+             "SELECT t.id, t.number, t.state, t.config, t.last_metrics, t.best_value, t.best_step, "
+             "(SELECT max(r.step) FROM reports r WHERE r.trial_id = t.id AND r.attempt = "
+             "t.attempt) FROM trials t WHERE t.experiment_id = ? AND t.state IN " ENDED_STATES
+             " %s",
+             every ? "ORDER BY t.number"
+                   : (e->spec.mode == SPEC_MODE_MAX
+                          ? "AND t.best_value IS NOT NULL ORDER BY t.best_value DESC, "
+                            "t.number LIMIT 1"
+                          : "AND t.best_value IS NOT NULL ORDER BY t.best_value, "
+                            "t.number LIMIT 1"));
+    sqlite3_stmt *st;
+    if (prepare(s, sql, &st, err, "ended trials"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, e->id);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        TrialState ts = TRIAL_COMPLETED;
+        trial_state_parse((const char *)sqlite3_column_text(st, 2), &ts);
+        json_t *config = column_json(st, 3);
+        if (config == NULL)
+            continue; /* cannot be a result; load_trials reports a corrupt live one */
+        Trial *t = core_load_ended_begin(e, sqlite3_column_int64(st, 0),
+                                         sqlite3_column_int64(st, 1), ts, config);
+        bool has_best = sqlite3_column_type(st, 5) != SQLITE_NULL;
+        core_load_ended_summary(t, column_json(st, 4), has_best, sqlite3_column_double(st, 5),
+                                sqlite3_column_int64(st, 6),
+                                sqlite3_column_type(st, 7) != SQLITE_NULL,
+                                sqlite3_column_int64(st, 7));
+        core_load_ended_end(core, t, false, true);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : db_error(s, err, "ended trials");
+}
+
+/* Loads what e keeps in memory (core.h, "What lives in memory" in
+ * docs/architecture.md): its trials in flight with their reports, and of
+ * its history only what the scheduler and searcher use; a pbt experiment
+ * whole. */
+static int load_trials_and_history(Store *s, Core *core, Experiment *e, RungError *err)
+{
+    if (core_load_all_trials(e))
+        return load_trials(s, core, e, true, err) || load_reports(s, core, e, true, err) ? err->code
+                                                                                         : 0;
+    if (load_trials(s, core, e, false, err) || load_reports(s, core, e, false, err) ||
+        load_ended_counts(s, core, e, err) ||
+        (core_load_wants_ended_reports(e) && load_ended_reports(s, core, e, err)) ||
+        load_ended_rows(s, core, e, err))
+        return err->code;
+    return 0;
 }
 
 /* Workers seen within this long, or holding a running trial, are loaded at
@@ -731,9 +1312,13 @@ static int load_totals(Store *s, Core *core, RungError *err)
             ec[es] = sqlite3_column_int64(st, 1);
     }
     sqlite3_finalize(st);
+    /* The highest ids ever given, deleted ones too (schema 011): an id is
+     * never given twice. */
     if (prepare(s,
-                "SELECT (SELECT max(id) FROM experiments), (SELECT max(id) FROM trials), "
-                "(SELECT max(id) FROM workers)",
+                "SELECT max(coalesce((SELECT max(id) FROM experiments), 0), coalesce((SELECT "
+                "max_id FROM id_floors WHERE kind = 'experiments'), 0)), max(coalesce((SELECT "
+                "max(id) FROM trials), 0), coalesce((SELECT max_id FROM id_floors WHERE kind = "
+                "'trials'), 0)), (SELECT max(id) FROM workers)",
                 &st, err, "ids"))
         return err->code;
     if (sqlite3_step(st) == SQLITE_ROW)
@@ -749,7 +1334,7 @@ static int load_trials_of(Store *s, Core *core, int64_t from, RungError *err)
 {
     for (int64_t i = from; i < core_n_experiments(core); i++) {
         Experiment *e = core_experiment_at(core, i);
-        if (load_trials(s, core, e, err) || load_reports(s, core, e, err))
+        if (load_trials_and_history(s, core, e, err))
             return err->code;
     }
     return 0;
@@ -820,7 +1405,7 @@ int store_reload_experiment(Store *s, Core *core, int64_t id, int64_t now, RungE
     Experiment *e = core_experiment(core, id);
     if (e == NULL)
         return 0; /* never stored: nothing to reload */
-    if (load_trials(s, core, e, err) || load_reports(s, core, e, err))
+    if (load_trials_and_history(s, core, e, err))
         return err->code;
     core_load_experiment_done(core, e, now);
     return 0;
@@ -834,7 +1419,7 @@ int store_revive_experiment(Store *s, Core *core, int64_t id, int64_t now, RungE
     if (e == NULL)
         return rung_error_set(err, RUNG_E_NOT_FOUND, NULL, "experiment %lld not found",
                               (long long)id);
-    if (load_trials(s, core, e, err) || load_reports(s, core, e, err))
+    if (load_trials_and_history(s, core, e, err))
         return err->code;
     core_load_revived(core, e, now);
     return 0;
@@ -896,6 +1481,14 @@ int store_delete_experiment(Store *s, int64_t id, int64_t trial_counts[TRIAL__CO
     }
     sqlite3_finalize(st);
     static const char *const sql[] = {
+        /* The highest ids so far, kept before their rows may go (schema 011). */
+        /* (WHERE true: an upsert's SELECT needs a WHERE to be parsed as one;
+         * the id bound below is out of range here and ignored.) */
+        "INSERT INTO id_floors (kind, max_id) SELECT 'experiments', coalesce(max(id), 0) FROM "
+        "experiments WHERE true ON CONFLICT (kind) DO UPDATE SET max_id = "
+        "max(max_id, excluded.max_id)",
+        "INSERT INTO id_floors (kind, max_id) SELECT 'trials', coalesce(max(id), 0) FROM trials "
+        "WHERE true ON CONFLICT (kind) DO UPDATE SET max_id = max(max_id, excluded.max_id)",
         "DELETE FROM reports WHERE trial_id IN (SELECT id FROM trials WHERE experiment_id = ?)",
         /* pbt's stored checkpoints (their files: api.c, after this). */
         "DELETE FROM checkpoints WHERE trial_id IN (SELECT id FROM trials WHERE experiment_id = ?)",

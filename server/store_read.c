@@ -200,7 +200,7 @@ int store_read_experiments(Store *s, int64_t limit, int64_t offset, json_t **ite
 #define TRIAL_COLUMNS                                                                              \
     "id, experiment_id, number, state, config, attempt, worker_id, step, last_metrics, "           \
     "best_value, best_step, error, rung, log_tail, created_at, started_at, ended_at, stopped_by, " \
-    "user_paused, warnings, gang, preemptions, lineage"
+    "user_paused, warnings, gang, preemptions, lineage, worker_losses"
 
 static json_t *trial_of_row(sqlite3_stmt *st, const Spec *spec)
 {
@@ -223,7 +223,8 @@ static json_t *trial_of_row(sqlite3_stmt *st, const Spec *spec)
                    .ended_at = sqlite3_column_int64(st, 16),
                    .stopped_by = stopped_by_parse((const char *)sqlite3_column_text(st, 17)),
                    .user_paused = sqlite3_column_int(st, 18) != 0,
-                   .preemptions = sqlite3_column_int64(st, 21)};
+                   .preemptions = sqlite3_column_int64(st, 21),
+                   .worker_losses = sqlite3_column_int64(st, 23)};
     trial_state_parse((const char *)sqlite3_column_text(st, 3), &v.state);
     json_t *config = column_json(st, 4);
     json_t *last = column_json(st, 8);

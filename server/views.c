@@ -35,6 +35,12 @@ json_t *view_trial(const TrialView *v)
                                                 "step", (json_int_t)v->best_step)
                                     : json_null());
     json_object_set_new(o, "error", v->error ? json_string(v->error) : json_null());
+    /* The error in one line, as the experiment's failure counts it: tables
+     * show this rather than "exit status 1" alone. */
+    char line[CORE_ERROR_SUMMARY_LEN + 1];
+    if (v->error)
+        core_error_summary(v->error, line, sizeof line);
+    json_object_set_new(o, "error_summary", v->error ? json_string(line) : json_null());
     /* Early stopping: the rung (a time_attr milestone) where the scheduler
      * stopped or paused the trial, and its bracket under asha/hyperband. */
     json_object_set_new(o, "rung",
@@ -51,6 +57,7 @@ json_t *view_trial(const TrialView *v)
     const char *by = v->state == TRIAL_STOPPED ? stopped_by_name(v->stopped_by) : NULL;
     json_object_set_new(o, "stopped_by", by ? json_string(by) : json_null());
     json_object_set_new(o, "preemptions", json_integer(v->preemptions));
+    json_object_set_new(o, "worker_losses", json_integer(v->worker_losses));
     json_object_set_new(o, "paused_by",
                         v->state != TRIAL_PAUSED
                             ? json_null()
@@ -146,6 +153,7 @@ void view_of_trial(const Trial *t, TrialView *out)
                        .stopped_by = (StoppedBy)t->stopped_by,
                        .user_paused = t->user_paused,
                        .preemptions = t->preemptions,
+                       .worker_losses = t->worker_losses,
                        .warnings = t->warnings,
                        .lineage = t->lineage,
                        .nodes = t->exp->spec.nodes,

@@ -30,6 +30,7 @@ typedef struct TrialView {
     StoppedBy stopped_by;   /* a stopped trial's */
     bool user_paused;       /* a paused trial's */
     int64_t preemptions;    /* times its worker gave it back, >= 0 */
+    int64_t worker_losses;  /* attempts that ended with its worker lost, >= 0 */
     const json_t *warnings; /* or NULL: none */
     const json_t *lineage;  /* pbt's exploits (an array), or NULL: none */
     int64_t nodes;          /* resources_per_trial.nodes: workers per attempt */

@@ -624,8 +624,9 @@ test('a failed experiment is red with its error; trials table error and warnings
   assert.equal(await page.locator(tid('resume')).isVisible(), false, 'no Resume on a failed experiment');
   assert.ok(await page.locator(tid('cancel')).first().isDisabled(), 'no Cancel on a failed experiment');
 
-  // The trials table: the error's first line, the whole error in the title,
-  // and the count of refused @rung lines (0 when none).
+  // The trials table: the error in one line (its first line and the
+  // exception line: error_summary), the whole error in the title, and the
+  // count of refused @rung lines (0 when none).
   const trials = await d.allTrials(eid);
   await waitRows(trials.map((t) => t.id), 'the failed experiment\'s trials');
   for (const t of trials) {
@@ -633,7 +634,8 @@ test('a failed experiment is red with its error; trials table error and warnings
     const count = t.warnings ? t.warnings.count : 0;
     await waitText(`${r} ${tid('trial-warnings')}`, String(count), `trial ${t.id} warnings count`);
     if (t.error) {
-      await waitText(`${r} ${tid('trial-error')}`, t.error.split('\n')[0], `trial ${t.id} error's first line`);
+      await waitText(`${r} ${tid('trial-error')}`, t.error_summary, `trial ${t.id} error in one line`);
+      if (t.error.includes('\n')) assert.notEqual(t.error_summary, t.error.split('\n')[0], `trial ${t.id} error_summary has the exception line`);
       assert.equal(await attr(`${r} ${tid('trial-error')}`, 'title'), t.error, `trial ${t.id} error's title is the whole error`);
     } else {
       assert.equal(await textOf(`${r} ${tid('trial-error')}`), '', `trial ${t.id} without an error`);

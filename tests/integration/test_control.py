@@ -181,6 +181,8 @@ class FailingExperiments(wh.WorkerTestCase):
                 self.assertEqual(t["attempt"], 2, t)  # max_failures 1: tried twice
                 self.assertTrue(t["error"].startswith("exit status 1\n"), t["error"])
                 self.assertIn("No module named 'no_such_module_xyz'", t["error"])
+                self.assertEqual(t["error_summary"], "exit status 1: ModuleNotFoundError: "
+                                 "No module named 'no_such_module_xyz'")
             elif t["state"] == "stopped":  # was running when the experiment failed
                 self.assertEqual(t["stopped_by"], "experiment", t)
             else:
@@ -753,6 +755,16 @@ class Delete(h.RungdTestCase):
         self.assertEqual(w.report_ok(t3, 1, {"loss": 1.0}), "stop")
         self.assertEqual(ok(self, d.delete(keep)), {"deleted": keep, "trials": 1})
         self.assertEqual(d.ok("GET", "/api/v1/experiments")["total"], 0)
+
+        # Ids are never given twice (docs/api.md), a restart included: the
+        # deleted experiments' ids and their trials' ids stay used.
+        d.stop()
+        d.restart()
+        again = d.create_experiment(h.spec(name="after", num_samples=1))["id"]
+        self.assertGreater(again, keep)
+        d.wait_proposed(again, 1)
+        t4 = w.lease_one()
+        self.assertGreater(t4["id"], t3["id"])
 
 
 class StopRules(h.RungdTestCase):

@@ -198,7 +198,7 @@ class KillNine(h.RungdTestCase):
 
     def test_expired_leases_are_noticed_after_restart(self):
         # A trial whose worker died while rungd was down is not stuck forever:
-        # after the fresh lease window it is failed as worker lost.
+        # after the fresh lease window it is retried as worker lost.
         d = self.daemon("--lease-s", "1")
         exp = d.create_experiment(h.spec(num_samples=1))
         w = h.Worker(d)
@@ -207,8 +207,16 @@ class KillNine(h.RungdTestCase):
         d.restart()
         cur = h.wait_until(lambda: (lambda x: x if x["state"] != "running" else None)(
             d.trial(t["id"])), 8.0, "the lease to run out after a restart")
-        self.assertEqual(cur["state"], "failed")
+        self.assertEqual(cur["state"], "pending")
+        self.assertEqual((cur["attempt"], cur["worker_losses"]), (2, 1))
         self.assertIn("worker lost", cur["error"].lower())
+        # The loss count survives a restart too.
+        d.kill9()
+        d.restart()
+        self.assertEqual(d.trial(t["id"])["worker_losses"], 1)
+        again = w.lease_one()
+        w.report_ok(again, 1, {"loss": 0.5})
+        w.finish_ok(again)
         d.wait_state(exp["id"], "completed")
 
 

@@ -64,10 +64,22 @@ class LeaseExpiry(h.RungdTestCase):
         # The metrics endpoint shows the current attempt only.
         self.assertEqual([i["step"] for i in d.metrics_of(again["id"])], [1])
 
-        # attempt 2 is lost too, which is past max_failures = 1.
+        # Lost workers are no fault of the trial: attempts 2 to 4 are lost
+        # too and retried without touching max_failures (1); the fourth loss
+        # uses max_failures' retry, the fifth fails it (docs/api.md,
+        # "max_failures").
+        self.assertEqual(d.trial(lost["id"])["worker_losses"], 1)
+        for attempt in (3, 4, 5):
+            t = h.wait_until(lambda: (lambda t: t if t["attempt"] == attempt else None)(
+                d.trial(lost["id"])), EXPIRY_S, "attempt %d of trial %d" % (attempt, lost["id"]))
+            self.assertEqual(t["state"], "pending")
+            self.assertEqual(d.experiment(eid)["state"], "running")
+            again = w2.lease_one()
+            self.assertEqual(again["id"], lost["id"])
         t = h.wait_until(lambda: (lambda t: t if t["state"] == "failed" else None)(
             d.trial(lost["id"])), EXPIRY_S, "trial %d to fail" % lost["id"])
-        self.assertEqual(t["attempt"], 2)
+        self.assertEqual(t["attempt"], 5)
+        self.assertEqual(t["worker_losses"], 3)
         self.assertIn("worker lost", (t["error"] or "").lower())
         self.assertError(w2.report(again, 2, {"loss": 0.7}), 409, "lease_lost")
 
@@ -76,17 +88,25 @@ class LeaseExpiry(h.RungdTestCase):
         self.assertEqual(exp["counts"]["completed"], 1, exp["counts"])
         self.assertEqual(w.lease(wait_s=0)[0], 204)
 
-    def test_without_retries_a_lost_trial_fails_at_once(self):
+    def test_without_retries_a_lost_trial_is_still_retried(self):
+        # max_failures 0 (the default): a lost worker still gets its trial
+        # retried, on another worker, which completes it.
         d = self.daemon("--lease-s", "1")
-        exp = d.create_experiment(h.spec(num_samples=1))  # max_failures defaults to 0
+        exp = d.create_experiment(h.spec(num_samples=1))
         w = h.Worker(d)
         t = w.lease_one()
         t = h.wait_until(lambda: (lambda x: x if x["state"] != "running" else None)(
             d.trial(t["id"])), EXPIRY_S, "the lease to run out")
-        self.assertEqual(t["state"], "failed")
-        self.assertEqual(t["attempt"], 1)
+        self.assertEqual(t["state"], "pending")
+        self.assertEqual(t["attempt"], 2)
+        self.assertEqual(t["worker_losses"], 1)
         self.assertIn("worker lost", (t["error"] or "").lower())
-        d.wait_state(exp["id"], "completed")
+        w2 = h.Worker(d, name="second")
+        again = w2.lease_one()
+        w2.report_ok(again, 1, {"loss": 0.5})
+        w2.finish_ok(again)
+        done = d.wait_state(exp["id"], "completed")
+        self.assertEqual(done["counts"]["completed"], 1)
 
     def test_stale_token_after_retry(self):
         # A 2 s lease: the checks on the second lease must fit in its window.

@@ -381,11 +381,14 @@ static void test_repeated_report_same_answer_stored_once(void **state)
     core_free(core);
 }
 
+/* A lost worker (its lease ran out) is retried as a new attempt apart
+ * from max_failures, CORE_MAX_WORKER_LOSSES times; later losses count as
+ * failures (docs/api.md, "The trial object"). */
 static void test_expiry_retries_then_fails(void **state)
 {
     (void)state;
     Core *core = core_new(LEASE_MS);
-    Experiment *e = add_experiment(core, SIMPLE);
+    Experiment *e = add_experiment(core, SIMPLE); /* max_failures 1 */
     Worker *w = add_worker(core);
     LeaseOffer offer = cpus(1);
     Trial *t = core_lease(core, w, &offer, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 2000);
@@ -394,6 +397,7 @@ static void test_expiry_retries_then_fails(void **state)
     assert_int_equal(core_expire_leases(core, 2000 + LEASE_MS), 1);
     assert_int_equal(t->state, TRIAL_PENDING);
     assert_int_equal(t->attempt, 2);
+    assert_int_equal(t->worker_losses, 1);
     assert_non_null(strstr(t->error, "worker lost"));
     /* The retry goes first, as the same trial. */
     Trial *again = core_lease(core, w, &offer, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", 4000);
@@ -404,14 +408,67 @@ static void test_expiry_retries_then_fails(void **state)
     assert_int_equal(core_report(core, t, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 1, m, 4100, &a, &err),
                      RUNG_E_LEASE_LOST);
     json_decref(m);
-    /* A heartbeat renews the lease; then silence fails it for good. */
+    /* A heartbeat renews the lease; then silence loses it again. */
     json_t *stop = core_heartbeat(core, w, &id, 1, NULL, 4900);
     assert_int_equal(json_array_size(stop), 0);
     json_decref(stop);
     assert_int_equal(core_expire_leases(core, 5000), 0);
     assert_int_equal(core_expire_leases(core, 5900), 1);
+    assert_int_equal(t->state, TRIAL_PENDING);
+    assert_int_equal(t->worker_losses, 2);
+    /* The third loss is still free; the fourth uses max_failures' one
+     * retry; the fifth fails the trial. */
+    int64_t now = 10000;
+    for (int i = 3; i <= 5; i++) {
+        assert_ptr_equal(core_lease(core, w, &offer, "cccccccccccccccccccccccccccccccc", now), t);
+        assert_int_equal(core_expire_leases(core, now + LEASE_MS), 1);
+        now += 10000;
+    }
+    assert_int_equal(t->worker_losses, CORE_MAX_WORKER_LOSSES);
+    assert_int_equal(t->attempt, 5);
     assert_int_equal(t->state, TRIAL_FAILED);
     assert_int_equal(e->counts[TRIAL_FAILED], 1);
+    assert_int_equal(core_counters(core)->retries[RETRY_WORKER_LOST], 4);
+    core_free(core);
+}
+
+/* Every trial failed, fewer than max_failed_trials of them: the experiment
+ * fails with the most frequent error instead of completing. */
+static void test_all_trials_failed_fails_the_experiment(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    Experiment *e = add_experiment(core, SIMPLE); /* 3 trials, max_failed_trials 5 */
+    Worker *w = add_worker(core);
+    RungError err;
+    int64_t now = 2000;
+    for (int i = 0; i < 6; i++, now += 10) { /* 3 trials, each retried once */
+        Trial *t = lease_one(core, w, now);
+        assert_non_null(t);
+        const char *why = i < 5 ? "exit status 1\nTraceback:\nValueError: bad lr" : "killed";
+        assert_int_equal(core_finish(core, t, t->lease_token, false, why, now + 1, &err), 0);
+    }
+    assert_int_equal(e->counts[TRIAL_FAILED], 3);
+    assert_int_equal(e->state, EXP_FAILED);
+    assert_int_equal(e->ended_reason, END_MAX_FAILED);
+    assert_non_null(strstr(e->error, "all 3 trials failed"));
+    assert_non_null(strstr(e->error, "in 2 of them: exit status 1: ValueError: bad lr"));
+    /* One trial that completes is enough to complete. */
+    Experiment *f = add_experiment(core, SIMPLE);
+    for (int i = 0; i < 5; i++, now += 10) {
+        Trial *t = lease_one(core, w, now);
+        assert_ptr_equal(t->exp, f);
+        if (i == 0) {
+            json_t *m = metrics(0.5);
+            ReportAction a;
+            assert_int_equal(core_report(core, t, t->lease_token, 1, m, now, &a, &err), 0);
+            json_decref(m);
+        }
+        assert_int_equal(core_finish(core, t, t->lease_token, i == 0, "exit status 1", now + 1,
+                                     &err),
+                         0);
+    }
+    assert_int_equal(f->state, EXP_COMPLETED);
     core_free(core);
 }
 
@@ -1083,7 +1140,10 @@ static void test_gang_member_lease_expiry(void **state)
     assert_non_null(gang_lease(core, w2, 21, t1, 4000)); /* w1 never asks again */
     json_decref(core_heartbeat(core, w2, &t->id, 1, NULL, 4900));
     assert_int_equal(core_expire_leases(core, 5000), 1);
-    assert_int_equal(t->state, TRIAL_FAILED); /* max_failures 1: used up */
+    /* Lost workers are retried apart from max_failures (1, unused). */
+    assert_int_equal(t->state, TRIAL_PENDING);
+    assert_int_equal(t->attempt, 3);
+    assert_int_equal(t->worker_losses, 2);
     assert_non_null(strstr(t->error, "worker 1 did not take its place in the gang (node 0)"));
     core_free(core);
 }
@@ -1507,6 +1567,7 @@ int main(void)
         cmocka_unit_test(test_lease_report_finish_completes),
         cmocka_unit_test(test_repeated_report_same_answer_stored_once),
         cmocka_unit_test(test_expiry_retries_then_fails),
+        cmocka_unit_test(test_all_trials_failed_fails_the_experiment),
         cmocka_unit_test(test_nan_fails_without_retry),
         cmocka_unit_test(test_finish_failed_retries_then_fails),
         cmocka_unit_test(test_cancel_and_concurrency),

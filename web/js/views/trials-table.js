@@ -1,8 +1,8 @@
 // The experiment page's trials table: one page of 50 trials at a time (it
 // must stay fast with 10,000+), sorted by number, best value first or worst
 // value first, filtered by state, with prev/next paging. Each row ends with
-// its count of invalid @rung lines and the first line of its error (the
-// whole error in the cell's title).
+// its count of invalid @rung lines and its error in one line (error_summary:
+// the first line and the exception line; the whole error in the title).
 import * as api from '../api.js';
 import { h, setAttr, setState, setText, syncRows } from '../dom.js';
 import { DASH, FINAL, STATES, configValue, countTotal, duration, firstLine, int, num, paramColumns, time, warningCount } from '../format.js';
@@ -116,7 +116,7 @@ export function createTrialsTable(id, data, onChange) {
     const last = nWarn > 0 && t.warnings.last && t.warnings.last.length ? t.warnings.last[t.warnings.last.length - 1] : null;
     setAttr(c.warnings, 'title', last ? `last: ${last.why || ''}\n${last.line || ''}` : null);
     // Errors come from user programs: text nodes and attributes only.
-    setText(c.error, t.error ? firstLine(t.error) : '');
+    setText(c.error, t.error ? (t.error_summary || firstLine(t.error)) : '');
     setAttr(c.error, 'title', t.error ? t.error : null);
   }
 
