@@ -36,6 +36,7 @@ def main():
     interval = float(os.environ.get("KILL9_INTERVAL_S", "1.0"))
 
     workdir = h.tempfile.mkdtemp(prefix="rung-kill9-")
+    h._tmpdirs.add(workdir)  # removed by the harness at exit, after its logs
     d = h.Daemon(workdir)
     d.start()
     try:
@@ -94,7 +95,6 @@ def main():
     finally:
         if d.alive():
             d.stop()
-        h.shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":
