@@ -443,6 +443,12 @@ static void flush(Engine *e, Job *job)
     }
     LOG_ERROR("the store refused a request's changes: %s", err.message);
     store_rollback_savepoint(e->store);
+    if (store_fault(e->store) != NULL) {
+        /* The file is not to be trusted: no reading back; the batch fails
+         * (commit) and the daemon takes no more writes. */
+        core_changes_clear(e->core);
+        return;
+    }
     undo(e, &c);
     core_set_counters(e->core, &e->counted);
     if (job != NULL) {
@@ -479,10 +485,23 @@ void engine_undelivered(Engine *e, Job *job)
         job->on_undelivered(e, job);
 }
 
+/* Answers job 503 with the store's fault, without running it. */
+static void answer_down(Engine *e, Job *job)
+{
+    set_error_reply(job, RUNG_E_UNAVAILABLE, store_fault(e->store));
+    job->on_undelivered = NULL;
+    job->parked = false;
+    job->next = e->done;
+    e->done = job;
+}
+
 void engine_submit(Engine *e, Job *job)
 {
     e->in_flight++;
-    run_job(e, job);
+    if (store_fault(e->store) != NULL)
+        answer_down(e, job); /* no handler runs: nothing changes that could not be kept */
+    else
+        run_job(e, job);
 }
 
 /* Re-runs parked jobs (oldest first) when trials may have become available,
@@ -605,6 +624,24 @@ static void commit(Engine *e, int rc, RungError *err)
                      "it at its next start)",
                      (long long)c->trial_id, (long long)c->step, strerror(errno));
     }
+    if (rc != 0 && store_fault(e->store) != NULL) {
+        /* The store stopped (store_fault; it logged why): no reply of the
+         * batch says "kept", nor any later one (engine_submit). Memory is
+         * not read back from a file that cannot be trusted. */
+        store_rollback(e->store);
+        for (Job *j = e->done; j != NULL; j = j->next) {
+            set_error_reply(j, RUNG_E_UNAVAILABLE, store_fault(e->store));
+            j->on_undelivered = NULL;
+        }
+        for (Job *j = e->parked, *next; j != NULL; j = next) {
+            next = j->next;
+            answer_down(e, j);
+        }
+        e->parked = NULL;
+        e->n_parked = 0;
+        core_changes_clear(e->core);
+        return;
+    }
     if (rc != 0) {
         LOG_ERROR("transaction failed: %s", err->message);
         store_rollback(e->store);
@@ -627,13 +664,16 @@ static void run_batch(Engine *e)
         e->now = now;
     RungError err;
     rung_error_clear(&err);
-    int rc = store_begin(e->store, &err);
-    if (rc != 0) {
+    /* A store that stopped (store_fault) begins nothing: requests are still
+     * read, and answered 503 (engine_submit). */
+    bool down = store_fault(e->store) != NULL;
+    int rc = down ? RUNG_E_UNAVAILABLE : store_begin(e->store, &err);
+    if (rc != 0 && !down) {
         LOG_ERROR("cannot begin a transaction: %s", err.message);
         usleep(100 * 1000); /* requests wait rather than spin the loop */
     }
     /* Requests are read only inside a transaction: their writes need one. */
-    if (rc == 0)
+    if (rc == 0 || down)
         e->front.run(e->front.ctx);
     pthread_mutex_lock(&e->mu);
     Job *inbox = e->inbox;
@@ -664,8 +704,16 @@ static void run_batch(Engine *e)
         serve_parked(e, tick);
         core_availability_seen(e->core);
         request_proposals(e);
+    } else if (down && mono_ms() >= e->next_tick) {
+        e->next_tick = mono_ms() + TICK_MS;
+        if (e->front.tick)
+            e->front.tick(e->front.ctx); /* the front's own timeouts and limits */
     }
-    commit(e, rc, &err);
+    if (down) {
+        e->batch_reports = 0;
+    } else {
+        commit(e, rc, &err);
+    }
     /* Only now may the replies go out. */
     Job *done = e->done;
     e->done = NULL;

@@ -797,6 +797,10 @@ static unsigned address_bucket(const unsigned char key[16])
     for (int i = 0; i < 16; i++)
         x = (x ^ key[i]) * 16777619u;
     return x % ADDRESS_BUCKETS;
+        /* A store that stopped taking writes (store_fault) fails the probe. */
+        const char *fault = store_fault(engine_store(h->engine));
+        if (fault != NULL)
+            return send_error(c, RUNG_E_UNAVAILABLE, "", fault);
 }
 
 static int address_count(const Http *h, const unsigned char key[16], unsigned bucket)

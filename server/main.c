@@ -59,6 +59,8 @@ enum {
     O_FORGET_WORKERS_S,
     O_DATA_DIR,
     O_MAX_CHECKPOINT_MB,
+    O_INIT,
+    O_CHECK,
     O__COUNT
 };
 
@@ -86,7 +88,18 @@ static Option options[O__COUNT] = {
                     "folder for pbt's checkpoint copies (default: the database's folder)"},
     [O_MAX_CHECKPOINT_MB] = {"max-checkpoint-mb", OPT_INT, NULL, 1024, 1, 1048576,
                              "largest checkpoint a worker may upload, in MiB"},
+    [O_INIT] = {"init", OPT_FLAG, NULL, 0, 0, 0,
+                "create the database where an earlier one is missing, or use one that an earlier "
+                "run stopped using (--db's .fault); a first start needs no --init"},
+    [O_CHECK] = {"check", OPT_FLAG, NULL, 0, 0, 0,
+                 "check the database (--db) without changing it, print what was found, and exit: "
+                 "0 sound, 1 damaged or missing"},
 };
+
+/* Exit status of a start refused for the database's sake (missing,
+ * damaged, or stopped by an earlier run): an operator must look, so the
+ * unit does not restart (RestartPreventExitStatus, packaging/systemd). */
+#define EXIT_DATABASE 3
 
 static bool keep_checkpoint(void *store, int64_t trial_id, int64_t step)
 {
@@ -148,6 +161,8 @@ int main(int argc, char **argv)
         return 0; /* --version */
     if (parsed != 0 || check_args() != 0)
         return 2;
+    if (options[O_CHECK].value != NULL)
+        return store_check(options[O_DB].value, stdout);
     /* The bayes searcher's Gaussian process runs on OpenBLAS: its best
      * kernel for this CPU, which Debian's OpenBLAS may not know (a
      * re-execution; common/blascore.h), checked before it is trusted. */
@@ -210,14 +225,6 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
-    RungError err;
-    rung_error_clear(&err);
-    Store *store;
-    if (store_open(options[O_DB].value, strcmp(options[O_DURABILITY].value, "full") == 0, &store,
-                   &err) != 0) {
-        fprintf(stderr, "rungd: %s\n", err.message);
-        return 1;
-    }
     /* pbt's checkpoint copies sit beside the database unless told. */
     char data_dir[PATH_MAX];
     if (options[O_DATA_DIR].value != NULL) {
@@ -232,6 +239,22 @@ int main(int argc, char **argv)
         else
             *slash = '\0';
     }
+    RungError err;
+    rung_error_clear(&err);
+    Store *store;
+    StoreOptions sopt = {.durable_full = strcmp(options[O_DURABILITY].value, "full") == 0,
+                         .init = options[O_INIT].value != NULL,
+                         .data_dir = data_dir};
+    int rc = store_open(options[O_DB].value, &sopt, &store, &err);
+    if (rc != 0) {
+        fprintf(stderr, "rungd: %s\n", err.message);
+        if (rc == RUNG_E_UNAVAILABLE)
+            fprintf(stderr,
+                    "rungd: nothing was changed; check the database with `rungd --check --db %s` "
+                    "and see docs/operations.md, \"Recover the database\"\n",
+                    options[O_DB].value);
+        return rc == RUNG_E_NOT_FOUND || rc == RUNG_E_UNAVAILABLE ? EXIT_DATABASE : 1;
+    }
     /* Copies nobody will fetch: dropped before a stop, never committed, or
      * half uploaded. */
     int swept = ckptstore_sweep(data_dir, keep_checkpoint, store);
@@ -242,9 +265,15 @@ int main(int argc, char **argv)
     Core *core = core_new(lease_ms);
     if (core == NULL || store_load(store, core, rung_now_ms(), &err) != 0) {
         fprintf(stderr, "rungd: %s\n", core ? err.message : "out of memory");
+        bool damaged = core != NULL && store_fault(store) != NULL;
+        if (damaged)
+            fprintf(stderr,
+                    "rungd: nothing was changed; check the database with `rungd --check --db %s` "
+                    "and see docs/operations.md, \"Recover the database\"\n",
+                    options[O_DB].value);
         core_free(core);
         store_close(store);
-        return 1;
+        return damaged ? EXIT_DATABASE : 1;
     }
     static Stats stats;
     /* Workers heartbeat several times per lease, so one lost packet is no loss. */

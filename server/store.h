@@ -10,17 +10,50 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core.h"
 #include "error.h"
 
 typedef struct Store Store;
 
-/* Opens (creating when absent) the database at path and applies the
- * migrations it lacks. *out is new (free with store_close). */
-int store_open(const char *path, bool durable_full, Store **out, RungError *err);
+typedef struct StoreOptions {
+    bool durable_full;    /* --durability full: an fsync per commit */
+    bool init;            /* --init: may create where an earlier database was, and
+                             starts on a database that an earlier run stopped using */
+    const char *data_dir; /* its checkpoints/ is a sign of an earlier database */
+} StoreOptions;
+
+/* Opens the database at path and applies the migrations it lacks. *out is
+ * new (free with store_close). A missing database is created only on a
+ * first start: where signs of an earlier one remain (PATH.created, its
+ * -wal or -shm, the data folder's checkpoints/) or PATH.fault says that an
+ * earlier run stopped using it, the start is refused unless opt->init
+ * (docs/operations.md, "The database file"). Errors: RUNG_E_NOT_FOUND for
+ * a missing database, RUNG_E_UNAVAILABLE for a damaged one or a
+ * PATH.fault, RUNG_E_CONFLICT when another rungd holds it. */
+int store_open(const char *path, const StoreOptions *opt, Store **out, RungError *err);
 void store_close(Store *store);
 
+/* Why the store stopped taking writes, or NULL while it works. It stops
+ * for good, once, when its path no longer names the file it opened
+ * (unlinked, replaced, moved), when another program wrote to that file,
+ * or when SQLite finds it damaged or cannot read or write it
+ * (SQLITE_CORRUPT, SQLITE_NOTADB, SQLITE_IOERR). Then it logs the reason
+ * at error level, writes it to PATH.fault (which a later start reads),
+ * copies what its connection still reads to PATH.rescued-TIME when it
+ * can, and refuses every later transaction. */
+const char *store_fault(const Store *store);
+
+/* rungd --check: reads the database at path without changing it (PRAGMA
+ * integrity_check, foreign_key_check, the schema version) and prints what
+ * it found to out. 0 when sound, 1 otherwise. */
+int store_check(const char *path, FILE *out);
+
+/* Both fail (RUNG_E_UNAVAILABLE) once store_fault says why; store_commit
+ * checks the file before and after the COMMIT, so that nothing is
+ * committed into a file that left its path and a commit it could not
+ * trust is reported failed. */
 int store_begin(Store *store, RungError *err);
 int store_commit(Store *store, RungError *err);
 void store_rollback(Store *store);
