@@ -17,6 +17,7 @@
     X(INVALID_SPEC, "invalid_spec", 400)                                                           \
     X(INVALID_ARGUMENT, "invalid_argument", 400)                                                   \
     X(UNAUTHORIZED, "unauthorized", 401)                                                           \
+    X(FORBIDDEN, "forbidden", 403)                                                                 \
     X(NOT_FOUND, "not_found", 404)                                                                 \
     X(METHOD_NOT_ALLOWED, "method_not_allowed", 405)                                               \
     X(CONFLICT, "conflict", 409)                                                                   \

@@ -1026,7 +1026,7 @@ void api_worker_heartbeat(Engine *e, Job *job)
     free(rq);
     json_t *o = json_pack("{s:o}", "stop", stop);
     /* pbt: the donors' folders other workers wait for (docs/api.md). */
-    json_t *upload = core_uploads_for(engine_core(e), w);
+    json_t *upload = core_uploads_for(engine_core(e), w, engine_token);
     if (json_array_size(upload) > 0)
         json_object_set_new(o, "upload", upload);
     else
@@ -1037,26 +1037,43 @@ void api_worker_heartbeat(Engine *e, Job *job)
 /* ---- checkpoints: pbt's copies through rungd ---- */
 
 /* The step query argument, required. */
-static bool checkpoint_step(Job *job, int64_t *step)
+static int checkpoint_step(const Job *job, int64_t *step, RungError *err)
 {
-    RungError err;
-    rung_error_clear(&err);
-    if (query_int(job, "step", -1, 0, INT64_MAX / 2, step, &err) != 0) {
-        fail(job, &err);
-        return false;
-    }
-    if (*step < 0) {
-        api_error(job, A, "step", "step: required (the checkpoint's step)");
-        return false;
-    }
-    return true;
+    if (query_int(job, "step", -1, 0, INT64_MAX / 2, step, err) != 0)
+        return err->code;
+    if (*step < 0)
+        return rung_error_set(err, A, "step", "step: required (the checkpoint's step)");
+    return 0;
+}
+
+/* The worker query argument: the id of the worker sending the request;
+ * 0 when it is missing (the core's check names it). */
+static int checkpoint_worker(const Job *job, int64_t *worker, RungError *err)
+{
+    return query_int(job, "worker", 0, 1, INT64_MAX / 2, worker, err);
+}
+
+int api_checkpoint_admit(Engine *e, const Job *job, RungError *err)
+{
+    int64_t step, worker;
+    if (checkpoint_step(job, &step, err) || checkpoint_worker(job, &worker, err))
+        return err->code;
+    const char *token = json_string_value(json_object_get(job->query, "upload_token"));
+    return core_upload_check(engine_core(e), job->ids[0], step, worker, token, err);
 }
 
 void api_checkpoint_put(Engine *e, Job *job)
 {
     int64_t id = job->ids[0], step;
-    if (!checkpoint_step(job, &step))
+    RungError err;
+    rung_error_clear(&err);
+    /* Again now that the body is in: the copy may have been stored or no
+     * longer be owed meanwhile. */
+    if (api_checkpoint_admit(e, job, &err) != 0) {
+        fail(job, &err);
         return;
+    }
+    checkpoint_step(job, &step, &err);
     const char *file = json_string_value(json_object_get(job->body, "file"));
     const char *sha = json_string_value(json_object_get(job->body, "sha256"));
     const char *claimed = json_string_value(json_object_get(job->body, "claimed"));
@@ -1073,13 +1090,6 @@ void api_checkpoint_put(Engine *e, Job *job)
         return;
     }
     Core *core = engine_core(e);
-    if (!core_checkpoint_owed(core, id, step)) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "no trial waits for trial %lld's checkpoint of step %lld",
-                 (long long)id, (long long)step);
-        api_error(job, RUNG_E_CONFLICT, "", msg);
-        return;
-    }
     const char *dir = engine_config(e)->data_dir;
     char path[PATH_MAX];
     if (ckptstore_path(dir, id, step, path, sizeof path) != 0 || rename(file, path) != 0 ||
@@ -1104,9 +1114,16 @@ void api_checkpoint_put(Engine *e, Job *job)
 
 void api_checkpoint_get(Engine *e, Job *job)
 {
-    int64_t id = job->ids[0], step;
-    if (!checkpoint_step(job, &step))
+    int64_t id = job->ids[0], step, worker;
+    RungError err;
+    rung_error_clear(&err);
+    /* Only the worker whose trial resumes from it (docs/api.md). */
+    if (checkpoint_step(job, &step, &err) || checkpoint_worker(job, &worker, &err) ||
+        core_download_check(engine_core(e), id, step, worker,
+                            json_string_value(json_object_get(job->query, "lease_token")), &err)) {
+        fail(job, &err);
         return;
+    }
     const CoreCheckpoint *c = core_checkpoint(engine_core(e), id, step);
     char path[PATH_MAX];
     int fd = -1;

@@ -25,6 +25,11 @@ void api_trial_report(Engine *e, Job *job);
 void api_trial_finish(Engine *e, Job *job);
 /* pbt's copies through rungd (docs/api.md, "Checkpoints"). */
 void api_checkpoint_put(Engine *e, Job *job);
+/* The head of a checkpoint PUT, before a byte of its body is read: 0 when
+ * the worker and upload token of job's query (ids and query set) are
+ * those of an upload rungd asked for and someone waits for it; else err
+ * says why (403 forbidden, 409 conflict, 400 for a bad query argument). */
+int api_checkpoint_admit(Engine *e, const Job *job, RungError *err);
 void api_checkpoint_get(Engine *e, Job *job);
 void api_worker_register(Engine *e, Job *job);
 void api_worker_list(Engine *e, Job *job);

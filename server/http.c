@@ -38,6 +38,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -76,6 +77,16 @@
 #define MAX_FIELDS 100
 #define MHD_POOL_BYTES (32 * 1024)
 #define ADDRESS_BUCKETS 1024
+/* Checkpoint uploads (docs/api.md, "PBT's checkpoints through rungd"): an
+ * upload must keep up an average of RAW_MIN_RATE bytes a second from its
+ * head on, after RAW_GRACE_MS; the bytes all uploads in flight declared
+ * stay under RAW_IN_FLIGHT_MAXES times --max-checkpoint-mb; and one is let
+ * in only while the data folder's file system keeps RAW_FREE_MARGIN bytes
+ * free beside them, so that the database's commits still find room. */
+#define RAW_MIN_RATE (64 * 1024)
+#define RAW_GRACE_MS 4000
+#define RAW_IN_FLIGHT_MAXES 2
+#define RAW_FREE_MARGIN (64ULL * 1024 * 1024)
 #define ACCEPTS_PER_RUN 64
 
 typedef struct Route {
@@ -153,8 +164,9 @@ struct Http {
     char *old_token; /* NULL, or the token being rotated out */
     char *web_dir;
     size_t max_body;
-    char *upload_dir;      /* where raw bodies are written as they arrive */
-    size_t max_checkpoint; /* bytes of a raw body */
+    char *upload_dir;       /* where raw bodies are written as they arrive */
+    size_t max_checkpoint;  /* bytes of a raw body */
+    uint64_t raw_in_flight; /* bytes the raw bodies let in and not completed declared */
     int listen_fd;
     int epfd;           /* the listen socket, MHD's epoll fd, connections we watch */
     bool accept_paused; /* out of descriptors: until the next tick */
@@ -187,6 +199,8 @@ typedef struct Request {
     int fd;
     char tmp[PATH_MAX];
     EVP_MD_CTX *sha;
+    uint64_t raw_declared; /* its Content-Length, counted in Http.raw_in_flight */
+    int64_t raw_t0_ms;     /* when it was let in (monotonic) */
 } Request;
 
 static int64_t mono_ms(void)
@@ -425,6 +439,66 @@ static void request_in(Request *req)
         req->conn->deadline_ms = 0;
 }
 
+/* The head of a raw body (a checkpoint upload): everything that can be
+ * checked before a byte of it is read or written is checked here
+ * (docs/api.md, "PBT's checkpoints through rungd"): its length, declared;
+ * the asked worker's upload token and someone waiting for it (the route's
+ * handler's api_checkpoint_admit, on this engine thread); the bytes of the
+ * uploads in flight and the free space. True when it is let in; else a
+ * refusal is queued (*rc), which MHD sends before closing. */
+static bool raw_admit(Http *h, struct MHD_Connection *c, Request *req, const int64_t ids[MAX_IDS],
+                      const char *length, enum MHD_Result *rc)
+{
+    char msg[256];
+    if (length == NULL) {
+        *rc = send_error(c, RUNG_E_INVALID_ARGUMENT, "Content-Length",
+                         "Content-Length: required for an upload (a chunked body is refused): "
+                         "send the tar's length");
+        return false;
+    }
+    uint64_t declared = strtoull(length, NULL, 10); /* digits: the screen checked them */
+    Job *job = &req->job;
+    memcpy(job->ids, ids, sizeof job->ids);
+    job->query = json_object();
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, job->query);
+    RungError err;
+    rung_error_clear(&err);
+    if (api_checkpoint_admit(h->engine, job, &err) != 0) {
+        *rc = send_error(c, err.code, err.field, err.message);
+        return false;
+    }
+    uint64_t cap = RAW_IN_FLIGHT_MAXES * (uint64_t)h->max_checkpoint;
+    if (h->raw_in_flight + declared > cap) {
+        snprintf(msg, sizeof msg,
+                 "uploads in flight hold %llu of their %llu bytes already: retry later",
+                 (unsigned long long)h->raw_in_flight, (unsigned long long)cap);
+        *rc = send_error(c, RUNG_E_UNAVAILABLE, "", msg);
+        return false;
+    }
+    struct statvfs fs;
+    if ((mkdir(h->upload_dir, 0700) != 0 && errno != EEXIST) || statvfs(h->upload_dir, &fs) != 0) {
+        snprintf(msg, sizeof msg, "cannot prepare %.150s: %s", h->upload_dir, strerror(errno));
+        *rc = send_error(c, RUNG_E_INTERNAL, "", msg);
+        return false;
+    }
+    uint64_t avail = (uint64_t)fs.f_bavail * fs.f_frsize;
+    if (avail < h->raw_in_flight + declared + RAW_FREE_MARGIN) {
+        snprintf(msg, sizeof msg,
+                 "the data folder's file system has %llu bytes free: not enough for %llu more "
+                 "(uploads in flight and %llu kept free for the database): retry later",
+                 (unsigned long long)avail, (unsigned long long)declared,
+                 (unsigned long long)RAW_FREE_MARGIN);
+        *rc = send_error(c, RUNG_E_UNAVAILABLE, "", msg);
+        return false;
+    }
+    req->raw_declared = declared;
+    h->raw_in_flight += declared;
+    req->raw_t0_ms = mono_ms();
+    if (req->conn)
+        req->conn->deadline_ms = req->raw_t0_ms + RAW_GRACE_MS;
+    return true;
+}
+
 static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *req, const char *url,
                                   const char *method)
 {
@@ -476,6 +550,11 @@ static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *re
     if (route->raw && (type == NULL || strncasecmp(type, "application/octet-stream", 24) != 0))
         return send_error(c, RUNG_E_UNSUPPORTED_MEDIA_TYPE, "",
                           "send the bytes with Content-Type: application/octet-stream");
+    if (route->raw) {
+        enum MHD_Result rc;
+        if (!raw_admit(h, c, req, ids, length, &rc))
+            return rc;
+    }
     if ((strcmp(method, "POST") == 0 || strcmp(method, "PATCH") == 0) && !is_json_type(type))
         return send_error(c, RUNG_E_UNSUPPORTED_MEDIA_TYPE, "",
                           "send JSON with Content-Type: application/json");
@@ -530,7 +609,9 @@ static void raw_discard(Request *req);
 
 /* One more piece of a raw body: into the file (made at the first piece)
  * and the hash. A body past max_checkpoint is dropped (413 at the end). An
- * upload that goes on keeps its connection from the request deadline. */
+ * upload's deadline moves on with its bytes, at the minimum rate: one
+ * slower on average since it was let in than RAW_MIN_RATE (after
+ * RAW_GRACE_MS) is cut, however long it keeps sending. */
 static int raw_chunk(Http *h, Request *req, const char *data, size_t n)
 {
     if (req->len + n > h->max_checkpoint) {
@@ -558,7 +639,8 @@ static int raw_chunk(Http *h, Request *req, const char *data, size_t n)
     EVP_DigestUpdate(req->sha, data, n);
     req->len += n;
     if (req->conn)
-        req->conn->deadline_ms = mono_ms() + REQUEST_TIMEOUT_MS;
+        req->conn->deadline_ms = req->raw_t0_ms + RAW_GRACE_MS +
+                                 (int64_t)(req->len * 1000 / RAW_MIN_RATE);
     return 0;
 }
 
@@ -734,8 +816,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return send_error(c, RUNG_E_BAD_JSON, "", msg);
         }
     }
-    job->query = json_object();
-    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, job->query);
+    if (job->query == NULL) { /* a raw body's was read at its head */
+        job->query = json_object();
+        MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, job->query);
+    }
     req->submitted = true;
     /* The handler runs now; the reply waits for the commit (on_done). */
     MHD_suspend_connection(c);
@@ -754,6 +838,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         engine_undelivered(h->engine, &req->job);
     if (req) {
         raw_discard(req);
+        h->raw_in_flight -= req->raw_declared;
         json_decref(req->job.body);
         json_decref(req->job.query);
         json_decref(req->job.reply);
@@ -797,10 +882,6 @@ static unsigned address_bucket(const unsigned char key[16])
     for (int i = 0; i < 16; i++)
         x = (x ^ key[i]) * 16777619u;
     return x % ADDRESS_BUCKETS;
-        /* A store that stopped taking writes (store_fault) fails the probe. */
-        const char *fault = store_fault(engine_store(h->engine));
-        if (fault != NULL)
-            return send_error(c, RUNG_E_UNAVAILABLE, "", fault);
 }
 
 static int address_count(const Http *h, const unsigned char key[16], unsigned bucket)

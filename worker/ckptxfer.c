@@ -30,11 +30,45 @@ static bool call_cancelled(const ClientCall *call)
     return call && call->cancel && call->cancel(call->cancel_arg);
 }
 
+/* Appends "&name=value" to the request path, value percent-encoded
+ * (rungd's tokens are hex, but a lease reply's is only a string). False
+ * when it does not fit. */
+static bool add_arg(char *path, size_t size, const char *name, const char *value)
+{
+    size_t n = strlen(path);
+    int k = snprintf(path + n, size - n, "&%s=", name);
+    if (k < 0 || (size_t)k >= size - n)
+        return false;
+    n += (size_t)k;
+    for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
+        bool plain = (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+                     (*p >= 'A' && *p <= 'Z') || strchr("-._~", *p) != NULL;
+        k = plain ? snprintf(path + n, size - n, "%c", *p)
+                  : snprintf(path + n, size - n, "%%%02X", *p);
+        if (k < 0 || (size_t)k >= size - n)
+            return false;
+        n += (size_t)k;
+    }
+    return true;
+}
+
+/* /api/v1/trials/<trial>/checkpoint?step=<step>&worker=<id>&<name>=<token>:
+ * who asks, and what entitles it (docs/api.md). */
+static bool checkpoint_path(char *path, size_t size, int64_t trial, int64_t step, int64_t worker_id,
+                            const char *name, const char *token)
+{
+    int n = snprintf(path, size,
+                     "/api/v1/trials/%" PRId64 "/checkpoint?step=%" PRId64 "&worker=%" PRId64,
+                     trial, step, worker_id);
+    return n >= 0 && (size_t)n < size && add_arg(path, size, name, token ? token : "");
+}
+
 /* ---- one upload ---- */
 
 XferResult ckptxfer_upload(Client *c, const char *trial_dir, const char *tar_path, int64_t trial,
-                           int64_t step, const ClientCall *call, char sha256_hex[65], int64_t *size,
-                           long *status, char *err, size_t errsize)
+                           int64_t step, int64_t worker_id, const char *token,
+                           const ClientCall *call, char sha256_hex[65], int64_t *size, long *status,
+                           char *err, size_t errsize)
 {
     sha256_hex[0] = '\0';
     *size = 0;
@@ -74,8 +108,12 @@ XferResult ckptxfer_upload(Client *c, const char *trial_dir, const char *tar_pat
         sha256_hex[0] = '\0';
         return XFER_FAILED;
     }
-    char path[128];
-    snprintf(path, sizeof path, "/api/v1/trials/%" PRId64 "/checkpoint?step=%" PRId64, trial, step);
+    char path[512];
+    if (!checkpoint_path(path, sizeof path, trial, step, worker_id, "upload_token", token)) {
+        unlink(tar_path);
+        snprintf(err, errsize, "the upload token is too long");
+        return XFER_REFUSED;
+    }
     ClientReply reply;
     rc = client_put_file(c, path, tar_path, sha256_hex, call, &reply);
     unlink(tar_path);
@@ -109,13 +147,19 @@ XferResult ckptxfer_upload(Client *c, const char *trial_dir, const char *tar_pat
 /* ---- one download ---- */
 
 XferResult ckptxfer_download(Client *c, int64_t trial, int64_t step, const char *sha256_hex,
-                             int64_t size, const char *tmp_dir, const char *dest_dir,
-                             const ClientCall *call, int64_t *bytes, char *err, size_t errsize)
+                             int64_t size, int64_t worker_id, const char *lease_token,
+                             const char *tmp_dir, const char *dest_dir, const ClientCall *call,
+                             int64_t *bytes, char *err, size_t errsize)
 {
     *bytes = 0;
     err[0] = '\0';
     if (!rung_is_sha256_hex(sha256_hex) || size < 0) {
         snprintf(err, errsize, "the lease reply's checkpoint_from has no valid sha256 and size");
+        return XFER_FAILED;
+    }
+    char path[512];
+    if (!checkpoint_path(path, sizeof path, trial, step, worker_id, "lease_token", lease_token)) {
+        snprintf(err, errsize, "the lease token is too long");
         return XFER_FAILED;
     }
     char tmp[PATH_MAX];
@@ -131,8 +175,6 @@ XferResult ckptxfer_download(Client *c, int64_t trial, int64_t step, const char 
         return XFER_FAILED;
     }
     close(fd);
-    char path[128];
-    snprintf(path, sizeof path, "/api/v1/trials/%" PRId64 "/checkpoint?step=%" PRId64, trial, step);
     ClientReply reply;
     int rc = client_get_file(c, path, tmp, size, call, &reply);
     XferResult res = XFER_FAILED;
@@ -175,6 +217,7 @@ XferResult ckptxfer_download(Client *c, int64_t trial, int64_t step, const char 
 
 typedef struct Pair {
     int64_t trial, step;
+    char token[CKPTXFER_TOKEN_MAX + 1]; /* rungd's for this upload */
 } Pair;
 
 struct Uploader {
@@ -232,8 +275,8 @@ static void upload_one(Uploader *u, Pair p)
     char sha[65], err[768];
     int64_t size;
     long status;
-    XferResult r = ckptxfer_upload(u->client, dir, tar, p.trial, p.step, &call, sha, &size, &status,
-                                   err, sizeof err);
+    XferResult r = ckptxfer_upload(u->client, dir, tar, p.trial, p.step, u->worker_id, p.token,
+                                   &call, sha, &size, &status, err, sizeof err);
     switch (r) {
     case XFER_OK:
         LOG_INFO("uploaded trial %" PRId64 "'s folder (checkpoint of step %" PRId64 "): %" PRId64
@@ -357,18 +400,22 @@ Uploader *uploader_new(const char *server, const char *token, const char *workdi
     return u;
 }
 
-bool uploader_request(Uploader *u, int64_t trial, int64_t step)
+bool uploader_request(Uploader *u, int64_t trial, int64_t step, const char *token)
 {
+    Pair p = {.trial = trial, .step = step};
+    snprintf(p.token, sizeof p.token, "%s", token ? token : "");
     pthread_mutex_lock(&u->mu);
     bool known = u->busy && u->current.trial == trial && u->current.step == step;
     for (int i = 0; i < u->n && !known; i++) {
-        const Pair *q = &u->queue[(u->head + i) % CKPTXFER_QUEUE_MAX];
+        Pair *q = &u->queue[(u->head + i) % CKPTXFER_QUEUE_MAX];
         known = q->trial == trial && q->step == step;
+        if (known)
+            memcpy(q->token, p.token, sizeof q->token); /* rungd's current one */
     }
     bool full = u->n == CKPTXFER_QUEUE_MAX;
     bool queued = !known && !full && !atomic_load(&u->stop);
     if (queued) {
-        u->queue[(u->head + u->n) % CKPTXFER_QUEUE_MAX] = (Pair){trial, step};
+        u->queue[(u->head + u->n) % CKPTXFER_QUEUE_MAX] = p;
         u->n++;
         pthread_cond_broadcast(&u->cond);
     }

@@ -4,22 +4,27 @@
  * a donor on this machine is copied locally by trial.c's copy_donor).
  *
  * Upload (the donor's worker). A heartbeat reply may list
- * {"trial", "step"} under "upload": rungd wants this worker's folder of
- * that trial, which holds its checkpoint of that step. The Uploader packs
- * <workdir>/trials/<trial> (ckpt_pack, holding the folder's shared lock so
- * that --keep-trials does not remove it meanwhile) into a file under
- * <workdir>/uploads/, PUTs it to /api/v1/trials/<trial>/checkpoint?step=<step>
+ * {"trial", "step", "token"} under "upload": rungd wants this worker's
+ * folder of that trial, which holds its checkpoint of that step, and
+ * takes it only from this worker with that upload token. The Uploader
+ * packs <workdir>/trials/<trial> (ckpt_pack, holding the folder's shared
+ * lock so that --keep-trials does not remove it meanwhile) into a file
+ * under <workdir>/uploads/, PUTs it to
+ * /api/v1/trials/<trial>/checkpoint?step=<step>&worker=<id>&upload_token=<token>
  * (client_put_file: the file streamed, its SHA-256 in X-Rung-Sha256) and
  * removes the file. It runs on a thread of its own with its own Client,
  * one upload at a time from a small queue, so that a big checkpoint never
  * delays a heartbeat. A (trial, step) queued or uploading is not queued
  * again. A 4xx is final (409: the copy is no longer owed); a transport
  * error or a 5xx is retried CKPTXFER_RETRIES times with backoff, then given
- * up: rungd asks again in a later heartbeat.
+ * up: rungd asks again in a later heartbeat. A pair asked again with
+ * another token (rungd restarted) takes the new one if it is still queued.
  *
  * Download (the receiver's worker). A lease reply's checkpoint_from with
  * "sha256" and "size": before the program starts, the trial's supervisor
- * GETs /api/v1/trials/<donor>/checkpoint?step=<step> into a temporary file
+ * GETs /api/v1/trials/<donor>/checkpoint?step=<step>&worker=<id>&lease_token=<its
+ * lease token> (rungd gives it only to the worker whose trial resumes
+ * from it) into a temporary file
  * in the trials folder (client_get_file: at most size bytes), unpacks it
  * into the trial's folder (ckpt_unpack: nothing is extracted unless the
  * hash matches) and removes the file. */
@@ -35,6 +40,7 @@
 #define CKPTXFER_RETRIES 4         /* retries of a transfer after a transport error or a 5xx */
 #define CKPTXFER_QUEUE_MAX 8       /* uploads waiting; more are dropped (rungd asks again) */
 #define CKPTXFER_UPLOADS "uploads" /* <workdir>/uploads: the packed folders on their way */
+#define CKPTXFER_TOKEN_MAX 64      /* bytes of an upload token; rungd's are 32 hex digits */
 
 typedef enum {
     XFER_OK,
@@ -45,21 +51,25 @@ typedef enum {
 } XferResult;
 
 /* Packs folder trial_dir into tar_path (its folder must exist) and PUTs it
- * as trial's checkpoint of step; tar_path is removed afterwards in every
- * case. sha256_hex and *size get the tar's hash and length (once packed),
- * *status the reply's status (0 when none). err says what failed. */
+ * as trial's checkpoint of step, as worker_id with the upload's token;
+ * tar_path is removed afterwards in every case. sha256_hex and *size get
+ * the tar's hash and length (once packed), *status the reply's status (0
+ * when none). err says what failed. */
 XferResult ckptxfer_upload(Client *c, const char *trial_dir, const char *tar_path, int64_t trial,
-                           int64_t step, const ClientCall *call, char sha256_hex[65], int64_t *size,
-                           long *status, char *err, size_t errsize);
+                           int64_t step, int64_t worker_id, const char *token,
+                           const ClientCall *call, char sha256_hex[65], int64_t *size, long *status,
+                           char *err, size_t errsize);
 
 /* Downloads trial's checkpoint of step (sha256_hex, size bytes, as the
- * lease reply says) through a temporary file in tmp_dir (removed
+ * lease reply says), as worker_id holding lease_token (the lease of the
+ * trial that resumes from it), through a temporary file in tmp_dir (removed
  * afterwards) and unpacks it into dest_dir. XFER_OK with *bytes the
  * tar's length; otherwise err says what failed (a hash that differs:
  * "sha256 mismatch ...", and nothing is extracted). */
 XferResult ckptxfer_download(Client *c, int64_t trial, int64_t step, const char *sha256_hex,
-                             int64_t size, const char *tmp_dir, const char *dest_dir,
-                             const ClientCall *call, int64_t *bytes, char *err, size_t errsize);
+                             int64_t size, int64_t worker_id, const char *lease_token,
+                             const char *tmp_dir, const char *dest_dir, const ClientCall *call,
+                             int64_t *bytes, char *err, size_t errsize);
 
 typedef struct Uploader Uploader;
 
@@ -72,10 +82,11 @@ Uploader *uploader_new(const char *server, const char *token, const char *workdi
                        int64_t worker_id, ClientCancel cancel, void *cancel_arg, char *why,
                        size_t why_size);
 
-/* Queues the upload of trial's folder for its checkpoint of step, unless
- * that pair is queued or uploading already, or the queue is full. Whether
- * it was queued. Any thread. */
-bool uploader_request(Uploader *u, int64_t trial, int64_t step);
+/* Queues the upload of trial's folder for its checkpoint of step with
+ * rungd's upload token (at most CKPTXFER_TOKEN_MAX bytes), unless that
+ * pair is queued (its token is then updated) or uploading already, or the
+ * queue is full. Whether it was queued. Any thread. */
+bool uploader_request(Uploader *u, int64_t trial, int64_t step, const char *token);
 
 /* Uploads queued or in flight. */
 int uploader_pending(Uploader *u);

@@ -710,8 +710,8 @@ static void download_donor(Sup *s, const char *trials)
                            .cancel = download_cancel,
                            .cancel_arg = t,
                            .what = what};
-        r = ckptxfer_download(c, t->from_trial, t->from_step, t->from_sha256, t->from_size, trials,
-                              s->dir, &call, &bytes, err, sizeof err);
+        r = ckptxfer_download(c, t->from_trial, t->from_step, t->from_sha256, t->from_size, w->id,
+                              t->lease_token, trials, s->dir, &call, &bytes, err, sizeof err);
         client_free(c);
     }
     if (r == XFER_OK)

@@ -495,8 +495,9 @@ static json_t *gpu_usage(Worker *w)
     return a;
 }
 
-/* pbt: the folders rungd asks for, [{"trial", "step"}, ...], queued for
- * the uploader thread (a big checkpoint must not delay heartbeats). */
+/* pbt: the folders rungd asks for, [{"trial", "step", "token"}, ...],
+ * queued for the uploader thread (a big checkpoint must not delay
+ * heartbeats); the token is what rungd takes the upload with. */
 static void take_uploads(Worker *w, const json_t *upload)
 {
     size_t i;
@@ -504,9 +505,12 @@ static void take_uploads(Worker *w, const json_t *upload)
     json_array_foreach(upload, i, item) {
         const json_t *trial = json_object_get(item, "trial");
         const json_t *step = json_object_get(item, "step");
+        const char *token = json_string_value(json_object_get(item, "token"));
         if (!json_is_integer(trial) || json_integer_value(trial) <= 0 || !json_is_integer(step) ||
-            json_integer_value(step) < 0) {
-            LOG_WARN("heartbeat: an item of \"upload\" is not {\"trial\", \"step\"}; ignored");
+            json_integer_value(step) < 0 || token == NULL || token[0] == '\0' ||
+            strlen(token) > CKPTXFER_TOKEN_MAX) {
+            LOG_WARN("heartbeat: an item of \"upload\" is not {\"trial\", \"step\", "
+                     "\"token\"}; ignored");
             continue;
         }
         if (w->uploader == NULL) {
@@ -515,7 +519,7 @@ static void take_uploads(Worker *w, const json_t *upload)
                      (int64_t)json_integer_value(trial));
             continue;
         }
-        uploader_request(w->uploader, json_integer_value(trial), json_integer_value(step));
+        uploader_request(w->uploader, json_integer_value(trial), json_integer_value(step), token);
     }
 }
 

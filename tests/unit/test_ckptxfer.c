@@ -580,6 +580,10 @@ static void test_get_file(void **state)
 
 /* ---- ckptxfer_download ---- */
 
+/* The receiver's lease token, as a lease reply could give any string: it
+ * goes into the query percent-encoded. */
+#define LEASE "a b&c"
+
 static void test_download_checks_the_hash(void **state)
 {
     (void)state;
@@ -606,12 +610,14 @@ static void test_download_checks_the_hash(void **state)
     bad[n / 2] ^= 0x20;
     Answer tampered = {200, "application/x-tar", bad, n};
     server_script(1, &tampered);
-    XferResult r = ckptxfer_download(c, 18, 12, sha, size, tmp, dest, &call, &got, err, sizeof err);
+    XferResult r = ckptxfer_download(c, 18, 12, sha, size, 5, LEASE, tmp, dest, &call, &got, err,
+                                     sizeof err);
     assert_int_equal(r, XFER_FAILED);
     assert_non_null(strstr(err, "sha256 mismatch"));
     assert_false(exists(dest));
     assert_int_equal(count_entries(tmp), 0); /* the temporary file is gone */
-    assert_string_equal(srv.path, "/api/v1/trials/18/checkpoint?step=12");
+    assert_string_equal(srv.path, "/api/v1/trials/18/checkpoint?step=12&worker=5&lease_token="
+                                  "a%20b%26c");
 
     /* The right bytes, but the lease reply's hash is another: the same. */
     Answer good = {200, "application/x-tar", bytes, n};
@@ -619,7 +625,8 @@ static void test_download_checks_the_hash(void **state)
     char other[65];
     memcpy(other, sha, 65);
     other[0] = other[0] == '0' ? '1' : '0';
-    r = ckptxfer_download(c, 18, 12, other, size, tmp, dest, &call, &got, err, sizeof err);
+    r = ckptxfer_download(c, 18, 12, other, size, 5, LEASE, tmp, dest, &call, &got, err,
+                          sizeof err);
     assert_int_equal(r, XFER_FAILED);
     assert_non_null(strstr(err, "sha256 mismatch"));
     assert_false(exists(dest));
@@ -627,7 +634,8 @@ static void test_download_checks_the_hash(void **state)
 
     /* A body longer than the size announced: refused. */
     server_script(1, &good);
-    r = ckptxfer_download(c, 18, 12, sha, size - 1, tmp, dest, &call, &got, err, sizeof err);
+    r = ckptxfer_download(c, 18, 12, sha, size - 1, 5, LEASE, tmp, dest, &call, &got, err,
+                          sizeof err);
     assert_int_equal(r, XFER_FAILED);
     assert_non_null(strstr(err, "longer than"));
     assert_false(exists(dest));
@@ -637,16 +645,17 @@ static void test_download_checks_the_hash(void **state)
     Answer absent = {404, "application/json",
                      "{\"error\": {\"code\": \"not_found\", \"message\": \"no checkpoint\"}}", 0};
     server_script(1, &absent);
-    r = ckptxfer_download(c, 18, 12, sha, size, tmp, dest, &call, &got, err, sizeof err);
+    r = ckptxfer_download(c, 18, 12, sha, size, 5, LEASE, tmp, dest, &call, &got, err, sizeof err);
     assert_int_equal(r, XFER_REFUSED);
     assert_non_null(strstr(err, "404 not_found: no checkpoint"));
     assert_int_equal(count_entries(tmp), 0);
 
     /* A malformed hash or size from the lease reply: nothing is asked. */
     server_script(1, &good);
-    r = ckptxfer_download(c, 18, 12, "xyz", size, tmp, dest, &call, &got, err, sizeof err);
+    r = ckptxfer_download(c, 18, 12, "xyz", size, 5, LEASE, tmp, dest, &call, &got, err,
+                          sizeof err);
     assert_int_equal(r, XFER_FAILED);
-    r = ckptxfer_download(c, 18, 12, sha, -1, tmp, dest, &call, &got, err, sizeof err);
+    r = ckptxfer_download(c, 18, 12, sha, -1, 5, LEASE, tmp, dest, &call, &got, err, sizeof err);
     assert_int_equal(r, XFER_FAILED);
     assert_int_equal(server_requests(), 0);
 
@@ -655,7 +664,7 @@ static void test_download_checks_the_hash(void **state)
     path_of(p, dest, "stderr.log");
     write_bytes(p, "mine\n", 5);
     server_script(1, &good);
-    r = ckptxfer_download(c, 18, 12, sha, size, tmp, dest, &call, &got, err, sizeof err);
+    r = ckptxfer_download(c, 18, 12, sha, size, 5, LEASE, tmp, dest, &call, &got, err, sizeof err);
     assert_int_equal(r, XFER_OK);
     assert_int_equal(got, size);
     path_of(p, src, "ckpt-12");
@@ -714,19 +723,21 @@ static void test_uploader(void **state)
     assert_true(S_ISDIR(st.st_mode));
     assert_int_equal(st.st_mode & 0777, 0700);
 
-    assert_true(uploader_request(u, 18, 12));
+    assert_true(uploader_request(u, 18, 12, "ab12cd"));
     wait_requests(1); /* in flight, its answer held */
-    assert_false(uploader_request(u, 18, 12));
+    assert_false(uploader_request(u, 18, 12, "ab12cd"));
     assert_int_equal(uploader_pending(u), 1);
-    assert_true(uploader_request(u, 99, 1)); /* another pair: queued (no folder: skipped) */
-    assert_false(uploader_request(u, 99, 1));
+    assert_true(
+        uploader_request(u, 99, 1, "ab12cd")); /* another pair: queued (no folder: skipped) */
+    assert_false(uploader_request(u, 99, 1, "ab12cd"));
     assert_int_equal(uploader_pending(u), 2);
     server_hold(false);
     assert_true(uploader_wait_idle(u, NULL, NULL));
     assert_int_equal(server_requests(), 1); /* nothing sent for the missing folder */
 
     assert_string_equal(srv.method, "PUT");
-    assert_string_equal(srv.path, "/api/v1/trials/18/checkpoint?step=12");
+    assert_string_equal(srv.path,
+                        "/api/v1/trials/18/checkpoint?step=12&worker=3&upload_token=ab12cd");
     header_of("Content-Type", hdr, sizeof hdr);
     assert_string_equal(hdr, "application/octet-stream");
     header_of("Authorization", hdr, sizeof hdr);
@@ -747,14 +758,30 @@ static void test_uploader(void **state)
 
     /* Done: the same pair may be asked for again (rungd lost it). */
     server_script(1, &ok);
-    assert_true(uploader_request(u, 18, 12));
+    assert_true(uploader_request(u, 18, 12, "ab12cd"));
     assert_true(uploader_wait_idle(u, NULL, NULL));
     assert_int_equal(server_requests(), 1);
+
+    /* A pair asked again while it waits takes rungd's newer token (rungd
+     * restarted and asks with another). */
+    char dir19[PATH_MAX];
+    path_of(dir19, trials, "19");
+    make_trial(dir19, 4242);
+    server_script(1, &ok);
+    server_hold(true);
+    assert_true(uploader_request(u, 18, 12, "ab12cd"));
+    wait_requests(1);
+    assert_true(uploader_request(u, 19, 4, "old"));
+    assert_false(uploader_request(u, 19, 4, "new"));
+    server_hold(false);
+    assert_true(uploader_wait_idle(u, NULL, NULL));
+    assert_int_equal(server_requests(), 2);
+    assert_string_equal(srv.path, "/api/v1/trials/19/checkpoint?step=4&worker=3&upload_token=new");
 
     /* A 5xx: retried CKPTXFER_RETRIES times, then given up. */
     Answer down = {503, "application/json", "{}", 0};
     server_script(1, &down);
-    assert_true(uploader_request(u, 18, 12));
+    assert_true(uploader_request(u, 18, 12, "ab12cd"));
     assert_true(uploader_wait_idle(u, NULL, NULL));
     assert_int_equal(server_requests(), 1 + CKPTXFER_RETRIES);
     assert_int_equal(count_entries(uploads), 0);
@@ -762,7 +789,7 @@ static void test_uploader(void **state)
     /* Freed while a request hangs: canceled, promptly. */
     server_script(1, &ok);
     server_hold(true);
-    assert_true(uploader_request(u, 18, 12));
+    assert_true(uploader_request(u, 18, 12, "ab12cd"));
     wait_requests(1);
     int64_t t0 = rung_mono_ns();
     uploader_free(u);
