@@ -657,7 +657,7 @@ static int pack_tree(Pack *p, int dfd, int depth)
             /* Left out: an unpack refuses links (ckpt.h), and what a
              * worker packs, a worker unpacks. */
             if (p->links++ == 0)
-                snprintf(p->first_link, sizeof p->first_link, "%s", p->path.rel);
+                snprintf(p->first_link, sizeof p->first_link, "%.255s", p->path.rel);
         } else if (S_ISDIR(st.st_mode)) {
             if (depth + 1 >= MAX_DEPTH) {
                 say(p->err, p->errsize, "%s/%s: folders nested deeper than %d", p->dir, p->path.rel,
@@ -1040,7 +1040,7 @@ static int extract(Unpack *u, const char *base)
         }
         /* (a copy: name points into the entry, which set_pathname frees) */
         char shown[256];
-        snprintf(shown, sizeof shown, "%s", name);
+        snprintf(shown, sizeof shown, "%.255s", name);
         archive_entry_set_pathname(e, full);
         archive_entry_set_perm(e, archive_entry_perm(e) & 0777);
         if (archive_write_header(disk, e) < ARCHIVE_WARN) {
