@@ -10,7 +10,12 @@
  * (MHD_add_connection), which reads the same bytes again. When MHD has
  * completed a request on a kept-alive connection, the connection is
  * suspended and watched the same way until the next head is complete.
- * A request whose head and body are not in within REQUEST_TIMEOUT_MS is cut.
+ * A request whose head and body are not in within REQUEST_TIMEOUT_MS is cut,
+ * and one whose client closed its end before it was whole is cut at once
+ * (screen, from epoll's EPOLLRDHUP), so that closed half-requests free
+ * their slots. MHD notices an end that arrives while it reads a body, but
+ * not one already there when it is handed the connection (a partial body
+ * and its end then waited for the deadline); screen checks for it first.
  *
  * What MHD reads without this screen: the body of a chunked upload (its
  * chunk framing), and requests that follow a chunked one or that a client
@@ -55,6 +60,13 @@
  * the whole, so that one host cannot take every connection, while a fleet
  * of workers behind one NAT address still fits. */
 #define PER_ADDRESS_LIMIT 1024
+/* Past this many connections at once, an address that holds its share of
+ * CONNECTION_LIMIT (the limit divided among the addresses connected, one
+ * more counted for a newcomer, at least FAIR_FLOOR) is refused first: a
+ * burst from a few addresses then leaves room for every other client,
+ * while below it one host's workers may hold up to PER_ADDRESS_LIMIT. */
+#define FAIR_ABOVE (CONNECTION_LIMIT * 3 / 4)
+#define FAIR_FLOOR 32
 /* A request's head and body must arrive within this of its first byte (of
  * the accept, for a connection's first request). */
 #define REQUEST_TIMEOUT_MS 10000
@@ -172,6 +184,7 @@ struct Http {
     bool accept_paused; /* out of descriptors: until the next tick */
     bool resumed;       /* a connection was resumed outside MHD_run */
     int n_conns;
+    int n_addresses; /* distinct Conn.key among conns */
     Conn *conns;
     Conn *by_address[ADDRESS_BUCKETS];
     Conn *done;   /* connections whose request MHD completed this run */
@@ -892,6 +905,21 @@ static int address_count(const Http *h, const unsigned char key[16], unsigned bu
     return n;
 }
 
+static bool address_held(const Http *h, const unsigned char key[16], unsigned bucket)
+{
+    for (const Conn *c = h->by_address[bucket]; c != NULL; c = c->addr_next)
+        if (memcmp(c->key, key, 16) == 0)
+            return true;
+    return false;
+}
+
+/* Connections an address may hold once FAIR_ABOVE are open. */
+static int address_share(const Http *h)
+{
+    int share = CONNECTION_LIMIT / (h->n_addresses + 1);
+    return share > FAIR_FLOOR ? share : FAIR_FLOOR;
+}
+
 static void watch(Http *h, Conn *c)
 {
     /* Edge-triggered: a head that is still incomplete stays in the socket
@@ -924,6 +952,8 @@ static void conn_free(Http *h, Conn *c)
         h->by_address[c->bucket] = c->addr_next;
     if (c->addr_next)
         c->addr_next->addr_prev = c->addr_prev;
+    if (!address_held(h, c->key, c->bucket))
+        h->n_addresses--;
     for (Conn **p = &h->done; c->done_listed && *p != NULL; p = &(*p)->done_next)
         if (*p == c) {
             *p = c->done_next;
@@ -1172,14 +1202,28 @@ static int read_head(const char *buf, size_t n, size_t max_body, size_t max_raw,
     return 0;
 }
 
-/* Looks at the head waiting on a connection we watch: refuses it, waits
- * for more, or hands the connection to MHD to read the request. */
-static void screen(Http *h, Conn *c)
+/* Whether at least want bytes wait in fd's receive queue. */
+static bool queued_at_least(int fd, uint64_t want)
 {
+    int queued;
+    return ioctl(fd, SIOCINQ, &queued) == 0 && queued >= 0 && (uint64_t)queued >= want;
+}
+
+/* Looks at the head waiting on a connection we watch: refuses it, waits
+ * for more, or hands the connection to MHD to read the request. events
+ * are epoll's for it: once the client has closed its end (or reset), what
+ * is queued is all that will come, and a request that is not whole there
+ * never will be: its slot is freed now, not at the deadline. */
+static void screen(Http *h, Conn *c, uint32_t events)
+{
+    bool ended = (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
     char buf[HEAD_MAX];
     ssize_t n = recv(c->fd, buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        if (ended)
+            conn_end(h, c);
         return;
+    }
     if (n <= 0) { /* the client closed (or failed) between requests */
         conn_end(h, c);
         return;
@@ -1190,10 +1234,17 @@ static void screen(Http *h, Conn *c)
     }
     Head hd;
     int status = read_head(buf, (size_t)n, h->max_body, h->max_checkpoint, &hd);
-    if (status == 1)
+    if (status == 1) {
+        if (ended)
+            conn_end(h, c);
         return;
+    }
     if (status != 0) {
         refuse(h, c, status, hd.code, hd.message);
+        return;
+    }
+    if (ended && !hd.chunked && !queued_at_least(c->fd, hd.len + hd.body)) {
+        conn_end(h, c);
         return;
     }
     c->expected += hd.len + hd.body;
@@ -1305,7 +1356,9 @@ static void accept_new(Http *h)
             turn_away(fd, "too many connections: try again later");
             continue;
         }
-        if (address_count(h, key, bucket) >= PER_ADDRESS_LIMIT) {
+        int held = address_count(h, key, bucket);
+        if (held >= PER_ADDRESS_LIMIT ||
+            (h->n_conns >= FAIR_ABOVE && held > 0 && held >= address_share(h))) {
             turn_away(fd, "too many connections from this address: try again later");
             continue;
         }
@@ -1330,6 +1383,7 @@ static void accept_new(Http *h)
             c->addr_next->addr_prev = c;
         h->by_address[bucket] = c;
         h->n_conns++;
+        h->n_addresses += held == 0;
         watch(h, c); /* a head already there is reported at once */
         if (!c->watched)
             conn_end(h, c);
@@ -1468,7 +1522,7 @@ static void front_run(void *ctx)
         } else if (p != &mhd_tag) {
             Conn *c = p;
             if (c->state == C_SCREEN)
-                screen(h, c);
+                screen(h, c, ev[i].events);
             else if (c->state == C_LINGER && !drain(c->fd))
                 conn_end(h, c);
         }

@@ -260,9 +260,14 @@ class Flood(h.RungdTestCase):
                     held_longest = max(held_longest, time.monotonic() - t_sent)
         self.assertEqual(len(open_socks), 0, "%d flood connections still open %.0f s later"
                          % (len(open_socks), REQUEST_TIMEOUT_S + SLACK_S))
-        # All but PER_ADDRESS_LIMIT of 127.0.0.1's, and none of the others
-        # (which stay below the global limit): rungd held all it could.
-        self.assertEqual(refused, FLOOD - PER_ADDRESS_LIMIT)
+        # All but PER_ADDRESS_LIMIT of 127.0.0.1's; of the others, only what
+        # an address holds past its share once three quarters of the global
+        # limit are open (test_connections.py): rungd held all it could.
+        source_of = {s.fileno(): addr for s, addr in zip(socks, sources)}
+        self.assertEqual(sum(source_of[fd] == "127.0.0.1" for fd in replies),
+                         FLOOD - PER_ADDRESS_LIMIT)
+        self.assertGreaterEqual(len(socks) - refused,
+                                min(len(socks) - (FLOOD - PER_ADDRESS_LIMIT), 3072))
         for data in list(replies.values())[:50]:
             head, _, body = data.partition(b"\r\n\r\n")
             self.assertTrue(head.startswith(b"HTTP/1.1 503"), data[:300])

@@ -1,0 +1,235 @@
+"""Integration tests: connections that close early or crowd the front.
+
+A client that sends part of a request head or body and then closes frees
+its slot at once, not at the request deadline (10 s), so that bursts of
+such connections cannot hold the connection limit; and once the
+connections at once pass three quarters of the limit, an address holding
+more than its share of the limit is refused first, so that a few busy
+addresses cannot lock every other client out (docs/api.md, "The HTTP
+front's limits").
+
+The numbers mirror server/http.c: CONNECTION_LIMIT (4,096),
+PER_ADDRESS_LIMIT (1,024), FAIR_ABOVE (3,072) and REQUEST_TIMEOUT_MS
+(10 s). The latency figures of the burst are bench/linger.py's to print;
+these tests assert what a client sees: no probe refused, and the slots
+free again right after the burst.
+"""
+
+import resource
+import select
+import socket
+import threading
+import time
+
+import rungd_harness as h
+
+CONNECTION_LIMIT = 4096
+PER_ADDRESS_LIMIT = 1024
+FAIR_ABOVE = CONNECTION_LIMIT * 3 // 4
+REQUEST_TIMEOUT_S = 10.0
+# Five addresses send the burst; the probe comes from a sixth.
+BURST = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"]
+PROBE = "127.0.0.7"
+HEALTHZ = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+PARTIAL_HEAD = b"POST /api/v1/experiments HTTP/1.1\r\nHost: x\r\nContent-Le"
+PARTIAL_BODY = (b"POST /api/v1/experiments HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"na")
+# Well below REQUEST_TIMEOUT_S: a slot held until the deadline shows.
+FREED_WITHIN_S = 2.0
+
+
+def raise_nofile():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return hard
+
+
+def connect(d, source, timeout=5.0):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.bind((source, 0))
+    s.connect((d.host, d.port))
+    return s
+
+
+def status_of(d, source, timeout=5.0):
+    """The status of GET /healthz on a fresh connection from source; None
+    when the connection closed or failed without a reply."""
+    try:
+        s = connect(d, source, timeout)
+    except OSError:
+        return None
+    try:
+        s.sendall(HEALTHZ)
+        data = b""
+        while b"\r\n" not in data:
+            chunk = s.recv(4096)
+            if not chunk:
+                return None
+            data += chunk
+        return int(data.split(b" ", 2)[1])
+    except OSError:
+        return None
+    finally:
+        s.close()
+
+
+def open_many(d, sources):
+    """Connects a socket from each source address, without waiting for the
+    accepts one by one; returns them once every connect is through."""
+    socks = []
+    for addr in sources:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setblocking(False)
+        s.bind((addr, 0))
+        try:
+            s.connect((d.host, d.port))
+        except BlockingIOError:
+            pass
+        socks.append(s)
+    poller = select.poll()
+    for s in socks:
+        poller.register(s, select.POLLOUT)
+    pending = set(s.fileno() for s in socks)
+    deadline = time.monotonic() + 5
+    while pending and time.monotonic() < deadline:
+        for fd, _ in poller.poll(100):
+            pending.discard(fd)
+            poller.unregister(fd)
+    return socks
+
+
+def wait_all_served(d, sources, what):
+    """Every source address is served again (not 503: its slots are free)
+    within FREED_WITHIN_S."""
+    t0 = time.monotonic()
+    for addr in sources:
+        h.wait_until(lambda: status_of(d, addr) == 200,
+                     max(0.1, FREED_WITHIN_S - (time.monotonic() - t0)),
+                     "%s: %s served again" % (what, addr))
+    return time.monotonic() - t0
+
+
+class ClosedHalfRequests(h.RungdTestCase):
+
+    def test_closed_half_requests_free_their_slots_at_once(self):
+        """5,500 half-requests (a partial head, or a whole head and part of a
+        body, then close) from five addresses while a sixth probes /healthz:
+        no probe is refused, and every burst address is served right after."""
+        raise_nofile()
+        d = self.daemon()
+        probes, stop = [], threading.Event()
+
+        def probe():
+            while not stop.is_set():
+                t0 = time.monotonic()
+                probes.append((status_of(d, PROBE), (time.monotonic() - t0) * 1000))
+
+        prober = threading.Thread(target=probe, daemon=True)
+        prober.start()
+        self.addCleanup(prober.join, 10)
+        self.addCleanup(stop.set)
+        t0 = time.monotonic()
+        for i in range(5500):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                s.bind((BURST[i % len(BURST)], 0))
+                s.connect((d.host, d.port))
+                s.send(PARTIAL_HEAD if i % 2 else PARTIAL_BODY)
+            except OSError:
+                pass  # refused and closed by the server: the probe tells
+            finally:
+                s.close()
+        burst_s = time.monotonic() - t0
+        # Each burst address sent more than PER_ADDRESS_LIMIT: it is refused
+        # until its closed half-requests are let go.
+        freed_s = wait_all_served(d, BURST, "after the burst")
+        stop.set()
+        prober.join(10)
+        refused = [p for p in probes if p[0] != 200]
+        ms = sorted(p[1] for p in probes)
+        print("\n5,500 closed half-requests in %.2f s: %d probes from a sixth address, "
+              "%d refused, p50 %.1f ms, max %.1f ms; burst addresses served %.2f s later"
+              % (burst_s, len(probes), len(refused), ms[len(ms) // 2], ms[-1], freed_s))
+        self.assertGreater(len(probes), 10, "too few probes during the burst")
+        self.assertEqual(refused[:5], [], "probes refused during the burst")
+
+    def test_a_close_after_the_head_is_read_frees_the_slot(self):
+        """Two full addresses' half-requests, read by rungd (a partial head
+        screened; a whole head handed to libmicrohttpd with part of its
+        body) before their clients close: both addresses are served again
+        at once, not after the 10 s request deadline."""
+        raise_nofile()
+        d = self.daemon()
+        kinds = {BURST[0]: PARTIAL_HEAD, BURST[1]: PARTIAL_BODY}
+        socks = {}
+        for src, data in kinds.items():
+            socks[src] = open_many(d, [src] * PER_ADDRESS_LIMIT)
+            self.addCleanup(lambda ss=socks[src]: [s.close() for s in ss])
+            for s in socks[src]:
+                try:
+                    s.send(data)
+                except OSError:
+                    pass
+        for src in kinds:  # each address is full: the next connection is refused
+            h.wait_until(lambda: status_of(d, src) == 503, 5, "%s to be full" % src)
+        time.sleep(0.3)  # rungd has read what they sent
+        for src in kinds:
+            for s in socks[src]:
+                s.close()
+        freed_s = wait_all_served(d, list(kinds), "after the close")
+        print("\n%d partial heads and %d partial bodies closed: both addresses served "
+              "%.2f s later" % (PER_ADDRESS_LIMIT, PER_ADDRESS_LIMIT, freed_s))
+
+
+class FairShare(h.RungdTestCase):
+
+    def test_busy_addresses_cannot_lock_others_out(self):
+        """Five addresses hold every connection they can (half-requests left
+        open): past FAIR_ABOVE each keeps about its share and the rest is
+        refused with the JSON 503, so a sixth and a seventh address are still
+        served; one address alone may hold up to PER_ADDRESS_LIMIT."""
+        hard = raise_nofile()
+        want = len(BURST) * PER_ADDRESS_LIMIT
+        if hard < want + 200:
+            self.skipTest("descriptor limit %d is below the %d connections" % (hard, want))
+        d = self.daemon()
+        socks = open_many(d, [BURST[i % len(BURST)] for i in range(want)])
+        self.addCleanup(lambda: [s.close() for s in socks])
+        for s in socks:
+            try:
+                s.send(PARTIAL_HEAD)
+            except OSError:
+                pass
+        # Refused ones get their 503 at once; held ones get nothing.
+        time.sleep(0.5)
+        held, refusals = {a: 0 for a in BURST}, []
+        poller = select.poll()
+        for s in socks:
+            poller.register(s, select.POLLIN)
+        readable = set(fd for fd, _ in poller.poll(0))
+        for i, s in enumerate(socks):
+            if s.fileno() in readable:
+                try:
+                    refusals.append(s.recv(4096))
+                except OSError:
+                    refusals.append(b"")
+            else:
+                held[BURST[i % len(BURST)]] += 1
+        total = sum(held.values())
+        print("\nheld per address: %s (%d in all), refused %d" % (held, total, len(refusals)))
+        for addr in (PROBE, "127.0.0.8"):
+            self.assertEqual(status_of(d, addr), 200, "%s locked out" % addr)
+        self.assertGreaterEqual(total, FAIR_ABOVE)
+        self.assertLess(total, CONNECTION_LIMIT - 256, "no room was kept for other addresses")
+        for addr, n in held.items():
+            # Each got about an equal share: the rule refuses the heavy first.
+            self.assertGreater(n, FAIR_ABOVE // len(BURST) - 64, "%s held only %d" % (addr, n))
+        for data in refusals[:20]:
+            self.assertIn(b" 503 ", data.split(b"\r\n", 1)[0], data[:200])
+            self.assertIn(b'"unavailable"', data, data[:300])
+
+
+if __name__ == "__main__":
+    h.main()
