@@ -248,7 +248,7 @@ static void rung_records(const Experiment *exp, const BayesObservation *by_numbe
         int64_t num = recs[i].trial;
         if (num < 0 || num >= exp->n_trials)
             continue;
-        const Trial *t = exp->trials[num];
+        const Trial *t = core_exp_trial(exp, num);
         const json_t *config = t != NULL ? t->config : by_number[num].config;
         if (config == NULL)
             continue;
@@ -287,8 +287,8 @@ static ProposeHistory *history_of(const Experiment *exp)
         by_number[he->number] = he->obs;
         has[he->number] = true;
     }
-    for (int64_t i = 0; i < exp->n_trials; i++) {
-        const Trial *t = exp->trials[i];
+    for (int64_t i = exp->trials_base; i < exp->n_trials; i++) {
+        const Trial *t = core_exp_trial(exp, i);
         if (t == NULL)
             continue;
         if (core_trial_observation(t, &by_number[i])) {
