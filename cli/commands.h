@@ -1,7 +1,8 @@
 /* The commands of `rung`. Each takes the client and the arguments after its
  * name, prints what it has to say, and returns the program's exit status:
  * 0 done, 1 failed (the daemon said no, or could not be reached), 2 bad
- * arguments (main.c then prints the command's usage). */
+ * arguments (main.c then prints the command's usage), 3 the trial that
+ * logs --follow followed ended failed or canceled. */
 #ifndef RUNG_CLI_COMMANDS_H
 #define RUNG_CLI_COMMANDS_H
 
@@ -13,6 +14,7 @@
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_ERROR 1
 #define CLI_EXIT_USAGE 2
+#define CLI_EXIT_TRIAL_FAILED 3
 
 int cli_cmd_submit(CliHttp *h, int argc, char **argv);
 int cli_cmd_ls(CliHttp *h, int argc, char **argv);

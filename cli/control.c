@@ -251,6 +251,32 @@ static bool trial_over(const char *state)
            strcmp(state, "failed") == 0 || strcmp(state, "canceled") == 0;
 }
 
+/* A followed trial that ended without its result (failed, or canceled with
+ * its experiment) makes logs --follow exit CLI_EXIT_TRIAL_FAILED, so that
+ * `rung logs 17 -f && next-step` stops there (docs/api.md, "rung"); stderr
+ * says how it ended and its error in one line (error_summary: the exit and
+ * the exception line). */
+static int trial_outcome(int64_t id, const json_t *t)
+{
+    const char *state = cli_fmt_str(t, "state", "");
+    if (strcmp(state, "failed") != 0 && strcmp(state, "canceled") != 0)
+        return CLI_EXIT_OK;
+    const char *error = cli_fmt_str(t, "error_summary", NULL);
+    if (error == NULL)
+        error = cli_fmt_str(t, "error", ""); /* an older rungd: its first line */
+    char line[256], clean[256];
+    size_t n = strcspn(error, "\n");
+    if (n >= sizeof line)
+        n = sizeof line - 1;
+    memcpy(line, error, n);
+    line[n] = '\0';
+    cli_fmt_sanitize(line, clean, sizeof clean, false);
+    fflush(stdout);
+    fprintf(stderr, "rung: trial %" PRId64 " %s%s%s\n", id, state, clean[0] != '\0' ? ": " : "",
+            clean);
+    return CLI_EXIT_TRIAL_FAILED;
+}
+
 /* logs' arguments: TRIAL_ID, --follow (-f), --interval S (--interval=S),
  * in any order. Returns -1 when they are wrong. */
 static int logs_args(int argc, char **argv, int64_t *id, bool *follow, double *interval)
@@ -294,6 +320,7 @@ int cli_cmd_logs(CliHttp *h, int argc, char **argv)
     int64_t shown_attempt = 0; /* the attempt whose log that is */
     bool anew = false;         /* a new attempt's next tail is printed whole */
     char last = 0;             /* the last byte printed */
+    int rc = CLI_EXIT_OK;
     for (;;) {
         CliError err;
         json_t *t;
@@ -338,7 +365,14 @@ int cli_cmd_logs(CliHttp *h, int argc, char **argv)
             anew = false;
         }
         fflush(stdout);
-        bool over = trial_over(cli_fmt_str(t, "state", ""));
+        const char *state = cli_fmt_str(t, "state", "");
+        bool over = trial_over(state);
+        if (follow && over) {
+            if (last != 0 && last != '\n')
+                putchar('\n');
+            last = 0;
+            rc = trial_outcome(id, t);
+        }
         json_decref(t);
         if (!follow || over)
             break;
@@ -350,5 +384,5 @@ int cli_cmd_logs(CliHttp *h, int argc, char **argv)
     if (last != 0 && last != '\n')
         putchar('\n'); /* the prompt on a line of its own */
     free(shown);
-    return CLI_EXIT_OK;
+    return rc;
 }

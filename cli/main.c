@@ -52,7 +52,7 @@ static const Command commands[] = {
      cli_cmd_retry},
     {"delete", "ID", "delete an ended experiment with its trials and reports", cli_cmd_delete},
     {"logs", "TRIAL_ID [--follow] [--interval S]",
-     "a trial's log tail (--follow: until the trial ends)", cli_cmd_logs},
+     "a trial's log tail (--follow: until the trial ends; exit 3 if it failed)", cli_cmd_logs},
     {"export", "ID [-o FILE]", "write the experiment's trials as CSV", cli_cmd_export},
     {"workers", "[--all] [--json]",
      "list workers, their GPUs, running trials (--all: gone ones too)", cli_cmd_workers},

@@ -45,9 +45,13 @@
 #include "log.h"
 #include "options.h"
 #include "secret.h"
+#include "trialdir.h"
 #include "worker.h"
 
 #define MAX_CPU_SLOTS 4096 /* as the server's SPEC_MAX_CPUS */
+/* The daemon rung talks to when told nothing (cli/main.c): a worker started
+ * beside rungd on one machine needs no --server either (README.md). */
+#define DEFAULT_SERVER "http://127.0.0.1:8080"
 
 enum {
     O_SERVER,
@@ -74,7 +78,8 @@ enum {
 /* The one table of options: validation and --help both come from it. */
 static Option options[O__COUNT] = {
     [O_SERVER] = {"server", OPT_STRING, NULL, 0, 0, 0,
-                  "rungd's address, http://HOST:PORT (default: $RUNG_SERVER)"},
+                  "rungd's address, http://HOST:PORT (default: $RUNG_SERVER, else " DEFAULT_SERVER
+                  ", as for rung)"},
     [O_TOKEN] = {"token", OPT_STRING, NULL, 0, 0, 0, "bearer token (default: $RUNG_TOKEN)"},
     [O_TOKEN_FILE] = {"token-file", OPT_STRING, NULL, 0, 0, 0,
                       "read the bearer token from this file instead (not shown by ps)"},
@@ -120,7 +125,7 @@ static Option options[O__COUNT] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: rung-worker --server URL [options]\n\n");
+    fprintf(out, "usage: rung-worker [--server URL] [options]\n\n");
     options_usage(out, options, O__COUNT);
     fprintf(out, "\nSIGINT/SIGTERM: finish the running trials, then exit; "
                  "a second one ends them now.\n");
@@ -423,6 +428,15 @@ static int setup_workdir(Worker *w, const char *given)
         fprintf(stderr, "rung-worker: %s: %s\n", dir, strerror(errno));
         return -1;
     }
+    /* A worker upgraded in place from the .../trials/trials layout finds its
+     * paused trials' folders where docs/workers.md says they are. */
+    char why[512];
+    int moved = trialdir_adopt_old_layout(trials, why, sizeof why);
+    if (moved > 0)
+        LOG_INFO("moved %d trial folder%s from %s/trials (the old layout) to %s", moved,
+                 moved == 1 ? "" : "s", trials, trials);
+    if (why[0] != '\0')
+        LOG_WARN("old layout %s/trials: %s", trials, why);
     return 0;
 }
 
@@ -482,9 +496,25 @@ int main(int argc, char **argv)
             return 2;
         token = file_token[0];
     }
-    if (server == NULL || server[0] == '\0') {
-        fprintf(stderr, "rung-worker: --server URL is required (or set RUNG_SERVER)\n");
+    if (options[O_SERVER].value != NULL && options[O_SERVER].value[0] == '\0') {
+        /* rung-worker.service passes --server "$RUNG_SERVER": an empty one
+         * is a conf to fill in (packaging/etc/rung-worker.conf), not a
+         * daemon on this machine. */
+        fprintf(stderr, "rung-worker: --server is empty: give rungd's address, http://HOST:PORT "
+                        "(the service: RUNG_SERVER in /etc/rung/rung-worker.conf)\n");
         return 2;
+    }
+    if (server == NULL || server[0] == '\0')
+        server = DEFAULT_SERVER;
+    /* "127.0.0.1:8080" is what people type, and rung takes it (cli/http.c). */
+    static char server_url[2048];
+    if (strstr(server, "://") == NULL) {
+        if ((size_t)snprintf(server_url, sizeof server_url, "http://%s", server) >=
+            sizeof server_url) {
+            fprintf(stderr, "rung-worker: --server is too long\n");
+            return 2;
+        }
+        server = server_url;
     }
     if (strncmp(server, "http://", 7) != 0 && strncmp(server, "https://", 8) != 0) {
         fprintf(stderr, "rung-worker: --server must start with http:// or https://, not '%s'\n",

@@ -180,3 +180,92 @@ int trialdir_remove(const char *trials_dir, int64_t id, char *why, size_t why_si
     close(tfd);
     return rc;
 }
+
+/* A trial folder's name: its id, digits only. */
+static bool is_trial_name(const char *name)
+{
+    if (name[0] < '1' || name[0] > '9' || strlen(name) > 19)
+        return false;
+    for (const char *p = name; *p; p++)
+        if (*p < '0' || *p > '9')
+            return false;
+    return true;
+}
+
+/* The old layout's <workdir>/uploads was <trials_dir>/uploads: packed
+ * folders on their way (worker/ckptxfer.h), which no worker sends again
+ * (rungd asks anew), so they would only hold the disk. Plain .tar files
+ * only; the folder goes when that leaves it empty. */
+static void remove_old_uploads(int tfd)
+{
+    int ufd = openat(tfd, "uploads", DIR_FLAGS);
+    if (ufd < 0)
+        return;
+    DIR *d = fdopendir(ufd);
+    if (d == NULL) {
+        close(ufd);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        struct stat st;
+        if (n > 4 && strcmp(e->d_name + n - 4, ".tar") == 0 &&
+            fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+            unlinkat(dirfd(d), e->d_name, 0);
+    }
+    closedir(d);
+    unlinkat(tfd, "uploads", AT_REMOVEDIR);
+}
+
+int trialdir_adopt_old_layout(const char *trials_dir, char *why, size_t why_size)
+{
+    why[0] = '\0';
+    int tfd = open(trials_dir, DIR_FLAGS);
+    if (tfd < 0) {
+        snprintf(why, why_size, "cannot open %.300s: %s", trials_dir, strerror(errno));
+        return -1;
+    }
+    int ofd = openat(tfd, "trials", DIR_FLAGS);
+    if (ofd < 0) {
+        int e = errno;
+        close(tfd);
+        if (e == ENOENT || e == ELOOP || e == ENOTDIR)
+            return 0; /* no old layout (or not a folder of ours) */
+        snprintf(why, why_size, "cannot open %.300s/trials: %s", trials_dir, strerror(e));
+        return -1;
+    }
+    DIR *d = fdopendir(ofd);
+    if (d == NULL) {
+        snprintf(why, why_size, "cannot read %.300s/trials: %s", trials_dir, strerror(errno));
+        close(ofd);
+        close(tfd);
+        return -1;
+    }
+    int moved = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!is_trial_name(e->d_name))
+            continue;
+        /* renameat2's RENAME_NOREPLACE is not everywhere: a folder already
+         * in the new place (a trial run since) keeps its own files. */
+        struct stat st;
+        if (fstatat(tfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) {
+            if (why[0] == '\0')
+                snprintf(why, why_size, "trials/%.24s left in the old place: %.24s is taken",
+                         e->d_name, e->d_name);
+            continue;
+        }
+        if (renameat(dirfd(d), e->d_name, tfd, e->d_name) != 0) {
+            if (why[0] == '\0')
+                snprintf(why, why_size, "cannot move trials/%.24s: %s", e->d_name, strerror(errno));
+            continue;
+        }
+        moved++;
+    }
+    closedir(d);
+    unlinkat(tfd, "trials", AT_REMOVEDIR); /* only when empty: else it stays */
+    remove_old_uploads(tfd);
+    close(tfd);
+    return moved;
+}

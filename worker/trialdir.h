@@ -30,4 +30,13 @@ int trialdir_open(const char *trials_dir, int64_t id, char *path, size_t path_si
  * -1 with why when something could not be removed. */
 int trialdir_remove(const char *trials_dir, int64_t id, char *why, size_t why_size);
 
+/* The old layout's folders, <trials_dir>/trials/<id> (rung-worker.service
+ * once passed --workdir .../trials, so the worker's own trials/ was made
+ * inside it), moved up to <trials_dir>/<id>, where a worker upgraded in
+ * place looks for its paused trials. A folder whose id is taken in the new
+ * place stays where it is (named in why); the old folder is removed once
+ * empty. The count moved, or -1 with why when the old folder cannot be
+ * read; why is "" when all went well. */
+int trialdir_adopt_old_layout(const char *trials_dir, char *why, size_t why_size);
+
 #endif

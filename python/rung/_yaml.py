@@ -36,10 +36,13 @@ directives, several documents, multi-line plain or quoted scalars.
 
 from __future__ import annotations
 
+import io
+import json
 import re
+import sys
 from typing import Any, Callable, Optional
 
-__all__ = ["load_yaml", "parse_subset", "resolve_plain"]
+__all__ = ["load_yaml", "load_json", "parse_subset", "read_document", "resolve_plain"]
 
 # YAML 1.2 core schema (https://yaml.org/spec/1.2.2/#1032-tag-resolution).
 _NULL_RE = re.compile(r"^(?:~|null|Null|NULL|)$")
@@ -48,7 +51,18 @@ _INT_RE = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
 _FLOAT_RE = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$")
 _NONFINITE_RE = re.compile(r"^(?:[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
 
-_MAX_DEPTH = 64  # as deep as rungd lets a spec nest (common/jsonv.h)
+# Collections nest at most this deep, as in `rung submit` (cli/yaml.c, whose
+# bound is common/jsonv.h's JSONV_MAX_DEPTH): the 33rd is refused, by line,
+# before PyYAML's recursive composer could raise RecursionError.
+_MAX_DEPTH = 32
+# A spec or sweep file larger than this is refused before it is read
+# (cli/experiments.c's SPEC_MAX): rungd takes 1 MiB bodies by default.
+MAX_FILE_BYTES = 64 << 20
+
+
+def _deeper(depth: int) -> str:
+    """The error of a collection with depth collections around it, or ""."""
+    return f"nested deeper than {_MAX_DEPTH} levels" if depth + 1 > _MAX_DEPTH else ""
 
 
 class _Error(ValueError):
@@ -227,8 +241,6 @@ class _Reader:
     def _block(self, indent: int, depth: int) -> Any:
         """The node that starts at the current line, whose indentation is
         `indent`: a sequence, a mapping, or a single scalar/flow node."""
-        if depth > _MAX_DEPTH:
-            raise _Error(self.lines[self.i].number, f"nested deeper than {_MAX_DEPTH} levels")
         line = self.lines[self.i]
         text = line.text
         if text == "-" or text.startswith("- ") or text.startswith("-\t"):
@@ -239,6 +251,8 @@ class _Reader:
         return value
 
     def _sequence(self, indent: int, depth: int) -> list:
+        if _deeper(depth):
+            raise _Error(self.lines[self.i].number, _deeper(depth))
         out: list = []
         while True:
             line = self._peek()
@@ -301,6 +315,8 @@ class _Reader:
         return key, text[at + 1:].lstrip(" \t")
 
     def _mapping(self, indent: int, depth: int) -> dict:
+        if _deeper(depth):
+            raise _Error(self.lines[self.i].number, _deeper(depth))
         out: dict = {}
         while True:
             line = self._peek()
@@ -645,9 +661,9 @@ class _Flow:
         return self.text[self.pos]
 
     def node(self, depth: int) -> Any:
-        if depth > _MAX_DEPTH:
-            raise self.error(f"nested deeper than {_MAX_DEPTH} levels")
         ch = self.peek()
+        if ch in "[{" and _deeper(depth):
+            raise self.error(_deeper(depth))
         if ch == "[":
             return self.sequence(depth)
         if ch == "{":
@@ -868,7 +884,18 @@ def _make_core_loader() -> Optional[type]:
         if tag and tag.startswith("tag:yaml.org,2002:") and tag[18:] not in (
                 "str", "int", "float", "bool", "null", "seq", "map"):
             raise _Error(event.start_mark.line + 1, f"unsupported tag !!{tag[18:]}")
-        return yaml.composer.Composer.compose_node(loader, parent, index)
+        if not isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            return yaml.composer.Composer.compose_node(loader, parent, index)
+        # PyYAML composes (and constructs) recursively: bounded here, as
+        # the reader above is, a deep file is a line's error.
+        depth = getattr(loader, "_rung_depth", 0)
+        if _deeper(depth):
+            raise _Error(event.start_mark.line + 1, _deeper(depth))
+        loader._rung_depth = depth + 1
+        try:
+            return yaml.composer.Composer.compose_node(loader, parent, index)
+        finally:
+            loader._rung_depth = depth
 
     CoreLoader.compose_node = compose_node  # type: ignore[method-assign]
     CoreLoader.construct_mapping = construct_mapping  # type: ignore[method-assign]
@@ -926,3 +953,55 @@ def _pyyaml_core_loader() -> Optional[Callable[[str], Any]]:
     if loader is None:
         return None
     return lambda text: _load_pyyaml(text, loader)
+
+
+# ---------------------------------------------------------------------------
+# Files, read as `rung submit` reads them (cli/experiments.c).
+
+
+def read_document(path: str) -> str:
+    """The text of a spec or sweep file (`-`: stdin), newlines as Python's
+    text files give them. ValueError when it is larger than MAX_FILE_BYTES
+    (read no further: a mistaken path to a data file is not loaded whole)
+    or not UTF-8; OSError when it cannot be read."""
+    if path == "-":
+        data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+    else:
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise ValueError(f"larger than {MAX_FILE_BYTES >> 20} MiB; is it a spec?")
+    try:
+        return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8").read()
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+
+
+def load_json(text: str) -> Any:
+    """json.loads, with a document nested deeper than Python's recursion
+    allows refused as YAML's are (ValueError "line N: nested deeper than 32
+    levels") instead of a RecursionError."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        pass
+    depth, line, quoted, escaped = 0, 1, False, False
+    for ch in text:  # only for such a document: find the line at fault
+        if quoted:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                quoted = False
+        elif ch == '"':
+            quoted = True
+        elif ch in "[{":
+            if _deeper(depth):
+                break
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        if ch == "\n":
+            line += 1
+    raise _Error(line, f"nested deeper than {_MAX_DEPTH} levels")

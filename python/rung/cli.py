@@ -31,6 +31,7 @@ __all__ = ["main"]
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+EXIT_TRIAL_FAILED = 3  # the trial logs --follow followed ended failed or canceled
 
 SHOW_TRIALS = 20  # trials in `show`, best first, as the C client
 NAME_WIDTH = 32  # the longest name `ls` shows before cutting it
@@ -133,7 +134,7 @@ def _read_spec(path: str, wandb: bool, num_samples: Optional[int],
     """The spec in a file (`-` is stdin): YAML when its name ends in .yaml
     or .yml (any case) or with `as_yaml`, else JSON; or the spec of a W&B
     sweep file with `wandb`."""
-    from ._yaml import load_yaml
+    from ._yaml import load_json, load_yaml, read_document
 
     if wandb:
         from .convert import from_wandb
@@ -149,20 +150,16 @@ def _read_spec(path: str, wandb: bool, num_samples: Optional[int],
             text = str(err).replace("pass num_samples=", "give --num-samples N")
             raise CliError(f"{path}: {text}") from None
     try:
-        if path == "-":
-            text = sys.stdin.read()
-        else:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
+        text = read_document(path)
     except OSError as err:
         raise CliError(f"{path}: {err.strerror or err}") from None
-    except UnicodeDecodeError:
-        raise CliError(f"{path}: not UTF-8 text") from None
+    except ValueError as err:
+        raise CliError(f"{path}: {err}") from None
     try:
         if as_yaml or path.lower().endswith((".yaml", ".yml")):
             spec = load_yaml(text)
         else:
-            spec = json.loads(text)
+            spec = load_json(text)
     except ValueError as err:
         raise CliError(f"{path}: {err}") from None
     if not isinstance(spec, dict):
@@ -547,6 +544,16 @@ def cmd_logs(client: Client, args: argparse.Namespace) -> int:
         time.sleep(args.interval)
     if last not in ("", "\n"):
         sys.stdout.write("\n")
+    state = t.get("state")
+    if args.follow and state in ("failed", "canceled"):
+        # Without its result: `rung logs 17 -f && next-step` stops here, as
+        # with the C client (docs/api.md, "rung").
+        sys.stdout.flush()
+        error = t.get("error_summary") or (t.get("error") or "").split("\n", 1)[0]
+        first = _clean(error[:255])
+        print(f"rung: trial {args.trial_id} {state}" + (f": {first}" if first else ""),
+              file=sys.stderr)
+        return EXIT_TRIAL_FAILED
     return EXIT_OK
 
 
@@ -834,7 +841,8 @@ def _add_logs(p: argparse.ArgumentParser) -> None:
 
 
 _command("logs", "TRIAL_ID [--follow] [--interval S]",
-         "a trial's log tail (--follow: until the trial ends)", cmd_logs, _add_logs)
+         "a trial's log tail (--follow: until the trial ends; exit 3 if it failed)", cmd_logs,
+         _add_logs)
 _command("export", "ID [-o FILE]", "write the experiment's trials as CSV", cmd_export,
          _add_export)
 _command("workers", "[--all] [--json]",

@@ -7,6 +7,7 @@ error reply raises ApiError with the API's code, message and field.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import time
@@ -22,6 +23,51 @@ PAGE = 1000  # the lists' largest limit
 # Transport errors and 503 (rungd refusing connections beyond its limits,
 # or a long-poll queue that is full) are worth a few more tries.
 RETRIES = 3
+
+
+class _ReplyAfterRefusal:
+    """An HTTP connection that still reads the reply when sending the body
+    failed: rungd refuses a request from its head (413 for a body over its
+    --max-body, 401) and closes without reading the body, so the sender
+    gets a broken pipe while the reply that says why waits to be read.
+    Without this, urllib reports "Broken pipe" (docs/api.md, "Errors")."""
+
+    _send_error: Optional[OSError] = None
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            super().request(*args, **kwargs)  # type: ignore[misc]
+        except (BrokenPipeError, ConnectionResetError) as err:
+            self._send_error = err  # the reply, if one came, says more
+
+    def getresponse(self) -> http.client.HTTPResponse:
+        try:
+            return super().getresponse()  # type: ignore[misc]
+        except (OSError, http.client.HTTPException):
+            if self._send_error is not None:
+                raise self._send_error from None
+            raise
+
+
+class _HTTPConnection(_ReplyAfterRefusal, http.client.HTTPConnection):
+    pass
+
+
+class _HTTPSConnection(_ReplyAfterRefusal, http.client.HTTPSConnection):
+    pass
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
+        return super().do_open(_HTTPConnection, req, **kwargs)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
+        return super().do_open(_HTTPSConnection, req, **kwargs)
+
+
+_opener = urllib.request.build_opener(_HTTPHandler, _HTTPSHandler)
 
 
 class RungError(Exception):
@@ -85,7 +131,7 @@ class Client:
         for attempt in range(RETRIES + 1):
             req = urllib.request.Request(url, data=data, headers=headers, method=method)
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                with _opener.open(req, timeout=self.timeout) as resp:
                     payload = resp.read()
                     if raw:
                         return payload.decode("utf-8")

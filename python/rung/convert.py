@@ -100,7 +100,7 @@ import re
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
 
-from ._yaml import load_yaml
+from ._yaml import load_json, load_yaml, read_document
 
 if TYPE_CHECKING:
     from .experiment import Experiment
@@ -645,10 +645,9 @@ def from_wandb(path_or_dict: Union[str, "os.PathLike[str]", Mapping[str, Any]], 
     folder = None
     if isinstance(path_or_dict, (str, os.PathLike)):
         path = os.fspath(path_or_dict)
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
         try:
-            sweep = json.loads(text) if path.endswith(".json") else load_yaml(text)
+            text = read_document(path)
+            sweep = load_json(text) if path.endswith(".json") else load_yaml(text)
         except ValueError as err:
             raise ValueError(f"{path}: {err}") from None
         stem = os.path.splitext(os.path.basename(path))[0]

@@ -808,6 +808,48 @@ class CliTest(h.RungdTestCase):
         self.assertNotIn("\x1b", out)  # a trainable's escapes never reach the terminal
         self.rung("logs", "999", server=d, expect=1)
 
+    def test_logs_follow_exits_3_on_a_failed_trial(self):
+        self.follow_failed([rung_path()], None)
+
+    def test_python_logs_follow_exits_3_on_a_failed_trial(self):
+        env = dict(os.environ, PYTHONPATH=os.path.join(wh.REPO_ROOT, "python"))
+        self.follow_failed([sys.executable, "-m", "rung"], env)
+
+    def follow_failed(self, cli, env):
+        # `rung logs 17 -f && next-step`: a trial that failed stops the
+        # script (exit 3, docs/api.md "rung"), its error in one line on
+        # stderr (error_summary); the log itself is printed whole all the same.
+        d = self.daemon()
+        eid = self.submit(d, num_samples=1)
+        d.wait_proposed(eid, 1)
+        w = h.Worker(d)
+        t = w.lease_one()
+        self.assertEqual(w.heartbeat([t["id"]], logs={str(t["id"]): "epoch 1\n"})[0], 200)
+        proc = subprocess.Popen(cli + ["--server", d.url, "logs", str(t["id"]), "--follow",
+                                       "--interval", "0.1"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env)
+        try:
+            time.sleep(0.4)
+            w.finish_ok(t, status="failed", log="epoch 1\nTraceback\n",
+                        error="exit status 1\nValueError: \x1b[2Jbad lr")
+            out, err = proc.communicate(timeout=10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        self.assertNoSanitizer(err, "logs --follow")
+        self.assertEqual(proc.returncode, 3, err)
+        self.assertEqual(out, "epoch 1\nTraceback\n")
+        # (the escape made harmless: '?' from C, ' ' from Python)
+        self.assertRegex(err, r"rung: trial %d failed: exit status 1: ValueError: .\[2Jbad lr\n"
+                         % t["id"])
+        self.assertNotIn("\x1b", err)
+        # Without --follow it is a view: 0 whatever the trial's state.
+        p = subprocess.run(cli + ["--server", d.url, "logs", str(t["id"])], env=env,
+                           capture_output=True, text=True, timeout=10)
+        self.assertEqual(p.returncode, 0, p.stderr)
+
     def test_logs_follow_rides_out_a_restart_and_a_retry(self):
         self.follow_restart_retry([rung_path()], None)
 

@@ -648,6 +648,111 @@ class KeepTrials(wh.WorkerTestCase):
                          w.diagnostics())
 
 
+class WorkerDefaults(wh.WorkerTestCase):
+    """rung-worker without --server talks to the daemon rung talks to by
+    default (README.md's quick start gives neither one --server)."""
+
+    def test_no_server_means_rungs_default(self):
+        env = dict(os.environ)
+        env.pop("RUNG_SERVER", None)
+        env.pop("RUNG_TOKEN", None)
+        proc = subprocess.Popen([wh.worker_path(), "--gpus", "none", "--once",
+                                 "--workdir", os.path.join(self.tmp, "w0")],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                                cwd=self.tmp, start_new_session=True)
+        try:
+            time.sleep(1.5)
+            self.assertIsNone(proc.poll(), "rung-worker exited without --server")
+        finally:
+            proc.kill()
+            err = proc.communicate(timeout=10)[1].decode()
+        # Nothing listens there in a test, or something else might: either
+        # way the worker tried rung's default, http://127.0.0.1:8080.
+        self.assertRegex(err, r"127\.0\.0\.1(:| port )8080", err)
+        self.assertNotIn("required", err)
+        self.assertIn("127.0.0.1:8080",
+                      subprocess.run([wh.worker_path(), "--help"], capture_output=True,
+                                     text=True, timeout=10).stdout)
+        # An empty --server is the service's conf left blank, not a default.
+        r = subprocess.run([wh.worker_path(), "--server", ""], capture_output=True, text=True,
+                           env=env, timeout=10)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--server is empty", r.stderr)
+
+    def test_server_without_scheme_as_rung_takes_it(self):
+        d = self.daemon()
+        host_port = d.url.split("://", 1)[1]
+        w = self.worker(d, "bare", once=True)  # --server d.url: the harness's way
+        self.assertEqual(self.wait_workers_exit([w], 30), [0], self.explain(d, w))
+        env = dict(os.environ, RUNG_SERVER=host_port)
+        env.pop("RUNG_TOKEN", None)
+        r = subprocess.run([wh.worker_path(), "--gpus", "none", "--once", "--lease-wait-s", "1",
+                            "--name", "no-scheme", "--workdir", os.path.join(self.tmp, "w1")],
+                           capture_output=True, text=True, env=env, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        names = [x["name"] for x in d.ok("GET", "/api/v1/workers?all=true")["items"]]
+        self.assertIn("no-scheme", names)
+
+
+class FolderLayout(wh.WorkerTestCase):
+    """Trial folders are <workdir>/trials/<id> (docs/workers.md). The
+    package's unit once passed --workdir /var/lib/rung-worker/trials, which
+    made them .../trials/trials/<id>; a worker upgraded in place moves them
+    up and resumes its paused trials from them."""
+
+    UNIT = os.path.join(wh.REPO_ROOT, "packaging", "systemd", "rung-worker.service")
+    CONF = os.path.join(wh.REPO_ROOT, "packaging", "etc", "rung-worker.conf")
+
+    def test_the_units_trial_folders_are_where_the_conf_says(self):
+        with open(self.UNIT) as f:
+            start = [l for l in f if l.startswith("ExecStart=")][0]
+        workdir = start.split("--workdir", 1)[1].split()[0]
+        with open(self.CONF) as f:
+            conf = f.read()
+        self.assertIn(os.path.join(workdir, "trials") + "/<trial id>", conf)
+        self.assertEqual(os.path.join(workdir, "trials"), "/var/lib/rung-worker/trials")
+
+    def test_paused_trial_in_the_old_layout_resumes(self):
+        d = self.daemon("--lease-s", "1")  # the old worker is soon gone
+        prog = self.script("resumable.py", """
+            import json, os, time
+            ckpt = os.path.join(os.environ["RUNG_TRIAL_DIR"], "ckpt")
+            start = int(open(ckpt).read()) if os.path.exists(ckpt) else 0
+            print("resumed from %d" % start, flush=True)
+            for step in range(start + 1, 400):
+                with open(ckpt, "w") as f:
+                    f.write(str(step))
+                print("@rung " + json.dumps({"step": step, "loss": 1.0 / step}), flush=True)
+                if start:
+                    break  # resumed: done
+                time.sleep(0.05)
+            """)
+        eid = d.create_experiment(wh.command_spec([wh.PYTHON, prog], num_samples=1))["id"]
+        root = os.path.join(self.tmp, "var-lib")
+        old = self.worker(d, "old", once=True, workdir=os.path.join(root, "trials"))
+        tid = h.wait_until(lambda: [t["id"] for t in d.all_trials(eid)
+                                    if t["state"] == "running" and (t["step"] or 0) >= 2],
+                           20, "the trial to report")[0]
+        r = d.request("POST", "/api/v1/experiments/%d/pause?running=pause" % eid)
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(self.wait_workers_exit([old], 30), [0], self.explain(d, old))
+        self.assertEqual(d.trial(tid)["state"], "paused")
+        self.assertTrue(os.path.isfile(os.path.join(root, "trials", "trials", str(tid), "ckpt")))
+        os.makedirs(os.path.join(root, "trials", "uploads"), exist_ok=True)
+        with open(os.path.join(root, "trials", "uploads", "%d-1-2-3.tar" % tid), "w") as f:
+            f.write("stale")
+        self.assertEqual(d.resume(eid)[0], 200)
+        # The upgraded worker registers anew; the trial waits for the old
+        # one until it is gone (docs/api.md, "lease"): a lease length here,
+        # seen by the next lease request (a short long poll).
+        new = self.worker(d, "new", workdir=root, extra=["--lease-wait-s", "1"])
+        t = self.wait_trial(d, tid, lambda t: t["state"] == "completed", 30,
+                            "the trial to resume and complete")
+        self.assertRegex(t["log_tail"], r"resumed from [1-9]")  # it found its checkpoint
+        self.assertEqual(sorted(os.listdir(os.path.join(root, "trials"))), [str(tid)])
+        self.assertIn("moved 1 trial folder", new.stderr_text())
+
+
 class LeaseTrainables(wh.WorkerTestCase):
     """rung-worker leases with "trainables": ["command", "builtin"], so an
     external experiment's trial (driven by the user's own workers) is never

@@ -126,10 +126,11 @@ def kill_tagged(tag):
 class WorkerProc:
     """One rung-worker process, in a new session (so its own process group)."""
 
-    def __init__(self, test, daemon, name, cpu_slots=1, once=False, extra=(), env=None):
+    def __init__(self, test, daemon, name, cpu_slots=1, once=False, extra=(), env=None,
+                 workdir=None):
         self.name = name
         self.daemon = daemon
-        self.workdir = os.path.join(test.tmp, "work-" + name)
+        self.workdir = workdir or os.path.join(test.tmp, "work-" + name)
         os.makedirs(self.workdir, exist_ok=True)
         self.out_path = os.path.join(test.tmp, "worker-%s.out" % name)
         self.err_path = os.path.join(test.tmp, "worker-%s.err" % name)
@@ -325,8 +326,8 @@ class WorkerTestCase(h.RungdTestCase):
             d.start()
         return d
 
-    def worker(self, daemon, name, cpu_slots=1, once=False, extra=(), env=None):
-        w = WorkerProc(self, daemon, name, cpu_slots, once, extra, env)
+    def worker(self, daemon, name, cpu_slots=1, once=False, extra=(), env=None, workdir=None):
+        w = WorkerProc(self, daemon, name, cpu_slots, once, extra, env, workdir)
         self._workers.append(w)
         return w
 

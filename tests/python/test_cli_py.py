@@ -120,6 +120,35 @@ class WithoutDaemonTest(unittest.TestCase):
         self.assertEqual(out.returncode, 1)
         self.assertIn("an experiment spec is a JSON object", out.stderr)
 
+    def test_deep_and_oversize_files_are_refused_as_the_c_client_does(self) -> None:
+        # 1,000 levels raised an uncaught RecursionError; more than 64 MiB
+        # was read whole. The C client's messages (cli/yaml.c, cli/experiments.c).
+        folder = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, folder)
+        files = {"deep.yaml": "".join("  " * i + "a:\n" for i in range(1000)) + "  " * 1000
+                 + "x: 1\n",
+                 "deep.json": '{"a":\n' + "[" * 1000 + "]" * 1000 + "}\n",
+                 "flow.yml": "a: " + "[" * 1000 + "]" * 1000 + "\n"}
+        for name, text in files.items():
+            with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
+                f.write(text)
+        huge = os.path.join(folder, "huge.yaml")
+        with open(huge, "wb") as f:
+            f.truncate((64 << 20) + 1)  # sparse
+        for name, words in [("deep.yaml", "deep.yaml: line 33: nested deeper than 32 levels"),
+                            ("deep.json", "deep.json: line 2: nested deeper than 32 levels"),
+                            ("flow.yml", "flow.yml: line 1: nested deeper than 32 levels"),
+                            ("huge.yaml", "huge.yaml: larger than 64 MiB; is it a spec?")]:
+            with self.subTest(name=name):
+                out = run_cli("submit", os.path.join(folder, name), server="http://127.0.0.1:1")
+                self.assertEqual(out.returncode, 1, out.stderr)
+                self.assertEqual(out.stderr, f"rung: {os.path.join(folder, words)}\n")
+        out = run_cli("submit", "--wandb", os.path.join(folder, "deep.yaml"),
+                      server="http://127.0.0.1:1")
+        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertIn("line 33: nested deeper than 32 levels", out.stderr)
+        self.assertNotIn("Traceback", out.stderr)
+
 
 YAML_SPEC = """\
 # A Rung spec written in YAML: the fields of docs/api.md.
@@ -393,6 +422,24 @@ class WithDaemonTest(unittest.TestCase):
         self.assertIn("num_samples 1", out.stdout)
         out = self.cli("delete", str(exp["id"]), rc=1)  # still running
         self.assertIn("rung: ", out.stderr)
+
+    def test_a_body_over_the_limit_is_the_daemons_413(self) -> None:
+        # rungd refuses a 12 MB spec from its head and closes without
+        # reading the body: the client reports that 413, as the C client
+        # does, not the broken pipe of its send (the body is larger than
+        # loopback's socket buffers, so the send does break).
+        big = self.harness.spec(name="big")
+        big["search_space"] = {"x": {"type": "choice", "values": ["v" * 1000] * 12000}}
+        text = json.dumps(big)
+        self.assertGreater(len(text), 12_000_000)
+        out = self.cli("submit", "-", stdin=text, rc=1)
+        self.assertEqual(out.stderr, "rung: payload_too_large: body larger than 1048576 bytes\n")
+        sys.path.insert(0, PYTHON_DIR)
+        from rung.client import ApiError, Client
+
+        with self.assertRaises(ApiError) as ctx:
+            Client(self.daemon.url).create_experiment(big)
+        self.assertEqual((ctx.exception.status, ctx.exception.code), (413, "payload_too_large"))
 
 
 if __name__ == "__main__":

@@ -251,6 +251,69 @@ class ErrorTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "nested deeper"):
             parse_subset(deep)
 
+    @staticmethod
+    def nested(n: int) -> dict[str, str]:
+        """Documents of n collections, one inside the other."""
+        return {
+            "block": "".join("  " * i + "a:\n" for i in range(n - 1)) + "  " * (n - 1) + "x: 1\n",
+            "flow": "a: " + "[" * (n - 1) + "1" + "]" * (n - 1) + "\n",
+            "sequence": "".join("  " * i + "-\n" for i in range(n - 1)) + "  " * (n - 1) + "- 1\n",
+        }
+
+    def readers(self) -> list:
+        return [parse_subset] + ([_yaml._pyyaml_core_loader()] if yaml is not None else [])
+
+    def test_the_c_clients_depth_bound(self) -> None:
+        # cli/yaml.c takes 32 collections, one inside the other, and refuses
+        # the 33rd: both readers here do the same, by its line.
+        for reader in self.readers():
+            for kind, text in self.nested(32).items():
+                with self.subTest(reader=reader, kind=kind, n=32):
+                    reader(text)
+            for kind, text in self.nested(33).items():
+                with self.subTest(reader=reader, kind=kind, n=33):
+                    line = 1 if kind == "flow" else 33
+                    with self.assertRaisesRegex(ValueError,
+                                                f"^line {line}: nested deeper than 32 levels$"):
+                        reader(text)
+
+    def test_a_thousand_levels_is_a_line_not_a_recursion_error(self) -> None:
+        # PyYAML composes recursively: 1,000 levels raised RecursionError.
+        for reader in self.readers():
+            for kind, text in self.nested(1000).items():
+                with self.subTest(reader=reader, kind=kind):
+                    with self.assertRaisesRegex(ValueError, "^line [0-9]+: nested deeper"):
+                        reader(text)
+        with self.assertRaisesRegex(ValueError, "^line 2: nested deeper than 32 levels$"):
+            _yaml.load_json('{"a": "[[[\\"[",\n "b": ' + "[" * 5000 + "]" * 5000 + "}")
+        self.assertEqual(_yaml.load_json("[[1]]"), [[1]])
+
+
+class ReadDocumentTest(unittest.TestCase):
+    """read_document: a spec or sweep file, at most 64 MiB as `rung submit`
+    reads (cli/experiments.c)."""
+
+    def test_size_bound(self) -> None:
+        import tempfile
+
+        folder = tempfile.mkdtemp()
+        path = os.path.join(folder, "big.yaml")
+        try:
+            with open(path, "wb") as f:
+                f.truncate(_yaml.MAX_FILE_BYTES + 1)  # sparse: no time to write
+            with self.assertRaisesRegex(ValueError, r"^larger than 64 MiB; is it a spec\?$"):
+                _yaml.read_document(path)
+            with open(path, "wb") as f:
+                f.write(b"a: 1\r\nb: \xc3\xa9\r\n")
+            self.assertEqual(_yaml.read_document(path), "a: 1\nb: \u00e9\n")
+            with open(path, "wb") as f:
+                f.write(b"a: \xff\n")
+            with self.assertRaisesRegex(ValueError, "not UTF-8"):
+                _yaml.read_document(path)
+        finally:
+            os.unlink(path)
+            os.rmdir(folder)
+
 
 class WithoutPyYAMLTest(unittest.TestCase):
     """load_yaml falls back to the built-in reader when PyYAML cannot be
