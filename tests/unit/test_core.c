@@ -1558,6 +1558,131 @@ static void test_constraint_best(void **state)
     core_free(core);
 }
 
+/* A restart loads a running experiment's trials in flight as objects and
+ * its ended trials only for what they leave (core_load_ended_*, as
+ * store.c's lean load does): the rung records, the best value and every
+ * later decision must be those of the core that never restarted. */
+#define LEAN_TRIALS 60
+#define LEAN_ENDED 40
+#define LEAN_SPEC                                                                                  \
+    "{\"metric\": \"loss\", \"mode\": \"min\", \"num_samples\": 60,"                               \
+    " \"search_space\": {\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}},"                \
+    " \"scheduler\": {\"type\": \"hyperband\", \"max_t\": 9, \"grace_period\": 1,"                 \
+    " \"reduction_factor\": 3}}"
+
+static double lean_loss(int64_t number, int64_t step)
+{
+    return (double)((number * 37) % 17) / 17.0 + 1.0 / (double)step;
+}
+
+/* Runs trial number n to its end (stopped at a rung or completed at 9),
+ * returning its last step and the answers. */
+static int64_t lean_run(Core *core, Worker *w, int64_t number, int64_t now, ReportAction *acts)
+{
+    Trial *t = lease_as(core, w, (int)number + 1, now);
+    assert_non_null(t);
+    assert_int_equal(t->number, number);
+    int64_t step = 0;
+    while (t->state == TRIAL_RUNNING) {
+        step++;
+        acts[step - 1] = report_as(core, t, (int)number + 1, step, lean_loss(number, step), now);
+        assert_true(step <= 9);
+    }
+    return step;
+}
+
+static int cmp_record(const void *x, const void *y)
+{
+    const AshaRecord *a = x, *b = y;
+    if (a->trial != b->trial)
+        return a->trial < b->trial ? -1 : 1;
+    return (a->milestone > b->milestone) - (a->milestone < b->milestone);
+}
+
+static int64_t sorted_records(const Experiment *e, AshaRecord *out, int64_t cap)
+{
+    int64_t n = asha_records(e->asha, out, cap);
+    assert_true(n <= cap);
+    qsort(out, (size_t)n, sizeof *out, cmp_record);
+    return n;
+}
+
+static void test_lean_load_keeps_rung_records_and_decisions(void **state)
+{
+    (void)state;
+    Core *a = core_new(LEASE_MS);
+    Experiment *ea = add_experiment(a, LEAN_SPEC);
+    Worker *wa = add_worker(a);
+    int64_t last_step[LEAN_ENDED];
+    ReportAction acts[9];
+    for (int64_t n = 0; n < LEAN_ENDED; n++) {
+        last_step[n] = lean_run(a, wa, n, 2000 + n, acts);
+        core_changes_clear(a); /* committed */
+        core_release(a);
+    }
+    for (int64_t n = 0; n < LEAN_ENDED; n++)
+        assert_null(core_exp_trial(ea, n)); /* released: no longer in memory */
+    assert_non_null(core_exp_trial(ea, LEAN_ENDED));
+
+    /* The restart: the experiment, its pending trials, then the ended ones. */
+    Core *b = core_new(LEASE_MS);
+    json_t *j = json_loads(LEAN_SPEC, 0, NULL);
+    json_object_set_new(j, "trainable", json_pack("{s:s}", "type", "external"));
+    Spec spec;
+    RungError err;
+    assert_int_equal(spec_parse(j, 42, &spec, &err), 0);
+    json_decref(j);
+    Experiment *eb = core_load_experiment(b, ea->id, &spec, EXP_RUNNING, 1000, 0);
+    assert_false(core_load_all_trials(eb));
+    assert_true(core_load_wants_ended_reports(eb));
+    for (int64_t n = LEAN_ENDED; n < LEAN_TRIALS; n++) {
+        Trial *t = core_exp_trial(ea, n);
+        core_load_trial(b, eb, t->id, n, TRIAL_PENDING, json_deep_copy(t->config), 1, 0, NULL, NULL,
+                        STOP_NONE, NULL, 1000, 0, 0);
+    }
+    int64_t counts[TRIAL__COUNT];
+    memcpy(counts, ea->counts, sizeof counts);
+    core_load_ended_counts(b, eb, counts, ea->n_trials);
+    for (int64_t n = 0; n < LEAN_ENDED; n++) {
+        Trial *t = core_load_ended_begin(eb, 100 + n, n,
+                                         last_step[n] == 9 ? TRIAL_COMPLETED : TRIAL_STOPPED, NULL);
+        for (int64_t step = 1; step <= last_step[n]; step++) {
+            json_t *m = metrics(lean_loss(n, step));
+            core_load_report(b, t, step, m, ACTION_CONTINUE); /* borrows m */
+            json_decref(m);
+        }
+        core_load_ended_end(b, t, true, false);
+    }
+    core_load_done(b, 5000);
+    core_changes_clear(b);
+    core_release(b);
+    assert_int_equal(core_experiment(b, ea->id), eb);
+    assert_int_equal(eb->n_trials, LEAN_TRIALS);
+    assert_int_equal(eb->counts[TRIAL_STOPPED], ea->counts[TRIAL_STOPPED]);
+    assert_int_equal(eb->counts[TRIAL_COMPLETED], ea->counts[TRIAL_COMPLETED]);
+    assert_true(ea->counts[TRIAL_STOPPED] > 0 && ea->counts[TRIAL_COMPLETED] > 0);
+
+    AshaRecord ra[256], rb[256];
+    int64_t na = sorted_records(ea, ra, 256), nb = sorted_records(eb, rb, 256);
+    assert_true(na > LEAN_ENDED);
+    assert_int_equal(na, nb);
+    assert_memory_equal(ra, rb, (size_t)na * sizeof *ra);
+
+    /* The trials left: every answer the same with and without the restart. */
+    Worker *wb = add_worker(b);
+    for (int64_t n = LEAN_ENDED; n < LEAN_TRIALS; n++) {
+        ReportAction xa[9] = {0}, xb[9] = {0};
+        int64_t sa = lean_run(a, wa, n, 6000 + n, xa);
+        int64_t sb = lean_run(b, wb, n, 6000 + n, xb);
+        assert_int_equal(sa, sb);
+        assert_memory_equal(xa, xb, sizeof xa);
+    }
+    assert_int_equal(ea->state, EXP_COMPLETED);
+    assert_int_equal(eb->state, EXP_COMPLETED);
+    core_free(a);
+    core_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1574,6 +1699,7 @@ int main(void)
         cmocka_unit_test(test_resources_must_fit),
         cmocka_unit_test(test_spec_scheduler),
         cmocka_unit_test(test_asha_stops_and_completes),
+        cmocka_unit_test(test_lean_load_keeps_rung_records_and_decisions),
         cmocka_unit_test(test_promote_pauses_and_resumes),
         cmocka_unit_test(test_preempted_waits_for_its_worker_and_resumes),
         cmocka_unit_test(test_preempted_and_the_experiments_end),
