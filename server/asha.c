@@ -22,15 +22,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A record in compact form (16 bytes): a long experiment keeps one per
+ * trial and rung it reached, so the point of several objectives lives in a
+ * parallel array that one objective never allocates. */
 typedef struct AshaRec {
     int64_t trial;
     double score; /* higher is better: the value, sign-flipped for min; 0 with points */
-    AshaPoint pt; /* several objectives: the point recorded */
 } AshaRec;
 
 typedef struct AshaRung {
     double milestone;
     AshaRec *recs;  /* arrival order */
+    AshaPoint *pts; /* several objectives: recs[i]'s point at pts[i]; else NULL */
     double *sorted; /* the same scores, ascending */
     size_t n, cap;
 } AshaRung;
@@ -156,6 +159,7 @@ void asha_free(Asha *a)
     for (int b = 0; a->brackets && b < a->p.brackets; b++) {
         for (int k = 0; k < a->brackets[b].n_rungs; k++) {
             free(a->brackets[b].rungs[k].recs);
+            free(a->brackets[b].rungs[k].pts);
             free(a->brackets[b].rungs[k].sorted);
         }
     }
@@ -243,8 +247,17 @@ static void rung_add(AshaRung *r, int64_t trial, double score, const AshaPoint *
         r->cap = r->cap ? r->cap * 2 : 16;
         r->recs = rung_realloc(r->recs, r->cap, sizeof *r->recs);
         r->sorted = rung_realloc(r->sorted, r->cap, sizeof *r->sorted);
+        if (r->pts != NULL)
+            r->pts = rung_realloc(r->pts, r->cap, sizeof *r->pts);
     }
-    r->recs[r->n] = (AshaRec){trial, score, pt ? *pt : (AshaPoint){{0}, true}};
+    if (pt != NULL && r->pts == NULL) { /* the first point: the records before have none */
+        r->pts = rung_realloc(NULL, r->cap, sizeof *r->pts);
+        for (size_t i = 0; i < r->n; i++)
+            r->pts[i] = (AshaPoint){{0}, true};
+    }
+    r->recs[r->n] = (AshaRec){trial, score};
+    if (r->pts != NULL)
+        r->pts[r->n] = pt ? *pt : (AshaPoint){{0}, true};
     size_t lo = 0, hi = r->n; /* first index with sorted[i] > score */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -265,6 +278,8 @@ static void rung_remove(AshaRung *r, int64_t trial)
             continue;
         double score = r->recs[i].score;
         memmove(&r->recs[i], &r->recs[i + 1], (r->n - i - 1) * sizeof *r->recs);
+        if (r->pts != NULL)
+            memmove(&r->pts[i], &r->pts[i + 1], (r->n - i - 1) * sizeof *r->pts);
         for (size_t j = 0; j < r->n; j++) {
             if (r->sorted[j] == score) {
                 memmove(&r->sorted[j], &r->sorted[j + 1], (r->n - j - 1) * sizeof *r->sorted);
@@ -428,10 +443,10 @@ static bool points_continue(const Asha *a, const AshaRung *r, size_t mine)
         int c = 0;
         for (size_t k = 0; k < n; k++) {
             size_t i = order[k].i;
-            if (r->recs[i].pt.feasible != (pass == 0))
+            if (r->pts[i].feasible != (pass == 0))
                 continue;
             idx[c] = i;
-            memcpy(&y[(size_t)c * m], r->recs[i].pt.loss, (size_t)m * sizeof *y);
+            memcpy(&y[(size_t)c * m], r->pts[i].loss, (size_t)m * sizeof *y);
             c++;
         }
         if (c == 0)
@@ -443,10 +458,10 @@ static bool points_continue(const Asha *a, const AshaRung *r, size_t mine)
             c_of[idx[k]] = crowd[k];
         }
     }
-    const AshaPoint *p = &r->recs[mine].pt;
+    const AshaPoint *p = &r->pts[mine];
     size_t above = 0;
     for (size_t i = 0; i < n; i++) {
-        const AshaPoint *q = &r->recs[i].pt;
+        const AshaPoint *q = &r->pts[i];
         if (q->feasible != p->feasible)
             above += q->feasible;
         else if (r_of[i] != r_of[mine])

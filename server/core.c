@@ -2961,6 +2961,67 @@ static void pareto_keep(Experiment *e, const Trial *t)
     memcpy(p->loss, loss, sizeof p->loss);
 }
 
+static double hist_key(const HistEntry *h)
+{
+    return h->obs.loss == h->obs.loss ? h->obs.loss : INFINITY; /* NaN: failed (bayes.c) */
+}
+
+static int cmp_hist_number(const void *x, const void *y)
+{
+    const HistEntry *a = x, *b = y;
+    return (a->number > b->number) - (a->number < b->number);
+}
+
+typedef struct HistRank {
+    double key;
+    int64_t i;
+} HistRank;
+
+static int cmp_hist_rank(const void *x, const void *y)
+{
+    const HistRank *a = x, *b = y;
+    if (a->key != b->key)
+        return a->key < b->key ? -1 : 1;
+    return (a->i > b->i) - (a->i < b->i);
+}
+
+/* The searcher's history capped (core.h, CORE_HIST_HALF): keeps what
+ * bayes's selection (sampler/bayes.h: past 2,000 observations, the best
+ * 1,000 and the 1,000 most recent others, by trial number) takes from the
+ * history alone. An entry it drops ranks below 1,000 kept ones and is older
+ * than 1,000 other kept ones, so no later history, which only adds entries,
+ * would ever select it: proposals stay what they were. */
+static void hist_prune(Experiment *e)
+{
+    int64_t n = e->n_hist;
+    qsort(e->hist, (size_t)n, sizeof *e->hist, cmp_hist_number);
+    HistRank *r = malloc((size_t)n * sizeof *r);
+    bool *keep = calloc((size_t)n, sizeof *keep);
+    if (r == NULL || keep == NULL)
+        abort();
+    for (int64_t i = 0; i < n; i++)
+        r[i] = (HistRank){hist_key(&e->hist[i]), i};
+    qsort(r, (size_t)n, sizeof *r, cmp_hist_rank);
+    for (int64_t i = 0; i < CORE_HIST_HALF; i++)
+        keep[r[i].i] = true;
+    int64_t left = CORE_HIST_HALF;
+    for (int64_t i = n - 1; i >= 0 && left > 0; i--)
+        if (!keep[i]) {
+            keep[i] = true;
+            left--;
+        }
+    int64_t w = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (keep[i])
+            e->hist[w++] = e->hist[i];
+        else
+            json_decref((json_t *)e->hist[i].obs.config);
+    }
+    e->n_hist = w;
+    free(r);
+    free(keep);
+}
+
 /* Keeps what a released trial leaves behind: its best value and, for a
  * model-based searcher, its result. */
 static void keep_result(Experiment *e, const Trial *t)
@@ -2982,6 +3043,8 @@ static void keep_result(Experiment *e, const Trial *t)
         rung_grow((void **)&e->hist, &e->cap_hist, e->n_hist, sizeof *e->hist);
         o.config = json_incref(t->config);
         e->hist[e->n_hist++] = (HistEntry){.number = t->number, .obs = o};
+        if (e->n_hist > 4 * CORE_HIST_HALF && e->spec.searcher.multi_fidelity != 1)
+            hist_prune(e);
     }
 }
 

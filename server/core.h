@@ -219,6 +219,16 @@ typedef struct ParetoRef {
     json_t *config;                   /* owned: the trial's config */
 } ParetoRef;
 
+/* The bayes history of released trials is capped at 4 x CORE_HIST_HALF
+ * entries, pruned to the 2 x CORE_HIST_HALF that bayes's selection can
+ * still take (sampler/bayes.h: with more than 2,000 observations the GP
+ * sees the best 1,000 and the 1,000 most recent others): a long bayes
+ * experiment holds at most 4,000 results, not one per trial. Not with
+ * searcher.multi_fidelity, whose rung records take their configs from it;
+ * a retry-failed, which takes entries out, may leave a little less than
+ * the selection would have seen. */
+#define CORE_HIST_HALF 1000
+
 /* A released trial's result, for the searcher (bayes only). */
 typedef struct HistEntry {
     int64_t number;

@@ -1683,6 +1683,62 @@ static void test_lean_load_keeps_rung_records_and_decisions(void **state)
     core_free(b);
 }
 
+/* bayes: the history of released trials stays capped (CORE_HIST_HALF),
+ * and keeps what bayes's selection takes: the best 1,000 and the 1,000
+ * most recent others (sampler/bayes.h). */
+static bool hist_has(const Experiment *e, int64_t number)
+{
+    for (int64_t i = 0; i < e->n_hist; i++)
+        if (e->hist[i].number == number)
+            return true;
+    return false;
+}
+
+static void test_bayes_history_capped(void **state)
+{
+    (void)state;
+    enum { N = 4500, RUN = N - 1 }; /* the last trial stays pending: the experiment runs */
+    Core *core = core_new(LEASE_MS);
+    Experiment *e = add_experiment(
+        core, "{\"metric\": \"loss\", \"mode\": \"min\", \"num_samples\": 4500,"
+              " \"search_space\": {\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}},"
+              " \"searcher\": {\"type\": \"bayes\"}}");
+    Worker *w = add_worker(core);
+    for (int64_t n = 0; n < RUN; n++) {
+        Trial *t = lease_as(core, w, (int)n + 1, 2000 + n);
+        assert_int_equal(t->number, n);
+        /* Distinct losses (7919 is prime to N), in no order of number. */
+        report_as(core, t, (int)n + 1, 1, (double)((n * 7919) % N), 2000 + n);
+        char token[CORE_TOKEN_LEN + 1];
+        snprintf(token, sizeof token, "%032d", (int)n + 1);
+        RungError err;
+        assert_int_equal(core_finish(core, t, token, true, NULL, 2000 + n, &err), 0);
+        core_changes_clear(core);
+        core_release(core);
+        assert_true(e->n_hist <= 4 * CORE_HIST_HALF);
+    }
+    assert_true(e->n_hist < RUN); /* pruned */
+    assert_int_equal(e->state, EXP_RUNNING);
+    /* What bayes would select from all RUN results is all still there. */
+    int64_t best = 0, recent = 0;
+    for (int64_t n = RUN - 1; n >= 0; n--) {
+        int64_t rank = 0; /* losses below this one's among the RUN results */
+        double v = (double)((n * 7919) % N);
+        for (int64_t k = 0; k < RUN; k++)
+            rank += (double)((k * 7919) % N) < v;
+        if (rank < 1000) {
+            assert_true(hist_has(e, n));
+            best++;
+        } else if (recent < 1000) {
+            assert_true(hist_has(e, n));
+            recent++;
+        }
+    }
+    assert_int_equal(best, 1000);
+    assert_int_equal(recent, 1000);
+    core_free(core);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1700,6 +1756,7 @@ int main(void)
         cmocka_unit_test(test_spec_scheduler),
         cmocka_unit_test(test_asha_stops_and_completes),
         cmocka_unit_test(test_lean_load_keeps_rung_records_and_decisions),
+        cmocka_unit_test(test_bayes_history_capped),
         cmocka_unit_test(test_promote_pauses_and_resumes),
         cmocka_unit_test(test_preempted_waits_for_its_worker_and_resumes),
         cmocka_unit_test(test_preempted_and_the_experiments_end),
