@@ -962,8 +962,8 @@ class CliTest(h.RungdTestCase):
         self.assertRegex(header, r"\bwarn\s+error\s*$")
         row = {int(l.split()[0]): l for l in lines[lines.index(header) + 1:]
                if re.match(r"\s*\d+ ", l)}
-        self.assertIn("exit status 1", row[bad["id"]])
-        self.assertNotIn("ImportError", row[bad["id"]])  # the first line only
+        # The error in one line: its first line and the exception line.
+        self.assertIn("exit status 1: ImportError: no torch", row[bad["id"]])
         self.assertRegex(row[ok["id"]], r"completed .* 3\s*$")  # warn 3, no error
         self.assertLess(len(row[bad["id"]]), 200)  # cut to fit
         # No trailing blanks, even before an empty last cell.
