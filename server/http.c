@@ -797,6 +797,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!req->healthz)
             return MHD_YES; /* a reply was queued at the first call */
         req->healthz = false;
+        /* A store that stopped taking writes (store_fault) fails the probe. */
+        const char *fault = store_fault(engine_store(h->engine));
+        if (fault != NULL)
+            return send_error(c, RUNG_E_UNAVAILABLE, "", fault);
         return send_json(c, 200, json_pack("{s:b}", "ok", 1));
     }
     request_in(req);
