@@ -15,7 +15,7 @@
 # DASH_WORKERS (32 concurrent fake workers), DASH_RUNS (3), DASH_IDLE_S (5 s
 # of polling measured after the render).
 #
-# Needs Debian's chromium and nodejs (scripts/deps.sh) and web/node_modules
+# Needs Debian's chromium and nodejs (scripts/deps.sh --tests) and web/node_modules
 # (npm ci in web/, run here when missing). It only talks to 127.0.0.1,
 # bounds its run in time, and stops what it started.
 set -euo pipefail
@@ -34,7 +34,7 @@ if [[ ! -d $ROOT/web/node_modules/playwright-core ]]; then
     (cd "$ROOT/web" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund >/dev/null)
 fi
 if [[ ! -x /usr/bin/chromium ]]; then
-    echo "NOTE: no /usr/bin/chromium (apt-get install chromium, or bash scripts/deps.sh)"
+    echo "NOTE: no /usr/bin/chromium (apt-get install chromium, or bash scripts/deps.sh --tests)"
     echo "target dashboard_render_s: none (goal 1) short"
     exit 1
 fi

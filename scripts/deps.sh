@@ -1,22 +1,56 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Rung builds and tests with. Idempotent: it asks
-# apt only for what is missing, so a second run costs a second of dpkg.
+# Installs the Debian packages Rung needs. Idempotent and non-interactive: it
+# asks apt only for what is missing, so a second run costs a second of dpkg.
+#
+#   bash scripts/deps.sh          what building and running Rung need (the
+#                                 demo, scripts/demo.sh): compilers and
+#                                 libraries, rung-train's data, npm for the
+#                                 dashboard's charts
+#   bash scripts/deps.sh --tests  that and what the tests need besides
+#                                 (scripts/test.sh): PyTorch, Optuna, pandas,
+#                                 Chromium, clang and libFuzzer, the .deb tools
+#   --list                        prints the packages, one a line, and
+#                                 installs nothing
 set -euo pipefail
 
+tests=0
+list=0
+for arg in "$@"; do
+  case "$arg" in
+    --tests) tests=1 ;;
+    --list) list=1 ;;
+    *)
+      echo "usage: bash scripts/deps.sh [--tests] [--list]" >&2
+      exit 2
+      ;;
+  esac
+done
+
 packages=(
-  build-essential cmake pkg-config git curl ca-certificates
-  libmicrohttpd-dev libsqlite3-dev sqlite3 libgsl-dev libopenblas-dev libjansson-dev
-  libcurl4-openssl-dev libcmocka-dev zlib1g-dev
+  build-essential cmake pkg-config git ca-certificates
+  libmicrohttpd-dev libsqlite3-dev libgsl-dev libopenblas-dev libjansson-dev
+  libcurl4-openssl-dev zlib1g-dev
+  libcmocka-dev  # the unit tests are part of every build (CMakeLists.txt requires cmocka)
   libyaml-dev  # YAML experiment specs in the rung client (cli/yaml.c)
   libarchive-dev libssl-dev  # checkpoint tar files and their SHA-256 (worker/ckpt.c, server/ckptstore.c)
   dataset-fashion-mnist  # rung-train's default data, in /usr/share/datasets/fashion-mnist
-  python3 python3-optuna python3-venv  # python3-venv: tests/integration/test_python.py installs python/ into a venv
-  clang libclang-rt-14-dev clang-format  # fuzzing (libFuzzer) and the format check (scripts/format.sh)
-  chromium nodejs  # the dashboard's browser tests (tests/browser) and bench/dashboard
-  dpkg-dev systemd  # the .deb (CPack, dpkg-shlibdeps) and its test (dpkg -x, systemd-analyze verify)
-  python3-prometheus-client  # tests/integration/test_metrics.py parses /metrics with its parser
-  python3-torch python3-pandas  # examples/pytorch and its test (integration_pytorch, skipped without torch); pandas: rung.Experiment.dataframe()
+  nodejs  # npm (below) for the dashboard's charts (uPlot, web/README.md)
 )
+if [ "$tests" = 1 ]; then
+  packages+=(
+    curl sqlite3  # docs/api.md's examples; sqlite3: the operations tests and docs/operations.md's recovery
+    python3 python3-optuna python3-venv  # python3-venv: tests/integration/test_python.py installs python/ into a venv
+    clang libclang-rt-14-dev clang-format  # fuzzing (libFuzzer) and the format check (scripts/format.sh)
+    chromium  # the dashboard's browser tests (tests/browser) and bench/dashboard
+    dpkg-dev systemd  # the .deb (CPack, dpkg-shlibdeps) and its test (dpkg -x, systemd-analyze verify)
+    python3-prometheus-client  # tests/integration/test_metrics.py parses /metrics with its parser
+    python3-torch python3-pandas  # examples/pytorch and its test (integration_pytorch, skipped without torch); pandas: rung.Experiment.dataframe()
+  )
+fi
+if [ "$list" = 1 ]; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
 
 missing=()
 for p in "${packages[@]}"; do

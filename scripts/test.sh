@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/deps.sh
+bash scripts/deps.sh --tests
 # Every C and CUDA source as .clang-format says (clang-format 14).
 bash scripts/format.sh --check
 # The dashboard's packages (uplot; playwright-core for tests/browser, which

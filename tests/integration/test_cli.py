@@ -29,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
 import rungd_harness as h
 import worker_harness as wh
@@ -1033,6 +1034,50 @@ class CliTest(h.RungdTestCase):
         # Without --follow: the tail as it is now (its first line may be cut).
         p = self.rung("logs", str(tid), server=d, expect=0)
         self.assertEqual(p.stdout, (log + "bye\n")[-8192:])
+
+    # ---- scripts/demo.sh ---------------------------------------------------
+
+    def test_demo_once_prints_only_live_addresses(self):
+        # `demo.sh --once` printed the dashboard's address after the
+        # experiment and then stopped rungd: a dead link. Every address it
+        # prints must answer when printed, and its last words say it stopped.
+        port = free_port()
+        server = "http://127.0.0.1:%d" % port
+        spec = self.write("quick.json", h.json.dumps(wh.command_spec(
+            [wh.PYTHON, "-c", "print('@rung {\"loss\": 1.0}')"], num_samples=2)))
+        env = dict(os.environ, RUNG_PORT=str(port), RUNG_DEMO_SPEC=spec, RUNG_DEMO_DIR=self.tmp,
+                   RUNG_DEMO_BIN=os.path.dirname(rung_path()))
+        proc = subprocess.Popen(["bash", os.path.join(wh.REPO_ROOT, "scripts", "demo.sh"),
+                                 "--once"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, env=env, start_new_session=True)
+        lines, live = [], []
+        try:
+            for line in proc.stdout:
+                lines.append(line)
+                if "dashboard: " + server in line:
+                    live.append(self.answers(server))
+            rc = proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, 9)
+                proc.wait()
+            proc.stdout.close()
+        text = "".join(lines)
+        self.assertEqual(rc, 0, text)
+        self.assertEqual(live, [True], text)  # printed once, while rungd ran
+        last = max(i for i, l in enumerate(lines) if server in l)
+        self.assertIn("stopped", "".join(lines[last:]), text)
+        self.assertFalse(self.answers(server), "rungd still runs after demo.sh --once")
+        self.assertTrue(os.path.isdir(os.path.join(self.tmp, "rung-demo-worker", "trials")))
+
+    @staticmethod
+    def answers(server):
+        """Whether the dashboard's daemon answers (GET /healthz)."""
+        try:
+            with urllib.request.urlopen(server + "/healthz", timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
 
     # ---- connection, auth, environment, usage ---------------------------
 

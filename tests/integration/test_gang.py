@@ -20,7 +20,7 @@ server) run trials of experiments with "resources_per_trial": {"nodes": 2}
   deadlocks.
 
 The PyTorch tests are skipped, with the reason, when the Python running them
-cannot import torch (Debian's python3-torch; scripts/deps.sh installs it).
+cannot import torch (Debian's python3-torch; scripts/deps.sh --tests installs it).
 """
 
 import json
@@ -52,7 +52,7 @@ def torch_missing():
     if r.returncode != 0:
         last = (r.stderr.strip().splitlines() or ["exit status %d" % r.returncode])[-1]
         return ("%s cannot import torch with gloo (%s): install Debian's python3-torch "
-                "(scripts/deps.sh does)" % (wh.PYTHON, last))
+                "(scripts/deps.sh --tests does)" % (wh.PYTHON, last))
     return None
 
 

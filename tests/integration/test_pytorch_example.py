@@ -18,7 +18,7 @@ minute on 2 cores. What is checked is what a user would look at:
   does.
 
 Every test is skipped, with the reason, when the Python running them
-cannot import torch (Debian's python3-torch; scripts/deps.sh installs
+cannot import torch (Debian's python3-torch; scripts/deps.sh --tests installs
 it), and the file then exits 77, which ctest reports as "skipped".
 """
 
@@ -50,7 +50,7 @@ def torch_missing():
     if r.returncode != 0:
         last = (r.stderr.strip().splitlines() or ["exit status %d" % r.returncode])[-1]
         return ("%s cannot import torch (%s): install Debian's python3-torch "
-                "(scripts/deps.sh does)" % (wh.PYTHON, last))
+                "(scripts/deps.sh --tests does)" % (wh.PYTHON, last))
     return None
 
 
