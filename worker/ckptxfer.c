@@ -301,7 +301,10 @@ static void upload_one(Uploader *u, Pair p)
         LOG_WARN("upload of trial %" PRId64 "'s folder (checkpoint of step %" PRId64
                  ") refused: %s%s",
                  p.trial, p.step, err,
-                 status == 409 ? " (rungd no longer needs the copy)" : "; not sent again");
+                 status == 409   ? " (rungd no longer needs the copy)"
+                 : status == 403 ? " (rungd restarted, or asked another worker: it asks again "
+                                   "with a new token where it still needs the copy)"
+                                 : "; not sent again");
         break;
     case XFER_FAILED:
         LOG_WARN("upload of trial %" PRId64 "'s folder (checkpoint of step %" PRId64
