@@ -240,7 +240,10 @@ class Reports(h.RungdTestCase):
         self.assertEqual(cur["error"], "loss is NaN at step 3")
         w.finish(t, "failed", "diverged")
         self.assertEqual(d.trial(t["id"])["state"], "failed")  # not retried
-        exp = d.wait_state(exp["id"], "completed")
+        # Its only trial failed: the experiment fails (docs/api.md), and
+        # still shows the best value reported before the NaN.
+        exp = d.wait_state(exp["id"], "failed")
+        self.assertIn("all 1 trials failed", exp["error"])
         self.assertEqual(exp["best"]["value"], 1.5)
 
     def test_infinite_objective_fails(self):
@@ -269,7 +272,8 @@ class Reports(h.RungdTestCase):
         cur = d.trial(t["id"])
         self.assertEqual(cur["state"], "failed")
         self.assertIn("CUDA out of memory again", cur["error"])
-        d.wait_state(exp["id"], "completed")
+        exp = d.wait_state(exp["id"], "failed")  # every trial failed
+        self.assertIn("CUDA out of memory again", exp["error"])
 
     def test_finish_is_idempotent(self):
         d = self.daemon()

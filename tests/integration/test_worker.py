@@ -178,10 +178,11 @@ class FailingTrial(wh.WorkerTestCase):
         eid = d.create_experiment(wh.command_spec(
             [wh.PYTHON, prog, "{x}"], num_samples=1, max_failures=1))["id"]
         w = self.worker(d, "w")
-        exp = d.wait_state(eid, "completed", timeout=30)
+        exp = d.wait_state(eid, "failed", timeout=30)  # its only trial failed
         t = d.all_trials(eid)[0]
         self.assertEqual(t["state"], "failed", "%r\n%s" % (t, self.explain(d, w)))
         self.assertEqual(t["attempt"], 2, t)  # max_failures + 1 attempts
+        self.assertEqual(t["error_summary"], "exit status 1: boom", t)
         error = t["error"] or ""
         self.assertIn("boom", error, t)
         self.assertTrue(error.rstrip().endswith("boom"), "the tail of stderr: %r" % error)
@@ -196,7 +197,7 @@ class FailingTrial(wh.WorkerTestCase):
         t = d.all_trials(eid)[0]
         self.assertEqual((t["state"], t["attempt"]), ("failed", 1), t)
         self.assertIn("no-such-program", t["error"] or "", t)
-        self.assertEqual(d.experiment(eid)["state"], "completed")
+        self.assertEqual(d.experiment(eid)["state"], "failed")  # its only trial failed
 
 
 class StopKillsProcessGroup(wh.WorkerTestCase):
@@ -317,7 +318,7 @@ class Diverged(wh.WorkerTestCase):
                             search_space={"lr": 10000})
         eid = d.create_experiment(s)["id"]
         w = self.worker(d, "w")
-        exp = d.wait_state(eid, "completed", timeout=30)
+        exp = d.wait_state(eid, "failed", timeout=30)  # its only trial failed
         t = d.all_trials(eid)[0]
         self.assertEqual(t["state"], "failed", "%r\n%s" % (t, self.explain(d, w)))
         self.assertEqual(t["error"], "val_loss is NaN at step %d" % n, t)
