@@ -1073,11 +1073,11 @@ static const AshaPoint *sched_point(const Experiment *e, const json_t *metrics, 
     return pt;
 }
 
-/* Ends t as stopped or completed for the scheduler, which records its last
- * result once more as Ray's on_trial_complete does. */
-static void end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now)
+/* What a trial that ended as completed or stopped leaves in the rung
+ * records at its end, from its last report (Ray's on_trial_complete):
+ * when it ends here, and again for an ended trial a restart loads. */
+static void sched_trial_end(Experiment *e, const Trial *t)
 {
-    Experiment *e = t->exp;
     double v;
     AshaPoint pt;
     bool has = t->last != NULL && objective(e, t->last, &v) == 1 && isfinite(v);
@@ -1086,6 +1086,13 @@ static void end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now)
                              t->has_time ? sched_point(e, t->last, &pt) : NULL);
     else
         asha_trial_end(e->asha, t->number, t->time, has && t->has_time, has ? v : 0);
+}
+
+/* Ends t as stopped or completed for the scheduler, which records its last
+ * result once more as Ray's on_trial_complete does. */
+static void end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now)
+{
+    sched_trial_end(t->exp, t);
     if (s == TRIAL_STOPPED && t->stopped_by == BY_NONE)
         t->stopped_by = BY_SCHEDULER;
     set_state(core, t, s, now);
@@ -2730,21 +2737,6 @@ static void queue_sort(Experiment *e)
     free(v);
 }
 
-/* The per-experiment part of loading: the pending line's order and the
- * scheduler's state beyond the replayed reports. */
-/* A loaded trial that ended as completed or stopped: what it left in the
- * rung records at its end (Ray's on_trial_complete), from its last report. */
-static void sched_end_loaded(Experiment *e, const Trial *t)
-{
-    double v;
-    AshaPoint pt;
-    bool has = t->last != NULL && objective(e, t->last, &v) == 1 && isfinite(v);
-    if (e->spec.n_objectives > 1)
-        asha_trial_end_point(e->asha, t->number, t->time,
-                             t->has_time ? sched_point(e, t->last, &pt) : NULL);
-    else
-        asha_trial_end(e->asha, t->number, t->time, has && t->has_time, has ? v : 0);
-}
 
 bool core_load_all_trials(const Experiment *e)
 {
@@ -2803,12 +2795,14 @@ void core_load_ended_end(Core *core, Trial *t, bool scheduler, bool result)
 {
     (void)core;
     if (scheduler && (t->state == TRIAL_COMPLETED || t->state == TRIAL_STOPPED))
-        sched_end_loaded(t->exp, t);
+        sched_trial_end(t->exp, t);
     if (result)
         keep_result(t->exp, t);
     trial_free(t);
 }
 
+/* The per-experiment part of loading: the pending line's order and the
+ * scheduler's state beyond the replayed reports. */
 static void load_experiment_done(Core *core, Experiment *e, int64_t now)
 {
     queue_sort(e);
@@ -2826,7 +2820,7 @@ static void load_experiment_done(Core *core, Experiment *e, int64_t now)
             core->rel_trials[core->n_rel_trials++] = t;
         }
         if (t->state == TRIAL_COMPLETED || t->state == TRIAL_STOPPED) {
-            sched_end_loaded(e, t);
+            sched_trial_end(e, t);
         } else if (t->state == TRIAL_PAUSED && !t->user_paused && e->pbt == NULL) {
             asha_trial_paused(e->asha, t->number, asha_rung_index(e->asha, t->number, t->rung));
         } else if (t->state == TRIAL_RUNNING) {

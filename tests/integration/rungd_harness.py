@@ -30,6 +30,7 @@ import http.client
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -438,6 +439,31 @@ class Daemon:
         """Waits until the proposer has created n trials of the experiment."""
         return wait_until(lambda: self.trials(eid, limit=1)["total"] >= n or None,
                           timeout, "%d trials of experiment %d to exist" % (n, eid))
+
+
+def open_many(d, sources, timeout=5.0):
+    """Connects a socket from each source address, without waiting for the
+    accepts one by one; returns them once every connect is through."""
+    socks = []
+    for addr in sources:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setblocking(False)
+        s.bind((addr, 0))
+        try:
+            s.connect((d.host, d.port))
+        except BlockingIOError:
+            pass
+        socks.append(s)
+    poller = select.poll()
+    for s in socks:
+        poller.register(s, select.POLLOUT)
+    pending = set(s.fileno() for s in socks)
+    deadline = time.monotonic() + timeout
+    while pending and time.monotonic() < deadline:
+        for fd, _ in poller.poll(100):
+            pending.discard(fd)
+            poller.unregister(fd)
+    return socks
 
 
 class Worker:

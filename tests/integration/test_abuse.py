@@ -147,24 +147,7 @@ class Flood(h.RungdTestCase):
         socks = []
         self.addCleanup(lambda: [s.close() for s in socks])
         t_flood = time.monotonic()
-        for addr in sources:
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.setblocking(False)
-            s.bind((addr, 0))
-            try:
-                s.connect((d.host, d.port))
-            except BlockingIOError:
-                pass
-            socks.append(s)
-        poller = select.poll()
-        for s in socks:
-            poller.register(s, select.POLLOUT)
-        pending = set(s.fileno() for s in socks)
-        deadline = time.monotonic() + 3
-        while pending and time.monotonic() < deadline:
-            for fd, _ in poller.poll(100):
-                pending.discard(fd)
-                poller.unregister(fd)
+        socks += h.open_many(d, sources, timeout=3.0)
         for i, s in enumerate(socks):
             # Half send part of a head, half a whole head and part of a body.
             partial = (b"POST /api/v1/experiments HTTP/1.1\r\nHost: x\r\nContent-Le"

@@ -75,31 +75,6 @@ def status_of(d, source, timeout=5.0):
         s.close()
 
 
-def open_many(d, sources):
-    """Connects a socket from each source address, without waiting for the
-    accepts one by one; returns them once every connect is through."""
-    socks = []
-    for addr in sources:
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.setblocking(False)
-        s.bind((addr, 0))
-        try:
-            s.connect((d.host, d.port))
-        except BlockingIOError:
-            pass
-        socks.append(s)
-    poller = select.poll()
-    for s in socks:
-        poller.register(s, select.POLLOUT)
-    pending = set(s.fileno() for s in socks)
-    deadline = time.monotonic() + 5
-    while pending and time.monotonic() < deadline:
-        for fd, _ in poller.poll(100):
-            pending.discard(fd)
-            poller.unregister(fd)
-    return socks
-
-
 def wait_all_served(d, sources, what):
     """Every source address is served again (not 503: its slots are free)
     within FREED_WITHIN_S."""
@@ -167,7 +142,7 @@ class ClosedHalfRequests(h.RungdTestCase):
         kinds = {BURST[0]: PARTIAL_HEAD, BURST[1]: PARTIAL_BODY, BURST[2]: second_head}
         socks = {}
         for src, data in kinds.items():
-            socks[src] = open_many(d, [src] * PER_ADDRESS_LIMIT)
+            socks[src] = h.open_many(d, [src] * PER_ADDRESS_LIMIT)
             self.addCleanup(lambda ss=socks[src]: [s.close() for s in ss])
         for s in socks[BURST[2]]:  # a whole first request, answered
             s.setblocking(True)
@@ -209,7 +184,7 @@ class FairShare(h.RungdTestCase):
         if hard < want + 200:
             self.skipTest("descriptor limit %d is below the %d connections" % (hard, want))
         d = self.daemon()
-        socks = open_many(d, [BURST[i % len(BURST)] for i in range(want)])
+        socks = h.open_many(d, [BURST[i % len(BURST)] for i in range(want)])
         self.addCleanup(lambda: [s.close() for s in socks])
         for s in socks:
             try:
