@@ -2,13 +2,22 @@
  *
  * Structure: brackets hold rungs; a rung holds the values recorded there, in
  * arrival order (the promote variant ranks them, with their trial numbers)
- * and sorted (the ASHA cutoff is a quantile of them). Trials are indexed by
- * number and keep which rungs they recorded at (a bit set), the rung they
- * are paused at, and, for the median rule, every (time, value) they reported.
+ * and sorted (the ASHA cutoff is a quantile of them). Trials in flight are
+ * found by number in a hash table (idmap.h) and keep which rungs they
+ * recorded at (a bit set), the rung they are paused at, and, for the median
+ * rule, every (time, value) they reported. A trial that ended for good is
+ * forgotten (asha_trial_forget): what later decisions need of it stays,
+ * its rung records in the rungs, and for the median rule its results from
+ * grace_period on (AshaEnded), so that memory grows with the trials in
+ * flight plus those records, not with a per-trial entry (docs/architecture.md,
+ * "What lives in memory").
  *
  * Workload: one call per report, thousands per second. A rung's sorted array
  * makes the cutoff O(log n) to find and O(n) to insert (a memmove), fine up to
- * the 10^5 trials an experiment may hold. The median rule is O(reports) per
+ * the 10^5 trials an experiment may hold; a restart's replay appends and
+ * sorts a rung once, at its first use, rather than inserting each record in
+ * place (O(n^2) memmoves: 7.8 of the 11.2 s a restart on 400,000 finished
+ * asha trials took, bench/long_restart.py). The median rule is O(reports) per
  * report, as Ray's is. With several objectives, judging a record ranks its
  * whole rung (non-dominated sorting, O(n^2) at worst for n records there):
  * meant for the hundreds to thousands of trials such searches run. */
@@ -16,6 +25,7 @@
 #include "asha.h"
 
 #include "grow.h"
+#include "idmap.h"
 #include "pareto.h"
 
 #include <math.h>
@@ -34,8 +44,9 @@ typedef struct AshaRung {
     double milestone;
     AshaRec *recs;  /* arrival order */
     AshaPoint *pts; /* several objectives: recs[i]'s point at pts[i]; else NULL */
-    double *sorted; /* the same scores, ascending */
+    double *sorted; /* the same scores, ascending unless `unsorted` */
     size_t n, cap;
+    bool unsorted; /* replayed scores appended: sorted at the rung's next use */
 } AshaRung;
 
 typedef struct AshaBracket {
@@ -44,7 +55,6 @@ typedef struct AshaBracket {
 } AshaBracket;
 
 typedef struct AshaTrial {
-    bool known; /* bracket drawn */
     int bracket;
     uint64_t recorded; /* bit k: recorded at rung k */
     int paused;        /* rung index it is paused at, or -1 */
@@ -53,11 +63,22 @@ typedef struct AshaTrial {
     size_t n, cap;
 } AshaTrial;
 
+/* median: a forgotten trial's results from grace_period on, which are all
+ * that the running means of later reports read (median_report), and the
+ * time of its last result, which says whether it reported that far. */
+typedef struct AshaEnded {
+    int64_t trial;
+    double last_time;
+    double *tv; /* n times, then their n values, in arrival order */
+    size_t n;
+} AshaEnded;
+
 struct Asha {
     AshaParams p;
     AshaBracket *brackets; /* p.brackets of them; NULL for fifo and median */
-    AshaTrial *trials;     /* by number */
-    int64_t n_trials, cap_trials;
+    IdMap trials;          /* number + 1 -> AshaTrial *: the trials not forgotten */
+    AshaEnded *ended;      /* median: the forgotten trials with a result from grace_period on */
+    int64_t n_ended, cap_ended;
     int64_t *paused; /* numbers of paused trials, unordered */
     int64_t n_paused, cap_paused;
 };
@@ -164,11 +185,18 @@ void asha_free(Asha *a)
         }
     }
     free(a->brackets);
-    for (int64_t i = 0; i < a->n_trials; i++) {
-        free(a->trials[i].times);
-        free(a->trials[i].values);
+    for (int64_t i = 0; i < a->trials.cap; i++) {
+        AshaTrial *t = a->trials.slots[i].ptr;
+        if (a->trials.slots[i].id != 0) {
+            free(t->times);
+            free(t->values);
+            free(t);
+        }
     }
-    free(a->trials);
+    idmap_free(&a->trials);
+    for (int64_t i = 0; i < a->n_ended; i++)
+        free(a->ended[i].tv);
+    free(a->ended);
     free(a->paused);
     free(a);
 }
@@ -195,17 +223,22 @@ int64_t asha_records(const Asha *a, AshaRecord *out, int64_t cap)
     return n;
 }
 
+/* The trial's entry, or NULL when it has none (never seen, or forgotten). */
+static AshaTrial *trial_find(const Asha *a, int64_t trial)
+{
+    return trial >= 0 ? idmap_get(&a->trials, trial + 1) : NULL;
+}
+
 static AshaTrial *trial_get(Asha *a, int64_t trial)
 {
-    if (trial >= a->n_trials) {
-        rung_grow((void **)&a->trials, &a->cap_trials, trial, sizeof *a->trials);
-        a->n_trials = trial + 1;
-    }
-    AshaTrial *t = &a->trials[trial];
-    if (!t->known) {
-        t->known = true;
+    AshaTrial *t = trial_find(a, trial);
+    if (t == NULL) {
+        t = calloc(1, sizeof *t);
+        if (t == NULL)
+            abort();
         t->bracket = a->brackets ? asha_bracket(&a->p, trial) : 0;
         t->paused = -1;
+        idmap_put(&a->trials, trial + 1, t);
     }
     return t;
 }
@@ -234,14 +267,33 @@ static double numpy_quantile(const double *sorted, size_t n, double q)
     return g >= 0.5 ? y - d * (1 - g) : x + d * g;
 }
 
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* Sorts the scores a replay appended. The same multiset sorted gives the
+ * array that inserting them one by one did (equal scores are equal doubles;
+ * 0 and -0 compare equal and give the same quantile comparisons). */
+static void rung_sort(AshaRung *r)
+{
+    if (r->unsorted)
+        qsort(r->sorted, r->n, sizeof *r->sorted, cmp_double);
+    r->unsorted = false;
+}
+
 /* Ray's cutoff: np.nanpercentile(recorded, (1 - 1/rf) * 100). */
-static double cutoff(const Asha *a, const AshaRung *r)
+static double cutoff(const Asha *a, AshaRung *r)
 {
     double q = (1.0 - 1.0 / a->p.rf) * 100.0 / 100.0;
+    rung_sort(r);
     return numpy_quantile(r->sorted, r->n, q);
 }
 
-static void rung_add(AshaRung *r, int64_t trial, double score, const AshaPoint *pt)
+/* Records score for trial; `append` (a replay) leaves the sorted scores for
+ * rung_sort, else the score is inserted in place. */
+static void rung_add(AshaRung *r, int64_t trial, double score, const AshaPoint *pt, bool append)
 {
     if (r->n == r->cap) {
         r->cap = r->cap ? r->cap * 2 : 16;
@@ -258,6 +310,12 @@ static void rung_add(AshaRung *r, int64_t trial, double score, const AshaPoint *
     r->recs[r->n] = (AshaRec){trial, score};
     if (r->pts != NULL)
         r->pts[r->n] = pt ? *pt : (AshaPoint){{0}, true};
+    if (append) {
+        r->sorted[r->n++] = score;
+        r->unsorted = true;
+        return;
+    }
+    rung_sort(r);
     size_t lo = 0, hi = r->n; /* first index with sorted[i] > score */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -356,10 +414,22 @@ static void result_add(AshaTrial *t, double time, double value)
     t->n++;
 }
 
-static int cmp_double(const void *x, const void *y)
+/* The running mean of results (times, values)[0 .. n-1] over
+ * [grace_period, time] into *mean; false when none is in that window (no
+ * mean: Ray's would be NaN). */
+static bool running_mean(const Asha *a, const double *times, const double *values, size_t n,
+                         double time, double *mean)
 {
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
+    double sum = 0;
+    size_t cnt = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (times[i] >= a->p.grace_period && times[i] <= time) {
+            sum += values[i];
+            cnt++;
+        }
+    }
+    *mean = cnt > 0 ? sum / (double)cnt : 0;
+    return cnt > 0;
 }
 
 static AshaDecision median_report(Asha *a, int64_t trial, double time, double value)
@@ -368,26 +438,24 @@ static AshaDecision median_report(Asha *a, int64_t trial, double time, double va
     result_add(t, time, value);
     if (time < a->p.grace_period)
         return ASHA_CONTINUE;
-    double *means = malloc((size_t)a->n_trials * sizeof *means);
+    double *means = malloc((size_t)(a->trials.len + a->n_ended + 1) * sizeof *means);
     if (means == NULL)
         abort();
     size_t n = 0;
-    for (int64_t j = 0; j < a->n_trials; j++) {
-        const AshaTrial *o = &a->trials[j];
-        if (j == trial || o->n == 0 || o->times[o->n - 1] < time)
+    /* The other trials' running means; a trial with no result in the window
+     * is left out. The means are sorted below: the order of the tables does
+     * not matter. */
+    for (int64_t j = 0; j < a->trials.cap; j++) {
+        const AshaTrial *o = a->trials.slots[j].ptr;
+        if (a->trials.slots[j].id == 0 || a->trials.slots[j].id - 1 == trial || o->n == 0 ||
+            o->times[o->n - 1] < time)
             continue;
-        /* Running mean over [grace_period, time]; a trial with no result in
-         * that window has no mean (Ray's would be NaN) and is left out. */
-        double sum = 0;
-        size_t cnt = 0;
-        for (size_t i = 0; i < o->n; i++) {
-            if (o->times[i] >= a->p.grace_period && o->times[i] <= time) {
-                sum += o->values[i];
-                cnt++;
-            }
-        }
-        if (cnt > 0)
-            means[n++] = sum / (double)cnt;
+        n += running_mean(a, o->times, o->values, o->n, time, &means[n]);
+    }
+    for (int64_t j = 0; j < a->n_ended; j++) {
+        const AshaEnded *o = &a->ended[j];
+        if (o->last_time >= time)
+            n += running_mean(a, o->tv, o->tv + o->n, o->n, time, &means[n]);
     }
     AshaDecision d = ASHA_CONTINUE;
     if (n > 0 && (int64_t)n >= a->p.min_samples) {
@@ -503,7 +571,7 @@ static AshaDecision report(Asha *a, int64_t trial, double time, bool has_value, 
     AshaDecision d = ASHA_CONTINUE;
     if (!a->p.promote && pt == NULL && r->n > 0 && score < cutoff(a, r))
         d = ASHA_STOP;
-    rung_add(r, trial, score, pt);
+    rung_add(r, trial, score, pt, false);
     if (pt != NULL && !points_continue(a, r, r->n - 1))
         d = ASHA_STOP;
     t->recorded |= (uint64_t)1 << k;
@@ -553,7 +621,7 @@ static void replay(Asha *a, int64_t trial, double time, bool has_value, double v
     int k = time >= a->p.max_t ? -1 : rung_to_score(a, t, time);
     if (k < 0)
         return;
-    rung_add(&a->brackets[t->bracket].rungs[k], trial, score_of(a, value), pt);
+    rung_add(&a->brackets[t->bracket].rungs[k], trial, score_of(a, value), pt, true);
     t->recorded |= (uint64_t)1 << k;
 }
 
@@ -584,7 +652,7 @@ static void trial_end(Asha *a, int64_t trial, double time, bool has_value, doubl
     int k = rung_to_score(a, t, time);
     if (k < 0)
         return;
-    rung_add(&a->brackets[t->bracket].rungs[k], trial, score_of(a, value), pt);
+    rung_add(&a->brackets[t->bracket].rungs[k], trial, score_of(a, value), pt, false);
     t->recorded |= (uint64_t)1 << k;
 }
 
@@ -602,9 +670,26 @@ void asha_trial_end_point(Asha *a, int64_t trial, double time, const AshaPoint *
 
 void asha_trial_reset(Asha *a, int64_t trial)
 {
-    if (a->p.type == ASHA_FIFO || trial >= a->n_trials || !a->trials[trial].known)
+    if (a->p.type == ASHA_FIFO)
         return;
-    AshaTrial *t = &a->trials[trial];
+    AshaTrial *t = trial_find(a, trial);
+    if (t == NULL) { /* forgotten (or never seen): drop what it left */
+        for (int64_t i = 0; i < a->n_ended; i++) {
+            if (a->ended[i].trial == trial) {
+                free(a->ended[i].tv);
+                memmove(&a->ended[i], &a->ended[i + 1],
+                        (size_t)(a->n_ended - i - 1) * sizeof *a->ended);
+                a->n_ended--;
+                break;
+            }
+        }
+        if (a->brackets != NULL && trial >= 0) {
+            AshaBracket *b = &a->brackets[asha_bracket(&a->p, trial)];
+            for (int k = 0; k < b->n_rungs; k++)
+                rung_remove(&b->rungs[k], trial);
+        }
+        return;
+    }
     t->n = 0;
     if (t->paused >= 0)
         paused_remove(a, t, trial);
@@ -645,9 +730,45 @@ int asha_rung_index(const Asha *a, int64_t trial, double milestone)
 
 int asha_paused_rung(const Asha *a, int64_t trial)
 {
-    if (trial < 0 || trial >= a->n_trials || !a->trials[trial].known)
-        return -1;
-    return a->trials[trial].paused;
+    const AshaTrial *t = trial_find(a, trial);
+    return t != NULL ? t->paused : -1;
+}
+
+int64_t asha_trials_held(const Asha *a)
+{
+    return a->trials.len;
+}
+
+void asha_trial_forget(Asha *a, int64_t trial)
+{
+    AshaTrial *t = trial_find(a, trial);
+    if (t == NULL)
+        return;
+    if (t->paused >= 0)
+        paused_remove(a, t, trial);
+    /* median: keep the results a later running mean can read. */
+    size_t n = 0;
+    for (size_t i = 0; i < t->n; i++)
+        n += t->times[i] >= a->p.grace_period;
+    if (a->p.type == ASHA_MEDIAN && n > 0) {
+        AshaEnded e = {trial, t->times[t->n - 1], malloc(2 * n * sizeof(double)), n};
+        if (e.tv == NULL)
+            abort();
+        size_t k = 0;
+        for (size_t i = 0; i < t->n; i++) {
+            if (t->times[i] >= a->p.grace_period) {
+                e.tv[k] = t->times[i];
+                e.tv[n + k] = t->values[i];
+                k++;
+            }
+        }
+        rung_grow((void **)&a->ended, &a->cap_ended, a->n_ended, sizeof *a->ended);
+        a->ended[a->n_ended++] = e;
+    }
+    idmap_remove(&a->trials, trial + 1);
+    free(t->times);
+    free(t->values);
+    free(t);
 }
 
 typedef struct AshaCand {
@@ -676,7 +797,7 @@ static int64_t candidates(const Asha *a, bool ceil_rule, AshaCand **out)
     int64_t n = 0;
     for (int64_t i = 0; i < a->n_paused; i++) {
         int64_t trial = a->paused[i];
-        const AshaTrial *t = &a->trials[trial];
+        const AshaTrial *t = trial_find(a, trial);
         const AshaRung *r = &a->brackets[t->bracket].rungs[t->paused];
         double share = (double)r->n / a->p.rf;
         int64_t top = (int64_t)(ceil_rule ? ceil(share) : floor(share));
@@ -704,7 +825,7 @@ int64_t asha_promotions(Asha *a, int64_t *trials, int64_t cap)
         n = cap;
     for (int64_t i = 0; i < n; i++) {
         trials[i] = c[i].trial;
-        paused_remove(a, &a->trials[c[i].trial], c[i].trial);
+        paused_remove(a, trial_find(a, c[i].trial), c[i].trial);
     }
     free(c);
     return n;
@@ -719,7 +840,7 @@ int64_t asha_endgame(Asha *a)
     int64_t trial = -1;
     if (n > 0) {
         trial = c[0].trial;
-        paused_remove(a, &a->trials[trial], trial);
+        paused_remove(a, trial_find(a, trial), trial);
     }
     free(c);
     return trial;

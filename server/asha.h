@@ -115,6 +115,20 @@ void asha_trial_end(Asha *a, int64_t trial, double time, bool has_value, double 
 /* The trial starts again from scratch (a retry): what it recorded is forgotten. */
 void asha_trial_reset(Asha *a, int64_t trial);
 
+/* The trial ended for good (completed, stopped or failed, its end recorded)
+ * and leaves the daemon's memory: its per-trial entry goes. What later
+ * decisions read of it stays: its rung records (asha, hyperband), and under
+ * median its results from grace_period on (one time and one value each: a
+ * running mean reads nothing before grace_period) with the time of its last
+ * result. Decisions are those of an Asha that kept the entry; a forgotten
+ * trial that reports again starts with no rung recorded, and
+ * asha_trial_reset still drops what it left. */
+void asha_trial_forget(Asha *a, int64_t trial);
+
+/* How many trials have an entry (not forgotten): the trials in flight, once
+ * the ended ones are forgotten. */
+int64_t asha_trials_held(const Asha *a);
+
 /* promote: marks a trial (loaded from the store in state paused) as paused
  * at rung index `rung` of its bracket, or, with -1 or a rung it has no value
  * at, at the highest rung it recorded a value at. */

@@ -2796,6 +2796,8 @@ void core_load_ended_end(Core *core, Trial *t, bool scheduler, bool result)
     (void)core;
     if (scheduler && (t->state == TRIAL_COMPLETED || t->state == TRIAL_STOPPED))
         sched_trial_end(t->exp, t);
+    if (scheduler) /* replayed for its records only (asha_trial_forget) */
+        asha_trial_forget(t->exp->asha, t->number);
     if (result)
         keep_result(t->exp, t);
     trial_free(t);
@@ -3093,6 +3095,8 @@ void core_release(Core *core)
             continue;
         }
         keep_result(t->exp, t);
+        /* Its rung records stay; its entry in the scheduler goes (asha.h). */
+        asha_trial_forget(t->exp->asha, t->number);
         drop_trial(core, t);
     }
     core->n_rel_trials = kept;

@@ -1106,6 +1106,7 @@ typedef struct FuzzTrial {
     bool reported; /* since its (re)start */
     bool last_has_value;
     double last_value;
+    bool forgotten; /* asha_trial_forget since its end */
     FuzzEvent *log; /* since its last reset: what a reload replays */
     int n_log, cap_log;
 } FuzzTrial;
@@ -1113,7 +1114,7 @@ typedef struct FuzzTrial {
 typedef struct FuzzStats {
     long sequences, by_type[4], promote, failed;
     long reports, stops, completes, pauses, promotions, endgames, ends, resets;
-    long reloads, empty_windows, steps_capped;
+    long reloads, empty_windows, steps_capped, forgets;
 } FuzzStats;
 
 typedef struct FuzzSeq {
@@ -1123,6 +1124,7 @@ typedef struct FuzzSeq {
     AshaParams p;
     int n_trials, concurrency, next_pending, resets_left;
     bool discrete, half_steps;
+    bool forget; /* ended trials are forgotten, as rungd's core_release does */
     double reload_rate;
     FuzzTrial trials[FUZZ_MAX_TRIALS];
     Asha *a;
@@ -1214,6 +1216,11 @@ static void fuzz_end(FuzzSeq *s, int i)
     fuzz_log(t, true, time, has, value);
     t->state = FZ_DONE;
     s->stats->ends++;
+    if (s->forget) { /* the model keeps everything: decisions must not change */
+        asha_trial_forget(s->a, t->number);
+        t->forgotten = true;
+        s->stats->forgets++;
+    }
 }
 
 static void fuzz_report(FuzzSeq *s, int i)
@@ -1292,6 +1299,7 @@ static void fuzz_reset(FuzzSeq *s, int i)
     t->time = 0;
     t->reported = false;
     t->last_has_value = false;
+    t->forgotten = false;
     t->state = FZ_RUNNING;
     s->resets_left--;
     s->stats->resets++;
@@ -1314,6 +1322,8 @@ static void fuzz_reload(FuzzSeq *s)
             else
                 asha_replay(b, t->number, ev->time, ev->has_value, ev->value);
         }
+        if (t->forgotten) /* as rungd's load of an ended trial */
+            asha_trial_forget(b, t->number);
     }
     for (int i = 0; i < s->n_trials; i++) {
         RefTrial *rt = &s->ref.trials[i];
@@ -1420,6 +1430,7 @@ static void fuzz_setup(FuzzSeq *s, int index, FuzzStats *stats, bool trace)
     s->discrete = fuzz_chance(r, 0.5);
     s->half_steps = fuzz_chance(r, 0.15);
     s->reload_rate = fuzz_chance(r, 0.25) ? 0.01 : 0;
+    s->forget = index % 2 == 1; /* not drawn: the other draws stay as they were */
     bool sparse = fuzz_chance(r, 0.1);
     for (int i = 0; i < s->n_trials; i++) {
         int64_t number = i;
@@ -1547,13 +1558,14 @@ static void test_random_sequences(void **state)
     print_message("asha: %ld sequences (%ld asha, %ld of them promote; %ld hyperband, "
                   "%ld median, %ld fifo): %ld reports, %ld stops, %ld completes, %ld pauses, "
                   "%ld promotions, %ld endgame picks, %ld ends, %ld resets, %ld reloads, "
-                  "%ld median means left out, %ld capped; "
+                  "%ld median means left out, %ld capped, %ld ended trials forgotten; "
                   "%ld disagree\n",
                   stats.sequences, stats.by_type[ASHA_ASHA], stats.promote,
                   stats.by_type[ASHA_HYPERBAND], stats.by_type[ASHA_MEDIAN],
                   stats.by_type[ASHA_FIFO], stats.reports, stats.stops, stats.completes,
                   stats.pauses, stats.promotions, stats.endgames, stats.ends, stats.resets,
-                  stats.reloads, stats.empty_windows, stats.steps_capped, stats.failed);
+                  stats.reloads, stats.empty_windows, stats.steps_capped, stats.forgets,
+                  stats.failed);
     assert_int_equal(stats.failed, 0);
 }
 
@@ -1645,6 +1657,7 @@ typedef struct MoSeq {
     MoRec recs[MO_MAX_RECS];
     int n_recs;
     Asha *a;
+    bool forget; /* ended trials are forgotten (asha_trial_forget) */
     long stops, goes, reloads, failed;
 } MoSeq;
 
@@ -1786,6 +1799,8 @@ static void mo_end(MoSeq *s, int i)
     asha_trial_end_point(s->a, i, t->time, pt);
     mo_log(t, true, t->time, pt);
     t->state = 2;
+    if (s->forget)
+        asha_trial_forget(s->a, i);
 }
 
 static void mo_reload(MoSeq *s)
@@ -1799,6 +1814,8 @@ static void mo_reload(MoSeq *s)
                 asha_trial_end_point(b, i, ev->time, ev->has ? &ev->pt : NULL);
             else
                 asha_replay_point(b, i, ev->time, ev->has ? &ev->pt : NULL);
+            if (ev->end && s->forget)
+                asha_trial_forget(b, i);
         }
     asha_free(s->a);
     s->a = b;
@@ -1826,6 +1843,7 @@ static void mo_run(MoSeq *s, int index)
     int concurrency = fuzz_int(r, 1, 6), resets = fuzz_int(r, 0, 3);
     s->a = asha_new(p);
     assert_non_null(s->a);
+    s->forget = index % 2 == 1; /* not drawn: the other draws stay as they were */
     s->n_recs = 0;
     for (int i = 0; i < s->n_trials; i++) {
         memset(&s->trials[i], 0, sizeof s->trials[i]);

@@ -1683,6 +1683,101 @@ static void test_lean_load_keeps_rung_records_and_decisions(void **state)
     core_free(b);
 }
 
+/* The scheduler forgets a trial that core_release lets go
+ * (asha_trial_forget): a core that releases every ended trial at once makes
+ * every decision of one that never releases any, under hyperband and
+ * median, with four trials in flight side by side, while its scheduler
+ * holds an entry for the trials in flight only. */
+#define FORGET_TRIALS 120
+#define FORGET_SLOTS 4
+
+typedef struct ForgetRun {
+    ReportAction acts[FORGET_TRIALS][10]; /* by number and step; 0 = continue */
+    TrialState ends[FORGET_TRIALS];
+    int64_t held_max; /* the scheduler's entries, most at once */
+} ForgetRun;
+
+static void forget_run(const char *spec, bool release, ForgetRun *out)
+{
+    Core *core = core_new(LEASE_MS);
+    Experiment *e = add_experiment(core, spec);
+    int64_t eid = e->id;
+    Worker *w = add_worker(core);
+    Trial *run[FORGET_SLOTS] = {0};
+    int64_t step[FORGET_SLOTS] = {0}, now = 2000;
+    int leases = 0;
+    memset(out, 0, sizeof *out);
+    for (;; now += 10) {
+        bool any = false;
+        for (int k = 0; k < FORGET_SLOTS; k++) {
+            if (run[k] == NULL && (run[k] = lease_as(core, w, k, now)) != NULL) {
+                step[k] = 0;
+                leases++;
+            }
+            Trial *t = run[k];
+            if (t == NULL)
+                continue;
+            any = true;
+            assert_true(t->number < FORGET_TRIALS);
+            step[k]++;
+            out->acts[t->number][step[k]] = report_as(core, t, k, step[k],
+                                                      lean_loss(t->number, step[k]), now);
+            if (t->state == TRIAL_RUNNING && step[k] == 9) { /* median has no max_t */
+                char token[CORE_TOKEN_LEN + 1];
+                RungError err;
+                snprintf(token, sizeof token, "%032d", k);
+                assert_int_equal(core_finish(core, t, token, true, NULL, now, &err), 0);
+            }
+            if (t->state != TRIAL_RUNNING) {
+                out->ends[t->number] = t->state;
+                run[k] = NULL;
+            }
+        }
+        if (core_experiment(core, eid) == e && asha_trials_held(e->asha) > out->held_max)
+            out->held_max = asha_trials_held(e->asha);
+        core_changes_clear(core); /* committed */
+        if (release)
+            core_release(core);
+        if (!any)
+            break;
+    }
+    assert_int_equal(leases, FORGET_TRIALS);
+    core_free(core);
+}
+
+static void test_released_trials_forgotten_same_decisions(void **state)
+{
+    (void)state;
+    static const char *const specs[] = {
+        "{\"metric\": \"loss\", \"mode\": \"min\", \"num_samples\": 120,"
+        " \"search_space\": {\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}},"
+        " \"scheduler\": {\"type\": \"hyperband\", \"max_t\": 9, \"grace_period\": 1,"
+        " \"reduction_factor\": 3}}",
+        "{\"metric\": \"loss\", \"mode\": \"min\", \"num_samples\": 120,"
+        " \"search_space\": {\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}},"
+        " \"scheduler\": {\"type\": \"median\", \"grace_period\": 2,"
+        " \"min_samples_required\": 3}}",
+    };
+    ForgetRun *kept = malloc(sizeof *kept), *forgot = malloc(sizeof *forgot);
+    assert_non_null(kept);
+    assert_non_null(forgot);
+    for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
+        forget_run(specs[i], false, kept);
+        forget_run(specs[i], true, forgot);
+        int64_t stopped = 0;
+        for (int n = 0; n < FORGET_TRIALS; n++) {
+            stopped += kept->ends[n] == TRIAL_STOPPED;
+            assert_int_equal(kept->ends[n], forgot->ends[n]);
+            assert_memory_equal(kept->acts[n], forgot->acts[n], sizeof kept->acts[n]);
+        }
+        assert_true(stopped >= 10 && stopped < FORGET_TRIALS); /* decisions to compare */
+        assert_true(kept->held_max > FORGET_TRIALS / 2);
+        assert_true(forgot->held_max <= FORGET_SLOTS);
+    }
+    free(kept);
+    free(forgot);
+}
+
 /* bayes: the history of released trials stays capped (CORE_HIST_HALF),
  * and keeps what bayes's selection takes: the best 1,000 and the 1,000
  * most recent others (sampler/bayes.h). */
@@ -1756,6 +1851,7 @@ int main(void)
         cmocka_unit_test(test_spec_scheduler),
         cmocka_unit_test(test_asha_stops_and_completes),
         cmocka_unit_test(test_lean_load_keeps_rung_records_and_decisions),
+        cmocka_unit_test(test_released_trials_forgotten_same_decisions),
         cmocka_unit_test(test_bayes_history_capped),
         cmocka_unit_test(test_promote_pauses_and_resumes),
         cmocka_unit_test(test_preempted_waits_for_its_worker_and_resumes),
