@@ -232,10 +232,43 @@ static void on_proposals(void *ctx, Proposals *p)
     wake(e);
 }
 
+/* One finished trial's observation with its number: the searcher's history
+ * (exp->hist, the released trials) and the trials in memory, sorted by
+ * number; among equal numbers the one in memory (src 1) comes last and
+ * wins. */
+typedef struct NumberedObs {
+    int64_t number;
+    int src; /* 0: exp->hist; 1: a trial in memory */
+    BayesObservation obs;
+} NumberedObs;
+
+static int cmp_numbered(const void *x, const void *y)
+{
+    const NumberedObs *a = x, *b = y;
+    if (a->number != b->number)
+        return a->number < b->number ? -1 : 1;
+    return a->src - b->src;
+}
+
+/* The config of finished trial `number` in obs[0 .. n-1] (sorted, one per
+ * number), or NULL. */
+static const json_t *numbered_config(const NumberedObs *obs, size_t n, int64_t number)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (obs[mid].number < number)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && obs[lo].number == number ? obs[lo].obs.config : NULL;
+}
+
 /* searcher.multi_fidelity: the scheduler's rung records with each
- * trial's config (from memory, or from by_number for trials released from
- * it), for bayes_mf_propose. */
-static void rung_records(const Experiment *exp, const BayesObservation *by_number,
+ * trial's config (from memory, or from obs for trials released from it),
+ * for bayes_mf_propose. */
+static void rung_records(const Experiment *exp, const NumberedObs *obs, size_t n_obs,
                          ProposeHistory *h)
 {
     int64_t n = asha_records(exp->asha, NULL, 0);
@@ -249,7 +282,7 @@ static void rung_records(const Experiment *exp, const BayesObservation *by_numbe
         if (num < 0 || num >= exp->n_trials)
             continue;
         const Trial *t = core_exp_trial(exp, num);
-        const json_t *config = t != NULL ? t->config : by_number[num].config;
+        const json_t *config = t != NULL ? t->config : numbered_config(obs, n_obs, num);
         if (config == NULL)
             continue;
         h->rungs[h->n_rungs++] = (BayesRungRecord){json_incref((json_t *)config), recs[i].milestone,
@@ -262,14 +295,21 @@ static void rung_records(const Experiment *exp, const BayesObservation *by_numbe
  * (warm.h), then the results of its own finished trials (those released
  * from memory keep theirs in exp->hist) and the configs of the others,
  * pending or running; its observations in trial-number order, so that a
- * restart (which rebuilds them in that order) proposes the same. */
+ * restart (which rebuilds them in that order) proposes the same. Its
+ * arrays are sized by what it passes (the capped history and the trials in
+ * memory), not by the experiment's number of trials: at 400,000 trials,
+ * arrays by number took about 67 MB for each proposal. */
 static ProposeHistory *history_of(const Experiment *exp)
 {
     ProposeHistory *h = calloc(1, sizeof *h);
-    size_t n = (size_t)(exp->n_trials ? exp->n_trials : 1);
+    int64_t lo = exp->trials_base + exp->trials_lo; /* the window of trials in memory */
+    size_t window = (size_t)(exp->n_trials > lo ? exp->n_trials - lo : 0);
+    size_t cap = (size_t)exp->n_hist + window + 1;
     int64_t n_warm = exp->warm ? warm_count(exp->warm) : 0;
-    if (h == NULL || (h->obs = calloc(n + (size_t)n_warm, sizeof *h->obs)) == NULL ||
-        (h->pending = calloc(n, sizeof *h->pending)) == NULL)
+    NumberedObs *all = malloc(cap * sizeof *all);
+    if (h == NULL || all == NULL ||
+        (h->obs = calloc(cap + (size_t)n_warm, sizeof *h->obs)) == NULL ||
+        (h->pending = calloc(window + 1, sizeof *h->pending)) == NULL)
         abort();
     h->n_objectives = exp->spec.n_objectives;
     h->n_constraints = spec_constraint_count(&exp->spec);
@@ -278,36 +318,35 @@ static ProposeHistory *history_of(const Experiment *exp)
         json_incref((json_t *)h->obs[h->n_obs].config);
         h->n_obs++;
     }
-    BayesObservation *by_number = calloc(n, sizeof *by_number);
-    bool *has = calloc(n, sizeof *has);
-    if (by_number == NULL || has == NULL)
-        abort();
-    for (int64_t i = 0; i < exp->n_hist; i++) {
-        const HistEntry *he = &exp->hist[i];
-        by_number[he->number] = he->obs;
-        has[he->number] = true;
-    }
-    for (int64_t i = exp->trials_base; i < exp->n_trials; i++) {
+    size_t n = 0;
+    for (int64_t i = 0; i < exp->n_hist; i++)
+        all[n++] = (NumberedObs){exp->hist[i].number, 0, exp->hist[i].obs};
+    for (int64_t i = lo; i < exp->n_trials; i++) {
         const Trial *t = core_exp_trial(exp, i);
         if (t == NULL)
             continue;
-        if (core_trial_observation(t, &by_number[i])) {
-            has[i] = true;
+        if (core_trial_observation(t, &all[n].obs)) {
+            all[n].number = i;
+            all[n++].src = 1;
         } else if (!trial_state_terminal(t->state)) {
             h->pending[h->n_pending++] = json_incref(t->config);
         }
     }
+    qsort(all, n, sizeof *all, cmp_numbered);
+    size_t kept = 0; /* one per number: the last of equal numbers */
     for (size_t i = 0; i < n; i++) {
-        if (!has[i])
-            continue;
-        h->obs[h->n_obs] = by_number[i];
+        if (kept > 0 && all[kept - 1].number == all[i].number)
+            kept--;
+        all[kept++] = all[i];
+    }
+    for (size_t i = 0; i < kept; i++) {
+        h->obs[h->n_obs] = all[i].obs;
         json_incref((json_t *)h->obs[h->n_obs].config);
         h->n_obs++;
     }
     if (exp->spec.searcher.multi_fidelity == 1 && exp->asha != NULL)
-        rung_records(exp, by_number, h);
-    free(by_number);
-    free(has);
+        rung_records(exp, all, kept, h);
+    free(all);
     return h;
 }
 
