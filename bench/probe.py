@@ -18,14 +18,21 @@
       lasts about 0.3 s; experiments (random search) submitted so that
       --in-flight run at any time. Every --sample-s: rungd's RSS, trials
       finished (completed + stopped + failed) and reports from /metrics.
-      Prints the table, the flatness lines, and one JSON line.
+      A latency probe, in a process of its own (no GIL shared with the
+      sampling), GETs /api/v1/experiments/{id} of the newest experiment
+      every --probe-ms (50) over one keep-alive connection, as a dashboard
+      polls: p50/p99/max per interval in the table, and over the whole soak
+      (goal: p99 <= --probe-p99-goal-ms, 20). Prints the table, the flatness
+      and latency lines, and one JSON line.
 
 Every wait is bounded; on any exit (SIGTERM, SIGINT included) what it
 started is stopped.
 """
 
 import argparse
+import http.client
 import json
+import multiprocessing
 import os
 import shutil
 import signal
@@ -381,10 +388,56 @@ def finished_counts(client):
     return done, failed, None
 
 
+def latency_probe(host, port, exp_id, stop, interval_s, out_path):
+    """The soak's probe process: GET the newest experiment (exp_id, shared)
+    every interval_s until stop is set; one line per request to out_path:
+    seconds since start, milliseconds, HTTP status (0: no answer)."""
+    client = rb.Client(host, port, timeout=10)
+    t0 = time.monotonic()
+    with open(out_path, "w") as out:
+        while not stop.is_set():
+            start = time.monotonic()
+            try:
+                status, _ = client.request("GET", "/api/v1/experiments/%d" % exp_id.value)
+            except (OSError, http.client.HTTPException):
+                status = 0
+            ms = 1000.0 * (time.monotonic() - start)
+            out.write("%.3f %.3f %d\n" % (start - t0, ms, status))
+            out.flush()
+            stop.wait(max(0.0, interval_s - (time.monotonic() - start)))
+
+
+def probe_read(path, offset):
+    """The probe's lines from byte offset on: ([(ms, status)], new offset)."""
+    try:
+        with open(path) as f:
+            f.seek(offset)
+            text = f.read()
+    except FileNotFoundError:
+        return [], offset
+    whole = text[:text.rfind("\n") + 1]  # a line being written waits for next time
+    rows = []
+    for line in whole.splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            rows.append((float(parts[1]), int(parts[2])))
+    return rows, offset + len(whole.encode())
+
+
+def latency_summary(rows):
+    ms = sorted(m for m, _ in rows)
+    return {"n": len(ms), "errors": sum(1 for _, st in rows if st != 200),
+            "p50_ms": rb.percentile(ms, 50) if ms else None,
+            "p99_ms": rb.percentile(ms, 99) if ms else None,
+            "max_ms": ms[-1] if ms else None}
+
+
 def cmd_soak(a):
     work = tempfile.mkdtemp(prefix="probe-soak.")
     workers = []
     d = None
+    probe = None
+    probe_stop = multiprocessing.Event()
     try:
         help_text = subprocess.run([a.worker, "--help"], stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, timeout=10).stdout.decode()
@@ -408,6 +461,7 @@ def cmd_soak(a):
               % (a.workers, "+".join(map(str, slots))))
         client = rb.Client(d.host, d.port, timeout=30)
         submitted = 0
+        newest = multiprocessing.Value("q", 0)  # the experiment the probe asks about
 
         def top_up():
             nonlocal submitted
@@ -415,11 +469,20 @@ def cmd_soak(a):
             running = sum(1 for x in page["items"] if x["state"] == "running")
             while running < a.in_flight:
                 submitted += 1
-                client.json("POST", "/api/v1/experiments",
-                            soak_spec(submitted, a.trials_per_exp, a.trial_timeout_s))
+                x = client.json("POST", "/api/v1/experiments",
+                                soak_spec(submitted, a.trials_per_exp, a.trial_timeout_s))
+                newest.value = x["id"]
                 running += 1
 
         top_up()
+        probe_path = os.path.join(work, "probe.txt")
+        probe = multiprocessing.Process(
+            target=latency_probe,
+            args=(d.host, d.port, newest, probe_stop, a.probe_ms / 1000.0, probe_path))
+        probe.start()
+        probe_rows, probe_off = [], 0
+        print("latency probe: GET /api/v1/experiments/{newest} every %.0f ms, its own "
+              "process and connection" % a.probe_ms)
         t0 = time.monotonic()
         def cpus():
             return (rb.proc_cpu_s(d.proc.pid) or 0.0,
@@ -431,9 +494,9 @@ def cmd_soak(a):
         print()
         print("CPU columns: %% of one core over the interval, for rungd, the rung-worker "
               "processes, and the trials they ran (%d cores here)" % os.cpu_count())
-        print("%7s %8s %8s %9s %9s %10s %9s %10s %9s %7s %5s" % (
+        print("%7s %8s %8s %9s %9s %10s %9s %10s %9s %7s %5s %7s %7s %7s" % (
             "t_s", "rss_MB", "hwm_MB", "finished", "trials/s", "reports/s", "rungd_cpu",
-            "worker_cpu", "trial_cpu", "failed", "exps"))
+            "worker_cpu", "trial_cpu", "failed", "exps", "p50_ms", "p99_ms", "max_ms"))
         next_sample = t0 + a.sample_s
         while True:
             now = time.monotonic()
@@ -455,16 +518,20 @@ def cmd_soak(a):
                 rate = (done - prev[1]) / dt if dt > 0 else 0.0
                 rrate = ((reports - prev[2]) / dt) if reports is not None and dt > 0 else None
                 pct = [100.0 * (c - c0) / dt if dt > 0 else 0.0 for c, c0 in zip(cpu, prev[3])]
+                new_rows, probe_off = probe_read(probe_path, probe_off)
+                probe_rows.extend(new_rows)
+                lat = latency_summary(new_rows)
                 s = {"t_s": round(t, 1), "rss_mb": st.get("rss_mb"), "hwm_mb": st.get("hwm_mb"),
                      "finished": done, "failed": failed, "trials_per_s": rate,
                      "reports_per_s": rrate, "rungd_cpu_pct": pct[0],
                      "worker_cpu_pct": pct[1], "trial_cpu_pct": pct[2],
-                     "experiments": submitted}
+                     "experiments": submitted, "probe": lat}
                 samples.append(s)
-                print("%7.1f %8s %8s %9d %9.1f %10s %8.0f%% %9.0f%% %8.0f%% %7d %5d" % (
-                    t, mb(s["rss_mb"]), mb(s["hwm_mb"]), done, rate,
-                    "%.0f" % rrate if rrate is not None else "n/a", pct[0], pct[1], pct[2],
-                    failed, submitted), flush=True)
+                print("%7.1f %8s %8s %9d %9.1f %10s %8.0f%% %9.0f%% %8.0f%% %7d %5d %7s %7s %7s"
+                      % (t, mb(s["rss_mb"]), mb(s["hwm_mb"]), done, rate,
+                         "%.0f" % rrate if rrate is not None else "n/a", pct[0], pct[1], pct[2],
+                         failed, submitted, mb(lat["p50_ms"]), mb(lat["p99_ms"]),
+                         mb(lat["max_ms"])), flush=True)
                 prev = (t, done, reports if reports is not None else 0.0, cpu)
                 next_sample += a.sample_s
                 if t >= a.seconds - 1e-6:
@@ -487,6 +554,11 @@ def cmd_soak(a):
             return statistics.mean(s["trials_per_s"] for s in ss) if ss else None
 
         r_first, r_last = mean_rate(first), mean_rate(last)
+        probe_stop.set()
+        probe.join(15)
+        new_rows, probe_off = probe_read(probe_path, probe_off)
+        probe_rows.extend(new_rows)
+        lat = latency_summary(probe_rows)
         r_change = 100.0 * (r_last - r_first) / r_first if r_first else None
         total_done = samples[-1]["finished"]
         print()
@@ -507,17 +579,30 @@ def cmd_soak(a):
         print("target soak_rss_flat: %s (end against %.0f s; goal within +-10%%) %s"
               % ("%+.1f%%" % drift if drift is not None else "n/a", t_ref,
                  "ok" if drift is not None and abs(drift) <= 10 else "MISSED"))
+        print("probe: %d requests, %d not 200; p50 %s ms, p99 %s ms, max %s ms (rss at the end "
+              "%s MB)" % (lat["n"], lat["errors"], mb(lat["p50_ms"]), mb(lat["p99_ms"]),
+                          mb(lat["max_ms"]), mb(rss_end)))
         print("target soak_throughput_flat: %s (last vs first window; goal within +-10%%) %s"
               % ("%+.1f%%" % r_change if r_change is not None else "n/a",
                  "ok" if r_change is not None and abs(r_change) <= 10 else "MISSED"))
+        print("target soak_probe_p99: %s ms over %d requests, %d errors (goal <= %g ms, none "
+              "failed) %s" % (mb(lat["p99_ms"]), lat["n"], lat["errors"], a.probe_p99_goal_ms,
+                              "ok" if lat["p99_ms"] is not None and lat["errors"] == 0
+                              and lat["p99_ms"] <= a.probe_p99_goal_ms else "MISSED"))
         print(json.dumps({"bench": "soak", "seconds": T, "window_s": w, "slots": a.slots,
                           "workers": a.workers, "experiments": submitted,
                           "trials_finished": total_done, "rss_ref_mb": rss_ref,
                           "rss_end_mb": rss_end, "rss_change_pct": drift,
                           "trials_per_s_first": r_first, "trials_per_s_last": r_last,
-                          "trials_per_s_change_pct": r_change, "samples": samples}))
+                          "trials_per_s_change_pct": r_change, "probe": lat,
+                          "samples": samples}))
         return 0
     finally:
+        probe_stop.set()
+        if probe is not None:
+            probe.join(15)
+            if probe.is_alive():
+                probe.kill()
         # Workers: SIGTERM lets running trials finish, a second one ends them.
         for p, _ in workers:
             if p.poll() is None:
@@ -569,6 +654,8 @@ def main():
     k.add_argument("--in-flight", type=int, default=2)
     k.add_argument("--sample-s", type=float, default=10)
     k.add_argument("--trial-timeout-s", type=float, default=30)
+    k.add_argument("--probe-ms", type=float, default=50)
+    k.add_argument("--probe-p99-goal-ms", type=float, default=20)
     k.add_argument("--keep", action="store_true", help="keep the temporary folder")
     a = p.parse_args()
     if a.cmd == "soak" and not (1 <= a.workers <= a.slots):

@@ -7,9 +7,13 @@
 # trials, a new one submitted whenever fewer than SOAK_IN_FLIGHT run, so
 # that the total is unbounded. Every SOAK_SAMPLE_S seconds it samples
 # rungd's VmRSS/VmHWM, its CPU, and trials finished and reports from
-# /metrics, and prints a row. At the end: RSS after the first minute against
-# the end (% change), and trials/s in the first minute against the last
-# (windows of a third of the run when it is shorter than 3 minutes). It
+# /metrics, and prints a row. A latency probe (its own process and
+# keep-alive connection) GETs /api/v1/experiments/{id} of the newest
+# experiment every 50 ms, as a dashboard polls: each row gives its p50, p99
+# and max over the interval. At the end: RSS after the first minute against
+# the end (% change), trials/s in the first minute against the last
+# (windows of a third of the run when it is shorter than 3 minutes), and
+# the probe's p50/p99/max over the whole soak (goal: p99 <= 20 ms). It
 # prints figures and target lines; its exit status is non-zero only on an
 # error (a daemon or worker that dies, a failed request), never because a
 # target is missed.
