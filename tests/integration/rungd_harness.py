@@ -30,6 +30,7 @@ import http.client
 import json
 import os
 import re
+import resource
 import select
 import shutil
 import signal
@@ -439,6 +440,25 @@ class Daemon:
         """Waits until the proposer has created n trials of the experiment."""
         return wait_until(lambda: self.trials(eid, limit=1)["total"] >= n or None,
                           timeout, "%d trials of experiment %d to exist" % (n, eid))
+
+
+def raise_nofile():
+    """A test that holds thousands of sockets raises its soft descriptor
+    limit to the hard one; returns the hard one."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return hard
+
+
+def connect_from(d, source, timeout=5.0):
+    """A socket connected to the daemon from the loopback address `source`
+    (127.0.0.2 and on are distinct clients to rungd's limits)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.bind((source, 0))
+    s.connect((d.host, d.port))
+    return s
 
 
 def open_many(d, sources, timeout=5.0):

@@ -35,23 +35,6 @@ P99_LIMIT_MS = 100.0
 SLACK_S = 3.0
 
 
-def raise_nofile():
-    """This process holds thousands of sockets: its soft descriptor limit
-    goes up to the hard one."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    return hard
-
-
-def connect(d, source, timeout=5.0):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    s.bind((source, 0))
-    s.connect((d.host, d.port))
-    return s
-
-
 def read_response(s, timeout=5.0):
     """One HTTP response from s as an h.Response, or None when the server
     closed (or reset) the connection before a whole head arrived."""
@@ -93,7 +76,7 @@ def send_raw(s, data):
 
 def exchange(d, data, source="127.0.0.1", sock=None):
     """Sends raw bytes (on sock, or on a fresh connection) and reads one response."""
-    s = sock or connect(d, source)
+    s = sock or h.connect_from(d, source)
     try:
         send_raw(s, data)
         return read_response(s)
@@ -110,7 +93,7 @@ def p99(samples):
 class Flood(h.RungdTestCase):
 
     def test_half_open_connections_leave_healthz_and_workers_fast(self):
-        hard = raise_nofile()
+        hard = h.raise_nofile()
         if hard < FLOOD + 200:
             self.skipTest("descriptor limit %d is below the %d connections" % (hard, FLOOD))
         # rungd starts with the soft limit of 1,024 that shells and service
@@ -268,25 +251,25 @@ class Deadlines(h.RungdTestCase):
         src = "127.0.0.3"
         cases = {}
         t0 = time.monotonic()
-        cases["partial head"] = connect(d, src)
+        cases["partial head"] = h.connect_from(d, src)
         send_raw(cases["partial head"], b"GET /api/v1/experiments HTTP/1.1\r\nHost: x\r\n")
-        cases["partial body"] = connect(d, src)
+        cases["partial body"] = h.connect_from(d, src)
         send_raw(cases["partial body"],
                  b"POST /api/v1/experiments HTTP/1.1\r\nHost: x\r\n"
                  b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"na")
-        cases["nothing sent"] = connect(d, src)
+        cases["nothing sent"] = h.connect_from(d, src)
         # A keep-alive connection whose second request stops halfway.
-        second = connect(d, src)
+        second = h.connect_from(d, src)
         r = exchange(d, b"GET /api/v1/experiments HTTP/1.1\r\nHost: x\r\n\r\n", sock=second)
         self.assertEqual(r.status, 200, r)
         send_raw(second, b"GET /api/v1/experiments HTTP/1.1\r\nHo")
         cases["partial second head"] = second
         # Dribbling one byte a second keeps a connection active but never
         # completes the head.
-        slow = connect(d, src)
+        slow = h.connect_from(d, src)
         send_raw(slow, b"GET /api/v1/experiments HTTP/1.1\r\n")
         # An idle keep-alive connection between requests keeps the longer timeout.
-        idle = connect(d, src)
+        idle = h.connect_from(d, src)
         r = exchange(d, b"GET /api/v1/experiments HTTP/1.1\r\nHost: x\r\n\r\n", sock=idle)
         self.assertEqual(r.status, 200, r)
         # A long poll longer than the request deadline is not cut either.
@@ -336,10 +319,10 @@ class Deadlines(h.RungdTestCase):
 class Limits(h.RungdTestCase):
 
     def test_connections_per_address(self):
-        raise_nofile()
+        h.raise_nofile()
         d = self.daemon()
         src = "127.0.0.4"
-        held = [connect(d, src) for _ in range(PER_ADDRESS_LIMIT)]
+        held = [h.connect_from(d, src) for _ in range(PER_ADDRESS_LIMIT)]
         self.addCleanup(lambda: [s.close() for s in held])
         # Let the daemon accept them all.
         h.wait_until(lambda: d.call("GET", "/healthz")[0] == 200, 5, "healthz")
@@ -393,7 +376,7 @@ class Refusals(h.RungdTestCase):
             with self.subTest(name=name, request="first"):
                 self.check(exchange(d, raw), name, status, code)
             with self.subTest(name=name, request="after a kept-alive one"):
-                s = connect(d, "127.0.0.1")
+                s = h.connect_from(d, "127.0.0.1")
                 try:
                     r = exchange(d, b"GET /api/v1/experiments HTTP/1.1\r\nHost: x\r\n\r\n",
                                  sock=s)
@@ -402,7 +385,7 @@ class Refusals(h.RungdTestCase):
                 finally:
                     s.close()
         # Requests a client pipelines are all answered.
-        s = connect(d, "127.0.0.1")
+        s = h.connect_from(d, "127.0.0.1")
         try:
             one = b"GET /api/v1/experiments HTTP/1.1\r\nHost: x\r\n\r\n"
             send_raw(s, one * 3)
@@ -439,7 +422,7 @@ class Refusals(h.RungdTestCase):
                 self.assertIsNotNone(r, path)
                 self.assertError(r, 400, "invalid_argument")
         # On a later request of a kept-alive connection too.
-        s = connect(d, "127.0.0.1")
+        s = h.connect_from(d, "127.0.0.1")
         try:
             r = exchange(d, b"GET /api/v1/experiments HTTP/1.1\r\nHost: x\r\n\r\n", sock=s)
             self.assertEqual(r.status, 200, r)

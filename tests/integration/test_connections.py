@@ -15,7 +15,6 @@ these tests assert what a client sees: no probe refused, and the slots
 free again right after the burst.
 """
 
-import resource
 import select
 import socket
 import threading
@@ -38,26 +37,11 @@ PARTIAL_BODY = (b"POST /api/v1/experiments HTTP/1.1\r\nHost: x\r\n"
 FREED_WITHIN_S = 4.0
 
 
-def raise_nofile():
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    return hard
-
-
-def connect(d, source, timeout=5.0):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    s.bind((source, 0))
-    s.connect((d.host, d.port))
-    return s
-
-
 def status_of(d, source, timeout=5.0):
     """The status of GET /healthz on a fresh connection from source; None
     when the connection closed or failed without a reply."""
     try:
-        s = connect(d, source, timeout)
+        s = h.connect_from(d, source, timeout)
     except OSError:
         return None
     try:
@@ -92,7 +76,7 @@ class ClosedHalfRequests(h.RungdTestCase):
         """5,500 half-requests (a partial head, or a whole head and part of a
         body, then close) from five addresses while a sixth probes /healthz:
         no probe is refused, and every burst address is served right after."""
-        raise_nofile()
+        h.raise_nofile()
         d = self.daemon()
         probes, stop = [], threading.Event()
 
@@ -136,7 +120,7 @@ class ClosedHalfRequests(h.RungdTestCase):
         its body (handed to libmicrohttpd), and a partial second head on a
         kept-alive connection (taken back from libmicrohttpd). Each address
         is served again at once, not after the 10 s request deadline."""
-        raise_nofile()
+        h.raise_nofile()
         d = self.daemon()
         second_head = b"GET /healthz HTTP/1.1\r\nHo"
         kinds = {BURST[0]: PARTIAL_HEAD, BURST[1]: PARTIAL_BODY, BURST[2]: second_head}
@@ -179,7 +163,7 @@ class FairShare(h.RungdTestCase):
         open): past FAIR_ABOVE each keeps about its share and the rest is
         refused with the JSON 503, so a sixth and a seventh address are still
         served; one address alone may hold up to PER_ADDRESS_LIMIT."""
-        hard = raise_nofile()
+        hard = h.raise_nofile()
         want = len(BURST) * PER_ADDRESS_LIMIT
         if hard < want + 200:
             self.skipTest("descriptor limit %d is below the %d connections" % (hard, want))
