@@ -37,6 +37,7 @@ def _metadata(version: str) -> str:
         f"Version: {version}\n"
         "Summary: Python client of Rung, the hyperparameter tuning service\n"
         "Requires-Python: >=3.9\n"
+        "License: Apache-2.0\n"
         "Provides-Extra: dataframe\n"
         'Requires-Dist: pandas; extra == "dataframe"\n'
     )
