@@ -21,7 +21,6 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +30,7 @@
 #include <zlib.h>
 
 #include "splitmix.h"
+#include "why.h"
 
 /* Largest number of values (pixels or CSV features) one dataset may hold:
  * 2^31 values are 8 GiB as float32, more than a trial should be asked to
@@ -52,20 +52,6 @@
 
 _Static_assert(DATA_MAX_CLASSES >= 256, "IDX labels are bytes, so every one is a valid class");
 
-static int fail(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-/* Writes the message into why (if any) and returns -1. */
-static int fail(char *why, size_t size, const char *fmt, ...)
-{
-    if (why != NULL && size > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, size, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 void data_free(Dataset *d)
 {
     if (d == NULL)
@@ -84,12 +70,12 @@ static int gz_open_read(const char *path, gzFile *out, char *why, size_t size)
 {
     struct stat st;
     if (stat(path, &st) != 0)
-        return fail(why, size, "file %s: %s", path, strerror(errno));
+        return rung_why(why, size, "file %s: %s", path, strerror(errno));
     if (S_ISDIR(st.st_mode))
-        return fail(why, size, "file %s: is a folder, not a file", path);
+        return rung_why(why, size, "file %s: is a folder, not a file", path);
     gzFile f = gzopen(path, "rb");
     if (f == NULL)
-        return fail(why, size, "file %s: %s", path, errno ? strerror(errno) : "cannot open");
+        return rung_why(why, size, "file %s: %s", path, errno ? strerror(errno) : "cannot open");
     gzbuffer(f, GZ_BUFFER);
     *out = f;
     return 0;
@@ -113,7 +99,7 @@ static int64_t gz_read_full(gzFile f, const char *path, void *buf, size_t len, c
             const char *msg = gzerror(f, &errnum);
             if (errnum == Z_ERRNO)
                 msg = strerror(errno);
-            return fail(why, size, "file %s: %s", path, msg);
+            return rung_why(why, size, "file %s: %s", path, msg);
         }
         if (r == 0)
             break;
@@ -139,25 +125,25 @@ static int idx_read_header(gzFile f, const char *path, bool is_labels, IdxHeader
     if (got < 0)
         return -1;
     if (got < 4)
-        return fail(why, size, "file %s: truncated in the IDX header (%lld bytes)", path,
-                    (long long)got);
+        return rung_why(why, size, "file %s: truncated in the IDX header (%lld bytes)", path,
+                        (long long)got);
     uint32_t m = (uint32_t)magic[0] << 24 | (uint32_t)magic[1] << 16 | (uint32_t)magic[2] << 8 |
                  magic[3];
     int ndims = magic[3];
     bool ok = magic[0] == 0 && magic[1] == 0 && magic[2] == 0x08 &&
               (is_labels ? ndims == 1 : ndims >= 1);
     if (!ok)
-        return fail(why, size,
-                    "file %s: magic 0x%08x is not IDX %s (expected 0x%08x: unsigned bytes, %s)",
-                    path, m, is_labels ? "labels" : "images", is_labels ? 0x801u : 0x803u,
-                    is_labels ? "1 dim" : "n x rows x cols");
+        return rung_why(why, size,
+                        "file %s: magic 0x%08x is not IDX %s (expected 0x%08x: unsigned bytes, %s)",
+                        path, m, is_labels ? "labels" : "images", is_labels ? 0x801u : 0x803u,
+                        is_labels ? "1 dim" : "n x rows x cols");
     unsigned char raw[4 * IDX_MAX_DIMS];
     got = gz_read_full(f, path, raw, (size_t)ndims * 4, why, size);
     if (got < 0)
         return -1;
     if (got < (int64_t)ndims * 4)
-        return fail(why, size, "file %s: truncated in the IDX header (%d dims declared)", path,
-                    ndims);
+        return rung_why(why, size, "file %s: truncated in the IDX header (%d dims declared)", path,
+                        ndims);
     uint64_t dims[IDX_MAX_DIMS];
     for (int i = 0; i < ndims; i++) {
         const unsigned char *p = raw + 4 * i;
@@ -169,24 +155,24 @@ static int idx_read_header(gzFile f, const char *path, bool is_labels, IdxHeader
     for (int i = 1; i < ndims; i++) {
         sample *= dims[i];
         if (sample > DATA_MAX_VALUES)
-            return fail(why, size,
-                        "file %s: one sample of the header's dims holds over %llu "
-                        "values (the limit)",
-                        path, (unsigned long long)DATA_MAX_VALUES);
+            return rung_why(why, size,
+                            "file %s: one sample of the header's dims holds over %llu "
+                            "values (the limit)",
+                            path, (unsigned long long)DATA_MAX_VALUES);
     }
     if (sample == 0)
-        return fail(why, size, "file %s: a dim after the first is 0 (empty samples)", path);
+        return rung_why(why, size, "file %s: a dim after the first is 0 (empty samples)", path);
     if (sample > (uint64_t)INT_MAX)
-        return fail(why, size, "file %s: %llu values per sample is over the limit of %d", path,
-                    (unsigned long long)sample, INT_MAX);
+        return rung_why(why, size, "file %s: %llu values per sample is over the limit of %d", path,
+                        (unsigned long long)sample, INT_MAX);
     if (dims[0] == 0)
-        return fail(why, size, "file %s: holds no samples", path);
+        return rung_why(why, size, "file %s: holds no samples", path);
     if (dims[0] * sample > DATA_MAX_VALUES)
-        return fail(why, size,
-                    "file %s: %llu samples of %llu bytes is over the limit of %llu "
-                    "values",
-                    path, (unsigned long long)dims[0], (unsigned long long)sample,
-                    (unsigned long long)DATA_MAX_VALUES);
+        return rung_why(why, size,
+                        "file %s: %llu samples of %llu bytes is over the limit of %llu "
+                        "values",
+                        path, (unsigned long long)dims[0], (unsigned long long)sample,
+                        (unsigned long long)DATA_MAX_VALUES);
     h->count = (int64_t)dims[0];
     h->sample = (int64_t)sample;
     return 0;
@@ -200,10 +186,10 @@ static int idx_expect_end(gzFile f, const char *path, const IdxHeader *h, char *
     if (got < 0)
         return -1;
     if (got > 0)
-        return fail(why, size,
-                    "file %s: longer than its header says (%lld samples of %lld "
-                    "bytes, then more data)",
-                    path, (long long)h->count, (long long)h->sample);
+        return rung_why(why, size,
+                        "file %s: longer than its header says (%lld samples of %lld "
+                        "bytes, then more data)",
+                        path, (long long)h->count, (long long)h->sample);
     return 0;
 }
 
@@ -220,8 +206,8 @@ static int idx_read_pixels(gzFile f, const char *path, const IdxHeader *h, uint8
             return -1;
         done += (uint64_t)got;
         if ((size_t)got < want)
-            return fail(why, size, "file %s: truncated at sample %lld of %lld", path,
-                        (long long)(done / (uint64_t)h->sample), (long long)h->count);
+            return rung_why(why, size, "file %s: truncated at sample %lld of %lld", path,
+                            (long long)(done / (uint64_t)h->sample), (long long)h->count);
     }
     return 0;
 }
@@ -244,8 +230,8 @@ int data_load_idx(const char *images, const char *labels, Dataset *out, char *wh
     if (idx_read_header(fl, labels, true, &hl, why, size) != 0)
         goto done;
     if (hi.count != hl.count) {
-        fail(why, size, "files %s and %s: %lld images but %lld labels", images, labels,
-             (long long)hi.count, (long long)hl.count);
+        rung_why(why, size, "files %s and %s: %lld images but %lld labels", images, labels,
+                 (long long)hi.count, (long long)hl.count);
         goto done;
     }
 
@@ -256,8 +242,8 @@ int data_load_idx(const char *images, const char *labels, Dataset *out, char *wh
     d.y = malloc((size_t)d.n * sizeof *d.y);
     lab = malloc((size_t)d.n);
     if (d.code == NULL || d.lut == NULL || d.y == NULL || lab == NULL) {
-        fail(why, size, "files %s and %s: out of memory for %lld samples of %d values", images,
-             labels, (long long)d.n, d.dim);
+        rung_why(why, size, "files %s and %s: out of memory for %lld samples of %d values", images,
+                 labels, (long long)d.n, d.dim);
         goto done;
     }
     for (int v = 0; v < DATA_CODEBOOK_SIZE; v++)
@@ -271,8 +257,8 @@ int data_load_idx(const char *images, const char *labels, Dataset *out, char *wh
     if (got < 0)
         goto done;
     if (got < d.n) {
-        fail(why, size, "file %s: truncated at sample %lld of %lld", labels, (long long)got,
-             (long long)d.n);
+        rung_why(why, size, "file %s: truncated at sample %lld of %lld", labels, (long long)got,
+                 (long long)d.n);
         goto done;
     }
     if (idx_expect_end(fl, labels, &hl, why, size) != 0)
@@ -324,11 +310,11 @@ static int line_next(LineReader *r, int64_t line, char **out, char *why, size_t 
             size_t len = nl != NULL ? (size_t)(nl - s) : avail;
             r->pos += nl != NULL ? len + 1 : len;
             if (len > CSV_MAX_LINE)
-                return fail(why, size, "file %s line %lld: longer than %zu bytes", r->path,
-                            (long long)line, CSV_MAX_LINE);
+                return rung_why(why, size, "file %s line %lld: longer than %zu bytes", r->path,
+                                (long long)line, CSV_MAX_LINE);
             if (memchr(s, '\0', len) != NULL)
-                return fail(why, size, "file %s line %lld: holds a NUL byte (not a text file?)",
-                            r->path, (long long)line);
+                return rung_why(why, size, "file %s line %lld: holds a NUL byte (not a text file?)",
+                                r->path, (long long)line);
             s[len] = '\0';
             if (len > 0 && s[len - 1] == '\r')
                 s[len - 1] = '\0';
@@ -338,8 +324,8 @@ static int line_next(LineReader *r, int64_t line, char **out, char *why, size_t 
         if (r->eof)
             return 0;
         if (avail > CSV_MAX_LINE)
-            return fail(why, size, "file %s line %lld: longer than %zu bytes", r->path,
-                        (long long)line, CSV_MAX_LINE);
+            return rung_why(why, size, "file %s line %lld: longer than %zu bytes", r->path,
+                            (long long)line, CSV_MAX_LINE);
         memmove(r->buf, s, avail);
         r->pos = 0;
         r->end = avail;
@@ -348,7 +334,7 @@ static int line_next(LineReader *r, int64_t line, char **out, char *why, size_t 
                                                                : r->end + READ_CHUNK + 1;
             char *nb = realloc(r->buf, ncap);
             if (nb == NULL)
-                return fail(why, size, "file %s: out of memory", r->path);
+                return rung_why(why, size, "file %s: out of memory", r->path);
             r->buf = nb;
             r->cap = ncap;
         }
@@ -422,7 +408,7 @@ int data_load_csv(const char *path, Dataset *out, char *why, size_t size)
         goto done;
     r.buf = malloc(r.cap);
     if (r.buf == NULL) {
-        fail(why, size, "file %s: out of memory", path);
+        rung_why(why, size, "file %s: out of memory", path);
         goto done;
     }
     for (;;) {
@@ -443,28 +429,28 @@ int data_load_csv(const char *path, Dataset *out, char *why, size_t size)
         if (csv_number(&p, &label, &field, &field_len) != 0) {
             if (header_allowed)
                 continue;
-            fail(why, size, "file %s line %lld: label '%.*s' is not a number", path,
-                 (long long)line, FIELD_SHOWN(field_len), field);
+            rung_why(why, size, "file %s line %lld: label '%.*s' is not a number", path,
+                     (long long)line, FIELD_SHOWN(field_len), field);
             goto done;
         }
         if (label < 0 || label >= DATA_MAX_CLASSES || label != floor(label)) {
-            fail(why, size, "file %s line %lld: label '%.*s' is not an integer in [0, %d)", path,
-                 (long long)line, FIELD_SHOWN(field_len), field, DATA_MAX_CLASSES);
+            rung_why(why, size, "file %s line %lld: label '%.*s' is not an integer in [0, %d)",
+                     path, (long long)line, FIELD_SHOWN(field_len), field, DATA_MAX_CLASSES);
             goto done;
         }
         int64_t nf = csv_fields(text);
         if (fields == 0) {
             if (nf < 2) {
-                fail(why, size, "file %s line %lld: a label but no features", path,
-                     (long long)line);
+                rung_why(why, size, "file %s line %lld: a label but no features", path,
+                         (long long)line);
                 goto done;
             }
             /* The line limit keeps this far below INT_MAX and the value limit. */
             fields = nf;
             d.dim = (int)(nf - 1);
         } else if (nf != fields) {
-            fail(why, size, "file %s line %lld: %lld fields, but the first row has %lld", path,
-                 (long long)line, (long long)nf, (long long)fields);
+            rung_why(why, size, "file %s line %lld: %lld fields, but the first row has %lld", path,
+                     (long long)line, (long long)nf, (long long)fields);
             goto done;
         }
         if (d.n == cap_n) {
@@ -472,19 +458,19 @@ int data_load_csv(const char *path, Dataset *out, char *why, size_t size)
             if ((uint64_t)ncap * (uint64_t)d.dim > DATA_MAX_VALUES)
                 ncap = (int64_t)(DATA_MAX_VALUES / (uint64_t)d.dim);
             if (ncap <= d.n) {
-                fail(why, size, "file %s line %lld: over the limit of %llu values", path,
-                     (long long)line, (unsigned long long)DATA_MAX_VALUES);
+                rung_why(why, size, "file %s line %lld: over the limit of %llu values", path,
+                         (long long)line, (unsigned long long)DATA_MAX_VALUES);
                 goto done;
             }
             float *nx = realloc(d.x, (size_t)ncap * (size_t)d.dim * sizeof *nx);
             if (nx == NULL) {
-                fail(why, size, "file %s: out of memory at line %lld", path, (long long)line);
+                rung_why(why, size, "file %s: out of memory at line %lld", path, (long long)line);
                 goto done;
             }
             d.x = nx;
             int32_t *ny = realloc(d.y, (size_t)ncap * sizeof *ny);
             if (ny == NULL) {
-                fail(why, size, "file %s: out of memory at line %lld", path, (long long)line);
+                rung_why(why, size, "file %s: out of memory at line %lld", path, (long long)line);
                 goto done;
             }
             d.y = ny;
@@ -494,8 +480,8 @@ int data_load_csv(const char *path, Dataset *out, char *why, size_t size)
         for (int j = 0; j < d.dim; j++) {
             double v;
             if (csv_number(&p, &v, &field, &field_len) != 0 || fabs(v) > FLT_MAX) {
-                fail(why, size, "file %s line %lld: field %d '%.*s' is not a finite float", path,
-                     (long long)line, j + 2, FIELD_SHOWN(field_len), field);
+                rung_why(why, size, "file %s line %lld: field %d '%.*s' is not a finite float",
+                         path, (long long)line, j + 2, FIELD_SHOWN(field_len), field);
                 goto done;
             }
             row[j] = (float)v;
@@ -506,7 +492,7 @@ int data_load_csv(const char *path, Dataset *out, char *why, size_t size)
         d.n++;
     }
     if (d.n == 0) {
-        fail(why, size, "file %s: holds no samples", path);
+        rung_why(why, size, "file %s: holds no samples", path);
         goto done;
     }
     d.n_classes = max_label + 1 < 2 ? 2 : max_label + 1;
@@ -549,13 +535,13 @@ static int idx_find(const char *folder, const char *base, const char *hint, char
 {
     int w = snprintf(path, path_size, "%s/%s.gz", folder, base);
     if (w < 0 || (size_t)w >= path_size)
-        return fail(why, size, "folder %s: path too long", folder);
+        return rung_why(why, size, "folder %s: path too long", folder);
     if (file_exists(path))
         return 0;
     snprintf(path, path_size, "%s/%s", folder, base);
     if (file_exists(path))
         return 0;
-    return fail(why, size, "file %s.gz not found (nor %s)%s", path, path, hint);
+    return rung_why(why, size, "file %s.gz not found (nor %s)%s", path, path, hint);
 }
 
 /* Loads split `split` ("train" or "test") of an MNIST-layout folder. */
@@ -579,12 +565,12 @@ int data_load_named(const char *name, const char *dir, const char *split, Datase
 {
     memset(out, 0, sizeof *out);
     if (name == NULL || name[0] == '\0')
-        return fail(why, size,
-                    "dataset: no name given (fashion-mnist, mnist, a folder of IDX "
-                    "files, or a .csv file)");
+        return rung_why(why, size,
+                        "dataset: no name given (fashion-mnist, mnist, a folder of IDX "
+                        "files, or a .csv file)");
     if (split == NULL || (strcmp(split, "train") != 0 && strcmp(split, "test") != 0))
-        return fail(why, size, "dataset %s: split '%s' is not train or test", name,
-                    split == NULL ? "(null)" : split);
+        return rung_why(why, size, "dataset %s: split '%s' is not train or test", name,
+                        split == NULL ? "(null)" : split);
 
     if (strcmp(name, "fashion-mnist") == 0) {
         if (dir != NULL)
@@ -596,10 +582,10 @@ int data_load_named(const char *name, const char *dir, const char *split, Datase
     }
     if (strcmp(name, "mnist") == 0) {
         if (dir == NULL)
-            return fail(why, size,
-                        "dataset mnist: Debian has no MNIST package; give the folder "
-                        "that holds train-images-idx3-ubyte.gz and the other three "
-                        "IDX files (or use fashion-mnist)");
+            return rung_why(why, size,
+                            "dataset mnist: Debian has no MNIST package; give the folder "
+                            "that holds train-images-idx3-ubyte.gz and the other three "
+                            "IDX files (or use fashion-mnist)");
         return idx_load_folder(dir, split, "", out, why, size);
     }
     if (ends_with_ci(name, ".csv") || ends_with_ci(name, ".csv.gz")) {
@@ -612,10 +598,10 @@ int data_load_named(const char *name, const char *dir, const char *split, Datase
     struct stat st;
     if (stat(name, &st) == 0 && S_ISDIR(st.st_mode))
         return idx_load_folder(name, split, "", out, why, size);
-    return fail(why, size,
-                "dataset %s: not fashion-mnist, mnist, a folder of IDX files, or a "
-                ".csv file%s",
-                name, stat(name, &st) != 0 ? " (no such file or folder)" : "");
+    return rung_why(why, size,
+                    "dataset %s: not fashion-mnist, mnist, a folder of IDX files, or a "
+                    ".csv file%s",
+                    name, stat(name, &st) != 0 ? " (no such file or folder)" : "");
 }
 
 /* ---- Split, truncation, normalization -------------------------------- */
@@ -708,10 +694,10 @@ int data_split(Dataset *d, int64_t n_val, uint64_t seed, Dataset *val, char *why
 {
     memset(val, 0, sizeof *val);
     if (n_val < 0 || n_val >= d->n)
-        return fail(why, size,
-                    "validation split of %lld samples: the training set has %lld, "
-                    "and at least one must stay for training",
-                    (long long)n_val, (long long)d->n);
+        return rung_why(why, size,
+                        "validation split of %lld samples: the training set has %lld, "
+                        "and at least one must stay for training",
+                        (long long)n_val, (long long)d->n);
     val->dim = d->dim;
     val->n_classes = d->n_classes;
     if (n_val == 0)
@@ -739,7 +725,8 @@ int data_split(Dataset *d, int64_t n_val, uint64_t seed, Dataset *val, char *why
         free(perm);
         free(is_val);
         data_free(val);
-        return fail(why, size, "validation split of %lld samples: out of memory", (long long)n_val);
+        return rung_why(why, size, "validation split of %lld samples: out of memory",
+                        (long long)n_val);
     }
     permutation(d->n, STREAM_SPLIT, seed, 0, perm);
     int64_t first = d->n - n_val;

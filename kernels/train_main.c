@@ -31,6 +31,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,11 +63,18 @@ static void on_term(int sig)
     train_gpu_stop(); /* the CUDA module's own flag */
 }
 
-static int fail(const char *fmt, const char *a, const char *b)
+/* Says why rung-train cannot run (a why buffer filled by the callee:
+ * common/why.h) on stderr; returns the exit status of a bad setup. */
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int fail(const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "rung-train: ");
-    fprintf(stderr, fmt, a, b);
+    vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
+    va_end(ap);
     return 2;
 }
 
@@ -851,16 +859,16 @@ int main(int argc, char **argv)
                     getenv("OPENBLAS_CORETYPE"), why);
             blascore_unpick(argv);
         }
-        return fail("OpenBLAS gives wrong results: %s%s", why, "");
+        return fail("OpenBLAS gives wrong results: %s", why);
     }
 
     json_t *c = read_config(why, sizeof why);
     if (c == NULL)
-        return fail("%s%s", why, "");
+        return fail("%s", why);
     TrainConfig cfg;
     if (parse_config(c, &cfg, why, sizeof why) != 0) {
         json_decref(c);
-        return fail("%s%s", why, "");
+        return fail("%s", why);
     }
     json_decref(c);
     if (options[O_RANKS].value != NULL)
@@ -883,7 +891,7 @@ int main(int argc, char **argv)
         const char *model = json_string_value(json_object_get(tr, "model"));
         if (model != NULL && strcmp(model, "mlp") != 0) {
             json_decref(tr);
-            return fail("trainable.model: '%s' is not a model of rung-train (mlp)%s", model, "");
+            return fail("trainable.model: '%s' is not a model of rung-train (mlp)", model);
         }
         if (json_string_value(json_object_get(tr, "dataset")) != NULL)
             snprintf(dataset, sizeof dataset, "%s",
@@ -893,7 +901,7 @@ int main(int argc, char **argv)
     if (data_load_named(dataset, NULL, "train", &train, why, sizeof why) != 0 ||
         data_load_named(dataset, NULL, "test", &test, why, sizeof why) != 0) {
         json_decref(tr);
-        return fail("%s%s", why, "");
+        return fail("%s", why);
     }
     json_decref(tr);
     if (cfg.train_samples > 0 && cfg.train_samples < train.n)
@@ -905,7 +913,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (n_val > 0 && data_split(&train, n_val, cfg.seed, &val, why, sizeof why) != 0)
-        return fail("%s%s", why, "");
+        return fail("%s", why);
     Dataset *others[2] = {&val, &test};
     double mean, sd;
     data_normalize(&train, others, 2, &mean, &sd);
@@ -956,7 +964,7 @@ int main(int argc, char **argv)
         data_free(&train);
         data_free(&val);
         data_free(&test);
-        return fail("%s%s", why, "");
+        return fail("%s", why);
     }
     if (cfg.resume_epoch > 0)
         checkpoint_prune(cfg.checkpoint_dir, cfg.resume_epoch,
@@ -994,7 +1002,7 @@ int main(int argc, char **argv)
         return 143; /* as if SIGTERM had killed it */
     }
     if (rc != 0)
-        return fail("%s%s", why, "");
+        return fail("%s", why);
     /* Done: only the last is kept, and the milestones of a pbt population. */
     checkpoint_prune(cfg.checkpoint_dir, cfg.epochs, keep_every);
     return 0;

@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/evp.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,24 +19,12 @@
 #include <unistd.h>
 
 #include "sha256hex.h"
+#include "why.h"
 
 #define MAX_DEPTH 128          /* folders inside folders (a descriptor each) */
 #define BUF_SIZE (256 * 1024)  /* a read's size when bytes are copied or hashed */
 #define READ_BLOCK (64 * 1024) /* libarchive's reads of a tar */
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-
-static void say(char *err, size_t errsize, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void say(char *err, size_t errsize, const char *fmt, ...)
-{
-    if (errsize == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errsize, fmt, ap);
-    va_end(ap);
-}
 
 static int write_all(int fd, const void *data, size_t n)
 {
@@ -292,12 +279,13 @@ static int copy_bytes(Copy *c, int sfd, int dfd, const char *name, const struct 
     if (in < 0 && errno == ENOENT)
         return 0; /* renamed or removed since it was listed: a temporary name */
     if (in < 0) {
-        say(c->err, c->errsize, "cannot open %s/%s: %s", c->from, c->path.rel, strerror(errno));
+        rung_why(c->err, c->errsize, "cannot open %s/%s: %s", c->from, c->path.rel,
+                 strerror(errno));
         return -1;
     }
     int out = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (out < 0) {
-        say(c->err, c->errsize, "cannot make %s/%s: %s", c->to, c->path.rel, strerror(errno));
+        rung_why(c->err, c->errsize, "cannot make %s/%s: %s", c->to, c->path.rel, strerror(errno));
         close(in);
         return -1;
     }
@@ -310,14 +298,16 @@ static int copy_bytes(Copy *c, int sfd, int dfd, const char *name, const struct 
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            say(c->err, c->errsize, "cannot read %s/%s: %s", c->from, c->path.rel, strerror(errno));
+            rung_why(c->err, c->errsize, "cannot read %s/%s: %s", c->from, c->path.rel,
+                     strerror(errno));
             rc = -1;
             break;
         }
         if (n == 0)
             break;
         if (write_all(out, c->buf, (size_t)n) != 0) {
-            say(c->err, c->errsize, "cannot write %s/%s: %s", c->to, c->path.rel, strerror(errno));
+            rung_why(c->err, c->errsize, "cannot write %s/%s: %s", c->to, c->path.rel,
+                     strerror(errno));
             rc = -1;
             break;
         }
@@ -325,12 +315,12 @@ static int copy_bytes(Copy *c, int sfd, int dfd, const char *name, const struct 
     /* The mode and times of the original, as a link would have them. */
     const struct timespec times[2] = {st->st_atim, st->st_mtim};
     if (rc == 0 && (fchmod(out, st->st_mode & 07777) != 0 || futimens(out, times) != 0)) {
-        say(c->err, c->errsize, "cannot set the mode or times of %s/%s: %s", c->to, c->path.rel,
-            strerror(errno));
+        rung_why(c->err, c->errsize, "cannot set the mode or times of %s/%s: %s", c->to,
+                 c->path.rel, strerror(errno));
         rc = -1;
     }
     if (close(out) != 0 && rc == 0) {
-        say(c->err, c->errsize, "cannot write %s/%s: %s", c->to, c->path.rel, strerror(errno));
+        rung_why(c->err, c->errsize, "cannot write %s/%s: %s", c->to, c->path.rel, strerror(errno));
         rc = -1;
     }
     close(in);
@@ -342,8 +332,8 @@ static int copy_tree(Copy *c, int sfd, int dfd, dev_t ddev, int depth)
     char **names;
     size_t n;
     if (list_dir(sfd, depth == 0, &names, &n) != 0) {
-        say(c->err, c->errsize, "cannot read the folder %s/%s: %s", c->from, c->path.rel,
-            strerror(errno));
+        rung_why(c->err, c->errsize, "cannot read the folder %s/%s: %s", c->from, c->path.rel,
+                 strerror(errno));
         return -1;
     }
     int rc = 0;
@@ -351,16 +341,16 @@ static int copy_tree(Copy *c, int sfd, int dfd, dev_t ddev, int depth)
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const char *name = names[i];
         if (rel_push(&c->path, name) != 0) {
-            say(c->err, c->errsize, "a path in %s is too long: %s/%.100s...", c->from, c->path.rel,
-                name);
+            rung_why(c->err, c->errsize, "a path in %s is too long: %s/%.100s...", c->from,
+                     c->path.rel, name);
             rc = -1;
             break;
         }
         struct stat st;
         if (fstatat(sfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
             if (errno != ENOENT) { /* (ENOENT: removed since it was listed) */
-                say(c->err, c->errsize, "cannot stat %s/%s: %s", c->from, c->path.rel,
-                    strerror(errno));
+                rung_why(c->err, c->errsize, "cannot stat %s/%s: %s", c->from, c->path.rel,
+                         strerror(errno));
                 rc = -1;
             }
         } else if (S_ISDIR(st.st_mode) && st.st_dev == c->to_dev && st.st_ino == c->to_ino) {
@@ -368,8 +358,8 @@ static int copy_tree(Copy *c, int sfd, int dfd, dev_t ddev, int depth)
         } else if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode)) {
             /* FIFOs, sockets, devices: not a checkpoint's */
         } else if (remove_entry(dfd, name, ddev, 0) != 0) {
-            say(c->err, c->errsize, "cannot replace %s/%s: %s", c->to, c->path.rel,
-                strerror(errno));
+            rung_why(c->err, c->errsize, "cannot replace %s/%s: %s", c->to, c->path.rel,
+                     strerror(errno));
             rc = -1;
         } else if (S_ISREG(st.st_mode)) {
             /* Never a hard link: a program that opens an existing name for
@@ -382,31 +372,31 @@ static int copy_tree(Copy *c, int sfd, int dfd, dev_t ddev, int depth)
             char target[PATH_MAX];
             ssize_t len = readlinkat(sfd, name, target, sizeof target);
             if (len < 0 || (size_t)len >= sizeof target) {
-                say(c->err, c->errsize, "cannot read the link %s/%s: %s", c->from, c->path.rel,
-                    len < 0 ? strerror(errno) : "target too long");
+                rung_why(c->err, c->errsize, "cannot read the link %s/%s: %s", c->from, c->path.rel,
+                         len < 0 ? strerror(errno) : "target too long");
                 rc = -1;
             } else {
                 target[len] = '\0';
                 if (symlinkat(target, dfd, name) != 0) {
-                    say(c->err, c->errsize, "cannot make the link %s/%s: %s", c->to, c->path.rel,
-                        strerror(errno));
+                    rung_why(c->err, c->errsize, "cannot make the link %s/%s: %s", c->to,
+                             c->path.rel, strerror(errno));
                     rc = -1;
                 }
             }
         } else if (depth + 1 >= MAX_DEPTH) {
-            say(c->err, c->errsize, "%s/%s: folders nested deeper than %d", c->from, c->path.rel,
-                MAX_DEPTH);
+            rung_why(c->err, c->errsize, "%s/%s: folders nested deeper than %d", c->from,
+                     c->path.rel, MAX_DEPTH);
             rc = -1;
         } else {
             int ssub = openat(sfd, name, DIR_FLAGS);
             int dsub = -1;
             if (ssub < 0) {
-                say(c->err, c->errsize, "cannot open %s/%s: %s", c->from, c->path.rel,
-                    strerror(errno));
+                rung_why(c->err, c->errsize, "cannot open %s/%s: %s", c->from, c->path.rel,
+                         strerror(errno));
                 rc = -1;
             } else if (mkdirat(dfd, name, 0700) != 0 || (dsub = openat(dfd, name, DIR_FLAGS)) < 0) {
-                say(c->err, c->errsize, "cannot make %s/%s: %s", c->to, c->path.rel,
-                    strerror(errno));
+                rung_why(c->err, c->errsize, "cannot make %s/%s: %s", c->to, c->path.rel,
+                         strerror(errno));
                 rc = -1;
             } else {
                 /* Made writable (0700) for the copy, given the original's
@@ -415,8 +405,8 @@ static int copy_tree(Copy *c, int sfd, int dfd, dev_t ddev, int depth)
                 const struct timespec times[2] = {st.st_atim, st.st_mtim};
                 if (rc == 0 &&
                     (fchmod(dsub, st.st_mode & 07777) != 0 || futimens(dsub, times) != 0)) {
-                    say(c->err, c->errsize, "cannot set the mode or times of %s/%s: %s", c->to,
-                        c->path.rel, strerror(errno));
+                    rung_why(c->err, c->errsize, "cannot set the mode or times of %s/%s: %s", c->to,
+                             c->path.rel, strerror(errno));
                     rc = -1;
                 }
             }
@@ -453,13 +443,13 @@ static int clear_dir(int dfd, const char *to, dev_t dev, char *err, size_t errsi
     char **mine;
     size_t n;
     if (list_dir(dfd, true, &mine, &n) != 0) {
-        say(err, errsize, "cannot read the folder %s: %s", to, strerror(errno));
+        rung_why(err, errsize, "cannot read the folder %s: %s", to, strerror(errno));
         return -1;
     }
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < n; i++)
         if (remove_entry(dfd, mine[i], dev, 0) != 0) {
-            say(err, errsize, "cannot remove %s/%s: %s", to, mine[i], strerror(errno));
+            rung_why(err, errsize, "cannot remove %s/%s: %s", to, mine[i], strerror(errno));
             rc = -1;
         }
     free_names(mine, n);
@@ -468,22 +458,22 @@ static int clear_dir(int dfd, const char *to, dev_t dev, char *err, size_t errsi
 
 int ckpt_copy_dir(const char *from, const char *to, char *err, size_t errsize)
 {
-    say(err, errsize, "%s", "");
+    rung_why(err, errsize, "%s", "");
     Copy c = {.from = from, .to = to, .err = err, .errsize = errsize};
     int sfd = open(from, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (sfd < 0) {
-        say(err, errsize, "cannot open the folder %s: %s", from, strerror(errno));
+        rung_why(err, errsize, "cannot open the folder %s: %s", from, strerror(errno));
         return -1;
     }
     if (mkdir(to, 0700) != 0 && errno != EEXIST) {
-        say(err, errsize, "cannot make the folder %s: %s", to, strerror(errno));
+        rung_why(err, errsize, "cannot make the folder %s: %s", to, strerror(errno));
         close(sfd);
         return -1;
     }
     int dfd = open(to, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     struct stat sst, dst;
     if (dfd < 0 || fstat(dfd, &dst) != 0 || fstat(sfd, &sst) != 0) {
-        say(err, errsize, "cannot open the folder %s: %s", to, strerror(errno));
+        rung_why(err, errsize, "cannot open the folder %s: %s", to, strerror(errno));
         if (dfd >= 0)
             close(dfd);
         close(sfd);
@@ -491,12 +481,12 @@ int ckpt_copy_dir(const char *from, const char *to, char *err, size_t errsize)
     }
     int rc = -1;
     if (sst.st_dev == dst.st_dev && sst.st_ino == dst.st_ino) {
-        say(err, errsize, "cannot copy the folder %s into itself (%s)", from, to);
+        rung_why(err, errsize, "cannot copy the folder %s into itself (%s)", from, to);
     } else if (holds(to, from)) {
         /* replacing an entry of `to` could remove `from` itself */
-        say(err, errsize, "cannot copy the folder %s into %s, which holds it", from, to);
+        rung_why(err, errsize, "cannot copy the folder %s into %s, which holds it", from, to);
     } else if ((c.buf = malloc(BUF_SIZE)) == NULL) {
-        say(err, errsize, "out of memory copying %s", from);
+        rung_why(err, errsize, "out of memory copying %s", from);
     } else {
         c.to_dev = dst.st_dev;
         c.to_ino = dst.st_ino;
@@ -554,9 +544,9 @@ static la_ssize_t pack_write(struct archive *a, void *client, const void *data, 
 static int pack_header(Pack *p, const struct stat *st)
 {
     if (++p->entries > CKPT_MAX_ENTRIES) {
-        say(p->err, p->errsize,
-            "%s holds more than %d files and folders, the most a checkpoint may", p->dir,
-            CKPT_MAX_ENTRIES);
+        rung_why(p->err, p->errsize,
+                 "%s holds more than %d files and folders, the most a checkpoint may", p->dir,
+                 CKPT_MAX_ENTRIES);
         return -1;
     }
     archive_entry_clear(p->entry);
@@ -564,8 +554,8 @@ static int pack_header(Pack *p, const struct stat *st)
     archive_entry_copy_stat(p->entry, st);
     /* ARCHIVE_WARN: e.g. a name not in UTF-8, written as it is */
     if (archive_write_header(p->a, p->entry) < ARCHIVE_WARN) {
-        say(p->err, p->errsize, "cannot pack %s/%s: %s", p->dir, p->path.rel,
-            archive_error_string(p->a));
+        rung_why(p->err, p->errsize, "cannot pack %s/%s: %s", p->dir, p->path.rel,
+                 archive_error_string(p->a));
         return -1;
     }
     return 0;
@@ -576,13 +566,13 @@ static int pack_file(Pack *p, int dfd, const char *name)
     int in = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
     if (in < 0 || fstat(in, &st) != 0) {
-        say(p->err, p->errsize, "cannot open %s/%s: %s", p->dir, p->path.rel, strerror(errno));
+        rung_why(p->err, p->errsize, "cannot open %s/%s: %s", p->dir, p->path.rel, strerror(errno));
         if (in >= 0)
             close(in);
         return -1;
     }
     if (!S_ISREG(st.st_mode)) {
-        say(p->err, p->errsize, "%s/%s changed while it was packed", p->dir, p->path.rel);
+        rung_why(p->err, p->errsize, "%s/%s changed while it was packed", p->dir, p->path.rel);
         close(in);
         return -1;
     }
@@ -596,7 +586,8 @@ static int pack_file(Pack *p, int dfd, const char *name)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            say(p->err, p->errsize, "cannot read %s/%s: %s", p->dir, p->path.rel, strerror(errno));
+            rung_why(p->err, p->errsize, "cannot read %s/%s: %s", p->dir, p->path.rel,
+                     strerror(errno));
             close(in);
             return -1;
         }
@@ -606,8 +597,8 @@ static int pack_file(Pack *p, int dfd, const char *name)
         if (total > st.st_size)
             break; /* grew: refused below */
         if (archive_write_data(p->a, p->buf, (size_t)n) < 0) {
-            say(p->err, p->errsize, "cannot pack %s/%s: %s", p->dir, p->path.rel,
-                archive_error_string(p->a));
+            rung_why(p->err, p->errsize, "cannot pack %s/%s: %s", p->dir, p->path.rel,
+                     archive_error_string(p->a));
             close(in);
             return -1;
         }
@@ -617,8 +608,9 @@ static int pack_file(Pack *p, int dfd, const char *name)
      * would be packed cut or padded with zeros, a checkpoint nobody can
      * load. */
     if (total != st.st_size) {
-        say(p->err, p->errsize, "%s/%s changed size while it was packed (%lld bytes, then %lld)",
-            p->dir, p->path.rel, (long long)st.st_size, (long long)total);
+        rung_why(p->err, p->errsize,
+                 "%s/%s changed size while it was packed (%lld bytes, then %lld)", p->dir,
+                 p->path.rel, (long long)st.st_size, (long long)total);
         return -1;
     }
     return 0;
@@ -629,8 +621,8 @@ static int pack_tree(Pack *p, int dfd, int depth)
     char **names;
     size_t n;
     if (list_dir(dfd, depth == 0, &names, &n) != 0) {
-        say(p->err, p->errsize, "cannot read the folder %s/%s: %s", p->dir, p->path.rel,
-            strerror(errno));
+        rung_why(p->err, p->errsize, "cannot read the folder %s/%s: %s", p->dir, p->path.rel,
+                 strerror(errno));
         return -1;
     }
     int rc = 0;
@@ -638,16 +630,16 @@ static int pack_tree(Pack *p, int dfd, int depth)
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const char *name = names[i];
         if (rel_push(&p->path, name) != 0) {
-            say(p->err, p->errsize, "a path in %s is too long: %s/%.100s...", p->dir, p->path.rel,
-                name);
+            rung_why(p->err, p->errsize, "a path in %s is too long: %s/%.100s...", p->dir,
+                     p->path.rel, name);
             rc = -1;
             break;
         }
         struct stat st;
         if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
             if (errno != ENOENT) {
-                say(p->err, p->errsize, "cannot stat %s/%s: %s", p->dir, p->path.rel,
-                    strerror(errno));
+                rung_why(p->err, p->errsize, "cannot stat %s/%s: %s", p->dir, p->path.rel,
+                         strerror(errno));
                 rc = -1;
             }
         } else if (S_ISREG(st.st_mode)) {
@@ -660,14 +652,14 @@ static int pack_tree(Pack *p, int dfd, int depth)
                 snprintf(p->first_link, sizeof p->first_link, "%.255s", p->path.rel);
         } else if (S_ISDIR(st.st_mode)) {
             if (depth + 1 >= MAX_DEPTH) {
-                say(p->err, p->errsize, "%s/%s: folders nested deeper than %d", p->dir, p->path.rel,
-                    MAX_DEPTH);
+                rung_why(p->err, p->errsize, "%s/%s: folders nested deeper than %d", p->dir,
+                         p->path.rel, MAX_DEPTH);
                 rc = -1;
             } else if ((rc = pack_header(p, &st)) == 0) {
                 int sub = openat(dfd, name, DIR_FLAGS);
                 if (sub < 0) {
-                    say(p->err, p->errsize, "cannot open %s/%s: %s", p->dir, p->path.rel,
-                        strerror(errno));
+                    rung_why(p->err, p->errsize, "cannot open %s/%s: %s", p->dir, p->path.rel,
+                             strerror(errno));
                     rc = -1;
                 } else {
                     rc = pack_tree(p, sub, depth + 1);
@@ -712,27 +704,27 @@ static int sync_parent(const char *path)
 int ckpt_pack(const char *dir, const char *tar_path, char *sha256_hex, int64_t *size, char *err,
               size_t errsize)
 {
-    say(err, errsize, "%s", "");
+    rung_why(err, errsize, "%s", "");
     char tmp[PATH_MAX];
     if (snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", tar_path) >= (int)sizeof tmp) {
-        say(err, errsize, "the path %.200s... is too long", tar_path);
+        rung_why(err, errsize, "the path %.200s... is too long", tar_path);
         return -1;
     }
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0) {
-        say(err, errsize, "cannot open the folder %s: %s", dir, strerror(errno));
+        rung_why(err, errsize, "cannot open the folder %s: %s", dir, strerror(errno));
         return -1;
     }
     Pack p = {.dir = dir, .err = err, .errsize = errsize, .fd = mkostemp(tmp, O_CLOEXEC)};
     if (p.fd < 0) {
-        say(err, errsize, "cannot make %s: %s", tmp, strerror(errno));
+        rung_why(err, errsize, "cannot make %s: %s", tmp, strerror(errno));
         close(dfd);
         return -1;
     }
     struct stat tst;
     int rc = -1;
     if (fstat(p.fd, &tst) != 0) {
-        say(err, errsize, "cannot stat %s: %s", tmp, strerror(errno));
+        rung_why(err, errsize, "cannot stat %s: %s", tmp, strerror(errno));
         goto out;
     }
     p.tmp_dev = tst.st_dev;
@@ -742,46 +734,47 @@ int ckpt_pack(const char *dir, const char *tar_path, char *sha256_hex, int64_t *
     p.a = archive_write_new();
     p.entry = archive_entry_new();
     if (p.sha == NULL || p.buf == NULL || p.a == NULL || p.entry == NULL) {
-        say(err, errsize, "out of memory packing %s", dir);
+        rung_why(err, errsize, "out of memory packing %s", dir);
         goto out;
     }
     if (archive_write_set_format_pax_restricted(p.a) != ARCHIVE_OK ||
         archive_write_add_filter_none(p.a) != ARCHIVE_OK ||
         archive_write_open2(p.a, &p, NULL, pack_write, NULL, NULL) != ARCHIVE_OK) {
-        say(err, errsize, "cannot start the tar %s: %s", tmp, archive_error_string(p.a));
+        rung_why(err, errsize, "cannot start the tar %s: %s", tmp, archive_error_string(p.a));
         goto out;
     }
     if (pack_tree(&p, dfd, 0) != 0)
         goto out;
     /* close writes the end-of-archive blocks, through pack_write */
     if (archive_write_close(p.a) != ARCHIVE_OK) {
-        say(err, errsize, "cannot finish the tar %s: %s", tmp, archive_error_string(p.a));
+        rung_why(err, errsize, "cannot finish the tar %s: %s", tmp, archive_error_string(p.a));
         goto out;
     }
     if (fsync(p.fd) != 0) {
-        say(err, errsize, "cannot write %s: %s", tmp, strerror(errno));
+        rung_why(err, errsize, "cannot write %s: %s", tmp, strerror(errno));
         goto out;
     }
     EVP_MD_CTX *sha = p.sha;
     p.sha = NULL; /* freed by sha256_final */
     if (sha256_final(sha, sha256_hex) != 0) {
-        say(err, errsize, "SHA-256 of %s failed", tmp);
+        rung_why(err, errsize, "SHA-256 of %s failed", tmp);
         goto out;
     }
     if (rename(tmp, tar_path) != 0) {
-        say(err, errsize, "cannot rename %s to %s: %s", tmp, tar_path, strerror(errno));
+        rung_why(err, errsize, "cannot rename %s to %s: %s", tmp, tar_path, strerror(errno));
         goto out;
     }
     tmp[0] = '\0'; /* nothing to remove now */
     if (sync_parent(tar_path) != 0) {
-        say(err, errsize, "cannot sync the folder of %s: %s", tar_path, strerror(errno));
+        rung_why(err, errsize, "cannot sync the folder of %s: %s", tar_path, strerror(errno));
         goto out;
     }
     if (size)
         *size = p.written;
     if (p.links > 0)
-        say(err, errsize, "left out %lld symbolic link%s (%s%s): a checkpoint carries none",
-            (long long)p.links, p.links > 1 ? "s" : "", p.first_link, p.links > 1 ? ", ..." : "");
+        rung_why(err, errsize, "left out %lld symbolic link%s (%s%s): a checkpoint carries none",
+                 (long long)p.links, p.links > 1 ? "s" : "", p.first_link,
+                 p.links > 1 ? ", ..." : "");
     rc = 0;
 out:
     if (p.a)
@@ -879,20 +872,21 @@ static int entry_check(Unpack *u, struct archive_entry *e)
     const char *name = archive_entry_pathname(e);
     const char *why = entry_refused(e);
     if (why) {
-        say(u->err, u->errsize, "%s: the entry \"%.200s\" %s; nothing extracted", u->tar_path,
-            name ? name : "?", why);
+        rung_why(u->err, u->errsize, "%s: the entry \"%.200s\" %s; nothing extracted", u->tar_path,
+                 name ? name : "?", why);
         return -1;
     }
     if (++u->entries > CKPT_MAX_ENTRIES) {
-        say(u->err, u->errsize,
-            "%s: the entry \"%.200s\" makes more than %d entries; nothing "
-            "extracted",
-            u->tar_path, name, CKPT_MAX_ENTRIES);
+        rung_why(u->err, u->errsize,
+                 "%s: the entry \"%.200s\" makes more than %d entries; nothing "
+                 "extracted",
+                 u->tar_path, name, CKPT_MAX_ENTRIES);
         return -1;
     }
     int64_t size = archive_entry_size(e);
     if (size > u->limit - u->declared) {
-        say(u->err, u->errsize,
+        rung_why(
+            u->err, u->errsize,
             "%s: the entry \"%.200s\" says %lld bytes, which makes more than the tar's own %lld "
             "bytes can hold; nothing extracted",
             u->tar_path, name, (long long)size, (long long)u->limit);
@@ -907,19 +901,19 @@ static int entry_check(Unpack *u, struct archive_entry *e)
 static struct archive *open_reader(Unpack *u)
 {
     if (lseek(u->fd, 0, SEEK_SET) != 0) {
-        say(u->err, u->errsize, "cannot read %s: %s", u->tar_path, strerror(errno));
+        rung_why(u->err, u->errsize, "cannot read %s: %s", u->tar_path, strerror(errno));
         return NULL;
     }
     struct archive *a = archive_read_new();
     if (a == NULL) {
-        say(u->err, u->errsize, "out of memory reading %s", u->tar_path);
+        rung_why(u->err, u->errsize, "out of memory reading %s", u->tar_path);
         return NULL;
     }
     if (archive_read_support_format_tar(a) != ARCHIVE_OK ||
         archive_read_support_filter_none(a) != ARCHIVE_OK ||
         archive_read_open_fd(a, u->fd, READ_BLOCK) != ARCHIVE_OK) {
-        say(u->err, u->errsize, "cannot read %s: %s; nothing extracted", u->tar_path,
-            archive_error_string(a));
+        rung_why(u->err, u->errsize, "cannot read %s: %s; nothing extracted", u->tar_path,
+                 archive_error_string(a));
         archive_read_free(a);
         return NULL;
     }
@@ -940,8 +934,8 @@ static int check_entries(Unpack *u)
         if (r == ARCHIVE_EOF)
             break;
         if (r < ARCHIVE_WARN) {
-            say(u->err, u->errsize, "cannot read %s: %s; nothing extracted", u->tar_path,
-                archive_error_string(a));
+            rung_why(u->err, u->errsize, "cannot read %s: %s; nothing extracted", u->tar_path,
+                     archive_error_string(a));
             rc = -1;
             break;
         }
@@ -966,7 +960,8 @@ static int extract_data(Unpack *u, struct archive *a, struct archive *disk, stru
     int r;
     while ((r = archive_read_data_block(a, &block, &len, &offset)) == ARCHIVE_OK) {
         if (offset < 0 || (int64_t)len > size - offset || (int64_t)len > u->limit - *written) {
-            say(u->err, u->errsize,
+            rung_why(
+                u->err, u->errsize,
                 "%s: the entry \"%.200s\" holds more than the %lld bytes its header says; nothing "
                 "extracted",
                 u->tar_path, name, (long long)size);
@@ -974,14 +969,14 @@ static int extract_data(Unpack *u, struct archive *a, struct archive *disk, stru
         }
         *written += (int64_t)len;
         if (archive_write_data_block(disk, block, len, offset) < ARCHIVE_WARN) {
-            say(u->err, u->errsize, "%s: cannot write the entry \"%.200s\": %s", u->tar_path, name,
-                archive_error_string(disk));
+            rung_why(u->err, u->errsize, "%s: cannot write the entry \"%.200s\": %s", u->tar_path,
+                     name, archive_error_string(disk));
             return -1;
         }
     }
     if (r != ARCHIVE_EOF) {
-        say(u->err, u->errsize, "%s: cannot read the entry \"%.200s\": %s; nothing extracted",
-            u->tar_path, name, archive_error_string(a));
+        rung_why(u->err, u->errsize, "%s: cannot read the entry \"%.200s\": %s; nothing extracted",
+                 u->tar_path, name, archive_error_string(a));
         return -1;
     }
     return 0;
@@ -1005,7 +1000,7 @@ static int extract(Unpack *u, const char *base)
      * a file gets its permission bits less the umask. */
     struct archive *disk = archive_write_disk_new();
     if (disk == NULL) {
-        say(u->err, u->errsize, "out of memory extracting %s", u->tar_path);
+        rung_why(u->err, u->errsize, "out of memory extracting %s", u->tar_path);
         archive_read_free(a);
         return -1;
     }
@@ -1021,8 +1016,8 @@ static int extract(Unpack *u, const char *base)
         if (r == ARCHIVE_EOF)
             break;
         if (r < ARCHIVE_WARN) {
-            say(u->err, u->errsize, "cannot read %s: %s; nothing extracted", u->tar_path,
-                archive_error_string(a));
+            rung_why(u->err, u->errsize, "cannot read %s: %s; nothing extracted", u->tar_path,
+                     archive_error_string(a));
             rc = -1;
             break;
         }
@@ -1033,8 +1028,8 @@ static int extract(Unpack *u, const char *base)
         }
         const char *name = archive_entry_pathname(e);
         if (snprintf(full, sizeof full, "%s/%s", base, name) >= (int)sizeof full) {
-            say(u->err, u->errsize, "%s: the entry \"%.200s...\" makes too long a path",
-                u->tar_path, name);
+            rung_why(u->err, u->errsize, "%s: the entry \"%.200s...\" makes too long a path",
+                     u->tar_path, name);
             rc = -1;
             break;
         }
@@ -1044,8 +1039,8 @@ static int extract(Unpack *u, const char *base)
         archive_entry_set_pathname(e, full);
         archive_entry_set_perm(e, archive_entry_perm(e) & 0777);
         if (archive_write_header(disk, e) < ARCHIVE_WARN) {
-            say(u->err, u->errsize, "%s: cannot extract the entry \"%s\": %s", u->tar_path, shown,
-                archive_error_string(disk));
+            rung_why(u->err, u->errsize, "%s: cannot extract the entry \"%s\": %s", u->tar_path,
+                     shown, archive_error_string(disk));
             rc = -1;
             break;
         }
@@ -1054,8 +1049,8 @@ static int extract(Unpack *u, const char *base)
             break;
         }
         if (archive_write_finish_entry(disk) < ARCHIVE_WARN) {
-            say(u->err, u->errsize, "%s: cannot write the entry \"%s\": %s", u->tar_path, shown,
-                archive_error_string(disk));
+            rung_why(u->err, u->errsize, "%s: cannot write the entry \"%s\": %s", u->tar_path,
+                     shown, archive_error_string(disk));
             rc = -1;
             break;
         }
@@ -1063,8 +1058,8 @@ static int extract(Unpack *u, const char *base)
     /* close sets the folders' times and modes, deferred until their
      * entries are in */
     if (archive_write_close(disk) < ARCHIVE_WARN && rc == 0) {
-        say(u->err, u->errsize, "cannot finish extracting %s: %s", u->tar_path,
-            archive_error_string(disk));
+        rung_why(u->err, u->errsize, "cannot finish extracting %s: %s", u->tar_path,
+                 archive_error_string(disk));
         rc = -1;
     }
     archive_write_free(disk);
@@ -1105,20 +1100,20 @@ static int split_path(const char *path, char *parent, char *name)
 static int install(int tfd, const char *to, char *err, size_t errsize)
 {
     if (mkdir(to, 0700) != 0 && errno != EEXIST) {
-        say(err, errsize, "cannot make the folder %s: %s", to, strerror(errno));
+        rung_why(err, errsize, "cannot make the folder %s: %s", to, strerror(errno));
         return -1;
     }
     int dfd = open(to, DIR_FLAGS);
     struct stat st, tst;
     if (dfd < 0 || fstat(dfd, &st) != 0 || fstat(tfd, &tst) != 0) {
-        say(err, errsize, "cannot open the folder %s: %s", to,
-            errno == ENOTDIR || errno == ELOOP ? "not a folder" : strerror(errno));
+        rung_why(err, errsize, "cannot open the folder %s: %s", to,
+                 errno == ENOTDIR || errno == ELOOP ? "not a folder" : strerror(errno));
         if (dfd >= 0)
             close(dfd);
         return -1;
     }
     if (st.st_dev != tst.st_dev) { /* before anything is removed */
-        say(err, errsize, "the folder %s is on another file system than its parent", to);
+        rung_why(err, errsize, "the folder %s is on another file system than its parent", to);
         close(dfd);
         return -1;
     }
@@ -1126,7 +1121,7 @@ static int install(int tfd, const char *to, char *err, size_t errsize)
     size_t n = 0;
     int rc = clear_dir(dfd, to, st.st_dev, err, errsize);
     if (rc == 0 && (rc = list_dir(tfd, true, &names, &n)) != 0) {
-        say(err, errsize, "cannot read the folder unpacked for %s: %s", to, strerror(errno));
+        rung_why(err, errsize, "cannot read the folder unpacked for %s: %s", to, strerror(errno));
         names = NULL;
         n = 0;
     }
@@ -1144,7 +1139,7 @@ static int install(int tfd, const char *to, char *err, size_t errsize)
                 continue;
             }
         }
-        say(err, errsize, "cannot move %s into %s: %s", names[i], to, strerror(errno));
+        rung_why(err, errsize, "cannot move %s into %s: %s", names[i], to, strerror(errno));
         rc = -1;
     }
     free_names(names, n);
@@ -1155,44 +1150,45 @@ static int install(int tfd, const char *to, char *err, size_t errsize)
 int ckpt_unpack(const char *tar_path, const char *expect_sha256_hex, const char *to, char *err,
                 size_t errsize)
 {
-    say(err, errsize, "%s", "");
+    rung_why(err, errsize, "%s", "");
     if (!rung_is_sha256_hex(expect_sha256_hex)) {
-        say(err, errsize, "the expected SHA-256 of %s is not 64 hex digits", tar_path);
+        rung_why(err, errsize, "the expected SHA-256 of %s is not 64 hex digits", tar_path);
         return -1;
     }
     Unpack u = {.tar_path = tar_path, .err = err, .errsize = errsize};
     u.fd = open(tar_path, O_RDONLY | O_CLOEXEC);
     if (u.fd < 0) {
-        say(err, errsize, "cannot open %s: %s", tar_path, strerror(errno));
+        rung_why(err, errsize, "cannot open %s: %s", tar_path, strerror(errno));
         return -1;
     }
     char hex[65], parent[PATH_MAX], name[NAME_MAX + 1], tmp[PATH_MAX];
     const char *z;
     int rc = -1;
     if (sha256_fd(u.fd, hex, &u.limit) != 0) {
-        say(err, errsize, "cannot read %s: %s", tar_path, strerror(errno));
+        rung_why(err, errsize, "cannot read %s: %s", tar_path, strerror(errno));
     } else if (strcasecmp(hex, expect_sha256_hex) != 0) {
-        say(err, errsize, "%s: its SHA-256 is %s, not the expected %s; nothing extracted", tar_path,
-            hex, expect_sha256_hex);
+        rung_why(err, errsize, "%s: its SHA-256 is %s, not the expected %s; nothing extracted",
+                 tar_path, hex, expect_sha256_hex);
     } else if ((z = compression(u.fd)) != NULL) {
-        say(err, errsize,
-            "%s is compressed (%s): only a plain tar is unpacked, as a worker packs; nothing "
-            "extracted",
-            tar_path, z);
+        rung_why(err, errsize,
+                 "%s is compressed (%s): only a plain tar is unpacked, as a worker packs; nothing "
+                 "extracted",
+                 tar_path, z);
     } else if (check_entries(&u) != 0) {
         /* err says which entry */
     } else if (split_path(to, parent, name) != 0 ||
                snprintf(tmp, sizeof tmp, "%s/.%s.unpack-XXXXXX", parent, name) >= (int)sizeof tmp) {
-        say(err, errsize, "the path %.200s is too long", to);
+        rung_why(err, errsize, "the path %.200s is too long", to);
     } else if (mkdtemp(tmp) == NULL) {
-        say(err, errsize, "cannot make a folder to unpack into (%s): %s", tmp, strerror(errno));
+        rung_why(err, errsize, "cannot make a folder to unpack into (%s): %s", tmp,
+                 strerror(errno));
     } else {
         /* Unpacked beside `to`, on its file system, and moved in only
          * whole: a refusal halfway leaves `to` as it was. */
         char *base = realpath(tmp, NULL);
         int tfd = base != NULL ? open(base, DIR_FLAGS) : -1;
         if (tfd < 0)
-            say(err, errsize, "cannot open the folder %s: %s", tmp, strerror(errno));
+            rung_why(err, errsize, "cannot open the folder %s: %s", tmp, strerror(errno));
         else if (extract(&u, base) == 0)
             rc = install(tfd, to, err, errsize);
         struct stat st;
@@ -1200,7 +1196,7 @@ int ckpt_unpack(const char *tar_path, const char *expect_sha256_hex, const char 
         const char *tname = strrchr(tmp, '/') + 1;
         if ((pfd < 0 || fstat(pfd, &st) != 0 || remove_entry(pfd, tname, st.st_dev, 0) != 0) &&
             rc == 0) /* (a failure's own message comes first) */
-            say(err, errsize, "unpacked, but cannot remove %s: %s", tmp, strerror(errno));
+            rung_why(err, errsize, "unpacked, but cannot remove %s: %s", tmp, strerror(errno));
         if (pfd >= 0)
             close(pfd);
         if (tfd >= 0)

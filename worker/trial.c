@@ -7,7 +7,6 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +27,7 @@
 #include "tail.h"
 #include "trialdir.h"
 #include "warnings.h"
+#include "why.h"
 #include "worker.h"
 
 extern char **environ;
@@ -48,17 +48,6 @@ extern char **environ;
 static int64_t now_ns(void)
 {
     return rung_mono_ns();
-}
-
-/* snprintf for messages that may be cut (paths in them can be long). */
-static void say(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void say(char *buf, size_t size, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, size, fmt, ap);
-    va_end(ap);
 }
 
 /* ---- the trial object ---- */
@@ -662,7 +651,7 @@ static void copy_donor(Sup *s, const char *trials)
 {
     Trial *t = s->t;
     char from[PATH_MAX + 32], err[512], line[1024];
-    say(from, sizeof from, "%s/%" PRId64, trials, t->from_trial);
+    rung_why(from, sizeof from, "%s/%" PRId64, trials, t->from_trial);
     if (ckpt_copy_dir(from, s->dir, err, sizeof err) == 0)
         snprintf(line, sizeof line,
                  "rung-worker: pbt: copied trial %" PRId64 "'s folder (resuming from step %" PRId64
@@ -737,7 +726,7 @@ static int open_logs(Sup *s, char *why, size_t why_size)
     Trial *t = s->t;
     Worker *w = t->worker;
     char trials[PATH_MAX + 8];
-    say(trials, sizeof trials, "%s/trials", w->workdir);
+    rung_why(trials, sizeof trials, "%s/trials", w->workdir);
     s->dir_fd = trialdir_open(trials, t->id, s->dir, sizeof s->dir, why, why_size);
     if (s->dir_fd < 0)
         return -1;
@@ -759,7 +748,7 @@ static int open_logs(Sup *s, char *why, size_t why_size)
         int fd = openat(s->dir_fd, k == 0 ? "stdout.log" : "stderr.log",
                         O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0) {
-            say(why, why_size, "cannot open %s: %s", path, strerror(errno));
+            rung_why(why, why_size, "cannot open %s: %s", path, strerror(errno));
             return -1;
         }
         *(k == 0 ? &s->out_log : &s->err_log) = fd;
@@ -794,10 +783,10 @@ static int prepare(Sup *s, char *why, size_t why_size)
         char exe[PATH_MAX + 16];
         snprintf(exe, sizeof exe, "%s/rung-train", w->exe_dir);
         if (access(exe, X_OK) != 0) {
-            say(why, why_size,
-                "builtin trainable: the trainer rung-train is not installed next to "
-                "rung-worker (%s: %s)",
-                exe, strerror(errno));
+            rung_why(why, why_size,
+                     "builtin trainable: the trainer rung-train is not installed next to "
+                     "rung-worker (%s: %s)",
+                     exe, strerror(errno));
             return -1;
         }
         s->argv = calloc(2, sizeof *s->argv);
