@@ -6,7 +6,7 @@
  * trials beyond the names of a trial folder's logs.
  *
  * What is copied. Everything in the folder, recursively, except the two
- * files at its top named stdout.log and stderr.log, which trial.c writes
+ * files at its top named stdout.log and stderr.log, which trial_supervise.c writes
  * the trial's output into: each trial keeps its own logs, and a copy never
  * touches the logs already in the destination. Regular files, folders and
  * (by ckpt_copy_dir only) symbolic links are copied; a link is recreated

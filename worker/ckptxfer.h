@@ -1,7 +1,7 @@
 /* Population Based Training's checkpoint copies through rungd, for a
  * trial that exploits a donor that ran on another worker
  * (docs/workers.md, "Population Based Training's checkpoint copies";
- * a donor on this machine is copied locally by trial.c's copy_donor).
+ * a donor on this machine is copied locally by trial_donor.c's copy_donor).
  *
  * Upload (the donor's worker). A heartbeat reply may list
  * {"trial", "step", "token"} under "upload": rungd wants this worker's
