@@ -20,7 +20,7 @@
  * What MHD reads without this screen: the body of a chunked upload (its
  * chunk framing), and requests that follow a chunked one or that a client
  * pipelined before the previous reply (see Conn.unscreened). */
-#include "http.h"
+#include "http_internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -52,62 +52,6 @@
 #include "clock.h"
 #include "ct.h"
 
-#define MAX_IDS 2         /* {id}s in one path */
-#define MAX_QUERY_ARGS 32 /* query arguments kept per request */
-/* Connections at once: each worker slot and dashboard tab holds one. */
-#define CONNECTION_LIMIT 4096
-/* Connections at once from one client address (an IPv6 /64): a quarter of
- * the whole, so that one host cannot take every connection, while a fleet
- * of workers behind one NAT address still fits. */
-#define PER_ADDRESS_LIMIT 1024
-/* Past this many connections at once, an address that holds its share of
- * CONNECTION_LIMIT (the limit divided among the addresses connected, one
- * more counted for a newcomer, at least FAIR_FLOOR) is refused first: a
- * burst from a few addresses then leaves room for every other client,
- * while below it one host's workers may hold up to PER_ADDRESS_LIMIT. */
-#define FAIR_ABOVE (CONNECTION_LIMIT * 3 / 4)
-#define FAIR_FLOOR 32
-/* A request's head and body must arrive within this of its first byte (of
- * the accept, for a connection's first request). */
-#define REQUEST_TIMEOUT_MS 10000
-/* Idle keep-alive connections are closed after this; above the 30 s long poll. */
-#define IDLE_TIMEOUT_S 120
-/* A refused connection is read (and what it sends dropped) this long before
- * it is closed, so that closing with unread bytes does not reset the reply
- * away before the client reads it. */
-#define LINGER_MS 2000
-/* A request head (request line and headers) larger than this is refused
- * (431; 414 when the request line alone is), and so is a request target
- * longer than TARGET_MAX. */
-#define HEAD_MAX 8192
-#define TARGET_MAX 4096
-/* Header lines, query arguments and cookies of one request: MHD keeps a
- * record of each in its per-connection pool (MHD_POOL_BYTES, 64 bytes a
- * record, beside a 16 KiB read buffer and a copy of the Cookie header), and
- * answers 431 in HTML once the pool is full. HEAD_MAX and MAX_FIELDS keep
- * every screened request within it. */
-#define MAX_FIELDS 100
-#define MHD_POOL_BYTES (32 * 1024)
-#define ADDRESS_BUCKETS 1024
-/* Checkpoint uploads (docs/api.md, "PBT's checkpoints through rungd"): an
- * upload must keep up an average of RAW_MIN_RATE bytes a second from its
- * head on, after RAW_GRACE_MS; the bytes all uploads in flight declared
- * stay under RAW_IN_FLIGHT_MAXES times --max-checkpoint-mb; and one is let
- * in only while the data folder's file system keeps RAW_FREE_MARGIN bytes
- * free beside them, so that the database's commits still find room. */
-#define RAW_MIN_RATE (64 * 1024)
-#define RAW_GRACE_MS 4000
-#define RAW_IN_FLIGHT_MAXES 2
-#define RAW_FREE_MARGIN (64ULL * 1024 * 1024)
-#define ACCEPTS_PER_RUN 64
-
-typedef struct Route {
-    const char *method;
-    const char *pattern; /* "{id}" matches a positive integer */
-    JobFn fn;
-    bool raw; /* the body is bytes (application/octet-stream), streamed to a file */
-} Route;
-
 static const Route routes[] = {
     {"POST", "/api/v1/experiments", api_experiment_create, false},
     {"GET", "/api/v1/experiments", api_experiment_list, false},
@@ -135,91 +79,7 @@ static const Route routes[] = {
     {"GET", "/metrics", api_prometheus, false},
 };
 
-typedef enum {
-    C_SCREEN, /* ours: waiting for a complete request head */
-    C_LINGER, /* ours: refused, reading what is left before closing */
-    C_MHD,    /* MHD's: reading a request, at the engine, or replying */
-} ConnState;
-
-/* One accepted connection, from accept to close. */
-typedef struct Conn Conn;
-struct Conn {
-    int fd;
-    ConnState state;
-    bool in_mhd;  /* MHD has the socket (it closes it); C_SCREEN and
-                   * C_LINGER then mean suspended by us */
-    bool watched; /* in Http.epfd */
-    bool idle;    /* C_SCREEN between requests: no byte of the next yet */
-    /* MHD reads this connection's later requests itself: after a chunked
-     * body (whose framing we do not follow), or when MHD has read bytes
-     * past the requests we screened (a client that pipelines). They get
-     * MHD's parsing and a 10 s inactivity timeout. */
-    bool unscreened;
-    bool done_listed;    /* on Http.done */
-    int64_t deadline_ms; /* monotonic: the connection is cut then; 0: none */
-    uint64_t expected;   /* bytes of the request heads and bodies handed to MHD */
-    struct MHD_Connection *mhd;
-    struct sockaddr_storage addr;
-    socklen_t addr_len;
-    unsigned char key[16]; /* the client's address; for IPv6 its /64 */
-    unsigned bucket;
-    Conn *prev, *next;           /* Http.conns */
-    Conn *addr_prev, *addr_next; /* Http.by_address[bucket] */
-    Conn *done_next;             /* Http.done */
-};
-
-struct Http {
-    struct MHD_Daemon *daemon;
-    Engine *engine;
-    Stats *stats;
-    char *token;
-    char *old_token; /* NULL, or the token being rotated out */
-    char *web_dir;
-    size_t max_body;
-    char *upload_dir;       /* where raw bodies are written as they arrive */
-    size_t max_checkpoint;  /* bytes of a raw body */
-    uint64_t raw_in_flight; /* bytes the raw bodies let in and not completed declared */
-    int listen_fd;
-    int epfd;           /* the listen socket, MHD's epoll fd, connections we watch */
-    bool accept_paused; /* out of descriptors: until the next tick */
-    bool resumed;       /* a connection was resumed outside MHD_run */
-    int n_conns;
-    int n_addresses; /* distinct Conn.key among conns */
-    Conn *conns;
-    Conn *by_address[ADDRESS_BUCKETS];
-    Conn *done;   /* connections whose request MHD completed this run */
-    Conn *adding; /* the one MHD_add_connection is taking */
-};
-
-/* Per-request state: made when MHD has the request line, freed when MHD
- * completes the request. */
-typedef struct Request {
-    Job job; /* first: on_done gets the Job and finds the Request */
-    struct MHD_Connection *connection;
-    Conn *conn;
-    int64_t t0; /* monotonic ns at the first callback */
-    const Route *route;
-    int64_t ids[MAX_IDS];
-    char *body;
-    size_t len, cap;
-    bool bad_target; /* the request target encodes a control byte */
-    bool started;    /* the access handler has seen it */
-    bool too_large;
-    bool submitted; /* the job went to the engine */
-    bool healthz;   /* GET /healthz, answered once the request has arrived */
-    bool answered;  /* the engine is done with it */
-    /* A raw body (Route.raw): the file it goes to, and its SHA-256 so far. */
-    int fd;
-    char tmp[PATH_MAX];
-    EVP_MD_CTX *sha;
-    uint64_t raw_declared; /* its Content-Length, counted in Http.raw_in_flight */
-    int64_t raw_t0_ms;     /* when it was let in (monotonic) */
-} Request;
-
-static int64_t mono_ms(void)
-{
-    return rung_mono_ns() / 1000000;
-}
+#define ACCEPTS_PER_RUN 64
 
 /* Matches url against pattern, collecting {id}s. */
 static bool match(const char *pattern, const char *url, int64_t ids[MAX_IDS])
@@ -263,50 +123,6 @@ static bool authorized(const Http *h, const char *header)
     if (h->old_token)
         ok |= rung_ct_equal(header + 7, h->old_token, HEAD_MAX);
     return ok;
-}
-
-static enum MHD_Result send_buffer(struct MHD_Connection *c, int status, char *data, size_t len,
-                                   const char *type)
-{
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, data,
-                                                             data ? MHD_RESPMEM_MUST_FREE
-                                                                  : MHD_RESPMEM_PERSISTENT);
-    if (r == NULL)
-        return MHD_NO;
-    if (type)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    /* The dashboard and the API are dynamic: no cache may keep them. */
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, r);
-    MHD_destroy_response(r);
-    return rc;
-}
-
-static enum MHD_Result send_json(struct MHD_Connection *c, int status, json_t *body)
-{
-    if (body == NULL)
-        return send_buffer(c, status, NULL, 0, NULL);
-    char *text = json_dumps(body, JSON_COMPACT);
-    json_decref(body);
-    if (text == NULL)
-        return MHD_NO;
-    return send_buffer(c, status, text, strlen(text), "application/json; charset=utf-8");
-}
-
-/* {"error": {"code": ..., "message": ..., "field": ...}}, the shape of every refusal. */
-static json_t *error_body(int code, const char *field, const char *message)
-{
-    json_t *e = json_pack("{s:s, s:s}", "code", rung_error_string(code), "message", message);
-    if (field && field[0])
-        json_object_set_new(e, "field", json_string(field));
-    return json_pack("{s:o}", "error", e);
-}
-
-/* The one builder of error replies outside the engine. */
-static enum MHD_Result send_error(struct MHD_Connection *c, int code, const char *field,
-                                  const char *message)
-{
-    return send_json(c, rung_error_status(code), error_body(code, field, message));
 }
 
 static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -404,7 +220,7 @@ static enum MHD_Result serve_static(Http *h, struct MHD_Connection *c, const cha
         MHD_destroy_response(r);
         return rc;
     }
-    return send_error(c, RUNG_E_NOT_FOUND, "", "no such file");
+    return http_send_error(c, RUNG_E_NOT_FOUND, "", "no such file");
 }
 
 /* ---- the access handler ---- */
@@ -464,9 +280,9 @@ static bool raw_admit(Http *h, struct MHD_Connection *c, Request *req, const int
 {
     char msg[256];
     if (length == NULL) {
-        *rc = send_error(c, RUNG_E_INVALID_ARGUMENT, "Content-Length",
-                         "Content-Length: required for an upload (a chunked body is refused): "
-                         "send the tar's length");
+        *rc = http_send_error(c, RUNG_E_INVALID_ARGUMENT, "Content-Length",
+                              "Content-Length: required for an upload (a chunked body is refused): "
+                              "send the tar's length");
         return false;
     }
     uint64_t declared = strtoull(length, NULL, 10); /* digits: the screen checked them */
@@ -477,7 +293,7 @@ static bool raw_admit(Http *h, struct MHD_Connection *c, Request *req, const int
     RungError err;
     rung_error_clear(&err);
     if (api_checkpoint_admit(h->engine, job, &err) != 0) {
-        *rc = send_error(c, err.code, err.field, err.message);
+        *rc = http_send_error(c, err.code, err.field, err.message);
         return false;
     }
     uint64_t cap = RAW_IN_FLIGHT_MAXES * (uint64_t)h->max_checkpoint;
@@ -485,13 +301,13 @@ static bool raw_admit(Http *h, struct MHD_Connection *c, Request *req, const int
         snprintf(msg, sizeof msg,
                  "uploads in flight hold %llu of their %llu bytes already: retry later",
                  (unsigned long long)h->raw_in_flight, (unsigned long long)cap);
-        *rc = send_error(c, RUNG_E_UNAVAILABLE, "", msg);
+        *rc = http_send_error(c, RUNG_E_UNAVAILABLE, "", msg);
         return false;
     }
     struct statvfs fs;
     if ((mkdir(h->upload_dir, 0700) != 0 && errno != EEXIST) || statvfs(h->upload_dir, &fs) != 0) {
         snprintf(msg, sizeof msg, "cannot prepare %.150s: %s", h->upload_dir, strerror(errno));
-        *rc = send_error(c, RUNG_E_INTERNAL, "", msg);
+        *rc = http_send_error(c, RUNG_E_INTERNAL, "", msg);
         return false;
     }
     uint64_t avail = (uint64_t)fs.f_bavail * fs.f_frsize;
@@ -501,7 +317,7 @@ static bool raw_admit(Http *h, struct MHD_Connection *c, Request *req, const int
                  "(uploads in flight and %llu kept free for the database): retry later",
                  (unsigned long long)avail, (unsigned long long)declared,
                  (unsigned long long)RAW_FREE_MARGIN);
-        *rc = send_error(c, RUNG_E_UNAVAILABLE, "", msg);
+        *rc = http_send_error(c, RUNG_E_UNAVAILABLE, "", msg);
         return false;
     }
     req->raw_declared = declared;
@@ -516,8 +332,8 @@ static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *re
                                   const char *method)
 {
     if (req->bad_target)
-        return send_error(c, RUNG_E_INVALID_ARGUMENT, "",
-                          "the request target encodes a control character (%00 to %1F, %7F)");
+        return http_send_error(c, RUNG_E_INVALID_ARGUMENT, "",
+                               "the request target encodes a control character (%00 to %1F, %7F)");
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     if (strcmp(url, "/healthz") == 0) {
         /* Answered at the next call: MHD closes a connection whose reply
@@ -540,14 +356,14 @@ static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *re
     }
     if (api && !authorized(h, MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                           MHD_HTTP_HEADER_AUTHORIZATION)))
-        return send_error(c, RUNG_E_UNAUTHORIZED, "",
-                          "missing or wrong token: send Authorization: Bearer <token>");
+        return http_send_error(c, RUNG_E_UNAUTHORIZED, "",
+                               "missing or wrong token: send Authorization: Bearer <token>");
     if (route == NULL) {
         if (found_path)
-            return send_error(c, RUNG_E_METHOD_NOT_ALLOWED, "", "method not allowed here");
+            return http_send_error(c, RUNG_E_METHOD_NOT_ALLOWED, "", "method not allowed here");
         if (!api && get)
             return serve_static(h, c, url);
-        return send_error(c, RUNG_E_NOT_FOUND, "", "no such endpoint");
+        return http_send_error(c, RUNG_E_NOT_FOUND, "", "no such endpoint");
     }
     const char *length = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -556,21 +372,21 @@ static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *re
         /* Refused before reading it: MHD closes the connection after this. */
         char msg[96];
         snprintf(msg, sizeof msg, "body larger than %zu bytes", limit);
-        return send_error(c, RUNG_E_PAYLOAD_TOO_LARGE, "", msg);
+        return http_send_error(c, RUNG_E_PAYLOAD_TOO_LARGE, "", msg);
     }
     const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                    MHD_HTTP_HEADER_CONTENT_TYPE);
     if (route->raw && (type == NULL || strncasecmp(type, "application/octet-stream", 24) != 0))
-        return send_error(c, RUNG_E_UNSUPPORTED_MEDIA_TYPE, "",
-                          "send the bytes with Content-Type: application/octet-stream");
+        return http_send_error(c, RUNG_E_UNSUPPORTED_MEDIA_TYPE, "",
+                               "send the bytes with Content-Type: application/octet-stream");
     if (route->raw) {
         enum MHD_Result rc;
         if (!raw_admit(h, c, req, ids, length, &rc))
             return rc;
     }
     if ((strcmp(method, "POST") == 0 || strcmp(method, "PATCH") == 0) && !is_json_type(type))
-        return send_error(c, RUNG_E_UNSUPPORTED_MEDIA_TYPE, "",
-                          "send JSON with Content-Type: application/json");
+        return http_send_error(c, RUNG_E_UNSUPPORTED_MEDIA_TYPE, "",
+                               "send JSON with Content-Type: application/json");
     /* Only now: a request with a route set goes to the engine once its body is in. */
     req->route = route;
     memcpy(req->ids, ids, sizeof ids);
@@ -600,20 +416,6 @@ static bool client_gone(Job *job)
     char byte;
     ssize_t n = recv(info->connect_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-}
-
-/* A file the handler opened (job->reply_fd, job->reply_size bytes): MHD
- * sends it from the descriptor and closes it. */
-static enum MHD_Result send_file(struct MHD_Connection *c, Job *job)
-{
-    struct MHD_Response *r = MHD_create_response_from_fd((uint64_t)job->reply_size, job->reply_fd);
-    job->reply_fd = 0;
-    if (r == NULL)
-        return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, job->content_type);
-    enum MHD_Result rc = MHD_queue_response(c, (unsigned)job->status, r);
-    MHD_destroy_response(r);
-    return rc;
 }
 
 /* ---- raw bodies (Route.raw): written to a file as they arrive ---- */
@@ -702,14 +504,14 @@ static enum MHD_Result reply(Http *h, struct MHD_Connection *c, Request *req)
     Job *job = &req->job;
     enum MHD_Result rc;
     if (job->reply_fd > 0) {
-        rc = send_file(c, job);
+        rc = http_send_file(c, job);
     } else if (job->text != NULL) {
-        rc = send_buffer(c, job->status, job->text, job->text_len, job->content_type);
+        rc = http_send_buffer(c, job->status, job->text, job->text_len, job->content_type);
         job->text = NULL; /* MHD owns it now */
     } else {
         /* job->reply stays until the request completes: an undelivered
          * reply may need to be read back (engine_undelivered). */
-        rc = send_json(c, job->status ? job->status : 500, json_incref(job->reply));
+        rc = http_send_json(c, job->status ? job->status : 500, json_incref(job->reply));
     }
     /* A long poll's wait for work is not latency: it is what the worker
      * asked for (wait_s), and would bury every other request's time. */
@@ -800,15 +602,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         /* A store that stopped taking writes (store_fault) fails the probe. */
         const char *fault = store_fault(engine_store(h->engine));
         if (fault != NULL)
-            return send_error(c, RUNG_E_UNAVAILABLE, "", fault);
-        return send_json(c, 200, json_pack("{s:b}", "ok", 1));
+            return http_send_error(c, RUNG_E_UNAVAILABLE, "", fault);
+        return http_send_json(c, 200, json_pack("{s:b}", "ok", 1));
     }
     request_in(req);
     if (req->too_large) {
         char msg[96];
         snprintf(msg, sizeof msg, "body larger than %zu bytes",
                  req->route->raw ? h->max_checkpoint : h->max_body);
-        return send_error(c, RUNG_E_PAYLOAD_TOO_LARGE, "", msg);
+        return http_send_error(c, RUNG_E_PAYLOAD_TOO_LARGE, "", msg);
     }
     if (req->answered)
         return reply(h, c, req);
@@ -822,7 +624,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (req->route->raw) {
         job->body = raw_done(c, req);
         if (job->body == NULL)
-            return send_error(c, RUNG_E_INTERNAL, "", "the body could not be written to disk");
+            return http_send_error(c, RUNG_E_INTERNAL, "", "the body could not be written to disk");
     } else if (req->len > 0) {
         json_error_t jerr;
         job->body = json_loadb(req->body, req->len, JSON_REJECT_DUPLICATES, &jerr);
@@ -830,7 +632,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             char msg[256];
             snprintf(msg, sizeof msg, "body is not valid JSON: %s (line %d, column %d)", jerr.text,
                      jerr.line, jerr.column);
-            return send_error(c, RUNG_E_BAD_JSON, "", msg);
+            return http_send_error(c, RUNG_E_BAD_JSON, "", msg);
         }
     }
     if (job->query == NULL) { /* a raw body's was read at its head */
@@ -997,36 +799,11 @@ static bool drain(int fd)
     return true;
 }
 
-/* Writes a whole JSON error reply on a socket that MHD is not using: the
- * refusals made before and between the requests MHD reads. It is small
- * and the socket's buffer empty, so one non-blocking send takes it. */
-static void write_error(int fd, int status, int code, const char *message)
-{
-    json_t *doc = error_body(code, NULL, message);
-    char *body = json_dumps(doc, JSON_COMPACT);
-    json_decref(doc);
-    if (body == NULL)
-        return;
-    char head[256];
-    int n = snprintf(head, sizeof head,
-                     "HTTP/1.1 %d %s\r\nContent-Type: application/json; charset=utf-8\r\n"
-                     "Content-Length: %zu\r\nCache-Control: no-store\r\nConnection: close\r\n"
-                     "%s\r\n",
-                     status, MHD_get_reason_phrase_for((unsigned)status), strlen(body),
-                     status == 503 ? "Retry-After: 1\r\n" : "");
-    struct iovec iov[2] = {{head, (size_t)n}, {body, strlen(body)}};
-    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
-    if (sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
-        /* The client is gone or not reading: the connection ends anyway. */
-    }
-    free(body);
-}
-
 /* Answers a connection we hold with an error and ends it. */
 static void refuse(Http *h, Conn *c, int status, int code, const char *message)
 {
     bool open = drain(c->fd);
-    write_error(c->fd, status, code, message);
+    http_write_error(c->fd, status, code, message);
     if (!open) {
         conn_end(h, c);
         return;
@@ -1332,7 +1109,7 @@ static void watch_next(Http *h, Conn *c)
 static void turn_away(int fd, const char *message)
 {
     drain(fd);
-    write_error(fd, 503, RUNG_E_UNAVAILABLE, message);
+    http_write_error(fd, 503, RUNG_E_UNAVAILABLE, message);
     close(fd);
 }
 

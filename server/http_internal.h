@@ -1,0 +1,180 @@
+/* The HTTP front's own header, shared by its files (http.h is the
+ * front's interface): http.c, the MHD glue (start, stop, the request
+ * callbacks); http_screen.c, connections and request heads before MHD
+ * reads them; http_upload.c, raw bodies streamed to a file; http_static.c,
+ * the dashboard's files; http_reply.c, the replies the front writes itself.
+ * Calls go one way: http.c calls the others, and they all call
+ * http_reply.c, which calls none of them. */
+#ifndef RUNG_SERVER_HTTP_INTERNAL_H
+#define RUNG_SERVER_HTTP_INTERNAL_H
+
+#include <jansson.h>
+#include <limits.h>
+#include <microhttpd.h>
+#include <openssl/evp.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "clock.h"
+#include "http.h"
+
+#define MAX_IDS 2         /* {id}s in one path */
+#define MAX_QUERY_ARGS 32 /* query arguments kept per request */
+/* Connections at once: each worker slot and dashboard tab holds one. */
+#define CONNECTION_LIMIT 4096
+/* Connections at once from one client address (an IPv6 /64): a quarter of
+ * the whole, so that one host cannot take every connection, while a fleet
+ * of workers behind one NAT address still fits. */
+#define PER_ADDRESS_LIMIT 1024
+/* Past this many connections at once, an address that holds its share of
+ * CONNECTION_LIMIT (the limit divided among the addresses connected, one
+ * more counted for a newcomer, at least FAIR_FLOOR) is refused first: a
+ * burst from a few addresses then leaves room for every other client,
+ * while below it one host's workers may hold up to PER_ADDRESS_LIMIT. */
+#define FAIR_ABOVE (CONNECTION_LIMIT * 3 / 4)
+#define FAIR_FLOOR 32
+/* A request's head and body must arrive within this of its first byte (of
+ * the accept, for a connection's first request). */
+#define REQUEST_TIMEOUT_MS 10000
+/* Idle keep-alive connections are closed after this; above the 30 s long poll. */
+#define IDLE_TIMEOUT_S 120
+/* A refused connection is read (and what it sends dropped) this long before
+ * it is closed, so that closing with unread bytes does not reset the reply
+ * away before the client reads it. */
+#define LINGER_MS 2000
+/* A request head (request line and headers) larger than this is refused
+ * (431; 414 when the request line alone is), and so is a request target
+ * longer than TARGET_MAX. */
+#define HEAD_MAX 8192
+#define TARGET_MAX 4096
+/* Header lines, query arguments and cookies of one request: MHD keeps a
+ * record of each in its per-connection pool (MHD_POOL_BYTES, 64 bytes a
+ * record, beside a 16 KiB read buffer and a copy of the Cookie header), and
+ * answers 431 in HTML once the pool is full. HEAD_MAX and MAX_FIELDS keep
+ * every screened request within it. */
+#define MAX_FIELDS 100
+#define MHD_POOL_BYTES (32 * 1024)
+#define ADDRESS_BUCKETS 1024
+/* Checkpoint uploads (docs/api.md, "PBT's checkpoints through rungd"): an
+ * upload must keep up an average of RAW_MIN_RATE bytes a second from its
+ * head on, after RAW_GRACE_MS; the bytes all uploads in flight declared
+ * stay under RAW_IN_FLIGHT_MAXES times --max-checkpoint-mb; and one is let
+ * in only while the data folder's file system keeps RAW_FREE_MARGIN bytes
+ * free beside them, so that the database's commits still find room. */
+#define RAW_MIN_RATE (64 * 1024)
+#define RAW_GRACE_MS 4000
+#define RAW_IN_FLIGHT_MAXES 2
+#define RAW_FREE_MARGIN (64ULL * 1024 * 1024)
+
+
+typedef struct Route {
+    const char *method;
+    const char *pattern; /* "{id}" matches a positive integer */
+    JobFn fn;
+    bool raw; /* the body is bytes (application/octet-stream), streamed to a file */
+} Route;
+
+
+typedef enum {
+    C_SCREEN, /* ours: waiting for a complete request head */
+    C_LINGER, /* ours: refused, reading what is left before closing */
+    C_MHD,    /* MHD's: reading a request, at the engine, or replying */
+} ConnState;
+
+/* One accepted connection, from accept to close. */
+typedef struct Conn Conn;
+struct Conn {
+    int fd;
+    ConnState state;
+    bool in_mhd;  /* MHD has the socket (it closes it); C_SCREEN and
+                   * C_LINGER then mean suspended by us */
+    bool watched; /* in Http.epfd */
+    bool idle;    /* C_SCREEN between requests: no byte of the next yet */
+    /* MHD reads this connection's later requests itself: after a chunked
+     * body (whose framing we do not follow), or when MHD has read bytes
+     * past the requests we screened (a client that pipelines). They get
+     * MHD's parsing and a 10 s inactivity timeout. */
+    bool unscreened;
+    bool done_listed;    /* on Http.done */
+    int64_t deadline_ms; /* monotonic: the connection is cut then; 0: none */
+    uint64_t expected;   /* bytes of the request heads and bodies handed to MHD */
+    struct MHD_Connection *mhd;
+    struct sockaddr_storage addr;
+    socklen_t addr_len;
+    unsigned char key[16]; /* the client's address; for IPv6 its /64 */
+    unsigned bucket;
+    Conn *prev, *next;           /* Http.conns */
+    Conn *addr_prev, *addr_next; /* Http.by_address[bucket] */
+    Conn *done_next;             /* Http.done */
+};
+
+struct Http {
+    struct MHD_Daemon *daemon;
+    Engine *engine;
+    Stats *stats;
+    char *token;
+    char *old_token; /* NULL, or the token being rotated out */
+    char *web_dir;
+    size_t max_body;
+    char *upload_dir;       /* where raw bodies are written as they arrive */
+    size_t max_checkpoint;  /* bytes of a raw body */
+    uint64_t raw_in_flight; /* bytes the raw bodies let in and not completed declared */
+    int listen_fd;
+    int epfd;           /* the listen socket, MHD's epoll fd, connections we watch */
+    bool accept_paused; /* out of descriptors: until the next tick */
+    bool resumed;       /* a connection was resumed outside MHD_run */
+    int n_conns;
+    int n_addresses; /* distinct Conn.key among conns */
+    Conn *conns;
+    Conn *by_address[ADDRESS_BUCKETS];
+    Conn *done;   /* connections whose request MHD completed this run */
+    Conn *adding; /* the one MHD_add_connection is taking */
+};
+
+/* Per-request state: made when MHD has the request line, freed when MHD
+ * completes the request. */
+typedef struct Request {
+    Job job; /* first: on_done gets the Job and finds the Request */
+    struct MHD_Connection *connection;
+    Conn *conn;
+    int64_t t0; /* monotonic ns at the first callback */
+    const Route *route;
+    int64_t ids[MAX_IDS];
+    char *body;
+    size_t len, cap;
+    bool bad_target; /* the request target encodes a control byte */
+    bool started;    /* the access handler has seen it */
+    bool too_large;
+    bool submitted; /* the job went to the engine */
+    bool healthz;   /* GET /healthz, answered once the request has arrived */
+    bool answered;  /* the engine is done with it */
+    /* A raw body (Route.raw): the file it goes to, and its SHA-256 so far. */
+    int fd;
+    char tmp[PATH_MAX];
+    EVP_MD_CTX *sha;
+    uint64_t raw_declared; /* its Content-Length, counted in Http.raw_in_flight */
+    int64_t raw_t0_ms;     /* when it was let in (monotonic) */
+} Request;
+
+static inline int64_t mono_ms(void)
+{
+    return rung_mono_ns() / 1000000;
+}
+
+/* ---- http_reply.c ---- */
+
+/* Queues a reply on c: data (malloc'd, or NULL for none) of type. */
+enum MHD_Result http_send_buffer(struct MHD_Connection *c, int status, char *data, size_t len,
+                                 const char *type);
+/* Queues body (stolen; NULL: no body) as the JSON reply. */
+enum MHD_Result http_send_json(struct MHD_Connection *c, int status, json_t *body);
+/* The one builder of error replies outside the engine: docs/api.md's shape. */
+enum MHD_Result http_send_error(struct MHD_Connection *c, int code, const char *field,
+                                const char *message);
+/* Queues the file a handler opened (job->reply_fd); MHD closes it. */
+enum MHD_Result http_send_file(struct MHD_Connection *c, Job *job);
+/* Writes a whole JSON error reply on a socket MHD is not using. */
+void http_write_error(int fd, int status, int code, const char *message);
+
+#endif

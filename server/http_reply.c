@@ -1,0 +1,90 @@
+/* The replies the front writes itself; see http_internal.h. */
+#include "http_internal.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+enum MHD_Result http_send_buffer(struct MHD_Connection *c, int status, char *data, size_t len,
+                                 const char *type)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, data,
+                                                             data ? MHD_RESPMEM_MUST_FREE
+                                                                  : MHD_RESPMEM_PERSISTENT);
+    if (r == NULL)
+        return MHD_NO;
+    if (type)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    /* The dashboard and the API are dynamic: no cache may keep them. */
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+enum MHD_Result http_send_json(struct MHD_Connection *c, int status, json_t *body)
+{
+    if (body == NULL)
+        return http_send_buffer(c, status, NULL, 0, NULL);
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    if (text == NULL)
+        return MHD_NO;
+    return http_send_buffer(c, status, text, strlen(text), "application/json; charset=utf-8");
+}
+
+/* {"error": {"code": ..., "message": ..., "field": ...}}, the shape of every refusal. */
+static json_t *error_body(int code, const char *field, const char *message)
+{
+    json_t *e = json_pack("{s:s, s:s}", "code", rung_error_string(code), "message", message);
+    if (field && field[0])
+        json_object_set_new(e, "field", json_string(field));
+    return json_pack("{s:o}", "error", e);
+}
+
+/* The one builder of error replies outside the engine. */
+enum MHD_Result http_send_error(struct MHD_Connection *c, int code, const char *field,
+                                const char *message)
+{
+    return http_send_json(c, rung_error_status(code), error_body(code, field, message));
+}
+
+/* A file the handler opened (job->reply_fd, job->reply_size bytes): MHD
+ * sends it from the descriptor and closes it. */
+enum MHD_Result http_send_file(struct MHD_Connection *c, Job *job)
+{
+    struct MHD_Response *r = MHD_create_response_from_fd((uint64_t)job->reply_size, job->reply_fd);
+    job->reply_fd = 0;
+    if (r == NULL)
+        return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, job->content_type);
+    enum MHD_Result rc = MHD_queue_response(c, (unsigned)job->status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+/* Writes a whole JSON error reply on a socket that MHD is not using: the
+ * refusals made before and between the requests MHD reads. It is small
+ * and the socket's buffer empty, so one non-blocking send takes it. */
+void http_write_error(int fd, int status, int code, const char *message)
+{
+    json_t *doc = error_body(code, NULL, message);
+    char *body = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    if (body == NULL)
+        return;
+    char head[256];
+    int n = snprintf(head, sizeof head,
+                     "HTTP/1.1 %d %s\r\nContent-Type: application/json; charset=utf-8\r\n"
+                     "Content-Length: %zu\r\nCache-Control: no-store\r\nConnection: close\r\n"
+                     "%s\r\n",
+                     status, MHD_get_reason_phrase_for((unsigned)status), strlen(body),
+                     status == 503 ? "Retry-After: 1\r\n" : "");
+    struct iovec iov[2] = {{head, (size_t)n}, {body, strlen(body)}};
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
+    if (sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+        /* The client is gone or not reading: the connection ends anyway. */
+    }
+    free(body);
+}
