@@ -119,7 +119,7 @@ void gpuwatch_hours_json(const Worker *w, json_t *body)
 static int trial_groups(Worker *w, int64_t *pgids, int max)
 {
     int n = 0;
-    for (struct Trial *t = w->trials; t != NULL && n < max; t = t->next) {
+    for (struct WTrial *t = w->trials; t != NULL && n < max; t = t->next) {
         pthread_mutex_lock(&t->mu);
         if (t->runner.pid > 0)
             pgids[n++] = t->runner.pid; /* the group's id is its leader's pid (runner.h) */
@@ -181,9 +181,9 @@ static void keep_unknown(WatchGpu *g, const SpareProc *seen, int n)
 }
 
 /* The trial holding GPU index, or NULL. Caller holds w->mu. */
-static struct Trial *holder(Worker *w, int index)
+static struct WTrial *holder(Worker *w, int index)
 {
-    for (struct Trial *t = w->trials; t != NULL; t = t->next)
+    for (struct WTrial *t = w->trials; t != NULL; t = t->next)
         if (t->holds_slots)
             for (int k = 0; k < t->n_gpus; k++)
                 if (t->gpus[k] == index)
@@ -193,9 +193,9 @@ static struct Trial *holder(Worker *w, int index)
 
 /* Gives t back: SIGTERM now, SIGKILL after the grace; its finish says
  * "preempted" (trial.h). Caller holds w->mu. */
-static void give_back(struct Trial *t, const char *why)
+static void give_back(struct WTrial *t, const char *why)
 {
-    if (trial_kill(t, KILL_PREEMPT))
+    if (wtrial_kill(t, KILL_PREEMPT))
         LOG_INFO("trial %" PRId64 ": %s: giving it back (SIGTERM; it resumes from its "
                  "checkpoint)",
                  t->id, why);
@@ -221,7 +221,7 @@ static bool apply_sample(Worker *w, WatchGpu *g, int index, int64_t now, int64_t
         g->used = used;
     }
     bool changed = slots_set_used(&w->slots, index, used);
-    struct Trial *t = holder(w, index);
+    struct WTrial *t = holder(w, index);
     if (w->yield && t != NULL && spare_must_yield(&g->spare)) {
         char why[160];
         snprintf(why, sizeof why,
@@ -254,7 +254,7 @@ static bool check_hours(Worker *w, GpuWatch *gw)
         gw->open_known = true;
     }
     if (!open && w->yield)
-        for (struct Trial *t = w->trials; t != NULL; t = t->next)
+        for (struct WTrial *t = w->trials; t != NULL; t = t->next)
             if (t->holds_slots)
                 give_back(t, "outside --hours");
     return opened;
@@ -354,7 +354,7 @@ void gpuwatch_annotate(Worker *w, json_t *gpus)
             pos++;
         if (pos == w->slots.n_gpus)
             continue;
-        struct Trial *t = holder(w, index);
+        struct WTrial *t = holder(w, index);
         bool held = w->slots.gpu_busy[pos];
         const WatchGpu *g = w->watch ? &w->watch->gpus[pos] : NULL;
         SpareState st = held ? SPARE_TRIAL : SPARE_SPARE;

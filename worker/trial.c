@@ -25,7 +25,7 @@ static int64_t int_or(const json_t *v, int64_t def)
 }
 
 /* Reads resources {"gpus":[...], "cpus":n}; false when malformed. */
-static bool read_resources(Trial *t, const json_t *res)
+static bool read_resources(WTrial *t, const json_t *res)
 {
     if (res == NULL || json_is_null(res))
         return true; /* nothing granted: a trial that needs nothing */
@@ -52,7 +52,7 @@ static bool read_resources(Trial *t, const json_t *res)
 
 /* pbt's checkpoint_from: {"trial", "step"} for a copy of a folder on this
  * machine, with "sha256" and "size" for a checkpoint stored in rungd. */
-static void read_checkpoint_from(Trial *t, const json_t *from)
+static void read_checkpoint_from(WTrial *t, const json_t *from)
 {
     t->from_trial = int_or(json_object_get(from, "trial"), 0);
     if (t->from_trial < 0)
@@ -78,7 +78,7 @@ static void read_checkpoint_from(Trial *t, const json_t *from)
         t->from_size = json_integer_value(size);
 }
 
-Trial *trial_new(Worker *w, const json_t *o, char *why, size_t why_size)
+WTrial *wtrial_new(Worker *w, const json_t *o, char *why, size_t why_size)
 {
     const json_t *id = json_object_get(o, "id");
     const char *token = json_string_value(json_object_get(o, "lease_token"));
@@ -87,7 +87,7 @@ Trial *trial_new(Worker *w, const json_t *o, char *why, size_t why_size)
         snprintf(why, why_size, "the lease reply has no trial id or lease token");
         return NULL;
     }
-    Trial *t = calloc(1, sizeof *t);
+    WTrial *t = calloc(1, sizeof *t);
     if (t == NULL) {
         snprintf(why, why_size, "out of memory");
         return NULL;
@@ -131,7 +131,7 @@ Trial *trial_new(Worker *w, const json_t *o, char *why, size_t why_size)
     return t;
 }
 
-void trial_free(Trial *t)
+void wtrial_free(WTrial *t)
 {
     if (t == NULL)
         return;
@@ -154,7 +154,7 @@ void trial_free(Trial *t)
     free(t);
 }
 
-void trial_wake(Trial *t)
+void wtrial_wake(WTrial *t)
 {
     uint64_t one = 1;
     if (write(t->wake_fd, &one, sizeof one) < 0) {
@@ -164,7 +164,7 @@ void trial_wake(Trial *t)
 
 /* Sends SIGTERM if a kill was asked, the process runs and none went yet.
  * Caller holds t->mu. */
-void trial_term_if_asked(Trial *t)
+void wtrial_term_if_asked(WTrial *t)
 {
     if (t->kill_reason == KILL_NONE || t->term_sent || t->runner.pid <= 0 || t->group_gone)
         return;
@@ -173,19 +173,19 @@ void trial_term_if_asked(Trial *t)
     t->kill_at_ns = rung_mono_ns();
 }
 
-bool trial_kill(Trial *t, KillReason reason)
+bool wtrial_kill(WTrial *t, KillReason reason)
 {
     pthread_mutex_lock(&t->mu);
     bool first = t->kill_reason == KILL_NONE;
     if (first)
         t->kill_reason = reason;
-    trial_term_if_asked(t);
+    wtrial_term_if_asked(t);
     pthread_mutex_unlock(&t->mu);
-    trial_wake(t);
+    wtrial_wake(t);
     return first;
 }
 
-void trial_kill_now(Trial *t)
+void wtrial_kill_now(WTrial *t)
 {
     pthread_mutex_lock(&t->mu);
     if (t->runner.pid > 0 && !t->group_gone) {
@@ -196,7 +196,7 @@ void trial_kill_now(Trial *t)
 }
 
 /* Drops every queued report. Caller holds t->mu. */
-void trial_drop_queue(Trial *t)
+void wtrial_drop_queue(WTrial *t)
 {
     for (Report *r = t->head, *next; r != NULL; r = next) {
         next = r->next;
@@ -205,10 +205,10 @@ void trial_drop_queue(Trial *t)
     }
     t->head = t->tail = NULL;
     t->queued = 0;
-    trial_wake(t); /* stdout may have been paused on a full queue */
+    wtrial_wake(t); /* stdout may have been paused on a full queue */
 }
 
-json_t *trial_take_warnings(Trial *t)
+json_t *wtrial_take_warnings(WTrial *t)
 {
     pthread_mutex_lock(&t->mu);
     json_t *w = warnings_take(&t->warnings);
@@ -216,7 +216,7 @@ json_t *trial_take_warnings(Trial *t)
     return w;
 }
 
-char *trial_take_log(Trial *t)
+char *wtrial_take_log(WTrial *t)
 {
     char *text = NULL;
     pthread_mutex_lock(&t->mu);

@@ -61,8 +61,10 @@ typedef struct Report {
     json_t *metrics; /* owned */
 } Report;
 
-typedef struct Trial {
-    /* Set by trial_new; read-only afterwards. */
+/* A trial as this worker runs it: named WTrial (and its functions wtrial_)
+ * apart from rungd's Trial of server/core.h, the trial's record. */
+typedef struct WTrial {
+    /* Set by wtrial_new; read-only afterwards. */
     struct Worker *worker; /* borrowed; outlives the trial */
     int64_t id, experiment_id, attempt;
     int64_t resume_step; /* promoted trial: its checkpoint is at this step; 0 = fresh */
@@ -85,7 +87,7 @@ typedef struct Trial {
     int64_t cpus;                /* granted CPUs */
     bool holds_slots;            /* under Worker.mu: the grant is taken from the slots */
     char prefail[TRIAL_WHY_MAX]; /* non-empty: do not run; fail with this */
-    /* Set by the lease thread before trial_start (gang.h): its place in a
+    /* Set by the lease thread before wtrial_start (gang.h): its place in a
      * gang, or the gang of one of a 1-node trial; a rank > 0 sends no
      * reports. port_fd holds the port this worker offered bound until the
      * program starts (rank 0 and 1-node trials), then the supervisor
@@ -93,7 +95,7 @@ typedef struct Trial {
     GangInfo gang;
     int port_fd;
 
-    struct Trial *prev, *next; /* the worker's list, under Worker.mu */
+    struct WTrial *prev, *next; /* the worker's list, under Worker.mu */
 
     pthread_mutex_t mu;  /* guards what follows */
     pthread_cond_t cond; /* the sender waits here for reports or the outcome */
@@ -118,33 +120,33 @@ typedef struct Trial {
     bool paused;               /* the finish's reply says the trial is paused or
                                   preempted (a resume will want its folder) */
     bool preempted;            /* outcome: given back (KILL_PREEMPT), not failed */
-} Trial;
+} WTrial;
 
 /* The log's last lines when they changed since the last call (new string,
  * free it), else NULL. Called by the heartbeat thread. */
-char *trial_take_log(Trial *t);
+char *wtrial_take_log(WTrial *t);
 
 /* The trial's warnings object when new invalid report lines came since
  * the last call (new object), else NULL. Called by the heartbeat thread. */
-json_t *trial_take_warnings(Trial *t);
+json_t *wtrial_take_warnings(WTrial *t);
 
 /* Reads a lease reply's "trial" object (borrowed). NULL with why when it
  * lacks an id or a lease token (then it cannot even be finished); other
  * defects make a trial whose prefail says what is wrong. */
-Trial *trial_new(struct Worker *w, const json_t *leased, char *why, size_t why_size);
+WTrial *wtrial_new(struct Worker *w, const json_t *leased, char *why, size_t why_size);
 /* Frees t; its threads must have ended. NULL is fine. */
-void trial_free(Trial *t);
+void wtrial_free(WTrial *t);
 
 /* Starts the supervisor (detached). 0, or -1 when no thread could be made
  * (then t is still the caller's). */
-int trial_start(Trial *t);
+int wtrial_start(WTrial *t);
 
 /* Asks for the trial's process group to end: SIGTERM now (or as soon as
  * it starts), SIGKILL TRIAL_KILL_GRACE_S later if anything is left. Safe
  * from any thread, any number of times; the first reason is kept. Returns
  * whether this call was the first. */
-bool trial_kill(Trial *t, KillReason reason);
+bool wtrial_kill(WTrial *t, KillReason reason);
 /* SIGKILL to the group now, if it is still there. */
-void trial_kill_now(Trial *t);
+void wtrial_kill_now(WTrial *t);
 
 #endif

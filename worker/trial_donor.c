@@ -20,7 +20,7 @@
  * or clones, never hard links: ckpt.h; the logs stay this trial's own). Without
  * it the program finds no checkpoint and starts over, as a promoted trial
  * does: the log says so, and the trial runs. */
-static void copy_donor(Trial *t, const char *trials, const char *dir, char *line, size_t line_size)
+static void copy_donor(WTrial *t, const char *trials, const char *dir, char *line, size_t line_size)
 {
     char from[PATH_MAX + 32], err[512];
     rung_why(from, sizeof from, "%s/%" PRId64, trials, t->from_trial);
@@ -41,7 +41,7 @@ static void copy_donor(Trial *t, const char *trials, const char *dir, char *line
  * stop, a preemption, a hard stop of the worker). */
 static bool download_cancel(void *arg)
 {
-    Trial *t = arg;
+    WTrial *t = arg;
     pthread_mutex_lock(&t->mu);
     bool killed = t->kill_reason != KILL_NONE;
     pthread_mutex_unlock(&t->mu);
@@ -52,7 +52,7 @@ static bool download_cancel(void *arg)
  * is downloaded into this trial's folder (ckptxfer.h). As with a local
  * copy, a failure is said in the log and the program starts over without
  * it. */
-static void download_donor(Trial *t, const char *trials, const char *dir, char *line,
+static void download_donor(WTrial *t, const char *trials, const char *dir, char *line,
                            size_t line_size)
 {
     Worker *w = t->worker;
@@ -91,7 +91,8 @@ static void download_donor(Trial *t, const char *trials, const char *dir, char *
 }
 
 
-void trial_donor_fetch(Trial *t, const char *trials, const char *dir, char *line, size_t line_size)
+void wtrial_donor_fetch(WTrial *t, const char *trials, const char *dir, char *line,
+                        size_t line_size)
 {
     if (t->from_rungd)
         download_donor(t, trials, dir, line, line_size);

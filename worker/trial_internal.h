@@ -9,22 +9,23 @@
 #include "trial.h"
 
 /* Wakes the supervisor's poll (its eventfd). */
-void trial_wake(Trial *t);
+void wtrial_wake(WTrial *t);
 /* Sends SIGTERM if a kill was asked, the process runs and none went yet.
  * Caller holds t->mu. */
-void trial_term_if_asked(Trial *t);
+void wtrial_term_if_asked(WTrial *t);
 /* Drops every queued report. Caller holds t->mu. */
-void trial_drop_queue(Trial *t);
+void wtrial_drop_queue(WTrial *t);
 
-/* The sender's thread body; arg is the Trial. Returns once the finish went
+/* The sender's thread body; arg is the WTrial. Returns once the finish went
  * (or nothing more may be sent). */
-void *trial_sender_main(void *arg);
+void *wtrial_sender_main(void *arg);
 
 /* pbt: puts the checkpoint of t->from_trial (t->from_trial > 0) into dir,
  * the trial's folder under trials (<workdir>/trials), from this worker's
  * folder or from rungd; writes into line what happened, a line for the
  * trial's stderr.log ending in a newline (also logged). Never fails the
  * trial: without the checkpoint the program starts over. */
-void trial_donor_fetch(Trial *t, const char *trials, const char *dir, char *line, size_t line_size);
+void wtrial_donor_fetch(WTrial *t, const char *trials, const char *dir, char *line,
+                        size_t line_size);
 
 #endif

@@ -14,7 +14,7 @@
 
 static bool sender_cancel(void *arg)
 {
-    Trial *t = arg;
+    WTrial *t = arg;
     return worker_gave_up(t->worker);
 }
 
@@ -25,9 +25,9 @@ static int first_line_len(const char *s, int n)
     return len < n ? len : n;
 }
 
-static void send_finish(Trial *t, Client *c)
+static void send_finish(WTrial *t, Client *c)
 {
-    char *log = trial_take_log(t); /* the lines since the last heartbeat */
+    char *log = wtrial_take_log(t); /* the lines since the last heartbeat */
     pthread_mutex_lock(&t->mu);
     bool completed = t->completed, preempted = t->preempted;
     json_t *body = json_pack("{s:s, s:s}", "lease_token", t->lease_token, "status",
@@ -96,7 +96,7 @@ static void send_finish(Trial *t, Client *c)
 }
 
 /* Sends one report; returns false when the trial must send nothing more. */
-static bool send_report(Trial *t, Client *c, const Report *r)
+static bool send_report(WTrial *t, Client *c, const Report *r)
 {
     json_t *body = json_pack("{s:s, s:I, s:O}", "lease_token", t->lease_token, "step",
                              (json_int_t)r->step, "metrics", r->metrics);
@@ -125,22 +125,22 @@ static bool send_report(Trial *t, Client *c, const Report *r)
         bool stop = action && strcmp(action, "stop") == 0 && !t->stop_received;
         if (stop) {
             t->stop_received = true;
-            trial_drop_queue(t);
+            wtrial_drop_queue(t);
         }
         pthread_mutex_unlock(&t->mu);
         if (stop) {
             LOG_INFO("trial %" PRId64 ": stop at step %" PRId64 "; ending its process group", t->id,
                      r->step);
-            trial_kill(t, KILL_STOP);
+            wtrial_kill(t, KILL_STOP);
         }
     } else if (reply.status == 409) {
         LOG_WARN("trial %" PRId64 ": lease lost (%s); ending it without finishing", t->id,
                  reply.error);
         pthread_mutex_lock(&t->mu);
         t->abandoned = true;
-        trial_drop_queue(t);
+        wtrial_drop_queue(t);
         pthread_mutex_unlock(&t->mu);
-        trial_kill(t, KILL_LEASE_LOST);
+        wtrial_kill(t, KILL_LEASE_LOST);
         go_on = false;
     } else {
         /* A final 4xx (a metric the server refuses, ...): retrying cannot help. */
@@ -153,7 +153,7 @@ static bool send_report(Trial *t, Client *c, const Report *r)
 
 /* Pops the oldest queued report (NULL when none or when the trial was
  * abandoned). Caller holds t->mu. */
-static Report *pop_report(Trial *t)
+static Report *pop_report(WTrial *t)
 {
     Report *r = t->head;
     if (r == NULL || t->abandoned)
@@ -162,14 +162,14 @@ static Report *pop_report(Trial *t)
     if (t->head == NULL)
         t->tail = NULL;
     if (t->queued-- >= TRIAL_QUEUE_MAX)
-        trial_wake(t); /* stdout was paused on a full queue */
+        wtrial_wake(t); /* stdout was paused on a full queue */
     r->next = NULL;
     return r;
 }
 
-void *trial_sender_main(void *arg)
+void *wtrial_sender_main(void *arg)
 {
-    Trial *t = arg;
+    WTrial *t = arg;
     Worker *w = t->worker;
     Client *c = client_new(w->server, w->token);
     if (c == NULL) {
@@ -177,7 +177,7 @@ void *trial_sender_main(void *arg)
                   t->id);
         pthread_mutex_lock(&t->mu);
         t->abandoned = true;
-        trial_drop_queue(t);
+        wtrial_drop_queue(t);
         pthread_mutex_unlock(&t->mu);
         return NULL;
     }

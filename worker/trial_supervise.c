@@ -44,7 +44,7 @@ extern char **environ;
 
 /* The supervisor's own state (not shared). */
 typedef struct Sup {
-    Trial *t;
+    WTrial *t;
     char dir[PATH_MAX];   /* <workdir>/trials/<id> */
     int dir_fd;           /* the folder, locked shared while we hold it (trialdir.h); or -1 */
     int out_log, err_log; /* stdout.log, stderr.log; -1 when they could not be opened */
@@ -78,7 +78,7 @@ static void write_log(Sup *s, int fd, const char *data, size_t n)
     }
 }
 
-static void enqueue(Trial *t, int64_t step, json_t *metrics)
+static void enqueue(WTrial *t, int64_t step, json_t *metrics)
 {
     pthread_mutex_lock(&t->mu);
     if (t->abandoned || t->stop_received) {
@@ -107,11 +107,11 @@ static void enqueue(Trial *t, int64_t step, json_t *metrics)
     pthread_mutex_unlock(&t->mu);
 }
 
-static void log_line(Trial *t, const char *line, size_t len);
+static void log_line(WTrial *t, const char *line, size_t len);
 
 /* Counts an invalid report line for the heartbeats and the finish
  * (docs/api.md, the trial object's warnings). */
-static void add_warning(Trial *t, const char *line, size_t len, const char *why)
+static void add_warning(WTrial *t, const char *line, size_t len, const char *why)
 {
     pthread_mutex_lock(&t->mu);
     warnings_add(&t->warnings, line, len, why);
@@ -123,7 +123,7 @@ static void add_warning(Trial *t, const char *line, size_t len, const char *why)
  * first one is logged. */
 static void not_node_0(Sup *s, const char *line, size_t len)
 {
-    Trial *t = s->t;
+    WTrial *t = s->t;
     char why[64];
     snprintf(why, sizeof why, "only node 0 reports (this is node %" PRId64 ")", t->gang.rank);
     if (!s->said_rank)
@@ -138,7 +138,7 @@ static void not_node_0(Sup *s, const char *line, size_t len)
 static void on_stdout_line(void *arg, const char *line, size_t len, bool cut)
 {
     Sup *s = arg;
-    Trial *t = s->t;
+    WTrial *t = s->t;
     s->line_no++;
     if (cut) {
         if (len >= 5 && memcmp(line, "@rung", 5) == 0) {
@@ -177,7 +177,7 @@ static void on_stdout_line(void *arg, const char *line, size_t len, bool cut)
 }
 
 /* Adds a line to the log tail the heartbeats carry. */
-static void log_line(Trial *t, const char *line, size_t len)
+static void log_line(WTrial *t, const char *line, size_t len)
 {
     pthread_mutex_lock(&t->mu);
     tail_add(&t->log, line, len);
@@ -193,7 +193,7 @@ static void on_stderr_line(void *arg, const char *line, size_t len, bool cut)
     log_line(s->t, line, len);
 }
 
-static bool queue_full(Trial *t)
+static bool queue_full(WTrial *t)
 {
     pthread_mutex_lock(&t->mu);
     bool full = t->queued >= TRIAL_QUEUE_MAX;
@@ -227,7 +227,7 @@ static void pump(Sup *s, int *fd, bool is_stdout)
 /* Makes the trial folder and opens the logs, with a header per attempt. */
 static int open_logs(Sup *s, char *why, size_t why_size)
 {
-    Trial *t = s->t;
+    WTrial *t = s->t;
     Worker *w = t->worker;
     char trials[PATH_MAX + 8];
     rung_why(trials, sizeof trials, "%s/trials", w->workdir);
@@ -260,7 +260,7 @@ static int open_logs(Sup *s, char *why, size_t why_size)
     }
     if (t->from_trial > 0) {
         char line[1536];
-        trial_donor_fetch(t, trials, s->dir, line, sizeof line);
+        wtrial_donor_fetch(t, trials, s->dir, line, sizeof line);
         write_log(s, s->err_log, line, strlen(line));
     }
     return 0;
@@ -269,7 +269,7 @@ static int open_logs(Sup *s, char *why, size_t why_size)
 /* Decides argv, environment, cwd and timeout from the trainable. */
 static int prepare(Sup *s, char *why, size_t why_size)
 {
-    Trial *t = s->t;
+    WTrial *t = s->t;
     Worker *w = t->worker;
     const json_t *tr = t->trainable;
     if (tr == NULL || json_is_null(tr)) {
@@ -381,7 +381,7 @@ static int prepare(Sup *s, char *why, size_t why_size)
  * *reason_at_exit to the kill reason when the leader ended. */
 static void watch(Sup *s, KillReason *reason_at_exit)
 {
-    Trial *t = s->t;
+    WTrial *t = s->t;
     Runner *r = &t->runner;
     int64_t started = rung_mono_ns();
     int64_t timeout_at = s->timeout_s > 0 ? started + (int64_t)(s->timeout_s * NS_PER_S) : 0;
@@ -422,14 +422,14 @@ static void watch(Sup *s, KillReason *reason_at_exit)
         if (timeout_at && !r->reaped && reason == KILL_NONE && now >= timeout_at) {
             LOG_WARN("trial %" PRId64 ": timed out after %g s; ending its process group", t->id,
                      s->timeout_s);
-            trial_kill(t, KILL_TIMEOUT);
+            wtrial_kill(t, KILL_TIMEOUT);
             continue;
         }
         if (r->reaped && !gone && !term_sent && now >= exited_at + LEFTOVER_GRACE_MS * NS_PER_MS) {
             LOG_INFO("trial %" PRId64 ": the program exited but left processes in its group; "
                      "ending them",
                      t->id);
-            trial_kill(t, KILL_LEFTOVER);
+            wtrial_kill(t, KILL_LEFTOVER);
             continue;
         }
         bool pipes_open = r->out_fd >= 0 || r->err_fd >= 0;
@@ -512,14 +512,14 @@ static char *error_text(Sup *s, const char *head)
  * write checkpoints into the folder, which the new one reads (and a pbt
  * copy replaces). So the new one starts once the old process group is
  * gone. */
-static void wait_for_older(Trial *t)
+static void wait_for_older(WTrial *t)
 {
     Worker *w = t->worker;
     int64_t deadline = rung_mono_ns() + OLDER_WAIT_NS;
     for (;;) {
         bool busy = false;
         pthread_mutex_lock(&w->mu);
-        for (Trial *o = w->trials; o != NULL && !busy; o = o->next) {
+        for (WTrial *o = w->trials; o != NULL && !busy; o = o->next) {
             if (o == t || o->id != t->id)
                 continue;
             pthread_mutex_lock(&o->mu);
@@ -541,7 +541,7 @@ static void wait_for_older(Trial *t)
 
 static void *supervise(void *arg)
 {
-    Trial *t = arg;
+    WTrial *t = arg;
     Worker *w = t->worker;
     Sup s = {.t = t, .out_log = -1, .err_log = -1, .dir_fd = -1, .next_step = t->resume_step + 1};
     tail_init(&s.tail);
@@ -561,7 +561,7 @@ static void *supervise(void *arg)
         prepare(&s, why, sizeof why);
 
     pthread_t sender;
-    bool sender_running = pthread_create(&sender, NULL, trial_sender_main, t) == 0;
+    bool sender_running = pthread_create(&sender, NULL, wtrial_sender_main, t) == 0;
     if (!sender_running && why[0] == '\0')
         snprintf(why, sizeof why, "cannot start a thread for the trial's reports");
 
@@ -587,7 +587,7 @@ static void *supervise(void *arg)
             if (runner_start(&spec, &r, why, sizeof why) == 0) {
                 pthread_mutex_lock(&t->mu);
                 t->runner = r;
-                trial_term_if_asked(t); /* a kill asked while it was starting */
+                wtrial_term_if_asked(t); /* a kill asked while it was starting */
                 pthread_mutex_unlock(&t->mu);
                 LOG_DEBUG("trial %" PRId64 ": started pid %d", t->id, (int)r.pid);
                 watch(&s, &reason_at_exit);
@@ -637,7 +637,7 @@ static void *supervise(void *arg)
     if (sender_running)
         pthread_join(sender, NULL);
     else
-        trial_sender_main(t); /* no reports went out (none were made): the finish still goes */
+        wtrial_sender_main(t); /* no reports went out (none were made): the finish still goes */
 
     if (s.out_log >= 0)
         close(s.out_log);
@@ -653,11 +653,11 @@ static void *supervise(void *arg)
     if (had_folder)
         close(s.dir_fd); /* --keep-trials may remove it now */
     worker_trial_done(w, t, had_folder);
-    trial_free(t);
+    wtrial_free(t);
     return NULL;
 }
 
-int trial_start(Trial *t)
+int wtrial_start(WTrial *t)
 {
     pthread_attr_t attr;
     pthread_attr_init(&attr);

@@ -100,8 +100,8 @@ void worker_stop(Worker *w, StopLevel level)
         if (w->n_trials > 0)
             LOG_WARN("stopping now: ending %d trial(s); %d s to deliver what they sent",
                      w->n_trials, WORKER_HARD_STOP_S);
-        for (Trial *t = w->trials; t != NULL; t = t->next)
-            trial_kill(t, KILL_SHUTDOWN);
+        for (WTrial *t = w->trials; t != NULL; t = t->next)
+            wtrial_kill(t, KILL_SHUTDOWN);
     } else if (w->n_trials > 0) {
         LOG_INFO("stopping: no new trials; waiting for %d running trial(s) to end "
                  "(signal again to end them now)",
@@ -126,12 +126,12 @@ int worker_wait_idle(Worker *w)
 void worker_kill_all_now(Worker *w)
 {
     pthread_mutex_lock(&w->mu);
-    for (Trial *t = w->trials; t != NULL; t = t->next)
-        trial_kill_now(t);
+    for (WTrial *t = w->trials; t != NULL; t = t->next)
+        wtrial_kill_now(t);
     pthread_mutex_unlock(&w->mu);
 }
 
-void worker_trial_release(Worker *w, Trial *t)
+void worker_trial_release(Worker *w, WTrial *t)
 {
     pthread_mutex_lock(&w->mu);
     if (t->holds_slots) {
@@ -153,9 +153,9 @@ static size_t ended_index(const Worker *w, int64_t id)
 
 /* Lists t as ended, unless another attempt of it runs here. Caller holds
  * w->mu. false when out of memory (then its folder is simply kept). */
-static bool list_ended(Worker *w, Trial *t)
+static bool list_ended(Worker *w, WTrial *t)
 {
-    for (Trial *o = w->trials; o != NULL; o = o->next)
+    for (WTrial *o = w->trials; o != NULL; o = o->next)
         if (o->id == t->id)
             return true; /* running again: not ended */
     pthread_mutex_lock(&t->mu);
@@ -197,7 +197,7 @@ static void remove_folders(Worker *w, const int64_t *ids, size_t n)
     }
 }
 
-void worker_trial_done(Worker *w, Trial *t, bool folder)
+void worker_trial_done(Worker *w, WTrial *t, bool folder)
 {
     pthread_mutex_lock(&w->mu);
     if (t->prev)
@@ -261,7 +261,7 @@ static void gpu_list(const int64_t *gpus, int n, char *buf, size_t size)
  * this worker offered (port_fd, bound; -1 when none was): kept bound for
  * the program when it is the rendezvous port (rank 0 of a gang, or a
  * 1-node trial's {master_port}), else closed. Steals port_fd. */
-static void read_gang(Worker *w, Trial *t, const json_t *reply, int port_fd, int port)
+static void read_gang(Worker *w, WTrial *t, const json_t *reply, int port_fd, int port)
 {
     char why[256];
     gang_single(&t->gang, port_fd >= 0 ? port : 0);
@@ -284,7 +284,7 @@ static void read_gang(Worker *w, Trial *t, const json_t *reply, int port_fd, int
 static void take_trial(Worker *w, const json_t *reply, int port_fd, int port)
 {
     char why[256];
-    Trial *t = trial_new(w, json_object_get(reply, "trial"), why, sizeof why);
+    WTrial *t = wtrial_new(w, json_object_get(reply, "trial"), why, sizeof why);
     if (t == NULL) {
         LOG_ERROR("lease: unusable reply (%s); the server will expire that lease", why);
         if (port_fd >= 0)
@@ -328,11 +328,11 @@ static void take_trial(Worker *w, const json_t *reply, int port_fd, int port)
         LOG_ERROR("trial %" PRId64 ": %s", t->id, t->prefail);
     else if (worker_stopping(w, STOP_DRAIN))
         LOG_INFO("trial %" PRId64 ": leased while stopping; running it to its end", t->id);
-    if (trial_start(t) != 0) {
+    if (wtrial_start(t) != 0) {
         LOG_ERROR("trial %" PRId64 ": cannot start a thread; the server will expire its lease",
                   t->id);
         worker_trial_done(w, t, false);
-        trial_free(t);
+        wtrial_free(t);
     }
 }
 
@@ -545,11 +545,11 @@ void *worker_heartbeat_main(void *arg)
          * not for a new attempt of the same trial leased meanwhile. */
         json_t *ids = json_array(), *listed = json_object(), *logs = json_object();
         json_t *warnings = json_object();
-        for (Trial *t = w->trials; t != NULL; t = t->next) {
+        for (WTrial *t = w->trials; t != NULL; t = t->next) {
             json_array_append_new(ids, json_integer(t->id));
             json_object_set_new(listed, t->lease_token, json_true());
             /* The dashboard shows each trial's last log lines: sent when new. */
-            char *log = trial_take_log(t);
+            char *log = wtrial_take_log(t);
             if (log != NULL) {
                 char key[24];
                 snprintf(key, sizeof key, "%" PRId64, t->id);
@@ -565,7 +565,7 @@ void *worker_heartbeat_main(void *arg)
                 free(log);
             }
             /* So are its invalid report lines. */
-            json_t *warn = trial_take_warnings(t);
+            json_t *warn = wtrial_take_warnings(t);
             if (warn != NULL) {
                 char key[24];
                 snprintf(key, sizeof key, "%" PRId64, t->id);
@@ -602,10 +602,10 @@ void *worker_heartbeat_main(void *arg)
             const json_t *id;
             pthread_mutex_lock(&w->mu);
             json_array_foreach(stop, i, id) {
-                for (Trial *t = w->trials; t != NULL; t = t->next)
+                for (WTrial *t = w->trials; t != NULL; t = t->next)
                     if (t->id == json_integer_value(id) &&
                         json_object_get(listed, t->lease_token) != NULL &&
-                        trial_kill(t, KILL_SERVER))
+                        wtrial_kill(t, KILL_SERVER))
                         LOG_INFO("trial %" PRId64 ": the server asks to stop it; ending its "
                                  "process group",
                                  t->id);

@@ -20,8 +20,8 @@
  *               and a sender (reports in order, then finish): trial.h
  *
  * Locking: Worker.mu guards the slots, the trial list and the flags below
- * it; a Trial's own mutex guards its queue and process state. Order:
- * Worker.mu before Trial.mu, never the other way round. Stop level, hard
+ * it; a WTrial's own mutex guards its queue and process state. Order:
+ * Worker.mu before WTrial.mu, never the other way round. Stop level, hard
  * deadline and exiting are atomics as well, so that curl's progress
  * callbacks can read them without the lock to abort a request in flight. */
 #ifndef RUNG_WORKER_WORKER_H
@@ -44,7 +44,7 @@
 
 #define WORKER_HARD_STOP_S 5 /* after a 2nd signal: how long undelivered results may take */
 
-struct Trial;
+struct WTrial;
 
 typedef enum { STOP_NONE = 0, STOP_DRAIN = 1, STOP_HARD = 2 } StopLevel;
 
@@ -78,10 +78,10 @@ typedef struct Worker {
      * (ckptxfer.h), on their own thread; NULL when it could not start. */
     struct Uploader *uploader;
 
-    pthread_mutex_t mu;   /* guards what follows */
-    pthread_cond_t cond;  /* broadcast when any of it changes (CLOCK_MONOTONIC) */
-    Slots slots;          /* what is free */
-    struct Trial *trials; /* held trials (leased, not yet delivered), a list */
+    pthread_mutex_t mu;    /* guards what follows */
+    pthread_cond_t cond;   /* broadcast when any of it changes (CLOCK_MONOTONIC) */
+    Slots slots;           /* what is free */
+    struct WTrial *trials; /* held trials (leased, not yet delivered), a list */
     int n_trials;
     bool lease_done;   /* the lease thread has ended */
     PruneEntry *ended; /* trials this worker ran that ended, whose folders remain */
@@ -120,13 +120,13 @@ void worker_kill_all_now(Worker *w);
 /* For trial.c: t's process has ended; its GPUs and CPUs are free again
  * (the trial stays listed, and heartbeats renew its lease, until its
  * results are delivered). Idempotent. */
-void worker_trial_release(Worker *w, struct Trial *t);
+void worker_trial_release(Worker *w, struct WTrial *t);
 /* For trial.c: the supervisor of t is done with it; takes it off the list
  * (and releases its resources if that was not done). t is freed by the
  * caller after. With folder (the trial's folder was made), the trial is
  * listed as ended (paused when its finish said so), and the folders of
  * ended trials beyond the newest keep_trials are removed, by the calling
  * thread, before it returns (prune.h, trialdir.h). */
-void worker_trial_done(Worker *w, struct Trial *t, bool folder);
+void worker_trial_done(Worker *w, struct WTrial *t, bool folder);
 
 #endif

@@ -809,7 +809,7 @@ static void test_checkpoint_from(void **state)
     json_t *o = json_pack("{s:i, s:s, s:i, s:{s:i, s:i, s:s, s:i}}", "id", 20, "lease_token", "t",
                           "resume_step", 12, "checkpoint_from", "trial", 18, "step", 12, "sha256",
                           hex, "size", 4096);
-    Trial *t = trial_new(&w, o, why, sizeof why);
+    WTrial *t = wtrial_new(&w, o, why, sizeof why);
     assert_non_null(t);
     assert_int_equal(t->from_trial, 18);
     assert_int_equal(t->from_step, 12);
@@ -817,27 +817,27 @@ static void test_checkpoint_from(void **state)
     assert_string_equal(t->from_sha256,
                         "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789");
     assert_int_equal(t->from_size, 4096);
-    trial_free(t);
+    wtrial_free(t);
     json_decref(o);
 
     /* A local copy: no hash. */
     o = json_pack("{s:i, s:s, s:i, s:{s:i}}", "id", 20, "lease_token", "t", "resume_step", 8,
                   "checkpoint_from", "trial", 18);
-    t = trial_new(&w, o, why, sizeof why);
+    t = wtrial_new(&w, o, why, sizeof why);
     assert_int_equal(t->from_trial, 18);
     assert_int_equal(t->from_step, 8);
     assert_false(t->from_rungd);
-    trial_free(t);
+    wtrial_free(t);
     json_decref(o);
 
     /* A malformed hash and size: from rungd, but nothing to check against. */
     o = json_pack("{s:i, s:s, s:{s:i, s:i, s:s, s:s}}", "id", 20, "lease_token", "t",
                   "checkpoint_from", "trial", 18, "step", 4, "sha256", "nope", "size", "big");
-    t = trial_new(&w, o, why, sizeof why);
+    t = wtrial_new(&w, o, why, sizeof why);
     assert_true(t->from_rungd);
     assert_string_equal(t->from_sha256, "");
     assert_int_equal(t->from_size, -1);
-    trial_free(t);
+    wtrial_free(t);
     json_decref(o);
 }
 
