@@ -855,7 +855,7 @@ class CliTest(h.RungdTestCase):
         self.follow_restart_retry([rung_path()], None)
 
     def test_python_logs_follow_rides_out_a_restart_and_a_retry(self):
-        # The Python client's logs --follow (python/rung/cli.py) keeps the
+        # The Python client's logs --follow (python/rung/_cli/control.py) keeps the
         # C client's promises, on the same script.
         env = dict(os.environ, PYTHONPATH=os.path.join(wh.REPO_ROOT, "python"))
         self.follow_restart_retry([sys.executable, "-m", "rung"], env)

@@ -66,6 +66,39 @@ class WithoutDaemonTest(unittest.TestCase):
                 self.assertRegex(out.stdout, rf"(?m)^\s+{re.escape(verb)}\b")
         self.assertEqual(run_cli("help").stdout, out.stdout)
 
+    def test_modules_mirror_the_c_client_file_for_file(self) -> None:
+        # rung/_cli/__init__.py promises a verb sits in the module named as
+        # the C file that holds it (cli_cmd_ls in cli/experiments.c, cmd_ls
+        # in _cli/experiments.py), and that no command module imports
+        # another: a moved verb or a new cycle fails here.
+        def defined(folder: str, suffix: str, pattern: str) -> dict[str, str]:
+            where = {}
+            for name in sorted(os.listdir(folder)):
+                if name.endswith(suffix):
+                    with open(os.path.join(folder, name), encoding="utf-8") as f:
+                        for verb in re.findall(pattern, f.read(), re.M):
+                            where[verb] = name[:-len(suffix)]
+            return where
+
+        c_dir = os.path.join(ROOT, "cli")
+        py_dir = os.path.join(PYTHON_DIR, "rung", "_cli")
+        c_where = defined(c_dir, ".c", r"^int cli_cmd_(\w+)\(CliHttp \*h, int argc")
+        py_where = defined(py_dir, ".py", r"^def cmd_(\w+)\(")
+        self.assertGreaterEqual(len(c_where), 15, c_where)
+        for verb, stem in c_where.items():
+            with self.subTest(verb=verb):
+                self.assertEqual(py_where.get(verb), stem)
+        c_files = {n[:-2] for n in os.listdir(c_dir) if n.endswith(".c")} - {"yaml"}
+        py_files = {n[:-3] for n in os.listdir(py_dir) if n.endswith(".py")}
+        self.assertEqual(py_files - {"__init__", "commands"}, c_files)
+        commands = set(c_where.values()) | {"main"}
+        for stem in py_files:
+            with open(os.path.join(py_dir, stem + ".py"), encoding="utf-8") as f:
+                imported = set(re.findall(r"^from \.(\w+) import", f.read(), re.M))
+            with self.subTest(module=stem):
+                allowed = py_files if stem == "main" else py_files - commands
+                self.assertLessEqual(imported, allowed)
+
     def test_usage_errors_exit_2(self) -> None:
         for argv, words in [((), "usage"), (("frobnicate",), "invalid choice"),
                             (("show",), "required: ID"), (("show", "abc"), "positive integer"),

@@ -1,0 +1,253 @@
+"""`python3 -m rung [--server URL] [--token T] COMMAND [ARGS]` (cli/main.c):
+one table names every command with its arguments, a line of help, the
+function that runs it and how to add its arguments, so that --help and
+the dispatch cannot disagree. main() turns what a command raises into the
+C client's lines on stderr and its exit statuses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, Callable, Optional, Sequence
+
+from ..client import ApiError, Client, RungError, UnreachableError
+from .commands import (EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError, UsageError, interval,
+                       positive_int)
+from .control import (cmd_delete, cmd_extend, cmd_logs, cmd_pause, cmd_resume, cmd_retry,
+                      cmd_set, cmd_stop_trial)
+from .experiments import cmd_best, cmd_cancel, cmd_export, cmd_ls, cmd_show, cmd_submit
+from .fmt import clean
+from .http import print_api_error
+from .watch import cmd_watch
+from .workers import cmd_workers
+
+
+def cmd_run_function(client: Optional[Client], args: argparse.Namespace) -> int:
+    from ..trial import run_function
+
+    run_function(args.file, args.function)
+    return EXIT_OK
+
+
+def cmd_help(client: Optional[Client], args: argparse.Namespace) -> int:
+    """Stands for `help` in main(), which prints the parser's help."""
+    return EXIT_OK
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with `rung: ...` usage errors and exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"rung: {message}", file=sys.stderr)
+        print("run 'python3 -m rung --help' for every command", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+# (name, arguments, help, function, how to add its arguments), in the
+# order of --help: the C client's table (cli/main.c), then best and
+# run-function.
+_COMMANDS: list[tuple[str, str, str, Callable, Callable[[argparse.ArgumentParser], Any]]] = []
+
+
+def _command(name: str, arguments: str, help_text: str, run: Callable,
+             add: Callable[[argparse.ArgumentParser], Any] = lambda p: None) -> None:
+    _COMMANDS.append((name, arguments, help_text, run, add))
+
+
+def _id(p: argparse.ArgumentParser, name: str = "id", what: str = "the experiment's id") -> None:
+    p.add_argument(name, type=positive_int, metavar=name.upper(), help=what)
+
+
+def _trial_id(p: argparse.ArgumentParser) -> None:
+    _id(p, "trial_id", "the trial's id")
+
+
+def _add_json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the API's objects")
+
+
+def _add_submit(p: argparse.ArgumentParser) -> None:
+    p.add_argument("spec", metavar="SPEC", help="a spec as JSON, or YAML (.yaml, .yml); - "
+                   "reads stdin")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only the id")
+    p.add_argument("--yaml", action="store_true", help="read SPEC (or stdin) as YAML")
+    p.add_argument("--wandb", action="store_true",
+                   help="SPEC is a W&B sweep file (rung.convert says how it maps)")
+    p.add_argument("--num-samples", type=positive_int, metavar="N",
+                   help="set num_samples (a W&B sweep's random or bayes search needs it "
+                   "when it has no run_cap)")
+
+
+def _add_watch(p: argparse.ArgumentParser) -> None:
+    _id(p)
+    p.add_argument("--interval", type=interval, default=1.0, metavar="S",
+                   help="seconds between polls (default 1)")
+
+
+def _add_pause(p: argparse.ArgumentParser) -> None:
+    _id(p)
+    p.add_argument("--running", action="store_true", help="pause the running trials too")
+
+
+def _add_extend(p: argparse.ArgumentParser) -> None:
+    _id(p)
+    p.add_argument("num_samples", type=positive_int, metavar="NUM_SAMPLES")
+
+
+def _add_set(p: argparse.ArgumentParser) -> None:
+    _id(p)
+    p.add_argument("--priority", type=int, metavar="P")
+    p.add_argument("--share", type=float, metavar="S")
+    p.add_argument("--max-concurrent", type=int, metavar="N")
+    p.add_argument("--num-samples", type=positive_int, metavar="N")
+
+
+def _add_logs(p: argparse.ArgumentParser) -> None:
+    _trial_id(p)
+    p.add_argument("-f", "--follow", action="store_true",
+                   help="print what is new until the trial ends")
+    p.add_argument("--interval", type=interval, default=1.0, metavar="S",
+                   help="seconds between polls with --follow (default 1)")
+
+
+def _add_export(p: argparse.ArgumentParser) -> None:
+    _id(p)
+    p.add_argument("-o", "--output", metavar="FILE", help="the file (default: stdout)")
+
+
+def _add_workers(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--all", action="store_true", help="also the forgotten ones")
+    _add_json(p)
+
+
+def _add_best(p: argparse.ArgumentParser) -> None:
+    _id(p)
+    p.add_argument("--scope", choices=("all", "last"),
+                   help="all: a trial's best value at any step; last: its last value "
+                   "(default: the experiment's best_scope)")
+    _add_json(p)
+
+
+def _add_run_function(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("function", metavar="FUNC")
+
+
+_command("submit", "SPEC|- [--yaml] [-q] [--wandb] [--num-samples N]",
+         "submit an experiment, JSON or YAML, or a W&B sweep (-q: print only its id)",
+         cmd_submit, _add_submit)
+_command("ls", "[--json]", "list experiments, newest first", cmd_ls, _add_json)
+_command("show", "ID [--json]",
+         "an experiment: settings, state, error, best trial, its best 20 trials", cmd_show,
+         lambda p: (_id(p), _add_json(p)))
+_command("watch", "ID [--interval S]", "follow an experiment until it ends", cmd_watch,
+         _add_watch)
+_command("cancel", "ID", "cancel an experiment (pending trials are dropped)", cmd_cancel, _id)
+_command("pause", "ID [--running]",
+         "lease nothing more (--running: pause running trials too, to resume later)",
+         cmd_pause, _add_pause)
+_command("resume", "ID", "resume a paused experiment", cmd_resume, _id)
+_command("extend", "ID NUM_SAMPLES", "raise num_samples (a completed experiment runs again)",
+         cmd_extend, _add_extend)
+_command("set", "ID [--priority P] [--share S] [--max-concurrent N] [--num-samples N]",
+         "change a submitted experiment's settings", cmd_set, _add_set)
+_command("stop-trial", "TRIAL_ID", "stop one trial (stopped_by user)", cmd_stop_trial,
+         _trial_id)
+_command("retry", "ID", "put the failed trials back in line (the experiment runs again)",
+         cmd_retry, _id)
+_command("delete", "ID", "delete an ended experiment with its trials and reports", cmd_delete,
+         _id)
+_command("logs", "TRIAL_ID [--follow] [--interval S]",
+         "a trial's log tail (--follow: until the trial ends; exit 3 if it failed)", cmd_logs,
+         _add_logs)
+_command("export", "ID [-o FILE]", "write the experiment's trials as CSV", cmd_export,
+         _add_export)
+_command("workers", "[--all] [--json]",
+         "list workers, their GPUs, running trials (--all: gone ones too)", cmd_workers,
+         _add_workers)
+_command("best", "ID [--scope all|last] [--json]",
+         "the best trial: its value, step and config", cmd_best, _add_best)
+_command("run-function", "FILE FUNC",
+         "(for workers) run FUNC(rung.config()) from the Python file FILE",
+         cmd_run_function, _add_run_function)
+_command("help", "", "show this help", cmd_help)
+
+
+def _commands_text() -> str:
+    """The command table of --help, laid out as the C client's."""
+    lines = ["commands:"]
+    for name, arguments, help_text, _, _ in _COMMANDS:
+        head = f"{name} {arguments}".rstrip()
+        if len(head) > 34:
+            lines.append(f"  {head}")
+            lines.append(f"  {'':<34}  {help_text}")
+        else:
+            lines.append(f"  {head:<34}  {help_text}")
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of `python3 -m rung`, with one subcommand per verb."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--server", metavar="URL", default=argparse.SUPPRESS,
+                        help="rungd's address (default $RUNG_SERVER, else "
+                        "http://127.0.0.1:8080)")
+    common.add_argument("--token", metavar="T", default=argparse.SUPPRESS,
+                        help="the bearer token (default $RUNG_TOKEN)")
+    parser = _Parser(prog="python3 -m rung", parents=[common],
+                     usage="python3 -m rung [--server URL] [--token T] COMMAND [ARGS]",
+                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                     description="Rung's command line client in Python: the verbs of the C "
+                     "client `rung`\n(docs/api.md, Command lines), and best.\n\n"
+                     + _commands_text(),
+                     epilog="Exit status: 0 done, 1 the request failed, 2 bad arguments.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser,
+                                help=argparse.SUPPRESS)
+    for name, _, help_text, run, add in _COMMANDS:
+        p = sub.add_parser(name, prog=f"python3 -m rung {name}", description=help_text,
+                           parents=[common])
+        add(p)
+        p.set_defaults(run=run)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs one command; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "run", None) is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    if args.run is cmd_help:
+        parser.print_help(sys.stdout)
+        return EXIT_OK
+    if args.run is cmd_run_function:
+        return cmd_run_function(None, args)
+    client = Client(server=getattr(args, "server", None), token=getattr(args, "token", None))
+    try:
+        return args.run(client, args)
+    except UsageError as err:
+        print(f"rung: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except ApiError as err:
+        print_api_error(err)
+        return EXIT_ERROR
+    except UnreachableError as err:
+        print(f"rung: {clean(str(err))}", file=sys.stderr)
+        return EXIT_ERROR
+    except (CliError, RungError) as err:
+        print(f"rung: {clean(str(err))}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # `python3 -m rung ls | head`: the reader left; nothing to report.
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return EXIT_OK
