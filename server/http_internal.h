@@ -177,4 +177,10 @@ enum MHD_Result http_send_file(struct MHD_Connection *c, Job *job);
 /* Writes a whole JSON error reply on a socket MHD is not using. */
 void http_write_error(int fd, int status, int code, const char *message);
 
+/* ---- http_static.c ---- */
+
+/* Serves a file of the dashboard (url: "/" or a path under h->web_dir), or
+ * the fallback page when the folder has no index.html, or 404. */
+enum MHD_Result http_serve_static(Http *h, struct MHD_Connection *c, const char *url);
+
 #endif
