@@ -1,0 +1,484 @@
+/* What enters memory from the store (store.h: store_load, store_reload_*,
+ * store_revive_experiment, store_readd_failed): the rows of the work in
+ * flight, read into the core through its core_load_* calls, and what a
+ * revived experiment or a failed write brings back. */
+#include "store_internal.h"
+
+#include "store_read.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Loads the experiments that `where` selects (their rows, then every trial
+ * of theirs, then the reports of each trial's current attempt). Only
+ * experiments with work in flight are loaded: running ones, and canceled
+ * ones whose running trials have not stopped yet. */
+static int load_experiments(Store *s, Core *core, const char *where, int64_t id_arg, RungError *err)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT id, spec, seed, state, created_at, ended_at, ended_reason, error, health "
+             "FROM experiments WHERE %s ORDER BY id",
+             where);
+    sqlite3_stmt *st;
+    if (store_prepare(s, sql, &st, err, "load experiments"))
+        return err->code;
+    if (id_arg > 0)
+        sqlite3_bind_int64(st, 1, id_arg);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        json_t *spec_json = store_column_json(st, 1);
+        Spec spec;
+        RungError why;
+        ExpState state = EXP_RUNNING;
+        exp_state_parse((const char *)sqlite3_column_text(st, 3), &state);
+        if (spec_load(spec_json, (uint64_t)sqlite3_column_int64(st, 2), &spec, &why)) {
+            json_decref(spec_json);
+            sqlite3_finalize(st);
+            return rung_error_set(err, RUNG_E_INTERNAL, NULL,
+                                  "store: experiment %lld has a spec this rungd rejects: %s",
+                                  (long long)id, why.message);
+        }
+        json_decref(spec_json);
+        Experiment *e = core_load_experiment(core, id, &spec, state, sqlite3_column_int64(st, 4),
+                                             sqlite3_column_int64(st, 5));
+        if (store_read_warm_attach(s, e, err)) {
+            sqlite3_finalize(st);
+            return err->code;
+        }
+        json_t *health = store_column_json(st, 8);
+        core_load_experiment_ended(e, end_reason_parse((const char *)sqlite3_column_text(st, 6)),
+                                   (const char *)sqlite3_column_text(st, 7), health);
+        json_decref(health);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "load experiments");
+}
+
+/* The states of the trials in flight, which a running experiment holds as
+ * objects (core.h, core_load_all_trials); and the ended ones. */
+#define LIVE_STATES "('pending', 'running', 'paused', 'preempted')"
+#define ENDED_STATES "('completed', 'stopped', 'failed', 'canceled')"
+
+/* Loads e's trials: those in flight, or with all every one. */
+static int load_trials(Store *s, Core *core, Experiment *e, bool all, RungError *err)
+{
+    sqlite3_stmt *st;
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "SELECT id, experiment_id, number, state, config, attempt, worker_id, "
+             "lease_token, resources, stop_requested, error, created_at, started_at, "
+             "ended_at, rung, queue_pos, log_tail, stop_kind, stopped_by, user_paused, "
+             "warnings, gang, preemptions, lineage, resume_from, worker_losses FROM trials WHERE "
+             "experiment_id = ? %s ORDER BY number",
+             all ? "" : "AND state IN " LIVE_STATES);
+    if (store_prepare(s, sql, &st, err, "load trials"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, e->id);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        TrialState state = TRIAL_PENDING;
+        trial_state_parse((const char *)sqlite3_column_text(st, 3), &state);
+        json_t *config = store_column_json(st, 4);
+        if (config == NULL) {
+            sqlite3_finalize(st);
+            return rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: trial %lld is corrupt",
+                                  (long long)sqlite3_column_int64(st, 0));
+        }
+        Trial *t = core_load_trial(
+            core, e, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 2), state, config,
+            sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6),
+            (const char *)sqlite3_column_text(st, 7), store_column_json(st, 8),
+            sqlite3_column_int(st, 9) == 0
+                ? STOP_NONE
+                : (sqlite3_column_type(st, 17) == SQLITE_NULL
+                       ? STOP_CANCEL /* the only kind before schema 005 */
+                       : stop_kind_parse((const char *)sqlite3_column_text(st, 17))),
+            (const char *)sqlite3_column_text(st, 10), sqlite3_column_int64(st, 11),
+            sqlite3_column_int64(st, 12), sqlite3_column_int64(st, 13));
+        core_load_rung(t, sqlite3_column_double(st, 14)); /* NULL reads as 0: none */
+        if ((state == TRIAL_PENDING || state == TRIAL_PREEMPTED) &&
+            sqlite3_column_type(st, 15) != SQLITE_NULL)
+            core_load_queue_pos(t, sqlite3_column_int64(st, 15));
+        if (sqlite3_column_type(st, 16) != SQLITE_NULL)
+            core_trial_set_log(NULL, t, (const char *)sqlite3_column_text(st, 16));
+        core_load_trial_control(t, stopped_by_parse((const char *)sqlite3_column_text(st, 18)),
+                                sqlite3_column_int(st, 19) != 0, store_column_json(st, 20));
+        core_load_trial_preemptions(t, sqlite3_column_int64(st, 22));
+        core_load_trial_losses(t, sqlite3_column_int64(st, 25));
+        json_t *from = store_column_json(st, 24);
+        core_load_trial_pbt(t, store_column_json(st, 23), from);
+        json_decref(from);
+        json_t *gang = store_column_json(st, 21);
+        core_load_gang(core, t, gang);
+        json_decref(gang);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "load trials");
+}
+
+/* Replays the reports of the current attempt of e's trials, in step order. */
+static int load_reports(Store *s, Core *core, Experiment *e, bool all, RungError *err)
+{
+    sqlite3_stmt *st;
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT r.trial_id, r.step, r.metrics, r.action FROM trials t "
+             "JOIN reports r ON r.trial_id = t.id AND r.attempt = t.attempt "
+             "WHERE t.experiment_id = ? %s ORDER BY r.trial_id, r.step",
+             all ? "" : "AND t.state IN " LIVE_STATES);
+    if (store_prepare(s, sql, &st, err, "load reports"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, e->id);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        Trial *t = core_trial(core, sqlite3_column_int64(st, 0));
+        json_t *metrics = store_column_json(st, 2);
+        const char *action = (const char *)sqlite3_column_text(st, 3);
+        if (t != NULL && metrics != NULL)
+            core_load_report(core, t, sqlite3_column_int64(st, 1), metrics,
+                             strcmp(action, "stop") == 0 ? ACTION_STOP : ACTION_CONTINUE);
+        json_decref(metrics);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "load reports");
+}
+
+/* e's counts of ended trials and its number of trials. */
+static int load_ended_counts(Store *s, Core *core, Experiment *e, RungError *err)
+{
+    int64_t counts[TRIAL__COUNT] = {0}, n_trials = 0;
+    sqlite3_stmt *st;
+    if (store_prepare(
+            s,
+            "SELECT state, count(*) FROM trials WHERE experiment_id = ? AND state IN " ENDED_STATES
+            " GROUP BY state",
+            &st, err, "ended trials"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, e->id);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        TrialState ts;
+        if (trial_state_parse((const char *)sqlite3_column_text(st, 0), &ts) == 0)
+            counts[ts] = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return store_db_error(s, err, "ended trials");
+    if (store_prepare(s, "SELECT max(number) FROM trials WHERE experiment_id = ?", &st, err,
+                      "trials"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, e->id);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        n_trials = sqlite3_column_int64(st, 0) + 1;
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW)
+        return store_db_error(s, err, "trials");
+    core_load_ended_counts(core, e, counts, n_trials);
+    return 0;
+}
+
+/* Replays the current attempt's reports of e's ended trials, one trial at a
+ * time, for the rung records they leave (nothing else of them is kept). In
+ * number order: the (experiment_id, number) index gives it and the reports'
+ * primary key the steps, where ORDER BY t.id sorted every report in a
+ * temporary b-tree first (1.65 of a restart's 3.1 s at 400,000 asha trials
+ * of 5 reports, bench/long_restart.py). */
+static int load_ended_reports(Store *s, Core *core, Experiment *e, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (store_prepare(s,
+                      "SELECT t.id, t.number, t.state, r.step, r.metrics, r.action FROM trials t "
+                      "JOIN reports r ON r.trial_id = t.id AND r.attempt = t.attempt "
+                      "WHERE t.experiment_id = ? AND t.state IN " ENDED_STATES
+                      " ORDER BY t.number, r.step",
+                      &st, err, "ended reports"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, e->id);
+    Trial *t = NULL;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        if (t != NULL && t->id != id) {
+            core_load_ended_end(core, t, true, false);
+            t = NULL;
+        }
+        if (t == NULL) {
+            TrialState ts = TRIAL_COMPLETED;
+            trial_state_parse((const char *)sqlite3_column_text(st, 2), &ts);
+            t = core_load_ended_begin(e, id, sqlite3_column_int64(st, 1), ts, NULL);
+        }
+        json_t *metrics = store_column_json(st, 4);
+        const char *action = (const char *)sqlite3_column_text(st, 5);
+        if (metrics != NULL)
+            core_load_report(core, t, sqlite3_column_int64(st, 3), metrics,
+                             action && strcmp(action, "stop") == 0 ? ACTION_STOP : ACTION_CONTINUE);
+        json_decref(metrics);
+    }
+    if (t != NULL)
+        core_load_ended_end(core, t, true, false);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "ended reports");
+}
+
+/* The rows of e's ended trials for what they leave in memory (the best
+ * value, a Pareto front, the searcher's history): every one when e needs
+ * them (core_load_wants_ended_rows), else only the one with the best value
+ * (the lowest number among equals, as a scan in number order keeps). */
+static int load_ended_rows(Store *s, Core *core, Experiment *e, RungError *err)
+{
+    bool every = core_load_wants_ended_rows(e);
+    char sql[768];
+    snprintf(sql, sizeof sql,
+             "SELECT t.id, t.number, t.state, t.config, t.last_metrics, t.best_value, t.best_step, "
+             "(SELECT max(r.step) FROM reports r WHERE r.trial_id = t.id AND r.attempt = "
+             "t.attempt) FROM trials t WHERE t.experiment_id = ? AND t.state IN " ENDED_STATES
+             " %s",
+             every ? "ORDER BY t.number"
+                   : (e->spec.mode == SPEC_MODE_MAX
+                          ? "AND t.best_value IS NOT NULL ORDER BY t.best_value DESC, "
+                            "t.number LIMIT 1"
+                          : "AND t.best_value IS NOT NULL ORDER BY t.best_value, "
+                            "t.number LIMIT 1"));
+    sqlite3_stmt *st;
+    if (store_prepare(s, sql, &st, err, "ended trials"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, e->id);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        TrialState ts = TRIAL_COMPLETED;
+        trial_state_parse((const char *)sqlite3_column_text(st, 2), &ts);
+        json_t *config = store_column_json(st, 3);
+        if (config == NULL)
+            continue; /* cannot be a result; load_trials reports a corrupt live one */
+        Trial *t = core_load_ended_begin(e, sqlite3_column_int64(st, 0),
+                                         sqlite3_column_int64(st, 1), ts, config);
+        bool has_best = sqlite3_column_type(st, 5) != SQLITE_NULL;
+        core_load_ended_summary(t, store_column_json(st, 4), has_best, sqlite3_column_double(st, 5),
+                                sqlite3_column_int64(st, 6),
+                                sqlite3_column_type(st, 7) != SQLITE_NULL,
+                                sqlite3_column_int64(st, 7));
+        core_load_ended_end(core, t, false, true);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "ended trials");
+}
+
+/* Loads what e keeps in memory (core.h, "What lives in memory" in
+ * docs/architecture.md): its trials in flight with their reports, and of
+ * its history only what the scheduler and searcher use; a pbt experiment
+ * whole. */
+static int load_trials_and_history(Store *s, Core *core, Experiment *e, RungError *err)
+{
+    if (core_load_all_trials(e))
+        return load_trials(s, core, e, true, err) || load_reports(s, core, e, true, err) ? err->code
+                                                                                         : 0;
+    if (load_trials(s, core, e, false, err) || load_reports(s, core, e, false, err) ||
+        load_ended_counts(s, core, e, err) ||
+        (core_load_wants_ended_reports(e) && load_ended_reports(s, core, e, err)) ||
+        load_ended_rows(s, core, e, err))
+        return err->code;
+    return 0;
+}
+
+/* Workers seen within this long, or holding a running trial, are loaded at
+ * start; the others are read back when they call again. */
+#define WORKER_RECENT_MS (3600 * 1000LL)
+
+static int load_workers(Store *s, Core *core, const char *where, int64_t arg, RungError *err)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT id, name, hostname, gpus, cpus, registered_at, last_seen_at, heartbeat, "
+             "labels FROM workers WHERE %s ORDER BY id",
+             where);
+    sqlite3_stmt *st;
+    if (store_prepare(s, sql, &st, err, "load workers"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, arg);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (core_worker(core, sqlite3_column_int64(st, 0)) != NULL)
+            continue;
+        json_t *gpus = store_column_json(st, 3);
+        Worker *w = core_load_worker(core, sqlite3_column_int64(st, 0),
+                                     (const char *)sqlite3_column_text(st, 1),
+                                     (const char *)sqlite3_column_text(st, 2),
+                                     gpus ? gpus : json_array(), sqlite3_column_int64(st, 4),
+                                     sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6),
+                                     store_column_json(st, 7));
+        w->labels = store_column_json(st, 8);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "load workers");
+}
+
+/* Counts of the whole store and the highest ids, for the core's totals. */
+static int load_totals(Store *s, Core *core, RungError *err)
+{
+    int64_t tc[TRIAL__COUNT] = {0}, ec[EXP__COUNT] = {0}, max[3] = {0, 0, 0};
+    sqlite3_stmt *st;
+    if (store_prepare(s, "SELECT state, count(*) FROM trials GROUP BY state", &st, err, "counts"))
+        return err->code;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        TrialState ts;
+        if (trial_state_parse((const char *)sqlite3_column_text(st, 0), &ts) == 0)
+            tc[ts] = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    if (store_prepare(s, "SELECT state, count(*) FROM experiments GROUP BY state", &st, err,
+                      "counts"))
+        return err->code;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        ExpState es;
+        if (exp_state_parse((const char *)sqlite3_column_text(st, 0), &es) == 0)
+            ec[es] = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    /* The highest ids ever given, deleted ones too (schema 011): an id is
+     * never given twice. */
+    if (store_prepare(
+            s,
+            "SELECT max(coalesce((SELECT max(id) FROM experiments), 0), coalesce((SELECT "
+            "max_id FROM id_floors WHERE kind = 'experiments'), 0)), max(coalesce((SELECT "
+            "max(id) FROM trials), 0), coalesce((SELECT max_id FROM id_floors WHERE kind = "
+            "'trials'), 0)), (SELECT max(id) FROM workers)",
+            &st, err, "ids"))
+        return err->code;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        for (int i = 0; i < 3; i++)
+            max[i] = sqlite3_column_int64(st, i);
+    sqlite3_finalize(st);
+    core_load_totals(core, tc, ec, max[0], max[1], max[2]);
+    return 0;
+}
+
+/* Loads trials and reports of every experiment loaded since index `from`. */
+static int load_trials_of(Store *s, Core *core, int64_t from, RungError *err)
+{
+    for (int64_t i = from; i < core_n_experiments(core); i++) {
+        Experiment *e = core_experiment_at(core, i);
+        if (load_trials_and_history(s, core, e, err))
+            return err->code;
+    }
+    return 0;
+}
+
+/* Writes what loading changed (experiments found complete), then lets the
+ * core release what ended. */
+static int write_load_changes(Store *s, Core *core, RungError *err)
+{
+    CoreChanges c;
+    core_changes(core, &c);
+    int rc = 0;
+    if (c.n_exps + c.n_trials > 0) {
+        rc = store_begin(s, err) || store_write_changes(s, &c, err) || store_commit(s, err);
+        if (rc) {
+            store_rollback(s);
+            rc = err->code;
+        }
+    }
+    core_changes_clear(core);
+    core_release(core);
+    return rc;
+}
+
+/* pbt: the checkpoints stored for trials of experiments still in memory
+ * (the others' are not asked for again). */
+static int load_checkpoints(Store *s, Core *core, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (store_prepare(s, "SELECT trial_id, step, sha256, size, stored_at FROM checkpoints", &st,
+                      err, "load checkpoints"))
+        return err->code;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        CoreCheckpoint c = {.trial_id = sqlite3_column_int64(st, 0),
+                            .step = sqlite3_column_int64(st, 1),
+                            .size = sqlite3_column_int64(st, 3),
+                            .stored_at = sqlite3_column_int64(st, 4)};
+        const char *sha = (const char *)sqlite3_column_text(st, 2);
+        snprintf(c.sha256, sizeof c.sha256, "%s", sha ? sha : "");
+        core_load_checkpoint(core, &c);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "load checkpoints");
+}
+
+int store_load(Store *s, Core *core, int64_t now, RungError *err)
+{
+    if (load_totals(s, core, err) || load_checkpoints(s, core, err) ||
+        load_experiments(s, core,
+                         "state IN ('running', 'paused') OR id IN (SELECT experiment_id "
+                         "FROM trials WHERE state = 'running')",
+                         0, err) ||
+        load_workers(s, core,
+                     "last_seen_at >= ? OR id IN (SELECT worker_id FROM trials "
+                     "WHERE state = 'running')",
+                     now - WORKER_RECENT_MS, err) ||
+        load_trials_of(s, core, 0, err))
+        return err->code;
+    core_load_done(core, now);
+    return write_load_changes(s, core, err);
+}
+
+int store_reload_experiment(Store *s, Core *core, int64_t id, int64_t now, RungError *err)
+{
+    if (load_experiments(s, core, "id = ?", id, err))
+        return err->code;
+    Experiment *e = core_experiment(core, id);
+    if (e == NULL)
+        return 0; /* never stored: nothing to reload */
+    if (load_trials_and_history(s, core, e, err))
+        return err->code;
+    core_load_experiment_done(core, e, now);
+    return 0;
+}
+
+int store_revive_experiment(Store *s, Core *core, int64_t id, int64_t now, RungError *err)
+{
+    if (load_experiments(s, core, "id = ?", id, err))
+        return err->code;
+    Experiment *e = core_experiment(core, id);
+    if (e == NULL)
+        return rung_error_set(err, RUNG_E_NOT_FOUND, NULL, "experiment %lld not found",
+                              (long long)id);
+    if (load_trials_and_history(s, core, e, err))
+        return err->code;
+    core_load_revived(core, e, now);
+    return 0;
+}
+
+int store_readd_failed(Store *s, Core *core, Experiment *e, RungError *err)
+{
+    sqlite3_stmt *st;
+    const char *sql = "SELECT id, number, config, attempt, worker_id, error, created_at, "
+                      "started_at, ended_at FROM trials WHERE experiment_id = ? AND "
+                      "state = 'failed' ORDER BY number";
+    if (store_prepare(s, sql, &st, err, "failed trials"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, e->id);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (core_trial(core, sqlite3_column_int64(st, 0)) != NULL)
+            continue; /* still in memory */
+        json_t *config = store_column_json(st, 2);
+        if (config == NULL)
+            continue;
+        core_readd_trial(core, e, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                         TRIAL_FAILED, config, sqlite3_column_int64(st, 3),
+                         sqlite3_column_int64(st, 4), (const char *)sqlite3_column_text(st, 5),
+                         sqlite3_column_int64(st, 6), sqlite3_column_int64(st, 7),
+                         sqlite3_column_int64(st, 8));
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "failed trials");
+}
+
+int store_reload_worker(Store *s, Core *core, int64_t id, RungError *err)
+{
+    return load_workers(s, core, "id = ?", id, err);
+}
