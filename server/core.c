@@ -30,161 +30,24 @@
  * patience); it fails when max_failed_trials trials failed, or when its
  * first trials report but never the metric. Paused, it leases nothing
  * and does not complete; see docs/api.md, "The experiment object". */
-#include "clock.h"
-#include "ct.h"
-#include "nonfinite.h"
-#include "core.h"
-
-#include "grow.h"
-#include "pareto.h"
-#include "pb2.h"
-#include "pbt.h"
-#include "utf8.h"
-#include "warm.h"
-
-struct Core {
-    int64_t lease_ms;  /* lease length */
-    Experiment **exps; /* in memory, ascending id */
-    int64_t n_exps, cap_exps;
-    IdMap trials;  /* id -> Trial, those in memory */
-    IdMap workers; /* id -> Worker, those in memory */
-    int64_t next_exp_id, next_trial_id, next_worker_id;
-    /* Every trial and experiment by state, those in the store included. */
-    int64_t trial_counts[TRIAL__COUNT];
-    int64_t exp_counts[EXP__COUNT];
-    TrialList running;     /* every running trial, by lease time */
-    int64_t gangs_running; /* running trials that are gangs: 0 spares the lease a scan */
-    /* Set when a lease that failed before might now succeed. */
-    bool availability_changed;
-    bool gang_formed; /* a gang formed since core_take_gang_formed */
-    /* Changes since core_take_changes. */
-    Experiment **dirty_exps;
-    int64_t n_dirty_exps, cap_dirty_exps;
-    Trial **dirty_trials;
-    int64_t n_dirty_trials, cap_dirty_trials;
-    Worker **dirty_workers;
-    int64_t n_dirty_workers, cap_dirty_workers;
-    NewReport *reports;
-    int64_t n_reports, cap_reports;
-    /* pbt: checkpoints stored in rungd's data folder; the first n_new_ckpts
-     * of new_ckpts are not written yet. */
-    CoreCheckpoint *ckpts;
-    int64_t n_ckpts, cap_ckpts;
-    CoreCheckpoint *new_ckpts;
-    int64_t n_new_ckpts, cap_new_ckpts;
-    /* Stored checkpoints nobody needs any more (drop_unneeded_ckpts): rows
-     * to delete, then files to remove. */
-    CoreCheckpoint *dropped_ckpts;
-    int64_t n_dropped_ckpts, cap_dropped_ckpts;
-    /* pbt: the uploads asked of workers (core_uploads_for), each with the
-     * token its PUT must present; memory only. */
-    CoreUpload *uploads;
-    int64_t n_uploads, cap_uploads;
-    /* Ended objects to release after their final state is committed. */
-    Trial **rel_trials;
-    int64_t n_rel_trials, cap_rel_trials;
-    Experiment **rel_exps;
-    int64_t n_rel_exps, cap_rel_exps;
-    CoreCounters counters; /* for /metrics */
-};
+#include "core_internal.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const trial_names[TRIAL__COUNT] = {"pending", "running",  "completed",
-                                                      "stopped", "failed",   "canceled",
-                                                      "paused",  "preempted"};
-static const char *const exp_names[EXP__COUNT] = {"running", "completed", "canceled", "failed",
-                                                  "paused"};
-static const char *const end_names[END__COUNT] = {
-    NULL,          "all_trials_ended", "canceled", "max_failed_trials", "metric_missing",
-    "time_budget", "metric_threshold", "patience"};
-static const char *const stop_names[STOP__COUNT] = {NULL, "cancel", "user", "experiment", "pause"};
-static const char *const by_names[BY__COUNT] = {NULL, "scheduler", "user", "experiment"};
-static const char *const retry_names[RETRY__COUNT] = {"failed", "worker_lost", "user"};
-
-const char *retry_reason_name(RetryReason r)
-{
-    return r >= 0 && r < RETRY__COUNT ? retry_names[r] : NULL;
-}
-
-/* Index of name in names[0..n), or 0 (the NONE value). */
-static int name_index(const char *const *names, int n, const char *name)
-{
-    for (int i = 1; name != NULL && i < n; i++)
-        if (strcmp(name, names[i]) == 0)
-            return i;
-    return 0;
-}
-
-const char *end_reason_name(EndReason r)
-{
-    return r > END_NONE && r < END__COUNT ? end_names[r] : NULL;
-}
-
-EndReason end_reason_parse(const char *name)
-{
-    return (EndReason)name_index(end_names, END__COUNT, name);
-}
-
-const char *stop_kind_name(StopKind k)
-{
-    return k > STOP_NONE && k < STOP__COUNT ? stop_names[k] : NULL;
-}
-
-StopKind stop_kind_parse(const char *name)
-{
-    return (StopKind)name_index(stop_names, STOP__COUNT, name);
-}
-
-const char *stopped_by_name(StoppedBy b)
-{
-    return b > BY_NONE && b < BY__COUNT ? by_names[b] : NULL;
-}
-
-StoppedBy stopped_by_parse(const char *name)
-{
-    return (StoppedBy)name_index(by_names, BY__COUNT, name);
-}
-
-const char *trial_state_name(TrialState s)
-{
-    return (s >= 0 && s < TRIAL__COUNT) ? trial_names[s] : "unknown";
-}
-
-int trial_state_parse(const char *name, TrialState *out)
-{
-    for (int i = 0; i < TRIAL__COUNT; i++) {
-        if (strcmp(name, trial_names[i]) == 0) {
-            *out = (TrialState)i;
-            return 0;
-        }
-    }
-    return RUNG_E_INVALID_ARGUMENT;
-}
-
-const char *exp_state_name(ExpState s)
-{
-    return (s >= EXP_RUNNING && s < EXP__COUNT) ? exp_names[s] : "unknown";
-}
-
-int exp_state_parse(const char *name, ExpState *out)
-{
-    for (int i = 0; i < EXP__COUNT; i++) {
-        if (strcmp(name, exp_names[i]) == 0) {
-            *out = (ExpState)i;
-            return 0;
-        }
-    }
-    return RUNG_E_INVALID_ARGUMENT;
-}
-
-bool trial_state_terminal(TrialState s)
-{
-    return s == TRIAL_COMPLETED || s == TRIAL_STOPPED || s == TRIAL_FAILED || s == TRIAL_CANCELED;
-}
+static void set_state(Core *core, Trial *t, TrialState s, int64_t now);
+static void end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now);
+static void endgame(Core *core, Experiment *e, int64_t now);
+static void holds_release(Core *core, Experiment *e);
+static int objective(const Experiment *e, const json_t *metrics, double *v);
+int core_objective(const Spec *spec, const json_t *metrics, double *v);
+static void sync_check(Core *core, Experiment *e, int64_t now);
+bool core_warm_source_in_use(const Core *core, int64_t exp_id);
+static void keep_result(Experiment *e, const Trial *t);
+const CoreCheckpoint *core_checkpoint(const Core *core, int64_t trial_id, int64_t step);
+bool core_trial_observation(const Trial *t, BayesObservation *o);
 
 /* ---- intrusive lists ---- */
 
@@ -642,9 +505,6 @@ static void drop_unneeded_ckpts(Core *core, const Experiment *e)
     }
 }
 
-
-static void holds_release(Core *core, Experiment *e);
-
 /* Moves e to state s. An ended state stamps the time and the reason and
  * queues e for release; running or paused again (resumed, extended,
  * retried) forgets how it ended. */
@@ -670,12 +530,6 @@ static void set_exp_state(Core *core, Experiment *e, ExpState s, EndReason why, 
     e->ended_reason = why;
     release_exp(core, e);
 }
-
-static void endgame(Core *core, Experiment *e, int64_t now);
-static int objective(const Experiment *e, const json_t *metrics, double *v);
-static void set_state(Core *core, Trial *t, TrialState s, int64_t now);
-static void end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now);
-static const AshaPoint *sched_point(const Experiment *e, const json_t *metrics, AshaPoint *pt);
 
 static char *dup_str(const char *s)
 {
@@ -881,9 +735,6 @@ static void trial_ended(Core *core, Trial *t, int64_t now)
         end_experiment(core, e, EXP_COMPLETED, END_PATIENCE, NULL, now);
     }
 }
-
-static void sync_check(Core *core, Experiment *e, int64_t now);
-static void keep_result(Experiment *e, const Trial *t);
 
 static void maybe_complete(Core *core, Experiment *e, int64_t now)
 {
@@ -2736,7 +2587,6 @@ static void queue_sort(Experiment *e)
         list_push_back(&e->pending, v[i]);
     free(v);
 }
-
 
 bool core_load_all_trials(const Experiment *e)
 {

@@ -4,7 +4,7 @@
  * needs one, the lease token as arguments, and does no I/O. What a call
  * changed is queued on the Core (dirty experiments, trials, workers and new
  * reports) for the engine to write in the same transaction before any reply
- * goes out; core_take_changes hands that queue over.
+ * goes out; core_changes hands that queue over.
  *
  * Memory holds the work in flight, not the history: running experiments
  * with their pending line, their running and paused trials, the rung
