@@ -45,13 +45,12 @@ static int objective(const Experiment *e, const json_t *metrics, double *v);
 int core_objective(const Spec *spec, const json_t *metrics, double *v);
 static void sync_check(Core *core, Experiment *e, int64_t now);
 bool core_warm_source_in_use(const Core *core, int64_t exp_id);
-static void keep_result(Experiment *e, const Trial *t);
 const CoreCheckpoint *core_checkpoint(const Core *core, int64_t trial_id, int64_t step);
 bool core_trial_observation(const Trial *t, BayesObservation *o);
 
 /* ---- intrusive lists ---- */
 
-static void list_push_back(TrialList *l, Trial *t)
+void core_list_push_back(TrialList *l, Trial *t)
 {
     t->next = NULL;
     t->prev = l->tail;
@@ -95,15 +94,15 @@ static void list_remove(TrialList *l, Trial *t)
  * stored, so a restart rebuilds the same line. */
 /* Whether a trial in state s waits in its experiment's pending line:
  * pending, or preempted (given back by its worker, leasable alike). */
-static bool in_line(TrialState s)
+bool core_in_line(TrialState s)
 {
     return s == TRIAL_PENDING || s == TRIAL_PREEMPTED;
 }
 
-static void queue_back(Experiment *e, Trial *t)
+void core_queue_back(Experiment *e, Trial *t)
 {
     t->queue_pos = t->number;
-    list_push_back(&e->pending, t);
+    core_list_push_back(&e->pending, t);
 }
 
 static void queue_front(Experiment *e, Trial *t)
@@ -186,7 +185,7 @@ Core *core_new(int64_t lease_ms)
     return core;
 }
 
-static void trial_free(Trial *t)
+void core_trial_free(Trial *t)
 {
     json_decref(t->config);
     json_decref(t->resources);
@@ -239,7 +238,7 @@ void core_free(Core *core)
     core_changes_clear(core);
     for (int64_t i = 0; i < core->trials.cap; i++)
         if (core->trials.slots[i].id != 0)
-            trial_free(core->trials.slots[i].ptr);
+            core_trial_free(core->trials.slots[i].ptr);
     for (int64_t i = 0; i < core->n_exps; i++)
         exp_free(core->exps[i]);
     for (int64_t i = 0; i < core->workers.cap; i++)
@@ -356,7 +355,7 @@ static void window_shrink(Experiment *e)
     e->trials_lo = 0;
 }
 
-static void put_trial(Core *core, Experiment *e, Trial *t)
+void core_put_trial(Core *core, Experiment *e, Trial *t)
 {
     idmap_put(&core->trials, t->id, t);
     if (t->id >= core->next_trial_id)
@@ -368,7 +367,7 @@ static void put_trial(Core *core, Experiment *e, Trial *t)
     e->counts[t->state]++;
 }
 
-static Experiment *exp_new(Core *core, int64_t id, Spec *spec, int64_t now)
+Experiment *core_exp_new(Core *core, int64_t id, Spec *spec, int64_t now)
 {
     Experiment *e = calloc(1, sizeof *e);
     if (e == NULL)
@@ -409,7 +408,7 @@ static void join_share(Core *core, Experiment *e)
 
 Experiment *core_experiment_add(Core *core, Spec *spec, int64_t now)
 {
-    Experiment *e = exp_new(core, core->next_exp_id, spec, now);
+    Experiment *e = core_exp_new(core, core->next_exp_id, spec, now);
     core->exp_counts[EXP_RUNNING]++;
     join_share(core, e);
     mark_exp(core, e);
@@ -429,9 +428,9 @@ Trial *core_trial_add(Core *core, Experiment *exp, json_t *config, int64_t now)
     t->config = config;
     t->attempt = 1;
     t->created_at = now;
-    put_trial(core, exp, t);
+    core_put_trial(core, exp, t);
     core->trial_counts[TRIAL_PENDING]++;
-    queue_back(exp, t);
+    core_queue_back(exp, t);
     mark_trial(core, t);
     core->availability_changed = true;
     return t;
@@ -455,7 +454,7 @@ static bool better(const Experiment *e, double a, double b)
 }
 
 /* Queues an ended experiment for core_release. */
-static void release_exp(Core *core, Experiment *e)
+void core_release_exp(Core *core, Experiment *e)
 {
     if (e->releasing)
         return;
@@ -465,7 +464,7 @@ static void release_exp(Core *core, Experiment *e)
     core->rel_exps[core->n_rel_exps++] = e;
 }
 
-static bool exp_active(const Experiment *e)
+bool core_exp_active(const Experiment *e)
 {
     return e->state == EXP_RUNNING || e->state == EXP_PAUSED;
 }
@@ -474,7 +473,7 @@ static bool exp_active(const Experiment *e)
  * stored checkpoint of step (its copy is owed until it reports past it). */
 static bool ckpt_wanted(const Experiment *e, int64_t trial_id, int64_t step)
 {
-    if (!exp_active(e))
+    if (!core_exp_active(e))
         return false;
     for (int64_t i = e->trials_lo; i < e->cap_trials; i++) {
         const Trial *t = e->trials[i];
@@ -519,7 +518,7 @@ static void set_exp_state(Core *core, Experiment *e, ExpState s, EndReason why, 
         join_share(core, e);
     else
         holds_release(core, e); /* a paused or ended experiment forms no gang */
-    if (exp_active(e)) {
+    if (core_exp_active(e)) {
         e->ended_at = 0;
         e->ended_reason = END_NONE;
         free(e->error);
@@ -528,10 +527,10 @@ static void set_exp_state(Core *core, Experiment *e, ExpState s, EndReason why, 
     }
     e->ended_at = now;
     e->ended_reason = why;
-    release_exp(core, e);
+    core_release_exp(core, e);
 }
 
-static char *dup_str(const char *s)
+char *core_dup_str(const char *s)
 {
     char *d = strdup(s ? s : "");
     if (d == NULL)
@@ -547,7 +546,7 @@ static void end_experiment(Core *core, Experiment *e, ExpState s, EndReason why,
 {
     set_exp_state(core, e, s, why, now);
     if (error != NULL)
-        e->error = dup_str(error);
+        e->error = core_dup_str(error);
     while (e->pending.head != NULL) {
         Trial *t = e->pending.head;
         if (t->state == TRIAL_PREEMPTED && s != EXP_CANCELED) {
@@ -675,7 +674,7 @@ static void add_keys(ExpHealth *h, const json_t *metrics)
 static void trial_ended(Core *core, Trial *t, int64_t now)
 {
     Experiment *e = t->exp;
-    if (!exp_active(e))
+    if (!core_exp_active(e))
         return;
     ExpHealth *h = &e->health;
     mark_exp(core, e); /* its health is stored with it */
@@ -736,7 +735,7 @@ static void trial_ended(Core *core, Trial *t, int64_t now)
     }
 }
 
-static void maybe_complete(Core *core, Experiment *e, int64_t now)
+void core_maybe_complete(Core *core, Experiment *e, int64_t now)
 {
     if (e->state == EXP_RUNNING)
         sync_check(core, e, now); /* pbt: a member that ended waits for nobody */
@@ -774,7 +773,7 @@ static Worker *owner_of(const Core *core, const Trial *t)
 
 /* Adds delta (+1 or -1) to the trials that t's workers hold: its owner,
  * or every member of its gang. Workers not in memory are skipped. */
-static void count_slots(Core *core, const Trial *t, int64_t delta)
+void core_count_slots(Core *core, const Trial *t, int64_t delta)
 {
     int64_t n = t->gang != NULL ? t->gang->nnodes : 1;
     for (int64_t i = 0; i < n; i++) {
@@ -792,10 +791,10 @@ static void set_state(Core *core, Trial *t, TrialState s, int64_t now)
     if (t->state == TRIAL_RUNNING) {
         list_remove(&core->running, t);
         core->availability_changed = true; /* a concurrency slot is free */
-        count_slots(core, t, -1);
+        core_count_slots(core, t, -1);
         if (t->gang != NULL)
             core->gangs_running--;
-    } else if (in_line(t->state)) {
+    } else if (core_in_line(t->state)) {
         list_remove(&e->pending, t);
     }
     if (s == TRIAL_RUNNING)
@@ -806,7 +805,7 @@ static void set_state(Core *core, Trial *t, TrialState s, int64_t now)
     core->trial_counts[s]++;
     t->state = s;
     if (s == TRIAL_RUNNING) {
-        list_push_back(&core->running, t);
+        core_list_push_back(&core->running, t);
         if (t->gang != NULL)
             core->gangs_running++;
         t->started_at = now;
@@ -830,11 +829,11 @@ static void set_state(Core *core, Trial *t, TrialState s, int64_t now)
         mark_exp(core, e); /* its stored counts follow its last trials */
     if (trial_state_terminal(s)) {
         trial_ended(core, t, now);
-        maybe_complete(core, e, now);
+        core_maybe_complete(core, e, now);
     }
 }
 
-static void set_error(Trial *t, const char *error)
+void core_set_error(Trial *t, const char *error)
 {
     free(t->error);
     t->error = NULL;
@@ -910,7 +909,7 @@ static void promote_ready(Core *core, Experiment *e, int64_t now)
  * "Several objectives") into pt, which it returns; NULL when the report
  * lacks an objective or one is not finite (never judged, as a report
  * without the metric). */
-static const AshaPoint *sched_point(const Experiment *e, const json_t *metrics, AshaPoint *pt)
+const AshaPoint *sched_asha_point(const Experiment *e, const json_t *metrics, AshaPoint *pt)
 {
     double loss[SPEC_MAX_OBJECTIVES];
     if (metrics == NULL || !spec_losses(&e->spec, metrics, loss))
@@ -927,14 +926,14 @@ static const AshaPoint *sched_point(const Experiment *e, const json_t *metrics, 
 /* What a trial that ended as completed or stopped leaves in the rung
  * records at its end, from its last report (Ray's on_trial_complete):
  * when it ends here, and again for an ended trial a restart loads. */
-static void sched_trial_end(Experiment *e, const Trial *t)
+void sched_asha_trial_end(Experiment *e, const Trial *t)
 {
     double v;
     AshaPoint pt;
     bool has = t->last != NULL && objective(e, t->last, &v) == 1 && isfinite(v);
     if (e->spec.n_objectives > 1)
         asha_trial_end_point(e->asha, t->number, t->time,
-                             t->has_time ? sched_point(e, t->last, &pt) : NULL);
+                             t->has_time ? sched_asha_point(e, t->last, &pt) : NULL);
     else
         asha_trial_end(e->asha, t->number, t->time, has && t->has_time, has ? v : 0);
 }
@@ -943,7 +942,7 @@ static void sched_trial_end(Experiment *e, const Trial *t)
  * result once more as Ray's on_trial_complete does. */
 static void end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now)
 {
-    sched_trial_end(t->exp, t);
+    sched_asha_trial_end(t->exp, t);
     if (s == TRIAL_STOPPED && t->stopped_by == BY_NONE)
         t->stopped_by = BY_SCHEDULER;
     set_state(core, t, s, now);
@@ -997,7 +996,7 @@ static void endgame(Core *core, Experiment *e, int64_t now)
  * budget counts the other attempts (attempt - worker_losses). */
 static void fail_or_retry(Core *core, Trial *t, const char *error, RetryReason why, int64_t now)
 {
-    set_error(t, error);
+    core_set_error(t, error);
     bool loss = why == RETRY_WORKER_LOST && t->worker_losses < CORE_MAX_WORKER_LOSSES;
     if (loss)
         t->worker_losses++;
@@ -1026,15 +1025,15 @@ static void fail_or_retry(Core *core, Trial *t, const char *error, RetryReason w
 
 /* ---- workers and leases ---- */
 
-static Worker *worker_new(Core *core, int64_t id, const char *name, const char *hostname,
-                          json_t *gpus, int64_t cpus, int64_t registered_at)
+Worker *core_worker_new(Core *core, int64_t id, const char *name, const char *hostname,
+                        json_t *gpus, int64_t cpus, int64_t registered_at)
 {
     Worker *w = calloc(1, sizeof *w);
     if (w == NULL)
         abort();
     w->id = id;
-    w->name = dup_str(name);
-    w->hostname = dup_str(hostname);
+    w->name = core_dup_str(name);
+    w->hostname = core_dup_str(hostname);
     w->gpus = gpus;
     w->cpus = cpus;
     w->registered_at = w->last_seen_at = registered_at;
@@ -1047,7 +1046,7 @@ static Worker *worker_new(Core *core, int64_t id, const char *name, const char *
 Worker *core_worker_add(Core *core, const char *name, const char *hostname, json_t *gpus,
                         int64_t cpus, int64_t now)
 {
-    Worker *w = worker_new(core, core->next_worker_id, name, hostname, gpus, cpus, now);
+    Worker *w = core_worker_new(core, core->next_worker_id, name, hostname, gpus, cpus, now);
     mark_worker(core, w);
     return w;
 }
@@ -1324,7 +1323,7 @@ static Trial *gang_form(Core *core, Experiment *e, int64_t now)
     t->lease_expires_ms = now + core->lease_ms;
     json_decref(t->resources);
     t->resources = NULL;
-    count_slots(core, t, +1);
+    core_count_slots(core, t, +1);
     g->n_holds = 0;
     g->first_hold_ms = 0;
     g->releases = 0;
@@ -1563,7 +1562,7 @@ static size_t seen_lower_bound(const Trial *t, int64_t step)
     return lo;
 }
 
-static void seen_insert(Trial *t, int64_t step, ReportAction a)
+void core_seen_insert(Trial *t, int64_t step, ReportAction a)
 {
     size_t at = seen_lower_bound(t, step);
     if (t->n_seen == t->cap_seen) {
@@ -1595,21 +1594,10 @@ static bool report_time(const Experiment *e, int64_t step, const json_t *metrics
     return true;
 }
 
-/* Records a report's values on the trial (both live and at load). */
-/* What the core reads of one report, read once (report_read). */
-typedef struct ReportRead {
-    int64_t step; /* the report's step */
-    bool has_time;
-    double time; /* its time_attr for the scheduler */
-    bool has_value;
-    double value;         /* its (first) objective, possibly not finite */
-    const char *bad_name; /* the objective whose value is not finite, or the first's */
-} ReportRead;
-
 /* With several objectives a report has a value when it carries all of them
  * (docs/api.md, "Several objectives and constraints"); value is the first's,
  * or the first one that is not finite. */
-static ReportRead report_read(const Experiment *e, int64_t step, const json_t *metrics)
+ReportRead core_report_read(const Experiment *e, int64_t step, const json_t *metrics)
 {
     const Spec *sp = &e->spec;
     ReportRead r = {.step = step, .bad_name = sp->metric};
@@ -1627,7 +1615,7 @@ static ReportRead report_read(const Experiment *e, int64_t step, const json_t *m
     return r;
 }
 
-static void record(Trial *t, const ReportRead *r, json_t *metrics, ReportAction a)
+void core_record_report(Trial *t, const ReportRead *r, json_t *metrics, ReportAction a)
 {
     Experiment *e = t->exp;
     int64_t step = r->step;
@@ -1646,7 +1634,7 @@ static void record(Trial *t, const ReportRead *r, json_t *metrics, ReportAction 
         t->best_value = v;
         t->best_step = step;
     }
-    seen_insert(t, step, a);
+    core_seen_insert(t, step, a);
 }
 
 /* A gang member's lease reply never reached it: its place is given again
@@ -1707,7 +1695,7 @@ static json_t *config_at(const Trial *t, int64_t step)
     return c != NULL ? c : t->config;
 }
 
-static PbtMember pbt_member(const Trial *t, int64_t step)
+PbtMember core_pbt_member(const Trial *t, int64_t step)
 {
     return (PbtMember){.number = t->number,
                        .id = t->id,
@@ -1845,7 +1833,7 @@ static ReportAction schedule_pbt(Core *core, Trial *t, const ReportRead *r, cons
     t->has_time = true;
     json_decref(t->last);
     t->last = json_incref((json_t *)metrics);
-    PbtMember self = pbt_member(t, r->step), donor;
+    PbtMember self = core_pbt_member(t, r->step), donor;
     int64_t milestone = 0;
     ReportAction a = ACTION_CONTINUE;
     /* A value that is not finite is recorded too: it ranks last (pbt.h). */
@@ -1871,7 +1859,7 @@ static ReportAction schedule_pbt(Core *core, Trial *t, const ReportRead *r, cons
         }
         break;
     }
-    maybe_complete(core, e, now);
+    core_maybe_complete(core, e, now);
     return a;
 }
 
@@ -1891,7 +1879,7 @@ static ReportAction schedule(Core *core, Trial *t, const ReportRead *r, const js
     AshaPoint pt;
     AshaDecision d = e->spec.n_objectives > 1
                          ? asha_report_point(e->asha, t->number, time,
-                                             has ? sched_point(e, metrics, &pt) : NULL, &rung)
+                                             has ? sched_asha_point(e, metrics, &pt) : NULL, &rung)
                          : asha_report(e->asha, t->number, time, has, has ? v : 0, &rung);
     /* The trial's last time and value are this report's from here on. */
     t->time = time;
@@ -1920,7 +1908,7 @@ static ReportAction schedule(Core *core, Trial *t, const ReportRead *r, const js
     /* A value recorded at a rung (by the report, or by the trial's end)
      * can lift paused trials. */
     promote_ready(core, e, now);
-    maybe_complete(core, e, now);
+    core_maybe_complete(core, e, now);
     return a;
 }
 
@@ -1982,20 +1970,21 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
     }
     ReportAction a = ACTION_CONTINUE;
     bool recorded = false;
-    const ReportRead r = report_read(e, step, metrics);
+    const ReportRead r = core_report_read(e, step, metrics);
     double v = r.value;
     if (r.has_value && !isfinite(v) && e->pbt == NULL) {
         /* (pbt ranks it last at its next milestone instead: schedule_pbt.) */
         char msg[SPEC_MAX_METRIC + 96];
         snprintf(msg, sizeof msg, "%s is %s at step %lld", r.bad_name, rung_nonfinite_format(v),
                  (long long)step);
-        set_error(t, msg);
+        core_set_error(t, msg);
         /* Seen, though not finite: the metric's name is right. */
         e->health.metric_seen = true;
         set_state(core, t, TRIAL_FAILED, now); /* a diverged run is not retried */
         a = ACTION_STOP;
     } else if (t->stop_kind != STOP_NONE) {
-        record(t, &r, metrics, ACTION_STOP); /* first: a paused trial resumes after it */
+        core_record_report(t, &r, metrics,
+                           ACTION_STOP); /* first: a paused trial resumes after it */
         recorded = true;
         apply_stop(core, t, now);
         a = ACTION_STOP;
@@ -2006,7 +1995,7 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
         }
         a = schedule(core, t, &r, metrics, now);
         /* stop.metric_threshold: a value at least this good ends the search. */
-        if (r.has_value && isfinite(v) && e->spec.has_stop_threshold && exp_active(e) &&
+        if (r.has_value && isfinite(v) && e->spec.has_stop_threshold && core_exp_active(e) &&
             !better(e, e->spec.stop_threshold, v)) {
             end_experiment(core, e, EXP_COMPLETED, END_THRESHOLD, NULL, now);
             if (t->state == TRIAL_RUNNING) {
@@ -2016,7 +2005,7 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
         }
     }
     if (!recorded)
-        record(t, &r, metrics, a);
+        core_record_report(t, &r, metrics, a);
     rung_grow((void **)&core->reports, &core->cap_reports, core->n_reports, sizeof(NewReport));
     core->reports[core->n_reports++] = (NewReport){
         .trial_id = t->id,
@@ -2046,7 +2035,7 @@ static void gang_member_finish(Core *core, Trial *t, GangMember *m, bool complet
         apply_stop(core, t, now); /* it ended because the gang was asked to stop */
         return;
     }
-    /* The member's error after what says which node it was; set_error cuts
+    /* The member's error after what says which node it was; core_set_error cuts
      * the whole on a character boundary. */
     char msg[CORE_MAX_ERROR + 96];
     snprintf(msg, sizeof msg, "node %lld (worker %lld) failed: %s",
@@ -2076,13 +2065,13 @@ int core_finish(Core *core, Trial *t, const char *token, bool completed, const c
     if (t->stop_kind != STOP_NONE && !(completed && t->stop_kind == STOP_PAUSE)) {
         apply_stop(core, t, now); /* a trial that ended before its pause reached it completes */
     } else if (completed) {
-        set_error(t, NULL);
+        core_set_error(t, NULL);
         Experiment *e = t->exp;
         e->hold_endgame = true; /* promotions first, then the end game */
         end_for_scheduler(core, t, TRIAL_COMPLETED, now);
         e->hold_endgame = false;
         promote_ready(core, e, now); /* its last value may have been recorded */
-        maybe_complete(core, e, now);
+        core_maybe_complete(core, e, now);
     } else {
         fail_or_retry(core, t, (error && error[0]) ? error : "the trial failed", RETRY_FAILED, now);
     }
@@ -2150,7 +2139,7 @@ int core_cancel(Core *core, Experiment *e, int64_t now, RungError *err)
 {
     if (e->state == EXP_CANCELED)
         return 0;
-    if (!exp_active(e))
+    if (!core_exp_active(e))
         return ended_conflict(e, "canceled", err);
     end_experiment(core, e, EXP_CANCELED, END_CANCELED, NULL, now);
     return 0;
@@ -2158,7 +2147,7 @@ int core_cancel(Core *core, Experiment *e, int64_t now, RungError *err)
 
 int core_pause(Core *core, Experiment *e, bool running_too, int64_t now, RungError *err)
 {
-    if (!exp_active(e))
+    if (!core_exp_active(e))
         return ended_conflict(e, "paused", err);
     if (e->state == EXP_RUNNING)
         set_exp_state(core, e, EXP_PAUSED, END_NONE, now);
@@ -2175,7 +2164,7 @@ int core_pause(Core *core, Experiment *e, bool running_too, int64_t now, RungErr
 
 int core_resume(Core *core, Experiment *e, int64_t now, RungError *err)
 {
-    if (!exp_active(e))
+    if (!core_exp_active(e))
         return ended_conflict(e, "resumed", err);
     if (e->state == EXP_PAUSED)
         set_exp_state(core, e, EXP_RUNNING, END_NONE, now);
@@ -2191,7 +2180,7 @@ int core_resume(Core *core, Experiment *e, int64_t now, RungError *err)
         if (t != NULL && t->state == TRIAL_PAUSED && t->user_paused)
             resume(core, t, now);
     }
-    maybe_complete(core, e, now);
+    core_maybe_complete(core, e, now);
     return 0;
 }
 
@@ -2260,7 +2249,7 @@ int core_retry_failed(Core *core, Experiment *e, int64_t now, int64_t *n, RungEr
     e->health.n_errors = 0;
     e->health.ended_reporting = 0;
     mark_exp(core, e);
-    if (*n > 0 && !exp_active(e))
+    if (*n > 0 && !core_exp_active(e))
         set_exp_state(core, e, EXP_RUNNING, END_NONE, now);
     core->availability_changed = true;
     return 0;
@@ -2269,7 +2258,7 @@ int core_retry_failed(Core *core, Experiment *e, int64_t now, int64_t *n, RungEr
 bool core_warm_source_in_use(const Core *core, int64_t exp_id)
 {
     for (int64_t i = 0; i < core->n_exps; i++)
-        if (exp_active(core->exps[i]) && core->exps[i]->spec.warm_start_exp == exp_id)
+        if (core_exp_active(core->exps[i]) && core->exps[i]->spec.warm_start_exp == exp_id)
             return true;
     return false;
 }
@@ -2360,126 +2349,6 @@ int64_t core_expire_leases(Core *core, int64_t now)
     return n;
 }
 
-/* ---- loading ---- */
-
-void core_load_totals(Core *core, const int64_t trial_counts[TRIAL__COUNT],
-                      const int64_t exp_counts[EXP__COUNT], int64_t max_exp_id,
-                      int64_t max_trial_id, int64_t max_worker_id)
-{
-    memcpy(core->trial_counts, trial_counts, sizeof core->trial_counts);
-    memcpy(core->exp_counts, exp_counts, sizeof core->exp_counts);
-    if (max_exp_id >= core->next_exp_id)
-        core->next_exp_id = max_exp_id + 1;
-    if (max_trial_id >= core->next_trial_id)
-        core->next_trial_id = max_trial_id + 1;
-    if (max_worker_id >= core->next_worker_id)
-        core->next_worker_id = max_worker_id + 1;
-}
-
-Experiment *core_load_experiment(Core *core, int64_t id, Spec *spec, ExpState state,
-                                 int64_t created_at, int64_t ended_at)
-{
-    Experiment *e = exp_new(core, id, spec, created_at);
-    e->state = state;
-    e->ended_at = ended_at;
-    e->stored = true;
-    return e;
-}
-
-Trial *core_load_trial(Core *core, Experiment *exp, int64_t id, int64_t number, TrialState st,
-                       json_t *config, int64_t attempt, int64_t worker_id, const char *token,
-                       json_t *resources, StopKind stop_kind, const char *error, int64_t created_at,
-                       int64_t started_at, int64_t ended_at)
-{
-    Trial *t = calloc(1, sizeof *t);
-    if (t == NULL)
-        abort();
-    t->id = id;
-    t->exp = exp;
-    t->number = number;
-    t->state = st;
-    t->config = config;
-    t->attempt = attempt;
-    t->worker_id = worker_id;
-    snprintf(t->lease_token, sizeof t->lease_token, "%s", token ? token : "");
-    t->resources = resources;
-    t->stop_kind = (uint8_t)stop_kind;
-    set_error(t, error);
-    t->created_at = created_at;
-    t->started_at = started_at;
-    t->ended_at = ended_at;
-    t->stored = true;
-    put_trial(core, exp, t);
-    if (in_line(st))
-        queue_back(exp, t); /* in number order; core_load_done sorts by queue_pos */
-    else if (st == TRIAL_RUNNING)
-        list_push_back(&core->running, t);
-    return t;
-}
-
-void core_load_gang(Core *core, Trial *t, const json_t *stored)
-{
-    Gang *g = stored != NULL ? members_from_json(stored) : NULL;
-    if (g == NULL)
-        return;
-    if (t->state == TRIAL_RUNNING && t->gang == NULL)
-        core->gangs_running++; /* a running trial's gang is its current attempt's */
-    members_free(t->gang);
-    json_decref(t->gang_json);
-    t->gang = g;
-    t->gang_json = members_to_json(g);
-}
-
-void core_load_report(Core *core, Trial *t, int64_t step, json_t *metrics, ReportAction a)
-{
-    (void)core;
-    Experiment *e = t->exp;
-    const ReportRead r = report_read(e, step, metrics);
-    record(t, &r, metrics, a);
-    AshaPoint pt;
-    if (e->pbt != NULL) {
-        PbtMember self = pbt_member(t, step);
-        pbt_load(e->pbt, &self, r.has_value, r.value);
-    } else if (e->spec.n_objectives > 1 && r.has_time && r.has_value)
-        asha_replay_point(e->asha, t->number, r.time, sched_point(e, metrics, &pt));
-    else if (r.has_time && r.has_value && isfinite(r.value))
-        asha_replay(e->asha, t->number, r.time, true, r.value);
-}
-
-void core_load_experiment_ended(Experiment *e, EndReason reason, const char *error,
-                                const json_t *health)
-{
-    e->ended_reason = reason;
-    free(e->error);
-    e->error = error ? dup_str(error) : NULL;
-    ExpHealth *h = &e->health;
-    if (!json_is_object(health))
-        return;
-    h->metric_seen = json_is_true(json_object_get(health, "metric_seen"));
-    h->ended_reporting = json_integer_value(json_object_get(health, "ended_reporting"));
-    json_t *keys = json_object_get(health, "keys");
-    size_t i;
-    json_t *k;
-    json_array_foreach(keys, i, k) {
-        if (json_is_string(k) && i < CORE_HEALTH_KEYS) {
-            if (h->keys == NULL)
-                h->keys = json_array();
-            json_array_append(h->keys, k);
-        }
-    }
-    json_array_foreach(json_object_get(health, "errors"), i, k) {
-        const char *text = json_string_value(json_object_get(k, "text"));
-        if (text == NULL || h->n_errors >= CORE_HEALTH_ERRORS)
-            continue;
-        snprintf(h->errors[h->n_errors].text, sizeof h->errors[0].text, "%s", text);
-        h->errors[h->n_errors++].n = json_integer_value(json_object_get(k, "n"));
-    }
-    json_t *best = json_object_get(health, "best_finished");
-    h->has_best_finished = json_is_number(best);
-    h->best_finished = json_number_value(best);
-    h->since_better = json_integer_value(json_object_get(health, "since_better"));
-}
-
 json_t *core_health_json(const Experiment *e)
 {
     const ExpHealth *h = &e->health;
@@ -2493,229 +2362,6 @@ json_t *core_health_json(const Experiment *e)
                      "best_finished",
                      h->has_best_finished ? json_real(h->best_finished) : json_null(),
                      "since_better", (json_int_t)h->since_better);
-}
-
-void core_load_trial_control(Trial *t, StoppedBy by, bool user_paused, json_t *warnings)
-{
-    t->stopped_by = (uint8_t)by;
-    t->user_paused = user_paused;
-    json_decref(t->warnings);
-    t->warnings = warnings;
-}
-
-void core_load_trial_preemptions(Trial *t, int64_t n)
-{
-    t->preemptions = n > 0 ? n : 0;
-}
-
-void core_load_trial_losses(Trial *t, int64_t n)
-{
-    t->worker_losses = n > 0 ? n : 0;
-}
-
-Trial *core_readd_trial(Core *core, Experiment *exp, int64_t id, int64_t number, TrialState st,
-                        json_t *config, int64_t attempt, int64_t worker_id, const char *error,
-                        int64_t created_at, int64_t started_at, int64_t ended_at)
-{
-    Trial *t = core_load_trial(core, exp, id, number, st, config, attempt, worker_id, NULL, NULL,
-                               STOP_NONE, error, created_at, started_at, ended_at);
-    exp->counts[st]--; /* it never left them */
-    int64_t kept = 0;  /* nor the searcher's history, which it leaves now */
-    for (int64_t i = 0; i < exp->n_hist; i++) {
-        if (exp->hist[i].number == number)
-            json_decref((json_t *)exp->hist[i].obs.config);
-        else
-            exp->hist[kept++] = exp->hist[i];
-    }
-    exp->n_hist = kept;
-    return t;
-}
-
-void core_load_trial_pbt(Trial *t, json_t *lineage, const json_t *resume_from)
-{
-    json_decref(t->lineage);
-    t->lineage = json_is_array(lineage) ? lineage : NULL;
-    if (t->lineage == NULL)
-        json_decref(lineage);
-    t->from_trial = json_integer_value(json_object_get(resume_from, "trial"));
-    t->from_step = json_integer_value(json_object_get(resume_from, "step"));
-    t->from_worker = json_integer_value(json_object_get(resume_from, "worker"));
-}
-
-void core_load_rung(Trial *t, double rung)
-{
-    t->rung = rung;
-}
-
-void core_load_queue_pos(Trial *t, int64_t pos)
-{
-    t->queue_pos = pos;
-}
-
-Worker *core_load_worker(Core *core, int64_t id, const char *name, const char *hostname,
-                         json_t *gpus, int64_t cpus, int64_t registered_at, int64_t last_seen_at,
-                         json_t *heartbeat)
-{
-    Worker *w = worker_new(core, id, name, hostname, gpus, cpus, registered_at);
-    w->last_seen_at = last_seen_at;
-    w->heartbeat = heartbeat;
-    w->stored = true;
-    return w;
-}
-
-static int cmp_queue_pos(const void *x, const void *y)
-{
-    const Trial *a = *(Trial *const *)x, *b = *(Trial *const *)y;
-    if (a->queue_pos != b->queue_pos)
-        return a->queue_pos < b->queue_pos ? -1 : 1;
-    return (a->number > b->number) - (a->number < b->number);
-}
-
-/* Puts e's pending line, loaded in number order, in queue_pos order. */
-static void queue_sort(Experiment *e)
-{
-    int64_t n = e->pending.len;
-    Trial **v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    if (v == NULL)
-        abort();
-    int64_t i = 0;
-    for (Trial *t = e->pending.head; t != NULL; t = t->next)
-        v[i++] = t;
-    qsort(v, (size_t)n, sizeof *v, cmp_queue_pos);
-    e->pending = (TrialList){0};
-    for (i = 0; i < n; i++)
-        list_push_back(&e->pending, v[i]);
-    free(v);
-}
-
-bool core_load_all_trials(const Experiment *e)
-{
-    return e->pbt != NULL; /* a population is small, and pbt's records want every member */
-}
-
-void core_load_ended_counts(Core *core, Experiment *e, const int64_t counts[TRIAL__COUNT],
-                            int64_t n_trials)
-{
-    (void)core;
-    for (int st = 0; st < TRIAL__COUNT; st++)
-        if (trial_state_terminal((TrialState)st))
-            e->counts[st] += counts[st];
-    if (n_trials > e->n_trials) {
-        if (e->trials_lo >= e->n_trials - e->trials_base) /* no trial in the window */
-            e->trials_base = n_trials;
-        e->n_trials = n_trials;
-    }
-}
-
-bool core_load_wants_ended_reports(const Experiment *e)
-{
-    return asha_params(e->asha)->type != ASHA_FIFO && e->pbt == NULL;
-}
-
-bool core_load_wants_ended_rows(const Experiment *e)
-{
-    const Spec *sp = &e->spec;
-    return sp->searcher.type == SEARCHER_BAYES || sp->n_objectives > 1 || sp->n_constraints > 0 ||
-           sp->best_last;
-}
-
-Trial *core_load_ended_begin(Experiment *e, int64_t id, int64_t number, TrialState st,
-                             json_t *config)
-{
-    Trial *t = calloc(1, sizeof *t);
-    if (t == NULL)
-        abort();
-    *t = (Trial){.id = id, .exp = e, .number = number, .state = st, .config = config};
-    return t;
-}
-
-void core_load_ended_summary(Trial *t, json_t *last, bool has_best, double best_value,
-                             int64_t best_step, bool has_step, int64_t step)
-{
-    json_decref(t->last);
-    t->last = last;
-    t->has_best = has_best;
-    t->best_value = best_value;
-    t->best_step = best_step;
-    if (has_step)
-        seen_insert(t, step, ACTION_CONTINUE); /* trial_score's step for best_last */
-}
-
-void core_load_ended_end(Core *core, Trial *t, bool scheduler, bool result)
-{
-    (void)core;
-    if (scheduler && (t->state == TRIAL_COMPLETED || t->state == TRIAL_STOPPED))
-        sched_trial_end(t->exp, t);
-    if (scheduler) /* replayed for its records only (asha_trial_forget) */
-        asha_trial_forget(t->exp->asha, t->number);
-    if (result)
-        keep_result(t->exp, t);
-    trial_free(t);
-}
-
-/* The per-experiment part of loading: the pending line's order and the
- * scheduler's state beyond the replayed reports. */
-static void load_experiment_done(Core *core, Experiment *e, int64_t now)
-{
-    queue_sort(e);
-    /* What ended for the scheduler (Ray's on_trial_complete) and what waits
-     * at a rung. A resumed trial, pending or running, leases with the
-     * reports it had. */
-    for (int64_t i = e->trials_lo; i < e->cap_trials; i++) {
-        Trial *t = e->trials[i];
-        if (t == NULL)
-            continue;
-        if (trial_state_terminal(t->state) && !t->releasing) {
-            t->releasing = true; /* loaded for the records it leaves */
-            rung_grow((void **)&core->rel_trials, &core->cap_rel_trials, core->n_rel_trials,
-                      sizeof(Trial *));
-            core->rel_trials[core->n_rel_trials++] = t;
-        }
-        if (t->state == TRIAL_COMPLETED || t->state == TRIAL_STOPPED) {
-            sched_trial_end(e, t);
-        } else if (t->state == TRIAL_PAUSED && !t->user_paused && e->pbt == NULL) {
-            asha_trial_paused(e->asha, t->number, asha_rung_index(e->asha, t->number, t->rung));
-        } else if (t->state == TRIAL_RUNNING) {
-            t->leased_seen = t->n_seen; /* unknown; no report is taken back */
-            /* The daemon was down: nobody could heartbeat, so every lease
-             * starts afresh rather than expiring the moment we are back. */
-            if (t->lease_expires_ms == 0)
-                t->lease_expires_ms = now + core->lease_ms;
-            for (int64_t k = 0; t->gang != NULL && k < t->gang->nnodes; k++)
-                if (t->gang->members[k].lease_expires_ms == 0)
-                    t->gang->members[k].lease_expires_ms = now + core->lease_ms;
-            count_slots(core, t, +1);
-        }
-    }
-    maybe_complete(core, e, now);
-    if (!exp_active(e))
-        release_exp(core, e);
-}
-
-void core_load_done(Core *core, int64_t now)
-{
-    for (int64_t k = 0; k < core->n_exps; k++)
-        load_experiment_done(core, core->exps[k], now);
-    core->availability_changed = true;
-}
-
-void core_load_experiment_done(Core *core, Experiment *e, int64_t now)
-{
-    for (int st = 0; st < TRIAL__COUNT; st++)
-        core->trial_counts[st] += e->counts[st];
-    core->exp_counts[e->state]++;
-    load_experiment_done(core, e, now);
-    core->availability_changed = true;
-}
-
-void core_load_revived(Core *core, Experiment *e, int64_t now)
-{
-    load_experiment_done(core, e, now);
-}
-
-void core_set_lease_expiry(Trial *t, int64_t expires_ms)
-{
-    t->lease_expires_ms = expires_ms;
 }
 
 int64_t core_n_experiments(const Core *core)
@@ -2870,7 +2516,7 @@ static void hist_prune(Experiment *e)
 
 /* Keeps what a released trial leaves behind: its best value and, for a
  * model-based searcher, its result. */
-static void keep_result(Experiment *e, const Trial *t)
+void core_keep_result(Experiment *e, const Trial *t)
 {
     double v;
     int64_t step;
@@ -2902,7 +2548,7 @@ static void drop_trial(Core *core, Trial *t)
         list_remove(&core->running, t);
         if (t->gang != NULL)
             core->gangs_running--;
-    } else if (in_line(t->state)) {
+    } else if (core_in_line(t->state)) {
         list_remove(&e->pending, t);
     }
     if (core_exp_trial(e, t->number) == t) {
@@ -2910,7 +2556,7 @@ static void drop_trial(Core *core, Trial *t)
         window_shrink(e);
     }
     idmap_remove(&core->trials, t->id);
-    trial_free(t);
+    core_trial_free(t);
 }
 
 static void remove_exp(Core *core, Experiment *e)
@@ -2944,7 +2590,7 @@ void core_release(Core *core)
             core->rel_trials[kept++] = t;
             continue;
         }
-        keep_result(t->exp, t);
+        core_keep_result(t->exp, t);
         /* Its rung records stay; its entry in the scheduler goes (asha.h). */
         asha_trial_forget(t->exp->asha, t->number);
         drop_trial(core, t);
@@ -2953,7 +2599,7 @@ void core_release(Core *core)
     kept = 0;
     for (int64_t i = 0; i < core->n_rel_exps; i++) {
         Experiment *e = core->rel_exps[i];
-        if (exp_active(e)) { /* runs again (extended, retried) */
+        if (core_exp_active(e)) { /* runs again (extended, retried) */
             e->releasing = false;
             continue;
         }
@@ -2985,7 +2631,7 @@ void core_forget_experiment(Core *core, Experiment *e)
     core->exp_counts[e->state]--;
     for (Trial *t = core->running.head; t != NULL; t = t->next)
         if (t->exp == e)
-            count_slots(core, t, -1);
+            core_count_slots(core, t, -1);
     remove_exp(core, e);
 }
 

@@ -62,4 +62,38 @@ struct Core {
     CoreCounters counters; /* for /metrics */
 };
 
+/* Records a report's values on the trial (both live and at load). */
+/* What the core reads of one report, read once (core_report_read). */
+typedef struct ReportRead {
+    int64_t step; /* the report's step */
+    bool has_time;
+    double time; /* its time_attr for the scheduler */
+    bool has_value;
+    double value;         /* its (first) objective, possibly not finite */
+    const char *bad_name; /* the objective whose value is not finite, or the first's */
+} ReportRead;
+
+/* core.c */
+void core_list_push_back(TrialList *l, Trial *t);
+bool core_in_line(TrialState s);
+void core_queue_back(Experiment *e, Trial *t);
+void core_trial_free(Trial *t);
+void core_put_trial(Core *core, Experiment *e, Trial *t);
+Experiment *core_exp_new(Core *core, int64_t id, Spec *spec, int64_t now);
+void core_release_exp(Core *core, Experiment *e);
+bool core_exp_active(const Experiment *e);
+char *core_dup_str(const char *s);
+void core_maybe_complete(Core *core, Experiment *e, int64_t now);
+void core_count_slots(Core *core, const Trial *t, int64_t delta);
+void core_set_error(Trial *t, const char *error);
+const AshaPoint *sched_asha_point(const Experiment *e, const json_t *metrics, AshaPoint *pt);
+void sched_asha_trial_end(Experiment *e, const Trial *t);
+Worker *core_worker_new(Core *core, int64_t id, const char *name, const char *hostname,
+                        json_t *gpus, int64_t cpus, int64_t registered_at);
+void core_seen_insert(Trial *t, int64_t step, ReportAction a);
+ReportRead core_report_read(const Experiment *e, int64_t step, const json_t *metrics);
+void core_record_report(Trial *t, const ReportRead *r, json_t *metrics, ReportAction a);
+PbtMember core_pbt_member(const Trial *t, int64_t step);
+void core_keep_result(Experiment *e, const Trial *t);
+
 #endif
