@@ -104,7 +104,7 @@ void store_rollback_savepoint(Store *store);
 int store_reports(Store *store, int64_t trial_id, int64_t attempt, int64_t after_step,
                   int64_t limit, json_t **items, RungError *err);
 
-/* The connection, for store_read.c only (the read side of this module). */
+/* The connection, for the read side of this module only (store_read*.c). */
 struct sqlite3 *store_db(Store *store);
 
 #endif
