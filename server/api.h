@@ -4,7 +4,10 @@
 #ifndef RUNG_SERVER_API_H
 #define RUNG_SERVER_API_H
 
+#include <stddef.h>
+
 #include "engine.h"
+#include "http.h"
 
 void api_experiment_create(Engine *e, Job *job);
 void api_experiment_list(Engine *e, Job *job);
@@ -36,6 +39,11 @@ void api_worker_list(Engine *e, Job *job);
 void api_worker_lease(Engine *e, Job *job);
 void api_worker_heartbeat(Engine *e, Job *job);
 void api_prometheus(Engine *e, Job *job);
+
+/* Every route with its handler (api_routes.c), handed to the front at
+ * start (HttpConfig.routes). */
+extern const HttpRoute api_routes[];
+extern const size_t api_n_routes;
 
 /* Sets job's reply to the error of docs/api.md's shape; field may be "". */
 void api_error(Job *job, int code, const char *field, const char *message);

@@ -48,36 +48,8 @@
 #include <unistd.h>
 
 #include "sha256hex.h"
-#include "api.h"
 #include "clock.h"
 #include "ct.h"
-
-static const Route routes[] = {
-    {"POST", "/api/v1/experiments", api_experiment_create, false},
-    {"GET", "/api/v1/experiments", api_experiment_list, false},
-    {"GET", "/api/v1/experiments/{id}", api_experiment_get, false},
-    {"PATCH", "/api/v1/experiments/{id}", api_experiment_patch, false},
-    {"DELETE", "/api/v1/experiments/{id}", api_experiment_delete, false},
-    {"POST", "/api/v1/experiments/{id}/cancel", api_experiment_cancel, false},
-    {"POST", "/api/v1/experiments/{id}/pause", api_experiment_pause, false},
-    {"POST", "/api/v1/experiments/{id}/resume", api_experiment_resume, false},
-    {"POST", "/api/v1/experiments/{id}/retry-failed", api_experiment_retry_failed, false},
-    {"GET", "/api/v1/experiments/{id}/trials", api_experiment_trials, false},
-    {"GET", "/api/v1/experiments/{id}/trials.csv", api_experiment_csv, false},
-    {"GET", "/api/v1/experiments/{id}/curves", api_experiment_curves, false},
-    {"GET", "/api/v1/trials/{id}", api_trial_get, false},
-    {"GET", "/api/v1/trials/{id}/metrics", api_trial_metrics, false},
-    {"POST", "/api/v1/trials/{id}/stop", api_trial_stop, false},
-    {"POST", "/api/v1/trials/{id}/report", api_trial_report, false},
-    {"POST", "/api/v1/trials/{id}/finish", api_trial_finish, false},
-    {"PUT", "/api/v1/trials/{id}/checkpoint", api_checkpoint_put, true},
-    {"GET", "/api/v1/trials/{id}/checkpoint", api_checkpoint_get, false},
-    {"POST", "/api/v1/workers", api_worker_register, false},
-    {"GET", "/api/v1/workers", api_worker_list, false},
-    {"POST", "/api/v1/workers/{id}/lease", api_worker_lease, false},
-    {"POST", "/api/v1/workers/{id}/heartbeat", api_worker_heartbeat, false},
-    {"GET", "/metrics", api_prometheus, false},
-};
 
 #define ACCEPTS_PER_RUN 64
 
@@ -185,11 +157,11 @@ static void request_in(Request *req)
  * checked before a byte of it is read or written is checked here
  * (docs/api.md, "PBT's checkpoints through rungd"): its length, declared;
  * the asked worker's upload token and someone waiting for it (the route's
- * handler's api_checkpoint_admit, on this engine thread); the bytes of the
- * uploads in flight and the free space. True when it is let in; else a
+ * raw_admit, on this engine thread); the bytes of the uploads in flight
+ * and the free space. True when it is let in; else a
  * refusal is queued (*rc), which MHD sends before closing. */
-static bool raw_admit(Http *h, struct MHD_Connection *c, Request *req, const int64_t ids[MAX_IDS],
-                      const char *length, enum MHD_Result *rc)
+static bool raw_admit(Http *h, struct MHD_Connection *c, Request *req, const HttpRoute *route,
+                      const int64_t ids[MAX_IDS], const char *length, enum MHD_Result *rc)
 {
     char msg[256];
     if (length == NULL) {
@@ -205,7 +177,7 @@ static bool raw_admit(Http *h, struct MHD_Connection *c, Request *req, const int
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, job->query);
     RungError err;
     rung_error_clear(&err);
-    if (api_checkpoint_admit(h->engine, job, &err) != 0) {
+    if (route->raw_admit(h->engine, job, &err) != 0) {
         *rc = http_send_error(c, err.code, err.field, err.message);
         return false;
     }
@@ -257,15 +229,16 @@ static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *re
     }
     bool api = strncmp(url, "/api/", 5) == 0;
     bool found_path = false;
-    const Route *route = NULL;
+    const HttpRoute *route = NULL;
     int64_t ids[MAX_IDS] = {0, 0};
-    for (size_t i = 0; i < sizeof routes / sizeof routes[0] && route == NULL; i++) {
-        if (!match(routes[i].pattern, url, ids))
+    for (size_t i = 0; i < h->n_routes && route == NULL; i++) {
+        const HttpRoute *r = &h->routes[i];
+        if (!match(r->pattern, url, ids))
             continue;
         found_path = true;
-        if (strcmp(routes[i].method, method) == 0 ||
-            (strcmp(method, "HEAD") == 0 && strcmp(routes[i].method, "GET") == 0))
-            route = &routes[i];
+        if (strcmp(r->method, method) == 0 ||
+            (strcmp(method, "HEAD") == 0 && strcmp(r->method, "GET") == 0))
+            route = r;
     }
     if (api && !authorized(h, MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                           MHD_HTTP_HEADER_AUTHORIZATION)))
@@ -280,7 +253,7 @@ static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *re
     }
     const char *length = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
-    size_t limit = route->raw ? h->max_checkpoint : h->max_body;
+    size_t limit = route->raw_admit ? h->max_checkpoint : h->max_body;
     if (length && strtoull(length, NULL, 10) > limit) {
         /* Refused before reading it: MHD closes the connection after this. */
         char msg[96];
@@ -289,12 +262,13 @@ static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *re
     }
     const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                    MHD_HTTP_HEADER_CONTENT_TYPE);
-    if (route->raw && (type == NULL || strncasecmp(type, "application/octet-stream", 24) != 0))
+    if (route->raw_admit &&
+        (type == NULL || strncasecmp(type, "application/octet-stream", 24) != 0))
         return http_send_error(c, RUNG_E_UNSUPPORTED_MEDIA_TYPE, "",
                                "send the bytes with Content-Type: application/octet-stream");
-    if (route->raw) {
+    if (route->raw_admit) {
         enum MHD_Result rc;
-        if (!raw_admit(h, c, req, ids, length, &rc))
+        if (!raw_admit(h, c, req, route, ids, length, &rc))
             return rc;
     }
     if ((strcmp(method, "POST") == 0 || strcmp(method, "PATCH") == 0) && !is_json_type(type))
@@ -331,7 +305,7 @@ static bool client_gone(Job *job)
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
-/* ---- raw bodies (Route.raw): written to a file as they arrive ---- */
+/* ---- raw bodies (HttpRoute.raw_admit): written to a file as they arrive ---- */
 
 static void raw_discard(Request *req);
 
@@ -430,7 +404,7 @@ static enum MHD_Result reply(Http *h, struct MHD_Connection *c, Request *req)
      * asked for (wait_s), and would bury every other request's time. */
     int64_t ns = rung_mono_ns() - req->t0;
     stats_observe(&h->stats->request_latency, ns - job->parked_ns);
-    if (req->route != NULL && req->route->fn == api_trial_report)
+    if (req->route != NULL && req->route->report)
         stats_observe(&h->stats->report_latency, ns); /* its commit included */
     atomic_fetch_add_explicit(&h->stats->requests, 1, memory_order_relaxed);
     return rc;
@@ -480,7 +454,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             request_in(req);
         return rc;
     }
-    if (*upload_size > 0 && req->route != NULL && req->route->raw) {
+    if (*upload_size > 0 && req->route != NULL && req->route->raw_admit) {
         if (!req->too_large && raw_chunk(h, req, upload_data, *upload_size) != 0)
             return MHD_NO; /* the file could not be written: the connection goes */
         *upload_size = 0;
@@ -522,7 +496,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (req->too_large) {
         char msg[96];
         snprintf(msg, sizeof msg, "body larger than %zu bytes",
-                 req->route->raw ? h->max_checkpoint : h->max_body);
+                 req->route->raw_admit ? h->max_checkpoint : h->max_body);
         return http_send_error(c, RUNG_E_PAYLOAD_TOO_LARGE, "", msg);
     }
     if (req->answered)
@@ -534,7 +508,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     job->on_done = on_done;
     job->client_gone = client_gone;
     memcpy(job->ids, req->ids, sizeof job->ids);
-    if (req->route->raw) {
+    if (req->route->raw_admit) {
         job->body = raw_done(c, req);
         if (job->body == NULL)
             return http_send_error(c, RUNG_E_INTERNAL, "", "the body could not be written to disk");
@@ -1155,6 +1129,8 @@ int http_start(const HttpConfig *cfg, Engine *engine, Stats *stats, Http **out, 
     h->old_token = (h->token && cfg->old_token && cfg->old_token[0]) ? strdup(cfg->old_token)
                                                                      : NULL;
     h->web_dir = cfg->web_dir ? strdup(cfg->web_dir) : NULL;
+    h->routes = cfg->routes;
+    h->n_routes = cfg->n_routes;
     h->max_body = cfg->max_body;
     h->max_checkpoint = cfg->max_checkpoint;
     size_t dlen = strlen(cfg->data_dir ? cfg->data_dir : ".") + sizeof "/checkpoints";

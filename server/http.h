@@ -10,21 +10,42 @@
 #ifndef RUNG_SERVER_HTTP_H
 #define RUNG_SERVER_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "engine.h"
 #include "error.h"
 #include "stats.h"
 
+/* Checks the head of a raw body (HttpRoute.raw_admit) before a byte of it
+ * is read, on the engine thread: job has its ids and query; 0 lets it in,
+ * else err says why (its code gives the status). */
+typedef int (*HttpAdmitFn)(Engine *e, const Job *job, RungError *err);
+
+/* One route of the table the front is handed (HttpConfig.routes): the
+ * handlers know the front only through Job, and the front knows them only
+ * through this table (server/api_routes.c holds rungd's). */
+typedef struct HttpRoute {
+    const char *method;
+    const char *pattern; /* "{id}" matches a positive integer */
+    JobFn fn;
+    /* NULL: a JSON body. Else the body is bytes (application/octet-stream),
+     * streamed to a file, and this checks its head first. */
+    HttpAdmitFn raw_admit;
+    bool report; /* its latency is also rung_report_duration_seconds' */
+} HttpRoute;
+
 typedef struct HttpConfig {
-    const char *bind;      /* address to listen on, e.g. "127.0.0.1" or "::1" */
-    int port;              /* 0: pick a free one */
-    const char *token;     /* NULL or "": no authentication (loopback only) */
-    const char *old_token; /* NULL, or a second token accepted while token is rotated in */
-    const char *web_dir;   /* the dashboard's static files; may not exist */
-    size_t max_body;       /* bytes; larger bodies get 413 */
-    const char *data_dir;  /* rungd's data folder: checkpoint uploads go to its checkpoints/ */
-    size_t max_checkpoint; /* bytes of an uploaded checkpoint; larger get 413 */
+    const char *bind;        /* address to listen on, e.g. "127.0.0.1" or "::1" */
+    int port;                /* 0: pick a free one */
+    const char *token;       /* NULL or "": no authentication (loopback only) */
+    const char *old_token;   /* NULL, or a second token accepted while token is rotated in */
+    const char *web_dir;     /* the dashboard's static files; may not exist */
+    size_t max_body;         /* bytes; larger bodies get 413 */
+    const char *data_dir;    /* rungd's data folder: checkpoint uploads go to its checkpoints/ */
+    size_t max_checkpoint;   /* bytes of an uploaded checkpoint; larger get 413 */
+    const HttpRoute *routes; /* borrowed; /healthz is answered outside it */
+    size_t n_routes;
 } HttpConfig;
 
 typedef struct Http Http;

@@ -68,14 +68,6 @@
 #define RAW_FREE_MARGIN (64ULL * 1024 * 1024)
 
 
-typedef struct Route {
-    const char *method;
-    const char *pattern; /* "{id}" matches a positive integer */
-    JobFn fn;
-    bool raw; /* the body is bytes (application/octet-stream), streamed to a file */
-} Route;
-
-
 typedef enum {
     C_SCREEN, /* ours: waiting for a complete request head */
     C_LINGER, /* ours: refused, reading what is left before closing */
@@ -114,7 +106,9 @@ struct Http {
     Engine *engine;
     Stats *stats;
     char *token;
-    char *old_token; /* NULL, or the token being rotated out */
+    char *old_token;         /* NULL, or the token being rotated out */
+    const HttpRoute *routes; /* HttpConfig's */
+    size_t n_routes;
     char *web_dir;
     size_t max_body;
     char *upload_dir;       /* where raw bodies are written as they arrive */
@@ -139,7 +133,7 @@ typedef struct Request {
     struct MHD_Connection *connection;
     Conn *conn;
     int64_t t0; /* monotonic ns at the first callback */
-    const Route *route;
+    const HttpRoute *route;
     int64_t ids[MAX_IDS];
     char *body;
     size_t len, cap;
@@ -149,7 +143,7 @@ typedef struct Request {
     bool submitted; /* the job went to the engine */
     bool healthz;   /* GET /healthz, answered once the request has arrived */
     bool answered;  /* the engine is done with it */
-    /* A raw body (Route.raw): the file it goes to, and its SHA-256 so far. */
+    /* A raw body (HttpRoute.raw_admit): the file it goes to, and its SHA-256 so far. */
     int fd;
     char tmp[PATH_MAX];
     EVP_MD_CTX *sha;

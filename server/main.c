@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "api.h"
 #include "blascore.h"
 #include "ckptstore.h"
 #include "clock.h"
@@ -293,7 +294,9 @@ int main(int argc, char **argv)
                        .web_dir = options[O_WEB_DIR].value,
                        .max_body = (size_t)options[O_MAX_BODY].ival,
                        .data_dir = data_dir,
-                       .max_checkpoint = (size_t)options[O_MAX_CHECKPOINT_MB].ival << 20};
+                       .max_checkpoint = (size_t)options[O_MAX_CHECKPOINT_MB].ival << 20,
+                       .routes = api_routes,
+                       .n_routes = api_n_routes};
     Http *http;
     int port;
     if (http_start(&hcfg, engine, &stats, &http, &port, &err) != 0) {

@@ -1,9 +1,10 @@
 """docs/api.md documents every route of rungd, and no route rungd lacks.
 
-The routes are the entries of `routes[]` in server/http.c, each
-`{"METHOD", "/path", handler}`; `/healthz` is answered before that table is
-consulted and is documented as well. docs/api.md gives every route a heading
-of exactly this form, method and path spelled as in the table:
+The routes are the entries of `api_routes[]` in server/api_routes.c, each
+`{"METHOD", "/path", handler, ...}`; `/healthz` is answered by the front
+(server/http.c) before that table is consulted and is documented as well.
+docs/api.md gives every route a heading of exactly this form, method and
+path spelled as in the table:
 
     ### GET /api/v1/experiments/{id}
 
@@ -23,6 +24,7 @@ import unittest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HTTP_C = os.path.join(ROOT, "server", "http.c")
+ROUTES_C = os.path.join(ROOT, "server", "api_routes.c")
 API_MD = os.path.join(ROOT, "docs", "api.md")
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
@@ -30,7 +32,7 @@ METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 OUTSIDE_TABLE = {("GET", "/healthz")}
 
 ENTRY = re.compile(r'\{\s*"([A-Z]+)"\s*,\s*"([^"]*)"\s*,\s*([A-Za-z_]\w*)\s*'
-                   r'(?:,\s*(?:true|false)\s*)?\}')
+                   r'(?:,\s*(?:[A-Za-z_]\w*)\s*)*\}')
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 ROUTE_HEADING = re.compile(r"^(%s)\s+(/\S*)$" % "|".join(METHODS))
 
@@ -59,12 +61,12 @@ def strip_c_comments(text):
 
 
 def table_routes(c_text):
-    """[(method, path)] of the `routes[]` initializer, in table order.
+    """[(method, path)] of the `api_routes[]` initializer, in table order.
     Raises ValueError when the table cannot be read whole."""
     text = strip_c_comments(c_text)
-    m = re.search(r"\broutes\s*\[\s*\]\s*=\s*\{", text)
+    m = re.search(r"\bapi_routes\s*\[\s*\]\s*=\s*\{", text)
     if m is None:
-        raise ValueError("no `routes[] = {` initializer in server/http.c")
+        raise ValueError("no `api_routes[] = {` initializer in server/api_routes.c")
     depth, i = 1, m.end()
     while i < len(text) and depth > 0:
         if text[i] == '"':
@@ -76,15 +78,15 @@ def table_routes(c_text):
         depth += {"{": 1, "}": -1}.get(text[i], 0)
         i += 1
     if depth != 0:
-        raise ValueError("the routes[] initializer does not end")
+        raise ValueError("the api_routes[] initializer does not end")
     body = text[m.end():i - 1]
     entries = ENTRY.findall(body)
     # Every brace of the body (outside strings) must open an entry this test
     # understands, or a route written another way would go unchecked.
     braces = re.sub(r'"(?:\\.|[^"\\])*"', '""', body).count("{")
     if braces != len(entries):
-        raise ValueError("routes[] has %d entries, of which %d are of the form "
-                         '{"METHOD", "/path", handler}: update this test'
+        raise ValueError("api_routes[] has %d entries, of which %d are of the form "
+                         '{"METHOD", "/path", handler, ...}: update this test'
                          % (braces, len(entries)))
     return [(method, path) for method, path, _ in entries]
 
@@ -150,15 +152,15 @@ def compare(table, documented):
     expected = set(table) | OUTSIDE_TABLE
     for method, path in table:
         if (method, path) not in documented:
-            problems.append("%s %s is in server/http.c's routes[] but has no "
+            problems.append("%s %s is in server/api_routes.c's api_routes[] but has no "
                             "'### %s %s' heading in docs/api.md" % (method, path, method, path))
     for (method, path), no in sorted(documented.items(), key=lambda kv: kv[1]):
         if (method, path) not in expected:
-            problems.append("docs/api.md:%d documents %s %s, which server/http.c's routes[] "
-                            "lacks" % (no, method, path))
+            problems.append("docs/api.md:%d documents %s %s, which server/api_routes.c's "
+                            "api_routes[] lacks" % (no, method, path))
     for method, path in sorted(OUTSIDE_TABLE):
         if (method, path) not in documented:
-            problems.append("%s %s (answered outside routes[]) has no '### %s %s' heading "
+            problems.append("%s %s (answered outside api_routes[]) has no '### %s %s' heading "
                             "in docs/api.md" % (method, path, method, path))
     return problems
 
@@ -173,8 +175,9 @@ class ApiDoc(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.http_c = read(HTTP_C)
+        cls.routes_c = read(ROUTES_C)
         cls.api_md = read(API_MD)
-        cls.table = table_routes(cls.http_c)
+        cls.table = table_routes(cls.routes_c)
         cls.documented, cls.heading_problems = doc_routes(cls.api_md)
 
     def test_the_table_is_read(self):
@@ -182,7 +185,7 @@ class ApiDoc(unittest.TestCase):
         self.assertGreaterEqual(len(self.table), 10, self.table)
         self.assertIn(("POST", "/api/v1/experiments"), self.table)
         self.assertEqual(len(set(self.table)), len(self.table),
-                         "routes[] lists a route twice: %r" % self.table)
+                         "api_routes[] lists a route twice: %r" % self.table)
 
     def test_route_headings_follow_the_convention(self):
         self.assertEqual(self.heading_problems, [], "\n".join(self.heading_problems))
@@ -204,13 +207,13 @@ class ApiDoc(unittest.TestCase):
         self.assertEqual(missing, [], "route sections without a curl example: %s" % missing)
 
     def test_the_check_fails_for_a_route_added_without_docs(self):
-        # Docs in step with the table, then one route more in http.c: the
+        # Docs in step with the table, then one route more in the table: the
         # comparison must name it (and only it).
         in_step = {key: 1 for key in set(self.table) | OUTSIDE_TABLE}
         self.assertEqual(compare(self.table, in_step), [])
-        extra = '{"PUT", "/api/v1/workers/{id}", api_worker_replace},\n    '
-        at = self.http_c.index('{"GET", "/metrics"')
-        grown = table_routes(self.http_c[:at] + extra + self.http_c[at:])
+        extra = '{"PUT", "/api/v1/workers/{id}", api_worker_replace, NULL, false},\n    '
+        at = self.routes_c.index('{"GET", "/metrics"')
+        grown = table_routes(self.routes_c[:at] + extra + self.routes_c[at:])
         self.assertEqual(len(grown), len(self.table) + 1)
         problems = compare(grown, in_step)
         self.assertEqual(len(problems), 1, problems)

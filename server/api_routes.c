@@ -1,0 +1,33 @@
+/* The route table (api.h): every route of docs/api.md but /healthz, which
+ * the front answers itself. tests/integration/test_api_doc.py reads this
+ * initializer and checks that docs/api.md documents exactly its routes. */
+#include "api.h"
+
+const HttpRoute api_routes[] = {
+    {"POST", "/api/v1/experiments", api_experiment_create, NULL, false},
+    {"GET", "/api/v1/experiments", api_experiment_list, NULL, false},
+    {"GET", "/api/v1/experiments/{id}", api_experiment_get, NULL, false},
+    {"PATCH", "/api/v1/experiments/{id}", api_experiment_patch, NULL, false},
+    {"DELETE", "/api/v1/experiments/{id}", api_experiment_delete, NULL, false},
+    {"POST", "/api/v1/experiments/{id}/cancel", api_experiment_cancel, NULL, false},
+    {"POST", "/api/v1/experiments/{id}/pause", api_experiment_pause, NULL, false},
+    {"POST", "/api/v1/experiments/{id}/resume", api_experiment_resume, NULL, false},
+    {"POST", "/api/v1/experiments/{id}/retry-failed", api_experiment_retry_failed, NULL, false},
+    {"GET", "/api/v1/experiments/{id}/trials", api_experiment_trials, NULL, false},
+    {"GET", "/api/v1/experiments/{id}/trials.csv", api_experiment_csv, NULL, false},
+    {"GET", "/api/v1/experiments/{id}/curves", api_experiment_curves, NULL, false},
+    {"GET", "/api/v1/trials/{id}", api_trial_get, NULL, false},
+    {"GET", "/api/v1/trials/{id}/metrics", api_trial_metrics, NULL, false},
+    {"POST", "/api/v1/trials/{id}/stop", api_trial_stop, NULL, false},
+    {"POST", "/api/v1/trials/{id}/report", api_trial_report, NULL, true},
+    {"POST", "/api/v1/trials/{id}/finish", api_trial_finish, NULL, false},
+    {"PUT", "/api/v1/trials/{id}/checkpoint", api_checkpoint_put, api_checkpoint_admit, false},
+    {"GET", "/api/v1/trials/{id}/checkpoint", api_checkpoint_get, NULL, false},
+    {"POST", "/api/v1/workers", api_worker_register, NULL, false},
+    {"GET", "/api/v1/workers", api_worker_list, NULL, false},
+    {"POST", "/api/v1/workers/{id}/lease", api_worker_lease, NULL, false},
+    {"POST", "/api/v1/workers/{id}/heartbeat", api_worker_heartbeat, NULL, false},
+    {"GET", "/metrics", api_prometheus, NULL, false},
+};
+
+const size_t api_n_routes = sizeof api_routes / sizeof api_routes[0];
