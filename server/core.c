@@ -46,7 +46,6 @@ int core_objective(const Spec *spec, const json_t *metrics, double *v);
 static void sync_check(Core *core, Experiment *e, int64_t now);
 bool core_warm_source_in_use(const Core *core, int64_t exp_id);
 const CoreCheckpoint *core_checkpoint(const Core *core, int64_t trial_id, int64_t step);
-bool core_trial_observation(const Trial *t, BayesObservation *o);
 
 /* ---- intrusive lists ---- */
 
@@ -74,7 +73,7 @@ static void list_push_front(TrialList *l, Trial *t)
     l->len++;
 }
 
-static void list_remove(TrialList *l, Trial *t)
+void core_list_remove(TrialList *l, Trial *t)
 {
     if (t->prev)
         t->prev->next = t->next;
@@ -201,7 +200,7 @@ void core_trial_free(Trial *t)
 }
 
 /* Frees an experiment's own parts; its trials are freed by the caller. */
-static void exp_free(Experiment *e)
+void core_exp_free(Experiment *e)
 {
     spec_close(&e->spec);
     asha_free(e->asha);
@@ -221,7 +220,7 @@ static void exp_free(Experiment *e)
     free(e);
 }
 
-static void worker_free(Worker *w)
+void core_worker_free(Worker *w)
 {
     free(w->name);
     free(w->hostname);
@@ -240,10 +239,10 @@ void core_free(Core *core)
         if (core->trials.slots[i].id != 0)
             core_trial_free(core->trials.slots[i].ptr);
     for (int64_t i = 0; i < core->n_exps; i++)
-        exp_free(core->exps[i]);
+        core_exp_free(core->exps[i]);
     for (int64_t i = 0; i < core->workers.cap; i++)
         if (core->workers.slots[i].id != 0)
-            worker_free(core->workers.slots[i].ptr);
+            core_worker_free(core->workers.slots[i].ptr);
     idmap_free(&core->trials);
     idmap_free(&core->workers);
     free(core->exps);
@@ -261,7 +260,7 @@ void core_free(Core *core)
 }
 
 /* Index of the first in-memory experiment with id >= id. */
-static int64_t exp_lower_bound(const Core *core, int64_t id)
+int64_t core_exp_lower_bound(const Core *core, int64_t id)
 {
     int64_t lo = 0, hi = core->n_exps;
     while (lo < hi) {
@@ -276,7 +275,7 @@ static int64_t exp_lower_bound(const Core *core, int64_t id)
 
 Experiment *core_experiment(Core *core, int64_t id)
 {
-    int64_t i = exp_lower_bound(core, id);
+    int64_t i = core_exp_lower_bound(core, id);
     return i < core->n_exps && core->exps[i]->id == id ? core->exps[i] : NULL;
 }
 
@@ -295,7 +294,7 @@ Worker *core_worker(Core *core, int64_t id)
 static void put_exp(Core *core, int64_t id, Experiment *e)
 {
     rung_grow((void **)&core->exps, &core->cap_exps, core->n_exps, sizeof(Experiment *));
-    int64_t at = exp_lower_bound(core, id);
+    int64_t at = core_exp_lower_bound(core, id);
     memmove(&core->exps[at + 1], &core->exps[at], (size_t)(core->n_exps - at) * sizeof *core->exps);
     core->exps[at] = e;
     core->n_exps++;
@@ -335,7 +334,7 @@ static void window_cover(Experiment *e, int64_t number)
 /* After a slot was emptied: moves trials_lo past the empty slots, and once
  * they are most of the window, moves the window down over them (amortized
  * O(1) per trial: each live slot moves at most once per halving). */
-static void window_shrink(Experiment *e)
+void core_window_shrink(Experiment *e)
 {
     int64_t used = e->n_trials - e->trials_base; /* slots at or past it are empty */
     while (e->trials_lo < used && e->trials[e->trials_lo] == NULL)
@@ -448,20 +447,9 @@ int64_t core_proposals_wanted(const Experiment *exp, int64_t target)
 }
 
 /* Whether a is a better value of exp's metric than b. */
-static bool better(const Experiment *e, double a, double b)
+bool core_better(const Experiment *e, double a, double b)
 {
     return spec_loss(&e->spec, a) < spec_loss(&e->spec, b);
-}
-
-/* Queues an ended experiment for core_release. */
-void core_release_exp(Core *core, Experiment *e)
-{
-    if (e->releasing)
-        return;
-    e->releasing = true;
-    rung_grow((void **)&core->rel_exps, &core->cap_rel_exps, core->n_rel_exps,
-              sizeof(Experiment *));
-    core->rel_exps[core->n_rel_exps++] = e;
 }
 
 bool core_exp_active(const Experiment *e)
@@ -578,7 +566,7 @@ static void end_experiment(Core *core, Experiment *e, ExpState s, EndReason why,
 
 /* A trial's value for the experiment's best, by best_scope: its best
  * finite value ("all"), or its last one ("last"), with that step. */
-static bool trial_score(const Trial *t, double *v, int64_t *step)
+bool core_trial_score(const Trial *t, double *v, int64_t *step)
 {
     const Experiment *e = t->exp;
     /* Several objectives have no single best; an infeasible trial is never
@@ -688,8 +676,8 @@ static void trial_ended(Core *core, Trial *t, int64_t now)
     if (t->state == TRIAL_COMPLETED || t->state == TRIAL_STOPPED) {
         double v;
         int64_t step;
-        if (trial_score(t, &v, &step) &&
-            (!h->has_best_finished || better(e, v, h->best_finished))) {
+        if (core_trial_score(t, &v, &step) &&
+            (!h->has_best_finished || core_better(e, v, h->best_finished))) {
             h->has_best_finished = true;
             h->best_finished = v;
             h->since_better = 0;
@@ -789,13 +777,13 @@ static void set_state(Core *core, Trial *t, TrialState s, int64_t now)
 {
     Experiment *e = t->exp;
     if (t->state == TRIAL_RUNNING) {
-        list_remove(&core->running, t);
+        core_list_remove(&core->running, t);
         core->availability_changed = true; /* a concurrency slot is free */
         core_count_slots(core, t, -1);
         if (t->gang != NULL)
             core->gangs_running--;
     } else if (core_in_line(t->state)) {
-        list_remove(&e->pending, t);
+        core_list_remove(&e->pending, t);
     }
     if (s == TRIAL_RUNNING)
         t->leased_from = (uint8_t)t->state;
@@ -1629,7 +1617,7 @@ void core_record_report(Trial *t, const ReportRead *r, json_t *metrics, ReportAc
     json_decref(t->last);
     t->last = json_incref(metrics);
     double v = r->value;
-    if (r->has_value && isfinite(v) && (!t->has_best || better(e, v, t->best_value))) {
+    if (r->has_value && isfinite(v) && (!t->has_best || core_better(e, v, t->best_value))) {
         t->has_best = true;
         t->best_value = v;
         t->best_step = step;
@@ -1996,7 +1984,7 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
         a = schedule(core, t, &r, metrics, now);
         /* stop.metric_threshold: a value at least this good ends the search. */
         if (r.has_value && isfinite(v) && e->spec.has_stop_threshold && core_exp_active(e) &&
-            !better(e, e->spec.stop_threshold, v)) {
+            !core_better(e, e->spec.stop_threshold, v)) {
             end_experiment(core, e, EXP_COMPLETED, END_THRESHOLD, NULL, now);
             if (t->state == TRIAL_RUNNING) {
                 apply_stop(core, t, now);
@@ -2263,13 +2251,6 @@ bool core_warm_source_in_use(const Core *core, int64_t exp_id)
     return false;
 }
 
-void core_forget_deleted(Core *core, ExpState state, const int64_t trial_counts[TRIAL__COUNT])
-{
-    core->exp_counts[state]--;
-    for (int s = 0; s < TRIAL__COUNT; s++)
-        core->trial_counts[s] -= trial_counts[s];
-}
-
 int64_t core_tick(Core *core, int64_t now)
 {
     gang_tick(core, now);
@@ -2412,7 +2393,7 @@ int64_t core_running_of(const Core *core, const Experiment *e, int64_t *ids, int
 /* A trial's objective values for the Pareto front: from its last report,
  * when that carries every objective as a finite number and meets every
  * constraint (docs/api.md, "Several objectives and constraints"). */
-static bool trial_losses(const Trial *t, double loss[SPEC_MAX_OBJECTIVES])
+bool core_trial_losses(const Trial *t, double loss[SPEC_MAX_OBJECTIVES])
 {
     const Spec *sp = &t->exp->spec;
     if (t->last == NULL || t->state == TRIAL_FAILED || !spec_losses(sp, t->last, loss) ||
@@ -2424,238 +2405,6 @@ static bool trial_losses(const Trial *t, double loss[SPEC_MAX_OBJECTIVES])
     return true;
 }
 
-/* Adds a released trial to the front of released trials, when no member
- * dominates it, and drops the members it dominates. */
-static void pareto_keep(Experiment *e, const Trial *t)
-{
-    int m = e->spec.n_objectives;
-    double loss[SPEC_MAX_OBJECTIVES];
-    if (!trial_losses(t, loss))
-        return;
-    int64_t w = 0;
-    for (int64_t i = 0; i < e->n_pareto_done; i++) {
-        ParetoRef *p = &e->pareto_done[i];
-        if (pareto_dominates(p->loss, loss, m))
-            return; /* nothing dropped yet: members only go after this loop */
-    }
-    for (int64_t i = 0; i < e->n_pareto_done; i++) {
-        ParetoRef *p = &e->pareto_done[i];
-        if (pareto_dominates(loss, p->loss, m))
-            json_decref(p->config);
-        else
-            e->pareto_done[w++] = *p;
-    }
-    e->n_pareto_done = w;
-    rung_grow((void **)&e->pareto_done, &e->cap_pareto_done, e->n_pareto_done,
-              sizeof *e->pareto_done);
-    ParetoRef *p = &e->pareto_done[e->n_pareto_done++];
-    *p = (ParetoRef){.trial_id = t->id, .config = json_incref(t->config)};
-    memcpy(p->loss, loss, sizeof p->loss);
-}
-
-static double hist_key(const HistEntry *h)
-{
-    return h->obs.loss == h->obs.loss ? h->obs.loss : INFINITY; /* NaN: failed (bayes.c) */
-}
-
-static int cmp_hist_number(const void *x, const void *y)
-{
-    const HistEntry *a = x, *b = y;
-    return (a->number > b->number) - (a->number < b->number);
-}
-
-typedef struct HistRank {
-    double key;
-    int64_t i;
-} HistRank;
-
-static int cmp_hist_rank(const void *x, const void *y)
-{
-    const HistRank *a = x, *b = y;
-    if (a->key != b->key)
-        return a->key < b->key ? -1 : 1;
-    return (a->i > b->i) - (a->i < b->i);
-}
-
-/* The searcher's history capped (core.h, CORE_HIST_HALF): keeps what
- * bayes's selection (sampler/bayes.h: past 2,000 observations, the best
- * 1,000 and the 1,000 most recent others, by trial number) takes from the
- * history alone. An entry it drops ranks below 1,000 kept ones and is older
- * than 1,000 other kept ones, so no later history, which only adds entries,
- * would ever select it: proposals stay what they were. */
-static void hist_prune(Experiment *e)
-{
-    int64_t n = e->n_hist;
-    qsort(e->hist, (size_t)n, sizeof *e->hist, cmp_hist_number);
-    HistRank *r = malloc((size_t)n * sizeof *r);
-    bool *keep = calloc((size_t)n, sizeof *keep);
-    if (r == NULL || keep == NULL)
-        abort();
-    for (int64_t i = 0; i < n; i++)
-        r[i] = (HistRank){hist_key(&e->hist[i]), i};
-    qsort(r, (size_t)n, sizeof *r, cmp_hist_rank);
-    for (int64_t i = 0; i < CORE_HIST_HALF; i++)
-        keep[r[i].i] = true;
-    int64_t left = CORE_HIST_HALF;
-    for (int64_t i = n - 1; i >= 0 && left > 0; i--)
-        if (!keep[i]) {
-            keep[i] = true;
-            left--;
-        }
-    int64_t w = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (keep[i])
-            e->hist[w++] = e->hist[i];
-        else
-            json_decref((json_t *)e->hist[i].obs.config);
-    }
-    e->n_hist = w;
-    free(r);
-    free(keep);
-}
-
-/* Keeps what a released trial leaves behind: its best value and, for a
- * model-based searcher, its result. */
-void core_keep_result(Experiment *e, const Trial *t)
-{
-    double v;
-    int64_t step;
-    if (trial_score(t, &v, &step) && (!e->best_done.has || better(e, v, e->best_done.value))) {
-        json_decref(e->best_done.config);
-        e->best_done = (BestRef){.has = true,
-                                 .trial_id = t->id,
-                                 .value = v,
-                                 .step = step,
-                                 .config = json_incref(t->config)};
-    }
-    if (e->spec.n_objectives > 1)
-        pareto_keep(e, t);
-    BayesObservation o;
-    if (e->spec.searcher.type == SEARCHER_BAYES && core_trial_observation(t, &o)) {
-        rung_grow((void **)&e->hist, &e->cap_hist, e->n_hist, sizeof *e->hist);
-        o.config = json_incref(t->config);
-        e->hist[e->n_hist++] = (HistEntry){.number = t->number, .obs = o};
-        if (e->n_hist > 4 * CORE_HIST_HALF && e->spec.searcher.multi_fidelity != 1)
-            hist_prune(e);
-    }
-}
-
-/* Frees t, which is in no list (terminal), or is taken out of its list. */
-static void drop_trial(Core *core, Trial *t)
-{
-    Experiment *e = t->exp;
-    if (t->state == TRIAL_RUNNING) {
-        list_remove(&core->running, t);
-        if (t->gang != NULL)
-            core->gangs_running--;
-    } else if (core_in_line(t->state)) {
-        list_remove(&e->pending, t);
-    }
-    if (core_exp_trial(e, t->number) == t) {
-        e->trials[t->number - e->trials_base] = NULL;
-        window_shrink(e);
-    }
-    idmap_remove(&core->trials, t->id);
-    core_trial_free(t);
-}
-
-static void remove_exp(Core *core, Experiment *e)
-{
-    while (e->trials_lo < e->cap_trials) { /* the window moves as it empties */
-        Trial *t = e->trials[e->trials_lo];
-        if (t == NULL)
-            e->trials_lo++;
-        else
-            drop_trial(core, t);
-    }
-    int64_t at = exp_lower_bound(core, e->id);
-    if (at < core->n_exps && core->exps[at] == e) {
-        memmove(&core->exps[at], &core->exps[at + 1],
-                (size_t)(core->n_exps - at - 1) * sizeof *core->exps);
-        core->n_exps--;
-    }
-    exp_free(e);
-}
-
-void core_release(Core *core)
-{
-    int64_t kept = 0;
-    for (int64_t i = 0; i < core->n_rel_trials; i++) {
-        Trial *t = core->rel_trials[i];
-        if (!trial_state_terminal(t->state)) { /* retried: it stays */
-            t->releasing = false;
-            continue;
-        }
-        if (t->dirty) { /* not written yet: next time */
-            core->rel_trials[kept++] = t;
-            continue;
-        }
-        core_keep_result(t->exp, t);
-        /* Its rung records stay; its entry in the scheduler goes (asha.h). */
-        asha_trial_forget(t->exp->asha, t->number);
-        drop_trial(core, t);
-    }
-    core->n_rel_trials = kept;
-    kept = 0;
-    for (int64_t i = 0; i < core->n_rel_exps; i++) {
-        Experiment *e = core->rel_exps[i];
-        if (core_exp_active(e)) { /* runs again (extended, retried) */
-            e->releasing = false;
-            continue;
-        }
-        /* A canceled experiment waits for its running trials to stop. */
-        if (e->dirty || e->counts[TRIAL_RUNNING] > 0 || e->pending.len > 0) {
-            core->rel_exps[kept++] = e;
-            continue;
-        }
-        remove_exp(core, e);
-    }
-    core->n_rel_exps = kept;
-}
-
-void core_forget_experiment(Core *core, Experiment *e)
-{
-    int64_t kept = 0;
-    for (int64_t i = 0; i < core->n_rel_trials; i++)
-        if (core->rel_trials[i]->exp != e)
-            core->rel_trials[kept++] = core->rel_trials[i];
-    core->n_rel_trials = kept;
-    kept = 0;
-    for (int64_t i = 0; i < core->n_rel_exps; i++)
-        if (core->rel_exps[i] != e)
-            core->rel_exps[kept++] = core->rel_exps[i];
-    core->n_rel_exps = kept;
-    /* The totals go back to what the store says of e (the reload adds it). */
-    for (int s = 0; s < TRIAL__COUNT; s++)
-        core->trial_counts[s] -= e->counts[s];
-    core->exp_counts[e->state]--;
-    for (Trial *t = core->running.head; t != NULL; t = t->next)
-        if (t->exp == e)
-            core_count_slots(core, t, -1);
-    remove_exp(core, e);
-}
-
-void core_forget_worker(Core *core, Worker *w)
-{
-    idmap_remove(&core->workers, w->id);
-    worker_free(w);
-}
-
-int64_t core_release_idle_workers(Core *core, int64_t now, int64_t idle_ms)
-{
-    Worker *idle[64];
-    int64_t n = 0;
-    for (int64_t i = 0; i < core->workers.cap && n < 64; i++) {
-        Worker *w = core->workers.slots[i].ptr;
-        if (core->workers.slots[i].id != 0 && w->n_running == 0 && !w->dirty && w->stored &&
-            now - w->last_seen_at > idle_ms)
-            idle[n++] = w;
-    }
-    for (int64_t i = 0; i < n; i++)
-        core_forget_worker(core, idle[i]);
-    return n;
-}
-
 void core_experiment_best(const Experiment *e, BestRef *out)
 {
     *out = e->best_done;
@@ -2663,7 +2412,8 @@ void core_experiment_best(const Experiment *e, BestRef *out)
         const Trial *t = e->trials[i];
         double v;
         int64_t step;
-        if (t != NULL && trial_score(t, &v, &step) && (!out->has || better(e, v, out->value)))
+        if (t != NULL && core_trial_score(t, &v, &step) &&
+            (!out->has || core_better(e, v, out->value)))
             *out = (BestRef){
                 .has = true, .trial_id = t->id, .value = v, .step = step, .config = t->config};
     }
@@ -2706,7 +2456,7 @@ json_t *core_experiment_pareto(const Experiment *e)
         memcpy(c, e->pareto_done, (size_t)n * sizeof *c);
     for (int64_t i = e->trials_lo; i < e->cap_trials; i++) {
         const Trial *t = e->trials[i];
-        if (t != NULL && trial_losses(t, c[n].loss)) {
+        if (t != NULL && core_trial_losses(t, c[n].loss)) {
             c[n].trial_id = t->id;
             c[n].config = t->config;
             n++;

@@ -75,14 +75,20 @@ typedef struct ReportRead {
 
 /* core.c */
 void core_list_push_back(TrialList *l, Trial *t);
+void core_list_remove(TrialList *l, Trial *t);
 bool core_in_line(TrialState s);
 void core_queue_back(Experiment *e, Trial *t);
 void core_trial_free(Trial *t);
+void core_exp_free(Experiment *e);
+void core_worker_free(Worker *w);
+int64_t core_exp_lower_bound(const Core *core, int64_t id);
+void core_window_shrink(Experiment *e);
 void core_put_trial(Core *core, Experiment *e, Trial *t);
 Experiment *core_exp_new(Core *core, int64_t id, Spec *spec, int64_t now);
-void core_release_exp(Core *core, Experiment *e);
+bool core_better(const Experiment *e, double a, double b);
 bool core_exp_active(const Experiment *e);
 char *core_dup_str(const char *s);
+bool core_trial_score(const Trial *t, double *v, int64_t *step);
 void core_maybe_complete(Core *core, Experiment *e, int64_t now);
 void core_count_slots(Core *core, const Trial *t, int64_t delta);
 void core_set_error(Trial *t, const char *error);
@@ -94,6 +100,10 @@ void core_seen_insert(Trial *t, int64_t step, ReportAction a);
 ReportRead core_report_read(const Experiment *e, int64_t step, const json_t *metrics);
 void core_record_report(Trial *t, const ReportRead *r, json_t *metrics, ReportAction a);
 PbtMember core_pbt_member(const Trial *t, int64_t step);
+bool core_trial_losses(const Trial *t, double loss[SPEC_MAX_OBJECTIVES]);
+
+/* core_release.c */
+void core_release_exp(Core *core, Experiment *e);
 void core_keep_result(Experiment *e, const Trial *t);
 
 #endif

@@ -271,7 +271,7 @@ void core_load_ended_summary(Trial *t, json_t *last, bool has_best, double best_
     t->best_value = best_value;
     t->best_step = best_step;
     if (has_step)
-        core_seen_insert(t, step, ACTION_CONTINUE); /* trial_score's step for best_last */
+        core_seen_insert(t, step, ACTION_CONTINUE); /* core_trial_score's step for best_last */
 }
 
 void core_load_ended_end(Core *core, Trial *t, bool scheduler, bool result)
