@@ -153,66 +153,6 @@ static void request_in(Request *req)
         req->conn->deadline_ms = 0;
 }
 
-/* The head of a raw body (a checkpoint upload): everything that can be
- * checked before a byte of it is read or written is checked here
- * (docs/api.md, "PBT's checkpoints through rungd"): its length, declared;
- * the asked worker's upload token and someone waiting for it (the route's
- * raw_admit, on this engine thread); the bytes of the uploads in flight
- * and the free space. True when it is let in; else a
- * refusal is queued (*rc), which MHD sends before closing. */
-static bool raw_admit(Http *h, struct MHD_Connection *c, Request *req, const HttpRoute *route,
-                      const int64_t ids[MAX_IDS], const char *length, enum MHD_Result *rc)
-{
-    char msg[256];
-    if (length == NULL) {
-        *rc = http_send_error(c, RUNG_E_INVALID_ARGUMENT, "Content-Length",
-                              "Content-Length: required for an upload (a chunked body is refused): "
-                              "send the tar's length");
-        return false;
-    }
-    uint64_t declared = strtoull(length, NULL, 10); /* digits: the screen checked them */
-    Job *job = &req->job;
-    memcpy(job->ids, ids, sizeof job->ids);
-    job->query = json_object();
-    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, job->query);
-    RungError err;
-    rung_error_clear(&err);
-    if (route->raw_admit(h->engine, job, &err) != 0) {
-        *rc = http_send_error(c, err.code, err.field, err.message);
-        return false;
-    }
-    uint64_t cap = RAW_IN_FLIGHT_MAXES * (uint64_t)h->max_checkpoint;
-    if (h->raw_in_flight + declared > cap) {
-        snprintf(msg, sizeof msg,
-                 "uploads in flight hold %llu of their %llu bytes already: retry later",
-                 (unsigned long long)h->raw_in_flight, (unsigned long long)cap);
-        *rc = http_send_error(c, RUNG_E_UNAVAILABLE, "", msg);
-        return false;
-    }
-    struct statvfs fs;
-    if ((mkdir(h->upload_dir, 0700) != 0 && errno != EEXIST) || statvfs(h->upload_dir, &fs) != 0) {
-        snprintf(msg, sizeof msg, "cannot prepare %.150s: %s", h->upload_dir, strerror(errno));
-        *rc = http_send_error(c, RUNG_E_INTERNAL, "", msg);
-        return false;
-    }
-    uint64_t avail = (uint64_t)fs.f_bavail * fs.f_frsize;
-    if (avail < h->raw_in_flight + declared + RAW_FREE_MARGIN) {
-        snprintf(msg, sizeof msg,
-                 "the data folder's file system has %llu bytes free: not enough for %llu more "
-                 "(uploads in flight and %llu kept free for the database): retry later",
-                 (unsigned long long)avail, (unsigned long long)declared,
-                 (unsigned long long)RAW_FREE_MARGIN);
-        *rc = http_send_error(c, RUNG_E_UNAVAILABLE, "", msg);
-        return false;
-    }
-    req->raw_declared = declared;
-    h->raw_in_flight += declared;
-    req->raw_t0_ms = mono_ms();
-    if (req->conn)
-        req->conn->deadline_ms = req->raw_t0_ms + RAW_GRACE_MS;
-    return true;
-}
-
 static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *req, const char *url,
                                   const char *method)
 {
@@ -267,8 +207,12 @@ static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *re
         return http_send_error(c, RUNG_E_UNSUPPORTED_MEDIA_TYPE, "",
                                "send the bytes with Content-Type: application/octet-stream");
     if (route->raw_admit) {
+        /* Its ids and query now: the route's raw_admit reads them. */
+        memcpy(req->job.ids, ids, sizeof req->job.ids);
+        req->job.query = json_object();
+        MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, req->job.query);
         enum MHD_Result rc;
-        if (!raw_admit(h, c, req, route, ids, length, &rc))
+        if (!http_raw_admit(h, c, req, route, length, &rc))
             return rc;
     }
     if ((strcmp(method, "POST") == 0 || strcmp(method, "PATCH") == 0) && !is_json_type(type))
@@ -303,87 +247,6 @@ static bool client_gone(Job *job)
     char byte;
     ssize_t n = recv(info->connect_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-}
-
-/* ---- raw bodies (HttpRoute.raw_admit): written to a file as they arrive ---- */
-
-static void raw_discard(Request *req);
-
-/* One more piece of a raw body: into the file (made at the first piece)
- * and the hash. A body past max_checkpoint is dropped (413 at the end). An
- * upload's deadline moves on with its bytes, at the minimum rate: one
- * slower on average since it was let in than RAW_MIN_RATE (after
- * RAW_GRACE_MS) is cut, however long it keeps sending. */
-static int raw_chunk(Http *h, Request *req, const char *data, size_t n)
-{
-    if (req->len + n > h->max_checkpoint) {
-        req->too_large = true;
-        raw_discard(req);
-        return 0;
-    }
-    if (req->sha == NULL) {
-        if (mkdir(h->upload_dir, 0700) != 0 && errno != EEXIST)
-            return -1;
-        snprintf(req->tmp, sizeof req->tmp, "%s/.upload-XXXXXX", h->upload_dir);
-        req->fd = mkstemp(req->tmp);
-        req->sha = EVP_MD_CTX_new();
-        if (req->fd < 0 || req->sha == NULL || EVP_DigestInit_ex(req->sha, EVP_sha256(), NULL) != 1)
-            return -1;
-    }
-    for (size_t off = 0; off < n;) {
-        ssize_t w = write(req->fd, data + off, n - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        off += (size_t)w;
-    }
-    EVP_DigestUpdate(req->sha, data, n);
-    req->len += n;
-    if (req->conn)
-        req->conn->deadline_ms = req->raw_t0_ms + RAW_GRACE_MS +
-                                 (int64_t)(req->len * 1000 / RAW_MIN_RATE);
-    return 0;
-}
-
-/* The whole raw body is in: {"file", "size", "sha256"} for the handler,
- * which moves the file where it belongs (or leaves it to raw_discard). An
- * empty body has no file. NULL when it could not be made durable. */
-static json_t *raw_done(struct MHD_Connection *c, Request *req)
-{
-    const char *claimed = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Rung-Sha256");
-    json_t *o = json_pack("{s:I}", "size", (json_int_t)req->len);
-    if (claimed != NULL)
-        json_object_set_new(o, "claimed", json_string(claimed));
-    if (req->sha == NULL)
-        return o;
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned mdlen = 0;
-    char hex[65];
-    if (EVP_DigestFinal_ex(req->sha, md, &mdlen) != 1 || mdlen != 32 || fsync(req->fd) != 0) {
-        json_decref(o);
-        return NULL;
-    }
-    rung_sha256_to_hex(md, hex);
-    close(req->fd);
-    req->fd = -1;
-    json_object_set_new(o, "file", json_string(req->tmp));
-    json_object_set_new(o, "sha256", json_string(hex));
-    return o;
-}
-
-/* Removes what is left of a raw body: the handler renamed the file away,
- * or the request failed. */
-static void raw_discard(Request *req)
-{
-    if (req->fd > 0)
-        close(req->fd);
-    req->fd = -1;
-    if (req->tmp[0] != '\0')
-        unlink(req->tmp); /* ENOENT once the handler has moved it */
-    req->tmp[0] = '\0';
-    EVP_MD_CTX_free(req->sha);
-    req->sha = NULL;
 }
 
 static enum MHD_Result reply(Http *h, struct MHD_Connection *c, Request *req)
@@ -455,7 +318,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return rc;
     }
     if (*upload_size > 0 && req->route != NULL && req->route->raw_admit) {
-        if (!req->too_large && raw_chunk(h, req, upload_data, *upload_size) != 0)
+        if (!req->too_large && http_raw_chunk(h, req, upload_data, *upload_size) != 0)
             return MHD_NO; /* the file could not be written: the connection goes */
         *upload_size = 0;
         return MHD_YES;
@@ -509,7 +372,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     job->client_gone = client_gone;
     memcpy(job->ids, req->ids, sizeof job->ids);
     if (req->route->raw_admit) {
-        job->body = raw_done(c, req);
+        job->body = http_raw_done(c, req);
         if (job->body == NULL)
             return http_send_error(c, RUNG_E_INTERNAL, "", "the body could not be written to disk");
     } else if (req->len > 0) {
@@ -543,7 +406,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (req && req->answered && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
         engine_undelivered(h->engine, &req->job);
     if (req) {
-        raw_discard(req);
+        http_raw_discard(req);
         h->raw_in_flight -= req->raw_declared;
         json_decref(req->job.body);
         json_decref(req->job.query);

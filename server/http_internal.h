@@ -56,16 +56,6 @@
 #define MAX_FIELDS 100
 #define MHD_POOL_BYTES (32 * 1024)
 #define ADDRESS_BUCKETS 1024
-/* Checkpoint uploads (docs/api.md, "PBT's checkpoints through rungd"): an
- * upload must keep up an average of RAW_MIN_RATE bytes a second from its
- * head on, after RAW_GRACE_MS; the bytes all uploads in flight declared
- * stay under RAW_IN_FLIGHT_MAXES times --max-checkpoint-mb; and one is let
- * in only while the data folder's file system keeps RAW_FREE_MARGIN bytes
- * free beside them, so that the database's commits still find room. */
-#define RAW_MIN_RATE (64 * 1024)
-#define RAW_GRACE_MS 4000
-#define RAW_IN_FLIGHT_MAXES 2
-#define RAW_FREE_MARGIN (64ULL * 1024 * 1024)
 
 
 typedef enum {
@@ -176,5 +166,19 @@ void http_write_error(int fd, int status, int code, const char *message);
 /* Serves a file of the dashboard (url: "/" or a path under h->web_dir), or
  * the fallback page when the folder has no index.html, or 404. */
 enum MHD_Result http_serve_static(Http *h, struct MHD_Connection *c, const char *url);
+
+/* ---- http_upload.c ---- */
+
+/* The head of a raw body: 0 when it is let in (its bytes counted in
+ * h->raw_in_flight, its deadline set), else a refusal is queued (*rc). */
+bool http_raw_admit(Http *h, struct MHD_Connection *c, Request *req, const HttpRoute *route,
+                    const char *length, enum MHD_Result *rc);
+/* One more piece of a raw body, into its file: -1 when it cannot be written. */
+int http_raw_chunk(Http *h, Request *req, const char *data, size_t n);
+/* The whole raw body is in: the handler's job->body, or NULL when it could
+ * not be made durable. */
+json_t *http_raw_done(struct MHD_Connection *c, Request *req);
+/* Removes what is left of a raw body (its file, unless the handler moved it). */
+void http_raw_discard(Request *req);
 
 #endif
