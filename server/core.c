@@ -41,10 +41,8 @@ static void set_state(Core *core, Trial *t, TrialState s, int64_t now);
 static void end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now);
 static void endgame(Core *core, Experiment *e, int64_t now);
 static void holds_release(Core *core, Experiment *e);
-static int objective(const Experiment *e, const json_t *metrics, double *v);
 int core_objective(const Spec *spec, const json_t *metrics, double *v);
 static void sync_check(Core *core, Experiment *e, int64_t now);
-bool core_warm_source_in_use(const Core *core, int64_t exp_id);
 const CoreCheckpoint *core_checkpoint(const Core *core, int64_t trial_id, int64_t step);
 
 /* ---- intrusive lists ---- */
@@ -435,17 +433,6 @@ Trial *core_trial_add(Core *core, Experiment *exp, json_t *config, int64_t now)
     return t;
 }
 
-int64_t core_proposals_wanted(const Experiment *exp, int64_t target)
-{
-    if (exp->state != EXP_RUNNING)
-        return 0;
-    int64_t left = exp->spec.total_trials - exp->n_trials - exp->proposing;
-    int64_t want = target - exp->pending.len - exp->proposing;
-    if (want > left)
-        want = left;
-    return want > 0 ? want : 0;
-}
-
 /* Whether a is a better value of exp's metric than b. */
 bool core_better(const Experiment *e, double a, double b)
 {
@@ -562,27 +549,6 @@ static void end_experiment(Core *core, Experiment *e, ExpState s, EndReason why,
     }
     if (e->pbt != NULL)
         drop_unneeded_ckpts(core, e);
-}
-
-/* A trial's value for the experiment's best, by best_scope: its best
- * finite value ("all"), or its last one ("last"), with that step. */
-bool core_trial_score(const Trial *t, double *v, int64_t *step)
-{
-    const Experiment *e = t->exp;
-    /* Several objectives have no single best; an infeasible trial is never
-     * one (docs/api.md, "Several objectives and constraints"). */
-    if (e->spec.n_objectives > 1 ||
-        (e->spec.n_constraints > 0 && (t->last == NULL || !spec_feasible(&e->spec, t->last))))
-        return false;
-    if (!e->spec.best_last) {
-        *v = t->best_value;
-        *step = t->best_step;
-        return t->has_best;
-    }
-    if (t->last == NULL || objective(e, t->last, v) != 1 || !isfinite(*v))
-        return false;
-    *step = t->n_seen > 0 ? t->seen[t->n_seen - 1].step : 0;
-    return true;
 }
 
 /* The first line of a trial's error, and its last non-empty line when it
@@ -918,7 +884,7 @@ void sched_asha_trial_end(Experiment *e, const Trial *t)
 {
     double v;
     AshaPoint pt;
-    bool has = t->last != NULL && objective(e, t->last, &v) == 1 && isfinite(v);
+    bool has = t->last != NULL && core_exp_objective(e, t->last, &v) == 1 && isfinite(v);
     if (e->spec.n_objectives > 1)
         asha_trial_end_point(e->asha, t->number, t->time,
                              t->has_time ? sched_asha_point(e, t->last, &pt) : NULL);
@@ -1178,7 +1144,7 @@ static void renew(Core *core, Trial *t, int64_t worker_id, int64_t now)
 
 /* Whether worker_id holds running trial t: its lease, or a place in its
  * gang that has not finished. */
-static bool holds_trial(const Trial *t, int64_t worker_id)
+bool core_holds_trial(const Trial *t, int64_t worker_id)
 {
     if (t->gang == NULL)
         return t->worker_id == worker_id;
@@ -1526,7 +1492,7 @@ static int lease_lost(const Trial *t, RungError *err)
                           (long long)t->id);
 }
 
-static int objective(const Experiment *e, const json_t *metrics, double *v)
+int core_exp_objective(const Experiment *e, const json_t *metrics, double *v)
 {
     return core_objective(&e->spec, metrics, v);
 }
@@ -1590,7 +1556,7 @@ ReportRead core_report_read(const Experiment *e, int64_t step, const json_t *met
     const Spec *sp = &e->spec;
     ReportRead r = {.step = step, .bad_name = sp->metric};
     r.has_time = report_time(e, step, metrics, &r.time);
-    r.has_value = objective(e, metrics, &r.value) == 1;
+    r.has_value = core_exp_objective(e, metrics, &r.value) == 1;
     for (int k = 1; k < sp->n_objectives && r.has_value; k++) {
         double v;
         r.has_value = rung_nonfinite_from_json(json_object_get(metrics, sp->objectives[k].name),
@@ -2104,14 +2070,14 @@ json_t *core_heartbeat(Core *core, Worker *w, const int64_t *ids, int64_t n_ids,
     json_t *stop = json_array();
     for (int64_t i = 0; i < n_ids; i++) {
         Trial *t = core_trial(core, ids[i]);
-        if (t != NULL && t->state == TRIAL_RUNNING && holds_trial(t, w->id)) {
+        if (t != NULL && t->state == TRIAL_RUNNING && core_holds_trial(t, w->id)) {
             if (t->stop_kind != STOP_NONE)
                 apply_stop(core, t, now); /* a gang's stop reaches every member this way */
             else
                 renew(core, t, w->id, now);
         }
         /* Whatever this worker no longer holds, it must stop. */
-        if (t == NULL || t->state != TRIAL_RUNNING || !holds_trial(t, w->id))
+        if (t == NULL || t->state != TRIAL_RUNNING || !core_holds_trial(t, w->id))
             json_array_append_new(stop, json_integer(ids[i]));
     }
     return stop;
@@ -2243,14 +2209,6 @@ int core_retry_failed(Core *core, Experiment *e, int64_t now, int64_t *n, RungEr
     return 0;
 }
 
-bool core_warm_source_in_use(const Core *core, int64_t exp_id)
-{
-    for (int64_t i = 0; i < core->n_exps; i++)
-        if (core_exp_active(core->exps[i]) && core->exps[i]->spec.warm_start_exp == exp_id)
-            return true;
-    return false;
-}
-
 int64_t core_tick(Core *core, int64_t now)
 {
     gang_tick(core, now);
@@ -2343,153 +2301,6 @@ json_t *core_health_json(const Experiment *e)
                      "best_finished",
                      h->has_best_finished ? json_real(h->best_finished) : json_null(),
                      "since_better", (json_int_t)h->since_better);
-}
-
-int64_t core_n_experiments(const Core *core)
-{
-    return core->n_exps;
-}
-
-Experiment *core_experiment_at(Core *core, int64_t i)
-{
-    return i >= 0 && i < core->n_exps ? core->exps[i] : NULL;
-}
-
-const int64_t *core_exp_counts(const Core *core)
-{
-    return core->exp_counts;
-}
-
-bool core_availability_changed(const Core *core)
-{
-    return core->availability_changed;
-}
-
-void core_availability_seen(Core *core)
-{
-    core->availability_changed = false;
-}
-
-int64_t core_worker_trials(const Core *core, int64_t worker_id, int64_t *ids, int64_t cap)
-{
-    int64_t n = 0;
-    for (const Trial *t = core->running.head; t != NULL; t = t->next)
-        if (holds_trial(t, worker_id) && n < cap)
-            ids[n++] = t->id;
-    return n;
-}
-
-int64_t core_running_of(const Core *core, const Experiment *e, int64_t *ids, int64_t cap)
-{
-    int64_t n = 0;
-    for (const Trial *t = core->running.head; t != NULL; t = t->next)
-        if (t->exp == e && n < cap)
-            ids[n++] = t->id;
-    return n;
-}
-
-/* ---- releasing what ended ---- */
-
-/* A trial's objective values for the Pareto front: from its last report,
- * when that carries every objective as a finite number and meets every
- * constraint (docs/api.md, "Several objectives and constraints"). */
-bool core_trial_losses(const Trial *t, double loss[SPEC_MAX_OBJECTIVES])
-{
-    const Spec *sp = &t->exp->spec;
-    if (t->last == NULL || t->state == TRIAL_FAILED || !spec_losses(sp, t->last, loss) ||
-        !spec_feasible(sp, t->last))
-        return false;
-    for (int k = 0; k < sp->n_objectives; k++)
-        if (!isfinite(loss[k]))
-            return false;
-    return true;
-}
-
-void core_experiment_best(const Experiment *e, BestRef *out)
-{
-    *out = e->best_done;
-    for (int64_t i = e->trials_lo; i < e->cap_trials; i++) {
-        const Trial *t = e->trials[i];
-        double v;
-        int64_t step;
-        if (t != NULL && core_trial_score(t, &v, &step) &&
-            (!out->has || core_better(e, v, out->value)))
-            *out = (BestRef){
-                .has = true, .trial_id = t->id, .value = v, .step = step, .config = t->config};
-    }
-}
-
-json_t *core_values_json(const Spec *spec, const json_t *metrics)
-{
-    double loss[SPEC_MAX_OBJECTIVES];
-    if (spec->n_objectives < 2 || metrics == NULL || !spec_losses(spec, metrics, loss))
-        return NULL;
-    json_t *o = json_object();
-    for (int k = 0; k < spec->n_objectives; k++) {
-        double v = spec->objectives[k].mode == SPEC_MODE_MIN ? loss[k] : -loss[k];
-        json_object_set_new(o, spec->objectives[k].name, rung_nonfinite_to_json(v));
-    }
-    return o;
-}
-
-/* Orders front members by their first objective, then by trial id. */
-static int pareto_ref_cmp(const void *pa, const void *pb)
-{
-    const ParetoRef *a = pa, *b = pb;
-    if (a->loss[0] != b->loss[0])
-        return a->loss[0] < b->loss[0] ? -1 : 1;
-    return a->trial_id < b->trial_id ? -1 : a->trial_id > b->trial_id;
-}
-
-json_t *core_experiment_pareto(const Experiment *e)
-{
-    const Spec *sp = &e->spec;
-    int m = sp->n_objectives;
-    if (m < 2)
-        return NULL;
-    /* Candidates: the released trials' front and every trial in memory. */
-    int64_t n = e->n_pareto_done;
-    ParetoRef *c = malloc((size_t)(n + e->cap_trials + 1) * sizeof *c);
-    if (c == NULL)
-        abort();
-    if (n > 0) /* pareto_done is NULL until a front member is released */
-        memcpy(c, e->pareto_done, (size_t)n * sizeof *c);
-    for (int64_t i = e->trials_lo; i < e->cap_trials; i++) {
-        const Trial *t = e->trials[i];
-        if (t != NULL && core_trial_losses(t, c[n].loss)) {
-            c[n].trial_id = t->id;
-            c[n].config = t->config;
-            n++;
-        }
-    }
-    double *y = malloc((size_t)(n + 1) * (size_t)m * sizeof *y);
-    bool *on = malloc((size_t)(n + 1) * sizeof *on);
-    if (y == NULL || on == NULL)
-        abort();
-    for (int64_t i = 0; i < n; i++)
-        memcpy(y + i * m, c[i].loss, (size_t)m * sizeof *y);
-    if (pareto_front(y, (int)n, m, on) < 0)
-        abort();
-    int64_t f = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (on[i])
-            c[f++] = c[i];
-    qsort(c, (size_t)f, sizeof *c, pareto_ref_cmp);
-    json_t *arr = json_array();
-    for (int64_t i = 0; i < f; i++) {
-        json_t *values = json_object();
-        for (int k = 0; k < m; k++) {
-            double v = sp->objectives[k].mode == SPEC_MODE_MIN ? c[i].loss[k] : -c[i].loss[k];
-            json_object_set_new(values, sp->objectives[k].name, json_real(v));
-        }
-        json_array_append_new(arr,
-                              json_pack("{s:I, s:o, s:O}", "trial_id", (json_int_t)c[i].trial_id,
-                                        "values", values, "config", c[i].config));
-    }
-    free(y);
-    free(on);
-    free(c);
-    return arr;
 }
 
 void core_trial_set_log(Core *core, Trial *t, const char *text)
@@ -2709,89 +2520,4 @@ void core_checkpoint_stored(Core *core, const CoreCheckpoint *c)
               sizeof *core->new_ckpts);
     core->new_ckpts[core->n_new_ckpts++] = *c;
     core->availability_changed = true; /* its receivers may be leased now */
-}
-
-int64_t core_resume_step(const Trial *t)
-{
-    if (t->from_trial != 0)
-        return t->from_step; /* pbt: the donor's checkpoint */
-    return t->leased_seen > 0 ? t->seen[t->leased_seen - 1].step : 0;
-}
-
-int core_trial_bracket(const Trial *t)
-{
-    const AshaParams *p = asha_params(t->exp->asha);
-    return p->type == ASHA_ASHA || p->type == ASHA_HYPERBAND ? asha_bracket(p, t->number) : 0;
-}
-
-bool core_trial_result(const Trial *t, double *loss)
-{
-    if (t->state == TRIAL_FAILED) {
-        *loss = INFINITY;
-        return true;
-    }
-    if (!trial_state_terminal(t->state) || t->last == NULL)
-        return false;
-    double v;
-    if (!objective(t->exp, t->last, &v))
-        return false;
-    *loss = isfinite(v) ? spec_loss(&t->exp->spec, v) : INFINITY;
-    return true;
-}
-
-bool core_trial_observation(const Trial *t, BayesObservation *o)
-{
-    *o = (BayesObservation){.config = t->config};
-    if (!core_trial_result(t, &o->loss))
-        return false;
-    const Spec *sp = &t->exp->spec;
-    double loss[SPEC_MAX_OBJECTIVES];
-    bool ok = t->state != TRIAL_FAILED && spec_losses(sp, t->last, loss);
-    for (int k = 1; k < sp->n_objectives; k++)
-        o->more[k - 1] = ok && isfinite(loss[k]) ? loss[k] : INFINITY;
-    if (t->state == TRIAL_FAILED) {
-        for (int k = 0; k < BAYES_MAX_CONSTRAINTS; k++)
-            o->cons[k] = NAN;
-    } else {
-        spec_constraint_values(sp, t->last, o->cons);
-    }
-    return true;
-}
-
-void core_trial_counts(const Core *core, int64_t counts[TRIAL__COUNT])
-{
-    memcpy(counts, core->trial_counts, sizeof(int64_t) * TRIAL__COUNT);
-}
-
-const CoreCounters *core_counters(const Core *core)
-{
-    return &core->counters;
-}
-
-void core_set_counters(Core *core, const CoreCounters *c)
-{
-    core->counters = *c;
-}
-
-int64_t core_queue_len(const Core *core)
-{
-    /* A paused experiment's line waits for its user, not for workers. */
-    int64_t n = 0;
-    for (int64_t i = 0; i < core->n_exps; i++)
-        if (core->exps[i]->state == EXP_RUNNING)
-            n += core->exps[i]->pending.len;
-    return n;
-}
-
-void core_worker_counts(const Core *core, int64_t now, int64_t *alive, int64_t *gone)
-{
-    *alive = *gone = 0;
-    for (int64_t i = 0; i < core->workers.cap; i++) {
-        if (core->workers.slots[i].id == 0)
-            continue;
-        if (core_worker_alive(core, core->workers.slots[i].ptr, now))
-            (*alive)++;
-        else
-            (*gone)++;
-    }
 }

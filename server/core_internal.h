@@ -88,7 +88,6 @@ Experiment *core_exp_new(Core *core, int64_t id, Spec *spec, int64_t now);
 bool core_better(const Experiment *e, double a, double b);
 bool core_exp_active(const Experiment *e);
 char *core_dup_str(const char *s);
-bool core_trial_score(const Trial *t, double *v, int64_t *step);
 void core_maybe_complete(Core *core, Experiment *e, int64_t now);
 void core_count_slots(Core *core, const Trial *t, int64_t delta);
 void core_set_error(Trial *t, const char *error);
@@ -96,14 +95,19 @@ const AshaPoint *sched_asha_point(const Experiment *e, const json_t *metrics, As
 void sched_asha_trial_end(Experiment *e, const Trial *t);
 Worker *core_worker_new(Core *core, int64_t id, const char *name, const char *hostname,
                         json_t *gpus, int64_t cpus, int64_t registered_at);
+bool core_holds_trial(const Trial *t, int64_t worker_id);
+int core_exp_objective(const Experiment *e, const json_t *metrics, double *v);
 void core_seen_insert(Trial *t, int64_t step, ReportAction a);
 ReportRead core_report_read(const Experiment *e, int64_t step, const json_t *metrics);
 void core_record_report(Trial *t, const ReportRead *r, json_t *metrics, ReportAction a);
 PbtMember core_pbt_member(const Trial *t, int64_t step);
-bool core_trial_losses(const Trial *t, double loss[SPEC_MAX_OBJECTIVES]);
 
 /* core_release.c */
 void core_release_exp(Core *core, Experiment *e);
 void core_keep_result(Experiment *e, const Trial *t);
+
+/* core_query.c */
+bool core_trial_score(const Trial *t, double *v, int64_t *step);
+bool core_trial_losses(const Trial *t, double loss[SPEC_MAX_OBJECTIVES]);
 
 #endif
