@@ -46,7 +46,7 @@ struct Core {
     int64_t n_ckpts, cap_ckpts;
     CoreCheckpoint *new_ckpts;
     int64_t n_new_ckpts, cap_new_ckpts;
-    /* Stored checkpoints nobody needs any more (drop_unneeded_ckpts): rows
+    /* Stored checkpoints nobody needs any more (core_drop_unneeded_ckpts): rows
      * to delete, then files to remove. */
     CoreCheckpoint *dropped_ckpts;
     int64_t n_dropped_ckpts, cap_dropped_ckpts;
@@ -109,5 +109,9 @@ void core_keep_result(Experiment *e, const Trial *t);
 /* core_query.c */
 bool core_trial_score(const Trial *t, double *v, int64_t *step);
 bool core_trial_losses(const Trial *t, double loss[SPEC_MAX_OBJECTIVES]);
+
+/* core_ckpt.c */
+bool core_ckpt_wanted(const Experiment *e, int64_t trial_id, int64_t step);
+void core_drop_unneeded_ckpts(Core *core, const Experiment *e);
 
 #endif
