@@ -37,12 +37,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void set_state(Core *core, Trial *t, TrialState s, int64_t now);
-static void end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now);
 static void endgame(Core *core, Experiment *e, int64_t now);
 static void holds_release(Core *core, Experiment *e);
 int core_objective(const Spec *spec, const json_t *metrics, double *v);
-static void sync_check(Core *core, Experiment *e, int64_t now);
 
 /* ---- intrusive lists ---- */
 
@@ -491,9 +488,9 @@ static void end_experiment(Core *core, Experiment *e, ExpState s, EndReason why,
         if (t->state == TRIAL_PREEMPTED && s != EXP_CANCELED) {
             /* It ran and reported, as a paused trial did. */
             t->stopped_by = BY_EXPERIMENT;
-            end_for_scheduler(core, t, TRIAL_STOPPED, now);
+            core_end_for_scheduler(core, t, TRIAL_STOPPED, now);
         } else {
-            set_state(core, t, TRIAL_CANCELED, now);
+            core_set_state(core, t, TRIAL_CANCELED, now);
         }
     }
     for (int64_t i = e->trials_lo; i < e->cap_trials; i++) {
@@ -501,11 +498,11 @@ static void end_experiment(Core *core, Experiment *e, ExpState s, EndReason why,
         if (t == NULL)
             continue;
         if (t->state == TRIAL_PAUSED && s == EXP_CANCELED) {
-            set_state(core, t, TRIAL_CANCELED, now);
+            core_set_state(core, t, TRIAL_CANCELED, now);
         } else if (t->state == TRIAL_PAUSED) {
             t->stopped_by = BY_EXPERIMENT;
             t->user_paused = false;
-            end_for_scheduler(core, t, TRIAL_STOPPED, now);
+            core_end_for_scheduler(core, t, TRIAL_STOPPED, now);
         } else if (t->state == TRIAL_RUNNING) {
             t->stop_kind = s == EXP_CANCELED ? STOP_CANCEL : STOP_EXPERIMENT;
             mark_trial(core, t);
@@ -656,7 +653,7 @@ static void trial_ended(Core *core, Trial *t, int64_t now)
 void core_maybe_complete(Core *core, Experiment *e, int64_t now)
 {
     if (e->state == EXP_RUNNING)
-        sync_check(core, e, now); /* pbt: a member that ended waits for nobody */
+        sched_pbt_sync_check(core, e, now); /* pbt: a member that ended waits for nobody */
     if (e->state != EXP_RUNNING || e->n_trials < e->spec.total_trials)
         return;
     if (e->pbt != NULL && e->counts[TRIAL_PAUSED] > 0)
@@ -703,7 +700,7 @@ void core_count_slots(Core *core, const Trial *t, int64_t delta)
 }
 
 /* Moves t to state s, keeping counts, lists and times in step. */
-static void set_state(Core *core, Trial *t, TrialState s, int64_t now)
+void core_set_state(Core *core, Trial *t, TrialState s, int64_t now)
 {
     Experiment *e = t->exp;
     if (t->state == TRIAL_RUNNING) {
@@ -785,7 +782,7 @@ static void reset_attempt(Trial *t)
 /* ---- the scheduler's side of the state machine ---- */
 
 /* The milestone of rung k of t's bracket. */
-static double milestone(const Trial *t, int k)
+double sched_asha_milestone(const Trial *t, int k)
 {
     double m[ASHA_MAX_RUNGS];
     const AshaParams *p = asha_params(t->exp->asha);
@@ -795,9 +792,9 @@ static double milestone(const Trial *t, int k)
 
 /* A paused trial goes back in line, at the front: promotions come before
  * new trials, as in the paper's get_job. */
-static void resume(Core *core, Trial *t, int64_t now)
+void core_trial_resume(Core *core, Trial *t, int64_t now)
 {
-    set_state(core, t, TRIAL_PENDING, now);
+    core_set_state(core, t, TRIAL_PENDING, now);
     queue_front(t->exp, t);
     t->rung = 0;
     core->availability_changed = true;
@@ -817,7 +814,7 @@ static void promote_ready(Core *core, Experiment *e, int64_t now)
     for (int64_t i = n - 1; i >= 0; i--) {
         Trial *t = core_exp_trial(e, ids[i]);
         if (t != NULL && t->state == TRIAL_PAUSED)
-            resume(core, t, now);
+            core_trial_resume(core, t, now);
     }
     free(ids);
 }
@@ -858,12 +855,12 @@ void sched_asha_trial_end(Experiment *e, const Trial *t)
 
 /* Ends t as stopped or completed for the scheduler, which records its last
  * result once more as Ray's on_trial_complete does. */
-static void end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now)
+void core_end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now)
 {
     sched_asha_trial_end(t->exp, t);
     if (s == TRIAL_STOPPED && t->stopped_by == BY_NONE)
         t->stopped_by = BY_SCHEDULER;
-    set_state(core, t, s, now);
+    core_set_state(core, t, s, now);
 }
 
 /* A running trial asked to stop (t->stop_kind) becomes what it was asked. */
@@ -873,17 +870,17 @@ static void apply_stop(Core *core, Trial *t, int64_t now)
     case STOP_USER:
     case STOP_EXPERIMENT:
         t->stopped_by = t->stop_kind == STOP_USER ? BY_USER : BY_EXPERIMENT;
-        end_for_scheduler(core, t, TRIAL_STOPPED, now);
+        core_end_for_scheduler(core, t, TRIAL_STOPPED, now);
         break;
     case STOP_PAUSE:
         /* Like a trial the scheduler paused, but at no rung: it waits for
          * its experiment's resume, not for a promotion. */
-        set_state(core, t, TRIAL_PAUSED, now);
+        core_set_state(core, t, TRIAL_PAUSED, now);
         t->user_paused = true;
         break;
     case STOP_CANCEL:
     default:
-        set_state(core, t, TRIAL_CANCELED, now);
+        core_set_state(core, t, TRIAL_CANCELED, now);
         break;
     }
 }
@@ -896,12 +893,12 @@ static void endgame(Core *core, Experiment *e, int64_t now)
     int64_t n = asha_endgame(e->asha);
     Trial *chosen = n >= 0 ? core_exp_trial(e, n) : NULL;
     if (chosen != NULL && chosen->state == TRIAL_PAUSED) {
-        resume(core, chosen, now);
+        core_trial_resume(core, chosen, now);
     } else {
         for (int64_t i = e->trials_lo; i < e->cap_trials; i++) {
             Trial *t = e->trials[i];
             if (t != NULL && t->state == TRIAL_PAUSED)
-                end_for_scheduler(core, t, TRIAL_STOPPED, now);
+                core_end_for_scheduler(core, t, TRIAL_STOPPED, now);
         }
     }
     e->hold_endgame = false;
@@ -921,7 +918,7 @@ static void fail_or_retry(Core *core, Trial *t, const char *error, RetryReason w
     if (loss || t->attempt - t->worker_losses <= t->exp->spec.max_failures) {
         Experiment *e = t->exp;
         core->counters.retries[why]++;
-        set_state(core, t, TRIAL_PENDING, now);
+        core_set_state(core, t, TRIAL_PENDING, now);
         /* Retries go first: they were promised before the trials behind them. */
         queue_front(e, t);
         t->attempt++;
@@ -937,7 +934,7 @@ static void fail_or_retry(Core *core, Trial *t, const char *error, RetryReason w
         core->availability_changed = true;
         promote_ready(core, e, now); /* its records are gone: others may rank higher now */
     } else {
-        set_state(core, t, TRIAL_FAILED, now);
+        core_set_state(core, t, TRIAL_FAILED, now);
     }
 }
 
@@ -1234,7 +1231,7 @@ static Trial *gang_form(Core *core, Experiment *e, int64_t now)
     members_free(t->gang); /* the last attempt's, kept until now for inspection */
     t->gang = gang;
     e->pass += 1.0 / e->spec.share; /* one lease of the experiment, as a 1-node trial's */
-    set_state(core, t, TRIAL_RUNNING, now);
+    core_set_state(core, t, TRIAL_RUNNING, now);
     t->leased_seen = t->n_seen;
     t->worker_id = gang->members[0].worker_id;
     t->lease_token[0] = '\0'; /* rank 0's, once its lease is given */
@@ -1421,7 +1418,7 @@ static Trial *lease(Core *core, Worker *w, const LeaseOffer *offer, const char *
         return t;
     }
     e->pass += 1.0 / e->spec.share;
-    set_state(core, t, TRIAL_RUNNING, now);
+    core_set_state(core, t, TRIAL_RUNNING, now);
     t->leased_seen = t->n_seen;
     t->worker_id = w->id;
     w->n_running++;
@@ -1582,7 +1579,8 @@ static bool unlease(Core *core, Trial *t, const char *token, int64_t now)
         !token_equal(token, t->lease_token) || t->n_seen > t->leased_seen)
         return false;
     /* Back as it was: a preempted trial stays one. */
-    set_state(core, t, t->leased_from == TRIAL_PREEMPTED ? TRIAL_PREEMPTED : TRIAL_PENDING, now);
+    core_set_state(core, t, t->leased_from == TRIAL_PREEMPTED ? TRIAL_PREEMPTED : TRIAL_PENDING,
+                   now);
     queue_front(t->exp, t);
     t->lease_token[0] = '\0';
     t->started_at = 0;
@@ -1598,189 +1596,6 @@ bool core_unlease(Core *core, Trial *t, const char *token, int64_t now)
     return taken;
 }
 
-/* pbt: the config t trained `step` with. An exploit at step s changes the
- * config from step s + 1 on (the report at s was the old config's). */
-static json_t *config_at(const Trial *t, int64_t step)
-{
-    json_t *c = NULL;
-    size_t i;
-    json_t *x;
-    json_array_foreach(t->lineage, i, x) {
-        if (json_integer_value(json_object_get(x, "step")) >= step)
-            return c != NULL ? c : json_object_get(x, "from");
-        c = json_object_get(x, "config");
-    }
-    return c != NULL ? c : t->config;
-}
-
-PbtMember core_pbt_member(const Trial *t, int64_t step)
-{
-    return (PbtMember){.number = t->number,
-                       .id = t->id,
-                       .worker = t->worker_id,
-                       .step = step,
-                       .config = config_at(t, step)};
-}
-
-/* pb2 (sampler/pb2.h): the donor's config with the mutated parameters
- * chosen by PB2's GP bandit over the population's score changes so far. */
-static json_t *explore_pb2(const Experiment *e, const PbtMember *donor, int64_t number,
-                           int64_t milestone)
-{
-    PbtChange *ch = malloc(PB2_MAX_OBS * sizeof *ch);
-    Pb2Obs *obs = malloc(PB2_MAX_OBS * sizeof *obs);
-    json_t *next = NULL;
-    if (ch != NULL && obs != NULL) {
-        int64_t n = pbt_changes(e->pbt, ch, PB2_MAX_OBS);
-        for (int64_t i = 0; i < n; i++)
-            obs[i] = (Pb2Obs){.config = ch[i].config,
-                              .time = (double)ch[i].milestone,
-                              .change = ch[i].change};
-        next = pb2_propose(e->spec.mutations, donor->config, obs, (int)n, (double)milestone,
-                           e->spec.pbt.seed, (uint64_t)number, (uint64_t)milestone);
-    }
-    free(ch);
-    free(obs);
-    return next;
-}
-
-/* pbt's exploit and explore (docs/schedulers.md, "pbt"): t takes the
- * donor's config, mutated, and resumes from the donor's checkpoint; the
- * exploit joins t's lineage. The answer to t's report is stop: the worker
- * ends the program, and the trial is leased again at once. */
-static void exploit(Core *core, Trial *t, const PbtMember *donor, int64_t milestone, int64_t now)
-{
-    Experiment *e = t->exp;
-    json_t *next = NULL;
-    if (e->spec.is_pb2)
-        next = explore_pb2(e, donor, t->number, milestone);
-    if (next == NULL) /* pbt; or pb2's GP failed numerically: explore as pbt does */
-        next = space_mutate(e->spec.mutations, donor->config, e->spec.pbt_resample,
-                            e->spec.pbt.seed, (uint64_t)t->number, (uint64_t)milestone);
-    if (next == NULL)
-        abort();
-    if (t->lineage == NULL)
-        t->lineage = json_array();
-    char when[32];
-    rung_time_format(now, when, sizeof when);
-    json_array_append_new(t->lineage,
-                          json_pack("{s:I, s:I, s:I, s:O, s:O, s:s}", "step", (json_int_t)milestone,
-                                    "donor", (json_int_t)donor->id, "donor_step",
-                                    (json_int_t)donor->step, "from", t->config, "config", next,
-                                    "time", when));
-    json_decref(t->config);
-    t->config = next;
-    t->config_changed = true;
-    t->from_trial = donor->id;
-    t->from_step = donor->step;
-    t->from_worker = donor->worker;
-    set_state(core, t, TRIAL_PAUSED, now);
-    resume(core, t, now);
-}
-
-/* synch: whether every live member of e has recorded at the milestone
- * (or passed it), every trial of the experiment having been made. */
-static bool sync_ready(const Experiment *e, int64_t milestone)
-{
-    if (e->n_trials < e->spec.total_trials)
-        return false;
-    for (int64_t i = e->trials_lo; i < e->cap_trials; i++) {
-        const Trial *x = e->trials[i];
-        if (x != NULL && !trial_state_terminal(x->state) &&
-            !pbt_reached(e->pbt, x->number, milestone))
-            return false;
-    }
-    return true;
-}
-
-/* synch: the milestone is complete; its bottom members exploit, and every
- * member waiting there goes on (from its own checkpoint, or the donor's).
- * self, when not NULL, is the running trial whose report completed it; the
- * answer to that report. */
-static ReportAction sync_release(Core *core, Experiment *e, int64_t milestone, Trial *self,
-                                 int64_t now)
-{
-    int64_t cap = e->n_trials > 0 ? e->n_trials : 1;
-    int64_t *recv = malloc((size_t)cap * sizeof *recv);
-    PbtMember *donors = malloc((size_t)cap * sizeof *donors);
-    if (recv == NULL || donors == NULL)
-        abort();
-    ReportAction a = ACTION_CONTINUE;
-    int64_t n = pbt_exploits(e->pbt, milestone, recv, donors, cap);
-    for (int64_t i = 0; i < n; i++) {
-        Trial *x = core_exp_trial(e, recv[i]);
-        bool waiting = x != NULL && x->state == TRIAL_PAUSED && x->rung == (double)milestone;
-        if (x == NULL || (x != self && !waiting))
-            continue;
-        exploit(core, x, &donors[i], milestone, now);
-        if (x == self)
-            a = ACTION_STOP;
-    }
-    for (int64_t i = e->trials_lo; i < e->cap_trials; i++) {
-        Trial *x = e->trials[i];
-        if (x != NULL && x->state == TRIAL_PAUSED && !x->user_paused &&
-            x->rung == (double)milestone)
-            resume(core, x, now);
-    }
-    free(recv);
-    free(donors);
-    return a;
-}
-
-/* synch: members wait at a milestone for the others; when one ends (or
- * the state is loaded) the wait may be over. */
-static void sync_check(Core *core, Experiment *e, int64_t now)
-{
-    if (e->pbt == NULL || !e->spec.pbt.synch || e->counts[TRIAL_PAUSED] == 0)
-        return;
-    for (int64_t i = e->trials_lo; i < e->cap_trials; i++) {
-        Trial *x = e->trials[i];
-        if (x != NULL && x->state == TRIAL_PAUSED && !x->user_paused && x->rung > 0 &&
-            sync_ready(e, (int64_t)x->rung)) {
-            sync_release(core, e, (int64_t)x->rung, NULL, now);
-            return;
-        }
-    }
-}
-
-static ReportAction schedule_pbt(Core *core, Trial *t, const ReportRead *r, const json_t *metrics,
-                                 int64_t now)
-{
-    Experiment *e = t->exp;
-    t->time = r->time;
-    t->has_time = true;
-    json_decref(t->last);
-    t->last = json_incref((json_t *)metrics);
-    PbtMember self = core_pbt_member(t, r->step), donor;
-    int64_t milestone = 0;
-    ReportAction a = ACTION_CONTINUE;
-    /* A value that is not finite is recorded too: it ranks last (pbt.h). */
-    switch (pbt_report(e->pbt, &self, r->has_value, r->value, &donor, &milestone)) {
-    case PBT_CONTINUE:
-        break;
-    case PBT_COMPLETE:
-        end_for_scheduler(core, t, TRIAL_COMPLETED, now);
-        a = ACTION_STOP;
-        break;
-    case PBT_EXPLOIT:
-        exploit(core, t, &donor, milestone, now);
-        a = ACTION_STOP;
-        break;
-    case PBT_SYNC:
-        if (sync_ready(e, milestone)) {
-            a = sync_release(core, e, milestone, t, now);
-        } else {
-            /* Wait at the milestone, as a trial asha pauses at a rung. */
-            t->rung = (double)milestone;
-            set_state(core, t, TRIAL_PAUSED, now);
-            a = ACTION_STOP;
-        }
-        break;
-    }
-    core_maybe_complete(core, e, now);
-    return a;
-}
-
 /* The scheduler's answer to a report of a running trial, with the state
  * change it brings. */
 static ReportAction schedule(Core *core, Trial *t, const ReportRead *r, const json_t *metrics,
@@ -1788,7 +1603,7 @@ static ReportAction schedule(Core *core, Trial *t, const ReportRead *r, const js
 {
     Experiment *e = t->exp;
     if (e->pbt != NULL && r->has_time)
-        return schedule_pbt(core, t, r, metrics, now);
+        return sched_pbt_report(core, t, r, metrics, now);
     if (e->spec.sched.type == ASHA_FIFO || !r->has_time)
         return ACTION_CONTINUE;
     double time = r->time, v = r->value;
@@ -1811,15 +1626,15 @@ static ReportAction schedule(Core *core, Trial *t, const ReportRead *r, const js
         a = ACTION_CONTINUE;
         break;
     case ASHA_STOP:
-        t->rung = milestone(t, rung);
-        end_for_scheduler(core, t, TRIAL_STOPPED, now);
+        t->rung = sched_asha_milestone(t, rung);
+        core_end_for_scheduler(core, t, TRIAL_STOPPED, now);
         break;
     case ASHA_COMPLETE:
-        end_for_scheduler(core, t, TRIAL_COMPLETED, now);
+        core_end_for_scheduler(core, t, TRIAL_COMPLETED, now);
         break;
     case ASHA_PAUSE:
-        t->rung = milestone(t, rung);
-        set_state(core, t, TRIAL_PAUSED, now);
+        t->rung = sched_asha_milestone(t, rung);
+        core_set_state(core, t, TRIAL_PAUSED, now);
         break;
     }
     e->hold_endgame = false;
@@ -1891,14 +1706,14 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
     const ReportRead r = core_report_read(e, step, metrics);
     double v = r.value;
     if (r.has_value && !isfinite(v) && e->pbt == NULL) {
-        /* (pbt ranks it last at its next milestone instead: schedule_pbt.) */
+        /* (pbt ranks it last at its next milestone instead: sched_pbt_report.) */
         char msg[SPEC_MAX_METRIC + 96];
         snprintf(msg, sizeof msg, "%s is %s at step %lld", r.bad_name, rung_nonfinite_format(v),
                  (long long)step);
         core_set_error(t, msg);
         /* Seen, though not finite: the metric's name is right. */
         e->health.metric_seen = true;
-        set_state(core, t, TRIAL_FAILED, now); /* a diverged run is not retried */
+        core_set_state(core, t, TRIAL_FAILED, now); /* a diverged run is not retried */
         a = ACTION_STOP;
     } else if (t->stop_kind != STOP_NONE) {
         core_record_report(t, &r, metrics,
@@ -1986,7 +1801,7 @@ int core_finish(Core *core, Trial *t, const char *token, bool completed, const c
         core_set_error(t, NULL);
         Experiment *e = t->exp;
         e->hold_endgame = true; /* promotions first, then the end game */
-        end_for_scheduler(core, t, TRIAL_COMPLETED, now);
+        core_end_for_scheduler(core, t, TRIAL_COMPLETED, now);
         e->hold_endgame = false;
         promote_ready(core, e, now); /* its last value may have been recorded */
         core_maybe_complete(core, e, now);
@@ -2015,7 +1830,7 @@ int core_preempt(Core *core, Trial *t, const char *token, int64_t now, RungError
     }
     /* Same attempt, same reports: it resumes after its last step, first in
      * line, on its worker while that one is alive (may_take). */
-    set_state(core, t, TRIAL_PREEMPTED, now);
+    core_set_state(core, t, TRIAL_PREEMPTED, now);
     queue_front(t->exp, t);
     t->preemptions++;
     t->lease_token[0] = '\0';
@@ -2096,7 +1911,7 @@ int core_resume(Core *core, Experiment *e, int64_t now, RungError *err)
     for (int64_t i = e->cap_trials - 1; i >= e->trials_lo; i--) {
         Trial *t = e->trials[i];
         if (t != NULL && t->state == TRIAL_PAUSED && t->user_paused)
-            resume(core, t, now);
+            core_trial_resume(core, t, now);
     }
     core_maybe_complete(core, e, now);
     return 0;
@@ -2132,9 +1947,10 @@ int core_stop_trial(Core *core, Trial *t, int64_t now, RungError *err)
     }
     t->stopped_by = BY_USER;
     if (t->state == TRIAL_PAUSED || t->state == TRIAL_PREEMPTED)
-        end_for_scheduler(core, t, TRIAL_STOPPED, now); /* it reported: the scheduler counts it */
+        core_end_for_scheduler(core, t, TRIAL_STOPPED,
+                               now); /* it reported: the scheduler counts it */
     else
-        set_state(core, t, TRIAL_STOPPED, now);
+        core_set_state(core, t, TRIAL_STOPPED, now);
     return 0;
 }
 
@@ -2154,7 +1970,7 @@ int core_retry_failed(Core *core, Experiment *e, int64_t now, int64_t *n, RungEr
         Trial *t = e->trials[i];
         if (t == NULL || t->state != TRIAL_FAILED)
             continue;
-        set_state(core, t, TRIAL_PENDING, now);
+        core_set_state(core, t, TRIAL_PENDING, now);
         queue_front(e, t); /* reverse order: the lowest number ends up first */
         t->attempt++;
         t->lease_token[0] = '\0';
@@ -2239,7 +2055,7 @@ int64_t core_expire_leases(Core *core, int64_t now)
              * checkpoint (any other worker starts the program over without
              * it, and its repeated steps are not stored). */
             t->lost_resumes++;
-            set_state(core, t, TRIAL_PENDING, now);
+            core_set_state(core, t, TRIAL_PENDING, now);
             queue_front(t->exp, t);
             t->started_at = 0;
             core->availability_changed = true;

@@ -90,9 +90,13 @@ bool core_exp_active(const Experiment *e);
 char *core_dup_str(const char *s);
 void core_maybe_complete(Core *core, Experiment *e, int64_t now);
 void core_count_slots(Core *core, const Trial *t, int64_t delta);
+void core_set_state(Core *core, Trial *t, TrialState s, int64_t now);
 void core_set_error(Trial *t, const char *error);
+double sched_asha_milestone(const Trial *t, int k);
+void core_trial_resume(Core *core, Trial *t, int64_t now);
 const AshaPoint *sched_asha_point(const Experiment *e, const json_t *metrics, AshaPoint *pt);
 void sched_asha_trial_end(Experiment *e, const Trial *t);
+void core_end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now);
 Worker *core_worker_new(Core *core, int64_t id, const char *name, const char *hostname,
                         json_t *gpus, int64_t cpus, int64_t registered_at);
 bool core_holds_trial(const Trial *t, int64_t worker_id);
@@ -100,7 +104,6 @@ int core_exp_objective(const Experiment *e, const json_t *metrics, double *v);
 void core_seen_insert(Trial *t, int64_t step, ReportAction a);
 ReportRead core_report_read(const Experiment *e, int64_t step, const json_t *metrics);
 void core_record_report(Trial *t, const ReportRead *r, json_t *metrics, ReportAction a);
-PbtMember core_pbt_member(const Trial *t, int64_t step);
 
 /* core_release.c */
 void core_release_exp(Core *core, Experiment *e);
@@ -113,5 +116,11 @@ bool core_trial_losses(const Trial *t, double loss[SPEC_MAX_OBJECTIVES]);
 /* core_ckpt.c */
 bool core_ckpt_wanted(const Experiment *e, int64_t trial_id, int64_t step);
 void core_drop_unneeded_ckpts(Core *core, const Experiment *e);
+
+/* sched_pbt.c */
+PbtMember core_pbt_member(const Trial *t, int64_t step);
+void sched_pbt_sync_check(Core *core, Experiment *e, int64_t now);
+ReportAction sched_pbt_report(Core *core, Trial *t, const ReportRead *r, const json_t *metrics,
+                              int64_t now);
 
 #endif
