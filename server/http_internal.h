@@ -181,4 +181,24 @@ json_t *http_raw_done(struct MHD_Connection *c, Request *req);
 /* Removes what is left of a raw body (its file, unless the handler moved it). */
 void http_raw_discard(Request *req);
 
+/* ---- http_screen.c ---- */
+
+/* Accepts what waits on the listen socket, within the connection limits. */
+void http_accept(Http *h);
+/* Looks at the head waiting on a connection we watch (events: epoll's):
+ * refuses it, waits for more, or hands the connection to MHD. */
+void http_screen(Http *h, Conn *c, uint32_t events);
+/* MHD_OPTION_NOTIFY_CONNECTION: MHD took or closed a socket. */
+void http_on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
+                        enum MHD_ConnectionNotificationCode code);
+/* MHD completed a request on c and keeps the connection: screen the next
+ * head ourselves, or leave it to MHD. */
+void http_watch_next(Http *h, Conn *c);
+/* Ends a connection that MHD is not serving. */
+void http_conn_end(Http *h, Conn *c);
+/* Forgets a connection whose socket is closed or about to be (by MHD). */
+void http_conn_free(Http *h, Conn *c);
+/* Reads and drops what the client has sent; false once it has closed. */
+bool http_drain(int fd);
+
 #endif
