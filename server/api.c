@@ -1,6 +1,7 @@
 /* Request handlers; see api.h and docs/api.md for every shape. */
+#include "api_internal.h"
+
 #include "errjson.h"
-#include "api.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,8 +26,6 @@
 #include "views.h"
 
 #define A RUNG_E_INVALID_ARGUMENT
-#define LIST_DEFAULT 100      /* docs/api.md: lists default to 100 items ... */
-#define LIST_MAX 1000         /* ... and give at most 1,000 at once */
 #define METRICS_MAX 10000     /* reports per metrics call; page with after_step */
 #define CURVES_MAX 250000     /* metric values per curves call; page with after */
 #define CURVES_BEST_MAX 10000 /* curves?best=K: at most this many trials' curves */
@@ -39,12 +38,12 @@ void api_error(Job *job, int code, const char *field, const char *message)
     job->reply = rung_error_json(code, field, message);
 }
 
-static void fail(Job *job, const RungError *err)
+void api_fail(Job *job, const RungError *err)
 {
     api_error(job, err->code, err->field, err->message);
 }
 
-static void reply(Job *job, int status, json_t *body)
+void api_reply(Job *job, int status, json_t *body)
 {
     json_decref(job->reply);
     job->status = status;
@@ -86,8 +85,8 @@ static FILE *reply_stream(char **buf, size_t *len)
 }
 
 /* A non-negative integer query argument; fills err on a bad one. */
-static int query_int(const Job *job, const char *name, int64_t def, int64_t min, int64_t max,
-                     int64_t *out, RungError *err)
+int api_query_int(const Job *job, const char *name, int64_t def, int64_t min, int64_t max,
+                  int64_t *out, RungError *err)
 {
     *out = def;
     const char *s = json_string_value(json_object_get(job->query, name));
@@ -114,14 +113,14 @@ static json_t *experiment_json(const Experiment *x)
     return o;
 }
 
-static json_t *trial_json(const Trial *t)
+json_t *api_trial_json(const Trial *t)
 {
     TrialView v;
     view_of_trial(t, &v);
     return view_trial(&v);
 }
 
-static json_t *list_json(json_t *items, int64_t total)
+json_t *api_list_json(json_t *items, int64_t total)
 {
     return json_pack("{s:o, s:I}", "items", items, "total", (json_int_t)total);
 }
@@ -134,7 +133,7 @@ void api_experiment_create(Engine *e, Job *job)
     rung_error_clear(&err);
     Spec spec;
     if (spec_parse(job->body, engine_seed(), &spec, &err) != 0) {
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
     /* warm_start: its source's trials, read before the experiment exists. */
@@ -142,27 +141,27 @@ void api_experiment_create(Engine *e, Job *job)
     if (spec.warm_start_exp > 0 &&
         store_read_warm(engine_store(e), &spec, engine_now(e), true, &warm, &err) != 0) {
         spec_close(&spec);
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
     Experiment *x = core_experiment_add(engine_core(e), &spec, engine_now(e));
     x->warm = warm;
-    reply(job, 201, experiment_json(x));
+    api_reply(job, 201, experiment_json(x));
 }
 
 void api_experiment_list(Engine *e, Job *job)
 {
     RungError err;
     int64_t limit, offset;
-    if (query_int(job, "limit", LIST_DEFAULT, 1, LIST_MAX, &limit, &err) ||
-        query_int(job, "offset", 0, 0, INT64_MAX, &offset, &err)) {
-        fail(job, &err);
+    if (api_query_int(job, "limit", LIST_DEFAULT, 1, LIST_MAX, &limit, &err) ||
+        api_query_int(job, "offset", 0, 0, INT64_MAX, &offset, &err)) {
+        api_fail(job, &err);
         return;
     }
     int64_t ids[LIST_MAX], total;
     json_t *items;
     if (store_read_experiments(engine_store(e), limit, offset, &items, ids, &total, &err)) {
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
     /* Those in memory are newer than their rows. */
@@ -171,7 +170,7 @@ void api_experiment_list(Engine *e, Job *job)
         if (x != NULL)
             json_array_set_new(items, i, experiment_json(x));
     }
-    reply(job, 200, list_json(items, total));
+    api_reply(job, 200, api_list_json(items, total));
 }
 
 
@@ -179,20 +178,20 @@ void api_experiment_get(Engine *e, Job *job)
 {
     Experiment *x = core_experiment(engine_core(e), job->ids[0]);
     if (x) {
-        reply(job, 200, experiment_json(x));
+        api_reply(job, 200, experiment_json(x));
         return;
     }
     RungError err;
     json_t *o;
     if (store_read_experiment(engine_store(e), job->ids[0], &o, &err))
-        fail(job, &err);
+        api_fail(job, &err);
     else
-        reply(job, 200, o);
+        api_reply(job, 200, o);
 }
 
 /* The spec of an experiment in memory (borrowed) or from the store (then
  * *own is set and must be closed). NULL with the reply set on failure. */
-static const Spec *spec_of(Engine *e, Job *job, int64_t id, Spec *own, bool *owned)
+const Spec *api_spec_of(Engine *e, Job *job, int64_t id, Spec *own, bool *owned)
 {
     *owned = false;
     Experiment *x = core_experiment(engine_core(e), id);
@@ -200,7 +199,7 @@ static const Spec *spec_of(Engine *e, Job *job, int64_t id, Spec *own, bool *own
         return &x->spec;
     RungError err;
     if (store_read_spec(engine_store(e), id, own, &err) != 0) {
-        fail(job, &err);
+        api_fail(job, &err);
         return NULL;
     }
     *owned = true;
@@ -226,21 +225,21 @@ void api_experiment_cancel(Engine *e, Job *job)
         RungError err;
         json_t *o;
         if (store_read_experiment(engine_store(e), job->ids[0], &o, &err)) {
-            fail(job, &err);
+            api_fail(job, &err);
             return;
         }
         const char *state = json_string_value(json_object_get(o, "state"));
         if (state != NULL && strcmp(state, "canceled") == 0)
-            reply(job, 200, o);
+            api_reply(job, 200, o);
         else
             ended_conflict(job, o, "canceled");
         return;
     }
     RungError err;
     if (core_cancel(engine_core(e), x, engine_now(e), &err) != 0)
-        fail(job, &err);
+        api_fail(job, &err);
     else
-        reply(job, 200, experiment_json(x));
+        api_reply(job, 200, experiment_json(x));
 }
 
 /* The experiment of job->ids[0] when it is in memory (running, paused, or
@@ -254,7 +253,7 @@ static Experiment *active_experiment(Engine *e, Job *job, const char *what)
     RungError err;
     json_t *o;
     if (store_read_experiment(engine_store(e), job->ids[0], &o, &err))
-        fail(job, &err);
+        api_fail(job, &err);
     else
         ended_conflict(job, o, what);
     return NULL;
@@ -268,7 +267,7 @@ static Experiment *revived_experiment(Engine *e, Job *job)
     RungError err;
     if (x == NULL && store_revive_experiment(engine_store(e), engine_core(e), job->ids[0],
                                              engine_now(e), &err) != 0) {
-        fail(job, &err);
+        api_fail(job, &err);
         return NULL;
     }
     return x ? x : core_experiment(engine_core(e), job->ids[0]);
@@ -289,9 +288,9 @@ void api_experiment_pause(Engine *e, Job *job)
     RungError err;
     bool running_too = running != NULL && strcmp(running, "pause") == 0;
     if (core_pause(engine_core(e), x, running_too, engine_now(e), &err) != 0)
-        fail(job, &err);
+        api_fail(job, &err);
     else
-        reply(job, 200, experiment_json(x));
+        api_reply(job, 200, experiment_json(x));
 }
 
 void api_experiment_resume(Engine *e, Job *job)
@@ -301,9 +300,9 @@ void api_experiment_resume(Engine *e, Job *job)
         return;
     RungError err;
     if (core_resume(engine_core(e), x, engine_now(e), &err) != 0)
-        fail(job, &err);
+        api_fail(job, &err);
     else
-        reply(job, 200, experiment_json(x));
+        api_reply(job, 200, experiment_json(x));
 }
 
 void api_experiment_patch(Engine *e, Job *job)
@@ -314,9 +313,9 @@ void api_experiment_patch(Engine *e, Job *job)
     RungError err;
     rung_error_clear(&err);
     if (core_patch(engine_core(e), x, job->body, engine_now(e), &err) != 0)
-        fail(job, &err);
+        api_fail(job, &err);
     else
-        reply(job, 200, experiment_json(x));
+        api_reply(job, 200, experiment_json(x));
 }
 
 void api_experiment_retry_failed(Engine *e, Job *job)
@@ -329,11 +328,11 @@ void api_experiment_retry_failed(Engine *e, Job *job)
     int64_t n = 0;
     if (store_readd_failed(engine_store(e), engine_core(e), x, &err) != 0 ||
         core_retry_failed(engine_core(e), x, engine_now(e), &n, &err) != 0) {
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
-    reply(job, 200,
-          json_pack("{s:I, s:o}", "retried", (json_int_t)n, "experiment", experiment_json(x)));
+    api_reply(job, 200,
+              json_pack("{s:I, s:o}", "retried", (json_int_t)n, "experiment", experiment_json(x)));
 }
 
 void api_experiment_delete(Engine *e, Job *job)
@@ -361,7 +360,7 @@ void api_experiment_delete(Engine *e, Job *job)
     }
     json_t *o;
     if (store_read_experiment(engine_store(e), id, &o, &err)) {
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
     ExpState state = EXP_COMPLETED;
@@ -376,22 +375,23 @@ void api_experiment_delete(Engine *e, Job *job)
     }
     int64_t counts[TRIAL__COUNT];
     if (store_delete_experiment(engine_store(e), id, counts, &err)) {
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
     core_forget_deleted(core, state, counts);
     int64_t n = 0;
     for (int k = 0; k < TRIAL__COUNT; k++)
         n += counts[k];
-    reply(job, 200, json_pack("{s:I, s:I}", "deleted", (json_int_t)id, "trials", (json_int_t)n));
+    api_reply(job, 200,
+              json_pack("{s:I, s:I}", "deleted", (json_int_t)id, "trials", (json_int_t)n));
 }
 
 /* The trial as the API shows it: from memory when it is there. */
-static json_t *trial_view(Engine *e, const Spec *spec, int64_t id, RungError *err)
+json_t *api_trial_view(Engine *e, const Spec *spec, int64_t id, RungError *err)
 {
     Trial *t = core_trial(engine_core(e), id);
     if (t != NULL)
-        return trial_json(t);
+        return api_trial_json(t);
     json_t *o = NULL;
     int64_t exp_id;
     store_read_trial(engine_store(e), id, spec, &o, &exp_id, err);
@@ -402,9 +402,9 @@ void api_experiment_trials(Engine *e, Job *job)
 {
     RungError err;
     int64_t limit, offset;
-    if (query_int(job, "limit", LIST_DEFAULT, 1, LIST_MAX, &limit, &err) ||
-        query_int(job, "offset", 0, 0, INT64_MAX, &offset, &err)) {
-        fail(job, &err);
+    if (api_query_int(job, "limit", LIST_DEFAULT, 1, LIST_MAX, &limit, &err) ||
+        api_query_int(job, "offset", 0, 0, INT64_MAX, &offset, &err)) {
+        api_fail(job, &err);
         return;
     }
     const char *state_s = json_string_value(json_object_get(job->query, "state"));
@@ -423,7 +423,7 @@ void api_experiment_trials(Engine *e, Job *job)
     }
     Spec own;
     bool owned;
-    const Spec *spec = spec_of(e, job, job->ids[0], &own, &owned);
+    const Spec *spec = api_spec_of(e, job, job->ids[0], &own, &owned);
     if (spec == NULL)
         return;
     Store *store = engine_store(e);
@@ -446,7 +446,7 @@ void api_experiment_trials(Engine *e, Job *job)
             rank_first(ranks, total, offset < total - limit ? offset + limit : total);
             items = json_array();
             for (int64_t i = offset; i < total && i < offset + limit && rc == 0; i++) {
-                json_t *o = trial_view(e, spec, ranks[i].id, &err);
+                json_t *o = api_trial_view(e, spec, ranks[i].id, &err);
                 if (o == NULL)
                     rc = err.code;
                 else
@@ -460,17 +460,17 @@ void api_experiment_trials(Engine *e, Job *job)
             json_int_t id = json_integer_value(json_object_get(json_array_get(items, i), "id"));
             Trial *t = core_trial(engine_core(e), id);
             if (t != NULL)
-                json_array_set_new(items, i, trial_json(t));
+                json_array_set_new(items, i, api_trial_json(t));
         }
     }
     if (owned)
         spec_close(&own);
     if (rc != 0) {
         json_decref(items);
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
-    reply(job, 200, list_json(items, total));
+    api_reply(job, 200, api_list_json(items, total));
 }
 
 typedef struct CsvCtx {
@@ -494,7 +494,7 @@ void api_experiment_csv(Engine *e, Job *job)
 {
     Spec own;
     bool owned;
-    const Spec *spec = spec_of(e, job, job->ids[0], &own, &owned);
+    const Spec *spec = api_spec_of(e, job, job->ids[0], &own, &owned);
     if (spec == NULL)
         return;
     char *buf = NULL;
@@ -524,7 +524,7 @@ void api_experiment_csv(Engine *e, Job *job)
         spec_close(&own);
     if (rc != 0) {
         free(buf);
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
     job->status = 200;
@@ -552,16 +552,16 @@ void api_experiment_curves(Engine *e, Job *job)
 {
     RungError err;
     int64_t after, limit, gen, best;
-    if (query_int(job, "after", 0, 0, INT64_MAX, &after, &err) ||
-        query_int(job, "limit", CURVES_MAX, 1, CURVES_MAX, &limit, &err) ||
-        query_int(job, "generation", 0, 0, INT64_MAX, &gen, &err) ||
-        query_int(job, "best", 0, 0, CURVES_BEST_MAX, &best, &err)) {
-        fail(job, &err);
+    if (api_query_int(job, "after", 0, 0, INT64_MAX, &after, &err) ||
+        api_query_int(job, "limit", CURVES_MAX, 1, CURVES_MAX, &limit, &err) ||
+        api_query_int(job, "generation", 0, 0, INT64_MAX, &gen, &err) ||
+        api_query_int(job, "best", 0, 0, CURVES_BEST_MAX, &best, &err)) {
+        api_fail(job, &err);
         return;
     }
     Spec own;
     bool owned;
-    const Spec *spec = spec_of(e, job, job->ids[0], &own, &owned);
+    const Spec *spec = api_spec_of(e, job, job->ids[0], &own, &owned);
     if (spec == NULL)
         return;
     int64_t generation = engine_generation(e);
@@ -608,7 +608,7 @@ void api_experiment_curves(Engine *e, Job *job)
         spec_close(&own);
     if (rc != 0) {
         free(buf);
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
     job->status = 200;
@@ -624,7 +624,7 @@ void api_trial_get(Engine *e, Job *job)
 {
     Trial *t = core_trial(engine_core(e), job->ids[0]);
     if (t) {
-        reply(job, 200, trial_json(t));
+        api_reply(job, 200, api_trial_json(t));
         return;
     }
     RungError err;
@@ -632,19 +632,19 @@ void api_trial_get(Engine *e, Job *job)
     Spec own;
     bool owned;
     if (store_read_trial_lease(engine_store(e), job->ids[0], &tl, &err)) {
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
-    const Spec *spec = spec_of(e, job, tl.exp_id, &own, &owned);
+    const Spec *spec = api_spec_of(e, job, tl.exp_id, &own, &owned);
     if (spec == NULL)
         return;
-    json_t *o = trial_view(e, spec, job->ids[0], &err);
+    json_t *o = api_trial_view(e, spec, job->ids[0], &err);
     if (owned)
         spec_close(&own);
     if (o == NULL)
-        fail(job, &err);
+        api_fail(job, &err);
     else
-        reply(job, 200, o);
+        api_reply(job, 200, o);
 }
 
 void api_trial_stop(Engine *e, Job *job)
@@ -658,13 +658,13 @@ void api_trial_stop(Engine *e, Job *job)
         if (store_read_trial_lease(engine_store(e), job->ids[0], &tl, &err) == 0)
             rung_error_set(&err, RUNG_E_CONFLICT, NULL, "trial %lld has ended already",
                            (long long)job->ids[0]);
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
     if (core_stop_trial(engine_core(e), t, engine_now(e), &err) != 0)
-        fail(job, &err);
+        api_fail(job, &err);
     else
-        reply(job, 200, trial_json(t));
+        api_reply(job, 200, api_trial_json(t));
 }
 
 void api_trial_metrics(Engine *e, Job *job)
@@ -672,21 +672,21 @@ void api_trial_metrics(Engine *e, Job *job)
     RungError err;
     TrialLease tl;
     if (store_read_trial_lease(engine_store(e), job->ids[0], &tl, &err)) {
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
     int64_t after, limit;
-    if (query_int(job, "after_step", -1, -1, INT64_MAX, &after, &err) ||
-        query_int(job, "limit", METRICS_MAX, 1, METRICS_MAX, &limit, &err)) {
-        fail(job, &err);
+    if (api_query_int(job, "after_step", -1, -1, INT64_MAX, &after, &err) ||
+        api_query_int(job, "limit", METRICS_MAX, 1, METRICS_MAX, &limit, &err)) {
+        api_fail(job, &err);
         return;
     }
     json_t *items;
     if (store_reports(engine_store(e), job->ids[0], tl.attempt, after, limit, &items, &err) != 0) {
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
-    reply(job, 200, json_pack("{s:o, s:I}", "items", items, "attempt", (json_int_t)tl.attempt));
+    api_reply(job, 200, json_pack("{s:o, s:I}", "items", items, "attempt", (json_int_t)tl.attempt));
 }
 
 /* Whose token a late call on an ended trial carries: the trial's lease
@@ -701,7 +701,7 @@ static bool ended_trial_lease(Engine *e, Job *job, const char *token, TrialLease
 {
     RungError err;
     if (store_read_trial_lease(engine_store(e), job->ids[0], tl, &err)) {
-        fail(job, &err);
+        api_fail(job, &err);
         return false;
     }
     *who = LATE_LEASE;
@@ -710,7 +710,7 @@ static bool ended_trial_lease(Engine *e, Job *job, const char *token, TrialLease
     int64_t rank = 0, attempt = 0;
     int found = store_read_gang_member(engine_store(e), job->ids[0], token, &rank, &attempt, &err);
     if (found < 0) {
-        fail(job, &err);
+        api_fail(job, &err);
         return false;
     }
     if (found) {
@@ -739,17 +739,17 @@ static void ended_trial_report(Engine *e, Job *job, const char *token, int64_t s
         return;
     }
     if (who == LATE_PAST) {
-        reply(job, 200, json_pack("{s:s}", "action", "stop"));
+        api_reply(job, 200, json_pack("{s:s}", "action", "stop"));
         return;
     }
     RungError err;
     ReportAction action = ACTION_STOP; /* it ended: the worker must end it too */
     if (store_read_report_action(engine_store(e), job->ids[0], tl.attempt, step, &action, &err) <
         0) {
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
-    reply(job, 200, json_pack("{s:s}", "action", action == ACTION_STOP ? "stop" : "continue"));
+    api_reply(job, 200, json_pack("{s:s}", "action", action == ACTION_STOP ? "stop" : "continue"));
 }
 
 static void ended_trial_finish(Engine *e, Job *job, const char *token, json_t *warnings)
@@ -764,21 +764,21 @@ static void ended_trial_finish(Engine *e, Job *job, const char *token, json_t *w
      * else changes. */
     if (who == LATE_MEMBER && warnings != NULL &&
         store_gang_warnings(engine_store(e), job->ids[0], token, warnings, &err) != 0) {
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
     Spec own;
     bool owned;
-    const Spec *spec = spec_of(e, job, tl.exp_id, &own, &owned);
+    const Spec *spec = api_spec_of(e, job, tl.exp_id, &own, &owned);
     if (spec == NULL)
         return;
-    json_t *o = trial_view(e, spec, job->ids[0], &err);
+    json_t *o = api_trial_view(e, spec, job->ids[0], &err);
     if (owned)
         spec_close(&own);
     if (o == NULL)
-        fail(job, &err);
+        api_fail(job, &err);
     else
-        reply(job, 200, o); /* finishing again changes nothing */
+        api_reply(job, 200, o); /* finishing again changes nothing */
 }
 
 void api_trial_report(Engine *e, Job *job)
@@ -787,7 +787,7 @@ void api_trial_report(Engine *e, Job *job)
     rung_error_clear(&err);
     ReportRequest rq;
     if (request_report_parse(job->body, &rq, &err)) {
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
     Trial *t = core_trial(engine_core(e), job->ids[0]);
@@ -798,10 +798,10 @@ void api_trial_report(Engine *e, Job *job)
     ReportAction action;
     if (core_report(engine_core(e), t, rq.lease_token, rq.step, rq.metrics, engine_now(e), &action,
                     &err) != 0) {
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
-    reply(job, 200, json_pack("{s:s}", "action", action == ACTION_STOP ? "stop" : "continue"));
+    api_reply(job, 200, json_pack("{s:s}", "action", action == ACTION_STOP ? "stop" : "continue"));
 }
 
 void api_trial_finish(Engine *e, Job *job)
@@ -810,7 +810,7 @@ void api_trial_finish(Engine *e, Job *job)
     rung_error_clear(&err);
     FinishRequest rq;
     if (request_finish_parse(job->body, &rq, &err)) {
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
     Trial *t = core_trial(engine_core(e), job->ids[0]);
@@ -825,12 +825,12 @@ void api_trial_finish(Engine *e, Job *job)
                           : core_finish(engine_core(e), t, rq.lease_token, rq.completed, rq.error,
                                         engine_now(e), &err);
     if (rc != 0) {
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
     core_worker_log(engine_core(e), t, from, rq.log); /* the log's last lines (dashboard) */
     core_worker_warnings(engine_core(e), t, from, rq.warnings);
-    reply(job, 200, trial_json(t));
+    api_reply(job, 200, api_trial_json(t));
 }
 
 /* ---- workers ---- */
@@ -841,7 +841,7 @@ void api_worker_register(Engine *e, Job *job)
     rung_error_clear(&err);
     RegisterRequest rq;
     if (request_register_parse(job->body, &rq, &err)) {
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
     json_t *gpus = rq.gpus ? json_incref(rq.gpus) : json_array();
@@ -850,18 +850,18 @@ void api_worker_register(Engine *e, Job *job)
     if (rq.labels != NULL)
         core_worker_set_labels(engine_core(e), w, json_incref(rq.labels));
     const EngineConfig *cfg = engine_config(e);
-    reply(job, 201,
-          json_pack("{s:I, s:o, s:o}", "worker_id", (json_int_t)w->id, "heartbeat_s",
-                    seconds_json(cfg->heartbeat_ms), "lease_s", seconds_json(cfg->lease_ms)));
+    api_reply(job, 201,
+              json_pack("{s:I, s:o, s:o}", "worker_id", (json_int_t)w->id, "heartbeat_s",
+                        seconds_json(cfg->heartbeat_ms), "lease_s", seconds_json(cfg->lease_ms)));
 }
 
 void api_worker_list(Engine *e, Job *job)
 {
     RungError err;
     int64_t limit, offset, total;
-    if (query_int(job, "limit", LIST_DEFAULT, 1, LIST_MAX, &limit, &err) ||
-        query_int(job, "offset", 0, 0, INT64_MAX, &offset, &err)) {
-        fail(job, &err);
+    if (api_query_int(job, "limit", LIST_DEFAULT, 1, LIST_MAX, &limit, &err) ||
+        api_query_int(job, "offset", 0, 0, INT64_MAX, &offset, &err)) {
+        api_fail(job, &err);
         return;
     }
     /* Gone workers drop out after --forget-workers-s; ?all=true lists them. */
@@ -875,7 +875,7 @@ void api_worker_list(Engine *e, Job *job)
                         : engine_now(e) - engine_config(e)->forget_workers_ms;
     json_t *items;
     if (store_read_workers(engine_store(e), since, limit, offset, &items, &total, &err)) {
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
     Core *core = engine_core(e);
@@ -898,7 +898,7 @@ void api_worker_list(Engine *e, Job *job)
         json_object_set_new(o, "state", json_string(alive ? "alive" : "gone"));
         json_object_set_new(o, "running_trials", running);
     }
-    reply(job, 200, list_json(items, total));
+    api_reply(job, 200, api_list_json(items, total));
 }
 
 /* A worker in memory, or read back from the store when it was released for
@@ -934,7 +934,7 @@ void api_worker_lease(Engine *e, Job *job)
     rung_error_clear(&err);
     if (request_lease_parse(job->body, w->cpus, &rq, &err) ||
         request_lease_check_gpus(&rq.offer, w->gpus, &err)) {
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
     const LeaseOffer offer = rq.offer;
@@ -943,7 +943,7 @@ void api_worker_lease(Engine *e, Job *job)
     engine_token(token);
     Trial *t = core_lease(engine_core(e), w, &offer, token, engine_now(e));
     if (t != NULL) {
-        json_t *o = trial_json(t);
+        json_t *o = api_trial_json(t);
         json_t *trainable = json_object_get(t->exp->spec.json, "trainable");
         json_object_set(o, "trainable", trainable ? trainable : json_null());
         /* A gang member gets its own grant and its place (docs/api.md, "Gangs"). */
@@ -975,7 +975,7 @@ void api_worker_lease(Engine *e, Job *job)
                                           t->gang->master_addr, "master_port",
                                           (json_int_t)t->gang->master_port)
                               : json_null());
-        reply(job, 200, json_pack("{s:o}", "trial", o));
+        api_reply(job, 200, json_pack("{s:o}", "trial", o));
         job->on_undelivered = lease_undelivered;
         return;
     }
@@ -999,7 +999,7 @@ void api_worker_heartbeat(Engine *e, Job *job)
         abort();
     if (request_heartbeat_parse(job->body, rq, &err)) {
         free(rq);
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
     /* Log tails for the dashboard: kept on the trials, not in the worker's
@@ -1031,7 +1031,7 @@ void api_worker_heartbeat(Engine *e, Job *job)
         json_object_set_new(o, "upload", upload);
     else
         json_decref(upload);
-    reply(job, 200, o);
+    api_reply(job, 200, o);
 }
 
 /* ---- checkpoints: pbt's copies through rungd ---- */
@@ -1039,7 +1039,7 @@ void api_worker_heartbeat(Engine *e, Job *job)
 /* The step query argument, required. */
 static int checkpoint_step(const Job *job, int64_t *step, RungError *err)
 {
-    if (query_int(job, "step", -1, 0, INT64_MAX / 2, step, err) != 0)
+    if (api_query_int(job, "step", -1, 0, INT64_MAX / 2, step, err) != 0)
         return err->code;
     if (*step < 0)
         return rung_error_set(err, A, "step", "step: required (the checkpoint's step)");
@@ -1050,7 +1050,7 @@ static int checkpoint_step(const Job *job, int64_t *step, RungError *err)
  * 0 when it is missing (the core's check names it). */
 static int checkpoint_worker(const Job *job, int64_t *worker, RungError *err)
 {
-    return query_int(job, "worker", 0, 1, INT64_MAX / 2, worker, err);
+    return api_query_int(job, "worker", 0, 1, INT64_MAX / 2, worker, err);
 }
 
 int api_checkpoint_admit(Engine *e, const Job *job, RungError *err)
@@ -1070,7 +1070,7 @@ void api_checkpoint_put(Engine *e, Job *job)
     /* Again now that the body is in: the copy may have been stored or no
      * longer be owed meanwhile. */
     if (api_checkpoint_admit(e, job, &err) != 0) {
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
     checkpoint_step(job, &step, &err);
@@ -1107,9 +1107,9 @@ void api_checkpoint_put(Engine *e, Job *job)
     core_checkpoint_stored(core, &c);
     LOG_INFO("trial %lld: checkpoint of step %lld stored (%lld bytes)", (long long)id,
              (long long)step, (long long)c.size);
-    reply(job, 200,
-          json_pack("{s:I, s:I, s:s, s:I}", "trial", (json_int_t)id, "step", (json_int_t)step,
-                    "sha256", c.sha256, "size", (json_int_t)c.size));
+    api_reply(job, 200,
+              json_pack("{s:I, s:I, s:s, s:I}", "trial", (json_int_t)id, "step", (json_int_t)step,
+                        "sha256", c.sha256, "size", (json_int_t)c.size));
 }
 
 void api_checkpoint_get(Engine *e, Job *job)
@@ -1121,7 +1121,7 @@ void api_checkpoint_get(Engine *e, Job *job)
     if (checkpoint_step(job, &step, &err) || checkpoint_worker(job, &worker, &err) ||
         core_download_check(engine_core(e), id, step, worker,
                             json_string_value(json_object_get(job->query, "lease_token")), &err)) {
-        fail(job, &err);
+        api_fail(job, &err);
         return;
     }
     const CoreCheckpoint *c = core_checkpoint(engine_core(e), id, step);

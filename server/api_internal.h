@@ -1,0 +1,40 @@
+/* What the handlers of every resource share (api.c): the replies, the
+ * query arguments, and the trials' and specs' lookups that try memory
+ * first and the store after. api.h is the handlers' interface to the rest
+ * of rungd; this header is theirs alone. The handlers are one file per
+ * resource of docs/api.md: api_experiments.c, api_trials.c,
+ * api_checkpoints.c, api_workers.c and api_metrics.c (/metrics); they
+ * call api.c, which calls none of them. */
+#ifndef RUNG_SERVER_API_INTERNAL_H
+#define RUNG_SERVER_API_INTERNAL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "api.h"
+#include "core.h"
+#include "error.h"
+#include "spec.h"
+
+#define LIST_DEFAULT 100 /* docs/api.md: lists default to 100 items ... */
+#define LIST_MAX 1000    /* ... and give at most 1,000 at once */
+
+/* Sets job's reply to err's error (docs/api.md's shape). */
+void api_fail(Job *job, const RungError *err);
+/* Sets job's reply: body is stolen. */
+void api_reply(Job *job, int status, json_t *body);
+/* A non-negative integer query argument; fills err on a bad one. */
+int api_query_int(const Job *job, const char *name, int64_t def, int64_t min, int64_t max,
+                  int64_t *out, RungError *err);
+/* A trial in memory as the API shows it (views.h). */
+json_t *api_trial_json(const Trial *t);
+/* {"items": items (stolen), "total": total}: docs/api.md's lists. */
+json_t *api_list_json(json_t *items, int64_t total);
+/* The spec of an experiment in memory (borrowed) or from the store (then
+ * *own is set and must be closed). NULL with the reply set on failure. */
+const Spec *api_spec_of(Engine *e, Job *job, int64_t id, Spec *own, bool *owned);
+/* The trial as the API shows it: from memory when it is there. */
+json_t *api_trial_view(Engine *e, const Spec *spec, int64_t id, RungError *err);
+
+#endif
