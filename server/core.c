@@ -37,7 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void endgame(Core *core, Experiment *e, int64_t now);
 static void holds_release(Core *core, Experiment *e);
 int core_objective(const Spec *spec, const json_t *metrics, double *v);
 
@@ -660,7 +659,7 @@ void core_maybe_complete(Core *core, Experiment *e, int64_t now)
         return; /* pbt: paused members wait at a milestone; no end game */
     if (e->counts[TRIAL_PAUSED] > 0 && e->counts[TRIAL_PENDING] + e->counts[TRIAL_PREEMPTED] == 0 &&
         e->counts[TRIAL_RUNNING] == 0 && !e->hold_endgame)
-        endgame(core, e, now);
+        sched_asha_endgame(core, e, now);
     if (e->state != EXP_RUNNING)
         return;
     int64_t terminal = e->counts[TRIAL_COMPLETED] + e->counts[TRIAL_STOPPED] +
@@ -779,17 +778,6 @@ static void reset_attempt(Trial *t)
     t->n_seen = 0;
 }
 
-/* ---- the scheduler's side of the state machine ---- */
-
-/* The milestone of rung k of t's bracket. */
-double sched_asha_milestone(const Trial *t, int k)
-{
-    double m[ASHA_MAX_RUNGS];
-    const AshaParams *p = asha_params(t->exp->asha);
-    int n = asha_rungs(p, asha_bracket(p, t->number), m);
-    return k >= 0 && k < n ? m[k] : 0;
-}
-
 /* A paused trial goes back in line, at the front: promotions come before
  * new trials, as in the paper's get_job. */
 void core_trial_resume(Core *core, Trial *t, int64_t now)
@@ -798,59 +786,6 @@ void core_trial_resume(Core *core, Trial *t, int64_t now)
     queue_front(t->exp, t);
     t->rung = 0;
     core->availability_changed = true;
-}
-
-/* Promotes the paused trials that now rank in the top of their rung. They
- * come highest rung first; pushing to the front in reverse keeps that order. */
-static void promote_ready(Core *core, Experiment *e, int64_t now)
-{
-    if (e->counts[TRIAL_PAUSED] == 0)
-        return;
-    int64_t n = e->counts[TRIAL_PAUSED];
-    int64_t *ids = malloc((size_t)n * sizeof *ids);
-    if (ids == NULL)
-        abort();
-    n = asha_promotions(e->asha, ids, n);
-    for (int64_t i = n - 1; i >= 0; i--) {
-        Trial *t = core_exp_trial(e, ids[i]);
-        if (t != NULL && t->state == TRIAL_PAUSED)
-            core_trial_resume(core, t, now);
-    }
-    free(ids);
-}
-
-/* Several objectives: the scheduler's point of a report (every objective,
- * as a loss, and whether it meets the constraints; docs/schedulers.md,
- * "Several objectives") into pt, which it returns; NULL when the report
- * lacks an objective or one is not finite (never judged, as a report
- * without the metric). */
-const AshaPoint *sched_asha_point(const Experiment *e, const json_t *metrics, AshaPoint *pt)
-{
-    double loss[SPEC_MAX_OBJECTIVES];
-    if (metrics == NULL || !spec_losses(&e->spec, metrics, loss))
-        return NULL;
-    for (int k = 0; k < e->spec.n_objectives; k++) {
-        if (!isfinite(loss[k]))
-            return NULL;
-        pt->loss[k] = loss[k];
-    }
-    pt->feasible = spec_feasible(&e->spec, metrics);
-    return pt;
-}
-
-/* What a trial that ended as completed or stopped leaves in the rung
- * records at its end, from its last report (Ray's on_trial_complete):
- * when it ends here, and again for an ended trial a restart loads. */
-void sched_asha_trial_end(Experiment *e, const Trial *t)
-{
-    double v;
-    AshaPoint pt;
-    bool has = t->last != NULL && core_exp_objective(e, t->last, &v) == 1 && isfinite(v);
-    if (e->spec.n_objectives > 1)
-        asha_trial_end_point(e->asha, t->number, t->time,
-                             t->has_time ? sched_asha_point(e, t->last, &pt) : NULL);
-    else
-        asha_trial_end(e->asha, t->number, t->time, has && t->has_time, has ? v : 0);
 }
 
 /* Ends t as stopped or completed for the scheduler, which records its last
@@ -885,25 +820,6 @@ static void apply_stop(Core *core, Trial *t, int64_t now)
     }
 }
 
-/* Nothing runs, nothing is pending and no new trial will come, yet trials
- * are paused: promote the one the end game picks, or stop them all. */
-static void endgame(Core *core, Experiment *e, int64_t now)
-{
-    e->hold_endgame = true;
-    int64_t n = asha_endgame(e->asha);
-    Trial *chosen = n >= 0 ? core_exp_trial(e, n) : NULL;
-    if (chosen != NULL && chosen->state == TRIAL_PAUSED) {
-        core_trial_resume(core, chosen, now);
-    } else {
-        for (int64_t i = e->trials_lo; i < e->cap_trials; i++) {
-            Trial *t = e->trials[i];
-            if (t != NULL && t->state == TRIAL_PAUSED)
-                core_end_for_scheduler(core, t, TRIAL_STOPPED, now);
-        }
-    }
-    e->hold_endgame = false;
-}
-
 /* A failed attempt: retried as the same trial while attempts remain; why
  * says which retries counter counts it. A lost worker is no fault of the
  * trial (on spare machines workers come and go): its first
@@ -932,7 +848,8 @@ static void fail_or_retry(Core *core, Trial *t, const char *error, RetryReason w
             core_drop_unneeded_ckpts(core, e);
         }
         core->availability_changed = true;
-        promote_ready(core, e, now); /* its records are gone: others may rank higher now */
+        sched_asha_promote_ready(core, e,
+                                 now); /* its records are gone: others may rank higher now */
     } else {
         core_set_state(core, t, TRIAL_FAILED, now);
     }
@@ -1596,55 +1513,6 @@ bool core_unlease(Core *core, Trial *t, const char *token, int64_t now)
     return taken;
 }
 
-/* The scheduler's answer to a report of a running trial, with the state
- * change it brings. */
-static ReportAction schedule(Core *core, Trial *t, const ReportRead *r, const json_t *metrics,
-                             int64_t now)
-{
-    Experiment *e = t->exp;
-    if (e->pbt != NULL && r->has_time)
-        return sched_pbt_report(core, t, r, metrics, now);
-    if (e->spec.sched.type == ASHA_FIFO || !r->has_time)
-        return ACTION_CONTINUE;
-    double time = r->time, v = r->value;
-    bool has = r->has_value;
-    int rung;
-    AshaPoint pt;
-    AshaDecision d = e->spec.n_objectives > 1
-                         ? asha_report_point(e->asha, t->number, time,
-                                             has ? sched_asha_point(e, metrics, &pt) : NULL, &rung)
-                         : asha_report(e->asha, t->number, time, has, has ? v : 0, &rung);
-    /* The trial's last time and value are this report's from here on. */
-    t->time = time;
-    t->has_time = true;
-    json_decref(t->last);
-    t->last = json_incref((json_t *)metrics);
-    ReportAction a = ACTION_STOP;
-    e->hold_endgame = true; /* promotions first, then the end game */
-    switch (d) {
-    case ASHA_CONTINUE:
-        a = ACTION_CONTINUE;
-        break;
-    case ASHA_STOP:
-        t->rung = sched_asha_milestone(t, rung);
-        core_end_for_scheduler(core, t, TRIAL_STOPPED, now);
-        break;
-    case ASHA_COMPLETE:
-        core_end_for_scheduler(core, t, TRIAL_COMPLETED, now);
-        break;
-    case ASHA_PAUSE:
-        t->rung = sched_asha_milestone(t, rung);
-        core_set_state(core, t, TRIAL_PAUSED, now);
-        break;
-    }
-    e->hold_endgame = false;
-    /* A value recorded at a rung (by the report, or by the trial's end)
-     * can lift paused trials. */
-    promote_ready(core, e, now);
-    core_maybe_complete(core, e, now);
-    return a;
-}
-
 /* Who may report on a gang trial: rank 0 of the current attempt goes on
  * (0); rank 0 of an attempt that ended is told to stop (1); another member
  * is refused, and so is a token of no member. */
@@ -1726,7 +1594,7 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
             e->health.metric_seen = true;
             mark_exp(core, e);
         }
-        a = schedule(core, t, &r, metrics, now);
+        a = core_schedule(core, t, &r, metrics, now);
         /* stop.metric_threshold: a value at least this good ends the search. */
         if (r.has_value && isfinite(v) && e->spec.has_stop_threshold && core_exp_active(e) &&
             !core_better(e, e->spec.stop_threshold, v)) {
@@ -1803,7 +1671,7 @@ int core_finish(Core *core, Trial *t, const char *token, bool completed, const c
         e->hold_endgame = true; /* promotions first, then the end game */
         core_end_for_scheduler(core, t, TRIAL_COMPLETED, now);
         e->hold_endgame = false;
-        promote_ready(core, e, now); /* its last value may have been recorded */
+        sched_asha_promote_ready(core, e, now); /* its last value may have been recorded */
         core_maybe_complete(core, e, now);
     } else {
         fail_or_retry(core, t, (error && error[0]) ? error : "the trial failed", RETRY_FAILED, now);

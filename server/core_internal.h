@@ -92,10 +92,7 @@ void core_maybe_complete(Core *core, Experiment *e, int64_t now);
 void core_count_slots(Core *core, const Trial *t, int64_t delta);
 void core_set_state(Core *core, Trial *t, TrialState s, int64_t now);
 void core_set_error(Trial *t, const char *error);
-double sched_asha_milestone(const Trial *t, int k);
 void core_trial_resume(Core *core, Trial *t, int64_t now);
-const AshaPoint *sched_asha_point(const Experiment *e, const json_t *metrics, AshaPoint *pt);
-void sched_asha_trial_end(Experiment *e, const Trial *t);
 void core_end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now);
 Worker *core_worker_new(Core *core, int64_t id, const char *name, const char *hostname,
                         json_t *gpus, int64_t cpus, int64_t registered_at);
@@ -122,5 +119,14 @@ PbtMember core_pbt_member(const Trial *t, int64_t step);
 void sched_pbt_sync_check(Core *core, Experiment *e, int64_t now);
 ReportAction sched_pbt_report(Core *core, Trial *t, const ReportRead *r, const json_t *metrics,
                               int64_t now);
+
+/* sched_asha.c */
+double sched_asha_milestone(const Trial *t, int k);
+void sched_asha_promote_ready(Core *core, Experiment *e, int64_t now);
+const AshaPoint *sched_asha_point(const Experiment *e, const json_t *metrics, AshaPoint *pt);
+void sched_asha_trial_end(Experiment *e, const Trial *t);
+void sched_asha_endgame(Core *core, Experiment *e, int64_t now);
+ReportAction core_schedule(Core *core, Trial *t, const ReportRead *r, const json_t *metrics,
+                           int64_t now);
 
 #endif
