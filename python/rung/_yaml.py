@@ -15,15 +15,19 @@ Both resolve plain scalars the same way, by YAML 1.2's core schema, as
 - `1e-4` is a float (PyYAML's safe_load, which follows YAML 1.1, reads it
   as the string "1e-4" unless it is written `1.0e-4` or tagged `!!float`);
 - `.inf`, `-.inf` and `.nan` are errors: a spec's numbers must be finite,
-  and JSON has no spelling for them;
+  and JSON has no spelling for them; so are integers outside int64 and
+  floats too large for a double (`1e999`), as in `rung submit`;
 - mapping keys are strings as written (`1: x` gives the key "1");
 - a key given twice is an error (a mistyped override would otherwise pass
   silently); anchors and aliases are errors (a sweep never needs them);
+  so are an empty document, a second one, and a string holding NUL;
 - the tags `!!str`, `!!int`, `!!float`, `!!bool`, `!!null`, `!!seq`,
   `!!map` and the non-specific `!` are honoured; any other is an error.
 
 Every error is a ValueError whose message starts with the 1-based line:
-"line 7: duplicate key 'lr'".
+"line 7: duplicate key 'lr'", in cli/yaml.c's words where the two refuse
+the same thing. The corpus in tests/data/yaml/ holds documents with what
+each gives, and both this module's readers and cli/yaml.c must pass it.
 
 The reader without PyYAML takes: block mappings and sequences by
 indentation (a sequence may sit at its key's indentation), `- key: value`
@@ -38,6 +42,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 import sys
 from typing import Any, Callable, Optional
@@ -55,6 +60,11 @@ _NONFINITE_RE = re.compile(r"^(?:[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
 # bound is common/jsonv.h's JSONV_MAX_DEPTH): the 33rd is refused, by line,
 # before PyYAML's recursive composer could raise RecursionError.
 _MAX_DEPTH = 32
+# Integers a spec can carry: JSON's as rungd (and cli/yaml.c) read them.
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+# cli/yaml.c's words for what both readers refuse at the document level.
+_SECOND_DOCUMENT = "a second document (---): a spec is one document"
+_EMPTY_DOCUMENT = "empty document: a spec is a mapping (name: ...)"
 # A spec or sweep file larger than this is refused before it is read
 # (cli/experiments.c's SPEC_MAX): rungd takes 1 MiB bodies by default.
 MAX_FILE_BYTES = 64 << 20
@@ -77,12 +87,49 @@ def _quote(text: str) -> str:
     return repr(text if len(text) <= 64 else text[:61] + "...")
 
 
-def _int(text: str) -> int:
+def _int(text: str, line: int = 0) -> int:
     if text.startswith("0o"):
-        return int(text[2:], 8)
-    if text.startswith("0x"):
-        return int(text[2:], 16)
-    return int(text, 10)
+        value = int(text[2:], 8)
+    elif text.startswith("0x"):
+        value = int(text[2:], 16)
+    else:
+        value = int(text, 10)
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        # JSON integers past int64 would reach rungd as reals, silently
+        # changing a seed (cli/yaml.h): refused, as `rung submit` does.
+        raise _Error(line, f"{text} is out of range")
+    return value
+
+
+def _float(text: str, line: int = 0) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Error(line, f"{text} is out of range")
+    return value
+
+
+def _nonfinite(text: str, line: int) -> _Error:
+    return _Error(line, f"{text}: infinite and NaN numbers are not allowed (a spec's numbers "
+                  "are finite)")
+
+
+def _tag_name(tag: str) -> str:
+    """A tag as cli/yaml.c names it in errors: !!x is tag:yaml.org,2002:x."""
+    return "tag:yaml.org,2002:" + tag[2:] if tag.startswith("!!") else tag
+
+
+def _anchor_error(text: str, line: int) -> _Error:
+    """&name or *name at the start of text, in cli/yaml.c's words."""
+    m = re.match(r"[&*][^ \t,\[\]{}]*", text)
+    token = m.group(0) if m else text[:1]
+    what = "anchors" if token.startswith("&") else "aliases"
+    return _Error(line, f"{what} ({token}) are not supported; write the value out")
+
+
+def _no_nul(text: str, line: int, what: str = "a string") -> str:
+    if "\0" in text:
+        raise _Error(line, f"{what} holds a NUL character")
+    return text
 
 
 def resolve_plain(text: str, line: int = 0) -> Any:
@@ -92,11 +139,11 @@ def resolve_plain(text: str, line: int = 0) -> Any:
     if _BOOL_RE.match(text):
         return text[0] in "tT"
     if _INT_RE.match(text):
-        return _int(text)
+        return _int(text, line)
     if _FLOAT_RE.match(text):
-        return float(text)
+        return _float(text, line)
     if _NONFINITE_RE.match(text):
-        raise _Error(line, f"{text} is not a finite number (a spec's numbers must be finite)")
+        raise _nonfinite(text, line)
     return text
 
 
@@ -110,25 +157,25 @@ def _tagged(tag: str, value: Any, plain: Optional[str], line: int) -> Any:
         raise _Error(line, f"tag {tag} needs a scalar")
     if tag == "!!int":
         if _INT_RE.match(text):
-            return _int(text)
-        raise _Error(line, f"{_quote(text)} is not an integer (tag !!int)")
+            return _int(text, line)
+        raise _Error(line, f"{_quote(text)} is not a !!int")
     if tag == "!!float":
         if _INT_RE.match(text):
-            return float(_int(text))
+            return float(_int(text, line))
         if _FLOAT_RE.match(text):
-            return float(text)
+            return _float(text, line)
         if _NONFINITE_RE.match(text):
-            raise _Error(line, f"{text} is not a finite number (a spec's numbers must be finite)")
-        raise _Error(line, f"{_quote(text)} is not a number (tag !!float)")
+            raise _nonfinite(text, line)
+        raise _Error(line, f"{_quote(text)} is not a !!float")
     if tag == "!!bool":
         if _BOOL_RE.match(text):
             return text[0] in "tT"
-        raise _Error(line, f"{_quote(text)} is not a boolean (tag !!bool)")
+        raise _Error(line, f"{_quote(text)} is not a !!bool")
     if tag == "!!null":
         if _NULL_RE.match(text):
             return None
-        raise _Error(line, f"{_quote(text)} is not null (tag !!null)")
-    raise _Error(line, f"unsupported tag {tag}")
+        raise _Error(line, f"{_quote(text)} is not a !!null")
+    raise _Error(line, f"tag {_quote(_tag_name(tag))} is not supported on a scalar")
 
 
 # ---------------------------------------------------------------------------
@@ -202,7 +249,7 @@ class _Reader:
                                 body.startswith("---\t")):
                 rest = _strip_comment(body[3:])
                 if started:
-                    raise _Error(number, "one document only")
+                    raise _Error(number, _SECOND_DOCUMENT)
                 if rest:
                     raise _Error(number, "content on the line of '---' is not supported")
                 started = True
@@ -210,7 +257,7 @@ class _Reader:
             if indent == 0 and (body == "..." or body.startswith("... ")):
                 for later in range(number, len(self.raw)):
                     if not _is_comment_or_blank(self.raw[later]):
-                        raise _Error(later + 1, "one document only")
+                        raise _Error(later + 1, _SECOND_DOCUMENT)
                 break
             if indent == 0 and body.startswith("%"):
                 raise _Error(number, "directives (%YAML, %TAG) are not supported")
@@ -230,7 +277,7 @@ class _Reader:
     def document(self) -> Any:
         line = self._peek()
         if line is None:
-            return None
+            raise _Error(1, _EMPTY_DOCUMENT)
         value = self._block(line.indent, 0)
         rest = self._peek()
         if rest is not None:
@@ -299,7 +346,7 @@ class _Reader:
             after = text[end:].lstrip(" \t")
             if not after.startswith(":") or (len(after) > 1 and after[1] not in " \t"):
                 return None
-            key = _quoted_value(text[:end], line.number)
+            key = _no_nul(_quoted_value(text[:end], line.number), line.number, "a key")
             return key, after[1:].lstrip(" \t")
         if text[0] in "[{":
             return None
@@ -354,11 +401,11 @@ class _Reader:
         if text.startswith("!"):
             m = re.match(r"(!!?[A-Za-z]*)(?:[ \t]+|$)", text)
             if not m:
-                raise _Error(line.number, f"unsupported tag in {_quote(text)}")
+                raise _Error(line.number, f"tag {_quote(text.split()[0])} is not supported")
             tag = m.group(1)
             if tag not in ("!", "!!str", "!!int", "!!float", "!!bool", "!!null", "!!seq",
                            "!!map"):
-                raise _Error(line.number, f"unsupported tag {tag}")
+                raise _Error(line.number, f"tag {_quote(_tag_name(tag))} is not supported")
             text = text[m.end():]
             if not text or text.startswith("#"):
                 # The tagged node is the block below.
@@ -370,7 +417,7 @@ class _Reader:
                     value = None if tag != "!!str" else ""
                 return _check_collection_tag(tag, value, line.number, None)
         if text.startswith("&") or text.startswith("*"):
-            raise _Error(line.number, "anchors and aliases are not supported")
+            raise _anchor_error(text, line.number)
         if text[0] in "[{":
             value = self._flow(line, text, depth)
             return _check_collection_tag(tag, value, line.number, None)
@@ -385,7 +432,7 @@ class _Reader:
             rest = text[end:].strip(" \t")
             if rest and not rest.startswith("#"):
                 raise _Error(line.number, f"text after a quoted scalar: {_quote(rest)}")
-            value = _quoted_value(text[:end], line.number)
+            value = _no_nul(_quoted_value(text[:end], line.number), line.number)
             self.i += 1
             self._no_continuation(indent)
             return _tagged(tag, value, None, line.number) if tag else value
@@ -523,14 +570,12 @@ def _fold(body: list[str]) -> str:
 def _check_collection_tag(tag: Optional[str], value: Any, line: int, plain: Optional[str]) -> Any:
     if tag is None or tag == "!":
         return value
-    if tag == "!!seq":
-        if not isinstance(value, list):
-            raise _Error(line, "tag !!seq on something that is not a sequence")
-        return value
-    if tag == "!!map":
-        if not isinstance(value, dict):
-            raise _Error(line, "tag !!map on something that is not a mapping")
-        return value
+    if tag in ("!!seq", "!!map"):
+        if isinstance(value, list if tag == "!!seq" else dict):
+            return value
+        what = ("a sequence" if isinstance(value, list) else
+                "a mapping" if isinstance(value, dict) else "a scalar")
+        raise _Error(line, f"tag {_quote(_tag_name(tag))} is not supported on {what}")
     if isinstance(value, (list, dict)):
         raise _Error(line, f"tag {tag} on a collection")
     if value is None and tag == "!!null":
@@ -542,11 +587,11 @@ def _check_plain_start(text: str, line: int) -> None:
     if not text:
         return
     if text[0] in "&*":
-        raise _Error(line, "anchors and aliases are not supported")
+        raise _anchor_error(text, line)
     if text[0] in "@`":
         raise _Error(line, f"a plain scalar cannot start with {text[0]!r}: quote it")
     if text[0] == "!":
-        raise _Error(line, f"unsupported tag in {_quote(text)}")
+        raise _Error(line, f"tag {_quote(text.split()[0])} is not supported")
     if text[0] == "%":
         raise _Error(line, "a plain scalar cannot start with '%': quote it")
 
@@ -736,16 +781,18 @@ class _Flow:
                 if "\n" not in text[self.pos:] and not text.endswith("\n"):
                     raise _NeedMore()
                 raise self.error("multi-line quoted scalars are not supported")
-            value = _quoted_value(text[self.pos:end], self.line())
+            value = _no_nul(_quoted_value(text[self.pos:end], self.line()), self.line(),
+                            "a key" if key else "a string")
             self.pos = end
             return value
         if ch in "&*":
-            raise self.error("anchors and aliases are not supported")
+            raise _anchor_error(text[self.pos:], self.line())
         if ch == "!":
             m = re.compile(r"(!!?[A-Za-z]*)[ \t]+").match(text, self.pos)
             if not m or m.group(1) not in ("!", "!!str", "!!int", "!!float", "!!bool",
                                           "!!null"):
-                raise self.error("unsupported tag")
+                token = re.compile(r"[^ \t,\[\]{}]*").match(text, self.pos).group(0)
+                raise self.error(f"tag {_quote(_tag_name(token))} is not supported")
             tag = m.group(1)
             self.pos = m.end()
             line = self.line()
@@ -836,8 +883,8 @@ def _make_core_loader() -> Optional[type]:
     def construct_int(loader: Any, node: Any) -> int:
         text = loader.construct_scalar(node)
         if not _INT_RE.match(text):
-            raise _Error(mark_line(node), f"{_quote(text)} is not an integer (tag !!int)")
-        return _int(text)
+            raise _Error(mark_line(node), f"{_quote(text)} is not a !!int")
+        return _int(text, mark_line(node))
 
     def construct_float(loader: Any, node: Any) -> float:
         text = loader.construct_scalar(node)
@@ -853,16 +900,26 @@ def _make_core_loader() -> Optional[type]:
 
     def construct_mapping(loader: Any, node: Any, deep: bool = False) -> dict:
         if not isinstance(node, yaml.MappingNode):
-            raise _Error(mark_line(node), "expected a mapping")
+            what = "a sequence" if isinstance(node, yaml.SequenceNode) else "a scalar"
+            raise _Error(mark_line(node),
+                         f"tag 'tag:yaml.org,2002:map' is not supported on {what}")
         out: dict = {}
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
-                raise _Error(mark_line(key_node), "a mapping key must be a scalar")
+                what = "a sequence" if isinstance(key_node, yaml.SequenceNode) else "a mapping"
+                raise _Error(mark_line(key_node), f"a key must be a scalar, not {what}")
             key = key_node.value
             if key in out:
                 raise _Error(mark_line(key_node), f"duplicate key {_quote(key)}")
             out[key] = loader.construct_object(value_node, deep=deep)
         return out
+
+    def construct_sequence(loader: Any, node: Any, deep: bool = False) -> list:
+        if not isinstance(node, yaml.SequenceNode):
+            what = "a mapping" if isinstance(node, yaml.MappingNode) else "a scalar"
+            raise _Error(mark_line(node),
+                         f"tag 'tag:yaml.org,2002:seq' is not supported on {what}")
+        return [loader.construct_object(child, deep=deep) for child in node.value]
 
     def construct_map(loader: Any, node: Any) -> Any:
         data: dict = {}
@@ -872,18 +929,21 @@ def _make_core_loader() -> Optional[type]:
     def compose_node(loader: Any, parent: Any, index: Any) -> Any:
         if loader.check_event(yaml.AliasEvent):
             event = loader.peek_event()
-            raise _Error(event.start_mark.line + 1, "anchors and aliases are not supported")
+            raise _anchor_error("*" + event.anchor, event.start_mark.line + 1)
         event = loader.peek_event()
         if getattr(event, "anchor", None):
-            raise _Error(event.start_mark.line + 1, "anchors and aliases are not supported")
+            raise _anchor_error("&" + event.anchor, event.start_mark.line + 1)
+        if isinstance(event, yaml.ScalarEvent):
+            # A mapping's key is composed with index None (Composer.compose_mapping_node).
+            key = isinstance(parent, yaml.MappingNode) and index is None
+            _no_nul(event.value, event.start_mark.line + 1, "a key" if key else "a string")
         tag = getattr(event, "tag", None)
         if tag == "!" and isinstance(event, yaml.ScalarEvent):
             event.tag = "tag:yaml.org,2002:str"  # the non-specific tag: a string
-        if tag not in (None, "!") and not tag.startswith("tag:yaml.org,2002:"):
-            raise _Error(event.start_mark.line + 1, f"unsupported tag {tag}")
-        if tag and tag.startswith("tag:yaml.org,2002:") and tag[18:] not in (
-                "str", "int", "float", "bool", "null", "seq", "map"):
-            raise _Error(event.start_mark.line + 1, f"unsupported tag !!{tag[18:]}")
+        if tag not in (None, "!") and (not tag.startswith("tag:yaml.org,2002:") or tag[18:]
+                                       not in ("str", "int", "float", "bool", "null", "seq",
+                                               "map")):
+            raise _Error(event.start_mark.line + 1, f"tag {_quote(tag)} is not supported")
         if not isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
             return yaml.composer.Composer.compose_node(loader, parent, index)
         # PyYAML composes (and constructs) recursively: bounded here, as
@@ -899,6 +959,7 @@ def _make_core_loader() -> Optional[type]:
 
     CoreLoader.compose_node = compose_node  # type: ignore[method-assign]
     CoreLoader.construct_mapping = construct_mapping  # type: ignore[method-assign]
+    CoreLoader.construct_sequence = construct_sequence  # type: ignore[method-assign]
     CoreLoader.add_constructor("tag:yaml.org,2002:int", construct_int)
     CoreLoader.add_constructor("tag:yaml.org,2002:float", construct_float)
     CoreLoader.add_constructor("tag:yaml.org,2002:bool", construct_bool)
@@ -916,9 +977,13 @@ def _load_pyyaml(text: str, loader: type) -> Any:
         stream = loader(text)
         try:
             while stream.check_node():
-                node = stream.get_node()
+                start = stream.peek_event().start_mark.line + 1  # the "---", or the content
                 if documents:
-                    raise _Error(node.start_mark.line + 1, "one document only")
+                    raise _Error(start, _SECOND_DOCUMENT)
+                node = stream.get_node()
+                if isinstance(node, yaml.ScalarNode) and node.value == "" and \
+                        node.style is None and node.tag == "tag:yaml.org,2002:null":
+                    raise _Error(start, _EMPTY_DOCUMENT)  # "---" and nothing else
                 documents.append(stream.construct_document(node))
         finally:
             stream.dispose()
@@ -931,7 +996,9 @@ def _load_pyyaml(text: str, loader: type) -> Any:
         raise _Error(line, problem) from None
     except yaml.YAMLError as err:
         raise ValueError(f"line 1: {err}") from None
-    return documents[0] if documents else None
+    if not documents:
+        raise _Error(1, _EMPTY_DOCUMENT)  # blank, or comments only
+    return documents[0]
 
 
 def load_yaml(text: str) -> Any:

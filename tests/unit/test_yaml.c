@@ -2,8 +2,12 @@
  * whole specs against the same spec written in JSON, a table of scalars and
  * what each resolves to, keys taken as written, a table of refused
  * documents with the line each error must name, the depth bound at and just
- * past JSONV_MAX_DEPTH, and error buffers of every size. Run under ASan
- * too, so a leak on any error path fails. */
+ * past JSONV_MAX_DEPTH, and error buffers of every size; then every
+ * document of the corpus the Python reader must pass too (tests/data/yaml/,
+ * its README.md says how a case is written). Run under ASan too, so a leak
+ * on any error path fails. */
+#include <dirent.h>
+#include <regex.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -546,6 +550,165 @@ static void test_depth_bound(void **state)
     assert_string_equal(err, flow_want);
 }
 
+/* ---- the shared corpus ------------------------------------------------- */
+
+#ifndef RUNG_YAML_CORPUS
+#error "RUNG_YAML_CORPUS: the folder of the shared corpus (tests/unit/CMakeLists.txt)"
+#endif
+
+/* The corpus files are small; a larger one is a mistake in the corpus. */
+#define CORPUS_FILE_MAX (1 << 20)
+#define CORPUS_NAME_MAX 256
+
+/* The whole of path into a NUL-terminated buffer (free it); NULL when it
+ * does not exist. */
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    char *buf = malloc(CORPUS_FILE_MAX + 1);
+    assert_non_null(buf);
+    *len = fread(buf, 1, CORPUS_FILE_MAX + 1, f);
+    fclose(f);
+    if (*len > CORPUS_FILE_MAX)
+        fail_msg("%s: larger than %d bytes", path, CORPUS_FILE_MAX);
+    buf[*len] = '\0';
+    return buf;
+}
+
+/* A .err file is "line N", optionally ": FRAGMENT", on its first line: the
+ * message must start with "line N: " (or libyaml's "line N, column C: ")
+ * and hold FRAGMENT after that. */
+static bool error_matches(const char *err, const char *want, char *why, size_t size)
+{
+    char line[64];
+    size_t n = strcspn(want, ":\n");
+    if (strncmp(want, "line ", 5) != 0 || n >= sizeof line) {
+        snprintf(why, size, "bad .err file: %s", want);
+        return false;
+    }
+    memcpy(line, want, n);
+    line[n] = '\0';
+    char pattern[128];
+    snprintf(pattern, sizeof pattern, "^%s(, column [0-9]+)?: ", line);
+    regex_t re;
+    assert_int_equal(regcomp(&re, pattern, REG_EXTENDED), 0);
+    regmatch_t m;
+    bool head = regexec(&re, err, 1, &m, 0) == 0;
+    regfree(&re);
+    if (!head) {
+        snprintf(why, size, "does not start with '%s: '", line);
+        return false;
+    }
+    if (want[n] == ':') {
+        const char *frag = want + n + 1 + (want[n + 1] == ' ');
+        size_t flen = strcspn(frag, "\n");
+        char fragment[256];
+        snprintf(fragment, sizeof fragment, "%.*s", (int)flen, frag);
+        if (strstr(err + m.rm_eo, fragment) == NULL) {
+            snprintf(why, size, "does not hold '%s'", fragment);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* One case: NAME.yaml against NAME.json or NAME.err. Returns whether it
+ * passed; a failure is printed. */
+static bool corpus_case(const char *dir, const char *name)
+{
+    char path[2 * CORPUS_NAME_MAX + 16];
+    size_t len, want_len;
+    snprintf(path, sizeof path, "%s/%s.yaml", dir, name);
+    char *doc = read_file(path, &len);
+    assert_non_null(doc);
+    char err[ERR_SIZE];
+    json_t *got = cli_yaml_to_json(doc, len, err, sizeof err);
+    free(doc);
+    snprintf(path, sizeof path, "%s/%s.json", dir, name);
+    char *want = read_file(path, &want_len);
+    bool expect_error = want == NULL;
+    if (expect_error) {
+        snprintf(path, sizeof path, "%s/%s.err", dir, name);
+        want = read_file(path, &want_len);
+        if (want == NULL) {
+            print_error("%s: neither %s.json nor %s.err\n", name, name, name);
+            json_decref(got);
+            return false;
+        }
+    }
+    bool ok;
+    char why[2 * ERR_SIZE] = "";
+    if (expect_error && got != NULL) {
+        char *g = json_dumps(got, JSON_COMPACT | JSON_ENCODE_ANY);
+        snprintf(why, sizeof why, "accepted as %.400s", g);
+        free(g);
+        ok = false;
+    } else if (expect_error) {
+        ok = error_matches(err, want, why, sizeof why);
+        if (!ok) {
+            size_t used = strlen(why);
+            snprintf(why + used, sizeof why - used, ": %.*s", ERR_SIZE - 1, err);
+        }
+    } else if (got == NULL) {
+        snprintf(why, sizeof why, "refused: %.*s", ERR_SIZE - 1, err);
+        ok = false;
+    } else {
+        json_error_t jerr;
+        json_t *expected = json_loads(want, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+        if (expected == NULL)
+            fail_msg("%s.json: %s", name, jerr.text);
+        ok = json_equal(got, expected);
+        if (!ok) {
+            char *g = json_dumps(got, JSON_COMPACT | JSON_ENCODE_ANY);
+            snprintf(why, sizeof why, "got %.400s", g);
+            free(g);
+        }
+        json_decref(expected);
+    }
+    if (!ok)
+        print_error("%s.yaml: %s\n", name, why);
+    json_decref(got);
+    free(want);
+    return ok;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp((const char *)a, (const char *)b);
+}
+
+/* Every NAME.yaml of the corpus, in name order; all failures are printed
+ * before the test fails. */
+static void test_corpus(void **state)
+{
+    (void)state;
+    const char *dir = RUNG_YAML_CORPUS;
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        fail_msg("cannot open the corpus %s", dir);
+    static char names[512][CORPUS_NAME_MAX];
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len <= 5 || strcmp(e->d_name + len - 5, ".yaml") != 0)
+            continue;
+        assert_true(n < sizeof names / sizeof names[0]);
+        assert_true(len - 5 < CORPUS_NAME_MAX);
+        snprintf(names[n++], CORPUS_NAME_MAX, "%.*s", (int)(len - 5), e->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof names[0], by_name);
+    assert_true(n >= 40); /* a corpus that vanished must not pass */
+    size_t failed = 0;
+    for (size_t i = 0; i < n; i++)
+        failed += !corpus_case(dir, names[i]);
+    if (failed > 0)
+        fail_msg("%zu of %zu corpus documents failed", failed, n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -557,6 +720,7 @@ int main(void)
         cmocka_unit_test(test_long_key_is_cut),
         cmocka_unit_test(test_error_buffer_sizes),
         cmocka_unit_test(test_depth_bound),
+        cmocka_unit_test(test_corpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
