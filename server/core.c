@@ -37,7 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void holds_release(Core *core, Experiment *e);
 int core_objective(const Spec *spec, const json_t *metrics, double *v);
 
 /* ---- intrusive lists ---- */
@@ -105,7 +104,7 @@ static void queue_front(Experiment *e, Trial *t)
 
 /* ---- change queue ---- */
 
-static void mark_trial(Core *core, Trial *t)
+void core_mark_trial(Core *core, Trial *t)
 {
     if (t->dirty)
         return;
@@ -423,7 +422,7 @@ Trial *core_trial_add(Core *core, Experiment *exp, json_t *config, int64_t now)
     core_put_trial(core, exp, t);
     core->trial_counts[TRIAL_PENDING]++;
     core_queue_back(exp, t);
-    mark_trial(core, t);
+    core_mark_trial(core, t);
     core->availability_changed = true;
     return t;
 }
@@ -452,7 +451,7 @@ static void set_exp_state(Core *core, Experiment *e, ExpState s, EndReason why, 
     if (s == EXP_RUNNING)
         join_share(core, e);
     else
-        holds_release(core, e); /* a paused or ended experiment forms no gang */
+        core_holds_release(core, e); /* a paused or ended experiment forms no gang */
     if (core_exp_active(e)) {
         e->ended_at = 0;
         e->ended_reason = END_NONE;
@@ -504,7 +503,7 @@ static void end_experiment(Core *core, Experiment *e, ExpState s, EndReason why,
             core_end_for_scheduler(core, t, TRIAL_STOPPED, now);
         } else if (t->state == TRIAL_RUNNING) {
             t->stop_kind = s == EXP_CANCELED ? STOP_CANCEL : STOP_EXPERIMENT;
-            mark_trial(core, t);
+            core_mark_trial(core, t);
         }
     }
     if (e->pbt != NULL)
@@ -738,7 +737,7 @@ void core_set_state(Core *core, Trial *t, TrialState s, int64_t now)
         t->user_paused = false;
     if (s != TRIAL_RUNNING)
         t->stop_kind = STOP_NONE;
-    mark_trial(core, t);
+    core_mark_trial(core, t);
     if (e->state != EXP_RUNNING)
         mark_exp(core, e); /* its stored counts follow its last trials */
     if (trial_state_terminal(s)) {
@@ -799,7 +798,7 @@ void core_end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now)
 }
 
 /* A running trial asked to stop (t->stop_kind) becomes what it was asked. */
-static void apply_stop(Core *core, Trial *t, int64_t now)
+void core_apply_stop(Core *core, Trial *t, int64_t now)
 {
     switch ((StopKind)t->stop_kind) {
     case STOP_USER:
@@ -825,7 +824,7 @@ static void apply_stop(Core *core, Trial *t, int64_t now)
  * trial (on spare machines workers come and go): its first
  * CORE_MAX_WORKER_LOSSES losses are retried apart from max_failures, whose
  * budget counts the other attempts (attempt - worker_losses). */
-static void fail_or_retry(Core *core, Trial *t, const char *error, RetryReason why, int64_t now)
+void core_fail_or_retry(Core *core, Trial *t, const char *error, RetryReason why, int64_t now)
 {
     core_set_error(t, error);
     bool loss = why == RETRY_WORKER_LOST && t->worker_losses < CORE_MAX_WORKER_LOSSES;
@@ -903,7 +902,7 @@ bool core_worker_alive(const Core *core, const Worker *w, int64_t now)
 }
 
 /* Whether w carries every label of the experiment's worker_selector. */
-static bool selected(const Experiment *e, const Worker *w)
+bool core_selected(const Experiment *e, const Worker *w)
 {
     const char *key;
     json_t *want;
@@ -915,11 +914,11 @@ static bool selected(const Experiment *e, const Worker *w)
     return true;
 }
 
-static bool fits(const Experiment *e, const Worker *w, const LeaseOffer *offer)
+bool core_fits(const Experiment *e, const Worker *w, const LeaseOffer *offer)
 {
     if (e->spec.max_concurrent > 0 && e->counts[TRIAL_RUNNING] >= e->spec.max_concurrent)
         return false;
-    if ((offer->trainables & SPEC_TRAINABLE_BIT(e->spec.trainable)) == 0 || !selected(e, w))
+    if ((offer->trainables & SPEC_TRAINABLE_BIT(e->spec.trainable)) == 0 || !core_selected(e, w))
         return false;
     return e->spec.gpus <= offer->n_gpus && e->spec.cpus <= offer->cpus;
 }
@@ -964,45 +963,12 @@ static bool may_take(const Core *core, const Worker *w, const Trial *t, int64_t 
 
 /* What a lease grants on one worker: the first spec.gpus of the offered
  * GPUs, in the offer's order, and spec.cpus CPUs (a new object). */
-static json_t *grant(const Experiment *e, const LeaseOffer *offer)
+json_t *core_grant(const Experiment *e, const LeaseOffer *offer)
 {
     json_t *gpus = json_array();
     for (int64_t i = 0; i < e->spec.gpus; i++)
         json_array_append_new(gpus, json_integer(offer->gpus[i]));
     return json_pack("{s:o, s:I}", "gpus", gpus, "cpus", (json_int_t)e->spec.cpus);
-}
-
-/* ---- gangs (docs/api.md, "Gangs") ---- */
-
-static bool is_gang(const Experiment *e)
-{
-    return e->spec.nodes > 1;
-}
-
-static int64_t gang_wait_ms(const Experiment *e)
-{
-    return (int64_t)(e->spec.gang_wait_s * 1000.0);
-}
-
-/* A held worker asks again at least once per long poll (30 s at most,
- * docs/api.md "Long polls") and heartbeats every lease/6: one silent for a
- * lease and a long poll more is gone, and its hold with it. */
-#define HOLD_SILENT_MS(core) ((core)->lease_ms + 30000)
-
-/* After any change to t's gang: its stored form follows, and t is written. */
-static void gang_changed(Core *core, Trial *t)
-{
-    json_decref(t->gang_json);
-    t->gang_json = t->gang != NULL ? members_to_json(t->gang) : NULL;
-    mark_trial(core, t);
-}
-
-/* A gang trial's lease runs out with the first of its members' leases. */
-static void gang_sync_expiry(Trial *t)
-{
-    int64_t at = members_expiry(t->gang);
-    if (at != INT64_MAX)
-        t->lease_expires_ms = at;
 }
 
 /* A sign of life from worker_id on running trial t renews its lease: the
@@ -1017,7 +983,7 @@ static void renew(Core *core, Trial *t, int64_t worker_id, int64_t now)
     GangMember *m = members_of(t->gang, worker_id);
     if (m != NULL)
         m->lease_expires_ms = until;
-    gang_sync_expiry(t);
+    core_gang_sync_expiry(t);
 }
 
 /* Whether worker_id holds running trial t: its lease, or a place in its
@@ -1030,246 +996,6 @@ bool core_holds_trial(const Trial *t, int64_t worker_id)
     return m != NULL && !m->done;
 }
 
-const GangMember *core_gang_member(const Trial *t, int64_t worker_id, int64_t *rank)
-{
-    if (t->gang == NULL || t->gang->attempt != t->attempt)
-        return NULL;
-    GangMember *m = members_of(t->gang, worker_id);
-    if (m != NULL)
-        *rank = members_rank(t->gang, m);
-    return m;
-}
-
-bool core_take_gang_formed(Core *core)
-{
-    bool formed = core->gang_formed;
-    core->gang_formed = false;
-    return formed;
-}
-
-/* Whether the offer has what one node of e needs. */
-static bool offer_fits(const Experiment *e, const LeaseOffer *offer)
-{
-    return e->spec.gpus <= offer->n_gpus && e->spec.cpus <= offer->cpus &&
-           (offer->trainables & SPEC_TRAINABLE_BIT(e->spec.trainable)) != 0;
-}
-
-/* Takes worker_id's hold off e's gathering, keeping the others' order. */
-static void hold_drop(Core *core, Experiment *e, int64_t worker_id)
-{
-    GangWait *g = &e->gang;
-    int64_t kept = 0;
-    for (int64_t i = 0; i < g->n_holds; i++)
-        if (g->holds[i].worker_id != worker_id)
-            g->holds[kept++] = g->holds[i];
-    g->n_holds = kept;
-    if (kept == 0)
-        g->first_hold_ms = 0; /* the next hold starts the wait afresh */
-    Worker *w = core_worker(core, worker_id);
-    if (w != NULL && w->held_for == e->id)
-        w->held_for = 0;
-}
-
-/* Releases every hold of e: its workers may take other trials now. */
-static void holds_release(Core *core, Experiment *e)
-{
-    GangWait *g = &e->gang;
-    for (int64_t i = 0; i < g->n_holds; i++) {
-        Worker *w = core_worker(core, g->holds[i].worker_id);
-        if (w != NULL && w->held_for == e->id)
-            w->held_for = 0;
-    }
-    if (g->n_holds > 0)
-        core->availability_changed = true; /* their parked leases look again */
-    g->n_holds = 0;
-    g->first_hold_ms = 0;
-}
-
-/* The holds ran out (or the gang cannot form): released, and the gang
- * passed over for gang_wait_s so that smaller trials fill the slots. */
-static void gang_pass_over(Core *core, Experiment *e, int64_t now)
-{
-    holds_release(core, e);
-    e->gang.passed_over_until = now + gang_wait_ms(e);
-    e->gang.reserving = false;
-}
-
-/* Holds w for e's next gang, with where the other members reach it. */
-static void hold_add(Experiment *e, Worker *w, const LeaseOffer *offer, int64_t now)
-{
-    GangWait *g = &e->gang;
-    if (g->holds == NULL && (g->holds = calloc((size_t)e->spec.nodes, sizeof *g->holds)) == NULL)
-        abort();
-    GangHold *h = &g->holds[g->n_holds++];
-    h->worker_id = w->id;
-    snprintf(h->addr, sizeof h->addr, "%s", offer->advertise_addr);
-    h->port = offer->port;
-    if (g->n_holds == 1)
-        g->first_hold_ms = now;
-    w->held_for = e->id;
-}
-
-/* Whether w's hold on e stands with this offer (e still gathers, and could
- * start the gang on it now); the hold then takes the offer's address and
- * port, which are the latest. */
-static bool hold_renew(const Experiment *e, const Worker *w, const LeaseOffer *offer)
-{
-    if (e == NULL || e->state != EXP_RUNNING || e->pending.head == NULL ||
-        offer->advertise_addr == NULL || !fits(e, w, offer))
-        return false;
-    for (int64_t i = 0; i < e->gang.n_holds; i++) {
-        GangHold *h = &e->gang.holds[i];
-        if (h->worker_id == w->id) {
-            snprintf(h->addr, sizeof h->addr, "%s", offer->advertise_addr);
-            h->port = offer->port;
-            return true;
-        }
-    }
-    return false;
-}
-
-/* The last hold came: the head of e's pending line starts on every held
- * worker at once, rank 0 the first held. Each member's lease is given with
- * its next lease request (gang_deliver); until then its token is empty. */
-static Trial *gang_form(Core *core, Experiment *e, int64_t now)
-{
-    GangWait *g = &e->gang;
-    Trial *t = e->pending.head;
-    Gang *gang = members_new(e->spec.nodes, t->attempt);
-    snprintf(gang->master_addr, sizeof gang->master_addr, "%s", g->holds[0].addr);
-    gang->master_port = g->holds[0].port;
-    for (int64_t i = 0; i < gang->nnodes; i++) {
-        gang->members[i].worker_id = g->holds[i].worker_id;
-        gang->members[i].lease_expires_ms = now + core->lease_ms;
-        Worker *w = core_worker(core, g->holds[i].worker_id);
-        if (w != NULL)
-            w->held_for = 0;
-    }
-    members_free(t->gang); /* the last attempt's, kept until now for inspection */
-    t->gang = gang;
-    e->pass += 1.0 / e->spec.share; /* one lease of the experiment, as a 1-node trial's */
-    core_set_state(core, t, TRIAL_RUNNING, now);
-    t->leased_seen = t->n_seen;
-    t->worker_id = gang->members[0].worker_id;
-    t->lease_token[0] = '\0'; /* rank 0's, once its lease is given */
-    t->lease_expires_ms = now + core->lease_ms;
-    json_decref(t->resources);
-    t->resources = NULL;
-    core_count_slots(core, t, +1);
-    g->n_holds = 0;
-    g->first_hold_ms = 0;
-    g->releases = 0;
-    g->reserving = false;
-    g->passed_over_until = 0;
-    gang_changed(core, t);
-    /* Every other member's parked lease request must run again now. */
-    core->availability_changed = true;
-    core->gang_formed = true;
-    return t;
-}
-
-/* Gives worker w its place in running gang t with this lease's token.
- * False when this offer cannot run it now (the worker asks again; its
- * lease runs out meanwhile like any other). */
-static bool gang_deliver(Core *core, Trial *t, Worker *w, const LeaseOffer *offer,
-                         const char *token, int64_t now)
-{
-    GangMember *m = members_of(t->gang, w->id);
-    if (m == NULL || offer->advertise_addr == NULL || !offer_fits(t->exp, offer))
-        return false;
-    snprintf(m->lease_token, sizeof m->lease_token, "%s", token);
-    m->lease_expires_ms = now + core->lease_ms;
-    json_decref(m->resources);
-    m->resources = grant(t->exp, offer);
-    if (members_rank(t->gang, m) == 0) {
-        snprintf(t->lease_token, sizeof t->lease_token, "%s", token);
-        json_decref(t->resources);
-        t->resources = json_incref(m->resources);
-    }
-    gang_sync_expiry(t);
-    gang_changed(core, t);
-    return true;
-}
-
-/* The running gang trial in which w has a place it was not given yet. */
-static Trial *gang_undelivered(const Core *core, const Worker *w)
-{
-    if (core->gangs_running == 0)
-        return NULL;
-    for (Trial *t = core->running.head; t != NULL; t = t->next) {
-        const GangMember *m = t->gang != NULL ? members_of(t->gang, w->id) : NULL;
-        if (m != NULL && m->lease_token[0] == '\0' && !m->done)
-            return t;
-    }
-    return NULL;
-}
-
-/* Whether w is alive and could ever take one node of e: heard of within
- * HOLD_SILENT_MS (a worker waiting in a long poll is not heard of until
- * it ends), gang-capable, running e's trainable type, carrying its labels,
- * and registered with the resources of a node. */
-static bool capable(const Core *core, const Experiment *e, const Worker *w, int64_t now)
-{
-    return now - w->last_seen_at <= HOLD_SILENT_MS(core) && w->gang_capable &&
-           (w->lease_trainables & SPEC_TRAINABLE_BIT(e->spec.trainable)) != 0 && selected(e, w) &&
-           w->cpus >= e->spec.cpus && (int64_t)json_array_size(w->gpus) >= e->spec.gpus;
-}
-
-static bool enough_capable(const Core *core, const Experiment *e, int64_t now)
-{
-    int64_t n = 0;
-    for (int64_t i = 0; i < core->workers.cap; i++)
-        if (core->workers.slots[i].id != 0 && capable(core, e, core->workers.slots[i].ptr, now) &&
-            ++n >= e->spec.nodes)
-            return true;
-    return false;
-}
-
-/* Rule 3 and 4 of the gangs, once per tick: holds run out, silent holders
- * lose theirs, and one gang released twice (the oldest experiment's)
- * reserves its workers while enough capable workers are alive. */
-static void gang_tick(Core *core, int64_t now)
-{
-    bool reserved = false;
-    for (int64_t i = 0; i < core->n_exps; i++) {
-        Experiment *e = core->exps[i];
-        GangWait *g = &e->gang;
-        if (!is_gang(e))
-            continue;
-        if (e->state != EXP_RUNNING || e->pending.head == NULL) {
-            holds_release(core, e);
-            g->reserving = false;
-            continue;
-        }
-        for (int64_t k = g->n_holds - 1; k >= 0; k--) {
-            const Worker *w = core_worker(core, g->holds[k].worker_id);
-            if (w == NULL || now - w->last_seen_at > HOLD_SILENT_MS(core)) {
-                hold_drop(core, e, g->holds[k].worker_id);
-                core->availability_changed = true;
-            }
-        }
-        if (g->reserving) {
-            if (enough_capable(core, e, now))
-                reserved = true;
-            else
-                gang_pass_over(core, e, now);
-        } else if (g->n_holds > 0 && now - g->first_hold_ms >= gang_wait_ms(e)) {
-            g->releases++;
-            gang_pass_over(core, e, now);
-        }
-    }
-    for (int64_t i = 0; i < core->n_exps && !reserved; i++) {
-        Experiment *e = core->exps[i]; /* ascending id: the oldest first */
-        if (is_gang(e) && e->state == EXP_RUNNING && e->pending.head != NULL &&
-            e->gang.releases >= 2 && enough_capable(core, e, now)) {
-            e->gang.reserving = true;
-            e->gang.passed_over_until = 0; /* it gathers again at once, and keeps what it holds */
-            core->availability_changed = true;
-            reserved = true;
-        }
-    }
-}
-
 /* The best experiment with a pending trial that w may take with this
  * offer (core_lease's order), and that trial; *e NULL when none. A gang's
  * trials go only to gang-capable offers, and not while it is passed over. */
@@ -1280,15 +1006,15 @@ static void pick(Core *core, Worker *w, const LeaseOffer *offer, int64_t now, Ex
     *t = NULL;
     for (int64_t i = 0; i < core->n_exps; i++) {
         Experiment *c = core->exps[i];
-        if (c->state != EXP_RUNNING || c->pending.head == NULL || !fits(c, w, offer))
+        if (c->state != EXP_RUNNING || c->pending.head == NULL || !core_fits(c, w, offer))
             continue;
-        if (is_gang(c) && (offer->advertise_addr == NULL || now < c->gang.passed_over_until))
+        if (core_is_gang(c) && (offer->advertise_addr == NULL || now < c->gang.passed_over_until))
             continue;
         if (*e != NULL && !leases_before(c, *e))
             continue;
         /* A gang starts where its members are: no checkpoint waits on one worker. */
         Trial *take = c->pending.head;
-        while (take != NULL && !is_gang(c) && !may_take(core, w, take, now)) {
+        while (take != NULL && !core_is_gang(c) && !may_take(core, w, take, now)) {
             /* pbt: this worker would run it: the donor's worker uploads. */
             if (take->from_trial != 0 && !take->ckpt_wanted) {
                 take->ckpt_wanted = true;
@@ -1309,15 +1035,15 @@ static Trial *lease(Core *core, Worker *w, const LeaseOffer *offer, const char *
     w->gang_capable = offer->advertise_addr != NULL;
     w->lease_trainables = offer->trainables;
     /* A gang that formed without this request: its place first. */
-    Trial *t = gang_undelivered(core, w);
+    Trial *t = core_gang_undelivered(core, w);
     if (t != NULL)
-        return gang_deliver(core, t, w, offer, token, now) ? t : NULL;
+        return core_gang_deliver(core, t, w, offer, token, now) ? t : NULL;
     if (w->held_for != 0) {
         Experiment *held = core_experiment(core, w->held_for);
-        if (hold_renew(held, w, offer))
+        if (core_hold_renew(held, w, offer))
             return NULL; /* held: it takes nothing else while the hold lasts */
         if (held != NULL)
-            hold_drop(core, held, w->id);
+            core_hold_drop(core, held, w->id);
         w->held_for = 0;
     }
     /* The experiments in memory are few (those running): one pass per
@@ -1326,12 +1052,12 @@ static Trial *lease(Core *core, Worker *w, const LeaseOffer *offer, const char *
     pick(core, w, offer, now, &e, &t);
     if (t == NULL)
         return NULL;
-    if (is_gang(e)) {
-        hold_add(e, w, offer, now);
+    if (core_is_gang(e)) {
+        core_hold_add(e, w, offer, now);
         if (e->gang.n_holds < e->spec.nodes)
             return NULL;
-        t = gang_form(core, e, now);
-        gang_deliver(core, t, w, offer, token, now); /* pick checked that the offer fits */
+        t = core_gang_form(core, e, now);
+        core_gang_deliver(core, t, w, offer, token, now); /* pick checked that the offer fits */
         return t;
     }
     e->pass += 1.0 / e->spec.share;
@@ -1342,7 +1068,7 @@ static Trial *lease(Core *core, Worker *w, const LeaseOffer *offer, const char *
     snprintf(t->lease_token, sizeof t->lease_token, "%s", token);
     t->lease_expires_ms = now + core->lease_ms;
     json_decref(t->resources);
-    t->resources = grant(e, offer);
+    t->resources = core_grant(e, offer);
     return t;
 }
 
@@ -1362,7 +1088,7 @@ static bool token_equal(const char *given, const char *expected)
     return rung_ct_equal(given, expected, CORE_TOKEN_LEN);
 }
 
-static int lease_lost(const Trial *t, RungError *err)
+int core_lease_lost(const Trial *t, RungError *err)
 {
     return rung_error_set(err, RUNG_E_LEASE_LOST, "lease_token",
                           "trial %lld: lease_token is not this trial's current lease "
@@ -1469,29 +1195,10 @@ void core_record_report(Trial *t, const ReportRead *r, json_t *metrics, ReportAc
     core_seen_insert(t, step, a);
 }
 
-/* A gang member's lease reply never reached it: its place is given again
- * with its next lease request; the gang runs on. */
-static bool gang_unlease(Core *core, Trial *t, const char *token)
-{
-    GangMember *m = members_by_token(t->gang, token);
-    bool rank0 = m != NULL && members_rank(t->gang, m) == 0;
-    if (m == NULL || t->state != TRIAL_RUNNING || t->gang->attempt != t->attempt ||
-        (rank0 && t->n_seen > t->leased_seen))
-        return false;
-    m->lease_token[0] = '\0';
-    json_decref(m->resources);
-    m->resources = NULL;
-    if (rank0)
-        t->lease_token[0] = '\0';
-    gang_changed(core, t);
-    core->availability_changed = true;
-    return true;
-}
-
 static bool unlease(Core *core, Trial *t, const char *token, int64_t now)
 {
     if (t->gang != NULL)
-        return gang_unlease(core, t, token);
+        return core_gang_unlease(core, t, token);
     if (t->state != TRIAL_RUNNING || t->lease_token[0] == '\0' ||
         !token_equal(token, t->lease_token) || t->n_seen > t->leased_seen)
         return false;
@@ -1513,36 +1220,16 @@ bool core_unlease(Core *core, Trial *t, const char *token, int64_t now)
     return taken;
 }
 
-/* Who may report on a gang trial: rank 0 of the current attempt goes on
- * (0); rank 0 of an attempt that ended is told to stop (1); another member
- * is refused, and so is a token of no member. */
-static int gang_report_gate(const Trial *t, const char *token, ReportAction *action, RungError *err)
-{
-    GangMember *m = members_by_token(t->gang, token);
-    if (m == NULL)
-        return lease_lost(t, err);
-    int64_t rank = members_rank(t->gang, m);
-    if (rank != 0)
-        return rung_error_set(err, RUNG_E_CONFLICT, "lease_token",
-                              "trial %lld: only node 0 reports (this lease_token is node %lld's)",
-                              (long long)t->id, (long long)rank);
-    if (t->gang->attempt != t->attempt) {
-        *action = ACTION_STOP; /* another member failed or was lost: the attempt is over */
-        return 1;
-    }
-    return 0;
-}
-
 int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *metrics, int64_t now,
                 ReportAction *action, RungError *err)
 {
     if (t->gang != NULL) {
-        int rc = gang_report_gate(t, token, action, err);
+        int rc = core_gang_report_gate(t, token, action, err);
         if (rc != 0)
             return rc > 0 ? 0 : rc;
     }
     if (t->lease_token[0] == '\0' || !token_equal(token, t->lease_token))
-        return lease_lost(t, err);
+        return core_lease_lost(t, err);
     if (t->state == TRIAL_RUNNING && t->leased_seen > 0 &&
         step <= t->seen[t->leased_seen - 1].step) {
         /* A resumed trial reporting a step it had reached before (it found
@@ -1566,7 +1253,7 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
         /* pbt: the program went on from the copied checkpoint (or started
          * over without it); no copy is owed any more. */
         t->from_trial = t->from_step = t->from_worker = 0;
-        mark_trial(core, t);
+        core_mark_trial(core, t);
         core_drop_unneeded_ckpts(core, t->exp);
     }
     ReportAction a = ACTION_CONTINUE;
@@ -1587,7 +1274,7 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
         core_record_report(t, &r, metrics,
                            ACTION_STOP); /* first: a paused trial resumes after it */
         recorded = true;
-        apply_stop(core, t, now);
+        core_apply_stop(core, t, now);
         a = ACTION_STOP;
     } else {
         if (r.has_value && !e->health.metric_seen) {
@@ -1600,7 +1287,7 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
             !core_better(e, e->spec.stop_threshold, v)) {
             end_experiment(core, e, EXP_COMPLETED, END_THRESHOLD, NULL, now);
             if (t->state == TRIAL_RUNNING) {
-                apply_stop(core, t, now);
+                core_apply_stop(core, t, now);
                 a = ACTION_STOP;
             }
         }
@@ -1620,51 +1307,27 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
     return 0;
 }
 
-/* The finish of a gang member other than rank 0: `completed` marks it
- * done (rank 0's finish decides the trial); a failure ends the attempt
- * for every member, and the trial is retried as one. */
-static void gang_member_finish(Core *core, Trial *t, GangMember *m, bool completed,
-                               const char *error, int64_t now)
-{
-    if (completed) {
-        m->done = true;
-        gang_sync_expiry(t);
-        gang_changed(core, t);
-        return;
-    }
-    if (t->stop_kind != STOP_NONE) {
-        apply_stop(core, t, now); /* it ended because the gang was asked to stop */
-        return;
-    }
-    /* The member's error after what says which node it was; core_set_error cuts
-     * the whole on a character boundary. */
-    char msg[CORE_MAX_ERROR + 96];
-    snprintf(msg, sizeof msg, "node %lld (worker %lld) failed: %s",
-             (long long)members_rank(t->gang, m), (long long)m->worker_id,
-             (error && error[0]) ? error : "the trial failed");
-    fail_or_retry(core, t, msg, RETRY_FAILED, now);
-}
-
 int core_finish(Core *core, Trial *t, const char *token, bool completed, const char *error,
                 int64_t now, RungError *err)
 {
     if (t->gang != NULL) {
         GangMember *m = members_by_token(t->gang, token);
         if (m == NULL)
-            return lease_lost(t, err);
+            return core_lease_lost(t, err);
         if (t->gang->attempt != t->attempt || t->state != TRIAL_RUNNING)
             return 0; /* the attempt is over: finishing changes nothing */
         if (members_rank(t->gang, m) > 0) {
-            gang_member_finish(core, t, m, completed, error, now);
+            core_gang_member_finish(core, t, m, completed, error, now);
             return 0;
         }
     }
     if (t->lease_token[0] == '\0' || !token_equal(token, t->lease_token))
-        return lease_lost(t, err);
+        return core_lease_lost(t, err);
     if (t->state != TRIAL_RUNNING)
         return 0; /* already ended: finishing again changes nothing */
     if (t->stop_kind != STOP_NONE && !(completed && t->stop_kind == STOP_PAUSE)) {
-        apply_stop(core, t, now); /* a trial that ended before its pause reached it completes */
+        core_apply_stop(core, t,
+                        now); /* a trial that ended before its pause reached it completes */
     } else if (completed) {
         core_set_error(t, NULL);
         Experiment *e = t->exp;
@@ -1674,7 +1337,8 @@ int core_finish(Core *core, Trial *t, const char *token, bool completed, const c
         sched_asha_promote_ready(core, e, now); /* its last value may have been recorded */
         core_maybe_complete(core, e, now);
     } else {
-        fail_or_retry(core, t, (error && error[0]) ? error : "the trial failed", RETRY_FAILED, now);
+        core_fail_or_retry(core, t, (error && error[0]) ? error : "the trial failed", RETRY_FAILED,
+                           now);
     }
     return 0;
 }
@@ -1684,16 +1348,16 @@ int core_preempt(Core *core, Trial *t, const char *token, int64_t now, RungError
     if (t->gang != NULL) {
         /* Any member's worker may give a gang back: the gang stops as one. */
         if (members_by_token(t->gang, token) == NULL)
-            return lease_lost(t, err);
+            return core_lease_lost(t, err);
         if (t->gang->attempt != t->attempt)
             return 0; /* that attempt is over */
     } else if (t->lease_token[0] == '\0' || !token_equal(token, t->lease_token)) {
-        return lease_lost(t, err);
+        return core_lease_lost(t, err);
     }
     if (t->state != TRIAL_RUNNING)
         return 0; /* already ended or given back: nothing changes */
     if (t->stop_kind != STOP_NONE) {
-        apply_stop(core, t, now); /* asked to stop meanwhile: that wins */
+        core_apply_stop(core, t, now); /* asked to stop meanwhile: that wins */
         return 0;
     }
     /* Same attempt, same reports: it resumes after its last step, first in
@@ -1719,7 +1383,7 @@ json_t *core_heartbeat(Core *core, Worker *w, const int64_t *ids, int64_t n_ids,
         Trial *t = core_trial(core, ids[i]);
         if (t != NULL && t->state == TRIAL_RUNNING && core_holds_trial(t, w->id)) {
             if (t->stop_kind != STOP_NONE)
-                apply_stop(core, t, now); /* a gang's stop reaches every member this way */
+                core_apply_stop(core, t, now); /* a gang's stop reaches every member this way */
             else
                 renew(core, t, w->id, now);
         }
@@ -1756,7 +1420,7 @@ int core_pause(Core *core, Experiment *e, bool running_too, int64_t now, RungErr
         for (Trial *t = core->running.head; t != NULL; t = t->next) {
             if (t->exp == e && t->stop_kind == STOP_NONE) {
                 t->stop_kind = STOP_PAUSE;
-                mark_trial(core, t);
+                core_mark_trial(core, t);
             }
         }
     }
@@ -1772,7 +1436,7 @@ int core_resume(Core *core, Experiment *e, int64_t now, RungError *err)
     for (Trial *t = core->running.head; t != NULL; t = t->next) {
         if (t->exp == e && t->stop_kind == STOP_PAUSE) {
             t->stop_kind = STOP_NONE; /* not reached yet: it just goes on */
-            mark_trial(core, t);
+            core_mark_trial(core, t);
         }
     }
     /* Back in line first, in number order (pushed to the front in reverse). */
@@ -1810,7 +1474,7 @@ int core_stop_trial(Core *core, Trial *t, int64_t now, RungError *err)
                               (long long)t->id, trial_state_name(t->state));
     if (t->state == TRIAL_RUNNING) {
         t->stop_kind = STOP_USER; /* at its next report or heartbeat */
-        mark_trial(core, t);
+        core_mark_trial(core, t);
         return 0;
     }
     t->stopped_by = BY_USER;
@@ -1859,7 +1523,7 @@ int core_retry_failed(Core *core, Experiment *e, int64_t now, int64_t *n, RungEr
 
 int64_t core_tick(Core *core, int64_t now)
 {
-    gang_tick(core, now);
+    core_gang_tick(core, now);
     int64_t n = 0;
     for (int64_t i = 0; i < core->n_exps; i++) {
         Experiment *e = core->exps[i];
@@ -1906,14 +1570,14 @@ int64_t core_expire_leases(Core *core, int64_t now)
     for (Trial *t = core->running.head; t != NULL; t = next) {
         next = t->next;
         if (t->gang != NULL)
-            gang_sync_expiry(t); /* its members' leases are the truth */
+            core_gang_sync_expiry(t); /* its members' leases are the truth */
         if (t->lease_expires_ms > now)
             continue;
         n++;
         core->counters.leases_expired++;
         t->lease_token[0] = '\0';
         if (t->stop_kind != STOP_NONE) {
-            apply_stop(core, t, now);
+            core_apply_stop(core, t, now);
         } else if (t->exp->pbt != NULL && t->n_seen > 0 && t->gang == NULL &&
                    t->lost_resumes < CORE_PBT_LOST_RESUMES) {
             /* pbt: a member is a population's progress, not a config to
@@ -1930,7 +1594,7 @@ int64_t core_expire_leases(Core *core, int64_t now)
         } else {
             char msg[160];
             lost_message(core, t, now, msg, sizeof msg);
-            fail_or_retry(core, t, msg, RETRY_WORKER_LOST, now);
+            core_fail_or_retry(core, t, msg, RETRY_WORKER_LOST, now);
         }
     }
     return n;
@@ -1964,7 +1628,7 @@ void core_trial_set_log(Core *core, Trial *t, const char *text)
     free(t->log_tail);
     t->log_tail = copy;
     if (!same && core != NULL)
-        mark_trial(core, t);
+        core_mark_trial(core, t);
 }
 
 void core_trial_set_warnings(Core *core, Trial *t, json_t *warnings)
@@ -1973,7 +1637,7 @@ void core_trial_set_warnings(Core *core, Trial *t, json_t *warnings)
         return;
     json_decref(t->warnings);
     t->warnings = json_incref(warnings);
-    mark_trial(core, t);
+    core_mark_trial(core, t);
 }
 
 int64_t core_token_worker(const Trial *t, const char *token)
@@ -1989,28 +1653,4 @@ void core_worker_log(Core *core, Trial *t, int64_t worker_id, const char *text)
 {
     if (text != NULL && worker_id != 0 && worker_id == t->worker_id)
         core_trial_set_log(core, t, text);
-}
-
-/* The most invalid lines a trial's warnings quote (request.h,
- * REQUEST_MAX_WARN_LAST): a gang's merged warnings keep as many. */
-#define GANG_WARN_LAST 5
-
-void core_worker_warnings(Core *core, Trial *t, int64_t worker_id, json_t *warnings)
-{
-    if (warnings == NULL || worker_id == 0)
-        return;
-    if (t->gang == NULL || t->gang->attempt != t->attempt) {
-        if (worker_id == t->worker_id)
-            core_trial_set_warnings(core, t, warnings);
-        return;
-    }
-    GangMember *m = members_of(t->gang, worker_id);
-    if (m == NULL || (m->warnings != NULL && json_equal(m->warnings, warnings)))
-        return;
-    json_decref(m->warnings);
-    m->warnings = json_incref(warnings);
-    gang_changed(core, t);
-    json_t *merged = members_warnings(t->gang, GANG_WARN_LAST);
-    core_trial_set_warnings(core, t, merged);
-    json_decref(merged);
 }

@@ -78,6 +78,7 @@ void core_list_push_back(TrialList *l, Trial *t);
 void core_list_remove(TrialList *l, Trial *t);
 bool core_in_line(TrialState s);
 void core_queue_back(Experiment *e, Trial *t);
+void core_mark_trial(Core *core, Trial *t);
 void core_trial_free(Trial *t);
 void core_exp_free(Experiment *e);
 void core_worker_free(Worker *w);
@@ -94,9 +95,15 @@ void core_set_state(Core *core, Trial *t, TrialState s, int64_t now);
 void core_set_error(Trial *t, const char *error);
 void core_trial_resume(Core *core, Trial *t, int64_t now);
 void core_end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now);
+void core_apply_stop(Core *core, Trial *t, int64_t now);
+void core_fail_or_retry(Core *core, Trial *t, const char *error, RetryReason why, int64_t now);
 Worker *core_worker_new(Core *core, int64_t id, const char *name, const char *hostname,
                         json_t *gpus, int64_t cpus, int64_t registered_at);
+bool core_selected(const Experiment *e, const Worker *w);
+bool core_fits(const Experiment *e, const Worker *w, const LeaseOffer *offer);
+json_t *core_grant(const Experiment *e, const LeaseOffer *offer);
 bool core_holds_trial(const Trial *t, int64_t worker_id);
+int core_lease_lost(const Trial *t, RungError *err);
 int core_exp_objective(const Experiment *e, const json_t *metrics, double *v);
 void core_seen_insert(Trial *t, int64_t step, ReportAction a);
 ReportRead core_report_read(const Experiment *e, int64_t step, const json_t *metrics);
@@ -128,5 +135,22 @@ void sched_asha_trial_end(Experiment *e, const Trial *t);
 void sched_asha_endgame(Core *core, Experiment *e, int64_t now);
 ReportAction core_schedule(Core *core, Trial *t, const ReportRead *r, const json_t *metrics,
                            int64_t now);
+
+/* core_gang.c */
+bool core_is_gang(const Experiment *e);
+void core_gang_sync_expiry(Trial *t);
+void core_hold_drop(Core *core, Experiment *e, int64_t worker_id);
+void core_holds_release(Core *core, Experiment *e);
+void core_hold_add(Experiment *e, Worker *w, const LeaseOffer *offer, int64_t now);
+bool core_hold_renew(const Experiment *e, const Worker *w, const LeaseOffer *offer);
+Trial *core_gang_form(Core *core, Experiment *e, int64_t now);
+bool core_gang_deliver(Core *core, Trial *t, Worker *w, const LeaseOffer *offer, const char *token,
+                       int64_t now);
+Trial *core_gang_undelivered(const Core *core, const Worker *w);
+void core_gang_tick(Core *core, int64_t now);
+bool core_gang_unlease(Core *core, Trial *t, const char *token);
+int core_gang_report_gate(const Trial *t, const char *token, ReportAction *action, RungError *err);
+void core_gang_member_finish(Core *core, Trial *t, GangMember *m, bool completed, const char *error,
+                             int64_t now);
 
 #endif
