@@ -78,7 +78,9 @@ void core_list_push_back(TrialList *l, Trial *t);
 void core_list_remove(TrialList *l, Trial *t);
 bool core_in_line(TrialState s);
 void core_queue_back(Experiment *e, Trial *t);
+void core_queue_front(Experiment *e, Trial *t);
 void core_mark_trial(Core *core, Trial *t);
+void core_mark_worker(Core *core, Worker *w);
 void core_trial_free(Trial *t);
 void core_exp_free(Experiment *e);
 void core_worker_free(Worker *w);
@@ -90,6 +92,7 @@ bool core_better(const Experiment *e, double a, double b);
 bool core_exp_active(const Experiment *e);
 char *core_dup_str(const char *s);
 void core_maybe_complete(Core *core, Experiment *e, int64_t now);
+Worker *core_owner_of(const Core *core, const Trial *t);
 void core_count_slots(Core *core, const Trial *t, int64_t delta);
 void core_set_state(Core *core, Trial *t, TrialState s, int64_t now);
 void core_set_error(Trial *t, const char *error);
@@ -97,13 +100,6 @@ void core_trial_resume(Core *core, Trial *t, int64_t now);
 void core_end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now);
 void core_apply_stop(Core *core, Trial *t, int64_t now);
 void core_fail_or_retry(Core *core, Trial *t, const char *error, RetryReason why, int64_t now);
-Worker *core_worker_new(Core *core, int64_t id, const char *name, const char *hostname,
-                        json_t *gpus, int64_t cpus, int64_t registered_at);
-bool core_selected(const Experiment *e, const Worker *w);
-bool core_fits(const Experiment *e, const Worker *w, const LeaseOffer *offer);
-json_t *core_grant(const Experiment *e, const LeaseOffer *offer);
-bool core_holds_trial(const Trial *t, int64_t worker_id);
-int core_lease_lost(const Trial *t, RungError *err);
 int core_exp_objective(const Experiment *e, const json_t *metrics, double *v);
 void core_seen_insert(Trial *t, int64_t step, ReportAction a);
 ReportRead core_report_read(const Experiment *e, int64_t step, const json_t *metrics);
@@ -152,5 +148,16 @@ bool core_gang_unlease(Core *core, Trial *t, const char *token);
 int core_gang_report_gate(const Trial *t, const char *token, ReportAction *action, RungError *err);
 void core_gang_member_finish(Core *core, Trial *t, GangMember *m, bool completed, const char *error,
                              int64_t now);
+
+/* core_lease.c */
+Worker *core_worker_new(Core *core, int64_t id, const char *name, const char *hostname,
+                        json_t *gpus, int64_t cpus, int64_t registered_at);
+bool core_selected(const Experiment *e, const Worker *w);
+bool core_fits(const Experiment *e, const Worker *w, const LeaseOffer *offer);
+json_t *core_grant(const Experiment *e, const LeaseOffer *offer);
+void core_renew(Core *core, Trial *t, int64_t worker_id, int64_t now);
+bool core_holds_trial(const Trial *t, int64_t worker_id);
+bool core_token_equal(const char *given, const char *expected);
+int core_lease_lost(const Trial *t, RungError *err);
 
 #endif
