@@ -9,28 +9,28 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "http.h"
+#include "rest.h"
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_ERROR 1
 #define CLI_EXIT_USAGE 2
 #define CLI_EXIT_TRIAL_FAILED 3
 
-int cli_cmd_submit(CliHttp *h, int argc, char **argv);
-int cli_cmd_ls(CliHttp *h, int argc, char **argv);
-int cli_cmd_show(CliHttp *h, int argc, char **argv);
-int cli_cmd_cancel(CliHttp *h, int argc, char **argv);
-int cli_cmd_export(CliHttp *h, int argc, char **argv);
-int cli_cmd_workers(CliHttp *h, int argc, char **argv);
-int cli_cmd_watch(CliHttp *h, int argc, char **argv);
-int cli_cmd_pause(CliHttp *h, int argc, char **argv);
-int cli_cmd_resume(CliHttp *h, int argc, char **argv);
-int cli_cmd_extend(CliHttp *h, int argc, char **argv);
-int cli_cmd_set(CliHttp *h, int argc, char **argv);
-int cli_cmd_stop_trial(CliHttp *h, int argc, char **argv);
-int cli_cmd_delete(CliHttp *h, int argc, char **argv);
-int cli_cmd_retry(CliHttp *h, int argc, char **argv);
-int cli_cmd_logs(CliHttp *h, int argc, char **argv);
+int cli_cmd_submit(CliRest *h, int argc, char **argv);
+int cli_cmd_ls(CliRest *h, int argc, char **argv);
+int cli_cmd_show(CliRest *h, int argc, char **argv);
+int cli_cmd_cancel(CliRest *h, int argc, char **argv);
+int cli_cmd_export(CliRest *h, int argc, char **argv);
+int cli_cmd_workers(CliRest *h, int argc, char **argv);
+int cli_cmd_watch(CliRest *h, int argc, char **argv);
+int cli_cmd_pause(CliRest *h, int argc, char **argv);
+int cli_cmd_resume(CliRest *h, int argc, char **argv);
+int cli_cmd_extend(CliRest *h, int argc, char **argv);
+int cli_cmd_set(CliRest *h, int argc, char **argv);
+int cli_cmd_stop_trial(CliRest *h, int argc, char **argv);
+int cli_cmd_delete(CliRest *h, int argc, char **argv);
+int cli_cmd_retry(CliRest *h, int argc, char **argv);
+int cli_cmd_logs(CliRest *h, int argc, char **argv);
 
 /* Prints v as indented JSON on stdout (--json: the API's objects, for
  * scripts); returns the exit status. */
@@ -47,9 +47,9 @@ int cli_cmd_parse_id(const char *command, const char *arg, int64_t *id);
 
 /* Every item of a list endpoint, following the paging of docs/api.md (limit,
  * offset, total). path has no query string. *out is a new array. */
-int cli_cmd_fetch_all(CliHttp *h, const char *path, json_t **out, CliError *err);
+int cli_cmd_fetch_all(CliRest *h, const char *path, json_t **out, CliError *err);
 
 /* Prints err (see cli_error_print) with the client's server; returns 1. */
-int cli_cmd_fail(const CliHttp *h, const CliError *err);
+int cli_cmd_fail(const CliRest *h, const CliError *err);
 
 #endif

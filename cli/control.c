@@ -27,18 +27,18 @@ static void print_state(const json_t *x)
 }
 
 /* POST path of an experiment, printing its new state. */
-static int post_experiment(CliHttp *h, const char *path)
+static int post_experiment(CliRest *h, const char *path)
 {
     CliError err;
     json_t *x;
-    if (cli_http_json(h, "POST", path, NULL, 0, &x, &err) != 0)
+    if (cli_rest_json(h, "POST", path, NULL, 0, &x, &err) != 0)
         return cli_cmd_fail(h, &err);
     print_state(x);
     json_decref(x);
     return CLI_EXIT_OK;
 }
 
-int cli_cmd_pause(CliHttp *h, int argc, char **argv)
+int cli_cmd_pause(CliRest *h, int argc, char **argv)
 {
     bool running = cli_cmd_take_flag(&argc, argv, "--running");
     int64_t id;
@@ -57,7 +57,7 @@ int cli_cmd_pause(CliHttp *h, int argc, char **argv)
     return rc;
 }
 
-int cli_cmd_resume(CliHttp *h, int argc, char **argv)
+int cli_cmd_resume(CliRest *h, int argc, char **argv)
 {
     int64_t id;
     if (argc != 1 || cli_cmd_parse_id("resume", argv[0], &id) != 0)
@@ -68,7 +68,7 @@ int cli_cmd_resume(CliHttp *h, int argc, char **argv)
 }
 
 /* PATCH an experiment with body (a JSON object, stolen). */
-static int patch(CliHttp *h, int64_t id, json_t *body)
+static int patch(CliRest *h, int64_t id, json_t *body)
 {
     char path[128];
     snprintf(path, sizeof path, "/api/v1/experiments/%" PRId64, id);
@@ -76,7 +76,7 @@ static int patch(CliHttp *h, int64_t id, json_t *body)
     json_decref(body);
     CliError err;
     json_t *x;
-    int rc = cli_http_json(h, "PATCH", path, text, text ? strlen(text) : 0, &x, &err);
+    int rc = cli_rest_json(h, "PATCH", path, text, text ? strlen(text) : 0, &x, &err);
     free(text);
     if (rc != 0)
         return cli_cmd_fail(h, &err);
@@ -105,7 +105,7 @@ static bool parse_number(const char *command, const char *what, const char *arg,
     return true;
 }
 
-int cli_cmd_extend(CliHttp *h, int argc, char **argv)
+int cli_cmd_extend(CliRest *h, int argc, char **argv)
 {
     int64_t id, n;
     if (argc != 2 || cli_cmd_parse_id("extend", argv[0], &id) != 0 ||
@@ -114,7 +114,7 @@ int cli_cmd_extend(CliHttp *h, int argc, char **argv)
     return patch(h, id, json_pack("{s:I}", "num_samples", (json_int_t)n));
 }
 
-int cli_cmd_set(CliHttp *h, int argc, char **argv)
+int cli_cmd_set(CliRest *h, int argc, char **argv)
 {
     static const struct {
         const char *flag, *key;
@@ -158,7 +158,7 @@ int cli_cmd_set(CliHttp *h, int argc, char **argv)
     return patch(h, id, body);
 }
 
-int cli_cmd_stop_trial(CliHttp *h, int argc, char **argv)
+int cli_cmd_stop_trial(CliRest *h, int argc, char **argv)
 {
     int64_t id;
     if (argc != 1 || cli_cmd_parse_id("stop-trial", argv[0], &id) != 0)
@@ -167,7 +167,7 @@ int cli_cmd_stop_trial(CliHttp *h, int argc, char **argv)
     snprintf(path, sizeof path, "/api/v1/trials/%" PRId64 "/stop", id);
     CliError err;
     json_t *t;
-    if (cli_http_json(h, "POST", path, NULL, 0, &t, &err) != 0)
+    if (cli_rest_json(h, "POST", path, NULL, 0, &t, &err) != 0)
         return cli_cmd_fail(h, &err);
     const char *state = cli_fmt_str(t, "state", "?");
     if (strcmp(state, "running") == 0)
@@ -178,7 +178,7 @@ int cli_cmd_stop_trial(CliHttp *h, int argc, char **argv)
     return CLI_EXIT_OK;
 }
 
-int cli_cmd_delete(CliHttp *h, int argc, char **argv)
+int cli_cmd_delete(CliRest *h, int argc, char **argv)
 {
     int64_t id;
     if (argc != 1 || cli_cmd_parse_id("delete", argv[0], &id) != 0)
@@ -187,7 +187,7 @@ int cli_cmd_delete(CliHttp *h, int argc, char **argv)
     snprintf(path, sizeof path, "/api/v1/experiments/%" PRId64, id);
     CliError err;
     json_t *r;
-    if (cli_http_json(h, "DELETE", path, NULL, 0, &r, &err) != 0)
+    if (cli_rest_json(h, "DELETE", path, NULL, 0, &r, &err) != 0)
         return cli_cmd_fail(h, &err);
     printf("experiment %" PRId64 " deleted, with its %" PRId64 " trials and their reports\n", id,
            cli_fmt_int(r, "trials", 0));
@@ -195,7 +195,7 @@ int cli_cmd_delete(CliHttp *h, int argc, char **argv)
     return CLI_EXIT_OK;
 }
 
-int cli_cmd_retry(CliHttp *h, int argc, char **argv)
+int cli_cmd_retry(CliRest *h, int argc, char **argv)
 {
     int64_t id;
     if (argc != 1 || cli_cmd_parse_id("retry", argv[0], &id) != 0)
@@ -204,7 +204,7 @@ int cli_cmd_retry(CliHttp *h, int argc, char **argv)
     snprintf(path, sizeof path, "/api/v1/experiments/%" PRId64 "/retry-failed", id);
     CliError err;
     json_t *r;
-    if (cli_http_json(h, "POST", path, NULL, 0, &r, &err) != 0)
+    if (cli_rest_json(h, "POST", path, NULL, 0, &r, &err) != 0)
         return cli_cmd_fail(h, &err);
     int64_t n = cli_fmt_int(r, "retried", 0);
     printf("%" PRId64 " failed trial%s back in line\n", n, n == 1 ? "" : "s");
@@ -306,7 +306,7 @@ static int logs_args(int argc, char **argv, int64_t *id, bool *follow, double *i
     return cli_cmd_parse_id("logs", id_arg, id);
 }
 
-int cli_cmd_logs(CliHttp *h, int argc, char **argv)
+int cli_cmd_logs(CliRest *h, int argc, char **argv)
 {
     bool follow = false;
     double interval = 1.0;
@@ -324,7 +324,7 @@ int cli_cmd_logs(CliHttp *h, int argc, char **argv)
     for (;;) {
         CliError err;
         json_t *t;
-        if (cli_http_json(h, "GET", path, NULL, 0, &t, &err) != 0) {
+        if (cli_rest_json(h, "GET", path, NULL, 0, &t, &err) != 0) {
             if (follow && shown != NULL && cli_error_transient(&err))
                 goto wait; /* rungd restarting: the log is kept, so go on */
             if (last != 0 && last != '\n')

@@ -41,9 +41,9 @@ int cli_cmd_parse_id(const char *command, const char *arg, int64_t *id)
     return 0;
 }
 
-int cli_cmd_fail(const CliHttp *h, const CliError *err)
+int cli_cmd_fail(const CliRest *h, const CliError *err)
 {
-    cli_error_print(err, h ? cli_http_server(h) : NULL);
+    cli_error_print(err, h ? cli_rest_server(h) : NULL);
     return CLI_EXIT_ERROR;
 }
 
@@ -147,7 +147,7 @@ static int load_spec(const char *path, bool yaml, char **body, size_t *len, CliE
     return 0;
 }
 
-int cli_cmd_submit(CliHttp *h, int argc, char **argv)
+int cli_cmd_submit(CliRest *h, int argc, char **argv)
 {
     bool quiet = false, yaml = false;
     const char *path = NULL;
@@ -169,7 +169,7 @@ int cli_cmd_submit(CliHttp *h, int argc, char **argv)
     if (load_spec(path, yaml || yaml_name(path), &body, &len, &err) != 0)
         return cli_cmd_fail(h, &err);
     json_t *exp;
-    int rc = cli_http_json(h, "POST", "/api/v1/experiments", body, len, &exp, &err);
+    int rc = cli_rest_json(h, "POST", "/api/v1/experiments", body, len, &exp, &err);
     free(body);
     if (rc != 0)
         return cli_cmd_fail(h, &err);
@@ -187,7 +187,7 @@ int cli_cmd_submit(CliHttp *h, int argc, char **argv)
     return CLI_EXIT_OK;
 }
 
-int cli_cmd_fetch_all(CliHttp *h, const char *path, json_t **out, CliError *err)
+int cli_cmd_fetch_all(CliRest *h, const char *path, json_t **out, CliError *err)
 {
     json_t *all = json_array();
     for (int64_t offset = 0;;) {
@@ -195,7 +195,7 @@ int cli_cmd_fetch_all(CliHttp *h, const char *path, json_t **out, CliError *err)
         snprintf(url, sizeof url, "%s%climit=%d&offset=%" PRId64, path,
                  strchr(path, '?') ? '&' : '?', PAGE, offset);
         json_t *page;
-        if (cli_http_json(h, "GET", url, NULL, 0, &page, err) != 0) {
+        if (cli_rest_json(h, "GET", url, NULL, 0, &page, err) != 0) {
             json_decref(all);
             return -1;
         }
@@ -243,7 +243,7 @@ bool cli_cmd_take_flag(int *argc, char **argv, const char *flag)
     return false;
 }
 
-int cli_cmd_ls(CliHttp *h, int argc, char **argv)
+int cli_cmd_ls(CliRest *h, int argc, char **argv)
 {
     bool as_json = cli_cmd_take_flag(&argc, argv, "--json");
     if (argc != 0)
@@ -323,7 +323,7 @@ static void describe(FILE *out, const json_t *obj, const char *def)
 
 
 /* pbt, pb2: the best member's schedule (its trial object has the lineage). */
-static void show_schedule(CliHttp *h, const json_t *x)
+static void show_schedule(CliRest *h, const json_t *x)
 {
     const char *type = cli_fmt_str(json_object_get(x, "scheduler"), "type", "");
     int64_t best = cli_fmt_int(json_object_get(x, "best"), "trial_id", 0);
@@ -333,7 +333,7 @@ static void show_schedule(CliHttp *h, const json_t *x)
     snprintf(path, sizeof path, "/api/v1/trials/%" PRId64, best);
     json_t *t;
     CliError err;
-    if (cli_http_json(h, "GET", path, NULL, 0, &t, &err) != 0)
+    if (cli_rest_json(h, "GET", path, NULL, 0, &t, &err) != 0)
         return; /* the rest of show stands without it */
     cli_view_schedule(stdout, x, t, "");
     json_decref(t);
@@ -368,7 +368,7 @@ static void show_time(FILE *out, const char *label, const char *rfc3339, int64_t
     fprintf(out, "  %-12s%s (%s)\n", label, shown, cli_fmt_age(rfc3339, now, age, sizeof age));
 }
 
-int cli_cmd_show(CliHttp *h, int argc, char **argv)
+int cli_cmd_show(CliRest *h, int argc, char **argv)
 {
     int64_t id;
     bool as_json = cli_cmd_take_flag(&argc, argv, "--json");
@@ -380,7 +380,7 @@ int cli_cmd_show(CliHttp *h, int argc, char **argv)
     char path[128];
     json_t *x, *page;
     snprintf(path, sizeof path, "/api/v1/experiments/%" PRId64, id);
-    if (cli_http_json(h, "GET", path, NULL, 0, &x, &err) != 0)
+    if (cli_rest_json(h, "GET", path, NULL, 0, &x, &err) != 0)
         return cli_cmd_fail(h, &err);
     if (as_json) { /* the API's experiment object */
         int rc = cli_cmd_print_json(x);
@@ -389,7 +389,7 @@ int cli_cmd_show(CliHttp *h, int argc, char **argv)
     }
     snprintf(path, sizeof path, "/api/v1/experiments/%" PRId64 "/trials?sort=value&limit=%d", id,
              SHOW_TRIALS);
-    if (cli_http_json(h, "GET", path, NULL, 0, &page, &err) != 0) {
+    if (cli_rest_json(h, "GET", path, NULL, 0, &page, &err) != 0) {
         json_decref(x);
         return cli_cmd_fail(h, &err);
     }
@@ -493,7 +493,7 @@ int cli_cmd_show(CliHttp *h, int argc, char **argv)
     return CLI_EXIT_OK;
 }
 
-int cli_cmd_cancel(CliHttp *h, int argc, char **argv)
+int cli_cmd_cancel(CliRest *h, int argc, char **argv)
 {
     int64_t id;
     if (argc != 1)
@@ -504,7 +504,7 @@ int cli_cmd_cancel(CliHttp *h, int argc, char **argv)
     char path[128];
     json_t *x;
     snprintf(path, sizeof path, "/api/v1/experiments/%" PRId64 "/cancel", id);
-    if (cli_http_json(h, "POST", path, NULL, 0, &x, &err) != 0)
+    if (cli_rest_json(h, "POST", path, NULL, 0, &x, &err) != 0)
         return cli_cmd_fail(h, &err);
     printf("experiment %" PRId64 ": %s (", id, cli_fmt_str(x, "state", "?"));
     cli_fmt_counts(stdout, json_object_get(x, "counts"));
@@ -533,7 +533,7 @@ static size_t csv_rows(const char *s, size_t len)
     return rows;
 }
 
-int cli_cmd_export(CliHttp *h, int argc, char **argv)
+int cli_cmd_export(CliRest *h, int argc, char **argv)
 {
     const char *id_arg = NULL, *file = NULL;
     for (int i = 0; i < argc; i++) {
@@ -555,7 +555,7 @@ int cli_cmd_export(CliHttp *h, int argc, char **argv)
     CliReply reply;
     char path[128];
     snprintf(path, sizeof path, "/api/v1/experiments/%" PRId64 "/trials.csv", id);
-    if (cli_http_request(h, "GET", path, NULL, 0, &reply, &err) != 0)
+    if (cli_rest_request(h, "GET", path, NULL, 0, &reply, &err) != 0)
         return cli_cmd_fail(h, &err);
     /* The file is opened only once the CSV is here, so a failed request
      * never truncates an earlier export. */
@@ -563,14 +563,14 @@ int cli_cmd_export(CliHttp *h, int argc, char **argv)
     FILE *out = to_stdout ? stdout : fopen(file, "wb");
     if (out == NULL) {
         cli_error_local(&err, "cannot write %s: %s", file, strerror(errno));
-        cli_http_reply_free(&reply);
+        cli_rest_reply_free(&reply);
         return cli_cmd_fail(h, &err);
     }
     size_t wrote = fwrite(reply.body, 1, reply.len, out);
     int closed = to_stdout ? fflush(out) : fclose(out);
     if (wrote != reply.len || closed != 0) {
         cli_error_local(&err, "cannot write %s: %s", to_stdout ? "stdout" : file, strerror(errno));
-        cli_http_reply_free(&reply);
+        cli_rest_reply_free(&reply);
         return cli_cmd_fail(h, &err);
     }
     if (!to_stdout) {
@@ -579,6 +579,6 @@ int cli_cmd_export(CliHttp *h, int argc, char **argv)
         printf("exported %zu trial%s of experiment %" PRId64 " to %s\n", rows, rows == 1 ? "" : "s",
                id, file);
     }
-    cli_http_reply_free(&reply);
+    cli_rest_reply_free(&reply);
     return CLI_EXIT_OK;
 }

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "http.h"
+#include "rest.h"
 #include "version.h"
 
 /* Where rungd listens when started without --port (docs/api.md). */
@@ -28,7 +28,7 @@ typedef struct {
     const char *name;
     const char *args; /* its arguments, as the usage shows them */
     const char *help; /* one line */
-    int (*run)(CliHttp *h, int argc, char **argv);
+    int (*run)(CliRest *h, int argc, char **argv);
 } Command;
 
 static const Command commands[] = {
@@ -176,7 +176,7 @@ int main(int argc, char **argv)
         return CLI_EXIT_ERROR;
     }
     CliError err;
-    CliHttp *h = cli_http_new(server, token, &err);
+    CliRest *h = cli_rest_new(server, token, &err);
     int rc;
     if (h == NULL) {
         cli_error_print(&err, NULL);
@@ -186,7 +186,7 @@ int main(int argc, char **argv)
         if (rc == CLI_EXIT_USAGE)
             usage_error(cmd);
     }
-    cli_http_free(h);
+    cli_rest_free(h);
     curl_global_cleanup();
     return rc;
 }

@@ -60,7 +60,7 @@ typedef struct {
 } TrialCache;
 
 typedef struct {
-    CliHttp *h;
+    CliRest *h;
     int64_t id;
     bool tty;
     double interval_s;
@@ -117,7 +117,7 @@ static int poll_once(Watch *w, CliError *err)
     char path[160];
     snprintf(path, sizeof path, "/api/v1/experiments/%" PRId64, w->id);
     json_t *exp;
-    if (cli_http_json(w->h, "GET", path, NULL, 0, &exp, err) != 0)
+    if (cli_rest_json(w->h, "GET", path, NULL, 0, &exp, err) != 0)
         return -1;
     json_decref(w->exp);
     w->exp = exp;
@@ -126,7 +126,7 @@ static int poll_once(Watch *w, CliError *err)
         snprintf(path, sizeof path, "/api/v1/experiments/%" PRId64 "/trials?limit=%d&offset=%zu",
                  w->id, PAGE, offset);
         json_t *page;
-        if (cli_http_json(w->h, "GET", path, NULL, 0, &page, err) != 0)
+        if (cli_rest_json(w->h, "GET", path, NULL, 0, &page, err) != 0)
             return -1;
         json_t *items = json_object_get(page, "items");
         int64_t total = cli_fmt_int(page, "total", 0);
@@ -403,7 +403,7 @@ static int parse_args(Watch *w, int argc, char **argv)
     return cli_cmd_parse_id("watch", id_arg, &w->id);
 }
 
-int cli_cmd_watch(CliHttp *h, int argc, char **argv)
+int cli_cmd_watch(CliRest *h, int argc, char **argv)
 {
     Watch w;
     memset(&w, 0, sizeof w);

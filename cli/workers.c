@@ -136,7 +136,7 @@ static void running_cell(CliTable *t, const json_t *worker)
     cli_table_cell(t, buf);
 }
 
-int cli_cmd_workers(CliHttp *h, int argc, char **argv)
+int cli_cmd_workers(CliRest *h, int argc, char **argv)
 {
     bool as_json = cli_cmd_take_flag(&argc, argv, "--json");
     bool all = cli_cmd_take_flag(&argc, argv, "--all");

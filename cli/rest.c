@@ -1,5 +1,5 @@
-/* The rung client's requests over libcurl; see http.h. */
-#include "http.h"
+/* The rung client's requests over libcurl; see rest.h. */
+#include "rest.h"
 
 #include <curl/curl.h>
 #include <stdarg.h>
@@ -19,7 +19,7 @@
  * (or something else on that port) streaming without end does not. */
 #define REPLY_MAX ((size_t)512 << 20)
 
-struct CliHttp {
+struct CliRest {
     CURL *curl;
     char base[CLI_URL_MAX];
     struct curl_slist *auth; /* "Authorization: Bearer ..." or NULL */
@@ -52,7 +52,7 @@ static bool token_ok(const char *token)
     return true;
 }
 
-CliHttp *cli_http_new(const char *server, const char *token, CliError *err)
+CliRest *cli_rest_new(const char *server, const char *token, CliError *err)
 {
     size_t n = strlen(server);
     if (n == 0 || n >= CLI_URL_MAX - 8) {
@@ -72,7 +72,7 @@ CliHttp *cli_http_new(const char *server, const char *token, CliError *err)
                         CLI_TOKEN_MAX);
         return NULL;
     }
-    CliHttp *h = cli_xmalloc(sizeof *h);
+    CliRest *h = cli_xmalloc(sizeof *h);
     memset(h, 0, sizeof *h);
     /* "127.0.0.1:8080" is what people type; the daemon only speaks HTTP(S). */
     bool has_scheme = strstr(server, "://") != NULL;
@@ -95,7 +95,7 @@ CliHttp *cli_http_new(const char *server, const char *token, CliError *err)
         snprintf(header, sizeof header, "Authorization: Bearer %s", token);
         h->auth = curl_slist_append(NULL, header);
         if (h->auth == NULL) {
-            cli_http_free(h);
+            cli_rest_free(h);
             cli_error_local(err, "out of memory");
             return NULL;
         }
@@ -103,7 +103,7 @@ CliHttp *cli_http_new(const char *server, const char *token, CliError *err)
     return h;
 }
 
-void cli_http_free(CliHttp *h)
+void cli_rest_free(CliRest *h)
 {
     if (h == NULL)
         return;
@@ -113,7 +113,7 @@ void cli_http_free(CliHttp *h)
     free(h);
 }
 
-const char *cli_http_server(const CliHttp *h)
+const char *cli_rest_server(const CliRest *h)
 {
     return h->base;
 }
@@ -168,7 +168,7 @@ static void api_error(CliError *err, long status, const Buffer *b)
     json_decref(doc);
 }
 
-int cli_http_request(CliHttp *h, const char *method, const char *path, const char *body, size_t len,
+int cli_rest_request(CliRest *h, const char *method, const char *path, const char *body, size_t len,
                      CliReply *reply, CliError *err)
 {
     memset(reply, 0, sizeof *reply);
@@ -236,22 +236,22 @@ int cli_http_request(CliHttp *h, const char *method, const char *path, const cha
     return 0;
 }
 
-void cli_http_reply_free(CliReply *reply)
+void cli_rest_reply_free(CliReply *reply)
 {
     free(reply->body);
     memset(reply, 0, sizeof *reply);
 }
 
-int cli_http_json(CliHttp *h, const char *method, const char *path, const char *body, size_t len,
+int cli_rest_json(CliRest *h, const char *method, const char *path, const char *body, size_t len,
                   json_t **out, CliError *err)
 {
     *out = NULL;
     CliReply reply;
-    if (cli_http_request(h, method, path, body, len, &reply, err) != 0)
+    if (cli_rest_request(h, method, path, body, len, &reply, err) != 0)
         return -1;
     json_error_t jerr;
     json_t *doc = json_loadb(reply.body, reply.len, 0, &jerr);
-    cli_http_reply_free(&reply);
+    cli_rest_reply_free(&reply);
     if (!json_is_object(doc)) {
         json_decref(doc);
         memset(err, 0, sizeof *err);

@@ -1,14 +1,14 @@
 /* The rung client's only way to the daemon: requests over libcurl.
  *
- * One CliHttp holds one curl handle (reused, so `watch` keeps its
+ * One CliRest holds one curl handle (reused, so `watch` keeps its
  * connection alive between polls), the daemon's base URL and the token.
  * A request either succeeds with a 2xx reply or fills a CliError that says
  * which of three things went wrong: the daemon could not be reached (worth
  * retrying: it may be restarting), it answered with an docs/api.md error (its
  * code, message and field), or its reply made no sense. cli_error_print
  * writes every error the same way, so scripts and people see one format. */
-#ifndef RUNG_CLI_HTTP_H
-#define RUNG_CLI_HTTP_H
+#ifndef RUNG_CLI_REST_H
+#define RUNG_CLI_REST_H
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -43,29 +43,29 @@ typedef struct CliReply {
     size_t len;  /* bytes in body, without the terminator */
 } CliReply;
 
-typedef struct CliHttp CliHttp;
+typedef struct CliRest CliRest;
 
-/* Checks server and token and makes a client (free with cli_http_free).
+/* Checks server and token and makes a client (free with cli_rest_free).
  * server may omit "http://". Returns NULL and fills err (CLI_ERR_LOCAL) on a
  * bad URL or a token with characters a header cannot carry. */
-CliHttp *cli_http_new(const char *server, const char *token, CliError *err);
+CliRest *cli_rest_new(const char *server, const char *token, CliError *err);
 /* Accepts NULL. */
-void cli_http_free(CliHttp *h);
+void cli_rest_free(CliRest *h);
 /* The normalized base URL, without a trailing '/'. Borrowed. */
-const char *cli_http_server(const CliHttp *h);
+const char *cli_rest_server(const CliRest *h);
 
 /* One request. method is any HTTP method (GET, POST, PATCH, DELETE: every
  * one but GET sends body, an empty one when NULL). body (len bytes, may be
  * NULL) is sent as JSON. On a 2xx
- * answer fills reply (free with cli_http_reply_free) and returns 0; else
+ * answer fills reply (free with cli_rest_reply_free) and returns 0; else
  * fills err and returns -1, leaving reply empty. */
-int cli_http_request(CliHttp *h, const char *method, const char *path, const char *body, size_t len,
+int cli_rest_request(CliRest *h, const char *method, const char *path, const char *body, size_t len,
                      CliReply *reply, CliError *err);
-void cli_http_reply_free(CliReply *reply);
+void cli_rest_reply_free(CliReply *reply);
 
 /* A request whose 2xx answer must be a JSON object: *out is a new
  * reference (json_decref). */
-int cli_http_json(CliHttp *h, const char *method, const char *path, const char *body, size_t len,
+int cli_rest_json(CliRest *h, const char *method, const char *path, const char *body, size_t len,
                   json_t **out, CliError *err);
 
 /* Worth retrying after a pause: no answer at all, or the daemon said it is
