@@ -12,8 +12,9 @@
  * pbt's uploads, ticks and lease expiry, pause / resume / cancel / patch /
  * stop / retry-failed, and restarts: the Core is freed and built again from
  * the SQLite store (store_load), as rungd does at start. After each step
- * the changes are written to the store and committed, then core_release,
- * as the engine's batch does (server/engine.c, commit).
+ * the changes are written in the open transaction, and a batch of one to
+ * a few steps is committed, then core_release, as the engine's batches do
+ * (server/engine.c, flush and commit).
  *
  * Everything observable goes into an FNV-1a 64 hash per seed: each call's
  * return code and error (code, field, message), lease decisions, report
@@ -147,6 +148,7 @@ typedef struct Run {
     Lease leases[MAX_LEASES];
     int n_leases;
     uint64_t tokens; /* tokens handed out so far */
+    bool in_tx;      /* a batch's transaction is open */
     int kind;        /* the seed's scheduler (SPECS) */
 } Run;
 
@@ -259,9 +261,9 @@ static void note_queries(Run *r)
          core_availability_changed(core));
 }
 
-/* What the engine does after each request: the changes written in a
- * transaction and committed, then what ended leaves memory. */
-static void commit(Run *r)
+/* What the engine does after each request: the changes written in the
+ * batch's transaction (server/engine.c, flush). */
+static void flush(Run *r)
 {
     CoreChanges c;
     core_changes(r->core, &c);
@@ -286,12 +288,27 @@ static void commit(Run *r)
              c.dropped_ckpts[i].step);
     RungError err;
     rung_error_clear(&err);
-    if (store_begin(r->store, &err) != 0 || store_write_changes(r->store, &c, &err) != 0 ||
-        store_commit(r->store, &err) != 0) {
+    if ((!r->in_tx && store_begin(r->store, &err) != 0) ||
+        store_write_changes(r->store, &c, &err) != 0) {
         fprintf(stderr, "store: %s\n", err.message);
         abort();
     }
+    r->in_tx = true;
     core_changes_clear(r->core);
+}
+
+/* The end of a batch: its transaction committed, then what ended leaves
+ * memory (server/engine.c, commit). */
+static void commit(Run *r)
+{
+    flush(r);
+    RungError err;
+    rung_error_clear(&err);
+    if (store_commit(r->store, &err) != 0) {
+        fprintf(stderr, "store: %s\n", err.message);
+        abort();
+    }
+    r->in_tx = false;
     core_release(r->core);
 }
 
@@ -696,6 +713,7 @@ static void step_user(Run *r)
 /* A restart: the Core freed and built again from the store (main.c). */
 static void step_restart(Run *r)
 {
+    commit(r); /* the last batch before the stop */
     core_free(r->core);
     r->core = core_new(LEASE_MS);
     RungError err;
@@ -759,7 +777,25 @@ static void remove_dir_files(const char *dir)
     closedir(d);
 }
 
-static uint64_t run_seed(int seed, const char *dir)
+/* Copies the file at from to to (the migrated empty database). */
+static void copy_file(const char *from, const char *to)
+{
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    if (in == NULL || out == NULL) {
+        fprintf(stderr, "copy %s to %s: %s\n", from, to, strerror(errno));
+        abort();
+    }
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        if (fwrite(buf, 1, n, out) != n)
+            abort();
+    fclose(in);
+    if (fclose(out) != 0)
+        abort();
+}
+
+static uint64_t run_seed(int seed, const char *dir, const char *empty)
 {
     rng_state = (uint64_t)seed * 0x2545f4914f6cdd1dULL;
     hash = 0xcbf29ce484222325ULL;
@@ -771,6 +807,7 @@ static uint64_t run_seed(int seed, const char *dir)
     char path[4200];
     snprintf(path, sizeof path, "%s/golden.db", dir);
     remove_dir_files(dir);
+    copy_file(empty, path); /* the migrations, made once */
     StoreOptions opt = {.durable_full = false, .init = true, .data_dir = NULL};
     RungError err;
     rung_error_clear(&err);
@@ -822,14 +859,22 @@ static uint64_t run_seed(int seed, const char *dir)
         } else {
             Lease *l = random_lease(&r);
             Trial *t = l ? core_trial(r.core, l->trial) : NULL;
-            if (t != NULL)
-                core_trial_set_warnings(r.core, t, json_pack("[s]", "bad @rung line"));
+            if (t != NULL) {
+                json_t *warnings = json_pack("[s]", "bad @rung line");
+                core_trial_set_warnings(r.core, t, warnings); /* takes a reference */
+                json_decref(warnings);
+            }
         }
         propose(&r);
-        commit(&r);
+        /* A batch holds one to a few requests. */
+        if (below(3) == 0)
+            commit(&r);
+        else
+            flush(&r);
         if (s % 16 == 15)
             note_queries(&r);
     }
+    commit(&r);
     note_queries(&r);
     note_store(&r);
     core_free(r.core);
@@ -885,10 +930,23 @@ int main(int argc, char **argv)
         rmdir(dir);
         return 1;
     }
+    /* An empty database with every migration applied, copied for each
+     * seed: applying them costs more than a seed's run. */
+    char empty[4200];
+    snprintf(empty, sizeof empty, "%s.empty.db", dir);
+    StoreOptions opt = {.init = true};
+    RungError err;
+    rung_error_clear(&err);
+    Store *store;
+    if (store_open(empty, &opt, &store, &err) != 0) {
+        fprintf(stderr, "store_open %s: %s\n", empty, err.message);
+        return 1;
+    }
+    store_close(store);
     int bad = 0;
     for (int seed = 1; seed <= SEEDS; seed++) {
         tracing = seed == trace_seed;
-        uint64_t h = run_seed(seed, dir);
+        uint64_t h = run_seed(seed, dir, empty);
         if (out != NULL)
             fprintf(out, "%d %016" PRIx64 "\n", seed, h);
         else if (!have[seed] || h != want[seed]) {
@@ -898,6 +956,12 @@ int main(int argc, char **argv)
         }
     }
     rmdir(dir);
+    static const char *const made[] = {"", ".created", "-wal", "-shm"};
+    for (size_t i = 0; i < sizeof made / sizeof made[0]; i++) {
+        char p[4300];
+        snprintf(p, sizeof p, "%s%s", empty, made[i]);
+        unlink(p);
+    }
     if (out != NULL) {
         fclose(out);
         printf("wrote %d hashes to %s\n", SEEDS, golden);
