@@ -37,8 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int core_objective(const Spec *spec, const json_t *metrics, double *v);
-
 /* ---- intrusive lists ---- */
 
 void core_list_push_back(TrialList *l, Trial *t)
@@ -114,7 +112,7 @@ void core_mark_trial(Core *core, Trial *t)
     core->dirty_trials[core->n_dirty_trials++] = t;
 }
 
-static void mark_exp(Core *core, Experiment *e)
+void core_mark_exp(Core *core, Experiment *e)
 {
     if (e->dirty)
         return;
@@ -402,7 +400,7 @@ Experiment *core_experiment_add(Core *core, Spec *spec, int64_t now)
     Experiment *e = core_exp_new(core, core->next_exp_id, spec, now);
     core->exp_counts[EXP_RUNNING]++;
     join_share(core, e);
-    mark_exp(core, e);
+    core_mark_exp(core, e);
     core->availability_changed = true;
     return e;
 }
@@ -446,7 +444,7 @@ static void set_exp_state(Core *core, Experiment *e, ExpState s, EndReason why, 
     core->exp_counts[e->state]--;
     core->exp_counts[s]++;
     e->state = s;
-    mark_exp(core, e);
+    core_mark_exp(core, e);
     core->availability_changed = true;
     if (s == EXP_RUNNING)
         join_share(core, e);
@@ -475,8 +473,8 @@ char *core_dup_str(const char *s)
 /* Ends an active experiment before all its trials ran: pending trials are
  * canceled; paused ones canceled (s canceled) or stopped; running ones are
  * asked to do the same at their next report or heartbeat. */
-static void end_experiment(Core *core, Experiment *e, ExpState s, EndReason why, const char *error,
-                           int64_t now)
+void core_end_experiment(Core *core, Experiment *e, ExpState s, EndReason why, const char *error,
+                         int64_t now)
 {
     set_exp_state(core, e, s, why, now);
     if (error != NULL)
@@ -590,7 +588,7 @@ static void trial_ended(Core *core, Trial *t, int64_t now)
     if (!core_exp_active(e))
         return;
     ExpHealth *h = &e->health;
-    mark_exp(core, e); /* its health is stored with it */
+    core_mark_exp(core, e); /* its health is stored with it */
     if (t->state == TRIAL_FAILED)
         count_error(h, t->error);
     if (!h->metric_seen && t->last != NULL && t->state != TRIAL_CANCELED) {
@@ -620,7 +618,7 @@ static void trial_ended(Core *core, Trial *t, int64_t now)
                  "in %lld of them: %s",
                  (long long)e->counts[TRIAL_FAILED], (long long)sp->max_failed_trials,
                  (long long)(top ? top->n : 0), top ? top->text : "(none)");
-        end_experiment(core, e, EXP_FAILED, END_MAX_FAILED, msg, now);
+        core_end_experiment(core, e, EXP_FAILED, END_MAX_FAILED, msg, now);
     } else if (!h->metric_seen && h->ended_reporting >= need) {
         char msg[SPEC_MAX_OBJECTIVES * (SPEC_MAX_METRIC + 4) + CORE_HEALTH_KEYS * 72 + 96];
         int n;
@@ -642,9 +640,9 @@ static void trial_ended(Core *core, Trial *t, int64_t now)
                 n += snprintf(msg + n, sizeof msg - (size_t)n, "%s%s", i ? ", " : "",
                               json_string_value(k));
         }
-        end_experiment(core, e, EXP_FAILED, END_METRIC_MISSING, msg, now);
+        core_end_experiment(core, e, EXP_FAILED, END_METRIC_MISSING, msg, now);
     } else if (sp->stop_patience > 0 && h->since_better >= sp->stop_patience) {
-        end_experiment(core, e, EXP_COMPLETED, END_PATIENCE, NULL, now);
+        core_end_experiment(core, e, EXP_COMPLETED, END_PATIENCE, NULL, now);
     }
 }
 
@@ -673,7 +671,7 @@ void core_maybe_complete(Core *core, Experiment *e, int64_t now)
         snprintf(msg, sizeof msg,
                  "all %lld trials failed; the most frequent error, in %lld of them: %s",
                  (long long)terminal, (long long)(top ? top->n : 0), top ? top->text : "(none)");
-        end_experiment(core, e, EXP_FAILED, END_MAX_FAILED, msg, now);
+        core_end_experiment(core, e, EXP_FAILED, END_MAX_FAILED, msg, now);
         return;
     }
     set_exp_state(core, e, EXP_COMPLETED, END_ALL_TRIALS, now);
@@ -739,7 +737,7 @@ void core_set_state(Core *core, Trial *t, TrialState s, int64_t now)
         t->stop_kind = STOP_NONE;
     core_mark_trial(core, t);
     if (e->state != EXP_RUNNING)
-        mark_exp(core, e); /* its stored counts follow its last trials */
+        core_mark_exp(core, e); /* its stored counts follow its last trials */
     if (trial_state_terminal(s)) {
         trial_ended(core, t, now);
         core_maybe_complete(core, e, now);
@@ -854,228 +852,6 @@ void core_fail_or_retry(Core *core, Trial *t, const char *error, RetryReason why
     }
 }
 
-int core_exp_objective(const Experiment *e, const json_t *metrics, double *v)
-{
-    return core_objective(&e->spec, metrics, v);
-}
-
-int core_objective(const Spec *spec, const json_t *metrics, double *v)
-{
-    return rung_nonfinite_from_json(json_object_get(metrics, spec->metric), v) ? 1 : 0;
-}
-
-/* Index in t->seen of the first entry with step >= step. */
-static size_t seen_lower_bound(const Trial *t, int64_t step)
-{
-    size_t lo = 0, hi = t->n_seen;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t->seen[mid].step < step)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-void core_seen_insert(Trial *t, int64_t step, ReportAction a)
-{
-    size_t at = seen_lower_bound(t, step);
-    if (t->n_seen == t->cap_seen) {
-        size_t cap = t->cap_seen ? t->cap_seen * 2 : 8;
-        StepSeen *p = realloc(t->seen, cap * sizeof *p);
-        if (p == NULL)
-            abort();
-        t->seen = p;
-        t->cap_seen = cap;
-    }
-    memmove(&t->seen[at + 1], &t->seen[at], (t->n_seen - at) * sizeof *t->seen);
-    t->seen[at].step = step;
-    t->seen[at].action = (uint8_t)a;
-    t->n_seen++;
-}
-
-/* The report's progress for the scheduler: its step, or the time_attr
- * field when that is not "step". False when the report lacks it. */
-static bool report_time(const Experiment *e, int64_t step, const json_t *metrics, double *time)
-{
-    if (strcmp(e->spec.time_attr, "step") == 0) {
-        *time = (double)step;
-        return true;
-    }
-    json_t *ta = json_object_get(metrics, e->spec.time_attr);
-    if (!json_is_number(ta))
-        return false;
-    *time = json_number_value(ta);
-    return true;
-}
-
-/* With several objectives a report has a value when it carries all of them
- * (docs/api.md, "Several objectives and constraints"); value is the first's,
- * or the first one that is not finite. */
-ReportRead core_report_read(const Experiment *e, int64_t step, const json_t *metrics)
-{
-    const Spec *sp = &e->spec;
-    ReportRead r = {.step = step, .bad_name = sp->metric};
-    r.has_time = report_time(e, step, metrics, &r.time);
-    r.has_value = core_exp_objective(e, metrics, &r.value) == 1;
-    for (int k = 1; k < sp->n_objectives && r.has_value; k++) {
-        double v;
-        r.has_value = rung_nonfinite_from_json(json_object_get(metrics, sp->objectives[k].name),
-                                               &v);
-        if (r.has_value && !isfinite(v) && isfinite(r.value)) {
-            r.value = v;
-            r.bad_name = sp->objectives[k].name;
-        }
-    }
-    return r;
-}
-
-void core_record_report(Trial *t, const ReportRead *r, json_t *metrics, ReportAction a)
-{
-    Experiment *e = t->exp;
-    int64_t step = r->step;
-    json_t *ta = json_object_get(metrics, e->spec.time_attr);
-    t->step = (strcmp(e->spec.time_attr, "step") != 0 && json_is_integer(ta))
-                  ? (int64_t)json_integer_value(ta)
-                  : step;
-    t->has_step = true;
-    t->has_time = r->has_time;
-    t->time = r->time;
-    json_decref(t->last);
-    t->last = json_incref(metrics);
-    double v = r->value;
-    if (r->has_value && isfinite(v) && (!t->has_best || core_better(e, v, t->best_value))) {
-        t->has_best = true;
-        t->best_value = v;
-        t->best_step = step;
-    }
-    core_seen_insert(t, step, a);
-}
-
-int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *metrics, int64_t now,
-                ReportAction *action, RungError *err)
-{
-    if (t->gang != NULL) {
-        int rc = core_gang_report_gate(t, token, action, err);
-        if (rc != 0)
-            return rc > 0 ? 0 : rc;
-    }
-    if (t->lease_token[0] == '\0' || !core_token_equal(token, t->lease_token))
-        return core_lease_lost(t, err);
-    if (t->state == TRIAL_RUNNING && t->leased_seen > 0 &&
-        step <= t->seen[t->leased_seen - 1].step) {
-        /* A resumed trial reporting a step it had reached before (it found
-         * no checkpoint and started over): those reports stand; the repeats
-         * are neither judged nor stored. */
-        *action = ACTION_CONTINUE;
-        return 0;
-    }
-    size_t at = seen_lower_bound(t, step);
-    if (at < t->n_seen && t->seen[at].step == step) {
-        *action = (ReportAction)t->seen[at].action; /* a retry: same answer, stored once */
-        return 0;
-    }
-    if (t->state != TRIAL_RUNNING) {
-        *action = ACTION_STOP; /* it ended meanwhile; the worker must end it too */
-        return 0;
-    }
-    Experiment *e = t->exp;
-    core_renew(core, t, t->worker_id, now); /* a report proves the worker alive */
-    if (t->from_trial != 0 && step > t->from_step) {
-        /* pbt: the program went on from the copied checkpoint (or started
-         * over without it); no copy is owed any more. */
-        t->from_trial = t->from_step = t->from_worker = 0;
-        core_mark_trial(core, t);
-        core_drop_unneeded_ckpts(core, t->exp);
-    }
-    ReportAction a = ACTION_CONTINUE;
-    bool recorded = false;
-    const ReportRead r = core_report_read(e, step, metrics);
-    double v = r.value;
-    if (r.has_value && !isfinite(v) && e->pbt == NULL) {
-        /* (pbt ranks it last at its next milestone instead: sched_pbt_report.) */
-        char msg[SPEC_MAX_METRIC + 96];
-        snprintf(msg, sizeof msg, "%s is %s at step %lld", r.bad_name, rung_nonfinite_format(v),
-                 (long long)step);
-        core_set_error(t, msg);
-        /* Seen, though not finite: the metric's name is right. */
-        e->health.metric_seen = true;
-        core_set_state(core, t, TRIAL_FAILED, now); /* a diverged run is not retried */
-        a = ACTION_STOP;
-    } else if (t->stop_kind != STOP_NONE) {
-        core_record_report(t, &r, metrics,
-                           ACTION_STOP); /* first: a paused trial resumes after it */
-        recorded = true;
-        core_apply_stop(core, t, now);
-        a = ACTION_STOP;
-    } else {
-        if (r.has_value && !e->health.metric_seen) {
-            e->health.metric_seen = true;
-            mark_exp(core, e);
-        }
-        a = core_schedule(core, t, &r, metrics, now);
-        /* stop.metric_threshold: a value at least this good ends the search. */
-        if (r.has_value && isfinite(v) && e->spec.has_stop_threshold && core_exp_active(e) &&
-            !core_better(e, e->spec.stop_threshold, v)) {
-            end_experiment(core, e, EXP_COMPLETED, END_THRESHOLD, NULL, now);
-            if (t->state == TRIAL_RUNNING) {
-                core_apply_stop(core, t, now);
-                a = ACTION_STOP;
-            }
-        }
-    }
-    if (!recorded)
-        core_record_report(t, &r, metrics, a);
-    rung_grow((void **)&core->reports, &core->cap_reports, core->n_reports, sizeof(NewReport));
-    core->reports[core->n_reports++] = (NewReport){
-        .trial_id = t->id,
-        .attempt = t->attempt,
-        .step = step,
-        .time = now,
-        .metrics = json_incref(metrics),
-        .action = a,
-    };
-    *action = a;
-    return 0;
-}
-
-int core_finish(Core *core, Trial *t, const char *token, bool completed, const char *error,
-                int64_t now, RungError *err)
-{
-    if (t->gang != NULL) {
-        GangMember *m = members_by_token(t->gang, token);
-        if (m == NULL)
-            return core_lease_lost(t, err);
-        if (t->gang->attempt != t->attempt || t->state != TRIAL_RUNNING)
-            return 0; /* the attempt is over: finishing changes nothing */
-        if (members_rank(t->gang, m) > 0) {
-            core_gang_member_finish(core, t, m, completed, error, now);
-            return 0;
-        }
-    }
-    if (t->lease_token[0] == '\0' || !core_token_equal(token, t->lease_token))
-        return core_lease_lost(t, err);
-    if (t->state != TRIAL_RUNNING)
-        return 0; /* already ended: finishing again changes nothing */
-    if (t->stop_kind != STOP_NONE && !(completed && t->stop_kind == STOP_PAUSE)) {
-        core_apply_stop(core, t,
-                        now); /* a trial that ended before its pause reached it completes */
-    } else if (completed) {
-        core_set_error(t, NULL);
-        Experiment *e = t->exp;
-        e->hold_endgame = true; /* promotions first, then the end game */
-        core_end_for_scheduler(core, t, TRIAL_COMPLETED, now);
-        e->hold_endgame = false;
-        sched_asha_promote_ready(core, e, now); /* its last value may have been recorded */
-        core_maybe_complete(core, e, now);
-    } else {
-        core_fail_or_retry(core, t, (error && error[0]) ? error : "the trial failed", RETRY_FAILED,
-                           now);
-    }
-    return 0;
-}
-
 static int ended_conflict(const Experiment *e, const char *what, RungError *err)
 {
     return rung_error_set(err, RUNG_E_CONFLICT, NULL, "experiment %lld is %s: it cannot be %s",
@@ -1088,7 +864,7 @@ int core_cancel(Core *core, Experiment *e, int64_t now, RungError *err)
         return 0;
     if (!core_exp_active(e))
         return ended_conflict(e, "canceled", err);
-    end_experiment(core, e, EXP_CANCELED, END_CANCELED, NULL, now);
+    core_end_experiment(core, e, EXP_CANCELED, END_CANCELED, NULL, now);
     return 0;
 }
 
@@ -1140,7 +916,7 @@ int core_patch(Core *core, Experiment *e, const json_t *patch, int64_t now, Rung
         return err->code;
     if (e->warm != NULL) /* a grid warm-started skips what its source tried */
         e->spec.total_trials = warm_total_trials(e->warm, &e->spec);
-    mark_exp(core, e);
+    core_mark_exp(core, e);
     core->availability_changed = true;
     if (e->state == EXP_COMPLETED && e->n_trials < e->spec.total_trials) {
         e->health.since_better = 0; /* stop.patience counts from the extension */
@@ -1196,7 +972,7 @@ int core_retry_failed(Core *core, Experiment *e, int64_t now, int64_t *n, RungEr
     /* A new chance: the failure rules count from here. */
     e->health.n_errors = 0;
     e->health.ended_reporting = 0;
-    mark_exp(core, e);
+    core_mark_exp(core, e);
     if (*n > 0 && !core_exp_active(e))
         set_exp_state(core, e, EXP_RUNNING, END_NONE, now);
     core->availability_changed = true;
@@ -1212,7 +988,7 @@ int64_t core_tick(Core *core, int64_t now)
         double budget = e->spec.stop_time_budget_s;
         if (e->state == EXP_RUNNING && budget > 0 &&
             (double)(now - e->created_at) >= budget * 1000.0) {
-            end_experiment(core, e, EXP_COMPLETED, END_TIME_BUDGET, NULL, now);
+            core_end_experiment(core, e, EXP_COMPLETED, END_TIME_BUDGET, NULL, now);
             n++;
         }
     }
@@ -1232,35 +1008,4 @@ json_t *core_health_json(const Experiment *e)
                      "best_finished",
                      h->has_best_finished ? json_real(h->best_finished) : json_null(),
                      "since_better", (json_int_t)h->since_better);
-}
-
-void core_trial_set_log(Core *core, Trial *t, const char *text)
-{
-    size_t len = strlen(text);
-    const char *from = len > CORE_MAX_LOG ? text + (len - CORE_MAX_LOG) : text;
-    while (((unsigned char)*from & 0xC0) == 0x80)
-        from++; /* start on a whole UTF-8 character */
-    char *copy = strdup(from);
-    if (copy == NULL)
-        abort();
-    bool same = t->log_tail != NULL && strcmp(t->log_tail, copy) == 0;
-    free(t->log_tail);
-    t->log_tail = copy;
-    if (!same && core != NULL)
-        core_mark_trial(core, t);
-}
-
-void core_trial_set_warnings(Core *core, Trial *t, json_t *warnings)
-{
-    if (t->warnings != NULL && json_equal(t->warnings, warnings))
-        return;
-    json_decref(t->warnings);
-    t->warnings = json_incref(warnings);
-    core_mark_trial(core, t);
-}
-
-void core_worker_log(Core *core, Trial *t, int64_t worker_id, const char *text)
-{
-    if (text != NULL && worker_id != 0 && worker_id == t->worker_id)
-        core_trial_set_log(core, t, text);
 }

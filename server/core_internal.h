@@ -80,6 +80,7 @@ bool core_in_line(TrialState s);
 void core_queue_back(Experiment *e, Trial *t);
 void core_queue_front(Experiment *e, Trial *t);
 void core_mark_trial(Core *core, Trial *t);
+void core_mark_exp(Core *core, Experiment *e);
 void core_mark_worker(Core *core, Worker *w);
 void core_trial_free(Trial *t);
 void core_exp_free(Experiment *e);
@@ -91,6 +92,8 @@ Experiment *core_exp_new(Core *core, int64_t id, Spec *spec, int64_t now);
 bool core_better(const Experiment *e, double a, double b);
 bool core_exp_active(const Experiment *e);
 char *core_dup_str(const char *s);
+void core_end_experiment(Core *core, Experiment *e, ExpState s, EndReason why, const char *error,
+                         int64_t now);
 void core_maybe_complete(Core *core, Experiment *e, int64_t now);
 Worker *core_owner_of(const Core *core, const Trial *t);
 void core_count_slots(Core *core, const Trial *t, int64_t delta);
@@ -100,10 +103,6 @@ void core_trial_resume(Core *core, Trial *t, int64_t now);
 void core_end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now);
 void core_apply_stop(Core *core, Trial *t, int64_t now);
 void core_fail_or_retry(Core *core, Trial *t, const char *error, RetryReason why, int64_t now);
-int core_exp_objective(const Experiment *e, const json_t *metrics, double *v);
-void core_seen_insert(Trial *t, int64_t step, ReportAction a);
-ReportRead core_report_read(const Experiment *e, int64_t step, const json_t *metrics);
-void core_record_report(Trial *t, const ReportRead *r, json_t *metrics, ReportAction a);
 
 /* core_release.c */
 void core_release_exp(Core *core, Experiment *e);
@@ -159,5 +158,11 @@ void core_renew(Core *core, Trial *t, int64_t worker_id, int64_t now);
 bool core_holds_trial(const Trial *t, int64_t worker_id);
 bool core_token_equal(const char *given, const char *expected);
 int core_lease_lost(const Trial *t, RungError *err);
+
+/* core_report.c */
+int core_exp_objective(const Experiment *e, const json_t *metrics, double *v);
+void core_seen_insert(Trial *t, int64_t step, ReportAction a);
+ReportRead core_report_read(const Experiment *e, int64_t step, const json_t *metrics);
+void core_record_report(Trial *t, const ReportRead *r, json_t *metrics, ReportAction a);
 
 #endif
