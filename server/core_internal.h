@@ -91,6 +91,7 @@ void core_put_trial(Core *core, Experiment *e, Trial *t);
 Experiment *core_exp_new(Core *core, int64_t id, Spec *spec, int64_t now);
 bool core_better(const Experiment *e, double a, double b);
 bool core_exp_active(const Experiment *e);
+void core_set_exp_state(Core *core, Experiment *e, ExpState s, EndReason why, int64_t now);
 char *core_dup_str(const char *s);
 void core_end_experiment(Core *core, Experiment *e, ExpState s, EndReason why, const char *error,
                          int64_t now);
@@ -99,6 +100,7 @@ Worker *core_owner_of(const Core *core, const Trial *t);
 void core_count_slots(Core *core, const Trial *t, int64_t delta);
 void core_set_state(Core *core, Trial *t, TrialState s, int64_t now);
 void core_set_error(Trial *t, const char *error);
+void core_reset_attempt(Trial *t);
 void core_trial_resume(Core *core, Trial *t, int64_t now);
 void core_end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now);
 void core_apply_stop(Core *core, Trial *t, int64_t now);
