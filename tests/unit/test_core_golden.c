@@ -450,11 +450,8 @@ static void step_register(Run *r)
     r->workers[r->n_workers++] = w->id;
 }
 
-static void step_lease(Run *r)
+static void lease_by(Run *r, Worker *w)
 {
-    Worker *w = random_worker(r);
-    if (w == NULL)
-        return;
     LeaseOffer o;
     memset(&o, 0, sizeof o);
     o.cpus = below(4);
@@ -489,6 +486,31 @@ static void step_lease(Run *r)
     l->worker = w->id;
     l->step = core_resume_step(t);
     snprintf(l->token, sizeof l->token, "%s", token);
+}
+
+static void step_lease(Run *r)
+{
+    Worker *w = random_worker(r);
+    if (w != NULL)
+        lease_by(r, w);
+}
+
+/* Every worker asks at once (workers poll together), and when that formed
+ * a gang, the requests parked meanwhile are served again, as the engine
+ * does (server/engine.c, core_take_gang_formed). */
+static void step_lease_round(Run *r)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < r->n_workers; i++) {
+            Worker *w = core_worker(r->core, r->workers[i]);
+            if (w != NULL)
+                lease_by(r, w);
+        }
+        bool formed = core_take_gang_formed(r->core);
+        note("gang formed %d", formed);
+        if (!formed)
+            break;
+    }
 }
 
 static json_t *random_metrics(Run *r)
@@ -827,9 +849,12 @@ static uint64_t run_seed(int seed, const char *dir, const char *empty)
         r.now += below(300);
         note("step %d t=%" PRId64, s, r.now);
         int64_t pick = below(100);
-        if (pick < 28)
-            step_lease(&r);
-        else if (pick < 52)
+        if (pick < 28) {
+            if (r.kind == 7 && below(2))
+                step_lease_round(&r);
+            else
+                step_lease(&r);
+        } else if (pick < 52)
             step_report(&r);
         else if (pick < 58)
             step_finish(&r, 0);
