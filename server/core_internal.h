@@ -167,4 +167,8 @@ void core_seen_insert(Trial *t, int64_t step, ReportAction a);
 ReportRead core_report_read(const Experiment *e, int64_t step, const json_t *metrics);
 void core_record_report(Trial *t, const ReportRead *r, json_t *metrics, ReportAction a);
 
+/* core_health.c */
+const ErrorCount *core_top_error(const ExpHealth *h);
+void core_trial_ended(Core *core, Trial *t, int64_t now);
+
 #endif
