@@ -10,7 +10,7 @@
  * never reported the metric, are left out. The searchers use it three ways:
  *
  *   - bayes: the trials are observations before the experiment's own
- *     (history_of in engine.c puts them first), and they count toward
+ *     (history_of in engine_propose.c puts them first), and they count toward
  *     n_initial (warm_n_initial);
  *   - random (quasi too): a trial whose drawn config was tried draws again,
  *     deterministically (sampler_redraw), up to WARM_MAX_REDRAWS times;

@@ -1,0 +1,62 @@
+/* What the engine's files share (engine.c: the loop; engine_propose.c: the
+ * proposal policy), not for the rest of the daemon (engine.h). */
+#ifndef RUNG_SERVER_ENGINE_INTERNAL_H
+#define RUNG_SERVER_ENGINE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "engine.h"
+#include "propose.h"
+
+struct Engine {
+    pthread_t thread;
+    int64_t generation; /* this run's start, ms: see engine_generation */
+    EngineFront front;
+    bool started;
+    int epfd;    /* waits on the HTTP front's epoll fd and wake_fd */
+    int wake_fd; /* eventfd: the proposer's answers, shutdown */
+    atomic_bool stop_requested;
+    /* Internal jobs (proposals) from other threads, under mu. */
+    pthread_mutex_t mu;
+    Job *inbox;
+    /* Engine thread only: */
+    Store *store;
+    Core *core;
+    EngineConfig cfg;
+    Stats *stats;
+    Proposer *proposer;
+    bool draining;
+    Job *done;   /* jobs answered in this batch, released after commit */
+    Job *parked; /* parked jobs, newest first */
+    int64_t n_parked;
+    uint64_t batch_reports; /* reports written in this batch */
+    /* The core's event counters as of the last flush that the store took,
+     * and of the last commit: a refused write or a failed COMMIT puts them
+     * back, so /metrics counts only what happened for good (a rolled back
+     * lease expiry happens again, and would count twice). */
+    CoreCounters counted, committed;
+    int64_t in_flight; /* jobs submitted whose on_done has not run */
+    bool resumed;      /* on_done ran last batch: the HTTP front must run again */
+    int64_t now;
+    int64_t next_tick;
+    int64_t rate_at_ms;    /* monotonic ms of the last reports/s sample */
+    uint64_t rate_reports; /* reports committed at that sample */
+    /* pbt: checkpoints dropped in this batch, whose files go once the
+     * deletion of their rows is committed. */
+    CoreCheckpoint *unlink;
+    int64_t n_unlink, cap_unlink;
+};
+
+/* engine.c: wakes the loop (its eventfd), from any thread. */
+void engine_wake(Engine *e);
+
+/* engine_propose.c, the proposal policy: on the engine thread, once per
+ * tick, asks the proposer thread (propose.h) for the configs each running
+ * experiment needs next (how many, with the searcher's history for a model
+ * and the warm_start trials); on the proposer thread, queues its answers
+ * as internal jobs that add the trials on the engine thread. */
+void engine_request_proposals(Engine *e);
+void engine_on_proposals(void *ctx, Proposals *p);
+
+#endif
