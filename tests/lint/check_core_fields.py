@@ -28,7 +28,7 @@ TYPES = ("Trial", "Experiment", "Worker")
 # write renames its entry; nothing may join.
 PENDING = {
     ("api.c", "Experiment", "warm"),         # api_experiment_create: warm_start's trials
-    ("engine.c", "Experiment", "proposing"),  # the proposal policy's count of configs asked
+    ("engine_propose.c", "Experiment", "proposing"),  # the proposal policy's configs asked
     ("store.c", "Experiment", "stored"),      # the row written: update from now on
     ("store.c", "Trial", "stored"),
     ("store.c", "Trial", "config_changed"),   # pbt's new config and lineage written
