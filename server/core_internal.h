@@ -89,22 +89,7 @@ int64_t core_exp_lower_bound(const Core *core, int64_t id);
 void core_window_shrink(Experiment *e);
 void core_put_trial(Core *core, Experiment *e, Trial *t);
 Experiment *core_exp_new(Core *core, int64_t id, Spec *spec, int64_t now);
-bool core_better(const Experiment *e, double a, double b);
-bool core_exp_active(const Experiment *e);
-void core_set_exp_state(Core *core, Experiment *e, ExpState s, EndReason why, int64_t now);
-char *core_dup_str(const char *s);
-void core_end_experiment(Core *core, Experiment *e, ExpState s, EndReason why, const char *error,
-                         int64_t now);
-void core_maybe_complete(Core *core, Experiment *e, int64_t now);
-Worker *core_owner_of(const Core *core, const Trial *t);
-void core_count_slots(Core *core, const Trial *t, int64_t delta);
-void core_set_state(Core *core, Trial *t, TrialState s, int64_t now);
-void core_set_error(Trial *t, const char *error);
-void core_reset_attempt(Trial *t);
-void core_trial_resume(Core *core, Trial *t, int64_t now);
-void core_end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now);
-void core_apply_stop(Core *core, Trial *t, int64_t now);
-void core_fail_or_retry(Core *core, Trial *t, const char *error, RetryReason why, int64_t now);
+void core_join_share(Core *core, Experiment *e);
 
 /* core_release.c */
 void core_release_exp(Core *core, Experiment *e);
@@ -170,5 +155,23 @@ void core_record_report(Trial *t, const ReportRead *r, json_t *metrics, ReportAc
 /* core_health.c */
 const ErrorCount *core_top_error(const ExpHealth *h);
 void core_trial_ended(Core *core, Trial *t, int64_t now);
+
+/* core_kernel.c */
+bool core_better(const Experiment *e, double a, double b);
+bool core_exp_active(const Experiment *e);
+void core_set_exp_state(Core *core, Experiment *e, ExpState s, EndReason why, int64_t now);
+char *core_dup_str(const char *s);
+void core_end_experiment(Core *core, Experiment *e, ExpState s, EndReason why, const char *error,
+                         int64_t now);
+void core_maybe_complete(Core *core, Experiment *e, int64_t now);
+Worker *core_owner_of(const Core *core, const Trial *t);
+void core_count_slots(Core *core, const Trial *t, int64_t delta);
+void core_set_state(Core *core, Trial *t, TrialState s, int64_t now);
+void core_set_error(Trial *t, const char *error);
+void core_reset_attempt(Trial *t);
+void core_trial_resume(Core *core, Trial *t, int64_t now);
+void core_end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now);
+void core_apply_stop(Core *core, Trial *t, int64_t now);
+void core_fail_or_retry(Core *core, Trial *t, const char *error, RetryReason why, int64_t now);
 
 #endif
