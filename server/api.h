@@ -1,6 +1,9 @@
 /* Request handlers: JSON in, core calls, JSON out. They run on the engine
  * thread (see engine.h), hold no SQL and no policy of their own: validation
- * of request bodies is here, decisions are in core.c. */
+ * of request bodies is here (with request.c and spec.c), decisions are in
+ * the core. One file per resource of docs/api.md: api_experiments.c,
+ * api_trials.c, api_checkpoints.c, api_workers.c, api_metrics.c; what they
+ * share is api.c's (api_internal.h); the route table api_routes.c. */
 #ifndef RUNG_SERVER_API_H
 #define RUNG_SERVER_API_H
 
@@ -44,8 +47,5 @@ void api_prometheus(Engine *e, Job *job);
  * start (HttpConfig.routes). */
 extern const HttpRoute api_routes[];
 extern const size_t api_n_routes;
-
-/* Sets job's reply to the error of docs/api.md's shape; field may be "". */
-void api_error(Job *job, int code, const char *field, const char *message);
 
 #endif

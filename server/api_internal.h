@@ -20,7 +20,10 @@
 #define LIST_DEFAULT 100 /* docs/api.md: lists default to 100 items ... */
 #define LIST_MAX 1000    /* ... and give at most 1,000 at once */
 
-/* Sets job's reply to err's error (docs/api.md's shape). */
+/* Sets job's reply to the error of docs/api.md's shape (errjson.h, the one
+ * builder of error bodies); field may be "". */
+void api_error(Job *job, int code, const char *field, const char *message);
+/* The same from a filled RungError. */
 void api_fail(Job *job, const RungError *err);
 /* Sets job's reply: body is stolen. */
 void api_reply(Job *job, int status, json_t *body);

@@ -1,0 +1,498 @@
+/* The experiments' routes (docs/api.md, "Experiments"): create, list,
+ * get, the user's verbs (cancel, pause, resume, patch, retry-failed,
+ * delete), and the history of one experiment's trials (the list, the CSV
+ * and the learning curves). */
+#include "api_internal.h"
+
+#include <stdio.h>
+#include <stdio_ext.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rank.h"
+#include "store_read.h"
+#include "views.h"
+
+#define A RUNG_E_INVALID_ARGUMENT
+#define CURVES_MAX 250000     /* metric values per curves call; page with after */
+#define CURVES_BEST_MAX 10000 /* curves?best=K: at most this many trials' curves */
+
+/* A memory stream for a large reply: only this thread writes it, so its
+ * calls skip stdio's lock (one per fputc of 50,000 CSV rows). */
+static FILE *reply_stream(char **buf, size_t *len)
+{
+    FILE *out = open_memstream(buf, len);
+    if (out == NULL)
+        abort();
+    __fsetlocking(out, FSETLOCKING_BYCALLER);
+    return out;
+}
+
+static json_t *experiment_json(const Experiment *x)
+{
+    ExperimentView v;
+    view_of_experiment(x, &v);
+    json_t *o = view_experiment(&v);
+    json_decref(v.pareto);
+    return o;
+}
+
+void api_experiment_create(Engine *e, Job *job)
+{
+    RungError err;
+    rung_error_clear(&err);
+    Spec spec;
+    if (spec_parse(job->body, engine_seed(), &spec, &err) != 0) {
+        api_fail(job, &err);
+        return;
+    }
+    /* warm_start: its source's trials, read before the experiment exists. */
+    struct Warm *warm = NULL;
+    if (spec.warm_start_exp > 0 &&
+        store_read_warm(engine_store(e), &spec, engine_now(e), true, &warm, &err) != 0) {
+        spec_close(&spec);
+        api_fail(job, &err);
+        return;
+    }
+    Experiment *x = core_experiment_add(engine_core(e), &spec, engine_now(e));
+    x->warm = warm;
+    api_reply(job, 201, experiment_json(x));
+}
+
+void api_experiment_list(Engine *e, Job *job)
+{
+    RungError err;
+    int64_t limit, offset;
+    if (api_query_int(job, "limit", LIST_DEFAULT, 1, LIST_MAX, &limit, &err) ||
+        api_query_int(job, "offset", 0, 0, INT64_MAX, &offset, &err)) {
+        api_fail(job, &err);
+        return;
+    }
+    int64_t ids[LIST_MAX], total;
+    json_t *items;
+    if (store_read_experiments(engine_store(e), limit, offset, &items, ids, &total, &err)) {
+        api_fail(job, &err);
+        return;
+    }
+    /* Those in memory are newer than their rows. */
+    for (size_t i = 0; i < json_array_size(items); i++) {
+        Experiment *x = core_experiment(engine_core(e), ids[i]);
+        if (x != NULL)
+            json_array_set_new(items, i, experiment_json(x));
+    }
+    api_reply(job, 200, api_list_json(items, total));
+}
+
+void api_experiment_get(Engine *e, Job *job)
+{
+    Experiment *x = core_experiment(engine_core(e), job->ids[0]);
+    if (x) {
+        api_reply(job, 200, experiment_json(x));
+        return;
+    }
+    RungError err;
+    json_t *o;
+    if (store_read_experiment(engine_store(e), job->ids[0], &o, &err))
+        api_fail(job, &err);
+    else
+        api_reply(job, 200, o);
+}
+
+/* 409 for an experiment (o, stolen) that has ended and cannot be `what`. */
+static void ended_conflict(Job *job, json_t *o, const char *what)
+{
+    char msg[160];
+    snprintf(msg, sizeof msg, "experiment %lld is %s: it cannot be %s",
+             (long long)json_integer_value(json_object_get(o, "id")),
+             json_string_value(json_object_get(o, "state")), what);
+    json_decref(o);
+    api_error(job, RUNG_E_CONFLICT, "", msg);
+}
+
+void api_experiment_cancel(Engine *e, Job *job)
+{
+    Experiment *x = core_experiment(engine_core(e), job->ids[0]);
+    if (x == NULL) {
+        /* Not in memory: it ended (or never was). */
+        RungError err;
+        json_t *o;
+        if (store_read_experiment(engine_store(e), job->ids[0], &o, &err)) {
+            api_fail(job, &err);
+            return;
+        }
+        const char *state = json_string_value(json_object_get(o, "state"));
+        if (state != NULL && strcmp(state, "canceled") == 0)
+            api_reply(job, 200, o);
+        else
+            ended_conflict(job, o, "canceled");
+        return;
+    }
+    RungError err;
+    if (core_cancel(engine_core(e), x, engine_now(e), &err) != 0)
+        api_fail(job, &err);
+    else
+        api_reply(job, 200, experiment_json(x));
+}
+
+/* The experiment of job->ids[0] when it is in memory (running, paused, or
+ * ended with trials still stopping). Otherwise it has ended (or never
+ * was): the reply is set, 409 naming its state or 404, and NULL returned. */
+static Experiment *active_experiment(Engine *e, Job *job, const char *what)
+{
+    Experiment *x = core_experiment(engine_core(e), job->ids[0]);
+    if (x != NULL)
+        return x;
+    RungError err;
+    json_t *o;
+    if (store_read_experiment(engine_store(e), job->ids[0], &o, &err))
+        api_fail(job, &err);
+    else
+        ended_conflict(job, o, what);
+    return NULL;
+}
+
+/* The experiment of job->ids[0], read back into memory when it ended and
+ * left it (to run again). NULL with the reply set when there is none. */
+static Experiment *revived_experiment(Engine *e, Job *job)
+{
+    Experiment *x = core_experiment(engine_core(e), job->ids[0]);
+    RungError err;
+    if (x == NULL && store_revive_experiment(engine_store(e), engine_core(e), job->ids[0],
+                                             engine_now(e), &err) != 0) {
+        api_fail(job, &err);
+        return NULL;
+    }
+    return x ? x : core_experiment(engine_core(e), job->ids[0]);
+}
+
+void api_experiment_pause(Engine *e, Job *job)
+{
+    const char *running = json_string_value(json_object_get(job->query, "running"));
+    if (running != NULL && strcmp(running, "pause") != 0 && strcmp(running, "finish") != 0) {
+        api_error(job, RUNG_E_INVALID_ARGUMENT, "running",
+                  "running: must be pause (pause the running trials too) or finish (the "
+                  "default: let them finish)");
+        return;
+    }
+    Experiment *x = active_experiment(e, job, "paused");
+    if (x == NULL)
+        return;
+    RungError err;
+    bool running_too = running != NULL && strcmp(running, "pause") == 0;
+    if (core_pause(engine_core(e), x, running_too, engine_now(e), &err) != 0)
+        api_fail(job, &err);
+    else
+        api_reply(job, 200, experiment_json(x));
+}
+
+void api_experiment_resume(Engine *e, Job *job)
+{
+    Experiment *x = active_experiment(e, job, "resumed");
+    if (x == NULL)
+        return;
+    RungError err;
+    if (core_resume(engine_core(e), x, engine_now(e), &err) != 0)
+        api_fail(job, &err);
+    else
+        api_reply(job, 200, experiment_json(x));
+}
+
+void api_experiment_patch(Engine *e, Job *job)
+{
+    Experiment *x = revived_experiment(e, job);
+    if (x == NULL)
+        return;
+    RungError err;
+    rung_error_clear(&err);
+    if (core_patch(engine_core(e), x, job->body, engine_now(e), &err) != 0)
+        api_fail(job, &err);
+    else
+        api_reply(job, 200, experiment_json(x));
+}
+
+void api_experiment_retry_failed(Engine *e, Job *job)
+{
+    Experiment *x = revived_experiment(e, job);
+    if (x == NULL)
+        return;
+    RungError err;
+    rung_error_clear(&err);
+    int64_t n = 0;
+    if (store_readd_failed(engine_store(e), engine_core(e), x, &err) != 0 ||
+        core_retry_failed(engine_core(e), x, engine_now(e), &n, &err) != 0) {
+        api_fail(job, &err);
+        return;
+    }
+    api_reply(job, 200,
+              json_pack("{s:I, s:o}", "retried", (json_int_t)n, "experiment", experiment_json(x)));
+}
+
+void api_experiment_delete(Engine *e, Job *job)
+{
+    int64_t id = job->ids[0];
+    Core *core = engine_core(e);
+    Experiment *x = core_experiment(core, id);
+    RungError err;
+    rung_error_clear(&err);
+    if (x != NULL) {
+        /* In memory: it runs, is paused, has trials still stopping, or
+         * ended in this very batch (it leaves memory once committed). */
+        char msg[160];
+        if (x->state == EXP_RUNNING || x->state == EXP_PAUSED)
+            snprintf(msg, sizeof msg, "experiment %lld is %s: cancel it first", (long long)id,
+                     exp_state_name(x->state));
+        else if (x->counts[TRIAL_RUNNING] > 0)
+            snprintf(msg, sizeof msg,
+                     "experiment %lld is %s with running trials: wait for them to stop",
+                     (long long)id, exp_state_name(x->state));
+        else
+            snprintf(msg, sizeof msg, "experiment %lld has just ended: try again", (long long)id);
+        api_error(job, RUNG_E_CONFLICT, "", msg);
+        return;
+    }
+    json_t *o;
+    if (store_read_experiment(engine_store(e), id, &o, &err)) {
+        api_fail(job, &err);
+        return;
+    }
+    ExpState state = EXP_COMPLETED;
+    exp_state_parse(json_string_value(json_object_get(o, "state")), &state);
+    json_decref(o);
+    if (core_warm_source_in_use(core, id)) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "experiment %lld: a running experiment warm-starts from it",
+                 (long long)id);
+        api_error(job, RUNG_E_CONFLICT, "", msg);
+        return;
+    }
+    int64_t counts[TRIAL__COUNT];
+    if (store_delete_experiment(engine_store(e), id, counts, &err)) {
+        api_fail(job, &err);
+        return;
+    }
+    core_forget_deleted(core, state, counts);
+    int64_t n = 0;
+    for (int k = 0; k < TRIAL__COUNT; k++)
+        n += counts[k];
+    api_reply(job, 200,
+              json_pack("{s:I, s:I}", "deleted", (json_int_t)id, "trials", (json_int_t)n));
+}
+
+void api_experiment_trials(Engine *e, Job *job)
+{
+    RungError err;
+    int64_t limit, offset;
+    if (api_query_int(job, "limit", LIST_DEFAULT, 1, LIST_MAX, &limit, &err) ||
+        api_query_int(job, "offset", 0, 0, INT64_MAX, &offset, &err)) {
+        api_fail(job, &err);
+        return;
+    }
+    const char *state_s = json_string_value(json_object_get(job->query, "state"));
+    const char *sort = json_string_value(json_object_get(job->query, "sort"));
+    TrialState state = TRIAL_PENDING;
+    bool filter = state_s != NULL && state_s[0] != '\0';
+    if (filter && trial_state_parse(state_s, &state) != 0) {
+        api_error(job, A, "state",
+                  "state: must be pending, running, completed, stopped, failed, canceled or "
+                  "paused");
+        return;
+    }
+    if (sort && sort[0] && strcmp(sort, "value") != 0 && strcmp(sort, "number") != 0) {
+        api_error(job, A, "sort", "sort: must be number or value");
+        return;
+    }
+    Spec own;
+    bool owned;
+    const Spec *spec = api_spec_of(e, job, job->ids[0], &own, &owned);
+    if (spec == NULL)
+        return;
+    Store *store = engine_store(e);
+    int st = filter ? (int)state : -1;
+    json_t *items = NULL;
+    int64_t total = 0;
+    int rc = 0;
+    if (sort && strcmp(sort, "value") == 0) {
+        /* Ranked here: trials in memory have newer bests than their rows. */
+        TrialRank *ranks;
+        rc = store_read_trial_ranks(store, spec, job->ids[0], st, &ranks, &total, &err);
+        if (rc == 0) {
+            for (int64_t i = 0; i < total; i++) {
+                Trial *t = core_trial(engine_core(e), ranks[i].id);
+                if (t != NULL) {
+                    ranks[i].has_best = t->has_best;
+                    ranks[i].loss = t->has_best ? spec_loss(spec, t->best_value) : 0;
+                }
+            }
+            rank_first(ranks, total, offset < total - limit ? offset + limit : total);
+            items = json_array();
+            for (int64_t i = offset; i < total && i < offset + limit && rc == 0; i++) {
+                json_t *o = api_trial_view(e, spec, ranks[i].id, &err);
+                if (o == NULL)
+                    rc = err.code;
+                else
+                    json_array_append_new(items, o);
+            }
+            free(ranks);
+        }
+    } else {
+        rc = store_read_trials(store, spec, job->ids[0], st, limit, offset, &items, &total, &err);
+        for (size_t i = 0; rc == 0 && i < json_array_size(items); i++) {
+            json_int_t id = json_integer_value(json_object_get(json_array_get(items, i), "id"));
+            Trial *t = core_trial(engine_core(e), id);
+            if (t != NULL)
+                json_array_set_new(items, i, api_trial_json(t));
+        }
+    }
+    if (owned)
+        spec_close(&own);
+    if (rc != 0) {
+        json_decref(items);
+        api_fail(job, &err);
+        return;
+    }
+    api_reply(job, 200, api_list_json(items, total));
+}
+
+typedef struct CsvCtx {
+    Engine *e;
+    const Spec *spec;
+} CsvCtx;
+
+/* Writes the CSV row of a trial in memory; false for the others. */
+static bool csv_row(void *ctx, int64_t id, FILE *out)
+{
+    CsvCtx *c = ctx;
+    const Trial *t = core_trial(engine_core(c->e), id);
+    if (t == NULL)
+        return false;
+    store_csv_row(out, c->spec, t->id, t->number, trial_state_name(t->state), t->config,
+                  t->has_best, t->best_value, t->last, t->has_step, t->step);
+    return true;
+}
+
+void api_experiment_csv(Engine *e, Job *job)
+{
+    Spec own;
+    bool owned;
+    const Spec *spec = api_spec_of(e, job, job->ids[0], &own, &owned);
+    if (spec == NULL)
+        return;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = reply_stream(&buf, &len);
+    fputs("id,number,state", out);
+    for (int i = 0; i < space_param_count(spec->space); i++) {
+        fputc(',', out);
+        store_csv_field(out, space_param_name(spec->space, i));
+    }
+    /* Several objectives: a column of each one's last value instead of
+     * best_value and last_value; constraints: feasible (docs/api.md). */
+    if (spec->n_objectives > 1) {
+        for (int k = 0; k < spec->n_objectives; k++) {
+            fputc(',', out);
+            store_csv_field(out, spec->objectives[k].name);
+        }
+    } else {
+        fputs(",best_value,last_value", out);
+    }
+    fputs(spec->n_constraints > 0 ? ",feasible,steps\n" : ",steps\n", out);
+    CsvCtx ctx = {e, spec};
+    RungError err;
+    int rc = store_read_csv(engine_store(e), spec, job->ids[0], out, csv_row, &ctx, &err);
+    fclose(out);
+    if (owned)
+        spec_close(&own);
+    if (rc != 0) {
+        free(buf);
+        api_fail(job, &err);
+        return;
+    }
+    job->status = 200;
+    job->text = buf;
+    job->text_len = len;
+    job->content_type = "text/csv; charset=utf-8";
+}
+
+/* The experiment's metric values in arrival order from a cursor, for the
+ * dashboard's learning curves: {"metric", "generation", "from", "next",
+ * "items": [[trial_id, attempt, step, value], ...]}. The cursor is a time
+ * (ms) at which reports were committed: the client asks again with
+ * after=next and gets only what arrived since. "generation" is the daemon
+ * run; a cursor of another run starts over. Values have nine significant
+ * digits (a float's precision: enough to draw) and are null when not
+ * finite. Written by hand: 200,000 rows are a few MB, and jansson would
+ * build them as objects first.
+ *
+ * With best=K, an experiment with more than K trials that have a value
+ * answers instead with the whole curves of its K best (by each trial's
+ * best value), "best": K and "ranked": how many have a value; "from" is 0
+ * and "next" the cursor a later call would start from. A page that cannot
+ * draw every curve of a large experiment asks this way (docs/api.md). */
+void api_experiment_curves(Engine *e, Job *job)
+{
+    RungError err;
+    int64_t after, limit, gen, best;
+    if (api_query_int(job, "after", 0, 0, INT64_MAX, &after, &err) ||
+        api_query_int(job, "limit", CURVES_MAX, 1, CURVES_MAX, &limit, &err) ||
+        api_query_int(job, "generation", 0, 0, INT64_MAX, &gen, &err) ||
+        api_query_int(job, "best", 0, 0, CURVES_BEST_MAX, &best, &err)) {
+        api_fail(job, &err);
+        return;
+    }
+    Spec own;
+    bool owned;
+    const Spec *spec = api_spec_of(e, job, job->ids[0], &own, &owned);
+    if (spec == NULL)
+        return;
+    int64_t generation = engine_generation(e);
+    if (gen != generation)
+        after = 0; /* another daemon run: from the start */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = reply_stream(&buf, &len);
+    /* Reports of this batch carry its time and may still come: up to it. */
+    int64_t next = 0;
+    char *items = NULL;
+    size_t items_len = 0;
+    FILE *io = reply_stream(&items, &items_len);
+    int64_t ranked = 0;
+    int rc = 0;
+    if (best > 0)
+        rc = store_read_curves_best(engine_store(e), job->ids[0], spec->metric,
+                                    spec->mode == SPEC_MODE_MAX, best, io, &ranked, &err);
+    bool best_mode = rc == 0 && best > 0 && ranked > best;
+    if (best_mode) {
+        after = 0;
+        next = engine_now(e);
+    } else if (rc == 0) {
+        rc = store_read_curves(engine_store(e), job->ids[0], spec->metric, after, engine_now(e),
+                               limit, io, &next, &err);
+    }
+    fclose(io);
+    /* Several objectives have no "metric" in the spec: the curves are of the
+     * first objective (spec->metric), named here either way. */
+    json_t *metric = spec->metric ? json_string(spec->metric) : json_null();
+    fputs("{\"metric\": ", out);
+    json_dumpf(metric, out, JSON_ENCODE_ANY);
+    json_decref(metric);
+    fprintf(out, ", \"generation\": %lld, \"from\": %lld, \"next\": %lld, ", (long long)generation,
+            (long long)after, (long long)next);
+    if (best_mode)
+        fprintf(out, "\"best\": %lld, \"ranked\": %lld, ", (long long)best, (long long)ranked);
+    fputs("\"items\": [", out);
+    fwrite(items, 1, items_len, out);
+    fputs("]}", out);
+    fclose(out);
+    free(items);
+    if (owned)
+        spec_close(&own);
+    if (rc != 0) {
+        free(buf);
+        api_fail(job, &err);
+        return;
+    }
+    job->status = 200;
+    job->text = buf;
+    job->text_len = len;
+    job->content_type = "application/json";
+}
