@@ -153,7 +153,8 @@ enum MHD_Result http_send_buffer(struct MHD_Connection *c, int status, char *dat
                                  const char *type);
 /* Queues body (stolen; NULL: no body) as the JSON reply. */
 enum MHD_Result http_send_json(struct MHD_Connection *c, int status, json_t *body);
-/* The one builder of error replies outside the engine: docs/api.md's shape. */
+/* Queues an error reply of docs/api.md's shape (errjson.h builds every
+ * one, the handlers' and the engine's too); field may be "" or NULL. */
 enum MHD_Result http_send_error(struct MHD_Connection *c, int code, const char *field,
                                 const char *message);
 /* Queues the file a handler opened (job->reply_fd); MHD closes it. */

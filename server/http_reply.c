@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "errjson.h"
+
 enum MHD_Result http_send_buffer(struct MHD_Connection *c, int status, char *data, size_t len,
                                  const char *type)
 {
@@ -34,20 +36,12 @@ enum MHD_Result http_send_json(struct MHD_Connection *c, int status, json_t *bod
     return http_send_buffer(c, status, text, strlen(text), "application/json; charset=utf-8");
 }
 
-/* {"error": {"code": ..., "message": ..., "field": ...}}, the shape of every refusal. */
-static json_t *error_body(int code, const char *field, const char *message)
-{
-    json_t *e = json_pack("{s:s, s:s}", "code", rung_error_string(code), "message", message);
-    if (field && field[0])
-        json_object_set_new(e, "field", json_string(field));
-    return json_pack("{s:o}", "error", e);
-}
-
-/* The one builder of error replies outside the engine. */
+/* Every error reply of the front, as the handlers' and the engine's:
+ * docs/api.md's shape, built by errjson.h alone. */
 enum MHD_Result http_send_error(struct MHD_Connection *c, int code, const char *field,
                                 const char *message)
 {
-    return http_send_json(c, rung_error_status(code), error_body(code, field, message));
+    return http_send_json(c, rung_error_status(code), rung_error_json(code, field, message));
 }
 
 /* A file the handler opened (job->reply_fd, job->reply_size bytes): MHD
@@ -69,7 +63,7 @@ enum MHD_Result http_send_file(struct MHD_Connection *c, Job *job)
  * and the socket's buffer empty, so one non-blocking send takes it. */
 void http_write_error(int fd, int status, int code, const char *message)
 {
-    json_t *doc = error_body(code, NULL, message);
+    json_t *doc = rung_error_json(code, NULL, message);
     char *body = json_dumps(doc, JSON_COMPACT);
     json_decref(doc);
     if (body == NULL)

@@ -173,6 +173,45 @@ class Errors(h.RungdTestCase):
         self.assertEqual(r.status, 404)
         self.assertTrue(r.headers.get("content-type", "").startswith("application/json"), r.headers)
 
+    def test_every_layer_writes_the_same_error_bytes(self):
+        # One builder (common/errjson.h) for the front's refusals before MHD
+        # reads a request (http_screen.c), the front's own replies (http.c),
+        # the handlers' and the engine's: the same keys in the same order,
+        # dumped the same compact way, whichever layer refused.
+        d = self.daemon()
+        s = h.connect_from(d, "127.0.0.1")
+        try:
+            s.sendall(b"GET /api/v1/experiments HTTP/2.0\r\nHost: x\r\n\r\n")
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            s.close()
+        head, _, body = data.partition(b"\r\n\r\n")
+        self.assertTrue(head.startswith(b"HTTP/1.1 505 "), data[:200])
+        replies = {
+            "screen": body,
+            "front 404": d.request("GET", "/api/v1/no-such-thing").body,
+            "front 405": d.request("DELETE", "/api/v1/experiments").body,
+            "handler 404": d.request("GET", "/api/v1/experiments/777").body,
+            "handler field": d.request("POST", "/api/v1/experiments",
+                                       h.spec(searcher="no-such-searcher")).body,
+        }
+        for layer, raw in replies.items():
+            with self.subTest(layer=layer):
+                doc = json.loads(raw, object_pairs_hook=lambda pairs: pairs)
+                self.assertEqual([k for k, _ in doc], ["error"], raw)
+                keys = [k for k, _ in doc[0][1]]
+                self.assertEqual(keys[:2], ["code", "message"], raw)
+                self.assertIn(keys[2:], ([], ["field"]), raw)
+                canonical = json.dumps(json.loads(raw), separators=(",", ":"),
+                                       ensure_ascii=False).encode()
+                self.assertEqual(raw, canonical)
+        self.assertIn(b'"field":"searcher', replies["handler field"])
+
     def test_wrong_content_type(self):
         d = self.daemon()
         r = d.request("POST", "/api/v1/experiments", raw=json.dumps(h.spec()).encode(),
