@@ -9,7 +9,8 @@
 import { h, setText } from '../dom.js';
 import { num } from '../format.js';
 import { densityImage } from './density.js';
-import { ACCENT, BEST, PALETTE, chartWidth, onWidth, robustRange, showMissing, tick } from './uplot.js';
+import { clipped, createLineChart, plotFrame, traceCurve } from './linechart.js';
+import { ACCENT, BEST, PALETTE, robustRange } from './uplot.js';
 
 const HEIGHT = 320;
 const FADED = new Set(['stopped', 'failed', 'canceled']);
@@ -21,127 +22,95 @@ const DENSITY_FROM = 300; // from this many curves on, a density image (density.
  * (milestones on the step axis), onPick(trialId)}.
  */
 export function createCurvesChart(el, uPlot, opts) {
-  if (!uPlot) {
-    showMissing(el);
-    return { update() {}, destroy() {} };
-  }
-  const plot = h('div', { class: 'chart-plot' });
-  const info = h('div', { class: 'chart-info', text: 'hover a curve to see its trial; click to open it' });
   const subsetNote = h('div', { class: 'chart-info', testid: 'curves-subset', hidden: true });
-  el.replaceChildren(plot, info, subsetNote);
+  const chart = createLineChart(el, uPlot, {
+    height: HEIGHT,
+    infoText: 'hover a curve to see its trial; click to open it',
+    after: subsetNote,
+    zoomX: true,
+    yLabel: opts.metric,
+    draw,
+    nearest,
+    describe: (hit) => `${hit.line.label} \u00b7 step ${hit.line.steps[hit.i]} \u00b7 ${opts.metric} ${num(hit.line.values[hit.i])}`,
+    onPick: opts.onPick,
+  });
+  if (!chart) return { update() {}, destroy() {} };
   el.dataset.series = '0';
 
   let lines = []; // {id, label, steps, values, style: 'best'|'faded'|'normal', color}
-  let xr = [0, 1];
-  let yr = [0, 1];
-  let hovered = null;
-  let u = null;
-  let zoomed = false;
-  let pending = false;
   let version = 0; // bumped by update(): the density image is redrawn then
   let cached = { key: '', image: null };
 
   function draw(self) {
-    const ctx = self.ctx;
-    const { left, top, width, height } = self.bbox;
-    const sx = self.scales.x;
-    const sy = self.scales.y;
-    if (sx.min === null || sy.min === null) return;
-    const kx = width / (sx.max - sx.min || 1);
-    const ky = height / (sy.max - sy.min || 1);
-    const X = (v) => left + (v - sx.min) * kx;
-    const Y = (v) => top + height - (v - sy.min) * ky;
-    const dpr = self.pxRatio || window.devicePixelRatio || 1;
-    ctx.save();
-    ctx.beginPath();
-    ctx.rect(left, top, width, height);
-    ctx.clip();
-    // Rungs first, under the curves.
-    ctx.setLineDash([4 * dpr, 4 * dpr]);
-    ctx.lineWidth = dpr;
-    ctx.strokeStyle = '#a0a7b4';
-    ctx.fillStyle = '#6b7280';
-    ctx.font = `${11 * dpr}px system-ui, sans-serif`;
-    (opts.rungs || []).forEach((m, k) => {
-      if (m < sx.min || m > sx.max) return;
-      const x = Math.round(X(m)) + 0.5;
-      ctx.beginPath();
-      ctx.moveTo(x, top);
-      ctx.lineTo(x, top + height);
-      ctx.stroke();
-      const label = `rung ${k}`;
-      const w = ctx.measureText(label).width;
-      ctx.fillText(label, x + 3 * dpr + w > left + width ? x - 3 * dpr - w : x + 3 * dpr, top + 12 * dpr);
-    });
-    ctx.setLineDash([]);
-    const trace = (path, line) => {
-      let pen = false;
-      const { steps, values } = line;
-      for (let i = 0; i < steps.length; i++) {
-        const v = values[i];
-        if (v === null) {
-          pen = false;
-          continue;
+    const f = plotFrame(self);
+    if (!f) return;
+    const { left, top, width, height, sx, sy, kx, ky, X, Y, dpr } = f;
+    const hovered = chart.hovered();
+    clipped(self, (ctx) => {
+      // Rungs first, under the curves.
+      ctx.setLineDash([4 * dpr, 4 * dpr]);
+      ctx.lineWidth = dpr;
+      ctx.strokeStyle = '#a0a7b4';
+      ctx.fillStyle = '#6b7280';
+      ctx.font = `${11 * dpr}px system-ui, sans-serif`;
+      (opts.rungs || []).forEach((m, k) => {
+        if (m < sx.min || m > sx.max) return;
+        const x = Math.round(X(m)) + 0.5;
+        ctx.beginPath();
+        ctx.moveTo(x, top);
+        ctx.lineTo(x, top + height);
+        ctx.stroke();
+        const label = `rung ${k}`;
+        const w = ctx.measureText(label).width;
+        ctx.fillText(label, x + 3 * dpr + w > left + width ? x - 3 * dpr - w : x + 3 * dpr, top + 12 * dpr);
+      });
+      ctx.setLineDash([]);
+      const trace = (path, line) => traceCurve(path, line.steps, line.values, X, Y, dpr);
+      if (lines.length >= DENSITY_FROM) {
+        // Recomputed only when the data, the scales or the size changed (not
+        // for a hover).
+        const w = Math.round(width);
+        const hh = Math.round(height);
+        const key = `${version}|${sx.min}|${sx.max}|${sy.min}|${sy.max}|${w}|${hh}`;
+        if (cached.key !== key) {
+          const x0 = sx.min;
+          const y0 = sy.min;
+          cached = {
+            key,
+            image: densityImage(lines, w, hh, (v) => (v - x0) * kx, (v) => hh - (v - y0) * ky, cached.image),
+          };
         }
-        const x = X(steps[i]);
-        const y = Y(v);
-        if (pen) path.lineTo(x, y);
-        else {
-          path.moveTo(x, y);
-          if (steps.length === 1) path.lineTo(x + dpr, y); // a lone point still shows
-          pen = true;
-        }
-      }
-    };
-    if (lines.length >= DENSITY_FROM) {
-      // Recomputed only when the data, the scales or the size changed (not
-      // for a hover).
-      const w = Math.round(width);
-      const hh = Math.round(height);
-      const key = `${version}|${sx.min}|${sx.max}|${sy.min}|${sy.max}|${w}|${hh}`;
-      if (cached.key !== key) {
-        const x0 = sx.min;
-        const y0 = sy.min;
-        cached = {
-          key,
-          image: densityImage(lines, w, hh, (v) => (v - x0) * kx, (v) => hh - (v - y0) * ky, cached.image),
-        };
-      }
-      ctx.drawImage(cached.image, left, top);
-    } else {
-      const many = lines.length > PALETTE.length;
-      const alpha = many ? Math.max(0.05, Math.min(0.6, 3 / Math.sqrt(lines.length))) : 0.9;
-      for (const [style, a] of [['faded', 0.45], ['normal', 0.9]]) {
-        if (many) {
-          const path = new Path2D();
-          for (const line of lines) if (line.style === style) trace(path, line);
-          ctx.globalAlpha = style === 'faded' ? alpha * 0.5 : alpha;
-          ctx.strokeStyle = style === 'faded' ? '#9aa3af' : ACCENT;
-          ctx.lineWidth = 1; // a hairline: the fast path of canvas strokes
-          ctx.stroke(path);
-        } else {
-          for (const line of lines) {
-            if (line.style !== style) continue;
+        ctx.drawImage(cached.image, left, top);
+      } else {
+        const many = lines.length > PALETTE.length;
+        const alpha = many ? Math.max(0.05, Math.min(0.6, 3 / Math.sqrt(lines.length))) : 0.9;
+        for (const [style, a] of [['faded', 0.45], ['normal', 0.9]]) {
+          if (many) {
             const path = new Path2D();
-            trace(path, line);
-            ctx.globalAlpha = a;
-            ctx.strokeStyle = line.color;
-            ctx.lineWidth = 1.5 * dpr;
+            for (const line of lines) if (line.style === style) trace(path, line);
+            ctx.globalAlpha = style === 'faded' ? alpha * 0.5 : alpha;
+            ctx.strokeStyle = style === 'faded' ? '#9aa3af' : ACCENT;
+            ctx.lineWidth = 1; // a hairline: the fast path of canvas strokes
             ctx.stroke(path);
+          } else {
+            for (const line of lines) {
+              if (line.style !== style) continue;
+              ctx.globalAlpha = a;
+              ctx.strokeStyle = line.color;
+              ctx.lineWidth = 1.5 * dpr;
+              ctx.stroke(trace(new Path2D(), line));
+            }
           }
         }
       }
-    }
-    ctx.globalAlpha = 1;
-    for (const line of lines) {
-      if (line.style !== 'best' && line !== hovered) continue;
-      const path = new Path2D();
-      trace(path, line);
-      ctx.strokeStyle = line.style === 'best' ? BEST : '#111827';
-      ctx.lineWidth = (line.style === 'best' ? 3 : 2) * dpr;
-      ctx.stroke(path);
-    }
-    ctx.restore();
+      ctx.globalAlpha = 1;
+      for (const line of lines) {
+        if (line.style !== 'best' && line !== hovered) continue;
+        ctx.strokeStyle = line.style === 'best' ? BEST : '#111827';
+        ctx.lineWidth = (line.style === 'best' ? 3 : 2) * dpr;
+        ctx.stroke(trace(new Path2D(), line));
+      }
+    });
   }
 
   /** The curve passing nearest the cursor (vertically, at its x), within
@@ -149,16 +118,11 @@ export function createCurvesChart(el, uPlot, opts) {
   function nearest(self) {
     const { left: cl, top: ct } = self.cursor;
     if (cl === null || cl < 0 || ct === null || ct < 0) return null;
-    const dpr = self.pxRatio || window.devicePixelRatio || 1;
-    const { left, top, width, height } = self.bbox;
-    const sx = self.scales.x;
-    const sy = self.scales.y;
-    const kx = width / (sx.max - sx.min || 1);
-    const ky = height / (sy.max - sy.min || 1);
+    const f = plotFrame(self);
+    if (!f) return null;
+    const { left, top, X, Y, dpr } = f;
     const px = left + cl * dpr;
     const py = top + ct * dpr;
-    const X = (v) => left + (v - sx.min) * kx;
-    const Y = (v) => top + height - (v - sy.min) * ky;
     const r = HOVER_PX * dpr;
     let best = null;
     let bestD = r;
@@ -191,59 +155,6 @@ export function createCurvesChart(el, uPlot, opts) {
     }
     return best;
   }
-
-  function onCursor(self) {
-    if (pending) return;
-    pending = true;
-    requestAnimationFrame(() => {
-      pending = false;
-      const hit = nearest(self);
-      const line = hit ? hit.line : null;
-      if (hit) {
-        setText(info, `${line.label} \u00b7 step ${hit.line.steps[hit.i]} \u00b7 ` +
-          `${opts.metric} ${num(hit.line.values[hit.i])}`);
-      }
-      if (line !== hovered) {
-        hovered = line;
-        plot.style.cursor = line ? 'pointer' : '';
-        self.redraw(false);
-      }
-    });
-  }
-
-  function make() {
-    u = new uPlot({
-      width: chartWidth(el),
-      height: HEIGHT,
-      legend: { show: false },
-      cursor: { points: { show: false }, drag: { x: true, y: false, setScale: true } },
-      scales: {
-        // An explicit min/max is a drag zoom (or the data's own extremes).
-        x: { time: false, range: (self, min, max) => (min === null || max === null || min >= max ? xr : [min, max]) },
-        y: { range: () => yr },
-      },
-      axes: [
-        { label: 'step', values: (s, splits) => splits.map(tick) },
-        { label: opts.metric, size: 60, values: (s, splits) => splits.map(tick) },
-      ],
-      series: [{}, { label: opts.metric, stroke: 'transparent', paths: () => null, points: { show: false } }],
-      hooks: {
-        draw: [draw],
-        setCursor: [onCursor],
-        setSelect: [() => { zoomed = true; }],
-      },
-    }, [[xr[0], xr[1]], [null, null]], plot);
-    u.over.addEventListener('click', () => {
-      if (hovered && opts.onPick) opts.onPick(hovered.id);
-    });
-    u.over.addEventListener('dblclick', () => {
-      zoomed = false; // uPlot's own double click resets the x scale
-    });
-  }
-
-  const stopWidth = onWidth(el, (w) => {
-    if (u && u.width !== w) u.setSize({ width: w, height: HEIGHT }); // not at the first call: same size
-  });
 
   return {
     /** curves: Map id -> {steps, values}; trials: Map id -> trial (for
@@ -278,7 +189,10 @@ export function createCurvesChart(el, uPlot, opts) {
       }
       lines = next;
       version++;
-      if (hovered) hovered = lines.find((l) => l.id === hovered.id) || null;
+      chart.rehover((hit) => {
+        const line = lines.find((l) => l.id === hit.line.id);
+        return line ? { line, i: 0 } : null;
+      });
       el.dataset.series = String(lines.length);
       el.dataset.points = String(lines.reduce((n, l) => n + l.steps.length, 0));
       if (lines.length === 0) {
@@ -288,14 +202,10 @@ export function createCurvesChart(el, uPlot, opts) {
         xmin -= 1;
         xmax += 1;
       }
-      xr = [xmin, xmax];
-      yr = robustRange(all);
-      if (!u) make();
-      else u.setData([[xr[0], xr[1]], [null, null]], !zoomed);
+      chart.setRanges([xmin, xmax], robustRange(all));
     },
     destroy() {
-      stopWidth();
-      if (u) u.destroy();
+      chart.destroy();
     },
   };
 }
