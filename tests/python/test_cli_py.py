@@ -82,7 +82,7 @@ class WithoutDaemonTest(unittest.TestCase):
 
         c_dir = os.path.join(ROOT, "cli")
         py_dir = os.path.join(PYTHON_DIR, "rung", "_cli")
-        c_where = defined(c_dir, ".c", r"^int cli_cmd_(\w+)\(CliHttp \*h, int argc")
+        c_where = defined(c_dir, ".c", r"^int cli_cmd_(\w+)\(\w+ \*h, int argc")
         py_where = defined(py_dir, ".py", r"^def cmd_(\w+)\(")
         self.assertGreaterEqual(len(c_where), 15, c_where)
         for verb, stem in c_where.items():

@@ -5,7 +5,7 @@ that a verb is found in the same place in both:
     main.py         cli/main.c         the command table, the parser, main()
     commands.py     cli/commands.h     exit statuses, local errors, what
                                        every command shares
-    http.py         cli/http.c         the daemon's error as one line, and
+    rest.py         cli/rest.c         the daemon's error as one line, and
                                        which errors are worth a retry
                                        (the requests themselves: rung.client)
     experiments.py  cli/experiments.c  submit, ls, show, cancel, export, best
@@ -22,5 +22,5 @@ that a verb is found in the same place in both:
 
 The YAML reader (cli/yaml.c) is rung._yaml, which the library shares.
 Imports go one way: main imports the commands, which import view, table,
-fmt, http and commands; none of those imports a command module.
+fmt, rest and commands; none of those imports a command module.
 """

@@ -14,7 +14,7 @@ from typing import Optional
 from ..client import Client, RungError
 from .commands import EXIT_OK, EXIT_TRIAL_FAILED, UsageError
 from .fmt import TRIAL_OVER, clean, fmt
-from .http import transient
+from .rest import transient
 from .view import print_state
 
 

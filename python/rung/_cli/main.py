@@ -19,7 +19,7 @@ from .control import (cmd_delete, cmd_extend, cmd_logs, cmd_pause, cmd_resume, c
                       cmd_set, cmd_stop_trial)
 from .experiments import cmd_best, cmd_cancel, cmd_export, cmd_ls, cmd_show, cmd_submit
 from .fmt import clean
-from .http import print_api_error
+from .rest import print_api_error
 from .watch import cmd_watch
 from .workers import cmd_workers
 

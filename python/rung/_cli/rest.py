@@ -1,4 +1,4 @@
-"""The daemon's errors as `python3 -m rung` reports them (cli/http.c,
+"""The daemon's errors as `python3 -m rung` reports them (cli/rest.c,
 cli_error_print and cli_error_transient). The requests themselves go
 through rung.client.
 """
