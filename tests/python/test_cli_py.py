@@ -90,7 +90,9 @@ class WithoutDaemonTest(unittest.TestCase):
                 self.assertEqual(py_where.get(verb), stem)
         c_files = {n[:-2] for n in os.listdir(c_dir) if n.endswith(".c")} - {"yaml"}
         py_files = {n[:-3] for n in os.listdir(py_dir) if n.endswith(".py")}
-        self.assertEqual(py_files - {"__init__", "commands"}, c_files)
+        # Every module has its C namesake (C may have more: helpers Python
+        # does not need, or that rung.client and rung._yaml hold).
+        self.assertLessEqual(py_files - {"__init__", "commands"}, c_files)
         commands = set(c_where.values()) | {"main"}
         for stem in py_files:
             with open(os.path.join(py_dir, stem + ".py"), encoding="utf-8") as f:
