@@ -19,35 +19,29 @@
  *
  * What MHD reads without this screen: the body of a chunked upload (its
  * chunk framing), and requests that follow a chunked one or that a client
- * pipelined before the previous reply (see Conn.unscreened). */
+ * pipelined before the previous reply (see Conn.unscreened).
+ *
+ * This file is the glue: listening, MHD's daemon and its callbacks, the
+ * route lookup in the table it is handed (HttpConfig.routes), and the
+ * calls the engine's loop drives (EngineFront). The screen is
+ * http_screen.c, checkpoint uploads http_upload.c, the dashboard's files
+ * http_static.c, and the replies the front writes itself http_reply.c. */
 #include "http_internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
-#include <limits.h>
-#include <linux/sockios.h>
-#include <linux/tcp.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <openssl/evp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/statvfs.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
-#include "sha256hex.h"
 #include "clock.h"
 #include "ct.h"
 

@@ -5,8 +5,9 @@
  * committed and calls the job's on_done, which resumes it. Connections are
  * accepted here, limited (in all and per client address, with a deadline
  * for each request) and their request heads checked before MHD reads them,
- * so that every refusal is a JSON error (see http.c). The dashboard's files
- * are served from one folder. */
+ * so that every refusal is a JSON error (see http.c and http_screen.c). The
+ * dashboard's files are served from one folder. The routes and their
+ * handlers are a table the front is handed at start (HttpRoute). */
 #ifndef RUNG_SERVER_HTTP_H
 #define RUNG_SERVER_HTTP_H
 

@@ -6,9 +6,9 @@ per-address connection limit, the HTTP layer's own refusals (which must be
 JSON errors like every other), Content-Type matching, encoded control
 bytes in paths, and what of the web folder is served.
 
-The numbers mirror server/http.c: REQUEST_TIMEOUT_MS (10 s for a request's
-head and body), PER_ADDRESS_LIMIT (1,024), HEAD_MAX (8 KiB) and TARGET_MAX
-(4 KiB). Loopback has many addresses (127.0.0.0/8): the abusers and the
+The numbers mirror server/http_internal.h: REQUEST_TIMEOUT_MS (10 s for a
+request's head and body), PER_ADDRESS_LIMIT (1,024), HEAD_MAX (8 KiB) and
+TARGET_MAX (4 KiB). Loopback has many addresses (127.0.0.0/8): the abusers and the
 honest clients of a test use different ones.
 """
 

@@ -8,7 +8,7 @@ more than its share of the limit is refused first, so that a few busy
 addresses cannot lock every other client out (docs/api.md, "The HTTP
 front's limits").
 
-The numbers mirror server/http.c: CONNECTION_LIMIT (4,096),
+The numbers mirror server/http_internal.h: CONNECTION_LIMIT (4,096),
 PER_ADDRESS_LIMIT (1,024), FAIR_ABOVE (3,072) and REQUEST_TIMEOUT_MS
 (10 s). The latency figures of the burst are bench/linger.py's to print;
 these tests assert what a client sees: no probe refused, and the slots
