@@ -266,7 +266,7 @@ int ckpt_pack(const char *dir, const char *tar_path, char *sha256_hex, int64_t *
         goto out;
     }
     EVP_MD_CTX *sha = p.sha;
-    p.sha = NULL; /* freed by sha256_final */
+    p.sha = NULL; /* freed by ckpt_sha256_final */
     if (ckpt_sha256_final(sha, sha256_hex) != 0) {
         rung_why(err, errsize, "SHA-256 of %s failed", tmp);
         goto out;

@@ -4,7 +4,7 @@
  * each keeps its connection alive between requests. Requests carry
  * `Authorization: Bearer <token>` when a token is set.
  *
- * Failure policy (client_call with retry): a transport error (refused
+ * Failure policy (a ClientCall with retry set): a transport error (refused
  * connection, reset, timeout), a 5xx (503 while the daemon drains) and a 429
  * are retried with backoff (backoff.h) until a reply comes or the caller's
  * cancel function says stop; any other status is final and handed back, so a

@@ -10,10 +10,7 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "gpus.h"
 #include "log.h"
-#include "trial.h"
-#include "worker.h"
 
 #define NS_PER_MS 1000000LL
 #define GPUWATCH_MAX_UNKNOWN 64 /* processes of unknown group remembered per GPU */
@@ -31,7 +28,8 @@ typedef struct WatchGpu {
 } WatchGpu;
 
 struct GpuWatch {
-    WatchGpu gpus[SLOTS_MAX_GPUS]; /* under Worker.mu once the thread runs */
+    GpuWatchHost h;                /* the worker's, copied */
+    WatchGpu gpus[SLOTS_MAX_GPUS]; /* under *h.mu once the thread runs */
     bool open_known, open;         /* --hours allowed leasing at the last look */
     /* The watch thread's own buffers. */
     GpuProc *procs;
@@ -39,13 +37,14 @@ struct GpuWatch {
     SpareProc *seen;
 };
 
-GpuWatch *gpuwatch_new(Worker *w)
+GpuWatch *gpuwatch_new(const GpuWatchHost *host)
 {
-    if (w->hours == NULL && (w->gpus == NULL || w->slots.n_gpus == 0))
+    if (host->hours == NULL && (host->gpus == NULL || host->slots->n_gpus == 0))
         return NULL;
     GpuWatch *gw = calloc(1, sizeof *gw);
     if (gw == NULL)
         return NULL;
+    gw->h = *host;
     gw->procs = malloc(GPUS_MAX_PROCS * sizeof *gw->procs);
     gw->utils = malloc(GPUS_MAX_PROCS * sizeof *gw->utils);
     gw->seen = malloc(2 * GPUS_MAX_PROCS * sizeof *gw->seen);
@@ -70,24 +69,24 @@ void gpuwatch_free(GpuWatch *gw)
 
 /* ---- working hours ---- */
 
-int64_t gpuwatch_closed_ms(const Worker *w)
+int64_t gpuwatch_closed_ms(const Hours *hours)
 {
-    if (w->hours == NULL)
+    if (hours == NULL)
         return 0;
     int64_t now_ms = rung_now_ms();
-    time_t next = hours_next_allowed(w->hours, (time_t)(now_ms / 1000));
+    time_t next = hours_next_allowed(hours, (time_t)(now_ms / 1000));
     int64_t left = (int64_t)next * 1000 - now_ms;
     return left > 0 ? left : 0;
 }
 
-int64_t gpuwatch_open_left_s(const Worker *w)
+int64_t gpuwatch_open_left_s(const Hours *hours)
 {
-    if (w->hours == NULL)
+    if (hours == NULL)
         return INT32_MAX;
     time_t now = time(NULL);
-    time_t end = hours_end(w->hours, now);
+    time_t end = hours_end(hours, now);
     if (end == 0)
-        return gpuwatch_closed_ms(w) > 0 ? 0 : INT32_MAX;
+        return gpuwatch_closed_ms(hours) > 0 ? 0 : INT32_MAX;
     return end > now ? (int64_t)(end - now) : 0;
 }
 
@@ -99,10 +98,10 @@ static void local_text(time_t t, char *buf, size_t size)
         snprintf(buf, size, "%lld", (long long)t);
 }
 
-void gpuwatch_hours_json(const Worker *w, json_t *body)
+void gpuwatch_hours_json(const Hours *hours, const char *hours_text, json_t *body)
 {
-    json_object_set_new(body, "hours", w->hours_text ? json_string(w->hours_text) : json_null());
-    int64_t closed = gpuwatch_closed_ms(w);
+    json_object_set_new(body, "hours", hours_text ? json_string(hours_text) : json_null());
+    int64_t closed = gpuwatch_closed_ms(hours);
     json_t *next = json_null();
     if (closed > 0) {
         char buf[RUNG_TIME_LEN];
@@ -114,20 +113,6 @@ void gpuwatch_hours_json(const Worker *w, json_t *body)
 
 /* ---- sampling ---- */
 
-/* The groups of the running trials' programs into pgids (at most max);
- * how many. Caller holds w->mu. */
-static int trial_groups(Worker *w, int64_t *pgids, int max)
-{
-    int n = 0;
-    for (struct WTrial *t = w->trials; t != NULL && n < max; t = t->next) {
-        pthread_mutex_lock(&t->mu);
-        if (t->runner.pid > 0)
-            pgids[n++] = t->runner.pid; /* the group's id is its leader's pid (runner.h) */
-        pthread_mutex_unlock(&t->mu);
-    }
-    return n;
-}
-
 static bool was_unknown(const WatchGpu *g, int64_t pid)
 {
     for (int i = 0; i < g->n_unknown; i++)
@@ -138,17 +123,18 @@ static bool was_unknown(const WatchGpu *g, int64_t pid)
 
 /* Reads one GPU's processes into gw->seen; how many, GPUS_UNSUPPORTED, or
  * -1. *per_process: NVML gave per-process utilization; *device_util: the
- * GPU's own busy fraction. Called without w->mu (NVML and /proc only). */
-static int read_gpu(Worker *w, GpuWatch *gw, int index, const WatchGpu *g, bool *per_process,
+ * GPU's own busy fraction. Called without the lock (NVML and /proc only). */
+static int read_gpu(GpuWatch *gw, int index, const WatchGpu *g, bool *per_process,
                     double *device_util)
 {
-    int n = gpus_processes(w->gpus, index, gw->procs, GPUS_MAX_PROCS);
+    int n = gpus_processes(gw->h.gpus, index, gw->procs, GPUS_MAX_PROCS);
     if (n < 0)
         return n;
-    int m = gpus_process_util(w->gpus, index, GPUWATCH_UTIL_WINDOW_MS, gw->utils, GPUS_MAX_PROCS);
+    int m = gpus_process_util(gw->h.gpus, index, GPUWATCH_UTIL_WINDOW_MS, gw->utils,
+                              GPUS_MAX_PROCS);
     *per_process = m >= 0;
     GpuUsage usage;
-    *device_util = gpus_usage(w->gpus, index, &usage) == 0 ? usage.util : 0;
+    *device_util = gpus_usage(gw->h.gpus, index, &usage) == 0 ? usage.util : 0;
     int k = 0;
     for (int i = 0; i < n; i++)
         gw->seen[k++] =
@@ -180,31 +166,12 @@ static void keep_unknown(WatchGpu *g, const SpareProc *seen, int n)
             g->unknown[g->n_unknown++] = seen[i].pid;
 }
 
-/* The trial holding GPU index, or NULL. Caller holds w->mu. */
-static struct WTrial *holder(Worker *w, int index)
+/* What a sample of GPU position i (offered index) found; caller holds the
+ * lock. */
+static bool apply_sample(GpuWatch *gw, WatchGpu *g, int index, int64_t now, int64_t mb, double util)
 {
-    for (struct WTrial *t = w->trials; t != NULL; t = t->next)
-        if (t->holds_slots)
-            for (int k = 0; k < t->n_gpus; k++)
-                if (t->gpus[k] == index)
-                    return t;
-    return NULL;
-}
-
-/* Gives t back: SIGTERM now, SIGKILL after the grace; its finish says
- * "preempted" (trial.h). Caller holds w->mu. */
-static void give_back(struct WTrial *t, const char *why)
-{
-    if (wtrial_kill(t, KILL_PREEMPT))
-        LOG_INFO("trial %" PRId64 ": %s: giving it back (SIGTERM; it resumes from its "
-                 "checkpoint)",
-                 t->id, why);
-}
-
-/* What a sample of GPU position i (offered index) found; caller holds w->mu. */
-static bool apply_sample(Worker *w, WatchGpu *g, int index, int64_t now, int64_t mb, double util)
-{
-    const SpareParams *p = &w->spare;
+    const GpuWatchHost *h = &gw->h;
+    const SpareParams *p = h->spare;
     spare_sample(&g->spare, p, now, mb, util);
     g->sampled = true;
     bool used = spare_wait_ms(&g->spare, p, now) != 0;
@@ -220,67 +187,66 @@ static bool apply_sample(Worker *w, WatchGpu *g, int index, int64_t now, int64_t
                      p->idle_ms / 1000);
         g->used = used;
     }
-    bool changed = slots_set_used(&w->slots, index, used);
-    struct WTrial *t = holder(w, index);
-    if (w->yield && t != NULL && spare_must_yield(&g->spare)) {
+    bool changed = slots_set_used(h->slots, index, used);
+    if (h->yield && spare_must_yield(&g->spare) && h->holder(h->ctx, index) != 0) {
         char why[160];
         snprintf(why, sizeof why,
                  "GPU %d is wanted (other processes hold %" PRId64 " MiB and use %.0f%% of it)",
                  index, mb, util * 100);
-        give_back(t, why);
+        h->give_back(h->ctx, index, why);
     }
     return changed;
 }
 
 /* Looks at --hours; gives every running trial back when they end (--yield
- * auto). Returns whether leasing became allowed. Caller holds w->mu. */
-static bool check_hours(Worker *w, GpuWatch *gw)
+ * auto). Returns whether leasing became allowed. Caller holds the lock. */
+static bool check_hours(GpuWatch *gw)
 {
-    if (w->hours == NULL)
+    const GpuWatchHost *h = &gw->h;
+    if (h->hours == NULL)
         return false;
-    int64_t closed = gpuwatch_closed_ms(w);
+    int64_t closed = gpuwatch_closed_ms(h->hours);
     bool open = closed == 0;
     bool opened = open && gw->open_known && !gw->open;
     if (!gw->open_known || open != gw->open) {
         if (open) {
-            LOG_INFO("within --hours '%s': taking trials", w->hours_text);
+            LOG_INFO("within --hours '%s': taking trials", h->hours_text);
         } else {
             char when[64];
             local_text((time_t)((rung_now_ms() + closed) / 1000), when, sizeof when);
-            LOG_INFO("outside --hours '%s': no new trials until %s%s", w->hours_text, when,
-                     w->yield && w->n_trials > 0 ? "; giving the running ones back" : "");
+            LOG_INFO("outside --hours '%s': no new trials until %s%s", h->hours_text, when,
+                     h->yield && h->n_trials(h->ctx) > 0 ? "; giving the running ones back" : "");
         }
         gw->open = open;
         gw->open_known = true;
     }
-    if (!open && w->yield)
-        for (struct WTrial *t = w->trials; t != NULL; t = t->next)
-            if (t->holds_slots)
-                give_back(t, "outside --hours");
+    if (!open && h->yield)
+        h->give_back(h->ctx, -1, "outside --hours");
     return opened;
 }
 
 /* One look at every GPU and the clock. */
-static void watch_once(Worker *w, GpuWatch *gw)
+static void watch_once(GpuWatch *gw)
 {
+    const GpuWatchHost *h = &gw->h;
     int64_t pgids[GPUWATCH_MAX_PGIDS];
     bool held[SLOTS_MAX_GPUS];
-    int n_gpus = w->gpus != NULL ? w->slots.n_gpus : 0; /* read-only after start */
-    pthread_mutex_lock(&w->mu);
-    int n_pgids = trial_groups(w, pgids, GPUWATCH_MAX_PGIDS);
+    int n_gpus = h->gpus != NULL ? h->slots->n_gpus : 0; /* read-only after start */
+    pthread_mutex_lock(h->mu);
+    int n_pgids = h->groups(h->ctx, pgids, GPUWATCH_MAX_PGIDS);
     for (int i = 0; i < n_gpus; i++)
-        held[i] = w->slots.gpu_busy[i];
-    pthread_mutex_unlock(&w->mu);
+        held[i] = h->slots->gpu_busy[i];
+    pthread_mutex_unlock(h->mu);
 
     bool changed = false;
     for (int i = 0; i < n_gpus; i++) {
         WatchGpu *g = &gw->gpus[i];
-        int index = w->slots.gpu_index[i];
+        int index = h->slots->gpu_index[i];
         if (g->unsupported)
             continue;
         bool per_process = false;
         double device_util = 0;
-        int n = read_gpu(w, gw, index, g, &per_process, &device_util);
+        int n = read_gpu(gw, index, g, &per_process, &device_util);
         if (n == GPUS_UNSUPPORTED) {
             LOG_WARN("GPU %d: NVML cannot list its processes; it is offered whoever uses it",
                      index);
@@ -297,33 +263,33 @@ static void watch_once(Worker *w, GpuWatch *gw)
         g->failing = false;
         int64_t mb;
         double util;
-        spare_foreign(&w->spare, gw->seen, n, pgids, n_pgids, per_process, device_util, held[i],
-                      &mb, &util);
+        spare_foreign(h->spare, gw->seen, n, pgids, n_pgids, per_process, device_util, held[i], &mb,
+                      &util);
         keep_unknown(g, gw->seen, n);
-        pthread_mutex_lock(&w->mu);
-        changed |= apply_sample(w, g, index, rung_mono_ns() / NS_PER_MS, mb, util);
-        pthread_mutex_unlock(&w->mu);
+        pthread_mutex_lock(h->mu);
+        changed |= apply_sample(gw, g, index, rung_mono_ns() / NS_PER_MS, mb, util);
+        pthread_mutex_unlock(h->mu);
     }
-    pthread_mutex_lock(&w->mu);
-    changed |= check_hours(w, gw);
+    pthread_mutex_lock(h->mu);
+    changed |= check_hours(gw);
     if (changed)
-        pthread_cond_broadcast(&w->cond); /* the lease thread may offer more now */
-    pthread_mutex_unlock(&w->mu);
+        pthread_cond_broadcast(h->cond); /* the lease thread may offer more now */
+    pthread_mutex_unlock(h->mu);
 }
 
-void gpuwatch_look(Worker *w)
+void gpuwatch_look(GpuWatch *gw)
 {
-    if (w->watch != NULL)
-        watch_once(w, w->watch);
+    if (gw != NULL)
+        watch_once(gw);
 }
 
 void *gpuwatch_main(void *arg)
 {
-    Worker *w = arg;
+    GpuWatch *gw = arg;
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
-    while (!atomic_load(&w->exiting)) {
-        watch_once(w, w->watch);
+    while (!atomic_load(gw->h.exiting)) {
+        watch_once(gw);
         next.tv_nsec += GPUWATCH_PERIOD_MS * NS_PER_MS;
         while (next.tv_nsec >= 1000000000L) {
             next.tv_nsec -= 1000000000L;
@@ -341,32 +307,32 @@ void *gpuwatch_main(void *arg)
 
 /* ---- heartbeats ---- */
 
-void gpuwatch_annotate(Worker *w, json_t *gpus)
+void gpuwatch_annotate(const GpuWatch *gw, const GpuWatchHost *h, json_t *gpus)
 {
     size_t i;
     json_t *item;
     int64_t now = rung_mono_ns() / NS_PER_MS;
-    pthread_mutex_lock(&w->mu);
+    pthread_mutex_lock(h->mu);
     json_array_foreach(gpus, i, item) {
         int index = (int)json_integer_value(json_object_get(item, "index"));
         int pos = 0;
-        while (pos < w->slots.n_gpus && w->slots.gpu_index[pos] != index)
+        while (pos < h->slots->n_gpus && h->slots->gpu_index[pos] != index)
             pos++;
-        if (pos == w->slots.n_gpus)
+        if (pos == h->slots->n_gpus)
             continue;
-        struct WTrial *t = holder(w, index);
-        bool held = w->slots.gpu_busy[pos];
-        const WatchGpu *g = w->watch ? &w->watch->gpus[pos] : NULL;
+        int64_t trial = h->holder(h->ctx, index);
+        bool held = h->slots->gpu_busy[pos];
+        const WatchGpu *g = gw ? &gw->gpus[pos] : NULL;
         SpareState st = held ? SPARE_TRIAL : SPARE_SPARE;
         if (g != NULL && g->sampled)
-            st = spare_state(&g->spare, &w->spare, now, held);
+            st = spare_state(&g->spare, h->spare, now, held);
         json_object_set_new(item, "state", json_string(spare_state_name(st)));
-        if (st == SPARE_TRIAL && t != NULL)
-            json_object_set_new(item, "trial_id", json_integer(t->id));
+        if (st == SPARE_TRIAL && trial != 0)
+            json_object_set_new(item, "trial_id", json_integer(trial));
         if (g != NULL && g->sampled) {
             json_object_set_new(item, "foreign_mb", json_integer(g->spare.foreign_mb));
             json_object_set_new(item, "foreign_util", json_real(g->spare.foreign_util));
         }
     }
-    pthread_mutex_unlock(&w->mu);
+    pthread_mutex_unlock(h->mu);
 }

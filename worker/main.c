@@ -589,7 +589,7 @@ int main(int argc, char **argv)
     tzset();            /* --hours is local time; read TZ once, before any thread */
     if (setup_spare(&w, &hours) != 0)
         return 2;
-    w.watch = gpuwatch_new(&w);
+    w.watch = worker_watch_new(&w);
 
     pthread_t sig_thread;
     if (pthread_create(&sig_thread, NULL, signal_main, &w) != 0) {
@@ -621,9 +621,9 @@ int main(int argc, char **argv)
                  "that exploit this worker's trials start without their checkpoints",
                  why);
 
-    gpuwatch_look(&w);
+    gpuwatch_look(w.watch);
     pthread_t lease_thread, heartbeat_thread, watch_thread;
-    if ((w.watch != NULL && pthread_create(&watch_thread, NULL, gpuwatch_main, &w) != 0) ||
+    if ((w.watch != NULL && pthread_create(&watch_thread, NULL, gpuwatch_main, w.watch) != 0) ||
         pthread_create(&heartbeat_thread, NULL, worker_heartbeat_main, &w) != 0 ||
         pthread_create(&lease_thread, NULL, worker_lease_main, &w) != 0) {
         fprintf(stderr, "rung-worker: cannot start threads\n");

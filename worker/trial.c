@@ -17,7 +17,6 @@
 #include "tail.h"
 #include "trial_internal.h"
 #include "warnings.h"
-#include "worker.h"
 
 static int64_t int_or(const json_t *v, int64_t def)
 {
@@ -78,7 +77,7 @@ static void read_checkpoint_from(WTrial *t, const json_t *from)
         t->from_size = json_integer_value(size);
 }
 
-WTrial *wtrial_new(Worker *w, const json_t *o, char *why, size_t why_size)
+WTrial *wtrial_new(const TrialHooks *hooks, const json_t *o, char *why, size_t why_size)
 {
     const json_t *id = json_object_get(o, "id");
     const char *token = json_string_value(json_object_get(o, "lease_token"));
@@ -102,7 +101,7 @@ WTrial *wtrial_new(Worker *w, const json_t *o, char *why, size_t why_size)
     tail_init(&t->log);
     warnings_init(&t->warnings);
     pthread_cond_init(&t->cond, NULL);
-    t->worker = w;
+    t->hooks = hooks;
     t->runner.out_fd = t->runner.err_fd = t->runner.pidfd = -1;
     t->port_fd = -1;
     gang_single(&t->gang, 0);

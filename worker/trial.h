@@ -42,7 +42,35 @@
 #define TRIAL_TOKEN_MAX 128 /* lease token bytes; the server's are 32 */
 #define TRIAL_WHY_MAX 768   /* a reason the trial could not run (paths included) */
 
-struct Worker;
+struct WTrial;
+
+/* What the worker lends each of its trials (worker.c fills it before the
+ * first lease; it outlives them all): the facts the trial's threads need
+ * and their calls back into the worker. The trial's files name no Worker
+ * and include no worker.h: worker.c includes trial.h, never the other way
+ * round. */
+typedef struct TrialHooks {
+    const char *server;   /* rungd's base URL */
+    const char *token;    /* bearer token, or NULL */
+    int64_t worker_id;    /* as registered */
+    const char *hostname; /* for the logs' header */
+    const char *workdir;  /* trial folders in <workdir>/trials/<id> */
+    const char *exe_dir;  /* the folder of rung-worker, where rung-train lives */
+    void *ctx;            /* passed to each call (the Worker) */
+    /* Whether a hard stop's delivery deadline passed: give up sending.
+     * Lock-free: curl's progress callbacks call it. */
+    bool (*gave_up)(void *ctx);
+    /* Whether another held trial with t's id (its previous lease on this
+     * worker) still has processes in its group. */
+    bool (*older_running)(void *ctx, const struct WTrial *t);
+    /* t's process has ended: its GPUs and CPUs are free again (the trial
+     * stays held, and heartbeats renew its lease, until its results are
+     * delivered). Idempotent. */
+    void (*released)(void *ctx, struct WTrial *t);
+    /* The supervisor is done with t (folder: the trial's folder was made);
+     * t is freed after this returns. */
+    void (*done)(void *ctx, struct WTrial *t, bool folder);
+} TrialHooks;
 
 typedef enum {
     KILL_NONE,
@@ -65,7 +93,7 @@ typedef struct Report {
  * apart from rungd's Trial of server/core.h, the trial's record. */
 typedef struct WTrial {
     /* Set by wtrial_new; read-only afterwards. */
-    struct Worker *worker; /* borrowed; outlives the trial */
+    const TrialHooks *hooks; /* borrowed; outlives the trial */
     int64_t id, experiment_id, attempt;
     int64_t resume_step; /* promoted trial: its checkpoint is at this step; 0 = fresh */
     int64_t keep_every;  /* pbt: keep checkpoints of multiples of it (0: no such rule) */
@@ -95,7 +123,7 @@ typedef struct WTrial {
     GangInfo gang;
     int port_fd;
 
-    struct WTrial *prev, *next; /* the worker's list, under Worker.mu */
+    struct WTrial *prev, *next; /* the worker's list, under its lock */
 
     pthread_mutex_t mu;  /* guards what follows */
     pthread_cond_t cond; /* the sender waits here for reports or the outcome */
@@ -133,7 +161,7 @@ json_t *wtrial_take_warnings(WTrial *t);
 /* Reads a lease reply's "trial" object (borrowed). NULL with why when it
  * lacks an id or a lease token (then it cannot even be finished); other
  * defects make a trial whose prefail says what is wrong. */
-WTrial *wtrial_new(struct Worker *w, const json_t *leased, char *why, size_t why_size);
+WTrial *wtrial_new(const TrialHooks *hooks, const json_t *leased, char *why, size_t why_size);
 /* Frees t; its threads must have ended. NULL is fine. */
 void wtrial_free(WTrial *t);
 

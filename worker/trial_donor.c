@@ -13,7 +13,6 @@
 #include "trial.h"
 #include "trial_internal.h"
 #include "why.h"
-#include "worker.h"
 
 /* pbt (docs/schedulers.md, "pbt"): the trial goes on from another trial's
  * checkpoint, so that trial's folder is copied into this one (byte copies
@@ -45,7 +44,7 @@ static bool download_cancel(void *arg)
     pthread_mutex_lock(&t->mu);
     bool killed = t->kill_reason != KILL_NONE;
     pthread_mutex_unlock(&t->mu);
-    return killed || worker_gave_up(t->worker);
+    return killed || t->hooks->gave_up(t->hooks->ctx);
 }
 
 /* pbt, the donor ran on another worker: its checkpoint, stored in rungd,
@@ -55,13 +54,13 @@ static bool download_cancel(void *arg)
 static void download_donor(WTrial *t, const char *trials, const char *dir, char *line,
                            size_t line_size)
 {
-    Worker *w = t->worker;
+    const TrialHooks *h = t->hooks;
     char err[1024] = "", what[128];
     int64_t bytes = 0;
     XferResult r = XFER_FAILED;
     snprintf(what, sizeof what, "download of trial %" PRId64 "'s checkpoint of step %" PRId64,
              t->from_trial, t->from_step);
-    Client *c = client_new(w->server, w->token);
+    Client *c = client_new(h->server, h->token);
     if (c == NULL) {
         snprintf(err, sizeof err, "out of memory for an HTTP client");
     } else {
@@ -70,8 +69,9 @@ static void download_donor(WTrial *t, const char *trials, const char *dir, char 
                            .cancel = download_cancel,
                            .cancel_arg = t,
                            .what = what};
-        r = ckptxfer_download(c, t->from_trial, t->from_step, t->from_sha256, t->from_size, w->id,
-                              t->lease_token, trials, dir, &call, &bytes, err, sizeof err);
+        r = ckptxfer_download(c, t->from_trial, t->from_step, t->from_sha256, t->from_size,
+                              h->worker_id, t->lease_token, trials, dir, &call, &bytes, err,
+                              sizeof err);
         client_free(c);
     }
     if (r == XFER_OK)

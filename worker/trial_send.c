@@ -10,12 +10,11 @@
 #include "trial.h"
 #include "trial_internal.h"
 #include "warnings.h"
-#include "worker.h"
 
 static bool sender_cancel(void *arg)
 {
     WTrial *t = arg;
-    return worker_gave_up(t->worker);
+    return t->hooks->gave_up(t->hooks->ctx);
 }
 
 /* The first line of s, at most n bytes, for a log line. */
@@ -170,8 +169,7 @@ static Report *pop_report(WTrial *t)
 void *wtrial_sender_main(void *arg)
 {
     WTrial *t = arg;
-    Worker *w = t->worker;
-    Client *c = client_new(w->server, w->token);
+    Client *c = client_new(t->hooks->server, t->hooks->token);
     if (c == NULL) {
         LOG_ERROR("trial %" PRId64 ": out of memory for an HTTP client; its results are lost",
                   t->id);
@@ -186,7 +184,7 @@ void *wtrial_sender_main(void *arg)
         while (t->head == NULL && !t->outcome_known && !t->abandoned)
             pthread_cond_wait(&t->cond, &t->mu);
         /* Taken off the queue: the sender owns it until it is acknowledged
-         * (or refused), so a drop_queue meanwhile cannot free it. */
+         * (or refused), so a wtrial_drop_queue meanwhile cannot free it. */
         Report *r = pop_report(t);
         bool done = t->outcome_known, abandoned = t->abandoned;
         pthread_mutex_unlock(&t->mu);

@@ -25,7 +25,6 @@
 #include "trialdir.h"
 #include "warnings.h"
 #include "why.h"
-#include "worker.h"
 
 extern char **environ;
 
@@ -228,9 +227,9 @@ static void pump(Sup *s, int *fd, bool is_stdout)
 static int open_logs(Sup *s, char *why, size_t why_size)
 {
     WTrial *t = s->t;
-    Worker *w = t->worker;
+    const TrialHooks *h = t->hooks;
     char trials[PATH_MAX + 8];
-    rung_why(trials, sizeof trials, "%s/trials", w->workdir);
+    rung_why(trials, sizeof trials, "%s/trials", h->workdir);
     s->dir_fd = trialdir_open(trials, t->id, s->dir, sizeof s->dir, why, why_size);
     if (s->dir_fd < 0)
         return -1;
@@ -244,7 +243,7 @@ static int open_logs(Sup *s, char *why, size_t why_size)
     int hlen = snprintf(header, sizeof header,
                         "==== rung-worker: trial %" PRId64 ", attempt %" PRId64 ", worker %" PRId64
                         " (%s)%s, %s ====\n",
-                        t->id, t->attempt, w->id, w->hostname, gang, when);
+                        t->id, t->attempt, h->worker_id, h->hostname, gang, when);
     if (hlen < 0 || hlen >= (int)sizeof header)
         hlen = (int)strlen(header);
     for (int k = 0; k < 2; k++) {
@@ -270,7 +269,6 @@ static int open_logs(Sup *s, char *why, size_t why_size)
 static int prepare(Sup *s, char *why, size_t why_size)
 {
     WTrial *t = s->t;
-    Worker *w = t->worker;
     const json_t *tr = t->trainable;
     if (tr == NULL || json_is_null(tr)) {
         snprintf(why, why_size, "the experiment has no trainable");
@@ -286,7 +284,7 @@ static int prepare(Sup *s, char *why, size_t why_size)
     if (builtin) {
         /* The built-in trainer is a program beside this one (docs/architecture.md). */
         char exe[PATH_MAX + 16];
-        snprintf(exe, sizeof exe, "%s/rung-train", w->exe_dir);
+        snprintf(exe, sizeof exe, "%s/rung-train", t->hooks->exe_dir);
         if (access(exe, X_OK) != 0) {
             rung_why(why, why_size,
                      "builtin trainable: the trainer rung-train is not installed next to "
@@ -514,20 +512,9 @@ static char *error_text(Sup *s, const char *head)
  * gone. */
 static void wait_for_older(WTrial *t)
 {
-    Worker *w = t->worker;
     int64_t deadline = rung_mono_ns() + OLDER_WAIT_NS;
     for (;;) {
-        bool busy = false;
-        pthread_mutex_lock(&w->mu);
-        for (WTrial *o = w->trials; o != NULL && !busy; o = o->next) {
-            if (o == t || o->id != t->id)
-                continue;
-            pthread_mutex_lock(&o->mu);
-            busy = o->runner.pid > 0 && !o->group_gone;
-            pthread_mutex_unlock(&o->mu);
-        }
-        pthread_mutex_unlock(&w->mu);
-        if (!busy)
+        if (!t->hooks->older_running(t->hooks->ctx, t))
             return;
         if (rung_mono_ns() > deadline) {
             LOG_WARN("trial %" PRId64 ": its previous program on this worker is still running; "
@@ -542,7 +529,6 @@ static void wait_for_older(WTrial *t)
 static void *supervise(void *arg)
 {
     WTrial *t = arg;
-    Worker *w = t->worker;
     Sup s = {.t = t, .out_log = -1, .err_log = -1, .dir_fd = -1, .next_step = t->resume_step + 1};
     tail_init(&s.tail);
     char why[TRIAL_WHY_MAX];
@@ -597,7 +583,7 @@ static void *supervise(void *arg)
 
     /* The process is gone: its GPUs and CPUs may take the next trial while
      * its last reports and the finish are still on their way. */
-    worker_trial_release(w, t);
+    t->hooks->released(t->hooks->ctx, t);
     bool completed = false;
     char *error = NULL;
     if (why[0] != '\0') {
@@ -652,7 +638,7 @@ static void *supervise(void *arg)
     bool had_folder = s.dir_fd >= 0;
     if (had_folder)
         close(s.dir_fd); /* --keep-trials may remove it now */
-    worker_trial_done(w, t, had_folder);
+    t->hooks->done(t->hooks->ctx, t, had_folder);
     wtrial_free(t);
     return NULL;
 }

@@ -131,8 +131,32 @@ void worker_kill_all_now(Worker *w)
     pthread_mutex_unlock(&w->mu);
 }
 
-void worker_trial_release(Worker *w, WTrial *t)
+/* The trials' calls back (trial.h's TrialHooks); ctx is the Worker. */
+
+static bool hook_gave_up(void *ctx)
 {
+    return worker_gave_up(ctx);
+}
+
+static bool hook_older_running(void *ctx, const WTrial *t)
+{
+    Worker *w = ctx;
+    bool busy = false;
+    pthread_mutex_lock(&w->mu);
+    for (WTrial *o = w->trials; o != NULL && !busy; o = o->next) {
+        if (o == t || o->id != t->id)
+            continue;
+        pthread_mutex_lock(&o->mu);
+        busy = o->runner.pid > 0 && !o->group_gone;
+        pthread_mutex_unlock(&o->mu);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return busy;
+}
+
+static void hook_released(void *ctx, WTrial *t)
+{
+    Worker *w = ctx;
     pthread_mutex_lock(&w->mu);
     if (t->holds_slots) {
         slots_release(&w->slots, t->gpus, t->n_gpus, t->cpus);
@@ -140,6 +164,87 @@ void worker_trial_release(Worker *w, WTrial *t)
         pthread_cond_broadcast(&w->cond);
     }
     pthread_mutex_unlock(&w->mu);
+}
+
+/* ---- what the GPU watch asks of the trials (gpuwatch.h's GpuWatchHost;
+ * ctx is the Worker, w->mu held) ---- */
+
+static int watch_groups(void *ctx, int64_t *pgids, int max)
+{
+    Worker *w = ctx;
+    int n = 0;
+    for (WTrial *t = w->trials; t != NULL && n < max; t = t->next) {
+        pthread_mutex_lock(&t->mu);
+        if (t->runner.pid > 0)
+            pgids[n++] = t->runner.pid; /* the group's id is its leader's pid (runner.h) */
+        pthread_mutex_unlock(&t->mu);
+    }
+    return n;
+}
+
+/* The trial holding GPU index, or NULL. */
+static WTrial *gpu_holder(Worker *w, int index)
+{
+    for (WTrial *t = w->trials; t != NULL; t = t->next)
+        if (t->holds_slots)
+            for (int k = 0; k < t->n_gpus; k++)
+                if (t->gpus[k] == index)
+                    return t;
+    return NULL;
+}
+
+static int64_t watch_holder(void *ctx, int index)
+{
+    WTrial *t = gpu_holder(ctx, index);
+    return t != NULL ? t->id : 0;
+}
+
+/* Gives t back: SIGTERM now, SIGKILL after the grace; its finish says
+ * "preempted" (trial.h). */
+static void give_back(WTrial *t, const char *why)
+{
+    if (wtrial_kill(t, KILL_PREEMPT))
+        LOG_INFO("trial %" PRId64 ": %s: giving it back (SIGTERM; it resumes from its "
+                 "checkpoint)",
+                 t->id, why);
+}
+
+static void watch_give_back(void *ctx, int index, const char *why)
+{
+    Worker *w = ctx;
+    if (index >= 0) {
+        WTrial *t = gpu_holder(w, index);
+        if (t != NULL)
+            give_back(t, why);
+        return;
+    }
+    for (WTrial *t = w->trials; t != NULL; t = t->next)
+        if (t->holds_slots)
+            give_back(t, why);
+}
+
+static int watch_n_trials(void *ctx)
+{
+    return ((Worker *)ctx)->n_trials;
+}
+
+GpuWatch *worker_watch_new(Worker *w)
+{
+    w->watch_host = (GpuWatchHost){.gpus = w->gpus,
+                                   .slots = &w->slots,
+                                   .spare = &w->spare,
+                                   .yield = w->yield,
+                                   .hours = w->hours,
+                                   .hours_text = w->hours_text,
+                                   .mu = &w->mu,
+                                   .cond = &w->cond,
+                                   .exiting = &w->exiting,
+                                   .ctx = w,
+                                   .groups = watch_groups,
+                                   .holder = watch_holder,
+                                   .give_back = watch_give_back,
+                                   .n_trials = watch_n_trials};
+    return gpuwatch_new(&w->watch_host);
 }
 
 /* Index of trial id in w->ended, or w->n_ended. Caller holds w->mu. */
@@ -197,8 +302,14 @@ static void remove_folders(Worker *w, const int64_t *ids, size_t n)
     }
 }
 
-void worker_trial_done(Worker *w, WTrial *t, bool folder)
+/* Takes t off the list (and releases its resources if that was not done).
+ * With folder (the trial's folder was made), the trial is listed as ended
+ * (paused when its finish said so), and the folders of ended trials beyond
+ * the newest keep_trials are removed, by the calling thread, before it
+ * returns (prune.h, trialdir.h). */
+static void hook_done(void *ctx, WTrial *t, bool folder)
 {
+    Worker *w = ctx;
     pthread_mutex_lock(&w->mu);
     if (t->prev)
         t->prev->next = t->next;
@@ -284,7 +395,7 @@ static void read_gang(Worker *w, WTrial *t, const json_t *reply, int port_fd, in
 static void take_trial(Worker *w, const json_t *reply, int port_fd, int port)
 {
     char why[256];
-    WTrial *t = wtrial_new(w, json_object_get(reply, "trial"), why, sizeof why);
+    WTrial *t = wtrial_new(&w->trial_hooks, json_object_get(reply, "trial"), why, sizeof why);
     if (t == NULL) {
         LOG_ERROR("lease: unusable reply (%s); the server will expire that lease", why);
         if (port_fd >= 0)
@@ -331,7 +442,7 @@ static void take_trial(Worker *w, const json_t *reply, int port_fd, int port)
     if (wtrial_start(t) != 0) {
         LOG_ERROR("trial %" PRId64 ": cannot start a thread; the server will expire its lease",
                   t->id);
-        worker_trial_done(w, t, false);
+        hook_done(w, t, false);
         wtrial_free(t);
     }
 }
@@ -356,6 +467,17 @@ static int offer_port(Worker *w, uint64_t *rng, int *port, bool *failing)
 void *worker_lease_main(void *arg)
 {
     Worker *w = arg;
+    w->trial_hooks = (TrialHooks){.server = w->server,
+                                  .token = w->token,
+                                  .worker_id = w->id,
+                                  .hostname = w->hostname,
+                                  .workdir = w->workdir,
+                                  .exe_dir = w->exe_dir,
+                                  .ctx = w,
+                                  .gave_up = hook_gave_up,
+                                  .older_running = hook_older_running,
+                                  .released = hook_released,
+                                  .done = hook_done};
     Client *c = client_new(w->server, w->token);
     char path[96];
     snprintf(path, sizeof path, "/api/v1/workers/%" PRId64 "/lease", w->id);
@@ -369,7 +491,7 @@ void *worker_lease_main(void *arg)
         pthread_mutex_lock(&w->mu);
         /* Something free (GPUs only when spare), within --hours. */
         while (!worker_stopping(w, STOP_DRAIN)) {
-            int64_t closed_ms = gpuwatch_closed_ms(w);
+            int64_t closed_ms = gpuwatch_closed_ms(w->hours);
             if (closed_ms > 0)
                 timed_wait(w, closed_ms < HOURS_RECHECK_MS ? closed_ms : HOURS_RECHECK_MS);
             else if (!slots_any_free(&w->slots))
@@ -395,7 +517,7 @@ void *worker_lease_main(void *arg)
         int wait_s = !partial || w->lease_wait_s < LEASE_BUSY_WAIT_S ? w->lease_wait_s
                                                                      : LEASE_BUSY_WAIT_S;
         /* No trial granted after --hours end. */
-        int64_t open_s = gpuwatch_open_left_s(w);
+        int64_t open_s = gpuwatch_open_left_s(w->hours);
         if (open_s < wait_s)
             wait_s = open_s > 1 ? (int)open_s : 1;
         /* Never an external experiment's trial: nothing here would run it
@@ -491,7 +613,7 @@ static json_t *gpu_usage(Worker *w)
         }
         json_array_append_new(a, item);
     }
-    gpuwatch_annotate(w, a);
+    gpuwatch_annotate(w->watch, &w->watch_host, a);
     return a;
 }
 
@@ -586,7 +708,7 @@ void *worker_heartbeat_main(void *arg)
         json_t *usage = gpu_usage(w);
         if (usage)
             json_object_set_new(body, "gpus", usage);
-        gpuwatch_hours_json(w, body);
+        gpuwatch_hours_json(w->hours, w->hours_text, body);
         ClientCall call = {.timeout_ms = timeout_ms,
                            .cancel = heartbeat_cancel,
                            .cancel_arg = w,

@@ -37,14 +37,14 @@
 
 #include "gang.h"
 #include "gpus.h"
+#include "gpuwatch.h"
 #include "hours.h"
 #include "prune.h"
 #include "slots.h"
 #include "spare.h"
+#include "trial.h"
 
 #define WORKER_HARD_STOP_S 5 /* after a 2nd signal: how long undelivered results may take */
-
-struct WTrial;
 
 typedef enum { STOP_NONE = 0, STOP_DRAIN = 1, STOP_HARD = 2 } StopLevel;
 
@@ -65,11 +65,12 @@ typedef struct Worker {
     json_t *labels;         /* --label key=value: an object, sent at registration */
     int64_t keep_trials;    /* --keep-trials: folders of ended trials kept (prune.h) */
     /* Spare GPUs and working hours (gpuwatch.h; docs/workers.md). */
-    SpareParams spare;      /* --idle-s, --foreign-mem-mb, --foreign-util */
-    bool yield;             /* --yield auto: trials give way to other people's work */
-    const Hours *hours;     /* --hours, or NULL: any time */
-    const char *hours_text; /* --hours as given, or NULL */
-    struct GpuWatch *watch; /* the GPU watch, or NULL when nothing is watched */
+    SpareParams spare;       /* --idle-s, --foreign-mem-mb, --foreign-util */
+    bool yield;              /* --yield auto: trials give way to other people's work */
+    const Hours *hours;      /* --hours, or NULL: any time */
+    const char *hours_text;  /* --hours as given, or NULL */
+    struct GpuWatch *watch;  /* the GPU watch, or NULL when nothing is watched */
+    GpuWatchHost watch_host; /* what the watch is lent (worker_watch_new) */
     /* Gangs (gang.h, advertise.h): every lease request offers this address
      * and a port found free for it, held bound while the request is out. */
     char advertise_addr[GANG_ADDR_MAX + 1]; /* --advertise-addr, or the route's to the server */
@@ -77,6 +78,9 @@ typedef struct Worker {
     /* pbt: uploads of trial folders rungd asks for in heartbeat replies
      * (ckptxfer.h), on their own thread; NULL when it could not start. */
     struct Uploader *uploader;
+    /* What each trial is lent (trial.h): filled by the lease thread before
+     * its first request. */
+    TrialHooks trial_hooks;
 
     pthread_mutex_t mu;    /* guards what follows */
     pthread_cond_t cond;   /* broadcast when any of it changes (CLOCK_MONOTONIC) */
@@ -117,16 +121,9 @@ int worker_wait_idle(Worker *w);
 /* SIGKILLs the groups of every held trial (last resort before exiting). */
 void worker_kill_all_now(Worker *w);
 
-/* For trial.c: t's process has ended; its GPUs and CPUs are free again
- * (the trial stays listed, and heartbeats renew its lease, until its
- * results are delivered). Idempotent. */
-void worker_trial_release(Worker *w, struct WTrial *t);
-/* For trial.c: the supervisor of t is done with it; takes it off the list
- * (and releases its resources if that was not done). t is freed by the
- * caller after. With folder (the trial's folder was made), the trial is
- * listed as ended (paused when its finish said so), and the folders of
- * ended trials beyond the newest keep_trials are removed, by the calling
- * thread, before it returns (prune.h, trialdir.h). */
-void worker_trial_done(Worker *w, struct WTrial *t, bool folder);
+/* Fills w->watch_host from w (its GPUs, slots, --hours, --yield and the
+ * spare thresholds set) and makes the GPU watch (gpuwatch_new): NULL when
+ * there is nothing to watch. */
+GpuWatch *worker_watch_new(Worker *w);
 
 #endif

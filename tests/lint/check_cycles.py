@@ -23,8 +23,6 @@ DIRS = ("server", "worker")
 PENDING = {
     # core.c calls warm.c (warm_start's trials); warm.h takes core.h's Trial.
     "server": [{"core", "warm"}],
-    # The worker loop, its trials and the GPU watcher call one another.
-    "worker": [{"gpuwatch", "trial", "worker"}],
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"/]+)\.h"', re.M)

@@ -803,13 +803,13 @@ static void test_uploader(void **state)
 static void test_checkpoint_from(void **state)
 {
     (void)state;
-    static Worker w;
+    static TrialHooks hooks; /* nothing is called back: no trial starts */
     char why[256];
     const char *hex = "ABCDEF0123456789abcdef0123456789ABCDEF0123456789abcdef0123456789";
     json_t *o = json_pack("{s:i, s:s, s:i, s:{s:i, s:i, s:s, s:i}}", "id", 20, "lease_token", "t",
                           "resume_step", 12, "checkpoint_from", "trial", 18, "step", 12, "sha256",
                           hex, "size", 4096);
-    WTrial *t = wtrial_new(&w, o, why, sizeof why);
+    WTrial *t = wtrial_new(&hooks, o, why, sizeof why);
     assert_non_null(t);
     assert_int_equal(t->from_trial, 18);
     assert_int_equal(t->from_step, 12);
@@ -823,7 +823,7 @@ static void test_checkpoint_from(void **state)
     /* A local copy: no hash. */
     o = json_pack("{s:i, s:s, s:i, s:{s:i}}", "id", 20, "lease_token", "t", "resume_step", 8,
                   "checkpoint_from", "trial", 18);
-    t = wtrial_new(&w, o, why, sizeof why);
+    t = wtrial_new(&hooks, o, why, sizeof why);
     assert_int_equal(t->from_trial, 18);
     assert_int_equal(t->from_step, 8);
     assert_false(t->from_rungd);
@@ -833,7 +833,7 @@ static void test_checkpoint_from(void **state)
     /* A malformed hash and size: from rungd, but nothing to check against. */
     o = json_pack("{s:i, s:s, s:{s:i, s:i, s:s, s:s}}", "id", 20, "lease_token", "t",
                   "checkpoint_from", "trial", 18, "step", 4, "sha256", "nope", "size", "big");
-    t = wtrial_new(&w, o, why, sizeof why);
+    t = wtrial_new(&hooks, o, why, sizeof why);
     assert_true(t->from_rungd);
     assert_string_equal(t->from_sha256, "");
     assert_int_equal(t->from_size, -1);

@@ -30,6 +30,8 @@
 #include "backoff.h"
 #include "env.h"
 #include "gang.h"
+#include "gpuwatch.h"
+#include "hours.h"
 #include "labels.h"
 #include "linebuf.h"
 #include "prune.h"
@@ -1297,6 +1299,107 @@ static void test_advertise(void **state)
     close(fd);
 }
 
+/* ---- the GPU watch's host (gpuwatch.h): the watch reaches the worker's
+ * trials only through these calls ---- */
+
+typedef struct FakeHost {
+    int64_t holder_of[8]; /* GPU index -> trial id, 0: none */
+    int give_backs, last_index;
+    char last_why[64];
+} FakeHost;
+
+static int fake_groups(void *ctx, int64_t *pgids, int max)
+{
+    (void)ctx;
+    (void)pgids;
+    (void)max;
+    return 0;
+}
+
+static int64_t fake_holder(void *ctx, int index)
+{
+    FakeHost *f = ctx;
+    return index >= 0 && index < 8 ? f->holder_of[index] : 0;
+}
+
+static void fake_give_back(void *ctx, int index, const char *why)
+{
+    FakeHost *f = ctx;
+    f->give_backs++;
+    f->last_index = index;
+    snprintf(f->last_why, sizeof f->last_why, "%s", why);
+}
+
+static int fake_n_trials(void *ctx)
+{
+    (void)ctx;
+    return 1;
+}
+
+static void test_gpuwatch_host(void **state)
+{
+    (void)state;
+    static Slots slots;
+    static SpareParams spare;
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+    static atomic_bool exiting;
+    FakeHost f = {.holder_of = {[1] = 42}};
+    int gpus[] = {0, 1};
+    slots_init(&slots, gpus, 2, 4);
+    int64_t one = 1;
+    assert_int_equal(slots_take(&slots, &one, 1, 1), 0);
+    GpuWatchHost h = {.slots = &slots,
+                      .spare = &spare,
+                      .yield = true,
+                      .mu = &mu,
+                      .cond = &cond,
+                      .exiting = &exiting,
+                      .ctx = &f,
+                      .groups = fake_groups,
+                      .holder = fake_holder,
+                      .give_back = fake_give_back,
+                      .n_trials = fake_n_trials};
+    /* No NVML and no --hours: nothing to watch. */
+    assert_null(gpuwatch_new(&h));
+
+    /* A heartbeat's GPUs without a watch: held by the trial the worker
+     * names, or spare. */
+    json_t *a = json_pack("[{s:i}, {s:i}, {s:i}]", "index", 0, "index", 1, "index", 7);
+    gpuwatch_annotate(NULL, &h, a);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(a, 0), "state")), "spare");
+    assert_null(json_object_get(json_array_get(a, 0), "trial_id"));
+    assert_string_equal(json_string_value(json_object_get(json_array_get(a, 1), "state")), "trial");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(a, 1), "trial_id")), 42);
+    assert_null(json_object_get(json_array_get(a, 2), "state")); /* not offered */
+    json_decref(a);
+
+    /* Outside --hours (a whole day two days from today) with --yield auto:
+     * one look gives every trial back through the host. */
+    static const char *days[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    static Hours hours;
+    char why[128];
+    assert_int_equal(hours_parse(days[(tm.tm_wday + 2) % 7], &hours, why, sizeof why), 0);
+    h.hours = &hours;
+    h.hours_text = days[(tm.tm_wday + 2) % 7];
+    assert_true(gpuwatch_closed_ms(&hours) > 0);
+    GpuWatch *gw = gpuwatch_new(&h);
+    assert_non_null(gw);
+    gpuwatch_look(gw);
+    assert_int_equal(f.give_backs, 1);
+    assert_int_equal(f.last_index, -1);
+    assert_string_equal(f.last_why, "outside --hours");
+    json_t *body = json_object();
+    gpuwatch_hours_json(&hours, h.hours_text, body);
+    assert_string_equal(json_string_value(json_object_get(body, "hours")), h.hours_text);
+    assert_true(json_is_string(json_object_get(body, "next_lease_at")));
+    json_decref(body);
+    gpuwatch_free(gw);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1329,6 +1432,7 @@ int main(void)
         cmocka_unit_test(test_gang_addresses),
         cmocka_unit_test(test_gang_ports),
         cmocka_unit_test(test_advertise),
+        cmocka_unit_test(test_gpuwatch_host),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
