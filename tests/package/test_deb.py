@@ -240,8 +240,10 @@ class Packages(unittest.TestCase):
         want["rung"].update("usr/share/doc/rung/examples/" + rel
                             for rel in files_under(os.path.join(src, "examples"))
                             if "__pycache__" not in rel)
-        want["rung"].update("usr/lib/python3/dist-packages/rung/" + os.path.basename(p)
-                            for p in glob.glob(os.path.join(src, "python", "rung", "*.py")))
+        # The package and its subpackages (rung._cli, the command line client).
+        want["rung"].update("usr/lib/python3/dist-packages/rung/" + rel
+                            for rel in files_under(os.path.join(src, "python", "rung"))
+                            if rel.endswith(".py") and "__pycache__" not in rel)
         if ARGS.cuda_module:
             want["rung-worker"].add("usr/%s/rung/librung-train-cuda.so" % ARGS.libdir)
         return want
@@ -289,6 +291,18 @@ class Packages(unittest.TestCase):
         out = run([sys.executable, "-B", "-c", "import rung, sys; print(rung.__file__)"],
                   env=dict(os.environ, PYTHONPATH=site))
         self.assertTrue(out.strip().startswith(site), out)
+        # `python3 -m rung`, whose commands live in the subpackage rung._cli.
+        out = run([sys.executable, "-B", "-m", "rung", "--help"],
+                  env=dict(os.environ, PYTHONPATH=site))
+        self.assertIn("usage: python3 -m rung", out)
+
+    def test_copyright_names_the_license(self):
+        # Debian policy 12.5: the terms, here Apache-2.0 as in the repository's LICENSE.
+        for pkg in PROGRAMS:
+            with self.subTest(pkg=pkg):
+                text = read(os.path.join(self.root[pkg], "usr/share/doc", pkg, "copyright"))
+                self.assertIn("License: Apache-2.0", text)
+                self.assertIn("/usr/share/common-licenses/Apache-2.0", text)
 
     def test_cuda_module_where_rung_train_looks(self):
         if not ARGS.cuda_module:
