@@ -265,8 +265,14 @@ void api_experiment_delete(Engine *e, Job *job)
         api_error(job, RUNG_E_CONFLICT, "", msg);
         return;
     }
+    /* Several statements in the batch's transaction, outside the savepoint
+     * the engine writes the core's changes in: all of them or none, or a
+     * failure part-way would commit the rows deleted before it. */
+    Store *store = engine_store(e);
     int64_t counts[TRIAL__COUNT];
-    if (store_delete_experiment(engine_store(e), id, counts, &err)) {
+    if (store_savepoint(store, &err) != 0 || store_delete_experiment(store, id, counts, &err) ||
+        store_release_savepoint(store, &err) != 0) {
+        store_rollback_savepoint(store);
         api_fail(job, &err);
         return;
     }

@@ -26,6 +26,7 @@ import collections
 import json
 import os
 import subprocess
+import sqlite3
 import time
 
 import rungd_harness as h
@@ -765,6 +766,33 @@ class Delete(h.RungdTestCase):
         d.wait_proposed(again, 1)
         t4 = w.lease_one()
         self.assertGreater(t4["id"], t3["id"])
+
+    def test_a_delete_that_fails_part_way_deletes_nothing(self):
+        # The handler deletes in several statements inside the batch's
+        # transaction (store_delete_experiment); one that fails after others
+        # ran must leave every row, not commit the reports' deletion alone.
+        d = self.daemon()
+        eid = d.create_experiment(h.spec(num_samples=1))["id"]
+        d.wait_proposed(eid, 1)
+        w = h.Worker(d)
+        t = w.lease_one()
+        w.report_ok(t, 1, {"loss": 0.5})
+        w.finish_ok(t)
+        d.wait_state(eid, "completed")
+        con = sqlite3.connect(d.db, timeout=10)
+        try:
+            # The trials' rows go after the reports' (store.c): refuse them.
+            con.execute("CREATE TRIGGER keep_trials BEFORE DELETE ON trials "
+                        "BEGIN SELECT RAISE(ABORT, 'kept by the test'); END")
+            con.commit()
+            self.assertError(d.delete(eid), 500, "internal")
+            con.execute("DROP TRIGGER keep_trials")
+            con.commit()
+        finally:
+            con.close()
+        self.assertEqual([m["step"] for m in d.metrics_of(t["id"])], [1])
+        self.assertEqual(d.experiment(eid)["state"], "completed")
+        self.assertEqual(ok(self, d.delete(eid)), {"deleted": eid, "trials": 1})
 
 
 class StopRules(h.RungdTestCase):
