@@ -107,7 +107,7 @@ def main():
         pending = [frozenset(p) for p in PENDING.get(d, ())]
         n_pending += len(pending)
         for comp in found:
-            where = "%s/: cycle %s" % (d, loop(g, comp))
+            where = "%s/: cycle of %s: %s" % (d, ", ".join(sorted(comp)), loop(g, comp))
             if comp in pending:
                 print("pending: " + where)
             else:
