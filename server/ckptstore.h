@@ -67,7 +67,7 @@ int ckptstore_remove(const char *data_dir, int64_t trial_id, int64_t step);
 /* At start, before any upload: removes every checkpoint for which
  * keep(ctx, trial_id, step) is false (its row never committed, or it was
  * dropped and the daemon stopped before removing it), every temporary file
- * a crashed put left, and every partial upload (".upload-*", http.c). The
+ * a crashed put left, and every partial upload (".upload-*", http_upload.c). The
  * number of files removed, or -1 with errno set when the folder cannot be
  * read (0 when there is none). */
 int ckptstore_sweep(const char *data_dir, bool (*keep)(void *ctx, int64_t trial_id, int64_t step),

@@ -196,7 +196,7 @@ int main(int argc, char **argv)
     if (token == NULL)
         token = getenv("RUNG_TOKEN");
 
-    /* Every connection holds a descriptor, up to 4,096 of them (http.c),
+    /* Every connection holds a descriptor, up to 4,096 of them (http_internal.h),
      * beyond the soft limit of 1,024 that shells and services start with. */
     struct rlimit nofile;
     if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {

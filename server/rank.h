@@ -1,6 +1,6 @@
 /* Ranking an experiment's trials by their best value (GET
  * .../trials?sort=value, docs/api.md): the order, and the first k of n in
- * it without sorting all n. Pure; api.c fills the ranks (store_read.c reads
+ * it without sorting all n. Pure; api_experiments.c fills the ranks (store_read.c reads
  * them, memory's live values override). */
 #ifndef RUNG_SERVER_RANK_H
 #define RUNG_SERVER_RANK_H

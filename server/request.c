@@ -1,5 +1,5 @@
 /* Parsers of the request bodies; see request.h. The limits and messages are
- * those docs/api.md and the handlers of api.c have always used: a client that
+ * those docs/api.md and the handlers (api_*.c) have always used: a client that
  * passed before passes now, except where request.h says otherwise. */
 #include "request.h"
 
