@@ -1,8 +1,10 @@
 /* The Core object: its experiments, trials and workers in memory (lookups
  * by id, an experiment's window of trials by number), the intrusive lists
  * (the running trials, each experiment's pending line) and the change queue
- * the engine writes (core.h, core_changes). New experiments and trials
- * enter here. The state machine is core_kernel.c's. */
+ * the engine writes (core.h, core_changes); new trials enter here
+ * (core_trial_add). It calls no other file of the family: the state
+ * machine is core_kernel.c's, a new experiment a user's verb
+ * (core_verbs.c). */
 #include "core_internal.h"
 
 #include <math.h>
@@ -166,8 +168,7 @@ void core_trial_free(Trial *t)
 void core_exp_free(Experiment *e)
 {
     spec_close(&e->spec);
-    asha_free(e->asha);
-    pbt_free(e->pbt);
+    e->sched->fini(e);
     warm_free(e->warm);
     json_decref(e->best_done.config);
     for (int64_t i = 0; i < e->n_pareto_done; i++)
@@ -339,42 +340,7 @@ Experiment *core_exp_new(Core *core, int64_t id, Spec *spec, int64_t now)
     memset(spec, 0, sizeof *spec);
     e->state = EXP_RUNNING;
     e->created_at = now;
-    AshaParams sched = e->spec.sched;
-    sched.objectives = e->spec.n_objectives;
-    e->asha = asha_new(&sched);
-    if (e->asha == NULL)
-        abort();
-    if (e->spec.is_pbt && (e->pbt = pbt_new(&e->spec.pbt)) == NULL)
-        abort();
     put_exp(core, id, e);
-    return e;
-}
-
-/* An experiment that starts running (submitted, resumed, extended) joins
- * the others at the lowest pass among them, as stride scheduling does: it
- * is neither owed the leases given before it came nor behind for them. */
-void core_join_share(Core *core, Experiment *e)
-{
-    bool any = false;
-    double low = 0;
-    for (int64_t i = 0; i < core->n_exps; i++) {
-        const Experiment *o = core->exps[i];
-        if (o != e && o->state == EXP_RUNNING && (!any || o->pass < low)) {
-            low = o->pass;
-            any = true;
-        }
-    }
-    if (any && e->pass < low)
-        e->pass = low;
-}
-
-Experiment *core_experiment_add(Core *core, Spec *spec, int64_t now)
-{
-    Experiment *e = core_exp_new(core, core->next_exp_id, spec, now);
-    core->exp_counts[EXP_RUNNING]++;
-    core_join_share(core, e);
-    core_mark_exp(core, e);
-    core->availability_changed = true;
     return e;
 }
 
@@ -396,4 +362,82 @@ Trial *core_trial_add(Core *core, Experiment *exp, json_t *config, int64_t now)
     core_mark_trial(core, t);
     core->availability_changed = true;
     return t;
+}
+
+/* ---- small facts every file of the family reads ---- */
+
+/* Whether a is a better value of exp's metric than b. */
+bool core_better(const Experiment *e, double a, double b)
+{
+    return spec_loss(&e->spec, a) < spec_loss(&e->spec, b);
+}
+
+bool core_exp_active(const Experiment *e)
+{
+    return e->state == EXP_RUNNING || e->state == EXP_PAUSED;
+}
+
+char *core_dup_str(const char *s)
+{
+    char *d = strdup(s ? s : "");
+    if (d == NULL)
+        abort();
+    return d;
+}
+
+void core_set_error(Trial *t, const char *error)
+{
+    free(t->error);
+    t->error = NULL;
+    if (error == NULL)
+        return;
+    /* Cut on a character boundary: a split character would make the text
+     * invalid UTF-8, which JSON cannot carry. */
+    size_t len = rung_utf8_truncate_len(error, CORE_MAX_ERROR);
+    t->error = malloc(len + 1);
+    if (t->error == NULL)
+        abort();
+    memcpy(t->error, error, len);
+    t->error[len] = '\0';
+}
+
+Worker *core_owner_of(const Core *core, const Trial *t)
+{
+    return t->worker_id > 0 ? idmap_get(&core->workers, t->worker_id) : NULL;
+}
+
+int core_exp_objective(const Experiment *e, const json_t *metrics, double *v)
+{
+    return core_objective(&e->spec, metrics, v);
+}
+
+int core_objective(const Spec *spec, const json_t *metrics, double *v)
+{
+    return rung_nonfinite_from_json(json_object_get(metrics, spec->metric), v) ? 1 : 0;
+}
+
+/* Compares lease tokens in time that does not depend on where they differ,
+ * so a client cannot guess a token byte by byte. */
+bool core_token_equal(const char *given, const char *expected)
+{
+    return rung_ct_equal(given, expected, CORE_TOKEN_LEN);
+}
+
+int core_lease_lost(const Trial *t, RungError *err)
+{
+    return rung_error_set(err, RUNG_E_LEASE_LOST, "lease_token",
+                          "trial %lld: lease_token is not this trial's current lease "
+                          "(it expired, or the trial was retried); end the trial",
+                          (long long)t->id);
+}
+
+/* Queues an ended experiment for core_release. */
+void core_release_exp(Core *core, Experiment *e)
+{
+    if (e->releasing)
+        return;
+    e->releasing = true;
+    rung_grow((void **)&core->rel_exps, &core->cap_rel_exps, core->n_rel_exps,
+              sizeof(Experiment *));
+    core->rel_exps[core->n_rel_exps++] = e;
 }

@@ -281,10 +281,11 @@ typedef struct Experiment {
     int64_t n_pareto_done, cap_pareto_done;
     HistEntry *hist; /* bayes: results of released trials */
     int64_t n_hist, cap_hist;
-    struct Asha *asha; /* owned: the scheduler's rung records */
-    struct Pbt *pbt;   /* owned: pbt's records (spec.is_pbt), or NULL */
-    struct Warm *warm; /* owned: warm_start's trials (warm.h), or NULL */
-    bool hold_endgame; /* asha promote: no end game now (re-entry, or promotions first) */
+    struct Asha *asha;            /* owned: the scheduler's rung records */
+    struct Pbt *pbt;              /* owned: pbt's records (spec.is_pbt), or NULL */
+    const struct SchedOps *sched; /* its scheduler's hooks (core_internal.h) */
+    struct Warm *warm;            /* owned: warm_start's trials (warm.h), or NULL */
+    bool hold_endgame; /* no idle hook now (its scheduler is mid-answer: promotions first) */
     double pass;       /* leases given, each 1/share, since it last started running: fair share
                           over time (stride scheduling) when running counts tie; memory only */
     GangWait gang;     /* spec.nodes > 1: the holds gathering for its next gang */

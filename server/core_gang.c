@@ -27,7 +27,7 @@ static int64_t gang_wait_ms(const Experiment *e)
 #define HOLD_SILENT_MS(core) ((core)->lease_ms + 30000)
 
 /* After any change to t's gang: its stored form follows, and t is written. */
-static void gang_changed(Core *core, Trial *t)
+void core_gang_changed(Core *core, Trial *t)
 {
     json_decref(t->gang_json);
     t->gang_json = t->gang != NULL ? members_to_json(t->gang) : NULL;
@@ -64,37 +64,6 @@ static bool offer_fits(const Experiment *e, const LeaseOffer *offer)
 {
     return e->spec.gpus <= offer->n_gpus && e->spec.cpus <= offer->cpus &&
            (offer->trainables & SPEC_TRAINABLE_BIT(e->spec.trainable)) != 0;
-}
-
-/* Takes worker_id's hold off e's gathering, keeping the others' order. */
-void core_hold_drop(Core *core, Experiment *e, int64_t worker_id)
-{
-    GangWait *g = &e->gang;
-    int64_t kept = 0;
-    for (int64_t i = 0; i < g->n_holds; i++)
-        if (g->holds[i].worker_id != worker_id)
-            g->holds[kept++] = g->holds[i];
-    g->n_holds = kept;
-    if (kept == 0)
-        g->first_hold_ms = 0; /* the next hold starts the wait afresh */
-    Worker *w = core_worker(core, worker_id);
-    if (w != NULL && w->held_for == e->id)
-        w->held_for = 0;
-}
-
-/* Releases every hold of e: its workers may take other trials now. */
-void core_holds_release(Core *core, Experiment *e)
-{
-    GangWait *g = &e->gang;
-    for (int64_t i = 0; i < g->n_holds; i++) {
-        Worker *w = core_worker(core, g->holds[i].worker_id);
-        if (w != NULL && w->held_for == e->id)
-            w->held_for = 0;
-    }
-    if (g->n_holds > 0)
-        core->availability_changed = true; /* their parked leases look again */
-    g->n_holds = 0;
-    g->first_hold_ms = 0;
 }
 
 /* The holds ran out (or the gang cannot form): released, and the gang
@@ -173,7 +142,7 @@ Trial *core_gang_form(Core *core, Experiment *e, int64_t now)
     g->releases = 0;
     g->reserving = false;
     g->passed_over_until = 0;
-    gang_changed(core, t);
+    core_gang_changed(core, t);
     /* Every other member's parked lease request must run again now. */
     core->availability_changed = true;
     core->gang_formed = true;
@@ -199,7 +168,7 @@ bool core_gang_deliver(Core *core, Trial *t, Worker *w, const LeaseOffer *offer,
         t->resources = json_incref(m->resources);
     }
     core_gang_sync_expiry(t);
-    gang_changed(core, t);
+    core_gang_changed(core, t);
     return true;
 }
 
@@ -297,7 +266,7 @@ bool core_gang_unlease(Core *core, Trial *t, const char *token)
     m->resources = NULL;
     if (rank0)
         t->lease_token[0] = '\0';
-    gang_changed(core, t);
+    core_gang_changed(core, t);
     core->availability_changed = true;
     return true;
 }
@@ -331,7 +300,7 @@ void core_gang_member_finish(Core *core, Trial *t, GangMember *m, bool completed
     if (completed) {
         m->done = true;
         core_gang_sync_expiry(t);
-        gang_changed(core, t);
+        core_gang_changed(core, t);
         return;
     }
     if (t->stop_kind != STOP_NONE) {
@@ -345,28 +314,4 @@ void core_gang_member_finish(Core *core, Trial *t, GangMember *m, bool completed
              (long long)members_rank(t->gang, m), (long long)m->worker_id,
              (error && error[0]) ? error : "the trial failed");
     core_fail_or_retry(core, t, msg, RETRY_FAILED, now);
-}
-
-/* The most invalid lines a trial's warnings quote (request.h,
- * REQUEST_MAX_WARN_LAST): a gang's merged warnings keep as many. */
-#define GANG_WARN_LAST 5
-
-void core_worker_warnings(Core *core, Trial *t, int64_t worker_id, json_t *warnings)
-{
-    if (warnings == NULL || worker_id == 0)
-        return;
-    if (t->gang == NULL || t->gang->attempt != t->attempt) {
-        if (worker_id == t->worker_id)
-            core_trial_set_warnings(core, t, warnings);
-        return;
-    }
-    GangMember *m = members_of(t->gang, worker_id);
-    if (m == NULL || (m->warnings != NULL && json_equal(m->warnings, warnings)))
-        return;
-    json_decref(m->warnings);
-    m->warnings = json_incref(warnings);
-    gang_changed(core, t);
-    json_t *merged = members_warnings(t->gang, GANG_WARN_LAST);
-    core_trial_set_warnings(core, t, merged);
-    json_decref(merged);
 }

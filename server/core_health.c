@@ -1,6 +1,7 @@
-/* An experiment's health and the stop rules that end it when a trial ends
- * (docs/api.md, "The experiment object"): max_failed_trials, a metric never
- * reported, stop.patience; the errors counted and how they are summed up. */
+/* An experiment's health (docs/api.md, "The experiment object"): the
+ * errors counted and how they are summed up, the metric keys its trials
+ * reported, a trial's score for the best; stored with the experiment. The
+ * stop rules that read it are the kernel's (core_trial_ended). */
 #include "core_internal.h"
 
 #include <math.h>
@@ -35,7 +36,7 @@ void core_error_summary(const char *error, char *out, size_t size)
     out[rung_utf8_truncate_len(out, size - 1)] = '\0';
 }
 
-static void count_error(ExpHealth *h, const char *error)
+void core_count_error(ExpHealth *h, const char *error)
 {
     char text[CORE_HEALTH_ERROR_LEN + 1];
     core_error_summary(error ? error : "the trial failed", text, sizeof text);
@@ -61,7 +62,7 @@ const ErrorCount *core_top_error(const ExpHealth *h)
     return top;
 }
 
-static void add_keys(ExpHealth *h, const json_t *metrics)
+void core_add_keys(ExpHealth *h, const json_t *metrics)
 {
     if (h->keys == NULL)
         h->keys = json_array();
@@ -80,72 +81,6 @@ static void add_keys(ExpHealth *h, const json_t *metrics)
     }
 }
 
-/* The rules that end an experiment when one of its trials ends
- * (docs/api.md, "The experiment object"). */
-void core_trial_ended(Core *core, Trial *t, int64_t now)
-{
-    Experiment *e = t->exp;
-    if (!core_exp_active(e))
-        return;
-    ExpHealth *h = &e->health;
-    core_mark_exp(core, e); /* its health is stored with it */
-    if (t->state == TRIAL_FAILED)
-        count_error(h, t->error);
-    if (!h->metric_seen && t->last != NULL && t->state != TRIAL_CANCELED) {
-        h->ended_reporting++;
-        if (t->last != NULL)
-            add_keys(h, t->last);
-    }
-    if (t->state == TRIAL_COMPLETED || t->state == TRIAL_STOPPED) {
-        double v;
-        int64_t step;
-        if (core_trial_score(t, &v, &step) &&
-            (!h->has_best_finished || core_better(e, v, h->best_finished))) {
-            h->has_best_finished = true;
-            h->best_finished = v;
-            h->since_better = 0;
-        } else {
-            h->since_better++;
-        }
-    }
-    const Spec *sp = &e->spec;
-    int64_t need = sp->total_trials < 5 ? sp->total_trials : 5;
-    if (sp->max_failed_trials > 0 && e->counts[TRIAL_FAILED] >= sp->max_failed_trials) {
-        const ErrorCount *top = core_top_error(h);
-        char msg[CORE_HEALTH_ERROR_LEN + 160];
-        snprintf(msg, sizeof msg,
-                 "%lld trials failed (max_failed_trials is %lld); the most frequent error, "
-                 "in %lld of them: %s",
-                 (long long)e->counts[TRIAL_FAILED], (long long)sp->max_failed_trials,
-                 (long long)(top ? top->n : 0), top ? top->text : "(none)");
-        core_end_experiment(core, e, EXP_FAILED, END_MAX_FAILED, msg, now);
-    } else if (!h->metric_seen && h->ended_reporting >= need) {
-        char msg[SPEC_MAX_OBJECTIVES * (SPEC_MAX_METRIC + 4) + CORE_HEALTH_KEYS * 72 + 96];
-        int n;
-        if (sp->n_objectives == 1) {
-            n = snprintf(msg, sizeof msg,
-                         "no trial reported metric '%s'; trials reported: ", sp->metric);
-        } else {
-            n = snprintf(msg, sizeof msg, "no trial reported metrics ");
-            for (int k = 0; k < sp->n_objectives && n > 0 && (size_t)n < sizeof msg; k++)
-                n += snprintf(msg + n, sizeof msg - (size_t)n, "%s'%s'", k ? ", " : "",
-                              sp->objectives[k].name);
-            if (n > 0 && (size_t)n < sizeof msg)
-                n += snprintf(msg + n, sizeof msg - (size_t)n, " in one report; trials reported: ");
-        }
-        size_t i;
-        json_t *k;
-        json_array_foreach(h->keys, i, k) {
-            if (n > 0 && (size_t)n < sizeof msg)
-                n += snprintf(msg + n, sizeof msg - (size_t)n, "%s%s", i ? ", " : "",
-                              json_string_value(k));
-        }
-        core_end_experiment(core, e, EXP_FAILED, END_METRIC_MISSING, msg, now);
-    } else if (sp->stop_patience > 0 && h->since_better >= sp->stop_patience) {
-        core_end_experiment(core, e, EXP_COMPLETED, END_PATIENCE, NULL, now);
-    }
-}
-
 json_t *core_health_json(const Experiment *e)
 {
     const ExpHealth *h = &e->health;
@@ -159,4 +94,25 @@ json_t *core_health_json(const Experiment *e)
                      "best_finished",
                      h->has_best_finished ? json_real(h->best_finished) : json_null(),
                      "since_better", (json_int_t)h->since_better);
+}
+
+/* A trial's value for the experiment's best, by best_scope: its best
+ * finite value ("all"), or its last one ("last"), with that step. */
+bool core_trial_score(const Trial *t, double *v, int64_t *step)
+{
+    const Experiment *e = t->exp;
+    /* Several objectives have no single best; an infeasible trial is never
+     * one (docs/api.md, "Several objectives and constraints"). */
+    if (e->spec.n_objectives > 1 ||
+        (e->spec.n_constraints > 0 && (t->last == NULL || !spec_feasible(&e->spec, t->last))))
+        return false;
+    if (!e->spec.best_last) {
+        *v = t->best_value;
+        *step = t->best_step;
+        return t->has_best;
+    }
+    if (t->last == NULL || core_exp_objective(e, t->last, v) != 1 || !isfinite(*v))
+        return false;
+    *step = t->n_seen > 0 ? t->seen[t->n_seen - 1].step : 0;
+    return true;
 }

@@ -9,11 +9,13 @@
  *      |                  |  \--cancel, at its next report or heartbeat--> canceled
  *      +--retry (attempt+1): finish failed or lease expired, attempt <= max_failures
  *
- * The scheduler (asha.c) answers each report: `stop` ends a running trial as
- * stopped, a report at max_t ends it as completed, and with promote a trial
- * is paused at a rung (running --> paused) until it is promoted (paused -->
- * pending, first in line, resumed from its checkpoint) or the experiment's
- * end game stops it (paused --> stopped).
+ * The scheduler answers each report through its hooks (SchedOps in
+ * core_internal.h; this file names no scheduler): `stop` ends a running
+ * trial as stopped, a report at max_t ends it as completed, and a trial may
+ * be paused (running --> paused) at an asha rung until it is promoted
+ * (paused --> pending, first in line, resumed from its checkpoint) or the
+ * end game stops it (paused --> stopped), or at a pbt milestone until the
+ * other members reach it.
  *
  * A trial asked to stop while it runs (stop_kind) becomes, at its next
  * report, heartbeat or finish: canceled (its experiment was canceled),
@@ -39,17 +41,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Whether a is a better value of exp's metric than b. */
-bool core_better(const Experiment *e, double a, double b)
-{
-    return spec_loss(&e->spec, a) < spec_loss(&e->spec, b);
-}
-
-bool core_exp_active(const Experiment *e)
-{
-    return e->state == EXP_RUNNING || e->state == EXP_PAUSED;
-}
-
 /* Moves e to state s. An ended state stamps the time and the reason and
  * queues e for release; running or paused again (resumed, extended,
  * retried) forgets how it ended. */
@@ -60,10 +51,7 @@ void core_set_exp_state(Core *core, Experiment *e, ExpState s, EndReason why, in
     e->state = s;
     core_mark_exp(core, e);
     core->availability_changed = true;
-    if (s == EXP_RUNNING)
-        core_join_share(core, e);
-    else
-        core_holds_release(core, e); /* a paused or ended experiment forms no gang */
+    core_place_exp_state(core, e); /* fair share, or its gang's held workers go free */
     if (core_exp_active(e)) {
         e->ended_at = 0;
         e->ended_reason = END_NONE;
@@ -74,14 +62,6 @@ void core_set_exp_state(Core *core, Experiment *e, ExpState s, EndReason why, in
     e->ended_at = now;
     e->ended_reason = why;
     core_release_exp(core, e);
-}
-
-char *core_dup_str(const char *s)
-{
-    char *d = strdup(s ? s : "");
-    if (d == NULL)
-        abort();
-    return d;
 }
 
 /* Ends an active experiment before all its trials ran: pending trials are
@@ -118,21 +98,21 @@ void core_end_experiment(Core *core, Experiment *e, ExpState s, EndReason why, c
             core_mark_trial(core, t);
         }
     }
-    if (e->pbt != NULL)
-        core_drop_unneeded_ckpts(core, e);
+    if (e->sched->exp_end != NULL)
+        e->sched->exp_end(core, e);
 }
 
 void core_maybe_complete(Core *core, Experiment *e, int64_t now)
 {
-    if (e->state == EXP_RUNNING)
-        sched_pbt_sync_check(core, e, now); /* pbt: a member that ended waits for nobody */
+    if (e->state == EXP_RUNNING && e->sched->settle != NULL)
+        e->sched->settle(core, e, now); /* a trial that ended waits for nobody */
     if (e->state != EXP_RUNNING || e->n_trials < e->spec.total_trials)
         return;
-    if (e->pbt != NULL && e->counts[TRIAL_PAUSED] > 0)
-        return; /* pbt: paused members wait at a milestone; no end game */
     if (e->counts[TRIAL_PAUSED] > 0 && e->counts[TRIAL_PENDING] + e->counts[TRIAL_PREEMPTED] == 0 &&
-        e->counts[TRIAL_RUNNING] == 0 && !e->hold_endgame)
-        sched_asha_endgame(core, e, now);
+        e->counts[TRIAL_RUNNING] == 0 && !e->hold_endgame && e->sched->idle != NULL)
+        e->sched->idle(core, e, now);
+    /* A trial still paused is not terminal, so the count below stays short:
+     * e completes once the last one ended. */
     if (e->state != EXP_RUNNING)
         return;
     int64_t terminal = e->counts[TRIAL_COMPLETED] + e->counts[TRIAL_STOPPED] +
@@ -151,11 +131,6 @@ void core_maybe_complete(Core *core, Experiment *e, int64_t now)
         return;
     }
     core_set_exp_state(core, e, EXP_COMPLETED, END_ALL_TRIALS, now);
-}
-
-Worker *core_owner_of(const Core *core, const Trial *t)
-{
-    return t->worker_id > 0 ? idmap_get(&core->workers, t->worker_id) : NULL;
 }
 
 /* Adds delta (+1 or -1) to the trials that t's workers hold: its owner,
@@ -220,26 +195,11 @@ void core_set_state(Core *core, Trial *t, TrialState s, int64_t now)
     }
 }
 
-void core_set_error(Trial *t, const char *error)
-{
-    free(t->error);
-    t->error = NULL;
-    if (error == NULL)
-        return;
-    /* Cut on a character boundary: a split character would make the text
-     * invalid UTF-8, which JSON cannot carry. */
-    size_t len = rung_utf8_truncate_len(error, CORE_MAX_ERROR);
-    t->error = malloc(len + 1);
-    if (t->error == NULL)
-        abort();
-    memcpy(t->error, error, len);
-    t->error[len] = '\0';
-}
-
 /* Forgets what the current attempt reported, for a retry. */
 void core_reset_attempt(Trial *t)
 {
-    asha_trial_reset(t->exp->asha, t->number);
+    if (t->exp->sched->attempt_reset != NULL)
+        t->exp->sched->attempt_reset(t->exp, t);
     t->has_step = t->has_best = t->has_time = false;
     t->rung = 0;
     t->stopped_by = BY_NONE;
@@ -265,7 +225,8 @@ void core_trial_resume(Core *core, Trial *t, int64_t now)
  * result once more as Ray's on_trial_complete does. */
 void core_end_for_scheduler(Core *core, Trial *t, TrialState s, int64_t now)
 {
-    sched_asha_trial_end(t->exp, t);
+    if (t->exp->sched->trial_end != NULL)
+        t->exp->sched->trial_end(t->exp, t);
     if (s == TRIAL_STOPPED && t->stopped_by == BY_NONE)
         t->stopped_by = BY_SCHEDULER;
     core_set_state(core, t, s, now);
@@ -314,16 +275,78 @@ void core_fail_or_retry(Core *core, Trial *t, const char *error, RetryReason why
         t->lease_token[0] = '\0';
         t->started_at = 0;
         core_reset_attempt(t);
-        if (e->pbt != NULL) {
-            /* A new attempt starts over with the config it has now. */
-            pbt_forget(e->pbt, t->number);
-            t->from_trial = t->from_step = t->from_worker = 0;
-            core_drop_unneeded_ckpts(core, e);
-        }
+        if (e->sched->retry != NULL)
+            e->sched->retry(core, t);
         core->availability_changed = true;
-        sched_asha_promote_ready(core, e,
-                                 now); /* its records are gone: others may rank higher now */
+        if (e->sched->promote != NULL) /* its records are gone: others may rank higher now */
+            e->sched->promote(core, e, now);
     } else {
         core_set_state(core, t, TRIAL_FAILED, now);
+    }
+}
+
+/* The rules that end an experiment when one of its trials ends
+ * (docs/api.md, "The experiment object"). */
+void core_trial_ended(Core *core, Trial *t, int64_t now)
+{
+    Experiment *e = t->exp;
+    if (!core_exp_active(e))
+        return;
+    ExpHealth *h = &e->health;
+    core_mark_exp(core, e); /* its health is stored with it */
+    if (t->state == TRIAL_FAILED)
+        core_count_error(h, t->error);
+    if (!h->metric_seen && t->last != NULL && t->state != TRIAL_CANCELED) {
+        h->ended_reporting++;
+        if (t->last != NULL)
+            core_add_keys(h, t->last);
+    }
+    if (t->state == TRIAL_COMPLETED || t->state == TRIAL_STOPPED) {
+        double v;
+        int64_t step;
+        if (core_trial_score(t, &v, &step) &&
+            (!h->has_best_finished || core_better(e, v, h->best_finished))) {
+            h->has_best_finished = true;
+            h->best_finished = v;
+            h->since_better = 0;
+        } else {
+            h->since_better++;
+        }
+    }
+    const Spec *sp = &e->spec;
+    int64_t need = sp->total_trials < 5 ? sp->total_trials : 5;
+    if (sp->max_failed_trials > 0 && e->counts[TRIAL_FAILED] >= sp->max_failed_trials) {
+        const ErrorCount *top = core_top_error(h);
+        char msg[CORE_HEALTH_ERROR_LEN + 160];
+        snprintf(msg, sizeof msg,
+                 "%lld trials failed (max_failed_trials is %lld); the most frequent error, "
+                 "in %lld of them: %s",
+                 (long long)e->counts[TRIAL_FAILED], (long long)sp->max_failed_trials,
+                 (long long)(top ? top->n : 0), top ? top->text : "(none)");
+        core_end_experiment(core, e, EXP_FAILED, END_MAX_FAILED, msg, now);
+    } else if (!h->metric_seen && h->ended_reporting >= need) {
+        char msg[SPEC_MAX_OBJECTIVES * (SPEC_MAX_METRIC + 4) + CORE_HEALTH_KEYS * 72 + 96];
+        int n;
+        if (sp->n_objectives == 1) {
+            n = snprintf(msg, sizeof msg,
+                         "no trial reported metric '%s'; trials reported: ", sp->metric);
+        } else {
+            n = snprintf(msg, sizeof msg, "no trial reported metrics ");
+            for (int k = 0; k < sp->n_objectives && n > 0 && (size_t)n < sizeof msg; k++)
+                n += snprintf(msg + n, sizeof msg - (size_t)n, "%s'%s'", k ? ", " : "",
+                              sp->objectives[k].name);
+            if (n > 0 && (size_t)n < sizeof msg)
+                n += snprintf(msg + n, sizeof msg - (size_t)n, " in one report; trials reported: ");
+        }
+        size_t i;
+        json_t *k;
+        json_array_foreach(h->keys, i, k) {
+            if (n > 0 && (size_t)n < sizeof msg)
+                n += snprintf(msg + n, sizeof msg - (size_t)n, "%s%s", i ? ", " : "",
+                              json_string_value(k));
+        }
+        core_end_experiment(core, e, EXP_FAILED, END_METRIC_MISSING, msg, now);
+    } else if (sp->stop_patience > 0 && h->since_better >= sp->stop_patience) {
+        core_end_experiment(core, e, EXP_COMPLETED, END_PATIENCE, NULL, now);
     }
 }

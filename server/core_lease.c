@@ -55,28 +55,6 @@ bool core_worker_alive(const Core *core, const Worker *w, int64_t now)
     return w != NULL && now - w->last_seen_at <= core->lease_ms;
 }
 
-/* Whether w carries every label of the experiment's worker_selector. */
-bool core_selected(const Experiment *e, const Worker *w)
-{
-    const char *key;
-    json_t *want;
-    json_object_foreach(e->spec.worker_selector, key, want) {
-        json_t *have = w->labels ? json_object_get(w->labels, key) : NULL;
-        if (!json_is_string(have) || strcmp(json_string_value(have), json_string_value(want)) != 0)
-            return false;
-    }
-    return true;
-}
-
-bool core_fits(const Experiment *e, const Worker *w, const LeaseOffer *offer)
-{
-    if (e->spec.max_concurrent > 0 && e->counts[TRIAL_RUNNING] >= e->spec.max_concurrent)
-        return false;
-    if ((offer->trainables & SPEC_TRAINABLE_BIT(e->spec.trainable)) == 0 || !core_selected(e, w))
-        return false;
-    return e->spec.gpus <= offer->n_gpus && e->spec.cpus <= offer->cpus;
-}
-
 /* Whether a goes before b for the next slot: higher priority, then fewer
  * running trials for its share (fair share of the slots held now), then
  * fewer leases for its share (`pass`: fair share over time, which decides
@@ -113,16 +91,6 @@ static bool may_take(const Core *core, const Worker *w, const Trial *t, int64_t 
     if (t->n_seen == 0 || t->worker_id == w->id)
         return true;
     return !core_worker_alive(core, core_owner_of(core, t), now);
-}
-
-/* What a lease grants on one worker: the first spec.gpus of the offered
- * GPUs, in the offer's order, and spec.cpus CPUs (a new object). */
-json_t *core_grant(const Experiment *e, const LeaseOffer *offer)
-{
-    json_t *gpus = json_array();
-    for (int64_t i = 0; i < e->spec.gpus; i++)
-        json_array_append_new(gpus, json_integer(offer->gpus[i]));
-    return json_pack("{s:o, s:I}", "gpus", gpus, "cpus", (json_int_t)e->spec.cpus);
 }
 
 /* A sign of life from worker_id on running trial t renews its lease: the
@@ -233,21 +201,6 @@ Trial *core_lease(Core *core, Worker *w, const LeaseOffer *offer, const char *to
     if (t != NULL)
         core->counters.leases_granted++;
     return t;
-}
-
-/* Compares lease tokens in time that does not depend on where they differ,
- * so a client cannot guess a token byte by byte. */
-bool core_token_equal(const char *given, const char *expected)
-{
-    return rung_ct_equal(given, expected, CORE_TOKEN_LEN);
-}
-
-int core_lease_lost(const Trial *t, RungError *err)
-{
-    return rung_error_set(err, RUNG_E_LEASE_LOST, "lease_token",
-                          "trial %lld: lease_token is not this trial's current lease "
-                          "(it expired, or the trial was retried); end the trial",
-                          (long long)t->id);
 }
 
 static bool unlease(Core *core, Trial *t, const char *token, int64_t now)
@@ -367,7 +320,7 @@ int64_t core_expire_leases(Core *core, int64_t now)
         t->lease_token[0] = '\0';
         if (t->stop_kind != STOP_NONE) {
             core_apply_stop(core, t, now);
-        } else if (t->exp->pbt != NULL && t->n_seen > 0 && t->gang == NULL &&
+        } else if (t->exp->sched->resumes_lost && t->n_seen > 0 && t->gang == NULL &&
                    t->lost_resumes < CORE_PBT_LOST_RESUMES) {
             /* pbt: a member is a population's progress, not a config to
              * try again: it goes back to the front of the line, keeping its

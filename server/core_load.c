@@ -28,6 +28,7 @@ Experiment *core_load_experiment(Core *core, int64_t id, Spec *spec, ExpState st
                                  int64_t created_at, int64_t ended_at)
 {
     Experiment *e = core_exp_new(core, id, spec, created_at);
+    sched_attach(e);
     e->state = state;
     e->ended_at = ended_at;
     e->stored = true;
@@ -84,14 +85,8 @@ void core_load_report(Core *core, Trial *t, int64_t step, json_t *metrics, Repor
     Experiment *e = t->exp;
     const ReportRead r = core_report_read(e, step, metrics);
     core_record_report(t, &r, metrics, a);
-    AshaPoint pt;
-    if (e->pbt != NULL) {
-        PbtMember self = core_pbt_member(t, step);
-        pbt_load(e->pbt, &self, r.has_value, r.value);
-    } else if (e->spec.n_objectives > 1 && r.has_time && r.has_value)
-        asha_replay_point(e->asha, t->number, r.time, sched_asha_point(e, metrics, &pt));
-    else if (r.has_time && r.has_value && isfinite(r.value))
-        asha_replay(e->asha, t->number, r.time, true, r.value);
+    if (e->sched->load_report != NULL)
+        e->sched->load_report(t, &r, metrics);
 }
 
 void core_load_experiment_ended(Experiment *e, EndReason reason, const char *error,
@@ -223,7 +218,7 @@ static void queue_sort(Experiment *e)
 
 bool core_load_all_trials(const Experiment *e)
 {
-    return e->pbt != NULL; /* a population is small, and pbt's records want every member */
+    return e->sched->loads_all_trials;
 }
 
 void core_load_ended_counts(Core *core, Experiment *e, const int64_t counts[TRIAL__COUNT],
@@ -242,7 +237,7 @@ void core_load_ended_counts(Core *core, Experiment *e, const int64_t counts[TRIA
 
 bool core_load_wants_ended_reports(const Experiment *e)
 {
-    return asha_params(e->asha)->type != ASHA_FIFO && e->pbt == NULL;
+    return e->sched->wants_ended_reports;
 }
 
 bool core_load_wants_ended_rows(const Experiment *e)
@@ -277,10 +272,12 @@ void core_load_ended_summary(Trial *t, json_t *last, bool has_best, double best_
 void core_load_ended_end(Core *core, Trial *t, bool scheduler, bool result)
 {
     (void)core;
-    if (scheduler && (t->state == TRIAL_COMPLETED || t->state == TRIAL_STOPPED))
-        sched_asha_trial_end(t->exp, t);
-    if (scheduler) /* replayed for its records only (asha_trial_forget) */
-        asha_trial_forget(t->exp->asha, t->number);
+    const SchedOps *ops = t->exp->sched;
+    if (scheduler && (t->state == TRIAL_COMPLETED || t->state == TRIAL_STOPPED) &&
+        ops->trial_end != NULL)
+        ops->trial_end(t->exp, t);
+    if (scheduler && ops->forget != NULL) /* replayed for its records only */
+        ops->forget(t->exp, t);
     if (result)
         core_keep_result(t->exp, t);
     core_trial_free(t);
@@ -305,9 +302,11 @@ static void load_experiment_done(Core *core, Experiment *e, int64_t now)
             core->rel_trials[core->n_rel_trials++] = t;
         }
         if (t->state == TRIAL_COMPLETED || t->state == TRIAL_STOPPED) {
-            sched_asha_trial_end(e, t);
-        } else if (t->state == TRIAL_PAUSED && !t->user_paused && e->pbt == NULL) {
-            asha_trial_paused(e->asha, t->number, asha_rung_index(e->asha, t->number, t->rung));
+            if (e->sched->trial_end != NULL)
+                e->sched->trial_end(e, t);
+        } else if (t->state == TRIAL_PAUSED && !t->user_paused) {
+            if (e->sched->load_paused != NULL)
+                e->sched->load_paused(e, t);
         } else if (t->state == TRIAL_RUNNING) {
             t->leased_seen = t->n_seen; /* unknown; no report is taken back */
             /* The daemon was down: nobody could heartbeat, so every lease

@@ -19,27 +19,6 @@ int64_t core_proposals_wanted(const Experiment *exp, int64_t target)
     return want > 0 ? want : 0;
 }
 
-/* A trial's value for the experiment's best, by best_scope: its best
- * finite value ("all"), or its last one ("last"), with that step. */
-bool core_trial_score(const Trial *t, double *v, int64_t *step)
-{
-    const Experiment *e = t->exp;
-    /* Several objectives have no single best; an infeasible trial is never
-     * one (docs/api.md, "Several objectives and constraints"). */
-    if (e->spec.n_objectives > 1 ||
-        (e->spec.n_constraints > 0 && (t->last == NULL || !spec_feasible(&e->spec, t->last))))
-        return false;
-    if (!e->spec.best_last) {
-        *v = t->best_value;
-        *step = t->best_step;
-        return t->has_best;
-    }
-    if (t->last == NULL || core_exp_objective(e, t->last, v) != 1 || !isfinite(*v))
-        return false;
-    *step = t->n_seen > 0 ? t->seen[t->n_seen - 1].step : 0;
-    return true;
-}
-
 bool core_warm_source_in_use(const Core *core, int64_t exp_id)
 {
     for (int64_t i = 0; i < core->n_exps; i++)
@@ -90,8 +69,6 @@ int64_t core_running_of(const Core *core, const Experiment *e, int64_t *ids, int
             ids[n++] = t->id;
     return n;
 }
-
-/* ---- releasing what ended ---- */
 
 /* A trial's objective values for the Pareto front: from its last report,
  * when that carries every objective as a finite number and meets every

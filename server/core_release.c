@@ -9,17 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Queues an ended experiment for core_release. */
-void core_release_exp(Core *core, Experiment *e)
-{
-    if (e->releasing)
-        return;
-    e->releasing = true;
-    rung_grow((void **)&core->rel_exps, &core->cap_rel_exps, core->n_rel_exps,
-              sizeof(Experiment *));
-    core->rel_exps[core->n_rel_exps++] = e;
-}
-
 void core_forget_deleted(Core *core, ExpState state, const int64_t trial_counts[TRIAL__COUNT])
 {
     core->exp_counts[state]--;
@@ -196,7 +185,8 @@ void core_release(Core *core)
         }
         core_keep_result(t->exp, t);
         /* Its rung records stay; its entry in the scheduler goes (asha.h). */
-        asha_trial_forget(t->exp->asha, t->number);
+        if (t->exp->sched->forget != NULL)
+            t->exp->sched->forget(t->exp, t);
         drop_trial(core, t);
     }
     core->n_rel_trials = kept;

@@ -8,18 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int core_objective(const Spec *spec, const json_t *metrics, double *v);
-
-int core_exp_objective(const Experiment *e, const json_t *metrics, double *v)
-{
-    return core_objective(&e->spec, metrics, v);
-}
-
-int core_objective(const Spec *spec, const json_t *metrics, double *v)
-{
-    return rung_nonfinite_from_json(json_object_get(metrics, spec->metric), v) ? 1 : 0;
-}
-
 /* Index in t->seen of the first entry with step >= step. */
 static size_t seen_lower_bound(const Trial *t, int64_t step)
 {
@@ -149,8 +137,8 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
     bool recorded = false;
     const ReportRead r = core_report_read(e, step, metrics);
     double v = r.value;
-    if (r.has_value && !isfinite(v) && e->pbt == NULL) {
-        /* (pbt ranks it last at its next milestone instead: sched_pbt_report.) */
+    if (r.has_value && !isfinite(v) && !e->sched->ranks_nonfinite) {
+        /* (A scheduler that ranks it, pbt, ranks it last at its next milestone.) */
         char msg[SPEC_MAX_METRIC + 96];
         snprintf(msg, sizeof msg, "%s is %s at step %lld", r.bad_name, rung_nonfinite_format(v),
                  (long long)step);
@@ -170,7 +158,7 @@ int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *m
             e->health.metric_seen = true;
             core_mark_exp(core, e);
         }
-        a = core_schedule(core, t, &r, metrics, now);
+        a = e->sched->report(core, t, &r, metrics, now);
         /* stop.metric_threshold: a value at least this good ends the search. */
         if (r.has_value && isfinite(v) && e->spec.has_stop_threshold && core_exp_active(e) &&
             !core_better(e, e->spec.stop_threshold, v)) {
@@ -223,7 +211,8 @@ int core_finish(Core *core, Trial *t, const char *token, bool completed, const c
         e->hold_endgame = true; /* promotions first, then the end game */
         core_end_for_scheduler(core, t, TRIAL_COMPLETED, now);
         e->hold_endgame = false;
-        sched_asha_promote_ready(core, e, now); /* its last value may have been recorded */
+        if (e->sched->promote != NULL) /* its last value may have been recorded */
+            e->sched->promote(core, e, now);
         core_maybe_complete(core, e, now);
     } else {
         core_fail_or_retry(core, t, (error && error[0]) ? error : "the trial failed", RETRY_FAILED,
@@ -261,4 +250,28 @@ void core_worker_log(Core *core, Trial *t, int64_t worker_id, const char *text)
 {
     if (text != NULL && worker_id != 0 && worker_id == t->worker_id)
         core_trial_set_log(core, t, text);
+}
+
+/* The most invalid lines a trial's warnings quote (request.h,
+ * REQUEST_MAX_WARN_LAST): a gang's merged warnings keep as many. */
+#define GANG_WARN_LAST 5
+
+void core_worker_warnings(Core *core, Trial *t, int64_t worker_id, json_t *warnings)
+{
+    if (warnings == NULL || worker_id == 0)
+        return;
+    if (t->gang == NULL || t->gang->attempt != t->attempt) {
+        if (worker_id == t->worker_id)
+            core_trial_set_warnings(core, t, warnings);
+        return;
+    }
+    GangMember *m = members_of(t->gang, worker_id);
+    if (m == NULL || (m->warnings != NULL && json_equal(m->warnings, warnings)))
+        return;
+    json_decref(m->warnings);
+    m->warnings = json_incref(warnings);
+    core_gang_changed(core, t);
+    json_t *merged = members_warnings(t->gang, GANG_WARN_LAST);
+    core_trial_set_warnings(core, t, merged);
+    json_decref(merged);
 }

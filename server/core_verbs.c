@@ -150,3 +150,14 @@ int64_t core_tick(Core *core, int64_t now)
     }
     return n;
 }
+
+Experiment *core_experiment_add(Core *core, Spec *spec, int64_t now)
+{
+    Experiment *e = core_exp_new(core, core->next_exp_id, spec, now);
+    sched_attach(e);
+    core->exp_counts[EXP_RUNNING]++;
+    core_join_share(core, e);
+    core_mark_exp(core, e);
+    core->availability_changed = true;
+    return e;
+}

@@ -9,10 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- the scheduler's side of the state machine ---- */
-
 /* The milestone of rung k of t's bracket. */
-double sched_asha_milestone(const Trial *t, int k)
+static double milestone(const Trial *t, int k)
 {
     double m[ASHA_MAX_RUNGS];
     const AshaParams *p = asha_params(t->exp->asha);
@@ -22,7 +20,7 @@ double sched_asha_milestone(const Trial *t, int k)
 
 /* Promotes the paused trials that now rank in the top of their rung. They
  * come highest rung first; pushing to the front in reverse keeps that order. */
-void sched_asha_promote_ready(Core *core, Experiment *e, int64_t now)
+static void promote_ready(Core *core, Experiment *e, int64_t now)
 {
     if (e->counts[TRIAL_PAUSED] == 0)
         return;
@@ -44,7 +42,7 @@ void sched_asha_promote_ready(Core *core, Experiment *e, int64_t now)
  * "Several objectives") into pt, which it returns; NULL when the report
  * lacks an objective or one is not finite (never judged, as a report
  * without the metric). */
-const AshaPoint *sched_asha_point(const Experiment *e, const json_t *metrics, AshaPoint *pt)
+static const AshaPoint *sched_point(const Experiment *e, const json_t *metrics, AshaPoint *pt)
 {
     double loss[SPEC_MAX_OBJECTIVES];
     if (metrics == NULL || !spec_losses(&e->spec, metrics, loss))
@@ -61,21 +59,21 @@ const AshaPoint *sched_asha_point(const Experiment *e, const json_t *metrics, As
 /* What a trial that ended as completed or stopped leaves in the rung
  * records at its end, from its last report (Ray's on_trial_complete):
  * when it ends here, and again for an ended trial a restart loads. */
-void sched_asha_trial_end(Experiment *e, const Trial *t)
+static void trial_end(Experiment *e, const Trial *t)
 {
     double v;
     AshaPoint pt;
     bool has = t->last != NULL && core_exp_objective(e, t->last, &v) == 1 && isfinite(v);
     if (e->spec.n_objectives > 1)
         asha_trial_end_point(e->asha, t->number, t->time,
-                             t->has_time ? sched_asha_point(e, t->last, &pt) : NULL);
+                             t->has_time ? sched_point(e, t->last, &pt) : NULL);
     else
         asha_trial_end(e->asha, t->number, t->time, has && t->has_time, has ? v : 0);
 }
 
 /* Nothing runs, nothing is pending and no new trial will come, yet trials
  * are paused: promote the one the end game picks, or stop them all. */
-void sched_asha_endgame(Core *core, Experiment *e, int64_t now)
+static void endgame(Core *core, Experiment *e, int64_t now)
 {
     e->hold_endgame = true;
     int64_t n = asha_endgame(e->asha);
@@ -94,13 +92,11 @@ void sched_asha_endgame(Core *core, Experiment *e, int64_t now)
 
 /* The scheduler's answer to a report of a running trial, with the state
  * change it brings. */
-ReportAction core_schedule(Core *core, Trial *t, const ReportRead *r, const json_t *metrics,
+static ReportAction report(Core *core, Trial *t, const ReportRead *r, const json_t *metrics,
                            int64_t now)
 {
     Experiment *e = t->exp;
-    if (e->pbt != NULL && r->has_time)
-        return sched_pbt_report(core, t, r, metrics, now);
-    if (e->spec.sched.type == ASHA_FIFO || !r->has_time)
+    if (!r->has_time)
         return ACTION_CONTINUE;
     double time = r->time, v = r->value;
     bool has = r->has_value;
@@ -108,7 +104,7 @@ ReportAction core_schedule(Core *core, Trial *t, const ReportRead *r, const json
     AshaPoint pt;
     AshaDecision d = e->spec.n_objectives > 1
                          ? asha_report_point(e->asha, t->number, time,
-                                             has ? sched_asha_point(e, metrics, &pt) : NULL, &rung)
+                                             has ? sched_point(e, metrics, &pt) : NULL, &rung)
                          : asha_report(e->asha, t->number, time, has, has ? v : 0, &rung);
     /* The trial's last time and value are this report's from here on. */
     t->time = time;
@@ -122,21 +118,79 @@ ReportAction core_schedule(Core *core, Trial *t, const ReportRead *r, const json
         a = ACTION_CONTINUE;
         break;
     case ASHA_STOP:
-        t->rung = sched_asha_milestone(t, rung);
+        t->rung = milestone(t, rung);
         core_end_for_scheduler(core, t, TRIAL_STOPPED, now);
         break;
     case ASHA_COMPLETE:
         core_end_for_scheduler(core, t, TRIAL_COMPLETED, now);
         break;
     case ASHA_PAUSE:
-        t->rung = sched_asha_milestone(t, rung);
+        t->rung = milestone(t, rung);
         core_set_state(core, t, TRIAL_PAUSED, now);
         break;
     }
     e->hold_endgame = false;
     /* A value recorded at a rung (by the report, or by the trial's end)
      * can lift paused trials. */
-    sched_asha_promote_ready(core, e, now);
+    promote_ready(core, e, now);
     core_maybe_complete(core, e, now);
     return a;
 }
+
+static void attempt_reset(Experiment *e, const Trial *t)
+{
+    asha_trial_reset(e->asha, t->number);
+}
+
+static void forget(Experiment *e, const Trial *t)
+{
+    asha_trial_forget(e->asha, t->number);
+}
+
+/* A stored report replayed into the rung records, as it was judged. */
+static void load_report(Trial *t, const ReportRead *r, const json_t *metrics)
+{
+    Experiment *e = t->exp;
+    AshaPoint pt;
+    if (e->spec.n_objectives > 1 && r->has_time && r->has_value)
+        asha_replay_point(e->asha, t->number, r->time, sched_point(e, metrics, &pt));
+    else if (r->has_time && r->has_value && isfinite(r->value))
+        asha_replay(e->asha, t->number, r->time, true, r->value);
+}
+
+/* A loaded trial the scheduler paused waits at its rung again. */
+static void load_paused(Experiment *e, const Trial *t)
+{
+    asha_trial_paused(e->asha, t->number, asha_rung_index(e->asha, t->number, t->rung));
+}
+
+/* The rung records every experiment has (core_trial_bracket reads their
+ * parameters; fifo's and pbt's judge nothing). */
+void sched_asha_init(Experiment *e)
+{
+    AshaParams sched = e->spec.sched;
+    sched.objectives = e->spec.n_objectives;
+    e->asha = asha_new(&sched);
+    if (e->asha == NULL)
+        abort();
+}
+
+void sched_asha_fini(Experiment *e)
+{
+    asha_free(e->asha);
+}
+
+const SchedOps sched_asha_ops = {
+    .name = "asha",
+    .init = sched_asha_init,
+    .fini = sched_asha_fini,
+    .report = report,
+    .trial_end = trial_end,
+    .promote = promote_ready,
+    .idle = endgame,
+    .attempt_reset = attempt_reset,
+    .forget = forget,
+    .load_report = load_report,
+    .load_paused = load_paused,
+    .wants_ended_reports = true,
+};

@@ -26,7 +26,7 @@ static json_t *config_at(const Trial *t, int64_t step)
     return c != NULL ? c : t->config;
 }
 
-PbtMember core_pbt_member(const Trial *t, int64_t step)
+static PbtMember pbt_member(const Trial *t, int64_t step)
 {
     return (PbtMember){.number = t->number,
                        .id = t->id,
@@ -57,6 +57,24 @@ static json_t *explore_pb2(const Experiment *e, const PbtMember *donor, int64_t 
     return next;
 }
 
+/* pbt's explore: the config member `number` goes on with after it exploits
+ * donor at milestone (a new object). pb2 fits its GP here; this is the one
+ * step of the scheduler that is a model fit, and it reads only the
+ * population's records and the spec (docs/schedulers.md, "pb2"). */
+static json_t *explore(const Experiment *e, const PbtMember *donor, int64_t number,
+                       int64_t milestone)
+{
+    json_t *next = NULL;
+    if (e->spec.is_pb2)
+        next = explore_pb2(e, donor, number, milestone);
+    if (next == NULL) /* pbt; or pb2's GP failed numerically: explore as pbt does */
+        next = space_mutate(e->spec.mutations, donor->config, e->spec.pbt_resample,
+                            e->spec.pbt.seed, (uint64_t)number, (uint64_t)milestone);
+    if (next == NULL)
+        abort();
+    return next;
+}
+
 /* pbt's exploit and explore (docs/schedulers.md, "pbt"): t takes the
  * donor's config, mutated, and resumes from the donor's checkpoint; the
  * exploit joins t's lineage. The answer to t's report is stop: the worker
@@ -64,14 +82,7 @@ static json_t *explore_pb2(const Experiment *e, const PbtMember *donor, int64_t 
 static void exploit(Core *core, Trial *t, const PbtMember *donor, int64_t milestone, int64_t now)
 {
     Experiment *e = t->exp;
-    json_t *next = NULL;
-    if (e->spec.is_pb2)
-        next = explore_pb2(e, donor, t->number, milestone);
-    if (next == NULL) /* pbt; or pb2's GP failed numerically: explore as pbt does */
-        next = space_mutate(e->spec.mutations, donor->config, e->spec.pbt_resample,
-                            e->spec.pbt.seed, (uint64_t)t->number, (uint64_t)milestone);
-    if (next == NULL)
-        abort();
+    json_t *next = explore(e, donor, t->number, milestone);
     if (t->lineage == NULL)
         t->lineage = json_array();
     char when[32];
@@ -142,7 +153,7 @@ static ReportAction sync_release(Core *core, Experiment *e, int64_t milestone, T
 
 /* synch: members wait at a milestone for the others; when one ends (or
  * the state is loaded) the wait may be over. */
-void sched_pbt_sync_check(Core *core, Experiment *e, int64_t now)
+static void sync_check(Core *core, Experiment *e, int64_t now)
 {
     if (e->pbt == NULL || !e->spec.pbt.synch || e->counts[TRIAL_PAUSED] == 0)
         return;
@@ -156,15 +167,17 @@ void sched_pbt_sync_check(Core *core, Experiment *e, int64_t now)
     }
 }
 
-ReportAction sched_pbt_report(Core *core, Trial *t, const ReportRead *r, const json_t *metrics,
-                              int64_t now)
+static ReportAction report(Core *core, Trial *t, const ReportRead *r, const json_t *metrics,
+                           int64_t now)
 {
     Experiment *e = t->exp;
+    if (!r->has_time)
+        return ACTION_CONTINUE;
     t->time = r->time;
     t->has_time = true;
     json_decref(t->last);
     t->last = json_incref((json_t *)metrics);
-    PbtMember self = core_pbt_member(t, r->step), donor;
+    PbtMember self = pbt_member(t, r->step), donor;
     int64_t milestone = 0;
     ReportAction a = ACTION_CONTINUE;
     /* A value that is not finite is recorded too: it ranks last (pbt.h). */
@@ -193,3 +206,56 @@ ReportAction sched_pbt_report(Core *core, Trial *t, const ReportRead *r, const j
     core_maybe_complete(core, e, now);
     return a;
 }
+
+/* A new attempt after a failure starts over with the config it has now:
+ * its records and any checkpoint it was to copy go. */
+static void retry(Core *core, Trial *t)
+{
+    Experiment *e = t->exp;
+    pbt_forget(e->pbt, t->number);
+    t->from_trial = t->from_step = t->from_worker = 0;
+    core_drop_unneeded_ckpts(core, e);
+}
+
+static void exp_end(Core *core, Experiment *e)
+{
+    core_drop_unneeded_ckpts(core, e);
+}
+
+static void load_report(Trial *t, const ReportRead *r, const json_t *metrics)
+{
+    (void)metrics;
+    PbtMember self = pbt_member(t, r->step);
+    pbt_load(t->exp->pbt, &self, r->has_value, r->value);
+}
+
+static void init(Experiment *e)
+{
+    sched_asha_init(e);
+    if ((e->pbt = pbt_new(&e->spec.pbt)) == NULL)
+        abort();
+}
+
+static void fini(Experiment *e)
+{
+    sched_asha_fini(e);
+    pbt_free(e->pbt);
+}
+
+const SchedOps sched_pbt_ops = {
+    .name = "pbt",
+    .init = init,
+    .fini = fini,
+    .report = report,
+    .settle = sync_check,
+    .retry = retry,
+    .exp_end = exp_end,
+    .load_report = load_report,
+    /* A value that is not finite ranks last at the next milestone (pbt.h). */
+    .ranks_nonfinite = true,
+    /* A member is a population's progress, not a config to try again
+     * (core_expire_leases). */
+    .resumes_lost = true,
+    /* A population is small, and its records want every member. */
+    .loads_all_trials = true,
+};
