@@ -14,7 +14,6 @@
 #include "pb2.h"
 #include "pbt.h"
 #include "utf8.h"
-#include "warm.h"
 
 struct Core {
     int64_t lease_ms;  /* lease length */
@@ -138,9 +137,6 @@ void core_queue_front(Experiment *e, Trial *t);
 void core_mark_trial(Core *core, Trial *t);
 void core_mark_exp(Core *core, Experiment *e);
 void core_mark_worker(Core *core, Worker *w);
-void core_trial_free(Trial *t);
-void core_exp_free(Experiment *e);
-void core_worker_free(Worker *w);
 int64_t core_exp_lower_bound(const Core *core, int64_t id);
 void core_window_shrink(Experiment *e);
 void core_put_trial(Core *core, Experiment *e, Trial *t);
@@ -217,6 +213,9 @@ void core_gang_member_finish(Core *core, Trial *t, GangMember *m, bool completed
 
 /* core_release.c */
 void core_keep_result(Experiment *e, const Trial *t);
+void core_trial_free(Trial *t);
+void core_exp_free(Experiment *e);
+void core_worker_free(Worker *w);
 
 /* core_query.c */
 bool core_trial_losses(const Trial *t, double loss[SPEC_MAX_OBJECTIVES]);

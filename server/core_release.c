@@ -1,8 +1,10 @@
 /* What leaves memory: ended trials and experiments are released once their
  * final state is committed (core_release), keeping what they leave behind
  * (the best value, the Pareto front of released trials, the searcher's
- * history, capped as bayes's selection allows). */
+ * history, capped as bayes's selection allows); and the whole Core at
+ * exit (core_free). */
 #include "core_internal.h"
+#include "warm.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -248,4 +250,78 @@ int64_t core_release_idle_workers(Core *core, int64_t now, int64_t idle_ms)
     for (int64_t i = 0; i < n; i++)
         core_forget_worker(core, idle[i]);
     return n;
+}
+
+void core_trial_free(Trial *t)
+{
+    json_decref(t->config);
+    json_decref(t->resources);
+    json_decref(t->last);
+    json_decref(t->warnings);
+    members_free(t->gang);
+    json_decref(t->gang_json);
+    json_decref(t->lineage);
+    free(t->error);
+    free(t->seen);
+    free(t->log_tail);
+    free(t);
+}
+
+/* Frees an experiment's own parts; its trials are freed by the caller. */
+void core_exp_free(Experiment *e)
+{
+    spec_close(&e->spec);
+    e->sched->fini(e);
+    warm_free(e->warm);
+    json_decref(e->best_done.config);
+    for (int64_t i = 0; i < e->n_pareto_done; i++)
+        json_decref(e->pareto_done[i].config);
+    free(e->pareto_done);
+    json_decref(e->health.keys);
+    free(e->error);
+    for (int64_t i = 0; i < e->n_hist; i++)
+        json_decref((json_t *)e->hist[i].obs.config);
+    free(e->hist);
+    free(e->trials);
+    free(e->gang.holds);
+    free(e);
+}
+
+void core_worker_free(Worker *w)
+{
+    free(w->name);
+    free(w->hostname);
+    json_decref(w->gpus);
+    json_decref(w->heartbeat);
+    json_decref(w->labels);
+    free(w);
+}
+
+void core_free(Core *core)
+{
+    if (core == NULL)
+        return;
+    core_changes_clear(core);
+    for (int64_t i = 0; i < core->trials.cap; i++)
+        if (core->trials.slots[i].id != 0)
+            core_trial_free(core->trials.slots[i].ptr);
+    for (int64_t i = 0; i < core->n_exps; i++)
+        core_exp_free(core->exps[i]);
+    for (int64_t i = 0; i < core->workers.cap; i++)
+        if (core->workers.slots[i].id != 0)
+            core_worker_free(core->workers.slots[i].ptr);
+    idmap_free(&core->trials);
+    idmap_free(&core->workers);
+    free(core->exps);
+    free(core->dirty_exps);
+    free(core->dirty_trials);
+    free(core->dirty_workers);
+    free(core->reports);
+    free(core->ckpts);
+    free(core->new_ckpts);
+    free(core->dropped_ckpts);
+    free(core->uploads);
+    free(core->rel_trials);
+    free(core->rel_exps);
+    free(core);
 }

@@ -2,6 +2,7 @@
  * resume, patch, stop a trial, retry the failed ones; and the tick's time
  * budget. */
 #include "core_internal.h"
+#include "warm.h"
 
 #include <math.h>
 #include <stdio.h>
