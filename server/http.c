@@ -12,10 +12,10 @@
  * suspended and watched the same way until the next head is complete.
  * A request whose head and body are not in within REQUEST_TIMEOUT_MS is cut,
  * and one whose client closed its end before it was whole is cut at once
- * (screen, from epoll's EPOLLRDHUP), so that closed half-requests free
+ * (http_screen, from epoll's EPOLLRDHUP), so that closed half-requests free
  * their slots. MHD notices an end that arrives while it reads a body, but
  * not one already there when it is handed the connection (a partial body
- * and its end then waited for the deadline); screen checks for it first.
+ * and its end then waited for the deadline); http_screen checks for it first.
  *
  * What MHD reads without this screen: the body of a chunked upload (its
  * chunk framing), and requests that follow a chunked one or that a client
@@ -506,7 +506,7 @@ int http_start(const HttpConfig *cfg, Engine *engine, Stats *stats, Http **out, 
     h->listen_fd = fd;
     /* No thread of MHD's own: the engine's loop runs it (epoll, external
      * mode), so a request costs no thread switch. MHD listens on nothing:
-     * accept_new and screen hand it the connections. */
+     * http_accept and http_screen hand it the connections. */
     h->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
                                      MHD_USE_NO_LISTEN_SOCKET,
                                  0, NULL, NULL, on_request, h, MHD_OPTION_NOTIFY_COMPLETED,
