@@ -47,6 +47,7 @@
 #include "sampler.h"
 #include "spec.h"
 #include "store.h"
+#include "store_read.h"
 
 #define SEEDS 200
 #define STEPS 160
@@ -147,9 +148,10 @@ typedef struct Run {
     int n_workers;
     Lease leases[MAX_LEASES];
     int n_leases;
-    uint64_t tokens; /* tokens handed out so far */
-    bool in_tx;      /* a batch's transaction is open */
-    int kind;        /* the seed's scheduler (SPECS) */
+    uint64_t tokens;      /* tokens handed out so far */
+    bool in_tx;           /* a batch's transaction is open */
+    CoreCounters counted; /* the counters as of the last write the store took */
+    int kind;             /* the seed's scheduler (SPECS) */
 } Run;
 
 static uint64_t upload_tokens;
@@ -227,6 +229,32 @@ static void note_worker(const char *what, const Worker *w)
     free(hb);
 }
 
+/* What the searcher's history and the API's trial view read of a trial
+ * (engine.c, history_of; docs/api.md, "The trial object"). */
+static void note_result(const Trial *t)
+{
+    if (t == NULL)
+        return;
+    double loss = 0;
+    bool has = core_trial_result(t, &loss);
+    BayesObservation o;
+    memset(&o, 0, sizeof o);
+    bool obs = core_trial_observation(t, &o);
+    char line[1024];
+    int off = snprintf(line, sizeof line, "result T%" PRId64 " %d %.17g obs %d %.17g", t->id, has,
+                       has ? loss : 0, obs, obs ? o.loss : 0);
+    int n_more = t->exp->spec.n_objectives - 1, n_cons = spec_constraint_count(&t->exp->spec);
+    for (int i = 0; obs && i < n_more && off < (int)sizeof line; i++)
+        off += snprintf(line + off, sizeof line - (size_t)off, " m%.17g", o.more[i]);
+    for (int i = 0; obs && i < n_cons && off < (int)sizeof line; i++)
+        off += snprintf(line + off, sizeof line - (size_t)off, " c%.17g", o.cons[i]);
+    json_t *v = core_values_json(&t->exp->spec, t->last);
+    char *vs = js(v);
+    json_decref(v);
+    note("%s values %s", line, vs);
+    free(vs);
+}
+
 /* The queries the API and /metrics make of the core. */
 static void note_queries(Run *r)
 {
@@ -246,6 +274,8 @@ static void note_queries(Run *r)
         int64_t n = core_running_of(core, e, ids, 64);
         for (int64_t k = 0; k < n && k < 64; k++)
             note("running T%" PRId64, ids[k]);
+        for (int64_t num = 0; num < e->n_trials; num++)
+            note_result(core_exp_trial(e, num));
     }
     int64_t counts[TRIAL__COUNT];
     core_trial_counts(core, counts);
@@ -261,6 +291,9 @@ static void note_queries(Run *r)
          ec[0], ec[1], ec[2], ec[3], ec[4], core_queue_len(core), alive, gone, c->leases_granted,
          c->leases_undelivered, c->leases_expired, c->retries[0], c->retries[1], c->retries[2],
          core_availability_changed(core));
+    core_availability_seen(core);
+    for (int k = 0; k < RETRY__COUNT; k++)
+        note("retry %s %" PRId64, retry_reason_name((RetryReason)k), c->retries[k]);
 }
 
 /* What the engine does after each request: the changes written in the
@@ -297,6 +330,63 @@ static void flush(Run *r)
     }
     r->in_tx = true;
     core_changes_clear(r->core);
+    r->counted = *core_counters(r->core);
+}
+
+/* The store refused a request's writes: what it changed in memory is
+ * undone by reading its experiments and workers back, running trials
+ * keeping their lease deadlines (server/engine.c, undo). */
+static void undo(Run *r)
+{
+    CoreChanges c;
+    core_changes(r->core, &c);
+    int64_t exps[512], workers[64];
+    int n_exp = 0, n_w = 0;
+    for (int64_t i = 0; i < c.n_exps && n_exp < 512; i++)
+        exps[n_exp++] = c.exps[i]->id;
+    for (int64_t i = 0; i < c.n_trials && n_exp < 512; i++)
+        exps[n_exp++] = c.trials[i]->exp->id;
+    for (int64_t i = 0; i < c.n_reports && n_exp < 512; i++) {
+        Trial *t = core_trial(r->core, c.reports[i].trial_id);
+        if (t != NULL)
+            exps[n_exp++] = t->exp->id;
+    }
+    for (int64_t i = 0; i < c.n_workers && n_w < 64; i++)
+        workers[n_w++] = c.workers[i]->id;
+    note("undo %d %d", n_exp, n_w);
+    core_changes_clear(r->core);
+    for (int i = 0; i < n_exp; i++) {
+        Experiment *x = core_experiment(r->core, exps[i]);
+        if (x == NULL)
+            continue; /* done already (listed twice) */
+        int64_t ids[256], until[256];
+        int64_t n_run = core_running_of(r->core, x, ids, 256);
+        if (n_run > 256)
+            n_run = 256;
+        for (int64_t k = 0; k < n_run; k++)
+            until[k] = core_trial(r->core, ids[k])->lease_expires_ms;
+        core_forget_experiment(r->core, x);
+        RungError err;
+        rung_error_clear(&err);
+        note_rc("reload experiment",
+                store_reload_experiment(r->store, r->core, exps[i], r->now, &err), &err);
+        for (int64_t k = 0; k < n_run; k++) {
+            Trial *t = core_trial(r->core, ids[k]);
+            if (t != NULL && t->state == TRIAL_RUNNING)
+                core_set_lease_expiry(t, until[k]);
+        }
+    }
+    for (int i = 0; i < n_w; i++) {
+        Worker *w = core_worker(r->core, workers[i]);
+        if (w != NULL && w->n_running == 0)
+            core_forget_worker(r->core, w);
+        RungError err;
+        rung_error_clear(&err);
+        if (core_worker(r->core, workers[i]) == NULL)
+            note_rc("reload worker", store_reload_worker(r->store, r->core, workers[i], &err),
+                    &err);
+    }
+    core_set_counters(r->core, &r->counted);
 }
 
 /* The end of a batch: its transaction committed, then what ended leaves
@@ -348,6 +438,10 @@ static const char *const SPECS[] = {
     "{\"metrics\": [{\"name\": \"loss\", \"mode\": \"min\"}, {\"name\": \"acc\","
     " \"mode\": \"max\"}], \"num_samples\": 6, " SPACE
     ", \"constraints\": [{\"metric\": \"mem\", \"max\": 0.8}]}",
+    /* bayes: the searcher's history of released trials */
+    "{\"metric\": \"loss\", \"mode\": \"min\", \"num_samples\": 10, \"max_failures\": 1, " SPACE
+    ", \"searcher\": {\"type\": \"bayes\", \"n_initial\": 3},"
+    " \"constraints\": [{\"metric\": \"mem\", \"max\": 0.9}]}",
 };
 #define N_SPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
 #define SPEC_PBT 5
@@ -574,6 +668,9 @@ static void step_finish(Run *r, int how)
     }
     RungError err;
     rung_error_clear(&err);
+    /* Whose finish: a gang member's log and warnings are its own (api.c). */
+    int64_t from = core_token_worker(t, l->token);
+    note("token worker %" PRId64, from);
     int rc;
     if (how == 0)
         rc = core_finish(r->core, t, l->token, true, NULL, r->now, &err);
@@ -583,8 +680,12 @@ static void step_finish(Run *r, int how)
     else
         rc = core_preempt(r->core, t, l->token, r->now, &err);
     note_rc(how == 0 ? "finish completed" : how == 1 ? "finish failed" : "preempt", rc, &err);
-    if (below(2))
-        core_worker_log(r->core, t, l->worker, "some output\nlast line");
+    if (rc == 0) {
+        core_worker_log(r->core, t, from, below(2) ? "some output\nlast line" : NULL);
+        json_t *warnings = below(3) == 0 ? json_pack("[s]", "a warning") : NULL;
+        core_worker_warnings(r->core, t, from, warnings); /* borrowed */
+        json_decref(warnings);
+    }
     forget_lease(r, l);
 }
 
@@ -685,12 +786,48 @@ static Experiment *revived(Run *r)
     return core_experiment(r->core, id);
 }
 
+/* DELETE of an experiment (api.c, api_experiment_delete): refused while
+ * it is in memory; else its row as the API shows it, then gone. */
+static void step_delete(Run *r)
+{
+    if (r->n_exps == 0)
+        return;
+    int64_t id = r->exps[below(r->n_exps)];
+    Experiment *x = core_experiment(r->core, id);
+    if (x != NULL) {
+        note("delete E%" PRId64 ": in memory, %s", id, exp_state_name(x->state));
+        return;
+    }
+    json_t *o = NULL;
+    RungError err;
+    rung_error_clear(&err);
+    int rc = store_read_experiment(r->store, id, &o, &err);
+    note_rc("read experiment", rc, &err);
+    if (rc != 0)
+        return;
+    note_json("experiment", o);
+    ExpState state = EXP_COMPLETED;
+    exp_state_parse(json_string_value(json_object_get(o, "state")), &state);
+    json_decref(o);
+    if (core_warm_source_in_use(r->core, id)) {
+        note("delete E%" PRId64 ": a warm start source", id);
+        return;
+    }
+    int64_t counts[TRIAL__COUNT];
+    rc = store_delete_experiment(r->store, id, counts, &err);
+    note_rc("delete", rc, &err);
+    if (rc == 0)
+        core_forget_deleted(r->core, state, counts);
+}
+
 static void step_user(Run *r)
 {
     RungError err;
     rung_error_clear(&err);
-    int64_t pick = below(8);
-    if (pick == 0 || pick == 1) {
+    int64_t pick = below(9);
+    if (pick == 8) {
+        step_delete(r);
+    } else if (pick == 0 || pick == 1) {
         Experiment *e = random_experiment(r);
         if (e == NULL)
             return;
@@ -746,6 +883,7 @@ static void step_restart(Run *r)
     note_rc("restart", rc, &err);
     if (rc != 0)
         abort();
+    r->counted = *core_counters(r->core);
     for (int64_t i = 0; i < core_n_experiments(r->core); i++)
         note_experiment("loaded", core_experiment_at(r->core, i));
     note_queries(r);
@@ -893,8 +1031,11 @@ static uint64_t run_seed(int seed, const char *dir, const char *empty)
             }
         }
         propose(&r);
-        /* A batch holds one to a few requests. */
-        if (below(3) == 0)
+        /* A batch holds one to a few requests; now and then the store
+         * refuses one's writes. */
+        if (below(60) == 0)
+            undo(&r);
+        else if (below(3) == 0)
             commit(&r);
         else
             flush(&r);
