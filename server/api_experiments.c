@@ -55,7 +55,7 @@ void api_experiment_create(Engine *e, Job *job)
         return;
     }
     Experiment *x = core_experiment_add(engine_core(e), &spec, engine_now(e));
-    x->warm = warm;
+    core_experiment_set_warm(x, warm);
     api_reply(job, 201, experiment_json(x));
 }
 

@@ -137,6 +137,22 @@ void core_changes_clear(Core *core)
     core->n_new_ckpts = core->n_dropped_ckpts = 0;
 }
 
+void core_experiment_stored(Experiment *e)
+{
+    e->stored = true;
+}
+
+void core_trial_stored(Trial *t)
+{
+    t->stored = true;
+    t->config_changed = false;
+}
+
+void core_worker_stored(Worker *w)
+{
+    w->stored = true;
+}
+
 /* ---- a new Core (what frees it is core_release.c's) ---- */
 
 Core *core_new(int64_t lease_ms)
@@ -288,6 +304,18 @@ Trial *core_trial_add(Core *core, Experiment *exp, json_t *config, int64_t now)
     core_mark_trial(core, t);
     core->availability_changed = true;
     return t;
+}
+
+void core_proposing_add(Experiment *exp, int64_t n)
+{
+    exp->proposing += n;
+    if (exp->proposing < 0)
+        exp->proposing = 0;
+}
+
+void core_experiment_set_warm(Experiment *exp, struct Warm *warm)
+{
+    exp->warm = warm;
 }
 
 /* ---- small facts every file of the family reads ---- */

@@ -360,6 +360,11 @@ Experiment *core_experiment_add(Core *core, Spec *spec, int64_t now);
 Trial *core_trial_add(Core *core, Experiment *exp, json_t *config, int64_t now);
 /* How many configs exp still needs beyond its pending queue and what was asked. */
 int64_t core_proposals_wanted(const Experiment *exp, int64_t target);
+/* Counts n more configs asked of the proposer for exp (negative: n came
+ * back, or were dropped); never below 0. */
+void core_proposing_add(Experiment *exp, int64_t n);
+/* Gives a new exp the warm_start trials read for it (stolen; warm.h). */
+void core_experiment_set_warm(Experiment *exp, struct Warm *warm);
 
 /* Registers a worker; name and hostname are copied, gpus stolen. */
 Worker *core_worker_add(Core *core, const char *name, const char *hostname, json_t *gpus,
@@ -587,6 +592,9 @@ void core_load_queue_pos(Trial *t, int64_t pos);
 Worker *core_load_worker(Core *core, int64_t id, const char *name, const char *hostname,
                          json_t *gpus, int64_t cpus, int64_t registered_at, int64_t last_seen_at,
                          json_t *heartbeat);
+/* Sets a loaded worker's stored labels (stolen; NULL for none), which it
+ * need not write again (core_worker_set_labels would). */
+void core_load_worker_labels(Worker *w, json_t *labels);
 /* After loading: running trials get a fresh lease window from now, and
  * pending queues are ordered. */
 void core_load_done(Core *core, int64_t now);
@@ -638,6 +646,11 @@ typedef struct CoreChanges {
 } CoreChanges;
 void core_changes(Core *core, CoreChanges *out);
 void core_changes_clear(Core *core);
+/* The store wrote the object's row: from now on it updates the row (and a
+ * trial's pbt config and lineage are written). */
+void core_experiment_stored(Experiment *e);
+void core_trial_stored(Trial *t);
+void core_worker_stored(Worker *w);
 
 /* A trial's result for a searcher: its last reported objective,
  * sign-adjusted so that lower is better, or +INFINITY for a trial that

@@ -349,3 +349,9 @@ void core_set_lease_expiry(Trial *t, int64_t expires_ms)
 {
     t->lease_expires_ms = expires_ms;
 }
+
+void core_load_worker_labels(Worker *w, json_t *labels)
+{
+    json_decref(w->labels);
+    w->labels = labels;
+}

@@ -17,9 +17,7 @@ static void apply_proposals(Engine *e, Job *job)
     Proposals *p = job->data;
     Experiment *exp = core_experiment(e->core, p->exp_id);
     if (exp != NULL) {
-        exp->proposing -= p->count;
-        if (exp->proposing < 0)
-            exp->proposing = 0;
+        core_proposing_add(exp, -p->count);
         /* Configs are added in trial-number order; anything else (an
          * experiment canceled meanwhile) is dropped. */
         for (int64_t i = 0; i < p->count; i++) {
@@ -192,7 +190,7 @@ void engine_request_proposals(Engine *e)
          * asked for whatever it is. */
         if (!bayes && want < PENDING_TARGET / 4 && first + want < exp->spec.total_trials)
             continue;
-        exp->proposing += want;
+        core_proposing_add(exp, want);
         proposer_request(e->proposer, exp->id, json_object_get(exp->spec.json, "search_space"),
                          searcher, exp->spec.points, exp->warm, first, want,
                          model ? history_of(exp) : NULL);

@@ -374,7 +374,7 @@ static int write_exp(Store *s, Experiment *e, RungError *err)
     }
     if (run(s, st, err, "write experiment"))
         return err->code;
-    e->stored = true;
+    core_experiment_stored(e);
     return 0;
 }
 
@@ -435,8 +435,7 @@ static int write_trial(Store *s, Trial *t, RungError *err)
     }
     if (run(s, st, err, "write trial"))
         return err->code;
-    t->stored = true;
-    t->config_changed = false;
+    core_trial_stored(t);
     return 0;
 }
 
@@ -456,7 +455,7 @@ static int write_worker(Store *s, Worker *w, RungError *err)
     }
     if (run(s, st, err, "write worker"))
         return err->code;
-    w->stored = true;
+    core_worker_stored(w);
     return 0;
 }
 

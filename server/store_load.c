@@ -310,7 +310,7 @@ static int load_workers(Store *s, Core *core, const char *where, int64_t arg, Ru
                                      gpus ? gpus : json_array(), sqlite3_column_int64(st, 4),
                                      sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6),
                                      store_column_json(st, 7));
-        w->labels = store_column_json(st, 8);
+        core_load_worker_labels(w, store_column_json(st, 8));
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "load workers");
