@@ -18,7 +18,7 @@
  * Heartbeats carry each GPU's state and the hours (gpuwatch_annotate,
  * gpuwatch_hours_json). The watch's state is guarded by the worker's lock.
  *
- * The watch names no Worker and no trial: what it reads of the worker and
+ * The watch names no WorkerState and no trial: what it reads of the worker and
  * what it asks of the trials go through a GpuWatchHost (worker.c fills it),
  * so worker.c includes this header and never the other way round. */
 #ifndef RUNG_WORKER_GPUWATCH_H

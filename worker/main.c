@@ -222,7 +222,7 @@ static int take_labels(int *argc, char **argv, json_t *labels)
 /* Sets w->advertise_addr: --advertise-addr (an IPv6 literal may come in
  * brackets), or the local address of the route to the server
  * (advertise.h), or at worst the host name. 0, or -1 after a message. */
-static int setup_advertise(Worker *w, const char *given)
+static int setup_advertise(WorkerState *w, const char *given)
 {
     if (given != NULL) {
         char bare[GANG_ADDR_MAX + 1];
@@ -261,7 +261,7 @@ static int setup_advertise(Worker *w, const char *given)
 /* Reads --yield, --idle-s, --foreign-mem-mb, --foreign-util and --hours
  * into w (hours is where the parsed --hours lives). 0, or -1 after a
  * message. */
-static int setup_spare(Worker *w, Hours *hours)
+static int setup_spare(WorkerState *w, Hours *hours)
 {
     const char *yield = options[O_YIELD].value;
     if (strcmp(yield, "auto") != 0 && strcmp(yield, "never") != 0) {
@@ -293,7 +293,7 @@ static sigset_t stop_signals;
  * returns; the process ends with it. */
 static void *signal_main(void *arg)
 {
-    Worker *w = arg;
+    WorkerState *w = arg;
     for (int count = 1;; count++) {
         int sig = 0;
         if (sigwait(&stop_signals, &sig) != 0)
@@ -319,7 +319,7 @@ static bool upload_cancel(void *arg)
 
 /* Registers with the server, retrying while it cannot be reached. 0, 1
  * (stopped meanwhile) or -1 (refused). */
-static int register_worker(Worker *w, const int *gpus, int n_gpus)
+static int register_worker(WorkerState *w, const int *gpus, int n_gpus)
 {
     Client *c = client_new(w->server, w->token);
     if (c == NULL) {
@@ -399,7 +399,7 @@ static int make_dirs(const char *path)
  * must not resume from. The default then takes the first free suffix. A
  * --workdir is used as given: sharing it between worker processes of one
  * database lets a retried trial find its earlier attempts' files. */
-static int setup_workdir(Worker *w, const char *given)
+static int setup_workdir(WorkerState *w, const char *given)
 {
     char dir[PATH_MAX];
     if (given) {
@@ -441,7 +441,7 @@ static int setup_workdir(Worker *w, const char *given)
 }
 
 /* The folder of this program, where rung-train lives beside it. */
-static void find_exe_dir(Worker *w, const char *argv0)
+static void find_exe_dir(WorkerState *w, const char *argv0)
 {
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -534,7 +534,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "rung-worker: cannot initialize libcurl\n");
         return 1;
     }
-    static Worker w; /* static: the detached trial threads may outlive main's frame */
+    static WorkerState w; /* static: the detached trial threads may outlive main's frame */
     if (worker_init(&w, NULL, 0, cpus) != 0) {
         fprintf(stderr, "rung-worker: cannot initialize locks\n");
         return 1;

@@ -46,7 +46,7 @@ struct WTrial;
 
 /* What the worker lends each of its trials (worker.c fills it before the
  * first lease; it outlives them all): the facts the trial's threads need
- * and their calls back into the worker. The trial's files name no Worker
+ * and their calls back into the worker. The trial's files name no WorkerState
  * and include no worker.h: worker.c includes trial.h, never the other way
  * round. */
 typedef struct TrialHooks {
@@ -56,7 +56,7 @@ typedef struct TrialHooks {
     const char *hostname; /* for the logs' header */
     const char *workdir;  /* trial folders in <workdir>/trials/<id> */
     const char *exe_dir;  /* the folder of rung-worker, where rung-train lives */
-    void *ctx;            /* passed to each call (the Worker) */
+    void *ctx;            /* passed to each call (the WorkerState) */
     /* Whether a hard stop's delivery deadline passed: give up sending.
      * Lock-free: curl's progress callbacks call it. */
     bool (*gave_up)(void *ctx);
@@ -113,7 +113,7 @@ typedef struct WTrial {
     int64_t gpus[SLOTS_MAX_GPUS]; /* granted GPU indices */
     int n_gpus;
     int64_t cpus;                /* granted CPUs */
-    bool holds_slots;            /* under Worker.mu: the grant is taken from the slots */
+    bool holds_slots;            /* under WorkerState.mu: the grant is taken from the slots */
     char prefail[TRIAL_WHY_MAX]; /* non-empty: do not run; fail with this */
     /* Set by the lease thread before wtrial_start (gang.h): its place in a
      * gang, or the gang of one of a 1-node trial; a rank > 0 sends no

@@ -33,7 +33,7 @@
  * (in case the clock is set meanwhile). */
 #define HOURS_RECHECK_MS 60000
 
-int worker_init(Worker *w, const int *gpus, int n_gpus, int64_t cpus)
+int worker_init(WorkerState *w, const int *gpus, int n_gpus, int64_t cpus)
 {
     pthread_condattr_t ca;
     if (pthread_mutex_init(&w->mu, NULL) != 0 || pthread_condattr_init(&ca) != 0)
@@ -58,7 +58,7 @@ int worker_init(Worker *w, const int *gpus, int n_gpus, int64_t cpus)
     return 0;
 }
 
-void worker_close(Worker *w)
+void worker_close(WorkerState *w)
 {
     free(w->ended);
     json_decref(w->labels);
@@ -67,7 +67,7 @@ void worker_close(Worker *w)
 }
 
 /* Waits on w->cond for at most ms. Caller holds w->mu. */
-static void timed_wait(Worker *w, int64_t ms)
+static void timed_wait(WorkerState *w, int64_t ms)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -77,18 +77,18 @@ static void timed_wait(Worker *w, int64_t ms)
     pthread_cond_timedwait(&w->cond, &w->mu, &ts);
 }
 
-bool worker_stopping(Worker *w, StopLevel level)
+bool worker_stopping(WorkerState *w, StopLevel level)
 {
     return atomic_load(&w->stop) >= (int)level;
 }
 
-bool worker_gave_up(Worker *w)
+bool worker_gave_up(WorkerState *w)
 {
     return atomic_load(&w->stop) >= STOP_HARD &&
            rung_mono_ns() >= atomic_load(&w->hard_deadline_ns);
 }
 
-void worker_stop(Worker *w, StopLevel level)
+void worker_stop(WorkerState *w, StopLevel level)
 {
     if (atomic_load(&w->stop) >= (int)level)
         return;
@@ -113,7 +113,7 @@ void worker_stop(Worker *w, StopLevel level)
     pthread_mutex_unlock(&w->mu);
 }
 
-int worker_wait_idle(Worker *w)
+int worker_wait_idle(WorkerState *w)
 {
     pthread_mutex_lock(&w->mu);
     while (!(w->lease_done && w->n_trials == 0 && w->pruning == 0) && !worker_gave_up(w))
@@ -123,7 +123,7 @@ int worker_wait_idle(Worker *w)
     return n;
 }
 
-void worker_kill_all_now(Worker *w)
+void worker_kill_all_now(WorkerState *w)
 {
     pthread_mutex_lock(&w->mu);
     for (WTrial *t = w->trials; t != NULL; t = t->next)
@@ -131,7 +131,7 @@ void worker_kill_all_now(Worker *w)
     pthread_mutex_unlock(&w->mu);
 }
 
-/* The trials' calls back (trial.h's TrialHooks); ctx is the Worker. */
+/* The trials' calls back (trial.h's TrialHooks); ctx is the WorkerState. */
 
 static bool hook_gave_up(void *ctx)
 {
@@ -140,7 +140,7 @@ static bool hook_gave_up(void *ctx)
 
 static bool hook_older_running(void *ctx, const WTrial *t)
 {
-    Worker *w = ctx;
+    WorkerState *w = ctx;
     bool busy = false;
     pthread_mutex_lock(&w->mu);
     for (WTrial *o = w->trials; o != NULL && !busy; o = o->next) {
@@ -156,7 +156,7 @@ static bool hook_older_running(void *ctx, const WTrial *t)
 
 static void hook_released(void *ctx, WTrial *t)
 {
-    Worker *w = ctx;
+    WorkerState *w = ctx;
     pthread_mutex_lock(&w->mu);
     if (t->holds_slots) {
         slots_release(&w->slots, t->gpus, t->n_gpus, t->cpus);
@@ -167,11 +167,11 @@ static void hook_released(void *ctx, WTrial *t)
 }
 
 /* ---- what the GPU watch asks of the trials (gpuwatch.h's GpuWatchHost;
- * ctx is the Worker, w->mu held) ---- */
+ * ctx is the WorkerState, w->mu held) ---- */
 
 static int watch_groups(void *ctx, int64_t *pgids, int max)
 {
-    Worker *w = ctx;
+    WorkerState *w = ctx;
     int n = 0;
     for (WTrial *t = w->trials; t != NULL && n < max; t = t->next) {
         pthread_mutex_lock(&t->mu);
@@ -183,7 +183,7 @@ static int watch_groups(void *ctx, int64_t *pgids, int max)
 }
 
 /* The trial holding GPU index, or NULL. */
-static WTrial *gpu_holder(Worker *w, int index)
+static WTrial *gpu_holder(WorkerState *w, int index)
 {
     for (WTrial *t = w->trials; t != NULL; t = t->next)
         if (t->holds_slots)
@@ -211,7 +211,7 @@ static void give_back(WTrial *t, const char *why)
 
 static void watch_give_back(void *ctx, int index, const char *why)
 {
-    Worker *w = ctx;
+    WorkerState *w = ctx;
     if (index >= 0) {
         WTrial *t = gpu_holder(w, index);
         if (t != NULL)
@@ -225,10 +225,10 @@ static void watch_give_back(void *ctx, int index, const char *why)
 
 static int watch_n_trials(void *ctx)
 {
-    return ((Worker *)ctx)->n_trials;
+    return ((WorkerState *)ctx)->n_trials;
 }
 
-GpuWatch *worker_watch_new(Worker *w)
+GpuWatch *worker_watch_new(WorkerState *w)
 {
     w->watch_host = (GpuWatchHost){.gpus = w->gpus,
                                    .slots = &w->slots,
@@ -248,7 +248,7 @@ GpuWatch *worker_watch_new(Worker *w)
 }
 
 /* Index of trial id in w->ended, or w->n_ended. Caller holds w->mu. */
-static size_t ended_index(const Worker *w, int64_t id)
+static size_t ended_index(const WorkerState *w, int64_t id)
 {
     size_t i = 0;
     while (i < w->n_ended && w->ended[i].id != id)
@@ -258,7 +258,7 @@ static size_t ended_index(const Worker *w, int64_t id)
 
 /* Lists t as ended, unless another attempt of it runs here. Caller holds
  * w->mu. false when out of memory (then its folder is simply kept). */
-static bool list_ended(Worker *w, WTrial *t)
+static bool list_ended(WorkerState *w, WTrial *t)
 {
     for (WTrial *o = w->trials; o != NULL; o = o->next)
         if (o->id == t->id)
@@ -284,7 +284,7 @@ static bool list_ended(Worker *w, WTrial *t)
 
 /* Removes the folders of the trials listed in ids (n of them). Called
  * without w->mu, with w->pruning counting this call. */
-static void remove_folders(Worker *w, const int64_t *ids, size_t n)
+static void remove_folders(WorkerState *w, const int64_t *ids, size_t n)
 {
     char trials[PATH_MAX + 8];
     snprintf(trials, sizeof trials, "%s/trials", w->workdir);
@@ -309,7 +309,7 @@ static void remove_folders(Worker *w, const int64_t *ids, size_t n)
  * returns (prune.h, trialdir.h). */
 static void hook_done(void *ctx, WTrial *t, bool folder)
 {
-    Worker *w = ctx;
+    WorkerState *w = ctx;
     pthread_mutex_lock(&w->mu);
     if (t->prev)
         t->prev->next = t->next;
@@ -372,7 +372,7 @@ static void gpu_list(const int64_t *gpus, int n, char *buf, size_t size)
  * this worker offered (port_fd, bound; -1 when none was): kept bound for
  * the program when it is the rendezvous port (rank 0 of a gang, or a
  * 1-node trial's {master_port}), else closed. Steals port_fd. */
-static void read_gang(Worker *w, WTrial *t, const json_t *reply, int port_fd, int port)
+static void read_gang(WorkerState *w, WTrial *t, const json_t *reply, int port_fd, int port)
 {
     char why[256];
     gang_single(&t->gang, port_fd >= 0 ? port : 0);
@@ -392,7 +392,7 @@ static void read_gang(Worker *w, WTrial *t, const json_t *reply, int port_fd, in
 
 /* Takes a granted trial: marks its resources busy and starts it. Steals
  * port_fd (the port offered with the request, -1 when none). */
-static void take_trial(Worker *w, const json_t *reply, int port_fd, int port)
+static void take_trial(WorkerState *w, const json_t *reply, int port_fd, int port)
 {
     char why[256];
     WTrial *t = wtrial_new(&w->trial_hooks, json_object_get(reply, "trial"), why, sizeof why);
@@ -451,7 +451,7 @@ static void take_trial(Worker *w, const json_t *reply, int port_fd, int port)
  * to it, -1 when none could be found (then the request offers no address
  * and is never given a gang trial). Warns when that starts and when it
  * ends, not on every request. */
-static int offer_port(Worker *w, uint64_t *rng, int *port, bool *failing)
+static int offer_port(WorkerState *w, uint64_t *rng, int *port, bool *failing)
 {
     char why[256];
     int fd = advertise_port_open(w->gang_port_lo, w->gang_port_hi, backoff_random(rng), port, why,
@@ -466,7 +466,7 @@ static int offer_port(Worker *w, uint64_t *rng, int *port, bool *failing)
 
 void *worker_lease_main(void *arg)
 {
-    Worker *w = arg;
+    WorkerState *w = arg;
     w->trial_hooks = (TrialHooks){.server = w->server,
                                   .token = w->token,
                                   .worker_id = w->id,
@@ -590,14 +590,14 @@ void *worker_lease_main(void *arg)
 
 static bool heartbeat_cancel(void *arg)
 {
-    Worker *w = arg;
+    WorkerState *w = arg;
     return atomic_load(&w->exiting);
 }
 
 /* The offered GPUs: usage from NVML where it answers, and each one's state
  * (spare, held by a trial, busy with other people's work: gpuwatch.h);
  * NULL when none is offered. */
-static json_t *gpu_usage(Worker *w)
+static json_t *gpu_usage(WorkerState *w)
 {
     if (w->slots.n_gpus == 0)
         return NULL;
@@ -620,7 +620,7 @@ static json_t *gpu_usage(Worker *w)
 /* pbt: the folders rungd asks for, [{"trial", "step", "token"}, ...],
  * queued for the uploader thread (a big checkpoint must not delay
  * heartbeats); the token is what rungd takes the upload with. */
-static void take_uploads(Worker *w, const json_t *upload)
+static void take_uploads(WorkerState *w, const json_t *upload)
 {
     size_t i;
     const json_t *item;
@@ -647,7 +647,7 @@ static void take_uploads(Worker *w, const json_t *upload)
 
 void *worker_heartbeat_main(void *arg)
 {
-    Worker *w = arg;
+    WorkerState *w = arg;
     Client *c = client_new(w->server, w->token);
     if (c == NULL) {
         LOG_ERROR("heartbeat: out of memory for an HTTP client; leases will expire");

@@ -19,9 +19,9 @@
  *   per trial   a supervisor (pipes, report lines, exit, kill escalation)
  *               and a sender (reports in order, then finish): trial.h
  *
- * Locking: Worker.mu guards the slots, the trial list and the flags below
+ * Locking: WorkerState.mu guards the slots, the trial list and the flags below
  * it; a WTrial's own mutex guards its queue and process state. Order:
- * Worker.mu before WTrial.mu, never the other way round. Stop level, hard
+ * WorkerState.mu before WTrial.mu, never the other way round. Stop level, hard
  * deadline and exiting are atomics as well, so that curl's progress
  * callbacks can read them without the lock to abort a request in flight. */
 #ifndef RUNG_WORKER_WORKER_H
@@ -48,7 +48,9 @@
 
 typedef enum { STOP_NONE = 0, STOP_DRAIN = 1, STOP_HARD = 2 } StopLevel;
 
-typedef struct Worker {
+/* This rung-worker's shared state: named WorkerState apart from rungd's
+ * Worker of server/core.h, the record of a registered worker. */
+typedef struct WorkerState {
     /* Set before the threads start; read-only afterwards. */
     const char *server; /* base URL */
     const char *token;  /* bearer token, or NULL */
@@ -95,13 +97,13 @@ typedef struct Worker {
     atomic_int stop;               /* StopLevel */
     atomic_llong hard_deadline_ns; /* STOP_HARD: give up delivering after this (monotonic) */
     atomic_bool exiting;           /* main is ending: heartbeats stop */
-} Worker;
+} WorkerState;
 
 /* Sets up the lock, the condition and the slots (gpus: offered indices). */
-int worker_init(Worker *w, const int *gpus, int n_gpus, int64_t cpus);
-void worker_close(Worker *w);
+int worker_init(WorkerState *w, const int *gpus, int n_gpus, int64_t cpus);
+void worker_close(WorkerState *w);
 
-/* Thread bodies; arg is the Worker. */
+/* Thread bodies; arg is the WorkerState. */
 void *worker_lease_main(void *arg);
 void *worker_heartbeat_main(void *arg);
 
@@ -109,21 +111,21 @@ void *worker_heartbeat_main(void *arg);
  * one in flight ends by itself, at most lease_wait_s, and what it brings is
  * run) and lets running trials end; STOP_HARD aborts the lease request,
  * kills the trials and bounds delivery by WORKER_HARD_STOP_S. */
-void worker_stop(Worker *w, StopLevel level);
+void worker_stop(WorkerState *w, StopLevel level);
 /* Whether the stop level is at least level (lock-free). */
-bool worker_stopping(Worker *w, StopLevel level);
+bool worker_stopping(WorkerState *w, StopLevel level);
 /* Whether a hard stop's delivery deadline has passed: give up sending. */
-bool worker_gave_up(Worker *w);
+bool worker_gave_up(WorkerState *w);
 
 /* Waits until the lease thread ended and no trial is held, or a hard stop's
  * deadline passed. Returns how many trials are still held. */
-int worker_wait_idle(Worker *w);
+int worker_wait_idle(WorkerState *w);
 /* SIGKILLs the groups of every held trial (last resort before exiting). */
-void worker_kill_all_now(Worker *w);
+void worker_kill_all_now(WorkerState *w);
 
 /* Fills w->watch_host from w (its GPUs, slots, --hours, --yield and the
  * spare thresholds set) and makes the GPU watch (gpuwatch_new): NULL when
  * there is nothing to watch. */
-GpuWatch *worker_watch_new(Worker *w);
+GpuWatch *worker_watch_new(WorkerState *w);
 
 #endif
