@@ -526,10 +526,21 @@ void core_load_totals(Core *core, const int64_t trial_counts[TRIAL__COUNT],
                       int64_t max_trial_id, int64_t max_worker_id);
 Experiment *core_load_experiment(Core *core, int64_t id, Spec *spec, ExpState state,
                                  int64_t created_at, int64_t ended_at);
-Trial *core_load_trial(Core *core, Experiment *exp, int64_t id, int64_t number, TrialState st,
-                       json_t *config, int64_t attempt, int64_t worker_id, const char *token,
-                       json_t *resources, StopKind stop_kind, const char *error, int64_t created_at,
-                       int64_t started_at, int64_t ended_at);
+/* A trial's stored row, as loading hands it to the Core: config and
+ * resources are stolen, token and error copied (NULL for none). */
+typedef struct CoreTrialRow {
+    int64_t id, number;
+    TrialState state;
+    json_t *config;
+    int64_t attempt;
+    int64_t worker_id; /* its lease's worker (0: none) */
+    const char *token; /* its lease token */
+    json_t *resources; /* what its lease granted */
+    StopKind stop_kind;
+    const char *error;
+    int64_t created_at, started_at, ended_at;
+} CoreTrialRow;
+Trial *core_load_trial(Core *core, Experiment *exp, const CoreTrialRow *row);
 /* Sets a loaded trial's gang from its stored form (borrowed; NULL or a
  * malformed value: none). */
 void core_load_gang(Core *core, Trial *t, const json_t *stored);
@@ -554,9 +565,7 @@ void core_load_trial_pbt(Trial *t, json_t *lineage, const json_t *resume_from);
 /* Puts back in memory a trial of exp that was released (ended) while exp
  * stayed: it is still in exp's counts, and leaves the searcher's history.
  * For retry-failed. */
-Trial *core_readd_trial(Core *core, Experiment *exp, int64_t id, int64_t number, TrialState st,
-                        json_t *config, int64_t attempt, int64_t worker_id, const char *error,
-                        int64_t created_at, int64_t started_at, int64_t ended_at);
+Trial *core_readd_trial(Core *core, Experiment *exp, const CoreTrialRow *row);
 /* Loading a running experiment without its history (store.c): its ended
  * trials do not become objects. Unless core_load_all_trials (pbt, whose
  * populations are small), the store loads the trials in flight (pending,

@@ -35,28 +35,26 @@ Experiment *core_load_experiment(Core *core, int64_t id, Spec *spec, ExpState st
     return e;
 }
 
-Trial *core_load_trial(Core *core, Experiment *exp, int64_t id, int64_t number, TrialState st,
-                       json_t *config, int64_t attempt, int64_t worker_id, const char *token,
-                       json_t *resources, StopKind stop_kind, const char *error, int64_t created_at,
-                       int64_t started_at, int64_t ended_at)
+Trial *core_load_trial(Core *core, Experiment *exp, const CoreTrialRow *row)
 {
     Trial *t = calloc(1, sizeof *t);
     if (t == NULL)
         abort();
-    t->id = id;
+    TrialState st = row->state;
+    t->id = row->id;
     t->exp = exp;
-    t->number = number;
+    t->number = row->number;
     t->state = st;
-    t->config = config;
-    t->attempt = attempt;
-    t->worker_id = worker_id;
-    snprintf(t->lease_token, sizeof t->lease_token, "%s", token ? token : "");
-    t->resources = resources;
-    t->stop_kind = (uint8_t)stop_kind;
-    core_set_error(t, error);
-    t->created_at = created_at;
-    t->started_at = started_at;
-    t->ended_at = ended_at;
+    t->config = row->config;
+    t->attempt = row->attempt;
+    t->worker_id = row->worker_id;
+    snprintf(t->lease_token, sizeof t->lease_token, "%s", row->token ? row->token : "");
+    t->resources = row->resources;
+    t->stop_kind = (uint8_t)row->stop_kind;
+    core_set_error(t, row->error);
+    t->created_at = row->created_at;
+    t->started_at = row->started_at;
+    t->ended_at = row->ended_at;
     t->stored = true;
     core_put_trial(core, exp, t);
     if (core_in_line(st))
@@ -141,14 +139,19 @@ void core_load_trial_losses(Trial *t, int64_t n)
     t->worker_losses = n > 0 ? n : 0;
 }
 
-Trial *core_readd_trial(Core *core, Experiment *exp, int64_t id, int64_t number, TrialState st,
-                        json_t *config, int64_t attempt, int64_t worker_id, const char *error,
-                        int64_t created_at, int64_t started_at, int64_t ended_at)
+Trial *core_readd_trial(Core *core, Experiment *exp, const CoreTrialRow *row)
 {
-    Trial *t = core_load_trial(core, exp, id, number, st, config, attempt, worker_id, NULL, NULL,
-                               STOP_NONE, error, created_at, started_at, ended_at);
-    exp->counts[st]--; /* it never left them */
-    int64_t kept = 0;  /* nor the searcher's history, which it leaves now */
+    /* An ended trial holds no lease: its token, resources (stolen, freed
+     * here) and stop kind are none. */
+    CoreTrialRow ended = *row;
+    json_decref(row->resources);
+    ended.token = NULL;
+    ended.resources = NULL;
+    ended.stop_kind = STOP_NONE;
+    Trial *t = core_load_trial(core, exp, &ended);
+    int64_t number = row->number;
+    exp->counts[row->state]--; /* it never left them */
+    int64_t kept = 0;          /* nor the searcher's history, which it leaves now */
     for (int64_t i = 0; i < exp->n_hist; i++) {
         if (exp->hist[i].number == number)
             json_decref((json_t *)exp->hist[i].obs.config);

@@ -87,17 +87,26 @@ static int load_trials(Store *s, Core *core, Experiment *e, bool all, RungError 
             return rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: trial %lld is corrupt",
                                   (long long)sqlite3_column_int64(st, 0));
         }
-        Trial *t = core_load_trial(
-            core, e, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 2), state, config,
-            sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6),
-            (const char *)sqlite3_column_text(st, 7), store_column_json(st, 8),
-            sqlite3_column_int(st, 9) == 0
-                ? STOP_NONE
-                : (sqlite3_column_type(st, 17) == SQLITE_NULL
-                       ? STOP_CANCEL /* the only kind before schema 005 */
-                       : stop_kind_parse((const char *)sqlite3_column_text(st, 17))),
-            (const char *)sqlite3_column_text(st, 10), sqlite3_column_int64(st, 11),
-            sqlite3_column_int64(st, 12), sqlite3_column_int64(st, 13));
+        CoreTrialRow row = {
+            .id = sqlite3_column_int64(st, 0),
+            .number = sqlite3_column_int64(st, 2),
+            .state = state,
+            .config = config,
+            .attempt = sqlite3_column_int64(st, 5),
+            .worker_id = sqlite3_column_int64(st, 6),
+            .token = (const char *)sqlite3_column_text(st, 7),
+            .resources = store_column_json(st, 8),
+            .stop_kind = sqlite3_column_int(st, 9) == 0
+                             ? STOP_NONE
+                             : (sqlite3_column_type(st, 17) == SQLITE_NULL
+                                    ? STOP_CANCEL /* the only kind before schema 005 */
+                                    : stop_kind_parse((const char *)sqlite3_column_text(st, 17))),
+            .error = (const char *)sqlite3_column_text(st, 10),
+            .created_at = sqlite3_column_int64(st, 11),
+            .started_at = sqlite3_column_int64(st, 12),
+            .ended_at = sqlite3_column_int64(st, 13),
+        };
+        Trial *t = core_load_trial(core, e, &row);
         core_load_rung(t, sqlite3_column_double(st, 14)); /* NULL reads as 0: none */
         if ((state == TRIAL_PENDING || state == TRIAL_PREEMPTED) &&
             sqlite3_column_type(st, 15) != SQLITE_NULL)
@@ -468,11 +477,17 @@ int store_readd_failed(Store *s, Core *core, Experiment *e, RungError *err)
         json_t *config = store_column_json(st, 2);
         if (config == NULL)
             continue;
-        core_readd_trial(core, e, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-                         TRIAL_FAILED, config, sqlite3_column_int64(st, 3),
-                         sqlite3_column_int64(st, 4), (const char *)sqlite3_column_text(st, 5),
-                         sqlite3_column_int64(st, 6), sqlite3_column_int64(st, 7),
-                         sqlite3_column_int64(st, 8));
+        CoreTrialRow row = {.id = sqlite3_column_int64(st, 0),
+                            .number = sqlite3_column_int64(st, 1),
+                            .state = TRIAL_FAILED,
+                            .config = config,
+                            .attempt = sqlite3_column_int64(st, 3),
+                            .worker_id = sqlite3_column_int64(st, 4),
+                            .error = (const char *)sqlite3_column_text(st, 5),
+                            .created_at = sqlite3_column_int64(st, 6),
+                            .started_at = sqlite3_column_int64(st, 7),
+                            .ended_at = sqlite3_column_int64(st, 8)};
+        core_readd_trial(core, e, &row);
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "failed trials");

@@ -1240,8 +1240,16 @@ static void test_gang_restart_rebuild(void **state)
     e = core_load_experiment(core, 1, &spec, EXP_RUNNING, 1000, 0);
     w1 = core_load_worker(core, 1, "w", "host", json_array(), 8, 1000, 2000, NULL);
     w2 = core_load_worker(core, 2, "w", "host", json_array(), 8, 1000, 2000, NULL);
-    t = core_load_trial(core, e, id, number, TRIAL_RUNNING, json_object(), 1, w1->id, t0, NULL,
-                        STOP_NONE, NULL, 1000, 2000, 0);
+    t = core_load_trial(core, e,
+                        &(CoreTrialRow){.id = id,
+                                        .number = number,
+                                        .state = TRIAL_RUNNING,
+                                        .config = json_object(),
+                                        .attempt = 1,
+                                        .worker_id = w1->id,
+                                        .token = t0,
+                                        .created_at = 1000,
+                                        .started_at = 2000});
     core_load_gang(core, t, stored);
     core_load_done(core, 9000);
     assert_int_equal(w1->n_running, 1);
@@ -1258,8 +1266,13 @@ static void test_gang_restart_rebuild(void **state)
     assert_int_equal(core_finish(core, t, t0, true, NULL, 9800, &err), 0);
     assert_int_equal(t->state, TRIAL_COMPLETED);
     /* A malformed stored gang is none. */
-    Trial *u = core_load_trial(core, e, id + 1, number + 1, TRIAL_PENDING, json_object(), 1, 0,
-                               NULL, NULL, STOP_NONE, NULL, 1000, 0, 0);
+    Trial *u = core_load_trial(core, e,
+                               &(CoreTrialRow){.id = id + 1,
+                                               .number = number + 1,
+                                               .state = TRIAL_PENDING,
+                                               .config = json_object(),
+                                               .attempt = 1,
+                                               .created_at = 1000});
     json_t *bad = json_pack("{s:i, s:s, s:i, s:[]}", "attempt", 1, "master_addr", "h",
                             "master_port", 1, "members");
     core_load_gang(core, u, bad);
@@ -1637,8 +1650,13 @@ static void test_lean_load_keeps_rung_records_and_decisions(void **state)
     assert_true(core_load_wants_ended_reports(eb));
     for (int64_t n = LEAN_ENDED; n < LEAN_TRIALS; n++) {
         Trial *t = core_exp_trial(ea, n);
-        core_load_trial(b, eb, t->id, n, TRIAL_PENDING, json_deep_copy(t->config), 1, 0, NULL, NULL,
-                        STOP_NONE, NULL, 1000, 0, 0);
+        core_load_trial(b, eb,
+                        &(CoreTrialRow){.id = t->id,
+                                        .number = n,
+                                        .state = TRIAL_PENDING,
+                                        .config = json_deep_copy(t->config),
+                                        .attempt = 1,
+                                        .created_at = 1000});
     }
     int64_t counts[TRIAL__COUNT];
     memcpy(counts, ea->counts, sizeof counts);
