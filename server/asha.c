@@ -20,68 +20,20 @@
  * asha trials took, bench/long_restart.py). The median rule is O(reports) per
  * report, as Ray's is. With several objectives, judging a record ranks its
  * whole rung (non-dominated sorting, O(n^2) at worst for n records there):
- * meant for the hundreds to thousands of trials such searches run. */
+ * meant for the hundreds to thousands of trials such searches run.
+ *
+ * Files: this one holds the brackets, the rung records, the reports and
+ * the promotions; asha_median.c the median rule; asha_points.c the ranking
+ * of several objectives; asha_internal.h the types they share. */
 #include "splitmix.h"
-#include "asha.h"
+#include "asha_internal.h"
 
 #include "grow.h"
 #include "idmap.h"
-#include "pareto.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A record in compact form (16 bytes): a long experiment keeps one per
- * trial and rung it reached, so the point of several objectives lives in a
- * parallel array that one objective never allocates. */
-typedef struct AshaRec {
-    int64_t trial;
-    double score; /* higher is better: the value, sign-flipped for min; 0 with points */
-} AshaRec;
-
-typedef struct AshaRung {
-    double milestone;
-    AshaRec *recs;  /* arrival order */
-    AshaPoint *pts; /* several objectives: recs[i]'s point at pts[i]; else NULL */
-    double *sorted; /* the same scores, ascending unless `unsorted` */
-    size_t n, cap;
-    bool unsorted; /* replayed scores appended: sorted at the rung's next use */
-} AshaRung;
-
-typedef struct AshaBracket {
-    int n_rungs;
-    AshaRung rungs[ASHA_MAX_RUNGS]; /* ascending milestones */
-} AshaBracket;
-
-typedef struct AshaTrial {
-    int bracket;
-    uint64_t recorded; /* bit k: recorded at rung k */
-    int paused;        /* rung index it is paused at, or -1 */
-    /* median: every result, in arrival order */
-    double *times, *values;
-    size_t n, cap;
-} AshaTrial;
-
-/* median: a forgotten trial's results from grace_period on, which are all
- * that the running means of later reports read (median_report), and the
- * time of its last result, which says whether it reported that far. */
-typedef struct AshaEnded {
-    int64_t trial;
-    double last_time;
-    double *tv; /* n times, then their n values, in arrival order */
-    size_t n;
-} AshaEnded;
-
-struct Asha {
-    AshaParams p;
-    AshaBracket *brackets; /* p.brackets of them; NULL for fifo and median */
-    IdMap trials;          /* number + 1 -> AshaTrial *: the trials not forgotten */
-    AshaEnded *ended;      /* median: the forgotten trials with a result from grace_period on */
-    int64_t n_ended, cap_ended;
-    int64_t *paused; /* numbers of paused trials, unordered */
-    int64_t n_paused, cap_paused;
-};
 
 /* ---- rungs and brackets (pure functions of the params) ---- */
 
@@ -229,7 +181,7 @@ static AshaTrial *trial_find(const Asha *a, int64_t trial)
     return trial >= 0 ? idmap_get(&a->trials, trial + 1) : NULL;
 }
 
-static AshaTrial *trial_get(Asha *a, int64_t trial)
+AshaTrial *asha_trial_get(Asha *a, int64_t trial)
 {
     AshaTrial *t = trial_find(a, trial);
     if (t == NULL) {
@@ -267,7 +219,7 @@ static double numpy_quantile(const double *sorted, size_t n, double q)
     return g >= 0.5 ? y - d * (1 - g) : x + d * g;
 }
 
-static int cmp_double(const void *x, const void *y)
+int asha_cmp_double(const void *x, const void *y)
 {
     double a = *(const double *)x, b = *(const double *)y;
     return (a > b) - (a < b);
@@ -279,7 +231,7 @@ static int cmp_double(const void *x, const void *y)
 static void rung_sort(AshaRung *r)
 {
     if (r->unsorted)
-        qsort(r->sorted, r->n, sizeof *r->sorted, cmp_double);
+        qsort(r->sorted, r->n, sizeof *r->sorted, asha_cmp_double);
     r->unsorted = false;
 }
 
@@ -400,153 +352,6 @@ static void paused_remove(Asha *a, AshaTrial *t, int64_t trial)
     }
 }
 
-/* ---- the median rule ---- */
-
-static void result_add(AshaTrial *t, double time, double value)
-{
-    if (t->n == t->cap) {
-        t->cap = t->cap ? t->cap * 2 : 16;
-        t->times = rung_realloc(t->times, t->cap, sizeof *t->times);
-        t->values = rung_realloc(t->values, t->cap, sizeof *t->values);
-    }
-    t->times[t->n] = time;
-    t->values[t->n] = value;
-    t->n++;
-}
-
-/* The running mean of results (times, values)[0 .. n-1] over
- * [grace_period, time] into *mean; false when none is in that window (no
- * mean: Ray's would be NaN). */
-static bool running_mean(const Asha *a, const double *times, const double *values, size_t n,
-                         double time, double *mean)
-{
-    double sum = 0;
-    size_t cnt = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (times[i] >= a->p.grace_period && times[i] <= time) {
-            sum += values[i];
-            cnt++;
-        }
-    }
-    *mean = cnt > 0 ? sum / (double)cnt : 0;
-    return cnt > 0;
-}
-
-static AshaDecision median_report(Asha *a, int64_t trial, double time, double value)
-{
-    AshaTrial *t = trial_get(a, trial);
-    result_add(t, time, value);
-    if (time < a->p.grace_period)
-        return ASHA_CONTINUE;
-    double *means = malloc((size_t)(a->trials.len + a->n_ended + 1) * sizeof *means);
-    if (means == NULL)
-        abort();
-    size_t n = 0;
-    /* The other trials' running means; a trial with no result in the window
-     * is left out. The means are sorted below: the order of the tables does
-     * not matter. */
-    for (int64_t j = 0; j < a->trials.cap; j++) {
-        const AshaTrial *o = a->trials.slots[j].ptr;
-        if (a->trials.slots[j].id == 0 || a->trials.slots[j].id - 1 == trial || o->n == 0 ||
-            o->times[o->n - 1] < time)
-            continue;
-        n += running_mean(a, o->times, o->values, o->n, time, &means[n]);
-    }
-    for (int64_t j = 0; j < a->n_ended; j++) {
-        const AshaEnded *o = &a->ended[j];
-        if (o->last_time >= time)
-            n += running_mean(a, o->tv, o->tv + o->n, o->n, time, &means[n]);
-    }
-    AshaDecision d = ASHA_CONTINUE;
-    if (n > 0 && (int64_t)n >= a->p.min_samples) {
-        qsort(means, n, sizeof *means, cmp_double);
-        double median = n % 2 ? means[n / 2] : (means[n / 2 - 1] + means[n / 2]) / 2.0;
-        double best = t->values[0];
-        for (size_t i = 1; i < t->n; i++)
-            best = a->p.maximize ? fmax(best, t->values[i]) : fmin(best, t->values[i]);
-        if (a->p.maximize ? median > best : median < best)
-            d = ASHA_STOP;
-    }
-    free(means);
-    return d;
-}
-
-/* ---- several objectives ---- */
-
-/* Records of a rung in trial-number order (qsort without context). */
-typedef struct AshaByTrial {
-    int64_t trial;
-    size_t i; /* index in the rung's recs */
-} AshaByTrial;
-
-static int cmp_by_trial(const void *x, const void *y)
-{
-    const AshaByTrial *a = x, *b = y;
-    return (a->trial > b->trial) - (a->trial < b->trial);
-}
-
-/* Whether record `mine` of rung r continues (asha.h): fewer than
- * ceil(n/rf) of the rung's n records rank strictly above it. Ranks and
- * crowding distances are computed over the feasible and the infeasible
- * records apart, each set in trial-number order, so that pareto_crowding
- * breaks a tie in an objective by trial number: the ranking does not depend
- * on the order reports came in, and a restart, which replays one trial after
- * the other, rebuilds the same decisions. */
-static bool points_continue(const Asha *a, const AshaRung *r, size_t mine)
-{
-    size_t n = r->n;
-    int m = a->p.objectives;
-    double *y = malloc(n * (size_t)m * sizeof *y), *crowd = malloc(n * sizeof *crowd);
-    double *c_of = malloc(n * sizeof *c_of);
-    int *rank = malloc(n * sizeof *rank), *r_of = malloc(n * sizeof *r_of);
-    AshaByTrial *order = malloc(n * sizeof *order);
-    size_t *idx = malloc(n * sizeof *idx);
-    if (y == NULL || crowd == NULL || c_of == NULL || rank == NULL || r_of == NULL ||
-        order == NULL || idx == NULL)
-        abort();
-    for (size_t i = 0; i < n; i++)
-        order[i] = (AshaByTrial){r->recs[i].trial, i};
-    qsort(order, n, sizeof *order, cmp_by_trial);
-    for (int pass = 0; pass < 2; pass++) {
-        int c = 0;
-        for (size_t k = 0; k < n; k++) {
-            size_t i = order[k].i;
-            if (r->pts[i].feasible != (pass == 0))
-                continue;
-            idx[c] = i;
-            memcpy(&y[(size_t)c * m], r->pts[i].loss, (size_t)m * sizeof *y);
-            c++;
-        }
-        if (c == 0)
-            continue;
-        if (pareto_ranks(y, c, m, rank) < 0 || pareto_crowding(y, c, m, rank, crowd) < 0)
-            abort();
-        for (int k = 0; k < c; k++) {
-            r_of[idx[k]] = rank[k];
-            c_of[idx[k]] = crowd[k];
-        }
-    }
-    const AshaPoint *p = &r->pts[mine];
-    size_t above = 0;
-    for (size_t i = 0; i < n; i++) {
-        const AshaPoint *q = &r->pts[i];
-        if (q->feasible != p->feasible)
-            above += q->feasible;
-        else if (r_of[i] != r_of[mine])
-            above += r_of[i] < r_of[mine];
-        else
-            above += c_of[i] > c_of[mine];
-    }
-    free(y);
-    free(crowd);
-    free(c_of);
-    free(rank);
-    free(r_of);
-    free(order);
-    free(idx);
-    return (double)above < ceil((double)n / a->p.rf);
-}
-
 /* ---- reports ---- */
 
 /* A report; with several objectives pt is its point (value unused), else NULL. */
@@ -557,10 +362,10 @@ static AshaDecision report(Asha *a, int64_t trial, double time, bool has_value, 
     if (a->p.type == ASHA_FIFO || !has_value)
         return ASHA_CONTINUE;
     if (a->p.type == ASHA_MEDIAN)
-        return median_report(a, trial, time, value);
+        return asha_median_report(a, trial, time, value);
     if (time >= a->p.max_t)
         return ASHA_COMPLETE;
-    AshaTrial *t = trial_get(a, trial);
+    AshaTrial *t = asha_trial_get(a, trial);
     if (t->paused >= 0)
         paused_remove(a, t, trial);
     int k = rung_to_score(a, t, time);
@@ -572,7 +377,7 @@ static AshaDecision report(Asha *a, int64_t trial, double time, bool has_value, 
     if (!a->p.promote && pt == NULL && r->n > 0 && score < cutoff(a, r))
         d = ASHA_STOP;
     rung_add(r, trial, score, pt, false);
-    if (pt != NULL && !points_continue(a, r, r->n - 1))
+    if (pt != NULL && !asha_points_continue(a, r, r->n - 1))
         d = ASHA_STOP;
     t->recorded |= (uint64_t)1 << k;
     *rung = k;
@@ -613,9 +418,9 @@ static void replay(Asha *a, int64_t trial, double time, bool has_value, double v
 {
     if (a->p.type == ASHA_FIFO || !has_value)
         return;
-    AshaTrial *t = trial_get(a, trial);
+    AshaTrial *t = asha_trial_get(a, trial);
     if (a->p.type == ASHA_MEDIAN) {
-        result_add(t, time, value);
+        asha_result_add(t, time, value);
         return;
     }
     int k = time >= a->p.max_t ? -1 : rung_to_score(a, t, time);
@@ -642,9 +447,9 @@ static void trial_end(Asha *a, int64_t trial, double time, bool has_value, doubl
 {
     if (a->p.type == ASHA_FIFO || !has_value)
         return;
-    AshaTrial *t = trial_get(a, trial);
+    AshaTrial *t = asha_trial_get(a, trial);
     if (a->p.type == ASHA_MEDIAN) {
-        result_add(t, time, value);
+        asha_result_add(t, time, value);
         return;
     }
     if (t->paused >= 0)
@@ -705,7 +510,7 @@ void asha_trial_paused(Asha *a, int64_t trial, int rung)
 {
     if (!a->p.promote)
         return;
-    AshaTrial *t = trial_get(a, trial);
+    AshaTrial *t = asha_trial_get(a, trial);
     if (t->paused >= 0 || t->recorded == 0)
         return;
     int k = rung;
