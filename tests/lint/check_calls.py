@@ -1,0 +1,121 @@
+#!/usr/bin/python3
+"""No call cycle between the files of the daemon or the worker (issue 35).
+
+check_cycles.py reads the #include lines, where a header implemented by
+several files (core.h by the Core's family) hides who calls whom. This
+reads the built object files instead: file a calls file b when a's object
+uses a global symbol that b's object defines (nm), in server/ (rungd and
+its libraries) and in worker/ (rung-worker and its libraries). A cycle (a
+strongly connected set of more than one file) fails, with the calls that
+make it.
+
+PENDING lists the cycles that existed when this check was added: allowed
+for now. A cycle not listed fails; so does a listed one that no longer
+exists as listed (update the list: it only shrinks).
+
+Usage: check_calls.py BUILD_DIR (after building rungd and rung-worker)"""
+import glob
+import os
+import subprocess
+import sys
+
+DIRS = ("server", "worker")
+
+# The cycles found when this check was added, by folder: each a set of
+# files (without .c).
+PENDING = {
+    # engine_propose.c's proposal policy and engine.c's loop call each other.
+    "server": [{"engine", "engine_propose"}],
+}
+
+
+def graph(build, folder):
+    """{file: set of files it calls} of one folder's objects (one nm for
+    all: its -A lines are "OBJECT:VALUE TYPE NAME" or "OBJECT: U NAME")."""
+    objs = sorted(glob.glob(os.path.join(build, folder, "CMakeFiles", "*.dir", "*.c.o")))
+    if not objs:
+        return {}
+    out = subprocess.run(["nm", "-A"] + objs, capture_output=True, text=True, check=True).stdout
+    defined, used = {}, {}
+    for line in out.splitlines():
+        obj, _, rest = line.partition(":")
+        name = os.path.basename(obj)[:-len(".c.o")]
+        parts = rest.split()
+        defined.setdefault(name, set())
+        used.setdefault(name, set())
+        if len(parts) == 3 and parts[1] in "TDBRGSVWC":
+            defined[name].add(parts[2])
+        elif len(parts) == 2 and parts[0] == "U":
+            used[name].add(parts[1])
+    owner = {}
+    for name, syms in defined.items():
+        for sym in syms:
+            owner[sym] = name
+    return {f: {owner[x] for x in used[f] if x in owner and owner[x] != f} for f in defined}
+
+
+def cycles(g):
+    """Strongly connected sets of more than one file (Tarjan)."""
+    index, low, on, stack, out = {}, {}, set(), [], []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(g.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = set()
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.add(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(frozenset(comp))
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: check_calls.py BUILD_DIR")
+    build = sys.argv[1]
+    bad, n_pending = [], 0
+    for d in DIRS:
+        g = graph(build, d)
+        if not g:
+            bad.append("%s/: no object files under %s: build rungd and rung-worker first"
+                       % (d, os.path.join(build, d)))
+            continue
+        found = cycles(g)
+        pending = [frozenset(p) for p in PENDING.get(d, ())]
+        n_pending += len(pending)
+        for comp in found:
+            calls = "; ".join("%s.c -> %s" % (a, ", ".join(sorted(b for b in g[a] if b in comp)))
+                              for a in sorted(comp))
+            where = "%s/: call cycle of %s (%s)" % (d, ", ".join(sorted(comp)), calls)
+            if comp in pending:
+                print("pending: " + where)
+            else:
+                bad.append(where)
+        for p in pending:
+            if p not in found:
+                bad.append("%s/: the call cycle of %s no longer exists as listed: update PENDING "
+                           "in tests/lint/check_calls.py" % (d, ", ".join(sorted(p))))
+    print("check_calls: %d pending call cycles" % n_pending)
+    for b in bad:
+        print(b)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
