@@ -9,6 +9,12 @@ its libraries) and in worker/ (rung-worker and its libraries). A cycle (a
 strongly connected set of more than one file) fails, with the calls that
 make it.
 
+It also checks that the Core's kernel (server/core_kernel.c: lifecycle,
+states, retries, completion) calls no scheduler: nothing of the
+schedulers' files (sched_*.c but sched_ops.c, which attaches them), of
+their rules (asha.c, pbt.c) or of what they sample (pb2_*, space_mutate);
+they plug in through the hook table (issue 35).
+
 PENDING lists the cycles that existed when this check was added: allowed
 for now. A cycle not listed fails; so does a listed one that no longer
 exists as listed (update the list: it only shrinks).
@@ -29,9 +35,10 @@ PENDING = {
 }
 
 
-def graph(build, folder):
-    """{file: set of files it calls} of one folder's objects (one nm for
-    all: its -A lines are "OBJECT:VALUE TYPE NAME" or "OBJECT: U NAME")."""
+def symbol_table(build, folder):
+    """{file: (global symbols defined, used)} of one folder's objects (one
+    nm for all: its -A lines are "OBJECT:VALUE TYPE NAME" or "OBJECT: U
+    NAME")."""
     objs = sorted(glob.glob(os.path.join(build, folder, "CMakeFiles", "*.dir", "*.c.o")))
     if not objs:
         return {}
@@ -47,11 +54,40 @@ def graph(build, folder):
             defined[name].add(parts[2])
         elif len(parts) == 2 and parts[0] == "U":
             used[name].add(parts[1])
+    return {f: (defined[f], used[f]) for f in defined}
+
+
+def graph(table):
+    """{file: set of files it calls}."""
     owner = {}
-    for name, syms in defined.items():
+    for name, (syms, _) in table.items():
         for sym in syms:
             owner[sym] = name
-    return {f: {owner[x] for x in used[f] if x in owner and owner[x] != f} for f in defined}
+    return {f: {owner[x] for x in used if x in owner and owner[x] != f}
+            for f, (_, used) in table.items()}
+
+
+KERNEL = "core_kernel"
+SCHEDULER_FILES = ("asha", "pbt")
+SCHEDULER_PREFIXES = ("asha_", "pbt_", "pb2_", "space_mutate")
+
+
+def kernel_calls(table):
+    """What the kernel calls of the schedulers, as 'file.c: symbol'."""
+    if KERNEL not in table:
+        return None
+    owner = {}
+    for name, (syms, _) in table.items():
+        for sym in syms:
+            owner[sym] = name
+    out = []
+    for sym in sorted(table[KERNEL][1]):
+        f = owner.get(sym)
+        sched = f is not None and (f in SCHEDULER_FILES or
+                                   (f.startswith("sched_") and f != "sched_ops"))
+        if sched or sym.startswith(SCHEDULER_PREFIXES):
+            out.append("%s.c: %s" % (f or "?", sym))
+    return out
 
 
 def cycles(g):
@@ -91,7 +127,8 @@ def main():
     build = sys.argv[1]
     bad, n_pending = [], 0
     for d in DIRS:
-        g = graph(build, d)
+        table = symbol_table(build, d)
+        g = graph(table)
         if not g:
             bad.append("%s/: no object files under %s: build rungd and rung-worker first"
                        % (d, os.path.join(build, d)))
@@ -107,6 +144,15 @@ def main():
                 print("pending: " + where)
             else:
                 bad.append(where)
+        if d == "server":
+            calls = kernel_calls(table)
+            if calls is None:
+                bad.append("server/%s.c: not built (renamed? update KERNEL in "
+                           "tests/lint/check_calls.py)" % KERNEL)
+            elif calls:
+                bad.append("server/%s.c calls the schedulers: %s" % (KERNEL, "; ".join(calls)))
+            else:
+                print("server/%s.c calls no scheduler" % KERNEL)
         for p in pending:
             if p not in found:
                 bad.append("%s/: the call cycle of %s no longer exists as listed: update PENDING "
