@@ -20,7 +20,7 @@
  * 0.3 and 0.5), so a grid over (x0, x3) and repeated zooms around its best
  * point give it to machine precision.
  *
- * Each arm drives server/asha.h as rungd's core.c does, in a discrete-event
+ * Each arm drives server/asha.h as rungd's sched_asha.c does, in a discrete-event
  * simulation with W workers. Every step of trial n takes d_n time units,
  * d_n uniform on {1 .. J} (--jitter J, default 4), drawn from the trial's
  * stream after its noise: trials run at different speeds and overtake each
@@ -39,9 +39,9 @@
  *   PAUSE     the run ends; the trial waits to be promoted and then resumes
  *             at t + 1 from its checkpoint on whichever worker takes it.
  * After every report asha_promotions' trials go to the front of the queue in
- * their order (core.c's promote_ready). When no trial runs, none is queued,
+ * their order (sched_asha.c's promote_ready). When no trial runs, none is queued,
  * no new one is left and some are paused, asha_endgame promotes one, or,
- * answering -1, the paused trials end as stopped (core.c's endgame).
+ * answering -1, the paused trials end as stopped (sched_asha.c's endgame).
  *
  * Figures per (arm, W, seed): budget = steps reported; the trial a user
  * would pick = the lowest reported loss at t = 81 among the trials that
@@ -294,7 +294,7 @@ static void after_report(Sim *s)
 {
     if (s->promote) {
         int64_t n = asha_promotions(s->asha, s->buf, s->n);
-        /* Pushing to the front in reverse keeps their order (core.c). */
+        /* Pushing to the front in reverse keeps their order (sched_asha.c). */
         for (int64_t i = n - 1; i >= 0; i--) {
             int64_t trial = s->buf[i];
             if (trial < 0 || trial >= s->n || s->trials[trial].state != TS_PAUSED) {

@@ -364,7 +364,7 @@ class Gen:
         """nsteps reports from t0 to t1; horizon is the time_attr value of the
         last one (epochs for rungs). Returns (report rows, the trial's
         summary columns: step, last_metrics, best_value, best_step, log_tail)
-        as rungd derives them from the reports (core.c, record())."""
+        as rungd derives them from the reports (core_report.c, core_record_report())."""
         kind, metric, maximize = ctx
         r = self.rng.random
         start = final + 1.5 + r()

@@ -456,7 +456,7 @@ static void report(Sim *s, int w, double now)
         int64_t m = asha_promotions(s->asha, buf, 256);
         if (s->q_len + m > MF_QUEUE)
             m = MF_QUEUE - s->q_len;
-        /* Promoted trials go to the queue's front in their order (core.c). */
+        /* Promoted trials go to the queue's front in their order (sched_asha.c). */
         memmove(s->queue + m, s->queue, (size_t)s->q_len * sizeof *s->queue);
         for (int64_t i = 0; i < m; i++) {
             s->queue[i] = buf[i];

@@ -1,7 +1,7 @@
 /* rungd's store of Population Based Training checkpoints: the tar files
  * that workers pack (worker/ckpt.h) and upload, kept as
  * <data_dir>/checkpoints/<trial_id>-<step>.tar until no trial needs it
- * (core.c drop_unneeded_ckpts; engine.c removes the file after the commit
+ * (core_ckpt.c core_drop_unneeded_ckpts; engine.c removes the file after the commit
  * that deletes its row; ckptstore_sweep at start removes what no row holds). Pure file I/O: no
  * SQLite, no HTTP; whoever calls it records what it holds.
  *

@@ -1,6 +1,6 @@
-/* A gang trial's members: the value core.c keeps on a Trial, its stored
+/* A gang trial's members: the value the Core keeps on a Trial, its stored
  * JSON form and the lookups the rules need. The rules themselves (holds,
- * formation, who may report, what ends an attempt) are core.c's
+ * formation, who may report, what ends an attempt) are core_gang.c's
  * (docs/api.md, "Gangs").
  *
  * A gang trial (resources_per_trial.nodes > 1) runs on `nodes` workers at

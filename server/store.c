@@ -605,7 +605,7 @@ int store_delete_experiment(Store *s, int64_t id, int64_t trial_counts[TRIAL__CO
 }
 
 /* The most lines a trial's merged warnings quote (request.h,
- * REQUEST_MAX_WARN_LAST), as core.c keeps them. */
+ * REQUEST_MAX_WARN_LAST), as core_report.c keeps them. */
 #define GANG_WARN_LAST 5
 
 int store_gang_warnings(Store *s, int64_t trial_id, const char *token, json_t *warnings,

@@ -1,5 +1,5 @@
 """Integration tests of Population Based Training (docs/schedulers.md, "pbt";
-server/pbt.h, server/core.c exploit(), worker/trial_donor.c copy_donor()): a real
+server/pbt.h, server/sched_pbt.c exploit(), worker/trial_donor.c copy_donor()): a real
 rungd, a real rung-worker with two slots, and the PBT paper's toy problem
 (examples/trainables/pbt_toy.py; Jaderberg et al. 2017, section 4).
 

@@ -1,5 +1,6 @@
-/* Unit tests of server/spec.c and server/core.c: the spec's validation and
- * the trial state machine, driven with explicit times and tokens. */
+/* Unit tests of server/spec.c and the Core (server/core*.c, sched_*.c):
+ * the spec's validation and the trial state machine, driven with explicit
+ * times and tokens. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
