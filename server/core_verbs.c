@@ -1,6 +1,6 @@
-/* The user's verbs on experiments and trials (docs/api.md): cancel, pause,
- * resume, patch, stop a trial, retry the failed ones; and the tick's time
- * budget. */
+/* The user's verbs on experiments and trials (docs/api.md): submit,
+ * cancel, pause, resume, patch, stop a trial, retry the failed ones; and
+ * the tick's time budget. */
 #include "core_internal.h"
 #include "warm.h"
 
@@ -152,6 +152,8 @@ int64_t core_tick(Core *core, int64_t now)
     return n;
 }
 
+/* A submitted experiment enters memory with its scheduler (sched_attach)
+ * and joins the fair share. */
 Experiment *core_experiment_add(Core *core, Spec *spec, int64_t now)
 {
     Experiment *e = core_exp_new(core, core->next_exp_id, spec, now);
