@@ -181,7 +181,7 @@ static AshaTrial *trial_find(const Asha *a, int64_t trial)
     return trial >= 0 ? idmap_get(&a->trials, trial + 1) : NULL;
 }
 
-AshaTrial *asha_trial_get(Asha *a, int64_t trial)
+static AshaTrial *trial_get(Asha *a, int64_t trial)
 {
     AshaTrial *t = trial_find(a, trial);
     if (t == NULL) {
@@ -217,12 +217,6 @@ static double numpy_quantile(const double *sorted, size_t n, double q)
     double g = vi - lo, x = sorted[i], y = sorted[i + 1];
     double d = y - x;
     return g >= 0.5 ? y - d * (1 - g) : x + d * g;
-}
-
-int asha_cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
 }
 
 /* Sorts the scores a replay appended. The same multiset sorted gives the
@@ -362,10 +356,10 @@ static AshaDecision report(Asha *a, int64_t trial, double time, bool has_value, 
     if (a->p.type == ASHA_FIFO || !has_value)
         return ASHA_CONTINUE;
     if (a->p.type == ASHA_MEDIAN)
-        return asha_median_report(a, trial, time, value);
+        return asha_median_report(a, trial_get(a, trial), trial, time, value);
     if (time >= a->p.max_t)
         return ASHA_COMPLETE;
-    AshaTrial *t = asha_trial_get(a, trial);
+    AshaTrial *t = trial_get(a, trial);
     if (t->paused >= 0)
         paused_remove(a, t, trial);
     int k = rung_to_score(a, t, time);
@@ -418,7 +412,7 @@ static void replay(Asha *a, int64_t trial, double time, bool has_value, double v
 {
     if (a->p.type == ASHA_FIFO || !has_value)
         return;
-    AshaTrial *t = asha_trial_get(a, trial);
+    AshaTrial *t = trial_get(a, trial);
     if (a->p.type == ASHA_MEDIAN) {
         asha_result_add(t, time, value);
         return;
@@ -447,7 +441,7 @@ static void trial_end(Asha *a, int64_t trial, double time, bool has_value, doubl
 {
     if (a->p.type == ASHA_FIFO || !has_value)
         return;
-    AshaTrial *t = asha_trial_get(a, trial);
+    AshaTrial *t = trial_get(a, trial);
     if (a->p.type == ASHA_MEDIAN) {
         asha_result_add(t, time, value);
         return;
@@ -510,7 +504,7 @@ void asha_trial_paused(Asha *a, int64_t trial, int rung)
 {
     if (!a->p.promote)
         return;
-    AshaTrial *t = asha_trial_get(a, trial);
+    AshaTrial *t = trial_get(a, trial);
     if (t->paused >= 0 || t->recorded == 0)
         return;
     int k = rung;

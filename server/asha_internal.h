@@ -62,13 +62,17 @@ struct Asha {
     int64_t n_paused, cap_paused;
 };
 
-/* asha.c */
-AshaTrial *asha_trial_get(Asha *a, int64_t trial);
-int asha_cmp_double(const void *x, const void *y);
+/* Ascending doubles, for qsort (a copy in each file: no call back into
+ * asha.c from the files it calls). */
+static inline int asha_cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
 
 /* asha_median.c */
 void asha_result_add(AshaTrial *t, double time, double value);
-AshaDecision asha_median_report(Asha *a, int64_t trial, double time, double value);
+AshaDecision asha_median_report(Asha *a, AshaTrial *t, int64_t trial, double time, double value);
 
 /* asha_points.c */
 bool asha_points_continue(const Asha *a, const AshaRung *r, size_t mine);

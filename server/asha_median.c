@@ -38,9 +38,9 @@ static bool running_mean(const Asha *a, const double *times, const double *value
     return cnt > 0;
 }
 
-AshaDecision asha_median_report(Asha *a, int64_t trial, double time, double value)
+/* A report of trial (t its entry, which asha.c made) under the median rule. */
+AshaDecision asha_median_report(Asha *a, AshaTrial *t, int64_t trial, double time, double value)
 {
-    AshaTrial *t = asha_trial_get(a, trial);
     asha_result_add(t, time, value);
     if (time < a->p.grace_period)
         return ASHA_CONTINUE;

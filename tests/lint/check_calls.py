@@ -33,10 +33,6 @@ PENDING = {
     # engine_propose.c's proposal policy and engine.c's loop call each other.
     "server": [
         {"engine", "engine_propose"},
-        # asha.c hands median reports to asha_median.c, which takes its
-        # trials and comparison from asha.c (47fb9fe): shared helpers in a
-        # file of their own would end it.
-        {"asha", "asha_median"},
     ],
 }
 
