@@ -10,8 +10,6 @@
 #include "core.h"
 
 #include "grow.h"
-#include "pareto.h"
-#include "pb2.h"
 #include "pbt.h"
 #include "utf8.h"
 
@@ -217,8 +215,9 @@ void core_trial_free(Trial *t);
 void core_exp_free(Experiment *e);
 void core_worker_free(Worker *w);
 
-/* core_query.c */
+/* core_pareto.c */
 bool core_trial_losses(const Trial *t, double loss[SPEC_MAX_OBJECTIVES]);
+void core_pareto_keep(Experiment *e, const Trial *t);
 
 /* sched_asha.c */
 void sched_asha_init(Experiment *e);

@@ -18,35 +18,6 @@ void core_forget_deleted(Core *core, ExpState state, const int64_t trial_counts[
         core->trial_counts[s] -= trial_counts[s];
 }
 
-/* Adds a released trial to the front of released trials, when no member
- * dominates it, and drops the members it dominates. */
-static void pareto_keep(Experiment *e, const Trial *t)
-{
-    int m = e->spec.n_objectives;
-    double loss[SPEC_MAX_OBJECTIVES];
-    if (!core_trial_losses(t, loss))
-        return;
-    int64_t w = 0;
-    for (int64_t i = 0; i < e->n_pareto_done; i++) {
-        ParetoRef *p = &e->pareto_done[i];
-        if (pareto_dominates(p->loss, loss, m))
-            return; /* nothing dropped yet: members only go after this loop */
-    }
-    for (int64_t i = 0; i < e->n_pareto_done; i++) {
-        ParetoRef *p = &e->pareto_done[i];
-        if (pareto_dominates(loss, p->loss, m))
-            json_decref(p->config);
-        else
-            e->pareto_done[w++] = *p;
-    }
-    e->n_pareto_done = w;
-    rung_grow((void **)&e->pareto_done, &e->cap_pareto_done, e->n_pareto_done,
-              sizeof *e->pareto_done);
-    ParetoRef *p = &e->pareto_done[e->n_pareto_done++];
-    *p = (ParetoRef){.trial_id = t->id, .config = json_incref(t->config)};
-    memcpy(p->loss, loss, sizeof p->loss);
-}
-
 static double hist_key(const HistEntry *h)
 {
     return h->obs.loss == h->obs.loss ? h->obs.loss : INFINITY; /* NaN: failed (bayes.c) */
@@ -124,7 +95,7 @@ void core_keep_result(Experiment *e, const Trial *t)
                                  .config = json_incref(t->config)};
     }
     if (e->spec.n_objectives > 1)
-        pareto_keep(e, t);
+        core_pareto_keep(e, t);
     BayesObservation o;
     if (e->spec.searcher.type == SEARCHER_BAYES && core_trial_observation(t, &o)) {
         rung_grow((void **)&e->hist, &e->cap_hist, e->n_hist, sizeof *e->hist);

@@ -5,6 +5,7 @@
  * records; this file is the only one of the Core that calls the sampler's
  * explore (pb2_propose, space_mutate). */
 #include "core_internal.h"
+#include "pb2.h"
 
 #include <math.h>
 #include <stdio.h>
