@@ -185,8 +185,11 @@ typedef struct Trial {
     bool config_changed; /* config and lineage are not the stored ones (an exploit): write them */
     bool ckpt_wanted;    /* another worker would take it: the donor's worker uploads (memory) */
     int lost_resumes;    /* pbt: times its worker was lost and it went back in line (memory) */
-    json_t *gang_json;   /* owned: gang as stored (tokens included), or NULL; follows gang */
-    StepSeen *seen;      /* owned: steps of this attempt, ascending */
+    /* pb2: the milestone whose explore it waits for, paused (its fit runs on
+     * the proposer thread: core_take_explores), stored in resume_from; 0: none. */
+    int64_t explore_at;
+    json_t *gang_json; /* owned: gang as stored (tokens included), or NULL; follows gang */
+    StepSeen *seen;    /* owned: steps of this attempt, ascending */
     size_t n_seen, cap_seen;
     /* Intrusive lists: the experiment's pending queue, or the core's running list. */
     struct Trial *prev, *next;
@@ -283,6 +286,7 @@ typedef struct Experiment {
     int64_t n_hist, cap_hist;
     struct Asha *asha;            /* owned: the scheduler's rung records */
     struct Pbt *pbt;              /* owned: pbt's records (spec.is_pbt), or NULL */
+    struct PbtExplore *explores;  /* owned: pb2's explores not yet taken, oldest first */
     const struct SchedOps *sched; /* its scheduler's hooks (core_internal.h) */
     struct Warm *warm;            /* owned: warm_start's trials (warm.h), or NULL */
     bool hold_endgame; /* no idle hook now (its scheduler is mid-answer: promotions first) */
@@ -363,6 +367,17 @@ int64_t core_proposals_wanted(const Experiment *exp, int64_t target);
 /* Counts n more configs asked of the proposer for exp (negative: n came
  * back, or were dropped); never below 0. */
 void core_proposing_add(Experiment *exp, int64_t n);
+/* pb2 (docs/schedulers.md, "pb2"): the explores its members wait for,
+ * oldest first, handed over (the caller frees them, sched_explore.h), of
+ * every experiment in memory; the engine has them computed on the proposer
+ * thread. NULL: none. */
+struct PbtExplore *core_take_explores(Core *core);
+/* An explore computed (config stolen; NULL: explore on this thread): the
+ * member resumes with it from the donor's checkpoint, its lineage telling
+ * the exploit. Dropped (false) when trial_id no longer waits for the
+ * explore of that milestone (stopped, canceled, reloaded meanwhile). */
+bool core_pbt_explored(Core *core, int64_t trial_id, int64_t milestone, json_t *config,
+                       int64_t now);
 /* Gives a new exp the warm_start trials read for it (stolen; warm.h). */
 void core_experiment_set_warm(Experiment *exp, struct Warm *warm);
 

@@ -171,6 +171,8 @@ void core_load_trial_pbt(Trial *t, json_t *lineage, const json_t *resume_from)
     t->from_trial = json_integer_value(json_object_get(resume_from, "trial"));
     t->from_step = json_integer_value(json_object_get(resume_from, "step"));
     t->from_worker = json_integer_value(json_object_get(resume_from, "worker"));
+    /* pb2: it waits for its explore (sched_pbt.c's load_paused asks again). */
+    t->explore_at = json_integer_value(json_object_get(resume_from, "explore"));
 }
 
 void core_load_rung(Trial *t, double rung)

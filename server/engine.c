@@ -495,8 +495,7 @@ static void run_batch(Engine *e)
             j->fn(e, j); /* internal: frees itself */
             flush(e, NULL);
         } else {
-            proposals_free(j->data);
-            free(j);
+            engine_job_discard(j);
         }
     }
     if (rc == 0) {
@@ -601,7 +600,7 @@ Engine *engine_new(Store *store, Core *core, const EngineConfig *cfg, Stats *sta
     atomic_init(&e->stop_requested, false);
     e->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     e->epfd = epoll_create1(EPOLL_CLOEXEC);
-    e->proposer = proposer_start(engine_on_proposals, e);
+    e->proposer = proposer_start(engine_on_proposals, engine_on_explored, e);
     if (e->wake_fd < 0 || e->epfd < 0 || e->proposer == NULL) {
         engine_free(e);
         return NULL;
@@ -645,8 +644,7 @@ void engine_free(Engine *e)
      * asked for again after a restart. */
     for (Job *j = e->inbox, *next; j != NULL; j = next) {
         next = j->next;
-        proposals_free(j->data);
-        free(j);
+        engine_job_discard(j);
     }
     store_close(e->store);
     core_free(e->core);

@@ -58,5 +58,10 @@ void engine_wake(Engine *e);
  * as internal jobs that add the trials on the engine thread. */
 void engine_request_proposals(Engine *e);
 void engine_on_proposals(void *ctx, Proposals *p);
+/* pb2: the proposer's explores, queued as internal jobs that apply them
+ * (core_pbt_explored); engine_request_proposals hands them out. */
+void engine_on_explored(void *ctx, PbtExplore *x);
+/* Frees an internal job (proposals or an explore) that will not run. */
+void engine_job_discard(Job *job);
 
 #endif

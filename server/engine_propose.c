@@ -2,7 +2,8 @@
  * running experiment is asked for ahead, what a model-based searcher sees
  * (history_of: its own results, the warm_start trials, the pending
  * configs, rung records), and the answers added as trials in trial-number
- * order. The proposer thread that runs the samplers is propose.c. */
+ * order; pb2's explores handed to the proposer and applied when they come
+ * back. The proposer thread that runs the samplers is propose.c. */
 #include "engine_internal.h"
 
 #include <stdlib.h>
@@ -45,6 +46,43 @@ void engine_on_proposals(void *ctx, Proposals *p)
     e->inbox = job;
     pthread_mutex_unlock(&e->mu);
     engine_wake(e);
+}
+
+/* pb2: a member's explore computed on the proposer thread; the Core
+ * applies it if the member still waits (core_pbt_explored). */
+static void apply_explored(Engine *e, Job *job)
+{
+    PbtExplore *x = job->data;
+    json_t *config = x->result;
+    x->result = NULL;
+    core_pbt_explored(e->core, x->trial_id, x->milestone, config, e->now);
+    pbt_explore_free(x);
+    free(job);
+}
+
+/* On the proposer thread: queue the explore as an internal job. */
+void engine_on_explored(void *ctx, PbtExplore *x)
+{
+    Engine *e = ctx;
+    Job *job = calloc(1, sizeof *job);
+    if (job == NULL)
+        abort();
+    job->fn = apply_explored;
+    job->data = x;
+    pthread_mutex_lock(&e->mu);
+    job->next = e->inbox;
+    e->inbox = job;
+    pthread_mutex_unlock(&e->mu);
+    engine_wake(e);
+}
+
+void engine_job_discard(Job *job)
+{
+    if (job->fn == apply_explored)
+        pbt_explore_free(job->data); /* its member is reloaded waiting: it asks again */
+    else
+        proposals_free(job->data);
+    free(job);
 }
 
 /* One finished trial's observation with its number: the searcher's history
@@ -168,6 +206,11 @@ static ProposeHistory *history_of(const Experiment *exp)
 void engine_request_proposals(Engine *e)
 {
     Core *core = e->core;
+    /* pb2's explores first: a member waits paused for each. */
+    for (PbtExplore *x = core_take_explores(core), *next; x != NULL; x = next) {
+        next = x->next;
+        proposer_explore(e->proposer, x);
+    }
     for (int64_t i = 0; i < core_n_experiments(core); i++) {
         Experiment *exp = core_experiment_at(core, i);
         /* bayes: the warm_start trials count toward n_initial. */

@@ -14,6 +14,7 @@ typedef struct Request {
     json_t *points;          /* points_to_evaluate, or NULL */
     Warm *warm;              /* warm_start's trials, or NULL */
     ProposeHistory *history; /* bayes only */
+    PbtExplore *explore;     /* a pb2 explore instead of configs, or NULL */
     struct Request *next;
 } Request;
 
@@ -24,6 +25,7 @@ struct Proposer {
     Request *head, *tail;
     bool stopping;
     ProposeDone done;
+    ExploreDone explored;
     void *ctx;
 };
 
@@ -49,6 +51,7 @@ static void request_free(Request *r)
     json_decref(r->points);
     warm_free(r->warm);
     propose_history_free(r->history);
+    pbt_explore_free(r->explore);
     free(r);
 }
 
@@ -153,21 +156,30 @@ static void *run(void *arg)
         if (p->head == NULL)
             p->tail = NULL;
         pthread_mutex_unlock(&p->mu);
-        Proposals *out = compute(r);
-        request_free(r);
-        p->done(p->ctx, out);
+        if (r->explore != NULL) {
+            PbtExplore *x = r->explore;
+            r->explore = NULL;
+            x->result = pbt_explore_compute(x);
+            request_free(r);
+            p->explored(p->ctx, x);
+        } else {
+            Proposals *out = compute(r);
+            request_free(r);
+            p->done(p->ctx, out);
+        }
         pthread_mutex_lock(&p->mu);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
-Proposer *proposer_start(ProposeDone done, void *ctx)
+Proposer *proposer_start(ProposeDone done, ExploreDone explored, void *ctx)
 {
     Proposer *p = calloc(1, sizeof *p);
     if (p == NULL)
         return NULL;
     p->done = done;
+    p->explored = explored;
     p->ctx = ctx;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cond, NULL);
@@ -176,6 +188,29 @@ Proposer *proposer_start(ProposeDone done, void *ctx)
         return NULL;
     }
     return p;
+}
+
+static void enqueue(Proposer *p, Request *r)
+{
+    pthread_mutex_lock(&p->mu);
+    if (p->tail)
+        p->tail->next = r;
+    else
+        p->head = r;
+    p->tail = r;
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void proposer_explore(Proposer *p, PbtExplore *x)
+{
+    Request *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        abort();
+    r->exp_id = x->exp_id;
+    r->explore = x;
+    x->next = NULL;
+    enqueue(p, r);
 }
 
 void proposer_request(Proposer *p, int64_t exp_id, json_t *search_space,
@@ -193,14 +228,7 @@ void proposer_request(Proposer *p, int64_t exp_id, json_t *search_space,
     r->points = json_incref(points);
     r->warm = warm_ref(warm);
     r->history = history;
-    pthread_mutex_lock(&p->mu);
-    if (p->tail)
-        p->tail->next = r;
-    else
-        p->head = r;
-    p->tail = r;
-    pthread_cond_signal(&p->cond);
-    pthread_mutex_unlock(&p->mu);
+    enqueue(p, r);
 }
 
 void proposer_stop(Proposer *p)

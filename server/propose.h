@@ -11,7 +11,11 @@
  * Trial n's config is the searcher's (warm_config: random and grid skip
  * what the warm_start source tried; bayes_propose, its history holding the
  * warm_start trials first) with, for n < len(points_to_evaluate), point n's
- * values laid over it (docs/api.md, "points_to_evaluate"). */
+ * values laid over it (docs/api.md, "points_to_evaluate").
+ *
+ * It also fits pb2's GP for a member's explore (sched_explore.h), answered
+ * through `explored`: the member waits paused, no request waits for it
+ * (docs/schedulers.md, "pb2"). */
 #ifndef RUNG_SERVER_PROPOSE_H
 #define RUNG_SERVER_PROPOSE_H
 
@@ -20,6 +24,7 @@
 
 #include "bayes.h"
 #include "sampler.h"
+#include "sched_explore.h"
 #include "warm.h"
 
 typedef struct Proposals {
@@ -51,10 +56,13 @@ typedef struct ProposeHistory {
 
 void propose_history_free(ProposeHistory *h);
 
+/* Receives a computed pb2 explore (x->result set) and takes ownership. */
+typedef void (*ExploreDone)(void *ctx, PbtExplore *x);
+
 typedef struct Proposer Proposer;
 
 /* Starts the thread; NULL when it cannot. */
-Proposer *proposer_start(ProposeDone done, void *ctx);
+Proposer *proposer_start(ProposeDone done, ExploreDone explored, void *ctx);
 /* Queues a request; search_space, points (the spec's points_to_evaluate
  * array, or NULL) and warm (or NULL) are borrowed (a reference to each is
  * taken); history (bayes experiments only, else NULL) is stolen. For bayes
@@ -62,6 +70,10 @@ Proposer *proposer_start(ProposeDone done, void *ctx);
 void proposer_request(Proposer *p, int64_t exp_id, json_t *search_space,
                       const SearcherSpec *searcher, json_t *points, Warm *warm, int64_t first,
                       int64_t count, ProposeHistory *history);
+
+/* Queues pb2's explore x (stolen; sched_explore.h): its GP is fitted on
+ * this thread like every other model, in the order asked. */
+void proposer_explore(Proposer *p, PbtExplore *x);
 
 /* config (a new reference, stolen) of space with the values of point
  * (borrowed, a validated points_to_evaluate entry) laid over it

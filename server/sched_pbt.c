@@ -2,10 +2,11 @@
  * "pb2"): a member's report at a milestone exploits a better member
  * (config and checkpoint) and explores its config; with synch, members
  * wait at each milestone for the others. pbt.c keeps the population's
- * records; this file is the only one of the Core that calls the sampler's
- * explore (pb2_propose, space_mutate). */
+ * records. pbt's explore (space_mutate) runs here; pb2's (pb2_propose) is
+ * a request computed off the engine thread (sched_explore.c). */
 #include "core_internal.h"
 #include "pb2.h"
+#include "sched_explore.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -36,71 +37,118 @@ static PbtMember pbt_member(const Trial *t, int64_t step)
                        .config = config_at(t, step)};
 }
 
-/* pb2 (sampler/pb2.h): the donor's config with the mutated parameters
- * chosen by PB2's GP bandit over the population's score changes so far. */
-static json_t *explore_pb2(const Experiment *e, const PbtMember *donor, int64_t number,
-                           int64_t milestone)
+/* pb2 (sampler/pb2.h): what PB2's GP fits, snapshot for the proposer
+ * thread (sched_explore.h): the population's score changes so far, the
+ * donor's config and the draws' seed. */
+static void explore_queue(Experiment *e, const Trial *t, const json_t *base, int64_t milestone)
 {
     PbtChange *ch = malloc(PB2_MAX_OBS * sizeof *ch);
-    Pb2Obs *obs = malloc(PB2_MAX_OBS * sizeof *obs);
-    json_t *next = NULL;
-    if (ch != NULL && obs != NULL) {
-        int64_t n = pbt_changes(e->pbt, ch, PB2_MAX_OBS);
-        for (int64_t i = 0; i < n; i++)
-            obs[i] = (Pb2Obs){.config = ch[i].config,
-                              .time = (double)ch[i].milestone,
-                              .change = ch[i].change};
-        next = pb2_propose(e->spec.mutations, donor->config, obs, (int)n, (double)milestone,
-                           e->spec.pbt.seed, (uint64_t)number, (uint64_t)milestone);
+    if (ch == NULL)
+        abort();
+    int64_t n = pbt_changes(e->pbt, ch, PB2_MAX_OBS);
+    PbtExplore *x = pbt_explore_new(n);
+    for (int64_t i = 0; i < n; i++) {
+        x->obs_config[i] = json_incref((json_t *)ch[i].config);
+        x->obs_time[i] = (double)ch[i].milestone;
+        x->obs_change[i] = ch[i].change;
     }
     free(ch);
-    free(obs);
-    return next;
+    x->exp_id = e->id;
+    x->trial_id = t->id;
+    x->number = t->number;
+    x->milestone = milestone;
+    x->mutations = json_incref(e->spec.mutations_json);
+    x->base = json_incref((json_t *)base);
+    x->resample = e->spec.pbt_resample;
+    x->seed = e->spec.pbt.seed;
+    PbtExplore **tail = &e->explores;
+    while (*tail != NULL)
+        tail = &(*tail)->next;
+    *tail = x;
 }
 
-/* pbt's explore: the config member `number` goes on with after it exploits
- * donor at milestone (a new object). pb2 fits its GP here; this is the one
- * step of the scheduler that is a model fit, and it reads only the
- * population's records and the spec (docs/schedulers.md, "pb2"). */
-static json_t *explore(const Experiment *e, const PbtMember *donor, int64_t number,
-                       int64_t milestone)
+/* The member takes its explored config: the exploit joins its lineage,
+ * and it resumes from the donor's checkpoint (t->from_*), at once. */
+static void explore_apply(Core *core, Trial *t, json_t *next, int64_t milestone, int64_t now)
 {
-    json_t *next = NULL;
-    if (e->spec.is_pb2)
-        next = explore_pb2(e, donor, number, milestone);
-    if (next == NULL) /* pbt; or pb2's GP failed numerically: explore as pbt does */
-        next = space_mutate(e->spec.mutations, donor->config, e->spec.pbt_resample,
-                            e->spec.pbt.seed, (uint64_t)number, (uint64_t)milestone);
-    if (next == NULL)
-        abort();
-    return next;
-}
-
-/* pbt's exploit and explore (docs/schedulers.md, "pbt"): t takes the
- * donor's config, mutated, and resumes from the donor's checkpoint; the
- * exploit joins t's lineage. The answer to t's report is stop: the worker
- * ends the program, and the trial is leased again at once. */
-static void exploit(Core *core, Trial *t, const PbtMember *donor, int64_t milestone, int64_t now)
-{
-    Experiment *e = t->exp;
-    json_t *next = explore(e, donor, t->number, milestone);
     if (t->lineage == NULL)
         t->lineage = json_array();
     char when[32];
     rung_time_format(now, when, sizeof when);
     json_array_append_new(t->lineage,
                           json_pack("{s:I, s:I, s:I, s:O, s:O, s:s}", "step", (json_int_t)milestone,
-                                    "donor", (json_int_t)donor->id, "donor_step",
-                                    (json_int_t)donor->step, "from", t->config, "config", next,
+                                    "donor", (json_int_t)t->from_trial, "donor_step",
+                                    (json_int_t)t->from_step, "from", t->config, "config", next,
                                     "time", when));
     json_decref(t->config);
     t->config = next;
     t->config_changed = true;
+    t->explore_at = 0;
+    core_set_state(core, t, TRIAL_PAUSED, now);
+    core_trial_resume(core, t, now);
+}
+
+/* pbt's exploit and explore (docs/schedulers.md, "pbt"): t takes the
+ * donor's config, mutated, and resumes from the donor's checkpoint; the
+ * exploit joins t's lineage. The answer to t's report is stop: the worker
+ * ends the program, and the trial is leased again at once. pb2 fits a GP
+ * to explore, which takes a while: t waits paused for it (explore_at) and
+ * the proposer thread computes it (core_take_explores, core_pbt_explored),
+ * so that no request of the batch waits for the fit. */
+static void exploit(Core *core, Trial *t, const PbtMember *donor, int64_t milestone, int64_t now)
+{
+    Experiment *e = t->exp;
     t->from_trial = donor->id;
     t->from_step = donor->step;
     t->from_worker = donor->worker;
-    core_set_state(core, t, TRIAL_PAUSED, now);
-    core_trial_resume(core, t, now);
+    if (e->spec.is_pb2) {
+        t->explore_at = milestone;
+        t->rung = 0; /* not a synch barrier's: sync_release does not resume it */
+        core_set_state(core, t, TRIAL_PAUSED, now);
+        explore_queue(e, t, donor->config, milestone);
+        return;
+    }
+    json_t *next = space_mutate(e->spec.mutations, donor->config, e->spec.pbt_resample,
+                                e->spec.pbt.seed, (uint64_t)t->number, (uint64_t)milestone);
+    if (next == NULL)
+        abort();
+    explore_apply(core, t, next, milestone, now);
+}
+
+PbtExplore *core_take_explores(Core *core)
+{
+    PbtExplore *head = NULL, **tail = &head;
+    for (int64_t i = 0; i < core_n_experiments(core); i++) {
+        Experiment *e = core_experiment_at(core, i);
+        if (e->explores == NULL)
+            continue;
+        *tail = e->explores;
+        e->explores = NULL;
+        while (*tail != NULL)
+            tail = &(*tail)->next;
+    }
+    return head;
+}
+
+bool core_pbt_explored(Core *core, int64_t trial_id, int64_t milestone, json_t *config, int64_t now)
+{
+    Trial *t = core_trial(core, trial_id);
+    if (t == NULL || t->state != TRIAL_PAUSED || t->explore_at == 0 || t->explore_at != milestone) {
+        json_decref(config);
+        return false;
+    }
+    Experiment *e = t->exp;
+    if (config == NULL) { /* out of memory on the way: explore as pbt does */
+        const Trial *d = core_trial(core, t->from_trial);
+        config = space_mutate(e->spec.mutations, d != NULL ? config_at(d, t->from_step) : t->config,
+                              e->spec.pbt_resample, e->spec.pbt.seed, (uint64_t)t->number,
+                              (uint64_t)milestone);
+        if (config == NULL)
+            abort();
+    }
+    explore_apply(core, t, config, milestone, now);
+    core_maybe_complete(core, e, now);
+    return true;
 }
 
 /* synch: whether every live member of e has recorded at the milestone
@@ -230,6 +278,26 @@ static void load_report(Trial *t, const ReportRead *r, const json_t *metrics)
     pbt_load(t->exp->pbt, &self, r->has_value, r->value);
 }
 
+/* Loading: a member that waited for its explore when rungd stopped (or the
+ * engine reloaded after a failed commit) asks for it again. The fit is
+ * drawn from (seed, number, milestone), so it gives the same config up to
+ * the observations the population has now; a late answer to the first ask
+ * finds the member waiting no more and is dropped. */
+static void load_paused(Experiment *e, const Trial *t)
+{
+    if (t->explore_at == 0)
+        return;
+    const json_t *base = t->config; /* the donor left memory: its own */
+    for (int64_t i = e->trials_lo; i < e->cap_trials; i++) {
+        const Trial *d = e->trials[i];
+        if (d != NULL && d->id == t->from_trial) {
+            base = config_at(d, t->from_step);
+            break;
+        }
+    }
+    explore_queue(e, t, base, t->explore_at);
+}
+
 static void init(Experiment *e)
 {
     sched_asha_init(e);
@@ -241,6 +309,11 @@ static void fini(Experiment *e)
 {
     sched_asha_fini(e);
     pbt_free(e->pbt);
+    while (e->explores != NULL) {
+        PbtExplore *x = e->explores;
+        e->explores = x->next;
+        pbt_explore_free(x);
+    }
 }
 
 const SchedOps sched_pbt_ops = {
@@ -252,6 +325,7 @@ const SchedOps sched_pbt_ops = {
     .retry = retry,
     .exp_end = exp_end,
     .load_report = load_report,
+    .load_paused = load_paused,
     /* A value that is not finite ranks last at the next milestone (pbt.h). */
     .ranks_nonfinite = true,
     /* A member is a population's progress, not a config to try again

@@ -347,6 +347,7 @@ void spec_close(Spec *spec)
         return;
     space_free(spec->space);
     space_free(spec->mutations);
+    json_decref(spec->mutations_json);
     json_decref(spec->json);
     memset(spec, 0, sizeof *spec);
 }

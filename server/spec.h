@@ -86,6 +86,8 @@ typedef struct Spec {
     bool is_pb2; /* pb2: PB2 chooses the explored values (sampler/pb2.h) */
     PbtParams pbt;
     Space *mutations;
+    json_t *mutations_json; /* owned: those domains as a search space, for pb2's explore
+                               on the proposer thread (sched_explore.h) */
     double pbt_resample;
     const char *time_attr;  /* borrowed: report field counting progress */
     int64_t num_samples;    /* >= 1 */

@@ -117,7 +117,8 @@ static int parse_pbt(json_t *s, Spec *spec, bool pb2, RungError *err)
         json_object_set_new(domains, key, d);
     }
     int rc = space_parse(domains, &spec->mutations, err);
-    json_decref(domains);
+    json_decref(spec->mutations_json);
+    spec->mutations_json = domains;
     if (rc != 0)
         return reprefix(err, mfield);
     json_object_foreach(m, key, v) {

@@ -426,6 +426,8 @@ static int write_trial(Store *s, Trial *t, RungError *err)
                        ? json_pack("{s:I, s:I, s:I}", "trial", (json_int_t)t->from_trial, "step",
                                    (json_int_t)t->from_step, "worker", (json_int_t)t->from_worker)
                        : NULL;
+    if (from != NULL && t->explore_at != 0) /* pb2: it waits for its explore */
+        json_object_set_new(from, "explore", json_integer((json_int_t)t->explore_at));
     bind_json(st, ":resume_from", from);
     json_decref(from);
     if (!t->stored) {

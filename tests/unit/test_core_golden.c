@@ -45,6 +45,7 @@
 
 #include "core.h"
 #include "sampler.h"
+#include "sched_explore.h"
 #include "spec.h"
 #include "store.h"
 #include "store_read.h"
@@ -494,6 +495,20 @@ static void propose(Run *r)
                                       r->now);
             note("proposed T%" PRId64 " n%" PRId64, t->id, t->number);
         }
+    }
+}
+
+/* pb2's explores, done inline as the engine's proposer thread would
+ * (server/engine_propose.c): taken in the Core's order, each computed and
+ * applied at once. */
+static void explore(Run *r)
+{
+    for (PbtExplore *x = core_take_explores(r->core), *next; x != NULL; x = next) {
+        next = x->next;
+        json_t *config = pbt_explore_compute(x);
+        bool applied = core_pbt_explored(r->core, x->trial_id, x->milestone, config, r->now);
+        note("explored T%" PRId64 " at %" PRId64 ": %d", x->trial_id, x->milestone, applied);
+        pbt_explore_free(x);
     }
 }
 
@@ -1031,6 +1046,7 @@ static uint64_t run_seed(int seed, const char *dir, const char *empty)
             }
         }
         propose(&r);
+        explore(&r);
         /* A batch holds one to a few requests; now and then the store
          * refuses one's writes. */
         if (below(60) == 0)

@@ -16,8 +16,14 @@
 #include <math.h>
 #include <string.h>
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
 #include "core.h"
+#include "sched_explore.h"
 #include "spec.h"
+#include "store.h"
 
 #define LEASE_MS 1000
 #define MEMBERS 4
@@ -32,6 +38,16 @@
     " \"quantile_fraction\": 0.25, \"resample_probability\": 0,"                                   \
     " \"hyperparam_mutations\": {\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}},"        \
     " \"synch\": " synch "},"                                                                      \
+    " \"trainable\": {\"type\": \"external\"}}"
+
+/* pb2: the same population, x explored within Ray's hyperparam_bounds by
+ * PB2's GP, whose fit runs off the engine thread (sched_explore.h). */
+#define PB2_SPEC                                                                                   \
+    "{\"metric\": \"loss\", \"mode\": \"min\", \"num_samples\": 4, \"max_failures\": 0,"           \
+    " \"search_space\": {\"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"                 \
+    " \"k\": {\"type\": \"choice\", \"values\": [1, 2, 3, 4]}},"                                   \
+    " \"scheduler\": {\"type\": \"pb2\", \"perturbation_interval\": 2, \"max_t\": 8,"              \
+    " \"quantile_fraction\": 0.25, \"hyperparam_bounds\": {\"x\": [0, 1]}},"                       \
     " \"trainable\": {\"type\": \"external\"}}"
 
 typedef struct Pop {
@@ -54,8 +70,9 @@ static Trial *lease(Pop *p, int wi, char *token)
     return core_lease(p->core, p->w[wi], &o, token, 2000);
 }
 
-/* Member i's config: x = 0.1 (i + 1), k = i + 1. */
-static void pop_start(Pop *p, const char *spec_text)
+/* Member i's config: x = 0.1 (i + 1), k = i + 1. clear: forget the changes
+ * so far (keep them to write them in a store). */
+static void pop_start_keep(Pop *p, const char *spec_text, bool clear)
 {
     memset(p, 0, sizeof *p);
     p->core = core_new(LEASE_MS);
@@ -78,7 +95,13 @@ static void pop_start(Pop *p, const char *spec_text)
         assert_non_null(p->t[i]);
         assert_int_equal(p->t[i]->number, i);
     }
-    core_changes_clear(p->core);
+    if (clear)
+        core_changes_clear(p->core);
+}
+
+static void pop_start(Pop *p, const char *spec_text)
+{
+    pop_start_keep(p, spec_text, true);
 }
 
 static ReportAction report(Pop *p, int i, int64_t step, double loss, int64_t now)
@@ -473,6 +496,168 @@ static void test_donor_checkpoint_never_comes(void **state)
     core_free(p.core);
 }
 
+/* pb2: the worst member's report at the milestone is answered stop, and
+ * it waits paused for its explore: not leasable, no lineage yet, the
+ * donor's checkpoint owed. The Core hands the explore out once; applied,
+ * the member goes first in line with the donor's k and an x in the
+ * bounds, the exploit in its lineage. A second answer finds it waiting no
+ * more and is dropped. */
+static void test_pb2_member_waits_for_its_explore(void **state)
+{
+    (void)state;
+    Pop p;
+    pop_start(&p, PB2_SPEC);
+    const double loss[MEMBERS] = {0.3, 0.2, 0.1, 0.9};
+    assert_int_equal(reach_milestone(&p, loss, 3000), ACTION_STOP);
+    Trial *r = p.t[3];
+    assert_int_equal(r->state, TRIAL_PAUSED);
+    assert_int_equal(r->explore_at, 2);
+    assert_null(r->lineage);
+    assert_int_equal(r->from_trial, p.t[2]->id);
+    assert_int_equal(cfg_k(r), 4); /* its own config until the explore comes */
+    /* Its donor's checkpoint stays wanted, but no upload is owed yet: it
+     * is not in line. */
+    assert_false(core_checkpoint_owed(p.core, p.t[2]->id, 2));
+    char tok[CORE_TOKEN_LEN + 1];
+    assert_null(lease(&p, MEMBERS, tok)); /* waiting: nobody may take it */
+    PbtExplore *x = core_take_explores(p.core);
+    assert_non_null(x);
+    assert_null(x->next);
+    assert_null(core_take_explores(p.core)); /* handed out once */
+    assert_int_equal(x->trial_id, r->id);
+    assert_int_equal(x->milestone, 2);
+    assert_int_equal(json_integer_value(json_object_get(x->base, "k")), 3); /* the donor's */
+    json_t *config = pbt_explore_compute(x);
+    assert_non_null(config);
+    json_t *again = pbt_explore_compute(x); /* drawn from (seed, number, milestone) */
+    assert_true(json_equal(config, again));
+    assert_true(core_pbt_explored(p.core, r->id, 2, config, 3500));
+    assert_int_equal(r->state, TRIAL_PENDING);
+    assert_int_equal(r->explore_at, 0);
+    assert_int_equal(cfg_k(r), 3);
+    assert_true(cfg_x(r) >= 0 && cfg_x(r) <= 1);
+    assert_true(queued_for_write(p.core, r));
+    assert_int_equal(json_array_size(r->lineage), 1);
+    json_t *entry = json_array_get(r->lineage, 0);
+    assert_int_equal(json_integer_value(json_object_get(entry, "step")), 2);
+    assert_int_equal(json_integer_value(json_object_get(entry, "donor")), p.t[2]->id);
+    assert_true(json_equal(json_object_get(entry, "config"), r->config));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(entry, "from"), "k")), 4);
+    /* Late or twice: dropped, nothing changes. */
+    assert_false(core_pbt_explored(p.core, r->id, 2, again, 3600));
+    assert_int_equal(json_array_size(r->lineage), 1);
+    assert_true(core_checkpoint_owed(p.core, p.t[2]->id, 2)); /* in line now */
+    pbt_explore_free(x);
+    core_free(p.core);
+}
+
+/* The experiment is canceled while a member waits: the member is canceled,
+ * and its explore's late answer is dropped. */
+static void test_pb2_canceled_members_late_answer_dropped(void **state)
+{
+    (void)state;
+    Pop p;
+    pop_start(&p, PB2_SPEC);
+    const double loss[MEMBERS] = {0.3, 0.2, 0.1, 0.9};
+    assert_int_equal(reach_milestone(&p, loss, 3000), ACTION_STOP);
+    Trial *r = p.t[3];
+    json_t *before = json_deep_copy(r->config);
+    PbtExplore *x = core_take_explores(p.core);
+    assert_non_null(x);
+    RungError err;
+    rung_error_clear(&err);
+    assert_int_equal(core_cancel(p.core, p.e, 3200, &err), 0);
+    assert_int_equal(r->state, TRIAL_CANCELED);
+    assert_false(core_pbt_explored(p.core, r->id, 2, pbt_explore_compute(x), 3500));
+    assert_int_equal(r->state, TRIAL_CANCELED);
+    assert_null(r->lineage);
+    assert_true(json_equal(r->config, before));
+    json_decref(before);
+    pbt_explore_free(x);
+    core_free(p.core);
+}
+
+/* Writes the Core's changes in a transaction of their own. */
+static void store_changes(Store *store, Core *core)
+{
+    CoreChanges c;
+    RungError err;
+    rung_error_clear(&err);
+    core_changes(core, &c);
+    assert_int_equal(store_begin(store, &err), 0);
+    assert_int_equal(store_write_changes(store, &c, &err), 0);
+    assert_int_equal(store_commit(store, &err), 0);
+    core_changes_clear(core);
+}
+
+/* rungd stops while a member waits for its explore (its first ask may be
+ * lost with the proposer): loaded again, the member still waits, and the
+ * load asks for the explore again, with the donor's config as its base. */
+static void test_pb2_reload_asks_again(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_core_pbt_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[64];
+    snprintf(path, sizeof path, "%s/rung.db", dir);
+    StoreOptions opt = {.durable_full = false, .init = true, .data_dir = NULL};
+    Store *store = NULL;
+    RungError err;
+    rung_error_clear(&err);
+    assert_int_equal(store_open(path, &opt, &store, &err), 0);
+    Pop p;
+    pop_start_keep(&p, PB2_SPEC, false);
+    const double loss[MEMBERS] = {0.3, 0.2, 0.1, 0.9};
+    assert_int_equal(reach_milestone(&p, loss, 3000), ACTION_STOP);
+    int64_t rid = p.t[3]->id, did = p.t[2]->id;
+    store_changes(store, p.core);
+    PbtExplore *lost = core_take_explores(p.core);
+    assert_non_null(lost);
+    core_free(p.core);
+
+    Core *core = core_new(LEASE_MS);
+    assert_int_equal(store_load(store, core, 4000, &err), 0);
+    Trial *r = core_trial(core, rid);
+    assert_non_null(r);
+    assert_int_equal(r->state, TRIAL_PAUSED);
+    assert_int_equal(r->explore_at, 2);
+    assert_int_equal(r->from_trial, did);
+    PbtExplore *x = core_take_explores(core);
+    assert_non_null(x);
+    assert_null(x->next);
+    assert_int_equal(x->trial_id, rid);
+    assert_int_equal(x->milestone, 2);
+    assert_true(json_equal(x->base, lost->base));
+    json_t *config = pbt_explore_compute(x);
+    json_t *first = pbt_explore_compute(lost); /* the same data: the same config */
+    assert_true(json_equal(config, first));
+    json_decref(first);
+    assert_true(core_pbt_explored(core, rid, 2, config, 4100));
+    assert_int_equal(r->state, TRIAL_PENDING);
+    assert_int_equal(json_array_size(r->lineage), 1);
+    /* Stored so, and loaded again: it waits no more. */
+    store_changes(store, core);
+    core_free(core);
+    core = core_new(LEASE_MS);
+    assert_int_equal(store_load(store, core, 5000, &err), 0);
+    r = core_trial(core, rid);
+    assert_non_null(r);
+    assert_int_equal(r->state, TRIAL_PENDING);
+    assert_int_equal(r->explore_at, 0);
+    assert_null(core_take_explores(core));
+    pbt_explore_free(x);
+    pbt_explore_free(lost);
+    core_free(core);
+    store_close(store);
+    char f[96];
+    const char *suffix[] = {"", "-wal", "-shm", ".created"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(f, sizeof f, "%s%s", path, suffix[i]);
+        unlink(f);
+    }
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -483,6 +668,9 @@ int main(void)
         cmocka_unit_test(test_synch_member_ending_releases_the_barrier),
         cmocka_unit_test(test_lost_worker_resumes_then_fails),
         cmocka_unit_test(test_donor_checkpoint_never_comes),
+        cmocka_unit_test(test_pb2_member_waits_for_its_explore),
+        cmocka_unit_test(test_pb2_canceled_members_late_answer_dropped),
+        cmocka_unit_test(test_pb2_reload_asks_again),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
