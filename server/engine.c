@@ -145,14 +145,6 @@ bool engine_park(Engine *e, Job *job, int64_t deadline_ms)
     return true;
 }
 
-void engine_wake(Engine *e)
-{
-    uint64_t one = 1;
-    if (write(e->wake_fd, &one, sizeof one) < 0) {
-        /* The counter is saturated: the engine is awake anyway. */
-    }
-}
-
 /* ---- the batch ---- */
 
 /* A request's writes were refused by the store: undo them in memory. The

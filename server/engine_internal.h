@@ -48,8 +48,15 @@ struct Engine {
     int64_t n_unlink, cap_unlink;
 };
 
-/* engine.c: wakes the loop (its eventfd), from any thread. */
+/* engine_inbox.c: the loop's wake-up and its inbox of internal jobs, the
+ * one place other threads reach the engine. Kept apart from engine.c so that
+ * the loop (engine.c) and the proposal policy (engine_propose.c) both call
+ * it and neither calls the other back (tests/lint/check_calls.py). */
+/* Wakes the loop (its eventfd), from any thread. */
 void engine_wake(Engine *e);
+/* Queues an internal job (taken by the loop's next turn) and wakes the
+ * loop, from any thread. */
+void engine_inbox_push(Engine *e, Job *job);
 
 /* engine_propose.c, the proposal policy: on the engine thread, once per
  * tick, asks the proposer thread (propose.h) for the configs each running

@@ -41,11 +41,7 @@ void engine_on_proposals(void *ctx, Proposals *p)
         abort();
     job->fn = apply_proposals;
     job->data = p;
-    pthread_mutex_lock(&e->mu);
-    job->next = e->inbox;
-    e->inbox = job;
-    pthread_mutex_unlock(&e->mu);
-    engine_wake(e);
+    engine_inbox_push(e, job);
 }
 
 /* pb2: a member's explore computed on the proposer thread; the Core
@@ -69,11 +65,7 @@ void engine_on_explored(void *ctx, PbtExplore *x)
         abort();
     job->fn = apply_explored;
     job->data = x;
-    pthread_mutex_lock(&e->mu);
-    job->next = e->inbox;
-    e->inbox = job;
-    pthread_mutex_unlock(&e->mu);
-    engine_wake(e);
+    engine_inbox_push(e, job);
 }
 
 void engine_job_discard(Job *job)
