@@ -22,17 +22,32 @@ bool core_ckpt_wanted(const Experiment *e, int64_t trial_id, int64_t step)
     return false;
 }
 
+/* Whether a trial of any experiment in memory wants trial_id's copy of
+ * step: for a donor that already left memory (it ended and was released),
+ * whose experiment the copy no longer names. Receivers never leave memory
+ * while they want a copy (they are pending, paused or running). */
+static bool wanted_anywhere(Core *core, int64_t trial_id, int64_t step)
+{
+    for (int64_t i = 0; i < core->n_exps; i++)
+        if (core_ckpt_wanted(core->exps[i], trial_id, step))
+            return true;
+    return false;
+}
+
 /* pbt: drops e's stored checkpoints that no trial wants (all of them once
- * e ended): the rows go with this batch, the files after its commit
- * (engine.c). A later exploit of the same donor and step asks its worker
- * for the folder again; members keep their milestones' checkpoints
- * (docs/schedulers.md, "pbt"). */
+ * e ended), and those of donors no longer in memory that nobody wants:
+ * the rows go with this batch, the files after its commit (engine.c). A
+ * later exploit of the same donor and step asks its worker for the folder
+ * again; members keep their milestones' checkpoints (docs/schedulers.md,
+ * "pbt"). */
 void core_drop_unneeded_ckpts(Core *core, const Experiment *e)
 {
     for (int64_t i = 0; i < core->n_ckpts;) {
         const CoreCheckpoint *c = &core->ckpts[i];
         const Trial *donor = core_trial(core, c->trial_id);
-        if (donor == NULL || donor->exp != e || core_ckpt_wanted(e, c->trial_id, c->step)) {
+        bool keep = donor != NULL ? donor->exp != e || core_ckpt_wanted(e, c->trial_id, c->step)
+                                  : wanted_anywhere(core, c->trial_id, c->step);
+        if (keep) {
             i++;
             continue;
         }

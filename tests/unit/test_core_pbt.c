@@ -332,6 +332,46 @@ static void test_checkpoint_owed_stored_and_dropped(void **state)
     core_free(p.core);
 }
 
+/* A donor that finished and left memory (core_release) before its
+ * receiver went on: the stored copy is still dropped once nobody wants it,
+ * not kept (row and file) for the life of the database. */
+static void test_released_donors_checkpoint_dropped(void **state)
+{
+    (void)state;
+    Pop p;
+    pop_start(&p, PBT_SPEC("false"));
+    const double loss[MEMBERS] = {0.3, 0.2, 0.1, 0.9};
+    assert_int_equal(reach_milestone(&p, loss, 3000), ACTION_STOP);
+    Trial *r = p.t[3], *donor = p.t[2];
+    int64_t donor_id = donor->id;
+    char tok[CORE_TOKEN_LEN + 1];
+    assert_null(lease(&p, MEMBERS, tok)); /* the donor's worker is asked */
+    CoreCheckpoint c = {.trial_id = donor_id, .step = 2, .size = 10, .stored_at = 3500};
+    snprintf(c.sha256, sizeof c.sha256, "%064d", 7);
+    core_checkpoint_stored(p.core, &c);
+    char rtok[CORE_TOKEN_LEN + 1];
+    assert_ptr_equal(lease(&p, MEMBERS, rtok), r);
+
+    /* The donor ends and, once committed, leaves memory. */
+    RungError err;
+    rung_error_clear(&err);
+    assert_int_equal(core_finish(p.core, donor, p.tok[2], true, NULL, 3550, &err), 0);
+    core_changes_clear(p.core);
+    core_release(p.core);
+    assert_null(core_trial(p.core, donor_id));
+    assert_non_null(core_checkpoint(p.core, donor_id, 2));
+
+    /* The receiver goes on past the milestone: nobody wants the copy. */
+    snprintf(p.tok[3], sizeof p.tok[3], "%s", rtok);
+    assert_int_equal(report(&p, 3, 3, 0.4, 3600), ACTION_CONTINUE);
+    CoreChanges ch;
+    core_changes(p.core, &ch);
+    assert_int_equal(ch.n_dropped_ckpts, 1);
+    assert_int_equal(ch.dropped_ckpts[0].trial_id, donor_id);
+    assert_null(core_checkpoint(p.core, donor_id, 2));
+    core_free(p.core);
+}
+
 /* synch: nobody exploits until every member not ended has recorded at the
  * milestone; those there wait paused at it (answer stop). The last one's
  * report ranks them all: the bottom one exploits, the others go on from
@@ -664,6 +704,7 @@ int main(void)
         cmocka_unit_test(test_exploit_takes_the_donors_config_and_checkpoint),
         cmocka_unit_test(test_lineage_records_each_exploit),
         cmocka_unit_test(test_checkpoint_owed_stored_and_dropped),
+        cmocka_unit_test(test_released_donors_checkpoint_dropped),
         cmocka_unit_test(test_synch_barrier),
         cmocka_unit_test(test_synch_member_ending_releases_the_barrier),
         cmocka_unit_test(test_lost_worker_resumes_then_fails),
