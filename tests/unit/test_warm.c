@@ -296,6 +296,7 @@ typedef struct Got {
     pthread_mutex_t mu;
     pthread_cond_t cond;
     Proposals *p;
+    int explores; /* pb2 explores that came back: none is asked for here */
 } Got;
 
 static void on_done(void *ctx, Proposals *p)
@@ -323,6 +324,17 @@ static Proposals *ask(Proposer *pr, Got *g, const Spec *spec, const SearcherSpec
     return p;
 }
 
+/* This test asks for no pb2 explore: one coming back is counted, and
+ * the test fails on it. */
+static void on_explored(void *ctx, PbtExplore *x)
+{
+    Got *g = ctx;
+    pbt_explore_free(x);
+    pthread_mutex_lock(&g->mu);
+    g->explores++;
+    pthread_mutex_unlock(&g->mu);
+}
+
 /* Points first, in order, over the warm-skipping grid; bayes takes them
  * too, and proposes from its model once the warm trials are n_initial. */
 static void test_proposer(void **state)
@@ -331,7 +343,7 @@ static void test_proposer(void **state)
     Got g = {.p = NULL};
     pthread_mutex_init(&g.mu, NULL);
     pthread_cond_init(&g.cond, NULL);
-    Proposer *pr = proposer_start(on_done, &g);
+    Proposer *pr = proposer_start(on_done, on_explored, &g);
     assert_non_null(pr);
 
     Spec spec;
@@ -398,6 +410,7 @@ static void test_proposer(void **state)
     spec_close(&spec);
 
     proposer_stop(pr);
+    assert_int_equal(g.explores, 0);
     pthread_mutex_destroy(&g.mu);
     pthread_cond_destroy(&g.cond);
 }
