@@ -1,5 +1,5 @@
 /* The bayes searcher: Gaussian-process search over the unit cube (bayes.h,
- * docs/architecture.md "Bayesian search").
+ * docs/searchers.md).
  *
  * What the GP sees. Every sampled parameter is one feature: continuous,
  * integer and quantized domains their cube coordinate (log domains are

@@ -1,5 +1,5 @@
-/* Bayesian search (the `bayes` searcher of docs/api.md; docs/architecture.md "Bayesian
- * search"): a Gaussian process over the encoded search space and log
+/* Bayesian search (the `bayes` searcher of docs/api.md; docs/searchers.md):
+ * a Gaussian process over the encoded search space and log
  * Expected Improvement, with pending trials as kriging-believer points;
  * with several objectives a GP each and expected hypervolume improvement,
  * with constraints a GP each and the probability of feasibility.

@@ -581,7 +581,7 @@ void core_load_trial_pbt(Trial *t, json_t *lineage, const json_t *resume_from);
  * stayed: it is still in exp's counts, and leaves the searcher's history.
  * For retry-failed. */
 Trial *core_readd_trial(Core *core, Experiment *exp, const CoreTrialRow *row);
-/* Loading a running experiment without its history (store.c): its ended
+/* Loading a running experiment without its history (store_load.c): its ended
  * trials do not become objects. Unless core_load_all_trials (pbt, whose
  * populations are small), the store loads the trials in flight (pending,
  * running, paused, preempted) with their current attempt's reports, then

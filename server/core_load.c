@@ -1,5 +1,5 @@
 /* What enters memory: the store's rows handed to the Core at start, when
- * an experiment is revived or a failed trial re-added (store.c calls these;
+ * an experiment is revived or a failed trial re-added (store_load.c calls these;
  * core.h, "Loading"), and what the scheduler's records rebuild from them. */
 #include "core_internal.h"
 

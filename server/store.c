@@ -589,7 +589,9 @@ int store_delete_experiment(Store *s, int64_t id, int64_t trial_counts[TRIAL__CO
         "INSERT INTO id_floors (kind, max_id) SELECT 'trials', coalesce(max(id), 0) FROM trials "
         "WHERE true ON CONFLICT (kind) DO UPDATE SET max_id = max(max_id, excluded.max_id)",
         "DELETE FROM reports WHERE trial_id IN (SELECT id FROM trials WHERE experiment_id = ?)",
-        /* pbt's stored checkpoints (their files: api.c, after this). */
+        /* pbt's stored checkpoints (their files, which nothing reads once
+         * their rows are gone, are removed by ckptstore_sweep at the next
+         * start: main.c). */
         "DELETE FROM checkpoints WHERE trial_id IN (SELECT id FROM trials WHERE experiment_id = ?)",
         "DELETE FROM trials WHERE experiment_id = ?",
         "DELETE FROM experiments WHERE id = ?",

@@ -506,7 +506,7 @@ int main(int argc, char **argv)
     }
     if (server == NULL || server[0] == '\0')
         server = DEFAULT_SERVER;
-    /* "127.0.0.1:8080" is what people type, and rung takes it (cli/http.c). */
+    /* "127.0.0.1:8080" is what people type, and rung takes it (cli/rest.c). */
     static char server_url[2048];
     if (strstr(server, "://") == NULL) {
         if ((size_t)snprintf(server_url, sizeof server_url, "http://%s", server) >=

@@ -1,5 +1,5 @@
 /* Trial folders, <workdir>/trials/<trial id> (RUNG_TRIAL_DIR): made and held
- * by a running trial's supervisor (trial.c), removed by --keep-trials
+ * by a running trial's supervisor (trial_supervise.c), removed by --keep-trials
  * (worker.c, which prune.h tells what to remove).
  *
  * The holder of a folder keeps a shared flock on it while the trial runs

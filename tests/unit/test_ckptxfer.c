@@ -11,7 +11,7 @@
  * thread packs the folder rungd asks for, does not queue a pair that is in
  * flight, skips a missing folder, leaves nothing in uploads/, and is
  * canceled promptly while a request hangs; a lease reply's checkpoint_from
- * as trial_new reads it. */
+ * as wtrial_new reads it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1574,7 +1574,7 @@ static void test_constraint_best(void **state)
 
 /* A restart loads a running experiment's trials in flight as objects and
  * its ended trials only for what they leave (core_load_ended_*, as
- * store.c's lean load does): the rung records, the best value and every
+ * store_load.c's lean load does): the rung records, the best value and every
  * later decision must be those of the core that never restarted. */
 #define LEAN_TRIALS 60
 #define LEAN_ENDED 40

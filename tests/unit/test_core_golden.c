@@ -231,7 +231,7 @@ static void note_worker(const char *what, const Worker *w)
 }
 
 /* What the searcher's history and the API's trial view read of a trial
- * (engine.c, history_of; docs/api.md, "The trial object"). */
+ * (engine_propose.c, history_of; docs/api.md, "The trial object"). */
 static void note_result(const Trial *t)
 {
     if (t == NULL)
@@ -683,7 +683,7 @@ static void step_finish(Run *r, int how)
     }
     RungError err;
     rung_error_clear(&err);
-    /* Whose finish: a gang member's log and warnings are its own (api.c). */
+    /* Whose finish: a gang member's log and warnings are its own (api_trials.c). */
     int64_t from = core_token_worker(t, l->token);
     note("token worker %" PRId64, from);
     int rc;
@@ -785,7 +785,7 @@ static Experiment *random_experiment(Run *r)
 }
 
 /* An ended experiment that left memory, read back as the handlers do
- * (api.c, revived_experiment). */
+ * (api_experiments.c, revived_experiment). */
 static Experiment *revived(Run *r)
 {
     if (r->n_exps == 0)
@@ -801,7 +801,7 @@ static Experiment *revived(Run *r)
     return core_experiment(r->core, id);
 }
 
-/* DELETE of an experiment (api.c, api_experiment_delete): refused while
+/* DELETE of an experiment (api_experiments.c, api_experiment_delete): refused while
  * it is in memory; else its row as the API shows it, then gone. */
 static void step_delete(Run *r)
 {

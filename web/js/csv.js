@@ -68,7 +68,7 @@ export function parseCsv(text) {
   return rows;
 }
 
-/** The CSV text of one config value, as server/api.c writes it. */
+/** The CSV text of one config value, as server/store_read_csv.c writes it (store_csv_value). */
 function csvText(v) {
   if (typeof v === 'string') return v;
   if (typeof v === 'number') return Number.isInteger(v) ? String(v) : null; // reals: compare as numbers

@@ -22,7 +22,7 @@ import { FINAL, countTotal } from '../format.js';
 import { isPbt } from '../pbt.js';
 
 const PAGE = 1000; // docs/api.md: lists give at most 1,000 at once
-const CURVES_PAGE = 250000; // server/api.c CURVES_MAX
+const CURVES_PAGE = 250000; // server/api_experiments.c CURVES_MAX
 export const CURVES_BEST = 1000; // curves drawn at most: the best trials'
 const BEST_REFRESH_MS = 15000; // the best trials' curves are read again after this
 const SINGLE_PER_TICK = 200; // single-trial fetches per poll; the rest wait

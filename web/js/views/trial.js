@@ -287,7 +287,7 @@ export function mount(root, { id }) {
         lastStep = items[items.length - 1].step;
         addReports(items);
       }
-      more = items.length >= 10000; // server/api.c METRICS_MAX: a full page, read on
+      more = items.length >= 10000; // server/api_trials.c METRICS_MAX: a full page, read on
     }
     await renderChart();
     setAttr(table, 'data-rows', reports.length);
