@@ -25,6 +25,8 @@ import os
 import subprocess
 import sys
 
+from lintgraph import cycles
+
 DIRS = ("server", "worker")
 
 # The cycles found when this check was added, by folder: each a set of
@@ -84,37 +86,6 @@ def kernel_calls(table):
                                    (f.startswith("sched_") and f != "sched_ops"))
         if sched or sym.startswith(SCHEDULER_PREFIXES):
             out.append("%s.c: %s" % (f or "?", sym))
-    return out
-
-
-def cycles(g):
-    """Strongly connected sets of more than one file (Tarjan)."""
-    index, low, on, stack, out = {}, {}, set(), [], []
-
-    def visit(v):
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in sorted(g.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = set()
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.add(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                out.append(frozenset(comp))
-
-    for v in sorted(g):
-        if v not in index:
-            visit(v)
     return out
 
 

@@ -16,6 +16,8 @@ import os
 import re
 import sys
 
+from lintgraph import cycles
+
 DIRS = ("server", "worker")
 
 # The cycles found when this check was added, by folder: each a set of
@@ -43,37 +45,6 @@ def graph(folder):
             if inc in headers and module_of(inc + ".h") != m:
                 g[m].add(module_of(inc + ".h"))
     return g
-
-
-def cycles(g):
-    """Strongly connected sets of more than one module (Tarjan)."""
-    index, low, on, stack, out = {}, {}, set(), [], []
-
-    def visit(v):
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in sorted(g.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = set()
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.add(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                out.append(frozenset(comp))
-
-    for v in sorted(g):
-        if v not in index:
-            visit(v)
-    return out
 
 
 def loop(g, comp):
