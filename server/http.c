@@ -397,7 +397,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
      * quit): what the reply handed out must come back. */
     if (req && req->answered && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
         engine_undelivered(h->engine, &req->job);
+    Conn *conn = conn_of(c);
     if (req) {
+        if (conn && conn->raw == req)
+            conn->raw = NULL;
         http_raw_discard(req);
         h->raw_in_flight -= req->raw_declared;
         json_decref(req->job.body);
@@ -408,7 +411,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         free(req);
     }
     *con_cls = NULL;
-    Conn *conn = conn_of(c);
     if (conn) {
         conn->deadline_ms = 0;
         /* If MHD keeps the connection (it closes it otherwise, before
@@ -609,7 +611,13 @@ static void front_tick(void *ctx)
         if (c->deadline_ms == 0 || now < c->deadline_ms)
             continue;
         if (c->state == C_MHD) {
-            /* MHD is reading the request: it reads the end and closes. */
+            /* MHD is reading the request: it reads the end and closes.
+             * An upload's partial file goes now, before the client can
+             * see the cut. */
+            if (c->raw != NULL) {
+                c->raw->raw_cut = true;
+                http_raw_discard(c->raw);
+            }
             shutdown(c->fd, SHUT_RDWR);
             c->deadline_ms = 0;
         } else {

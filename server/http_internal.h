@@ -82,6 +82,9 @@ struct Conn {
     int64_t deadline_ms; /* monotonic: the connection is cut then; 0: none */
     uint64_t expected;   /* bytes of the request heads and bodies handed to MHD */
     struct MHD_Connection *mhd;
+    /* The raw upload MHD is reading on it: when the deadline cuts the
+     * connection, its file goes at once, not when MHD next notices. */
+    struct Request *raw;
     struct sockaddr_storage addr;
     socklen_t addr_len;
     unsigned char key[16]; /* the client's address; for IPv6 its /64 */
@@ -139,6 +142,7 @@ typedef struct Request {
     EVP_MD_CTX *sha;
     uint64_t raw_declared; /* its Content-Length, counted in Http.raw_in_flight */
     int64_t raw_t0_ms;     /* when it was let in (monotonic) */
+    bool raw_cut;          /* cut by its deadline: later pieces are refused */
 } Request;
 
 static inline int64_t mono_ms(void)

@@ -75,8 +75,10 @@ bool http_raw_admit(Http *h, struct MHD_Connection *c, Request *req, const HttpR
     req->raw_declared = declared;
     h->raw_in_flight += declared;
     req->raw_t0_ms = mono_ms();
-    if (req->conn)
+    if (req->conn) {
         req->conn->deadline_ms = req->raw_t0_ms + RAW_GRACE_MS;
+        req->conn->raw = req;
+    }
     return true;
 }
 
@@ -87,6 +89,8 @@ bool http_raw_admit(Http *h, struct MHD_Connection *c, Request *req, const HttpR
  * RAW_GRACE_MS) is cut, however long it keeps sending. */
 int http_raw_chunk(Http *h, Request *req, const char *data, size_t n)
 {
+    if (req->raw_cut)
+        return -1; /* bytes MHD had read before the cut: no new file */
     if (req->len + n > h->max_checkpoint) {
         req->too_large = true;
         http_raw_discard(req);
