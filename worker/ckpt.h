@@ -102,6 +102,18 @@ int ckpt_pack(const char *dir, const char *tar_path, char *sha256_hex, int64_t *
 int ckpt_unpack(const char *tar_path, const char *expect_sha256_hex, const char *to, char *err,
                 size_t errsize);
 
+/* ckpt_unpack for a working directory (docs/workers.md, "Running a team's
+ * code"): the same checks, but the tar may also hold symbolic links whose
+ * target is relative, with every ".." at its start and no more of them
+ * than there are folders above the link (so that it resolves inside the
+ * tree, through whatever other links it meets; "a/../b" is refused, since
+ * a may be a link); any other link, naming the entry, is refused as a
+ * checkpoint's entries are. Its entries are unpacked whole (stdout.log and
+ * stderr.log at its top included) into `to`, which must not exist: it is
+ * made (mode 0700) by renaming the folder unpacked beside it. */
+int ckpt_unpack_tree(const char *tar_path, const char *expect_sha256_hex, const char *to, char *err,
+                     size_t errsize);
+
 /* The SHA-256 of the file at path as 64 lowercase hex digits and a NUL,
  * and its length in bytes (size may be NULL). -1 with errno set when the
  * file cannot be opened or read. */

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "ckpt.h"
 #include "ckpt_internal.h"
 #include "sha256hex.h"
@@ -29,6 +31,8 @@ typedef struct {
     int64_t limit;    /* file bytes at most: the tar's own size */
     int64_t entries;  /* headers read */
     int64_t declared; /* the sum of their sizes */
+    bool tree;        /* a working directory (ckpt_unpack_tree): relative links inside it */
+    json_t *links;    /* tree: the names of its links so far, normalized (a set) */
     char *err;
     size_t errsize;
 } Unpack;
@@ -58,11 +62,112 @@ static const char *compression(int fd)
     return NULL;
 }
 
-/* Why entry e may not be extracted, or NULL when it may. Links of either
- * kind are refused outright, wherever they point: a link that stays
- * inside today is a name a program writes through tomorrow, and the
- * worker's own tars hold none (ckpt_pack leaves them out). */
-static const char *entry_refused(struct archive_entry *e)
+/* The folders above a tar entry's name: "a/b/c" has 2 ("." and empty
+ * components do not count). */
+static int name_depth(const char *name)
+{
+    int depth = 0;
+    for (const char *s = name; *s;) {
+        const char *end = strchr(s, '/');
+        size_t n = end ? (size_t)(end - s) : strlen(s);
+        if (n > 0 && !(n == 1 && s[0] == '.'))
+            depth++;
+        s += n;
+        while (*s == '/')
+            s++;
+    }
+    return depth > 0 ? depth - 1 : 0;
+}
+
+/* Why the symbolic link of a working directory's tar, named name, with
+ * target `target`, may not be extracted, or NULL when it may (ckpt.h,
+ * ckpt_unpack_tree): a relative target whose ".." all come first, no more
+ * of them than the folders above the link. A ".." after a name is refused
+ * even when it looks harmless ("a/../b"), since a is perhaps a link itself
+ * and its ".." then climbs from wherever a points; with every ".." first,
+ * the climb starts from the link's own folder, which is a real folder of
+ * the tree (an entry is never extracted through a link:
+ * ARCHIVE_EXTRACT_SECURE_SYMLINKS), and the rest only descends. */
+static const char *link_refused(const char *name, const char *target)
+{
+    if (target == NULL || target[0] == '\0')
+        return "is a symbolic link without a target";
+    if (target[0] == '/')
+        return "is a symbolic link to an absolute path (outside the tree)";
+    int ups = 0;
+    bool named = false;
+    for (const char *s = target; *s;) {
+        const char *end = strchr(s, '/');
+        size_t n = end ? (size_t)(end - s) : strlen(s);
+        if (n == 2 && s[0] == '.' && s[1] == '.') {
+            if (named)
+                return "is a symbolic link whose target has a \"..\" after a name";
+            ups++;
+        } else if (n > 0 && !(n == 1 && s[0] == '.')) {
+            named = true;
+        }
+        s += n;
+        while (*s == '/')
+            s++;
+    }
+    if (ups > name_depth(name))
+        return "is a symbolic link that leaves the tree";
+    return NULL;
+}
+
+/* name without "." and empty components ("./a//b" is "a/b"), into out
+ * (PATH_MAX bytes); -1 when it does not fit. */
+static int normalize(const char *name, char *out)
+{
+    size_t o = 0;
+    for (const char *s = name; *s;) {
+        const char *end = strchr(s, '/');
+        size_t n = end ? (size_t)(end - s) : strlen(s);
+        if (n > 0 && !(n == 1 && s[0] == '.')) {
+            if (o + n + 2 > PATH_MAX)
+                return -1;
+            if (o > 0)
+                out[o++] = '/';
+            memcpy(out + o, s, n);
+            o += n;
+        }
+        s += n;
+        while (*s == '/')
+            s++;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+/* A tree's entry whose name passes through one of its links ("l/f" after
+ * "l"): refused, since where it lands is not where its name says, and a
+ * link inside it would climb from there (link_refused counts the folders
+ * of the name). Records the entry when it is a link. NULL, or why. */
+static const char *through_link(Unpack *u, const char *name, bool is_link)
+{
+    char norm[PATH_MAX];
+    if (normalize(name, norm) != 0)
+        return "has too long a name";
+    for (char *p = strchr(norm, '/'); p != NULL; p = strchr(p + 1, '/')) {
+        *p = '\0';
+        bool hit = json_object_get(u->links, norm) != NULL;
+        *p = '/';
+        if (hit)
+            return "lies inside a symbolic link of the tree";
+    }
+    if (is_link && json_object_set_new(u->links, norm, json_true()) != 0)
+        return "cannot be recorded (out of memory)";
+    return NULL;
+}
+
+/* Why entry e may not be extracted, or NULL when it may. In a checkpoint,
+ * links of either kind are refused outright, wherever they point: a link
+ * that stays inside today is a name a program writes through tomorrow, and
+ * the worker's own tars hold none (ckpt_pack leaves them out). A working
+ * directory (tree) may hold symbolic links that stay inside it
+ * (link_refused): a user's folder has them, and the trial's copy of the
+ * tree is its own, made for it and removed after it. */
+static const char *entry_refused(struct archive_entry *e, bool tree)
 {
     const char *name = archive_entry_pathname(e);
     if (name == NULL || name[0] == '\0')
@@ -82,6 +187,8 @@ static const char *entry_refused(struct archive_entry *e)
      * of an entry that has one) */
     if (archive_entry_hardlink(e) != NULL)
         return "is a hard link";
+    if (tree && archive_entry_filetype(e) == AE_IFLNK)
+        return link_refused(name, archive_entry_symlink(e));
     if (archive_entry_symlink(e) != NULL || archive_entry_filetype(e) == AE_IFLNK)
         return "is a symbolic link";
     if (archive_entry_filetype(e) != AE_IFREG && archive_entry_filetype(e) != AE_IFDIR)
@@ -100,7 +207,9 @@ static const char *entry_refused(struct archive_entry *e)
 static int entry_check(Unpack *u, struct archive_entry *e)
 {
     const char *name = archive_entry_pathname(e);
-    const char *why = entry_refused(e);
+    const char *why = entry_refused(e, u->tree);
+    if (why == NULL && u->tree)
+        why = through_link(u, name, archive_entry_filetype(e) == AE_IFLNK);
     if (why) {
         rung_why(u->err, u->errsize, "%s: the entry \"%.200s\" %s; nothing extracted", u->tar_path,
                  name ? name : "?", why);
@@ -148,6 +257,8 @@ static struct archive *open_reader(Unpack *u)
         return NULL;
     }
     u->entries = u->declared = 0;
+    if (u->links != NULL)
+        json_object_clear(u->links);
     return a;
 }
 
@@ -377,18 +488,26 @@ static int install(int tfd, const char *to, char *err, size_t errsize)
     return rc;
 }
 
-int ckpt_unpack(const char *tar_path, const char *expect_sha256_hex, const char *to, char *err,
-                size_t errsize)
+/* ckpt_unpack and ckpt_unpack_tree: checks, extracts beside `to`, then
+ * moves the entries into `to` (a checkpoint) or renames the folder to `to`
+ * (a tree). */
+static int unpack(const char *tar_path, const char *expect_sha256_hex, const char *to, bool tree,
+                  char *err, size_t errsize)
 {
     rung_why(err, errsize, "%s", "");
     if (!rung_is_sha256_hex(expect_sha256_hex)) {
         rung_why(err, errsize, "the expected SHA-256 of %s is not 64 hex digits", tar_path);
         return -1;
     }
-    Unpack u = {.tar_path = tar_path, .err = err, .errsize = errsize};
+    Unpack u = {.tar_path = tar_path, .tree = tree, .err = err, .errsize = errsize};
+    if (tree && (u.links = json_object()) == NULL) {
+        rung_why(err, errsize, "out of memory unpacking %s", tar_path);
+        return -1;
+    }
     u.fd = open(tar_path, O_RDONLY | O_CLOEXEC);
     if (u.fd < 0) {
         rung_why(err, errsize, "cannot open %s: %s", tar_path, strerror(errno));
+        json_decref(u.links);
         return -1;
     }
     char hex[65], parent[PATH_MAX], name[NAME_MAX + 1], tmp[PATH_MAX];
@@ -417,14 +536,25 @@ int ckpt_unpack(const char *tar_path, const char *expect_sha256_hex, const char 
          * whole: a refusal halfway leaves `to` as it was. */
         char *base = realpath(tmp, NULL);
         int tfd = base != NULL ? open(base, DIR_FLAGS) : -1;
-        if (tfd < 0)
+        bool renamed = false;
+        if (tfd < 0) {
             rung_why(err, errsize, "cannot open the folder %s: %s", tmp, strerror(errno));
-        else if (extract(&u, base) == 0)
-            rc = install(tfd, to, err, errsize);
+        } else if (extract(&u, base) == 0) {
+            if (!tree) {
+                rc = install(tfd, to, err, errsize);
+            } else if (rename(tmp, to) == 0) {
+                renamed = true;
+                rc = 0;
+            } else {
+                rung_why(err, errsize, "cannot move the unpacked tree to %s: %s", to,
+                         strerror(errno));
+            }
+        }
         struct stat st;
-        int pfd = open(parent, DIR_FLAGS);
+        int pfd = renamed ? -1 : open(parent, DIR_FLAGS);
         const char *tname = strrchr(tmp, '/') + 1;
-        if ((pfd < 0 || fstat(pfd, &st) != 0 || ckpt_remove_entry(pfd, tname, st.st_dev, 0) != 0) &&
+        if (!renamed &&
+            (pfd < 0 || fstat(pfd, &st) != 0 || ckpt_remove_entry(pfd, tname, st.st_dev, 0) != 0) &&
             rc == 0) /* (a failure's own message comes first) */
             rung_why(err, errsize, "unpacked, but cannot remove %s: %s", tmp, strerror(errno));
         if (pfd >= 0)
@@ -434,5 +564,23 @@ int ckpt_unpack(const char *tar_path, const char *expect_sha256_hex, const char 
         free(base);
     }
     close(u.fd);
+    json_decref(u.links);
     return rc;
+}
+
+int ckpt_unpack(const char *tar_path, const char *expect_sha256_hex, const char *to, char *err,
+                size_t errsize)
+{
+    return unpack(tar_path, expect_sha256_hex, to, false, err, errsize);
+}
+
+int ckpt_unpack_tree(const char *tar_path, const char *expect_sha256_hex, const char *to, char *err,
+                     size_t errsize)
+{
+    struct stat st;
+    if (lstat(to, &st) == 0) {
+        rung_why(err, errsize, "cannot unpack %s into %s: it exists already", tar_path, to);
+        return -1;
+    }
+    return unpack(tar_path, expect_sha256_hex, to, true, err, errsize);
 }

@@ -963,6 +963,162 @@ static void test_refusal_keeps_the_destination(void **state)
     free(inside_after);
 }
 
+/* ---- a working directory's tree (ckpt_unpack_tree) ---- */
+
+static int unpack_tree(const char *tar, const char *out, char *err, size_t errsize)
+{
+    char hex[65];
+    assert_int_equal(ckpt_sha256_file(tar, hex, NULL), 0);
+    return ckpt_unpack_tree(tar, hex, out, err, errsize);
+}
+
+/* unpack_tree refuses tar, naming `entry` and saying `why`; base is as it
+ * was and out not made. */
+static void assert_tree_refused(const char *base, const char *tar, const char *entry,
+                                const char *why)
+{
+    char out[PATH_MAX], err[1024];
+    path_of(out, base, "tree");
+    char *before = listing(base);
+    int rc = unpack_tree(tar, out, err, sizeof err);
+    char *after = listing(base);
+    if (rc == 0)
+        fail_msg("\"%s\" was unpacked as a tree; expected a refusal (%s)", entry, why);
+    if (strstr(err, entry) == NULL || strstr(err, why) == NULL)
+        fail_msg("the error names neither \"%s\" nor \"%s\": %s", entry, why, err);
+    if (strcmp(before, after) != 0)
+        fail_msg("the folder changed:\nbefore:\n%safter:\n%s", before, after);
+    assert_false(exists(out));
+    free(before);
+    free(after);
+}
+
+/* A user's folder as a client packs it: files, folders, its own logs at
+ * the top, links that stay inside (to a file, to a folder, up from a
+ * sub-folder); all of it lands, the links as links. */
+static void test_tree_unpacks_links_inside(void **state)
+{
+    (void)state;
+    char base[PATH_MAX], tar[PATH_MAX], out[PATH_MAX], p[PATH_MAX], err[1024];
+    path_of(base, root, "tree-ok");
+    assert_int_equal(mkdir(base, 0700), 0);
+    path_of(tar, base, "wd.tar");
+    path_of(out, base, "tree");
+    const Entry good[] = {{.name = "data", .type = AE_IFDIR},
+                          {.name = "data/x.txt", .type = AE_IFREG, .data = "21\n"},
+                          {.name = "mypkg", .type = AE_IFDIR},
+                          {.name = "mypkg/__init__.py", .type = AE_IFREG, .data = "K = 2\n"},
+                          {.name = "mypkg/data", .type = AE_IFLNK, .link = "../data"},
+                          {.name = "latest.txt", .type = AE_IFLNK, .link = "./data/x.txt"},
+                          {.name = "stdout.log", .type = AE_IFREG, .data = "mine"}};
+    make_tar(tar, good, 7);
+    if (unpack_tree(tar, out, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    size_t n;
+    path_of(p, out, "mypkg/data/x.txt");
+    char *text = read_all(p, &n);
+    assert_true(text != NULL && n == 3 && memcmp(text, "21\n", 3) == 0);
+    free(text);
+    path_of(p, out, "latest.txt");
+    text = read_all(p, &n);
+    assert_true(text != NULL && n == 3 && memcmp(text, "21\n", 3) == 0);
+    free(text);
+    char target[PATH_MAX];
+    ssize_t k = readlink(p, target, sizeof target - 1);
+    assert_true(k > 0);
+    target[k] = '\0';
+    assert_string_equal(target, "./data/x.txt");
+    path_of(p, out, "stdout.log"); /* a tree keeps its own logs */
+    text = read_all(p, &n);
+    assert_true(text != NULL && n == 4 && memcmp(text, "mine", 4) == 0);
+    free(text);
+
+    /* `to` must be new: a second unpack into it is refused. */
+    assert_int_equal(unpack_tree(tar, out, err, sizeof err), -1);
+    assert_non_null(strstr(err, "exists already"));
+}
+
+/* Each escape a hostile working directory could try is refused before
+ * anything is extracted, naming the entry. */
+static void test_tree_refuses_escapes(void **state)
+{
+    (void)state;
+    char base[PATH_MAX], tar[PATH_MAX], victim[PATH_MAX];
+    path_of(base, root, "tree-evil");
+    assert_int_equal(mkdir(base, 0700), 0);
+    path_of(tar, base, "evil.tar");
+    path_of(victim, root, "tree-victim");
+
+    const Entry absolute[] = {{.name = victim, .type = AE_IFREG, .data = "evil"}};
+    make_tar(tar, absolute, 1);
+    assert_tree_refused(base, tar, victim, "absolute name");
+    assert_false(exists(victim));
+
+    const Entry dotdot[] = {{.name = "ok.txt", .type = AE_IFREG, .data = "ok"},
+                            {.name = "a/../../evil", .type = AE_IFREG, .data = "evil"}};
+    make_tar(tar, dotdot, 2);
+    assert_tree_refused(base, tar, "a/../../evil", "\"..\"");
+
+    const Entry abs_link[] = {{.name = "ok.txt", .type = AE_IFREG, .data = "ok"},
+                              {.name = "passwd", .type = AE_IFLNK, .link = "/etc/passwd"}};
+    make_tar(tar, abs_link, 2);
+    assert_tree_refused(base, tar, "\"passwd\"", "absolute path");
+
+    /* Relative, but climbing out: from the top, and from one folder down
+     * by one ".." too many. */
+    const Entry up_link[] = {{.name = "up", .type = AE_IFLNK, .link = "../tree-victim"}};
+    make_tar(tar, up_link, 1);
+    assert_tree_refused(base, tar, "\"up\"", "leaves the tree");
+    const Entry deep_link[] = {{.name = "d", .type = AE_IFDIR},
+                               {.name = "d/up", .type = AE_IFLNK, .link = "../../x"}};
+    make_tar(tar, deep_link, 2);
+    assert_tree_refused(base, tar, "\"d/up\"", "leaves the tree");
+    /* ".." after a name: "a" may itself be a link to somewhere deeper. */
+    const Entry mid_link[] = {{.name = "d", .type = AE_IFDIR},
+                              {.name = "d/e", .type = AE_IFLNK, .link = ".."},
+                              {.name = "x", .type = AE_IFLNK, .link = "d/e/.."}};
+    make_tar(tar, mid_link, 3);
+    assert_tree_refused(base, tar, "\"x\"", "after a name");
+
+    /* An entry through a link of the tree: "d/l" is the top, so "d/l/up"
+     * with two ".." (its name has two folders) would climb out. */
+    const Entry through[] = {{.name = "d", .type = AE_IFDIR},
+                             {.name = "d/l", .type = AE_IFLNK, .link = ".."},
+                             {.name = "./d/l/up", .type = AE_IFLNK, .link = "../../x"}};
+    make_tar(tar, through, 3);
+    assert_tree_refused(base, tar, "\"./d/l/up\"", "inside a symbolic link");
+
+    const Entry hard[] = {{.name = "x", .type = AE_IFREG, .data = "x"},
+                          {.name = "h", .type = AE_IFREG, .hardlink = "x"}};
+    make_tar(tar, hard, 2);
+    assert_tree_refused(base, tar, "\"h\"", "hard link");
+
+    const Entry fifo[] = {{.name = "f", .type = AE_IFIFO}};
+    make_tar(tar, fifo, 1);
+    assert_tree_refused(base, tar, "\"f\"", "not a regular file or a folder");
+
+    struct archive *a = archive_write_new();
+    assert_int_equal(archive_write_set_format_pax_restricted(a), ARCHIVE_OK);
+    assert_int_equal(archive_write_open_filename(a, tar), ARCHIVE_OK);
+    struct archive_entry *e = archive_entry_new();
+    archive_entry_set_pathname(e, "sda");
+    archive_entry_set_filetype(e, AE_IFBLK);
+    archive_entry_set_perm(e, 0660);
+    archive_entry_set_rdevmajor(e, 8);
+    archive_entry_set_rdevminor(e, 0);
+    assert_int_equal(archive_write_header(a, e), ARCHIVE_OK);
+    archive_entry_free(e);
+    assert_int_equal(archive_write_close(a), ARCHIVE_OK);
+    archive_write_free(a);
+    assert_tree_refused(base, tar, "\"sda\"", "not a regular file or a folder");
+
+    char gz[PATH_MAX];
+    path_of(gz, base, "wd.tar.gz");
+    make_zeros_tar(gz, "zeros.bin", 1000 * 1000, true);
+    assert_tree_refused(base, gz, "wd.tar.gz", "compressed (gzip)");
+    assert_int_equal(unlink(gz), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -977,6 +1133,8 @@ int main(void)
         cmocka_unit_test(test_special_and_outside_names_are_refused),
         cmocka_unit_test(test_bombs_are_refused),
         cmocka_unit_test(test_refusal_keeps_the_destination),
+        cmocka_unit_test(test_tree_unpacks_links_inside),
+        cmocka_unit_test(test_tree_refuses_escapes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
