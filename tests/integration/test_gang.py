@@ -113,8 +113,11 @@ class GangTestCase(wh.WorkerTestCase):
     def wait_member_finished(self, worker, tid, attempt=1, timeout=30):
         """Waits until a member's worker has sent its finish of the trial
         (its log says so): node 0's finish ends the trial, and another
-        member's program, folder and warnings may still be on their way."""
-        done = re.compile(r"trial %d \(attempt %d\) finished: " % (tid, attempt))
+        member's program, folder and warnings may still be on their way.
+        A member still running when node 0's finish ended the trial is
+        ended by its worker, which then logs "ended here" (trial_send.c):
+        a slow machine makes that the usual case."""
+        done = re.compile(r"trial %d \(attempt %d\) (finished|ended here): " % (tid, attempt))
         h.wait_until(lambda: done.search(worker.stderr_text()), timeout,
                      "worker %s to finish trial %d" % (worker.name, tid))
 
