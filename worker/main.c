@@ -45,6 +45,8 @@
 #include "log.h"
 #include "options.h"
 #include "secret.h"
+#include "setup.h"
+#include "trial_code.h"
 #include "trialdir.h"
 #include "worker.h"
 
@@ -72,6 +74,13 @@ enum {
     O_HOURS,
     O_ADVERTISE_ADDR,
     O_GANG_PORTS,
+    O_ENV,
+    O_CACHE_DIR,
+    O_CACHE_MB,
+    O_PIP_INDEX,
+    O_CONTAINER_RUNTIME,
+    O_CONTAINER_ARG,
+    O_CONTAINER_RUN_ARG,
     O__COUNT
 };
 
@@ -121,6 +130,27 @@ static Option options[O__COUNT] = {
     [O_GANG_PORTS] = {"gang-ports", OPT_STRING, NULL, 0, 0, 0,
                       "LO-HI or PORT: where MASTER_PORT is picked when this worker is a gang's "
                       "node 0 (default: any free port)"},
+    /* A team's code (docs/workers.md, "Running a team's code"). --env and
+     * the --container-* lists are repeatable: taken off the command line
+     * by take_repeated, listed here for --help. */
+    [O_ENV] = {"env", OPT_STRING, NULL, 0, 0, 0,
+               "NAME=PATH: environment NAME's Python interpreter; trials naming NAME come "
+               "here, and a bare python/python3 in their argv is PATH; repeatable, or "
+               "several in one value separated by spaces"},
+    [O_CACHE_DIR] = {"cache-dir", OPT_STRING, NULL, 0, 0, 0,
+                     "working directories and virtualenvs (default: <workdir>/cache)"},
+    [O_CACHE_MB] = {"cache-mb", OPT_INT, NULL, 10240, 1, 1LL << 40,
+                    "MiB the cache may hold; least recently used removed first"},
+    [O_PIP_INDEX] = {"pip-index", OPT_STRING, NULL, 0, 0, 0,
+                     "package index a requirements.txt installs from (default: offline, from "
+                     "the wheels in the working directory)"},
+    [O_CONTAINER_RUNTIME] = {"container-runtime", OPT_STRING, NULL, 0, 0, 0,
+                             "podman, docker or apptainer: offered for container trials; "
+                             "repeatable (default: those found in PATH)"},
+    [O_CONTAINER_ARG] = {"container-arg", OPT_STRING, NULL, 0, 0, 0,
+                         "an option put before the runtime's `run`; repeatable"},
+    [O_CONTAINER_RUN_ARG] = {"container-run-arg", OPT_STRING, NULL, 0, 0, 0,
+                             "an option put after the runtime's `run`; repeatable"},
 };
 
 static void usage(FILE *out)
@@ -175,49 +205,9 @@ bad:
     return -1;
 }
 
-/* Takes every --label KEY=VALUE (or --label=KEY=VALUE) off argv (argc
- * shrinks) into labels, checked as rungd checks them (labels.h). 0, or -1
- * after a message. */
-static int take_labels(int *argc, char **argv, json_t *labels)
-{
-    int out = 1;
-    for (int i = 1; i < *argc; i++) {
-        const char *value = NULL;
-        if (strcmp(argv[i], "--") == 0) {
-            while (i < *argc)
-                argv[out++] = argv[i++];
-            break;
-        }
-        if (strcmp(argv[i], "--label") == 0) {
-            if (i + 1 >= *argc) {
-                fprintf(stderr, "rung-worker: --label needs a value, key=value\n");
-                return -1;
-            }
-            value = argv[++i];
-        } else if (strncmp(argv[i], "--label=", 8) == 0) {
-            value = argv[i] + 8;
-        } else {
-            argv[out++] = argv[i];
-            /* The value of another option is never taken for --label. */
-            if (strncmp(argv[i], "--", 2) == 0 && strchr(argv[i], '=') == NULL && i + 1 < *argc) {
-                for (int k = 0; k < O__COUNT; k++)
-                    if (options[k].kind != OPT_FLAG && strcmp(argv[i] + 2, options[k].name) == 0) {
-                        argv[out++] = argv[++i];
-                        break;
-                    }
-            }
-            continue;
-        }
-        char why[256];
-        if (labels_add(labels, value, why, sizeof why) != 0) {
-            fprintf(stderr, "rung-worker: --label: %s\n", why);
-            return -1;
-        }
-    }
-    argv[out] = NULL;
-    *argc = out;
-    return 0;
-}
+/* The repeatable options, in the order of Repeated's lists (setup.h). */
+static const int repeatable[SETUP_N_REPEATED] = {O_LABEL, O_ENV, O_CONTAINER_RUNTIME,
+                                                 O_CONTAINER_ARG, O_CONTAINER_RUN_ARG};
 
 /* Sets w->advertise_addr: --advertise-addr (an IPv6 literal may come in
  * brackets), or the local address of the route to the server
@@ -336,14 +326,23 @@ static int register_worker(WorkerState *w, const int *gpus, int n_gpus)
         json_array_append_new(list, json_pack("{s:i, s:s, s:I}", "index", gpus[i], "name",
                                               info.name, "memory_mb", (json_int_t)info.memory_mb));
     }
-    json_t *body = json_pack("{s:s, s:s, s:o, s:I, s:O}", "name", w->name, "hostname", w->hostname,
-                             "gpus", list, "cpus", (json_int_t)w->slots.cpus, "labels", w->labels);
+    json_t *containers = json_array();
+    for (char **r = w->container_runtimes; r && *r; r++)
+        json_array_append_new(containers, json_string(*r));
+    json_t *body = json_pack("{s:s, s:s, s:o, s:I, s:O, s:o, s:o}", "name", w->name, "hostname",
+                             w->hostname, "gpus", list, "cpus", (json_int_t)w->slots.cpus, "labels",
+                             w->labels, "environments", envs_names_json(&w->envs), "containers",
+                             containers);
     ClientCall call = {.retry = true,
                        .cancel = register_cancel,
                        .cancel_arg = w,
                        .what = "register"};
     ClientReply reply;
     int rc = client_post(c, "/api/v1/workers", body, &call, &reply);
+    if (rc == 0 && setup_register_refused(w, body, &reply)) {
+        client_reply_clear(&reply);
+        rc = client_post(c, "/api/v1/workers", body, &call, &reply);
+    }
     json_decref(body);
     client_free(c);
     if (rc != 0) {
@@ -468,8 +467,10 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     static json_t *labels; /* static: still reachable on the early exits below */
+    static Repeated repeated;
     labels = json_object();
-    if (labels == NULL || take_labels(&argc, argv, labels) != 0)
+    if (labels == NULL ||
+        setup_take_repeated(&argc, argv, options, O__COUNT, repeatable, &repeated) != 0)
         return 2;
     int parsed = options_parse("rung-worker", options, O__COUNT, argc, argv);
     if (parsed == 1) {
@@ -539,6 +540,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "rung-worker: cannot initialize locks\n");
         return 1;
     }
+    envs_init(&w.envs);
+    if (setup_labels_envs(&w, labels, &repeated) != 0)
+        return 2;
     w.server = server;
     w.token = token && token[0] ? token : NULL;
     w.once = options[O_ONCE].value != NULL;
@@ -605,6 +609,9 @@ int main(int argc, char **argv)
     }
     if (setup_workdir(&w, options[O_WORKDIR].value) != 0)
         return 1;
+    setup_cache(&w, options[O_CACHE_DIR].value, options[O_CACHE_MB].ival,
+                options[O_PIP_INDEX].value);
+    trialcode_sweep(w.workdir);
     char gpu_text[SLOTS_MAX_GPUS * 8] = "";
     for (int i = 0, o = 0; i < n_gpus; i++)
         o += snprintf(gpu_text + o, sizeof gpu_text - (size_t)o, "%s%d", i ? "," : "", gpus[i]);

@@ -56,7 +56,13 @@ typedef struct TrialHooks {
     const char *hostname; /* for the logs' header */
     const char *workdir;  /* trial folders in <workdir>/trials/<id> */
     const char *exe_dir;  /* the folder of rung-worker, where rung-train lives */
-    void *ctx;            /* passed to each call (the WorkerState) */
+    /* A team's code (trial_code.h): the cache of working directories and
+     * virtualenvs (NULL: none could be made), the environments, and
+     * --pip-index (NULL: offline). */
+    struct BlobCache *cache;
+    struct Envs *envs;
+    const char *pip_index;
+    void *ctx; /* passed to each call (the WorkerState) */
     /* Whether a hard stop's delivery deadline passed: give up sending.
      * Lock-free: curl's progress callbacks call it. */
     bool (*gave_up)(void *ctx);

@@ -21,6 +21,7 @@
 #include "reportline.h"
 #include "tail.h"
 #include "trial.h"
+#include "trial_code.h"
 #include "trial_internal.h"
 #include "trialdir.h"
 #include "warnings.h"
@@ -57,6 +58,7 @@ typedef struct Sup {
     const char *cwd;  /* borrowed from the trainable */
     double timeout_s; /* 0 = none */
     bool said_rank;   /* a gang's node > 0: its first report line was logged */
+    TrialCode code;   /* its working directory, environment, virtualenv (trial_code.h) */
 } Sup;
 
 static void write_log(Sup *s, int fd, const char *data, size_t n)
@@ -281,6 +283,9 @@ static int prepare(Sup *s, char *why, size_t why_size)
                  type ? type : "(none)");
         return -1;
     }
+    /* The team's code: environment, working directory, requirements. */
+    if (trialcode_prepare(t, &s->code, s->err_log, why, why_size) != 0)
+        return -1;
     if (builtin) {
         /* The built-in trainer is a program beside this one (docs/architecture.md). */
         char exe[PATH_MAX + 16];
@@ -315,6 +320,8 @@ static int prepare(Sup *s, char *why, size_t why_size)
             }
             s->cwd = json_string_value(cwd);
         }
+        if (s->code.tree[0] != '\0') /* trainable.cwd is inside the tree */
+            s->cwd = s->code.cwd;
         const json_t *timeout = json_object_get(tr, "timeout_s");
         if (json_is_number(timeout) && json_number_value(timeout) > 0)
             s->timeout_s = json_number_value(timeout);
@@ -361,6 +368,11 @@ static int prepare(Sup *s, char *why, size_t why_size)
     }
     bool config_ok = config != NULL;
     free(config);
+    /* A bare python becomes the environment's; rung on PYTHONPATH. */
+    if (!builtin && env_ok && trialcode_apply(t, &s->code, s->argv, &env, why, why_size) != 0) {
+        env_close(&env);
+        return -1;
+    }
     s->envp = env_take(&env);
     env_close(&env);
     if (!env_ok) {
@@ -530,6 +542,7 @@ static void *supervise(void *arg)
 {
     WTrial *t = arg;
     Sup s = {.t = t, .out_log = -1, .err_log = -1, .dir_fd = -1, .next_step = t->resume_step + 1};
+    trialcode_init(&s.code);
     tail_init(&s.tail);
     char why[TRIAL_WHY_MAX];
     snprintf(why, sizeof why, "%s", t->prefail);
@@ -582,7 +595,9 @@ static void *supervise(void *arg)
     }
 
     /* The process is gone: its GPUs and CPUs may take the next trial while
-     * its last reports and the finish are still on their way. */
+     * its last reports and the finish are still on their way. Its copy of
+     * the working directory goes with it. */
+    trialcode_end(&s.code);
     t->hooks->released(t->hooks->ctx, t);
     bool completed = false;
     char *error = NULL;

@@ -473,6 +473,9 @@ void *worker_lease_main(void *arg)
                                   .hostname = w->hostname,
                                   .workdir = w->workdir,
                                   .exe_dir = w->exe_dir,
+                                  .cache = w->cache_ok ? &w->cache : NULL,
+                                  .envs = &w->envs,
+                                  .pip_index = w->pip_index,
                                   .ctx = w,
                                   .gave_up = hook_gave_up,
                                   .older_running = hook_older_running,
@@ -534,6 +537,13 @@ void *worker_lease_main(void *arg)
             json_object_set_new(body, "advertise_addr", json_string(w->advertise_addr));
             json_object_set_new(body, "port", json_integer(port));
         }
+        /* A full cache disk: no trial that needs a download (blobcache.h). */
+        int64_t cache_free;
+        bool cache_full = !w->cache_ok;
+        if (w->cache_ok)
+            blobcache_space(&w->cache, &cache_free, &cache_full);
+        if (cache_full)
+            json_object_set_new(body, "downloads", json_false());
         ClientCall call = {.timeout_ms = wait_s * 1000L + LEASE_SLACK_MS,
                            .retry = true,
                            .cancel = lease_cancel,
@@ -657,6 +667,7 @@ void *worker_heartbeat_main(void *arg)
     snprintf(path, sizeof path, "/api/v1/workers/%" PRId64 "/heartbeat", w->id);
     /* Long enough for a busy daemon, short enough to beat again well within a lease. */
     long timeout_ms = (long)(w->lease_s * 500);
+    bool cache_refused = false; /* rungd said "cache: unknown field" */
     timeout_ms = timeout_ms < 1000 ? 1000 : (timeout_ms > 10000 ? 10000 : timeout_ms);
     int64_t period_ns = (int64_t)(w->heartbeat_s * NS_PER_S);
     long last_status = 200;
@@ -709,12 +720,27 @@ void *worker_heartbeat_main(void *arg)
         if (usage)
             json_object_set_new(body, "gpus", usage);
         gpuwatch_hours_json(w->hours, w->hours_text, body);
+        if (w->cache_ok && !cache_refused) {
+            int64_t free_bytes;
+            bool full;
+            blobcache_space(&w->cache, &free_bytes, &full);
+            json_object_set_new(body, "cache",
+                                json_pack("{s:I, s:b}", "free_bytes", (json_int_t)free_bytes,
+                                          "full", full));
+        }
         ClientCall call = {.timeout_ms = timeout_ms,
                            .cancel = heartbeat_cancel,
                            .cancel_arg = w,
                            .what = "heartbeat"};
         ClientReply reply;
         client_post(c, path, body, &call, &reply);
+        if (reply.status == 400 && strstr(reply.error, "cache: unknown") != NULL) {
+            /* A rungd from before "cache" (blobcache.h): beat without it. */
+            cache_refused = true;
+            json_object_del(body, "cache");
+            client_reply_clear(&reply);
+            client_post(c, path, body, &call, &reply);
+        }
         json_decref(body);
         if (reply.status == 200) {
             if (last_status != 200)

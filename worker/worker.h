@@ -35,6 +35,8 @@
 
 #include <jansson.h>
 
+#include "blobcache.h"
+#include "envs.h"
 #include "gang.h"
 #include "gpus.h"
 #include "gpuwatch.h"
@@ -80,6 +82,16 @@ typedef struct WorkerState {
     /* pbt: uploads of trial folders rungd asks for in heartbeat replies
      * (ckptxfer.h), on their own thread; NULL when it could not start. */
     struct Uploader *uploader;
+    /* A team's code (trial_code.h): --env's environments, the cache of
+     * working directories and virtualenvs (--cache-dir, --cache-mb; unused
+     * when cache_ok is false), --pip-index (NULL: offline), and the
+     * container runtimes offered (--container-runtime, or those found in
+     * PATH) with --container-arg and --container-run-arg (NULL-terminated). */
+    Envs envs;
+    BlobCache cache;
+    bool cache_ok;
+    const char *pip_index;
+    char **container_runtimes, **container_args, **container_run_args;
     /* What each trial is lent (trial.h): filled by the lease thread before
      * its first request. */
     TrialHooks trial_hooks;

@@ -244,6 +244,10 @@ class Packages(unittest.TestCase):
         want["rung"].update("usr/lib/python3/dist-packages/rung/" + rel
                             for rel in files_under(os.path.join(src, "python", "rung"))
                             if rel.endswith(".py") and "__pycache__" not in rel)
+        # The worker's own copy, put on trials' PYTHONPATH (worker/envs.h).
+        want["rung-worker"].update("usr/share/rung-worker/python/rung/" + rel
+                                   for rel in files_under(os.path.join(src, "python", "rung"))
+                                   if rel.endswith(".py") and "__pycache__" not in rel)
         if ARGS.cuda_module:
             want["rung-worker"].add("usr/%s/rung/librung-train-cuda.so" % ARGS.libdir)
         return want
