@@ -11,7 +11,9 @@
  * thread packs the folder rungd asks for, does not queue a pair that is in
  * flight, skips a missing folder, leaves nothing in uploads/, and is
  * canceled promptly while a request hangs; a lease reply's checkpoint_from
- * as wtrial_new reads it. */
+ * as wtrial_new reads it; the cache of working directories (blobcache.h)
+ * downloads a blob once, refuses one whose hash differs, quotes rungd's
+ * 404 and removes the least recently used blob that is not held. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +23,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -38,6 +41,7 @@
 
 #include <curl/curl.h>
 
+#include "blobcache.h"
 #include "ckpt.h"
 #include "ckptxfer.h"
 #include "client.h"
@@ -841,6 +845,108 @@ static void test_checkpoint_from(void **state)
     json_decref(o);
 }
 
+/* ---- the cache of working directories (blobcache.h) ---- */
+
+/* A blob is downloaded once, its hash checked; a second get is served
+ * from the cache without a request; a body that hashes to another value
+ * is refused and nothing kept; rungd's 404 is quoted; the least recently
+ * used blob goes first when the cache is over its bound, never a held
+ * one. */
+static void test_blobcache(void **state)
+{
+    (void)state;
+    char dir[PATH_MAX], tar[PATH_MAX], why[1024];
+    path_of(dir, root, "cache");
+    BlobCache bc;
+    assert_int_equal(blobcache_open(&bc, dir, 150 * 1024, why, sizeof why), 0);
+    assert_false(exists(dir)); /* made at the first use */
+    int64_t free_bytes;
+    bool full;
+    blobcache_space(&bc, &free_bytes, &full);
+    assert_true(free_bytes > 0);
+
+    size_t n = 100 * 1024;
+    char *a = pattern(n, 11), *b = pattern(n, 12);
+    char sha_a[65], sha_b[65], p[PATH_MAX];
+    path_of(p, root, "a.bin");
+    write_bytes(p, a, n);
+    assert_int_equal(ckpt_sha256_file(p, sha_a, NULL), 0);
+    write_bytes(p, b, n);
+    assert_int_equal(ckpt_sha256_file(p, sha_b, NULL), 0);
+    unlink(p);
+
+    Client *c = client_new(base_url, NULL);
+    ClientCall call = {.retry = true, .max_retries = 1};
+    Answer ans_a = {200, "application/x-tar", a, n};
+    server_script(1, &ans_a);
+    int hold = -1;
+    bool downloaded = false;
+    assert_int_equal(blobcache_get(&bc, c, sha_a, &call, tar, &hold, &downloaded, why, sizeof why),
+                     0);
+    assert_true(downloaded);
+    assert_int_equal(server_requests(), 1);
+    char want[PATH_MAX];
+    snprintf(want, sizeof want, "/api/v1/blobs/%s", sha_a);
+    assert_string_equal(srv.path, want);
+    size_t got_n;
+    char *got = read_all(tar, &got_n);
+    assert_int_equal(got_n, n);
+    assert_memory_equal(got, a, n);
+    free(got);
+    close(hold);
+    /* Again: from the cache. */
+    server_script(1, &ans_a);
+    assert_int_equal(blobcache_get(&bc, c, sha_a, &call, tar, &hold, &downloaded, why, sizeof why),
+                     0);
+    assert_false(downloaded);
+    assert_int_equal(server_requests(), 0);
+    close(hold);
+
+    /* b's name, a's bytes: refused, nothing kept. */
+    server_script(1, &ans_a);
+    assert_int_equal(blobcache_get(&bc, c, sha_b, &call, tar, &hold, &downloaded, why, sizeof why),
+                     -1);
+    assert_non_null(strstr(why, sha_b));
+    assert_non_null(strstr(why, sha_a));
+    assert_int_equal(count_entries(bc.blobs), 3); /* a.tar, a.lock, b.lock */
+
+    Answer absent = {404, "application/json",
+                     "{\"error\": {\"code\": \"not_found\", \"message\": \"no such blob\"}}", 0};
+    server_script(1, &absent);
+    assert_int_equal(blobcache_get(&bc, c, sha_b, &call, tar, &hold, &downloaded, why, sizeof why),
+                     -1);
+    assert_non_null(strstr(why, "does not hold"));
+    assert_non_null(strstr(why, "no such blob"));
+
+    /* b fits only if a goes (150 KiB): a, not held, is removed. */
+    Answer ans_b = {200, "application/x-tar", b, n};
+    server_script(1, &ans_b);
+    char path_a[PATH_MAX + 80];
+    snprintf(path_a, sizeof path_a, "%s/%s.tar", bc.blobs, sha_a);
+    struct timespec old[2] = {{.tv_sec = 1000}, {.tv_sec = 1000}};
+    assert_int_equal(utimensat(AT_FDCWD, path_a, old, 0), 0);
+    assert_int_equal(blobcache_get(&bc, c, sha_b, &call, tar, &hold, &downloaded, why, sizeof why),
+                     0);
+    assert_false(exists(path_a));
+    assert_true(exists(tar));
+    /* b held: a downloaded again cannot push it out; a stays too (just
+     * used), over the bound until b is let go. */
+    server_script(1, &ans_a);
+    int hold_a;
+    char tar_a[PATH_MAX];
+    assert_int_equal(blobcache_get(&bc, c, sha_a, &call, tar_a, &hold_a, &downloaded, why,
+                                   sizeof why),
+                     0);
+    assert_true(exists(tar));
+    close(hold);
+    close(hold_a);
+    blobcache_evict(&bc);
+    assert_true(exists(tar) != exists(tar_a)); /* one of them went */
+    client_free(c);
+    free(a);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -850,6 +956,7 @@ int main(void)
         cmocka_unit_test(test_download_checks_the_hash),
         cmocka_unit_test(test_uploader),
         cmocka_unit_test(test_checkpoint_from),
+        cmocka_unit_test(test_blobcache),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,4 +1,5 @@
-/* Unit tests of worker/: argv substitution, the layered environment, gangs
+/* Unit tests of worker/: --env's environments (envs.h), argv substitution,
+ * the layered environment, gangs
  * (a lease reply's gang, its environment and argv placeholders, addresses
  * and port ranges; the route to a loopback server and held ports on real
  * sockets), labels, a trial's warnings, which trial folders --keep-trials
@@ -25,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "envs.h"
 #include "advertise.h"
 #include "argv.h"
 #include "backoff.h"
@@ -1400,9 +1402,48 @@ static void test_gpuwatch_host(void **state)
     gpuwatch_free(gw);
 }
 
+/* --env: NAME=PATH pairs, one or several to a value; names checked as
+ * rungd checks trainable.environment; a program found in PATH; a name
+ * given twice, a missing program, a malformed pair refused, naming it. */
+static void test_envs(void **state)
+{
+    (void)state;
+    static Envs envs; /* large: not on the stack */
+    envs_init(&envs);
+    char why[512];
+    assert_int_equal(envs_add(&envs, "", why, sizeof why), 0);
+    assert_int_equal(envs.n, 0);
+    assert_int_equal(envs_add(&envs, "base=/bin/sh  torch2.1=sh", why, sizeof why), 0);
+    assert_int_equal(envs.n, 2);
+    assert_non_null(envs_path(&envs, "base"));
+    assert_non_null(strstr(envs_path(&envs, "torch2.1"), "/sh"));
+    assert_null(envs_path(&envs, "nope"));
+    json_t *names = envs_names_json(&envs);
+    char *text = json_dumps(names, JSON_COMPACT);
+    assert_string_equal(text, "[\"base\",\"torch2.1\"]");
+    free(text);
+    json_decref(names);
+    assert_int_equal(envs_add(&envs, "base=/bin/sh", why, sizeof why), -1);
+    assert_non_null(strstr(why, "'base' is given twice"));
+    assert_int_equal(envs_add(&envs, "-x=/bin/sh", why, sizeof why), -1);
+    assert_non_null(strstr(why, "'-x'"));
+    assert_int_equal(envs_add(&envs, "gone=/nonexistent/python", why, sizeof why), -1);
+    assert_non_null(strstr(why, "/nonexistent/python is not an executable"));
+    assert_int_equal(envs_add(&envs, "justname", why, sizeof why), -1);
+    assert_non_null(strstr(why, "NAME=PATH"));
+    assert_true(envs_name_valid("a"));
+    assert_false(envs_name_valid("a b"));
+    assert_false(envs_name_valid(".a"));
+    assert_true(envs_is_bare_python("python3"));
+    assert_true(envs_is_bare_python("python"));
+    assert_false(envs_is_bare_python("/usr/bin/python3"));
+    assert_false(envs_is_bare_python("python3.11"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_envs),
         cmocka_unit_test(test_argv_value_types),
         cmocka_unit_test(test_argv_real_round_trips),
         cmocka_unit_test(test_argv_subst),
