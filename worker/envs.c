@@ -48,7 +48,14 @@ bool envs_name_valid(const char *name)
 int envs_find_program(const char *path, char *out)
 {
     if (strchr(path, '/') != NULL) {
-        if (realpath(path, out) == NULL && snprintf(out, PATH_MAX, "%s", path) >= PATH_MAX)
+        /* Made absolute, but not resolved: a virtualenv's bin/python is a
+         * link to its base interpreter, and only its own path finds the
+         * virtualenv's pyvenv.cfg. */
+        char cwd[PATH_MAX];
+        if (path[0] != '/' && getcwd(cwd, sizeof cwd) == NULL)
+            return -1;
+        if (snprintf(out, PATH_MAX, "%s%s%s", path[0] == '/' ? "" : cwd, path[0] == '/' ? "" : "/",
+                     path) >= PATH_MAX)
             return -1;
         return access(out, X_OK) == 0 ? 0 : -1;
     }
@@ -301,6 +308,32 @@ static void say(int log_fd, const char *fmt, ...)
     }
 }
 
+/* The environment's own packages, for a virtualenv made from it: its
+ * site-packages folders, listed in a .pth file of the virtualenv's (after
+ * the virtualenv's own, so that requirements win). --system-site-packages
+ * alone is not enough when the environment is itself a virtualenv (a
+ * conda env, /opt/venvs/torch/bin/python): the new one would see the base
+ * interpreter's packages, not the environment's. */
+static int link_sites(const char *dir, const char *interp, const char *python, const char *tree,
+                      int out)
+{
+    char sites[PATH_MAX + 32];
+    snprintf(sites, sizeof sites, "%s/.rung-env-sites", dir);
+    char *list[] = {(char *)interp, "-c",
+                    "import site, sys; open(sys.argv[1], 'w').write("
+                    "'\\n'.join(site.getsitepackages()) + '\\n')",
+                    sites, NULL};
+    char *pth[] = {(char *)python, "-c",
+                   "import sys, sysconfig; p = sysconfig.get_paths()['purelib']; "
+                   "open(p + '/_rung_environment.pth', 'w').write(open(sys.argv[1]).read())",
+                   sites, NULL};
+    int st = run(list, tree, out, PROBE_TIMEOUT_S);
+    if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return -1;
+    st = run(pth, tree, out, PROBE_TIMEOUT_S);
+    return st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
 /* Makes the virtualenv at dir and installs req into it; -1 with why. */
 static int build(const char *dir, const char *interp, const char *req, const char *tree,
                  const char *pip_index, const char *log_path, char *why, size_t why_size)
@@ -324,6 +357,8 @@ static int build(const char *dir, const char *interp, const char *req, const cha
     } else if ((st = run(probe, tree, out, 0), !WIFEXITED(st) || WEXITSTATUS(st) != 0) &&
                (st = run(ensure, tree, out, 0), !WIFEXITED(st) || WEXITSTATUS(st) != 0)) {
         rung_why(why, why_size, "the environment %s has no pip, and ensurepip failed", interp);
+    } else if (link_sites(dir, interp, python, tree, out) != 0) {
+        rung_why(why, why_size, "cannot give the virtualenv the packages of %s", interp);
     } else {
         char wheels[PATH_MAX + 16];
         snprintf(wheels, sizeof wheels, "%s/wheels", tree);

@@ -10,8 +10,9 @@
  *
  * requirements.txt: a virtualenv per (environment, SHA-256 of the file),
  * under <cache>/venvs/<environment>-<first 16 hex digits>, made with the
- * environment's interpreter (--system-site-packages, so what the
- * environment holds, torch say, stays importable) and filled by pip: from
+ * environment's interpreter, seeing the environment's site-packages after
+ * its own (a .pth file: what the environment holds, torch say, stays
+ * importable, also when it is a virtualenv itself) and filled by pip: from
  * --pip-index when given, else offline from the wheels in the working
  * directory (--no-index --find-links <tree>). Built once, under an
  * exclusive flock of <key>.lock (two trials, or two workers sharing the
