@@ -25,6 +25,7 @@
     X(PAYLOAD_TOO_LARGE, "payload_too_large", 413)                                                 \
     X(UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", 415)                                       \
     X(INTERNAL, "internal", 500)                                                                   \
+    X(INSUFFICIENT_STORAGE, "insufficient_storage", 507)                                           \
     X(UNAVAILABLE, "unavailable", 503)
 
 enum {

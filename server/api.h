@@ -37,6 +37,15 @@ void api_checkpoint_put(Engine *e, Job *job);
  * says why (403 forbidden, 409 conflict, 400 for a bad query argument). */
 int api_checkpoint_admit(Engine *e, const Job *job, RungError *err);
 void api_checkpoint_get(Engine *e, Job *job);
+/* A working directory's blob (docs/api.md, "Blobs"): its upload's head
+ * (the quota), the upload, and the download (GET and HEAD). */
+int api_blob_admit(Engine *e, const Job *job, RungError *err);
+void api_blob_put(Engine *e, Job *job);
+void api_blob_get(Engine *e, Job *job);
+/* Removes the blobs no experiment refers to, past their grace (blobs.h):
+ * on the engine thread, or with core and store before the engine runs. */
+void api_blob_sweep(Engine *e);
+void api_blob_sweep_now(const Core *core, Store *store, const char *data_dir, int64_t now_ms);
 void api_worker_register(Engine *e, Job *job);
 void api_worker_list(Engine *e, Job *job);
 void api_worker_lease(Engine *e, Job *job);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blobs.h"
 #include "rank.h"
 #include "store_read.h"
 #include "views.h"
@@ -43,6 +44,17 @@ void api_experiment_create(Engine *e, Job *job)
     rung_error_clear(&err);
     Spec spec;
     if (spec_parse(job->body, engine_seed(), &spec, &err) != 0) {
+        api_fail(job, &err);
+        return;
+    }
+    /* A working directory is uploaded before the experiment that runs it. */
+    if (spec.working_dir[0] != '\0' &&
+        !blobs_held(engine_config(e)->data_dir, spec.working_dir, NULL)) {
+        rung_error_set(&err, RUNG_E_INVALID_SPEC, "trainable.working_dir",
+                       "trainable.working_dir: rungd holds no blob sha256:%s: upload it first "
+                       "(PUT /api/v1/blobs/%s; the rung clients do)",
+                       spec.working_dir, spec.working_dir);
+        spec_close(&spec);
         api_fail(job, &err);
         return;
     }
@@ -277,6 +289,7 @@ void api_experiment_delete(Engine *e, Job *job)
         return;
     }
     core_forget_deleted(core, state, counts);
+    api_blob_sweep(e); /* its working directory, when nothing else runs it (blobs.h) */
     int64_t n = 0;
     for (int k = 0; k < TRIAL__COUNT; k++)
         n += counts[k];

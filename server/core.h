@@ -483,6 +483,10 @@ int core_stop_trial(Core *core, Trial *t, int64_t now, RungError *err);
 int core_retry_failed(Core *core, Experiment *exp, int64_t now, int64_t *n, RungError *err);
 /* Whether a running or paused experiment warm-starts from exp_id. */
 bool core_warm_source_in_use(const Core *core, int64_t exp_id);
+/* Whether an experiment in memory names the blob sha256_hex (64 lowercase
+ * hex digits) as its trainable.working_dir (blobs.h; ended experiments are
+ * the store's: store_read_blob_referenced). */
+bool core_blob_referenced(const Core *core, const char *sha256_hex);
 /* After the store deleted an ended experiment that is not in memory:
  * takes its trials (counts by state) and itself out of the totals. */
 void core_forget_deleted(Core *core, ExpState state, const int64_t trial_counts[TRIAL__COUNT]);

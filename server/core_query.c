@@ -27,6 +27,14 @@ bool core_warm_source_in_use(const Core *core, int64_t exp_id)
     return false;
 }
 
+bool core_blob_referenced(const Core *core, const char *sha256_hex)
+{
+    for (int64_t i = 0; i < core->n_exps; i++)
+        if (strcmp(core->exps[i]->spec.working_dir, sha256_hex) == 0)
+            return true;
+    return false;
+}
+
 int64_t core_n_experiments(const Core *core)
 {
     return core->n_exps;

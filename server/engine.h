@@ -29,9 +29,11 @@ typedef void (*JobFn)(Engine *e, Job *job);
 struct Job {
     /* Request, set by the HTTP layer; borrowed by the engine. */
     JobFn fn;
-    int64_t ids[2]; /* the {id}s of the path, in order */
-    json_t *body;   /* parsed JSON body, or NULL */
-    json_t *query;  /* query arguments: an object of strings */
+    int64_t ids[2];     /* the {id}s of the path, in order */
+    char sha256[65];    /* the {sha256} of the path (lowercase), or "" */
+    int64_t raw_length; /* a raw body's Content-Length (HttpRoute.raw_admit) */
+    json_t *body;       /* parsed JSON body, or NULL */
+    json_t *query;      /* query arguments: an object of strings */
     /* Reply, set by the handler. */
     int status;    /* HTTP status */
     json_t *reply; /* new reference, or NULL */
@@ -64,6 +66,7 @@ typedef struct EngineConfig {
     int64_t heartbeat_ms;      /* what workers are told to use: several per lease */
     int64_t forget_workers_ms; /* gone workers leave listings after this (--forget-workers-s) */
     const char *data_dir;      /* rungd's data folder (checkpoints/ for pbt's copies) */
+    int64_t blob_quota;        /* bytes all blobs may hold (--blob-quota-mb; blobs.h) */
 } EngineConfig;
 
 /* The network front the loop drives (http.c provides one). The engine

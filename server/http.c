@@ -28,6 +28,7 @@
  * http_static.c, and the replies the front writes itself http_reply.c. */
 #include "http_internal.h"
 
+#include <ctype.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
@@ -46,11 +47,22 @@
 #include "ct.h"
 
 /* Matches url against pattern, collecting {id}s. */
-static bool match(const char *pattern, const char *url, int64_t ids[MAX_IDS])
+static bool match(const char *pattern, const char *url, int64_t ids[MAX_IDS], char sha[65])
 {
     int n = 0;
     const char *p = pattern, *u = url;
     while (*p && *u) {
+        if (strncmp(p, "{sha256}", 8) == 0) { /* 64 hex digits, kept lowercase */
+            int k = 0;
+            for (; k < 64 && isxdigit((unsigned char)u[k]); k++)
+                sha[k] = (char)tolower((unsigned char)u[k]);
+            if (k != 64 || (u[64] != '/' && u[64] != '\0'))
+                return false;
+            sha[64] = '\0';
+            u += 64;
+            p += 8;
+            continue;
+        }
         if (strncmp(p, "{id}", 4) == 0) {
             int64_t v = 0;
             int digits = 0;
@@ -163,9 +175,10 @@ static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *re
     bool found_path = false;
     const HttpRoute *route = NULL;
     int64_t ids[MAX_IDS] = {0, 0};
+    char sha[65] = "";
     for (size_t i = 0; i < h->n_routes && route == NULL; i++) {
         const HttpRoute *r = &h->routes[i];
-        if (!match(r->pattern, url, ids))
+        if (!match(r->pattern, url, ids, sha))
             continue;
         found_path = true;
         if (strcmp(r->method, method) == 0 ||
@@ -185,7 +198,7 @@ static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *re
     }
     const char *length = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
-    size_t limit = route->raw_admit ? h->max_checkpoint : h->max_body;
+    size_t limit = !route->raw_admit ? h->max_body : route->blob ? h->max_blob : h->max_checkpoint;
     if (length && strtoull(length, NULL, 10) > limit) {
         /* Refused before reading it: MHD closes the connection after this. */
         char msg[96];
@@ -195,12 +208,15 @@ static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *re
     const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                    MHD_HTTP_HEADER_CONTENT_TYPE);
     if (route->raw_admit &&
-        (type == NULL || strncasecmp(type, "application/octet-stream", 24) != 0))
+        (type == NULL || (strncasecmp(type, "application/octet-stream", 24) != 0 &&
+                          strncasecmp(type, "application/x-tar", 17) != 0)))
         return http_send_error(c, RUNG_E_UNSUPPORTED_MEDIA_TYPE, "",
-                               "send the bytes with Content-Type: application/octet-stream");
+                               "send the bytes with Content-Type: application/octet-stream "
+                               "(or application/x-tar)");
     if (route->raw_admit) {
         /* Its ids and query now: the route's raw_admit reads them. */
         memcpy(req->job.ids, ids, sizeof req->job.ids);
+        memcpy(req->job.sha256, sha, sizeof req->job.sha256);
         req->job.query = json_object();
         MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, req->job.query);
         enum MHD_Result rc;
@@ -213,6 +229,7 @@ static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *re
     /* Only now: a request with a route set goes to the engine once its body is in. */
     req->route = route;
     memcpy(req->ids, ids, sizeof ids);
+    memcpy(req->job.sha256, sha, sizeof req->job.sha256);
     return MHD_YES;
 }
 
@@ -351,7 +368,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (req->too_large) {
         char msg[96];
         snprintf(msg, sizeof msg, "body larger than %zu bytes",
-                 req->route->raw_admit ? h->max_checkpoint : h->max_body);
+                 !req->route->raw_admit ? h->max_body
+                 : req->route->blob     ? h->max_blob
+                                        : h->max_checkpoint);
         return http_send_error(c, RUNG_E_PAYLOAD_TOO_LARGE, "", msg);
     }
     if (req->answered)
@@ -501,6 +520,7 @@ int http_start(const HttpConfig *cfg, Engine *engine, Stats *stats, Http **out, 
     h->n_routes = cfg->n_routes;
     h->max_body = cfg->max_body;
     h->max_checkpoint = cfg->max_checkpoint;
+    h->max_blob = cfg->max_blob;
     size_t dlen = strlen(cfg->data_dir ? cfg->data_dir : ".") + sizeof "/checkpoints";
     h->upload_dir = malloc(dlen);
     if (h->upload_dir != NULL)

@@ -34,6 +34,7 @@ typedef struct HttpRoute {
      * streamed to a file, and this checks its head first. */
     HttpAdmitFn raw_admit;
     bool report; /* its latency is also rung_report_duration_seconds' */
+    bool blob;   /* a raw body bounded by HttpConfig.max_blob, not max_checkpoint */
 } HttpRoute;
 
 typedef struct HttpConfig {
@@ -45,6 +46,7 @@ typedef struct HttpConfig {
     size_t max_body;         /* bytes; larger bodies get 413 */
     const char *data_dir;    /* rungd's data folder: checkpoint uploads go to its checkpoints/ */
     size_t max_checkpoint;   /* bytes of an uploaded checkpoint; larger get 413 */
+    size_t max_blob;         /* bytes of an uploaded blob (HttpRoute.blob); larger get 413 */
     const HttpRoute *routes; /* borrowed; /healthz is answered outside it */
     size_t n_routes;
 } HttpConfig;

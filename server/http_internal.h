@@ -106,6 +106,7 @@ struct Http {
     size_t max_body;
     char *upload_dir;       /* where raw bodies are written as they arrive */
     size_t max_checkpoint;  /* bytes of a raw body */
+    size_t max_blob;        /* bytes of a blob's raw body (HttpRoute.blob) */
     uint64_t raw_in_flight; /* bytes the raw bodies let in and not completed declared */
     int listen_fd;
     int epfd;           /* the listen socket, MHD's epoll fd, connections we watch */
@@ -144,6 +145,12 @@ typedef struct Request {
     int64_t raw_t0_ms;     /* when it was let in (monotonic) */
     bool raw_cut;          /* cut by its deadline: later pieces are refused */
 } Request;
+
+/* The largest raw body any route takes. */
+static inline size_t http_max_raw(const Http *h)
+{
+    return h->max_blob > h->max_checkpoint ? h->max_blob : h->max_checkpoint;
+}
 
 static inline int64_t mono_ms(void)
 {

@@ -249,7 +249,8 @@ static int read_head(const char *buf, size_t n, size_t max_body, size_t max_raw,
             return refusal(hd, 400, RUNG_E_INVALID_ARGUMENT, "malformed method");
     const char *target = sp1 + 1;
     size_t target_len = (size_t)(sp2 - target);
-    /* PUT is only the checkpoint upload's, whose body may be larger. */
+    /* PUT is only the raw uploads' (a checkpoint, a blob), whose bodies may
+     * be larger: the route's own limit is checked once it is known. */
     if (sp1 - req == 3 && strncmp(req, "PUT", 3) == 0)
         max_body = max_raw;
     if (target_len > TARGET_MAX)
@@ -355,7 +356,7 @@ void http_screen(Http *h, Conn *c, uint32_t events)
         c->deadline_ms = mono_ms() + REQUEST_TIMEOUT_MS;
     }
     Head hd;
-    int status = read_head(buf, (size_t)n, h->max_body, h->max_checkpoint, &hd);
+    int status = read_head(buf, (size_t)n, h->max_body, http_max_raw(h), &hd);
     if (status == 1) {
         if (ended)
             http_conn_end(h, c);

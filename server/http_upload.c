@@ -42,13 +42,14 @@ bool http_raw_admit(Http *h, struct MHD_Connection *c, Request *req, const HttpR
         return false;
     }
     uint64_t declared = strtoull(length, NULL, 10); /* digits: the screen checked them */
+    req->job.raw_length = (int64_t)declared;
     RungError err;
     rung_error_clear(&err);
     if (route->raw_admit(h->engine, &req->job, &err) != 0) {
         *rc = http_send_error(c, err.code, err.field, err.message);
         return false;
     }
-    uint64_t cap = RAW_IN_FLIGHT_MAXES * (uint64_t)h->max_checkpoint;
+    uint64_t cap = RAW_IN_FLIGHT_MAXES * (uint64_t)http_max_raw(h);
     if (h->raw_in_flight + declared > cap) {
         snprintf(msg, sizeof msg,
                  "uploads in flight hold %llu of their %llu bytes already: retry later",
@@ -83,15 +84,16 @@ bool http_raw_admit(Http *h, struct MHD_Connection *c, Request *req, const HttpR
 }
 
 /* One more piece of a raw body: into the file (made at the first piece)
- * and the hash. A body past max_checkpoint is dropped (413 at the end). An
- * upload's deadline moves on with its bytes, at the minimum rate: one
- * slower on average since it was let in than RAW_MIN_RATE (after
- * RAW_GRACE_MS) is cut, however long it keeps sending. */
+ * and the hash. A body past its route's limit (max_checkpoint, max_blob) is dropped (413 at the
+ * end). An upload's deadline moves on with its bytes, at the minimum rate: one slower on average
+ * since it was let in than RAW_MIN_RATE (after RAW_GRACE_MS) is cut, however long it keeps sending.
+ */
 int http_raw_chunk(Http *h, Request *req, const char *data, size_t n)
 {
     if (req->raw_cut)
         return -1; /* bytes MHD had read before the cut: no new file */
-    if (req->len + n > h->max_checkpoint) {
+    size_t limit = req->route != NULL && req->route->blob ? h->max_blob : h->max_checkpoint;
+    if (req->len + n > limit) {
         req->too_large = true;
         http_raw_discard(req);
         return 0;

@@ -60,6 +60,8 @@ enum {
     O_FORGET_WORKERS_S,
     O_DATA_DIR,
     O_MAX_CHECKPOINT_MB,
+    O_MAX_BLOB_MB,
+    O_BLOB_QUOTA_MB,
     O_INIT,
     O_CHECK,
     O__COUNT
@@ -89,6 +91,10 @@ static Option options[O__COUNT] = {
                     "folder for pbt's checkpoint copies (default: the database's folder)"},
     [O_MAX_CHECKPOINT_MB] = {"max-checkpoint-mb", OPT_INT, NULL, 1024, 1, 1048576,
                              "largest checkpoint a worker may upload, in MiB"},
+    [O_MAX_BLOB_MB] = {"max-blob-mb", OPT_INT, NULL, 1024, 1, 1048576,
+                       "largest working directory (blob) a client may upload, in MiB"},
+    [O_BLOB_QUOTA_MB] = {"blob-quota-mb", OPT_INT, NULL, 20480, 1, 1LL << 30,
+                         "MiB all blobs together may take in the data folder"},
     [O_INIT] = {"init", OPT_FLAG, NULL, 0, 0, 0,
                 "create the database where an earlier one is missing, or use one that an earlier "
                 "run stopped using (--db's .fault); a first start needs no --init"},
@@ -281,7 +287,10 @@ int main(int argc, char **argv)
     EngineConfig ecfg = {.lease_ms = lease_ms,
                          .heartbeat_ms = lease_ms / 6,
                          .forget_workers_ms = options[O_FORGET_WORKERS_S].ival * 1000,
-                         .data_dir = data_dir};
+                         .data_dir = data_dir,
+                         .blob_quota = options[O_BLOB_QUOTA_MB].ival << 20};
+    /* Working directories no experiment refers to any more (blobs.h). */
+    api_blob_sweep_now(core, store, data_dir, rung_now_ms());
     Engine *engine = engine_new(store, core, &ecfg, &stats);
     if (engine == NULL) {
         fprintf(stderr, "rungd: cannot start the proposer thread\n");
@@ -295,6 +304,7 @@ int main(int argc, char **argv)
                        .max_body = (size_t)options[O_MAX_BODY].ival,
                        .data_dir = data_dir,
                        .max_checkpoint = (size_t)options[O_MAX_CHECKPOINT_MB].ival << 20,
+                       .max_blob = (size_t)options[O_MAX_BLOB_MB].ival << 20,
                        .routes = api_routes,
                        .n_routes = api_n_routes};
     Http *http;

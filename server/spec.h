@@ -99,6 +99,12 @@ typedef struct Spec {
     int64_t nodes;          /* workers that run each trial together, 1..SPEC_MAX_NODES */
     double gang_wait_s;     /* how long holds wait for a gang to form, 1..SPEC_MAX_GANG_WAIT_S */
     SpecTrainable trainable;
+    /* Where a command trainable's code and interpreter come from (docs/api.md,
+     * "trainable"): each "" when the spec names none. */
+    char working_dir[65];       /* the blob's SHA-256, 64 lowercase hex digits */
+    char environment[65];       /* a name the worker maps to an interpreter */
+    bool container;             /* runs inside trainable.container's image */
+    char container_runtime[16]; /* podman, docker or apptainer; "": any */
     /* Failures that show (docs/api.md, "Top-level fields"). */
     int64_t max_failed_trials; /* the experiment fails after this many failed trials; 0 = never */
     bool best_last;            /* best_scope "last": a trial counts by its last value */

@@ -1,8 +1,11 @@
 /* The experiment spec's "trainable" (docs/api.md, "trainable"): command,
- * builtin or external, and the placeholders of a command's argv. */
+ * builtin or external, the placeholders of a command's argv, and where a
+ * command's code comes from: an uploaded working directory, a named
+ * environment, a container image. */
 #include "spec_internal.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "jsonv.h"
@@ -58,9 +61,145 @@ static int check_placeholders(const char *arg, const char *field, const Space *s
     return 0;
 }
 
-static int parse_command(json_t *t, const Space *space, bool stored, RungError *err)
+/* trainable.environment: a name the workers map to an interpreter
+ * (rung-worker --env NAME=PATH), so that a spec never carries the
+ * submitter's own interpreter path (docs/workers.md, "Running a team's
+ * code"). */
+static int parse_environment(json_t *t, Spec *spec, RungError *err)
 {
-    const char *allowed[] = {"type", "argv", "env", "cwd", "timeout_s", NULL};
+    const char *name = NULL;
+    if (jsonv_string(t, "trainable", "environment", JSONV_OPTIONAL, 64, &name, E, err))
+        return err->code;
+    if (name == NULL)
+        return 0;
+    bool ok = isalnum((unsigned char)name[0]) != 0;
+    for (const char *c = name; ok && *c; c++)
+        ok = isalnum((unsigned char)*c) || *c == '_' || *c == '.' || *c == '-';
+    if (!ok)
+        return rung_error_set(err, E, "trainable.environment",
+                              "trainable.environment: '%.80s' is not a name: 1 to 64 letters, "
+                              "digits, '_', '.' or '-', starting with a letter or digit",
+                              name);
+    snprintf(spec->environment, sizeof spec->environment, "%s", name);
+    return 0;
+}
+
+/* trainable.working_dir: "sha256:<64 hex digits>", a blob uploaded first
+ * (PUT /api/v1/blobs/{sha256}); whether rungd holds it is checked at
+ * submission (api_experiments.c), not here. */
+static int parse_working_dir(json_t *t, Spec *spec, RungError *err)
+{
+    const char *v = NULL;
+    if (jsonv_string(t, "trainable", "working_dir", JSONV_OPTIONAL, 128, &v, E, err))
+        return err->code;
+    if (v == NULL)
+        return 0;
+    bool ok = strncmp(v, "sha256:", 7) == 0 && strlen(v) == 7 + 64;
+    for (const char *c = v + 7; ok && *c; c++)
+        ok = isxdigit((unsigned char)*c) != 0;
+    if (!ok)
+        return rung_error_set(err, E, "trainable.working_dir",
+                              "trainable.working_dir: must be \"sha256:\" and the 64 hex digits "
+                              "of an uploaded blob, not '%.100s' (the rung clients pack and "
+                              "upload a folder for you)",
+                              v);
+    for (int i = 0; i < 64; i++)
+        spec->working_dir[i] = (char)tolower((unsigned char)v[7 + i]);
+    spec->working_dir[64] = '\0';
+    char lower[7 + 65];
+    snprintf(lower, sizeof lower, "sha256:%s", spec->working_dir);
+    json_object_set_new(t, "working_dir", json_string(lower)); /* one spelling, stored */
+    return 0;
+}
+
+/* trainable.cwd inside a working directory: relative, and never above it. */
+static int check_tree_cwd(const char *cwd, RungError *err)
+{
+    bool up = false;
+    for (const char *p = cwd; *p;) {
+        size_t n = strcspn(p, "/");
+        if (n == 2 && p[0] == '.' && p[1] == '.')
+            up = true;
+        p += n;
+        while (*p == '/')
+            p++;
+    }
+    if (cwd[0] == '/' || up)
+        return rung_error_set(err, E, "trainable.cwd",
+                              "trainable.cwd: with a working_dir, a relative path inside it "
+                              "(no leading '/', no '..'), not '%.100s'",
+                              cwd);
+    return 0;
+}
+
+/* A list of at most max strings of at most len bytes, or absent. */
+static int string_list(json_t *c, const char *key, size_t max, size_t len, RungError *err)
+{
+    char field[RUNG_FIELD_MAX];
+    snprintf(field, sizeof field, "trainable.container.%s", key);
+    json_t *a = json_object_get(c, key);
+    if (a == NULL || json_is_null(a))
+        return 0;
+    if (!json_is_array(a) || json_array_size(a) > max)
+        return rung_error_set(err, E, field, "%s: must be an array of at most %zu strings", field,
+                              max);
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v) {
+        if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > len)
+            return rung_error_set(err, E, field, "%s[%zu]: must be a string of 1 to %zu bytes",
+                                  field, i, len);
+        if (strcmp(key, "mounts") == 0) {
+            const char *m = json_string_value(v);
+            const char *colon = strchr(m, ':');
+            const char *mode = colon ? strchr(colon + 1, ':') : NULL;
+            if (colon == NULL || colon == m || colon[1] != '/' ||
+                (mode != NULL && strcmp(mode, ":ro") != 0 && strcmp(mode, ":rw") != 0))
+                return rung_error_set(err, E, field,
+                                      "%s[%zu]: '%.100s' is not SOURCE:/TARGET or "
+                                      "SOURCE:/TARGET:ro",
+                                      field, i, m);
+        }
+    }
+    return 0;
+}
+
+/* trainable.container: the image the worker runs the argv in (docs/api.md,
+ * "trainable"). */
+static int parse_container(json_t *t, Spec *spec, RungError *err)
+{
+    json_t *c = json_object_get(t, "container");
+    if (c == NULL || json_is_null(c))
+        return 0;
+    const char *allowed[] = {"image", "runtime", "mounts", "options", NULL};
+    const char *image = NULL, *runtime = NULL;
+    if (jsonv_object(c, "trainable.container", E, err) ||
+        jsonv_only_keys(c, "trainable.container", allowed, E, err) ||
+        jsonv_string(c, "trainable.container", "image", JSONV_REQUIRED, 512, &image, E, err) ||
+        jsonv_string(c, "trainable.container", "runtime", JSONV_OPTIONAL, 16, &runtime, E, err))
+        return err->code;
+    if (image[0] == '\0')
+        return rung_error_set(err, E, "trainable.container.image",
+                              "trainable.container.image: required, the image to run");
+    if (runtime != NULL && strcmp(runtime, "podman") != 0 && strcmp(runtime, "docker") != 0 &&
+        strcmp(runtime, "apptainer") != 0)
+        return rung_error_set(err, E, "trainable.container.runtime",
+                              "trainable.container.runtime: must be podman, docker or apptainer, "
+                              "not '%.20s'",
+                              runtime);
+    if (string_list(c, "mounts", 32, SPEC_MAX_ARG, err) ||
+        string_list(c, "options", 64, SPEC_MAX_ARG, err))
+        return err->code;
+    spec->container = true;
+    snprintf(spec->container_runtime, sizeof spec->container_runtime, "%s", runtime ? runtime : "");
+    return 0;
+}
+
+static int parse_command(json_t *t, Spec *spec, bool stored, RungError *err)
+{
+    const char *allowed[] = {"type",        "argv",        "env",       "cwd", "timeout_s",
+                             "working_dir", "environment", "container", NULL};
+    const Space *space = spec->space;
     if (jsonv_only_keys(t, "trainable", allowed, E, err))
         return err->code;
     json_t *argv = json_object_get(t, "argv");
@@ -110,6 +249,11 @@ static int parse_command(json_t *t, const Space *space, bool stored, RungError *
         return err->code;
     if (json_object_get(t, "timeout_s") && timeout <= 0)
         return rung_error_set(err, E, "trainable.timeout_s", "trainable.timeout_s: must be > 0");
+    if (parse_working_dir(t, spec, err) || parse_environment(t, spec, err) ||
+        parse_container(t, spec, err))
+        return err->code;
+    if (spec->working_dir[0] != '\0' && cwd != NULL && check_tree_cwd(cwd, err))
+        return err->code;
     return 0;
 }
 
@@ -136,15 +280,16 @@ int spec_parse_trainable(json_t *spec_json, bool stored, Spec *spec, RungError *
         return err->code;
     if (strcmp(type, "command") == 0) {
         spec->trainable = SPEC_TRAINABLE_COMMAND;
-        return parse_command(t, spec->space, stored, err);
+        return parse_command(t, spec, stored, err);
     }
     if (strcmp(type, "builtin") == 0) {
-        const char *allowed[] = {"type", "model", "dataset", NULL};
+        const char *allowed[] = {"type", "model", "dataset", "environment", NULL};
         const char *s;
         spec->trainable = SPEC_TRAINABLE_BUILTIN;
         if (jsonv_only_keys(t, "trainable", allowed, E, err) ||
             jsonv_string(t, "trainable", "model", JSONV_OPTIONAL, 64, &s, E, err) ||
-            jsonv_string(t, "trainable", "dataset", JSONV_OPTIONAL, 256, &s, E, err))
+            jsonv_string(t, "trainable", "dataset", JSONV_OPTIONAL, 256, &s, E, err) ||
+            parse_environment(t, spec, err))
             return err->code;
         return 0;
     }

@@ -127,6 +127,21 @@ int store_read_experiment(Store *s, int64_t id, json_t **out, RungError *err)
     return rc == SQLITE_ROW ? 0 : db_error(s, err, "experiment");
 }
 
+int store_read_blob_referenced(Store *s, const char *sha256_hex, bool *referenced, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (prepare(s,
+                "SELECT 1 FROM experiments WHERE "
+                "json_extract(spec, '$.trainable.working_dir') = 'sha256:' || ? LIMIT 1",
+                &st, err))
+        return err->code;
+    sqlite3_bind_text(st, 1, sha256_hex, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    *referenced = rc == SQLITE_ROW;
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_error(s, err, "experiments");
+}
+
 int store_read_experiments(Store *s, int64_t limit, int64_t offset, json_t **items, int64_t *ids,
                            int64_t *total, RungError *err)
 {

@@ -20,6 +20,9 @@ int store_read_spec(Store *s, int64_t id, Spec *spec, RungError *err);
 
 /* An experiment as the API shows it; RUNG_E_NOT_FOUND when absent. */
 int store_read_experiment(Store *s, int64_t id, json_t **out, RungError *err);
+/* Whether a stored experiment's trainable.working_dir is the blob
+ * sha256_hex (blobs.h). */
+int store_read_blob_referenced(Store *s, const char *sha256_hex, bool *referenced, RungError *err);
 
 /* Experiments newest first: items[i] for ids[i] (ids: limit entries). */
 int store_read_experiments(Store *s, int64_t limit, int64_t offset, json_t **items, int64_t *ids,

@@ -442,6 +442,69 @@ static void test_trainable(void **state)
     refuse("{" HEAD ", " SPACE ", \"trainable\": \"external\"}", "trainable");
 }
 
+/* Where a command's code comes from (docs/api.md, "trainable"): each
+ * field read into the Spec, and each bad value refused naming its path. */
+static void test_trainable_code(void **state)
+{
+    (void)state;
+#define CMD(extra)                                                                                 \
+    "{" HEAD ", " SPACE                                                                            \
+    ", \"trainable\": {\"type\": \"command\", \"argv\": [\"python3\", \"t.py\"]" extra "}}"
+#define SHA "0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef"
+    Spec spec;
+    accept(CMD(", \"working_dir\": \"sha256:" SHA "\", \"environment\": \"torch-2.3\","
+               " \"cwd\": \"src/app\", \"container\": {\"image\": \"localhost/x:1\","
+               " \"runtime\": \"podman\", \"mounts\": [\"/data:/data:ro\"],"
+               " \"options\": [\"--shm-size=1g\"]}"),
+           &spec);
+    assert_string_equal(spec.working_dir,
+                        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+    /* Stored in one spelling: what the blob sweep and workers look for. */
+    assert_string_equal(json_string_value(json_object_get(json_object_get(spec.json, "trainable"),
+                                                          "working_dir")),
+                        "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+    assert_string_equal(spec.environment, "torch-2.3");
+    assert_true(spec.container);
+    assert_string_equal(spec.container_runtime, "podman");
+    spec_close(&spec);
+    accept(CMD(""), &spec);
+    assert_string_equal(spec.working_dir, "");
+    assert_string_equal(spec.environment, "");
+    assert_false(spec.container);
+    spec_close(&spec);
+    accept("{" HEAD ", " SPACE
+           ", \"trainable\": {\"type\": \"builtin\", \"environment\": \"gpu\"}}",
+           &spec);
+    assert_string_equal(spec.environment, "gpu");
+    spec_close(&spec);
+
+    refuse(CMD(", \"working_dir\": \"./src\""), "trainable.working_dir");
+    refuse(CMD(", \"working_dir\": \"sha256:abc\""), "trainable.working_dir");
+    refuse(CMD(", \"working_dir\": \"sha256:" SHA "0\""), "trainable.working_dir");
+    refuse(CMD(", \"working_dir\": \"sha256:" SHA "\", \"cwd\": \"/abs\""), "trainable.cwd");
+    refuse(CMD(", \"working_dir\": \"sha256:" SHA "\", \"cwd\": \"a/../..\""), "trainable.cwd");
+    refuse(CMD(", \"environment\": \"\""), "trainable.environment");
+    refuse(CMD(", \"environment\": \"-x\""), "trainable.environment");
+    refuse(CMD(", \"environment\": \"a b\""), "trainable.environment");
+    refuse(CMD(", \"environment\": 3"), "trainable.environment");
+    refuse(CMD(", \"container\": {}"), "trainable.container.image");
+    refuse(CMD(", \"container\": \"img\""), "trainable.container");
+    refuse(CMD(", \"container\": {\"image\": \"i\", \"runtime\": \"lxc\"}"),
+           "trainable.container.runtime");
+    refuse(CMD(", \"container\": {\"image\": \"i\", \"mounts\": [\"/nocolon\"]}"),
+           "trainable.container.mounts");
+    refuse(CMD(", \"container\": {\"image\": \"i\", \"mounts\": [\"/a:rel\"]}"),
+           "trainable.container.mounts");
+    refuse(CMD(", \"container\": {\"image\": \"i\", \"options\": [1]}"),
+           "trainable.container.options");
+    refuse(CMD(", \"container\": {\"image\": \"i\", \"gpus\": true}"), "trainable.container.gpus");
+    refuse("{" HEAD ", " SPACE
+           ", \"trainable\": {\"type\": \"builtin\", \"working_dir\": \"sha256:" SHA "\"}}",
+           "trainable.working_dir");
+#undef CMD
+#undef SHA
+}
+
 static void test_nested_object(void **state)
 {
     (void)state;
@@ -913,12 +976,19 @@ static void test_pbt(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_multi_fidelity), cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_fields_given),   cmocka_unit_test(test_bounds),
-        cmocka_unit_test(test_points_domains), cmocka_unit_test(test_trainable),
-        cmocka_unit_test(test_nested_object),  cmocka_unit_test(test_patch),
-        cmocka_unit_test(test_patch_refused),  cmocka_unit_test(test_gang_placeholders),
-        cmocka_unit_test(test_objectives),     cmocka_unit_test(test_pbt),
+        cmocka_unit_test(test_multi_fidelity),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_fields_given),
+        cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_points_domains),
+        cmocka_unit_test(test_trainable),
+        cmocka_unit_test(test_trainable_code),
+        cmocka_unit_test(test_nested_object),
+        cmocka_unit_test(test_patch),
+        cmocka_unit_test(test_patch_refused),
+        cmocka_unit_test(test_gang_placeholders),
+        cmocka_unit_test(test_objectives),
+        cmocka_unit_test(test_pbt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
