@@ -49,6 +49,14 @@ void api_worker_register(Engine *e, Job *job)
                                 engine_now(e));
     if (rq.labels != NULL)
         core_worker_set_labels(engine_core(e), w, json_incref(rq.labels));
+    if (rq.environments != NULL || rq.containers != NULL) {
+        json_t *caps = json_object();
+        json_object_set_new(caps, "environments",
+                            rq.environments ? json_incref(rq.environments) : json_array());
+        json_object_set_new(caps, "containers",
+                            rq.containers ? json_incref(rq.containers) : json_array());
+        core_worker_set_caps(engine_core(e), w, caps);
+    }
     const EngineConfig *cfg = engine_config(e);
     api_reply(job, 201,
               json_pack("{s:I, s:o, s:o}", "worker_id", (json_int_t)w->id, "heartbeat_s",

@@ -306,6 +306,9 @@ typedef struct Worker {
     int64_t registered_at, last_seen_at;
     json_t *heartbeat; /* owned: last heartbeat body, or NULL */
     json_t *labels;    /* owned: {"key": "value"} as registered, or NULL */
+    /* owned: {"environments": [...], "containers": [...]} as registered
+     * (docs/api.md, "The worker object"), or NULL: what code it can run. */
+    json_t *caps;
     int64_t n_running; /* trials it holds now (a gang trial counts on each member) */
     /* From its last lease request (memory only): whether it may join a
      * gang, and the trainable types it runs; for the reserving gang's count
@@ -386,6 +389,8 @@ Worker *core_worker_add(Core *core, const char *name, const char *hostname, json
                         int64_t cpus, int64_t now);
 /* Sets w's labels (stolen; NULL for none). */
 void core_worker_set_labels(Core *core, Worker *w, json_t *labels);
+/* Sets w's environments and container runtimes (stolen; NULL for none). */
+void core_worker_set_caps(Core *core, Worker *w, json_t *caps);
 
 /* A lease request: what the worker has free. */
 typedef struct LeaseOffer {
@@ -393,6 +398,7 @@ typedef struct LeaseOffer {
     int64_t n_gpus;
     int64_t cpus;
     unsigned trainables; /* SPEC_TRAINABLE_BIT mask of what the worker runs */
+    bool no_downloads;   /* its cache is full: nothing with a working_dir */
     /* Where the other members of a gang reach this worker: both set, or
      * NULL and 0 for a request that may not join a gang (docs/api.md,
      * "Gangs"). advertise_addr is borrowed, 1..CORE_MAX_ADDR bytes. */
@@ -623,6 +629,8 @@ Worker *core_load_worker(Core *core, int64_t id, const char *name, const char *h
 /* Sets a loaded worker's stored labels (stolen; NULL for none), which it
  * need not write again (core_worker_set_labels would). */
 void core_load_worker_labels(Worker *w, json_t *labels);
+/* The same for its stored environments and container runtimes. */
+void core_load_worker_caps(Worker *w, json_t *caps);
 /* After loading: running trials get a fresh lease window from now, and
  * pending queues are ordered. */
 void core_load_done(Core *core, int64_t now);

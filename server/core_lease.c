@@ -43,6 +43,13 @@ void core_worker_set_labels(Core *core, Worker *w, json_t *labels)
     core_mark_worker(core, w);
 }
 
+void core_worker_set_caps(Core *core, Worker *w, json_t *caps)
+{
+    json_decref(w->caps);
+    w->caps = caps;
+    core_mark_worker(core, w);
+}
+
 void core_worker_seen(Core *core, Worker *w, int64_t now)
 {
     (void)core;

@@ -360,3 +360,9 @@ void core_load_worker_labels(Worker *w, json_t *labels)
     json_decref(w->labels);
     w->labels = labels;
 }
+
+void core_load_worker_caps(Worker *w, json_t *caps)
+{
+    json_decref(w->caps);
+    w->caps = caps;
+}

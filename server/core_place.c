@@ -37,9 +37,28 @@ void core_join_share(Core *core, Experiment *e)
         e->pass = low;
 }
 
-/* Whether w carries every label of the experiment's worker_selector. */
+/* Whether the array `key` of w's caps holds name ("" : any entry). */
+static bool offers(const Worker *w, const char *key, const char *name)
+{
+    json_t *list = w->caps ? json_object_get(w->caps, key) : NULL;
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v) {
+        if (name[0] == '\0' || strcmp(json_string_value(v), name) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Whether w carries every label of the experiment's worker_selector, and
+ * offers the environment and container runtime its trainable names
+ * (docs/api.md, "trainable"). */
 bool core_selected(const Experiment *e, const Worker *w)
 {
+    if (e->spec.environment[0] != '\0' && !offers(w, "environments", e->spec.environment))
+        return false;
+    if (e->spec.container && !offers(w, "containers", e->spec.container_runtime))
+        return false;
     const char *key;
     json_t *want;
     json_object_foreach(e->spec.worker_selector, key, want) {
@@ -56,6 +75,8 @@ bool core_fits(const Experiment *e, const Worker *w, const LeaseOffer *offer)
         return false;
     if ((offer->trainables & SPEC_TRAINABLE_BIT(e->spec.trainable)) == 0 || !core_selected(e, w))
         return false;
+    if (offer->no_downloads && e->spec.working_dir[0] != '\0')
+        return false; /* its cache disk is full (docs/api.md, "lease") */
     return e->spec.gpus <= offer->n_gpus && e->spec.cpus <= offer->cpus;
 }
 

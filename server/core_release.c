@@ -265,6 +265,7 @@ void core_worker_free(Worker *w)
     json_decref(w->gpus);
     json_decref(w->heartbeat);
     json_decref(w->labels);
+    json_decref(w->caps);
     free(w);
 }
 

@@ -170,9 +170,45 @@ fail:
 
 /* ---- workers ---- */
 
+/* A register's environments or containers (docs/api.md, "POST
+ * /api/v1/workers"): an array of at most REQUEST_MAX_ENVIRONMENTS names,
+ * each valid for ok(), none twice; NULL when absent or null. */
+static int name_list(json_t *body, const char *key, bool (*ok)(const char *), const char *what,
+                     json_t **out, RungError *err)
+{
+    json_t *a = member(body, key);
+    *out = NULL;
+    if (a == NULL)
+        return 0;
+    if (!json_is_array(a) || json_array_size(a) > REQUEST_MAX_ENVIRONMENTS)
+        return rung_error_set(err, A, key, "%s: must be an array of at most %d names", key,
+                              REQUEST_MAX_ENVIRONMENTS);
+    size_t i, k;
+    json_t *v;
+    json_array_foreach(a, i, v) {
+        char field[48];
+        item_field(field, sizeof field, key, i);
+        if (!json_is_string(v) || !ok(json_string_value(v)))
+            return rung_error_set(err, A, field, "%s: %s", field, what);
+        for (k = 0; k < i; k++)
+            if (json_equal(json_array_get(a, k), v))
+                return rung_error_set(err, A, field, "%s: '%s' is listed twice", field,
+                                      json_string_value(v));
+    }
+    *out = a;
+    return 0;
+}
+
+static bool runtime_ok(const char *name)
+{
+    return strcmp(name, "podman") == 0 || strcmp(name, "docker") == 0 ||
+           strcmp(name, "apptainer") == 0;
+}
+
 int request_register_parse(json_t *body, RegisterRequest *out, RungError *err)
 {
-    static const char *const allowed[] = {"name", "hostname", "gpus", "cpus", "labels", NULL};
+    static const char *const allowed[] = {"name",   "hostname",     "gpus",       "cpus",
+                                          "labels", "environments", "containers", NULL};
     memset(out, 0, sizeof *out);
     out->hostname = "";
     if (body_object(body, allowed, err) ||
@@ -224,6 +260,13 @@ int request_register_parse(json_t *body, RegisterRequest *out, RungError *err)
             }
         }
     }
+    if (name_list(body, "environments", spec_environment_ok,
+                  "an environment's name is 1 to 64 letters, digits, '_', '.' or '-', starting "
+                  "with a letter or digit",
+                  &out->environments, err) ||
+        name_list(body, "containers", runtime_ok, "must be podman, docker or apptainer",
+                  &out->containers, err))
+        goto fail;
     out->labels = labels;
     out->gpus = gpus;
     out->label = out->name ? out->name : (out->hostname[0] ? out->hostname : "worker");
@@ -303,8 +346,8 @@ static int parse_gang_fields(const json_t *body, LeaseOffer *offer, RungError *e
 
 int request_lease_parse(json_t *body, int64_t default_cpus, LeaseRequest *out, RungError *err)
 {
-    static const char *const allowed[] = {"gpus",           "cpus", "wait_s", "trainables",
-                                          "advertise_addr", "port", NULL};
+    static const char *const allowed[] = {"gpus",           "cpus", "wait_s",    "trainables",
+                                          "advertise_addr", "port", "downloads", NULL};
     memset(out, 0, sizeof *out);
     out->offer.cpus = default_cpus;
     out->offer.trainables = SPEC_TRAINABLE_BIT(SPEC_TRAINABLE_EXTERNAL) |
@@ -314,6 +357,12 @@ int request_lease_parse(json_t *body, int64_t default_cpus, LeaseRequest *out, R
         jsonv_int(body, "", "cpus", JSONV_OPTIONAL, 0, SPEC_MAX_CPUS, &out->offer.cpus, A, err) ||
         jsonv_number(body, "", "wait_s", JSONV_OPTIONAL, &out->wait_s, A, err))
         goto fail;
+    json_t *downloads = member(body, "downloads");
+    if (downloads != NULL && !json_is_boolean(downloads)) {
+        rung_error_set(err, A, "downloads", "downloads: must be true or false");
+        goto fail;
+    }
+    out->offer.no_downloads = json_is_false(downloads);
     if (out->wait_s < 0) {
         rung_error_set(err, A, "wait_s", "wait_s: must be >= 0");
         goto fail;
@@ -494,12 +543,28 @@ static int check_hours(const json_t *body, RungError *err)
 
 int request_heartbeat_parse(json_t *body, HeartbeatRequest *out, RungError *err)
 {
-    static const char *const allowed[] = {"trials", "gpus",          "logs", "warnings",
-                                          "hours",  "next_lease_at", NULL};
+    static const char *const allowed[] = {"trials", "gpus",          "logs",  "warnings",
+                                          "hours",  "next_lease_at", "cache", NULL};
     out->n_trials = 0;
     out->gpus = out->logs = out->warnings = NULL;
     if (body_object(body, allowed, err) != 0)
         return err->code;
+    /* The worker's cache of working directories (docs/api.md, "heartbeat"):
+     * kept with the heartbeat and shown. */
+    json_t *cache = member(body, "cache");
+    if (cache != NULL) {
+        static const char *const cache_keys[] = {"free_bytes", "full", NULL};
+        int64_t free_bytes;
+        if (!json_is_object(cache))
+            return rung_error_set(err, A, "cache", "cache: must be an object");
+        if (jsonv_only_keys(cache, "cache", cache_keys, A, err) ||
+            jsonv_int(cache, "cache", "free_bytes", JSONV_OPTIONAL, 0, INT64_MAX, &free_bytes, A,
+                      err))
+            return err->code;
+        json_t *full = json_object_get(cache, "full");
+        if (full != NULL && !json_is_boolean(full))
+            return rung_error_set(err, A, "cache.full", "cache.full: must be true or false");
+    }
     json_t *trials = member(body, "trials");
     if (trials != NULL) {
         if (!json_is_array(trials) || json_array_size(trials) > REQUEST_MAX_TRIAL_IDS) {

@@ -32,6 +32,7 @@
 #define REQUEST_LONG_POLL_MAX_S 30   /* docs/api.md, "Long polls": a lease waits at most 30 s */
 #define REQUEST_MAX_TRIAL_IDS 1024   /* trials one heartbeat may list */
 #define REQUEST_MAX_LABELS 64        /* labels of a worker */
+#define REQUEST_MAX_ENVIRONMENTS 64  /* environments (or runtimes) a worker offers */
 #define REQUEST_MAX_WARN_LAST 5      /* invalid lines a warnings object quotes */
 #define REQUEST_MAX_WARN_LINE 512    /* bytes of one quoted line */
 #define REQUEST_MAX_WARN_WHY 256     /* bytes of why it was refused */
@@ -86,6 +87,8 @@ typedef struct RegisterRequest {
     json_t *labels;       /* {"key": "value"}: 0..REQUEST_MAX_LABELS entries, keys 1..
                              SPEC_MAX_LABEL_KEY bytes of [A-Za-z0-9_.-/], values strings of
                              0..SPEC_MAX_LABEL_VALUE bytes; NULL when absent or null */
+    json_t *environments; /* names it maps to interpreters (spec_environment_ok), or NULL */
+    json_t *containers;   /* "podman", "docker", "apptainer": runtimes it offers, or NULL */
 } RegisterRequest;
 int request_register_parse(json_t *body, RegisterRequest *out, RungError *err);
 

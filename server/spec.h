@@ -147,6 +147,23 @@ int spec_parse(const json_t *spec_json, uint64_t seed, Spec *spec, RungError *er
 int spec_load(const json_t *stored, uint64_t seed, Spec *spec, RungError *err);
 void spec_close(Spec *spec);
 
+/* Whether name may name an environment (trainable.environment, and the
+ * environments of POST /api/v1/workers): 1 ... 64 bytes of [A-Za-z0-9_.-],
+ * the first a letter or digit. */
+static inline bool spec_environment_ok(const char *name)
+{
+    size_t len = strlen(name);
+    if (len == 0 || len > 64)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        bool alnum = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (!alnum && (i == 0 || (c != '_' && c != '.' && c != '-')))
+            return false;
+    }
+    return true;
+}
+
 /* Whether key may name a worker label (worker_selector, and the labels of
  * POST /api/v1/workers): 1 ... SPEC_MAX_LABEL_KEY bytes of [A-Za-z0-9_./-]. */
 static inline bool spec_label_key_ok(const char *key)

@@ -72,9 +72,7 @@ static int parse_environment(json_t *t, Spec *spec, RungError *err)
         return err->code;
     if (name == NULL)
         return 0;
-    bool ok = isalnum((unsigned char)name[0]) != 0;
-    for (const char *c = name; ok && *c; c++)
-        ok = isalnum((unsigned char)*c) || *c == '_' || *c == '.' || *c == '-';
+    bool ok = spec_environment_ok(name);
     if (!ok)
         return rung_error_set(err, E, "trainable.environment",
                               "trainable.environment: '%.80s' is not a name: 1 to 64 letters, "

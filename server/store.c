@@ -56,10 +56,10 @@ static const char *const sql_text[ST__COUNT] = {
     [ST_REPORT_INSERT] = "INSERT INTO reports (trial_id, attempt, step, time, metrics, action) "
                          "VALUES (:trial, :attempt, :step, :time, :metrics, :action)",
     [ST_WORKER_INSERT] = "INSERT INTO workers (id, name, hostname, gpus, cpus, registered_at, "
-                         "last_seen_at, heartbeat, labels) VALUES (:id, :name, :hostname, :gpus, "
-                         ":cpus, :registered_at, :last_seen_at, :heartbeat, :labels)",
+                         "last_seen_at, heartbeat, labels, caps) VALUES (:id, :name, :hostname, "
+                         ":gpus, :cpus, :registered_at, :last_seen_at, :heartbeat, :labels, :caps)",
     [ST_WORKER_UPDATE] = "UPDATE workers SET last_seen_at = :last_seen_at, heartbeat = "
-                         ":heartbeat, labels = :labels WHERE id = :id",
+                         ":heartbeat, labels = :labels, caps = :caps WHERE id = :id",
     [ST_REPORTS_OF] = "SELECT step, time, metrics FROM reports WHERE trial_id = :trial AND "
                       "attempt = :attempt AND step > :after ORDER BY step LIMIT :limit",
 };
@@ -448,6 +448,7 @@ static int write_worker(Store *s, Worker *w, RungError *err)
     bind_int(st, ":last_seen_at", w->last_seen_at);
     bind_json(st, ":heartbeat", w->heartbeat);
     bind_json(st, ":labels", w->labels);
+    bind_json(st, ":caps", w->caps);
     if (!w->stored) {
         bind_text(st, ":name", w->name);
         bind_text(st, ":hostname", w->hostname);

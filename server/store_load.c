@@ -302,7 +302,7 @@ static int load_workers(Store *s, Core *core, const char *where, int64_t arg, Ru
     char sql[512];
     snprintf(sql, sizeof sql,
              "SELECT id, name, hostname, gpus, cpus, registered_at, last_seen_at, heartbeat, "
-             "labels FROM workers WHERE %s ORDER BY id",
+             "labels, caps FROM workers WHERE %s ORDER BY id",
              where);
     sqlite3_stmt *st;
     if (store_prepare(s, sql, &st, err, "load workers"))
@@ -320,6 +320,7 @@ static int load_workers(Store *s, Core *core, const char *where, int64_t arg, Ru
                                      sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6),
                                      store_column_json(st, 7));
         core_load_worker_labels(w, store_column_json(st, 8));
+        core_load_worker_caps(w, store_column_json(st, 9));
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "load workers");

@@ -401,7 +401,7 @@ int store_read_workers(Store *s, int64_t seen_since, int64_t limit, int64_t offs
     sqlite3_stmt *st;
     if (prepare(s,
                 "SELECT id, name, hostname, gpus, cpus, registered_at, last_seen_at, heartbeat, "
-                "labels" WORKERS_SHOWN "ORDER BY id LIMIT ?2 OFFSET ?3",
+                "labels, caps" WORKERS_SHOWN "ORDER BY id LIMIT ?2 OFFSET ?3",
                 &st, err))
         return err->code;
     sqlite3_bind_int64(st, 1, seen_since);
@@ -423,8 +423,17 @@ int store_read_workers(Store *s, int64_t seen_since, int64_t limit, int64_t offs
                                         view_time(sqlite3_column_int64(st, 6)), "heartbeat",
                                         hb ? hb : json_null()));
         json_t *labels = column_json(st, 8);
-        json_object_set_new(json_array_get(arr, json_array_size(arr) - 1), "labels",
-                            labels ? labels : json_object());
+        json_t *o = json_array_get(arr, json_array_size(arr) - 1);
+        json_object_set_new(o, "labels", labels ? labels : json_object());
+        /* What code it can run (docs/api.md, "The worker object"). */
+        json_t *caps = column_json(st, 9);
+        json_t *envs = caps ? json_object_get(caps, "environments") : NULL;
+        json_t *ctrs = caps ? json_object_get(caps, "containers") : NULL;
+        json_object_set_new(o, "environments",
+                            json_is_array(envs) ? json_incref(envs) : json_array());
+        json_object_set_new(o, "containers",
+                            json_is_array(ctrs) ? json_incref(ctrs) : json_array());
+        json_decref(caps);
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {

@@ -931,7 +931,10 @@ static void note_store(Run *r)
     sqlite3 *db = store_db(r->store);
     note_table(db, "SELECT * FROM experiments ORDER BY id");
     note_table(db, "SELECT * FROM trials ORDER BY id");
-    note_table(db, "SELECT * FROM workers ORDER BY id");
+    /* The columns up to schema 11: 012's caps (what code a worker runs) is
+     * NULL for every worker here, and the hashes predate it. */
+    note_table(db, "SELECT id, name, hostname, gpus, cpus, registered_at, last_seen_at, heartbeat, "
+                   "labels FROM workers ORDER BY id");
     note_table(db, "SELECT * FROM checkpoints ORDER BY trial_id, step");
     note_table(db, "SELECT count(*), sum(step), sum(length(metrics)) FROM reports");
 }
