@@ -12,6 +12,7 @@
 #include "fmt.h"
 #include "table.h"
 #include "view.h"
+#include "workdir.h"
 #include "yaml.h"
 
 /* Largest spec file we read: the daemon's default body limit is 1 MiB and
@@ -150,10 +151,14 @@ static int load_spec(const char *path, bool yaml, char **body, size_t *len, CliE
 int cli_cmd_submit(CliRest *h, int argc, char **argv)
 {
     bool quiet = false, yaml = false;
-    const char *path = NULL;
+    const char *path = NULL, *working_dir = NULL;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0)
             quiet = true;
+        else if (strcmp(argv[i], "--working-dir") == 0 && i + 1 < argc)
+            working_dir = argv[++i];
+        else if (strncmp(argv[i], "--working-dir=", 14) == 0)
+            working_dir = argv[i] + 14;
         else if (strcmp(argv[i], "--yaml") == 0)
             yaml = true;
         else if (path == NULL && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0))
@@ -168,6 +173,21 @@ int cli_cmd_submit(CliRest *h, int argc, char **argv)
     size_t len = 0;
     if (load_spec(path, yaml || yaml_name(path), &body, &len, &err) != 0)
         return cli_cmd_fail(h, &err);
+    /* A local working directory travels as a blob (workdir.h). */
+    json_t *doc = json_loadb(body, len, 0, NULL);
+    const char *given =
+        json_string_value(json_object_get(json_object_get(doc, "trainable"), "working_dir"));
+    if (working_dir != NULL || (given != NULL && strncmp(given, "sha256:", 7) != 0)) {
+        int wrc = cli_workdir_attach(h, doc, working_dir, path, quiet ? stderr : stdout, &err);
+        free(body);
+        body = wrc == 0 ? json_dumps(doc, JSON_COMPACT) : NULL;
+        json_decref(doc);
+        if (wrc != 0)
+            return cli_cmd_fail(h, &err);
+        len = body ? strlen(body) : 0;
+    } else {
+        json_decref(doc);
+    }
     json_t *exp;
     int rc = cli_rest_json(h, "POST", "/api/v1/experiments", body, len, &exp, &err);
     free(body);

@@ -32,8 +32,10 @@ typedef struct {
 } Command;
 
 static const Command commands[] = {
-    {"submit", "SPEC.json|SPEC.yaml|- [--yaml] [-q]",
-     "submit an experiment, JSON or YAML (-q: print only its id)", cli_cmd_submit},
+    {"submit", "SPEC.json|SPEC.yaml|- [--yaml] [-q] [--working-dir DIR]",
+     "submit an experiment, JSON or YAML (-q: print only its id; --working-dir: DIR, "
+     "minus .rungignore, goes to the workers as the trials' folder)",
+     cli_cmd_submit},
     {"ls", "[--json]", "list experiments, newest first (--json: the API's objects)", cli_cmd_ls},
     {"show", "ID [--json]", "an experiment: settings, state, error, best trial, its best 20 trials",
      cli_cmd_show},

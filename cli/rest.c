@@ -2,10 +2,12 @@
 #include "rest.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fmt.h"
 
@@ -295,4 +297,103 @@ void cli_error_print(const CliError *err, const char *server)
         fprintf(stderr, "rung: %s\n", err->message);
         break;
     }
+}
+
+int cli_rest_head(CliRest *h, const char *path, long *status, CliError *err)
+{
+    memset(err, 0, sizeof *err);
+    char url[CLI_URL_MAX + 256];
+    snprintf(url, sizeof url, "%s%s", h->base, path);
+    char errbuf[CURL_ERROR_SIZE] = "";
+    CURL *c = h->curl;
+    curl_easy_reset(c);
+    struct curl_slist *headers = NULL;
+    for (struct curl_slist *a = h->auth; a; a = a->next)
+        headers = curl_slist_append(headers, a->data);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, REQUEST_TIMEOUT_S);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "rung-cli/1");
+    curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    CURLcode rc = curl_easy_perform(c);
+    curl_slist_free_all(headers);
+    *status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    if (rc != CURLE_OK) {
+        err->kind = CLI_ERR_CONNECT;
+        cli_fmt_sanitize(errbuf[0] ? errbuf : curl_easy_strerror(rc), err->message,
+                         sizeof err->message, false);
+        return -1;
+    }
+    return 0;
+}
+
+int cli_rest_put_file(CliRest *h, const char *path, const char *file_path, const char *content_type,
+                      json_t **out, CliError *err)
+{
+    *out = NULL;
+    memset(err, 0, sizeof *err);
+    FILE *f = fopen(file_path, "rb");
+    struct stat st;
+    if (f == NULL || fstat(fileno(f), &st) != 0) {
+        if (f != NULL)
+            fclose(f);
+        return cli_error_local(err, "cannot read %s: %s", file_path, strerror(errno));
+    }
+    char url[CLI_URL_MAX + 256];
+    snprintf(url, sizeof url, "%s%s", h->base, path);
+    char errbuf[CURL_ERROR_SIZE] = "", type[128];
+    snprintf(type, sizeof type, "Content-Type: %s", content_type);
+    Buffer b = {0};
+    CURL *c = h->curl;
+    curl_easy_reset(c);
+    struct curl_slist *headers = NULL;
+    for (struct curl_slist *a = h->auth; a; a = a->next)
+        headers = curl_slist_append(headers, a->data);
+    headers = curl_slist_append(headers, "Accept: application/json");
+    headers = curl_slist_append(headers, type);
+    headers = curl_slist_append(headers, "Expect:");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "rung-cli/1");
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(c, CURLOPT_READDATA, f);
+    curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)st.st_size);
+    CURLcode rc = curl_easy_perform(c);
+    curl_slist_free_all(headers);
+    fclose(f);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    if (rc != CURLE_OK && !(status >= 400 && b.data != NULL)) {
+        free(b.data);
+        err->kind = CLI_ERR_CONNECT;
+        cli_fmt_sanitize(errbuf[0] ? errbuf : curl_easy_strerror(rc), err->message,
+                         sizeof err->message, false);
+        return -1;
+    }
+    if (status < 200 || status > 299) {
+        api_error(err, status, &b);
+        free(b.data);
+        return -1;
+    }
+    json_t *doc = b.data ? json_loadb(b.data, b.len, 0, NULL) : NULL;
+    free(b.data);
+    if (!json_is_object(doc)) {
+        json_decref(doc);
+        err->kind = CLI_ERR_REPLY;
+        snprintf(err->message, sizeof err->message, "PUT %s: answer is not a JSON object", path);
+        return -1;
+    }
+    *out = doc;
+    return 0;
 }

@@ -63,6 +63,15 @@ int cli_rest_request(CliRest *h, const char *method, const char *path, const cha
                      CliReply *reply, CliError *err);
 void cli_rest_reply_free(CliReply *reply);
 
+/* HEAD path: *status gets the answer's status (200, 404, ...). 0 when
+ * there was an answer, else -1 with err (CLI_ERR_CONNECT). */
+int cli_rest_head(CliRest *h, const char *path, long *status, CliError *err);
+
+/* PUT path with the file at file_path as the body (Content-Type
+ * content_type, Content-Length its size): as cli_rest_json. */
+int cli_rest_put_file(CliRest *h, const char *path, const char *file_path, const char *content_type,
+                      json_t **out, CliError *err);
+
 /* A request whose 2xx answer must be a JSON object: *out is a new
  * reference (json_decref). */
 int cli_rest_json(CliRest *h, const char *method, const char *path, const char *body, size_t len,
