@@ -165,6 +165,44 @@ class Client:
             if not items or offset >= reply["total"]:
                 return
 
+    # -- blobs (docs/api.md, "Blobs") ---------------------------------------
+
+    def _raw(self, method: str, path: str, data: Any = None, headers: Optional[dict] = None):
+        headers = dict(headers or {})
+        if self.token:
+            headers["Authorization"] = "Bearer " + self.token
+        req = urllib.request.Request(self.server + path, data=data, headers=headers,
+                                     method=method)
+        try:
+            return _opener.open(req, timeout=self.timeout)
+        except urllib.error.HTTPError as err:
+            raise _api_error(err.code, err.read()) from None
+        except (urllib.error.URLError, ConnectionError, TimeoutError) as err:
+            reason = getattr(err, "reason", err)
+            raise UnreachableError(f"cannot reach rungd at {self.server}: {reason}") from None
+
+    def blob_held(self, sha256: str) -> bool:
+        """HEAD /api/v1/blobs/{sha256}: whether rungd holds that blob."""
+        try:
+            with self._raw("HEAD", "/api/v1/blobs/" + sha256):
+                return True
+        except ApiError as err:
+            if err.status == 404:
+                return False
+            raise
+
+    def put_blob(self, sha256: str, fileobj: Any, size: int) -> dict:
+        """PUT /api/v1/blobs/{sha256}: uploads a packed working directory."""
+        headers = {"Content-Type": "application/x-tar", "Content-Length": str(size),
+                   "Accept": "application/json"}
+        with self._raw("PUT", "/api/v1/blobs/" + sha256, fileobj, headers) as resp:
+            return json.loads(resp.read())
+
+    def get_blob(self, sha256: str) -> bytes:
+        """GET /api/v1/blobs/{sha256}: the packed folder's bytes."""
+        with self._raw("GET", "/api/v1/blobs/" + sha256) as resp:
+            return resp.read()
+
     # -- experiments -------------------------------------------------------
 
     def create_experiment(self, spec: dict) -> dict:

@@ -64,7 +64,17 @@ def _python_env() -> dict:
     return {"PYTHONPATH": pythonpath}
 
 
-def _run_function_argv(fn: Callable) -> list[str]:
+def _inside(path: str, working_dir: str) -> str:
+    """path relative to working_dir, which must hold it: what a worker finds
+    in its copy of the folder."""
+    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(working_dir))
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        raise ValueError(f"trainable {path}: not inside working_dir {working_dir}, so the "
+                         "workers would not have it")
+    return rel.replace(os.sep, "/")
+
+
+def _run_function_argv(fn: Callable, working_dir: Optional[str] = None) -> list[str]:
     import inspect
 
     path = inspect.getsourcefile(fn)
@@ -73,10 +83,13 @@ def _run_function_argv(fn: Callable) -> list[str]:
             f"trainable {fn.__qualname__!r}: a worker runs a function by importing "
             "it from its .py file, so it must be a top-level function of a file "
             "(not a notebook cell, a lambda or a nested function)")
+    if working_dir is not None:
+        # The worker's python3 (its environment's) in its copy of the folder.
+        return ["python3", "-m", "rung", "run-function", _inside(path, working_dir), fn.__name__]
     return [sys.executable, "-m", "rung", "run-function", os.path.abspath(path), fn.__name__]
 
 
-def trainable_spec(trainable: Any) -> dict:
+def trainable_spec(trainable: Any, working_dir: Optional[str] = None) -> dict:
     """The API's trainable for what a user passes:
 
     - a dict: as it is (`{"type": "command", ...}`, `{"type": "builtin", ...}`,
@@ -86,6 +99,11 @@ def trainable_spec(trainable: Any) -> dict:
       package on its PYTHONPATH);
     - any other string: a command line, split as a shell would;
     - a function f(config): imported from its file and called by the worker.
+
+    With a `working_dir`, a .py file or a function must lie inside it, and
+    runs as `python3` in the worker's copy of that folder (the
+    environment's interpreter, docs/workers.md), not as this interpreter's
+    path and this machine's absolute paths.
     """
     if isinstance(trainable, dict):
         return trainable
@@ -93,10 +111,14 @@ def trainable_spec(trainable: Any) -> dict:
         return {"type": "command", "argv": [str(a) for a in trainable]}
     if isinstance(trainable, str):
         if trainable.endswith(".py") and os.path.isfile(trainable):
+            if working_dir is not None:
+                return {"type": "command", "argv": ["python3", _inside(trainable, working_dir)]}
             return {"type": "command", "argv": [sys.executable, os.path.abspath(trainable)],
                     "env": _python_env()}
         return {"type": "command", "argv": shlex.split(trainable)}
     if callable(trainable):
+        if working_dir is not None:
+            return {"type": "command", "argv": _run_function_argv(trainable, working_dir)}
         return {"type": "command", "argv": _run_function_argv(trainable), "env": _python_env()}
     raise TypeError(f"trainable: a dict, an argv list, a command, a .py file or a "
                     f"function, not {type(trainable).__name__}")
@@ -138,8 +160,11 @@ class Experiment:
                  mode: Optional[str] = None, searcher: Union[str, dict, None] = None,
                  scheduler: Union[str, dict, None] = None, num_samples: int = 1,
                  client: Optional[Client] = None, metrics: Optional[list] = None,
-                 constraints: Optional[list] = None, **spec_fields: Any):
+                 constraints: Optional[list] = None, working_dir: Optional[str] = None,
+                 environment: Optional[str] = None, **spec_fields: Any):
         self.client = client or Client()
+        # Uploaded at submit(): the folder may change until then.
+        self._working_dir = working_dir
         self.id: Optional[int] = None
         self.data: Optional[dict] = None
         self._spec: dict[str, Any] = {}
@@ -170,7 +195,9 @@ class Experiment:
         self._spec["num_samples"] = num_samples
         self._spec.update({k: v for k, v in spec_fields.items() if v is not None})
         if trainable is not None:
-            self._spec["trainable"] = trainable_spec(trainable)
+            self._spec["trainable"] = trainable_spec(trainable, working_dir)
+        if environment is not None:
+            self._spec.setdefault("trainable", {"type": "command"})["environment"] = environment
 
     @classmethod
     def attach(cls, experiment_id: int, client: Optional[Client] = None) -> "Experiment":
@@ -180,6 +207,7 @@ class Experiment:
         exp.data = exp.client.get_experiment(experiment_id)
         exp.id = exp.data["id"]
         exp._spec = {}
+        exp._working_dir = None
         return exp
 
     def __repr__(self) -> str:
@@ -225,6 +253,14 @@ class Experiment:
         search starts. Returns self."""
         if self.id is not None:
             raise RungError(f"experiment {self.id} was submitted already")
+        if self._working_dir is not None:
+            from ._pack import upload
+
+            t = self._spec.get("trainable")
+            if not isinstance(t, dict) or t.get("type") != "command":
+                raise ValueError("working_dir: needs a command trainable (a .py file, a "
+                                 "function, an argv or a command line)")
+            t["working_dir"] = upload(self.client, self._working_dir)
         self.data = self.client.create_experiment(self._spec)
         self.id = self.data["id"]
         return self

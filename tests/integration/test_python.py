@@ -10,7 +10,11 @@ rung.report, driven by rung.Experiment and rung.Client as a user would.
 - token auth: refused without the token, accepted with it or $RUNG_TOKEN;
 - a trainable whose stdout is a buffered pipe (PYTHONUNBUFFERED cleared) is
   stopped by ASHA right after its first report, because rung.report flushes;
-- `pip install ./python` into a fresh virtual environment, offline.
+- `pip install ./python` into a fresh virtual environment, offline;
+- a working directory (Experiment(working_dir=..., environment=...)): a
+  function of a file in it runs on a worker that maps the environment,
+  importing the user's package and reading a data file there; the same
+  folder submitted again uploads nothing; the shared .rungignore corpus.
 """
 
 import csv
@@ -168,6 +172,81 @@ class PythonClientCase(wh.WorkerTestCase):
                     self.assertTrue(math.isclose(float(a), b, rel_tol=1e-9), (col, a, b))
                 else:
                     self.assertEqual(a, b, col)
+
+    def test_a_working_directory_travels_once(self):
+        d = self.daemon()
+        self.worker(d, "env", cpu_slots=2, extra=["--env", "team=/usr/bin/python3"])
+        client = rung.Client(d.url)
+        top = os.path.join(self.tmp, "project")
+        os.makedirs(os.path.join(top, "mypkg"))
+        with open(os.path.join(top, "mypkg", "__init__.py"), "w") as f:
+            f.write("SCALE = 3.0\n")
+        with open(os.path.join(top, "data.txt"), "w") as f:
+            f.write("5\n")
+        with open(os.path.join(top, "big.log"), "w") as f:
+            f.write("left out by .rungignore\n")
+        with open(os.path.join(top, ".rungignore"), "w") as f:
+            f.write("*.log\n")
+        with open(os.path.join(top, "train_wd.py"), "w") as f:
+            f.write("import rung\nimport mypkg\n\n\ndef train(config):\n"
+                    "    base = float(open('data.txt').read())\n"
+                    "    rung.report(loss=base * mypkg.SCALE + config['x'])\n")
+        sys.path.insert(0, top)
+        try:
+            import train_wd
+        finally:
+            sys.path.remove(top)
+        lines = []
+
+        def submit():
+            exp = rung.Experiment(name="wd", trainable=train_wd.train, param_space={"x": 0.5},
+                                  metric="loss", client=client, working_dir=top,
+                                  environment="team")
+            import rung._pack as pack
+            real = pack.upload
+            pack.upload = lambda c, t: real(c, t, say=lines.append)
+            try:
+                return exp.submit()
+            finally:
+                pack.upload = real
+
+        exp = submit()
+        spec = exp.spec()["trainable"]
+        self.assertEqual(spec["argv"], ["python3", "-m", "rung", "run-function", "train_wd.py",
+                                        "train"])
+        self.assertEqual(spec["environment"], "team")
+        exp.wait(progress=False, timeout=60)
+        self.assertEqual(exp.best().value, 15.5)
+        again = submit()
+        again.wait(progress=False, timeout=60)
+        self.assertRegex(lines[0], r"^working_dir: 4 files, \d+ bytes, sha256:[0-9a-f]{12}… "
+                                   r"uploaded$")
+        self.assertTrue(lines[1].endswith("already on rungd"), lines)
+        blob = client.get_blob(spec["working_dir"][7:])
+        import tarfile
+        names = tarfile.open(fileobj=io.BytesIO(blob)).getnames()
+        self.assertEqual(names, [".rungignore", "data.txt", "mypkg", "mypkg/__init__.py",
+                                 "train_wd.py"])
+
+    def test_the_rungignore_corpus(self):
+        import json
+        from rung._pack import Ignore
+        with open(os.path.join(wh.REPO_ROOT, "tests", "data", "rungignore", "cases.json")) as f:
+            cases = json.load(f)["cases"]
+        bad = []
+        for case in cases:
+            ig = Ignore(case["rungignore"])
+            venvs = set(case.get("venvs", []))
+            for path, want in case["paths"].items():
+                is_dir = path.endswith("/")
+                parts = path.rstrip("/").split("/")
+                got = all(ig.packed("/".join(parts[:k]), True, "/".join(parts[:k]) + "/" in venvs)
+                          for k in range(1, len(parts)))
+                got = got and ig.packed("/".join(parts), is_dir, is_dir and path in venvs)
+                if got != want:
+                    bad.append((case["name"], path, got))
+        self.assertEqual(bad, [])
+        self.assertGreaterEqual(len(cases), 25)
 
     def test_errors_raise_api_error_with_the_field(self):
         d, client = self.start()
