@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef unsigned __int128 u128;
@@ -210,4 +211,16 @@ size_t rung_fmt_i64(char *buf, int64_t v)
         buf[len++] = tmp[--n];
     buf[len] = '\0';
     return len;
+}
+
+size_t rung_fmt_shortest(char *buf, double v)
+{
+    if (!isfinite(v))
+        return rung_fmt_g17(buf, v);
+    for (int digits = 15; digits < 17; digits++) {
+        int n = snprintf(buf, RUNG_FMTNUM_MAX, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v)
+            return (size_t)n;
+    }
+    return rung_fmt_g17(buf, v);
 }

@@ -18,6 +18,11 @@
  * included) and returns the length. */
 size_t rung_fmt_g17(char *buf, double v);
 
+/* Writes v in the fewest significant digits (15, 16 or 17) that read back
+ * to the same double with strtod ("0.1", not "0.10000000000000001"), as
+ * %g does, and returns the length. Slower than rung_fmt_g17 (snprintf). */
+size_t rung_fmt_shortest(char *buf, double v);
+
 /* Writes v as "%lld" does and returns the length. */
 size_t rung_fmt_i64(char *buf, int64_t v);
 

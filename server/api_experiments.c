@@ -375,6 +375,7 @@ void api_experiment_trials(Engine *e, Job *job)
 typedef struct CsvCtx {
     Engine *e;
     const Spec *spec;
+    const json_t *names;
 } CsvCtx;
 
 /* Writes the CSV row of a trial in memory; false for the others. */
@@ -384,9 +385,47 @@ static bool csv_row(void *ctx, int64_t id, FILE *out)
     const Trial *t = core_trial(engine_core(c->e), id);
     if (t == NULL)
         return false;
-    store_csv_row(out, c->spec, t->id, t->number, trial_state_name(t->state), t->config,
+    store_csv_row(out, c->spec, c->names, t->id, t->number, trial_state_name(t->state), t->config,
                   t->has_best, t->best_value, t->last, t->has_step, t->step);
     return true;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The names of every metric in the last report of any of the experiment's
+ * trials, stored or in memory, sorted: the metric:<name> columns. */
+static json_t *metric_names(Engine *e, int64_t exp_id, RungError *err)
+{
+    json_t *set = json_object();
+    if (store_read_metric_names(engine_store(e), exp_id, set, err) != 0) {
+        json_decref(set);
+        return NULL;
+    }
+    const Experiment *x = core_experiment(engine_core(e), exp_id);
+    for (int64_t i = x ? x->trials_lo : 0; x && i < x->n_trials - x->trials_base; i++) {
+        const Trial *t = x->trials[i];
+        const char *key;
+        json_t *v;
+        if (t != NULL && t->last != NULL)
+            json_object_foreach(t->last, key, v)
+                json_object_set_new(set, key, json_true());
+    }
+    size_t n = json_object_size(set), k = 0;
+    const char **keys = malloc((n ? n : 1) * sizeof *keys);
+    const char *key;
+    json_t *v;
+    json_object_foreach(set, key, v)
+        keys[k++] = key;
+    qsort(keys, n, sizeof *keys, by_name);
+    json_t *names = json_array();
+    for (k = 0; k < n; k++)
+        json_array_append_new(names, json_string(keys[k]));
+    free(keys);
+    json_decref(set);
+    return names;
 }
 
 void api_experiment_csv(Engine *e, Job *job)
@@ -396,6 +435,14 @@ void api_experiment_csv(Engine *e, Job *job)
     const Spec *spec = api_spec_of(e, job, job->ids[0], &own, &owned);
     if (spec == NULL)
         return;
+    RungError err;
+    json_t *names = metric_names(e, job->ids[0], &err);
+    if (names == NULL) {
+        if (owned)
+            spec_close(&own);
+        api_fail(job, &err);
+        return;
+    }
     char *buf = NULL;
     size_t len = 0;
     FILE *out = reply_stream(&buf, &len);
@@ -414,11 +461,23 @@ void api_experiment_csv(Engine *e, Job *job)
     } else {
         fputs(",best_value,last_value", out);
     }
-    fputs(spec->n_constraints > 0 ? ",feasible,steps\n" : ",steps\n", out);
-    CsvCtx ctx = {e, spec};
-    RungError err;
-    int rc = store_read_csv(engine_store(e), spec, job->ids[0], out, csv_row, &ctx, &err);
+    fputs(spec->n_constraints > 0 ? ",feasible,steps" : ",steps", out);
+    /* Every metric reported: "metric:" never begins a parameter path. */
+    size_t i;
+    json_t *n;
+    json_array_foreach(names, i, n) {
+        size_t len = strlen(json_string_value(n)) + 8;
+        char *col = malloc(len);
+        snprintf(col, len, "metric:%s", json_string_value(n));
+        fputc(',', out);
+        store_csv_field(out, col);
+        free(col);
+    }
+    fputc('\n', out);
+    CsvCtx ctx = {e, spec, names};
+    int rc = store_read_csv(engine_store(e), spec, names, job->ids[0], out, csv_row, &ctx, &err);
     fclose(out);
+    json_decref(names);
     if (owned)
         spec_close(&own);
     if (rc != 0) {
@@ -458,11 +517,18 @@ void api_experiment_curves(Engine *e, Job *job)
         api_fail(job, &err);
         return;
     }
+    /* ?metric=: the curves of any reported metric (default: the objective). */
+    const char *asked = json_string_value(json_object_get(job->query, "metric"));
+    if (asked != NULL && (asked[0] == '\0' || strlen(asked) > SPEC_MAX_METRIC)) {
+        api_error(job, RUNG_E_INVALID_ARGUMENT, "metric", "metric: 1 to 64 bytes, a metric's name");
+        return;
+    }
     Spec own;
     bool owned;
     const Spec *spec = api_spec_of(e, job, job->ids[0], &own, &owned);
     if (spec == NULL)
         return;
+    const char *metric_name = asked ? asked : spec->metric;
     int64_t generation = engine_generation(e);
     if (gen != generation)
         after = 0; /* another daemon run: from the start */
@@ -477,20 +543,20 @@ void api_experiment_curves(Engine *e, Job *job)
     int64_t ranked = 0;
     int rc = 0;
     if (best > 0)
-        rc = store_read_curves_best(engine_store(e), job->ids[0], spec->metric,
+        rc = store_read_curves_best(engine_store(e), job->ids[0], metric_name,
                                     spec->mode == SPEC_MODE_MAX, best, io, &ranked, &err);
     bool best_mode = rc == 0 && best > 0 && ranked > best;
     if (best_mode) {
         after = 0;
         next = engine_now(e);
     } else if (rc == 0) {
-        rc = store_read_curves(engine_store(e), job->ids[0], spec->metric, after, engine_now(e),
+        rc = store_read_curves(engine_store(e), job->ids[0], metric_name, after, engine_now(e),
                                limit, io, &next, &err);
     }
     fclose(io);
     /* Several objectives have no "metric" in the spec: the curves are of the
      * first objective (spec->metric), named here either way. */
-    json_t *metric = spec->metric ? json_string(spec->metric) : json_null();
+    json_t *metric = metric_name ? json_string(metric_name) : json_null();
     fputs("{\"metric\": ", out);
     json_dumpf(metric, out, JSON_ENCODE_ANY);
     json_decref(metric);

@@ -59,19 +59,24 @@ int store_read_report_action(Store *s, int64_t trial_id, int64_t attempt, int64_
 /* Writes the experiment's trials as CSV rows (no header) to out, calling
  * row(ctx, id) first for each: a trial in memory is written by the caller
  * (row returns true), the others from their rows here. */
-int store_read_csv(Store *s, const Spec *spec, int64_t exp_id, FILE *out,
+int store_read_csv(Store *s, const Spec *spec, const json_t *names, int64_t exp_id, FILE *out,
                    bool (*row)(void *ctx, int64_t id, FILE *out), void *ctx, RungError *err);
+/* Adds to the object `set` a key for each metric name in the last report
+ * of any stored trial of the experiment (the metric:<name> columns). */
+int store_read_metric_names(Store *s, int64_t exp_id, json_t *set, RungError *err);
 
 /* One CSV field (RFC 4180 quoting; a leading ' where a spreadsheet would
  * read a formula), and a config or metric value as a field. */
 void store_csv_field(FILE *out, const char *s);
 void store_csv_value(FILE *out, const json_t *v);
 /* One trial's CSV row: id, number, state, each search-space parameter,
- * best_value, the metric's last value, steps (the one writer, whether the
- * trial is in memory or read from its row). last may be NULL. */
-void store_csv_row(FILE *out, const Spec *spec, int64_t id, int64_t number, const char *state,
-                   const json_t *config, bool has_best, double best, const json_t *last,
-                   bool has_step, int64_t step);
+ * best_value, the metric's last value, steps, then the last value of each
+ * metric of names (an array of strings: the metric:<name> columns) (the
+ * one writer, whether the trial is in memory or read from its row). last
+ * may be NULL. */
+void store_csv_row(FILE *out, const Spec *spec, const json_t *names, int64_t id, int64_t number,
+                   const char *state, const json_t *config, bool has_best, double best,
+                   const json_t *last, bool has_step, int64_t step);
 
 /* The experiment's metric values that arrived at times in [from, before),
  * in arrival order, as "[trial_id,attempt,step,value]" items separated by

@@ -156,12 +156,36 @@ static void row_tail(RowBuf *r, bool has_step, int64_t step)
 {
     if (has_step)
         row_int(r, step);
+}
+
+/* A metric:<name> cell: a number in the fewest digits that read back to
+ * it, or NaN, Infinity, -Infinity as reported (docs/api.md). */
+static void row_metric(RowBuf *r, const json_t *v)
+{
+    if (json_is_real(v)) {
+        char t[RUNG_FMTNUM_MAX];
+        row_put(r, t, rung_fmt_shortest(t, json_real_value(v)));
+    } else {
+        row_value(r, v);
+    }
+}
+
+/* The metric:<name> cells (docs/api.md): each named metric's value in the
+ * trial's last report, empty when it has none. */
+static void row_metrics(RowBuf *r, const json_t *names, const json_t *last)
+{
+    size_t i;
+    json_t *n;
+    json_array_foreach(names, i, n) {
+        row_char(r, ',');
+        row_metric(r, last ? json_object_get(last, json_string_value(n)) : NULL);
+    }
     row_char(r, '\n');
 }
 
-void store_csv_row(FILE *out, const Spec *spec, int64_t id, int64_t number, const char *state,
-                   const json_t *config, bool has_best, double best, const json_t *last,
-                   bool has_step, int64_t step)
+void store_csv_row(FILE *out, const Spec *spec, const json_t *names, int64_t id, int64_t number,
+                   const char *state, const json_t *config, bool has_best, double best,
+                   const json_t *last, bool has_step, int64_t step)
 {
     RowBuf r = {.out = out};
     row_head(&r, id, number, state);
@@ -192,6 +216,7 @@ void store_csv_row(FILE *out, const Spec *spec, int64_t id, int64_t number, cons
         row_char(&r, ',');
     }
     row_tail(&r, has_step, step);
+    row_metrics(&r, names, last);
     row_flush(&r);
 }
 
@@ -201,9 +226,9 @@ void store_csv_row(FILE *out, const Spec *spec, int64_t id, int64_t number, cons
  * when either text is not a flat object that flatjson reads, or when the
  * spec has constraints (spec_feasible reads the parsed metrics): the
  * caller parses the texts then. */
-static bool csv_row_text(FILE *out, const Spec *spec, int64_t id, int64_t number, const char *state,
-                         const char *config, bool has_best, double best, const char *last,
-                         bool has_step, int64_t step)
+static bool csv_row_text(FILE *out, const Spec *spec, const json_t *names, int64_t id,
+                         int64_t number, const char *state, const char *config, bool has_best,
+                         double best, const char *last, bool has_step, int64_t step)
 {
     FlatMember cm[FLATJSON_MAX];
     FlatMember lm[FLATJSON_MAX];
@@ -232,11 +257,40 @@ static bool csv_row_text(FILE *out, const Spec *spec, int64_t id, int64_t number
         row_char(&r, ',');
     }
     row_tail(&r, has_step, step);
+    size_t i;
+    json_t *n;
+    json_array_foreach(names, i, n) {
+        row_char(&r, ',');
+        const FlatMember *m = flatjson_get(lm, nl, json_string_value(n));
+        if (m != NULL && m->kind == FLAT_REAL) {
+            char t[RUNG_FMTNUM_MAX];
+            row_put(&r, t, rung_fmt_shortest(t, m->r));
+        } else {
+            row_member(&r, m);
+        }
+    }
+    row_char(&r, '\n');
     row_flush(&r);
     return true;
 }
 
-int store_read_csv(Store *s, const Spec *spec, int64_t exp_id, FILE *out,
+int store_read_metric_names(Store *s, int64_t exp_id, json_t *set, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (prepare(s,
+                "SELECT DISTINCT j.key FROM trials, json_each(trials.last_metrics) AS j "
+                "WHERE trials.experiment_id = ? AND trials.last_metrics IS NOT NULL",
+                &st, err))
+        return err->code;
+    sqlite3_bind_int64(st, 1, exp_id);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        json_object_set_new(set, (const char *)sqlite3_column_text(st, 0), json_true());
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : db_error(s, err, "csv");
+}
+
+int store_read_csv(Store *s, const Spec *spec, const json_t *names, int64_t exp_id, FILE *out,
                    bool (*row)(void *ctx, int64_t id, FILE *out), void *ctx, RungError *err)
 {
     sqlite3_stmt *st;
@@ -257,12 +311,14 @@ int store_read_csv(Store *s, const Spec *spec, int64_t exp_id, FILE *out,
         double best = sqlite3_column_double(st, 4);
         bool has_step = sqlite3_column_type(st, 6) != SQLITE_NULL;
         int64_t step = sqlite3_column_int64(st, 6);
-        if (csv_row_text(out, spec, id, number, state, (const char *)sqlite3_column_text(st, 3),
-                         has_best, best, (const char *)sqlite3_column_text(st, 5), has_step, step))
+        if (csv_row_text(out, spec, names, id, number, state,
+                         (const char *)sqlite3_column_text(st, 3), has_best, best,
+                         (const char *)sqlite3_column_text(st, 5), has_step, step))
             continue;
         json_t *config = column_json(st, 3);
         json_t *last = column_json(st, 5);
-        store_csv_row(out, spec, id, number, state, config, has_best, best, last, has_step, step);
+        store_csv_row(out, spec, names, id, number, state, config, has_best, best, last, has_step,
+                      step);
         json_decref(config);
         json_decref(last);
     }

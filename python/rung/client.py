@@ -252,10 +252,12 @@ class Client:
         return self.request("GET", f"/api/v1/experiments/{int(experiment_id)}/trials.csv",
                             raw=True)
 
-    def curves(self, experiment_id: int, after: int = 0, generation: int = 0) -> dict:
-        """One page of every reported value of the metric, from a cursor."""
+    def curves(self, experiment_id: int, after: int = 0, generation: int = 0,
+               metric: Optional[str] = None) -> dict:
+        """One page of every reported value of the metric (or of `metric`,
+        any reported one), from a cursor."""
         return self.request("GET", f"/api/v1/experiments/{int(experiment_id)}/curves",
-                            query={"after": after, "generation": generation})
+                            query={"after": after, "generation": generation, "metric": metric})
 
     # -- trials ------------------------------------------------------------
 

@@ -388,8 +388,9 @@ class Experiment:
     def rows(self) -> list[dict]:
         """One dict a trial: the columns of `trials.csv` (id, number, state,
         each parameter, best_value, last_value, steps), then best_step,
-        attempt, stopped_by, error, started_at, ended_at, and every other
-        metric of the last report as `last.<name>`."""
+        attempt, stopped_by, error, started_at, ended_at, every other
+        metric of the last report as `last.<name>`, and every metric of the
+        last report as `metric:<name>`, as trials.csv's last columns."""
         exp = self.data or self.refresh()
         names = [m["name"] for m in exp.get("metrics") or []]
         metric = names[0] if names else exp["metric"]
@@ -414,6 +415,8 @@ class Experiment:
             for name, value in last.items():
                 if name != metric and name not in names:
                     row["last." + name] = _metric_value(value)
+            for name in sorted(last):
+                row["metric:" + name] = _metric_value(last[name])
             out.append(row)
         return out
 
@@ -427,14 +430,16 @@ class Experiment:
                               "the same table as a list of dicts") from None
         return pandas.DataFrame(self.rows())
 
-    def curves(self) -> dict[int, list[tuple[int, int, Optional[float]]]]:
-        """Every reported value of the metric, by trial id: a list of
-        (attempt, step, value) in the order rungd received them (value None
-        for a non-finite one)."""
+    def curves(self, metric: Optional[str] = None
+               ) -> dict[int, list[tuple[int, int, Optional[float]]]]:
+        """Every reported value of the metric (or of `metric`, any metric
+        the trials report), by trial id: a list of (attempt, step, value) in
+        the order rungd received them (value None for a non-finite one)."""
         out: dict[int, list] = {}
         after, generation = 0, 0
         while True:
-            page = self.client.curves(self._need_id(), after=after, generation=generation)
+            page = self.client.curves(self._need_id(), after=after, generation=generation,
+                                      metric=metric)
             for trial_id, attempt, step, value in page["items"]:
                 out.setdefault(trial_id, []).append((attempt, step, value))
             if not page["items"] or page["next"] == after:

@@ -69,13 +69,18 @@ class Objectives(wh.WorkerTestCase):
         r = d.request("GET", "/api/v1/experiments/%d/trials.csv" % exp["id"])
         self.assertEqual(r.status, 200)
         rows = list(csv.reader(io.StringIO(r.text)))
+        # Then every reported metric's last value, named so that it never
+        # collides with a parameter or the columns before (docs/api.md).
         self.assertEqual(rows[0], ["id", "number", "state", "x", "val_loss", "latency_ms",
-                                   "feasible", "steps"])
+                                   "feasible", "steps", "metric:latency_ms",
+                                   "metric:peak_mem_gb", "metric:val_loss"])
         for row in rows[1:]:
             t = by_id[int(row[0])]
             self.assertAlmostEqual(float(row[4]), t["values"]["val_loss"], places=12)
             self.assertEqual(row[6], "true" if t["feasible"] else "false")
             self.assertEqual(row[7], "2")
+            self.assertEqual([float(v) for v in row[8:]],
+                             [t["last"][k] for k in ("latency_ms", "peak_mem_gb", "val_loss")])
 
         # rung show: the objectives, the constraint and the front, a line
         # per trial.

@@ -145,7 +145,8 @@ class PythonClientCase(wh.WorkerTestCase):
         self.assertEqual(len(csv_rows), 6)
         columns = list(csv_rows[0].keys())
         self.assertEqual(columns, ["id", "number", "state", "x", "kind", "n_steps",
-                                   "best_value", "last_value", "steps"])
+                                   "best_value", "last_value", "steps", "metric:acc",
+                                   "metric:loss"])
         for row, crow in zip(rows, csv_rows):
             for col in columns:
                 want = crow[col]
@@ -157,6 +158,19 @@ class PythonClientCase(wh.WorkerTestCase):
                 else:
                     self.assertEqual(str(got), want, col)
             self.assertIn("last.acc", row)
+            # Every metric in the shortest form that reads back exactly.
+            for name in ("acc", "loss"):
+                if crow["metric:" + name]:
+                    self.assertEqual(float(crow["metric:" + name]), row["metric:" + name])
+                    self.assertEqual(crow["metric:" + name], repr(row["metric:" + name]))
+        # The curves of a metric that is not the objective.
+        acc = exp.curves(metric="acc")
+        loss = exp.curves()
+        self.assertEqual(sorted(acc), sorted(loss))
+        for tid, points in acc.items():
+            self.assertEqual([p[:2] for p in points], [p[:2] for p in loss[tid]])
+            x = next(r["x"] for r in rows if r["id"] == tid)
+            self.assertTrue(all(math.isclose(p[2], 1.0 - x, rel_tol=1e-8) for p in points))
         try:
             import pandas
         except ImportError:
