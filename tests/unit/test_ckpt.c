@@ -7,7 +7,11 @@
  * headers that say more bytes than the tar holds, sparse files and too
  * many entries refused, naming the entry, with nothing left behind: the
  * folder that holds the destination unchanged and the destination as it
- * was (not made when missing). */
+ * was (not made when missing). A working directory's tree
+ * (ckpt_unpack_tree) keeps its links that stay inside and its own logs,
+ * and refuses, naming the entry, each way out: absolute names, "..",
+ * links absolute, climbing too far, with a ".." after a name or with an
+ * entry through them, hard links, FIFOs, devices and a gzip. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
