@@ -31,6 +31,7 @@ int cli_cmd_stop_trial(CliRest *h, int argc, char **argv);
 int cli_cmd_delete(CliRest *h, int argc, char **argv);
 int cli_cmd_retry(CliRest *h, int argc, char **argv);
 int cli_cmd_logs(CliRest *h, int argc, char **argv);
+int cli_cmd_fetch(CliRest *h, int argc, char **argv);
 
 /* Prints v as indented JSON on stdout (--json: the API's objects, for
  * scripts); returns the exit status. */

@@ -46,6 +46,11 @@ void api_blob_get(Engine *e, Job *job);
  * on the engine thread, or with core and store before the engine runs. */
 void api_blob_sweep(Engine *e);
 void api_blob_sweep_now(const Core *core, Store *store, const char *data_dir, int64_t now_ms);
+/* A completed trial's folder (docs/api.md, "Artifacts"): the upload's
+ * head (token, quota), the upload, the download. */
+int api_artifacts_admit(Engine *e, const Job *job, RungError *err);
+void api_artifacts_put(Engine *e, Job *job);
+void api_artifacts_get(Engine *e, Job *job);
 void api_worker_register(Engine *e, Job *job);
 void api_worker_list(Engine *e, Job *job);
 void api_worker_lease(Engine *e, Job *job);

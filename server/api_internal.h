@@ -32,6 +32,12 @@ int api_query_int(const Job *job, const char *name, int64_t def, int64_t min, in
                   int64_t *out, RungError *err);
 /* A trial in memory as the API shows it (views.h). */
 json_t *api_trial_json(const Trial *t);
+/* api_artifacts.c: {"upload_token"} for a finish reply when the spec keeps
+ * this completed trial's folder, else NULL; the trial object's
+ * "artifacts" set on o; a deleted experiment's files removed. */
+json_t *api_artifacts_wanted(Engine *e, const Trial *t, const Spec *spec);
+void api_artifacts_describe(Engine *e, int64_t trial, json_t *o);
+void api_artifacts_forget(Engine *e, int64_t experiment);
 /* {"items": items (stolen), "total": total}: docs/api.md's lists. */
 json_t *api_list_json(json_t *items, int64_t total);
 /* The spec of an experiment in memory (borrowed) or from the store (then

@@ -25,6 +25,8 @@ const HttpRoute api_routes[] = {
     {"PUT", "/api/v1/trials/{id}/checkpoint", api_checkpoint_put, api_checkpoint_admit, false,
      false},
     {"GET", "/api/v1/trials/{id}/checkpoint", api_checkpoint_get, NULL, false, false},
+    {"PUT", "/api/v1/trials/{id}/artifacts", api_artifacts_put, api_artifacts_admit, false, false},
+    {"GET", "/api/v1/trials/{id}/artifacts", api_artifacts_get, NULL, false, false},
     {"GET", "/api/v1/blobs/{sha256}", api_blob_get, NULL, false, false},
     {"PUT", "/api/v1/blobs/{sha256}", api_blob_put, api_blob_admit, false, true},
     {"POST", "/api/v1/workers", api_worker_register, NULL, false, false},

@@ -15,7 +15,9 @@ void api_trial_get(Engine *e, Job *job)
 {
     Trial *t = core_trial(engine_core(e), job->ids[0]);
     if (t) {
-        api_reply(job, 200, api_trial_json(t));
+        json_t *o = api_trial_json(t);
+        api_artifacts_describe(e, t->id, o);
+        api_reply(job, 200, o);
         return;
     }
     RungError err;
@@ -32,6 +34,7 @@ void api_trial_get(Engine *e, Job *job)
     json_t *o = api_trial_view(e, spec, job->ids[0], &err);
     if (owned)
         spec_close(&own);
+    api_artifacts_describe(e, job->ids[0], o);
     if (o == NULL)
         api_fail(job, &err);
     else
@@ -221,5 +224,12 @@ void api_trial_finish(Engine *e, Job *job)
     }
     core_worker_log(engine_core(e), t, from, rq.log); /* the log's last lines (dashboard) */
     core_worker_warnings(engine_core(e), t, from, rq.warnings);
-    api_reply(job, 200, api_trial_json(t));
+    json_t *reply = api_trial_json(t);
+    /* Its folder comes back when keep_artifacts wants it; from node 0 of a
+     * gang only (docs/api.md, "Artifacts"). */
+    const Experiment *x = t->exp;
+    json_t *want = x != NULL && from == t->worker_id ? api_artifacts_wanted(e, t, &x->spec) : NULL;
+    if (want != NULL)
+        json_object_set_new(reply, "artifacts", want);
+    api_reply(job, 200, reply);
 }

@@ -67,6 +67,7 @@ typedef struct EngineConfig {
     int64_t forget_workers_ms; /* gone workers leave listings after this (--forget-workers-s) */
     const char *data_dir;      /* rungd's data folder (checkpoints/ for pbt's copies) */
     int64_t blob_quota;        /* bytes all blobs may hold (--blob-quota-mb; blobs.h) */
+    int64_t artifact_quota;    /* bytes all artifacts may hold (--artifact-quota-mb) */
 } EngineConfig;
 
 /* The network front the loop drives (http.c provides one). The engine

@@ -62,6 +62,7 @@ enum {
     O_MAX_CHECKPOINT_MB,
     O_MAX_BLOB_MB,
     O_BLOB_QUOTA_MB,
+    O_ARTIFACT_QUOTA_MB,
     O_INIT,
     O_CHECK,
     O__COUNT
@@ -95,6 +96,8 @@ static Option options[O__COUNT] = {
                        "largest working directory (blob) a client may upload, in MiB"},
     [O_BLOB_QUOTA_MB] = {"blob-quota-mb", OPT_INT, NULL, 20480, 1, 1LL << 30,
                          "MiB all blobs together may take in the data folder"},
+    [O_ARTIFACT_QUOTA_MB] = {"artifact-quota-mb", OPT_INT, NULL, 20480, 1, 1LL << 30,
+                             "MiB all trials' kept artifacts together may take in the data folder"},
     [O_INIT] = {"init", OPT_FLAG, NULL, 0, 0, 0,
                 "create the database where an earlier one is missing, or use one that an earlier "
                 "run stopped using (--db's .fault); a first start needs no --init"},
@@ -288,7 +291,8 @@ int main(int argc, char **argv)
                          .heartbeat_ms = lease_ms / 6,
                          .forget_workers_ms = options[O_FORGET_WORKERS_S].ival * 1000,
                          .data_dir = data_dir,
-                         .blob_quota = options[O_BLOB_QUOTA_MB].ival << 20};
+                         .blob_quota = options[O_BLOB_QUOTA_MB].ival << 20,
+                         .artifact_quota = options[O_ARTIFACT_QUOTA_MB].ival << 20};
     /* Working directories no experiment refers to any more (blobs.h). */
     api_blob_sweep_now(core, store, data_dir, rung_now_ms());
     Engine *engine = engine_new(store, core, &ecfg, &stats);

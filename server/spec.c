@@ -36,6 +36,7 @@ static const char *const top_keys[] = {"name",
                                        "stop",
                                        "resources_per_trial",
                                        "trainable",
+                                       "keep_artifacts",
                                        NULL};
 
 
@@ -311,7 +312,7 @@ static int parse(const json_t *spec_json, uint64_t seed, bool stored, Spec *spec
         parse_searcher(j, seed, spec, err) || spec_parse_scheduler(j, spec, err) ||
         parse_counts(j, spec, err) || parse_best_scope(j, spec, err) ||
         parse_resources(j, spec, err) || parse_selector(j, spec, err) ||
-        spec_parse_trainable(j, stored, spec, err) ||
+        spec_parse_trainable(j, stored, spec, err) || spec_parse_keep(j, spec, err) ||
         sampler_total_trials(spec->space, &spec->searcher, spec->num_samples, &spec->total_trials,
                              err) ||
         parse_points(j, spec, err) || parse_warm_start(j, spec, err) || parse_stop(j, spec, err) ||

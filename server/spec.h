@@ -68,6 +68,10 @@ typedef enum {
 #define SPEC_MAX_FAILED_TRIALS 10000000 /* max_failed_trials */
 #define SPEC_MAX_TIME_BUDGET_S 1e9      /* stop.time_budget_s: about 31 years */
 
+/* keep_artifacts: which completed trials' folders rungd keeps. */
+typedef enum { SPEC_KEEP_BEST = 0, SPEC_KEEP_NONE, SPEC_KEEP_ALL } SpecKeep;
+#define SPEC_MAX_KEEP 1000 /* keep_artifacts {"best": N} */
+
 typedef struct Spec {
     const char *name;   /* borrowed from the spec JSON */
     const char *metric; /* borrowed: the objective's key in reports (the first's) */
@@ -105,6 +109,9 @@ typedef struct Spec {
     char environment[65];       /* a name the worker maps to an interpreter */
     bool container;             /* runs inside trainable.container's image */
     char container_runtime[16]; /* podman, docker or apptainer; "": any */
+    /* Which trials' folders come back (docs/api.md, "keep_artifacts"). */
+    SpecKeep keep_artifacts;
+    int64_t keep_count; /* SPEC_KEEP_BEST: how many */
     /* Failures that show (docs/api.md, "Top-level fields"). */
     int64_t max_failed_trials; /* the experiment fails after this many failed trials; 0 = never */
     bool best_last;            /* best_scope "last": a trial counts by its last value */

@@ -142,6 +142,41 @@ int store_read_blob_referenced(Store *s, const char *sha256_hex, bool *reference
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_error(s, err, "experiments");
 }
 
+int store_read_trial_rank(Store *s, int64_t exp_id, int64_t trial_id, double value, bool max,
+                          int64_t *better, RungError *err)
+{
+    sqlite3_stmt *st;
+    const char *sql = max ? "SELECT count(*) FROM trials WHERE experiment_id = ?1 AND id != ?2 AND "
+                            "state = 'completed' AND best_value IS NOT NULL AND (best_value > ?3 "
+                            "OR (best_value = ?3 AND id < ?2))"
+                          : "SELECT count(*) FROM trials WHERE experiment_id = ?1 AND id != ?2 AND "
+                            "state = 'completed' AND best_value IS NOT NULL AND (best_value < ?3 "
+                            "OR (best_value = ?3 AND id < ?2))";
+    if (prepare(s, sql, &st, err))
+        return err->code;
+    sqlite3_bind_int64(st, 1, exp_id);
+    sqlite3_bind_int64(st, 2, trial_id);
+    sqlite3_bind_double(st, 3, value);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *better = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 0 : db_error(s, err, "trials");
+}
+
+int store_read_trial_best(Store *s, int64_t trial_id, double *value, bool *has, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (prepare(s, "SELECT best_value FROM trials WHERE id = ?", &st, err))
+        return err->code;
+    sqlite3_bind_int64(st, 1, trial_id);
+    int rc = sqlite3_step(st);
+    *has = rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL;
+    *value = *has ? sqlite3_column_double(st, 0) : 0;
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_error(s, err, "trials");
+}
+
 int store_read_experiments(Store *s, int64_t limit, int64_t offset, json_t **items, int64_t *ids,
                            int64_t *total, RungError *err)
 {

@@ -23,6 +23,13 @@ int store_read_experiment(Store *s, int64_t id, json_t **out, RungError *err);
 /* Whether a stored experiment's trainable.working_dir is the blob
  * sha256_hex (blobs.h). */
 int store_read_blob_referenced(Store *s, const char *sha256_hex, bool *referenced, RungError *err);
+/* How many other completed trials of the experiment have a stored
+ * best_value better than value (max: higher is better; ties go to the
+ * lower id): *better. */
+int store_read_trial_rank(Store *s, int64_t exp_id, int64_t trial_id, double value, bool max,
+                          int64_t *better, RungError *err);
+/* A trial's stored best_value: *has false when it has none. */
+int store_read_trial_best(Store *s, int64_t trial_id, double *value, bool *has, RungError *err);
 
 /* Experiments newest first: items[i] for ids[i] (ids: limit entries). */
 int store_read_experiments(Store *s, int64_t limit, int64_t offset, json_t **items, int64_t *ids,

@@ -57,9 +57,13 @@ static bool add_arg(char *path, size_t size, const char *name, const char *value
 static bool checkpoint_path(char *path, size_t size, int64_t trial, int64_t step, int64_t worker_id,
                             const char *name, const char *token)
 {
-    int n = snprintf(path, size,
-                     "/api/v1/trials/%" PRId64 "/checkpoint?step=%" PRId64 "&worker=%" PRId64,
-                     trial, step, worker_id);
+    /* step < 0: the trial's artifacts (CKPTXFER_ARTIFACTS), the same transfer. */
+    int n = step < 0
+                ? snprintf(path, size, "/api/v1/trials/%" PRId64 "/artifacts?worker=%" PRId64,
+                           trial, worker_id)
+                : snprintf(path, size,
+                           "/api/v1/trials/%" PRId64 "/checkpoint?step=%" PRId64 "&worker=%" PRId64,
+                           trial, step, worker_id);
     return n >= 0 && (size_t)n < size && add_arg(path, size, name, token ? token : "");
 }
 

@@ -41,6 +41,9 @@
 #define CKPTXFER_QUEUE_MAX 8       /* uploads waiting; more are dropped (rungd asks again) */
 #define CKPTXFER_UPLOADS "uploads" /* <workdir>/uploads: the packed folders on their way */
 #define CKPTXFER_TOKEN_MAX 64      /* bytes of an upload token; rungd's are 32 hex digits */
+/* ckptxfer_upload's step for a completed trial's artifacts (docs/api.md,
+ * "Artifacts"): PUT /api/v1/trials/<trial>/artifacts instead. */
+#define CKPTXFER_ARTIFACTS (-1)
 
 typedef enum {
     XFER_OK,

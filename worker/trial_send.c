@@ -1,10 +1,13 @@
 /* A trial's sender thread: its reports in order, each retried until
  * acknowledged, then the finish (trial.h). */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "ckptxfer.h"
 #include "client.h"
 #include "log.h"
 #include "trial.h"
@@ -22,6 +25,32 @@ static int first_line_len(const char *s, int n)
 {
     int len = (int)strcspn(s, "\n");
     return len < n ? len : n;
+}
+
+/* rungd keeps this completed trial's folder (keep_artifacts): packed and
+ * PUT as the trial's artifacts now, on the trial's own sender thread, while
+ * the trial still holds its folder (ckptxfer_upload locks it). */
+static void send_artifacts(WTrial *t, Client *c, const char *token)
+{
+    const TrialHooks *h = t->hooks;
+    char dir[PATH_MAX], tar[PATH_MAX + 64], sha[65], err[512];
+    snprintf(dir, sizeof dir, "%s/trials/%" PRId64, h->workdir, t->id);
+    snprintf(tar, sizeof tar, "%s/%s", h->workdir, CKPTXFER_UPLOADS);
+    mkdir(tar, 0700);
+    snprintf(tar, sizeof tar, "%s/%s/artifacts-%" PRId64 "-%" PRId64 ".tar", h->workdir,
+             CKPTXFER_UPLOADS, h->worker_id, t->id);
+    ClientCall call = {.retry = true,
+                       .cancel = sender_cancel,
+                       .cancel_arg = t,
+                       .what = "upload of a trial's artifacts"};
+    int64_t size = 0;
+    long status = 0;
+    XferResult r = ckptxfer_upload(c, dir, tar, t->id, CKPTXFER_ARTIFACTS, h->worker_id, token,
+                                   &call, sha, &size, &status, err, sizeof err);
+    if (r == XFER_OK)
+        LOG_INFO("trial %" PRId64 ": artifacts uploaded (%" PRId64 " bytes)", t->id, size);
+    else
+        LOG_WARN("trial %" PRId64 ": artifacts not uploaded: %s", t->id, err);
 }
 
 static void send_finish(WTrial *t, Client *c)
@@ -86,6 +115,10 @@ static void send_finish(WTrial *t, Client *c)
                      "program: %.*s)",
                      t->id, t->attempt, state, first_line_len(t->error ? t->error : "", 300),
                      t->error ? t->error : "");
+        const char *token = json_string_value(
+            json_object_get(json_object_get(reply.body, "artifacts"), "upload_token"));
+        if (completed && token != NULL)
+            send_artifacts(t, c, token);
     } else if (reply.status == 409) {
         LOG_DEBUG("trial %" PRId64 ": finish refused (%s)", t->id, reply.error);
     } else {

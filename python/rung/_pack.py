@@ -263,3 +263,33 @@ def upload(client, top: str, say=None) -> str:
     return "sha256:" + info["sha256"]
 
 
+
+
+def download_artifacts(client, trial_id: int, dest: str) -> str:
+    """GET a trial's artifacts, check them against the hash of its trial
+    object, and unpack them into dest: plain files and folders with
+    relative names only (no '..', links or devices)."""
+    want = (client.get_trial(trial_id).get("artifacts") or {}).get("sha256")
+    data = client.get_artifacts(trial_id)
+    got = hashlib.sha256(data).hexdigest()
+    if want is None or got != want:
+        raise PackError(f"trial {trial_id}: the artifacts received hash to {got}, not "
+                        f"{want or '(none given)'}: nothing unpacked")
+    with tarfile.open(fileobj=io.BytesIO(data)) as tf:
+        members = tf.getmembers()
+        for m in members:
+            parts = m.name.split("/")
+            if m.name.startswith("/") or ".." in parts or not (m.isfile() or m.isdir()):
+                raise PackError(f"trial {trial_id}: the artifacts hold {m.name}, which is not "
+                                "a plain file or folder inside: nothing unpacked")
+        os.makedirs(dest, exist_ok=True)
+        for m in members:
+            path = os.path.join(dest, *m.name.split("/"))
+            if m.isdir():
+                os.makedirs(path, exist_ok=True)
+                continue
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with tf.extractfile(m) as src, open(path, "wb") as out:
+                out.write(src.read())
+            os.chmod(path, 0o755 if m.mode & 0o111 else 0o644)
+    return dest

@@ -198,6 +198,12 @@ class Client:
         with self._raw("PUT", "/api/v1/blobs/" + sha256, fileobj, headers) as resp:
             return json.loads(resp.read())
 
+    def get_artifacts(self, trial_id: int) -> bytes:
+        """GET /api/v1/trials/{id}/artifacts: the tar of a completed trial's
+        kept folder (Result.download unpacks it safely)."""
+        with self._raw("GET", f"/api/v1/trials/{int(trial_id)}/artifacts") as resp:
+            return resp.read()
+
     def get_blob(self, sha256: str) -> bytes:
         """GET /api/v1/blobs/{sha256}: the packed folder's bytes."""
         with self._raw("GET", "/api/v1/blobs/" + sha256) as resp:

@@ -38,15 +38,24 @@ class Result:
     and the whole trial object. (A plain class: dataclasses would import
     inspect, and `import rung` is on every trial's start-up path.)"""
 
-    __slots__ = ("trial_id", "config", "value", "step", "trial")
+    __slots__ = ("trial_id", "config", "value", "step", "trial", "client")
 
     def __init__(self, trial_id: int, config: dict, value: float, step: Optional[int],
-                 trial: dict):
+                 trial: dict, client: Optional[Client] = None):
         self.trial_id = trial_id
         self.config = config
         self.value = value
         self.step = step
         self.trial = trial
+        self.client = client
+
+    def download(self, dest: str) -> str:
+        """Unpacks the trial's kept artifacts (its folder: artifacts/ and
+        checkpoints; docs/api.md, "Artifacts") into `dest`, after checking
+        their hash; returns `dest`. ApiError 404 says why there are none."""
+        from ._pack import download_artifacts
+
+        return download_artifacts(self.client or Client(), self.trial_id, dest)
 
     def __repr__(self) -> str:
         return (f"Result(trial_id={self.trial_id}, value={self.value!r}, "
@@ -371,8 +380,17 @@ class Experiment:
             if value is None or t.get("feasible") is False:
                 continue  # an infeasible trial is never best
             if best is None or sign * value < sign * best.value:
-                best = Result(t["id"], t["config"], value, step, t)
+                best = Result(t["id"], t["config"], value, step, t, self.client)
         return best
+
+    def best_checkpoint(self, dest: str) -> str:
+        """The best trial's kept folder (keep_artifacts, by default the best
+        one's) unpacked into `dest`; returns `dest`."""
+        best = self.best()
+        if best is None:
+            raise RungError(f"experiment {self._need_id()}: no trial has reported "
+                            f"{self.metric} yet")
+        return best.download(dest)
 
     def pareto(self) -> list[dict]:
         """The experiment's Pareto front (several objectives): the

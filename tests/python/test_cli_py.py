@@ -308,7 +308,8 @@ class WithDaemonTest(unittest.TestCase):
         out = self.cli("export", str(yaml_id), "-o", csv_path)
         with open(csv_path, encoding="utf-8") as f:
             header = f.readline().strip()
-        self.assertEqual(header, "id,number,state,lr,layers,best_value,last_value,steps")
+        self.assertEqual(header, "id,number,state,lr,layers,best_value,last_value,steps,"
+                                 "metric:loss")
         self.assertIn("exported 2 trials", out.stderr)
         self.assertIn(f"experiment {json_id}: canceled", self.cli("cancel", str(json_id)).stdout)
         self.assertIn("deleted with 24 trials", self.cli("delete", str(json_id)).stdout)

@@ -60,6 +60,22 @@ def read_spec(path: str, wandb: bool, num_samples: Optional[int],
 
 def cmd_submit(client: Client, args: argparse.Namespace) -> int:
     spec = read_spec(args.spec, args.wandb, args.num_samples, args.yaml)
+    # A local working directory travels as a blob (python/rung/_pack.py).
+    t = spec.get("trainable") if isinstance(spec.get("trainable"), dict) else {}
+    local = t.get("working_dir")
+    if args.working_dir or (isinstance(local, str) and not local.startswith("sha256:")):
+        import os
+
+        from .._pack import upload
+
+        if t.get("type") != "command":
+            raise CliError("trainable.working_dir: a working directory needs a command "
+                             "trainable")
+        folder = args.working_dir or os.path.join(
+            os.path.dirname(args.spec) if args.spec != "-" else "", local)
+        t["working_dir"] = upload(client, folder,
+                                  say=lambda line: print(line, file=sys.stderr if args.quiet
+                                                         else sys.stdout))
     exp = client.create_experiment(spec)
     if args.quiet:
         print(exp["id"])

@@ -18,6 +18,7 @@ from .commands import (EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError, UsageError, in
 from .control import (cmd_delete, cmd_extend, cmd_logs, cmd_pause, cmd_resume, cmd_retry,
                       cmd_set, cmd_stop_trial)
 from .experiments import cmd_best, cmd_cancel, cmd_export, cmd_ls, cmd_show, cmd_submit
+from .fetch import cmd_fetch
 from .fmt import clean
 from .rest import print_api_error
 from .watch import cmd_watch
@@ -79,6 +80,9 @@ def _add_submit(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-samples", type=positive_int, metavar="N",
                    help="set num_samples (a W&B sweep's random or bayes search needs it "
                    "when it has no run_cap)")
+    p.add_argument("--working-dir", metavar="DIR",
+                   help="pack DIR (minus .rungignore) and send it to the workers as the "
+                   "trials' folder")
 
 
 def _add_watch(p: argparse.ArgumentParser) -> None:
@@ -116,6 +120,11 @@ def _add_logs(p: argparse.ArgumentParser) -> None:
 def _add_export(p: argparse.ArgumentParser) -> None:
     _id(p)
     p.add_argument("-o", "--output", metavar="FILE", help="the file (default: stdout)")
+
+
+def _add_fetch(p: argparse.ArgumentParser) -> None:
+    _trial_id(p)
+    p.add_argument("dir", nargs="?", metavar="DIR", help="where to unpack (default trial-ID)")
 
 
 def _add_workers(p: argparse.ArgumentParser) -> None:
@@ -165,6 +174,9 @@ _command("logs", "TRIAL_ID [--follow] [--interval S]",
          _add_logs)
 _command("export", "ID [-o FILE]", "write the experiment's trials as CSV", cmd_export,
          _add_export)
+_command("fetch", "TRIAL_ID [DIR]",
+         "a completed trial's kept artifacts, hash checked, unpacked into DIR (default trial-ID)",
+         cmd_fetch, _add_fetch)
 _command("workers", "[--all] [--json]",
          "list workers, their GPUs, running trials (--all: gone ones too)", cmd_workers,
          _add_workers)
