@@ -161,6 +161,15 @@ export function csvUrl(id) {
   return url(`/experiments/${id}/trials.csv`);
 }
 
+export function artifactsUrl(trialId) {
+  return url(`/trials/${trialId}/artifacts`);
+}
+
+/** A trial's kept artifacts (a tar) as a Blob, for a download that carries the token. */
+export function getArtifacts(trialId) {
+  return request('GET', `/trials/${trialId}/artifacts`, { as: 'blob' });
+}
+
 /** trials.csv as a Blob, for downloads that must carry the token. */
 export function getCsv(id) {
   return request('GET', `/experiments/${id}/trials.csv`, { as: 'blob' });

@@ -42,6 +42,10 @@ export function mount(root, { id }) {
   // attempt, and the members of the current attempt, or of the last one.
   const nodes = h('span', { testid: 'trial-nodes' });
   const nodesFact = [h('dt', { text: 'Nodes', hidden: true }), h('dd', { hidden: true }, nodes)];
+  // Its kept folder (docs/api.md, "Artifacts"): a tar to download.
+  const artifacts = h('a', { testid: 'trial-artifacts', href: api.artifactsUrl(id),
+    download: `trial-${id}-artifacts.tar`, onclick: onArtifacts });
+  const artifactsFact = [h('dt', { text: 'Artifacts', hidden: true }), h('dd', { hidden: true }, artifacts)];
   const gangTitle = h('dt', { text: 'Gang', hidden: true });
   const gangList = h('ol', { class: 'gang', testid: 'trial-gang' });
   const gangMaster = h('span', { class: 'muted', testid: 'trial-gang-master' });
@@ -79,7 +83,7 @@ export function mount(root, { id }) {
         h('dt', { text: 'Config' }), h('dd', null, config),
         h('dt', { text: 'Best' }), h('dd', null, best),
         h('dt', { text: 'Worker' }), h('dd', null, worker),
-        nodesFact, gangFact,
+        nodesFact, gangFact, artifactsFact,
         h('dt', { text: 'Times' }), h('dd', null, times),
         h('dt', { text: 'Scheduler' }), h('dd', null, rung),
         stoppedByFact, pausedByFact),
@@ -89,6 +93,18 @@ export function mount(root, { id }) {
       h('h2', { text: 'Reports' }), chartEl,
       h('div', { class: 'table-wrap metrics-wrap' }, table),
       h('h2', { text: 'Log' }), log));
+
+  async function onArtifacts(ev) {
+    if (!api.hasToken()) return; // a plain link works without a token
+    ev.preventDefault();
+    const blob = await api.getArtifacts(id);
+    const href = URL.createObjectURL(blob);
+    const a = h('a', { href, download: `trial-${id}-artifacts.tar` });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(href), 10000);
+  }
 
   function renderTrial(t) {
     setText(title, `Trial #${t.number} (id ${t.id})`);
@@ -124,6 +140,9 @@ export function mount(root, { id }) {
     setText(rung, parts.join(' \u00b7 '));
     renderGang(t);
     showFact(stoppedByFact, stoppedBy, t.stopped_by);
+    const kept = t.artifacts && typeof t.artifacts.size === 'number';
+    for (const el of artifactsFact) el.hidden = !kept;
+    if (kept) setText(artifacts, `download (${int(t.artifacts.size)} bytes)`);
     showFact(pausedByFact, pausedBy, t.paused_by);
     renderWarnings(t.warnings);
     renderLineage(t);
