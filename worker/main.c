@@ -326,13 +326,9 @@ static int register_worker(WorkerState *w, const int *gpus, int n_gpus)
         json_array_append_new(list, json_pack("{s:i, s:s, s:I}", "index", gpus[i], "name",
                                               info.name, "memory_mb", (json_int_t)info.memory_mb));
     }
-    json_t *containers = json_array();
-    for (char **r = w->container_runtimes; r && *r; r++)
-        json_array_append_new(containers, json_string(*r));
-    json_t *body = json_pack("{s:s, s:s, s:o, s:I, s:O, s:o, s:o}", "name", w->name, "hostname",
-                             w->hostname, "gpus", list, "cpus", (json_int_t)w->slots.cpus, "labels",
-                             w->labels, "environments", envs_names_json(&w->envs), "containers",
-                             containers);
+    json_t *body = json_pack("{s:s, s:s, s:o, s:I, s:O}", "name", w->name, "hostname", w->hostname,
+                             "gpus", list, "cpus", (json_int_t)w->slots.cpus, "labels", w->labels);
+    setup_register_fields(w, body);
     ClientCall call = {.retry = true,
                        .cancel = register_cancel,
                        .cancel_arg = w,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "blobcache.h"
+#include "container.h"
 #include "envs.h"
 #include "labels.h"
 #include "log.h"
@@ -92,12 +93,12 @@ int setup_labels_envs(WorkerState *w, json_t *labels, Repeated *rep)
         }
     }
     if (rep->values[2][0] == NULL) {
-        /* Those found in PATH. */
-        int n = 0;
-        char found[PATH_MAX];
-        for (size_t k = 0; k < 3; k++)
-            if (envs_find_program(known[k], found) == 0)
-                rep->values[2][n++] = (char *)known[k];
+        /* Those found in PATH (container.h). */
+        char **found = container_detect();
+        if (found != NULL) {
+            free(rep->values[2]);
+            rep->values[2] = found; /* kept for the worker's life */
+        }
     }
     w->container_runtimes = rep->values[2];
     w->container_args = rep->values[3];

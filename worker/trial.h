@@ -62,6 +62,11 @@ typedef struct TrialHooks {
     struct BlobCache *cache;
     struct Envs *envs;
     const char *pip_index;
+    /* Containers (container.h): the runtimes offered, first the default,
+     * and --container-arg and --container-run-arg; NULL-terminated. */
+    char *const *container_runtimes;
+    char *const *container_args;
+    char *const *container_run_args;
     void *ctx; /* passed to each call (the WorkerState) */
     /* Whether a hard stop's delivery deadline passed: give up sending.
      * Lock-free: curl's progress callbacks call it. */

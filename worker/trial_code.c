@@ -10,10 +10,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "argv.h"
 #include "blobcache.h"
 #include "ckpt.h"
 #include "client.h"
 #include "clock.h"
+#include "container.h"
 #include "envs.h"
 #include "log.h"
 #include "sha256hex.h"
@@ -217,6 +219,103 @@ int trialcode_apply(WTrial *t, TrialCode *tc, char **argv, Env *env, char *why, 
              envs->rung_python);
     env_set(env, "PYTHONPATH", path);
     free(path);
+    return 0;
+}
+
+bool trialcode_has_container(const WTrial *t)
+{
+    const json_t *c = json_object_get(t->trainable, "container");
+    return c != NULL && !json_is_null(c);
+}
+
+/* The runtime for t's container: the trainable's when offered, else the
+ * first offered; NULL with why. */
+static const char *pick_runtime(const WTrial *t, const json_t *container, char *why,
+                                size_t why_size)
+{
+    char *const *offered = t->hooks->container_runtimes;
+    const char *want = json_string_value(json_object_get(container, "runtime"));
+    if (offered == NULL || offered[0] == NULL) {
+        rung_why(why, why_size,
+                 "this worker offers no container runtime (none of podman, docker, apptainer "
+                 "in its PATH; rung-worker --container-runtime)");
+        return NULL;
+    }
+    if (want == NULL)
+        return offered[0];
+    for (char *const *r = offered; *r; r++)
+        if (strcmp(*r, want) == 0)
+            return *r;
+    char names[256] = "";
+    for (char *const *r = offered; *r; r++) {
+        size_t n = strlen(names);
+        snprintf(names + n, sizeof names - n, "%s%s", n ? ", " : "", *r);
+    }
+    rung_why(why, why_size, "this worker does not offer the container runtime '%s' (it offers: %s)",
+             want, names);
+    return NULL;
+}
+
+extern char **environ;
+
+/* Whether NAME=VALUE is in the worker's own environment as it is. */
+static bool inherited(const char *var)
+{
+    for (char **e = environ; *e; e++)
+        if (strcmp(*e, var) == 0)
+            return true;
+    return false;
+}
+
+int trialcode_container(WTrial *t, TrialCode *tc, const char *trial_dir, const char *cwd,
+                        char ***argv, char *const *envp, char *why, size_t why_size)
+{
+    const json_t *container = json_object_get(t->trainable, "container");
+    const TrialHooks *h = t->hooks;
+    const char *runtime = pick_runtime(t, container, why, why_size);
+    if (runtime == NULL)
+        return -1;
+    /* The trial's variables go in; the worker's own (its PATH, HOME...)
+     * are the host's, not the image's. */
+    size_t n = 0;
+    while (envp[n])
+        n++;
+    char **passed = calloc(n + 1, sizeof *passed);
+    if (passed == NULL)
+        return rung_why(why, why_size, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!inherited(envp[i]))
+            passed[k++] = envp[i];
+    ContainerCtx ctx = {.runtime = runtime,
+                        .global_args = h->container_args,
+                        .run_args = h->container_run_args,
+                        .trial_dir = trial_dir,
+                        .work_dir = tc->tree[0] != '\0' ? tc->tree : NULL,
+                        .cwd = cwd,
+                        .env = passed,
+                        .gpus = t->gpus,
+                        .n_gpus = t->n_gpus};
+    char **wrapped = container_argv(container, &ctx, *argv, why, why_size);
+    free(passed);
+    if (wrapped == NULL)
+        return -1;
+    argv_free(*argv);
+    /* Ours from now on, freed as argv_expand's are: copied into one. */
+    size_t m = 0;
+    while (wrapped[m])
+        m++;
+    char **copy = calloc(m + 1, sizeof *copy);
+    bool ok = copy != NULL;
+    for (size_t i = 0; ok && i < m; i++)
+        ok = (copy[i] = strdup(wrapped[i])) != NULL;
+    container_argv_free(wrapped);
+    if (!ok) {
+        argv_free(copy);
+        *argv = NULL;
+        return rung_why(why, why_size, "out of memory");
+    }
+    *argv = copy;
     return 0;
 }
 

@@ -42,6 +42,19 @@ int trialcode_prepare(WTrial *t, TrialCode *tc, int log_fd, char *why, size_t wh
  * unless the interpreter can import rung by itself. 0, or -1 with why. */
 int trialcode_apply(WTrial *t, TrialCode *tc, char **argv, Env *env, char *why, size_t why_size);
 
+/* Whether t's trainable runs in a container (trainable.container). */
+bool trialcode_has_container(const WTrial *t);
+
+/* For a container trial: *argv (a NULL-terminated malloc'd array, as
+ * argv_expand makes it) is replaced by the runtime's command line that
+ * runs it inside the image (container.h), with the trial folder
+ * (trial_dir), the working directory's tree and cwd mounted, the
+ * variables of envp set for the trial (those not inherited unchanged from
+ * the worker) and its GPUs. The runtime: the trainable's, when this worker
+ * offers it, else the first offered. 0, or -1 with why. */
+int trialcode_container(WTrial *t, TrialCode *tc, const char *trial_dir, const char *cwd,
+                        char ***argv, char *const *envp, char *why, size_t why_size);
+
 /* Removes the tree and lets go of the virtualenv. */
 void trialcode_end(TrialCode *tc);
 

@@ -368,8 +368,11 @@ static int prepare(Sup *s, char *why, size_t why_size)
     }
     bool config_ok = config != NULL;
     free(config);
-    /* A bare python becomes the environment's; rung on PYTHONPATH. */
-    if (!builtin && env_ok && trialcode_apply(t, &s->code, s->argv, &env, why, why_size) != 0) {
+    /* A bare python becomes the environment's; rung on PYTHONPATH (not in
+     * a container: the image has its own). */
+    bool container = !builtin && trialcode_has_container(t);
+    if (!builtin && !container && env_ok &&
+        trialcode_apply(t, &s->code, s->argv, &env, why, why_size) != 0) {
         env_close(&env);
         return -1;
     }
@@ -383,6 +386,8 @@ static int prepare(Sup *s, char *why, size_t why_size)
         snprintf(why, why_size, "out of memory");
         return -1;
     }
+    if (container)
+        return trialcode_container(t, &s->code, s->dir, s->cwd, &s->argv, s->envp, why, why_size);
     return 0;
 }
 

@@ -1,8 +1,9 @@
 /* Unit tests of worker/: --env's environments (envs.h), argv
  * substitution, the layered environment, gangs (a lease reply's gang, its
  * environment and argv placeholders, addresses and port ranges; the route
- * to a loopback server and held ports on real sockets), labels, a trial's warnings, which trial folders --keep-trials
- * removes and their removal (real files: links not followed), slots
+ * to a loopback server and held ports on real sockets), labels, a
+ * trial's warnings, which trial folders --keep-trials removes and their
+ * removal (real files: links not followed), slots
  * bookkeeping, the backoff schedule, line splitting, the stderr tail, and
  * the process runner (real fork/exec of /bin/sh: exit status, exec and
  * chdir failures, a process group ended as a whole). */
