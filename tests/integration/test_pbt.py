@@ -198,7 +198,12 @@ class PbtCase(wh.WorkerTestCase):
                 self.restart_during_pbt(synch)
 
     def restart_during_pbt(self, synch):
-        d = self.daemon(fixed_port=True, db=os.path.join(self.tmp, "pbt-%s.db" % synch))
+        # A data folder each: the first daemon's checkpoints/ (uploads of
+        # artifacts pass through it) tells a second daemon in the same
+        # folder that a database was there (server/store_file.c).
+        folder = os.path.join(self.tmp, "pbt-%s" % synch)
+        os.makedirs(folder, exist_ok=True)
+        d = self.daemon(fixed_port=True, db=os.path.join(folder, "rung.db"))
         w = self.worker(d, "w-%s" % synch, cpu_slots=2)
         spec = toy_spec(160, pbt({"h_0": UNIT, "h_1": UNIT}, synch=synch), stop=False)
         eid = d.create_experiment(spec)["id"]
