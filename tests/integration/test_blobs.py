@@ -15,13 +15,18 @@ workers that speak the protocol by hand over HTTP.
 - A blob that no experiment refers to any more goes after the
   experiment's DELETE once it is past its grace, and one another
   experiment uses stays.
+- `rung submit --working-dir` uploads a folder once: the second submission
+  of the same folder sends only its HEAD and the spec (rungd's request
+  counter), and what .rungignore leaves out is not in the blob.
 """
 
 import hashlib
 import io
 import json
 import os
+import re
 import socket
+import subprocess
 import tarfile
 import time
 
@@ -217,6 +222,44 @@ class BlobCase(h.RungdTestCase):
             d.delete(e["id"])
         self.assertEqual(sorted(os.listdir(blobs)), [shared + ".tar"])
         self.assertEqual(d.experiment(c["id"])["state"], "running")
+
+    def test_the_c_client_uploads_a_folder_once(self):
+        d = self.daemon()
+        top = os.path.join(self.tmp, "project")
+        os.makedirs(os.path.join(top, "pkg"))
+        for name, text in (("train.py", "print(1)\n"), ("pkg/__init__.py", "X = 1\n"),
+                           ("noise.log", "left out\n"), (".rungignore", "*.log\n")):
+            with open(os.path.join(top, name), "w") as f:
+                f.write(text)
+        spec = os.path.join(self.tmp, "spec.json")
+        with open(spec, "w") as f:
+            json.dump(h.spec(trainable=command()), f)
+        cli = os.environ.get("RUNG_CLI") or os.path.join(os.path.dirname(h.rungd_path()), "rung")
+
+        def submit():
+            run = subprocess.run([cli, "--server", d.url, "submit", spec, "--working-dir", top],
+                                 capture_output=True, text=True, timeout=60)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            return run.stdout
+
+        def requests():
+            text = d.request("GET", "/metrics").text
+            return int(re.search(r"^rung_requests_total (\d+)$", text, re.M).group(1))
+
+        first = submit()
+        self.assertRegex(first, r"^working_dir: 3 files, \d+ bytes, sha256:[0-9a-f]{12}… "
+                                r"uploaded\n")
+        before = requests()
+        second = submit()
+        self.assertIn("already on rungd\n", second)
+        # HEAD and POST of the experiment, and the /metrics read itself.
+        self.assertEqual(requests() - before, 3)
+        sha = os.listdir(os.path.join(self.tmp, "blobs"))[0][:-4]
+        blob = d.request("GET", "/api/v1/blobs/" + sha).body
+        self.assertEqual(sorted(tarfile.open(fileobj=io.BytesIO(blob)).getnames()),
+                         [".rungignore", "pkg", "pkg/__init__.py", "train.py"])
+        eid = int(re.search(r"experiment (\d+) submitted", second).group(1))
+        self.assertEqual(d.experiment(eid)["trainable"]["working_dir"], "sha256:" + sha)
 
 
 if __name__ == "__main__":
