@@ -73,7 +73,10 @@ class ContainerCase(wh.WorkerTestCase):
         boxed = self.worker(d, "boxed", extra=WORKER_ARGS)
         eid = d.create_experiment(self.spec(img))["id"]
         def reported():
-            t = d.all_trials(eid)[0]
+            trials = d.all_trials(eid)
+            if not trials:
+                return None  # not proposed yet (a slow build)
+            t = trials[0]
             if t["state"] == "failed":
                 raise AssertionError("the container trial failed: %s\n%s"
                                      % (t.get("error"), t.get("log_tail")))
