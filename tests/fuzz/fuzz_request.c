@@ -224,10 +224,37 @@ static int run(json_t *body, RungError *err)
 
 #elif FUZZ_BODY == FUZZ_REGISTER
 
+/* A register's environments or containers: the body's own array (or NULL
+ * when absent or null), at most REQUEST_MAX_ENVIRONMENTS strings, none
+ * twice, each an environment name or (runtime) podman, docker, apptainer. */
+static void check_names(const json_t *body, const char *key, const json_t *got, bool runtime)
+{
+    CHECK(got == member(body, key));
+    if (got == NULL)
+        return;
+    CHECK(json_is_array(got) && json_array_size(got) <= REQUEST_MAX_ENVIRONMENTS);
+    size_t i, k;
+    json_t *v;
+    json_array_foreach(got, i, v) {
+        CHECK(json_is_string(v));
+        const char *s = json_string_value(v);
+        if (runtime)
+            CHECK(strcmp(s, "podman") == 0 || strcmp(s, "docker") == 0 ||
+                  strcmp(s, "apptainer") == 0);
+        else
+            CHECK(spec_environment_ok(s));
+        for (k = 0; k < i; k++)
+            CHECK(strcmp(json_string_value(json_array_get(got, k)), s) != 0);
+    }
+}
+
 static void check_register(const json_t *body, const RegisterRequest *r)
 {
-    static const char *const allowed[] = {"name", "hostname", "gpus", "cpus", "labels", NULL};
+    static const char *const allowed[] = {"name",   "hostname",     "gpus",       "cpus",
+                                          "labels", "environments", "containers", NULL};
     check_keys(body, allowed);
+    check_names(body, "environments", r->environments, false);
+    check_names(body, "containers", r->containers, true);
     CHECK(r->labels == member(body, "labels"));
     if (r->labels != NULL) {
         CHECK(json_is_object(r->labels) && json_object_size(r->labels) <= REQUEST_MAX_LABELS);
@@ -272,7 +299,7 @@ static int run(json_t *body, RungError *err)
         check_register(body, &r);
     else
         CHECK(r.name == NULL && r.hostname == NULL && r.gpus == NULL && r.label == NULL &&
-              r.labels == NULL);
+              r.labels == NULL && r.environments == NULL && r.containers == NULL);
     if (rc == 0 && json_object_get(body, "name") != NULL) {
         /* The same with "name": null is refused, naming name. */
         json_t *nulled = json_deep_copy(body);
@@ -346,9 +373,13 @@ static void check_gang_fields(const json_t *body, const LeaseOffer *o)
 
 static void check_lease(const json_t *body, const LeaseRequest *l)
 {
-    static const char *const allowed[] = {"gpus",           "cpus", "wait_s", "trainables",
-                                          "advertise_addr", "port", NULL};
+    static const char *const allowed[] = {"gpus",           "cpus", "wait_s",    "trainables",
+                                          "advertise_addr", "port", "downloads", NULL};
     check_keys(body, allowed);
+    /* downloads: absent or null or true lets the worker fetch; false does not. */
+    json_t *downloads = member(body, "downloads");
+    CHECK(downloads == NULL || json_is_boolean(downloads));
+    CHECK(l->offer.no_downloads == json_is_false(downloads));
     check_gang_fields(body, &l->offer);
     /* trainables: absent or null is every type; else each named once. */
     json_t *trainables = member(body, "trainables");
@@ -446,12 +477,23 @@ static bool id_key(const char *key, int64_t *id)
 
 static void check_heartbeat(const json_t *body, const HeartbeatRequest *h)
 {
-    static const char *const allowed[] = {"trials", "gpus",          "logs", "warnings",
-                                          "hours",  "next_lease_at", NULL};
+    static const char *const allowed[] = {"trials", "gpus",          "logs",  "warnings",
+                                          "hours",  "next_lease_at", "cache", NULL};
+    static const char *const cache_keys[] = {"free_bytes", "full", NULL};
     static const char *const gpu_keys[] = {"index",           "util",         "memory_used_mb",
                                            "memory_total_mb", "state",        "trial_id",
                                            "foreign_mb",      "foreign_util", NULL};
     check_keys(body, allowed);
+    /* cache: an object of a whole free_bytes >= 0 and a boolean full. */
+    json_t *cache = member(body, "cache");
+    if (cache != NULL) {
+        CHECK(json_is_object(cache));
+        check_keys(cache, cache_keys);
+        json_t *free_bytes = member(cache, "free_bytes"), *full = member(cache, "full");
+        CHECK(free_bytes == NULL ||
+              (json_is_integer(free_bytes) && json_integer_value(free_bytes) >= 0));
+        CHECK(full == NULL || json_is_boolean(full));
+    }
     /* GPUs: objects of known keys, an index in range; hours and next_lease_at strings. */
     size_t gi;
     json_t *g;
