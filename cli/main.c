@@ -61,6 +61,15 @@ static const Command commands[] = {
      cli_cmd_fetch},
     {"workers", "[--all] [--json]",
      "list workers, their GPUs, running trials (--all: gone ones too)", cli_cmd_workers},
+    {"events", "[--follow] [--experiment ID] [--kind K] [--actor NAME] [--json]",
+     "the event log: who did what, when (--follow: wait for new ones)", cli_cmd_events},
+    {"token", "create [NAME] [--expires-days N] | list [--all] [--json] | revoke ID",
+     "your own tokens (a new one is printed alone on the last line)", cli_cmd_token},
+    {"admin",
+     "user add NAME --role admin|member|viewer|worker [--pool K=V] [--expires-days N]"
+     " | user list [--json] | user remove ID",
+     "users and roles (admin only; add prints the user's first token on its last line)",
+     cli_cmd_admin},
     {"help", "", "show this help", NULL},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

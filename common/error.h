@@ -24,6 +24,7 @@
     X(LEASE_LOST, "lease_lost", 409)                                                               \
     X(PAYLOAD_TOO_LARGE, "payload_too_large", 413)                                                 \
     X(UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", 415)                                       \
+    X(TOO_MANY_REQUESTS, "too_many_requests", 429)                                                 \
     X(INTERNAL, "internal", 500)                                                                   \
     X(INSUFFICIENT_STORAGE, "insufficient_storage", 507)                                           \
     X(UNAVAILABLE, "unavailable", 503)

@@ -57,6 +57,22 @@ void api_worker_lease(Engine *e, Job *job);
 void api_worker_heartbeat(Engine *e, Job *job);
 void api_prometheus(Engine *e, Job *job);
 
+/* The front's questions (http.h, HttpLookupFn and HttpCheckFn):
+ * api_access.c. */
+int api_access_lookup(Engine *e, const char *token, Principal *who, RungError *err);
+int api_access_check(Engine *e, Access a, const int64_t ids[2], const Principal *who,
+                     RungError *err);
+/* Users and tokens (docs/api.md, "Users, roles and tokens"): api_users.c. */
+void api_user_create(Engine *e, Job *job);
+void api_user_list(Engine *e, Job *job);
+void api_user_delete(Engine *e, Job *job);
+void api_token_create(Engine *e, Job *job);
+void api_token_list(Engine *e, Job *job);
+void api_token_delete(Engine *e, Job *job);
+void api_whoami(Engine *e, Job *job);
+/* The event log (docs/api.md, "Events"): api_events.c. */
+void api_event_list(Engine *e, Job *job);
+
 /* Every route with its handler (api_routes.c), handed to the front at
  * start (HttpConfig.routes). */
 extern const HttpRoute api_routes[];

@@ -177,7 +177,8 @@ void api_artifacts_put(Engine *e, Job *job)
         api_error(job, RUNG_E_INTERNAL, "", msg);
         return;
     }
-    LOG_INFO("trial %lld: artifacts stored (%lld bytes)", (long long)a.trial, (long long)a.size);
+    api_event(e, job, "artifacts.stored", a.experiment, a.trial, 0,
+              json_pack("{s:I, s:s}", "bytes", (json_int_t)a.size, "sha256", a.sha256));
     /* Those that this one pushed out of the best N go. */
     if (spec->keep_artifacts == SPEC_KEEP_BEST && spec->n_objectives <= 1) {
         Evict v = {e, spec, a.trial};

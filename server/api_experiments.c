@@ -68,6 +68,10 @@ void api_experiment_create(Engine *e, Job *job)
     }
     Experiment *x = core_experiment_add(engine_core(e), &spec, engine_now(e));
     core_experiment_set_warm(x, warm);
+    core_set_owner(x, job->who.user_id, job->who.name);
+    api_event(e, job, "experiment.submitted", x->id, 0, 0,
+              json_pack("{s:s, s:I}", "name", x->spec.name, "trials",
+                        (json_int_t)x->spec.total_trials));
     api_reply(job, 201, experiment_json(x));
 }
 
@@ -140,10 +144,12 @@ void api_experiment_cancel(Engine *e, Job *job)
         return;
     }
     RungError err;
-    if (core_cancel(engine_core(e), x, engine_now(e), &err) != 0)
+    if (core_cancel(engine_core(e), x, engine_now(e), &err) != 0) {
         api_fail(job, &err);
-    else
-        api_reply(job, 200, experiment_json(x));
+        return;
+    }
+    api_event(e, job, "experiment.canceled", x->id, 0, 0, NULL);
+    api_reply(job, 200, experiment_json(x));
 }
 
 /* The experiment of job->ids[0] when it is in memory (running, paused, or
@@ -191,10 +197,13 @@ void api_experiment_pause(Engine *e, Job *job)
         return;
     RungError err;
     bool running_too = running != NULL && strcmp(running, "pause") == 0;
-    if (core_pause(engine_core(e), x, running_too, engine_now(e), &err) != 0)
+    if (core_pause(engine_core(e), x, running_too, engine_now(e), &err) != 0) {
         api_fail(job, &err);
-    else
-        api_reply(job, 200, experiment_json(x));
+        return;
+    }
+    api_event(e, job, "experiment.paused", x->id, 0, 0,
+              json_pack("{s:s}", "running", running_too ? "pause" : "finish"));
+    api_reply(job, 200, experiment_json(x));
 }
 
 void api_experiment_resume(Engine *e, Job *job)
@@ -203,10 +212,12 @@ void api_experiment_resume(Engine *e, Job *job)
     if (x == NULL)
         return;
     RungError err;
-    if (core_resume(engine_core(e), x, engine_now(e), &err) != 0)
+    if (core_resume(engine_core(e), x, engine_now(e), &err) != 0) {
         api_fail(job, &err);
-    else
-        api_reply(job, 200, experiment_json(x));
+        return;
+    }
+    api_event(e, job, "experiment.resumed", x->id, 0, 0, NULL);
+    api_reply(job, 200, experiment_json(x));
 }
 
 void api_experiment_patch(Engine *e, Job *job)
@@ -216,10 +227,12 @@ void api_experiment_patch(Engine *e, Job *job)
         return;
     RungError err;
     rung_error_clear(&err);
-    if (core_patch(engine_core(e), x, job->body, engine_now(e), &err) != 0)
+    if (core_patch(engine_core(e), x, job->body, engine_now(e), &err) != 0) {
         api_fail(job, &err);
-    else
-        api_reply(job, 200, experiment_json(x));
+        return;
+    }
+    api_event(e, job, "experiment.patched", x->id, 0, 0, json_deep_copy(job->body));
+    api_reply(job, 200, experiment_json(x));
 }
 
 void api_experiment_retry_failed(Engine *e, Job *job)
@@ -235,6 +248,8 @@ void api_experiment_retry_failed(Engine *e, Job *job)
         api_fail(job, &err);
         return;
     }
+    api_event(e, job, "experiment.retried", x->id, 0, 0,
+              json_pack("{s:I}", "trials", (json_int_t)n));
     api_reply(job, 200,
               json_pack("{s:I, s:o}", "retried", (json_int_t)n, "experiment", experiment_json(x)));
 }
@@ -294,6 +309,7 @@ void api_experiment_delete(Engine *e, Job *job)
     int64_t n = 0;
     for (int k = 0; k < TRIAL__COUNT; k++)
         n += counts[k];
+    api_event(e, job, "experiment.deleted", id, 0, 0, json_pack("{s:I}", "trials", (json_int_t)n));
     api_reply(job, 200,
               json_pack("{s:I, s:I}", "deleted", (json_int_t)id, "trials", (json_int_t)n));
 }

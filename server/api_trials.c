@@ -55,10 +55,12 @@ void api_trial_stop(Engine *e, Job *job)
         api_fail(job, &err);
         return;
     }
-    if (core_stop_trial(engine_core(e), t, engine_now(e), &err) != 0)
+    if (core_stop_trial(engine_core(e), t, engine_now(e), &err) != 0) {
         api_fail(job, &err);
-    else
-        api_reply(job, 200, api_trial_json(t));
+        return;
+    }
+    api_event(e, job, "trial.stopped", t->exp->id, t->id, 0, NULL);
+    api_reply(job, 200, api_trial_json(t));
 }
 
 void api_trial_metrics(Engine *e, Job *job)

@@ -35,12 +35,40 @@ static json_t *seconds_json(int64_t ms)
     return json_real((double)ms / 1000.0);
 }
 
+/* A worker token bound to a pool (its user's labels, docs/api.md "Users,
+ * roles and tokens") registers only workers that carry those labels, so
+ * that one pool's token cannot pose as another's. */
+static int pool_check(Engine *e, const Job *job, const json_t *labels, RungError *err)
+{
+    if (job->who.role != ROLE_WORKER)
+        return 0;
+    json_t *user;
+    if (store_user_get(engine_store(e), job->who.user_id, &user, err))
+        return err->code;
+    json_t *bound = json_object_get(user, "labels");
+    const char *key;
+    json_t *v;
+    int rc = 0;
+    json_object_foreach(bound, key, v) {
+        json_t *have = json_object_get(labels, key);
+        if (have == NULL || !json_equal(have, v)) {
+            rc = rung_error_set(err, RUNG_E_FORBIDDEN, "labels",
+                                "labels.%s: this worker token is bound to %s=%s: register with "
+                                "that label",
+                                key, key, json_string_value(v));
+            break;
+        }
+    }
+    json_decref(user);
+    return rc;
+}
+
 void api_worker_register(Engine *e, Job *job)
 {
     RungError err;
     rung_error_clear(&err);
     RegisterRequest rq;
-    if (request_register_parse(job->body, &rq, &err)) {
+    if (request_register_parse(job->body, &rq, &err) || pool_check(e, job, rq.labels, &err)) {
         api_fail(job, &err);
         return;
     }
@@ -57,6 +85,9 @@ void api_worker_register(Engine *e, Job *job)
                             rq.containers ? json_incref(rq.containers) : json_array());
         core_worker_set_caps(engine_core(e), w, caps);
     }
+    core_set_worker_owner(w, job->who.user_id);
+    api_event(e, job, "worker.joined", 0, 0, w->id,
+              json_pack("{s:s, s:s}", "name", w->name, "hostname", w->hostname));
     const EngineConfig *cfg = engine_config(e);
     api_reply(job, 201,
               json_pack("{s:I, s:o, s:o}", "worker_id", (json_int_t)w->id, "heartbeat_s",

@@ -121,6 +121,8 @@ void core_changes(Core *core, CoreChanges *out)
     out->n_ckpts = core->n_new_ckpts;
     out->dropped_ckpts = core->dropped_ckpts;
     out->n_dropped_ckpts = core->n_dropped_ckpts;
+    out->events = core->events;
+    out->n_events = core->n_events;
 }
 
 void core_changes_clear(Core *core)
@@ -133,6 +135,9 @@ void core_changes_clear(Core *core)
         core->dirty_workers[i]->dirty = false;
     for (int64_t i = 0; i < core->n_reports; i++)
         json_decref(core->reports[i].metrics);
+    for (int64_t i = 0; i < core->n_events; i++)
+        json_decref(core->events[i].detail);
+    core->n_events = 0;
     core->n_dirty_exps = core->n_dirty_trials = core->n_dirty_workers = core->n_reports = 0;
     core->n_new_ckpts = core->n_dropped_ckpts = 0;
 }
@@ -282,6 +287,7 @@ Experiment *core_exp_new(Core *core, int64_t id, Spec *spec, int64_t now)
     memset(spec, 0, sizeof *spec);
     e->state = EXP_RUNNING;
     e->created_at = now;
+    e->owner_id = -1;
     put_exp(core, id, e);
     return e;
 }
@@ -394,4 +400,34 @@ void core_release_exp(Core *core, Experiment *e)
     rung_grow((void **)&core->rel_exps, &core->cap_rel_exps, core->n_rel_exps,
               sizeof(Experiment *));
     core->rel_exps[core->n_rel_exps++] = e;
+}
+
+/* ---- the event log's queue (core_events.h) ---- */
+
+void core_event_by(Core *core, int64_t now, const char *actor_kind, const char *actor,
+                   const char *kind, int64_t experiment_id, int64_t trial_id, int64_t worker_id,
+                   json_t *detail)
+{
+    rung_grow((void **)&core->events, &core->cap_events, core->n_events, sizeof *core->events);
+    CoreEvent *ev = &core->events[core->n_events++];
+    ev->at = now;
+    ev->actor_kind = actor_kind;
+    snprintf(ev->actor, sizeof ev->actor, "%s", actor ? actor : "");
+    ev->kind = kind;
+    ev->experiment_id = experiment_id;
+    ev->trial_id = trial_id;
+    ev->worker_id = worker_id;
+    ev->detail = detail;
+    core->events_total++;
+}
+
+void core_event(Core *core, int64_t now, const char *kind, int64_t experiment_id, int64_t trial_id,
+                int64_t worker_id, json_t *detail)
+{
+    core_event_by(core, now, "rungd", "rungd", kind, experiment_id, trial_id, worker_id, detail);
+}
+
+int64_t core_events_total(const Core *core)
+{
+    return core->events_total;
 }

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "asha.h"
+#include "core_events.h"
 #include "bayes.h"
 #include "gang_members.h"
 #include "idmap.h"
@@ -266,6 +267,8 @@ typedef struct Experiment {
     char *error; /* owned: why it failed, or NULL */
     ExpHealth health;
     int64_t created_at, ended_at;
+    int64_t owner_id; /* who submitted it (users.id; 0: bootstrap admin; -1: none, schema < 13) */
+    char *owner;      /* owned: that user's name, or NULL */
     /* The trials in memory by number (core_exp_trial): trials[i] is number
      * trials_base + i, NULL once released. A window over the live numbers,
      * not over history: its dead prefix is dropped as trials are released,
@@ -309,6 +312,7 @@ typedef struct Worker {
     /* owned: {"environments": [...], "containers": [...]} as registered
      * (docs/api.md, "The worker object"), or NULL: what code it can run. */
     json_t *caps;
+    int64_t owner_id; /* the user whose token registered it, as Experiment's (auth.h) */
     int64_t n_running; /* trials it holds now (a gang trial counts on each member) */
     /* From its last lease request (memory only): whether it may join a
      * gang, and the trainable types it runs; for the reserving gang's count
@@ -631,6 +635,10 @@ Worker *core_load_worker(Core *core, int64_t id, const char *name, const char *h
 void core_load_worker_labels(Worker *w, json_t *labels);
 /* The same for its stored environments and container runtimes. */
 void core_load_worker_caps(Worker *w, json_t *caps);
+/* Who submitted e, or registered w (docs/api.md, "Users, roles and
+ * tokens"): set before they are first stored, and at load. */
+void core_set_owner(Experiment *e, int64_t owner_id, const char *owner);
+void core_set_worker_owner(Worker *w, int64_t owner_id);
 /* After loading: running trials get a fresh lease window from now, and
  * pending queues are ordered. */
 void core_load_done(Core *core, int64_t now);
@@ -679,6 +687,8 @@ typedef struct CoreChanges {
     int64_t n_workers;
     NewReport *reports;
     int64_t n_reports;
+    CoreEvent *events; /* to append to the event log */
+    int64_t n_events;
 } CoreChanges;
 void core_changes(Core *core, CoreChanges *out);
 void core_changes_clear(Core *core);

@@ -211,4 +211,8 @@ void core_checkpoint_stored(Core *core, const CoreCheckpoint *c)
               sizeof *core->new_ckpts);
     core->new_ckpts[core->n_new_ckpts++] = *c;
     core->availability_changed = true; /* its receivers may be leased now */
+    Trial *t = core_trial(core, c->trial_id);
+    core_event(core, c->stored_at, "checkpoint.stored", t ? t->exp->id : 0, c->trial_id, 0,
+               json_pack("{s:I, s:I, s:s}", "step", (json_int_t)c->step, "bytes",
+                         (json_int_t)c->size, "sha256", c->sha256));
 }

@@ -37,6 +37,9 @@ struct Core {
     int64_t n_dirty_workers, cap_dirty_workers;
     NewReport *reports;
     int64_t n_reports, cap_reports;
+    CoreEvent *events; /* queued for the event log (core_events.c) */
+    int64_t n_events, cap_events;
+    int64_t events_total; /* queued since start: long polls wait for it to move */
     /* pbt: checkpoints stored in rungd's data folder; the first n_new_ckpts
      * of new_ckpts are not written yet. */
     CoreCheckpoint *ckpts;

@@ -64,6 +64,31 @@ void core_set_exp_state(Core *core, Experiment *e, ExpState s, EndReason why, in
     core_release_exp(core, e);
 }
 
+/* The event of e's end (docs/api.md, "Events"): experiment.failed when it
+ * failed, else experiment.ended, with its state, reason and error. */
+static void ended_event(Core *core, const Experiment *e, int64_t now)
+{
+    json_t *d = json_pack("{s:s, s:s}", "state", exp_state_name(e->state), "reason",
+                          end_reason_name(e->ended_reason));
+    if (e->error != NULL)
+        json_object_set_new(d, "error", json_string(e->error));
+    core_event(core, now, e->state == EXP_FAILED ? "experiment.failed" : "experiment.ended", e->id,
+               0, 0, d);
+}
+
+/* The first line of a trial's error, at most 200 bytes (events quote it). */
+static json_t *first_line(const char *error)
+{
+    if (error == NULL)
+        return json_null();
+    size_t n = strcspn(error, "\n");
+    if (n > 200)
+        n = 200;
+    while (n > 0 && ((unsigned char)error[n] & 0xC0) == 0x80)
+        n--; /* not inside a UTF-8 character */
+    return json_stringn(error, n);
+}
+
 /* Ends an active experiment before all its trials ran: pending trials are
  * canceled; paused ones canceled (s canceled) or stopped; running ones are
  * asked to do the same at their next report or heartbeat. */
@@ -73,6 +98,7 @@ void core_end_experiment(Core *core, Experiment *e, ExpState s, EndReason why, c
     core_set_exp_state(core, e, s, why, now);
     if (error != NULL)
         e->error = core_dup_str(error);
+    ended_event(core, e, now);
     while (e->pending.head != NULL) {
         Trial *t = e->pending.head;
         if (t->state == TRIAL_PREEMPTED && s != EXP_CANCELED) {
@@ -131,6 +157,7 @@ void core_maybe_complete(Core *core, Experiment *e, int64_t now)
         return;
     }
     core_set_exp_state(core, e, EXP_COMPLETED, END_ALL_TRIALS, now);
+    ended_event(core, e, now);
 }
 
 /* Adds delta (+1 or -1) to the trials that t's workers hold: its owner,
@@ -268,6 +295,9 @@ void core_fail_or_retry(Core *core, Trial *t, const char *error, RetryReason why
     if (loss || t->attempt - t->worker_losses <= t->exp->spec.max_failures) {
         Experiment *e = t->exp;
         core->counters.retries[why]++;
+        core_event(core, now, "trial.retried", e->id, t->id, t->worker_id,
+                   json_pack("{s:I, s:s, s:o}", "attempt", (json_int_t)t->attempt + 1, "reason",
+                             retry_reason_name(why), "error", first_line(error)));
         core_set_state(core, t, TRIAL_PENDING, now);
         /* Retries go first: they were promised before the trials behind them. */
         core_queue_front(e, t);
@@ -281,6 +311,9 @@ void core_fail_or_retry(Core *core, Trial *t, const char *error, RetryReason why
         if (e->sched->promote != NULL) /* its records are gone: others may rank higher now */
             e->sched->promote(core, e, now);
     } else {
+        core_event(core, now, "trial.failed", t->exp->id, t->id, t->worker_id,
+                   json_pack("{s:I, s:o}", "attempt", (json_int_t)t->attempt, "error",
+                             first_line(error)));
         core_set_state(core, t, TRIAL_FAILED, now);
     }
 }

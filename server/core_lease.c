@@ -3,6 +3,8 @@
  * lease given back (unlease, preempt) and one that ran out. */
 #include "core_internal.h"
 
+#include "clock.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,7 @@ Worker *core_worker_new(Core *core, int64_t id, const char *name, const char *ho
     w->gpus = gpus;
     w->cpus = cpus;
     w->registered_at = w->last_seen_at = registered_at;
+    w->owner_id = -1;
     idmap_put(&core->workers, id, w);
     if (id >= core->next_worker_id)
         core->next_worker_id = id + 1;
@@ -254,6 +257,7 @@ int core_preempt(Core *core, Trial *t, const char *token, int64_t now, RungError
     }
     /* Same attempt, same reports: it resumes after its last step, first in
      * line, on its worker while that one is alive (may_take). */
+    core_event(core, now, "trial.preempted", t->exp->id, t->id, t->worker_id, NULL);
     core_set_state(core, t, TRIAL_PREEMPTED, now);
     core_queue_front(t->exp, t);
     t->preemptions++;
@@ -312,8 +316,29 @@ static void lost_message(const Core *core, const Trial *t, int64_t now, char *ms
     }
 }
 
+/* A lease ran out because its worker stopped calling: the event that the
+ * worker went gone, once per worker in one pass (noted). */
+#define GONE_NOTED_MAX 64
+static void gone_event(Core *core, const Trial *t, int64_t now, int64_t *noted, int *n_noted)
+{
+    Worker *w = core_worker(core, t->worker_id);
+    if (w == NULL || core_worker_alive(core, w, now))
+        return;
+    for (int i = 0; i < *n_noted; i++)
+        if (noted[i] == w->id)
+            return;
+    if (*n_noted < GONE_NOTED_MAX)
+        noted[(*n_noted)++] = w->id;
+    char last[32];
+    rung_time_format(w->last_seen_at, last, sizeof last);
+    core_event(core, now, "worker.gone", 0, 0, w->id,
+               json_pack("{s:s, s:s}", "name", w->name, "last_seen_at", last));
+}
+
 int64_t core_expire_leases(Core *core, int64_t now)
 {
+    int64_t noted[GONE_NOTED_MAX];
+    int n_noted = 0;
     int64_t n = 0;
     Trial *next;
     for (Trial *t = core->running.head; t != NULL; t = next) {
@@ -325,6 +350,8 @@ int64_t core_expire_leases(Core *core, int64_t now)
         n++;
         core->counters.leases_expired++;
         t->lease_token[0] = '\0';
+        gone_event(core, t, now, noted, &n_noted);
+        core_event(core, now, "lease.expired", t->exp->id, t->id, t->worker_id, NULL);
         if (t->stop_kind != STOP_NONE) {
             core_apply_stop(core, t, now);
         } else if (t->exp->sched->resumes_lost && t->n_seen > 0 && t->gang == NULL &&

@@ -361,6 +361,18 @@ void core_load_worker_labels(Worker *w, json_t *labels)
     w->labels = labels;
 }
 
+void core_set_owner(Experiment *e, int64_t owner_id, const char *owner)
+{
+    e->owner_id = owner_id;
+    free(e->owner);
+    e->owner = owner ? core_dup_str(owner) : NULL;
+}
+
+void core_set_worker_owner(Worker *w, int64_t owner_id)
+{
+    w->owner_id = owner_id;
+}
+
 void core_load_worker_caps(Worker *w, json_t *caps)
 {
     json_decref(w->caps);

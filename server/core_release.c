@@ -242,6 +242,7 @@ void core_trial_free(Trial *t)
 void core_exp_free(Experiment *e)
 {
     spec_close(&e->spec);
+    free(e->owner);
     e->sched->fini(e);
     warm_free(e->warm);
     json_decref(e->best_done.config);
@@ -289,6 +290,7 @@ void core_free(Core *core)
     free(core->dirty_trials);
     free(core->dirty_workers);
     free(core->reports);
+    free(core->events);
     free(core->ckpts);
     free(core->new_ckpts);
     free(core->dropped_ckpts);

@@ -224,7 +224,9 @@ static void flush(Engine *e, Job *job)
 {
     CoreChanges c;
     core_changes(e->core, &c);
-    if (c.n_exps + c.n_trials + c.n_workers + c.n_reports + c.n_ckpts + c.n_dropped_ckpts == 0) {
+    if (c.n_exps + c.n_trials + c.n_workers + c.n_reports + c.n_ckpts + c.n_dropped_ckpts +
+            c.n_events ==
+        0) {
         e->counted = *core_counters(e->core);
         return;
     }
@@ -323,7 +325,7 @@ static void serve_parked_once(Engine *e, bool tick)
     int64_t mono = mono_ns / 1000000;
     for (Job *j = list, *next; j != NULL; j = next) {
         next = j->next;
-        bool changed = core_availability_changed(e->core);
+        bool changed = j->wake ? j->wake(e, j) : core_availability_changed(e->core);
         bool gone = changed && j->client_gone && j->client_gone(j);
         bool answer = e->draining || gone || (tick && j->deadline_ms <= mono);
         if (answer || changed)

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "auth.h"
 #include "core.h"
 #include "stats.h"
 #include "store.h"
@@ -34,6 +35,7 @@ struct Job {
     int64_t raw_length; /* a raw body's Content-Length (HttpRoute.raw_admit) */
     json_t *body;       /* parsed JSON body, or NULL */
     json_t *query;      /* query arguments: an object of strings */
+    Principal who;      /* who sent it (the front's api_access_lookup) */
     /* Reply, set by the handler. */
     int status;    /* HTTP status */
     json_t *reply; /* new reference, or NULL */
@@ -51,6 +53,11 @@ struct Job {
     /* Set by the HTTP layer: whether the client has hung up. A parked job
      * whose client left is answered rather than handed a trial. */
     bool (*client_gone)(Job *job);
+    /* Set by a handler that parks (engine_park) for something other than
+     * a trial: whether to run it again now (NULL: when a trial may have
+     * become available). mark is the handler's, for wake to compare. */
+    bool (*wake)(Engine *e, const Job *job);
+    int64_t mark;
     /* Engine's own. */
     bool parked;
     int64_t deadline_ms;  /* parked: when to answer 204 (monotonic ms) */

@@ -85,20 +85,47 @@ static bool match(const char *pattern, const char *url, int64_t ids[MAX_IDS], ch
     return *p == '\0' && (*u == '\0' || (u[0] == '/' && u[1] == '\0'));
 }
 
-/* Whether the Authorization header is "Bearer <token>" (or the old token
- * during a rotation). Both are compared in constant time (common/ct.h),
- * each whatever the other gave, so the time says nothing. A token longer
- * than a request head could never be sent anyway. */
-static bool authorized(const Http *h, const char *header)
+/* Who a request is (docs/api.md, "Authentication"). rungd's own token (or
+ * the old one during a rotation) is the bootstrap admin: both are compared
+ * in constant time (common/ct.h), each whatever the other gave, so the
+ * time says nothing. Any other bearer token is a user's, looked up by its
+ * SHA-256 (HttpConfig.lookup). With no token of rungd's own, a request
+ * that sends none is the local admin: rungd then listens on loopback only.
+ * Bad tokens from one address are slowed (auth.h): 429 with *retry_s. */
+static int authenticate(Http *h, const Request *req, const char *header, Principal *who,
+                        int64_t *retry_s, RungError *err)
 {
-    if (h->token == NULL)
-        return true;
+    static const unsigned char no_key[16];
+    const unsigned char *key = req->conn ? req->conn->key : no_key;
+    memset(who, 0, sizeof *who);
+    who->role = ROLE_ADMIN;
+    *retry_s = 0;
+    if (header == NULL && h->token == NULL) {
+        snprintf(who->name, sizeof who->name, "local");
+        return 0;
+    }
     if (header == NULL || strncmp(header, "Bearer ", 7) != 0)
-        return false;
-    bool ok = rung_ct_equal(header + 7, h->token, HEAD_MAX);
+        return rung_error_set(err, RUNG_E_UNAUTHORIZED, "",
+                              "missing or wrong token: send Authorization: Bearer <token>");
+    *retry_s = auth_throttle_wait(&h->throttle, key, mono_ms());
+    if (*retry_s > 0)
+        return rung_error_set(err, RUNG_E_TOO_MANY_REQUESTS, "",
+                              "too many wrong tokens from this address: retry in %lld s",
+                              (long long)*retry_s);
+    bool own = rung_ct_equal(header + 7, h->token, HEAD_MAX);
     if (h->old_token)
-        ok |= rung_ct_equal(header + 7, h->old_token, HEAD_MAX);
-    return ok;
+        own |= rung_ct_equal(header + 7, h->old_token, HEAD_MAX);
+    if (own) {
+        snprintf(who->name, sizeof who->name, "bootstrap");
+        return 0;
+    }
+    int rc = h->lookup ? h->lookup(h->engine, header + 7, who, err)
+                       : rung_error_set(err, RUNG_E_UNAUTHORIZED, "",
+                                        "missing or wrong token: send Authorization: Bearer "
+                                        "<token>");
+    if (rc == RUNG_E_UNAUTHORIZED)
+        auth_throttle_fail(&h->throttle, key, mono_ms());
+    return rc;
 }
 
 static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -185,10 +212,17 @@ static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *re
             (strcmp(method, "HEAD") == 0 && strcmp(r->method, "GET") == 0))
             route = r;
     }
-    if (api && !authorized(h, MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                          MHD_HTTP_HEADER_AUTHORIZATION)))
-        return http_send_error(c, RUNG_E_UNAUTHORIZED, "",
-                               "missing or wrong token: send Authorization: Bearer <token>");
+    if (api) {
+        RungError err;
+        rung_error_clear(&err);
+        int64_t retry_s;
+        const char *header = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                         MHD_HTTP_HEADER_AUTHORIZATION);
+        if (authenticate(h, req, header, &req->job.who, &retry_s, &err) ||
+            (route != NULL && h->check != NULL &&
+             h->check(h->engine, route->access, ids, &req->job.who, &err)))
+            return http_send_error_retry(c, err.code, err.field, err.message, retry_s);
+    }
     if (route == NULL) {
         if (found_path)
             return http_send_error(c, RUNG_E_METHOD_NOT_ALLOWED, "", "method not allowed here");
@@ -513,6 +547,8 @@ int http_start(const HttpConfig *cfg, Engine *engine, Stats *stats, Http **out, 
     h->engine = engine;
     h->stats = stats;
     h->token = (cfg->token && cfg->token[0]) ? strdup(cfg->token) : NULL;
+    h->lookup = cfg->lookup;
+    h->check = cfg->check;
     h->old_token = (h->token && cfg->old_token && cfg->old_token[0]) ? strdup(cfg->old_token)
                                                                      : NULL;
     h->web_dir = cfg->web_dir ? strdup(cfg->web_dir) : NULL;

@@ -35,7 +35,16 @@ typedef struct HttpRoute {
     HttpAdmitFn raw_admit;
     bool report; /* its latency is also rung_report_duration_seconds' */
     bool blob;   /* a raw body bounded by HttpConfig.max_blob, not max_checkpoint */
+    Access access; /* who may use it (auth.h; docs/api.md, "Roles per route") */
 } HttpRoute;
+
+/* A bearer token that is not rungd's own: who it stands for, or
+ * RUNG_E_UNAUTHORIZED (api_access_lookup). */
+typedef int (*HttpLookupFn)(Engine *e, const char *token, Principal *who, RungError *err);
+/* Whether who may use a route of rule a with these path ids: 0, or an
+ * error (403, 404) (api_access_check). */
+typedef int (*HttpCheckFn)(Engine *e, Access a, const int64_t ids[2], const Principal *who,
+                           RungError *err);
 
 typedef struct HttpConfig {
     const char *bind;        /* address to listen on, e.g. "127.0.0.1" or "::1" */
@@ -49,6 +58,8 @@ typedef struct HttpConfig {
     size_t max_blob;         /* bytes of an uploaded blob (HttpRoute.blob); larger get 413 */
     const HttpRoute *routes; /* borrowed; /healthz is answered outside it */
     size_t n_routes;
+    HttpLookupFn lookup; /* users' tokens; NULL: only rungd's own token */
+    HttpCheckFn check;   /* routes' rules; NULL: every principal may use every route */
 } HttpConfig;
 
 typedef struct Http Http;

@@ -101,6 +101,9 @@ struct Http {
     char *token;
     char *old_token;         /* NULL, or the token being rotated out */
     const HttpRoute *routes; /* HttpConfig's */
+    HttpLookupFn lookup;     /* HttpConfig's */
+    HttpCheckFn check;       /* HttpConfig's */
+    AuthThrottle throttle;   /* bad tokens by address (auth.h) */
     size_t n_routes;
     char *web_dir;
     size_t max_body;
@@ -168,6 +171,9 @@ enum MHD_Result http_send_json(struct MHD_Connection *c, int status, json_t *bod
  * one, the handlers' and the engine's too); field may be "" or NULL. */
 enum MHD_Result http_send_error(struct MHD_Connection *c, int code, const char *field,
                                 const char *message);
+/* The same with a Retry-After header when retry_s > 0 (429). */
+enum MHD_Result http_send_error_retry(struct MHD_Connection *c, int code, const char *field,
+                                      const char *message, int64_t retry_s);
 /* Queues the file a handler opened (job->reply_fd); MHD closes it. */
 enum MHD_Result http_send_file(struct MHD_Connection *c, Job *job);
 /* Writes a whole JSON error reply on a socket MHD is not using. */

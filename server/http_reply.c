@@ -2,6 +2,7 @@
 #include "http_internal.h"
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -42,6 +43,31 @@ enum MHD_Result http_send_error(struct MHD_Connection *c, int code, const char *
                                 const char *message)
 {
     return http_send_json(c, rung_error_status(code), rung_error_json(code, field, message));
+}
+
+enum MHD_Result http_send_error_retry(struct MHD_Connection *c, int code, const char *field,
+                                      const char *message, int64_t retry_s)
+{
+    if (retry_s <= 0)
+        return http_send_error(c, code, field, message);
+    json_t *doc = rung_error_json(code, field, message);
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    if (text == NULL)
+        return MHD_NO;
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
+                                                             MHD_RESPMEM_MUST_FREE);
+    if (r == NULL) {
+        free(text);
+        return MHD_NO;
+    }
+    char seconds[24];
+    snprintf(seconds, sizeof seconds, "%lld", (long long)retry_s);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json; charset=utf-8");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, seconds);
+    enum MHD_Result rc = MHD_queue_response(c, (unsigned)rung_error_status(code), r);
+    MHD_destroy_response(r);
+    return rc;
 }
 
 /* A file the handler opened (job->reply_fd, job->reply_size bytes): MHD

@@ -310,7 +310,9 @@ int main(int argc, char **argv)
                        .max_checkpoint = (size_t)options[O_MAX_CHECKPOINT_MB].ival << 20,
                        .max_blob = (size_t)options[O_MAX_BLOB_MB].ival << 20,
                        .routes = api_routes,
-                       .n_routes = api_n_routes};
+                       .n_routes = api_n_routes,
+                       .lookup = api_access_lookup,
+                       .check = api_access_check};
     Http *http;
     int port;
     if (http_start(&hcfg, engine, &stats, &http, &port, &err) != 0) {

@@ -10,6 +10,7 @@
 #include "store_internal.h"
 
 #include "clock.h"
+#include "log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,10 +26,11 @@ static const char *const sql_text[ST__COUNT] = {
     [ST_SAVEPOINT] = "SAVEPOINT request",
     [ST_RELEASE] = "RELEASE request",
     [ST_ROLLBACK_TO] = "ROLLBACK TO request",
-    [ST_EXP_INSERT] = "INSERT INTO experiments (id, name, spec, seed, state, total_trials, "
-                      "created_at, ended_at, summary, error, ended_reason, health) VALUES (:id, "
-                      ":name, :spec, :seed, :state, :total, :created_at, :ended_at, :summary, "
-                      ":error, :ended_reason, :health)",
+    [ST_EXP_INSERT] =
+        "INSERT INTO experiments (id, name, spec, seed, state, total_trials, "
+        "created_at, ended_at, summary, error, ended_reason, health, owner_id, owner) "
+        "VALUES (:id, :name, :spec, :seed, :state, :total, :created_at, :ended_at, "
+        ":summary, :error, :ended_reason, :health, :owner_id, :owner)",
     [ST_EXP_UPDATE] = "UPDATE experiments SET state = :state, ended_at = :ended_at, "
                       "summary = :summary, error = :error, ended_reason = :ended_reason, "
                       "health = :health, spec = :spec, total_trials = :total WHERE id = :id",
@@ -56,8 +58,9 @@ static const char *const sql_text[ST__COUNT] = {
     [ST_REPORT_INSERT] = "INSERT INTO reports (trial_id, attempt, step, time, metrics, action) "
                          "VALUES (:trial, :attempt, :step, :time, :metrics, :action)",
     [ST_WORKER_INSERT] = "INSERT INTO workers (id, name, hostname, gpus, cpus, registered_at, "
-                         "last_seen_at, heartbeat, labels, caps) VALUES (:id, :name, :hostname, "
-                         ":gpus, :cpus, :registered_at, :last_seen_at, :heartbeat, :labels, :caps)",
+                         "last_seen_at, heartbeat, labels, caps, owner_id) VALUES (:id, :name, "
+                         ":hostname, :gpus, :cpus, :registered_at, :last_seen_at, :heartbeat, "
+                         ":labels, :caps, :owner_id)",
     [ST_WORKER_UPDATE] = "UPDATE workers SET last_seen_at = :last_seen_at, heartbeat = "
                          ":heartbeat, labels = :labels, caps = :caps WHERE id = :id",
     [ST_REPORTS_OF] = "SELECT step, time, metrics FROM reports WHERE trial_id = :trial AND "
@@ -98,6 +101,15 @@ static int param(sqlite3_stmt *st, const char *name)
 static void bind_int(sqlite3_stmt *st, const char *name, int64_t v)
 {
     sqlite3_bind_int64(st, param(st, name), v);
+}
+
+/* An owner's users.id (0: the bootstrap admin), or NULL for -1: none. */
+static void bind_owner(sqlite3_stmt *st, int64_t v)
+{
+    if (v < 0)
+        sqlite3_bind_null(st, param(st, ":owner_id"));
+    else
+        sqlite3_bind_int64(st, param(st, ":owner_id"), v);
 }
 
 /* Binds v, or NULL when v is 0 (times and ids that are not set yet). */
@@ -371,6 +383,8 @@ static int write_exp(Store *s, Experiment *e, RungError *err)
         bind_text(st, ":name", e->spec.name);
         bind_int(st, ":seed", (int64_t)e->spec.searcher.seed);
         bind_int(st, ":created_at", e->created_at);
+        bind_owner(st, e->owner_id);
+        bind_text(st, ":owner", e->owner);
     }
     if (run(s, st, err, "write experiment"))
         return err->code;
@@ -455,6 +469,7 @@ static int write_worker(Store *s, Worker *w, RungError *err)
         bind_json(st, ":gpus", w->gpus);
         bind_int(st, ":cpus", w->cpus);
         bind_int(st, ":registered_at", w->registered_at);
+        bind_owner(st, w->owner_id);
     }
     if (run(s, st, err, "write worker"))
         return err->code;
@@ -508,6 +523,42 @@ static int drop_checkpoint(Store *s, const CoreCheckpoint *c, RungError *err)
     return rc;
 }
 
+/* One event of the log (schema 13), also written to the log at info
+ * level (docs/operations.md, "Events"). */
+static int write_event(Store *s, const CoreEvent *ev, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (store_prepare(s,
+                      "INSERT INTO events (at, actor_kind, actor, kind, experiment_id, trial_id, "
+                      "worker_id, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                      &st, err, "write event"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, ev->at);
+    sqlite3_bind_text(st, 2, ev->actor_kind, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, ev->actor, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, ev->kind, -1, SQLITE_STATIC);
+    if (ev->experiment_id > 0)
+        sqlite3_bind_int64(st, 5, ev->experiment_id);
+    if (ev->trial_id > 0)
+        sqlite3_bind_int64(st, 6, ev->trial_id);
+    if (ev->worker_id > 0)
+        sqlite3_bind_int64(st, 7, ev->worker_id);
+    char *detail = ev->detail ? json_dumps(ev->detail, JSON_COMPACT) : NULL;
+    if (detail)
+        sqlite3_bind_text(st, 8, detail, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : store_db_error(s, err, "write event");
+    sqlite3_finalize(st);
+    if (rc == 0) /* docs/operations.md, "Logs": every event at info level */
+        LOG_INFO("event %lld %s by %s %s%s%.0lld%s%.0lld%s%.0lld %s",
+                 (long long)sqlite3_last_insert_rowid(store_db(s)), ev->kind, ev->actor_kind,
+                 ev->actor, ev->experiment_id > 0 ? " experiment=" : "",
+                 (long long)ev->experiment_id, ev->trial_id > 0 ? " trial=" : "",
+                 (long long)ev->trial_id, ev->worker_id > 0 ? " worker=" : "",
+                 (long long)ev->worker_id, detail ? detail : "");
+    free(detail);
+    return rc;
+}
+
 int store_write_changes(Store *s, const CoreChanges *c, RungError *err)
 {
     /* Parents first: foreign keys are checked row by row. */
@@ -529,6 +580,9 @@ int store_write_changes(Store *s, const CoreChanges *c, RungError *err)
     /* After the inserts: one stored and dropped in the same batch goes. */
     for (int64_t i = 0; i < c->n_dropped_ckpts; i++)
         if (drop_checkpoint(s, &c->dropped_ckpts[i], err))
+            return err->code;
+    for (int64_t i = 0; i < c->n_events; i++)
+        if (write_event(s, &c->events[i], err))
             return err->code;
     return 0;
 }

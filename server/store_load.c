@@ -18,8 +18,8 @@ static int load_experiments(Store *s, Core *core, const char *where, int64_t id_
 {
     char sql[512];
     snprintf(sql, sizeof sql,
-             "SELECT id, spec, seed, state, created_at, ended_at, ended_reason, error, health "
-             "FROM experiments WHERE %s ORDER BY id",
+             "SELECT id, spec, seed, state, created_at, ended_at, ended_reason, error, health, "
+             "owner_id, owner FROM experiments WHERE %s ORDER BY id",
              where);
     sqlite3_stmt *st;
     if (store_prepare(s, sql, &st, err, "load experiments"))
@@ -52,6 +52,9 @@ static int load_experiments(Store *s, Core *core, const char *where, int64_t id_
         core_load_experiment_ended(e, end_reason_parse((const char *)sqlite3_column_text(st, 6)),
                                    (const char *)sqlite3_column_text(st, 7), health);
         json_decref(health);
+        core_set_owner(e,
+                       sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9),
+                       (const char *)sqlite3_column_text(st, 10));
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "load experiments");
@@ -302,7 +305,7 @@ static int load_workers(Store *s, Core *core, const char *where, int64_t arg, Ru
     char sql[512];
     snprintf(sql, sizeof sql,
              "SELECT id, name, hostname, gpus, cpus, registered_at, last_seen_at, heartbeat, "
-             "labels, caps FROM workers WHERE %s ORDER BY id",
+             "labels, caps, owner_id FROM workers WHERE %s ORDER BY id",
              where);
     sqlite3_stmt *st;
     if (store_prepare(s, sql, &st, err, "load workers"))
@@ -321,6 +324,9 @@ static int load_workers(Store *s, Core *core, const char *where, int64_t arg, Ru
                                      store_column_json(st, 7));
         core_load_worker_labels(w, store_column_json(st, 8));
         core_load_worker_caps(w, store_column_json(st, 9));
+        core_set_worker_owner(w, sqlite3_column_type(st, 10) == SQLITE_NULL
+                                     ? -1
+                                     : sqlite3_column_int64(st, 10));
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "load workers");

@@ -929,7 +929,10 @@ static void note_table(sqlite3 *db, const char *sql)
 static void note_store(Run *r)
 {
     sqlite3 *db = store_db(r->store);
-    note_table(db, "SELECT * FROM experiments ORDER BY id");
+    /* The columns up to schema 12: 013's owner (who submitted it) is NULL
+     * for every experiment here, and the hashes predate it. */
+    note_table(db, "SELECT id, name, spec, seed, state, total_trials, created_at, ended_at, "
+                   "summary, error, ended_reason, health FROM experiments ORDER BY id");
     note_table(db, "SELECT * FROM trials ORDER BY id");
     /* The columns up to schema 11: 012's caps (what code a worker runs) is
      * NULL for every worker here, and the hashes predate it. */

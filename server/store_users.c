@@ -1,0 +1,346 @@
+/* Users, their tokens, owners and the event log in SQLite (schema 13;
+ * docs/api.md, "Users, roles and tokens" and "Events"). Each call runs
+ * inside the engine's open transaction, so a user, a token or an event
+ * commits with the request that made it. */
+#include "store_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "clock.h"
+#include "log.h"
+
+static json_t *time_or_null(sqlite3_stmt *st, int col)
+{
+    if (sqlite3_column_type(st, col) == SQLITE_NULL)
+        return json_null();
+    char when[32];
+    rung_time_format(sqlite3_column_int64(st, col), when, sizeof when);
+    return json_string(when);
+}
+
+static json_t *int_or_null(sqlite3_stmt *st, int col)
+{
+    return sqlite3_column_type(st, col) == SQLITE_NULL
+               ? json_null()
+               : json_integer(sqlite3_column_int64(st, col));
+}
+
+static json_t *text_of(sqlite3_stmt *st, int col)
+{
+    const char *t = (const char *)sqlite3_column_text(st, col);
+    return t ? json_string(t) : json_null();
+}
+
+/* Steps a prepared write to its end and finalizes it. */
+static int step_done(Store *s, sqlite3_stmt *st, RungError *err, const char *what)
+{
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : store_db_error(s, err, what);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* ---- users ---- */
+
+int store_user_add(Store *s, const char *name, Role role, const json_t *labels, const char *by,
+                   int64_t now, int64_t *id, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (store_prepare(s, "SELECT 1 FROM users WHERE name = ?", &st, err, "add user"))
+        return err->code;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    int found = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (found == SQLITE_ROW)
+        return rung_error_set(err, RUNG_E_CONFLICT, "name",
+                              "name: a user named '%s' exists (or existed: names are not reused)",
+                              name);
+    if (store_prepare(s,
+                      "INSERT INTO users (name, role, labels, created_at, created_by) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5)",
+                      &st, err, "add user"))
+        return err->code;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, role_name(role), -1, SQLITE_STATIC);
+    char *text = labels ? json_dumps(labels, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    if (text)
+        sqlite3_bind_text(st, 3, text, -1, free);
+    sqlite3_bind_int64(st, 4, now);
+    sqlite3_bind_text(st, 5, by, -1, SQLITE_STATIC);
+    if (step_done(s, st, err, "add user"))
+        return err->code;
+    *id = sqlite3_last_insert_rowid(store_db(s));
+    return 0;
+}
+
+#define USER_COLUMNS                                                                               \
+    "u.id, u.name, u.role, u.labels, u.created_at, u.created_by, u.removed_at, (SELECT count(*) "  \
+    "FROM tokens t WHERE t.user_id = u.id AND t.revoked_at IS NULL)"
+
+static json_t *user_row(sqlite3_stmt *st)
+{
+    json_t *labels = store_column_json(st, 3);
+    char created[32];
+    rung_time_format(sqlite3_column_int64(st, 4), created, sizeof created);
+    return json_pack("{s:I, s:o, s:o, s:o, s:s, s:o, s:o, s:I}", "id",
+                     (json_int_t)sqlite3_column_int64(st, 0), "name", text_of(st, 1), "role",
+                     text_of(st, 2), "labels", labels ? labels : json_null(), "created_at", created,
+                     "created_by", text_of(st, 5), "removed_at", time_or_null(st, 6),
+                     "active_tokens", (json_int_t)sqlite3_column_int64(st, 7));
+}
+
+int store_user_list(Store *s, json_t **items, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (store_prepare(s, "SELECT " USER_COLUMNS " FROM users u ORDER BY u.id", &st, err,
+                      "list users"))
+        return err->code;
+    json_t *arr = json_array();
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        json_array_append_new(arr, user_row(st));
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        json_decref(arr);
+        return store_db_error(s, err, "list users");
+    }
+    *items = arr;
+    return 0;
+}
+
+int store_user_get(Store *s, int64_t id, json_t **out, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (store_prepare(s, "SELECT " USER_COLUMNS " FROM users u WHERE u.id = ?", &st, err,
+                      "read user"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    *out = rc == SQLITE_ROW ? user_row(st) : NULL;
+    sqlite3_finalize(st);
+    if (rc == SQLITE_DONE)
+        return rung_error_set(err, RUNG_E_NOT_FOUND, "", "no user %lld", (long long)id);
+    return rc == SQLITE_ROW ? 0 : store_db_error(s, err, "read user");
+}
+
+int store_user_remove(Store *s, int64_t id, int64_t now, RungError *err)
+{
+    json_t *o;
+    if (store_user_get(s, id, &o, err))
+        return err->code;
+    bool removed = !json_is_null(json_object_get(o, "removed_at"));
+    json_decref(o);
+    if (removed)
+        return rung_error_set(err, RUNG_E_NOT_FOUND, "", "user %lld was removed already",
+                              (long long)id);
+    sqlite3_stmt *st;
+    if (store_prepare(s, "UPDATE users SET removed_at = ?2 WHERE id = ?1", &st, err, "remove user"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int64(st, 2, now);
+    if (step_done(s, st, err, "remove user"))
+        return err->code;
+    if (store_prepare(s,
+                      "UPDATE tokens SET revoked_at = ?2 WHERE user_id = ?1 AND revoked_at IS NULL",
+                      &st, err, "remove user"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int64(st, 2, now);
+    return step_done(s, st, err, "remove user");
+}
+
+/* ---- tokens ---- */
+
+int store_token_add(Store *s, int64_t user_id, const char *hash, const char *name, int64_t now,
+                    int64_t expires_at, int64_t *id, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (store_prepare(s,
+                      "INSERT INTO tokens (user_id, hash, name, created_at, expires_at) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5)",
+                      &st, err, "add token"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, user_id);
+    sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, now);
+    if (expires_at > 0)
+        sqlite3_bind_int64(st, 5, expires_at);
+    if (step_done(s, st, err, "add token"))
+        return err->code;
+    *id = sqlite3_last_insert_rowid(store_db(s));
+    return 0;
+}
+
+int store_token_list(Store *s, int64_t user_id, json_t **items, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (store_prepare(s,
+                      "SELECT t.id, u.name, t.name, t.created_at, t.expires_at, t.revoked_at "
+                      "FROM tokens t JOIN users u ON u.id = t.user_id "
+                      "WHERE ?1 < 0 OR t.user_id = ?1 ORDER BY t.id",
+                      &st, err, "list tokens"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, user_id);
+    json_t *arr = json_array();
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        char created[32];
+        rung_time_format(sqlite3_column_int64(st, 3), created, sizeof created);
+        json_array_append_new(arr, json_pack("{s:I, s:o, s:o, s:s, s:o, s:o}", "id",
+                                             (json_int_t)sqlite3_column_int64(st, 0), "user",
+                                             text_of(st, 1), "name", text_of(st, 2), "created_at",
+                                             created, "expires_at", time_or_null(st, 4),
+                                             "revoked_at", time_or_null(st, 5)));
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        json_decref(arr);
+        return store_db_error(s, err, "list tokens");
+    }
+    *items = arr;
+    return 0;
+}
+
+int store_token_revoke(Store *s, int64_t id, int64_t user_id, int64_t now, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (store_prepare(s,
+                      "UPDATE tokens SET revoked_at = ?3 WHERE id = ?1 AND (?2 < 0 OR user_id = "
+                      "?2) AND revoked_at IS NULL",
+                      &st, err, "revoke token"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int64(st, 2, user_id);
+    sqlite3_bind_int64(st, 3, now);
+    if (step_done(s, st, err, "revoke token"))
+        return err->code;
+    if (sqlite3_changes(store_db(s)) == 0)
+        return rung_error_set(err, RUNG_E_NOT_FOUND, "",
+                              "no active token %lld of yours (an admin may revoke anyone's)",
+                              (long long)id);
+    return 0;
+}
+
+int store_token_lookup(Store *s, const char *hash, int64_t now, Principal *p, json_t **labels,
+                       RungError *err)
+{
+    sqlite3_stmt *st;
+    if (store_prepare(s,
+                      "SELECT t.id, t.user_id, u.name, u.role, u.labels, t.expires_at, "
+                      "t.revoked_at, u.removed_at FROM tokens t JOIN users u ON u.id = t.user_id "
+                      "WHERE t.hash = ?",
+                      &st, err, "token"))
+        return err->code;
+    sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        if (rc != SQLITE_DONE)
+            return store_db_error(s, err, "token");
+        return rung_error_set(err, RUNG_E_UNAUTHORIZED, "",
+                              "missing or wrong token: send Authorization: Bearer <token>");
+    }
+    int64_t expires = sqlite3_column_int64(st, 5);
+    bool revoked = sqlite3_column_type(st, 6) != SQLITE_NULL ||
+                   sqlite3_column_type(st, 7) != SQLITE_NULL;
+    Role role = ROLE_VIEWER;
+    role_parse((const char *)sqlite3_column_text(st, 3), &role);
+    memset(p, 0, sizeof *p);
+    p->token_id = sqlite3_column_int64(st, 0);
+    p->user_id = sqlite3_column_int64(st, 1);
+    p->role = role;
+    snprintf(p->name, sizeof p->name, "%s", (const char *)sqlite3_column_text(st, 2));
+    if (labels)
+        *labels = store_column_json(st, 4);
+    sqlite3_finalize(st);
+    if (revoked)
+        return rung_error_set(err, RUNG_E_UNAUTHORIZED, "", "this token was revoked");
+    if (expires > 0 && expires <= now)
+        return rung_error_set(err, RUNG_E_UNAUTHORIZED, "", "this token has expired");
+    return 0;
+}
+
+/* ---- owners ---- */
+
+int store_experiment_owner(Store *s, int64_t id, int64_t *owner_id, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (store_prepare(s, "SELECT owner_id FROM experiments WHERE id = ?", &st, err, "owner"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *owner_id = sqlite3_column_type(st, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (rc == SQLITE_DONE)
+        return rung_error_set(err, RUNG_E_NOT_FOUND, "", "no experiment %lld", (long long)id);
+    return rc == SQLITE_ROW ? 0 : store_db_error(s, err, "owner");
+}
+
+int store_trial_experiment(Store *s, int64_t trial_id, int64_t *exp_id, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (store_prepare(s, "SELECT experiment_id FROM trials WHERE id = ?", &st, err, "trial"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, trial_id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *exp_id = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (rc == SQLITE_DONE)
+        return rung_error_set(err, RUNG_E_NOT_FOUND, "", "no trial %lld", (long long)trial_id);
+    return rc == SQLITE_ROW ? 0 : store_db_error(s, err, "trial");
+}
+
+/* ---- events ---- */
+
+int store_read_events(Store *s, const EventFilter *f, json_t **items, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (store_prepare(s,
+                      "SELECT id, at, actor_kind, actor, kind, experiment_id, trial_id, worker_id, "
+                      "detail FROM events WHERE id > ?1 AND (?2 IS NULL OR kind = ?2 OR kind "
+                      "LIKE ?2 || '.%') AND (?3 = 0 OR experiment_id = ?3) AND (?4 IS NULL OR "
+                      "actor = ?4) AND (?5 = 0 OR trial_id = ?5) ORDER BY id LIMIT ?6",
+                      &st, err, "read events"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, f->after);
+    if (f->kind)
+        sqlite3_bind_text(st, 2, f->kind, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, f->experiment_id);
+    if (f->actor)
+        sqlite3_bind_text(st, 4, f->actor, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, f->trial_id);
+    sqlite3_bind_int64(st, 6, f->limit);
+    json_t *arr = json_array();
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        char when[32];
+        rung_time_format(sqlite3_column_int64(st, 1), when, sizeof when);
+        json_t *detail = store_column_json(st, 8);
+        json_array_append_new(arr, json_pack("{s:I, s:s, s:{s:o, s:o}, s:o, s:o, s:o, s:o, s:o}",
+                                             "id", (json_int_t)sqlite3_column_int64(st, 0), "at",
+                                             when, "actor", "kind", text_of(st, 2), "name",
+                                             text_of(st, 3), "kind", text_of(st, 4),
+                                             "experiment_id", int_or_null(st, 5), "trial_id",
+                                             int_or_null(st, 6), "worker_id", int_or_null(st, 7),
+                                             "detail", detail ? detail : json_object()));
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        json_decref(arr);
+        return store_db_error(s, err, "read events");
+    }
+    *items = arr;
+    return 0;
+}
+
+int store_prune_events(Store *s, int64_t before_ms, RungError *err)
+{
+    sqlite3_stmt *st;
+    if (store_prepare(s, "DELETE FROM events WHERE at < ?", &st, err, "prune events"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, before_ms);
+    return step_done(s, st, err, "prune events");
+}
