@@ -53,8 +53,8 @@ static int pool_check(Engine *e, const Job *job, const json_t *labels, RungError
         json_t *have = json_object_get(labels, key);
         if (have == NULL || !json_equal(have, v)) {
             rc = rung_error_set(err, RUNG_E_FORBIDDEN, "labels",
-                                "labels.%s: this worker token is bound to %s=%s: register with "
-                                "that label",
+                                "rule pool: labels.%s: this worker token is bound to %s=%s: "
+                                "register with that label",
                                 key, key, json_string_value(v));
             break;
         }

@@ -185,7 +185,7 @@ void auth_throttle_fail(AuthThrottle *t, const unsigned char key[16], int64_t no
         s->first_ms = now_ms;
     }
     s->failures++;
-    int over = s->failures - AUTH_FREE_FAILURES;
+    int over = s->failures - AUTH_FREE_FAILURES + 1; /* the 5th starts the first wait */
     if (over > 0) {
         int64_t wait_s = over >= 7 ? AUTH_MAX_BLOCK_S : (int64_t)1 << (over - 1);
         if (wait_s > AUTH_MAX_BLOCK_S)

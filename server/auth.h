@@ -67,9 +67,10 @@ void auth_token_new(char out[AUTH_TOKEN_LEN + 1]);
 /* The SHA-256 of a token, in hex: all the store keeps of it. */
 void auth_token_hash(const char *token, char hex[65]);
 
-/* Repeated bad tokens from one address (Conn's 16-byte key) are slowed:
- * after AUTH_FREE_FAILURES in a window, each further try waits a doubling
- * time, up to AUTH_MAX_BLOCK_S. A fixed table: an address that loses its
+/* Repeated unknown tokens from one address (Conn's 16-byte key) are
+ * slowed: from the AUTH_FREE_FAILURES-th in a window on, each failure
+ * starts a wait of a doubling time (1 s, 2 s, ...) up to AUTH_MAX_BLOCK_S,
+ * during which every request from the address gets 429. A fixed table: an address that loses its
  * slot to another starts over, which costs an attacker more than it saves. */
 #define AUTH_FREE_FAILURES 5
 #define AUTH_WINDOW_MS 60000

@@ -264,6 +264,18 @@ static void flush(Engine *e, Job *job)
     }
 }
 
+/* Once a day (and at the first tick): the events past their retention go
+ * (EngineConfig.event_retention_ms; docs/api.md, "Events"). */
+static void prune_events(Engine *e)
+{
+    if (e->cfg.event_retention_ms <= 0 || mono_ms() < e->next_prune)
+        return;
+    e->next_prune = mono_ms() + 86400000LL;
+    RungError err;
+    if (store_prune_events(e->store, e->now - e->cfg.event_retention_ms, &err) != 0)
+        LOG_WARN("pruning the event log: %s", err.message);
+}
+
 /* Runs job's handler and writes its changes; a job that parks joins the
  * parked list, the others the done list. */
 static void run_job(Engine *e, Job *job)
@@ -500,6 +512,7 @@ static void run_batch(Engine *e)
             core_tick(e->core, e->now); /* stop.time_budget_s */
             flush(e, NULL);
             core_release_idle_workers(e->core, e->now, WORKER_IDLE_MS);
+            prune_events(e);
             sample_rate(e);
             if (e->front.tick)
                 e->front.tick(e->front.ctx);

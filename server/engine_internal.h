@@ -14,6 +14,7 @@ struct Engine {
     int64_t generation; /* this run's start, ms: see engine_generation */
     EngineFront front;
     bool started;
+    int64_t next_prune; /* when the event log is next pruned (monotonic ms) */
     int epfd;    /* waits on the HTTP front's epoll fd and wake_fd */
     int wake_fd; /* eventfd: the proposer's answers, shutdown */
     atomic_bool stop_requested;

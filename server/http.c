@@ -89,9 +89,9 @@ static bool match(const char *pattern, const char *url, int64_t ids[MAX_IDS], ch
  * the old one during a rotation) is the bootstrap admin: both are compared
  * in constant time (common/ct.h), each whatever the other gave, so the
  * time says nothing. Any other bearer token is a user's, looked up by its
- * SHA-256 (HttpConfig.lookup). With no token of rungd's own, a request
- * that sends none is the local admin: rungd then listens on loopback only.
- * Bad tokens from one address are slowed (auth.h): 429 with *retry_s. */
+ * SHA-256 (HttpConfig.lookup). With no token of rungd's own, rungd
+ * listens on loopback only and any request but a user's is the local admin.
+ * Unknown tokens from one address are slowed (auth.h): 429 with *retry_s. */
 static int authenticate(Http *h, const Request *req, const char *header, Principal *who,
                         int64_t *retry_s, RungError *err)
 {
@@ -100,7 +100,16 @@ static int authenticate(Http *h, const Request *req, const char *header, Princip
     memset(who, 0, sizeof *who);
     who->role = ROLE_ADMIN;
     *retry_s = 0;
-    if (header == NULL && h->token == NULL) {
+    if (h->token == NULL) {
+        /* Open to loopback clients (docs/api.md, "Authentication"): a
+         * user's valid token acts as that user, anything else as the
+         * local admin, as every request did before users. */
+        if (header != NULL && strncmp(header, "Bearer ", 7) == 0 && h->lookup != NULL &&
+            h->lookup(h->engine, header + 7, who, err) == 0)
+            return 0;
+        rung_error_clear(err);
+        memset(who, 0, sizeof *who);
+        who->role = ROLE_ADMIN;
         snprintf(who->name, sizeof who->name, "local");
         return 0;
     }
@@ -123,7 +132,9 @@ static int authenticate(Http *h, const Request *req, const char *header, Princip
                        : rung_error_set(err, RUNG_E_UNAUTHORIZED, "",
                                         "missing or wrong token: send Authorization: Bearer "
                                         "<token>");
-    if (rc == RUNG_E_UNAUTHORIZED)
+    /* Only unknown tokens count: guessing is what the wait slows, and a
+     * worker still sending its revoked or expired token guesses nothing. */
+    if (rc == RUNG_E_UNAUTHORIZED && who->token_id == 0)
         auth_throttle_fail(&h->throttle, key, mono_ms());
     return rc;
 }

@@ -63,6 +63,7 @@ enum {
     O_MAX_BLOB_MB,
     O_BLOB_QUOTA_MB,
     O_ARTIFACT_QUOTA_MB,
+    O_EVENT_RETENTION_DAYS,
     O_INIT,
     O_CHECK,
     O__COUNT
@@ -98,6 +99,8 @@ static Option options[O__COUNT] = {
                          "MiB all blobs together may take in the data folder"},
     [O_ARTIFACT_QUOTA_MB] = {"artifact-quota-mb", OPT_INT, NULL, 20480, 1, 1LL << 30,
                              "MiB all trials' kept artifacts together may take in the data folder"},
+    [O_EVENT_RETENTION_DAYS] = {"event-retention-days", OPT_INT, NULL, 90, 0, 36500,
+                                "days the event log keeps an event (0: forever)"},
     [O_INIT] = {"init", OPT_FLAG, NULL, 0, 0, 0,
                 "create the database where an earlier one is missing, or use one that an earlier "
                 "run stopped using (--db's .fault); a first start needs no --init"},
@@ -292,7 +295,8 @@ int main(int argc, char **argv)
                          .forget_workers_ms = options[O_FORGET_WORKERS_S].ival * 1000,
                          .data_dir = data_dir,
                          .blob_quota = options[O_BLOB_QUOTA_MB].ival << 20,
-                         .artifact_quota = options[O_ARTIFACT_QUOTA_MB].ival << 20};
+                         .artifact_quota = options[O_ARTIFACT_QUOTA_MB].ival << 20,
+                         .event_retention_ms = options[O_EVENT_RETENTION_DAYS].ival * 86400000LL};
     /* Working directories no experiment refers to any more (blobs.h). */
     api_blob_sweep_now(core, store, data_dir, rung_now_ms());
     Engine *engine = engine_new(store, core, &ecfg, &stats);

@@ -81,6 +81,7 @@ static json_t *experiment_of_row(Store *s, sqlite3_stmt *st)
     v.total_trials = sqlite3_column_int64(st, 5);
     v.ended_reason = end_reason_parse((const char *)sqlite3_column_text(st, 7));
     v.error = (const char *)sqlite3_column_text(st, 8);
+    v.owner = (const char *)sqlite3_column_text(st, 9);
     json_t *summary = column_json(st, 6);
     if (summary != NULL) {
         json_t *counts = json_object_get(summary, "counts");
@@ -110,7 +111,7 @@ static json_t *experiment_of_row(Store *s, sqlite3_stmt *st)
 }
 
 #define EXP_COLUMNS                                                                                \
-    "id, spec, state, created_at, ended_at, total_trials, summary, ended_reason, error"
+    "id, spec, state, created_at, ended_at, total_trials, summary, ended_reason, error, owner"
 
 int store_read_experiment(Store *s, int64_t id, json_t **out, RungError *err)
 {

@@ -234,6 +234,7 @@ int store_token_lookup(Store *s, const char *hash, int64_t now, Principal *p, js
         return err->code;
     sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
+    memset(p, 0, sizeof *p); /* token_id 0: unknown */
     if (rc != SQLITE_ROW) {
         sqlite3_finalize(st);
         if (rc != SQLITE_DONE)

@@ -110,6 +110,7 @@ json_t *view_experiment(const ExperimentView *v)
     const char *why = end_reason_name(v->ended_reason);
     json_object_set_new(o, "ended_reason", why ? json_string(why) : json_null());
     json_object_set_new(o, "error", v->error ? json_string(v->error) : json_null());
+    json_object_set_new(o, "owner", v->owner ? json_string(v->owner) : json_null());
     json_object_set_new(o, "created_at", view_time(v->created_at));
     json_object_set_new(o, "ended_at", view_time(v->ended_at));
     json_object_set_new(o, "total_trials", json_integer(v->total_trials));
@@ -173,7 +174,8 @@ void view_of_experiment(const Experiment *x, ExperimentView *out)
                             .ended_at = x->ended_at,
                             .total_trials = x->spec.total_trials,
                             .ended_reason = x->ended_reason,
-                            .error = x->error};
+                            .error = x->error,
+                            .owner = x->owner};
     for (int s = 0; s < TRIAL__COUNT; s++)
         out->counts[s] = x->counts[s];
     core_experiment_best(x, &out->best);

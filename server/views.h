@@ -48,6 +48,7 @@ typedef struct ExperimentView {
     json_t *pareto; /* owned by the view's maker: several objectives' front, or NULL */
     EndReason ended_reason;
     const char *error; /* or NULL */
+    const char *owner; /* who submitted it, or NULL (before schema 13) */
 } ExperimentView;
 
 json_t *view_trial(const TrialView *v);
