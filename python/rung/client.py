@@ -309,6 +309,67 @@ class Client:
     def finish(self, trial_id: int, **body: Any) -> dict:
         return self.request("POST", f"/api/v1/trials/{int(trial_id)}/finish", body)
 
+    # -- users, tokens, events (docs/api.md, "Users, roles and tokens") ----
+
+    def whoami(self) -> dict:
+        """{"name", "role", "user_id", "token_id"} of this client's token."""
+        return self.request("GET", "/api/v1/whoami")
+
+    def create_user(self, name: str, role: str, labels: Optional[dict] = None,
+                    expires_in_days: Optional[int] = None) -> dict:
+        """An admin adds a user; the reply holds their first token ("token"),
+        shown this once. `labels` binds a worker user to a pool."""
+        body: dict = {"name": name, "role": role}
+        if labels is not None:
+            body["labels"] = labels
+        if expires_in_days is not None:
+            body["expires_in_days"] = expires_in_days
+        return self.request("POST", "/api/v1/users", body)
+
+    def list_users(self) -> list[dict]:
+        return self.request("GET", "/api/v1/users")["items"]
+
+    def remove_user(self, user_id: int) -> dict:
+        """Marks the user removed and revokes every token of theirs."""
+        return self.request("DELETE", f"/api/v1/users/{int(user_id)}")
+
+    def create_token(self, name: str = "token", expires_in_days: Optional[int] = None) -> dict:
+        """A new token of this client's user ("token" in the reply, shown once)."""
+        body: dict = {"name": name}
+        if expires_in_days is not None:
+            body["expires_in_days"] = expires_in_days
+        return self.request("POST", "/api/v1/tokens", body)
+
+    def list_tokens(self, all: bool = False) -> list[dict]:
+        """This user's tokens, without their text (`all=True`: an admin's view
+        of everyone's)."""
+        return self.request("GET", "/api/v1/tokens", query={"all": all or None})["items"]
+
+    def revoke_token(self, token_id: int) -> dict:
+        return self.request("DELETE", f"/api/v1/tokens/{int(token_id)}")
+
+    def events(self, after: int = 0, kind: Optional[str] = None,
+               experiment: Optional[int] = None, trial: Optional[int] = None,
+               actor: Optional[str] = None, limit: int = 100, wait_s: int = 0) -> dict:
+        """One page of the event log, oldest first: {"items", "next_after"}.
+        With `wait_s`, waits up to that long for a new event (an empty page
+        when none came)."""
+        reply = self.request("GET", "/api/v1/events", query={
+            "after": after, "kind": kind, "experiment": experiment, "trial": trial,
+            "actor": actor, "limit": limit, "wait_s": wait_s or None})
+        return reply if reply is not None else {"items": [], "next_after": after}
+
+    def iter_events(self, follow: bool = False, **filters: Any) -> Iterator[dict]:
+        """Every event the filters select; with `follow`, goes on waiting
+        for new ones until the caller stops iterating."""
+        after = int(filters.pop("after", 0))
+        while True:
+            page = self.events(after=after, limit=1000, wait_s=30 if follow else 0, **filters)
+            yield from page["items"]
+            after = page["next_after"]
+            if not follow and len(page["items"]) < 1000:
+                return
+
     # -- operations --------------------------------------------------------
 
     def healthz(self) -> dict:

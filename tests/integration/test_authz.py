@@ -318,6 +318,68 @@ class Tokens(RungdTestCase):
         self.assertEqual(r.status, 409)  # rungd's own token belongs to no user
 
 
+class Clients(RungdTestCase):
+    """The C client, the Python client and its command line say the same."""
+
+    def test_users_tokens_events_from_every_client(self):
+        import subprocess
+        import sys
+        sys.path.insert(0, os.path.join(ROOT, "python"))
+        from rung.client import ApiError, Client
+        d = self.daemon("--token", BOOT)
+        d.token = BOOT
+        cli = os.environ.get("RUNG_CLI")
+        if not cli:
+            self.skipTest("RUNG_CLI not set")
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"),
+                   PYTHONDONTWRITEBYTECODE="1")
+        env.pop("RUNG_TOKEN", None)
+
+        def c_rung(*args, token=BOOT):
+            return subprocess.run([cli, "--server", d.url, "--token", token, *args],
+                                  capture_output=True, text=True, timeout=30, env=env)
+
+        def py_rung(*args, token=BOOT):
+            return subprocess.run([sys.executable, "-m", "rung", "--server", d.url, "--token",
+                                   token, *args], capture_output=True, text=True, timeout=30,
+                                  env=env)
+
+        out = c_rung("admin", "user", "add", "carol", "--role", "member")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        carol = out.stdout.splitlines()[-1]
+        self.assertRegex(carol, r"^rung_[A-Za-z0-9_-]{43}$")
+        out = py_rung("admin", "user", "add", "dan", "--role", "viewer", "--expires-days", "7")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        dan = out.stdout.splitlines()[-1]
+        self.assertRegex(dan, r"^rung_[A-Za-z0-9_-]{43}$")
+        self.assertIn(", expires ", out.stdout)
+        # The Python client as carol: her own tokens, and a viewer's refusal.
+        c = Client(server=d.url, token=carol)
+        self.assertEqual(c.whoami()["role"], "member")
+        extra = c.create_token("ci", expires_in_days=30)
+        self.assertEqual([t["name"] for t in c.list_tokens()], ["first", "ci"])
+        c.revoke_token(extra["token_id"])
+        with self.assertRaises(ApiError) as cm:
+            Client(server=d.url, token=extra["token"]).list_experiments()
+        self.assertEqual(cm.exception.status, 401)
+        with self.assertRaises(ApiError) as cm:
+            Client(server=d.url, token=dan).create_user("eve", "admin")
+        self.assertEqual(cm.exception.status, 403)
+        self.assertEqual(c_rung("admin", "user", "list", token=dan).returncode, 1)
+        self.assertEqual(py_rung("admin", "user", "list", token=dan).returncode, 1)
+        # Both command lines print the same users and the same events.
+        self.assertEqual(c_rung("admin", "user", "list").stdout,
+                         py_rung("admin", "user", "list").stdout)
+        c_events, py_events = c_rung("events"), py_rung("events")
+        self.assertEqual(c_events.returncode, 0, c_events.stderr)
+        self.assertEqual(c_events.stdout, py_events.stdout)
+        self.assertIn("carol token.revoked", c_events.stdout)
+        self.assertEqual(len(list(Client(server=d.url, token=BOOT).iter_events())),
+                         len(c_events.stdout.splitlines()))
+        for text in (c_events.stdout, py_events.stdout):
+            self.assertNotIn(carol, text)
+
+
 UPGRADE_DIR = os.path.join(ROOT, "tests", "data", "upgrade")
 
 

@@ -22,6 +22,7 @@ from .fetch import cmd_fetch
 from .fmt import clean
 from .rest import print_api_error
 from .watch import cmd_watch
+from .users import cmd_admin, cmd_events, cmd_token
 from .workers import cmd_workers
 
 
@@ -132,6 +133,29 @@ def _add_workers(p: argparse.ArgumentParser) -> None:
     _add_json(p)
 
 
+def _add_events(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--follow", action="store_true", help="wait for new events")
+    p.add_argument("--experiment", type=positive_int, metavar="ID")
+    p.add_argument("--kind", metavar="K", help="a kind (trial.failed) or a family (trial)")
+    p.add_argument("--actor", metavar="NAME")
+    _add_json(p)
+
+
+def _add_token(p: argparse.ArgumentParser) -> None:
+    p.add_argument("words", nargs="+", metavar="create [NAME] | list | revoke ID")
+    p.add_argument("--expires-days", type=positive_int, metavar="N")
+    p.add_argument("--all", action="store_true", help="list: everyone's (admin)")
+    _add_json(p)
+
+
+def _add_admin(p: argparse.ArgumentParser) -> None:
+    p.add_argument("words", nargs="+", metavar="user add NAME | user list | user remove ID")
+    p.add_argument("--role", choices=("admin", "member", "viewer", "worker"))
+    p.add_argument("--pool", metavar="K=V", help="bind a worker user's token to a pool")
+    p.add_argument("--expires-days", type=positive_int, metavar="N")
+    _add_json(p)
+
+
 def _add_best(p: argparse.ArgumentParser) -> None:
     _id(p)
     p.add_argument("--scope", choices=("all", "last"),
@@ -180,6 +204,16 @@ _command("fetch", "TRIAL_ID [DIR]",
 _command("workers", "[--all] [--json]",
          "list workers, their GPUs, running trials (--all: gone ones too)", cmd_workers,
          _add_workers)
+_command("events", "[--follow] [--experiment ID] [--kind K] [--actor NAME] [--json]",
+         "the event log: who did what, when (--follow: wait for new ones)", cmd_events,
+         _add_events)
+_command("token", "create [NAME] [--expires-days N] | list [--all] [--json] | revoke ID",
+         "your own tokens (a new one is printed alone on the last line)", cmd_token,
+         _add_token)
+_command("admin", "user add NAME --role admin|member|viewer|worker [--pool K=V] "
+         "[--expires-days N] | user list [--json] | user remove ID",
+         "users and roles (admin only; add prints the user's first token on its last line)",
+         cmd_admin, _add_admin)
 _command("best", "ID [--scope all|last] [--json]",
          "the best trial: its value, step and config", cmd_best, _add_best)
 _command("run-function", "FILE FUNC",
