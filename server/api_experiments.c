@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "blobs.h"
+#include "notify.h"
 #include "rank.h"
 #include "store_read.h"
 #include "views.h"
@@ -57,6 +58,23 @@ void api_experiment_create(Engine *e, Job *job)
         spec_close(&spec);
         api_fail(job, &err);
         return;
+    }
+    /* notify: only names of the admin's notifiers (docs/api.md, "notify"). */
+    const json_t *chosen = spec.notify;
+    for (size_t i = 0; i < json_array_size(chosen); i++) {
+        const char *name = json_string_value(json_array_get(chosen, i));
+        const struct Notify *n = engine_config(e)->notify;
+        if (n == NULL || notify_find(notify_config(n), name) == NULL) {
+            char field[40];
+            snprintf(field, sizeof field, "notify[%zu]", i);
+            rung_error_set(&err, RUNG_E_INVALID_SPEC, field,
+                           "%s: rungd has no notifier '%s' (an admin names them in "
+                           "--notify-file)",
+                           field, name);
+            spec_close(&spec);
+            api_fail(job, &err);
+            return;
+        }
     }
     /* warm_start: its source's trials, read before the experiment exists. */
     struct Warm *warm = NULL;

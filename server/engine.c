@@ -22,7 +22,9 @@
 #include "clock.h"
 #include "grow.h"
 #include "log.h"
+#include "notify.h"
 #include "propose.h"
+#include "views.h"
 
 /* How often leases and long polls are checked: a lease expires at most this
  * late, and a 1 s lease in tests still fails within ~1.1 s. */
@@ -216,6 +218,59 @@ static void undo(Engine *e, const CoreChanges *c)
     free(workers);
 }
 
+/* The batch's events as the notifiers will get them once it commits, with
+ * the names their experiment picked (spec.notify). */
+static void keep_notices(Engine *e, const CoreChanges *c)
+{
+    if (e->cfg.notify == NULL)
+        return;
+    if (e->notices == NULL)
+        e->notices = json_array();
+    for (int64_t i = 0; i < c->n_events; i++) {
+        const CoreEvent *ev = &c->events[i];
+        Experiment *x = ev->experiment_id > 0 ? core_experiment(e->core, ev->experiment_id) : NULL;
+        const json_t *chosen = x ? x->spec.notify : NULL;
+        json_array_append_new(e->notices, json_pack("{s:o, s:O}", "event", view_event(ev), "chosen",
+                                                    chosen ? chosen : json_null()));
+    }
+}
+
+/* After the batch's COMMIT: its events go to the notifiers (rc 0), or
+ * nowhere (the batch was not kept). */
+static void send_notices(Engine *e, int rc)
+{
+    size_t i;
+    json_t *n;
+    json_array_foreach(e->notices, i, n) {
+        if (rc == 0) {
+            json_t *chosen = json_object_get(n, "chosen");
+            notify_event(e->cfg.notify, json_object_get(n, "event"),
+                         json_is_array(chosen) ? chosen : NULL);
+        }
+    }
+    json_array_clear(e->notices);
+}
+
+/* Each finished delivery becomes an event of the log (notify.delivered,
+ * notify.failed), on the engine thread. */
+static void drain_notices(Engine *e)
+{
+    NotifyOutcome out[64];
+    size_t k;
+    while ((k = notify_drain(e->cfg.notify, out, 64)) > 0) {
+        for (size_t i = 0; i < k; i++) {
+            json_t *d = json_pack("{s:s, s:I, s:s, s:i, s:I}", "notifier", out[i].notifier,
+                                  "event_id", (json_int_t)out[i].event_id, "event_kind",
+                                  out[i].kind, "attempts", out[i].attempts, "http_status",
+                                  (json_int_t)out[i].http_status);
+            if (!out[i].delivered)
+                json_object_set_new(d, "error", json_string(out[i].error));
+            core_event(e->core, e->now, out[i].delivered ? "notify.delivered" : "notify.failed", 0,
+                       0, 0, d);
+        }
+    }
+}
+
 /* Writes what the core changed since the last flush, in a savepoint of the
  * batch's transaction. When the store refuses it, only that is undone and
  * only job (the request that made the changes; NULL for the engine's own
@@ -237,6 +292,7 @@ static void flush(Engine *e, Job *job)
         rc = store_release_savepoint(e->store, &err);
     if (rc == 0) {
         e->batch_reports += (uint64_t)c.n_reports;
+        keep_notices(e, &c);
         for (int64_t i = 0; i < c.n_dropped_ckpts; i++) {
             rung_grow((void **)&e->unlink, &e->cap_unlink, e->n_unlink, sizeof *e->unlink);
             e->unlink[e->n_unlink++] = c.dropped_ckpts[i];
@@ -430,6 +486,7 @@ static void commit(Engine *e, int rc, RungError *err)
             atomic_fetch_add(&e->stats->batches, 1);
         }
     }
+    send_notices(e, rc);
     e->batch_reports = 0;
     int64_t n_unlink = e->n_unlink;
     e->n_unlink = 0; /* on a failure the rows stay, and reload() reads them back */
@@ -513,6 +570,7 @@ static void run_batch(Engine *e)
             flush(e, NULL);
             core_release_idle_workers(e->core, e->now, WORKER_IDLE_MS);
             prune_events(e);
+            drain_notices(e);
             sample_rate(e);
             if (e->front.tick)
                 e->front.tick(e->front.ctx);
@@ -653,6 +711,7 @@ void engine_free(Engine *e)
         next = j->next;
         engine_job_discard(j);
     }
+    json_decref(e->notices);
     store_close(e->store);
     core_free(e->core);
     if (e->wake_fd >= 0)

@@ -76,6 +76,7 @@ typedef struct EngineConfig {
     int64_t blob_quota;        /* bytes all blobs may hold (--blob-quota-mb; blobs.h) */
     int64_t artifact_quota;    /* bytes all artifacts may hold (--artifact-quota-mb) */
     int64_t event_retention_ms; /* events older than this go, daily (0: never) */
+    struct Notify *notify;      /* webhooks (notify.h), or NULL: committed events go to it */
 } EngineConfig;
 
 /* The network front the loop drives (http.c provides one). The engine

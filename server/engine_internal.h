@@ -15,6 +15,9 @@ struct Engine {
     EngineFront front;
     bool started;
     int64_t next_prune; /* when the event log is next pruned (monotonic ms) */
+    /* Events written in this batch, for the notifiers once it commits:
+     * [{"event": {...}, "chosen": [names] or null}] (cfg.notify only). */
+    json_t *notices;
     int epfd;    /* waits on the HTTP front's epoll fd and wake_fd */
     int wake_fd; /* eventfd: the proposer's answers, shutdown */
     atomic_bool stop_requested;

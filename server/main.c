@@ -3,6 +3,7 @@
  * until SIGINT or SIGTERM, then shuts down cleanly: parked long polls are
  * answered, requests in flight complete, and the last batch commits. Running
  * trials keep their leases and are picked up again after a restart. */
+#include <curl/curl.h>
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -23,6 +24,7 @@
 #include "gp.h"
 #include "http.h"
 #include "log.h"
+#include "notify.h"
 #include "options.h"
 #include "sdnotify.h"
 #include "secret.h"
@@ -64,6 +66,7 @@ enum {
     O_BLOB_QUOTA_MB,
     O_ARTIFACT_QUOTA_MB,
     O_EVENT_RETENTION_DAYS,
+    O_NOTIFY_FILE,
     O_INIT,
     O_CHECK,
     O__COUNT
@@ -101,6 +104,9 @@ static Option options[O__COUNT] = {
                              "MiB all trials' kept artifacts together may take in the data folder"},
     [O_EVENT_RETENTION_DAYS] = {"event-retention-days", OPT_INT, NULL, 90, 0, 36500,
                                 "days the event log keeps an event (0: forever)"},
+    [O_NOTIFY_FILE] = {"notify-file", OPT_STRING, NULL, 0, 0, 0,
+                       "webhooks: a JSON file of notifiers (docs/operations.md, "
+                       "\"Notifications\")"},
     [O_INIT] = {"init", OPT_FLAG, NULL, 0, 0, 0,
                 "create the database where an earlier one is missing, or use one that an earlier "
                 "run stopped using (--db's .fault); a first start needs no --init"},
@@ -288,6 +294,22 @@ int main(int argc, char **argv)
         store_close(store);
         return damaged ? EXIT_DATABASE : 1;
     }
+    /* Webhooks (notify.h): the file is read once, at start. */
+    Notify *notify = NULL;
+    if (options[O_NOTIFY_FILE].value != NULL) {
+        NotifyConfig ncfg;
+        if (notify_config_load(options[O_NOTIFY_FILE].value, &ncfg, &err) != 0) {
+            fprintf(stderr, "rungd: --notify-file %s: %s\n", options[O_NOTIFY_FILE].value,
+                    err.message);
+            core_free(core);
+            store_close(store);
+            return 2;
+        }
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        LOG_INFO("rungd: %d notifier%s from %s", ncfg.n, ncfg.n == 1 ? "" : "s",
+                 options[O_NOTIFY_FILE].value);
+        notify = notify_start(&ncfg);
+    }
     static Stats stats;
     /* Workers heartbeat several times per lease, so one lost packet is no loss. */
     EngineConfig ecfg = {.lease_ms = lease_ms,
@@ -296,7 +318,8 @@ int main(int argc, char **argv)
                          .data_dir = data_dir,
                          .blob_quota = options[O_BLOB_QUOTA_MB].ival << 20,
                          .artifact_quota = options[O_ARTIFACT_QUOTA_MB].ival << 20,
-                         .event_retention_ms = options[O_EVENT_RETENTION_DAYS].ival * 86400000LL};
+                         .event_retention_ms = options[O_EVENT_RETENTION_DAYS].ival * 86400000LL,
+                         .notify = notify};
     /* Working directories no experiment refers to any more (blobs.h). */
     api_blob_sweep_now(core, store, data_dir, rung_now_ms());
     Engine *engine = engine_new(store, core, &ecfg, &stats);
@@ -359,6 +382,7 @@ int main(int argc, char **argv)
     engine_stop(engine);
     http_stop(http);
     engine_free(engine);
+    notify_stop(notify);
     LOG_INFO("rungd: stopped");
     return 0;
 }

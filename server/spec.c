@@ -37,6 +37,7 @@ static const char *const top_keys[] = {"name",
                                        "resources_per_trial",
                                        "trainable",
                                        "keep_artifacts",
+                                       "notify",
                                        NULL};
 
 
@@ -313,6 +314,7 @@ static int parse(const json_t *spec_json, uint64_t seed, bool stored, Spec *spec
         parse_counts(j, spec, err) || parse_best_scope(j, spec, err) ||
         parse_resources(j, spec, err) || parse_selector(j, spec, err) ||
         spec_parse_trainable(j, stored, spec, err) || spec_parse_keep(j, spec, err) ||
+        spec_parse_notify(j, spec, err) ||
         sampler_total_trials(spec->space, &spec->searcher, spec->num_samples, &spec->total_trials,
                              err) ||
         parse_points(j, spec, err) || parse_warm_start(j, spec, err) || parse_stop(j, spec, err) ||

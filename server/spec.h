@@ -61,6 +61,7 @@ typedef enum {
 #define SPEC_MAX_PRIORITY 1000000       /* priority in [-SPEC_MAX_PRIORITY, SPEC_MAX_PRIORITY] */
 #define SPEC_MAX_SHARE 1e6              /* share in (0, SPEC_MAX_SHARE] */
 #define SPEC_MAX_SELECTOR 64            /* worker_selector entries */
+#define SPEC_MAX_NOTIFY 8               /* notifiers an experiment picks */
 #define SPEC_MAX_LABEL_KEY 64           /* bytes of a label's key */
 #define SPEC_MAX_LABEL_VALUE 256        /* bytes of a label's value */
 #define SPEC_MAX_POINTS 10000           /* points_to_evaluate entries */
@@ -112,6 +113,10 @@ typedef struct Spec {
     /* Which trials' folders come back (docs/api.md, "keep_artifacts"). */
     SpecKeep keep_artifacts;
     int64_t keep_count; /* SPEC_KEEP_BEST: how many */
+    /* The admin's notifiers this experiment's events go to (docs/api.md,
+     * "notify"), borrowed from json; NULL: every notifier whose events
+     * match. rungd checks the names against its --notify-file at submit. */
+    const json_t *notify;
     /* Failures that show (docs/api.md, "Top-level fields"). */
     int64_t max_failed_trials; /* the experiment fails after this many failed trials; 0 = never */
     bool best_last;            /* best_scope "last": a trial counts by its last value */

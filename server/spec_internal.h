@@ -35,6 +35,7 @@ int spec_parse_scheduler(json_t *spec_json, Spec *spec, RungError *err);
 int spec_parse_trainable(json_t *spec_json, bool stored, Spec *spec, RungError *err);
 /* keep_artifacts (spec_artifacts.c). */
 int spec_parse_keep(json_t *spec_json, Spec *spec, RungError *err);
+int spec_parse_notify(json_t *spec_json, Spec *spec, RungError *err);
 
 /* spec_objectives.c: "metric"/"mode" or "metrics", "constraints", and the
  * rules that several objectives or constraints add (docs/api.md, "Several

@@ -548,6 +548,8 @@ static int write_event(Store *s, const CoreEvent *ev, RungError *err)
         sqlite3_bind_text(st, 8, detail, -1, SQLITE_TRANSIENT);
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : store_db_error(s, err, "write event");
     sqlite3_finalize(st);
+    if (rc == 0)
+        ((CoreEvent *)ev)->id = sqlite3_last_insert_rowid(store_db(s)); /* the queue's own */
     if (rc == 0) /* docs/operations.md, "Logs": every event at info level */
         LOG_INFO("event %lld %s by %s %s%s%.0lld%s%.0lld%s%.0lld %s",
                  (long long)sqlite3_last_insert_rowid(store_db(s)), ev->kind, ev->actor_kind,

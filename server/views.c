@@ -102,6 +102,17 @@ json_t *view_gang(const json_t *stored)
                      port);
 }
 
+json_t *view_event(const CoreEvent *ev)
+{
+    return json_pack("{s:I, s:o, s:{s:s, s:s}, s:s, s:o, s:o, s:o, s:o}", "id", (json_int_t)ev->id,
+                     "at", view_time(ev->at), "actor", "kind", ev->actor_kind, "name", ev->actor,
+                     "kind", ev->kind, "experiment_id",
+                     ev->experiment_id > 0 ? json_integer(ev->experiment_id) : json_null(),
+                     "trial_id", ev->trial_id > 0 ? json_integer(ev->trial_id) : json_null(),
+                     "worker_id", ev->worker_id > 0 ? json_integer(ev->worker_id) : json_null(),
+                     "detail", ev->detail ? json_incref(ev->detail) : json_object());
+}
+
 json_t *view_experiment(const ExperimentView *v)
 {
     json_t *o = json_copy((json_t *)v->spec); /* shallow: the spec's members are shared */

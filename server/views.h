@@ -62,6 +62,9 @@ json_t *view_experiment(const ExperimentView *v);
 void view_of_trial(const Trial *t, TrialView *out);
 void view_of_experiment(const Experiment *x, ExperimentView *out);
 
+/* An event of the log as docs/api.md's "Events" shows it. */
+json_t *view_event(const CoreEvent *ev);
+
 /* Times as the API writes them (RFC 3339, UTC), null for 0. */
 json_t *view_time(int64_t ms);
 /* A metric value: a number, or "NaN" / "Infinity" / "-Infinity". */
