@@ -87,7 +87,12 @@ static void usage(FILE *out)
     }
     fputs("\noptions:\n"
           "  --server URL   the daemon (default $RUNG_SERVER, else " DEFAULT_SERVER ")\n"
-          "  --token T      bearer token of a daemon started with one (default $RUNG_TOKEN)\n"
+          "  --token T      your token (default $RUNG_TOKEN)\n"
+          "  --ca FILE      the CA that verifies an https:// daemon (default $RUNG_CA, else the "
+          "system's)\n"
+          "  --insecure     do not verify the https:// daemon's certificate ($RUNG_INSECURE=1)\n"
+          "  --allow-plain-http  send the token over http:// to another machine "
+          "($RUNG_ALLOW_PLAIN_HTTP=1)\n"
           "  -h, --help     show this help\n"
           "  --version      print the version and exit\n"
           "\nexperiment spec fields (docs/api.md, \"The experiment spec\"):\n"
@@ -133,6 +138,7 @@ int main(int argc, char **argv)
 {
     const char *server = getenv("RUNG_SERVER");
     const char *token = getenv("RUNG_TOKEN");
+    RungTransport transport = rung_transport_from_env();
     char *rest[ARGS_MAX];
     int n_rest = 0;
     bool help = false;
@@ -144,8 +150,13 @@ int main(int argc, char **argv)
                 rest[n_rest++] = argv[i];
             break;
         }
+        if (strcmp(argv[i], "--insecure") == 0 || strcmp(argv[i], "--allow-plain-http") == 0) {
+            *(argv[i][2] == 'i' ? &transport.insecure : &transport.allow_plain) = true;
+            continue;
+        }
         if ((r = take_option("--server", argc, argv, &i, &server)) != 0 ||
-            (r = take_option("--token", argc, argv, &i, &token)) != 0) {
+            (r = take_option("--token", argc, argv, &i, &token)) != 0 ||
+            (r = take_option("--ca", argc, argv, &i, &transport.ca_file)) != 0) {
             if (r < 0) {
                 fprintf(stderr, "rung: %s needs a value\n", argv[i]);
                 return usage_error(NULL);
@@ -192,10 +203,16 @@ int main(int argc, char **argv)
     CliError err;
     CliRest *h = cli_rest_new(server, token, &err);
     int rc;
+    const char *why;
     if (h == NULL) {
         cli_error_print(&err, NULL);
         rc = CLI_EXIT_USAGE;
+    } else if ((why = rung_plain_token_refusal(cli_rest_server(h), token && token[0],
+                                               &transport)) != NULL) {
+        fprintf(stderr, "rung: %s\n", why);
+        rc = CLI_EXIT_USAGE;
     } else {
+        cli_rest_set_transport(h, &transport);
         rc = cmd->run(h, n_rest - 1, rest + 1);
         if (rc == CLI_EXIT_USAGE)
             usage_error(cmd);

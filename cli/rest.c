@@ -23,6 +23,7 @@
 
 struct CliRest {
     CURL *curl;
+    RungTransport transport; /* --ca, --insecure (common/transport.h) */
     char base[CLI_URL_MAX];
     struct curl_slist *auth; /* "Authorization: Bearer ..." or NULL */
 };
@@ -105,6 +106,11 @@ CliRest *cli_rest_new(const char *server, const char *token, CliError *err)
     return h;
 }
 
+void cli_rest_set_transport(CliRest *h, const RungTransport *t)
+{
+    h->transport = *t;
+}
+
 void cli_rest_free(CliRest *h)
 {
     if (h == NULL)
@@ -181,6 +187,7 @@ int cli_rest_request(CliRest *h, const char *method, const char *path, const cha
     Buffer b = {0};
     CURL *c = h->curl;
     curl_easy_reset(c); /* keeps the connection cache, forgets the last request */
+    rung_transport_setopt(c, &h->transport);
     struct curl_slist *headers = NULL;
     for (struct curl_slist *a = h->auth; a; a = a->next)
         headers = curl_slist_append(headers, a->data);
@@ -307,6 +314,7 @@ int cli_rest_head(CliRest *h, const char *path, long *status, CliError *err)
     char errbuf[CURL_ERROR_SIZE] = "";
     CURL *c = h->curl;
     curl_easy_reset(c);
+    rung_transport_setopt(c, &h->transport);
     struct curl_slist *headers = NULL;
     for (struct curl_slist *a = h->auth; a; a = a->next)
         headers = curl_slist_append(headers, a->data);
@@ -351,6 +359,7 @@ int cli_rest_put_file(CliRest *h, const char *path, const char *file_path, const
     Buffer b = {0};
     CURL *c = h->curl;
     curl_easy_reset(c);
+    rung_transport_setopt(c, &h->transport);
     struct curl_slist *headers = NULL;
     for (struct curl_slist *a = h->auth; a; a = a->next)
         headers = curl_slist_append(headers, a->data);

@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "error.h"
+#include "transport.h"
 
 /* Longest base URL we accept: a host, a port and a path prefix. */
 #define CLI_URL_MAX 1024
@@ -51,6 +52,8 @@ typedef struct CliRest CliRest;
 CliRest *cli_rest_new(const char *server, const char *token, CliError *err);
 /* Accepts NULL. */
 void cli_rest_free(CliRest *h);
+/* How https:// servers are verified (copied; common/transport.h). */
+void cli_rest_set_transport(CliRest *h, const RungTransport *t);
 /* The normalized base URL, without a trailing '/'. Borrowed. */
 const char *cli_rest_server(const CliRest *h);
 

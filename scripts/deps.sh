@@ -29,6 +29,7 @@ done
 packages=(
   build-essential cmake pkg-config git ca-certificates
   libmicrohttpd-dev libsqlite3-dev libgsl-dev libopenblas-dev libjansson-dev
+  libgnutls28-dev  # rungd's HTTPS certificates (server/http_tls.c), the GnuTLS MHD uses
   libcurl4-openssl-dev zlib1g-dev
   libcmocka-dev  # the unit tests are part of every build (CMakeLists.txt requires cmocka)
   libyaml-dev  # YAML experiment specs in the rung client (cli/yaml.c)
@@ -38,6 +39,7 @@ packages=(
 )
 if [ "$tests" = 1 ]; then
   packages+=(
+    openssl  # tests/integration/test_tls.py makes its CA and certificates
     curl sqlite3  # docs/api.md's examples; sqlite3: the operations tests and docs/operations.md's recovery
     python3 python3-optuna python3-venv  # python3-venv: tests/integration/test_python.py installs python/ into a venv
     clang libclang-rt-14-dev clang-format  # fuzzing (libFuzzer) and the format check (scripts/format.sh)

@@ -45,6 +45,7 @@
 
 #include "clock.h"
 #include "ct.h"
+#include "http_tls.h"
 
 /* Matches url against pattern, collecting {id}s. */
 static bool match(const char *pattern, const char *url, int64_t ids[MAX_IDS], char sha[65])
@@ -559,6 +560,7 @@ int http_start(const HttpConfig *cfg, Engine *engine, Stats *stats, Http **out, 
     h->stats = stats;
     h->token = (cfg->token && cfg->token[0]) ? strdup(cfg->token) : NULL;
     h->lookup = cfg->lookup;
+    h->tls = cfg->tls;
     h->check = cfg->check;
     h->old_token = (h->token && cfg->old_token && cfg->old_token[0]) ? strdup(cfg->old_token)
                                                                      : NULL;
@@ -576,15 +578,21 @@ int http_start(const HttpConfig *cfg, Engine *engine, Stats *stats, Http **out, 
     /* No thread of MHD's own: the engine's loop runs it (epoll, external
      * mode), so a request costs no thread switch. MHD listens on nothing:
      * http_accept and http_screen hand it the connections. */
+    /* Under TLS, GnuTLS asks http_tls.c for the certificate at each
+     * handshake (a SIGHUP's new one is served to the next connection). */
+    struct MHD_OptionItem tls_options[] = {{cfg->tls ? MHD_OPTION_HTTPS_CERT_CALLBACK
+                                                     : MHD_OPTION_END,
+                                            0, (void *)(uintptr_t)http_tls_retrieve},
+                                           {MHD_OPTION_END, 0, NULL}};
     h->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
-                                     MHD_USE_NO_LISTEN_SOCKET,
+                                     MHD_USE_NO_LISTEN_SOCKET | (cfg->tls ? MHD_USE_TLS : 0),
                                  0, NULL, NULL, on_request, h, MHD_OPTION_NOTIFY_COMPLETED,
                                  on_completed, h, MHD_OPTION_NOTIFY_CONNECTION, http_on_connection,
                                  h, MHD_OPTION_URI_LOG_CALLBACK, on_request_line, h,
                                  MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S,
                                  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MHD_POOL_BYTES,
-                                 MHD_OPTION_END);
+                                 MHD_OPTION_ARRAY, tls_options, MHD_OPTION_END);
     h->epfd = epoll_create1(EPOLL_CLOEXEC);
     const union MHD_DaemonInfo *info =
         h->daemon ? MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_EPOLL_FD) : NULL;

@@ -58,6 +58,7 @@ typedef struct HttpConfig {
     size_t max_blob;         /* bytes of an uploaded blob (HttpRoute.blob); larger get 413 */
     const HttpRoute *routes; /* borrowed; /healthz is answered outside it */
     size_t n_routes;
+    bool tls;            /* HTTPS with http_tls.h's certificate (loaded before) */
     HttpLookupFn lookup; /* users' tokens; NULL: only rungd's own token */
     HttpCheckFn check;   /* routes' rules; NULL: every principal may use every route */
 } HttpConfig;

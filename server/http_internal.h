@@ -101,6 +101,7 @@ struct Http {
     char *token;
     char *old_token;         /* NULL, or the token being rotated out */
     const HttpRoute *routes; /* HttpConfig's */
+    bool tls;                /* HttpConfig's: connections go straight to MHD */
     HttpLookupFn lookup;     /* HttpConfig's */
     HttpCheckFn check;       /* HttpConfig's */
     AuthThrottle throttle;   /* bad tokens by address (auth.h) */

@@ -504,6 +504,19 @@ void http_accept(Http *h)
         h->by_address[bucket] = c;
         h->n_conns++;
         h->n_addresses += held == 0;
+        if (h->tls) {
+            /* Encrypted bytes cannot be screened: MHD reads every request
+             * of the connection, under its own timeouts (http.c). */
+            c->unscreened = true;
+            c->state = C_MHD;
+            h->adding = c;
+            if (MHD_add_connection(h->daemon, fd, (const struct sockaddr *)&c->addr, len) !=
+                    MHD_YES &&
+                h->adding != NULL)
+                http_conn_free(h, c);
+            h->adding = NULL;
+            continue;
+        }
         watch(h, c); /* a head already there is reported at once */
         if (!c->watched)
             http_conn_end(h, c);

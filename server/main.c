@@ -23,6 +23,7 @@
 #include "engine.h"
 #include "gp.h"
 #include "http.h"
+#include "http_tls.h"
 #include "log.h"
 #include "notify.h"
 #include "options.h"
@@ -67,6 +68,8 @@ enum {
     O_ARTIFACT_QUOTA_MB,
     O_EVENT_RETENTION_DAYS,
     O_NOTIFY_FILE,
+    O_TLS_CERT,
+    O_TLS_KEY,
     O_INIT,
     O_CHECK,
     O__COUNT
@@ -107,6 +110,11 @@ static Option options[O__COUNT] = {
     [O_NOTIFY_FILE] = {"notify-file", OPT_STRING, NULL, 0, 0, 0,
                        "webhooks: a JSON file of notifiers (docs/operations.md, "
                        "\"Notifications\")"},
+    [O_TLS_CERT] = {"tls-cert", OPT_STRING, NULL, 0, 0, 0,
+                    "serve HTTPS with this PEM certificate chain (with --tls-key; re-read on "
+                    "SIGHUP)"},
+    [O_TLS_KEY] = {"tls-key", OPT_STRING, NULL, 0, 0, 0,
+                   "the PEM private key of --tls-cert (unencrypted; keep it mode 600)"},
     [O_INIT] = {"init", OPT_FLAG, NULL, 0, 0, 0,
                 "create the database where an earlier one is missing, or use one that an earlier "
                 "run stopped using (--db's .fault); a first start needs no --init"},
@@ -237,11 +245,13 @@ int main(int argc, char **argv)
     sa.sa_flags = SA_RESTART;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL); /* re-read --tls-cert and --tls-key */
     signal(SIGPIPE, SIG_IGN);
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
     /* pbt's checkpoint copies sit beside the database unless told. */
@@ -294,6 +304,21 @@ int main(int argc, char **argv)
         store_close(store);
         return damaged ? EXIT_DATABASE : 1;
     }
+    /* HTTPS (http_tls.h): both files or neither, checked before anything
+     * else is started. */
+    const char *tls_cert = options[O_TLS_CERT].value, *tls_key = options[O_TLS_KEY].value;
+    if ((tls_cert == NULL) != (tls_key == NULL)) {
+        fprintf(stderr, "rungd: give --tls-cert and --tls-key together\n");
+        core_free(core);
+        store_close(store);
+        return 2;
+    }
+    if (tls_cert != NULL && http_tls_load(tls_cert, tls_key, &err) != 0) {
+        fprintf(stderr, "rungd: %s\n", err.message);
+        core_free(core);
+        store_close(store);
+        return 2;
+    }
     /* Webhooks (notify.h): the file is read once, at start. */
     Notify *notify = NULL;
     if (options[O_NOTIFY_FILE].value != NULL) {
@@ -338,6 +363,7 @@ int main(int argc, char **argv)
                        .max_blob = (size_t)options[O_MAX_BLOB_MB].ival << 20,
                        .routes = api_routes,
                        .n_routes = api_n_routes,
+                       .tls = tls_cert != NULL,
                        .lookup = api_access_lookup,
                        .check = api_access_check};
     Http *http;
@@ -355,8 +381,9 @@ int main(int argc, char **argv)
     }
     const char *host = hcfg.bind;
     bool v6 = strchr(host, ':') != NULL;
-    printf("listening on http://%s%s%s:%d\n", v6 ? "[" : "", host, v6 ? "]" : "", port);
-    printf("dashboard: http://%s%s%s:%d/\n", v6 ? "[" : "", host, v6 ? "]" : "", port);
+    const char *scheme = tls_cert != NULL ? "https" : "http";
+    printf("listening on %s://%s%s%s:%d\n", scheme, v6 ? "[" : "", host, v6 ? "]" : "", port);
+    printf("dashboard: %s://%s%s%s:%d/\n", scheme, v6 ? "[" : "", host, v6 ? "]" : "", port);
     LOG_INFO("rungd: database %s, lease %llds, %s", options[O_DB].value,
              (long long)options[O_LEASE_S].ival,
              !(token && token[0]) ? "no token"
@@ -374,8 +401,19 @@ int main(int argc, char **argv)
     unsigned char sig = 0;
     for (;;) {
         struct pollfd pfd = {.fd = signal_pipe[0], .events = POLLIN};
-        if (poll(&pfd, 1, 250) > 0 && read(signal_pipe[0], &sig, 1) == 1)
+        if (poll(&pfd, 1, 250) <= 0 || read(signal_pipe[0], &sig, 1) != 1)
+            continue;
+        if (sig != SIGHUP)
             break;
+        /* A renewed certificate: served from the next connection on; a
+         * bad one leaves the old in place (docs/operations.md, "TLS"). */
+        if (tls_cert == NULL)
+            LOG_INFO("rungd: SIGHUP: no --tls-cert to re-read");
+        else if (http_tls_load(tls_cert, tls_key, &err) != 0)
+            LOG_ERROR("rungd: SIGHUP: %s; still serving the certificate loaded before",
+                      err.message);
+        else
+            LOG_INFO("rungd: SIGHUP: certificate %s reloaded", tls_cert);
     }
     LOG_INFO("rungd: %s, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
     sdnotify_send("STOPPING=1");
@@ -383,6 +421,7 @@ int main(int argc, char **argv)
     http_stop(http);
     engine_free(engine);
     notify_stop(notify);
+    http_tls_free();
     LOG_INFO("rungd: stopped");
     return 0;
 }

@@ -55,6 +55,14 @@ typedef struct Req {
     bool get;                   /* GET into c->down_fd */
 } Req;
 
+/* Set once at start, before any thread: how https:// is verified. */
+static RungTransport transport;
+
+void client_set_transport(const RungTransport *t)
+{
+    transport = *t;
+}
+
 Client *client_new(const char *base_url, const char *token)
 {
     Client *c = calloc(1, sizeof *c);
@@ -232,6 +240,7 @@ static bool attempt(Client *c, const char *url, const Req *req, long timeout_ms,
     /* Every option anew (the kind of request changes between calls);
      * the connection and the DNS cache stay. */
     curl_easy_reset(h);
+    rung_transport_setopt(h, &transport);
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, req->headers);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);

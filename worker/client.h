@@ -19,6 +19,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "transport.h"
+
 #define CLIENT_MAX_REPLY (8 << 20) /* bytes of a reply body; a trial object is far smaller */
 #define CLIENT_TIMEOUT_MS 15000    /* one request without a long poll */
 #define CLIENT_CONNECT_MS 3000     /* loopback or LAN: a longer connect means no daemon */
@@ -56,6 +58,9 @@ typedef struct ClientCall {
 /* base_url like "http://127.0.0.1:8080" (a trailing '/' is fine); token may
  * be NULL or "". NULL when out of memory. */
 Client *client_new(const char *base_url, const char *token);
+/* How every client of the process verifies an https:// rungd (--ca,
+ * --insecure; common/transport.h). Call before the first client. */
+void client_set_transport(const RungTransport *t);
 void client_free(Client *c);
 
 /* POSTs body (borrowed; NULL sends "{}") to base_url + path. Returns 0 when

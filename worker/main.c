@@ -59,6 +59,9 @@ enum {
     O_SERVER,
     O_TOKEN,
     O_TOKEN_FILE,
+    O_CA,
+    O_INSECURE,
+    O_ALLOW_PLAIN_HTTP,
     O_NAME,
     O_LABEL,
     O_GPUS,
@@ -92,6 +95,13 @@ static Option options[O__COUNT] = {
     [O_TOKEN] = {"token", OPT_STRING, NULL, 0, 0, 0, "bearer token (default: $RUNG_TOKEN)"},
     [O_TOKEN_FILE] = {"token-file", OPT_STRING, NULL, 0, 0, 0,
                       "read the bearer token from this file instead (not shown by ps)"},
+    [O_CA] = {"ca", OPT_STRING, NULL, 0, 0, 0,
+              "the CA that verifies an https:// rungd (default: $RUNG_CA, else the system's)"},
+    [O_INSECURE] = {"insecure", OPT_FLAG, NULL, 0, 0, 0,
+                    "do not verify the https:// rungd's certificate ($RUNG_INSECURE=1)"},
+    [O_ALLOW_PLAIN_HTTP] = {"allow-plain-http", OPT_FLAG, NULL, 0, 0, 0,
+                            "send the token over http:// to another machine "
+                            "($RUNG_ALLOW_PLAIN_HTTP=1)"},
     [O_NAME] = {"name", OPT_STRING, NULL, 0, 0, 0,
                 "name shown for this worker (default: host name)"},
     /* Repeatable, so taken off the command line before the table parses it
@@ -518,6 +528,18 @@ int main(int argc, char **argv)
                 server);
         return 2;
     }
+    /* HTTPS (common/transport.h): every request of this process. */
+    RungTransport transport = rung_transport_from_env();
+    if (options[O_CA].value != NULL)
+        transport.ca_file = options[O_CA].value;
+    transport.insecure |= options[O_INSECURE].value != NULL;
+    transport.allow_plain |= options[O_ALLOW_PLAIN_HTTP].value != NULL;
+    const char *refusal = rung_plain_token_refusal(server, token && token[0], &transport);
+    if (refusal != NULL) {
+        fprintf(stderr, "rung-worker: %s\n", refusal);
+        return 2;
+    }
+    client_set_transport(&transport);
     int mode, gpus[SLOTS_MAX_GPUS], n_gpus;
     if (parse_gpus(options[O_GPUS].value, &mode, gpus, &n_gpus) != 0)
         return 2;

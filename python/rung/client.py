@@ -67,7 +67,14 @@ class _HTTPSHandler(urllib.request.HTTPSHandler):
         return super().do_open(_HTTPSConnection, req, **kwargs)
 
 
-_opener = urllib.request.build_opener(_HTTPHandler, _HTTPSHandler)
+def _env_true(name: str) -> bool:
+    return os.environ.get(name, "").lower() in ("1", "true", "yes")
+
+
+def _is_loopback(server: str) -> bool:
+    """Whether the URL's host is this machine: localhost, 127.0.0.0/8, ::1."""
+    host = urllib.parse.urlsplit(server).hostname or ""
+    return host == "localhost" or host.startswith("127.") or host == "::1"
 
 
 class RungError(Exception):
@@ -96,16 +103,36 @@ class Client:
 
     `server` defaults to $RUNG_SERVER, else http://127.0.0.1:8080; `token`
     to $RUNG_TOKEN (sent as `Authorization: Bearer`, needed when rungd runs
-    with --token).
+    with --token). An https:// server is verified against `ca` (a CA
+    file; default $RUNG_CA, else the system's CAs) unless `insecure`
+    ($RUNG_INSECURE=1). A token is never sent over plain http:// to another
+    machine unless `allow_plain_http` ($RUNG_ALLOW_PLAIN_HTTP=1): the
+    client refuses, raising RungError (docs/api.md, "HTTPS").
     """
 
     def __init__(self, server: Optional[str] = None, token: Optional[str] = None,
-                 timeout: float = 30.0):
+                 timeout: float = 30.0, ca: Optional[str] = None,
+                 insecure: Optional[bool] = None, allow_plain_http: Optional[bool] = None):
+        import ssl
+
         self.server = (server or os.environ.get("RUNG_SERVER") or DEFAULT_SERVER).rstrip("/")
         if "://" not in self.server:
             self.server = "http://" + self.server
         self.token = token if token is not None else os.environ.get("RUNG_TOKEN")
         self.timeout = timeout
+        allow = _env_true("RUNG_ALLOW_PLAIN_HTTP") if allow_plain_http is None \
+            else allow_plain_http
+        if self.token and self.server.startswith("http://") and not allow \
+                and not _is_loopback(self.server):
+            raise RungError("refusing to send the token over plain http:// to another machine: "
+                            "use https:// (rungd --tls-cert), or allow_plain_http=True / "
+                            "RUNG_ALLOW_PLAIN_HTTP=1 on a network you trust")
+        ca = ca if ca is not None else (os.environ.get("RUNG_CA") or None)
+        context = ssl.create_default_context(cafile=ca)
+        if (_env_true("RUNG_INSECURE") if insecure is None else insecure):
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        self._opener = urllib.request.build_opener(_HTTPHandler, _HTTPSHandler(context=context))
 
     def __repr__(self) -> str:
         return f"rung.Client({self.server!r})"
@@ -131,7 +158,7 @@ class Client:
         for attempt in range(RETRIES + 1):
             req = urllib.request.Request(url, data=data, headers=headers, method=method)
             try:
-                with _opener.open(req, timeout=self.timeout) as resp:
+                with self._opener.open(req, timeout=self.timeout) as resp:
                     payload = resp.read()
                     if raw:
                         return payload.decode("utf-8")
@@ -174,7 +201,7 @@ class Client:
         req = urllib.request.Request(self.server + path, data=data, headers=headers,
                                      method=method)
         try:
-            return _opener.open(req, timeout=self.timeout)
+            return self._opener.open(req, timeout=self.timeout)
         except urllib.error.HTTPError as err:
             raise _api_error(err.code, err.read()) from None
         except (urllib.error.URLError, ConnectionError, TimeoutError) as err:

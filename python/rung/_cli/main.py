@@ -243,6 +243,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "http://127.0.0.1:8080)")
     common.add_argument("--token", metavar="T", default=argparse.SUPPRESS,
                         help="the bearer token (default $RUNG_TOKEN)")
+    common.add_argument("--ca", metavar="FILE", default=argparse.SUPPRESS,
+                        help="the CA that verifies an https:// daemon (default $RUNG_CA)")
+    common.add_argument("--insecure", action="store_true", default=argparse.SUPPRESS,
+                        help="do not verify the https:// daemon's certificate")
+    common.add_argument("--allow-plain-http", action="store_true", default=argparse.SUPPRESS,
+                        help="send the token over http:// to another machine")
     parser = _Parser(prog="python3 -m rung", parents=[common],
                      usage="python3 -m rung [--server URL] [--token T] COMMAND [ARGS]",
                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -272,7 +278,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_OK
     if args.run is cmd_run_function:
         return cmd_run_function(None, args)
-    client = Client(server=getattr(args, "server", None), token=getattr(args, "token", None))
+    try:
+        client = Client(server=getattr(args, "server", None), token=getattr(args, "token", None),
+                        ca=getattr(args, "ca", None), insecure=getattr(args, "insecure", None),
+                        allow_plain_http=getattr(args, "allow_plain_http", None))
+    except RungError as err:
+        print(f"rung: {clean(str(err))}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         return args.run(client, args)
     except UsageError as err:
