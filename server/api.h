@@ -70,6 +70,12 @@ void api_token_create(Engine *e, Job *job);
 void api_token_list(Engine *e, Job *job);
 void api_token_delete(Engine *e, Job *job);
 void api_whoami(Engine *e, Job *job);
+/* The dashboard's sessions (docs/api.md, "Sessions"): api_sessions.c. */
+int api_session_lookup(Engine *e, const char *sid, const char *csrf, bool unsafe, Principal *who,
+                       RungError *err);
+void api_session_create(Engine *e, Job *job);
+void api_session_get(Engine *e, Job *job);
+void api_session_delete(Engine *e, Job *job);
 /* The event log (docs/api.md, "Events"): api_events.c. */
 void api_event_list(Engine *e, Job *job);
 

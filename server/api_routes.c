@@ -55,6 +55,9 @@ const HttpRoute api_routes[] = {
     {"GET", "/api/v1/tokens", api_token_list, NULL, false, false, ACCESS_SELF},
     {"DELETE", "/api/v1/tokens/{id}", api_token_delete, NULL, false, false, ACCESS_SELF},
     {"GET", "/api/v1/whoami", api_whoami, NULL, false, false, ACCESS_SELF},
+    {"POST", "/api/v1/session", api_session_create, NULL, false, false, ACCESS_SELF},
+    {"GET", "/api/v1/session", api_session_get, NULL, false, false, ACCESS_SELF},
+    {"DELETE", "/api/v1/session", api_session_delete, NULL, false, false, ACCESS_SELF},
     {"GET", "/api/v1/events", api_event_list, NULL, false, false, ACCESS_READ},
     {"GET", "/metrics", api_prometheus, NULL, false, false, ACCESS_PUBLIC},
 };

@@ -27,6 +27,7 @@ typedef struct Principal {
     int64_t user_id;
     int64_t token_id; /* 0: the bootstrap token, or none */
     char name[AUTH_NAME_MAX + 1];
+    char session[65]; /* the dashboard session it came by (its id's hash), or "" */
 } Principal;
 
 /* Each route's rule (server/api_routes.c; the table in docs/api.md). */

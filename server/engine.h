@@ -36,6 +36,7 @@ struct Job {
     json_t *body;       /* parsed JSON body, or NULL */
     json_t *query;      /* query arguments: an object of strings */
     Principal who;      /* who sent it (the front's api_access_lookup) */
+    char *set_cookie;   /* malloc'd Set-Cookie value for the reply, or NULL */
     /* Reply, set by the handler. */
     int status;    /* HTTP status */
     json_t *reply; /* new reference, or NULL */
@@ -77,6 +78,7 @@ typedef struct EngineConfig {
     int64_t artifact_quota;    /* bytes all artifacts may hold (--artifact-quota-mb) */
     int64_t event_retention_ms; /* events older than this go, daily (0: never) */
     struct Notify *notify;      /* webhooks (notify.h), or NULL: committed events go to it */
+    bool tls;                   /* the front serves HTTPS: session cookies are Secure */
 } EngineConfig;
 
 /* The network front the loop drives (http.c provides one). The engine

@@ -93,14 +93,20 @@ static bool match(const char *pattern, const char *url, int64_t ids[MAX_IDS], ch
  * SHA-256 (HttpConfig.lookup). With no token of rungd's own, rungd
  * listens on loopback only and any request but a user's is the local admin.
  * Unknown tokens from one address are slowed (auth.h): 429 with *retry_s. */
-static int authenticate(Http *h, const Request *req, const char *header, Principal *who,
-                        int64_t *retry_s, RungError *err)
+static int authenticate(Http *h, const Request *req, struct MHD_Connection *c, const char *header,
+                        bool unsafe, Principal *who, int64_t *retry_s, RungError *err)
 {
     static const unsigned char no_key[16];
     const unsigned char *key = req->conn ? req->conn->key : no_key;
     memset(who, 0, sizeof *who);
     who->role = ROLE_ADMIN;
     *retry_s = 0;
+    /* The dashboard's session cookie, when no token is sent (api_sessions.c). */
+    const char *sid = MHD_lookup_connection_value(c, MHD_COOKIE_KIND, "rung_session");
+    if (header == NULL && sid != NULL && sid[0] != '\0' && h->session != NULL)
+        return h->session(h->engine, sid,
+                          MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-CSRF-Token"), unsafe,
+                          who, err);
     if (h->token == NULL) {
         /* Open to loopback clients (docs/api.md, "Authentication"): a
          * user's valid token acts as that user, anything else as the
@@ -230,7 +236,7 @@ static enum MHD_Result first_call(Http *h, struct MHD_Connection *c, Request *re
         int64_t retry_s;
         const char *header = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                          MHD_HTTP_HEADER_AUTHORIZATION);
-        if (authenticate(h, req, header, &req->job.who, &retry_s, &err) ||
+        if (authenticate(h, req, c, header, !get, &req->job.who, &retry_s, &err) ||
             (route != NULL && h->check != NULL &&
              h->check(h->engine, route->access, ids, &req->job.who, &err)))
             return http_send_error_retry(c, err.code, err.field, err.message, retry_s);
@@ -316,7 +322,9 @@ static enum MHD_Result reply(Http *h, struct MHD_Connection *c, Request *req)
     } else {
         /* job->reply stays until the request completes: an undelivered
          * reply may need to be read back (engine_undelivered). */
-        rc = http_send_json(c, job->status ? job->status : 500, json_incref(job->reply));
+        rc = job->set_cookie
+                 ? http_send_json_cookie(c, job->status, json_incref(job->reply), job->set_cookie)
+                 : http_send_json(c, job->status ? job->status : 500, json_incref(job->reply));
     }
     /* A long poll's wait for work is not latency: it is what the worker
      * asked for (wait_s), and would bury every other request's time. */
@@ -472,6 +480,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         json_decref(req->job.query);
         json_decref(req->job.reply);
         free(req->job.text);
+        free(req->job.set_cookie);
         free(req->body);
         free(req);
     }
@@ -562,6 +571,7 @@ int http_start(const HttpConfig *cfg, Engine *engine, Stats *stats, Http **out, 
     h->lookup = cfg->lookup;
     h->tls = cfg->tls;
     h->check = cfg->check;
+    h->session = cfg->session;
     h->old_token = (h->token && cfg->old_token && cfg->old_token[0]) ? strdup(cfg->old_token)
                                                                      : NULL;
     h->web_dir = cfg->web_dir ? strdup(cfg->web_dir) : NULL;

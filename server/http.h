@@ -41,6 +41,11 @@ typedef struct HttpRoute {
 /* A bearer token that is not rungd's own: who it stands for, or
  * RUNG_E_UNAUTHORIZED (api_access_lookup). */
 typedef int (*HttpLookupFn)(Engine *e, const char *token, Principal *who, RungError *err);
+/* The dashboard's session of a cookie: who, or 401 (unknown, expired,
+ * its token revoked), or 403 for a change (unsafe) whose csrf is not the
+ * session's (api_session_lookup). */
+typedef int (*HttpSessionFn)(Engine *e, const char *sid, const char *csrf, bool unsafe,
+                             Principal *who, RungError *err);
 /* Whether who may use a route of rule a with these path ids: 0, or an
  * error (403, 404) (api_access_check). */
 typedef int (*HttpCheckFn)(Engine *e, Access a, const int64_t ids[2], const Principal *who,
@@ -61,6 +66,7 @@ typedef struct HttpConfig {
     bool tls;            /* HTTPS with http_tls.h's certificate (loaded before) */
     HttpLookupFn lookup; /* users' tokens; NULL: only rungd's own token */
     HttpCheckFn check;   /* routes' rules; NULL: every principal may use every route */
+    HttpSessionFn session; /* the dashboard's cookies; NULL: none */
 } HttpConfig;
 
 typedef struct Http Http;

@@ -104,6 +104,7 @@ struct Http {
     bool tls;                /* HttpConfig's: connections go straight to MHD */
     HttpLookupFn lookup;     /* HttpConfig's */
     HttpCheckFn check;       /* HttpConfig's */
+    HttpSessionFn session;   /* HttpConfig's */
     AuthThrottle throttle;   /* bad tokens by address (auth.h) */
     size_t n_routes;
     char *web_dir;
@@ -172,6 +173,9 @@ enum MHD_Result http_send_json(struct MHD_Connection *c, int status, json_t *bod
  * one, the handlers' and the engine's too); field may be "" or NULL. */
 enum MHD_Result http_send_error(struct MHD_Connection *c, int code, const char *field,
                                 const char *message);
+/* The JSON reply with a Set-Cookie header (the dashboard's session). */
+enum MHD_Result http_send_json_cookie(struct MHD_Connection *c, int status, json_t *body,
+                                      const char *cookie);
 /* The same with a Retry-After header when retry_s > 0 (429). */
 enum MHD_Result http_send_error_retry(struct MHD_Connection *c, int code, const char *field,
                                       const char *message, int64_t retry_s);

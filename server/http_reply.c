@@ -45,6 +45,27 @@ enum MHD_Result http_send_error(struct MHD_Connection *c, int code, const char *
     return http_send_json(c, rung_error_status(code), rung_error_json(code, field, message));
 }
 
+enum MHD_Result http_send_json_cookie(struct MHD_Connection *c, int status, json_t *body,
+                                      const char *cookie)
+{
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    if (text == NULL)
+        return MHD_NO;
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
+                                                             MHD_RESPMEM_MUST_FREE);
+    if (r == NULL) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json; charset=utf-8");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_SET_COOKIE, cookie);
+    enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
 enum MHD_Result http_send_error_retry(struct MHD_Connection *c, int code, const char *field,
                                       const char *message, int64_t retry_s)
 {

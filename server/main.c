@@ -344,7 +344,8 @@ int main(int argc, char **argv)
                          .blob_quota = options[O_BLOB_QUOTA_MB].ival << 20,
                          .artifact_quota = options[O_ARTIFACT_QUOTA_MB].ival << 20,
                          .event_retention_ms = options[O_EVENT_RETENTION_DAYS].ival * 86400000LL,
-                         .notify = notify};
+                         .notify = notify,
+                         .tls = tls_cert != NULL};
     /* Working directories no experiment refers to any more (blobs.h). */
     api_blob_sweep_now(core, store, data_dir, rung_now_ms());
     Engine *engine = engine_new(store, core, &ecfg, &stats);
@@ -365,7 +366,8 @@ int main(int argc, char **argv)
                        .n_routes = api_n_routes,
                        .tls = tls_cert != NULL,
                        .lookup = api_access_lookup,
-                       .check = api_access_check};
+                       .check = api_access_check,
+                       .session = api_session_lookup};
     Http *http;
     int port;
     if (http_start(&hcfg, engine, &stats, &http, &port, &err) != 0) {

@@ -380,6 +380,57 @@ class Clients(RungdTestCase):
             self.assertNotIn(carol, text)
 
 
+class Sessions(RungdTestCase):
+    """The dashboard's cookie sessions (docs/api.md, "Sessions")."""
+
+    def test_cookie_csrf_revocation_logout(self):
+        d = self.daemon("--token", BOOT)
+        d.token = BOOT
+        bob = d.ok("POST", "/api/v1/users", {"name": "bob", "role": "member"}, status=201)
+        r = d.request("POST", "/api/v1/session", token=bob["token"])
+        self.assertEqual(r.status, 201, r.text)
+        cookie = r.headers["set-cookie"]
+        for part in ("HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=43200"):
+            self.assertIn(part, cookie)
+        self.assertNotIn("Secure", cookie)  # plain HTTP here; test_tls checks Secure
+        sid = cookie.split(";")[0]
+        csrf = r.json["csrf"]
+        self.assertEqual((r.json["name"], r.json["role"]), ("bob", "member"))
+
+        def as_session(method, path, body=None, csrf_header=None):
+            headers = {"Cookie": sid}
+            if csrf_header:
+                headers["X-CSRF-Token"] = csrf_header
+            return d.request(method, path, body=body, token=None, headers=headers)
+
+        self.assertEqual(as_session("GET", "/api/v1/whoami").json["name"], "bob")
+        self.assertEqual(as_session("GET", "/api/v1/session").json["csrf"], csrf)
+        # A change without the csrf token, or with another, is refused.
+        for header in (None, "rung_" + "x" * 43):
+            r = as_session("POST", "/api/v1/experiments", spec(name="s"), csrf_header=header)
+            self.assertEqual(r.status, 403, r.text)
+            self.assertEqual(r.json["error"]["field"], "X-CSRF-Token")
+        r = as_session("POST", "/api/v1/experiments", spec(name="s"), csrf_header=csrf)
+        self.assertEqual(r.status, 201, r.text)
+        self.assertEqual(r.json["owner"], "bob")
+        # The session's rules are its user's.
+        r = as_session("GET", "/api/v1/users", csrf_header=csrf)
+        self.assertEqual(r.status, 403)
+        # Revoking the token ends its sessions at once.
+        d.ok("DELETE", "/api/v1/tokens/%d" % bob["token_id"])
+        r = as_session("GET", "/api/v1/experiments")
+        self.assertEqual(r.status, 401)
+        # Logout: the cookie is cleared and the session is gone.
+        r = d.request("POST", "/api/v1/session")
+        sid = r.headers["set-cookie"].split(";")[0]
+        r = as_session("DELETE", "/api/v1/session", csrf_header=r.json["csrf"])
+        self.assertEqual(r.status, 200, r.text)
+        self.assertIn("Max-Age=0", r.headers["set-cookie"])
+        self.assertEqual(as_session("GET", "/api/v1/experiments").status, 401)
+        kinds = [e["kind"] for e in d.ok("GET", "/api/v1/events?kind=session")["items"]]
+        self.assertEqual(kinds, ["session.started", "session.started", "session.ended"])
+
+
 UPGRADE_DIR = os.path.join(ROOT, "tests", "data", "upgrade")
 
 

@@ -193,6 +193,19 @@ class Tls(RungdTestCase):
         self.assertEqual(issuer_cn(d.host, d.port, self.ca2), "ca2")
         self.assertTrue(d.alive())
 
+    def test_session_cookie_is_secure(self):
+        d = self.https_daemon()
+        conn = http.client.HTTPSConnection(d.host, d.port, timeout=10,
+                                           context=ssl.create_default_context(cafile=self.ca1))
+        conn.request("POST", "/api/v1/session", headers={"Authorization": "Bearer " + TOKEN})
+        r = conn.getresponse()
+        r.read()
+        conn.close()
+        self.assertEqual(r.status, 201)
+        cookie = r.getheader("Set-Cookie")
+        for part in ("HttpOnly", "SameSite=Strict", "Secure"):
+            self.assertIn(part, cookie)
+
     def test_bad_files_are_refused_at_start(self):
         d = self.daemon("--tls-cert", self.cert, start=False)
         self.assertEqual(d.run_to_exit(), 2)
