@@ -5,7 +5,6 @@
 // those Responses (takeEarly) and reads them as its own.
 
 const BASE = '/api/v1';
-const TOKEN_KEY = 'rung.token';
 
 /** An API failure: the HTTP status (0 when rungd could not be reached), the
  * API's error code, message and field. */
@@ -19,26 +18,76 @@ export class ApiError extends Error {
   }
 }
 
-export function getToken() {
-  try {
-    return localStorage.getItem(TOKEN_KEY) || '';
-  } catch {
-    return '';
-  }
+// The session (docs/api.md, "Sessions"): the page never keeps a token. A
+// token typed once goes to POST /session, which answers an HttpOnly cookie
+// (sent by the browser with every later request, unreadable by scripts)
+// and the CSRF token that every change must carry. `me` is who the
+// requests act as (GET /whoami), for the buttons a role may use.
+let csrf = '';
+let me = null;
+
+/** Who the page acts as: {name, role} (null before it is known). */
+export function whoAmI() {
+  return me;
 }
 
-/** Stores the bearer token and tells every poller to try again now. */
-export function setToken(token) {
-  try {
-    if (token) localStorage.setItem(TOKEN_KEY, token);
-    else localStorage.removeItem(TOKEN_KEY);
-  } catch {
-    /* private mode: the token lives only as long as this page */
-  }
-  memoryToken = token;
-  window.dispatchEvent(new Event('rung:token'));
+/** Whether `me` may steer experiment x (docs/api.md, "Roles per route"):
+ * admins all, members their own; unknown (not asked yet) counts as yes,
+ * and the API refuses anyway. */
+export function canSteer(x) {
+  if (!me) return true;
+  return me.role === 'admin' || (me.role === 'member' && x && x.owner === me.name);
 }
-let memoryToken = '';
+
+/** Learns who the page is (its session's csrf token too) and tells the
+ * page; quiet when it is not logged in (the 401 shows the prompt). */
+export async function refreshSession() {
+  try {
+    me = await request('GET', '/whoami');
+  } catch {
+    me = null;
+  }
+  try {
+    const s = await request('GET', '/session');
+    csrf = s.csrf;
+  } catch {
+    csrf = '';
+  }
+  window.dispatchEvent(new Event('rung:session'));
+  return me;
+}
+
+/** Logs in with a token: the session's cookie and csrf token replace it.
+ * Then every poller tries again at once. */
+export async function login(token) {
+  const resp = await fetch(url('/session'), {
+    method: 'POST',
+    headers: { Accept: 'application/json', Authorization: `Bearer ${token}` },
+    cache: 'no-store',
+  });
+  const body = await resp.json().catch(() => ({}));
+  if (!resp.ok) {
+    const err = body && body.error ? body.error : {};
+    throw new ApiError(resp.status, err.code || `http_${resp.status}`, err.message || `HTTP ${resp.status}`);
+  }
+  csrf = body.csrf;
+  me = { name: body.name, role: body.role };
+  window.dispatchEvent(new Event('rung:session'));
+  window.dispatchEvent(new Event('rung:token'));
+  return me;
+}
+
+/** Ends the session: the cookie is cleared; the page asks for a token. */
+export async function logout() {
+  try {
+    await request('DELETE', '/session');
+  } finally {
+    csrf = '';
+    me = null;
+    window.dispatchEvent(new Event('rung:session'));
+    window.dispatchEvent(new Event('rung:unauthorized'));
+  }
+}
 
 function url(path, query) {
   let u = BASE + path;
@@ -54,12 +103,12 @@ function url(path, query) {
 }
 
 /** The Response promise index.html's inline script started for this GET
- * (the same URL and headers, the token read from the same place), once;
- * null when there is none. */
-function takeEarly(method, u, token) {
+ * (the same URL and headers, the session's cookie sent by the browser),
+ * once; null when there is none. */
+function takeEarly(method, u) {
   const early = window.rungEarly;
   const key = u.slice(BASE.length);
-  if (!early || method !== 'GET' || !early[key] || token !== getToken()) return null;
+  if (!early || method !== 'GET' || !early[key]) return null;
   const p = early[key];
   delete early[key];
   return p;
@@ -83,10 +132,9 @@ function abortable(p, signal) {
 
 async function request(method, path, { query, signal, as = 'json' } = {}) {
   const headers = { Accept: as === 'json' ? 'application/json' : '*/*' };
-  const token = getToken() || memoryToken;
-  if (token) headers.Authorization = `Bearer ${token}`;
+  if (method !== 'GET' && csrf) headers['X-CSRF-Token'] = csrf;
   const u = url(path, query);
-  const early = takeEarly(method, u, token);
+  const early = takeEarly(method, u);
   let resp;
   try {
     resp = await (early ? abortable(early, signal) : fetch(u, { method, headers, signal, cache: 'no-store' }));
@@ -165,16 +213,6 @@ export function artifactsUrl(trialId) {
   return url(`/trials/${trialId}/artifacts`);
 }
 
-/** A trial's kept artifacts (a tar) as a Blob, for a download that carries the token. */
-export function getArtifacts(trialId) {
-  return request('GET', `/trials/${trialId}/artifacts`, { as: 'blob' });
-}
-
-/** trials.csv as a Blob, for downloads that must carry the token. */
-export function getCsv(id) {
-  return request('GET', `/experiments/${id}/trials.csv`, { as: 'blob' });
-}
-
 /** trials.csv as text: the compact way to read every trial at once. */
 export function getCsvText(id, signal) {
   return request('GET', `/experiments/${id}/trials.csv`, { as: 'text', signal });
@@ -193,6 +231,7 @@ export function listWorkers(signal) {
   return request('GET', '/workers', { signal });
 }
 
-export function hasToken() {
-  return Boolean(getToken() || memoryToken);
+/** The event log, oldest first after `after` (docs/api.md, "Events"). */
+export function listEvents({ after, experiment, kind, limit } = {}, signal) {
+  return request('GET', '/events', { query: { after, experiment, kind, limit }, signal });
 }

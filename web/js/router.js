@@ -1,4 +1,5 @@
-// Hash routing: #/ experiments, #/experiments/ID, #/trials/ID, #/workers.
+// Hash routing: #/ experiments, #/experiments/ID, #/trials/ID, #/workers,
+// #/events and #/experiments/ID/events (the log, and one experiment's timeline).
 // A view is a module with mount(root, params) returning its unmount().
 import { dropEarly } from './api.js';
 import { h } from './dom.js';
@@ -7,6 +8,7 @@ import * as experiments from './views/experiments.js';
 import * as experiment from './views/experiment.js';
 import * as trial from './views/trial.js';
 import * as workers from './views/workers.js';
+import * as events from './views/events.js';
 
 const ROUTES = [
   { re: /^#?\/?$/, view: experiments, nav: 'experiments' },
@@ -14,6 +16,8 @@ const ROUTES = [
   { re: /^#\/experiments\/(\d+)\/?$/, view: experiment, nav: 'experiments' },
   { re: /^#\/trials\/(\d+)\/?$/, view: trial, nav: 'experiments' },
   { re: /^#\/workers\/?$/, view: workers, nav: 'workers' },
+  { re: /^#\/events\/?$/, view: events, nav: 'events' },
+  { re: /^#\/experiments\/(\d+)\/events\/?$/, view: events, nav: 'events' },
 ];
 
 let unmount = null;

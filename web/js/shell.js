@@ -1,6 +1,6 @@
 // The page around the views: the error banner, the token prompt and the
 // navigation links' highlight.
-import { setToken } from './api.js';
+import { login, logout, refreshSession, whoAmI } from './api.js';
 import { setText } from './dom.js';
 
 const errors = new Map(); // source -> message; the banner shows the latest
@@ -43,20 +43,40 @@ function showTokenPrompt() {
   document.getElementById('token-input').focus();
 }
 
-/** Wires the token prompt: shown on any 401, it stores the token and makes
+/** The top bar's "name (role) · Log out", shown while logged in. */
+function renderUser() {
+  const box = document.getElementById('user');
+  const me = whoAmI();
+  box.hidden = !me;
+  setText(document.getElementById('user-name'), me ? `${me.name} (${me.role})` : '');
+}
+
+/** Wires the token prompt: shown on any 401, it logs in with the token
+ * (the session's cookie replaces it: docs/api.md, "Sessions") and makes
  * every poller try again at once. */
 export function initShell() {
   const form = document.getElementById('token-form');
   const input = document.getElementById('token-input');
   window.addEventListener('rung:unauthorized', showTokenPrompt);
-  form.addEventListener('submit', (ev) => {
+  window.addEventListener('rung:session', renderUser);
+  form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     const token = input.value.trim();
     if (!token) return;
-    form.hidden = true;
     input.value = '';
-    setToken(token);
+    try {
+      await login(token);
+      form.hidden = true;
+      clearError('login');
+    } catch (e) {
+      reportError('login', e);
+      input.focus();
+    }
   });
+  document.getElementById('logout').addEventListener('click', () => {
+    logout().catch((e) => reportError('logout', e));
+  });
+  refreshSession();
 }
 
 /** Marks the navigation link of the current page. */

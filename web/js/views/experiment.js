@@ -56,7 +56,7 @@ export function mount(root, { id }) {
   const expError = h('pre', { class: 'exp-error', testid: 'exp-error', hidden: true });
   const pausedNote = h('p', { class: 'paused-note', testid: 'exp-paused-note', hidden: true },
     'Paused: no trial of it is leased until it is resumed.');
-  const csv = h('a', { class: 'button', testid: 'csv', href: api.csvUrl(id), download: `experiment-${id}-trials.csv`, onclick: onCsv },
+  const csv = h('a', { class: 'button', testid: 'csv', href: api.csvUrl(id), download: `experiment-${id}-trials.csv` },
     'Download CSV');
   const countEls = {};
   const counts = h('div', { class: 'counts' },
@@ -98,7 +98,8 @@ export function mount(root, { id }) {
     h('section', { class: 'page' },
       h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Experiments'), ' / ', `#${id}`),
       h('div', { class: 'title-row' }, h('div', null, title, meta),
-        h('div', { class: 'actions' }, stateBadge, pauseGroup, resume, cancel, csv)),
+        h('div', { class: 'actions' }, stateBadge, pauseGroup, resume, cancel, csv,
+        h('a', { class: 'button', testid: 'timeline', href: `#/experiments/${id}/events` }, 'Timeline'))),
       expError, endedLine, pausedNote,
       h('div', { class: 'summary' }, counts, bestBox), paretoSection,
       pbtHolder, curvesTitle, curvesEl,
@@ -143,28 +144,15 @@ export function mount(root, { id }) {
 
   function renderButtons() {
     const state = exp ? exp.state : null;
+    // A viewer, or a member on another's experiment, gets no buttons it
+    // may not use (docs/api.md, "Roles per route"); the API refuses anyway.
+    const steer = api.canSteer(exp);
+    cancel.hidden = !steer;
     cancel.disabled = busy || !LIVE.has(state);
-    pauseGroup.hidden = state !== 'running';
+    pauseGroup.hidden = !steer || state !== 'running';
     pause.disabled = busy;
-    resume.hidden = state !== 'paused';
+    resume.hidden = !steer || state !== 'paused';
     resume.disabled = busy;
-  }
-
-  async function onCsv(ev) {
-    if (!api.hasToken()) return; // a plain link works without a token
-    ev.preventDefault();
-    try {
-      const blob = await api.getCsv(id);
-      const href = URL.createObjectURL(blob);
-      const a = h('a', { href, download: `experiment-${id}-trials.csv` });
-      document.body.append(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(href), 10000);
-      clearError('csv');
-    } catch (e) {
-      reportError('csv', e);
-    }
   }
 
   function renderHeader(x) {
@@ -343,8 +331,10 @@ export function mount(root, { id }) {
     return data.backlog > 0 ? 100 : undefined;
   });
 
+  window.addEventListener('rung:session', renderButtons);
   return () => {
     destroyed = true;
+    window.removeEventListener('rung:session', renderButtons);
     poller.stop();
     clearError('cancel');
     clearError('pause');

@@ -44,7 +44,7 @@ export function mount(root, { id }) {
   const nodesFact = [h('dt', { text: 'Nodes', hidden: true }), h('dd', { hidden: true }, nodes)];
   // Its kept folder (docs/api.md, "Artifacts"): a tar to download.
   const artifacts = h('a', { testid: 'trial-artifacts', href: api.artifactsUrl(id),
-    download: `trial-${id}-artifacts.tar`, onclick: onArtifacts });
+    download: `trial-${id}-artifacts.tar` });
   const artifactsFact = [h('dt', { text: 'Artifacts', hidden: true }), h('dd', { hidden: true }, artifacts)];
   const gangTitle = h('dt', { text: 'Gang', hidden: true });
   const gangList = h('ol', { class: 'gang', testid: 'trial-gang' });
@@ -93,18 +93,6 @@ export function mount(root, { id }) {
       h('h2', { text: 'Reports' }), chartEl,
       h('div', { class: 'table-wrap metrics-wrap' }, table),
       h('h2', { text: 'Log' }), log));
-
-  async function onArtifacts(ev) {
-    if (!api.hasToken()) return; // a plain link works without a token
-    ev.preventDefault();
-    const blob = await api.getArtifacts(id);
-    const href = URL.createObjectURL(blob);
-    const a = h('a', { href, download: `trial-${id}-artifacts.tar` });
-    document.body.append(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(href), 10000);
-  }
 
   function renderTrial(t) {
     setText(title, `Trial #${t.number} (id ${t.id})`);
