@@ -2,7 +2,7 @@
 //
 // Like tests/integration/rungd_harness.py, it starts a real `rungd --port 0`
 // on a database in a temporary folder (with --web-dir pointing at the
-// repository's web/), reads "listening on http://HOST:PORT" from its stdout,
+// repository's web/), reads "listening on http(s)://HOST:PORT" from its stdout,
 // and talks to it over real HTTP on loopback. It adds:
 //
 // - `Rungd`: one daemon process; `api()` for JSON requests that must answer
@@ -37,7 +37,7 @@ export const CHROMIUM = process.env.RUNG_CHROMIUM || '/usr/bin/chromium';
 const START_TIMEOUT_MS = 15000; // rungd must print its address within this
 const STOP_TIMEOUT_MS = 10000; // and exit within this after SIGTERM
 const HTTP_TIMEOUT_MS = 20000; // one HTTP request (a lease long poll adds wait_s)
-const LISTEN_RE = /listening on http:\/\/(\[[^\]]+\]|[^:/\s]+):(\d+)/;
+const LISTEN_RE = /listening on (https?):\/\/(\[[^\]]+\]|[^:/\s]+):(\d+)/;
 
 const live = new Set(); // child processes that may still run
 const tmpdirs = new Set();
@@ -204,9 +204,9 @@ export class Rungd {
         this.stdout += chunk; // keep draining, so a chatty daemon never blocks
         const m = LISTEN_RE.exec(this.stdout);
         if (m && !this.url) {
-          let host = m[1].replace(/^\[|\]$/g, '');
+          let host = m[2].replace(/^\[|\]$/g, '');
           if (host === '0.0.0.0' || host === '::' || host === '') host = '127.0.0.1';
-          this.url = `http://${host.includes(':') ? `[${host}]` : host}:${m[2]}`;
+          this.url = `${m[1]}://${host.includes(':') ? `[${host}]` : host}:${m[3]}`;
           resolve(true);
         }
       });
