@@ -70,6 +70,10 @@ class ArtifactsCase(wh.WorkerTestCase):
         self.assertEqual(r.status, 200, r)
         self.assertEqual(d.trial(best)["artifacts"],
                          {"sha256": hashlib.sha256(r.body).hexdigest(), "size": len(r.body)})
+        # Each stored folder is an event of its trial's worker (docs/api.md, "Events").
+        ev = d.ok("GET", "/api/v1/events?kind=artifacts.stored&trial=%d" % best)["items"]
+        self.assertEqual([(e["experiment_id"], e["actor"]["kind"], e["detail"]["sha256"])
+                          for e in ev], [(eid, "user", hashlib.sha256(r.body).hexdigest())])
         names = sorted(tarfile.open(fileobj=io.BytesIO(r.body)).getnames())
         self.assertEqual(names, ["artifacts", "artifacts/model.txt", "ckpt.bin"])
         other = d.request("GET", "/api/v1/trials/%d/artifacts" % ids[0.2])

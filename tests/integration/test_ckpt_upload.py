@@ -164,6 +164,10 @@ class CheckpointUploadCase(h.RungdTestCase):
         self.assertEqual((doc["trial"], doc["step"], doc["sha256"], doc["size"]),
                          (tid, 2, sha, len(body)))
         self.assertEqual(self.uploads(), ["%d-2.tar" % tid])
+        # The event log says so (docs/api.md, "Events").
+        ev = [e for e in d.ok("GET", "/api/v1/events?kind=checkpoint.stored")["items"]]
+        self.assertEqual([(e["trial_id"], e["detail"]["step"], e["detail"]["sha256"],
+                           e["detail"]["bytes"]) for e in ev], [(tid, 2, sha, len(body))])
         # Stored: the token opens nothing more, and A is asked no more.
         self.assertError(d.request("PUT", self.put_path(tid, 2, a.id, up["token"]), raw=body,
                                    headers=hdrs), 403, "forbidden", "worker")
