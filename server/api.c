@@ -91,8 +91,8 @@ json_t *api_trial_view(Engine *e, const Spec *spec, int64_t id, RungError *err)
     return o;
 }
 
-void api_event(Engine *e, const Job *job, const char *kind, int64_t experiment_id,
-               int64_t trial_id, int64_t worker_id, json_t *detail)
+void api_event(Engine *e, const Job *job, const char *kind, int64_t experiment_id, int64_t trial_id,
+               int64_t worker_id, json_t *detail)
 {
     core_event_by(engine_core(e), engine_now(e), job->who.role == ROLE_WORKER ? "worker" : "user",
                   job->who.name, kind, experiment_id, trial_id, worker_id, detail);

@@ -27,8 +27,8 @@ void api_error(Job *job, int code, const char *field, const char *message);
 void api_fail(Job *job, const RungError *err);
 /* Queues an event of the log (core_events.h) caused by job's principal
  * (actor "worker" for a worker token, else "user"); detail is stolen. */
-void api_event(Engine *e, const Job *job, const char *kind, int64_t experiment_id,
-               int64_t trial_id, int64_t worker_id, json_t *detail);
+void api_event(Engine *e, const Job *job, const char *kind, int64_t experiment_id, int64_t trial_id,
+               int64_t worker_id, json_t *detail);
 /* Sets job's reply: body is stolen. */
 void api_reply(Job *job, int status, json_t *body);
 /* A non-negative integer query argument; fills err on a bad one. */

@@ -312,7 +312,7 @@ typedef struct Worker {
     /* owned: {"environments": [...], "containers": [...]} as registered
      * (docs/api.md, "The worker object"), or NULL: what code it can run. */
     json_t *caps;
-    int64_t owner_id; /* the user whose token registered it, as Experiment's (auth.h) */
+    int64_t owner_id;  /* the user whose token registered it, as Experiment's (auth.h) */
     int64_t n_running; /* trials it holds now (a gang trial counts on each member) */
     /* From its last lease request (memory only): whether it may join a
      * gang, and the trainable types it runs; for the reserving gang's count

@@ -13,7 +13,7 @@ typedef struct Core Core;
  * the handlers (core_event) and written with the change it describes, in
  * the same transaction, so that no committed change lacks its event. */
 typedef struct CoreEvent {
-    int64_t id; /* set when the store writes it */
+    int64_t id;                                 /* set when the store writes it */
     int64_t at;                                 /* ms since the epoch */
     const char *actor_kind;                     /* "user", "worker" or "rungd" (static) */
     char actor[65];                             /* a user's or worker's name, or "rungd" */

@@ -70,12 +70,12 @@ struct Job {
 };
 
 typedef struct EngineConfig {
-    int64_t lease_ms;          /* lease length (--lease-s) */
-    int64_t heartbeat_ms;      /* what workers are told to use: several per lease */
-    int64_t forget_workers_ms; /* gone workers leave listings after this (--forget-workers-s) */
-    const char *data_dir;      /* rungd's data folder (checkpoints/ for pbt's copies) */
-    int64_t blob_quota;        /* bytes all blobs may hold (--blob-quota-mb; blobs.h) */
-    int64_t artifact_quota;    /* bytes all artifacts may hold (--artifact-quota-mb) */
+    int64_t lease_ms;           /* lease length (--lease-s) */
+    int64_t heartbeat_ms;       /* what workers are told to use: several per lease */
+    int64_t forget_workers_ms;  /* gone workers leave listings after this (--forget-workers-s) */
+    const char *data_dir;       /* rungd's data folder (checkpoints/ for pbt's copies) */
+    int64_t blob_quota;         /* bytes all blobs may hold (--blob-quota-mb; blobs.h) */
+    int64_t artifact_quota;     /* bytes all artifacts may hold (--artifact-quota-mb) */
     int64_t event_retention_ms; /* events older than this go, daily (0: never) */
     struct Notify *notify;      /* webhooks (notify.h), or NULL: committed events go to it */
     bool tls;                   /* the front serves HTTPS: session cookies are Secure */

@@ -33,8 +33,8 @@ typedef struct HttpRoute {
     /* NULL: a JSON body. Else the body is bytes (application/octet-stream),
      * streamed to a file, and this checks its head first. */
     HttpAdmitFn raw_admit;
-    bool report; /* its latency is also rung_report_duration_seconds' */
-    bool blob;   /* a raw body bounded by HttpConfig.max_blob, not max_checkpoint */
+    bool report;   /* its latency is also rung_report_duration_seconds' */
+    bool blob;     /* a raw body bounded by HttpConfig.max_blob, not max_checkpoint */
     Access access; /* who may use it (auth.h; docs/api.md, "Roles per route") */
 } HttpRoute;
 
@@ -63,9 +63,9 @@ typedef struct HttpConfig {
     size_t max_blob;         /* bytes of an uploaded blob (HttpRoute.blob); larger get 413 */
     const HttpRoute *routes; /* borrowed; /healthz is answered outside it */
     size_t n_routes;
-    bool tls;            /* HTTPS with http_tls.h's certificate (loaded before) */
-    HttpLookupFn lookup; /* users' tokens; NULL: only rungd's own token */
-    HttpCheckFn check;   /* routes' rules; NULL: every principal may use every route */
+    bool tls;              /* HTTPS with http_tls.h's certificate (loaded before) */
+    HttpLookupFn lookup;   /* users' tokens; NULL: only rungd's own token */
+    HttpCheckFn check;     /* routes' rules; NULL: every principal may use every route */
     HttpSessionFn session; /* the dashboard's cookies; NULL: none */
 } HttpConfig;
 

@@ -112,16 +112,16 @@ struct sqlite3 *store_db(Store *store);
 
 /* A new user (RUNG_E_CONFLICT, field "name", when the name was ever used);
  * labels (borrowed, or NULL) bind a worker token to a pool. */
-int store_user_add(Store *store, const char *name, Role role, const json_t *labels,
-                   const char *by, int64_t now, int64_t *id, RungError *err);
+int store_user_add(Store *store, const char *name, Role role, const json_t *labels, const char *by,
+                   int64_t now, int64_t *id, RungError *err);
 int store_user_list(Store *store, json_t **items, RungError *err);
 int store_user_get(Store *store, int64_t id, json_t **out, RungError *err);
 /* Marks the user removed and revokes every token of theirs. */
 int store_user_remove(Store *store, int64_t id, int64_t now, RungError *err);
 /* A token, kept as the SHA-256 hex of its text (auth_token_hash);
  * expires_at 0: never. */
-int store_token_add(Store *store, int64_t user_id, const char *hash, const char *name,
-                    int64_t now, int64_t expires_at, int64_t *id, RungError *err);
+int store_token_add(Store *store, int64_t user_id, const char *hash, const char *name, int64_t now,
+                    int64_t expires_at, int64_t *id, RungError *err);
 /* user_id's tokens (-1: everyone's), without their secrets. */
 int store_token_list(Store *store, int64_t user_id, json_t **items, RungError *err);
 /* Revokes token id if it is user_id's (-1: anyone's); RUNG_E_NOT_FOUND else. */
@@ -129,8 +129,8 @@ int store_token_revoke(Store *store, int64_t id, int64_t user_id, int64_t now, R
 /* The principal a token's hash stands for; *labels (new reference, may be
  * NULL) its user's pool labels. RUNG_E_UNAUTHORIZED for an unknown,
  * revoked or expired token (p is still filled for the last two). */
-int store_token_lookup(Store *store, const char *hash, int64_t now, Principal *p,
-                       json_t **labels, RungError *err);
+int store_token_lookup(Store *store, const char *hash, int64_t now, Principal *p, json_t **labels,
+                       RungError *err);
 /* An experiment's owner_id (-1: none recorded); RUNG_E_NOT_FOUND. */
 int store_experiment_owner(Store *store, int64_t id, int64_t *owner_id, RungError *err);
 int store_trial_experiment(Store *store, int64_t trial_id, int64_t *exp_id, RungError *err);
