@@ -103,10 +103,15 @@ static int authenticate(Http *h, const Request *req, struct MHD_Connection *c, c
     *retry_s = 0;
     /* The dashboard's session cookie, when no token is sent (api_sessions.c). */
     const char *sid = MHD_lookup_connection_value(c, MHD_COOKIE_KIND, "rung_session");
-    if (header == NULL && sid != NULL && sid[0] != '\0' && h->session != NULL)
-        return h->session(h->engine, sid,
-                          MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-CSRF-Token"), unsafe,
-                          who, err);
+    if (header == NULL && sid != NULL && sid[0] != '\0' && h->session != NULL) {
+        int rc = h->session(h->engine, sid,
+                            MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-CSRF-Token"), unsafe,
+                            who, err);
+        /* An open rungd (no token of its own) takes a stale cookie, say
+         * from before a restart, as no cookie: the local admin below. */
+        if (rc == 0 || h->token != NULL || rc != RUNG_E_UNAUTHORIZED)
+            return rc;
+    }
     if (h->token == NULL) {
         /* Open to loopback clients (docs/api.md, "Authentication"): a
          * user's valid token acts as that user, anything else as the
