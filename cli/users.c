@@ -155,17 +155,28 @@ static int user_list(CliRest *h, int argc, char **argv)
     return CLI_EXIT_OK;
 }
 
+/* DELETE /api/v1/COLLECTION/ID for argv's one id: 0 with *reply (new
+ * reference), or the exit status. */
+static int delete_one(CliRest *h, const char *command, const char *collection, int argc,
+                      char **argv, int64_t *id, json_t **reply)
+{
+    if (argc != 1 || cli_cmd_parse_id(command, argv[0], id) != 0)
+        return CLI_EXIT_USAGE;
+    char path[96];
+    snprintf(path, sizeof path, "/api/v1/%s/%" PRId64, collection, *id);
+    CliError err;
+    if (cli_rest_json(h, "DELETE", path, NULL, 0, reply, &err) != 0)
+        return cli_cmd_fail(h, &err);
+    return CLI_EXIT_OK;
+}
+
 static int user_remove(CliRest *h, int argc, char **argv)
 {
     int64_t id;
-    if (argc != 1 || cli_cmd_parse_id("admin user remove", argv[0], &id) != 0)
-        return CLI_EXIT_USAGE;
-    char path[64];
-    snprintf(path, sizeof path, "/api/v1/users/%" PRId64, id);
-    CliError err;
     json_t *r;
-    if (cli_rest_json(h, "DELETE", path, NULL, 0, &r, &err) != 0)
-        return cli_cmd_fail(h, &err);
+    int rc = delete_one(h, "admin user remove", "users", argc, argv, &id, &r);
+    if (rc != CLI_EXIT_OK)
+        return rc;
     printf("user %" PRId64 " %s removed; every token of theirs is revoked\n", id,
            cli_fmt_str(r, "name", "?"));
     json_decref(r);
@@ -257,14 +268,10 @@ static int token_list(CliRest *h, int argc, char **argv)
 static int token_revoke(CliRest *h, int argc, char **argv)
 {
     int64_t id;
-    if (argc != 1 || cli_cmd_parse_id("token revoke", argv[0], &id) != 0)
-        return CLI_EXIT_USAGE;
-    char path[64];
-    snprintf(path, sizeof path, "/api/v1/tokens/%" PRId64, id);
-    CliError err;
     json_t *r;
-    if (cli_rest_json(h, "DELETE", path, NULL, 0, &r, &err) != 0)
-        return cli_cmd_fail(h, &err);
+    int rc = delete_one(h, "token revoke", "tokens", argc, argv, &id, &r);
+    if (rc != CLI_EXIT_OK)
+        return rc;
     printf("token %" PRId64 " revoked\n", id);
     json_decref(r);
     return CLI_EXIT_OK;

@@ -45,8 +45,9 @@ enum MHD_Result http_send_error(struct MHD_Connection *c, int code, const char *
     return http_send_json(c, rung_error_status(code), rung_error_json(code, field, message));
 }
 
-enum MHD_Result http_send_json_cookie(struct MHD_Connection *c, int status, json_t *body,
-                                      const char *cookie)
+/* body (stolen) as a JSON reply with one more header, name: value. */
+static enum MHD_Result send_json_with(struct MHD_Connection *c, int status, json_t *body,
+                                      const char *name, const char *value)
 {
     char *text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
@@ -60,10 +61,16 @@ enum MHD_Result http_send_json_cookie(struct MHD_Connection *c, int status, json
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json; charset=utf-8");
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    MHD_add_response_header(r, MHD_HTTP_HEADER_SET_COOKIE, cookie);
+    MHD_add_response_header(r, name, value);
     enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
     return rc;
+}
+
+enum MHD_Result http_send_json_cookie(struct MHD_Connection *c, int status, json_t *body,
+                                      const char *cookie)
+{
+    return send_json_with(c, status, body, MHD_HTTP_HEADER_SET_COOKIE, cookie);
 }
 
 enum MHD_Result http_send_error_retry(struct MHD_Connection *c, int code, const char *field,
@@ -71,24 +78,10 @@ enum MHD_Result http_send_error_retry(struct MHD_Connection *c, int code, const 
 {
     if (retry_s <= 0)
         return http_send_error(c, code, field, message);
-    json_t *doc = rung_error_json(code, field, message);
-    char *text = json_dumps(doc, JSON_COMPACT);
-    json_decref(doc);
-    if (text == NULL)
-        return MHD_NO;
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
-                                                             MHD_RESPMEM_MUST_FREE);
-    if (r == NULL) {
-        free(text);
-        return MHD_NO;
-    }
     char seconds[24];
     snprintf(seconds, sizeof seconds, "%lld", (long long)retry_s);
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json; charset=utf-8");
-    MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, seconds);
-    enum MHD_Result rc = MHD_queue_response(c, (unsigned)rung_error_status(code), r);
-    MHD_destroy_response(r);
-    return rc;
+    return send_json_with(c, rung_error_status(code), rung_error_json(code, field, message),
+                          MHD_HTTP_HEADER_RETRY_AFTER, seconds);
 }
 
 /* A file the handler opened (job->reply_fd, job->reply_size bytes): MHD
