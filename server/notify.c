@@ -486,9 +486,11 @@ size_t notify_drain(Notify *n, NotifyOutcome *out, size_t max)
         return 0;
     pthread_mutex_lock(&n->mu);
     size_t k = n->n_done < max ? n->n_done : max;
-    memcpy(out, n->done, k * sizeof *out);
-    memmove(n->done, n->done + k, (n->n_done - k) * sizeof *n->done);
-    n->n_done -= k;
+    if (k > 0) { /* n->done is NULL until the first outcome */
+        memcpy(out, n->done, k * sizeof *out);
+        memmove(n->done, n->done + k, (n->n_done - k) * sizeof *n->done);
+        n->n_done -= k;
+    }
     pthread_mutex_unlock(&n->mu);
     return k;
 }
