@@ -16,6 +16,7 @@
 
 #include "commands.h"
 #include "rest.h"
+#include "secret.h"
 #include "version.h"
 
 /* Where rungd listens when started without --port (docs/api.md). */
@@ -88,6 +89,7 @@ static void usage(FILE *out)
     fputs("\noptions:\n"
           "  --server URL   the daemon (default $RUNG_SERVER, else " DEFAULT_SERVER ")\n"
           "  --token T      your token (default $RUNG_TOKEN)\n"
+          "  --token-file FILE  read the token from FILE instead (not shown by ps)\n"
           "  --ca FILE      the CA that verifies an https:// daemon (default $RUNG_CA, else the "
           "system's)\n"
           "  --insecure     do not verify the https:// daemon's certificate ($RUNG_INSECURE=1)\n"
@@ -139,6 +141,7 @@ int main(int argc, char **argv)
     const char *server = getenv("RUNG_SERVER");
     const char *token = getenv("RUNG_TOKEN");
     RungTransport transport = rung_transport_from_env();
+    const char *token_file = NULL;
     char *rest[ARGS_MAX];
     int n_rest = 0;
     bool help = false;
@@ -156,6 +159,7 @@ int main(int argc, char **argv)
         }
         if ((r = take_option("--server", argc, argv, &i, &server)) != 0 ||
             (r = take_option("--token", argc, argv, &i, &token)) != 0 ||
+            (r = take_option("--token-file", argc, argv, &i, &token_file)) != 0 ||
             (r = take_option("--ca", argc, argv, &i, &transport.ca_file)) != 0) {
             if (r < 0) {
                 fprintf(stderr, "rung: %s needs a value\n", argv[i]);
@@ -196,6 +200,14 @@ int main(int argc, char **argv)
     }
     if (server == NULL || server[0] == '\0')
         server = DEFAULT_SERVER;
+    /* A token from a file never shows on a command line (`ps`). */
+    static SecretToken file_token[1];
+    if (token_file != NULL) {
+        int n;
+        if (secret_load_tokens("rung", token_file, file_token, 1, &n) != 0)
+            return CLI_EXIT_USAGE;
+        token = file_token[0];
+    }
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         fputs("rung: cannot initialize libcurl\n", stderr);
         return CLI_EXIT_ERROR;

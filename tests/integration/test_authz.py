@@ -344,6 +344,19 @@ class Clients(RungdTestCase):
                                    token, *args], capture_output=True, text=True, timeout=30,
                                   env=env)
 
+        # A token from a file, as from --token (not shown by ps).
+        tok_file = os.path.join(self.tmp, "boot.token")
+        with open(tok_file, "w") as f:
+            f.write(BOOT + "\n")
+        os.chmod(tok_file, 0o600)
+        for run in (c_rung, py_rung):
+            r = run("admin", "user", "list", token="unused")
+            self.assertEqual(r.returncode, 1)  # an unknown token
+        for cmd in ([cli], [sys.executable, "-m", "rung"]):
+            r = subprocess.run(cmd + ["--server", d.url, "--token-file", tok_file, "admin", "user",
+                                      "list"], capture_output=True, text=True, timeout=30,
+                               env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
         out = c_rung("admin", "user", "add", "carol", "--role", "member")
         self.assertEqual(out.returncode, 0, out.stderr)
         carol = out.stdout.splitlines()[-1]

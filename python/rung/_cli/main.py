@@ -243,6 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "http://127.0.0.1:8080)")
     common.add_argument("--token", metavar="T", default=argparse.SUPPRESS,
                         help="the bearer token (default $RUNG_TOKEN)")
+    common.add_argument("--token-file", metavar="FILE", default=argparse.SUPPRESS,
+                        help="read the token from FILE instead (not shown by ps)")
     common.add_argument("--ca", metavar="FILE", default=argparse.SUPPRESS,
                         help="the CA that verifies an https:// daemon (default $RUNG_CA)")
     common.add_argument("--insecure", action="store_true", default=argparse.SUPPRESS,
@@ -278,8 +280,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_OK
     if args.run is cmd_run_function:
         return cmd_run_function(None, args)
+    token = getattr(args, "token", None)
+    if getattr(args, "token_file", None):
+        try:
+            with open(args.token_file, encoding="utf-8") as f:
+                lines = [line.strip() for line in f if line.strip()]
+        except OSError as err:
+            print(f"rung: --token-file {clean(args.token_file)}: {clean(err.strerror or str(err))}",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        if len(lines) != 1:
+            print(f"rung: --token-file {clean(args.token_file)}: one token on one line",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        token = lines[0]
     try:
-        client = Client(server=getattr(args, "server", None), token=getattr(args, "token", None),
+        client = Client(server=getattr(args, "server", None), token=token,
                         ca=getattr(args, "ca", None), insecure=getattr(args, "insecure", None),
                         allow_plain_http=getattr(args, "allow_plain_http", None))
     except RungError as err:
