@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <openssl/hmac.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +251,8 @@ struct Notify {
     pthread_mutex_t mu;
     pthread_cond_t cond;
     bool stopping;
+    /* stopping, for libcurl's progress callback, which runs without mu. */
+    atomic_bool halt;
     Delivery *queue; /* waiting, unordered */
     size_t n_queue;
     NotifyOutcome *done;
@@ -289,9 +292,23 @@ static size_t discard(char *p, size_t size, size_t n, void *ctx)
     return size * n;
 }
 
+/* libcurl calls this at least about once a second, also while it waits
+ * for a connection or an answer: a nonzero answer ends the attempt, so
+ * notify_stop waits about a second at most, never a slow receiver's full
+ * ATTEMPT_TIMEOUT_MS. */
+static int halt_on_stop(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                        curl_off_t ulnow)
+{
+    (void)dltotal;
+    (void)dlnow;
+    (void)ultotal;
+    (void)ulnow;
+    return atomic_load(&((Notify *)ctx)->halt) ? 1 : 0;
+}
+
 /* One POST of d; true when the receiver took it (2xx). Sets d's status
  * and error; *retry when another attempt may succeed. */
-static bool post(const Notifier *nt, Delivery *d, bool *retry)
+static bool post(Notify *n, const Notifier *nt, Delivery *d, bool *retry)
 {
     char sig[72], header[128];
     size_t len = strlen(d->body);
@@ -315,11 +332,18 @@ static bool post(const Notifier *nt, Delivery *d, bool *retry)
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "rungd");
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, halt_on_stop);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, n);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     CURLcode rc = curl_easy_perform(c);
     d->status = 0;
     bool ok = false;
     *retry = true;
-    if (rc != CURLE_OK) {
+    if (rc == CURLE_ABORTED_BY_CALLBACK) {
+        snprintf(d->error, sizeof d->error, "rungd stopped");
+    } else if (rc != CURLE_OK) {
+        /* curl's words for the failure, never the URL (a Slack URL is a
+         * credential) nor the secret. */
         snprintf(d->error, sizeof d->error, "%s", curl_easy_strerror(rc));
     } else {
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &d->status);
@@ -363,7 +387,7 @@ static void *run(void *arg)
         const Notifier *nt = &n->cfg.notifiers[d.notifier];
         bool retry;
         d.attempts++;
-        bool ok = post(nt, &d, &retry);
+        bool ok = post(n, nt, &d, &retry);
         pthread_mutex_lock(&n->mu);
         if (ok || !retry || d.attempts >= nt->max_attempts || n->stopping) {
             finish(n, &d, ok);
@@ -394,6 +418,7 @@ Notify *notify_start(NotifyConfig *cfg)
         abort();
     n->cfg = *cfg;
     memset(cfg, 0, sizeof *cfg);
+    atomic_init(&n->halt, false);
     n->queue = calloc(NOTIFY_QUEUE_MAX, sizeof *n->queue);
     if (n->queue == NULL)
         abort();
@@ -414,6 +439,7 @@ void notify_stop(Notify *n)
         return;
     pthread_mutex_lock(&n->mu);
     n->stopping = true;
+    atomic_store(&n->halt, true);
     pthread_cond_signal(&n->cond);
     pthread_mutex_unlock(&n->mu);
     pthread_join(n->thread, NULL);

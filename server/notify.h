@@ -61,8 +61,9 @@ typedef struct Notify Notify;
 
 /* Starts the delivery thread over cfg (taken: freed by notify_stop). */
 Notify *notify_start(NotifyConfig *cfg);
-/* Joins the thread; deliveries still waiting are reported failed
- * ("rungd stopped") in a last notify_drain. */
+/* Joins the thread, ending an attempt in flight within about a second;
+ * deliveries not yet drained or still waiting are written to the log as
+ * not delivered ("rungd stopped"), without their secrets. */
 void notify_stop(Notify *n);
 const NotifyConfig *notify_config(const Notify *n);
 

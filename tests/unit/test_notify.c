@@ -1,7 +1,8 @@
 /* server/notify.c's pure parts: the notifiers file (each refusal names its
  * field), which kinds a notifier wants, the readable line, the bodies, and
  * the signature (RFC 4231, test case 2). Delivery itself is
- * tests/integration/test_notify.py's, with real receivers. */
+ * test_notify_delivery.c's, and tests/integration/test_notify.py's through
+ * rungd. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -41,6 +42,21 @@ static void test_config(void **state)
     assert_null(refusal("{\"notifiers\": []}"));
     assert_string_equal(refusal("{\"notifier\": []}"), "notifier");
     assert_string_equal(refusal(ONE(", \"format\": \"xml\"")), "notifiers[0].format");
+    assert_null(refusal(ONE(", \"format\": \"slack\", \"max_attempts\": 20")));
+    assert_string_equal(refusal("{\"notifiers\": {}}"), "notifiers");
+    assert_string_equal(refusal("{\"notifiers\": [{\"name\": \"n\", \"secret\": "
+                                "\"0123456789abcdef\", \"events\": [\"*\"]}]}"),
+                        "notifiers[0].url");
+    assert_string_equal(refusal("{\"notifiers\": [{\"name\": \"n\", \"url\": \"http://h\", "
+                                "\"events\": [\"*\"]}]}"),
+                        "notifiers[0].secret");
+    assert_string_equal(refusal("{\"notifiers\": [{\"url\": \"http://h\", \"secret\": "
+                                "\"0123456789abcdef\", \"events\": [\"*\"]}]}"),
+                        "notifiers[0].name");
+    assert_string_equal(refusal("{\"notifiers\": [{\"name\": \"n\", \"url\": \"http://h\", "
+                                "\"secret\": \"0123456789abcdef\"}]}"),
+                        "notifiers[0].events");
+    assert_string_equal(refusal(ONE(", \"max_attempts\": 21")), "notifiers[0].max_attempts");
     assert_string_equal(refusal(ONE(", \"max_attempts\": 0")), "notifiers[0].max_attempts");
     assert_string_equal(refusal(ONE(", \"retry_base_ms\": 1")), "notifiers[0].retry_base_ms");
     assert_string_equal(refusal(ONE(", \"colour\": 1")), "notifiers[0].colour");
@@ -119,6 +135,40 @@ static void test_text_and_bodies(void **state)
     json_decref(ev);
 }
 
+static char *line(const char *event)
+{
+    json_t *ev = json_loads(event, 0, NULL);
+    assert_non_null(ev);
+    char *text = notify_text(ev);
+    json_decref(ev);
+    return text;
+}
+
+/* One line per kind of event: the subject, the state and reason when the
+ * detail has them, who did it when not rungd itself, the error. */
+static void test_text_lines(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"{\"kind\": \"experiment.ended\", \"experiment_id\": 3, \"actor\": {\"name\": "
+         "\"rungd\"}, \"detail\": {\"state\": \"completed\", \"reason\": \"all_trials_ended\"}}",
+         "Rung: experiment 3 ended (completed, all_trials_ended)"},
+        {"{\"kind\": \"experiment.paused\", \"experiment_id\": 4, \"actor\": {\"kind\": "
+         "\"user\", \"name\": \"alice\"}, \"detail\": {}}",
+         "Rung: experiment 4 paused by alice"},
+        {"{\"kind\": \"trial.failed\", \"experiment_id\": 4, \"trial_id\": 17, \"detail\": "
+         "{\"error\": \"exit status 1\"}}",
+         "Rung: trial 17 of experiment 4 failed: exit status 1"},
+        {"{\"kind\": \"worker.gone\", \"worker_id\": 2}", "Rung: worker.gone"},
+        {"{}", "Rung: event"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *text = line(cases[i][0]);
+        assert_string_equal(text, cases[i][1]);
+        free(text);
+    }
+}
+
 static void test_signature(void **state)
 {
     (void)state;
@@ -133,9 +183,8 @@ static void test_signature(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_config),
-        cmocka_unit_test(test_wants),
-        cmocka_unit_test(test_text_and_bodies),
+        cmocka_unit_test(test_config),          cmocka_unit_test(test_wants),
+        cmocka_unit_test(test_text_and_bodies), cmocka_unit_test(test_text_lines),
         cmocka_unit_test(test_signature),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
