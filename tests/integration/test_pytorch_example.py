@@ -126,11 +126,17 @@ class PytorchExample(wh.WorkerTestCase):
                 self.assertEqual(steps[-1], 9, t)
             # The checkpoint of its last reported epoch, saved before the
             # report; a trial that ASHA stopped may have saved the next
-            # epoch's before the SIGTERM reached it. Only the newest is kept.
+            # epoch's before the SIGTERM reached it, or been killed while
+            # writing it: then that one's .tmp stays beside the whole one
+            # (train.py writes under a temporary name and renames).
+            # Only the newest whole checkpoint is kept.
             files = self.checkpoints(w, t["id"])
-            self.assertEqual(len(files), 1, (t["id"], files))
-            epoch = int(re.fullmatch(r"epoch-(\d+)\.pt", files[0]).group(1))
+            whole = [f for f in files if not f.endswith(".tmp")]
+            self.assertEqual(len(whole), 1, (t["id"], files))
+            epoch = int(re.fullmatch(r"epoch-(\d+)\.pt", whole[0]).group(1))
             self.assertIn(epoch, (t["step"], t["step"] + 1), (t, files))
+            partial = [f for f in files if f.endswith(".tmp")]
+            self.assertIn(partial, ([], ["epoch-%d.pt.tmp" % (epoch + 1)]), (t, files))
 
         best = exp["best"]
         self.assertTrue(math.isfinite(best["value"]), best)
