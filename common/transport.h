@@ -6,6 +6,7 @@
 #ifndef RUNG_COMMON_TRANSPORT_H
 #define RUNG_COMMON_TRANSPORT_H
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -35,19 +36,41 @@ static inline RungTransport rung_transport_from_env(void)
     return t;
 }
 
-/* Whether url's host is this machine: localhost, 127.0.0.0/8 or ::1. */
+/* Whether host (as curl's URL parser gives it: IPv6 in brackets) is this
+ * machine: localhost, 127.0.0.0/8, ::1 (or ::ffff:127.x.y.z). Other names
+ * are not resolved: "127.example.com" may be anywhere. */
+static inline bool rung_host_is_loopback(const char *host)
+{
+    if (strcasecmp(host, "localhost") == 0)
+        return true;
+    struct in_addr v4;
+    if (inet_pton(AF_INET, host, &v4) == 1)
+        return (ntohl(v4.s_addr) >> 24) == 127;
+    char bare[64];
+    size_t n = strlen(host);
+    if (n < 3 || n - 2 >= sizeof bare || host[0] != '[' || host[n - 1] != ']')
+        return false;
+    memcpy(bare, host + 1, n - 2);
+    bare[n - 2] = '\0';
+    struct in6_addr v6;
+    if (inet_pton(AF_INET6, bare, &v6) != 1)
+        return false;
+    return IN6_IS_ADDR_LOOPBACK(&v6) || (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127);
+}
+
+/* Whether url's host is this machine, as the parser curl itself uses reads
+ * it (so "http://10.0.0.1?@127.0.0.1" is 10.0.0.1). A URL curl cannot parse
+ * is not. */
 static inline bool rung_url_is_loopback(const char *url)
 {
-    const char *h = strstr(url, "://");
-    h = h ? h + 3 : url;
-    const char *at = strpbrk(h, "@/"); /* user@host: the host follows */
-    if (at != NULL && *at == '@')
-        h = at + 1;
-    if (strncasecmp(h, "localhost", 9) == 0 && strchr(":/", h[9] ? h[9] : '/') != NULL)
-        return true;
-    if (strncmp(h, "[::1]", 5) == 0)
-        return true;
-    return strncmp(h, "127.", 4) == 0;
+    CURLU *u = curl_url();
+    char *host = NULL;
+    bool loopback = u != NULL && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+                    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+                    rung_host_is_loopback(host);
+    curl_free(host);
+    curl_url_cleanup(u);
+    return loopback;
 }
 
 /* NULL, or why a request to url may not carry a token: plain http to
@@ -55,7 +78,7 @@ static inline bool rung_url_is_loopback(const char *url)
 static inline const char *rung_plain_token_refusal(const char *url, bool has_token,
                                                    const RungTransport *t)
 {
-    if (!has_token || t->allow_plain || strncmp(url, "http://", 7) != 0 ||
+    if (!has_token || t->allow_plain || strncasecmp(url, "http://", 7) != 0 ||
         rung_url_is_loopback(url))
         return NULL;
     return "refusing to send the token over plain http:// to another machine: use https:// "

@@ -72,9 +72,19 @@ def _env_true(name: str) -> bool:
 
 
 def _is_loopback(server: str) -> bool:
-    """Whether the URL's host is this machine: localhost, 127.0.0.0/8, ::1."""
+    """Whether the URL's host is this machine: localhost, 127.0.0.0/8, ::1,
+    as literals (a name such as 127.example.com may be anywhere)."""
+    import ipaddress
+
     host = urllib.parse.urlsplit(server).hostname or ""
-    return host == "localhost" or host.startswith("127.") or host == "::1"
+    if host == "localhost":
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
 class RungError(Exception):
@@ -122,7 +132,7 @@ class Client:
         self.timeout = timeout
         allow = _env_true("RUNG_ALLOW_PLAIN_HTTP") if allow_plain_http is None \
             else allow_plain_http
-        if self.token and self.server.startswith("http://") and not allow \
+        if self.token and self.server.lower().startswith("http://") and not allow \
                 and not _is_loopback(self.server):
             raise RungError("refusing to send the token over plain http:// to another machine: "
                             "use https:// (rungd --tls-cert), or allow_plain_http=True / "

@@ -153,14 +153,20 @@ class Tls(RungdTestCase):
         with self.assertRaises(UnreachableError) as cm:
             Client(self.url, token=TOKEN, ca=self.ca2).list_experiments()
         self.assertIn("CERTIFICATE_VERIFY_FAILED", str(cm.exception))
-        # No token over plain http:// to another machine, refused before connecting.
-        with self.assertRaises(RungError):
-            Client("http://10.255.255.1:9", token=TOKEN)
+        # No token over plain http:// to another machine, refused before
+        # connecting; a name is never taken for this machine by its text.
+        for url in ("http://10.255.255.1:9", "http://127.example.com:9",
+                    "http://10.0.0.1:9?@127.0.0.1"):
+            with self.assertRaises(RungError):
+                Client(url, token=TOKEN)
+        Client("http://127.0.0.2:9", token=TOKEN)  # loopback: allowed
         if cli:
-            r = subprocess.run([cli, "--server", "http://10.255.255.1:9", "ls"],
-                               capture_output=True, text=True, timeout=30, env=env)
-            self.assertEqual(r.returncode, 2)
-            self.assertIn("refusing to send the token over plain http://", r.stderr)
+            for url in ("http://10.255.255.1:9", "http://127.example.com:9",
+                        "http://10.0.0.1:9?@127.0.0.1"):
+                r = subprocess.run([cli, "--server", url, "ls"],
+                                   capture_output=True, text=True, timeout=30, env=env)
+                self.assertEqual(r.returncode, 2, url)
+                self.assertIn("refusing to send the token over plain http://", r.stderr)
         if worker:
             r = subprocess.run([worker, "--server", "http://10.255.255.1:9", "--once"],
                                capture_output=True, text=True, timeout=30, env=env)
