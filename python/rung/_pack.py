@@ -183,18 +183,23 @@ def _entries(top: str, ignore: Ignore):
     yield from walk("")
 
 
-def pack(top: str, out) -> dict:
+def pack(top: Optional[str], out, extra: Optional[dict] = None) -> dict:
     """Writes the tar of folder `top` to the binary file `out`; returns
-    {"sha256", "size", "files", "bytes"}."""
-    if not os.path.isdir(top):
+    {"sha256", "size", "files", "bytes"}. `extra` ({name: bytes}) adds files
+    at the top of the tree after the folder's (a name the folder has too is
+    refused); with `top` None the tar holds only them."""
+    if top is not None and not os.path.isdir(top):
         raise PackError(f"{top}: not a folder")
     text = ""
     try:
-        with open(os.path.join(top, ".rungignore"), encoding="utf-8", errors="replace") as f:
-            text = f.read(1 << 20)
+        if top is not None:
+            with open(os.path.join(top, ".rungignore"), encoding="utf-8",
+                      errors="replace") as f:
+                text = f.read(1 << 20)
     except FileNotFoundError:
         pass
     ignore = Ignore(text)
+    extra = dict(extra or {})
     sha = hashlib.sha256()
     stats = {"files": 0, "bytes": 0, "size": 0}
 
@@ -213,7 +218,10 @@ def pack(top: str, out) -> dict:
 
     sink = Hashing()
     with tarfile.open(fileobj=sink, mode="w", format=tarfile.PAX_FORMAT) as tf:
-        for rel, st in _entries(top, ignore):
+        for rel, st in (_entries(top, ignore) if top is not None else ()):
+            if rel in extra:
+                raise PackError(f"{rel}: the working directory has a file of this name, which "
+                                "Rung adds itself; rename it")
             info = tarfile.TarInfo(rel)
             info.uid = info.gid = 0
             info.uname = info.gname = ""
@@ -241,16 +249,24 @@ def pack(top: str, out) -> dict:
             else:
                 raise PackError(f"{rel} is not a file, folder or link (a FIFO, socket or "
                                 "device): leave it out in .rungignore")
+        for name in sorted(extra):
+            info = tarfile.TarInfo(name)
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            info.mtime, info.mode, info.size = 0, 0o644, len(extra[name])
+            tf.addfile(info, io.BytesIO(extra[name]))
+            stats["files"] += 1
+            stats["bytes"] += len(extra[name])
     stats["sha256"] = sha.hexdigest()
     return stats
 
 
-def upload(client, top: str, say=None) -> str:
-    """Packs `top`, uploads it unless rungd holds it, and returns the spec's
-    value for trainable.working_dir ("sha256:<hex>"). `say(line)` gets the
-    same line `rung submit --working-dir` prints."""
+def upload(client, top: Optional[str], say=None, extra: Optional[dict] = None) -> str:
+    """Packs `top` (and `extra`, as pack), uploads it unless rungd holds it,
+    and returns the spec's value for trainable.working_dir ("sha256:<hex>").
+    `say(line)` gets the same line `rung submit --working-dir` prints."""
     with tempfile.TemporaryFile() as f:
-        info = pack(top, f)
+        info = pack(top, f, extra)
         sent = False
         if not client.blob_held(info["sha256"]):
             f.seek(0)

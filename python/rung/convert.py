@@ -81,14 +81,22 @@ constants pass through; `{"grid_search": [...]}` (what `tune.grid_search`
 returns) is a `grid`; Ray's own domain objects, recognized by their class
 names and attributes (so `ray` need not be importable here), are
 translated: `tune.uniform`, `quniform`, `loguniform`, `qloguniform`,
-`randint`, `qrandint`, `lograndint`, `choice` to the API domain of the same
-name, `tune.randn` to `{"type": "normal", "mean": m, "sd": s}` (which
-rungd refuses, naming the parameter, until it has normal domains, as for
-`rung.search.normal`); `tune.qrandn` and `tune.qlograndint` have no Rung
-domain and are refused, as are functions (`tune.sample_from`). A nested
-dict holding domains is refused (Rung's search spaces are flat); one
-holding only constants is the constant it is in Ray, written as a `grid`
-of one value as the API asks.
+`randint`, `qrandint`, `lograndint`, `qlograndint`, `choice` to the API
+domain of the same name, `tune.randn` and `tune.qrandn` to `normal` and
+`qnormal`. Quantized domains keep the values Ray draws: with q == 1 Ray
+does not quantize (`tune.qrandint(40, 1000)` is `randint` 40 … 999, as in
+Ray; `tune.quniform(0, 10, 1)` a `uniform`), otherwise multiples of q
+within the bounds. A nested dict holding domains is a sub-space (its
+parameters' config keys are dotted paths, `model.lr`); a choice of dicts
+is a conditional choice, each dict a branch (docs/api.md, "Nested and
+conditional spaces"); a nested dict with a key `type` (which the API would
+read as a domain) becomes a choice of that one branch, the same
+parameters. A dict holding only constants is the constant it is in Ray,
+written as a `grid` of one value as the API asks (inside a branch, which
+holds no grid, a branch of its own). Refused, naming the parameter:
+functions (`tune.sample_from`, lambdas) and Ray's `{"eval": ...}`
+expressions (rungd runs no code of the driver), domains inside lists, a
+choice mixing dicts with other values, and grids inside a choice's dicts.
 """
 
 from __future__ import annotations
@@ -112,7 +120,8 @@ INTERPRETER = "python3"  # what ${interpreter} becomes (W&B's is `python`)
 # Rung's search_space domain types (docs/api.md, "search_space"), and
 # `normal`, which rung.search writes and rungd refuses until it has it.
 API_DOMAIN_TYPES = frozenset({"uniform", "quniform", "loguniform", "qloguniform", "randint",
-                              "qrandint", "lograndint", "choice", "grid", "normal"})
+                              "qrandint", "lograndint", "qlograndint", "choice", "grid",
+                              "normal", "qnormal"})
 
 _GRID_VALUES_MAX = 10_000  # values of one grid domain (docs/api.md)
 
@@ -708,7 +717,8 @@ def _is_grid_search(value: Any) -> bool:
 
 def _find_domain(value: Any, path: str) -> Optional[str]:
     """The path of the first domain (of any kind) inside `value`, or None."""
-    if _is_ray_domain(value) or _is_api_domain(value) or _is_grid_search(value) or (
+    if _is_ray_domain(value) or _is_api_domain(value) or _is_grid_search(value) or \
+            _is_eval(value) or (
             callable(value) and not isinstance(value, type)):
         return path
     if isinstance(value, Mapping):
@@ -737,11 +747,66 @@ def _ray_sampler_kind(sampler: Any, path: str) -> str:
     raise ValueError(f"{path}: Ray sampler {type(sampler).__name__} has no Rung domain")
 
 
+def _ray_categorical(obj: Any, kind: str, q: Any, path: str) -> dict:
+    categories = list(getattr(obj, "categories"))
+    if kind == "grid":
+        inner = _find_domain(categories, path)
+        if inner:
+            raise ValueError(f"{inner}: a domain inside tune.grid_search is not supported: "
+                             "a grid enumerates fixed values")
+        return {"type": "grid", "values": _json_constant(categories, path)}
+    if kind != "uniform" or q is not None:
+        raise ValueError(f"{path}: a categorical domain with a {kind} sampler has no Rung "
+                         "domain")
+    return _choice(categories, path)
+
+
+def _choice(values: list, path: str) -> dict:
+    """A choice; one whose values are dicts is a conditional choice, each
+    dict a branch (docs/api.md, "Nested and conditional spaces")."""
+    dicts = [isinstance(v, Mapping) for v in values]
+    if any(dicts) and not all(dicts):
+        i = dicts.index(not dicts[0])
+        raise ValueError(f"{path}[{i}]: a choice mixes dicts with other values; Rung reads a "
+                         "choice of dicts as a conditional choice (each dict a branch), so "
+                         "make every value a dict (e.g. {\"name\": ...})")
+    if all(dicts) and values:
+        return {"type": "choice",
+                "values": [_ray_branch(v, f"{path}[{i}]") for i, v in enumerate(values)]}
+    inner = _find_domain(values, path)
+    if inner:
+        raise ValueError(f"{inner}: a domain inside a choice is only supported inside a dict "
+                         "(a branch of a conditional choice)")
+    return {"type": "choice", "values": _json_constant(values, path)}
+
+
+def _ray_branch(branch: Mapping, path: str) -> dict:
+    """One value of a choice of dicts as a branch: its keys are parameters
+    again (a branch holds no grid: rungd refuses one there)."""
+    if not branch:
+        raise ValueError(f"{path}: an empty dict cannot be a branch of a conditional choice")
+    return _ray_scope(branch, path, in_branch=True)
+
+
+def _ray_scope(space: Mapping, path: str, in_branch: bool = False) -> dict:
+    out: dict[str, Any] = {}
+    for key, value in space.items():
+        if not isinstance(key, str):
+            raise ValueError(f"{path}: keys must be strings, not {_describe(key)}")
+        out[key] = _ray_value(value, f"{path}.{key}" if path else key, in_branch)
+    return out
+
+
 def _ray_domain(obj: Any, path: str) -> dict:
     """One of Ray Tune's Domain objects (ray/tune/search/sample.py) as the
     API's domain, read by class names and attributes: Float, Integer and
     Categorical with lower/upper/categories and a sampler (Uniform,
-    LogUniform, Normal, Grid, possibly wrapped in Quantized with q)."""
+    LogUniform, Normal, Grid, possibly wrapped in Quantized with q).
+
+    Quantized domains keep the values Ray draws: Ray rounds to multiples of
+    q within [ceil(lower/q)·q, floor(upper/q)·q], and with q == 1 it does not
+    quantize at all, so tune.qrandint(40, 1000) never gives 1000 (an
+    integer below upper) and tune.quniform(0, 10, 1) gives any real."""
     names = _class_names(obj)
     if "Function" in names:
         raise ValueError(f"{path}: tune.sample_from is not supported: rungd samples configs "
@@ -752,60 +817,71 @@ def _ray_domain(obj: Any, path: str) -> dict:
     if sampler is not None and "Quantized" in _class_names(sampler):
         q = _number(getattr(sampler, "q", None), f"{path}.q")
         sampler = getattr(sampler, "sampler", None)
+        if q <= 0:
+            raise ValueError(f"{path}.q: must be > 0, not {q!r}")
+        if q == 1:
+            q = None  # Ray's Quantized returns the plain draw for q == 1
     kind = "uniform" if sampler is None else _ray_sampler_kind(sampler, path)
 
     if "Categorical" in names:
-        categories = list(getattr(obj, "categories"))
-        for i, c in enumerate(categories):
-            inner = _find_domain(c, f"{path}[{i}]")
-            if inner:
-                raise ValueError(f"{inner}: a domain inside a choice (a conditional search "
-                                 "space) is not supported yet")
-        values = _json_constant(categories, path)
-        if kind == "grid":
-            return {"type": "grid", "values": values}
-        if kind == "uniform" and q is None:
-            return {"type": "choice", "values": values}
-        raise ValueError(f"{path}: a categorical domain with a {kind} sampler has no Rung "
-                         "domain")
+        return _ray_categorical(obj, kind, q, path)
     if "Float" in names or "Integer" in names:
         integer = "Integer" in names
         if kind == "normal":
+            domain = {"type": "normal" if q is None else "qnormal",
+                      "mean": _number(getattr(sampler, "mean"), f"{path}.mean"),
+                      "sd": _number(getattr(sampler, "sd"), f"{path}.sd")}
             if q is not None:
-                raise ValueError(f"{path}: tune.qrandn: Rung has no quantized normal domain")
-            return {"type": "normal", "mean": _number(getattr(sampler, "mean"), f"{path}.mean"),
-                    "sd": _number(getattr(sampler, "sd"), f"{path}.sd")}
+                domain["q"] = q
+            return domain
         if kind == "grid":
             raise ValueError(f"{path}: a numeric domain with a grid sampler has no Rung domain")
         low = getattr(obj, "lower", None)
         high = getattr(obj, "upper", None)
         if integer:
             low, high = _integer(low, f"{path}.lower"), _integer(high, f"{path}.upper")
+            if q is not None:
+                q = _integer(q, f"{path}.q")
         else:
             low, high = _number(low, f"{path}.lower"), _number(high, f"{path}.upper")
-        if kind == "uniform":
-            if integer:
-                if q is None:
-                    return {"type": "randint", "low": low, "high": high}
-                # Ray's qrandint includes upper, as Rung's qrandint.
-                return {"type": "qrandint", "low": low, "high": high,
-                        "q": _integer(q, f"{path}.q")}
-            if q is None:
-                return {"type": "uniform", "low": low, "high": high}
-            return {"type": "quniform", "low": low, "high": high, "q": q}
-        if integer:
-            if q is not None:
-                raise ValueError(f"{path}: tune.qlograndint: Rung has no quantized log-uniform "
-                                 "integer domain; use lograndint or qloguniform")
-            return {"type": "lograndint", "low": low, "high": high}
-        if q is None:
-            return {"type": "loguniform", "low": low, "high": high}
-        return {"type": "qloguniform", "low": low, "high": high, "q": q}
+        log = kind == "loguniform"
+        if q is not None:
+            # Integer: multiples of q in [low, high], both included (Rung's
+            # qrandint and qlograndint); Float: round(x/q)·q within them.
+            name = ("qlograndint" if log else "qrandint") if integer else \
+                ("qloguniform" if log else "quniform")
+            return {"type": name, "low": low, "high": high, "q": q}
+        if integer:  # Ray's randint and lograndint exclude upper, as Rung's
+            return {"type": "lograndint" if log else "randint", "low": low, "high": high}
+        return {"type": "loguniform" if log else "uniform", "low": low, "high": high}
     raise ValueError(f"{path}: Ray domain {type(obj).__name__} has no Rung domain")
 
 
-def _ray_value(value: Any, path: str) -> Any:
+def _is_eval(value: Any) -> bool:
+    return isinstance(value, Mapping) and list(value) == ["eval"]
+
+
+def _ray_value(value: Any, path: str, in_branch: bool = False) -> Any:
+    """One value of a param_space; in_branch: inside a conditional choice's
+    branch, where rungd takes no grid (a constant dict there becomes a
+    branch of its own, whose keys the config then has)."""
+    if _is_eval(value):
+        raise ValueError(f"{path}: Ray's {{\"eval\": ...}} (a Python expression evaluated "
+                         "for each trial) is not supported: rungd samples configs itself and "
+                         "runs no code of the driver; use a domain of rung.search, or compute "
+                         "the value in the trainable from the others")
+    if in_branch and (_is_grid_search(value) or (_is_api_domain(value)
+                                                 and value.get("type") == "grid")):
+        raise ValueError(f"{path}: grid_search inside a choice of dicts is not supported: "
+                         "the grid searcher enumerates the grids of the whole space")
     if _is_api_domain(value):
+        if value.get("type") == "choice" and isinstance(value.get("values"), (list, tuple)) \
+                and set(value) == {"type", "values"}:
+            return _choice(list(value["values"]), f"{path}.values")
+        inner = _find_domain({k: v for k, v in value.items() if k != "type"}, path)
+        if inner:
+            raise ValueError(f"{inner}: a domain inside a {value.get('type')} domain is not "
+                             "supported")
         return _json_constant(dict(value), path)
     if _is_grid_search(value):
         values = value["grid_search"]
@@ -819,17 +895,37 @@ def _ray_value(value: Any, path: str) -> Any:
     if _is_ray_domain(value):
         return _ray_domain(value, path)
     if isinstance(value, Mapping):
-        inner = _find_domain(value, path)
-        if inner:
-            raise ValueError(f"{inner}: nested search spaces are not supported yet: Rung's "
-                             "search spaces are flat, so give each nested parameter its own "
-                             "top-level name")
-        return {"type": "grid", "values": [_json_constant(value, path)]}
+        if not _find_domain(value, path):
+            # A dict of constants is the constant it is in Ray: the API
+            # writes it as a grid of one value, or in a branch (which holds
+            # no grid) as a branch of its own.
+            if in_branch and value:
+                return {"type": "choice", "values": [_ray_branch(value, path)]}
+            return {"type": "grid", "values": [_json_constant(value, path)]}
+        if "type" in value:
+            # A sub-space may not have a key "type" (it would read as a
+            # domain); a choice of one branch holds the same parameters.
+            if _find_grid(value):
+                raise ValueError(f"{path}.type: a nested dict with a key \"type\" and a "
+                                 "grid_search inside has no Rung form (Rung reads such a dict "
+                                 "as a domain); rename the key")
+            return {"type": "choice", "values": [_ray_branch(value, f"{path}")]}
+        return _ray_scope(value, path, in_branch)
     if isinstance(value, (list, tuple)):
         inner = _find_domain(value, path)
         if inner:
             raise ValueError(f"{inner}: a domain inside a list is not supported")
     return _json_constant(value, path)
+
+
+def _find_grid(value: Any) -> bool:
+    if _is_grid_search(value) or (_is_api_domain(value) and value.get("type") == "grid"):
+        return True
+    if _is_ray_domain(value) and "Grid" in _class_names(getattr(value, "sampler", None)):
+        return True
+    if isinstance(value, Mapping):
+        return any(_find_grid(v) for v in value.values())
+    return False
 
 
 def from_ray_param_space(space: Mapping[str, Any]) -> dict:

@@ -61,6 +61,12 @@ class Result:
         return (f"Result(trial_id={self.trial_id}, value={self.value!r}, "
                 f"step={self.step}, config={self.config!r})")
 
+    def _repr_html_(self) -> str:
+        """A notebook's view: the value, step and config as a table."""
+        rows = [("trial", self.trial_id), ("value", self.value), ("step", self.step)]
+        rows += [(f"config.{k}", v) for k, v in self.config.items()]
+        return _html_table(["", ""], rows)
+
 
 def _python_env() -> dict:
     """The environment of a Python trainable run by this interpreter: the
@@ -98,6 +104,53 @@ def _run_function_argv(fn: Callable, working_dir: Optional[str] = None) -> list[
     return [sys.executable, "-m", "rung", "run-function", os.path.abspath(path), fn.__name__]
 
 
+# The file a function shipped by value has in the trial's working directory.
+PICKLED_FUNCTION = "rung_trainable.pkl"
+
+
+def _by_value(fn: Callable) -> bool:
+    """Whether fn must be shipped by value, as no worker could import it
+    from a file: a function of a notebook or of a script's __main__ (whose
+    import would run the script, and its submission, again), a lambda, a
+    nested function, a functools.partial or any other callable object."""
+    import inspect
+
+    if not inspect.isfunction(fn):
+        return True
+    if fn.__module__ == "__main__" or fn.__qualname__ != fn.__name__:
+        return True
+    try:
+        path = inspect.getsourcefile(fn)
+    except TypeError:
+        return True
+    return path is None or not os.path.isfile(path)
+
+
+def _pickle_function(fn: Callable) -> Optional[bytes]:
+    """fn pickled by value with cloudpickle, or None when cloudpickle is
+    missing here and fn can still be imported from its script's file."""
+    try:
+        import cloudpickle
+    except ImportError:
+        import inspect
+
+        try:
+            path = inspect.getsourcefile(fn) if inspect.isfunction(fn) else None
+        except TypeError:
+            path = None
+        if path is not None and os.path.isfile(path) and fn.__qualname__ == fn.__name__:
+            return None  # a script's function: imported from its file, as before
+        raise ValueError(f"trainable {getattr(fn, '__qualname__', fn)!r}: a function defined "
+                         "in a notebook (or a lambda, a nested function, a partial) is shipped "
+                         "to the workers by value with cloudpickle, which is not installed "
+                         "here (Debian: python3-cloudpickle; pip install cloudpickle)") from None
+    try:
+        return cloudpickle.dumps(fn)
+    except Exception as err:  # what cloudpickle cannot pickle, named
+        raise ValueError(f"trainable {getattr(fn, '__qualname__', fn)!r}: cannot be shipped "
+                         f"to the workers: {err}") from None
+
+
 def trainable_spec(trainable: Any, working_dir: Optional[str] = None) -> dict:
     """The API's trainable for what a user passes:
 
@@ -131,12 +184,6 @@ def trainable_spec(trainable: Any, working_dir: Optional[str] = None) -> dict:
         return {"type": "command", "argv": _run_function_argv(trainable), "env": _python_env()}
     raise TypeError(f"trainable: a dict, an argv list, a command, a .py file or a "
                     f"function, not {type(trainable).__name__}")
-
-
-def _needs_conversion(value: Any) -> bool:
-    if isinstance(value, dict):
-        return "type" not in value
-    return not isinstance(value, (str, int, float, bool, list, type(None)))
 
 
 def _finite(value: Any) -> Optional[float]:
@@ -174,6 +221,9 @@ class Experiment:
         self.client = client or Client()
         # Uploaded at submit(): the folder may change until then.
         self._working_dir = working_dir
+        # A function shipped by value: its pickle goes into the working
+        # directory's upload (docs/workers.md), so it reaches every worker.
+        self._pickled: Optional[bytes] = None
         self.id: Optional[int] = None
         self.data: Optional[dict] = None
         self._spec: dict[str, Any] = {}
@@ -190,12 +240,12 @@ class Experiment:
             self._spec["mode"] = mode or "min"
         if constraints is not None:
             self._spec["constraints"] = [dict(c) for c in constraints]
-        space = dict(param_space or {})
-        if any(_needs_conversion(v) for v in space.values()):
-            from .convert import from_ray_param_space
+        # Every space rungd takes (nested, conditional) and Ray's forms
+        # (its domain objects, grid_search, nested dicts) as the API's JSON;
+        # what has no JSON form (functions, eval) is refused here, by name.
+        from .convert import from_ray_param_space
 
-            space = from_ray_param_space(space)
-        self._spec["search_space"] = space
+        self._spec["search_space"] = from_ray_param_space(dict(param_space or {}))
         if searcher is not None:
             self._spec["searcher"] = {"type": searcher} if isinstance(searcher, str) else searcher
         if scheduler is not None:
@@ -203,7 +253,18 @@ class Experiment:
                                        else scheduler)
         self._spec["num_samples"] = num_samples
         self._spec.update({k: v for k, v in spec_fields.items() if v is not None})
-        if trainable is not None:
+        if trainable is not None and callable(trainable) and \
+                not isinstance(trainable, (dict, str, list, tuple)) and _by_value(trainable):
+            self._pickled = _pickle_function(trainable)
+        if self._pickled is not None:
+            # The environment's python3 with a working_dir (docs/workers.md),
+            # else this interpreter, as for a function of a file.
+            python = "python3" if working_dir is not None else sys.executable
+            self._spec["trainable"] = {"type": "command", "argv": [
+                python, "-m", "rung", "run-function", PICKLED_FUNCTION, "--pickled"]}
+            if working_dir is None:
+                self._spec["trainable"]["env"] = _python_env()
+        elif trainable is not None:
             self._spec["trainable"] = trainable_spec(trainable, working_dir)
         if environment is not None:
             self._spec.setdefault("trainable", {"type": "command"})["environment"] = environment
@@ -217,11 +278,36 @@ class Experiment:
         exp.id = exp.data["id"]
         exp._spec = {}
         exp._working_dir = None
+        exp._pickled = None
         return exp
 
     def __repr__(self) -> str:
         state = self.data["state"] if self.data else "not submitted"
         return f"<rung.Experiment {self.id} {self.name!r} {state}>"
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the experiment's state, counts and best trial,
+        then its trials best first (at most 20) as rows() has them."""
+        if self.data is None:
+            spec = self._spec
+            return (f"<p><b>rung.Experiment</b> {_esc(spec.get('name'))}: not submitted</p>"
+                    + _html_table(["parameter", "domain"],
+                                  [(k, v) for k, v in spec.get("search_space", {}).items()]))
+        exp = self.data
+        head = (f"<p><b>experiment {exp['id']}</b> {_esc(exp.get('name'))}: "
+                f"{_esc(_progress_line(exp))}</p>")
+        try:
+            rows = self.rows()
+        except RungError as err:
+            return head + f"<p>trials: {_esc(err)}</p>"
+        key = "best_value" if rows and "best_value" in rows[0] else None
+        if key is not None:
+            sign = 1.0 if exp.get("mode") != "max" else -1.0
+            rows.sort(key=lambda r: (r[key] is None, sign * (r[key] or 0.0)))
+        shown = rows[:20]
+        columns = [c for c in (shown[0] if shown else {}) if not c.startswith("metric:")]
+        more = f"<p>… {len(rows) - len(shown)} more trials</p>" if len(rows) > len(shown) else ""
+        return head + _html_table(columns, [[r.get(c) for c in columns] for r in shown]) + more
 
     @property
     def name(self) -> Optional[str]:
@@ -262,14 +348,21 @@ class Experiment:
         search starts. Returns self."""
         if self.id is not None:
             raise RungError(f"experiment {self.id} was submitted already")
-        if self._working_dir is not None:
+        from . import trial
+
+        if trial.importing_trainable is not None:
+            raise RungError(f"{trial.importing_trainable} submits an experiment when a worker "
+                            "imports it to run its trainable function: put the submission "
+                            "under `if __name__ == \"__main__\":`")
+        if self._working_dir is not None or self._pickled is not None:
             from ._pack import upload
 
             t = self._spec.get("trainable")
             if not isinstance(t, dict) or t.get("type") != "command":
                 raise ValueError("working_dir: needs a command trainable (a .py file, a "
                                  "function, an argv or a command line)")
-            t["working_dir"] = upload(self.client, self._working_dir)
+            extra = {PICKLED_FUNCTION: self._pickled} if self._pickled is not None else None
+            t["working_dir"] = upload(self.client, self._working_dir, extra=extra)
         self.data = self.client.create_experiment(self._spec)
         self.id = self.data["id"]
         return self
@@ -294,15 +387,24 @@ class Experiment:
         `raise_on_failure` is False; `timeout` (seconds) raises TimeoutError.
         """
         tty = sys.stderr.isatty()
+        notebook = _notebook_display()
         if progress is None:
-            progress = tty
+            progress = tty or notebook is not None
         deadline = None if timeout is None else time.monotonic() + timeout
         last_line = None
+        handle = None
         while True:
             exp = self.refresh()
             if progress:
                 line = _progress_line(exp)
-                if tty:
+                if notebook is not None:
+                    # One output line in the cell, updated in place.
+                    html = notebook[1](f"<pre>{_esc(line)}</pre>")
+                    if handle is None:
+                        handle = notebook[0](html, display_id=True)
+                    elif line != last_line:
+                        handle.update(html)
+                elif tty:
                     sys.stderr.write("\r\x1b[K" + line)
                     sys.stderr.flush()
                 elif line != last_line:
@@ -463,6 +565,36 @@ class Experiment:
             if not page["items"] or page["next"] == after:
                 return out
             after, generation = page["next"], page["generation"]
+
+
+def _esc(value: Any) -> str:
+    import html
+
+    return html.escape("" if value is None else str(value))
+
+
+def _html_table(columns: list, rows: list) -> str:
+    head = "".join(f"<th>{_esc(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{_esc(v)}</td>" for v in row) + "</tr>"
+                   for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _notebook_display():
+    """(display, HTML) of IPython when this runs in a Jupyter kernel, for a
+    progress line that updates in place; None elsewhere (a terminal, a
+    script), and when IPython is not importable."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None or "ipykernel" not in sys.modules:
+        return None
+    try:
+        shell = ipython.get_ipython()
+        from IPython.display import HTML, display
+    except Exception:
+        return None
+    if shell is None or not hasattr(shell, "kernel"):
+        return None
+    return display, HTML
 
 
 def _metric_value(value: Any) -> Any:

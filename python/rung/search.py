@@ -53,7 +53,11 @@ def randint(lower: int, upper: int) -> Domain:
 
 
 def qrandint(lower: int, upper: int, q: int = 1) -> Domain:
-    """An integer multiple of q in [lower, upper]: both bounds included, as in Ray."""
+    """An integer multiple of q in [lower, upper], as Ray draws it: for
+    q > 1 both bounds are included; with q == 1 Ray does not quantize and
+    draws as randint, upper excluded (qrandint(40, 1000) never gives 1000)."""
+    if q == 1:
+        return randint(lower, upper)
     return {"type": "qrandint", "low": lower, "high": upper, "q": q}
 
 

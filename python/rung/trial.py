@@ -184,6 +184,34 @@ def report(step: Optional[int] = None, **metrics: Any) -> int:
         return _last_step
 
 
+# The file run_function is importing, while it does: rung.Experiment.submit
+# refuses to run then (a script without `if __name__ == "__main__":` would
+# submit again from every trial).
+importing_trainable: Optional[str] = None
+
+
+def run_pickled(path: str) -> None:
+    """Runs `fn(config())` for the function pickled by value in `path`: the
+    trainable of an Experiment given a function that no worker could
+    import (one of a notebook or of a script's __main__; rung.experiment).
+    Unpickling needs cloudpickle, which wrote it, in this interpreter."""
+    import pickle
+
+    try:
+        with open(path, "rb") as f:
+            fn = pickle.load(f)
+    except ModuleNotFoundError as err:
+        if err.name and err.name.split(".")[0] == "cloudpickle":
+            raise SystemExit("rung: this trainable is a function shipped by value with "
+                             "cloudpickle, which this interpreter lacks: install it in the "
+                             "worker's environment (Debian: python3-cloudpickle; pip install "
+                             "cloudpickle)") from None
+        raise SystemExit(f"rung: the trainable function needs the module {err.name!r}, "
+                         "which this interpreter lacks: install it in the worker's "
+                         "environment, or add it to the experiment's working_dir") from None
+    fn(config())
+
+
 def run_function(path: str, name: str) -> None:
     """Runs `name(config())` from the Python file `path`: the trainable of an
     Experiment given a function (rung.experiment). The file is imported
@@ -198,7 +226,12 @@ def run_function(path: str, name: str) -> None:
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    spec.loader.exec_module(module)
+    global importing_trainable
+    importing_trainable = path
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        importing_trainable = None
     fn = getattr(module, name, None)
     if not callable(fn):
         raise AttributeError(f"{path} has no function {name!r}")

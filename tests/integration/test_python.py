@@ -127,6 +127,60 @@ class PythonClientCase(wh.WorkerTestCase):
         self.assertEqual(exp.spec()["trainable"]["env"]["PYTHONPATH"].split(os.pathsep)[0],
                          PYTHON_DIR)
 
+    def test_a_notebook_function_ships_by_value(self):
+        # A cell of a notebook: its function lives in __main__ and in no file
+        # (IPython compiles cells under names like this one), with a helper
+        # and a global of the cell. Experiment pickles it by value.
+        d, client = self.start()
+        cell = ("import rung\nOFFSET = 0.5\n"
+                "def helper(x):\n    return (x - OFFSET) ** 2\n"
+                "def train(config):\n    rung.report(loss=helper(config['x']))\n")
+        ns = {"__name__": "__main__"}
+        exec(compile(cell, "<ipython-input-3-5f1c2a>", "exec"), ns)
+        exp = rung.Experiment(trainable=ns["train"], param_space={"x": rung.search.grid_search(
+            [0.25, 0.5, 2.0])}, metric="loss", mode="min", client=client).submit()
+        self.assertEqual(exp.spec()["trainable"]["argv"][-3:],
+                         ["run-function", "rung_trainable.pkl", "--pickled"])
+        final = exp.wait(progress=False, poll_s=0.2, timeout=60)
+        self.assertEqual(final["state"], "completed", self.explain(d))
+        self.assertEqual(exp.best().config, {"x": 0.5})
+        self.assertAlmostEqual(exp.best().value, 0.0)
+        losses = sorted(t["best"]["value"] for t in exp.trials())
+        self.assertEqual(losses, [0.0, 0.0625, 2.25])
+        # A lambda and a nested function travel the same way.
+        offset = 1.0
+        exp = rung.Experiment(trainable=lambda c: rung.report(loss=c["x"] + offset),
+                              param_space={"x": 2.0}, metric="loss", client=client).submit()
+        exp.wait(progress=False, poll_s=0.2, timeout=60)
+        self.assertAlmostEqual(exp.best().value, 3.0)
+        # The notebook's views: HTML tables of the experiment and the result.
+        html = exp._repr_html_()
+        self.assertIn(f"<b>experiment {exp.id}</b>", html)
+        self.assertIn("<td>completed</td>", html)
+        self.assertIn("<td>3.0</td>", exp.best()._repr_html_())
+
+    def test_a_script_that_submits_on_import_says_so(self):
+        # A trainable's file whose submission is not under
+        # `if __name__ == "__main__":`: the worker's import would submit
+        # again; the trial fails saying why, not "cannot reach rungd".
+        d, client = self.start()
+        path = self.script("no_guard.py", "import rung\n"
+                           "def train(config):\n    rung.report(loss=1.0)\n"
+                           "rung.Experiment(trainable=train, param_space={'x': 1},\n"
+                           "                metric='loss').submit()\n")
+        exp = rung.Experiment(trainable={"type": "command", "env": {"PYTHONPATH": PYTHON_DIR},
+                                         "argv": [sys.executable, "-m", "rung", "run-function",
+                                                  path, "train"]},
+                              param_space={"x": 1}, metric="loss", client=client).submit()
+        final = exp.wait(progress=False, poll_s=0.2, timeout=60, raise_on_failure=False)
+        trial = exp.trials()[0]
+        self.assertEqual(trial["state"], "failed", self.explain(d))
+        said = f"{trial['error']}\n{trial['log_tail']}"
+        self.assertIn("no_guard.py submits an experiment when a worker imports it", said)
+        self.assertIn("under `if __name__ == \"__main__\":`", said)
+        self.assertNotIn("cannot reach rungd", said)
+        self.assertEqual(len(client.list_experiments()), 1, final)
+
     def test_dataframe_equals_the_csv_export(self):
         d, client = self.start()
         trainable = {"type": "command", "argv": [sys.executable, self.script_path],

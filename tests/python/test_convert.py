@@ -458,8 +458,12 @@ class RayDocExamplesTest(unittest.TestCase):
 
     def test_refusals_name_the_parameter(self) -> None:
         cases = [
-            ({"model": {"lr": tune.uniform(0, 1)}}, "model.lr", "nested search spaces"),
-            ({"model": {"opt": {"grid_search": [1, 2]}}}, "model.opt", "nested search spaces"),
+            ({"e": {"eval": "spec.config.a * 2"}}, "e", "eval"),
+            ({"m": {"x": {"eval": "1 + 1"}, "y": 2}}, "m.x", "eval"),
+            ({"c": tune.choice([{"a": tune.uniform(0, 1)}, 3])}, "c.values[1]", "mixes dicts"),
+            ({"c": tune.choice([{"a": tune.grid_search([1, 2])}])}, "c.values[0].a",
+             "grid_search inside a choice"),
+            ({"c": tune.choice([{}])}, "c.values[0]", "empty dict"),
             ({"f": lambda spec: 1}, "f", "function"),
             ({"n": float("nan")}, "n", "finite"),
             ({"l": [tune.uniform(0, 1)]}, "l[0]", "inside a list"),
@@ -606,12 +610,11 @@ class RayObjectsTest(unittest.TestCase):
 
     def test_refused(self) -> None:
         cases = [
-            (ray_like(Float(None, None), _Normal(10, 2), 0.2), "tune.qrandn"),  # qrandn
-            (ray_like(Integer(1, 10), _LogUniform(), 2), "tune.qlograndint"),  # qlograndint
             (ray_like(Function(lambda spec: 1)), "tune.sample_from"),
             (ray_like(Float(0, None), _Uniform()), "finite"),
             (ray_like(Integer(0.5, 3), _Uniform()), "integer"),  # type: ignore[arg-type]
             (ray_like(Categorical([ray_like(Float(0, 1))]), _Uniform()), "inside a choice"),
+            (ray_like(Integer(0, 9), _Uniform(), 0), "must be > 0"),
             (ray_like(Float(0, 1), Sampler()), "has no Rung domain"),
         ]
         for obj, words in cases:
@@ -620,6 +623,58 @@ class RayObjectsTest(unittest.TestCase):
                     from_ray_param_space({"p": obj})
                 self.assertRegex(str(ctx.exception), r"^p(\.\w+|\[0\])?: ")
                 self.assertIn(words, str(ctx.exception))
+
+    def test_quantized_as_ray_draws(self) -> None:
+        # Ray's Quantized returns the plain draw for q == 1 and otherwise
+        # rounds to multiples of q within the bounds.
+        cases = [
+            (ray_like(Integer(40, 1000), _Uniform(), 1), {"type": "randint", "low": 40,
+                                                          "high": 1000}),
+            (ray_like(Integer(0, 100), _Uniform(), 10), {"type": "qrandint", "low": 0,
+                                                         "high": 100, "q": 10}),
+            (ray_like(Integer(1, 1024), _LogUniform(), 1), {"type": "lograndint", "low": 1,
+                                                            "high": 1024}),
+            (ray_like(Integer(8, 1024), _LogUniform(), 8), {"type": "qlograndint", "low": 8,
+                                                            "high": 1024, "q": 8}),
+            (ray_like(Float(0, 10), _Uniform(), 1), {"type": "uniform", "low": 0, "high": 10}),
+            (ray_like(Float(None, None), _Normal(10, 2), 0.5),
+             {"type": "qnormal", "mean": 10, "sd": 2, "q": 0.5}),
+        ]
+        for obj, expected in cases:
+            with self.subTest(expected=expected):
+                self.assertEqual(from_ray_param_space({"p": obj}), {"p": expected})
+        # rung.search's qrandint draws as Ray's.
+        self.assertEqual(tune.qrandint(40, 1000), {"type": "randint", "low": 40, "high": 1000})
+
+    def test_nested_and_conditional(self) -> None:
+        # A nested dict of domains is a sub-space; a choice of dicts a
+        # conditional choice; a dict with a key "type" a choice of one branch.
+        space = from_ray_param_space({
+            "model": {"lr": ray_like(Float(1e-4, 1e-1), _LogUniform()), "layers": 2,
+                      "act": {"grid_search": ["relu", "gelu"]}},
+            "opt": ray_like(Categorical([
+                {"name": "sgd", "momentum": ray_like(Float(0, 0.99), _Uniform()),
+                 "extra": {"nesterov": True}},
+                {"name": "adam", "betas": {"b2": tune.uniform(0.9, 0.999)}},
+            ]), _Uniform()),
+            "net": {"type": "resnet", "depth": tune.choice([18, 34])},
+        })
+        self.assertEqual(space, {
+            "model": {"lr": {"type": "loguniform", "low": 1e-4, "high": 1e-1}, "layers": 2,
+                      "act": {"type": "grid", "values": ["relu", "gelu"]}},
+            "opt": {"type": "choice", "values": [
+                {"name": "sgd", "momentum": {"type": "uniform", "low": 0, "high": 0.99},
+                 "extra": {"type": "choice", "values": [{"nesterov": True}]}},
+                {"name": "adam", "betas": {"b2": {"type": "uniform", "low": 0.9,
+                                                  "high": 0.999}}},
+            ]},
+            "net": {"type": "choice", "values": [
+                {"type": "resnet", "depth": {"type": "choice", "values": [18, 34]}}]},
+        })
+        # The API's own nested and conditional forms pass through.
+        api = {"m": {"lr": tune.uniform(0, 1)},
+               "o": tune.choice([{"name": "a", "x": tune.uniform(0, 1)}, {"name": "b"}])}
+        self.assertEqual(from_ray_param_space(api), api)
 
     @unittest.skipUnless(importlib.util.find_spec("ray"),
                          "ray is not installed here; the stand-ins above test the duck typing")
@@ -735,6 +790,30 @@ class AcceptedByRungdTest(unittest.TestCase):
         for t in self.daemon.all_trials(exp["id"]):
             self.assertEqual(t["config"]["nested_constant"], {"a": [1, 2]})
             self.assertTrue(-9 <= t["config"]["randint"] < 15)
+
+    def test_ray_nested_and_conditional(self) -> None:
+        # What the client converts, rungd takes: configs come flat, dotted.
+        space = from_ray_param_space({
+            "model": {"lr": ray_like(Float(1e-4, 1e-1), _LogUniform()), "layers": 2},
+            "opt": ray_like(Categorical([
+                {"name": "sgd", "momentum": ray_like(Float(0, 0.99), _Uniform())},
+                {"name": "adam", "extra": {"amsgrad": True}},
+            ]), _Uniform()),
+            "net": {"type": "resnet", "depth": tune.choice([18, 34])},
+            "bs": ray_like(Integer(40, 1000), _Uniform(), 1),
+        })
+        exp = self.submit(self.harness.spec(search_space=space, num_samples=6))
+        for t in self.daemon.all_trials(exp["id"]):
+            c = t["config"]
+            self.assertEqual(c["model.layers"], 2)
+            self.assertTrue(1e-4 <= c["model.lr"] < 1e-1)
+            self.assertEqual(c["net.type"], "resnet")
+            self.assertIn(c["net.depth"], (18, 34))
+            self.assertTrue(40 <= c["bs"] <= 999)
+            if c["opt.name"] == "sgd":
+                self.assertIn("opt.momentum", c)
+            else:
+                self.assertEqual(c["opt.extra.amsgrad"], True)
 
 
 if __name__ == "__main__":

@@ -166,7 +166,8 @@ class SearchAndSpecTest(unittest.TestCase):
         self.assertEqual(s.uniform(0, 1), {"type": "uniform", "low": 0, "high": 1})
         self.assertEqual(s.qloguniform(1, 100, 5),
                          {"type": "qloguniform", "low": 1, "high": 100, "q": 5})
-        self.assertEqual(s.qrandint(0, 10), {"type": "qrandint", "low": 0, "high": 10, "q": 1})
+        # q == 1: Ray draws as randint (upper excluded), and so does rung.search.
+        self.assertEqual(s.qrandint(0, 10), {"type": "randint", "low": 0, "high": 10})
         self.assertEqual(s.choice((1, "a")), {"type": "choice", "values": [1, "a"]})
         self.assertEqual(s.grid_search([1, 2]), {"type": "grid", "values": [1, 2]})
         self.assertEqual(s.normal(2, 0.5), {"type": "normal", "mean": 2, "sd": 0.5})

@@ -27,9 +27,14 @@ from .workers import cmd_workers
 
 
 def cmd_run_function(client: Optional[Client], args: argparse.Namespace) -> int:
-    from ..trial import run_function
+    from ..trial import run_function, run_pickled
 
-    run_function(args.file, args.function)
+    if args.pickled:
+        run_pickled(args.file)
+    elif args.function is None:
+        raise SystemExit("rung: run-function: FUNC is required (or --pickled FILE)")
+    else:
+        run_function(args.file, args.function)
     return EXIT_OK
 
 
@@ -166,7 +171,9 @@ def _add_best(p: argparse.ArgumentParser) -> None:
 
 def _add_run_function(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE")
-    p.add_argument("function", metavar="FUNC")
+    p.add_argument("function", metavar="FUNC", nargs="?")
+    p.add_argument("--pickled", action="store_true",
+                   help="FILE holds the function itself, pickled by value (cloudpickle)")
 
 
 _command("submit", "SPEC|- [--yaml] [-q] [--wandb] [--num-samples N]",
@@ -216,7 +223,7 @@ _command("admin", "user add NAME --role admin|member|viewer|worker [--pool K=V] 
          cmd_admin, _add_admin)
 _command("best", "ID [--scope all|last] [--json]",
          "the best trial: its value, step and config", cmd_best, _add_best)
-_command("run-function", "FILE FUNC",
+_command("run-function", "FILE FUNC | FILE --pickled",
          "(for workers) run FUNC(rung.config()) from the Python file FILE",
          cmd_run_function, _add_run_function)
 _command("help", "", "show this help", cmd_help)
