@@ -206,3 +206,55 @@ class SearchAndSpecTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class NotebookTest(unittest.TestCase):
+    """wait() in a Jupyter kernel: one progress line in the cell, shown once
+    and updated in place as the experiment moves (IPython's display with a
+    display_id); outside a kernel nothing is displayed."""
+
+    class FakeClient:
+        def __init__(self, states):
+            self.states = list(states)
+
+        def get_experiment(self, experiment_id):
+            state, done = self.states.pop(0) if len(self.states) > 1 else self.states[0]
+            return {"id": experiment_id, "name": "nb", "state": state, "metric": "loss",
+                    "mode": "min", "total_trials": 4, "counts": {"completed": done}}
+
+    def test_wait_updates_one_line_in_the_cell(self) -> None:
+        calls = []
+
+        class Handle:
+            def update(self, html):
+                calls.append(("update", html.data))
+
+        class HTML:
+            def __init__(self, data):
+                self.data = data
+
+        def display(html, display_id=False):
+            calls.append(("display", html.data, display_id))
+            return Handle()
+
+        ipython = mock.MagicMock()
+        ipython.get_ipython.return_value = mock.MagicMock(kernel=object())
+        ipython_display = mock.MagicMock(HTML=HTML, display=display)
+        fakes = {"IPython": ipython, "IPython.display": ipython_display,
+                 "ipykernel": mock.MagicMock()}
+        client = self.FakeClient([("running", 1), ("running", 1), ("running", 3),
+                                  ("completed", 4)])
+        exp = rung.Experiment.attach(7, client=client)
+        with mock.patch.dict(sys.modules, fakes):
+            final = exp.wait(poll_s=0.0)
+        self.assertEqual(final["state"], "completed")
+        self.assertEqual([c[0] for c in calls], ["display", "update", "update"])
+        self.assertIs(calls[0][2], True)
+        self.assertIn("1/4", calls[0][1])
+        self.assertIn("experiment 7 completed", calls[-1][1])
+        self.assertTrue(calls[-1][1].startswith("<pre>"))
+        # Outside a kernel: no display, and progress off on a non-terminal.
+        calls.clear()
+        exp = rung.Experiment.attach(7, client=self.FakeClient([("completed", 4)]))
+        exp.wait(poll_s=0.0)
+        self.assertEqual(calls, [])
