@@ -240,9 +240,9 @@ class Run:
         for key, value in flat.items():
             self._summarize(key, value)
         line = self._numbers(flat)
-        self._step += 1
         if line:
-            self._write(line)
+            self._write(line, self._step + 1)
+        self._step += 1
 
     def _summarize(self, key: str, value: Any) -> None:
         if key in self.summary._explicit:
@@ -280,8 +280,10 @@ class Run:
             line[key] = number
         return line
 
-    def _write(self, metrics: dict) -> None:
-        self._rung_step += 1
+    def _write(self, metrics: dict, step: Optional[int] = None) -> None:
+        # W&B's _step + 1; never below a step already sent (rungd takes a
+        # repeated step as a retry of that report).
+        self._rung_step = max(self._rung_step + 1, step or 0)
         body = {"step": self._rung_step, **metrics}
         sys.stdout.write("@rung " + json.dumps(body, allow_nan=True, separators=(",", ":"))
                          + "\n")
