@@ -21,7 +21,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import rungd_harness as h
 import worker_harness as wh

@@ -6,7 +6,7 @@ import json
 import os
 import tempfile
 
-from rung.compat import train, tune
+from rung.compat import train
 
 
 def pbt_fn(config):
