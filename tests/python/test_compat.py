@@ -135,6 +135,37 @@ class Nesting(unittest.TestCase):
             "opt": {"name": "adam", "inner": {"b": 0.95}}, "const": {"k": 1}, "g": 2})
 
 
+UNGUARDED = """
+from rung.compat import tune, wandb
+
+def train_fn(config):
+    tune.report({"loss": 1.0})
+
+def wandb_fn():
+    wandb.init()
+
+tune.Tuner(train_fn, tune_config=tune.TuneConfig(metric="loss", mode="min")).fit()
+wandb.agent(wandb.sweep({"method": "grid", "parameters": {"x": {"values": [1]}}}),
+            function=wandb_fn)
+raise SystemExit("not reached")
+"""
+
+
+class UnguardedDriver(unittest.TestCase):
+
+    def test_the_runner_stops_at_the_drivers_call(self):
+        # Ray's examples often call Tuner.fit() at the top level: the
+        # worker's import of the file must stop there, not submit again.
+        from rung.compat.run import load_function
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "unguarded_driver.py")
+            with open(path, "w") as f:
+                f.write(UNGUARDED)
+            self.assertEqual(load_function(path, "train_fn").__name__, "train_fn")
+            self.assertEqual(load_function(path, "wandb_fn").__name__, "wandb_fn")
+
+
 SHIM_SCRIPT = """
 import wandb
 run = wandb.init(config={"lr": 0.1, "epochs": 2})

@@ -38,6 +38,23 @@ from .. import trial as _trial
 CHECKPOINT_PREFIX = "step-"
 
 
+class DriverReached(BaseException):
+    """Raised by Tuner.fit(), tune.run(), wandb.sweep() and wandb.agent()
+    while the runner imports the trainable's file: a script without an
+    `if __name__ == "__main__":` guard (as many of Ray's examples are) stops
+    there, its trainable defined above, instead of submitting again from
+    every trial."""
+
+
+# True while rung.compat.run imports the file that holds the trainable.
+loading = False
+
+
+def driver_call(what: str) -> None:
+    if loading:
+        raise DriverReached(what)
+
+
 class StopTrial(Exception):
     """Raised by report() when a stop criterion is reached; the runner
     catches it and the trial ends as completed."""

@@ -3,7 +3,8 @@ as a Rung trial.
 
 It imports NAME from FILE (under the file's own module name, as
 `rung run-function` does, so a driver under `if __name__ == "__main__":`
-does not run again), and hands it to `run_trainable`, which does what Ray
+does not run again; an unguarded one stops at its Tuner.fit(), tune.run(),
+wandb.sweep() or wandb.agent(), see _session.DriverReached), and hands it to `run_trainable`, which does what Ray
 would around the call: the trial's flat config (RUNG_CONFIG) nested as the
 param_space was, the objects of tune.with_parameters as keyword
 arguments, the per-trial stop criteria, and a returned dict reported as the
@@ -42,7 +43,13 @@ def load_function(path: str, name: str) -> Callable:
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    spec.loader.exec_module(module)
+    _session.loading = True
+    try:
+        spec.loader.exec_module(module)
+    except _session.DriverReached:
+        pass  # the driver's own code, unguarded: what is defined above it is there
+    finally:
+        _session.loading = False
     fn = getattr(module, name, None)
     if fn is None:
         raise AttributeError(f"{path} has no trainable {name!r}")

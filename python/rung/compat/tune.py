@@ -285,6 +285,7 @@ class Tuner:
 
     def fit(self) -> ResultGrid:
         """Submits the experiment (unless restored) and waits for its end."""
+        _session.driver_call("Tuner.fit")
         if self._exp is None:
             self._exp = self._build().submit()
             self._write_state()
@@ -366,6 +367,7 @@ def run(run_or_experiment: Any, name: Optional[str] = None, metric: Optional[str
     """Ray's older entry point: the same search as a Tuner, returning an
     ExperimentAnalysis. `resume=True` (or "AUTO") attaches to the
     experiment of storage_path/name when its folder names one."""
+    _session.driver_call("tune.run")
     for key in kwargs:
         if key not in _RUN_IGNORED:
             raise TypeError(f"tune.run() got an unexpected keyword argument {key!r}: "

@@ -46,6 +46,7 @@ from typing import Any, Callable, Optional
 from ..client import Client
 from ..convert import from_wandb, wandb_to_spec
 from ..experiment import Experiment, _inside, _python_env
+from ._session import driver_call
 from .wandb_run import SHIM_DIR
 
 _SWEEPS: dict[str, dict] = {}
@@ -81,6 +82,7 @@ def function_trainable(fn: Callable, working_dir: Optional[str] = None) -> dict:
 def sweep(sweep: dict, entity: Optional[str] = None, project: Optional[str] = None,
           prior_runs: Any = None) -> str:
     """Checks the sweep config and returns its id (valid in this process)."""
+    driver_call("wandb.sweep")
     if prior_runs:
         raise ValueError("sweep(prior_runs=...): start from an earlier Rung experiment with "
                          "warm_start instead")
@@ -97,6 +99,7 @@ def agent(sweep_id: str, function: Optional[Callable] = None, entity: Optional[s
     Other keyword arguments are rung.Experiment's (max_concurrent_trials=,
     working_dir=, ...)."""
     global last_experiment
+    driver_call("wandb.agent")
     if sweep_id not in _SWEEPS:
         raise ValueError(f"sweep id {sweep_id!r}: not made by wandb.sweep() in this process "
                          "(rungd does not keep W&B's sweep ids)")
