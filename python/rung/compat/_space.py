@@ -30,59 +30,31 @@ def _is_grid_search(value: Any) -> bool:
     return isinstance(value, Mapping) and list(value) == ["grid_search"]
 
 
-def _holds_domain(value: Any) -> bool:
-    if _is_api_domain(value) or _is_grid_search(value):
-        return True
-    if isinstance(value, Mapping):
-        return any(_holds_domain(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_holds_domain(v) for v in value)
-    # Ray's own domain objects (where ray is importable) and functions.
-    return isinstance(value, _SampleFrom) or callable(value) or type(value).__name__ in (
-        "Float", "Integer", "Categorical", "Function")
-
-
-def _leaf(value: Any, path: str) -> Any:
-    """One parameter as the API's domain or constant. rung.convert does the
-    translating (Ray's objects, {"grid_search": [...]}, constants); a
-    choice whose values are dicts is a conditional choice, whose branches
-    are spaces of their own."""
-    if _is_api_domain(value) and value["type"] == "choice" and any(
-            isinstance(v, Mapping) for v in value["values"]):
-        return {"type": "choice",
-                "values": [to_search_space(v, f"{path}.values[{i}]")
-                           if isinstance(v, Mapping) else v
-                           for i, v in enumerate(value["values"])]}
+def _find_sample_from(value: Any, path: str) -> None:
+    """Refuses a tune.sample_from anywhere in value, naming its path."""
     if isinstance(value, _SampleFrom):
         raise ValueError(f"{path}: tune.sample_from is not supported: rungd draws every "
                          "config itself, so a function cannot be sent; use a domain "
                          "(tune.uniform, tune.choice, ...), or compute the value in the "
                          "trainable from the others")
-    try:
-        return from_ray_param_space({"x": value})["x"]
-    except ValueError as err:
-        msg = str(err)
-        raise ValueError(path + msg[1:] if msg.startswith("x") else f"{path}: {msg}") from None
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _find_sample_from(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _find_sample_from(v, f"{path}[{i}]")
 
 
-def to_search_space(space: Mapping[str, Any], path: str = "param_space") -> dict:
-    """A Ray param_space (nested dicts of domains and constants) as Rung's
-    search_space: a dict that holds a domain somewhere is a sub-space; one
-    holding only constants is that constant (a `grid` of one value, as the
-    API asks)."""
+def to_search_space(space: Mapping[str, Any]) -> dict:
+    """A Ray param_space (nested dicts of domains and constants, choices
+    of dicts) as Rung's search_space: rung.convert translates it whole
+    (sub-spaces, conditional choices, Ray's domain objects); this only
+    names tune.sample_from, which this package's tune returns."""
     if not isinstance(space, Mapping):
-        raise ValueError(f"{path}: must be a dict of parameters, not {type(space).__name__}")
-    out: dict[str, Any] = {}
-    for name, value in space.items():
-        if not isinstance(name, str):
-            raise ValueError(f"{path}: parameter names must be strings, not {name!r}")
-        sub = f"{name}" if path == "param_space" else f"{path}.{name}"
-        if isinstance(value, Mapping) and not _is_api_domain(value) \
-                and not _is_grid_search(value) and _holds_domain(value):
-            out[name] = to_search_space(value, sub)
-        else:
-            out[name] = _leaf(value, sub)
-    return out
+        raise ValueError(f"param_space: must be a dict of parameters, not "
+                         f"{type(space).__name__}")
+    _find_sample_from(space, "")
+    return from_ray_param_space(space)
 
 
 def tree_of(space: Mapping[str, Any]) -> dict:
