@@ -195,8 +195,8 @@ static int parse_container(json_t *t, Spec *spec, RungError *err)
 
 static int parse_command(json_t *t, Spec *spec, bool stored, RungError *err)
 {
-    const char *allowed[] = {"type",        "argv",        "env",       "cwd", "timeout_s",
-                             "working_dir", "environment", "container", NULL};
+    const char *allowed[] = {"type",        "argv",        "env",       "cwd",          "timeout_s",
+                             "working_dir", "environment", "container", "wandb_compat", NULL};
     const Space *space = spec->space;
     if (jsonv_only_keys(t, "trainable", allowed, E, err))
         return err->code;
@@ -252,6 +252,15 @@ static int parse_command(json_t *t, Spec *spec, bool stored, RungError *err)
         return err->code;
     if (spec->working_dir[0] != '\0' && cwd != NULL && check_tree_cwd(cwd, err))
         return err->code;
+    /* The worker puts its copy of the wandb stand-in on the trial's
+     * PYTHONPATH, a path of its own file system: an image has neither. */
+    bool wandb = false;
+    if (jsonv_bool(t, "trainable", "wandb_compat", JSONV_OPTIONAL, &wandb, E, err))
+        return err->code;
+    if (wandb && spec->container)
+        return rung_error_set(err, E, "trainable.wandb_compat",
+                              "trainable.wandb_compat: not with a container (the image has its "
+                              "own Python: install the stand-in there, python/rung/compat)");
     return 0;
 }
 

@@ -188,9 +188,33 @@ int trialcode_prepare(WTrial *t, TrialCode *tc, int log_fd, char *why, size_t wh
                      h->pip_index, log_fd, tc->python, &tc->venv_fd, why, why_size);
 }
 
+/* trainable.wandb_compat (docs/api.md, "trainable"): the worker's copy of
+ * the wandb stand-in first on PYTHONPATH, so that a W&B script's `import
+ * wandb` finds it before any real wandb the environment has. */
+static int put_wandb_first(const Envs *envs, Env *env, char *why, size_t why_size)
+{
+    if (envs == NULL || envs->rung_python[0] == '\0')
+        return rung_why(why, why_size,
+                        "trainable.wandb_compat: this worker has no copy of the Python package "
+                        "rung, which holds the wandb stand-in (reinstall rung-worker)");
+    const char *old = env_get(env, "PYTHONPATH");
+    size_t n = (old ? strlen(old) : 0) + strlen(envs->rung_python) + 64;
+    char *path = malloc(n);
+    if (path == NULL)
+        return rung_why(why, why_size, "out of memory");
+    snprintf(path, n, "%s/rung/compat/wandb_shim%s%s", envs->rung_python, old && old[0] ? ":" : "",
+             old && old[0] ? old : "");
+    env_set(env, "PYTHONPATH", path);
+    free(path);
+    return 0;
+}
+
 int trialcode_apply(WTrial *t, TrialCode *tc, char **argv, Env *env, char *why, size_t why_size)
 {
     Envs *envs = t->hooks->envs;
+    if (json_is_true(json_object_get(t->trainable, "wandb_compat")) &&
+        put_wandb_first(envs, env, why, why_size) != 0)
+        return -1;
     bool bare = argv[0] != NULL && envs_is_bare_python(argv[0]);
     if (bare && tc->python[0] != '\0') {
         char *p = strdup(tc->python);

@@ -39,7 +39,9 @@ int trialcode_prepare(WTrial *t, TrialCode *tc, int log_fd, char *why, size_t wh
 
 /* argv[0] (a bare python or python3) becomes tc->python when there is
  * one, and env's PYTHONPATH gets the worker's rung package at its end
- * unless the interpreter can import rung by itself. 0, or -1 with why. */
+ * unless the interpreter can import rung by itself; with
+ * trainable.wandb_compat, the package's wandb stand-in at its start.
+ * 0, or -1 with why. */
 int trialcode_apply(WTrial *t, TrialCode *tc, char **argv, Env *env, char *why, size_t why_size);
 
 /* Whether t's trainable runs in a container (trainable.container). */

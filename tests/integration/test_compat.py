@@ -247,6 +247,25 @@ class CompatCase(wh.WorkerTestCase):
         self.assertAlmostEqual(metrics[0]["metrics"]["loss"], 0.01 + 0.2 + 1.0, places=12)
         self.assertEqual(metrics[4]["metrics"], {"extra": 1.0, "extra2": 2.0})
         self.assertEqual(metrics[5]["metrics"]["best_loss"], 0.0)
+        # The same script through the API alone: "wandb_compat": true has
+        # rung-worker put its stand-in first on PYTHONPATH (docs/api.md).
+        api = self.client.create_experiment({
+            "metric": "loss", "mode": "min", "search_space": {"lr": 0.5, "layers": 2},
+            "trainable": {"type": "command", "wandb_compat": True,
+                          "argv": [sys.executable, os.path.join(COMPAT_DIR, "wandb_script.py")]}})
+        api_exp = rung.Experiment.attach(api["id"], client=self.client)
+        self.assertEqual(api_exp.wait(progress=False, poll_s=0.2, timeout=WAIT_S)["state"],
+                         "completed", self.explain(self.d, self.w))
+        again = self.client.trial_metrics(api_exp.trials()[0]["id"])
+        self.assertEqual([(m["step"], m["metrics"]) for m in again],
+                         [(m["step"], m["metrics"]) for m in metrics])
+        # With a container the field is refused by name.
+        with self.assertRaises(rung.ApiError) as caught:
+            self.client.create_experiment({
+                "metric": "loss", "mode": "min", "search_space": {"lr": 0.5},
+                "trainable": {"type": "command", "wandb_compat": True, "argv": ["python3"],
+                              "container": {"image": "python:3"}}})
+        self.assertEqual(caught.exception.field, "trainable.wandb_compat")
 
 
 def _has_pandas():
