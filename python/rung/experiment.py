@@ -126,9 +126,10 @@ def _by_value(fn: Callable) -> bool:
     return path is None or not os.path.isfile(path)
 
 
-def _pickle_function(fn: Callable) -> Optional[bytes]:
-    """fn pickled by value with cloudpickle, or None when cloudpickle is
-    missing here and fn can still be imported from its script's file."""
+def _pickle_function(fn: Callable, payload: Any = None) -> Optional[bytes]:
+    """fn (or `payload`, which holds it) pickled by value with cloudpickle,
+    or None when cloudpickle is missing here and fn can still be imported
+    from its script's file."""
     try:
         import cloudpickle
     except ImportError:
@@ -145,7 +146,7 @@ def _pickle_function(fn: Callable) -> Optional[bytes]:
                          "to the workers by value with cloudpickle, which is not installed "
                          "here (Debian: python3-cloudpickle; pip install cloudpickle)") from None
     try:
-        return cloudpickle.dumps(fn)
+        return cloudpickle.dumps(fn if payload is None else payload)
     except Exception as err:  # what cloudpickle cannot pickle, named
         raise ValueError(f"trainable {getattr(fn, '__qualname__', fn)!r}: cannot be shipped "
                          f"to the workers: {err}") from None
@@ -217,13 +218,16 @@ class Experiment:
                  scheduler: Union[str, dict, None] = None, num_samples: int = 1,
                  client: Optional[Client] = None, metrics: Optional[list] = None,
                  constraints: Optional[list] = None, working_dir: Optional[str] = None,
-                 environment: Optional[str] = None, **spec_fields: Any):
+                 environment: Optional[str] = None, _upload_files: Optional[dict] = None,
+                 **spec_fields: Any):
         self.client = client or Client()
         # Uploaded at submit(): the folder may change until then.
         self._working_dir = working_dir
         # A function shipped by value: its pickle goes into the working
-        # directory's upload (docs/workers.md), so it reaches every worker.
+        # directory's upload (docs/workers.md), so it reaches every worker;
+        # so do _upload_files ({name: bytes}, rung.compat's pickles).
         self._pickled: Optional[bytes] = None
+        self._upload_files = dict(_upload_files or {})
         self.id: Optional[int] = None
         self.data: Optional[dict] = None
         self._spec: dict[str, Any] = {}
@@ -279,6 +283,7 @@ class Experiment:
         exp._spec = {}
         exp._working_dir = None
         exp._pickled = None
+        exp._upload_files = {}
         return exp
 
     def __repr__(self) -> str:
@@ -354,14 +359,16 @@ class Experiment:
             raise RungError(f"{trial.importing_trainable} submits an experiment when a worker "
                             "imports it to run its trainable function: put the submission "
                             "under `if __name__ == \"__main__\":`")
-        if self._working_dir is not None or self._pickled is not None:
+        extra = dict(self._upload_files)
+        if self._pickled is not None:
+            extra[PICKLED_FUNCTION] = self._pickled
+        if self._working_dir is not None or extra:
             from ._pack import upload
 
             t = self._spec.get("trainable")
             if not isinstance(t, dict) or t.get("type") != "command":
                 raise ValueError("working_dir: needs a command trainable (a .py file, a "
                                  "function, an argv or a command line)")
-            extra = {PICKLED_FUNCTION: self._pickled} if self._pickled is not None else None
             t["working_dir"] = upload(self.client, self._working_dir, extra=extra)
         self.data = self.client.create_experiment(self._spec)
         self.id = self.data["id"]

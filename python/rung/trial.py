@@ -193,30 +193,17 @@ importing_trainable: Optional[str] = None
 def run_pickled(path: str) -> None:
     """Runs `fn(config())` for the function pickled by value in `path`: the
     trainable of an Experiment given a function that no worker could
-    import (one of a notebook or of a script's __main__; rung.experiment).
-    Unpickling needs cloudpickle, which wrote it, in this interpreter."""
-    import pickle
-
-    try:
-        with open(path, "rb") as f:
-            fn = pickle.load(f)
-    except ModuleNotFoundError as err:
-        if err.name and err.name.split(".")[0] == "cloudpickle":
-            raise SystemExit("rung: this trainable is a function shipped by value with "
-                             "cloudpickle, which this interpreter lacks: install it in the "
-                             "worker's environment (Debian: python3-cloudpickle; pip install "
-                             "cloudpickle)") from None
-        raise SystemExit(f"rung: the trainable function needs the module {err.name!r}, "
-                         "which this interpreter lacks: install it in the worker's "
-                         "environment, or add it to the experiment's working_dir") from None
-    fn(config())
+    import (one of a notebook or of a script's __main__; rung.experiment)."""
+    load_pickled(path)(config())
 
 
-def run_function(path: str, name: str) -> None:
-    """Runs `name(config())` from the Python file `path`: the trainable of an
-    Experiment given a function (rung.experiment). The file is imported
-    under its own module name, not as __main__, so a script that submits
-    its experiment under `if __name__ == "__main__":` does not submit again."""
+def load_function(path: str, name: str, stop: tuple = ()) -> Any:
+    """The function `name` of the Python file `path`, imported under the
+    file's own module name, not as __main__, so that a script that submits
+    its experiment under `if __name__ == "__main__":` does not submit again.
+    While the file is imported, `importing_trainable` is set (a submission
+    then fails, saying why); an exception of `stop` ends the import early
+    (rung.compat's runner: an unguarded driver stops at its Tuner.fit)."""
     import importlib.util
 
     module_name = os.path.splitext(os.path.basename(path))[0]
@@ -230,9 +217,37 @@ def run_function(path: str, name: str) -> None:
     importing_trainable = path
     try:
         spec.loader.exec_module(module)
+    except stop:
+        pass  # what the file defines above that point is there
     finally:
         importing_trainable = None
     fn = getattr(module, name, None)
     if not callable(fn):
         raise AttributeError(f"{path} has no function {name!r}")
-    fn(config())
+    return fn
+
+
+def load_pickled(path: str) -> Any:
+    """What `path` holds, pickled by value with cloudpickle (a function, or
+    rung.compat's function and its parameters). Unpickling needs
+    cloudpickle, which wrote it, in this interpreter."""
+    import pickle
+
+    try:
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    except ModuleNotFoundError as err:
+        if err.name and err.name.split(".")[0] == "cloudpickle":
+            raise SystemExit("rung: this trainable is a function shipped by value with "
+                             "cloudpickle, which this interpreter lacks: install it in the "
+                             "worker's environment (Debian: python3-cloudpickle; pip install "
+                             "cloudpickle)") from None
+        raise SystemExit(f"rung: the trainable function needs the module {err.name!r}, "
+                         "which this interpreter lacks: install it in the worker's "
+                         "environment, or add it to the experiment's working_dir") from None
+
+
+def run_function(path: str, name: str) -> None:
+    """Runs `name(config())` from the Python file `path` (load_function):
+    the trainable of an Experiment given a function of a file."""
+    load_function(path, name)(config())

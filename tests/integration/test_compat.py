@@ -179,6 +179,28 @@ class CompatCase(wh.WorkerTestCase):
             self.assertEqual(sorted(df["config/kind"]), ["high"] * 3 + ["low"] * 3)
             self.assertIn("config/model/x", df.columns)
 
+    def test_a_notebook_function_with_parameters(self):
+        # A notebook cell's function (it lives in __main__, in no file) with
+        # tune.with_parameters: both travel by value in the upload.
+        cell = ("from rung.compat import tune\n"
+                "def train_nb(config, data):\n"
+                "    for i in range(1, 3):\n"
+                "        tune.report({'loss': (config['m']['x'] - data['target']) ** 2 / i})\n")
+        ns = {"__name__": "__main__"}
+        exec(compile(cell, "<ipython-input-7-0a1b2c>", "exec"), ns)
+        grid = tune.Tuner(
+            tune.with_parameters(ns["train_nb"], data={"target": 0.3}),
+            param_space={"m": {"x": tune.grid_search([0.1, 0.3, 0.9])}},
+            tune_config=tune.TuneConfig(metric="loss", mode="min"),
+            run_config=RunConfig(name="nb", storage_path=self.storage)).fit()
+        self.assertEqual(len(grid), 3)
+        self.assertEqual(grid.num_errors, 0, self.explain(self.d, self.w))
+        best = grid.get_best_result()
+        self.assertEqual(best.config, {"m": {"x": 0.3}})
+        self.assertEqual(best.metrics["loss"], 0.0)
+        self.assertEqual(best.metrics["training_iteration"], 2)
+        self.assertFalse(os.path.exists(os.path.join(self.storage, "nb", "with_parameters.pkl")))
+
     def test_restore_after_the_driver_is_killed(self):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([PYTHON_DIR, COMPAT_DIR]),
                    RUNG_SERVER=self.d.url)

@@ -39,7 +39,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from .. import search as _search
 from ..client import Client
-from ..experiment import Experiment, _python_env
+from ..experiment import PICKLED_FUNCTION, Experiment, _by_value, _pickle_function, _python_env
 from . import _session
 from ._mapping import (PB2, ASHAScheduler, AsyncHyperBandScheduler, BasicVariantGenerator,
                        BayesOptSearch, CheckpointConfig, ConcurrencyLimiter, FailureConfig,
@@ -162,7 +162,9 @@ def with_resources(trainable: Any, resources_spec: Any) -> _Wrapped:
     return _Wrapped(trainable, res=resources(resources_spec, "with_resources"))
 
 
-def _function_argv(fn: Any) -> list[str]:
+def _function_argv(fn: Any, shipped: bool = False) -> list[str]:
+    """The runner's argv for fn: by file and name, or (`shipped`) the
+    pickle of (fn, with_parameters) in the trial's working directory."""
     if isinstance(fn, str):
         raise ValueError(f"trainable {fn!r}: Ray's registered trainable names are not "
                          "supported; pass the function itself")
@@ -172,6 +174,8 @@ def _function_argv(fn: Any) -> list[str]:
                          "that calls tune.report")
     if not callable(fn):
         raise ValueError(f"trainable: a function, not {type(fn).__name__}")
+    if shipped:
+        return [sys.executable, "-m", "rung.compat.run", "--pickled", PICKLED_FUNCTION]
     path = inspect.getsourcefile(fn)
     if path is None or not os.path.isfile(path) or fn.__qualname__ != fn.__name__:
         raise ValueError(
@@ -223,7 +227,12 @@ class Tuner:
     def _build(self) -> Experiment:
         tc, rc = self._tune_config, self._run_config
         fn, params, res = _unwrap(self._trainable)
-        argv = _function_argv(fn)
+        # A notebook's function, and tune.with_parameters' objects, travel
+        # by value in the upload (rung.experiment), where cloudpickle is here.
+        payload = None
+        if callable(fn) and not isinstance(fn, (str, type)) and (params or _by_value(fn)):
+            payload = _pickle_function(fn, (fn, params or {}))
+        argv = _function_argv(fn, shipped=payload is not None)
         name, path = self._experiment_path(fn)
         space = to_search_space(self._param_space)
         scheduler = scheduler_spec(tc.scheduler, space)
@@ -240,7 +249,7 @@ class Tuner:
         if stop:
             options["stop"] = stop
         os.makedirs(path, exist_ok=True)
-        if params:
+        if params and payload is None:
             options["params"] = os.path.join(path, PARAMS_FILE)
             with open(options["params"], "wb") as f:
                 pickle.dump(params, f)
@@ -267,7 +276,9 @@ class Tuner:
         exp = Experiment(name=name, trainable={"type": "command", "argv": argv, "env": env},
                          metric=metric, mode=mode, searcher=searcher, scheduler=scheduler,
                          num_samples=tc.num_samples, client=self._client or Client(),
-                         search_space=space, **fields)
+                         search_space=space,
+                         _upload_files={PICKLED_FUNCTION: payload} if payload else None,
+                         **fields)
         self._path = path
         return exp
 
