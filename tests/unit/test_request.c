@@ -19,6 +19,7 @@
 /* rung-worker checks and cuts what it sends with bounds of its own: the
  * same as the server's. */
 #include "../../worker/labels.h"
+#include "../../worker/reportline.h"
 #include "../../worker/warnings.h"
 _Static_assert(LABELS_MAX == REQUEST_MAX_LABELS, "worker/labels.h");
 _Static_assert(LABELS_KEY_MAX == SPEC_MAX_LABEL_KEY, "worker/labels.h");
@@ -27,6 +28,10 @@ _Static_assert(WARNINGS_LAST == REQUEST_MAX_WARN_LAST, "worker/warnings.h");
 _Static_assert(WARNINGS_LINE_MAX == REQUEST_MAX_WARN_LINE, "worker/warnings.h");
 _Static_assert(WARNINGS_WHY_MAX == REQUEST_MAX_WARN_WHY, "worker/warnings.h");
 _Static_assert(WARNINGS_COUNT_MAX == REQUEST_MAX_STEP, "worker/warnings.h");
+/* What a report line's info may hold is what a report body takes. */
+_Static_assert(REPORTLINE_INFO_VALUE_MAX == REQUEST_MAX_INFO_VALUE, "worker/reportline.h");
+_Static_assert(REPORTLINE_INFO_MAX == REQUEST_MAX_INFO, "worker/reportline.h");
+_Static_assert(WARNINGS_NAME_MAX == REQUEST_MAX_INFO_NAME, "worker/warnings.h");
 
 #define A RUNG_E_INVALID_ARGUMENT
 #define TOKEN "0123456789abcdef0123456789abcdef"
