@@ -191,9 +191,17 @@ void api_trial_report(Engine *e, Job *job)
         ended_trial_report(e, job, rq.lease_token, rq.step);
         return;
     }
-    ReportAction action;
-    if (core_report(engine_core(e), t, rq.lease_token, rq.step, rq.metrics, engine_now(e), &action,
-                    &err) != 0) {
+    /* The info first, so that the report that ends the trial leaves its
+     * info; a report of info alone is nothing more (core.h). */
+    ReportAction action = ACTION_CONTINUE;
+    if (rq.info != NULL && core_report_info(engine_core(e), t, rq.lease_token, rq.info,
+                                            engine_now(e), &action, &err) != 0) {
+        api_fail(job, &err);
+        return;
+    }
+    bool info_only = rq.info != NULL && json_object_size(rq.metrics) == 0;
+    if (!info_only && core_report(engine_core(e), t, rq.lease_token, rq.step, rq.metrics,
+                                  engine_now(e), &action, &err) != 0) {
         api_fail(job, &err);
         return;
     }

@@ -160,7 +160,7 @@ typedef struct Trial {
     int64_t worker_losses;                    /* attempts ended by a lost worker, retried apart from
                                                  max_failures (CORE_MAX_WORKER_LOSSES), >= 0 */
     uint8_t leased_from;                      /* TrialState it was last leased from */
-    json_t *warnings;                         /* owned: invalid @rung lines, or NULL */
+    json_t *warnings, *info;                  /* owned, or NULL: bad @rung lines; reports' info */
     char *error;                              /* owned, or NULL */
     int64_t created_at, started_at, ended_at; /* ms; 0 = not yet */
     /* Derived from the current attempt's reports (rebuilt at load). */
@@ -441,9 +441,11 @@ bool core_unlease(Core *core, Trial *t, const char *token, int64_t now);
  * trial's; *action gets the answer, the same for a repeated step. metrics is
  * borrowed (copied when stored). A gang trial takes reports from rank 0
  * only: another member's token is RUNG_E_CONFLICT; rank 0 of an attempt
- * that ended gets ACTION_STOP. */
+ * that ended gets ACTION_STOP. core_report_info: a report's info (core_report.c). */
 int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *metrics, int64_t now,
                 ReportAction *action, RungError *err);
+int core_report_info(Core *core, Trial *t, const char *token, const json_t *info, int64_t now,
+                     ReportAction *action, RungError *err);
 
 /* A trial's end as the worker tells it: completed, or failed with error
  * (may be NULL). Idempotent on terminal trials. In a gang, rank 0's finish
@@ -578,7 +580,7 @@ void core_load_report(Core *core, Trial *t, int64_t step, json_t *metrics, Repor
 /* The columns of schema 005 (stolen JSON; NULL for none). */
 void core_load_experiment_ended(Experiment *e, EndReason reason, const char *error,
                                 const json_t *health);
-void core_load_trial_control(Trial *t, StoppedBy by, bool user_paused, json_t *warnings);
+void core_load_trial_control(Trial *t, StoppedBy by, bool paused, json_t *warnings, json_t *info);
 /* The column of schema 007: how many times the trial was preempted. */
 /* A trial's error in one line: its first line, and its last non-empty line
  * when it has more (the worker writes "exit status 1" and then the

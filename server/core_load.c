@@ -121,12 +121,17 @@ void core_load_experiment_ended(Experiment *e, EndReason reason, const char *err
     h->since_better = json_integer_value(json_object_get(health, "since_better"));
 }
 
-void core_load_trial_control(Trial *t, StoppedBy by, bool user_paused, json_t *warnings)
+void core_load_trial_control(Trial *t, StoppedBy by, bool user_paused, json_t *warnings,
+                             json_t *info)
 {
     t->stopped_by = (uint8_t)by;
     t->user_paused = user_paused;
     json_decref(t->warnings);
     t->warnings = warnings;
+    json_decref(t->info); /* schema 014: its reports' info, an object or NULL */
+    t->info = json_is_object(info) ? info : NULL;
+    if (t->info == NULL)
+        json_decref(info);
 }
 
 void core_load_trial_preemptions(Trial *t, int64_t n)

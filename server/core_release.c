@@ -229,6 +229,7 @@ void core_trial_free(Trial *t)
     json_decref(t->resources);
     json_decref(t->last);
     json_decref(t->warnings);
+    json_decref(t->info);
     members_free(t->gang);
     json_decref(t->gang_json);
     json_decref(t->lineage);

@@ -97,6 +97,61 @@ void core_record_report(Trial *t, const ReportRead *r, json_t *metrics, ReportAc
     core_seen_insert(t, step, a);
 }
 
+/* Keys a trial's info keeps: a report carries at most 64 (request.h); a
+ * program that makes up new names keeps its first 64, so a stored row stays
+ * within 64 values of REQUEST_MAX_INFO_VALUE bytes (docs/api.md, the trial
+ * object's info). */
+#define CORE_MAX_INFO_KEYS 64
+
+/* Merges info into t's: each key's last value; a key t does not hold yet
+ * only while it holds fewer than CORE_MAX_INFO_KEYS. Returns whether t's
+ * info changed. */
+static bool merge_info(Trial *t, const json_t *info)
+{
+    bool changed = false;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)info, key, v) {
+        if (t->info == NULL && (t->info = json_object()) == NULL)
+            abort();
+        json_t *old = json_object_get(t->info, key);
+        if (old != NULL && json_equal(old, v))
+            continue;
+        if (old == NULL && json_object_size(t->info) >= CORE_MAX_INFO_KEYS)
+            continue;
+        json_object_set(t->info, key, v); /* values are never changed in place: shared */
+        changed = true;
+    }
+    return changed;
+}
+
+/* A report's info (core.h): the lease checks of core_report, then, while t
+ * runs, the lease renewed and the info merged; *action is stop when t no
+ * longer runs. A report without metrics is this alone (api_trial_report):
+ * neither judged nor stored as a report, so no row of empty metrics. One
+ * with both calls this first, so that the report that ends t (a scheduler's
+ * stop, done) leaves its info. */
+int core_report_info(Core *core, Trial *t, const char *token, const json_t *info, int64_t now,
+                     ReportAction *action, RungError *err)
+{
+    *action = ACTION_CONTINUE;
+    if (t->gang != NULL) {
+        int rc = core_gang_report_gate(t, token, action, err);
+        if (rc != 0)
+            return rc > 0 ? 0 : rc;
+    }
+    if (t->lease_token[0] == '\0' || !core_token_equal(token, t->lease_token))
+        return core_lease_lost(t, err);
+    if (t->state != TRIAL_RUNNING) {
+        *action = ACTION_STOP; /* it ended meanwhile; the worker must end it too */
+        return 0;
+    }
+    core_renew(core, t, t->worker_id, now); /* a report proves the worker alive */
+    if (merge_info(t, info))
+        core_mark_trial(core, t);
+    return 0;
+}
+
 int core_report(Core *core, Trial *t, const char *token, int64_t step, json_t *metrics, int64_t now,
                 ReportAction *action, RungError *err)
 {

@@ -66,9 +66,43 @@ static int check_metrics(const json_t *metrics, RungError *err)
     return 0;
 }
 
+/* A report's info (request.h): what a report line held besides numbers.
+ * A number is refused: it is a metric, and one key has one meaning. */
+static int check_info(const json_t *info, const json_t *metrics, RungError *err)
+{
+    if (!json_is_object(info))
+        return rung_error_set(err, A, "info", "info: must be a JSON object or null");
+    if (json_object_size(info) > CORE_MAX_METRICS)
+        return rung_error_set(err, A, "info", "info: more than %d values", CORE_MAX_METRICS);
+    size_t total = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)info, key, v) {
+        char field[RUNG_FIELD_MAX];
+        jsonv_path(field, sizeof field, "info", key);
+        size_t key_len = strlen(key);
+        if (key_len == 0 || key_len > REQUEST_MAX_INFO_NAME)
+            return rung_error_set(err, A, field, "%s: a name must be 1 to %d bytes", field,
+                                  REQUEST_MAX_INFO_NAME);
+        if (json_is_number(v))
+            return rung_error_set(err, A, field, "%s: a number is a metric, not info", field);
+        if (json_object_get(metrics, key) != NULL)
+            return rung_error_set(err, A, field, "%s: is also a metric", field);
+        size_t n = json_dumpb(v, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (n > REQUEST_MAX_INFO_VALUE)
+            return rung_error_set(err, A, field, "%s: %zu bytes of JSON, more than %d", field, n,
+                                  REQUEST_MAX_INFO_VALUE);
+        total += n;
+        if (total > REQUEST_MAX_INFO)
+            return rung_error_set(err, A, field, "%s: the info passes %d bytes of JSON", field,
+                                  REQUEST_MAX_INFO);
+    }
+    return 0;
+}
+
 int request_report_parse(json_t *body, ReportRequest *out, RungError *err)
 {
-    static const char *const allowed[] = {"lease_token", "step", "metrics", NULL};
+    static const char *const allowed[] = {"lease_token", "step", "metrics", "info", NULL};
     memset(out, 0, sizeof *out);
     if (body_object(body, allowed, err) ||
         jsonv_string(body, "", "lease_token", JSONV_REQUIRED, REQUEST_MAX_TOKEN, &out->lease_token,
@@ -79,6 +113,12 @@ int request_report_parse(json_t *body, ReportRequest *out, RungError *err)
         return err->code;
     }
     out->metrics = json_object_get(body, "metrics");
+    json_t *info = member(body, "info");
+    if (info != NULL && check_info(info, out->metrics, err)) {
+        memset(out, 0, sizeof *out);
+        return err->code;
+    }
+    out->info = json_object_size(info) > 0 ? info : NULL;
     return 0;
 }
 

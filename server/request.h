@@ -39,6 +39,12 @@
 #define REQUEST_MAX_GPU_INDEX 1023   /* a GPU's index, as rung-worker --gpus takes it */
 #define REQUEST_MAX_MB (1LL << 40)   /* MiB figures of a GPU: far beyond any */
 #define REQUEST_MAX_HOURS 512        /* a heartbeat's hours, as rung-worker's --hours */
+/* A report's info (worker/reportline.h, REPORTLINE_INFO_*: test_request.c
+ * checks they are equal): bytes of one value as compact JSON, of all its
+ * values together, and of a key, as a report line's names. */
+#define REQUEST_MAX_INFO_VALUE 1024
+#define REQUEST_MAX_INFO 4096
+#define REQUEST_MAX_INFO_NAME 64
 
 /* A trial's warnings, in the finish body and per trial in the heartbeat:
  * {"count": 3, "last": [{"line": "@rung {oops", "why": "not JSON ..."}]}
@@ -48,12 +54,18 @@
  * value is the body's object itself (borrowed), stored as it is. */
 
 /* POST /api/v1/trials/{id}/report:
- * {"lease_token": "...", "step": 3, "metrics": {"loss": 0.4, "acc": "NaN"}} */
+ * {"lease_token": "...", "step": 3, "metrics": {"loss": 0.4, "acc": "NaN"},
+ *  "info": {"phase": "warmup", "done": false}} */
 typedef struct ReportRequest {
     const char *lease_token; /* 1..REQUEST_MAX_TOKEN bytes */
     int64_t step;            /* 0..REQUEST_MAX_STEP */
     json_t *metrics;         /* an object of 0..CORE_MAX_METRICS values, each a number or
                                 "NaN", "Infinity", "-Infinity" */
+    json_t *info;            /* NULL when absent, null or {}; else an object of
+                                1..CORE_MAX_METRICS values that are not numbers, keys of
+                                1..REQUEST_MAX_INFO_NAME bytes none of which is also a
+                                metric, each value at most REQUEST_MAX_INFO_VALUE bytes as
+                                compact JSON and all at most REQUEST_MAX_INFO */
 } ReportRequest;
 int request_report_parse(json_t *body, ReportRequest *out, RungError *err);
 

@@ -38,19 +38,19 @@ static const char *const sql_text[ST__COUNT] = {
         "INSERT INTO trials (id, experiment_id, number, state, config, attempt, worker_id, "
         "lease_token, resources, stop_requested, error, created_at, started_at, ended_at, "
         "rung, queue_pos, step, last_metrics, best_value, best_step, log_tail, stopped_by, "
-        "stop_kind, user_paused, warnings, gang, preemptions, lineage, resume_from, worker_losses) "
-        "VALUES (:id, :exp, :number, :state, :config, "
+        "stop_kind, user_paused, warnings, gang, preemptions, lineage, resume_from, worker_losses, "
+        "info) VALUES (:id, :exp, :number, :state, :config, "
         ":attempt, :worker, :token, :resources, :stop, :error, :created_at, :started_at, "
         ":ended_at, :rung, :queue_pos, :step, :last, :best_value, :best_step, :log_tail, "
         ":stopped_by, :stop_kind, :user_paused, :warnings, :gang, :preemptions, :lineage, "
-        ":resume_from, :worker_losses)",
+        ":resume_from, :worker_losses, :info)",
     [ST_TRIAL_UPDATE] =
         "UPDATE trials SET state = :state, attempt = :attempt, worker_id = :worker, "
         "lease_token = :token, resources = :resources, stop_requested = :stop, error = :error, "
         "started_at = :started_at, ended_at = :ended_at, rung = :rung, queue_pos = :queue_pos, "
         "step = :step, last_metrics = :last, best_value = :best_value, best_step = :best_step, "
         "log_tail = :log_tail, stopped_by = :stopped_by, stop_kind = :stop_kind, "
-        "user_paused = :user_paused, warnings = :warnings, gang = :gang, "
+        "user_paused = :user_paused, warnings = :warnings, info = :info, gang = :gang, "
         "preemptions = :preemptions, worker_losses = :worker_losses, "
         "config = coalesce(:config, config), lineage = "
         "coalesce(:lineage, lineage), "
@@ -409,6 +409,7 @@ static int write_trial(Store *s, Trial *t, RungError *err)
     bind_int(st, ":preemptions", t->preemptions);
     bind_int(st, ":worker_losses", t->worker_losses);
     bind_json(st, ":warnings", t->warnings);
+    bind_json(st, ":info", t->info);      /* the last values that are not numbers (schema 014) */
     bind_json(st, ":gang", t->gang_json); /* members and their tokens (schema 006) */
     bind_text(st, ":error", t->error);
     bind_int_or_null(st, ":started_at", t->started_at);

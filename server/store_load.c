@@ -74,7 +74,8 @@ static int load_trials(Store *s, Core *core, Experiment *e, bool all, RungError 
              "SELECT id, experiment_id, number, state, config, attempt, worker_id, "
              "lease_token, resources, stop_requested, error, created_at, started_at, "
              "ended_at, rung, queue_pos, log_tail, stop_kind, stopped_by, user_paused, "
-             "warnings, gang, preemptions, lineage, resume_from, worker_losses FROM trials WHERE "
+             "warnings, gang, preemptions, lineage, resume_from, worker_losses, info FROM trials "
+             "WHERE "
              "experiment_id = ? %s ORDER BY number",
              all ? "" : "AND state IN " LIVE_STATES);
     if (store_prepare(s, sql, &st, err, "load trials"))
@@ -117,7 +118,8 @@ static int load_trials(Store *s, Core *core, Experiment *e, bool all, RungError 
         if (sqlite3_column_type(st, 16) != SQLITE_NULL)
             core_trial_set_log(NULL, t, (const char *)sqlite3_column_text(st, 16));
         core_load_trial_control(t, stopped_by_parse((const char *)sqlite3_column_text(st, 18)),
-                                sqlite3_column_int(st, 19) != 0, store_column_json(st, 20));
+                                sqlite3_column_int(st, 19) != 0, store_column_json(st, 20),
+                                store_column_json(st, 26));
         core_load_trial_preemptions(t, sqlite3_column_int64(st, 22));
         core_load_trial_losses(t, sqlite3_column_int64(st, 25));
         json_t *from = store_column_json(st, 24);

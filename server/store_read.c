@@ -210,7 +210,7 @@ int store_read_experiments(Store *s, int64_t limit, int64_t offset, json_t **ite
 #define TRIAL_COLUMNS                                                                              \
     "id, experiment_id, number, state, config, attempt, worker_id, step, last_metrics, "           \
     "best_value, best_step, error, rung, log_tail, created_at, started_at, ended_at, stopped_by, " \
-    "user_paused, warnings, gang, preemptions, lineage, worker_losses"
+    "user_paused, warnings, gang, preemptions, lineage, worker_losses, info"
 
 static json_t *trial_of_row(sqlite3_stmt *st, const Spec *spec)
 {
@@ -241,7 +241,9 @@ static json_t *trial_of_row(sqlite3_stmt *st, const Spec *spec)
     json_t *warnings = column_json(st, 19);
     json_t *gang = column_json(st, 20);
     json_t *lineage = column_json(st, 22);
+    json_t *info = column_json(st, 24);
     v.lineage = lineage;
+    v.info = info;
     v.warnings = warnings;
     v.gang = gang;
     v.config = config ? config : json_object();
@@ -259,6 +261,7 @@ static json_t *trial_of_row(sqlite3_stmt *st, const Spec *spec)
     json_decref(warnings);
     json_decref(gang);
     json_decref(lineage);
+    json_decref(info);
     return o;
 }
 

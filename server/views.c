@@ -65,6 +65,9 @@ json_t *view_trial(const TrialView *v)
     json_object_set_new(o, "warnings",
                         v->warnings ? json_incref((json_t *)v->warnings)
                                     : json_pack("{s:i, s:[]}", "count", 0, "last"));
+    /* The last value of each key its reports carried that was not a
+     * number ({"phase": "train", "done": true}); {} before any. */
+    json_object_set_new(o, "info", v->info ? json_incref((json_t *)v->info) : json_object());
     /* Several objectives and constraints (docs/api.md, "The trial object"):
      * judged on the last report. */
     if (v->spec != NULL && v->spec->n_objectives > 1) {
@@ -167,6 +170,7 @@ void view_of_trial(const Trial *t, TrialView *out)
                        .preemptions = t->preemptions,
                        .worker_losses = t->worker_losses,
                        .warnings = t->warnings,
+                       .info = t->info,
                        .lineage = t->lineage,
                        .nodes = t->exp->spec.nodes,
                        .gang = t->gang_json,

@@ -32,6 +32,7 @@ typedef struct TrialView {
     int64_t preemptions;    /* times its worker gave it back, >= 0 */
     int64_t worker_losses;  /* attempts that ended with its worker lost, >= 0 */
     const json_t *warnings; /* or NULL: none */
+    const json_t *info;     /* the last values that are not numbers, or NULL: none */
     const json_t *lineage;  /* pbt's exploits (an array), or NULL: none */
     int64_t nodes;          /* resources_per_trial.nodes: workers per attempt */
     const json_t *gang;     /* its gang as stored (gang_members.h), or NULL: none formed */

@@ -8,7 +8,9 @@
  *      and -Infinity (outside strings) into marked strings that jansson can
  *      read, since strict JSON has no such tokens;
  *   3. parse and check: jansson reads the copy (duplicate keys rejected),
- *      then the object is checked field by field into a new metrics object.
+ *      then the object is checked field by field: numbers into a new
+ *      metrics object, every other value into a new info object (with its
+ *      marks undone) and a note for the trial's warnings.
  *
  * Why the rewritten tokens are marked: {"loss": NaN} must give the metric
  * "NaN" while {"note": "NaN"} is a string and so not a number. A bare token
@@ -46,6 +48,8 @@
 #define STEP_MAX ((int64_t)1 << 53)
 /* Longest piece of a metric name quoted in a why message. */
 #define WHY_NAME_MAX 40
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 /* A bare token of Python's json.dumps and its two other forms. The tokens
  * are the spellings of common/nonfinite.h, the same strings that the
@@ -263,19 +267,118 @@ static bool read_step(const json_t *v, int64_t *out)
     return false;
 }
 
-/* Checks the parsed object and builds the metrics. Borrows root. */
-static ReportLineKind check_report(json_t *root, int64_t next_step, json_t **metrics, int64_t *step,
-                                   char *why, size_t why_size)
+/* An info value as it goes on to rungd: a new value, or NULL with why
+ * (a phrase, "it holds a NUL character") when it is left out. The bare
+ * tokens inside arrays and objects become their plain strings (info holds
+ * no numbers' marks); a string with a NUL is refused, as rungd's JSON
+ * reader refuses \u0000. Recursion stops at REPORTLINE_INFO_DEPTH, so a
+ * hostile line nested 2,000 deep costs 16 levels of stack. */
+static json_t *info_copy(const json_t *v, int depth, const char **why)
+{
+    if (json_is_string(v)) {
+        const Special *special = special_of(v);
+        if (special != NULL)
+            return json_string(special->token);
+        if (memchr(json_string_value(v), '\0', json_string_length(v)) != NULL) {
+            *why = "it holds a NUL character";
+            return NULL;
+        }
+        return json_incref((json_t *)v);
+    }
+    if (!json_is_array(v) && !json_is_object(v))
+        return json_incref((json_t *)v); /* a number inside, true, false, null */
+    if (depth + 1 > REPORTLINE_INFO_DEPTH) {
+        *why = "it nests deeper than " STR(REPORTLINE_INFO_DEPTH);
+        return NULL;
+    }
+    json_t *copy = json_is_array(v) ? json_array() : json_object();
+    size_t i;
+    const char *key;
+    json_t *item, *c = NULL;
+    bool ok = copy != NULL;
+    if (ok && json_is_array(v)) {
+        json_array_foreach(v, i, item) {
+            c = info_copy(item, depth + 1, why);
+            if (c == NULL || json_array_append_new(copy, c) != 0) {
+                ok = false;
+                break;
+            }
+        }
+    } else if (ok) {
+        json_object_foreach((json_t *)v, key, item) {
+            c = info_copy(item, depth + 1, why);
+            if (c == NULL || json_object_set_new(copy, key, c) != 0) {
+                ok = false;
+                break;
+            }
+        }
+    }
+    if (!ok) {
+        if (*why == NULL)
+            *why = "out of memory";
+        json_decref(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+/* Adds a note for the trial's warnings: "metric 'name' is not a number"
+ * and the rest of the sentence. */
+static int add_note(ReportLine *r, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int add_note(ReportLine *r, const char *key, const char *fmt, ...)
+{
+    char name[WHY_NAME_MAX + 4], rest[160], text[256];
+    quote_name(name, sizeof name, key);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rest, sizeof rest, fmt, ap);
+    va_end(ap);
+    snprintf(text, sizeof text, "metric '%s' is not a number%s", name, rest);
+    return json_object_set_new(r->notes, key, json_string(text));
+}
+
+/* Takes one value that is not a number into r's info, or leaves it out
+ * with a note saying why; *bytes counts the line's info so far. -1 only
+ * when out of memory. */
+static int take_info(ReportLine *r, const char *key, const json_t *value, size_t *bytes)
+{
+    const char *why = NULL;
+    json_t *copy = info_copy(value, 0, &why);
+    if (copy == NULL)
+        return add_note(r, key, " and %s: left out of info", why);
+    size_t n = json_dumpb(copy, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (n > REPORTLINE_INFO_VALUE_MAX || *bytes + n > REPORTLINE_INFO_MAX) {
+        json_decref(copy);
+        if (n > REPORTLINE_INFO_VALUE_MAX)
+            return add_note(r, key, " and its %zu bytes of JSON are more than %d: left out of info",
+                            n, REPORTLINE_INFO_VALUE_MAX);
+        return add_note(r, key, " and the line's info would pass %d bytes: left out of info",
+                        REPORTLINE_INFO_MAX);
+    }
+    *bytes += n;
+    bool done = strcmp(key, "done") == 0 && json_is_boolean(copy);
+    if (done)
+        r->done = json_is_true(copy);
+    if (json_object_set_new(r->info, key, copy) != 0)
+        return -1;
+    return done ? 0 : add_note(r, key, ": kept as info");
+}
+
+/* Checks the parsed object and builds the report. Borrows root. */
+static ReportLineKind check_report(json_t *root, int64_t next_step, ReportLine *out, char *why,
+                                   size_t why_size)
 {
     char name[WHY_NAME_MAX + 4];
     json_t *step_value = json_object_get(root, "step");
     size_t count = json_object_size(root) - (step_value != NULL ? 1 : 0);
     if (count == 0) {
-        why_set(why, why_size, "no metrics");
+        why_set(why, why_size, "nothing reported: no key but step");
         return REPORTLINE_INVALID;
     }
     if (count > METRICS_MAX) {
-        why_set(why, why_size, "%zu metrics, more than %d", count, METRICS_MAX);
+        why_set(why, why_size, "%zu metrics and info values, more than %d", count, METRICS_MAX);
         return REPORTLINE_INVALID;
     }
     int64_t s = next_step;
@@ -284,11 +387,10 @@ static ReportLineKind check_report(json_t *root, int64_t next_step, json_t **met
         return REPORTLINE_INVALID;
     }
 
-    json_t *out = json_object();
-    if (out == NULL) {
-        why_set(why, why_size, "out of memory");
-        return REPORTLINE_INVALID;
-    }
+    ReportLine r = {.metrics = json_object(), .info = json_object(), .notes = json_object()};
+    if (r.metrics == NULL || r.info == NULL || r.notes == NULL)
+        goto oom;
+    size_t info_bytes = 0;
     const char *key;
     json_t *value;
     json_object_foreach(root, key, value) {
@@ -305,37 +407,47 @@ static ReportLineKind check_report(json_t *root, int64_t next_step, json_t **met
                     METRIC_NAME_MAX);
             goto invalid;
         }
-        json_t *copy;
         const Special *special = special_of(value);
         double nonfinite;
+        json_t *copy = NULL;
         if (json_is_number(value)) {
             copy = json_incref(value);
         } else if (special != NULL &&
                    rung_nonfinite_parse(special->token, strlen(special->token), &nonfinite)) {
             copy = rung_nonfinite_to_json(nonfinite);
         } else {
-            quote_name(name, sizeof name, key);
-            why_set(why, why_size, "metric '%s' is not a number", name);
-            goto invalid;
+            if (take_info(&r, key, value, &info_bytes) != 0)
+                goto oom;
+            continue;
         }
-        if (json_object_set_new(out, key, copy) != 0) {
-            why_set(why, why_size, "out of memory");
-            goto invalid;
-        }
+        if (json_object_set_new(r.metrics, key, copy) != 0)
+            goto oom;
     }
-    *metrics = out;
-    *step = s;
+    r.step = s;
+    *out = r;
     return REPORTLINE_OK;
 
+oom:
+    why_set(why, why_size, "out of memory");
 invalid:
-    json_decref(out);
+    reportline_clear(&r);
     return REPORTLINE_INVALID;
 }
 
-ReportLineKind reportline_parse(const char *line, size_t len, int64_t next_step, json_t **metrics,
-                                int64_t *step, char *why, size_t why_size)
+void reportline_clear(ReportLine *r)
 {
-    *metrics = NULL;
+    json_decref(r->metrics);
+    json_decref(r->info);
+    json_decref(r->notes);
+    r->metrics = r->info = r->notes = NULL;
+    r->done = false;
+}
+
+ReportLineKind reportline_parse(const char *line, size_t len, int64_t next_step, ReportLine *out,
+                                char *why, size_t why_size)
+{
+    out->metrics = out->info = out->notes = NULL;
+    out->done = false;
     why_set(why, why_size, "%s", "");
     if (line == NULL)
         return REPORTLINE_NONE;
@@ -396,7 +508,7 @@ ReportLineKind reportline_parse(const char *line, size_t len, int64_t next_step,
         why_set(why, why_size, "the report must be a JSON object");
         kind = REPORTLINE_INVALID;
     } else {
-        kind = check_report(root, next_step, metrics, step, why, why_size);
+        kind = check_report(root, next_step, out, why, why_size);
     }
     json_decref(root);
     return kind;

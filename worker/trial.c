@@ -137,6 +137,7 @@ void wtrial_free(WTrial *t)
     for (Report *r = t->head, *next; r != NULL; r = next) {
         next = r->next;
         json_decref(r->metrics);
+        json_decref(r->info);
         free(r);
     }
     json_decref(t->config);
@@ -200,6 +201,7 @@ void wtrial_drop_queue(WTrial *t)
     for (Report *r = t->head, *next; r != NULL; r = next) {
         next = r->next;
         json_decref(r->metrics);
+        json_decref(r->info);
         free(r);
     }
     t->head = t->tail = NULL;

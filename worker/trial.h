@@ -20,7 +20,8 @@
  * scheduler or the server ends it with its exit status (the server has
  * already ended it and ignores the finish); a preemption (gpuwatch.h)
  * finishes it as "preempted", whatever its exit, to run again from its
- * checkpoint. */
+ * checkpoint; a report line with "done": true finishes it as "completed",
+ * whatever its exit after the SIGTERM (docs/api.md, "The line"). */
 #ifndef RUNG_WORKER_TRIAL_H
 #define RUNG_WORKER_TRIAL_H
 
@@ -92,12 +93,14 @@ typedef enum {
     KILL_SHUTDOWN,   /* the worker is stopping hard */
     KILL_LEFTOVER,   /* the program exited; what it left in its group is ended */
     KILL_PREEMPT,    /* its GPU is wanted, or --hours ended: finished as preempted */
+    KILL_DONE,       /* it reported "done": true (Ray Tune's word): finished as completed */
 } KillReason;
 
 typedef struct Report {
     struct Report *next;
     int64_t step;
-    json_t *metrics; /* owned */
+    json_t *metrics; /* owned; may be empty when info is not */
+    json_t *info;    /* owned: the values that are not numbers, or NULL for none */
 } Report;
 
 /* A trial as this worker runs it: named WTrial (and its functions wtrial_)

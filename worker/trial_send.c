@@ -132,6 +132,11 @@ static bool send_report(WTrial *t, Client *c, const Report *r)
 {
     json_t *body = json_pack("{s:s, s:I, s:O}", "lease_token", t->lease_token, "step",
                              (json_int_t)r->step, "metrics", r->metrics);
+    /* The line's values that are not numbers (docs/api.md, the report's info). */
+    if (body != NULL && r->info != NULL && json_object_set(body, "info", r->info) != 0) {
+        json_decref(body);
+        body = NULL;
+    }
     if (body == NULL) {
         LOG_ERROR("trial %" PRId64 ": out of memory; report of step %" PRId64 " dropped", t->id,
                   r->step);
@@ -230,6 +235,7 @@ void *wtrial_sender_main(void *arg)
         }
         bool go_on = send_report(t, c, r);
         json_decref(r->metrics);
+        json_decref(r->info);
         free(r);
         if (!go_on)
             break;

@@ -58,6 +58,7 @@ typedef struct Sup {
     const char *cwd;  /* borrowed from the trainable */
     double timeout_s; /* 0 = none */
     bool said_rank;   /* a gang's node > 0: its first report line was logged */
+    bool done;        /* a report said "done": true; later report lines are not sent */
     TrialCode code;   /* its working directory, environment, virtualenv (trial_code.h) */
 } Sup;
 
@@ -79,12 +80,14 @@ static void write_log(Sup *s, int fd, const char *data, size_t n)
     }
 }
 
-static void enqueue(WTrial *t, int64_t step, json_t *metrics)
+/* Queues a report for the sender; takes metrics and info (NULL: none). */
+static void enqueue(WTrial *t, int64_t step, json_t *metrics, json_t *info)
 {
     pthread_mutex_lock(&t->mu);
     if (t->abandoned || t->stop_received) {
         pthread_mutex_unlock(&t->mu);
         json_decref(metrics); /* the server ended the trial: nothing more is stored */
+        json_decref(info);
         return;
     }
     Report *r = malloc(sizeof *r);
@@ -93,11 +96,13 @@ static void enqueue(WTrial *t, int64_t step, json_t *metrics)
         LOG_ERROR("trial %" PRId64 ": out of memory; report of step %" PRId64 " dropped", t->id,
                   step);
         json_decref(metrics);
+        json_decref(info);
         return;
     }
     r->next = NULL;
     r->step = step;
     r->metrics = metrics;
+    r->info = info;
     if (t->tail)
         t->tail->next = r;
     else
@@ -136,6 +141,57 @@ static void not_node_0(Sup *s, const char *line, size_t len)
     add_warning(t, line, len, why);
 }
 
+/* Counts each value of the line that is not a number in the trial's
+ * warnings, once per name (warnings.h): "metric 'phase' is not a number:
+ * kept as info"; logged when counted, so once per name too. */
+static void add_notes(Sup *s, const char *line, size_t len, const json_t *notes)
+{
+    WTrial *t = s->t;
+    const char *key;
+    json_t *why;
+    json_object_foreach((json_t *)notes, key, why) {
+        pthread_mutex_lock(&t->mu);
+        bool counted = warnings_add_once(&t->warnings, key, line, len, json_string_value(why));
+        pthread_mutex_unlock(&t->mu);
+        if (counted)
+            LOG_WARN("trial %" PRId64 ": stdout line %" PRId64 ": %s", t->id, s->line_no,
+                     json_string_value(why));
+    }
+}
+
+/* A valid report line: queued for rungd with its info; its notes counted;
+ * "done": true ends the program, and the trial is finished as completed
+ * once the reports before it are delivered (docs/api.md, "The line"). */
+static void on_report(Sup *s, const char *line, size_t len, ReportLine *rep)
+{
+    WTrial *t = s->t;
+    if (s->done)
+        return; /* the program said it was finished: what it prints while ending is log */
+    /* A line of info alone does not move the step counter, so the next
+     * line's metrics take the step they would have had without it. */
+    bool has_metrics = json_object_size(rep->metrics) > 0;
+    if (has_metrics)
+        s->next_step = rep->step + 1;
+    if (t->gang.rank > 0) {
+        not_node_0(s, line, len);
+        return;
+    }
+    add_notes(s, line, len, rep->notes);
+    if (has_metrics || json_object_size(rep->info) > 0) {
+        enqueue(t, rep->step, rep->metrics, json_object_size(rep->info) > 0 ? rep->info : NULL);
+        rep->metrics = NULL; /* taken by the queue */
+        if (json_object_size(rep->info) > 0)
+            rep->info = NULL;
+    }
+    if (rep->done) {
+        s->done = true;
+        LOG_INFO("trial %" PRId64 ": reported done at step %" PRId64 " (line %" PRId64
+                 "); ending its process group, to finish it completed",
+                 t->id, rep->step, s->line_no);
+        wtrial_kill(t, KILL_DONE);
+    }
+}
+
 static void on_stdout_line(void *arg, const char *line, size_t len, bool cut)
 {
     Sup *s = arg;
@@ -151,30 +207,21 @@ static void on_stdout_line(void *arg, const char *line, size_t len, bool cut)
         }
         return;
     }
-    json_t *metrics = NULL;
-    int64_t step = 0;
+    ReportLine rep;
     char why[256] = "";
-    ReportLineKind kind = reportline_parse(line, len, s->next_step, &metrics, &step, why,
-                                           sizeof why);
+    ReportLineKind kind = reportline_parse(line, len, s->next_step, &rep, why, sizeof why);
     if (kind == REPORTLINE_INVALID) {
         LOG_WARN("trial %" PRId64 ": stdout line %" PRId64 " is not a valid report (%s): %.*s",
                  t->id, s->line_no, why, (int)(len < SNIPPET ? len : SNIPPET), line);
         add_warning(t, line, len, why);
-        json_decref(metrics);
         return;
     }
-    if (kind != REPORTLINE_OK || metrics == NULL) {
-        json_decref(metrics);
+    if (kind != REPORTLINE_OK) {
         log_line(t, line, len); /* an ordinary log line */
         return;
     }
-    s->next_step = step + 1;
-    if (t->gang.rank > 0) {
-        json_decref(metrics);
-        not_node_0(s, line, len);
-        return;
-    }
-    enqueue(t, step, metrics);
+    on_report(s, line, len, &rep);
+    reportline_clear(&rep);
 }
 
 /* Adds a line to the log tail the heartbeats carry. */
@@ -620,6 +667,10 @@ static void *supervise(void *arg)
         if (reason_at_exit == KILL_TIMEOUT) {
             snprintf(head, sizeof head, "timed out after %g s", s.timeout_s);
             error = error_text(&s, head);
+        } else if (reason_at_exit == KILL_DONE || (s.done && reason_at_exit == KILL_NONE)) {
+            /* It said done: the SIGTERM that ended it is ours, and an exit
+             * of its own after the line (before the kill) changes nothing. */
+            completed = true;
         } else if (reason_at_exit == KILL_SHUTDOWN) {
             snprintf(head, sizeof head, "the worker shut down and ended the trial (%s)", desc);
             error = error_text(&s, head);

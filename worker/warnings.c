@@ -51,6 +51,20 @@ void warnings_add(Warnings *w, const char *line, size_t len, const char *why)
     w->changed = true;
 }
 
+bool warnings_add_once(Warnings *w, const char *name, const char *line, size_t len, const char *why)
+{
+    /* A linear search: a few names per line, a few lines a second. */
+    for (int i = 0; i < w->n_names; i++) {
+        if (strcmp(w->names[i], name) == 0)
+            return false;
+    }
+    if (w->n_names >= WARNINGS_NAMES_MAX || strlen(name) > WARNINGS_NAME_MAX)
+        return false;
+    strcpy(w->names[w->n_names++], name);
+    warnings_add(w, line, len, why);
+    return true;
+}
+
 json_t *warnings_json(const Warnings *w)
 {
     json_t *last = json_array();

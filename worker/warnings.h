@@ -7,7 +7,12 @@
  * line to WARNINGS_LINE_MAX bytes, the reason to WARNINGS_WHY_MAX bytes, on
  * character boundaries, as valid UTF-8 without NUL bytes (a program may
  * print any bytes; JSON strings hold only UTF-8). The bounds are those of
- * server/request.h (REQUEST_MAX_WARN_*), checked equal in test_request.c. */
+ * server/request.h (REQUEST_MAX_WARN_*), checked equal in test_request.c.
+ *
+ * Besides invalid lines, a value that is not a number in a valid line
+ * (kept as the report's info, reportline.h) is counted, once per name: a
+ * program that prints its phase with every step would otherwise fill the
+ * count and push every other warning out of the last 5. */
 #ifndef RUNG_WORKER_WARNINGS_H
 #define RUNG_WORKER_WARNINGS_H
 
@@ -20,13 +25,20 @@
 #define WARNINGS_LINE_MAX 512          /* bytes of a quoted line */
 #define WARNINGS_WHY_MAX 256           /* bytes of its reason */
 #define WARNINGS_COUNT_MAX (1LL << 53) /* a count stays exact in JSON */
+/* Names remembered as warned once (warnings_add_once): 4 lines of 64 new
+ * names each; a program that makes up more names than this is not helped
+ * by more of the same warning, so the names past it are not counted. */
+#define WARNINGS_NAMES_MAX 256
+#define WARNINGS_NAME_MAX 64 /* bytes of a report line's key (reportline.c) */
 
 typedef struct Warnings {
     int64_t count;                                   /* invalid lines so far */
     char line[WARNINGS_LAST][WARNINGS_LINE_MAX + 1]; /* a ring of the last ones, from first */
     char why[WARNINGS_LAST][WARNINGS_WHY_MAX + 1];
     int first, n;
-    bool changed; /* since warnings_take */
+    bool changed;                                          /* since warnings_take */
+    char names[WARNINGS_NAMES_MAX][WARNINGS_NAME_MAX + 1]; /* warned once, in order */
+    int n_names;
 } Warnings;
 
 void warnings_init(Warnings *w);
@@ -34,6 +46,12 @@ void warnings_init(Warnings *w);
 /* Counts one invalid line (len bytes, any bytes) refused for why (any
  * bytes, NUL-terminated) and keeps it among the last. */
 void warnings_add(Warnings *w, const char *line, size_t len, const char *why);
+
+/* warnings_add for the first value named name (1..WARNINGS_NAME_MAX bytes)
+ * that is worth a warning; later ones, and names past WARNINGS_NAMES_MAX,
+ * are not counted. Returns whether it counted this one. */
+bool warnings_add_once(Warnings *w, const char *name, const char *line, size_t len,
+                       const char *why);
 
 /* {"count": N, "last": [{"line": ..., "why": ...}, ...]}, oldest first; a
  * new object, NULL when out of memory. */

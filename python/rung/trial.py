@@ -33,6 +33,12 @@ __all__ = [
 MAX_METRICS = 64
 MAX_NAME_BYTES = 64
 MAX_STEP = 2**53
+# What a value that is not a number may take (worker/reportline.h): bytes of
+# one as compact JSON, and of a line's together.
+MAX_INFO_VALUE_BYTES = 1024
+MAX_INFO_BYTES = 4096
+# The values that are the report's info rather than a metric.
+_INFO_TYPES = (str, bool, type(None), list, tuple, dict)
 LOCAL_DIR = "rung-local"
 
 _lock = threading.Lock()
@@ -128,15 +134,35 @@ def _number(name: str, value: Any) -> Any:
     raise TypeError(f"metric {name!r} is a {type(value).__name__}, not a number")
 
 
+def _info(name: str, value: Any) -> Any:
+    """A value that is not a number, as the line's info carries it: checked
+    to be one JSON can write (ValueError or TypeError naming the metric
+    otherwise) and within the worker's bounds, so that nothing printed is
+    left out."""
+    try:
+        text = json.dumps(value, allow_nan=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"metric {name!r} is not a number and JSON cannot carry it: "
+                        f"{exc}") from None
+    size = len(text.encode())
+    if size > MAX_INFO_VALUE_BYTES:
+        raise ValueError(f"metric {name!r} is not a number and its {size} bytes of JSON are "
+                         f"more than {MAX_INFO_VALUE_BYTES}: info is for labels and flags")
+    return size
+
+
 def format_report(step: Optional[int], metrics: Mapping[str, Any]) -> str:
     """The `@rung` line for one report, without its newline.
 
-    Raises TypeError or ValueError, naming the metric, for what the worker
-    would refuse. NaN and infinities are written as the bare tokens the
+    Numbers are metrics; a str, bool, None, list, tuple or dict is the
+    report's info (docs/api.md, "The line"), e.g. phase="warmup" or Ray
+    Tune's done=True, which ends the trial completed. Raises TypeError or
+    ValueError, naming the metric, for what the worker would refuse or
+    leave out. NaN and infinities are written as the bare tokens the
     protocol takes (NaN, Infinity, -Infinity).
     """
     if not metrics:
-        raise ValueError("report() needs at least one metric")
+        raise ValueError("report() needs at least one metric or info value")
     if len(metrics) > MAX_METRICS:
         raise ValueError(f"report() takes at most {MAX_METRICS} metrics, got {len(metrics)}")
     body: dict[str, Any] = {}
@@ -150,11 +176,19 @@ def format_report(step: Optional[int], metrics: Mapping[str, Any]) -> str:
         if not 0 <= step <= MAX_STEP:
             raise ValueError(f"step must be in [0, 2^53], got {step}")
         body["step"] = step
+    info_bytes = 0
     for name, value in metrics.items():
         if not isinstance(name, str) or not 1 <= len(name.encode()) <= MAX_NAME_BYTES:
             raise ValueError(f"metric name {name!r} must be 1 to {MAX_NAME_BYTES} bytes")
         if name == "step":
             raise ValueError("'step' is the report's step, not a metric")
+        if isinstance(value, _INFO_TYPES):
+            info_bytes += _info(name, value)
+            if info_bytes > MAX_INFO_BYTES:
+                raise ValueError(f"metric {name!r}: the report's info passes "
+                                 f"{MAX_INFO_BYTES} bytes of JSON")
+            body[name] = value
+            continue
         number = _number(name, value)
         if isinstance(number, int) and not -(2**63) <= number < 2**63:
             raise ValueError(f"metric {name!r} is outside 64-bit integers: {number}")
@@ -165,13 +199,15 @@ def format_report(step: Optional[int], metrics: Mapping[str, Any]) -> str:
 
 
 def report(step: Optional[int] = None, **metrics: Any) -> int:
-    """Reports metrics of one step; returns the step.
+    """Reports metrics of one step, and info (values that are not numbers:
+    phase="train", done=True); returns the step.
 
     `step` left out is one more than the last report's (the first is
-    resume_step() + 1), as the worker would count it. The line is written
-    to stdout and flushed at once, so the scheduler sees it while the
-    program runs (an ASHA stop comes on time even when stdout is a pipe).
-    Everything is checked before anything is printed.
+    resume_step() + 1), as the worker would count it: a report of info
+    alone does not count one. The line is written to stdout and flushed at
+    once, so the scheduler sees it while the program runs (an ASHA stop
+    comes on time even when stdout is a pipe). Everything is checked before
+    anything is printed.
     """
     global _last_step
     with _lock:
@@ -180,8 +216,9 @@ def report(step: Optional[int] = None, **metrics: Any) -> int:
         line = format_report(step, metrics)
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
-        _last_step = int(step)
-        return _last_step
+        if any(not isinstance(v, _INFO_TYPES) for v in metrics.values()):
+            _last_step = int(step)
+        return int(step)
 
 
 # The file run_function is importing, while it does: rung.Experiment.submit

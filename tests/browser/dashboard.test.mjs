@@ -553,6 +553,8 @@ const WARNINGS = {
   ],
 };
 
+const INFO = { phase: '<b>warmup</b>', done: false };
+
 const colorOf = (sel) => page.locator(sel).first().evaluate((el) => getComputedStyle(el).color);
 
 /** A trial's state once pred holds for it. */
@@ -581,6 +583,10 @@ test('a failed experiment is red with its error; trials table error and warnings
   assert.equal(t2.experiment_id, eid);
   await fake.report(t1, 1, { loss: 0.9 });
   await fake.report(t2, 1, { loss: 0.8 });
+  // A report of info alone (docs/api.md): what a @rung line held besides numbers.
+  await d.api('POST', `/api/v1/trials/${t1.id}/report`, {
+    lease_token: t1.lease_token, step: 2, metrics: {}, info: INFO,
+  });
   // The worker's finish: failed, with its error and the @rung lines it refused.
   await d.api('POST', `/api/v1/trials/${t1.id}/finish`, {
     lease_token: t1.lease_token, status: 'failed', error: FAIL_ERROR, warnings: WARNINGS,
@@ -656,6 +662,11 @@ test('a failed experiment is red with its error; trials table error and warnings
   assert.deepEqual(shown, WARNINGS.last.map((w) => [w.line, w.why]), 'refused lines and why');
   assert.equal(await page.locator(`${tid('trial-warnings')} b`).count(), 0, 'a refused line became markup');
   await waitText(tid('trial-warnings-count'), (s) => s.includes(String(WARNINGS.count)), 'the count of refused lines');
+  // Its info, a value per name, as text.
+  await waitFor(async () => (await page.locator(tid('trial-info-item')).count()) === 2, { what: 'one item per info name' });
+  const info = await page.$$eval(tid('trial-info-item'), (els) => els.map((el) => [el.dataset.key, el.textContent]));
+  assert.deepEqual(info, [['phase', 'phase: <b>warmup</b>'], ['done', 'done: false']], 'the trial\'s info');
+  assert.equal(await page.locator(`${tid('trial-info')} b`).count(), 0, 'an info value became markup');
   await shot('trial-warnings');
   // The trial its experiment stopped says so.
   await go(`/trials/${t2.id}`);

@@ -103,7 +103,7 @@ __attribute__((unused)) static void check_warnings(const json_t *w)
 
 static void check_report(const json_t *body, const ReportRequest *r)
 {
-    static const char *const allowed[] = {"lease_token", "step", "metrics", NULL};
+    static const char *const allowed[] = {"lease_token", "step", "metrics", "info", NULL};
     check_keys(body, allowed);
     check_string(body, "lease_token", r->lease_token, REQUEST_MAX_TOKEN);
     CHECK(r->step >= 0 && r->step <= REQUEST_MAX_STEP);
@@ -118,6 +118,19 @@ static void check_report(const json_t *body, const ReportRequest *r)
               (s != NULL && (strcmp(s, "NaN") == 0 || strcmp(s, "Infinity") == 0 ||
                              strcmp(s, "-Infinity") == 0)));
     }
+    /* info: NULL for none, else the body's non-empty object of values that
+     * are not numbers, none a metric's name, within the byte bounds. */
+    CHECK(r->info == NULL || r->info == json_object_get(body, "info"));
+    CHECK(r->info == NULL || json_object_size(r->info) >= 1);
+    size_t total = 0;
+    json_object_foreach(r->info, key, v) {
+        size_t n = json_dumpb(v, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
+        CHECK(!json_is_number(v) && json_object_get(r->metrics, key) == NULL);
+        CHECK(strlen(key) >= 1 && strlen(key) <= REQUEST_MAX_INFO_NAME);
+        CHECK(n <= REQUEST_MAX_INFO_VALUE);
+        total += n;
+    }
+    CHECK(total <= REQUEST_MAX_INFO);
 }
 
 static int run(json_t *body, RungError *err)
@@ -127,7 +140,7 @@ static int run(json_t *body, RungError *err)
     if (rc == 0)
         check_report(body, &r);
     else
-        CHECK(r.lease_token == NULL && r.metrics == NULL && r.step == 0);
+        CHECK(r.lease_token == NULL && r.metrics == NULL && r.info == NULL && r.step == 0);
     return rc;
 }
 

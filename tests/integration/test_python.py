@@ -342,9 +342,9 @@ class PythonClientCase(wh.WorkerTestCase):
         dead = rung.Client("http://127.0.0.1:9", timeout=2)
         with self.assertRaises(rung.UnreachableError):
             dead.list_experiments()
-        # A metric that is not a number: TypeError naming it, nothing printed.
+        # A value JSON cannot carry: TypeError naming it, nothing printed.
         out = subprocess.run([sys.executable, "-c",
-                              "import rung; rung.report(loss=0.5, acc='high')"],
+                              "import rung; rung.report(loss=0.5, acc={1, 2})"],
                              env={**os.environ, "PYTHONPATH": PYTHON_DIR},
                              capture_output=True, text=True, timeout=30)
         self.assertNotEqual(out.returncode, 0)

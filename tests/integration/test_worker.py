@@ -579,6 +579,45 @@ class ReportWarnings(wh.WorkerTestCase):
         self.assertIn("duplicate", last[2]["why"], last[2])
 
 
+class ReportInfo(wh.WorkerTestCase):
+    """Values that are not numbers in a @rung line are the report's info
+    (docs/api.md, "The line"): the numbers still count, the trial keeps the
+    last info values (also across a restart of rungd), each name is warned
+    about once, and Ray Tune's "done": true ends the trial completed."""
+
+    def test_info_and_done(self):
+        d = self.daemon()
+        prog = self.script("info.py", r"""
+            import time
+            print('@rung {"step": 1, "loss": 0.5, "phase": "warmup"}', flush=True)
+            print('@rung {"step": 2, "loss": 0.4, "phase": "train", "done": true}', flush=True)
+            time.sleep(30)
+            print('@rung {"step": 3, "loss": 0.1}', flush=True)
+            """)
+        eid = d.create_experiment(wh.command_spec([wh.PYTHON, prog], num_samples=1))["id"]
+        started = time.monotonic()
+        w = self.worker(d, "w", once=True)
+        self.assertEqual(self.wait_workers_exit([w], 20), [0], self.explain(d, w))
+        # done: the worker ended the program (SIGTERM) instead of waiting 30 s.
+        self.assertLess(time.monotonic() - started, 15)
+        t = d.all_trials(eid)[0]
+        self.assertEqual(t["state"], "completed", "%r\n%s" % (t, self.explain(d, w)))
+        self.assertEqual([(i["step"], i["metrics"]) for i in d.metrics_of(t["id"])],
+                         [(1, {"loss": 0.5}), (2, {"loss": 0.4})])
+        self.assertEqual(t["info"], {"phase": "train", "done": True})
+        # phase is counted once, not once per line; a boolean done not at all.
+        self.assertEqual(t["warnings"]["count"], 1, t["warnings"])
+        self.assertEqual(t["warnings"]["last"][0]["why"],
+                         "metric 'phase' is not a number: kept as info")
+        self.assertIn("\"phase\": \"warmup\"", t["warnings"]["last"][0]["line"])
+        self.assertEqual(d.experiment(eid)["best"]["value"], 0.4)
+        # The trial list shows it too, and it survives a restart of rungd.
+        d.stop()
+        d.restart()
+        self.assertEqual(d.trial(t["id"])["info"], {"phase": "train", "done": True})
+        self.assertEqual(d.all_trials(eid)[0]["info"], {"phase": "train", "done": True})
+
+
 class WorkerLabels(wh.WorkerTestCase):
     """--label key=value is sent at registration and listed with the worker;
     a bad one is refused at start."""

@@ -87,11 +87,29 @@ class ReportTest(unittest.TestCase):
         with self.assertRaisesRegex(TypeError, "metric 'w'"):
             rung.report(w=torch.ones(2, 2))
 
+    def test_values_that_are_not_numbers_are_info(self):
+        # docs/api.md, "The line": the worker sends them as the report's info.
+        _, out = captured(rung.report, loss=0.5, phase="warmup", ok=True, v=None, h=[1.0, "a"],
+                          o={"k": (1, 2)})
+        self.assertEqual(out, '@rung {"step":1,"loss":0.5,"phase":"warmup","ok":true,"v":null,'
+                              '"h":[1.0,"a"],"o":{"k":[1,2]}}\n')
+        # Ray Tune's done; a line of info alone takes no step, as the worker counts.
+        _, out = captured(rung.report, phase="train")
+        self.assertEqual(out, '@rung {"step":2,"phase":"train"}\n')
+        self.assertEqual(trial._last_step, 1)
+        _, out = captured(rung.report, loss=0.4, done=True)
+        self.assertEqual(out, '@rung {"step":2,"loss":0.4,"done":true}\n')
+        self.assertEqual(parse(out.rstrip("\n"))["done"], True)
+
     def test_bad_values_raise_before_anything_is_printed(self):
-        cases = [({"loss": 0.5, "acc": "high"}, TypeError, "metric 'acc' is a str"),
-                 ({"ok": True}, TypeError, "metric 'ok' is a bool"),
-                 ({"v": None}, TypeError, "metric 'v' is a NoneType"),
-                 ({"v": [1.0]}, TypeError, "metric 'v' is a list"),
+        cases = [({"loss": 0.5, "acc": {1, 2}}, TypeError, "metric 'acc' is a set, not a number"),
+                 ({"v": [object()]}, TypeError,
+                  "metric 'v' is not a number and JSON cannot carry it"),
+                 ({"v": object()}, TypeError, "metric 'v' is a object, not a number"),
+                 ({"v": b"bytes"}, TypeError, "metric 'v' is a bytes"),
+                 ({"s": "x" * 1023}, ValueError, "metric 's' is not a number and its 1025 bytes"),
+                 ({f"s{i}": "x" * 1000 for i in range(5)}, ValueError,
+                  "metric 's4': the report's info passes 4096 bytes"),
                  ({}, ValueError, "at least one metric"),
                  ({"x" * 65: 1}, ValueError, "1 to 64 bytes"),
                  ({"v": 2**64}, ValueError, "64-bit"),

@@ -382,6 +382,61 @@ static void test_repeated_report_same_answer_stored_once(void **state)
     core_free(core);
 }
 
+/* A report's info (core_report_info): merged into the trial's, last value
+ * per key, at most 64 keys; a report of info alone renews
+ * the lease and stores no report; a wrong token is refused as a report's;
+ * an ended trial's info no longer changes. */
+#define INFO_KEYS 64 /* core_report.c's CORE_MAX_INFO_KEYS (docs/api.md, the trial's info) */
+static void test_report_info_merged(void **state)
+{
+    (void)state;
+    Core *core = core_new(LEASE_MS);
+    add_experiment(core, SIMPLE);
+    Worker *w = add_worker(core);
+    LeaseOffer offer = cpus(1);
+    const char *tok = "0123456789abcdef0123456789abcdef";
+    Trial *t = core_lease(core, w, &offer, tok, 2000);
+    ReportAction a;
+    RungError err;
+    json_t *info = json_pack("{s:s}", "phase", "warmup");
+    assert_int_equal(core_report_info(core, t, tok, info, 2100, &a, &err), 0);
+    assert_int_equal(a, ACTION_CONTINUE);
+    assert_int_equal(t->lease_expires_ms, 2100 + LEASE_MS);
+    json_decref(info);
+    info = json_pack("{s:s, s:b}", "phase", "train", "done", 1);
+    assert_int_equal(core_report_info(core, t, tok, info, 2200, &a, &err), 0);
+    json_decref(info);
+    json_t *want = json_pack("{s:s, s:b}", "phase", "train", "done", 1);
+    assert_true(json_equal(t->info, want));
+    json_decref(want);
+    CoreChanges c;
+    core_changes(core, &c);
+    assert_int_equal(c.n_reports, 0); /* info alone is no report */
+
+    info = json_object();
+    for (int i = 0; i < INFO_KEYS; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%d", i);
+        json_object_set_new(info, key, json_null());
+    }
+    assert_int_equal(core_report_info(core, t, tok, info, 2300, &a, &err), 0);
+    json_decref(info);
+    assert_int_equal(json_object_size(t->info), INFO_KEYS); /* the first 64 names */
+    assert_string_equal(json_string_value(json_object_get(t->info, "phase")), "train");
+    assert_null(json_object_get(t->info, "k62"));
+
+    info = json_pack("{s:s}", "phase", "late");
+    assert_int_equal(core_report_info(core, t, "ffffffffffffffffffffffffffffffff", info, 2400, &a,
+                                      &err),
+                     RUNG_E_LEASE_LOST);
+    assert_int_equal(core_finish(core, t, tok, true, NULL, 2500, &err), 0);
+    assert_int_equal(core_report_info(core, t, tok, info, 2600, &a, &err), 0);
+    assert_int_equal(a, ACTION_STOP);
+    assert_string_equal(json_string_value(json_object_get(t->info, "phase")), "train");
+    json_decref(info);
+    core_free(core);
+}
+
 /* A lost worker (its lease ran out) is retried as a new attempt apart
  * from max_failures, CORE_MAX_WORKER_LOSSES times; later losses count as
  * failures (docs/api.md, "The trial object"). */
@@ -1861,6 +1916,7 @@ int main(void)
         cmocka_unit_test(test_spec_defaults_and_errors),
         cmocka_unit_test(test_lease_report_finish_completes),
         cmocka_unit_test(test_repeated_report_same_answer_stored_once),
+        cmocka_unit_test(test_report_info_merged),
         cmocka_unit_test(test_expiry_retries_then_fails),
         cmocka_unit_test(test_all_trials_failed_fails_the_experiment),
         cmocka_unit_test(test_nan_fails_without_retry),

@@ -940,7 +940,14 @@ static void note_store(Run *r)
      * for every experiment here, and the hashes predate it. */
     note_table(db, "SELECT id, name, spec, seed, state, total_trials, created_at, ended_at, "
                    "summary, error, ended_reason, health FROM experiments ORDER BY id");
-    note_table(db, "SELECT * FROM trials ORDER BY id");
+    /* The columns up to schema 13: 014's info (what reports carried that
+     * was not a number) is NULL for every trial here, since no report
+     * carries info, and the hashes predate it. */
+    note_table(db, "SELECT id, experiment_id, number, state, config, attempt, worker_id, "
+                   "lease_token, resources, stop_requested, error, created_at, started_at, "
+                   "ended_at, rung, queue_pos, step, last_metrics, best_value, best_step, "
+                   "log_tail, stopped_by, stop_kind, user_paused, warnings, gang, preemptions, "
+                   "lineage, resume_from, worker_losses FROM trials ORDER BY id");
     /* The columns up to schema 11: 012's caps (what code a worker runs) is
      * NULL for every worker here, and the hashes predate it. */
     note_table(db, "SELECT id, name, hostname, gpus, cpus, registered_at, last_seen_at, heartbeat, "

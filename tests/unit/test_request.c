@@ -19,6 +19,7 @@
 /* rung-worker checks and cuts what it sends with bounds of its own: the
  * same as the server's. */
 #include "../../worker/labels.h"
+#include "../../worker/reportline.h"
 #include "../../worker/warnings.h"
 _Static_assert(LABELS_MAX == REQUEST_MAX_LABELS, "worker/labels.h");
 _Static_assert(LABELS_KEY_MAX == SPEC_MAX_LABEL_KEY, "worker/labels.h");
@@ -27,6 +28,10 @@ _Static_assert(WARNINGS_LAST == REQUEST_MAX_WARN_LAST, "worker/warnings.h");
 _Static_assert(WARNINGS_LINE_MAX == REQUEST_MAX_WARN_LINE, "worker/warnings.h");
 _Static_assert(WARNINGS_WHY_MAX == REQUEST_MAX_WARN_WHY, "worker/warnings.h");
 _Static_assert(WARNINGS_COUNT_MAX == REQUEST_MAX_STEP, "worker/warnings.h");
+/* What a report line's info may hold is what a report body takes. */
+_Static_assert(REPORTLINE_INFO_VALUE_MAX == REQUEST_MAX_INFO_VALUE, "worker/reportline.h");
+_Static_assert(REPORTLINE_INFO_MAX == REQUEST_MAX_INFO, "worker/reportline.h");
+_Static_assert(WARNINGS_NAME_MAX == REQUEST_MAX_INFO_NAME, "worker/warnings.h");
 
 #define A RUNG_E_INVALID_ARGUMENT
 #define TOKEN "0123456789abcdef0123456789abcdef"
@@ -212,6 +217,89 @@ static void test_report(void **state)
     assert_refused(request_report_parse(NULL, &r, &err), &err, RUNG_E_BAD_JSON, "");
     b = parse("[1]");
     assert_refused(request_report_parse(b, &r, &err), &err, RUNG_E_BAD_JSON, "");
+    json_decref(b);
+}
+
+
+/* A report's info (request.h): values that are not numbers, bounded like a
+ * report line's (worker/reportline.h); errors name the key. */
+static void test_report_info(void **state)
+{
+    (void)state;
+    ReportRequest r;
+    RungError err;
+    json_t *b = parse("{\"lease_token\": \"" TOKEN "\", \"step\": 3, \"metrics\": {\"loss\": 0.25},"
+                      " \"info\": {\"phase\": \"warmup\", \"done\": true, \"n\": null,"
+                      " \"a\": [1, \"NaN\"], \"o\": {\"k\": 1}}}");
+    assert_int_equal(request_report_parse(b, &r, &err), 0);
+    assert_ptr_equal(r.info, json_object_get(b, "info"));
+    json_decref(b);
+    /* null and {} are no info; metrics may be empty beside info. */
+    b = parse("{\"lease_token\": \"t\", \"step\": 1, \"metrics\": {}, \"info\": null}");
+    assert_int_equal(request_report_parse(b, &r, &err), 0);
+    assert_null(r.info);
+    json_object_set_new(b, "info", json_object());
+    assert_int_equal(request_report_parse(b, &r, &err), 0);
+    assert_null(r.info);
+    json_object_set_new(b, "info", json_pack("{s:s}", "phase", "x"));
+    assert_int_equal(request_report_parse(b, &r, &err), 0);
+    assert_non_null(r.info);
+    json_decref(b);
+
+    static const struct {
+        const char *info, *field;
+    } bad[] = {
+        {"[1]", "info"},
+        {"\"phase\"", "info"},
+        {"{\"x\": 1}", "info.x"},
+        {"{\"x\": 1.5}", "info.x"},
+        {"{\"loss\": \"a\"}", "info.loss"}, /* also a metric */
+        {"{\"\": \"a\"}", "info."},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "{\"lease_token\": \"t\", \"step\": 1, \"metrics\": {\"loss\": 1}, \"info\": %s}",
+                 bad[i].info);
+        b = parse(text);
+        rung_error_clear(&err);
+        assert_refused(request_report_parse(b, &r, &err), &err, A, bad[i].field);
+        assert_null(r.info);
+        json_decref(b);
+    }
+
+    /* A name of 64 bytes passes, 65 do not; a value of 1024 bytes of JSON
+     * passes, 1025 do not; 4096 in all pass, 4097 do not. */
+    b = parse("{\"lease_token\": \"t\", \"step\": 1, \"metrics\": {}, \"info\": {}}");
+    json_t *info = json_object_get(b, "info");
+    char name[REQUEST_MAX_INFO_NAME + 2];
+    memset(name, 'n', sizeof name - 1);
+    name[REQUEST_MAX_INFO_NAME] = '\0';
+    json_object_set_new(info, name, json_true());
+    assert_int_equal(request_report_parse(b, &r, &err), 0);
+    json_object_clear(info);
+    name[REQUEST_MAX_INFO_NAME] = 'n';
+    name[REQUEST_MAX_INFO_NAME + 1] = '\0';
+    json_object_set_new(info, name, json_true());
+    char field[REQUEST_MAX_INFO_NAME + 8];
+    snprintf(field, sizeof field, "info.%s", name);
+    assert_refused(request_report_parse(b, &r, &err), &err, A, field);
+    json_object_clear(info);
+    char value[REQUEST_MAX_INFO_VALUE];
+    memset(value, 'v', sizeof value);
+    json_object_set_new(info, "s", json_stringn(value, REQUEST_MAX_INFO_VALUE - 2));
+    assert_int_equal(request_report_parse(b, &r, &err), 0);
+    json_object_set_new(info, "s", json_stringn(value, REQUEST_MAX_INFO_VALUE - 1));
+    assert_refused(request_report_parse(b, &r, &err), &err, A, "info.s");
+    json_object_clear(info);
+    for (int i = 0; i < 4; i++) {
+        char key[8];
+        snprintf(key, sizeof key, "k%d", i);
+        json_object_set_new(info, key, json_stringn(value, REQUEST_MAX_INFO_VALUE - 2));
+    }
+    assert_int_equal(request_report_parse(b, &r, &err), 0);
+    json_object_set_new(info, "last", json_true());
+    assert_refused(request_report_parse(b, &r, &err), &err, A, "info.last");
     json_decref(b);
 }
 
@@ -1254,6 +1342,7 @@ int main(void)
         cmocka_unit_test(test_depth_bound),
         cmocka_unit_test(test_utf8_cuts),
         cmocka_unit_test(test_report),
+        cmocka_unit_test(test_report_info),
         cmocka_unit_test(test_finish),
         cmocka_unit_test(test_finish_error_cut),
         cmocka_unit_test(test_register),

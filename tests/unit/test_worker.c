@@ -407,6 +407,38 @@ static void test_warnings_clean(void **state)
     json_decref(j);
 }
 
+/* A value that is not a number is warned once per name (warnings.h): a
+ * program printing its phase every step counts 1, not one per line; names
+ * past WARNINGS_NAMES_MAX are not counted. */
+static void test_warnings_once(void **state)
+{
+    (void)state;
+    static Warnings w;
+    warnings_init(&w);
+    const char *line = "@rung {\"loss\": 0.3, \"phase\": \"warmup\"}";
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(warnings_add_once(&w, "phase", line, strlen(line), "kept as info"),
+                         i == 0);
+    assert_true(warnings_add_once(&w, "note", line, strlen(line), "kept as info"));
+    json_t *j = warnings_take(&w);
+    assert_int_equal(json_integer_value(json_object_get(j, "count")), 2);
+    assert_int_equal(json_array_size(json_object_get(j, "last")), 2);
+    json_decref(j);
+    for (int i = 2; i < WARNINGS_NAMES_MAX + 10; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "n%d", i);
+        assert_int_equal(warnings_add_once(&w, name, line, strlen(line), "kept as info"),
+                         i < WARNINGS_NAMES_MAX);
+    }
+    assert_int_equal(w.count, WARNINGS_NAMES_MAX);
+    /* A name longer than a report line's key is never one. */
+    char long_name[WARNINGS_NAME_MAX + 2];
+    memset(long_name, 'x', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    warnings_init(&w);
+    assert_false(warnings_add_once(&w, long_name, line, strlen(line), "kept as info"));
+}
+
 static void test_warnings_last(void **state)
 {
     (void)state;
@@ -1455,6 +1487,7 @@ int main(void)
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_warnings_clean),
         cmocka_unit_test(test_warnings_last),
+        cmocka_unit_test(test_warnings_once),
         cmocka_unit_test(test_prune_select),
         cmocka_unit_test(test_trialdir),
         cmocka_unit_test(test_slots),

@@ -1,5 +1,6 @@
 // #/trials/ID — one trial: state, config, error, who stopped or paused it,
-// the invalid @rung lines the worker refused, worker, a gang's nodes and
+// its info (the last values of its reports that were not numbers), the
+// warnings about its @rung lines, worker, a gang's nodes and
 // members (rank → worker) and where they meet, times, its reports
 // (table and chart, fetched incrementally with after_step), under pbt its
 // lineage (each exploit: step, donor, what changed) and its log tail.
@@ -50,11 +51,16 @@ export function mount(root, { id }) {
   const gangList = h('ol', { class: 'gang', testid: 'trial-gang' });
   const gangMaster = h('span', { class: 'muted', testid: 'trial-gang-master' });
   const gangFact = [gangTitle, h('dd', { hidden: true }, gangList, gangMaster)];
-  // warnings: {count, last: [{line, why}]}, the @rung lines rung-worker refused.
+  // info (docs/api.md, the trial object): the last value of each name its
+  // reports carried that was not a number, {"phase": "train", "done": true}.
+  const info = h('span', { testid: 'trial-info' });
+  const infoFact = [h('dt', { text: 'Info', hidden: true }), h('dd', { hidden: true }, info)];
+  // warnings: {count, last: [{line, why}]}, the @rung lines rung-worker
+  // refused and the first value of each name that was not a number.
   const warnCount = h('p', { class: 'muted', testid: 'trial-warnings-count' });
   const warnList = h('ul', { class: 'warnings', testid: 'trial-warnings' });
   const warnSection = h('section', { class: 'warnings-section', hidden: true },
-    h('h2', { text: 'Invalid @rung lines' }), warnCount, warnList);
+    h('h2', { text: '@rung line warnings' }), warnCount, warnList);
   // pbt (docs/schedulers.md): the exploits that made this trial's history,
   // oldest first; the experiment page draws the whole population's.
   const lineageNote = h('p', { class: 'muted', testid: 'trial-lineage-note' });
@@ -86,7 +92,7 @@ export function mount(root, { id }) {
         nodesFact, gangFact, artifactsFact,
         h('dt', { text: 'Times' }), h('dd', null, times),
         h('dt', { text: 'Scheduler' }), h('dd', null, rung),
-        stoppedByFact, pausedByFact),
+        stoppedByFact, pausedByFact, infoFact),
       error,
       warnSection,
       lineageSection,
@@ -132,6 +138,7 @@ export function mount(root, { id }) {
     for (const el of artifactsFact) el.hidden = !kept;
     if (kept) setText(artifacts, `download (${int(t.artifacts.size)} bytes)`);
     showFact(pausedByFact, pausedBy, t.paused_by);
+    renderInfo(t.info);
     renderWarnings(t.warnings);
     renderLineage(t);
     const tail = typeof t.log_tail === 'string' && t.log_tail.length ? t.log_tail : null;
@@ -194,6 +201,24 @@ export function mount(root, { id }) {
       h('td', { text: time(e.time) }))));
   }
 
+  let infoKey = '';
+  function renderInfo(o) {
+    const entries = o && typeof o === 'object' && !Array.isArray(o) ? Object.entries(o) : [];
+    const k = JSON.stringify(entries);
+    if (k === infoKey) return;
+    infoKey = k;
+    for (const el of infoFact) el.hidden = entries.length === 0;
+    // Values come from user programs: text nodes only; a string as it is,
+    // anything else as its JSON (true, null, [1, 2]).
+    const items = [];
+    entries.forEach(([key, v], i) => {
+      if (i) items.push(' \u00b7 ');
+      items.push(h('span', { class: 'info-item', testid: 'trial-info-item', 'data-key': key,
+        text: `${key}: ${typeof v === 'string' ? v : JSON.stringify(v)}` }));
+    });
+    info.replaceChildren(...items);
+  }
+
   let warnKey = '';
   function renderWarnings(w) {
     const n = warningCount({ warnings: w });
@@ -202,8 +227,8 @@ export function mount(root, { id }) {
     if (k === warnKey) return;
     warnKey = k;
     warnSection.hidden = n === 0 && last.length === 0;
-    setText(warnCount, n === 1 ? '1 line was refused' :
-      `${n} lines were refused${last.length && last.length < n ? `; the last ${last.length}:` : ''}`);
+    setText(warnCount, n === 1 ? '1 warning' :
+      `${n} warnings${last.length && last.length < n ? `; the last ${last.length}:` : ''}`);
     // Lines come from user programs: text nodes only.
     warnList.replaceChildren(...last.map((x) => h('li', { testid: 'trial-warning' },
       h('code', { class: 'warning-line', testid: 'trial-warning-line', text: x && x.line !== undefined ? String(x.line) : '' }),
