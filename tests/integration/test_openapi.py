@@ -23,7 +23,8 @@ documents, and stays in step with both.
   and finish, lists, curves, events, errors, users, tokens and a session);
   every reply is checked against the schema that its operation and status
   give in docs/openapi.yaml, with a small validator of the JSON Schema
-  subset the document uses.
+  subset the document uses. Each spec of examples/*.json is an
+  ExperimentSpec, and rungd's reply to it an Experiment.
 
 Where a change adds a field to one of those objects or a new domain type,
 searcher field or route, this test names what is missing where.
@@ -809,6 +810,25 @@ class Live(RungdTestCase):
         r = d.request("HEAD", "/api/v1/blobs/" + "ab" * 32)
         self.assertEqual(r.status, 404)
         self.assertIn("404", self.ops[("HEAD", "/api/v1/blobs/{sha256}")]["responses"])
+
+    def test_the_example_specs(self):
+        # examples/*.json are specs as people write them: each is an
+        # ExperimentSpec, and what rungd makes of it an Experiment.
+        d = self.daemon()
+        E = "/api/v1/experiments"
+        body = {"allOf": [{"$ref": "#/components/schemas/ExperimentSpec"}],
+                "unevaluatedProperties": False}
+        names = sorted(n for n in os.listdir(os.path.join(ROOT, "examples"))
+                       if n.endswith(".json"))
+        self.assertGreaterEqual(len(names), 5)
+        for name in names:
+            with open(os.path.join(ROOT, "examples", name), encoding="utf-8") as f:
+                example = json.load(f)
+            errs = validate(self.doc, example, body)
+            self.assertEqual(errs, [], "examples/%s is no ExperimentSpec of docs/openapi.yaml:"
+                             "\n%s" % (name, "\n".join(errs[:20])))
+            exp = self.call(d, "POST", E, E, 201, body=example)
+            self.call(d, "GET", "%s/%d" % (E, exp["id"]), E + "/{id}", 200)
 
     def test_users_tokens_and_a_session(self):
         boot = "bootstrap-token-for-openapi-0123456789"
