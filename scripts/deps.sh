@@ -47,6 +47,7 @@ if [ "$tests" = 1 ]; then
     dpkg-dev systemd  # the .deb (CPack, dpkg-shlibdeps) and its test (dpkg -x, systemd-analyze verify)
     python3-prometheus-client  # tests/integration/test_metrics.py parses /metrics with its parser
     python3-cloudpickle  # a notebook's function as a trainable (rung.Experiment ships it by value)
+    python3-yaml  # tests/integration/test_openapi.py reads docs/openapi.yaml
     python3-torch python3-pandas  # examples/pytorch and its test (integration_pytorch, skipped without torch); pandas: rung.Experiment.dataframe()
     podman runc catatonit uidmap slirp4netns fuse-overlayfs busybox-static  # container trials (tests/integration/test_container.py, its image from busybox)
   )
