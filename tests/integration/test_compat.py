@@ -182,10 +182,13 @@ class CompatCase(wh.WorkerTestCase):
     def test_a_notebook_function_with_parameters(self):
         # A notebook cell's function (it lives in __main__, in no file) with
         # tune.with_parameters: both travel by value in the upload.
+        # Its reports carry Ray's done (True at iteration 2 ends the trial
+        # completed, not at 9) and a string, which are the trial's info.
         cell = ("from rung.compat import tune\n"
                 "def train_nb(config, data):\n"
-                "    for i in range(1, 3):\n"
-                "        tune.report({'loss': (config['m']['x'] - data['target']) ** 2 / i})\n")
+                "    for i in range(1, 10):\n"
+                "        tune.report({'loss': (config['m']['x'] - data['target']) ** 2 / i,\n"
+                "                     'phase': 'train', 'done': i == 2})\n")
         ns = {"__name__": "__main__"}
         exec(compile(cell, "<ipython-input-7-0a1b2c>", "exec"), ns)
         grid = tune.Tuner(
@@ -199,6 +202,10 @@ class CompatCase(wh.WorkerTestCase):
         self.assertEqual(best.config, {"m": {"x": 0.3}})
         self.assertEqual(best.metrics["loss"], 0.0)
         self.assertEqual(best.metrics["training_iteration"], 2)
+        for r in grid:
+            self.assertEqual(r._trial["state"], "completed")
+            self.assertEqual(r._trial["step"], 2)
+            self.assertEqual(r._trial["info"], {"phase": "train", "done": True})
         self.assertFalse(os.path.exists(os.path.join(self.storage, "nb", "with_parameters.pkl")))
 
     def test_restore_after_the_driver_is_killed(self):

@@ -750,9 +750,11 @@ class Live(RungdTestCase):
         tp = "%s/%d" % (T, tid)
         self.call(d, "POST", tp + "/report", T + "/{id}/report", 200,
                   body={"lease_token": token, "step": 1,
-                        "metrics": {"loss": 0.5, "aux": "NaN", "up": "Infinity"}})
+                        "metrics": {"loss": 0.5, "aux": "NaN", "up": "Infinity"},
+                        "info": {"phase": "warmup", "tags": ["a"]}})
         got = self.call(d, "GET", tp, T + "/{id}", 200)
         self.assertEqual(got["last"]["aux"], "NaN")
+        self.assertEqual(got["info"], {"phase": "warmup", "tags": ["a"]})
         self.call(d, "GET", tp + "/metrics", T + "/{id}/metrics", 200)
         self.call(d, "POST", "%s/%d/heartbeat" % (W, wid), W + "/{id}/heartbeat", 200,
                   body={"trials": [tid], "logs": {str(tid): "epoch 1\n"},

@@ -198,9 +198,11 @@ def report(metrics: Optional[Mapping[str, Any]] = None, *, checkpoint: Optional[
            **kwargs: Any) -> None:
     """Ray's tune.report / train.report: one result of one iteration.
     `metrics` is a dict (Ray 2.x); keyword metrics (Ray 1.x's
-    `tune.report(loss=...)`) are taken too. Values that are not numbers
-    are dropped (said once on stderr); nested dicts become `a/b` names, as
-    Ray flattens them in its results."""
+    `tune.report(loss=...)`) are taken too. A string, boolean, None or list
+    is sent as the report's info (docs/api.md, the report line protocol:
+    the trial's last `info`; Ray's `done: True` ends the trial completed);
+    other objects are dropped (said once on stderr); nested dicts become
+    `a/b` names, as Ray flattens them in its results."""
     s = session()
     given = dict(metrics or {})
     given.update(kwargs)
@@ -213,9 +215,12 @@ def report(metrics: Optional[Mapping[str, Any]] = None, *, checkpoint: Optional[
                         "the number of reports (Ray's training_iteration)")
             continue
         number = _numeric(name, value)
+        if number is None and _json_info(value):
+            line[name] = value  # the trial's info
+            continue
         if number is None:
             s.warn_once("type:" + name, f"the metric {name!r} is a {type(value).__name__}, "
-                        "not a number: not sent to rungd")
+                        "neither a number nor JSON data: not sent to rungd")
             continue
         line[name] = number
     line["time_total_s"] = round(time.monotonic() - s.started, 6)
@@ -230,6 +235,20 @@ def report(metrics: Optional[Mapping[str, Any]] = None, *, checkpoint: Optional[
         if isinstance(value, (int, float)) and not isinstance(value, bool) \
                 and not math.isnan(value) and value >= bound:
             raise StopTrial(f"{key} reached {value} (stop at {bound})")
+
+
+def _json_info(value: Any) -> bool:
+    """Whether value can be a report line's info: a string, boolean, None,
+    or a list of JSON data."""
+    if value is None or isinstance(value, (str, bool)):
+        return True
+    if isinstance(value, (list, tuple)):
+        try:
+            json.dumps(value, allow_nan=True)
+        except (TypeError, ValueError):
+            return False
+        return True
+    return False
 
 
 def _flatten_metrics(metrics: Mapping[str, Any], prefix: str, out: dict) -> None:

@@ -18,7 +18,8 @@ runner `python3 -m rung.compat.wandb_run` puts it there), so the script's
   step is one `@rung {json}` report line on stdout, flushed (docs/api.md,
   "The line"), whose `step` is W&B's `_step` + 1: the number of steps
   logged so far, which is what Rung's schedulers count. Values that are
-  not numbers (images, tables, strings) are dropped here; nested dicts
+  strings, booleans and None are the report's info (the trial's `info`);
+  other non-numbers (images, tables) are dropped here; nested dicts
   become `a.b` names.
 - `run.summary`: each key's last logged value (or the `summary=` of
   `define_metric`: min, max, mean, last), overridden by what the script
@@ -265,7 +266,9 @@ class Run:
             if key.startswith("_") or key == "step":
                 continue
             number = _number(value)
-            if number is None:
+            if number is None and (value is None or isinstance(value, (str, bool))):
+                number = value  # a report line's info: the trial's last value of it
+            elif number is None:
                 _warn("type:" + key, f"{key!r} is a {type(value).__name__}, not a number: "
                       "not sent to rungd")
                 continue
