@@ -272,7 +272,7 @@ class PythonClientCase(wh.WorkerTestCase):
                                   environment="team")
             import rung._pack as pack
             real = pack.upload
-            pack.upload = lambda c, t: real(c, t, say=lines.append)
+            pack.upload = lambda c, t, extra=None: real(c, t, say=lines.append, extra=extra)
             try:
                 return exp.submit()
             finally:
