@@ -327,10 +327,12 @@ static int build_levels(Bayes *b)
             direct = true;
             break;
         case SPACE_LOGRANDINT:
+        case SPACE_QLOGRANDINT:
             count = p->count;
             break;
         case SPACE_QUNIFORM:
         case SPACE_QLOGUNIFORM:
+        case SPACE_QNORMAL:
             count = (int64_t)(p->kmax - p->kmin) + 1;
             break;
         default:
@@ -354,9 +356,13 @@ static int build_levels(Bayes *b)
                 if (tmpl == NULL)
                     goto fail;
             }
-            json_t *v = p->kind == SPACE_LOGRANDINT
-                            ? json_integer(p->ilow + k)
-                            : json_real(space__quantize(p, (p->kmin + (double)k) * p->q));
+            json_t *v;
+            if (p->kind == SPACE_LOGRANDINT)
+                v = json_integer(p->ilow + k);
+            else if (p->kind == SPACE_QLOGRANDINT)
+                v = json_integer((p->ik0 + k) * p->iq);
+            else
+                v = json_real(space__quantize(p, (p->kmin + (double)k) * p->q));
             if (v == NULL || json_object_set_new(tmpl, p->name, v) != 0 ||
                 space_encode(s, tmpl, u, NULL) != 0)
                 goto fail;

@@ -4,16 +4,26 @@
  * integers (when there are at most SPACE_MAX_GRID_POINTS of them), and a
  * domain given "grid_points": n its n points spaced like numpy's linspace from
  * low to high inclusive (in log space for log domains), rounded to the
- * domain's values and de-duplicated. The points are made once at parse time
- * so that enumerating is an array lookup. */
+ * domain's values and de-duplicated; for normal and qnormal, which have no
+ * bounds, the n quantiles (i + 0.5) / n instead (each point the middle of
+ * one n-th of the probability). The points are made once at parse time so
+ * that enumerating is an array lookup. */
 #include "sampler_internal.h"
 
+#include <gsl/gsl_cdf.h>
 #include <math.h>
 #include <stdlib.h>
 
 static bool is_int_kind(SpaceKind kind)
 {
-    return kind == SPACE_RANDINT || kind == SPACE_QRANDINT || kind == SPACE_LOGRANDINT;
+    return kind == SPACE_RANDINT || kind == SPACE_QRANDINT || kind == SPACE_LOGRANDINT ||
+           kind == SPACE_QLOGRANDINT;
+}
+
+/* Values are (ik0 + j) * iq: qrandint and qlograndint. */
+static bool is_int_quant(SpaceKind kind)
+{
+    return kind == SPACE_QRANDINT || kind == SPACE_QLOGRANDINT;
 }
 
 /* Point i of n (n >= 2) of numpy's linspace(start, stop, n): start + i * step,
@@ -61,6 +71,23 @@ static double grid_point(const SpaceParam *p, int64_t i, int64_t n)
         double x = round(exp(linspace(p->log_low, log(top), i, n)));
         return x < (double)p->ilow ? (double)p->ilow : (x > top ? top : x);
     }
+    case SPACE_QLOGRANDINT: {
+        /* geomspace from low to high, each the nearest multiple of q
+         * within [low, high] (high is included). */
+        double x = (double)p->ihigh;
+        if (first)
+            x = (double)p->ilow;
+        else if (i < n - 1)
+            x = exp(linspace(p->log_low, p->log_high, i, n));
+        double k = round(x / (double)p->iq);
+        double k0 = (double)p->ik0, k1 = (double)(p->ik0 + p->count - 1);
+        return (k < k0 ? k0 : (k > k1 ? k1 : k)) * (double)p->iq;
+    }
+    case SPACE_NORMAL:
+    case SPACE_QNORMAL: {
+        double x = p->mean + gsl_cdf_gaussian_Pinv(((double)i + 0.5) / (double)n, p->sd);
+        return p->kind == SPACE_QNORMAL ? space__quantize(p, x) : x;
+    }
     default:
         return 0.0;
     }
@@ -83,7 +110,7 @@ int space__make_points(SpaceParam *p)
         double x;
         if (!every)
             x = grid_point(p, i, n);
-        else if (p->kind == SPACE_QRANDINT)
+        else if (is_int_quant(p->kind))
             x = (double)((p->ik0 + i) * p->iq);
         else
             x = (double)(p->ilow + i);
@@ -104,6 +131,7 @@ int64_t space__enum_count(const SpaceParam *p)
     case SPACE_RANDINT:
     case SPACE_QRANDINT:
     case SPACE_LOGRANDINT:
+    case SPACE_QLOGRANDINT:
         if (p->npoints > 0)
             return p->npoints;
         return p->count <= SPACE_MAX_GRID_POINTS ? p->count : 0;
@@ -126,6 +154,7 @@ json_t *space__enum_value(const SpaceParam *p, int64_t i)
             return json_integer((json_int_t)p->points[i]);
         return json_integer(p->ilow + i);
     case SPACE_QRANDINT:
+    case SPACE_QLOGRANDINT:
         if (p->npoints > 0)
             return json_integer((json_int_t)p->points[i]);
         return json_integer((p->ik0 + i) * p->iq);
@@ -163,7 +192,8 @@ static int64_t enum_index(const SpaceParam *p, const json_t *v)
         return -1;
     case SPACE_RANDINT:
     case SPACE_QRANDINT:
-    case SPACE_LOGRANDINT: {
+    case SPACE_LOGRANDINT:
+    case SPACE_QLOGRANDINT: {
         if (!json_is_integer(v))
             return -1;
         int64_t x = json_integer_value(v);
@@ -172,7 +202,7 @@ static int64_t enum_index(const SpaceParam *p, const json_t *v)
         if (p->npoints > 0)
             return point_index(p, (double)x); /* integers up to 2^40 are exact */
         int64_t i = x - p->ilow;
-        if (p->kind == SPACE_QRANDINT) {
+        if (is_int_quant(p->kind)) {
             if (x % p->iq != 0)
                 return -1;
             i = x / p->iq - p->ik0;

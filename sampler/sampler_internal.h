@@ -42,6 +42,12 @@
 /* Quantized floats keep |bound / q| below 2^50: the multiples k*q are then
  * told apart by a double and their count fits an int64. */
 #define SPACE_QUANT_LIMIT 1125899906842624.0
+/* normal and qnormal: a cube coordinate is clamped into [SPACE_NORMAL_TAIL,
+ * 1 - SPACE_NORMAL_TAIL] before the inverse normal CDF, so that every value
+ * is finite: within SPACE_NORMAL_Z standard deviations of the mean (the
+ * quantile of 1 - 1e-12 is 7.0345). */
+#define SPACE_NORMAL_TAIL 1e-12
+#define SPACE_NORMAL_Z 7.04
 /* GSL's Sobol generator goes up to 40 dimensions. */
 #define SOBOL_MAX_DIMS 40
 /* GSL's Sobol numerators have 30 bits: points are k / 2^30. */
@@ -56,6 +62,9 @@ typedef enum {
     SPACE_RANDINT,
     SPACE_QRANDINT,
     SPACE_LOGRANDINT,
+    SPACE_QLOGRANDINT,
+    SPACE_NORMAL,
+    SPACE_QNORMAL,
     SPACE_CHOICE,
     SPACE_GRID,
 } SpaceKind;
@@ -73,15 +82,20 @@ typedef struct SpaceParam {
      * sub-space objects): it has a cube coordinate, its branch, but no key
      * in a config; its branches' parameters follow it. */
     bool cond;
-    /* Float domains (uniform, quniform, loguniform, qloguniform). */
+    /* Float domains (uniform, quniform, loguniform, qloguniform, normal,
+     * qnormal). normal and qnormal keep in low and high the values that
+     * the clamped tails decode to (mean -+ SPACE_NORMAL_Z sd; for qnormal
+     * widened to the multiples kmin * q and kmax * q), not bounds a value
+     * must keep to. */
     double low, high;         /* bounds as given; low < high */
-    double log_low, log_high; /* log(low), log(high) for log domains */
+    double log_low, log_high; /* log(low), log(high) for log domains (qlograndint too) */
     double q;                 /* quantized floats: the step, > 0 */
     double kmin, kmax;        /* quantized floats: values are k*q, k integral in [kmin, kmax] */
-    /* Integer domains (randint, qrandint, lograndint). */
-    int64_t ilow, ihigh; /* bounds as given (ihigh exclusive but for qrandint) */
-    int64_t iq;          /* qrandint: the step, >= 1 */
-    int64_t ik0;         /* qrandint: values are (ik0 + j) * iq, j in [0, count) */
+    double mean, sd;          /* normal, qnormal: sd > 0 */
+    /* Integer domains (randint, qrandint, lograndint, qlograndint). */
+    int64_t ilow, ihigh; /* bounds as given (ihigh exclusive for randint and lograndint) */
+    int64_t iq;          /* qrandint, qlograndint: the step, >= 1 */
+    int64_t ik0;         /* qrandint, qlograndint: values are (ik0 + j) * iq, j in [0, count) */
     /* Discrete domains: number of distinct values (integers, choice, grid);
      * 1 for a constant, 0 for a continuous domain. */
     int64_t count;
@@ -121,6 +135,13 @@ int64_t space__enum_count(const SpaceParam *p);
 /* The i-th enumerated value of p (0 <= i < space__enum_count). New
  * reference, NULL when out of memory. */
 json_t *space__enum_value(const SpaceParam *p, int64_t i);
+
+/* Whether p's values are reals in a config (the float domains). */
+static inline bool space__is_float(const SpaceParam *p)
+{
+    return p->kind == SPACE_UNIFORM || p->kind == SPACE_QUNIFORM || p->kind == SPACE_LOGUNIFORM ||
+           p->kind == SPACE_QLOGUNIFORM || p->kind == SPACE_NORMAL || p->kind == SPACE_QNORMAL;
+}
 
 /* The cube coordinate an inactive parameter encodes to (space_encode): any
  * fixed value would do, the middle keeps it inside the cube. */

@@ -81,11 +81,10 @@ constants pass through; `{"grid_search": [...]}` (what `tune.grid_search`
 returns) is a `grid`; Ray's own domain objects, recognized by their class
 names and attributes (so `ray` need not be importable here), are
 translated: `tune.uniform`, `quniform`, `loguniform`, `qloguniform`,
-`randint`, `qrandint`, `lograndint`, `choice` to the API domain of the same
-name, `tune.randn` to `{"type": "normal", "mean": m, "sd": s}` (which
-rungd refuses, naming the parameter, until it has normal domains, as for
-`rung.search.normal`); `tune.qrandn` and `tune.qlograndint` have no Rung
-domain and are refused, as are functions (`tune.sample_from`). A nested
+`randint`, `qrandint`, `lograndint`, `qlograndint`, `choice` to the API
+domain of the same name, `tune.randn` to `{"type": "normal", "mean": m,
+"sd": s}` and `tune.qrandn` to `qnormal` (the API's names); functions
+(`tune.sample_from`) are refused. A nested
 dict holding domains is refused (Rung's search spaces are flat); one
 holding only constants is the constant it is in Ray, written as a `grid`
 of one value as the API asks.
@@ -109,10 +108,10 @@ __all__ = ["wandb_to_spec", "from_wandb", "from_ray_param_space"]
 
 INTERPRETER = "python3"  # what ${interpreter} becomes (W&B's is `python`)
 
-# Rung's search_space domain types (docs/api.md, "search_space"), and
-# `normal`, which rung.search writes and rungd refuses until it has it.
+# Rung's search_space domain types (docs/api.md, "search_space").
 API_DOMAIN_TYPES = frozenset({"uniform", "quniform", "loguniform", "qloguniform", "randint",
-                              "qrandint", "lograndint", "choice", "grid", "normal"})
+                              "qrandint", "lograndint", "qlograndint", "normal", "qnormal",
+                              "choice", "grid"})
 
 _GRID_VALUES_MAX = 10_000  # values of one grid domain (docs/api.md)
 
@@ -771,10 +770,11 @@ def _ray_domain(obj: Any, path: str) -> dict:
     if "Float" in names or "Integer" in names:
         integer = "Integer" in names
         if kind == "normal":
-            if q is not None:
-                raise ValueError(f"{path}: tune.qrandn: Rung has no quantized normal domain")
-            return {"type": "normal", "mean": _number(getattr(sampler, "mean"), f"{path}.mean"),
-                    "sd": _number(getattr(sampler, "sd"), f"{path}.sd")}
+            domain = {"type": "normal", "mean": _number(getattr(sampler, "mean"), f"{path}.mean"),
+                      "sd": _number(getattr(sampler, "sd"), f"{path}.sd")}
+            if q is not None:  # tune.qrandn
+                domain.update(type="qnormal", q=q)
+            return domain
         if kind == "grid":
             raise ValueError(f"{path}: a numeric domain with a grid sampler has no Rung domain")
         low = getattr(obj, "lower", None)
@@ -795,8 +795,9 @@ def _ray_domain(obj: Any, path: str) -> dict:
             return {"type": "quniform", "low": low, "high": high, "q": q}
         if integer:
             if q is not None:
-                raise ValueError(f"{path}: tune.qlograndint: Rung has no quantized log-uniform "
-                                 "integer domain; use lograndint or qloguniform")
+                # Ray's qlograndint includes upper, as Rung's qlograndint.
+                return {"type": "qlograndint", "low": low, "high": high,
+                        "q": _integer(q, f"{path}.q")}
             return {"type": "lograndint", "low": low, "high": high}
         if q is None:
             return {"type": "loguniform", "low": low, "high": high}

@@ -140,6 +140,14 @@ static const DomainCase DOMAIN_CASES[] = {
     {"{\"type\": \"lograndint\", \"low\": 1, \"high\": 100}", 1, 100, true, true, 1, false, 99},
     {"{\"type\": \"lograndint\", \"low\": 1, \"high\": 1099511627776}", 1, 1099511627776.0, true,
      true, 1, false, 0},
+    /* Both ends of qlograndint and qloguniform are reached (exp(log(256)) is
+     * 255.99999999999994: rounded, not floored). */
+    {"{\"type\": \"qlograndint\", \"low\": 1, \"high\": 64, \"q\": 8}", 1, 64, false, true, 8,
+     false, 8},
+    {"{\"type\": \"qlograndint\", \"low\": 32, \"high\": 256, \"q\": 1}", 32, 256, false, true, 1,
+     false, 225},
+    {"{\"type\": \"qloguniform\", \"low\": 32, \"high\": 256, \"q\": 1}", 32, 256, false, false, 1,
+     false, 225},
     {"{\"type\": \"choice\", \"values\": [\"a\", 2, true, 1.5]}", 0, 0, false, false, 0, false, 4},
 };
 
@@ -325,6 +333,159 @@ static void test_integer_distributions(void **state)
     space_free(space);
 }
 
+/* normal and qnormal over several seeds and Sobol points: the mean and sd
+ * of the draws, their normal CDF uniform (KS), qnormal's on multiples of q,
+ * and the round trip through the cube. */
+static void test_normal_distributions(void **state)
+{
+    (void)state;
+    const int n = 5000;
+    const double crit = 1.63 / sqrt((double)n); /* KS at alpha = 0.01 */
+    Space *space = parse_space("{\"w\": {\"type\": \"normal\", \"mean\": 3, \"sd\": 2},"
+                               " \"k\": {\"type\": \"qnormal\", \"mean\": -1, \"sd\": 0.5,"
+                               " \"q\": 0.25}}");
+    assert_int_equal(space_cube_dims(space), 2);
+    const char *searchers[] = {"{\"seed\": 1}", "{\"seed\": 2}", "{\"seed\": 3}",
+                               "{\"seed\": 4, \"quasi\": true}"};
+    double *cdf = malloc(n * sizeof *cdf);
+    assert_non_null(cdf);
+    for (int si = 0; si < 4; si++) {
+        SearcherSpec s = searcher_ok(searchers[si], space);
+        double sw = 0, sww = 0, sk = 0;
+        for (int i = 0; i < n; i++) {
+            json_t *config = sampler_config(space, &s, i);
+            const json_t *w = json_object_get(config, "w"), *k = json_object_get(config, "k");
+            assert_true(json_is_real(w) && json_is_real(k));
+            double x = json_real_value(w), y = json_real_value(k);
+            sw += x;
+            sww += x * x;
+            sk += y;
+            cdf[i] = 0.5 * erfc(-(x - 3.0) / (2.0 * sqrt(2.0)));
+            assert_true(fabs(y / 0.25 - round(y / 0.25)) < 1e-9);
+            double u[2];
+            assert_int_equal(space_encode(space, config, u, NULL), 0);
+            json_t *back = space_decode(space, u, 0);
+            assert_true(fabs(json_real_value(json_object_get(back, "w")) - x) < 1e-9);
+            assert_true(json_equal(json_object_get(back, "k"), k));
+            json_decref(back);
+            json_decref(config);
+        }
+        double mean = sw / n, sd = sqrt(sww / n - mean * mean);
+        double d = ks_uniform(cdf, n, 0.0, 1.0);
+        print_message("%s: mean %.4f sd %.4f (3, 2), qnormal mean %.4f, KS %.4f\n", searchers[si],
+                      mean, sd, sk / n, d);
+        assert_true(fabs(mean - 3.0) < 5 * 2.0 / sqrt((double)n));
+        assert_true(fabs(sd - 2.0) < 0.1);
+        assert_true(fabs(sk / n + 1.0) < 5 * 0.5 / sqrt((double)n));
+        assert_true(d < crit);
+    }
+    free(cdf);
+    /* The ends of the cube stay finite, about 7 sd out. */
+    double lo[2] = {0, 0}, hi[2] = {1, 1};
+    json_t *a = space_decode(space, lo, 0), *b = space_decode(space, hi, 0);
+    double wa = json_real_value(json_object_get(a, "w")),
+           wb = json_real_value(json_object_get(b, "w"));
+    assert_true(wa > 3.0 - 2.0 * 7.1 && wa < 3.0 - 2.0 * 7.0);
+    assert_true(wb < 3.0 + 2.0 * 7.1 && wb > 3.0 + 2.0 * 7.0);
+    json_decref(a);
+    json_decref(b);
+    space_free(space);
+}
+
+/* qlograndint: only multiples of q within [low, high] (low itself is
+ * none here), both end multiples reached, log-uniformly spread. */
+static void test_qlograndint(void **state)
+{
+    (void)state;
+    Space *space =
+        parse_space("{\"x\": {\"type\": \"qlograndint\", \"low\": 3, \"high\": 100, \"q\": 10}}");
+    int counts[11] = {0};
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        char text[64];
+        snprintf(text, sizeof text, "{\"seed\": %llu}", (unsigned long long)seed);
+        SearcherSpec s = searcher_ok(text, space);
+        for (int i = 0; i < 2000; i++) {
+            json_t *config = sampler_config(space, &s, i);
+            const json_t *v = json_object_get(config, "x");
+            assert_true(json_is_integer(v));
+            json_int_t x = json_integer_value(v);
+            if (x < 10 || x > 100 || x % 10 != 0)
+                fail_msg("qlograndint gave %lld", (long long)x);
+            counts[x / 10]++;
+            json_decref(config);
+        }
+    }
+    for (int k = 1; k <= 10; k++)
+        assert_true(counts[k] > 0);
+    /* Log-uniform: 10 (x in [3, 15)) far more often than 100 ([95, 100]). */
+    assert_true(counts[1] > 10 * counts[10]);
+    space_free(space);
+
+    /* The top of the cube is high itself, for qloguniform too. */
+    space = parse_space(
+        "{\"a\": {\"type\": \"qlograndint\", \"low\": 32, \"high\": 256, \"q\": 1},"
+        " \"b\": {\"type\": \"qloguniform\", \"low\": 32, \"high\": 256, \"q\": 1},"
+        " \"c\": {\"type\": \"qlograndint\", \"low\": 1, \"high\": 1099511627776,"
+        " \"q\": 1},"
+        " \"d\": {\"type\": \"qlograndint\", \"low\": 256, \"high\": 256, \"q\": 256}}");
+    double hi[4] = {1, 1, 1, 1}, lo[4] = {0, 0, 0, 0};
+    json_t *top = space_decode(space, hi, 0), *bottom = space_decode(space, lo, 0);
+    json_t *want_top = load("{\"a\": 256, \"b\": 256.0, \"c\": 1099511627776, \"d\": 256}");
+    json_t *want_bottom = load("{\"a\": 32, \"b\": 32.0, \"c\": 1, \"d\": 256}");
+    assert_true(json_equal(top, want_top));
+    assert_true(json_equal(bottom, want_bottom));
+    /* Round trips, the single value included. */
+    double u[4];
+    assert_int_equal(space_encode(space, top, u, NULL), 0);
+    assert_true(u[3] == 0.5);
+    json_t *again = space_decode(space, u, 0);
+    assert_true(json_equal(again, top));
+    json_decref(again);
+    json_decref(top);
+    json_decref(bottom);
+    json_decref(want_top);
+    json_decref(want_bottom);
+    space_free(space);
+}
+
+/* points_to_evaluate's check (space_check_value) for the new domains. */
+static void test_check_value_new_domains(void **state)
+{
+    (void)state;
+    Space *space = parse_space(
+        "{\"w\": {\"type\": \"normal\", \"mean\": 0, \"sd\": 1},"
+        " \"k\": {\"type\": \"qnormal\", \"mean\": 0, \"sd\": 1, \"q\": 0.5},"
+        " \"x\": {\"type\": \"qlograndint\", \"low\": 3, \"high\": 100,"
+        " \"q\": 10}}");
+    static const struct {
+        const char *name, *value;
+        bool ok;
+    } CASES[] = {
+        {"w", "1e6", true}, {"w", "-3", true},    {"w", "\"a\"", false}, {"k", "0.3", true},
+        {"k", "2", true},   {"k", "null", false}, {"x", "10", true},     {"x", "100", true},
+        {"x", "3", false},  {"x", "110", false},  {"x", "0", false},     {"x", "20.0", false},
+        {"x", "25", false},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        json_t *v = load(CASES[i].value);
+        RungError err;
+        rung_error_clear(&err);
+        int rc = space_check_value(space, CASES[i].name, v, "points_to_evaluate[0].p", &err);
+        if ((rc == 0) != CASES[i].ok)
+            fail_msg("%s = %s: rc %d (%s)", CASES[i].name, CASES[i].value, rc, err.message);
+        if (rc != 0)
+            assert_string_equal(err.field, "points_to_evaluate[0].p");
+        json_decref(v);
+    }
+    /* An integer for a normal is a real in the config. */
+    json_t *two = json_integer(2);
+    json_t *c = space_config_value(space, "w", two);
+    assert_true(json_is_real(c) && json_real_value(c) == 2.0);
+    json_decref(c);
+    json_decref(two);
+    space_free(space);
+}
+
 /* ---- grid expansion (Ray Tune's semantics) ---------------------------- */
 
 /* Runs every trial and checks that each combination of the `keys` params
@@ -469,6 +630,23 @@ static void test_grid_points(void **state)
     check_enumeration("{\"type\": \"qrandint\", \"low\": 1, \"high\": 20, \"q\": 3}",
                       "[3, 6, 9, 12, 15, 18]");
     check_enumeration("{\"type\": \"choice\", \"values\": [3, 1, 2]}", "[3, 1, 2]");
+    /* normal and qnormal: the quantiles (i + 0.5) / n. */
+    check_enumeration("{\"type\": \"normal\", \"mean\": 0, \"sd\": 1, \"grid_points\": 3}",
+                      "[-0.9674215661017014, 0.0, 0.9674215661017014]");
+    check_enumeration("{\"type\": \"normal\", \"mean\": 5, \"sd\": 2, \"grid_points\": 1}",
+                      "[5.0]");
+    check_enumeration("{\"type\": \"qnormal\", \"mean\": 0, \"sd\": 1, \"q\": 0.5,"
+                      " \"grid_points\": 4}",
+                      "[-1.0, -0.5, 0.5, 1.0]");
+    /* qlograndint: geomspace rounded to the multiples within [low, high]. */
+    check_enumeration("{\"type\": \"qlograndint\", \"low\": 1, \"high\": 100, \"q\": 5,"
+                      " \"grid_points\": 3}",
+                      "[5, 10, 100]");
+    check_enumeration("{\"type\": \"qlograndint\", \"low\": 1, \"high\": 20, \"q\": 5}",
+                      "[5, 10, 15, 20]");
+    check_enumeration("{\"type\": \"qlograndint\", \"low\": 32, \"high\": 256, \"q\": 32,"
+                      " \"grid_points\": 50}",
+                      "[32, 64, 96, 128, 160, 192, 224, 256]");
 }
 
 /* ---- validation: the exact field of every error ---------------------- */
@@ -485,7 +663,7 @@ static const BadCase BAD_SPACES[] = {
     {"{\"\": 1}", "search_space."},
     {"{\"a b\": 1}", "search_space.a b"},
     {"{\"a/b\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}", "search_space.a/b"},
-    {"{\"x\": {\"type\": \"normal\"}}", "search_space.x.type"},
+    {"{\"x\": {\"type\": \"lognormal\"}}", "search_space.x.type"},
     {"{\"x\": {\"type\": 3}}", "search_space.x.type"},
     {"{\"x\": {\"type\": \"\"}}", "search_space.x.type"},
     {"{\"x\": {\"type\": \"uniform\", \"low\": 0}}", "search_space.x.high"},
@@ -514,6 +692,32 @@ static const BadCase BAD_SPACES[] = {
     {"{\"x\": {\"type\": \"randint\", \"low\": 0, \"high\": 2000000000000}}",
      "search_space.x.high"},
     {"{\"x\": {\"type\": \"lograndint\", \"low\": 0, \"high\": 10}}", "search_space.x.low"},
+    {"{\"x\": {\"type\": \"normal\", \"mean\": 0}}", "search_space.x.sd"},
+    {"{\"x\": {\"type\": \"normal\", \"sd\": 1}}", "search_space.x.mean"},
+    {"{\"x\": {\"type\": \"normal\", \"mean\": 0, \"sd\": 0}}", "search_space.x.sd"},
+    {"{\"x\": {\"type\": \"normal\", \"mean\": 0, \"sd\": -1}}", "search_space.x.sd"},
+    {"{\"x\": {\"type\": \"normal\", \"mean\": 0, \"sd\": 1e308}}", "search_space.x.sd"},
+    {"{\"x\": {\"type\": \"normal\", \"mean\": \"0\", \"sd\": 1}}", "search_space.x.mean"},
+    {"{\"x\": {\"type\": \"normal\", \"mean\": 0, \"sd\": 1, \"q\": 1}}", "search_space.x.q"},
+    {"{\"x\": {\"type\": \"normal\", \"low\": 0, \"high\": 1}}", "search_space.x.low"},
+    {"{\"x\": {\"type\": \"qnormal\", \"mean\": 0, \"sd\": 1}}", "search_space.x.q"},
+    {"{\"x\": {\"type\": \"qnormal\", \"mean\": 0, \"sd\": 1, \"q\": 0}}", "search_space.x.q"},
+    {"{\"x\": {\"type\": \"qnormal\", \"mean\": 0, \"sd\": 1, \"q\": 1e-300}}", "search_space.x.q"},
+    {"{\"x\": {\"type\": \"qnormal\", \"mean\": 0, \"sd\": 0, \"q\": 1}}", "search_space.x.sd"},
+    {"{\"x\": {\"type\": \"qlograndint\", \"low\": 0, \"high\": 10, \"q\": 1}}",
+     "search_space.x.low"},
+    {"{\"x\": {\"type\": \"qlograndint\", \"low\": 1.5, \"high\": 10, \"q\": 1}}",
+     "search_space.x.low"},
+    {"{\"x\": {\"type\": \"qlograndint\", \"low\": 5, \"high\": 4, \"q\": 1}}",
+     "search_space.x.high"},
+    {"{\"x\": {\"type\": \"qlograndint\", \"low\": 1, \"high\": 1099511627777, \"q\": 1}}",
+     "search_space.x.high"},
+    {"{\"x\": {\"type\": \"qlograndint\", \"low\": 1, \"high\": 10}}", "search_space.x.q"},
+    {"{\"x\": {\"type\": \"qlograndint\", \"low\": 1, \"high\": 10, \"q\": 0}}",
+     "search_space.x.q"},
+    {"{\"x\": {\"type\": \"qlograndint\", \"low\": 3, \"high\": 5, \"q\": 10}}",
+     "search_space.x.q"},
+    {"{\"x\": {\"type\": \"randn\", \"mean\": 0, \"sd\": 1}}", "search_space.x.type"},
     {"{\"x\": {\"type\": \"qrandint\", \"low\": 1, \"high\": 10, \"q\": 0}}", "search_space.x.q"},
     {"{\"x\": {\"type\": \"qrandint\", \"low\": 0, \"high\": 10, \"q\": 2.5}}", "search_space.x.q"},
     {"{\"x\": {\"type\": \"qrandint\", \"low\": 1, \"high\": 3, \"q\": 5}}", "search_space.x.q"},
@@ -1355,6 +1559,9 @@ int main(void)
         cmocka_unit_test(test_decode_edges),
         cmocka_unit_test(test_loguniform_is_uniform_in_log_space),
         cmocka_unit_test(test_integer_distributions),
+        cmocka_unit_test(test_normal_distributions),
+        cmocka_unit_test(test_qlograndint),
+        cmocka_unit_test(test_check_value_new_domains),
         cmocka_unit_test(test_grid_trial_counts),
         cmocka_unit_test(test_grid_order),
         cmocka_unit_test(test_grid_points),

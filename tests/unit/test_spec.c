@@ -381,6 +381,18 @@ static void test_points_domains(void **state)
         {"\"relu\"", "\"relu\"", true},
         {"\"relu\"", "\"tanh\"", false},
         {"[1, 2]", "[1, 2]", true},
+        /* normal and qnormal take any finite number (no bounds). */
+        {"{\"type\": \"normal\", \"mean\": 0, \"sd\": 1}", "1e6", true},
+        {"{\"type\": \"normal\", \"mean\": 0, \"sd\": 1}", "-2", true},
+        {"{\"type\": \"normal\", \"mean\": 0, \"sd\": 1}", "\"a\"", false},
+        {"{\"type\": \"qnormal\", \"mean\": 0, \"sd\": 1, \"q\": 0.5}", "1.5", true},
+        {"{\"type\": \"qnormal\", \"mean\": 0, \"sd\": 1, \"q\": 0.5}", "null", false},
+        /* qlograndint: a multiple of q within [low, high], both included. */
+        {"{\"type\": \"qlograndint\", \"low\": 8, \"high\": 256, \"q\": 8}", "256", true},
+        {"{\"type\": \"qlograndint\", \"low\": 8, \"high\": 256, \"q\": 8}", "8", true},
+        {"{\"type\": \"qlograndint\", \"low\": 8, \"high\": 256, \"q\": 8}", "12", false},
+        {"{\"type\": \"qlograndint\", \"low\": 8, \"high\": 256, \"q\": 8}", "264", false},
+        {"{\"type\": \"qlograndint\", \"low\": 8, \"high\": 256, \"q\": 8}", "16.0", false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char text[1024];
@@ -397,6 +409,14 @@ static void test_points_domains(void **state)
             refuse(text, "points_to_evaluate[1].p");
         }
     }
+    /* A bad field of the new domains is named through the spec too. */
+    refuse("{" HEAD ", " EXTERNAL ", \"search_space\": {\"w\": {\"type\": \"normal\", \"mean\": 0,"
+           " \"sd\": 0}}}",
+           "search_space.w.sd");
+    refuse("{" HEAD ", " EXTERNAL
+           ", \"search_space\": {\"k\": {\"type\": \"qlograndint\", \"low\": 3,"
+           " \"high\": 5}}}",
+           "search_space.k.q");
 }
 
 static void test_trainable(void **state)
