@@ -336,19 +336,26 @@ json_t *space__build(const Space *space, const double *u, const int64_t *idx)
     return config;
 }
 
-json_t *space_decode(const Space *space, const double *u, int64_t grid_index)
+void space__grid_indices(const Space *space, GridOrder order, int64_t combo, int64_t *idx)
+{
+    for (int i = 0; i < space->nparams; i++)
+        idx[i] = -1;
+    /* Mixed radix over the grid parameters, the fastest digit first. */
+    for (int k = 0; k < space->nparams; k++) {
+        int i = space__digit_param(space, order, k);
+        const SpaceParam *p = &space->params[i];
+        if (p->kind == SPACE_GRID) {
+            idx[i] = combo % p->count;
+            combo /= p->count;
+        }
+    }
+}
+
+json_t *space_decode(const Space *space, const double *u, int64_t grid_index, GridOrder order)
 {
     if (grid_index < 0 || grid_index >= space->grid_size)
         return NULL;
-    /* Mixed radix over the grid parameters: the first varies slowest. */
     int64_t idx[SPACE_MAX_PARAMS];
-    for (int i = space->nparams - 1; i >= 0; i--) {
-        const SpaceParam *p = &space->params[i];
-        idx[i] = -1;
-        if (p->kind == SPACE_GRID) {
-            idx[i] = grid_index % p->count;
-            grid_index /= p->count;
-        }
-    }
+    space__grid_indices(space, order, grid_index, idx);
     return space__build(space, u, idx);
 }

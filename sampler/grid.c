@@ -257,12 +257,14 @@ int64_t space__grid_combinations(const Space *space)
     return scope_count(space, -1, 0);
 }
 
-/* Mixed radix over the scope's members, the first slowest. */
-static void scope_decode(const Space *s, int c, int b, int64_t combo, int64_t *idx)
+/* Mixed radix over the scope's members, read in `order` (the fastest digit
+ * first). */
+static void scope_decode(const Space *s, GridOrder order, int c, int b, int64_t combo, int64_t *idx)
 {
-    for (int i = s->nparams - 1; i > c; i--) {
+    for (int j = 0; j < s->nparams; j++) {
+        int i = space__digit_param(s, order, j);
         const SpaceParam *p = &s->params[i];
-        if (p->parent != c || p->branch != b)
+        if (i <= c || p->parent != c || p->branch != b)
             continue;
         int64_t n = member_count(s, i);
         int64_t k = combo % n;
@@ -275,7 +277,7 @@ static void scope_decode(const Space *s, int c, int b, int64_t combo, int64_t *i
             int64_t nb = scope_count(s, i, bb);
             if (k < nb) {
                 idx[i] = bb;
-                scope_decode(s, i, bb, k, idx);
+                scope_decode(s, order, i, bb, k, idx);
                 break;
             }
             k -= nb;
@@ -283,44 +285,47 @@ static void scope_decode(const Space *s, int c, int b, int64_t combo, int64_t *i
     }
 }
 
-void space__grid_decode(const Space *space, int64_t combo, int64_t *idx)
+void space__grid_decode(const Space *space, GridOrder order, int64_t combo, int64_t *idx)
 {
     for (int i = 0; i < space->nparams; i++)
         idx[i] = -1;
-    scope_decode(space, -1, 0, combo, idx);
+    scope_decode(space, order, -1, 0, combo, idx);
 }
 
-static int64_t scope_index(const Space *s, int c, int b, const json_t *config, const int *sel)
+/* scope_decode's inverse: the digits from the slowest down. */
+static int64_t scope_index(const Space *s, GridOrder order, int c, int b, const json_t *config,
+                           const int *sel)
 {
     int64_t g = 0;
-    for (int i = c + 1; i < s->nparams; i++) {
+    for (int k = s->nparams - 1; k >= 0; k--) {
+        int i = space__digit_param(s, order, k);
         const SpaceParam *p = &s->params[i];
-        if (p->parent != c || p->branch != b)
+        if (i <= c || p->parent != c || p->branch != b)
             continue;
         int64_t n = member_count(s, i);
-        int64_t k;
+        int64_t d;
         if (p->cond) {
-            k = scope_index(s, i, sel[i], config, sel);
-            for (int bb = 0; k >= 0 && bb < sel[i]; bb++)
-                k += scope_count(s, i, bb);
+            d = scope_index(s, order, i, sel[i], config, sel);
+            for (int bb = 0; d >= 0 && bb < sel[i]; bb++)
+                d += scope_count(s, i, bb);
         } else {
-            k = enum_index(p, json_object_get(config, p->name));
+            d = enum_index(p, json_object_get(config, p->name));
         }
-        if (n < 1 || k < 0 || g > SAMPLER_MAX_TRIALS / n)
+        if (n < 1 || d < 0 || g > SAMPLER_MAX_TRIALS / n)
             return -1;
-        g = g * n + k;
+        g = g * n + d;
     }
     return g;
 }
 
-int64_t sampler_grid_index(const Space *space, const json_t *config)
+int64_t sampler_grid_index(const Space *space, const json_t *config, GridOrder order)
 {
-    /* Mixed radix, the first parameter slowest (sampler_config). The grid
+    /* Mixed radix in `order`, as sampler_config reads it. The grid
      * searcher's product is at most SAMPLER_MAX_TRIALS when it ran at all;
      * a larger one is refused at submission, so it is no index here. */
     bool active[SPACE_MAX_PARAMS];
     int sel[SPACE_MAX_PARAMS];
     if (!json_is_object(config) || space__resolve(space, config, active, sel) != 0)
         return -1;
-    return scope_index(space, -1, 0, config, sel);
+    return scope_index(space, order, -1, 0, config, sel);
 }

@@ -72,6 +72,10 @@ typedef enum {
 typedef struct SpaceParam {
     char name[SPACE_MAX_PATH + 1]; /* the config key: the dotted path, NUL-terminated */
     char field[RUNG_FIELD_MAX];    /* its place in the spec, "search_space.opt.values[1].lr" */
+    /* name with '\1' between its keys instead of '.': strcmp compares two
+     * such paths key by key, as Ray compares its tuples of keys (a key may
+     * itself hold a dot, and '\1' sorts below every character of a key). */
+    char sortkey[SPACE_MAX_PATH + 1];
     SpaceKind kind;
     /* Where it sits: the conditional choice (an index into the space's
      * params, before this one) whose branch `branch` holds it, or -1 and 0
@@ -113,7 +117,8 @@ typedef struct SpaceParam {
 struct Space {
     SpaceParam *params; /* nparams of them, in spec order (a branch's after its choice) */
     int nparams;
-    int *keys; /* params index of each distinct config key, first occurrence, spec order */
+    int *keys;   /* params index of each distinct config key, first occurrence, spec order */
+    int *sorted; /* params indices by sortkey (ties in spec order): Ray's grid order */
     int nkeys;
     bool conditional;  /* some conditional choice */
     int dims;          /* unit-cube coordinates */
@@ -161,14 +166,29 @@ int space__resolve(const Space *space, const json_t *config, bool *active, int *
 /* Whether v is a value p can take (space_check_value for one parameter). */
 bool space__value_ok(const SpaceParam *p, const json_t *v);
 
+/* The k-th parameter (0 <= k < nparams) in the order in which the digits
+ * of a grid combination are read, the fastest first: for Ray's order the
+ * parameters sorted by path, for the spec's the spec order backwards (the
+ * first parameter slowest). A mixed-radix decoding walks k upwards taking
+ * combo % count; an encoding walks it downwards. */
+static inline int space__digit_param(const Space *s, GridOrder order, int k)
+{
+    return order == GRID_ORDER_RAY ? s->sorted[k] : s->nparams - 1 - k;
+}
+
+/* The index of every "grid" parameter in combination combo of their
+ * product (0 <= combo < grid_size) in `order`; -1 for the others. */
+void space__grid_indices(const Space *space, GridOrder order, int64_t combo, int64_t *idx);
+
 /* The grid searcher's enumeration: its number of combinations (saturated
  * at SAMPLER_MAX_TRIALS + 1; 0 when some parameter cannot be enumerated),
  * and the enumerated index of every parameter in combination combo (a
  * conditional choice's is its branch; -1 for the parameters of branches not
- * taken). The first parameter varies slowest; a conditional choice runs
- * through its branches one after the other, each with its own product. */
+ * taken). Within each scope (the top, or a branch) the members are read as
+ * space__digit_param orders them; a conditional choice runs through its
+ * branches one after the other, each with its own product. */
 int64_t space__grid_combinations(const Space *space);
-void space__grid_decode(const Space *space, int64_t combo, int64_t *idx);
+void space__grid_decode(const Space *space, GridOrder order, int64_t combo, int64_t *idx);
 
 /* Fills p->points / p->npoints from p->grid_points (p's bounds must be set).
  * Returns 0, or -1 when out of memory. */

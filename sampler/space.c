@@ -357,10 +357,11 @@ static bool exclusive(const Space *s, int i, int j)
 }
 
 /* Parses the members of one (sub-)space, the object obj at `path`, whose
- * config keys start with `prefix` (empty at the top), held by branch
- * `branch` of conditional choice `parent` (-1: always active). */
+ * config keys start with `prefix` (empty at the top; `sprefix` the same
+ * path as a sortkey), held by branch `branch` of conditional choice
+ * `parent` (-1: always active). */
 static int parse_scope(Space *s, const json_t *obj, const char *path, const char *prefix,
-                       int parent, int branch, int depth, RungError *err)
+                       const char *sprefix, int parent, int branch, int depth, RungError *err)
 {
     if (depth > SPACE_MAX_DEPTH)
         return rung_error_set(err, INVALID, path, "%s: sub-spaces nested deeper than %d levels",
@@ -376,8 +377,9 @@ static int parse_scope(Space *s, const json_t *obj, const char *path, const char
                                   "%s: invalid parameter name (must match "
                                   "[A-Za-z_][A-Za-z0-9_.-]{0,63})",
                                   field);
-        char name[SPACE_MAX_PATH + 2];
+        char name[SPACE_MAX_PATH + 2], sname[SPACE_MAX_PATH + 2];
         snprintf(name, sizeof name, "%s%s%s", prefix, prefix[0] ? "." : "", key);
+        snprintf(sname, sizeof sname, "%s%s%s", sprefix, sprefix[0] ? "\1" : "", key);
         if (strlen(name) > SPACE_MAX_PATH)
             return rung_error_set(err, INVALID, field,
                                   "%s: the parameter's path %.*s... is longer than %d bytes", field,
@@ -391,7 +393,7 @@ static int parse_scope(Space *s, const json_t *obj, const char *path, const char
                                       "%s: a sub-space without any domain; for a constant "
                                       "object use {\"type\": \"grid\", \"values\": [{...}]}",
                                       field);
-            rc = parse_scope(s, spec, field, name, parent, branch, depth + 1, err);
+            rc = parse_scope(s, spec, field, name, sname, parent, branch, depth + 1, err);
             if (rc != 0)
                 return rc;
             continue;
@@ -406,6 +408,10 @@ static int parse_scope(Space *s, const json_t *obj, const char *path, const char
         rc = parse_param(name, field, spec, p, err);
         if (rc != 0)
             return rc;
+        /* sname is as long as name, which fits (checked above). */
+        size_t slen = strlen(sname) < SPACE_MAX_PATH ? strlen(sname) : SPACE_MAX_PATH;
+        memcpy(p->sortkey, sname, slen);
+        p->sortkey[slen] = '\0';
         if (p->kind == SPACE_GRID && parent >= 0)
             return rung_error_set(err, INVALID, field,
                                   "%s: a grid cannot sit inside a branch of a conditional "
@@ -430,13 +436,27 @@ static int parse_scope(Space *s, const json_t *obj, const char *path, const char
             char bf[RUNG_FIELD_MAX + 32]; /* room for ".values[index]" */
             snprintf(bf, sizeof bf, "%s.values[%lld]", field, (long long)b);
             /* p may move no more: params is allocated once, full size. */
-            rc = parse_scope(s, json_array_get(s->params[index].values, (size_t)b), bf, name, index,
-                             (int)b, depth + 1, err);
+            rc = parse_scope(s, json_array_get(s->params[index].values, (size_t)b), bf, name,
+                             s->params[index].sortkey, index, (int)b, depth + 1, err);
             if (rc != 0)
                 return rc;
         }
     }
     return 0;
+}
+
+/* The params of s sorted by sortkey (Ray's grid order), ties in spec order;
+ * an insertion sort: at most SPACE_MAX_PARAMS of them, once per parse. */
+static void sort_params(Space *s)
+{
+    for (int i = 0; i < s->nparams; i++) {
+        int j = i;
+        while (j > 0 && strcmp(s->params[s->sorted[j - 1]].sortkey, s->params[i].sortkey) > 0) {
+            s->sorted[j] = s->sorted[j - 1];
+            j--;
+        }
+        s->sorted[j] = i;
+    }
 }
 
 int space_parse(const json_t *search_space, Space **out, RungError *err)
@@ -450,16 +470,21 @@ int space_parse(const json_t *search_space, Space **out, RungError *err)
      * branch appends while its choice's slot is held. */
     SpaceParam *params = calloc(SPACE_MAX_PARAMS, sizeof *params);
     int *keys = calloc(SPACE_MAX_PARAMS, sizeof *keys);
-    if (space == NULL || params == NULL || keys == NULL) {
+    int *sorted = calloc(SPACE_MAX_PARAMS, sizeof *sorted);
+    if (space == NULL || params == NULL || keys == NULL || sorted == NULL) {
         free(space);
         free(params);
         free(keys);
+        free(sorted);
         return out_of_memory(err);
     }
     space->params = params;
     space->keys = keys;
+    space->sorted = sorted;
     space->grid_size = 1;
-    rc = parse_scope(space, search_space, "search_space", "", -1, 0, 0, err);
+    rc = parse_scope(space, search_space, "search_space", "", "", -1, 0, 0, err);
+    if (rc == 0)
+        sort_params(space);
     for (int i = 0; rc == 0 && i < space->nparams; i++) {
         SpaceParam *p = &space->params[i];
         if (p->kind != SPACE_GRID && p->kind != SPACE_CONST)
@@ -502,6 +527,7 @@ void space_free(Space *space)
     }
     free(space->params);
     free(space->keys);
+    free(space->sorted);
     free(space);
 }
 

@@ -180,7 +180,7 @@ static void check_round_trip(const DomainCase *c, const Space *space, const json
     rung_error_clear(&err);
     assert_int_equal(space_encode(space, config, u, &err), 0);
     assert_true(u[0] >= 0.0 && u[0] <= 1.0);
-    json_t *again = space_decode(space, u, 0);
+    json_t *again = space_decode(space, u, 0, GRID_ORDER_RAY);
     assert_non_null(again);
     const json_t *a = json_object_get(config, "x");
     const json_t *b = json_object_get(again, "x");
@@ -245,8 +245,8 @@ static void test_decode_edges(void **state)
         " \"q\": {\"type\": \"qrandint\", \"low\": 1, \"high\": 9, \"q\": 4},"
         " \"c\": {\"type\": \"choice\", \"values\": [\"a\", \"b\"]}}");
     double lo[5] = {0, 0, 0, 0, 0}, hi[5] = {1, 1, 1, 1, 1};
-    json_t *a = space_decode(space, lo, 0);
-    json_t *b = space_decode(space, hi, 0);
+    json_t *a = space_decode(space, lo, 0, GRID_ORDER_RAY);
+    json_t *b = space_decode(space, hi, 0, GRID_ORDER_RAY);
     json_t *want_a = load("{\"u\": 1.0, \"r\": 0, \"l\": 2, \"q\": 4, \"c\": \"a\"}");
     assert_true(json_equal(a, want_a));
     assert_true(json_real_value(json_object_get(b, "u")) < 2.0);
@@ -257,11 +257,11 @@ static void test_decode_edges(void **state)
     assert_string_equal(json_string_value(json_object_get(b, "c")), "b");
     /* Out-of-range coordinates are clamped, a bad grid index refused. */
     double wild[5] = {-3, NAN, 7, 0.5, 2};
-    json_t *w = space_decode(space, wild, 0);
+    json_t *w = space_decode(space, wild, 0, GRID_ORDER_RAY);
     assert_non_null(w);
     assert_int_equal(json_integer_value(json_object_get(w, "r")), 0);
-    assert_null(space_decode(space, lo, 1));
-    assert_null(space_decode(space, lo, -1));
+    assert_null(space_decode(space, lo, 1, GRID_ORDER_RAY));
+    assert_null(space_decode(space, lo, -1, GRID_ORDER_RAY));
     json_decref(a);
     json_decref(b);
     json_decref(w);
@@ -364,7 +364,7 @@ static void test_normal_distributions(void **state)
             assert_true(fabs(y / 0.25 - round(y / 0.25)) < 1e-9);
             double u[2];
             assert_int_equal(space_encode(space, config, u, NULL), 0);
-            json_t *back = space_decode(space, u, 0);
+            json_t *back = space_decode(space, u, 0, GRID_ORDER_RAY);
             assert_true(fabs(json_real_value(json_object_get(back, "w")) - x) < 1e-9);
             assert_true(json_equal(json_object_get(back, "k"), k));
             json_decref(back);
@@ -382,7 +382,8 @@ static void test_normal_distributions(void **state)
     free(cdf);
     /* The ends of the cube stay finite, about 7 sd out. */
     double lo[2] = {0, 0}, hi[2] = {1, 1};
-    json_t *a = space_decode(space, lo, 0), *b = space_decode(space, hi, 0);
+    json_t *a = space_decode(space, lo, 0, GRID_ORDER_RAY),
+           *b = space_decode(space, hi, 0, GRID_ORDER_RAY);
     double wa = json_real_value(json_object_get(a, "w")),
            wb = json_real_value(json_object_get(b, "w"));
     assert_true(wa > 3.0 - 2.0 * 7.1 && wa < 3.0 - 2.0 * 7.0);
@@ -429,7 +430,8 @@ static void test_qlograndint(void **state)
         " \"q\": 1},"
         " \"d\": {\"type\": \"qlograndint\", \"low\": 256, \"high\": 256, \"q\": 256}}");
     double hi[4] = {1, 1, 1, 1}, lo[4] = {0, 0, 0, 0};
-    json_t *top = space_decode(space, hi, 0), *bottom = space_decode(space, lo, 0);
+    json_t *top = space_decode(space, hi, 0, GRID_ORDER_RAY),
+           *bottom = space_decode(space, lo, 0, GRID_ORDER_RAY);
     json_t *want_top = load("{\"a\": 256, \"b\": 256.0, \"c\": 1099511627776, \"d\": 256}");
     json_t *want_bottom = load("{\"a\": 32, \"b\": 32.0, \"c\": 1, \"d\": 256}");
     assert_true(json_equal(top, want_top));
@@ -438,7 +440,7 @@ static void test_qlograndint(void **state)
     double u[4];
     assert_int_equal(space_encode(space, top, u, NULL), 0);
     assert_true(u[3] == 0.5);
-    json_t *again = space_decode(space, u, 0);
+    json_t *again = space_decode(space, u, 0, GRID_ORDER_RAY);
     assert_true(json_equal(again, top));
     json_decref(again);
     json_decref(top);
@@ -541,21 +543,13 @@ static void test_grid_trial_counts(void **state)
     assert_int_equal(check_grid(all, "{\"type\": \"grid\"}", 2, cnx, 60), 120);
 }
 
-/* Trial n takes combination n mod G, the first grid parameter slowest, and
- * the sampled parameters differ between trials. */
-static void test_grid_order(void **state)
+/* Trials 0 .. 6 of space (grids a and b, uniform x) under s: their grid
+ * values are want[t] ("1p": a 1, b "p"), space_decode agrees, and x moves. */
+static void check_grid_order(const Space *space, const SearcherSpec *s, const char *const *want)
 {
-    (void)state;
-    Space *space = parse_space("{\"a\": {\"type\": \"grid\", \"values\": [1, 2, 3]},"
-                               " \"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
-                               " \"b\": {\"type\": \"grid\", \"values\": [\"p\", \"q\"]}}");
-    assert_int_equal(space_grid_size(space), 6);
-    assert_int_equal(space_cube_dims(space), 1);
-    SearcherSpec s = searcher_ok("{\"seed\": 9}", space);
-    const char *want[] = {"1p", "1q", "2p", "2q", "3p", "3q", "1p"};
     double xs[7];
     for (int t = 0; t < 7; t++) {
-        json_t *config = sampler_config(space, &s, t);
+        json_t *config = sampler_config(space, s, t);
         char got[16];
         snprintf(got, sizeof got, "%lld%s",
                  (long long)json_integer_value(json_object_get(config, "a")),
@@ -564,7 +558,7 @@ static void test_grid_order(void **state)
         xs[t] = json_real_value(json_object_get(config, "x"));
         /* space_decode with the same grid index agrees on the grid values. */
         double u[1] = {0.5};
-        json_t *decoded = space_decode(space, u, t % 6);
+        json_t *decoded = space_decode(space, u, t % 6, s->grid_order);
         assert_true(json_equal(json_object_get(decoded, "a"), json_object_get(config, "a")));
         assert_true(json_equal(json_object_get(decoded, "b"), json_object_get(config, "b")));
         json_decref(decoded);
@@ -572,6 +566,110 @@ static void test_grid_order(void **state)
     }
     for (int t = 1; t < 7; t++)
         assert_true(xs[t] != xs[0]);
+}
+
+/* Trial n takes combination n mod G (Ray's order: a before b, so a varies
+ * fastest; the spec's order: the first in the spec slowest), and the
+ * sampled parameters differ between trials. */
+static void test_grid_order(void **state)
+{
+    (void)state;
+    Space *space = parse_space("{\"b\": {\"type\": \"grid\", \"values\": [\"p\", \"q\"]},"
+                               " \"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+                               " \"a\": {\"type\": \"grid\", \"values\": [1, 2, 3]}}");
+    assert_int_equal(space_grid_size(space), 6);
+    assert_int_equal(space_cube_dims(space), 1);
+    for (int order = 0; order < 2; order++) {
+        SearcherSpec s = searcher_ok(order == 0 ? "{\"seed\": 9}"
+                                                : "{\"seed\": 9, \"grid_order\": \"spec\"}",
+                                     space);
+        const char *ray[] = {"1p", "2p", "3p", "1q", "2q", "3q", "1p"};
+        const char *spec[] = {"1p", "2p", "3p", "1q", "2q", "3q", "1p"};
+        check_grid_order(space, &s, order == 0 ? ray : spec);
+    }
+    space_free(space);
+    /* With a listed before b in the spec, the two orders differ. */
+    space = parse_space("{\"a\": {\"type\": \"grid\", \"values\": [1, 2, 3]},"
+                        " \"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+                        " \"b\": {\"type\": \"grid\", \"values\": [\"p\", \"q\"]}}");
+    for (int order = 0; order < 2; order++) {
+        SearcherSpec s = searcher_ok(order == 0 ? "{\"seed\": 9}"
+                                                : "{\"seed\": 9, \"grid_order\": \"spec\"}",
+                                     space);
+        const char *ray[] = {"1p", "2p", "3p", "1q", "2q", "3q", "1p"};
+        const char *spec[] = {"1p", "1q", "2p", "2q", "3p", "3q", "1p"};
+        check_grid_order(space, &s, order == 0 ? ray : spec);
+    }
+    space_free(space);
+}
+
+/* Ray's order on three grids, one nested (docs/api.md, "Grid semantics"):
+ * the paths sorted key by key are ("a",), ("b",), ("m", "lr"), and a, the
+ * first, varies fastest; the list is written out by hand from that rule. */
+static void test_grid_order_ray_nested(void **state)
+{
+    (void)state;
+    Space *space = parse_space("{\"b\": {\"type\": \"grid\", \"values\": [1, 2]},"
+                               " \"a\": {\"type\": \"grid\", \"values\": [\"x\", \"y\"]},"
+                               " \"m\": {\"lr\": {\"type\": \"grid\", \"values\": [0.1, 0.2]}}}");
+    static const char *const WANT[] = {
+        "{\"b\": 1, \"a\": \"x\", \"m.lr\": 0.1}", "{\"b\": 1, \"a\": \"y\", \"m.lr\": 0.1}",
+        "{\"b\": 2, \"a\": \"x\", \"m.lr\": 0.1}", "{\"b\": 2, \"a\": \"y\", \"m.lr\": 0.1}",
+        "{\"b\": 1, \"a\": \"x\", \"m.lr\": 0.2}", "{\"b\": 1, \"a\": \"y\", \"m.lr\": 0.2}",
+        "{\"b\": 2, \"a\": \"x\", \"m.lr\": 0.2}", "{\"b\": 2, \"a\": \"y\", \"m.lr\": 0.2}",
+    };
+    /* The old order (an experiment stored before grid_order): b slowest. */
+    static const char *const OLD[] = {
+        "{\"b\": 1, \"a\": \"x\", \"m.lr\": 0.1}", "{\"b\": 1, \"a\": \"x\", \"m.lr\": 0.2}",
+        "{\"b\": 1, \"a\": \"y\", \"m.lr\": 0.1}", "{\"b\": 1, \"a\": \"y\", \"m.lr\": 0.2}",
+        "{\"b\": 2, \"a\": \"x\", \"m.lr\": 0.1}", "{\"b\": 2, \"a\": \"x\", \"m.lr\": 0.2}",
+        "{\"b\": 2, \"a\": \"y\", \"m.lr\": 0.1}", "{\"b\": 2, \"a\": \"y\", \"m.lr\": 0.2}",
+    };
+    const char *searchers[] = {"{\"seed\": 1}", "{\"type\": \"grid\"}", "{\"type\": \"bayes\"}",
+                               "{\"type\": \"grid\", \"grid_order\": \"spec\"}",
+                               "{\"seed\": 1, \"grid_order\": \"spec\"}"};
+    for (int si = 0; si < 5; si++) {
+        SearcherSpec s = searcher_ok(searchers[si], space);
+        const char *const *want = si < 3 ? WANT : OLD;
+        assert_int_equal(total_ok(space, &s, 2), 16);
+        for (int t = 0; t < 16; t++) {
+            json_t *config = sampler_config(space, &s, t);
+            json_t *w = load(want[t % 8]);
+            if (!json_equal(config, w)) {
+                char *got = dump(config);
+                fail_msg("%s: trial %d is %s, want %s", searchers[si], t, got, want[t % 8]);
+            }
+            /* sampler_grid_index and space_decode number them alike. */
+            assert_int_equal(sampler_grid_index(space, config, s.grid_order), t % 8);
+            json_t *decoded = space_decode(space, NULL, t % 8, s.grid_order);
+            assert_true(json_equal(decoded, w));
+            json_decref(decoded);
+            json_decref(w);
+            json_decref(config);
+        }
+    }
+    space_free(space);
+
+    /* Key by key: the path ("a", "b") sorts before ("a-c",), though the
+     * string "a.b" sorts after "a-c" ('.' > '-'); a top-level name that
+     * holds a dot is one key, compared whole: ("a.b",) after ("a-c",). */
+    space = parse_space("{\"a-c\": {\"type\": \"grid\", \"values\": [1, 2]},"
+                        " \"a\": {\"b\": {\"type\": \"grid\", \"values\": [3, 4]}}}");
+    SearcherSpec s = searcher_ok("{\"type\": \"grid\"}", space);
+    json_t *c1 = sampler_config(space, &s, 1);
+    /* a.b (path ("a", "b")) is first, so fastest: trial 1 moves it. */
+    assert_int_equal(json_integer_value(json_object_get(c1, "a.b")), 4);
+    assert_int_equal(json_integer_value(json_object_get(c1, "a-c")), 1);
+    json_decref(c1);
+    space_free(space);
+    space = parse_space("{\"a-c\": {\"type\": \"grid\", \"values\": [1, 2]},"
+                        " \"a.b\": {\"type\": \"grid\", \"values\": [3, 4]}}");
+    s = searcher_ok("{\"type\": \"grid\"}", space);
+    c1 = sampler_config(space, &s, 1);
+    /* The one key "a.b" sorts after "a-c" ('.' > '-'): a-c is fastest. */
+    assert_int_equal(json_integer_value(json_object_get(c1, "a.b")), 3);
+    assert_int_equal(json_integer_value(json_object_get(c1, "a-c")), 2);
+    json_decref(c1);
     space_free(space);
 }
 
@@ -1080,7 +1178,7 @@ static void test_constants_and_order(void **state)
         assert_int_equal(json_object_size(config), 0);
         json_decref(config);
     }
-    json_t *empty = space_decode(space, NULL, 0);
+    json_t *empty = space_decode(space, NULL, 0, GRID_ORDER_RAY);
     assert_int_equal(json_object_size(empty), 0);
     json_decref(empty);
     space_free(space);
@@ -1305,28 +1403,28 @@ static void test_grid_index(void **state)
     assert_int_equal(g, 2 * 3 * 4 * 5 * 4 * 3);
     for (int64_t n = 0; n < g; n++) {
         json_t *c = sampler_config(space, &grid, n);
-        assert_int_equal(sampler_grid_index(space, c), n);
+        assert_int_equal(sampler_grid_index(space, c, GRID_ORDER_RAY), n);
         json_decref(c);
     }
     json_t *c = sampler_config(space, &grid, 77);
     /* An integer is not the real 2.5's neighbour, nor 1.0 the integer 1. */
     json_t *bad = json_deep_copy(c);
     json_object_set_new(bad, "c", json_real(1.0));
-    assert_int_equal(sampler_grid_index(space, bad), -1);
+    assert_int_equal(sampler_grid_index(space, bad, GRID_ORDER_RAY), -1);
     json_object_set_new(bad, "c", json_integer(1));
     json_object_set_new(bad, "u", json_real(0.5)); /* in the domain, not a grid point */
-    assert_int_equal(sampler_grid_index(space, bad), -1);
+    assert_int_equal(sampler_grid_index(space, bad, GRID_ORDER_RAY), -1);
     json_object_set_new(bad, "u", json_real(1.0));
     json_object_set_new(bad, "q", json_integer(4)); /* not a multiple of q */
-    assert_int_equal(sampler_grid_index(space, bad), -1);
+    assert_int_equal(sampler_grid_index(space, bad, GRID_ORDER_RAY), -1);
     json_object_set_new(bad, "q", json_integer(3));
     json_object_set_new(bad, "k", json_string("other"));
-    assert_int_equal(sampler_grid_index(space, bad), -1);
+    assert_int_equal(sampler_grid_index(space, bad, GRID_ORDER_RAY), -1);
     json_object_del(bad, "k");
-    assert_int_equal(sampler_grid_index(space, bad), -1);
+    assert_int_equal(sampler_grid_index(space, bad, GRID_ORDER_RAY), -1);
     json_object_set_new(bad, "k", json_string("const"));
     json_object_set_new(bad, "extra", json_true()); /* ignored */
-    assert_true(sampler_grid_index(space, bad) >= 0);
+    assert_true(sampler_grid_index(space, bad, GRID_ORDER_RAY) >= 0);
     json_decref(bad);
     json_decref(c);
     space_free(space);
@@ -1449,7 +1547,7 @@ static void test_conditional_flatten(void **state)
             } else {
                 assert_true(u[3] == SPACE_INACTIVE_U);
             }
-            json_t *back = space_decode(space, u, 0);
+            json_t *back = space_decode(space, u, 0, GRID_ORDER_RAY);
             assert_true(json_equal(back, c));
             /* conform keeps it; keys of the other branch are dropped. */
             json_t *extra = json_deep_copy(c);
@@ -1528,27 +1626,47 @@ static void test_conditional_grid(void **state)
         "  {\"n\": \"adam\", \"b\": {\"type\": \"choice\", \"values\": [1, 2]},"
         "   \"sub\": {\"type\": \"choice\", \"values\": [{\"k\": 0}, {\"k\": 1, \"w\": "
         "{\"type\": \"randint\", \"low\": 0, \"high\": 2}}]}}]}}");
-    SearcherSpec s = searcher_ok("{\"type\": \"grid\"}", space);
-    /* 2 x (3 + 2 x (1 + 2)) */
-    int64_t total = total_ok(space, &s, 1);
-    assert_int_equal(total, 18);
-    json_t *all[18];
-    for (int t = 0; t < 18; t++) {
-        all[t] = sampler_config(space, &s, t);
-        assert_non_null(all[t]);
-        assert_int_equal(sampler_grid_index(space, all[t]), t);
-        for (int k = 0; k < t; k++)
-            assert_false(json_equal(all[k], all[t]));
+    for (int order = 0; order < 2; order++) {
+        SearcherSpec s = searcher_ok(order == 0 ? "{\"type\": \"grid\"}"
+                                                : "{\"type\": \"grid\", \"grid_order\": \"spec\"}",
+                                     space);
+        assert_int_equal(s.grid_order, order == 0 ? GRID_ORDER_RAY : GRID_ORDER_SPEC);
+        /* 2 x (3 + 2 x (1 + 2)) */
+        int64_t total = total_ok(space, &s, 1);
+        assert_int_equal(total, 18);
+        json_t *all[18];
+        for (int t = 0; t < 18; t++) {
+            all[t] = sampler_config(space, &s, t);
+            assert_non_null(all[t]);
+            assert_int_equal(sampler_grid_index(space, all[t], s.grid_order), t);
+            for (int k = 0; k < t; k++)
+                assert_false(json_equal(all[k], all[t]));
+        }
+        if (order == 0) {
+            /* Ray's: a fastest (a < opt); opt's digit runs through the sgd
+             * branch's three points, then adam's six, where b (opt.b <
+             * opt.n < opt.sub) is the fastest. */
+            assert_int_equal(json_integer_value(json_object_get(all[0], "a")), 1);
+            assert_int_equal(json_integer_value(json_object_get(all[1], "a")), 2);
+            assert_string_equal(json_string_value(json_object_get(all[5], "opt.n")), "sgd");
+            assert_string_equal(json_string_value(json_object_get(all[6], "opt.n")), "adam");
+            assert_int_equal(json_integer_value(json_object_get(all[6], "opt.b")), 1);
+            assert_int_equal(json_integer_value(json_object_get(all[8], "opt.b")), 2);
+            assert_null(json_object_get(all[8], "opt.sub.w"));
+            assert_non_null(json_object_get(all[10], "opt.sub.w"));
+        } else {
+            /* The spec's: the first parameter slowest; the sgd branch's
+             * three points first. */
+            assert_int_equal(json_integer_value(json_object_get(all[8], "a")), 1);
+            assert_int_equal(json_integer_value(json_object_get(all[9], "a")), 2);
+            assert_string_equal(json_string_value(json_object_get(all[2], "opt.n")), "sgd");
+            assert_string_equal(json_string_value(json_object_get(all[3], "opt.n")), "adam");
+            assert_null(json_object_get(all[3], "opt.sub.w"));
+            assert_non_null(json_object_get(all[4], "opt.sub.w"));
+        }
+        for (int t = 0; t < 18; t++)
+            json_decref(all[t]);
     }
-    /* The first parameter slowest; the sgd branch's three points first. */
-    assert_int_equal(json_integer_value(json_object_get(all[8], "a")), 1);
-    assert_int_equal(json_integer_value(json_object_get(all[9], "a")), 2);
-    assert_string_equal(json_string_value(json_object_get(all[2], "opt.n")), "sgd");
-    assert_string_equal(json_string_value(json_object_get(all[3], "opt.n")), "adam");
-    assert_null(json_object_get(all[3], "opt.sub.w"));
-    assert_non_null(json_object_get(all[4], "opt.sub.w"));
-    for (int t = 0; t < 18; t++)
-        json_decref(all[t]);
     space_free(space);
 }
 
@@ -1564,6 +1682,7 @@ int main(void)
         cmocka_unit_test(test_check_value_new_domains),
         cmocka_unit_test(test_grid_trial_counts),
         cmocka_unit_test(test_grid_order),
+        cmocka_unit_test(test_grid_order_ray_nested),
         cmocka_unit_test(test_grid_points),
         cmocka_unit_test(test_invalid_spaces),
         cmocka_unit_test(test_invalid_searchers),
