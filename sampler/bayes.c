@@ -225,19 +225,6 @@ static void build_layout(Bayes *b)
     }
 }
 
-/* The grid index of every grid parameter in combination `combo` (mixed
- * radix, the first slowest, as space_decode does); -1 for the others. */
-static void grid_indices(const Space *s, int64_t combo, int64_t *idx)
-{
-    for (int i = s->nparams - 1; i >= 0; i--) {
-        const SpaceParam *p = &s->params[i];
-        idx[i] = -1;
-        if (p->kind == SPACE_GRID) {
-            idx[i] = combo % p->count;
-            combo /= p->count;
-        }
-    }
-}
 
 /* Features of the cube point u with grid indices gidx. A parameter of a
  * branch not taken is imputed (docs/searchers.md): SPACE_INACTIVE_U, as
@@ -291,7 +278,7 @@ static int config_point(const Bayes *b, const json_t *config, double *u, double 
 /* Rounds u to the config it decodes to and back. */
 static int snap(const Bayes *b, double *u, int64_t combo)
 {
-    json_t *config = space_decode(b->space, u, combo);
+    json_t *config = space_decode(b->space, u, combo, b->searcher->grid_order);
     if (config == NULL)
         return -1;
     int rc = space_encode(b->space, config, u, NULL);
@@ -327,10 +314,12 @@ static int build_levels(Bayes *b)
             direct = true;
             break;
         case SPACE_LOGRANDINT:
+        case SPACE_QLOGRANDINT:
             count = p->count;
             break;
         case SPACE_QUNIFORM:
         case SPACE_QLOGUNIFORM:
+        case SPACE_QNORMAL:
             count = (int64_t)(p->kmax - p->kmin) + 1;
             break;
         default:
@@ -350,13 +339,17 @@ static int build_levels(Bayes *b)
             if (tmpl == NULL) {
                 for (int j = 0; j < s->dims; j++)
                     u[j] = 0.5;
-                tmpl = space_decode(s, u, 0);
+                tmpl = space_decode(s, u, 0, b->searcher->grid_order);
                 if (tmpl == NULL)
                     goto fail;
             }
-            json_t *v = p->kind == SPACE_LOGRANDINT
-                            ? json_integer(p->ilow + k)
-                            : json_real(space__quantize(p, (p->kmin + (double)k) * p->q));
+            json_t *v;
+            if (p->kind == SPACE_LOGRANDINT)
+                v = json_integer(p->ilow + k);
+            else if (p->kind == SPACE_QLOGRANDINT)
+                v = json_integer((p->ik0 + k) * p->iq);
+            else
+                v = json_real(space__quantize(p, (p->kmin + (double)k) * p->q));
             if (v == NULL || json_object_set_new(tmpl, p->name, v) != 0 ||
                 space_encode(s, tmpl, u, NULL) != 0)
                 goto fail;
@@ -1175,7 +1168,9 @@ static int propose_gp(Bayes *b, int64_t t, json_t **out, RungError *err)
     int dims = b->dims, nf = b->nf;
     int64_t combo = t % s->grid_size;
     int64_t gidx[SPACE_MAX_PARAMS];
-    grid_indices(s, combo, gidx);
+    /* The grid indices of trial t's combination, as sampler_config and
+     * space_decode number it. */
+    space__grid_indices(s, b->searcher->grid_order, combo, gidx);
 
     int m = make_candidates(b, t);
     for (int i = 0; i < m; i++)
@@ -1252,7 +1247,7 @@ static int propose_gp(Bayes *b, int64_t t, json_t **out, RungError *err)
         if (!moved)
             break;
     }
-    *out = space_decode(s, best_u, combo);
+    *out = space_decode(s, best_u, combo, b->searcher->grid_order);
     return *out == NULL ? oom(err) : 0;
 numeric:
     return rung_error_set(err, RUNG_E_INTERNAL, NULL,

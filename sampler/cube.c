@@ -3,11 +3,13 @@
  * Random search, Sobol points and (later) the GP all work in the cube, and
  * this file is the only place that knows how a coordinate becomes a value.
  * Decoding follows Ray Tune's samplers (log domains uniform in log space,
- * quantized floats rounded to multiples of q, integers floored). Encoding is
- * its inverse; a discrete value maps to the centre of the cell of u that
- * decodes to it, so decode(encode(c)) == c exactly for discrete domains. */
+ * quantized floats rounded to multiples of q, integers floored, normals
+ * through the inverse normal CDF). Encoding is its inverse; a discrete
+ * value maps to the centre of the cell of u that decodes to it, so
+ * decode(encode(c)) == c exactly for discrete domains. */
 #include "sampler_internal.h"
 
+#include <gsl/gsl_cdf.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -80,6 +82,31 @@ static double log_unscale(const SpaceParam *p, double x)
     return clamp01((log(x) - p->log_low) / (p->log_high - p->log_low));
 }
 
+/* mean + sd * the standard normal quantile of u, u kept off 0 and 1 by
+ * SPACE_NORMAL_TAIL so that the value is finite. */
+static double normal_scale(const SpaceParam *p, double u)
+{
+    if (u < SPACE_NORMAL_TAIL)
+        u = SPACE_NORMAL_TAIL;
+    if (u > 1.0 - SPACE_NORMAL_TAIL)
+        u = 1.0 - SPACE_NORMAL_TAIL;
+    return p->mean + gsl_cdf_gaussian_Pinv(u, p->sd);
+}
+
+/* The inverse of normal_scale: the normal CDF of x. */
+static double normal_unscale(const SpaceParam *p, double x)
+{
+    return clamp01(gsl_cdf_gaussian_P(x - p->mean, p->sd));
+}
+
+/* qlograndint: the multiple of q nearest to log-uniform x, clamped to the
+ * multiples within [low, high]. Rounded, not floored as lograndint is: high
+ * is included, and exp(log(256)) is 255.99999999999994. */
+static int64_t qlog_int(const SpaceParam *p, double x)
+{
+    return to_int(round(x / (double)p->iq), p->ik0, p->ik0 + p->count - 1) * p->iq;
+}
+
 json_t *space__decode_value(const SpaceParam *p, double u)
 {
     u = clamp01(u);
@@ -98,6 +125,12 @@ json_t *space__decode_value(const SpaceParam *p, double u)
         return json_integer((p->ik0 + cell(u, p->count)) * p->iq);
     case SPACE_LOGRANDINT:
         return json_integer(to_int(floor(log_scale(p, u)), p->ilow, p->ihigh - 1));
+    case SPACE_QLOGRANDINT:
+        return json_integer(qlog_int(p, log_scale(p, u)));
+    case SPACE_NORMAL:
+        return json_real(normal_scale(p, u));
+    case SPACE_QNORMAL:
+        return json_real(space__quantize(p, normal_scale(p, u)));
     case SPACE_CHOICE:
         return json_deep_copy(json_array_get(p->values, (size_t)cell(u, p->count)));
     default: /* grids and constants have no coordinate */
@@ -118,6 +151,10 @@ static double encode_quantized(const SpaceParam *p, double x)
     double hi = k == p->kmax ? p->high : (k + 0.5) * p->q;
     if (p->kind == SPACE_QUNIFORM)
         return clamp01(((lo + hi) / 2.0 - p->low) / (p->high - p->low));
+    /* A normal's cells are measured in probability (the outer ones reach
+     * past the clamped tails, which decode into them all the same). */
+    if (p->kind == SPACE_QNORMAL)
+        return (normal_unscale(p, lo) + normal_unscale(p, hi)) / 2.0;
     /* Cells of a log domain are measured in log space. */
     double mid = (log(lo) + log(hi)) / 2.0;
     return clamp01((mid - p->log_low) / (p->log_high - p->log_low));
@@ -148,6 +185,21 @@ static double encode_number(const SpaceParam *p, double x)
         double mid = (log((double)k) + log((double)k + 1.0)) / 2.0;
         return clamp01((mid - p->log_low) / (p->log_high - p->log_low));
     }
+    case SPACE_QLOGRANDINT: {
+        /* low == high: one value, and no range to measure in. */
+        if (!(p->log_high > p->log_low))
+            return 0.5;
+        /* The centre, in log space, of the x that round to this multiple. */
+        double k = (double)qlog_int(p, x) / (double)p->iq;
+        double lo = fmax((double)p->ilow, (k - 0.5) * (double)p->iq);
+        double hi = fmin((double)p->ihigh, (k + 0.5) * (double)p->iq);
+        double mid = (log(lo) + log(hi)) / 2.0;
+        return clamp01((mid - p->log_low) / (p->log_high - p->log_low));
+    }
+    case SPACE_NORMAL:
+        return normal_unscale(p, x);
+    case SPACE_QNORMAL:
+        return encode_quantized(p, x);
     default:
         return 0.0;
     }
@@ -284,19 +336,26 @@ json_t *space__build(const Space *space, const double *u, const int64_t *idx)
     return config;
 }
 
-json_t *space_decode(const Space *space, const double *u, int64_t grid_index)
+void space__grid_indices(const Space *space, GridOrder order, int64_t combo, int64_t *idx)
+{
+    for (int i = 0; i < space->nparams; i++)
+        idx[i] = -1;
+    /* Mixed radix over the grid parameters, the fastest digit first. */
+    for (int k = 0; k < space->nparams; k++) {
+        int i = space__digit_param(space, order, k);
+        const SpaceParam *p = &space->params[i];
+        if (p->kind == SPACE_GRID) {
+            idx[i] = combo % p->count;
+            combo /= p->count;
+        }
+    }
+}
+
+json_t *space_decode(const Space *space, const double *u, int64_t grid_index, GridOrder order)
 {
     if (grid_index < 0 || grid_index >= space->grid_size)
         return NULL;
-    /* Mixed radix over the grid parameters: the first varies slowest. */
     int64_t idx[SPACE_MAX_PARAMS];
-    for (int i = space->nparams - 1; i >= 0; i--) {
-        const SpaceParam *p = &space->params[i];
-        idx[i] = -1;
-        if (p->kind == SPACE_GRID) {
-            idx[i] = grid_index % p->count;
-            grid_index /= p->count;
-        }
-    }
+    space__grid_indices(space, order, grid_index, idx);
     return space__build(space, u, idx);
 }

@@ -4,16 +4,26 @@
  * integers (when there are at most SPACE_MAX_GRID_POINTS of them), and a
  * domain given "grid_points": n its n points spaced like numpy's linspace from
  * low to high inclusive (in log space for log domains), rounded to the
- * domain's values and de-duplicated. The points are made once at parse time
- * so that enumerating is an array lookup. */
+ * domain's values and de-duplicated; for normal and qnormal, which have no
+ * bounds, the n quantiles (i + 0.5) / n instead (each point the middle of
+ * one n-th of the probability). The points are made once at parse time so
+ * that enumerating is an array lookup. */
 #include "sampler_internal.h"
 
+#include <gsl/gsl_cdf.h>
 #include <math.h>
 #include <stdlib.h>
 
 static bool is_int_kind(SpaceKind kind)
 {
-    return kind == SPACE_RANDINT || kind == SPACE_QRANDINT || kind == SPACE_LOGRANDINT;
+    return kind == SPACE_RANDINT || kind == SPACE_QRANDINT || kind == SPACE_LOGRANDINT ||
+           kind == SPACE_QLOGRANDINT;
+}
+
+/* Values are (ik0 + j) * iq: qrandint and qlograndint. */
+static bool is_int_quant(SpaceKind kind)
+{
+    return kind == SPACE_QRANDINT || kind == SPACE_QLOGRANDINT;
 }
 
 /* Point i of n (n >= 2) of numpy's linspace(start, stop, n): start + i * step,
@@ -61,6 +71,23 @@ static double grid_point(const SpaceParam *p, int64_t i, int64_t n)
         double x = round(exp(linspace(p->log_low, log(top), i, n)));
         return x < (double)p->ilow ? (double)p->ilow : (x > top ? top : x);
     }
+    case SPACE_QLOGRANDINT: {
+        /* geomspace from low to high, each the nearest multiple of q
+         * within [low, high] (high is included). */
+        double x = (double)p->ihigh;
+        if (first)
+            x = (double)p->ilow;
+        else if (i < n - 1)
+            x = exp(linspace(p->log_low, p->log_high, i, n));
+        double k = round(x / (double)p->iq);
+        double k0 = (double)p->ik0, k1 = (double)(p->ik0 + p->count - 1);
+        return (k < k0 ? k0 : (k > k1 ? k1 : k)) * (double)p->iq;
+    }
+    case SPACE_NORMAL:
+    case SPACE_QNORMAL: {
+        double x = p->mean + gsl_cdf_gaussian_Pinv(((double)i + 0.5) / (double)n, p->sd);
+        return p->kind == SPACE_QNORMAL ? space__quantize(p, x) : x;
+    }
     default:
         return 0.0;
     }
@@ -83,7 +110,7 @@ int space__make_points(SpaceParam *p)
         double x;
         if (!every)
             x = grid_point(p, i, n);
-        else if (p->kind == SPACE_QRANDINT)
+        else if (is_int_quant(p->kind))
             x = (double)((p->ik0 + i) * p->iq);
         else
             x = (double)(p->ilow + i);
@@ -104,6 +131,7 @@ int64_t space__enum_count(const SpaceParam *p)
     case SPACE_RANDINT:
     case SPACE_QRANDINT:
     case SPACE_LOGRANDINT:
+    case SPACE_QLOGRANDINT:
         if (p->npoints > 0)
             return p->npoints;
         return p->count <= SPACE_MAX_GRID_POINTS ? p->count : 0;
@@ -126,6 +154,7 @@ json_t *space__enum_value(const SpaceParam *p, int64_t i)
             return json_integer((json_int_t)p->points[i]);
         return json_integer(p->ilow + i);
     case SPACE_QRANDINT:
+    case SPACE_QLOGRANDINT:
         if (p->npoints > 0)
             return json_integer((json_int_t)p->points[i]);
         return json_integer((p->ik0 + i) * p->iq);
@@ -163,7 +192,8 @@ static int64_t enum_index(const SpaceParam *p, const json_t *v)
         return -1;
     case SPACE_RANDINT:
     case SPACE_QRANDINT:
-    case SPACE_LOGRANDINT: {
+    case SPACE_LOGRANDINT:
+    case SPACE_QLOGRANDINT: {
         if (!json_is_integer(v))
             return -1;
         int64_t x = json_integer_value(v);
@@ -172,7 +202,7 @@ static int64_t enum_index(const SpaceParam *p, const json_t *v)
         if (p->npoints > 0)
             return point_index(p, (double)x); /* integers up to 2^40 are exact */
         int64_t i = x - p->ilow;
-        if (p->kind == SPACE_QRANDINT) {
+        if (is_int_quant(p->kind)) {
             if (x % p->iq != 0)
                 return -1;
             i = x / p->iq - p->ik0;
@@ -227,12 +257,14 @@ int64_t space__grid_combinations(const Space *space)
     return scope_count(space, -1, 0);
 }
 
-/* Mixed radix over the scope's members, the first slowest. */
-static void scope_decode(const Space *s, int c, int b, int64_t combo, int64_t *idx)
+/* Mixed radix over the scope's members, read in `order` (the fastest digit
+ * first). */
+static void scope_decode(const Space *s, GridOrder order, int c, int b, int64_t combo, int64_t *idx)
 {
-    for (int i = s->nparams - 1; i > c; i--) {
+    for (int j = 0; j < s->nparams; j++) {
+        int i = space__digit_param(s, order, j);
         const SpaceParam *p = &s->params[i];
-        if (p->parent != c || p->branch != b)
+        if (i <= c || p->parent != c || p->branch != b)
             continue;
         int64_t n = member_count(s, i);
         int64_t k = combo % n;
@@ -245,7 +277,7 @@ static void scope_decode(const Space *s, int c, int b, int64_t combo, int64_t *i
             int64_t nb = scope_count(s, i, bb);
             if (k < nb) {
                 idx[i] = bb;
-                scope_decode(s, i, bb, k, idx);
+                scope_decode(s, order, i, bb, k, idx);
                 break;
             }
             k -= nb;
@@ -253,44 +285,47 @@ static void scope_decode(const Space *s, int c, int b, int64_t combo, int64_t *i
     }
 }
 
-void space__grid_decode(const Space *space, int64_t combo, int64_t *idx)
+void space__grid_decode(const Space *space, GridOrder order, int64_t combo, int64_t *idx)
 {
     for (int i = 0; i < space->nparams; i++)
         idx[i] = -1;
-    scope_decode(space, -1, 0, combo, idx);
+    scope_decode(space, order, -1, 0, combo, idx);
 }
 
-static int64_t scope_index(const Space *s, int c, int b, const json_t *config, const int *sel)
+/* scope_decode's inverse: the digits from the slowest down. */
+static int64_t scope_index(const Space *s, GridOrder order, int c, int b, const json_t *config,
+                           const int *sel)
 {
     int64_t g = 0;
-    for (int i = c + 1; i < s->nparams; i++) {
+    for (int k = s->nparams - 1; k >= 0; k--) {
+        int i = space__digit_param(s, order, k);
         const SpaceParam *p = &s->params[i];
-        if (p->parent != c || p->branch != b)
+        if (i <= c || p->parent != c || p->branch != b)
             continue;
         int64_t n = member_count(s, i);
-        int64_t k;
+        int64_t d;
         if (p->cond) {
-            k = scope_index(s, i, sel[i], config, sel);
-            for (int bb = 0; k >= 0 && bb < sel[i]; bb++)
-                k += scope_count(s, i, bb);
+            d = scope_index(s, order, i, sel[i], config, sel);
+            for (int bb = 0; d >= 0 && bb < sel[i]; bb++)
+                d += scope_count(s, i, bb);
         } else {
-            k = enum_index(p, json_object_get(config, p->name));
+            d = enum_index(p, json_object_get(config, p->name));
         }
-        if (n < 1 || k < 0 || g > SAMPLER_MAX_TRIALS / n)
+        if (n < 1 || d < 0 || g > SAMPLER_MAX_TRIALS / n)
             return -1;
-        g = g * n + k;
+        g = g * n + d;
     }
     return g;
 }
 
-int64_t sampler_grid_index(const Space *space, const json_t *config)
+int64_t sampler_grid_index(const Space *space, const json_t *config, GridOrder order)
 {
-    /* Mixed radix, the first parameter slowest (sampler_config). The grid
+    /* Mixed radix in `order`, as sampler_config reads it. The grid
      * searcher's product is at most SAMPLER_MAX_TRIALS when it ran at all;
      * a larger one is refused at submission, so it is no index here. */
     bool active[SPACE_MAX_PARAMS];
     int sel[SPACE_MAX_PARAMS];
     if (!json_is_object(config) || space__resolve(space, config, active, sel) != 0)
         return -1;
-    return scope_index(space, -1, 0, config, sel);
+    return scope_index(space, order, -1, 0, config, sel);
 }

@@ -51,6 +51,10 @@ static bool number_fits(const SpaceParam *p, const json_t *v)
     double x = json_number_value(v);
     if (p->kind == SPACE_UNIFORM || p->kind == SPACE_LOGUNIFORM)
         return x >= p->low && x <= p->high;
+    /* A normal takes any finite number (its round trip through the cube
+     * is not exact near the mean, where x is small). */
+    if (p->kind == SPACE_NORMAL)
+        return isfinite(x);
     /* The nearest value of the domain, within rounding of x. */
     json_t *back = space__decode_value(p, space__encode_number(p, x));
     bool fits = back != NULL && fabs(json_number_value(back) - x) <= 1e-9 * (fabs(x) + 1e-300);
@@ -81,6 +85,10 @@ static json_t *mutate_one(const SpaceParam *p, const json_t *v, double resample_
     double x = json_number_value(v) * (up ? 1.2 : 0.8);
     if (p->kind == SPACE_UNIFORM || p->kind == SPACE_LOGUNIFORM)
         return json_real(x < p->low ? p->low : (x > p->high ? p->high : x));
+    /* A normal has no bounds to keep to, but 1.2 times a huge value (a
+     * point to evaluate) may overflow: that one goes back to the mean. */
+    if (p->kind == SPACE_NORMAL)
+        return isfinite(x) ? json_real(x) : space__decode_value(p, 0.5);
     return space__decode_value(p, space__encode_number(p, x));
 }
 

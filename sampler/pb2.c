@@ -17,7 +17,8 @@ static double draw(uint64_t seed, uint64_t a, uint64_t b, uint64_t k)
 /* base with the mutated parameters taken from the cube point u. */
 static json_t *lay(const Space *mutations, const json_t *base, const double *u)
 {
-    json_t *chosen = space_decode(mutations, u, 0);
+    /* Combination 0 (every grid at its first value) in either order. */
+    json_t *chosen = space_decode(mutations, u, 0, GRID_ORDER_RAY);
     json_t *out = chosen ? json_deep_copy(base) : NULL;
     if (out != NULL && json_object_update(out, chosen) != 0) {
         json_decref(out);

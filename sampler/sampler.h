@@ -45,6 +45,13 @@ typedef struct Space Space;
 
 typedef enum { SEARCHER_RANDOM, SEARCHER_GRID, SEARCHER_BAYES } SearcherType;
 
+/* The order in which grid combinations are numbered (docs/api.md, "Grid
+ * semantics"; "searcher.grid_order"). Ray Tune's: the enumerated parameters
+ * sorted by path, compared key by key, the first in that order varying
+ * fastest. The spec's: the first parameter in spec order varying slowest,
+ * what rungd did before (an experiment stored then keeps it: spec_load). */
+typedef enum { GRID_ORDER_RAY = 0, GRID_ORDER_SPEC } GridOrder;
+
 typedef struct SearcherSpec {
     SearcherType type;
     uint64_t seed;     /* always set: from the spec, or drawn by the caller */
@@ -54,6 +61,7 @@ typedef struct SearcherSpec {
     /* bayes: model rung records (bayes_mf_propose): 1 or 0 as the spec
      * says, -1 when it does not (rungd decides with the scheduler). */
     int multi_fidelity;
+    GridOrder grid_order; /* "grid_order": Ray's unless the spec says "spec" */
 } SearcherSpec;
 
 /* Parses and validates search_space (the object itself). Errors are
@@ -153,7 +161,7 @@ int sampler_total_trials(const Space *space, const SearcherSpec *searcher, int64
 /* The config of trial `number` (0-based) for random and grid searchers.
  * Returns a new reference (an object, parameters in spec order), or NULL when
  * out of memory. Trial n takes grid combination n mod G and repetition n / G
- * (G: the grid product; the first grid parameter varies slowest). Random
+ * (G: the grid product, numbered in searcher->grid_order). Random
  * search draws trial n from (seed, n) alone; "quasi" (and bayes, which starts
  * quasi-random) takes point n / G of a Sobol sequence shifted by (seed, n mod
  * G). NULL too when number < 0 or the Sobol sequence is exhausted (2^30
@@ -169,24 +177,25 @@ json_t *sampler_config(const Space *space, const SearcherSpec *searcher, int64_t
  * NULL when number < 0, k < 1, for the grid searcher, or out of memory. */
 json_t *sampler_redraw(const Space *space, const SearcherSpec *searcher, int64_t number, int64_t k);
 
-/* The combination c of the grid searcher's enumeration (0 <= c < G, G its
- * number of combinations: sampler_total_trials with num_samples 1) whose
- * config, sampler_config(grid, c), equals config on every parameter under
+/* The combination c of the grid searcher's enumeration in `order` (0 <= c <
+ * G, G its number of combinations: sampler_total_trials with num_samples
+ * 1) whose config, sampler_config(grid, c), equals config on every parameter under
  * JSON equality (json_equal: reals compared exactly, an integer never
  * equals a real). -1 when some value is none of its parameter's
  * enumerated values, a parameter is missing, or the space cannot be
  * enumerated. Keys of config beyond the space's are ignored. */
-int64_t sampler_grid_index(const Space *space, const json_t *config);
+int64_t sampler_grid_index(const Space *space, const json_t *config, GridOrder order);
 
 /* Unit-cube encoding of the sampled parameters: decode maps u (cube_dims
- * values in [0, 1]) plus a grid combination index to a config (new
- * reference); encode maps a config back to u. decode(encode(c)) == c.
+ * values in [0, 1]) plus a grid combination index (of the "grid"
+ * parameters, numbered in `order`) to a config (new reference); encode
+ * maps a config back to u. decode(encode(c)) == c.
  * decode clamps u into [0, 1] and returns NULL when grid_index is outside
  * [0, space_grid_size) or out of memory; u may be NULL when cube_dims is 0.
  * encode reads only the cube's parameters: a missing one, a value of the
  * wrong type or an unknown choice fails with RUNG_E_INVALID_ARGUMENT and
  * field "config.<name>"; numbers outside a domain are clamped into it. */
-json_t *space_decode(const Space *space, const double *u, int64_t grid_index);
+json_t *space_decode(const Space *space, const double *u, int64_t grid_index, GridOrder order);
 int space_encode(const Space *space, const json_t *config, double *u, RungError *err);
 
 #endif

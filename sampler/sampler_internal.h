@@ -42,6 +42,12 @@
 /* Quantized floats keep |bound / q| below 2^50: the multiples k*q are then
  * told apart by a double and their count fits an int64. */
 #define SPACE_QUANT_LIMIT 1125899906842624.0
+/* normal and qnormal: a cube coordinate is clamped into [SPACE_NORMAL_TAIL,
+ * 1 - SPACE_NORMAL_TAIL] before the inverse normal CDF, so that every value
+ * is finite: within SPACE_NORMAL_Z standard deviations of the mean (the
+ * quantile of 1 - 1e-12 is 7.0345). */
+#define SPACE_NORMAL_TAIL 1e-12
+#define SPACE_NORMAL_Z 7.04
 /* GSL's Sobol generator goes up to 40 dimensions. */
 #define SOBOL_MAX_DIMS 40
 /* GSL's Sobol numerators have 30 bits: points are k / 2^30. */
@@ -56,6 +62,9 @@ typedef enum {
     SPACE_RANDINT,
     SPACE_QRANDINT,
     SPACE_LOGRANDINT,
+    SPACE_QLOGRANDINT,
+    SPACE_NORMAL,
+    SPACE_QNORMAL,
     SPACE_CHOICE,
     SPACE_GRID,
 } SpaceKind;
@@ -63,6 +72,10 @@ typedef enum {
 typedef struct SpaceParam {
     char name[SPACE_MAX_PATH + 1]; /* the config key: the dotted path, NUL-terminated */
     char field[RUNG_FIELD_MAX];    /* its place in the spec, "search_space.opt.values[1].lr" */
+    /* name with '\1' between its keys instead of '.': strcmp compares two
+     * such paths key by key, as Ray compares its tuples of keys (a key may
+     * itself hold a dot, and '\1' sorts below every character of a key). */
+    char sortkey[SPACE_MAX_PATH + 1];
     SpaceKind kind;
     /* Where it sits: the conditional choice (an index into the space's
      * params, before this one) whose branch `branch` holds it, or -1 and 0
@@ -73,15 +86,20 @@ typedef struct SpaceParam {
      * sub-space objects): it has a cube coordinate, its branch, but no key
      * in a config; its branches' parameters follow it. */
     bool cond;
-    /* Float domains (uniform, quniform, loguniform, qloguniform). */
+    /* Float domains (uniform, quniform, loguniform, qloguniform, normal,
+     * qnormal). normal and qnormal keep in low and high the values that
+     * the clamped tails decode to (mean -+ SPACE_NORMAL_Z sd; for qnormal
+     * widened to the multiples kmin * q and kmax * q), not bounds a value
+     * must keep to. */
     double low, high;         /* bounds as given; low < high */
-    double log_low, log_high; /* log(low), log(high) for log domains */
+    double log_low, log_high; /* log(low), log(high) for log domains (qlograndint too) */
     double q;                 /* quantized floats: the step, > 0 */
     double kmin, kmax;        /* quantized floats: values are k*q, k integral in [kmin, kmax] */
-    /* Integer domains (randint, qrandint, lograndint). */
-    int64_t ilow, ihigh; /* bounds as given (ihigh exclusive but for qrandint) */
-    int64_t iq;          /* qrandint: the step, >= 1 */
-    int64_t ik0;         /* qrandint: values are (ik0 + j) * iq, j in [0, count) */
+    double mean, sd;          /* normal, qnormal: sd > 0 */
+    /* Integer domains (randint, qrandint, lograndint, qlograndint). */
+    int64_t ilow, ihigh; /* bounds as given (ihigh exclusive for randint and lograndint) */
+    int64_t iq;          /* qrandint, qlograndint: the step, >= 1 */
+    int64_t ik0;         /* qrandint, qlograndint: values are (ik0 + j) * iq, j in [0, count) */
     /* Discrete domains: number of distinct values (integers, choice, grid);
      * 1 for a constant, 0 for a continuous domain. */
     int64_t count;
@@ -99,7 +117,8 @@ typedef struct SpaceParam {
 struct Space {
     SpaceParam *params; /* nparams of them, in spec order (a branch's after its choice) */
     int nparams;
-    int *keys; /* params index of each distinct config key, first occurrence, spec order */
+    int *keys;   /* params index of each distinct config key, first occurrence, spec order */
+    int *sorted; /* params indices by sortkey (ties in spec order): Ray's grid order */
     int nkeys;
     bool conditional;  /* some conditional choice */
     int dims;          /* unit-cube coordinates */
@@ -122,6 +141,13 @@ int64_t space__enum_count(const SpaceParam *p);
  * reference, NULL when out of memory. */
 json_t *space__enum_value(const SpaceParam *p, int64_t i);
 
+/* Whether p's values are reals in a config (the float domains). */
+static inline bool space__is_float(const SpaceParam *p)
+{
+    return p->kind == SPACE_UNIFORM || p->kind == SPACE_QUNIFORM || p->kind == SPACE_LOGUNIFORM ||
+           p->kind == SPACE_QLOGUNIFORM || p->kind == SPACE_NORMAL || p->kind == SPACE_QNORMAL;
+}
+
 /* The cube coordinate an inactive parameter encodes to (space_encode): any
  * fixed value would do, the middle keeps it inside the cube. */
 #define SPACE_INACTIVE_U 0.5
@@ -140,14 +166,29 @@ int space__resolve(const Space *space, const json_t *config, bool *active, int *
 /* Whether v is a value p can take (space_check_value for one parameter). */
 bool space__value_ok(const SpaceParam *p, const json_t *v);
 
+/* The k-th parameter (0 <= k < nparams) in the order in which the digits
+ * of a grid combination are read, the fastest first: for Ray's order the
+ * parameters sorted by path, for the spec's the spec order backwards (the
+ * first parameter slowest). A mixed-radix decoding walks k upwards taking
+ * combo % count; an encoding walks it downwards. */
+static inline int space__digit_param(const Space *s, GridOrder order, int k)
+{
+    return order == GRID_ORDER_RAY ? s->sorted[k] : s->nparams - 1 - k;
+}
+
+/* The index of every "grid" parameter in combination combo of their
+ * product (0 <= combo < grid_size) in `order`; -1 for the others. */
+void space__grid_indices(const Space *space, GridOrder order, int64_t combo, int64_t *idx);
+
 /* The grid searcher's enumeration: its number of combinations (saturated
  * at SAMPLER_MAX_TRIALS + 1; 0 when some parameter cannot be enumerated),
  * and the enumerated index of every parameter in combination combo (a
  * conditional choice's is its branch; -1 for the parameters of branches not
- * taken). The first parameter varies slowest; a conditional choice runs
- * through its branches one after the other, each with its own product. */
+ * taken). Within each scope (the top, or a branch) the members are read as
+ * space__digit_param orders them; a conditional choice runs through its
+ * branches one after the other, each with its own product. */
 int64_t space__grid_combinations(const Space *space);
-void space__grid_decode(const Space *space, int64_t combo, int64_t *idx);
+void space__grid_decode(const Space *space, GridOrder order, int64_t combo, int64_t *idx);
 
 /* Fills p->points / p->npoints from p->grid_points (p's bounds must be set).
  * Returns 0, or -1 when out of memory. */

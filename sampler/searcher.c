@@ -1,8 +1,10 @@
 /* The searchers' spec, the trial count, and the config of trial n.
  *
  * Grid semantics are Ray Tune's: the enumerated parameters form a cartesian
- * product of G combinations (first parameter slowest) that is repeated
- * num_samples times, trial n taking combination n mod G in repetition n / G.
+ * product of G combinations that is repeated num_samples times, trial n
+ * taking combination n mod G in repetition n / G. The combinations are
+ * numbered as Ray does (parameters sorted by path, the first fastest), or
+ * as rungd did before for experiments stored then (GridOrder).
  * The random searcher enumerates only "grid" parameters and draws the rest;
  * the grid searcher enumerates every parameter. Nothing here keeps state, so
  * a config is a pure function of (space, searcher, n). */
@@ -18,8 +20,8 @@
 /* Seeds go up to 2^53 so that they survive a trip through a JSON double. */
 #define SEARCHER_MAX_SEED (INT64_C(1) << 53)
 
-static const char *const SEARCHER_KEYS[] = {"type",      "seed",           "quasi",
-                                            "n_initial", "multi_fidelity", NULL};
+static const char *const SEARCHER_KEYS[] = {"type",           "seed",       "quasi", "n_initial",
+                                            "multi_fidelity", "grid_order", NULL};
 
 /* Fails on the first parameter the grid searcher cannot enumerate. */
 static int check_enumerable(const Space *space, RungError *err)
@@ -116,6 +118,15 @@ int searcher_parse(const json_t *searcher, const Space *space, SearcherSpec *out
             return rc;
         out->multi_fidelity = on;
     }
+    const char *order = "ray";
+    rc = jsonv_string(searcher, "searcher", "grid_order", JSONV_OPTIONAL, 16, &order, INVALID, err);
+    if (rc != 0)
+        return rc;
+    if (strcmp(order, "spec") == 0)
+        out->grid_order = GRID_ORDER_SPEC;
+    else if (strcmp(order, "ray") != 0)
+        return rung_error_set(err, INVALID, "searcher.grid_order",
+                              "searcher.grid_order: unknown order \"%s\" (ray or spec)", order);
     if (out->type == SEARCHER_GRID)
         return check_enumerable(space, err);
     return 0;
@@ -163,21 +174,13 @@ json_t *sampler_config(const Space *space, const SearcherSpec *searcher, int64_t
     int64_t combo = number % g;
     int64_t rep = number / g;
 
-    /* Mixed radix over the enumerated parameters: the first varies slowest. */
+    /* Mixed radix over the enumerated parameters, in the searcher's order. */
     int64_t idx[SPACE_MAX_PARAMS];
     if (all) {
-        space__grid_decode(space, combo, idx);
+        space__grid_decode(space, searcher->grid_order, combo, idx);
         return space__build(space, NULL, idx);
     }
-    int64_t rest = combo;
-    for (int i = space->nparams - 1; i >= 0; i--) {
-        const SpaceParam *p = &space->params[i];
-        idx[i] = -1;
-        if (p->kind == SPACE_GRID) {
-            idx[i] = rest % p->count;
-            rest /= p->count;
-        }
-    }
+    space__grid_indices(space, searcher->grid_order, combo, idx);
 
     double u[SPACE_MAX_PARAMS];
     int dims = space->dims;
@@ -207,5 +210,5 @@ json_t *sampler_redraw(const Space *space, const SearcherSpec *searcher, int64_t
         uint64_t bits = sampler__hash(searcher->seed, SAMPLER_STREAM_REDRAW, (uint64_t)number, key);
         u[j] = (double)(bits >> 11) * 0x1.0p-53; /* [0, 1), as sampler__uniform */
     }
-    return space_decode(space, u, number % space->grid_size);
+    return space_decode(space, u, number % space->grid_size, searcher->grid_order);
 }

@@ -21,6 +21,8 @@
 /* Keys each kind of domain object may have; any other is "unknown field". */
 static const char *const KEYS_RANGE[] = {"type", "low", "high", "grid_points", NULL};
 static const char *const KEYS_QRANGE[] = {"type", "low", "high", "q", "grid_points", NULL};
+static const char *const KEYS_NORMAL[] = {"type", "mean", "sd", "grid_points", NULL};
+static const char *const KEYS_QNORMAL[] = {"type", "mean", "sd", "q", "grid_points", NULL};
 static const char *const KEYS_VALUES[] = {"type", "values", NULL};
 
 static const struct {
@@ -28,15 +30,12 @@ static const struct {
     SpaceKind kind;
     const char *const *keys;
 } DOMAINS[] = {
-    {"uniform", SPACE_UNIFORM, KEYS_RANGE},
-    {"quniform", SPACE_QUNIFORM, KEYS_QRANGE},
-    {"loguniform", SPACE_LOGUNIFORM, KEYS_RANGE},
-    {"qloguniform", SPACE_QLOGUNIFORM, KEYS_QRANGE},
-    {"randint", SPACE_RANDINT, KEYS_RANGE},
-    {"qrandint", SPACE_QRANDINT, KEYS_QRANGE},
-    {"lograndint", SPACE_LOGRANDINT, KEYS_RANGE},
-    {"choice", SPACE_CHOICE, KEYS_VALUES},
-    {"grid", SPACE_GRID, KEYS_VALUES},
+    {"uniform", SPACE_UNIFORM, KEYS_RANGE},       {"quniform", SPACE_QUNIFORM, KEYS_QRANGE},
+    {"loguniform", SPACE_LOGUNIFORM, KEYS_RANGE}, {"qloguniform", SPACE_QLOGUNIFORM, KEYS_QRANGE},
+    {"randint", SPACE_RANDINT, KEYS_RANGE},       {"qrandint", SPACE_QRANDINT, KEYS_QRANGE},
+    {"lograndint", SPACE_LOGRANDINT, KEYS_RANGE}, {"qlograndint", SPACE_QLOGRANDINT, KEYS_QRANGE},
+    {"normal", SPACE_NORMAL, KEYS_NORMAL},        {"qnormal", SPACE_QNORMAL, KEYS_QNORMAL},
+    {"choice", SPACE_CHOICE, KEYS_VALUES},        {"grid", SPACE_GRID, KEYS_VALUES},
 };
 #define N_DOMAINS (sizeof DOMAINS / sizeof DOMAINS[0])
 
@@ -140,7 +139,49 @@ static int parse_float(const json_t *spec, const char *path, SpaceParam *p, Rung
     return parse_grid_points(spec, path, p, err);
 }
 
-/* randint, qrandint, lograndint. */
+/* normal and qnormal: N(mean, sd^2), qnormal's rounded to a multiple of q
+ * (Ray's randn and qrandn). */
+static int parse_normal(const json_t *spec, const char *path, SpaceParam *p, RungError *err)
+{
+    char field[RUNG_FIELD_MAX];
+    int rc = jsonv_number(spec, path, "mean", JSONV_REQUIRED, &p->mean, INVALID, err);
+    if (rc == 0)
+        rc = jsonv_number(spec, path, "sd", JSONV_REQUIRED, &p->sd, INVALID, err);
+    if (rc == 0 && p->kind == SPACE_QNORMAL)
+        rc = jsonv_number(spec, path, "q", JSONV_REQUIRED, &p->q, INVALID, err);
+    if (rc != 0)
+        return rc;
+    jsonv_path(field, sizeof field, path, "sd");
+    if (!(p->sd > 0.0))
+        return rung_error_set(err, INVALID, field, "%s: sd must be > 0", field);
+    /* The farthest values decoding gives (SPACE_NORMAL_Z sd away) must be
+     * finite doubles, so that no config holds an infinity. */
+    double reach = SPACE_NORMAL_Z * p->sd;
+    if (!isfinite(fabs(p->mean) + reach))
+        return rung_error_set(err, INVALID, field,
+                              "%s: mean +- %g sd is beyond the range of a double", field,
+                              SPACE_NORMAL_Z);
+    p->low = p->mean - reach;
+    p->high = p->mean + reach;
+    if (p->kind == SPACE_QNORMAL) {
+        jsonv_path(field, sizeof field, path, "q");
+        if (!(p->q > 0.0))
+            return rung_error_set(err, INVALID, field, "%s: q must be > 0", field);
+        if (fabs(p->low / p->q) > SPACE_QUANT_LIMIT || fabs(p->high / p->q) > SPACE_QUANT_LIMIT)
+            return rung_error_set(err, INVALID, field,
+                                  "%s: q is too small for mean and sd (more than 2^50 steps)",
+                                  field);
+        /* The multiples the tails round to, all of them reachable, so that
+         * space__quantize's clamping never leaves a non-multiple. */
+        p->kmin = floor(p->low / p->q);
+        p->kmax = ceil(p->high / p->q);
+        p->low = p->kmin * p->q;
+        p->high = p->kmax * p->q;
+    }
+    return parse_grid_points(spec, path, p, err);
+}
+
+/* randint, qrandint, lograndint, qlograndint. */
 static int parse_int(const json_t *spec, const char *path, SpaceParam *p, RungError *err)
 {
     char field[RUNG_FIELD_MAX];
@@ -149,17 +190,20 @@ static int parse_int(const json_t *spec, const char *path, SpaceParam *p, RungEr
     if (rc == 0)
         rc = jsonv_int(spec, path, "high", JSONV_REQUIRED, -SPACE_INT_LIMIT, SPACE_INT_LIMIT,
                        &p->ihigh, INVALID, err);
-    if (rc == 0 && p->kind == SPACE_QRANDINT)
+    bool quant = p->kind == SPACE_QRANDINT || p->kind == SPACE_QLOGRANDINT;
+    bool is_log = p->kind == SPACE_LOGRANDINT || p->kind == SPACE_QLOGRANDINT;
+    if (rc == 0 && quant)
         rc = jsonv_int(spec, path, "q", JSONV_REQUIRED, 1, SPACE_INT_LIMIT, &p->iq, INVALID, err);
     if (rc != 0)
         return rc;
-    if (p->kind == SPACE_LOGRANDINT && p->ilow < 1) {
+    if (is_log && p->ilow < 1) {
         jsonv_path(field, sizeof field, path, "low");
-        return rung_error_set(err, INVALID, field, "%s: low must be >= 1 for lograndint", path);
+        return rung_error_set(err, INVALID, field, "%s: low must be >= 1 for %s", path,
+                              p->kind == SPACE_LOGRANDINT ? "lograndint" : "qlograndint");
     }
     jsonv_path(field, sizeof field, path, "high");
-    if (p->kind == SPACE_QRANDINT) {
-        /* Ray's qrandint includes high. */
+    if (quant) {
+        /* Ray's qrandint and qlograndint include high. */
         if (p->ihigh < p->ilow)
             return rung_error_set(err, INVALID, field, "%s: high must be >= low", path);
         p->ik0 = ceil_div(p->ilow, p->iq);
@@ -175,7 +219,7 @@ static int parse_int(const json_t *spec, const char *path, SpaceParam *p, RungEr
                                   path);
         p->count = p->ihigh - p->ilow;
     }
-    if (p->kind == SPACE_LOGRANDINT) {
+    if (is_log) {
         p->log_low = log((double)p->ilow);
         p->log_high = log((double)p->ihigh);
     }
@@ -257,7 +301,8 @@ static int parse_param(const char *name, const char *path, const json_t *spec, S
         jsonv_path(field, sizeof field, path, "type");
         return rung_error_set(err, INVALID, field,
                               "%s: unknown type \"%s\" (uniform, quniform, loguniform, "
-                              "qloguniform, randint, qrandint, lograndint, choice or grid)",
+                              "qloguniform, randint, qrandint, lograndint, qlograndint, "
+                              "normal, qnormal, choice or grid)",
                               field, type);
     }
     p->kind = DOMAINS[d].kind;
@@ -273,7 +318,11 @@ static int parse_param(const char *name, const char *path, const json_t *spec, S
     case SPACE_RANDINT:
     case SPACE_QRANDINT:
     case SPACE_LOGRANDINT:
+    case SPACE_QLOGRANDINT:
         return parse_int(spec, path, p, err);
+    case SPACE_NORMAL:
+    case SPACE_QNORMAL:
+        return parse_normal(spec, path, p, err);
     default:
         return parse_values(spec, path, p, err);
     }
@@ -308,10 +357,11 @@ static bool exclusive(const Space *s, int i, int j)
 }
 
 /* Parses the members of one (sub-)space, the object obj at `path`, whose
- * config keys start with `prefix` (empty at the top), held by branch
- * `branch` of conditional choice `parent` (-1: always active). */
+ * config keys start with `prefix` (empty at the top; `sprefix` the same
+ * path as a sortkey), held by branch `branch` of conditional choice
+ * `parent` (-1: always active). */
 static int parse_scope(Space *s, const json_t *obj, const char *path, const char *prefix,
-                       int parent, int branch, int depth, RungError *err)
+                       const char *sprefix, int parent, int branch, int depth, RungError *err)
 {
     if (depth > SPACE_MAX_DEPTH)
         return rung_error_set(err, INVALID, path, "%s: sub-spaces nested deeper than %d levels",
@@ -327,8 +377,9 @@ static int parse_scope(Space *s, const json_t *obj, const char *path, const char
                                   "%s: invalid parameter name (must match "
                                   "[A-Za-z_][A-Za-z0-9_.-]{0,63})",
                                   field);
-        char name[SPACE_MAX_PATH + 2];
+        char name[SPACE_MAX_PATH + 2], sname[SPACE_MAX_PATH + 2];
         snprintf(name, sizeof name, "%s%s%s", prefix, prefix[0] ? "." : "", key);
+        snprintf(sname, sizeof sname, "%s%s%s", sprefix, sprefix[0] ? "\1" : "", key);
         if (strlen(name) > SPACE_MAX_PATH)
             return rung_error_set(err, INVALID, field,
                                   "%s: the parameter's path %.*s... is longer than %d bytes", field,
@@ -342,7 +393,7 @@ static int parse_scope(Space *s, const json_t *obj, const char *path, const char
                                       "%s: a sub-space without any domain; for a constant "
                                       "object use {\"type\": \"grid\", \"values\": [{...}]}",
                                       field);
-            rc = parse_scope(s, spec, field, name, parent, branch, depth + 1, err);
+            rc = parse_scope(s, spec, field, name, sname, parent, branch, depth + 1, err);
             if (rc != 0)
                 return rc;
             continue;
@@ -357,6 +408,10 @@ static int parse_scope(Space *s, const json_t *obj, const char *path, const char
         rc = parse_param(name, field, spec, p, err);
         if (rc != 0)
             return rc;
+        /* sname is as long as name, which fits (checked above). */
+        size_t slen = strlen(sname) < SPACE_MAX_PATH ? strlen(sname) : SPACE_MAX_PATH;
+        memcpy(p->sortkey, sname, slen);
+        p->sortkey[slen] = '\0';
         if (p->kind == SPACE_GRID && parent >= 0)
             return rung_error_set(err, INVALID, field,
                                   "%s: a grid cannot sit inside a branch of a conditional "
@@ -381,13 +436,27 @@ static int parse_scope(Space *s, const json_t *obj, const char *path, const char
             char bf[RUNG_FIELD_MAX + 32]; /* room for ".values[index]" */
             snprintf(bf, sizeof bf, "%s.values[%lld]", field, (long long)b);
             /* p may move no more: params is allocated once, full size. */
-            rc = parse_scope(s, json_array_get(s->params[index].values, (size_t)b), bf, name, index,
-                             (int)b, depth + 1, err);
+            rc = parse_scope(s, json_array_get(s->params[index].values, (size_t)b), bf, name,
+                             s->params[index].sortkey, index, (int)b, depth + 1, err);
             if (rc != 0)
                 return rc;
         }
     }
     return 0;
+}
+
+/* The params of s sorted by sortkey (Ray's grid order), ties in spec order;
+ * an insertion sort: at most SPACE_MAX_PARAMS of them, once per parse. */
+static void sort_params(Space *s)
+{
+    for (int i = 0; i < s->nparams; i++) {
+        int j = i;
+        while (j > 0 && strcmp(s->params[s->sorted[j - 1]].sortkey, s->params[i].sortkey) > 0) {
+            s->sorted[j] = s->sorted[j - 1];
+            j--;
+        }
+        s->sorted[j] = i;
+    }
 }
 
 int space_parse(const json_t *search_space, Space **out, RungError *err)
@@ -401,16 +470,21 @@ int space_parse(const json_t *search_space, Space **out, RungError *err)
      * branch appends while its choice's slot is held. */
     SpaceParam *params = calloc(SPACE_MAX_PARAMS, sizeof *params);
     int *keys = calloc(SPACE_MAX_PARAMS, sizeof *keys);
-    if (space == NULL || params == NULL || keys == NULL) {
+    int *sorted = calloc(SPACE_MAX_PARAMS, sizeof *sorted);
+    if (space == NULL || params == NULL || keys == NULL || sorted == NULL) {
         free(space);
         free(params);
         free(keys);
+        free(sorted);
         return out_of_memory(err);
     }
     space->params = params;
     space->keys = keys;
+    space->sorted = sorted;
     space->grid_size = 1;
-    rc = parse_scope(space, search_space, "search_space", "", -1, 0, 0, err);
+    rc = parse_scope(space, search_space, "search_space", "", "", -1, 0, 0, err);
+    if (rc == 0)
+        sort_params(space);
     for (int i = 0; rc == 0 && i < space->nparams; i++) {
         SpaceParam *p = &space->params[i];
         if (p->kind != SPACE_GRID && p->kind != SPACE_CONST)
@@ -453,6 +527,7 @@ void space_free(Space *space)
     }
     free(space->params);
     free(space->keys);
+    free(space->sorted);
     free(space);
 }
 
@@ -542,17 +617,26 @@ static int check_param(const SpaceParam *p, const json_t *value, const char *fie
                                   what, p->low, p->high);
         return 0;
     }
+    case SPACE_NORMAL:
+    case SPACE_QNORMAL:
+        /* Any finite number, like a quniform one (not only a multiple of
+         * q): a normal has no bounds. */
+        if (!json_is_number(value) || !isfinite(json_number_value(value)))
+            return rung_error_set(err, INVALID, field, "%s: must be a finite number, not %s", field,
+                                  what);
+        return 0;
     default: { /* the integer domains */
         if (!json_is_integer(value))
             return rung_error_set(err, INVALID, field, "%s: must be an integer, not %s", field,
                                   what);
         int64_t x = (int64_t)json_integer_value(value);
-        bool high_in = p->kind == SPACE_QRANDINT;
+        bool quant = p->kind == SPACE_QRANDINT || p->kind == SPACE_QLOGRANDINT;
+        bool high_in = quant;
         if (x < p->ilow || x > p->ihigh || (!high_in && x == p->ihigh))
             return rung_error_set(err, INVALID, field, "%s: %s is outside [%lld, %lld%c", field,
                                   what, (long long)p->ilow, (long long)p->ihigh,
                                   high_in ? ']' : ')');
-        if (p->kind == SPACE_QRANDINT && x % p->iq != 0)
+        if (quant && x % p->iq != 0)
             return rung_error_set(err, INVALID, field, "%s: %s is not a multiple of q (%lld)",
                                   field, what, (long long)p->iq);
         return 0;
@@ -598,9 +682,7 @@ json_t *space_config_value(const Space *space, const char *name, const json_t *v
     }
     if (p == NULL || value == NULL)
         return NULL;
-    bool is_float = p->kind == SPACE_UNIFORM || p->kind == SPACE_QUNIFORM ||
-                    p->kind == SPACE_LOGUNIFORM || p->kind == SPACE_QLOGUNIFORM;
-    if (is_float && json_is_integer(value))
+    if (space__is_float(p) && json_is_integer(value))
         return json_real((double)json_integer_value(value));
     return json_incref((json_t *)value);
 }

@@ -235,13 +235,20 @@ static int parse_stop(json_t *j, Spec *spec, RungError *err)
     return 0;
 }
 
-static int parse_searcher(json_t *j, uint64_t seed, Spec *spec, RungError *err)
+static int parse_searcher(json_t *j, uint64_t seed, bool stored, Spec *spec, RungError *err)
 {
     json_t *s = json_object_get(j, "searcher");
     if (json_is_null(s))
         s = NULL;
     if (searcher_parse(s, spec->space, &spec->searcher, err))
         return err->code;
+    /* Grid combinations were numbered the spec's way (the first parameter
+     * slowest) until rungd took Ray's order and wrote "grid_order" into
+     * every spec it accepted: a stored spec without it is one of those,
+     * and a running grid search must go on in its order, neither repeating
+     * nor skipping a combination (docs/api.md, "searcher"). */
+    if (stored && json_object_get(s, "grid_order") == NULL)
+        spec->searcher.grid_order = GRID_ORDER_SPEC;
     if (!spec->searcher.has_seed) {
         spec->searcher.seed = seed;
         spec->searcher.has_seed = true;
@@ -253,6 +260,8 @@ static int parse_searcher(json_t *j, uint64_t seed, Spec *spec, RungError *err)
         json_object_set_new(s, "type", json_string("random"));
     }
     json_object_set_new(s, "seed", json_integer((json_int_t)spec->searcher.seed));
+    const char *order = spec->searcher.grid_order == GRID_ORDER_SPEC ? "spec" : "ray";
+    json_object_set_new(s, "grid_order", json_string(order));
     return 0;
 }
 
@@ -310,7 +319,7 @@ static int parse(const json_t *spec_json, uint64_t seed, bool stored, Spec *spec
     if (stored && json_is_object(space))
         keep_constant_objects(space);
     if (jsonv_object(space, "search_space", E, err) || space_parse(space, &spec->space, err) ||
-        parse_searcher(j, seed, spec, err) || spec_parse_scheduler(j, spec, err) ||
+        parse_searcher(j, seed, stored, spec, err) || spec_parse_scheduler(j, spec, err) ||
         parse_counts(j, spec, err) || parse_best_scope(j, spec, err) ||
         parse_resources(j, spec, err) || parse_selector(j, spec, err) ||
         spec_parse_trainable(j, stored, spec, err) || spec_parse_keep(j, spec, err) ||

@@ -191,7 +191,7 @@ bool warm_add(Warm *w, const Spec *spec, TrialState state, const json_t *config,
             abort();
         set_add(w, key);
     } else if (w->type == SEARCHER_GRID) {
-        int64_t combo = sampler_grid_index(spec->space, c);
+        int64_t combo = sampler_grid_index(spec->space, c, spec->searcher.grid_order);
         if (combo >= 0) {
             rung_grow((void **)&w->combos, &w->cap_combos, w->n_combos, sizeof *w->combos);
             w->combos[w->n_combos++] = combo;

@@ -117,8 +117,7 @@ __all__ = ["wandb_to_spec", "from_wandb", "from_ray_param_space"]
 
 INTERPRETER = "python3"  # what ${interpreter} becomes (W&B's is `python`)
 
-# Rung's search_space domain types (docs/api.md, "search_space"), and
-# `normal`, which rung.search writes and rungd refuses until it has it.
+# Rung's search_space domain types (docs/api.md, "search_space").
 API_DOMAIN_TYPES = frozenset({"uniform", "quniform", "loguniform", "qloguniform", "randint",
                               "qrandint", "lograndint", "qlograndint", "choice", "grid",
                               "normal", "qnormal"})

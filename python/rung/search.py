@@ -19,9 +19,13 @@ __all__ = [
     "randint",
     "qrandint",
     "lograndint",
+    "qlograndint",
     "choice",
     "grid_search",
     "normal",
+    "randn",
+    "qnormal",
+    "qrandn",
 ]
 
 Domain = dict
@@ -66,6 +70,15 @@ def lograndint(lower: int, upper: int) -> Domain:
     return {"type": "lograndint", "low": lower, "high": upper}
 
 
+def qlograndint(lower: int, upper: int, q: int) -> Domain:
+    """An integer multiple of q, log-uniform, in [lower, upper], as Ray
+    draws it: for q > 1 both bounds are included; with q == 1 Ray does not
+    quantize and draws as lograndint, upper excluded."""
+    if q == 1:
+        return lograndint(lower, upper)
+    return {"type": "qlograndint", "low": lower, "high": upper, "q": q}
+
+
 def choice(categories: Sequence[Any]) -> Domain:
     """One of the values (numbers, strings, booleans)."""
     return {"type": "choice", "values": list(categories)}
@@ -78,7 +91,20 @@ def grid_search(values: Sequence[Any]) -> Domain:
 
 
 def normal(mean: float = 0.0, sd: float = 1.0) -> Domain:
-    """A normally distributed float (Ray's randn). The daemon refuses this
-    domain, naming the parameter, until it supports it (docs/api.md lists
-    the domains it has)."""
+    """A normally distributed float, N(mean, sd**2): the API's "normal"."""
     return {"type": "normal", "mean": mean, "sd": sd}
+
+
+def randn(mean: float = 0.0, sd: float = 1.0) -> Domain:
+    """Ray's name for normal: the API spells it "normal"."""
+    return normal(mean, sd)
+
+
+def qnormal(mean: float, sd: float, q: float) -> Domain:
+    """round(x / q) * q for a normal x: the API's "qnormal"."""
+    return {"type": "qnormal", "mean": mean, "sd": sd, "q": q}
+
+
+def qrandn(mean: float, sd: float, q: float) -> Domain:
+    """Ray's name for qnormal: the API spells it "qnormal"."""
+    return qnormal(mean, sd, q)

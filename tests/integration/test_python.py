@@ -326,12 +326,11 @@ class PythonClientCase(wh.WorkerTestCase):
         self.assertEqual(caught.exception.code, "invalid_spec")
         self.assertEqual(caught.exception.field, "search_space.lr.low")
         self.assertIsNone(bad.id, "a refused experiment has no id")
-        # normal() is built, and refused by rungd until it has the domain.
+        # normal() is built, and its checks are rungd's: sd must be > 0.
         with self.assertRaises(rung.ApiError) as caught:
             rung.Experiment(trainable=["true"], metric="loss", client=client,
-                            param_space={"w": rung.search.normal(0, 1)}).submit()
-        self.assertTrue(caught.exception.field.startswith("search_space.w"),
-                        caught.exception.field)
+                            param_space={"w": rung.search.normal(0, 0)}).submit()
+        self.assertEqual(caught.exception.field, "search_space.w.sd")
         with self.assertRaises(rung.ApiError) as caught:
             client.get_experiment(424242)
         self.assertEqual((caught.exception.status, caught.exception.code), (404, "not_found"))

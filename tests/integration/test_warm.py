@@ -113,7 +113,8 @@ class PointsToEvaluate(WarmCase):
         eid = d.create_experiment(h.spec(search_space=space, searcher={"type": "grid"},
                                          points_to_evaluate=[{"b": "v"}, {"a": 2, "b": "v"}]))["id"]
         got = [t["config"] for t in self.run_trials(d, w, eid, lambda c: {"loss": 1.0})]
-        self.assertEqual(got, [{"a": 1, "b": "v"}, {"a": 2, "b": "v"}, {"a": 2, "b": "u"},
+        # Ray's order: a sorts before b, so a varies fastest.
+        self.assertEqual(got, [{"a": 1, "b": "v"}, {"a": 2, "b": "v"}, {"a": 1, "b": "v"},
                                {"a": 2, "b": "v"}])
 
 
@@ -197,8 +198,9 @@ class WarmStartSkips(WarmCase):
         d.ok("POST", "/api/v1/experiments/%d/cancel" % src)
         d.wait_state(src, "canceled")
         tried = [t["config"] for t in done[:3]]
+        # Ray's order: x sorts first, so it varies fastest.
         self.assertEqual([{"x": c["x"], "y": c["y"]} for c in tried],
-                         [{"x": 1, "y": "a"}, {"x": 1, "y": "b"}, {"x": 2, "y": "a"}])
+                         [{"x": 1, "y": "a"}, {"x": 2, "y": "a"}, {"x": 3, "y": "a"}])
 
         plain = d.create_experiment(h.spec(search_space=space, searcher={"type": "grid"}))
         self.assertEqual(plain["total_trials"], 8)
@@ -208,8 +210,8 @@ class WarmStartSkips(WarmCase):
         eid = doc["id"]
         self.assertEqual(doc["total_trials"], 10)  # (8 - 3 tried) x 2 samples
         got = [t["config"] for t in self.run_trials(d, w, eid, lambda c: {"loss": 0.5})]
-        untried = [{"x": 2, "y": "b"}, {"x": 3, "y": "a"}, {"x": 3, "y": "b"},
-                   {"x": 4, "y": "a"}, {"x": 4, "y": "b"}]
+        untried = [{"x": 4, "y": "a"}, {"x": 1, "y": "b"}, {"x": 2, "y": "b"},
+                   {"x": 3, "y": "b"}, {"x": 4, "y": "b"}]
         self.assertEqual(got, untried + untried)
         for c in got:
             self.assertNotIn(c, [{"x": t["x"], "y": t["y"]} for t in tried])

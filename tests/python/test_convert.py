@@ -420,16 +420,26 @@ class RayDocExamplesTest(unittest.TestCase):
             "quniform": tune.quniform(3.2, 5.4, 0.2),
             "loguniform": tune.loguniform(1e-4, 1e-2),
             "qloguniform": tune.qloguniform(1e-4, 1e-1, 5e-5),
-            "randn": tune.normal(10, 2),
+            "randn": tune.randn(10, 2),
+            "qrandn": tune.qrandn(10, 2, 0.2),
             "randint": tune.randint(-9, 15),
             "qrandint": tune.qrandint(-21, 12, 3),
             "lograndint": tune.lograndint(1, 10),
+            "qlograndint": tune.qlograndint(1, 10, 2),
             "choice": tune.choice(["a", "b", "c"]),
             "grid": tune.grid_search([32, 64, 128]),
         }
         space = from_ray_param_space(config)
         self.assertEqual(space, config)  # the API's domains pass through
         self.assertEqual(space["randint"], {"type": "randint", "low": -9, "high": 15})
+        # Ray's names and argument order, the API's spelling.
+        self.assertEqual(space["randn"], {"type": "normal", "mean": 10, "sd": 2})
+        self.assertEqual(tune.randn(), {"type": "normal", "mean": 0.0, "sd": 1.0})
+        self.assertEqual(space["qrandn"], {"type": "qnormal", "mean": 10, "sd": 2, "q": 0.2})
+        self.assertEqual(tune.qnormal(1, 2, 0.5), {"type": "qnormal", "mean": 1, "sd": 2,
+                                                   "q": 0.5})
+        self.assertEqual(space["qlograndint"], {"type": "qlograndint", "low": 1, "high": 10,
+                                                "q": 2})
         self.assertEqual(space["grid"], {"type": "grid", "values": [32, 64, 128]})
 
     def test_tutorial_examples(self) -> None:
@@ -598,6 +608,12 @@ class RayObjectsTest(unittest.TestCase):
              {"type": "qrandint", "low": -21, "high": 12, "q": 3}),
             # tune.lograndint(1, 10)
             (ray_like(Integer(1, 10), _LogUniform()), {"type": "lograndint", "low": 1, "high": 10}),
+            # tune.qrandn(10, 2, 0.2)
+            (ray_like(Float(None, None), _Normal(10, 2), 0.2),
+             {"type": "qnormal", "mean": 10, "sd": 2, "q": 0.2}),
+            # tune.qlograndint(1, 10, 2): upper included, as in Rung
+            (ray_like(Integer(1, 10), _LogUniform(), 2),
+             {"type": "qlograndint", "low": 1, "high": 10, "q": 2}),
             # tune.choice(["a", "b", "c"])
             (ray_like(Categorical(["a", "b", "c"]), _Uniform()),
              {"type": "choice", "values": ["a", "b", "c"]}),

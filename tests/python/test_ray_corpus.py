@@ -104,8 +104,11 @@ class RayCorpusTest(unittest.TestCase):
                 with self.subTest(case=case["name"]):
                     exp = daemon.create_experiment(h.spec(search_space=case["expected"],
                                                           num_samples=3))
-                    trials = daemon.all_trials(exp["id"])
-                    self.assertTrue(trials)
+                    # Trials are made by the proposer thread, soon after.
+                    n = exp["total_trials"]
+                    self.assertGreaterEqual(n, 3)
+                    trials = h.wait_until(lambda: (lambda t: t if len(t) == n else None)(
+                        daemon.all_trials(exp["id"])), 30, "the trials of " + case["name"])
                     for t in trials:
                         self.assertTrue(t["config"])
         finally:

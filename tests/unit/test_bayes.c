@@ -316,6 +316,49 @@ static void test_proposals_lie_in_space(void **state)
     space_free(space);
 }
 
+/* normal, qnormal and qlograndint through the unit-cube transform: every
+ * proposal is a value of its domain, and the GP finds the minimum of a
+ * bowl around (w, k, x) = (1, -0.5, 64) better than the random start. */
+static double new_domains_loss(const json_t *c)
+{
+    double dw = num(c, "w") - 1.0, dk = num(c, "k") + 0.5;
+    double dx = log(num(c, "x") / 64.0);
+    return dw * dw + dk * dk + dx * dx;
+}
+
+static void test_new_domains(void **state)
+{
+    (void)state;
+    Space *space = parse_space("{\"w\":{\"type\":\"normal\",\"mean\":0,\"sd\":2},"
+                               "\"k\":{\"type\":\"qnormal\",\"mean\":0,\"sd\":1,\"q\":0.25},"
+                               "\"x\":{\"type\":\"qlograndint\",\"low\":2,\"high\":1024,\"q\":2}}");
+    SearcherSpec s = parse_searcher("{\"type\":\"bayes\",\"seed\":4,\"n_initial\":8}", space);
+    History h = {0};
+    sobol_history(space, &s, 8, new_domains_loss, &h);
+    double best_start = INFINITY;
+    for (int i = 0; i < h.n; i++)
+        best_start = fmin(best_start, h.obs[i].loss);
+    double best = INFINITY;
+    for (int64_t t = 8; t < 30; t++) {
+        json_t *out[1];
+        propose_ok(space, &s, t, 1, &h, out);
+        const json_t *k = json_object_get(out[0], "k"), *x = json_object_get(out[0], "x");
+        assert_true(json_is_real(json_object_get(out[0], "w")) && json_is_real(k));
+        assert_true(fabs(json_real_value(k) / 0.25 - round(json_real_value(k) / 0.25)) < 1e-9);
+        assert_true(json_is_integer(x));
+        json_int_t xv = json_integer_value(x);
+        assert_true(xv >= 2 && xv <= 1024 && xv % 2 == 0);
+        double v = new_domains_loss(out[0]);
+        best = fmin(best, v);
+        history_add(&h, out[0], v);
+    }
+    print_message("new domains: best %.4f after the start's %.4f\n", best, best_start);
+    assert_true(best < best_start);
+    assert_true(best < 0.1);
+    history_free(&h);
+    space_free(space);
+}
+
 /* Branin on the unit square: three minima, one GP's worth of structure. */
 static double branin_square(const json_t *c)
 {
@@ -536,6 +579,7 @@ int main(void)
         cmocka_unit_test(test_same_seed_same_proposals),
         cmocka_unit_test(test_initial_trials_are_sobol),
         cmocka_unit_test(test_proposals_lie_in_space),
+        cmocka_unit_test(test_new_domains),
         cmocka_unit_test(test_pending_spreads_a_batch),
         cmocka_unit_test(test_branin_in_30_trials),
         cmocka_unit_test(test_conditional_refines_the_taken_branch),

@@ -196,11 +196,23 @@ static const char *or_dash(const char *s)
     return s != NULL ? s : "-";
 }
 
+/* The spec as the hashes have it: without searcher.grid_order, which rungd
+ * writes into every spec it accepts since grid combinations follow Ray's
+ * order; the hashes predate it, and no spec here has a grid. */
+static char *spec_text(const json_t *spec)
+{
+    json_t *copy = json_deep_copy(spec);
+    json_object_del(json_object_get(copy, "searcher"), "grid_order");
+    char *text = js(copy);
+    json_decref(copy);
+    return text;
+}
+
 static void note_experiment(const char *what, const Experiment *e)
 {
     /* The spec changes with a patch only: shown by the queries, not with
      * every write (dumping it costs more than the rest of the line). */
-    char *spec = strcmp(what, "dirty") == 0 ? strdup("-") : js(e->spec.json);
+    char *spec = strcmp(what, "dirty") == 0 ? strdup("-") : spec_text(e->spec.json);
     json_t *h = core_health_json(e);
     char *health = js(h);
     json_decref(h);
@@ -827,6 +839,15 @@ static void step_delete(Run *r)
         abort();
     }
     json_object_del(o, "owner");
+    /* searcher.grid_order is "ray" here, and the hashes predate it
+     * (spec_text). */
+    json_t *searcher = json_object_get(o, "searcher");
+    if (!json_is_string(json_object_get(searcher, "grid_order")) ||
+        strcmp(json_string_value(json_object_get(searcher, "grid_order")), "ray") != 0) {
+        fprintf(stderr, "experiment %" PRId64 " has no grid_order \"ray\"\n", id);
+        abort();
+    }
+    json_object_del(searcher, "grid_order");
     note_json("experiment", o);
     ExpState state = EXP_COMPLETED;
     exp_state_parse(json_string_value(json_object_get(o, "state")), &state);
@@ -937,9 +958,11 @@ static void note_store(Run *r)
 {
     sqlite3 *db = store_db(r->store);
     /* The columns up to schema 12: 013's owner (who submitted it) is NULL
-     * for every experiment here, and the hashes predate it. */
-    note_table(db, "SELECT id, name, spec, seed, state, total_trials, created_at, ended_at, "
-                   "summary, error, ended_reason, health FROM experiments ORDER BY id");
+     * for every experiment here, and the hashes predate it; so does the
+     * spec's searcher.grid_order (spec_text). */
+    note_table(db, "SELECT id, name, json_remove(spec, '$.searcher.grid_order'), seed, state, "
+                   "total_trials, created_at, ended_at, summary, error, ended_reason, health "
+                   "FROM experiments ORDER BY id");
     /* The columns up to schema 13: 014's info (what reports carried that
      * was not a number) is NULL for every trial here, since no report
      * carries info, and the hashes predate it. */

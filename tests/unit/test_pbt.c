@@ -357,6 +357,53 @@ static void test_mutate_moves(void **state)
     space_free(m);
 }
 
+/* The explore step keeps normal, qnormal and qlograndint values in their
+ * domains: a normal scaled exactly, the others rounded to their multiples. */
+static void test_mutate_new_domains(void **state)
+{
+    (void)state;
+    Space *m = space_of("{\"w\": {\"type\": \"normal\", \"mean\": 0, \"sd\": 1},"
+                        " \"k\": {\"type\": \"qnormal\", \"mean\": 0, \"sd\": 1, \"q\": 0.25},"
+                        " \"x\": {\"type\": \"qlograndint\", \"low\": 3, \"high\": 100,"
+                        " \"q\": 10}}");
+    json_t *c = json_pack("{s:f, s:f, s:i}", "w", 0.5, "k", 1.0, "x", 90);
+    int top = 0;
+    for (int i = 0; i < 400; i++) {
+        json_t *x = space_mutate(m, c, i < 200 ? 0.0 : 0.5, 3, 1, (uint64_t)i);
+        assert_non_null(x);
+        double w = json_real_value(json_object_get(x, "w"));
+        double k = json_real_value(json_object_get(x, "k"));
+        json_int_t q = json_integer_value(json_object_get(x, "x"));
+        assert_true(isfinite(w));
+        assert_true(fabs(k / 0.25 - round(k / 0.25)) < 1e-9);
+        assert_true(json_is_integer(json_object_get(x, "x")));
+        assert_true(q >= 10 && q <= 100 && q % 10 == 0);
+        if (i < 200) {
+            /* 0.6 or 0.4; 1.25 or 0.75; 90 * 1.2 = 108 clamps to 100, 72 rounds to 70. */
+            assert_true(fabs(w - 0.6) < 1e-15 || fabs(w - 0.4) < 1e-15);
+            assert_true(k == 1.25 || k == 0.75);
+            assert_true(q == 100 || q == 70);
+            top += q == 100;
+        }
+        json_decref(x);
+    }
+    assert_true(top > 50 && top < 150);
+    /* Values outside the domain are drawn anew, inside it. */
+    json_t *bad = json_pack("{s:s, s:f, s:i}", "w", "a", "k", 0.3, "x", 95);
+    for (int i = 0; i < 50; i++) {
+        json_t *x = space_mutate(m, bad, 0.0, 3, 5, (uint64_t)i);
+        assert_true(json_is_real(json_object_get(x, "w")));
+        double k = json_real_value(json_object_get(x, "k"));
+        assert_true(fabs(k / 0.25 - round(k / 0.25)) < 1e-9);
+        json_int_t q = json_integer_value(json_object_get(x, "x"));
+        assert_true(q >= 10 && q <= 100 && q % 10 == 0);
+        json_decref(x);
+    }
+    json_decref(bad);
+    json_decref(c);
+    space_free(m);
+}
+
 /* PB2 follows the data: with the best x drifting from 0.2 to 0.8 over
  * time, its proposal at the newest time is near 0.8 (not near 0.5, the
  * best over all times); too little data gives a draw in the domain. */
@@ -432,11 +479,11 @@ static void test_pbt_changes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_async_hand_cases),        cmocka_unit_test(test_max_t_and_maximize),
-        cmocka_unit_test(test_forget_and_load),         cmocka_unit_test(test_synch),
-        cmocka_unit_test(test_against_model),           cmocka_unit_test(test_mutate_moves),
-        cmocka_unit_test(test_pb2_follows_the_optimum), cmocka_unit_test(test_pbt_changes),
-        cmocka_unit_test(test_diverged_members),
+        cmocka_unit_test(test_async_hand_cases),   cmocka_unit_test(test_max_t_and_maximize),
+        cmocka_unit_test(test_forget_and_load),    cmocka_unit_test(test_synch),
+        cmocka_unit_test(test_against_model),      cmocka_unit_test(test_mutate_moves),
+        cmocka_unit_test(test_mutate_new_domains), cmocka_unit_test(test_pb2_follows_the_optimum),
+        cmocka_unit_test(test_pbt_changes),        cmocka_unit_test(test_diverged_members),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

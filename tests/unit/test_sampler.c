@@ -140,6 +140,14 @@ static const DomainCase DOMAIN_CASES[] = {
     {"{\"type\": \"lograndint\", \"low\": 1, \"high\": 100}", 1, 100, true, true, 1, false, 99},
     {"{\"type\": \"lograndint\", \"low\": 1, \"high\": 1099511627776}", 1, 1099511627776.0, true,
      true, 1, false, 0},
+    /* Both ends of qlograndint and qloguniform are reached (exp(log(256)) is
+     * 255.99999999999994: rounded, not floored). */
+    {"{\"type\": \"qlograndint\", \"low\": 1, \"high\": 64, \"q\": 8}", 1, 64, false, true, 8,
+     false, 8},
+    {"{\"type\": \"qlograndint\", \"low\": 32, \"high\": 256, \"q\": 1}", 32, 256, false, true, 1,
+     false, 225},
+    {"{\"type\": \"qloguniform\", \"low\": 32, \"high\": 256, \"q\": 1}", 32, 256, false, false, 1,
+     false, 225},
     {"{\"type\": \"choice\", \"values\": [\"a\", 2, true, 1.5]}", 0, 0, false, false, 0, false, 4},
 };
 
@@ -172,7 +180,7 @@ static void check_round_trip(const DomainCase *c, const Space *space, const json
     rung_error_clear(&err);
     assert_int_equal(space_encode(space, config, u, &err), 0);
     assert_true(u[0] >= 0.0 && u[0] <= 1.0);
-    json_t *again = space_decode(space, u, 0);
+    json_t *again = space_decode(space, u, 0, GRID_ORDER_RAY);
     assert_non_null(again);
     const json_t *a = json_object_get(config, "x");
     const json_t *b = json_object_get(again, "x");
@@ -237,8 +245,8 @@ static void test_decode_edges(void **state)
         " \"q\": {\"type\": \"qrandint\", \"low\": 1, \"high\": 9, \"q\": 4},"
         " \"c\": {\"type\": \"choice\", \"values\": [\"a\", \"b\"]}}");
     double lo[5] = {0, 0, 0, 0, 0}, hi[5] = {1, 1, 1, 1, 1};
-    json_t *a = space_decode(space, lo, 0);
-    json_t *b = space_decode(space, hi, 0);
+    json_t *a = space_decode(space, lo, 0, GRID_ORDER_RAY);
+    json_t *b = space_decode(space, hi, 0, GRID_ORDER_RAY);
     json_t *want_a = load("{\"u\": 1.0, \"r\": 0, \"l\": 2, \"q\": 4, \"c\": \"a\"}");
     assert_true(json_equal(a, want_a));
     assert_true(json_real_value(json_object_get(b, "u")) < 2.0);
@@ -249,11 +257,11 @@ static void test_decode_edges(void **state)
     assert_string_equal(json_string_value(json_object_get(b, "c")), "b");
     /* Out-of-range coordinates are clamped, a bad grid index refused. */
     double wild[5] = {-3, NAN, 7, 0.5, 2};
-    json_t *w = space_decode(space, wild, 0);
+    json_t *w = space_decode(space, wild, 0, GRID_ORDER_RAY);
     assert_non_null(w);
     assert_int_equal(json_integer_value(json_object_get(w, "r")), 0);
-    assert_null(space_decode(space, lo, 1));
-    assert_null(space_decode(space, lo, -1));
+    assert_null(space_decode(space, lo, 1, GRID_ORDER_RAY));
+    assert_null(space_decode(space, lo, -1, GRID_ORDER_RAY));
     json_decref(a);
     json_decref(b);
     json_decref(w);
@@ -325,6 +333,161 @@ static void test_integer_distributions(void **state)
     space_free(space);
 }
 
+/* normal and qnormal over several seeds and Sobol points: the mean and sd
+ * of the draws, their normal CDF uniform (KS), qnormal's on multiples of q,
+ * and the round trip through the cube. */
+static void test_normal_distributions(void **state)
+{
+    (void)state;
+    const int n = 5000;
+    const double crit = 1.63 / sqrt((double)n); /* KS at alpha = 0.01 */
+    Space *space = parse_space("{\"w\": {\"type\": \"normal\", \"mean\": 3, \"sd\": 2},"
+                               " \"k\": {\"type\": \"qnormal\", \"mean\": -1, \"sd\": 0.5,"
+                               " \"q\": 0.25}}");
+    assert_int_equal(space_cube_dims(space), 2);
+    const char *searchers[] = {"{\"seed\": 1}", "{\"seed\": 2}", "{\"seed\": 3}",
+                               "{\"seed\": 4, \"quasi\": true}"};
+    double *cdf = malloc(n * sizeof *cdf);
+    assert_non_null(cdf);
+    for (int si = 0; si < 4; si++) {
+        SearcherSpec s = searcher_ok(searchers[si], space);
+        double sw = 0, sww = 0, sk = 0;
+        for (int i = 0; i < n; i++) {
+            json_t *config = sampler_config(space, &s, i);
+            const json_t *w = json_object_get(config, "w"), *k = json_object_get(config, "k");
+            assert_true(json_is_real(w) && json_is_real(k));
+            double x = json_real_value(w), y = json_real_value(k);
+            sw += x;
+            sww += x * x;
+            sk += y;
+            cdf[i] = 0.5 * erfc(-(x - 3.0) / (2.0 * sqrt(2.0)));
+            assert_true(fabs(y / 0.25 - round(y / 0.25)) < 1e-9);
+            double u[2];
+            assert_int_equal(space_encode(space, config, u, NULL), 0);
+            json_t *back = space_decode(space, u, 0, GRID_ORDER_RAY);
+            assert_true(fabs(json_real_value(json_object_get(back, "w")) - x) < 1e-9);
+            assert_true(json_equal(json_object_get(back, "k"), k));
+            json_decref(back);
+            json_decref(config);
+        }
+        double mean = sw / n, sd = sqrt(sww / n - mean * mean);
+        double d = ks_uniform(cdf, n, 0.0, 1.0);
+        print_message("%s: mean %.4f sd %.4f (3, 2), qnormal mean %.4f, KS %.4f\n", searchers[si],
+                      mean, sd, sk / n, d);
+        assert_true(fabs(mean - 3.0) < 5 * 2.0 / sqrt((double)n));
+        assert_true(fabs(sd - 2.0) < 0.1);
+        assert_true(fabs(sk / n + 1.0) < 5 * 0.5 / sqrt((double)n));
+        assert_true(d < crit);
+    }
+    free(cdf);
+    /* The ends of the cube stay finite, about 7 sd out. */
+    double lo[2] = {0, 0}, hi[2] = {1, 1};
+    json_t *a = space_decode(space, lo, 0, GRID_ORDER_RAY),
+           *b = space_decode(space, hi, 0, GRID_ORDER_RAY);
+    double wa = json_real_value(json_object_get(a, "w")),
+           wb = json_real_value(json_object_get(b, "w"));
+    assert_true(wa > 3.0 - 2.0 * 7.1 && wa < 3.0 - 2.0 * 7.0);
+    assert_true(wb < 3.0 + 2.0 * 7.1 && wb > 3.0 + 2.0 * 7.0);
+    json_decref(a);
+    json_decref(b);
+    space_free(space);
+}
+
+/* qlograndint: only multiples of q within [low, high] (low itself is
+ * none here), both end multiples reached, log-uniformly spread. */
+static void test_qlograndint(void **state)
+{
+    (void)state;
+    Space *space =
+        parse_space("{\"x\": {\"type\": \"qlograndint\", \"low\": 3, \"high\": 100, \"q\": 10}}");
+    int counts[11] = {0};
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        char text[64];
+        snprintf(text, sizeof text, "{\"seed\": %llu}", (unsigned long long)seed);
+        SearcherSpec s = searcher_ok(text, space);
+        for (int i = 0; i < 2000; i++) {
+            json_t *config = sampler_config(space, &s, i);
+            const json_t *v = json_object_get(config, "x");
+            assert_true(json_is_integer(v));
+            json_int_t x = json_integer_value(v);
+            if (x < 10 || x > 100 || x % 10 != 0)
+                fail_msg("qlograndint gave %lld", (long long)x);
+            counts[x / 10]++;
+            json_decref(config);
+        }
+    }
+    for (int k = 1; k <= 10; k++)
+        assert_true(counts[k] > 0);
+    /* Log-uniform: 10 (x in [3, 15)) far more often than 100 ([95, 100]). */
+    assert_true(counts[1] > 10 * counts[10]);
+    space_free(space);
+
+    /* The top of the cube is high itself, for qloguniform too. */
+    space = parse_space(
+        "{\"a\": {\"type\": \"qlograndint\", \"low\": 32, \"high\": 256, \"q\": 1},"
+        " \"b\": {\"type\": \"qloguniform\", \"low\": 32, \"high\": 256, \"q\": 1},"
+        " \"c\": {\"type\": \"qlograndint\", \"low\": 1, \"high\": 1099511627776,"
+        " \"q\": 1},"
+        " \"d\": {\"type\": \"qlograndint\", \"low\": 256, \"high\": 256, \"q\": 256}}");
+    double hi[4] = {1, 1, 1, 1}, lo[4] = {0, 0, 0, 0};
+    json_t *top = space_decode(space, hi, 0, GRID_ORDER_RAY),
+           *bottom = space_decode(space, lo, 0, GRID_ORDER_RAY);
+    json_t *want_top = load("{\"a\": 256, \"b\": 256.0, \"c\": 1099511627776, \"d\": 256}");
+    json_t *want_bottom = load("{\"a\": 32, \"b\": 32.0, \"c\": 1, \"d\": 256}");
+    assert_true(json_equal(top, want_top));
+    assert_true(json_equal(bottom, want_bottom));
+    /* Round trips, the single value included. */
+    double u[4];
+    assert_int_equal(space_encode(space, top, u, NULL), 0);
+    assert_true(u[3] == 0.5);
+    json_t *again = space_decode(space, u, 0, GRID_ORDER_RAY);
+    assert_true(json_equal(again, top));
+    json_decref(again);
+    json_decref(top);
+    json_decref(bottom);
+    json_decref(want_top);
+    json_decref(want_bottom);
+    space_free(space);
+}
+
+/* points_to_evaluate's check (space_check_value) for the new domains. */
+static void test_check_value_new_domains(void **state)
+{
+    (void)state;
+    Space *space = parse_space(
+        "{\"w\": {\"type\": \"normal\", \"mean\": 0, \"sd\": 1},"
+        " \"k\": {\"type\": \"qnormal\", \"mean\": 0, \"sd\": 1, \"q\": 0.5},"
+        " \"x\": {\"type\": \"qlograndint\", \"low\": 3, \"high\": 100,"
+        " \"q\": 10}}");
+    static const struct {
+        const char *name, *value;
+        bool ok;
+    } CASES[] = {
+        {"w", "1e6", true}, {"w", "-3", true},    {"w", "\"a\"", false}, {"k", "0.3", true},
+        {"k", "2", true},   {"k", "null", false}, {"x", "10", true},     {"x", "100", true},
+        {"x", "3", false},  {"x", "110", false},  {"x", "0", false},     {"x", "20.0", false},
+        {"x", "25", false},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        json_t *v = load(CASES[i].value);
+        RungError err;
+        rung_error_clear(&err);
+        int rc = space_check_value(space, CASES[i].name, v, "points_to_evaluate[0].p", &err);
+        if ((rc == 0) != CASES[i].ok)
+            fail_msg("%s = %s: rc %d (%s)", CASES[i].name, CASES[i].value, rc, err.message);
+        if (rc != 0)
+            assert_string_equal(err.field, "points_to_evaluate[0].p");
+        json_decref(v);
+    }
+    /* An integer for a normal is a real in the config. */
+    json_t *two = json_integer(2);
+    json_t *c = space_config_value(space, "w", two);
+    assert_true(json_is_real(c) && json_real_value(c) == 2.0);
+    json_decref(c);
+    json_decref(two);
+    space_free(space);
+}
+
 /* ---- grid expansion (Ray Tune's semantics) ---------------------------- */
 
 /* Runs every trial and checks that each combination of the `keys` params
@@ -380,21 +543,13 @@ static void test_grid_trial_counts(void **state)
     assert_int_equal(check_grid(all, "{\"type\": \"grid\"}", 2, cnx, 60), 120);
 }
 
-/* Trial n takes combination n mod G, the first grid parameter slowest, and
- * the sampled parameters differ between trials. */
-static void test_grid_order(void **state)
+/* Trials 0 .. 6 of space (grids a and b, uniform x) under s: their grid
+ * values are want[t] ("1p": a 1, b "p"), space_decode agrees, and x moves. */
+static void check_grid_order(const Space *space, const SearcherSpec *s, const char *const *want)
 {
-    (void)state;
-    Space *space = parse_space("{\"a\": {\"type\": \"grid\", \"values\": [1, 2, 3]},"
-                               " \"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
-                               " \"b\": {\"type\": \"grid\", \"values\": [\"p\", \"q\"]}}");
-    assert_int_equal(space_grid_size(space), 6);
-    assert_int_equal(space_cube_dims(space), 1);
-    SearcherSpec s = searcher_ok("{\"seed\": 9}", space);
-    const char *want[] = {"1p", "1q", "2p", "2q", "3p", "3q", "1p"};
     double xs[7];
     for (int t = 0; t < 7; t++) {
-        json_t *config = sampler_config(space, &s, t);
+        json_t *config = sampler_config(space, s, t);
         char got[16];
         snprintf(got, sizeof got, "%lld%s",
                  (long long)json_integer_value(json_object_get(config, "a")),
@@ -403,7 +558,7 @@ static void test_grid_order(void **state)
         xs[t] = json_real_value(json_object_get(config, "x"));
         /* space_decode with the same grid index agrees on the grid values. */
         double u[1] = {0.5};
-        json_t *decoded = space_decode(space, u, t % 6);
+        json_t *decoded = space_decode(space, u, t % 6, s->grid_order);
         assert_true(json_equal(json_object_get(decoded, "a"), json_object_get(config, "a")));
         assert_true(json_equal(json_object_get(decoded, "b"), json_object_get(config, "b")));
         json_decref(decoded);
@@ -411,6 +566,110 @@ static void test_grid_order(void **state)
     }
     for (int t = 1; t < 7; t++)
         assert_true(xs[t] != xs[0]);
+}
+
+/* Trial n takes combination n mod G (Ray's order: a before b, so a varies
+ * fastest; the spec's order: the first in the spec slowest), and the
+ * sampled parameters differ between trials. */
+static void test_grid_order(void **state)
+{
+    (void)state;
+    Space *space = parse_space("{\"b\": {\"type\": \"grid\", \"values\": [\"p\", \"q\"]},"
+                               " \"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+                               " \"a\": {\"type\": \"grid\", \"values\": [1, 2, 3]}}");
+    assert_int_equal(space_grid_size(space), 6);
+    assert_int_equal(space_cube_dims(space), 1);
+    for (int order = 0; order < 2; order++) {
+        SearcherSpec s = searcher_ok(order == 0 ? "{\"seed\": 9}"
+                                                : "{\"seed\": 9, \"grid_order\": \"spec\"}",
+                                     space);
+        const char *ray[] = {"1p", "2p", "3p", "1q", "2q", "3q", "1p"};
+        const char *spec[] = {"1p", "2p", "3p", "1q", "2q", "3q", "1p"};
+        check_grid_order(space, &s, order == 0 ? ray : spec);
+    }
+    space_free(space);
+    /* With a listed before b in the spec, the two orders differ. */
+    space = parse_space("{\"a\": {\"type\": \"grid\", \"values\": [1, 2, 3]},"
+                        " \"x\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+                        " \"b\": {\"type\": \"grid\", \"values\": [\"p\", \"q\"]}}");
+    for (int order = 0; order < 2; order++) {
+        SearcherSpec s = searcher_ok(order == 0 ? "{\"seed\": 9}"
+                                                : "{\"seed\": 9, \"grid_order\": \"spec\"}",
+                                     space);
+        const char *ray[] = {"1p", "2p", "3p", "1q", "2q", "3q", "1p"};
+        const char *spec[] = {"1p", "1q", "2p", "2q", "3p", "3q", "1p"};
+        check_grid_order(space, &s, order == 0 ? ray : spec);
+    }
+    space_free(space);
+}
+
+/* Ray's order on three grids, one nested (docs/api.md, "Grid semantics"):
+ * the paths sorted key by key are ("a",), ("b",), ("m", "lr"), and a, the
+ * first, varies fastest; the list is written out by hand from that rule. */
+static void test_grid_order_ray_nested(void **state)
+{
+    (void)state;
+    Space *space = parse_space("{\"b\": {\"type\": \"grid\", \"values\": [1, 2]},"
+                               " \"a\": {\"type\": \"grid\", \"values\": [\"x\", \"y\"]},"
+                               " \"m\": {\"lr\": {\"type\": \"grid\", \"values\": [0.1, 0.2]}}}");
+    static const char *const WANT[] = {
+        "{\"b\": 1, \"a\": \"x\", \"m.lr\": 0.1}", "{\"b\": 1, \"a\": \"y\", \"m.lr\": 0.1}",
+        "{\"b\": 2, \"a\": \"x\", \"m.lr\": 0.1}", "{\"b\": 2, \"a\": \"y\", \"m.lr\": 0.1}",
+        "{\"b\": 1, \"a\": \"x\", \"m.lr\": 0.2}", "{\"b\": 1, \"a\": \"y\", \"m.lr\": 0.2}",
+        "{\"b\": 2, \"a\": \"x\", \"m.lr\": 0.2}", "{\"b\": 2, \"a\": \"y\", \"m.lr\": 0.2}",
+    };
+    /* The old order (an experiment stored before grid_order): b slowest. */
+    static const char *const OLD[] = {
+        "{\"b\": 1, \"a\": \"x\", \"m.lr\": 0.1}", "{\"b\": 1, \"a\": \"x\", \"m.lr\": 0.2}",
+        "{\"b\": 1, \"a\": \"y\", \"m.lr\": 0.1}", "{\"b\": 1, \"a\": \"y\", \"m.lr\": 0.2}",
+        "{\"b\": 2, \"a\": \"x\", \"m.lr\": 0.1}", "{\"b\": 2, \"a\": \"x\", \"m.lr\": 0.2}",
+        "{\"b\": 2, \"a\": \"y\", \"m.lr\": 0.1}", "{\"b\": 2, \"a\": \"y\", \"m.lr\": 0.2}",
+    };
+    const char *searchers[] = {"{\"seed\": 1}", "{\"type\": \"grid\"}", "{\"type\": \"bayes\"}",
+                               "{\"type\": \"grid\", \"grid_order\": \"spec\"}",
+                               "{\"seed\": 1, \"grid_order\": \"spec\"}"};
+    for (int si = 0; si < 5; si++) {
+        SearcherSpec s = searcher_ok(searchers[si], space);
+        const char *const *want = si < 3 ? WANT : OLD;
+        assert_int_equal(total_ok(space, &s, 2), 16);
+        for (int t = 0; t < 16; t++) {
+            json_t *config = sampler_config(space, &s, t);
+            json_t *w = load(want[t % 8]);
+            if (!json_equal(config, w)) {
+                char *got = dump(config);
+                fail_msg("%s: trial %d is %s, want %s", searchers[si], t, got, want[t % 8]);
+            }
+            /* sampler_grid_index and space_decode number them alike. */
+            assert_int_equal(sampler_grid_index(space, config, s.grid_order), t % 8);
+            json_t *decoded = space_decode(space, NULL, t % 8, s.grid_order);
+            assert_true(json_equal(decoded, w));
+            json_decref(decoded);
+            json_decref(w);
+            json_decref(config);
+        }
+    }
+    space_free(space);
+
+    /* Key by key: the path ("a", "b") sorts before ("a-c",), though the
+     * string "a.b" sorts after "a-c" ('.' > '-'); a top-level name that
+     * holds a dot is one key, compared whole: ("a.b",) after ("a-c",). */
+    space = parse_space("{\"a-c\": {\"type\": \"grid\", \"values\": [1, 2]},"
+                        " \"a\": {\"b\": {\"type\": \"grid\", \"values\": [3, 4]}}}");
+    SearcherSpec s = searcher_ok("{\"type\": \"grid\"}", space);
+    json_t *c1 = sampler_config(space, &s, 1);
+    /* a.b (path ("a", "b")) is first, so fastest: trial 1 moves it. */
+    assert_int_equal(json_integer_value(json_object_get(c1, "a.b")), 4);
+    assert_int_equal(json_integer_value(json_object_get(c1, "a-c")), 1);
+    json_decref(c1);
+    space_free(space);
+    space = parse_space("{\"a-c\": {\"type\": \"grid\", \"values\": [1, 2]},"
+                        " \"a.b\": {\"type\": \"grid\", \"values\": [3, 4]}}");
+    s = searcher_ok("{\"type\": \"grid\"}", space);
+    c1 = sampler_config(space, &s, 1);
+    /* The one key "a.b" sorts after "a-c" ('.' > '-'): a-c is fastest. */
+    assert_int_equal(json_integer_value(json_object_get(c1, "a.b")), 3);
+    assert_int_equal(json_integer_value(json_object_get(c1, "a-c")), 2);
+    json_decref(c1);
     space_free(space);
 }
 
@@ -469,6 +728,23 @@ static void test_grid_points(void **state)
     check_enumeration("{\"type\": \"qrandint\", \"low\": 1, \"high\": 20, \"q\": 3}",
                       "[3, 6, 9, 12, 15, 18]");
     check_enumeration("{\"type\": \"choice\", \"values\": [3, 1, 2]}", "[3, 1, 2]");
+    /* normal and qnormal: the quantiles (i + 0.5) / n. */
+    check_enumeration("{\"type\": \"normal\", \"mean\": 0, \"sd\": 1, \"grid_points\": 3}",
+                      "[-0.9674215661017014, 0.0, 0.9674215661017014]");
+    check_enumeration("{\"type\": \"normal\", \"mean\": 5, \"sd\": 2, \"grid_points\": 1}",
+                      "[5.0]");
+    check_enumeration("{\"type\": \"qnormal\", \"mean\": 0, \"sd\": 1, \"q\": 0.5,"
+                      " \"grid_points\": 4}",
+                      "[-1.0, -0.5, 0.5, 1.0]");
+    /* qlograndint: geomspace rounded to the multiples within [low, high]. */
+    check_enumeration("{\"type\": \"qlograndint\", \"low\": 1, \"high\": 100, \"q\": 5,"
+                      " \"grid_points\": 3}",
+                      "[5, 10, 100]");
+    check_enumeration("{\"type\": \"qlograndint\", \"low\": 1, \"high\": 20, \"q\": 5}",
+                      "[5, 10, 15, 20]");
+    check_enumeration("{\"type\": \"qlograndint\", \"low\": 32, \"high\": 256, \"q\": 32,"
+                      " \"grid_points\": 50}",
+                      "[32, 64, 96, 128, 160, 192, 224, 256]");
 }
 
 /* ---- validation: the exact field of every error ---------------------- */
@@ -485,7 +761,7 @@ static const BadCase BAD_SPACES[] = {
     {"{\"\": 1}", "search_space."},
     {"{\"a b\": 1}", "search_space.a b"},
     {"{\"a/b\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}", "search_space.a/b"},
-    {"{\"x\": {\"type\": \"normal\"}}", "search_space.x.type"},
+    {"{\"x\": {\"type\": \"lognormal\"}}", "search_space.x.type"},
     {"{\"x\": {\"type\": 3}}", "search_space.x.type"},
     {"{\"x\": {\"type\": \"\"}}", "search_space.x.type"},
     {"{\"x\": {\"type\": \"uniform\", \"low\": 0}}", "search_space.x.high"},
@@ -514,6 +790,32 @@ static const BadCase BAD_SPACES[] = {
     {"{\"x\": {\"type\": \"randint\", \"low\": 0, \"high\": 2000000000000}}",
      "search_space.x.high"},
     {"{\"x\": {\"type\": \"lograndint\", \"low\": 0, \"high\": 10}}", "search_space.x.low"},
+    {"{\"x\": {\"type\": \"normal\", \"mean\": 0}}", "search_space.x.sd"},
+    {"{\"x\": {\"type\": \"normal\", \"sd\": 1}}", "search_space.x.mean"},
+    {"{\"x\": {\"type\": \"normal\", \"mean\": 0, \"sd\": 0}}", "search_space.x.sd"},
+    {"{\"x\": {\"type\": \"normal\", \"mean\": 0, \"sd\": -1}}", "search_space.x.sd"},
+    {"{\"x\": {\"type\": \"normal\", \"mean\": 0, \"sd\": 1e308}}", "search_space.x.sd"},
+    {"{\"x\": {\"type\": \"normal\", \"mean\": \"0\", \"sd\": 1}}", "search_space.x.mean"},
+    {"{\"x\": {\"type\": \"normal\", \"mean\": 0, \"sd\": 1, \"q\": 1}}", "search_space.x.q"},
+    {"{\"x\": {\"type\": \"normal\", \"low\": 0, \"high\": 1}}", "search_space.x.low"},
+    {"{\"x\": {\"type\": \"qnormal\", \"mean\": 0, \"sd\": 1}}", "search_space.x.q"},
+    {"{\"x\": {\"type\": \"qnormal\", \"mean\": 0, \"sd\": 1, \"q\": 0}}", "search_space.x.q"},
+    {"{\"x\": {\"type\": \"qnormal\", \"mean\": 0, \"sd\": 1, \"q\": 1e-300}}", "search_space.x.q"},
+    {"{\"x\": {\"type\": \"qnormal\", \"mean\": 0, \"sd\": 0, \"q\": 1}}", "search_space.x.sd"},
+    {"{\"x\": {\"type\": \"qlograndint\", \"low\": 0, \"high\": 10, \"q\": 1}}",
+     "search_space.x.low"},
+    {"{\"x\": {\"type\": \"qlograndint\", \"low\": 1.5, \"high\": 10, \"q\": 1}}",
+     "search_space.x.low"},
+    {"{\"x\": {\"type\": \"qlograndint\", \"low\": 5, \"high\": 4, \"q\": 1}}",
+     "search_space.x.high"},
+    {"{\"x\": {\"type\": \"qlograndint\", \"low\": 1, \"high\": 1099511627777, \"q\": 1}}",
+     "search_space.x.high"},
+    {"{\"x\": {\"type\": \"qlograndint\", \"low\": 1, \"high\": 10}}", "search_space.x.q"},
+    {"{\"x\": {\"type\": \"qlograndint\", \"low\": 1, \"high\": 10, \"q\": 0}}",
+     "search_space.x.q"},
+    {"{\"x\": {\"type\": \"qlograndint\", \"low\": 3, \"high\": 5, \"q\": 10}}",
+     "search_space.x.q"},
+    {"{\"x\": {\"type\": \"randn\", \"mean\": 0, \"sd\": 1}}", "search_space.x.type"},
     {"{\"x\": {\"type\": \"qrandint\", \"low\": 1, \"high\": 10, \"q\": 0}}", "search_space.x.q"},
     {"{\"x\": {\"type\": \"qrandint\", \"low\": 0, \"high\": 10, \"q\": 2.5}}", "search_space.x.q"},
     {"{\"x\": {\"type\": \"qrandint\", \"low\": 1, \"high\": 3, \"q\": 5}}", "search_space.x.q"},
@@ -876,7 +1178,7 @@ static void test_constants_and_order(void **state)
         assert_int_equal(json_object_size(config), 0);
         json_decref(config);
     }
-    json_t *empty = space_decode(space, NULL, 0);
+    json_t *empty = space_decode(space, NULL, 0, GRID_ORDER_RAY);
     assert_int_equal(json_object_size(empty), 0);
     json_decref(empty);
     space_free(space);
@@ -1101,28 +1403,28 @@ static void test_grid_index(void **state)
     assert_int_equal(g, 2 * 3 * 4 * 5 * 4 * 3);
     for (int64_t n = 0; n < g; n++) {
         json_t *c = sampler_config(space, &grid, n);
-        assert_int_equal(sampler_grid_index(space, c), n);
+        assert_int_equal(sampler_grid_index(space, c, GRID_ORDER_RAY), n);
         json_decref(c);
     }
     json_t *c = sampler_config(space, &grid, 77);
     /* An integer is not the real 2.5's neighbour, nor 1.0 the integer 1. */
     json_t *bad = json_deep_copy(c);
     json_object_set_new(bad, "c", json_real(1.0));
-    assert_int_equal(sampler_grid_index(space, bad), -1);
+    assert_int_equal(sampler_grid_index(space, bad, GRID_ORDER_RAY), -1);
     json_object_set_new(bad, "c", json_integer(1));
     json_object_set_new(bad, "u", json_real(0.5)); /* in the domain, not a grid point */
-    assert_int_equal(sampler_grid_index(space, bad), -1);
+    assert_int_equal(sampler_grid_index(space, bad, GRID_ORDER_RAY), -1);
     json_object_set_new(bad, "u", json_real(1.0));
     json_object_set_new(bad, "q", json_integer(4)); /* not a multiple of q */
-    assert_int_equal(sampler_grid_index(space, bad), -1);
+    assert_int_equal(sampler_grid_index(space, bad, GRID_ORDER_RAY), -1);
     json_object_set_new(bad, "q", json_integer(3));
     json_object_set_new(bad, "k", json_string("other"));
-    assert_int_equal(sampler_grid_index(space, bad), -1);
+    assert_int_equal(sampler_grid_index(space, bad, GRID_ORDER_RAY), -1);
     json_object_del(bad, "k");
-    assert_int_equal(sampler_grid_index(space, bad), -1);
+    assert_int_equal(sampler_grid_index(space, bad, GRID_ORDER_RAY), -1);
     json_object_set_new(bad, "k", json_string("const"));
     json_object_set_new(bad, "extra", json_true()); /* ignored */
-    assert_true(sampler_grid_index(space, bad) >= 0);
+    assert_true(sampler_grid_index(space, bad, GRID_ORDER_RAY) >= 0);
     json_decref(bad);
     json_decref(c);
     space_free(space);
@@ -1245,7 +1547,7 @@ static void test_conditional_flatten(void **state)
             } else {
                 assert_true(u[3] == SPACE_INACTIVE_U);
             }
-            json_t *back = space_decode(space, u, 0);
+            json_t *back = space_decode(space, u, 0, GRID_ORDER_RAY);
             assert_true(json_equal(back, c));
             /* conform keeps it; keys of the other branch are dropped. */
             json_t *extra = json_deep_copy(c);
@@ -1324,27 +1626,47 @@ static void test_conditional_grid(void **state)
         "  {\"n\": \"adam\", \"b\": {\"type\": \"choice\", \"values\": [1, 2]},"
         "   \"sub\": {\"type\": \"choice\", \"values\": [{\"k\": 0}, {\"k\": 1, \"w\": "
         "{\"type\": \"randint\", \"low\": 0, \"high\": 2}}]}}]}}");
-    SearcherSpec s = searcher_ok("{\"type\": \"grid\"}", space);
-    /* 2 x (3 + 2 x (1 + 2)) */
-    int64_t total = total_ok(space, &s, 1);
-    assert_int_equal(total, 18);
-    json_t *all[18];
-    for (int t = 0; t < 18; t++) {
-        all[t] = sampler_config(space, &s, t);
-        assert_non_null(all[t]);
-        assert_int_equal(sampler_grid_index(space, all[t]), t);
-        for (int k = 0; k < t; k++)
-            assert_false(json_equal(all[k], all[t]));
+    for (int order = 0; order < 2; order++) {
+        SearcherSpec s = searcher_ok(order == 0 ? "{\"type\": \"grid\"}"
+                                                : "{\"type\": \"grid\", \"grid_order\": \"spec\"}",
+                                     space);
+        assert_int_equal(s.grid_order, order == 0 ? GRID_ORDER_RAY : GRID_ORDER_SPEC);
+        /* 2 x (3 + 2 x (1 + 2)) */
+        int64_t total = total_ok(space, &s, 1);
+        assert_int_equal(total, 18);
+        json_t *all[18];
+        for (int t = 0; t < 18; t++) {
+            all[t] = sampler_config(space, &s, t);
+            assert_non_null(all[t]);
+            assert_int_equal(sampler_grid_index(space, all[t], s.grid_order), t);
+            for (int k = 0; k < t; k++)
+                assert_false(json_equal(all[k], all[t]));
+        }
+        if (order == 0) {
+            /* Ray's: a fastest (a < opt); opt's digit runs through the sgd
+             * branch's three points, then adam's six, where b (opt.b <
+             * opt.n < opt.sub) is the fastest. */
+            assert_int_equal(json_integer_value(json_object_get(all[0], "a")), 1);
+            assert_int_equal(json_integer_value(json_object_get(all[1], "a")), 2);
+            assert_string_equal(json_string_value(json_object_get(all[5], "opt.n")), "sgd");
+            assert_string_equal(json_string_value(json_object_get(all[6], "opt.n")), "adam");
+            assert_int_equal(json_integer_value(json_object_get(all[6], "opt.b")), 1);
+            assert_int_equal(json_integer_value(json_object_get(all[8], "opt.b")), 2);
+            assert_null(json_object_get(all[8], "opt.sub.w"));
+            assert_non_null(json_object_get(all[10], "opt.sub.w"));
+        } else {
+            /* The spec's: the first parameter slowest; the sgd branch's
+             * three points first. */
+            assert_int_equal(json_integer_value(json_object_get(all[8], "a")), 1);
+            assert_int_equal(json_integer_value(json_object_get(all[9], "a")), 2);
+            assert_string_equal(json_string_value(json_object_get(all[2], "opt.n")), "sgd");
+            assert_string_equal(json_string_value(json_object_get(all[3], "opt.n")), "adam");
+            assert_null(json_object_get(all[3], "opt.sub.w"));
+            assert_non_null(json_object_get(all[4], "opt.sub.w"));
+        }
+        for (int t = 0; t < 18; t++)
+            json_decref(all[t]);
     }
-    /* The first parameter slowest; the sgd branch's three points first. */
-    assert_int_equal(json_integer_value(json_object_get(all[8], "a")), 1);
-    assert_int_equal(json_integer_value(json_object_get(all[9], "a")), 2);
-    assert_string_equal(json_string_value(json_object_get(all[2], "opt.n")), "sgd");
-    assert_string_equal(json_string_value(json_object_get(all[3], "opt.n")), "adam");
-    assert_null(json_object_get(all[3], "opt.sub.w"));
-    assert_non_null(json_object_get(all[4], "opt.sub.w"));
-    for (int t = 0; t < 18; t++)
-        json_decref(all[t]);
     space_free(space);
 }
 
@@ -1355,8 +1677,12 @@ int main(void)
         cmocka_unit_test(test_decode_edges),
         cmocka_unit_test(test_loguniform_is_uniform_in_log_space),
         cmocka_unit_test(test_integer_distributions),
+        cmocka_unit_test(test_normal_distributions),
+        cmocka_unit_test(test_qlograndint),
+        cmocka_unit_test(test_check_value_new_domains),
         cmocka_unit_test(test_grid_trial_counts),
         cmocka_unit_test(test_grid_order),
+        cmocka_unit_test(test_grid_order_ray_nested),
         cmocka_unit_test(test_grid_points),
         cmocka_unit_test(test_invalid_spaces),
         cmocka_unit_test(test_invalid_searchers),

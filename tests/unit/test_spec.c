@@ -381,6 +381,18 @@ static void test_points_domains(void **state)
         {"\"relu\"", "\"relu\"", true},
         {"\"relu\"", "\"tanh\"", false},
         {"[1, 2]", "[1, 2]", true},
+        /* normal and qnormal take any finite number (no bounds). */
+        {"{\"type\": \"normal\", \"mean\": 0, \"sd\": 1}", "1e6", true},
+        {"{\"type\": \"normal\", \"mean\": 0, \"sd\": 1}", "-2", true},
+        {"{\"type\": \"normal\", \"mean\": 0, \"sd\": 1}", "\"a\"", false},
+        {"{\"type\": \"qnormal\", \"mean\": 0, \"sd\": 1, \"q\": 0.5}", "1.5", true},
+        {"{\"type\": \"qnormal\", \"mean\": 0, \"sd\": 1, \"q\": 0.5}", "null", false},
+        /* qlograndint: a multiple of q within [low, high], both included. */
+        {"{\"type\": \"qlograndint\", \"low\": 8, \"high\": 256, \"q\": 8}", "256", true},
+        {"{\"type\": \"qlograndint\", \"low\": 8, \"high\": 256, \"q\": 8}", "8", true},
+        {"{\"type\": \"qlograndint\", \"low\": 8, \"high\": 256, \"q\": 8}", "12", false},
+        {"{\"type\": \"qlograndint\", \"low\": 8, \"high\": 256, \"q\": 8}", "264", false},
+        {"{\"type\": \"qlograndint\", \"low\": 8, \"high\": 256, \"q\": 8}", "16.0", false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char text[1024];
@@ -397,6 +409,66 @@ static void test_points_domains(void **state)
             refuse(text, "points_to_evaluate[1].p");
         }
     }
+    /* A bad field of the new domains is named through the spec too. */
+    refuse("{" HEAD ", " EXTERNAL ", \"search_space\": {\"w\": {\"type\": \"normal\", \"mean\": 0,"
+           " \"sd\": 0}}}",
+           "search_space.w.sd");
+    refuse("{" HEAD ", " EXTERNAL
+           ", \"search_space\": {\"k\": {\"type\": \"qlograndint\", \"low\": 3,"
+           " \"high\": 5}}}",
+           "search_space.k.q");
+}
+
+/* Grid order (docs/api.md, "searcher"): a new spec takes Ray's and says so;
+ * one stored by an earlier rungd, without grid_order, keeps the order it
+ * was enumerated in (the first parameter slowest), and says so from then
+ * on, so a restart neither repeats nor skips a combination. */
+static void test_grid_order(void **state)
+{
+    (void)state;
+    const char *text = "{" HEAD ", " EXTERNAL ", \"searcher\": {\"type\": \"grid\"},"
+                       " \"search_space\": {\"a\": {\"type\": \"grid\", \"values\": [1, 2, 3]},"
+                       " \"b\": {\"type\": \"grid\", \"values\": [\"p\", \"q\"]}}}";
+    Spec spec;
+    accept(text, &spec);
+    const json_t *order = json_object_get(json_object_get(spec.json, "searcher"), "grid_order");
+    assert_string_equal(json_string_value(order), "ray");
+    assert_int_equal(spec.searcher.grid_order, GRID_ORDER_RAY);
+    json_t *c = sampler_config(spec.space, &spec.searcher, 1);
+    json_t *want = parse("{\"a\": 2, \"b\": \"p\"}"); /* a sorts first: fastest */
+    assert_true(json_equal(c, want));
+    json_decref(c);
+    json_decref(want);
+    spec_close(&spec);
+
+    json_t *stored = parse(text);
+    RungError err;
+    rung_error_clear(&err);
+    Spec old;
+    assert_int_equal(spec_load(stored, 5, &old, &err), 0);
+    json_decref(stored);
+    order = json_object_get(json_object_get(old.json, "searcher"), "grid_order");
+    assert_string_equal(json_string_value(order), "spec");
+    assert_int_equal(old.searcher.grid_order, GRID_ORDER_SPEC);
+    c = sampler_config(old.space, &old.searcher, 1);
+    want = parse("{\"a\": 1, \"b\": \"q\"}"); /* a first in the spec: slowest */
+    assert_true(json_equal(c, want));
+    json_decref(c);
+    json_decref(want);
+    /* What it stores from then on loads, and submits, the same. */
+    Spec again;
+    assert_int_equal(spec_load(old.json, 5, &again, &err), 0);
+    assert_int_equal(again.searcher.grid_order, GRID_ORDER_SPEC);
+    assert_true(json_equal(again.json, old.json));
+    spec_close(&again);
+    assert_int_equal(spec_parse(old.json, 5, &again, &err), 0);
+    assert_int_equal(again.searcher.grid_order, GRID_ORDER_SPEC);
+    assert_true(json_equal(again.json, old.json));
+    spec_close(&again);
+    spec_close(&old);
+
+    refuse("{" BASE ", \"searcher\": {\"grid_order\": \"fast\"}}", "searcher.grid_order");
+    refuse("{" BASE ", \"searcher\": {\"grid_order\": 1}}", "searcher.grid_order");
 }
 
 static void test_trainable(void **state)
@@ -976,19 +1048,13 @@ static void test_pbt(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_multi_fidelity),
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_fields_given),
-        cmocka_unit_test(test_bounds),
-        cmocka_unit_test(test_points_domains),
-        cmocka_unit_test(test_trainable),
-        cmocka_unit_test(test_trainable_code),
-        cmocka_unit_test(test_nested_object),
-        cmocka_unit_test(test_patch),
-        cmocka_unit_test(test_patch_refused),
-        cmocka_unit_test(test_gang_placeholders),
-        cmocka_unit_test(test_objectives),
-        cmocka_unit_test(test_pbt),
+        cmocka_unit_test(test_multi_fidelity), cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_fields_given),   cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_points_domains), cmocka_unit_test(test_grid_order),
+        cmocka_unit_test(test_trainable),      cmocka_unit_test(test_trainable_code),
+        cmocka_unit_test(test_nested_object),  cmocka_unit_test(test_patch),
+        cmocka_unit_test(test_patch_refused),  cmocka_unit_test(test_gang_placeholders),
+        cmocka_unit_test(test_objectives),     cmocka_unit_test(test_pbt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -358,16 +358,17 @@ static void test_proposer(void **state)
     assert_int_equal(warm_seal(w, &spec, &err), 0);
     assert_int_equal(spec.total_trials, 5);
     Proposals *p = ask(pr, &g, &spec, &spec.searcher, w, 0, 5, NULL);
-    /* Untried: (1,b) (2,a) (2,b) (3,a) (3,b); points over the first two. */
-    assert_json(p->configs[0], "{\"x\": 1, \"y\": \"b\"}");
+    /* Untried, in Ray's order (x before y, so x fastest): (2,a) (3,a)
+     * (1,b) (2,b) (3,b); points over the first two. */
+    assert_json(p->configs[0], "{\"x\": 2, \"y\": \"b\"}");
     assert_json(p->configs[1], "{\"x\": 1, \"y\": \"a\"}");
-    assert_json(p->configs[2], "{\"x\": 2, \"y\": \"b\"}");
+    assert_json(p->configs[2], "{\"x\": 1, \"y\": \"b\"}");
     assert_json(p->configs[4], "{\"x\": 3, \"y\": \"b\"}");
     proposals_free(p);
     /* From trial 1 on, only the second point applies. */
     p = ask(pr, &g, &spec, &spec.searcher, w, 1, 2, NULL);
     assert_json(p->configs[0], "{\"x\": 1, \"y\": \"a\"}");
-    assert_json(p->configs[1], "{\"x\": 2, \"y\": \"b\"}");
+    assert_json(p->configs[1], "{\"x\": 1, \"y\": \"b\"}");
     proposals_free(p);
     warm_free(w);
     spec_close(&spec);

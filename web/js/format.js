@@ -124,7 +124,7 @@ function isDomain(v) {
  * gathers their values when they are constants or choices, and otherwise
  * keeps the first domain unless that is a log one and a later is not (a
  * log axis could not place the other branch's values). */
-const LOG_TYPES = new Set(['loguniform', 'qloguniform', 'lograndint']);
+const LOG_TYPES = new Set(['loguniform', 'qloguniform', 'lograndint', 'qlograndint']);
 
 function spacePaths(space, prefix, inBranch, depth, cols, known) {
   for (const [key, v] of Object.entries(space || {})) {
