@@ -286,8 +286,8 @@ static json_t *decimal_steps(const json_t *jlo, const json_t *jhi, const json_t 
     json_t *out = json_array();
     if (json_is_integer(jlo) && json_is_integer(jhi) && json_is_integer(jq)) {
         json_int_t lo = json_integer_value(jlo), hi = json_integer_value(jhi),
-                   q = json_integer_value(jq);
-        if (hi > lo && (hi - lo) / q >= GRID_VALUES_MAX) {
+                   q = json_integer_value(jq), span;
+        if (__builtin_sub_overflow(hi, lo, &span) || (span > 0 && span / q >= GRID_VALUES_MAX)) {
             json_decref(out);
             fail(e, "%s: %lld grid values, more than Rung's %d for one parameter", path,
                  (long long)((hi - lo + q - 1) / q), GRID_VALUES_MAX);
@@ -313,8 +313,9 @@ static json_t *decimal_steps(const json_t *jlo, const json_t *jhi, const json_t 
             }
         }
     }
-    long long span = m[1] - m[0];
-    long long count = span <= 0 ? 0 : (span + m[2] - 1) / m[2];
+    long long span;
+    bool wide = __builtin_sub_overflow(m[1], m[0], &span) || span / m[2] >= GRID_VALUES_MAX;
+    long long count = wide ? GRID_VALUES_MAX + 1 : span <= 0 ? 0 : (span + m[2] - 1) / m[2];
     if (count > GRID_VALUES_MAX) {
         json_decref(out);
         fail(e, "%s: %lld grid values, more than Rung's %d for one parameter", path, count,
@@ -351,7 +352,13 @@ static json_t *integer_q(double low, double high, json_int_t q, const char *kind
 {
     double lo_r = rint(low / (double)q), hi_r = rint(high / (double)q);
     char num[40];
-    if (hi_r * (double)q > EXACT_INT_MAX) {
+    if (fabs(lo_r * (double)q) > EXACT_INT_MAX) {
+        fmt_double(low, num, sizeof num);
+        fail(e, "%s.min: %s rounds to %.0f, too large for an integer domain (at most 2^53)", path,
+             num, lo_r * (double)q);
+        return NULL;
+    }
+    if (fabs(hi_r * (double)q) > EXACT_INT_MAX) {
         fmt_double(high, num, sizeof num);
         fail(e, "%s.max: %s rounds to %.0f, too large for an integer domain (at most 2^53)", path,
              num, hi_r * (double)q);
@@ -451,6 +458,10 @@ static json_t *numeric(const json_t *p, const char *dist, const char *path, bool
         snprintf(field, sizeof field, "%s.max", path);
         if (integer(jhi, field, &ihi, e) != 0)
             return NULL;
+        if (fabs((double)ilo) > EXACT_INT_MAX || fabs((double)ihi) > EXACT_INT_MAX) {
+            fail(e, "%s: min and max must be within 2^53", path);
+            return NULL;
+        }
         if (ilo > ihi) {
             fail(e, "%s.max: must be >= min (%lld), not %lld", path, (long long)ilo,
                  (long long)ihi);

@@ -344,6 +344,10 @@ def _decimal_steps(lo: Union[int, float], hi: Union[int, float], q: Union[int, f
     if q <= 0:
         raise ValueError(f"{path}.q: must be > 0, not {q!r}")
     if isinstance(lo, int) and isinstance(hi, int) and isinstance(q, int):
+        count = max(0, -((lo - hi) // q))  # ceil((hi - lo) / q), exactly
+        if count > _GRID_VALUES_MAX:
+            raise ValueError(f"{path}: {count} grid values, more than Rung's "
+                             f"{_GRID_VALUES_MAX} for one parameter")
         return list(range(lo, hi, q))
     d_lo, d_hi, d_q = Decimal(repr(lo)), Decimal(repr(hi)), Decimal(repr(q))
     count = max(0, math.ceil((d_hi - d_lo) / d_q))
@@ -414,6 +418,8 @@ def _wandb_parameter(name: str, param: Any, method: str) -> Any:
     if dist == "int_uniform":
         lo = _integer(param["min"], f"{path}.min")
         hi = _integer(param["max"], f"{path}.max")
+        if abs(lo) > _EXACT_INT_MAX or abs(hi) > _EXACT_INT_MAX:
+            raise ValueError(f"{path}: min and max must be within 2^53")
         if lo > hi:
             raise ValueError(f"{path}.max: must be >= min ({lo}), not {hi}")
         if method == "grid":
@@ -465,7 +471,10 @@ def _integer_q(low: Union[int, float], high: Union[int, float], q: int, kind: st
     one."""
     lo_q = round(low / q) * q
     hi_q = round(high / q) * q
-    if hi_q > _EXACT_INT_MAX:
+    if abs(lo_q) > _EXACT_INT_MAX:
+        raise ValueError(f"{path}.min: {low!r} rounds to {lo_q}, too large for an integer "
+                         f"domain (at most 2^53)")
+    if abs(hi_q) > _EXACT_INT_MAX:
         raise ValueError(f"{path}.max: {high!r} rounds to {hi_q}, too large for an integer "
                          f"domain (at most 2^53)")
     if kind == "qlograndint" and lo_q <= 0:

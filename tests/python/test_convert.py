@@ -296,6 +296,12 @@ class WandbRefusalTest(unittest.TestCase):
             (sweep(x={"distribution": "q_log_uniform_values", "min": 0.2, "max": 9, "q": 1}),
              "parameters.x.min", "rounds to 0"),
             (sweep(x={"distribution": "normal", "sigma": 0}), "parameters.x.sigma", "> 0"),
+            (sweep(x={"min": 0, "max": 2 ** 63 - 1}), "parameters.x", "2^53"),
+            ({**base, "method": "grid", "parameters": {"x": {
+                "distribution": "q_uniform", "min": -2 ** 63 + 1, "max": 2 ** 63 - 1, "q": 1}}},
+             "parameters.x", "grid values"),
+            (sweep(x={"distribution": "q_uniform", "min": -1e300, "max": 1, "q": 1}),
+             "parameters.x.min", "2^53"),
             ({**base, "early_terminate": {"type": "hyperband", "min_iter": 3, "eta": 1}},
              "early_terminate.eta", "> 1"),
             ({**base, "early_terminate": {"type": "hyperband", "max_iter": 27}},

@@ -174,6 +174,15 @@ static void test_refusals(void **state)
          "\"command\": [\"python\", \"${args_no_boolean_flags}\"]}",
          "command[1]:"},
         {"{\"method\": \"bayes\", \"parameters\": {\"x\": {\"value\": 1}}}", "metric:"},
+        {"{\"method\": \"random\", \"parameters\": {\"x\": {\"min\": 0, \"max\": "
+         "9223372036854775807}}}",
+         "parameters.x:"},
+        {"{\"method\": \"grid\", \"parameters\": {\"x\": {\"distribution\": \"q_uniform\", "
+         "\"min\": -9223372036854775807, \"max\": 9223372036854775807, \"q\": 1}}}",
+         "parameters.x:"},
+        {"{\"method\": \"random\", \"parameters\": {\"x\": {\"distribution\": \"q_uniform\", "
+         "\"min\": -1e300, \"max\": 1, \"q\": 1}}}",
+         "parameters.x.min:"},
         {"{\"method\": \"random\", \"parameters\": {\"x\": {\"value\": 1}}, \"job\": \"j\"}",
          "job:"},
     };
