@@ -287,14 +287,16 @@ static json_t *decimal_steps(const json_t *jlo, const json_t *jhi, const json_t 
     if (json_is_integer(jlo) && json_is_integer(jhi) && json_is_integer(jq)) {
         json_int_t lo = json_integer_value(jlo), hi = json_integer_value(jhi),
                    q = json_integer_value(jq), span;
-        if (__builtin_sub_overflow(hi, lo, &span) || (span > 0 && span / q >= GRID_VALUES_MAX)) {
+        bool wide = __builtin_sub_overflow(hi, lo, &span);
+        json_int_t count = wide || span <= 0 ? 0 : span / q + (span % q != 0);
+        if (wide || count > GRID_VALUES_MAX) {
             json_decref(out);
-            fail(e, "%s: %lld grid values, more than Rung's %d for one parameter", path,
-                 (long long)((hi - lo + q - 1) / q), GRID_VALUES_MAX);
+            fail(e, "%s: %.0f grid values, more than Rung's %d for one parameter", path,
+                 ceil(((double)hi - (double)lo) / (double)q), GRID_VALUES_MAX);
             return NULL;
         }
-        for (json_int_t v = lo; v < hi; v += q)
-            json_array_append_new(out, json_integer(v));
+        for (json_int_t k = 0; k < count; k++) /* lo + k*q < hi: no overflow */
+            json_array_append_new(out, json_integer(lo + k * q));
         return out;
     }
     long long m[3];
@@ -314,8 +316,8 @@ static json_t *decimal_steps(const json_t *jlo, const json_t *jhi, const json_t 
         }
     }
     long long span;
-    bool wide = __builtin_sub_overflow(m[1], m[0], &span) || span / m[2] >= GRID_VALUES_MAX;
-    long long count = wide ? GRID_VALUES_MAX + 1 : span <= 0 ? 0 : (span + m[2] - 1) / m[2];
+    bool wide = __builtin_sub_overflow(m[1], m[0], &span);
+    long long count = wide ? GRID_VALUES_MAX + 1 : span <= 0 ? 0 : span / m[2] + (span % m[2] != 0);
     if (count > GRID_VALUES_MAX) {
         json_decref(out);
         fail(e, "%s: %lld grid values, more than Rung's %d for one parameter", path, count,

@@ -199,6 +199,36 @@ static void test_refusals(void **state)
     }
 }
 
+/* A q_uniform grid takes up to 10,000 values, as convert.py's. */
+static void test_grid_bound(void **state)
+{
+    (void)state;
+    char err[ERR_SIZE];
+    for (int reals = 0; reals < 2; reals++) {
+        for (int over = 0; over < 2; over++) {
+            json_t *j = json_pack("{s:s, s:{s:{s:s, s:o, s:o, s:o}}}", "method", "grid",
+                                  "parameters", "x", "distribution", "q_uniform", "min",
+                                  reals ? json_real(0) : json_integer(0), "max",
+                                  reals ? json_real(1000 + over * 0.05)
+                                        : json_integer(10000 + over),
+                                  "q", reals ? json_real(0.1) : json_integer(1));
+            json_t *spec = cli_wandb_to_spec(j, err, sizeof err);
+            if (over) {
+                assert_null(spec);
+                assert_true(strncmp(err, "parameters.x:", 13) == 0);
+            } else {
+                assert_non_null(spec);
+                const json_t *values =
+                    json_object_get(json_object_get(json_object_get(spec, "search_space"), "x"),
+                                    "values");
+                assert_int_equal(json_array_size(values), 10000);
+            }
+            json_decref(spec);
+            json_decref(j);
+        }
+    }
+}
+
 /* A command's numbers become argv items as Python's str() writes them. */
 static void test_command_numbers(void **state)
 {
@@ -219,9 +249,8 @@ static void test_command_numbers(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_corpus),
-        cmocka_unit_test(test_is_sweep),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_corpus),          cmocka_unit_test(test_is_sweep),
+        cmocka_unit_test(test_refusals),        cmocka_unit_test(test_grid_bound),
         cmocka_unit_test(test_command_numbers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
