@@ -12,6 +12,7 @@
 #include "fmt.h"
 #include "table.h"
 #include "view.h"
+#include "wandb.h"
 #include "workdir.h"
 #include "yaml.h"
 
@@ -89,13 +90,87 @@ static bool yaml_name(const char *path)
            (n > 4 && strcasecmp(path + n - 4, ".yml") == 0);
 }
 
+/* What `rung submit` adds to a W&B sweep: --num-samples, --name. */
+typedef struct {
+    const char *num_samples; /* NULL: the sweep's run_cap */
+    const char *name;        /* NULL: the sweep's name, else the file's stem */
+    bool was_sweep;          /* set by load_spec: the file was a W&B sweep */
+} SweepArgs;
+
+/* The file name of path without its folder and extension. */
+static void file_stem(const char *path, char *out, size_t size)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *dot = strrchr(base, '.');
+    size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+    snprintf(out, size, "%.*s", (int)n, base);
+}
+
+/* A W&B sweep (doc, replaced) as a Rung spec, as python/rung/convert.py's
+ * from_wandb makes one (python/README.md, "Coming from W&B"): the program
+ * runs in the sweep file's folder, where W&B's agent would find it. */
+static int sweep_to_spec(const char *path, json_t **doc, SweepArgs *sa, CliError *err)
+{
+    const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
+    char why[1024], text[1024];
+    json_t *spec = cli_wandb_to_spec(*doc, why, sizeof why);
+    json_decref(*doc);
+    *doc = spec;
+    if (spec == NULL) {
+        cli_fmt_sanitize(why, text, sizeof text, false);
+        return cli_error_local(err, "%s: a W&B sweep Rung cannot run: %s", name, text);
+    }
+    if (json_object_get(spec, "trainable") == NULL)
+        return cli_error_local(err,
+                               "%s: program: the sweep has no program or command to run; "
+                               "add one",
+                               name);
+    if (json_object_get(spec, "metric") == NULL)
+        return cli_error_local(err,
+                               "%s: metric: the sweep has none and Rung needs one: add "
+                               "metric: {name: ..., goal: minimize}",
+                               name);
+    if (sa->num_samples != NULL) {
+        char *end;
+        long long n = strtoll(sa->num_samples, &end, 10);
+        if (*end != '\0' || n < 1 || sa->num_samples[0] == '\0')
+            return cli_error_local(err, "--num-samples: a positive integer, not '%.40s'",
+                                   sa->num_samples);
+        json_object_set_new(spec, "num_samples", json_integer(n));
+    }
+    if (json_object_get(spec, "num_samples") == NULL)
+        return cli_error_local(err,
+                               "%s: run_cap: W&B's random and bayes searches run until "
+                               "stopped, a Rung search has a size: add run_cap to the "
+                               "sweep, or pass --num-samples N",
+                               name);
+    char stem[256];
+    file_stem(name, stem, sizeof stem);
+    const char *exp_name = sa->name ? sa->name : json_string_value(json_object_get(spec, "name"));
+    json_object_set_new(spec, "name", json_string(exp_name ? exp_name : stem));
+    char *dir = strcmp(path, "-") == 0 ? NULL : realpath(path, NULL);
+    if (dir != NULL) {
+        char *slash = strrchr(dir, '/');
+        if (slash != NULL)
+            slash[slash == dir ? 1 : 0] = '\0';
+        json_object_set_new(json_object_get(spec, "trainable"), "cwd", json_string(dir));
+        free(dir);
+    }
+    sa->was_sweep = true;
+    return 0;
+}
+
 /* Reads and checks a spec file ("-" for stdin): it must be one JSON object
  * without duplicate keys (with duplicates, which one wins is up to the
  * parser, so a typo'd override would pass silently). The bytes of a JSON
  * spec are sent as they are, so the daemon sees exactly what the user
  * wrote; a YAML spec (yaml: true) is turned into JSON by cli/yaml.c, which
- * refuses duplicates too, and sent as compact JSON. */
-static int load_spec(const char *path, bool yaml, char **body, size_t *len, CliError *err)
+ * refuses duplicates too, and sent as compact JSON. A W&B sweep file (YAML
+ * read again in W&B mode, cli/yaml.h) is converted by cli/wandb.c and sent
+ * as compact JSON too. */
+static int load_spec(const char *path, bool yaml, SweepArgs *sa, char **body, size_t *len,
+                     CliError *err)
 {
     const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
@@ -110,6 +185,12 @@ static int load_spec(const char *path, bool yaml, char **body, size_t *len, CliE
     if (yaml) {
         char why[512], text[512];
         doc = cli_yaml_to_json(*body, *len, why, sizeof why);
+        /* W&B reads its sweep files as PyYAML does: read such a file again
+         * in W&B mode (cli/yaml.h). */
+        if (doc != NULL && cli_wandb_is_sweep(doc)) {
+            json_decref(doc);
+            doc = cli_yaml_read(*body, *len, CLI_YAML_WANDB, why, sizeof why);
+        }
         free(*body);
         *body = NULL;
         if (doc == NULL) {
@@ -136,6 +217,21 @@ static int load_spec(const char *path, bool yaml, char **body, size_t *len, CliE
         *body = NULL;
         return cli_error_local(err, "%s: a spec must be a JSON object ({...})", name);
     }
+    if (cli_wandb_is_sweep(doc)) {
+        free(*body);
+        *body = NULL;
+        if (sweep_to_spec(path, &doc, sa, err) != 0) {
+            json_decref(doc);
+            return -1;
+        }
+        yaml = true; /* sent as compact JSON */
+    } else if (sa->num_samples != NULL || sa->name != NULL) {
+        json_decref(doc);
+        free(*body);
+        *body = NULL;
+        return cli_error_local(err, "--num-samples and --name are for W&B sweep files; a "
+                                    "spec gives num_samples and name itself");
+    }
     if (yaml) {
         *body = json_dumps(doc, JSON_COMPACT);
         json_decref(doc);
@@ -148,13 +244,30 @@ static int load_spec(const char *path, bool yaml, char **body, size_t *len, CliE
     return 0;
 }
 
+/* Whether rungd's error names a field of W&B's sweeps that no spec has. */
+static bool wandb_field(const char *field)
+{
+    return strcmp(field, "program") == 0 || strcmp(field, "method") == 0 ||
+           strcmp(field, "parameters") == 0 || strcmp(field, "command") == 0 ||
+           strcmp(field, "early_terminate") == 0 || strcmp(field, "run_cap") == 0;
+}
+
 int cli_cmd_submit(CliRest *h, int argc, char **argv)
 {
     bool quiet = false, yaml = false;
     const char *path = NULL, *working_dir = NULL;
+    SweepArgs sa = {0};
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0)
             quiet = true;
+        else if (strcmp(argv[i], "--num-samples") == 0 && i + 1 < argc)
+            sa.num_samples = argv[++i];
+        else if (strncmp(argv[i], "--num-samples=", 14) == 0)
+            sa.num_samples = argv[i] + 14;
+        else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc)
+            sa.name = argv[++i];
+        else if (strncmp(argv[i], "--name=", 7) == 0)
+            sa.name = argv[i] + 7;
         else if (strcmp(argv[i], "--working-dir") == 0 && i + 1 < argc)
             working_dir = argv[++i];
         else if (strncmp(argv[i], "--working-dir=", 14) == 0)
@@ -171,7 +284,7 @@ int cli_cmd_submit(CliRest *h, int argc, char **argv)
     CliError err;
     char *body = NULL;
     size_t len = 0;
-    if (load_spec(path, yaml || yaml_name(path), &body, &len, &err) != 0)
+    if (load_spec(path, yaml || yaml_name(path), &sa, &body, &len, &err) != 0)
         return cli_cmd_fail(h, &err);
     /* A local working directory travels as a blob (workdir.h). */
     json_t *doc = json_loadb(body, len, 0, NULL);
@@ -191,8 +304,14 @@ int cli_cmd_submit(CliRest *h, int argc, char **argv)
     json_t *exp;
     int rc = cli_rest_json(h, "POST", "/api/v1/experiments", body, len, &exp, &err);
     free(body);
-    if (rc != 0)
-        return cli_cmd_fail(h, &err);
+    if (rc != 0) {
+        int code = cli_cmd_fail(h, &err);
+        if (!sa.was_sweep && wandb_field(err.field))
+            fputs("rung: a W&B sweep file? `rung submit` converts one that has method and "
+                  "parameters at the top level (python/README.md, \"Coming from W&B\")\n",
+                  stderr);
+        return code;
+    }
     int64_t id = cli_fmt_int(exp, "id", 0);
     if (quiet) {
         printf("%" PRId64 "\n", id);

@@ -33,9 +33,12 @@ typedef struct {
 } Command;
 
 static const Command commands[] = {
-    {"submit", "SPEC.json|SPEC.yaml|- [--yaml] [-q] [--working-dir DIR]",
-     "submit an experiment, JSON or YAML (-q: print only its id; --working-dir: DIR, "
-     "minus .rungignore, goes to the workers as the trials' folder)",
+    {"submit",
+     "SPEC.json|SPEC.yaml|SWEEP.yaml|- [--yaml] [-q] [--working-dir DIR] [--num-samples N] "
+     "[--name NAME]",
+     "submit an experiment, JSON or YAML, or a W&B sweep file, converted (-q: print only its "
+     "id; --working-dir: DIR, minus .rungignore, goes to the workers as the trials' folder; "
+     "--num-samples, --name: a sweep's size and name)",
      cli_cmd_submit},
     {"ls", "[--json]", "list experiments, newest first (--json: the API's objects)", cli_cmd_ls},
     {"show", "ID [--json]", "an experiment: settings, state, error, best trial, its best 20 trials",

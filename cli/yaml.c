@@ -34,13 +34,14 @@ typedef struct {
     size_t len;
     char *err; /* borrowed: the caller's buffer, errlen bytes */
     size_t errlen;
+    bool wandb; /* CLI_YAML_WANDB: yes/no/on/off are booleans too */
 } Reader;
 
 /* What a scalar's text means under the core schema (resolve()). */
 typedef enum {
     RESOLVED_STR,       /* none of the others: a string */
     RESOLVED_NULL,      /* "", ~, null, Null, NULL */
-    RESOLVED_BOOL,      /* true, false in three spellings each */
+    RESOLVED_BOOL,      /* true, false in three spellings each (W&B mode: yes, no, on, off too) */
     RESOLVED_INT,       /* decimal, 0o octal, 0x hexadecimal, within int64 */
     RESOLVED_FLOAT,     /* a finite float */
     RESOLVED_NONFINITE, /* .inf, -.inf, .nan: refused */
@@ -208,12 +209,15 @@ static bool is_float(const char *s, size_t n)
 }
 
 /* What the text s (n bytes, NUL-terminated at n, no NUL inside) means under
- * YAML 1.2's core schema. */
-static Resolved resolve(const char *s, size_t n)
+ * YAML 1.2's core schema; with wandb, YAML 1.1's further booleans in the
+ * spellings PyYAML takes, as W&B reads its sweep files with PyYAML. */
+static Resolved resolve(const char *s, size_t n, bool wandb)
 {
     static const char *const nulls[] = {"", "~", "null", "Null", "NULL", NULL};
     static const char *const trues[] = {"true", "True", "TRUE", NULL};
     static const char *const falses[] = {"false", "False", "FALSE", NULL};
+    static const char *const trues11[] = {"yes", "Yes", "YES", "on", "On", "ON", NULL};
+    static const char *const falses11[] = {"no", "No", "NO", "off", "Off", "OFF", NULL};
     static const char *const infinities[] = {".inf",  ".Inf",  ".INF",  "+.inf", "+.Inf",
                                              "+.INF", "-.inf", "-.Inf", "-.INF", ".nan",
                                              ".NaN",  ".NAN",  NULL};
@@ -223,6 +227,9 @@ static Resolved resolve(const char *s, size_t n)
     } else if (one_of(s, n, trues) || one_of(s, n, falses)) {
         v.kind = RESOLVED_BOOL;
         v.boolean = one_of(s, n, trues);
+    } else if (wandb && (one_of(s, n, trues11) || one_of(s, n, falses11))) {
+        v.kind = RESOLVED_BOOL;
+        v.boolean = one_of(s, n, trues11);
     } else if (one_of(s, n, infinities)) {
         v.kind = RESOLVED_NONFINITE;
     } else if (n > 2 && s[0] == '0' && (s[1] == 'o' || s[1] == 'x') &&
@@ -292,7 +299,7 @@ static int scalar(Reader *r, json_t **out)
         *out = v;
         return 0;
     }
-    Resolved res = resolve(s, n);
+    Resolved res = resolve(s, n, r->wandb);
     if (res.kind == RESOLVED_NONFINITE)
         return fail(r, line,
                     "%s: infinite and NaN numbers are not allowed (a spec's numbers are "
@@ -516,8 +523,14 @@ static int parse_node(Reader *r, int depth, json_t **out)
 
 json_t *cli_yaml_to_json(const char *buf, size_t len, char *err, size_t errlen)
 {
+    return cli_yaml_read(buf, len, 0, err, errlen);
+}
+
+json_t *cli_yaml_read(const char *buf, size_t len, int flags, char *err, size_t errlen)
+{
     Reader r;
     memset(&r, 0, sizeof r);
+    r.wandb = (flags & CLI_YAML_WANDB) != 0;
     r.buf = buf;
     r.len = len;
     r.err = err;

@@ -28,6 +28,12 @@
  *   nesting deeper than JSONV_MAX_DEPTH (common/jsonv.h, the bound rungd
  *   applies to the spec) are errors.
  *
+ * W&B mode (cli_yaml_read with CLI_YAML_WANDB, for W&B sweep files: W&B
+ * reads them with PyYAML, YAML 1.1): yes, Yes, YES, on, On, ON and no, No,
+ * NO, off, Off, OFF are booleans too, as values and after !!bool; keys stay
+ * as written. 1e-5 is a float in both modes. python/rung/_yaml.py has the
+ * same mode; the corpus's NAME.wandb.json answers say where they differ.
+ *
  * Every error message names the 1-based line, "line 7: duplicate key 'lr'",
  * and libyaml's own syntax errors the column too, "line 3, column 2: did
  * not find expected key (while parsing a block mapping at line 1)". */
@@ -49,5 +55,10 @@
  * writes the reason, valid UTF-8 and NUL-terminated, into err (errlen bytes,
  * cut on a character boundary when longer). */
 json_t *cli_yaml_to_json(const char *buf, size_t len, char *err, size_t errlen);
+
+#define CLI_YAML_WANDB 1 /* flag of cli_yaml_read: W&B mode (above) */
+
+/* cli_yaml_to_json with flags (0 or CLI_YAML_WANDB). */
+json_t *cli_yaml_read(const char *buf, size_t len, int flags, char *err, size_t errlen);
 
 #endif

@@ -357,7 +357,7 @@ static AshaDecision report(Asha *a, int64_t trial, double time, bool has_value, 
         return ASHA_CONTINUE;
     if (a->p.type == ASHA_MEDIAN)
         return asha_median_report(a, trial_get(a, trial), trial, time, value);
-    if (time >= a->p.max_t)
+    if (time >= a->p.max_t && !a->p.open_end)
         return ASHA_COMPLETE;
     AshaTrial *t = trial_get(a, trial);
     if (t->paused >= 0)
@@ -417,7 +417,7 @@ static void replay(Asha *a, int64_t trial, double time, bool has_value, double v
         asha_result_add(t, time, value);
         return;
     }
-    int k = time >= a->p.max_t ? -1 : rung_to_score(a, t, time);
+    int k = time >= a->p.max_t && !a->p.open_end ? -1 : rung_to_score(a, t, time);
     if (k < 0)
         return;
     rung_add(&a->brackets[t->bracket].rungs[k], trial, score_of(a, value), pt, true);

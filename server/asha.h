@@ -10,9 +10,12 @@
  *   (1 - 1/rf) quantile (numpy's linear interpolation) of the values recorded
  *   there before, sign-flipped for `min` so that higher is better; a value
  *   strictly below the cutoff stops the trial. A report with time >= max_t
- *   completes it. When a trial ends (completed or stopped), its last result
- *   is recorded once more at the highest rung it reached but was not scored
- *   at, as Ray's on_trial_complete does.
+ *   completes it, unless open_end (the spec's "end_at_max_t": false): then
+ *   max_t only bounds the rungs and the program's own end ends the trial,
+ *   as in W&B's hyperband (docs/schedulers.md). When a trial ends
+ *   (completed or stopped), its last result is recorded once more at the
+ *   highest rung it reached but was not scored at, as Ray's
+ *   on_trial_complete does.
  * - ASHA_HYPERBAND: the same with every bracket, floor(log_rf(max_t/grace)) + 1.
  * - ASHA_ASHA with promote: the paper's algorithm (Li et al., MLSys 2020).
  *   A trial that reaches a rung pauses there unless it ranks in the top
@@ -59,6 +62,8 @@ typedef struct AshaParams {
     double rf;           /* asha, hyperband: reduction factor, > 1 */
     int brackets;        /* asha: 1 .. asha_max_brackets(); hyperband: set by asha_new */
     bool promote;        /* asha: pause at rungs and promote (the paper's ASHA) */
+    bool open_end;       /* asha: max_t only bounds the rungs ("end_at_max_t": false); zero,
+                            the default, keeps Ray's rule */
     int64_t min_samples; /* median: other trials needed at the same time */
     uint64_t seed;       /* bracket draws */
     int objectives;      /* 0 or 1: one (the value); 2 .. ASHA_MAX_OBJECTIVES: AshaPoints */
@@ -73,7 +78,7 @@ typedef struct AshaPoint {
 typedef enum {
     ASHA_CONTINUE,
     ASHA_STOP,     /* below the cutoff: the trial ends as stopped */
-    ASHA_COMPLETE, /* time >= max_t: the trial ends as completed */
+    ASHA_COMPLETE, /* time >= max_t (unless open_end): the trial ends as completed */
     ASHA_PAUSE,    /* promote: paused at its rung until promoted */
 } AshaDecision;
 

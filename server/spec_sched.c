@@ -182,9 +182,9 @@ int spec_parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
     if (jsonv_string(s, "scheduler", "type", JSONV_OPTIONAL, 32, &type, E, err))
         return err->code;
     static const char *const fifo_keys[] = {"type", "time_attr", NULL};
-    static const char *const asha_keys[] = {
-        "type",     "time_attr", "max_t", "grace_period", "reduction_factor",
-        "brackets", "promote",   NULL};
+    static const char *const asha_keys[] = {"type",         "time_attr",        "max_t",
+                                            "grace_period", "reduction_factor", "brackets",
+                                            "promote",      "end_at_max_t",     NULL};
     /* hyperband uses every bracket, and the stored spec says how many: a
      * spec is parsed again from the store at every start, so "brackets" is
      * allowed here, when it is that number (checked below). */
@@ -213,6 +213,7 @@ int spec_parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
                               type);
     }
     int64_t brackets = 1;
+    bool end_at_max_t = true;
     if (jsonv_only_keys(s, "scheduler", allowed, E, err) ||
         jsonv_string(s, "scheduler", "time_attr", JSONV_OPTIONAL, SPEC_MAX_METRIC, &spec->time_attr,
                      E, err) ||
@@ -222,10 +223,12 @@ int spec_parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
         jsonv_int(s, "scheduler", "brackets", JSONV_OPTIONAL, 1, ASHA_MAX_BRACKETS, &brackets, E,
                   err) ||
         jsonv_bool(s, "scheduler", "promote", JSONV_OPTIONAL, &p->promote, E, err) ||
+        jsonv_bool(s, "scheduler", "end_at_max_t", JSONV_OPTIONAL, &end_at_max_t, E, err) ||
         jsonv_int(s, "scheduler", "min_samples_required", JSONV_OPTIONAL, 1, INT32_MAX,
                   &p->min_samples, E, err))
         return err->code;
     p->brackets = (int)brackets;
+    p->open_end = !end_at_max_t;
     if (p->type == ASHA_MEDIAN) {
         if (!(p->grace_period >= 0))
             return rung_error_set(err, E, "scheduler.grace_period",
@@ -267,8 +270,10 @@ int spec_parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
         json_object_set_new(s, "grace_period", number_json(p->grace_period));
         json_object_set_new(s, "reduction_factor", number_json(p->rf));
         json_object_set_new(s, "brackets", json_integer(p->brackets));
-        if (p->type == ASHA_ASHA)
+        if (p->type == ASHA_ASHA) {
             json_object_set_new(s, "promote", json_boolean(p->promote));
+            json_object_set_new(s, "end_at_max_t", json_boolean(end_at_max_t));
+        }
     }
     json_object_set_new(s, "type", json_string(type));
     json_object_set_new(s, "time_attr", json_string(spec->time_attr));

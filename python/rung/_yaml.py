@@ -24,6 +24,14 @@ Both resolve plain scalars the same way, by YAML 1.2's core schema, as
 - the tags `!!str`, `!!int`, `!!float`, `!!bool`, `!!null`, `!!seq`,
   `!!map` and the non-specific `!` are honoured; any other is an error.
 
+W&B mode (`load_yaml(text, wandb=True)`, what `rung.convert.from_wandb`
+reads a sweep file with; `rung submit` has the same for W&B sweep files,
+cli/yaml.h): W&B reads sweep files with PyYAML, whose YAML 1.1 also
+takes `yes`, `Yes`, `YES`, `no`, `No`, `NO`, `on`, `On`, `ON`, `off`,
+`Off`, `OFF` as booleans, and so does this mode (as values, and after
+`!!bool`; keys stay strings as written). Everything else reads as above;
+`1e-5` is a float in both modes, as W&B's users mean it.
+
 Every error is a ValueError whose message starts with the 1-based line:
 "line 7: duplicate key 'lr'", in cli/yaml.c's words where the two refuse
 the same thing. The corpus in tests/data/yaml/ holds documents with what
@@ -55,6 +63,18 @@ _BOOL_RE = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
 _INT_RE = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
 _FLOAT_RE = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$")
 _NONFINITE_RE = re.compile(r"^(?:[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
+# W&B mode (load_yaml(text, wandb=True)): YAML 1.1's further booleans, in the
+# spellings PyYAML's resolver takes (W&B reads sweep files with PyYAML).
+_BOOL11_RE = re.compile(r"^(?:yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF)$")
+
+
+def _bool_of(text: str, wandb: bool) -> Optional[bool]:
+    """The boolean a plain scalar's text spells, or None."""
+    if _BOOL_RE.match(text):
+        return text[0] in "tT"
+    if wandb and _BOOL11_RE.match(text):
+        return text[:2] in ("ye", "Ye", "YE", "on", "On", "ON")
+    return None
 
 # Collections nest at most this deep, as in `rung submit` (cli/yaml.c, whose
 # bound is common/jsonv.h's JSONV_MAX_DEPTH): the 33rd is refused, by line,
@@ -132,12 +152,14 @@ def _no_nul(text: str, line: int, what: str = "a string") -> str:
     return text
 
 
-def resolve_plain(text: str, line: int = 0) -> Any:
-    """The value of a plain (unquoted) scalar by YAML 1.2's core schema."""
+def resolve_plain(text: str, line: int = 0, wandb: bool = False) -> Any:
+    """The value of a plain (unquoted) scalar by YAML 1.2's core schema
+    (with `wandb`, yes/no/on/off are booleans too)."""
     if _NULL_RE.match(text):
         return None
-    if _BOOL_RE.match(text):
-        return text[0] in "tT"
+    boolean = _bool_of(text, wandb)
+    if boolean is not None:
+        return boolean
     if _INT_RE.match(text):
         return _int(text, line)
     if _FLOAT_RE.match(text):
@@ -147,7 +169,7 @@ def resolve_plain(text: str, line: int = 0) -> Any:
     return text
 
 
-def _tagged(tag: str, value: Any, plain: Optional[str], line: int) -> Any:
+def _tagged(tag: str, value: Any, plain: Optional[str], line: int, wandb: bool = False) -> Any:
     """Applies an explicit scalar tag; `plain` is the scalar's text when it
     was written plain, else None (quoted or block)."""
     text = plain if plain is not None else value
@@ -168,8 +190,9 @@ def _tagged(tag: str, value: Any, plain: Optional[str], line: int) -> Any:
             raise _nonfinite(text, line)
         raise _Error(line, f"{_quote(text)} is not a !!float")
     if tag == "!!bool":
-        if _BOOL_RE.match(text):
-            return text[0] in "tT"
+        boolean = _bool_of(text, wandb)
+        if boolean is not None:
+            return boolean
         raise _Error(line, f"{_quote(text)} is not a !!bool")
     if tag == "!!null":
         if _NULL_RE.match(text):
@@ -221,7 +244,8 @@ def _find_colon(text: str) -> int:
 class _Reader:
     """A recursive-descent reader over the document's lines."""
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, wandb: bool = False):
+        self.wandb = wandb
         self.lines: list[_Line] = []
         self.raw = text.split("\n")
         self.i = 0
@@ -423,7 +447,7 @@ class _Reader:
             return _check_collection_tag(tag, value, line.number, None)
         if text[0] in "|>":
             value = self._block_scalar(line, text, indent)
-            return _tagged(tag, value, None, line.number) if tag else value
+            return _tagged(tag, value, None, line.number, self.wandb) if tag else value
         if text[0] in "\"'":
             end = _quoted_end(text, 0)
             if end < 0:
@@ -435,7 +459,7 @@ class _Reader:
             value = _no_nul(_quoted_value(text[:end], line.number), line.number)
             self.i += 1
             self._no_continuation(indent)
-            return _tagged(tag, value, None, line.number) if tag else value
+            return _tagged(tag, value, None, line.number, self.wandb) if tag else value
         plain = _strip_comment(text)
         if plain == "-" or plain.startswith("- ") or plain.startswith("-\t"):
             raise _Error(line.number, "a sequence cannot start on this line")
@@ -445,8 +469,8 @@ class _Reader:
         self.i += 1
         self._no_continuation(indent)
         if tag:
-            return _tagged(tag, plain, plain, line.number)
-        return resolve_plain(plain, line.number)
+            return _tagged(tag, plain, plain, line.number, self.wandb)
+        return resolve_plain(plain, line.number, self.wandb)
 
     def _no_continuation(self, indent: int) -> None:
         nxt = self._peek()
@@ -460,7 +484,7 @@ class _Reader:
         start = line.number
         source = text
         self.i += 1
-        parser = _Flow(source, start, depth)
+        parser = _Flow(source, start, depth, self.wandb)
         while True:
             try:
                 value = parser.parse()
@@ -473,7 +497,7 @@ class _Reader:
                 self.i += 1
                 raw = self.raw[nxt.number - 1].rstrip("\r")
                 source += "\n" + raw
-                parser = _Flow(source, start, depth)
+                parser = _Flow(source, start, depth, self.wandb)
         return value
 
     def _block_scalar(self, line: _Line, header: str, indent: int) -> str:
@@ -666,7 +690,8 @@ class _Flow:
     """A flow collection (`[...]`, `{...}`) over a piece of text that may
     span several lines."""
 
-    def __init__(self, text: str, first_line: int, depth: int):
+    def __init__(self, text: str, first_line: int, depth: int, wandb: bool = False):
+        self.wandb = wandb
         self.text = text
         self.pos = 0
         self.first_line = first_line
@@ -798,16 +823,16 @@ class _Flow:
             line = self.line()
             if self.peek() in "\"'":
                 value = self.scalar(key)
-                return _tagged(tag, value, None, line)
+                return _tagged(tag, value, None, line, self.wandb)
             plain = self.plain()
-            return _tagged(tag, plain, plain, line)
+            return _tagged(tag, plain, plain, line, self.wandb)
         if ch in "@`|>%":
             raise self.error(f"a plain scalar cannot start with {ch!r}: quote it")
         line = self.line()
         plain = self.plain()
         if key:
             return plain
-        return resolve_plain(plain, line)
+        return resolve_plain(plain, line, self.wandb)
 
     def plain(self) -> str:
         """A plain scalar in flow context: up to `,`, `[`, `]`, `{`, `}`,
@@ -834,18 +859,20 @@ class _Flow:
         return value
 
 
-def parse_subset(text: str) -> Any:
+def parse_subset(text: str, wandb: bool = False) -> Any:
     """Reads one YAML document with the built-in reader (no PyYAML needed);
-    ValueError("line N: ...") for what it cannot read."""
+    ValueError("line N: ...") for what it cannot read. `wandb`: W&B mode
+    (module docstring)."""
     if not isinstance(text, str):
         raise TypeError("parse_subset() takes the document as a str")
-    return _Reader(text).document()
+    return _Reader(text, wandb).document()
 
 
 # ---------------------------------------------------------------------------
 # PyYAML, made to read the same way.
 
 _core_loader: Optional[type] = None
+_wandb_loader: Optional[type] = None
 
 
 def _make_core_loader() -> Optional[type]:
@@ -969,6 +996,32 @@ def _make_core_loader() -> Optional[type]:
     return CoreLoader
 
 
+def _make_wandb_loader() -> Optional[type]:
+    """CoreLoader in W&B mode: yes/no/on/off are booleans too; None without
+    PyYAML."""
+    global _wandb_loader
+    if _wandb_loader is not None:
+        return _wandb_loader
+    core = _make_core_loader()
+    if core is None:
+        return None
+
+    class WandbLoader(core):  # type: ignore[misc,valid-type]
+        """CoreLoader with YAML 1.1's yes/no/on/off booleans."""
+
+    WandbLoader.yaml_implicit_resolvers = {
+        first: list(resolvers) for first, resolvers in core.yaml_implicit_resolvers.items()}
+    WandbLoader.add_implicit_resolver("tag:yaml.org,2002:bool", _BOOL11_RE, list("yYnNoO"))
+
+    def construct_bool(loader: Any, node: Any) -> bool:
+        text = loader.construct_scalar(node)
+        return _tagged("!!bool", text, text, node.start_mark.line + 1, True)
+
+    WandbLoader.add_constructor("tag:yaml.org,2002:bool", construct_bool)
+    _wandb_loader = WandbLoader
+    return WandbLoader
+
+
 def _load_pyyaml(text: str, loader: type) -> Any:
     import yaml
 
@@ -1001,22 +1054,22 @@ def _load_pyyaml(text: str, loader: type) -> Any:
     return documents[0]
 
 
-def load_yaml(text: str) -> Any:
+def load_yaml(text: str, wandb: bool = False) -> Any:
     """The value of one YAML document (module docstring: YAML 1.2's core
-    schema, string keys, no duplicate keys). Uses PyYAML when it is
-    installed, else the built-in reader; ValueError("line N: ...") on
-    errors."""
+    schema, string keys, no duplicate keys; `wandb`: W&B mode). Uses PyYAML
+    when it is installed, else the built-in reader; ValueError("line N:
+    ...") on errors."""
     if not isinstance(text, str):
         raise TypeError("load_yaml() takes the document as a str")
-    loader = _make_core_loader()
+    loader = _make_wandb_loader() if wandb else _make_core_loader()
     if loader is None:
-        return parse_subset(text)
+        return parse_subset(text, wandb)
     return _load_pyyaml(text, loader)
 
 
-def _pyyaml_core_loader() -> Optional[Callable[[str], Any]]:
+def _pyyaml_core_loader(wandb: bool = False) -> Optional[Callable[[str], Any]]:
     """For tests: the PyYAML path of load_yaml, or None without PyYAML."""
-    loader = _make_core_loader()
+    loader = _make_wandb_loader() if wandb else _make_core_loader()
     if loader is None:
         return None
     return lambda text: _load_pyyaml(text, loader)

@@ -33,12 +33,22 @@ W&B sweeps, key by key (https://docs.wandb.ai/guides/sweeps/define-sweep-configu
   exp(max)] (W&B's bounds are natural-log exponents there),
   `inv_log_uniform` a `loguniform` over [exp(-max), exp(-min)],
   `q_log_uniform_values` a `qloguniform`, `q_log_uniform` a `qloguniform`
-  over [exp(min), exp(max)]. Without `distribution`, W&B's defaults: `values`
-  is categorical, `value` constant, integer min and max `int_uniform`,
-  other min and max `uniform`. Quantized log-uniform values are reals in
-  Rung (40.0 where W&B gives 40). `normal`, `q_normal`, `log_normal`,
-  `q_log_normal`, `beta` and `q_beta` are refused: Rung has no such domain
-  yet. Nested `parameters` are refused too: Rung has no conditional or
+  over [exp(min), exp(max)]. W&B rounds a q_ draw to a multiple of q
+  (round(x / q) * q, halves to even) and gives integers when q is written
+  as an integer (`q: 1`, `q: 8`; W&B's default q is 1.0, a real): then
+  `q_uniform` is a `qrandint` and `q_log_uniform_values` / `q_log_uniform`
+  a `qlograndint` ({"type": "qlograndint", "low", "high", "q"}: integer
+  multiples of q, log-uniform, both ends included), with low and high the
+  multiples of q that min and max (exp(min) and exp(max)) round to, the
+  ends W&B can draw (`{min: 32, max: 256, q: 1}` gives 32 ... 256, never
+  139.0); a qlograndint whose min rounds to 0 is refused, and one whose
+  ends round alike is that constant. `normal` {mu, sigma} (W&B's defaults
+  0 and 1) is {"type": "normal", "mean": mu, "sd": sigma}, `q_normal` a
+  {"type": "qnormal", "mean", "sd", "q"}; `log_normal`, `q_log_normal`,
+  `beta` and `q_beta` are refused: Rung has no such domain yet. Without
+  `distribution`, W&B's defaults: `values` is categorical, `value`
+  constant, integer min and max `int_uniform`, other min and max
+  `uniform`. Nested `parameters` are refused: Rung has no conditional or
   nested search spaces yet.
 - `parameters`, for `grid` (W&B enumerates values, value, int_uniform and
   q_uniform only, and so does this): `values` a `grid`, `value` a constant,
@@ -50,26 +60,47 @@ W&B sweeps, key by key (https://docs.wandb.ai/guides/sweeps/define-sweep-configu
   searches have a size, so `from_wandb` asks for one). For `grid`, a
   run_cap below the number of combinations is refused (Rung runs the whole
   grid), a larger one changes nothing.
-- `early_terminate` (`type: hyperband`): the `asha` scheduler with
-  `grace_period` = `min_iter` (or, given `max_iter` and `s`, W&B's first
-  bracket int(max_iter / eta^s)), `reduction_factor` = `eta` (default 3)
-  and `max_t` = `max_iter`. Without `max_iter`, `max_t` is min_iter·eta^k
-  for the smallest k that passes 10^9 (at most 40 rungs), so no trial is
-  ended at max_t, as W&B's brackets go on without end. W&B counts
-  iterations as the metric's logged values; Rung counts the reported
-  `step`. `strict: true` is refused (Rung's rule is W&B's default one).
+- `early_terminate` (`type: hyperband`; wandb/sweeps'
+  hyperband_stopping.py): the `asha` scheduler with `"end_at_max_t":
+  false` (docs/schedulers.md), so that its rungs are W&B's brackets
+  ("bands") and no run is ended at any of them but by the rule, nor at
+  `max_t`: a run goes on to its program's end, as in W&B.
+  `reduction_factor` = `eta` (default 3). Given `max_iter` and `s`, W&B's
+  bands are int(max_iter / eta^i) for i = 1 ... s (while >= 1; `min_iter`
+  is not read then): `grace_period` is the lowest, `max_t` the highest,
+  int(max_iter / eta) (max_iter itself is no band). Given `min_iter` (and
+  no `s`), the bands are min_iter·eta^k: `grace_period` = `min_iter`, and
+  `max_t` = `max_iter` when given (W&B's engine needs `s` with it; Rung
+  reads it as the top rung), else min_iter·eta^k for the smallest k that
+  passes 10^9 (at most 40 rungs), as W&B's bands go on. Rung's rungs are
+  grace_period·eta^k up to max_t: where W&B's int() makes its bands
+  uneven (max_iter 100, s 3: 3, 11, 33) Rung's are 3, 9, 27. `strict:
+  true`, W&B's default, judges a run's value at the band, as Rung's asha
+  judges the value at the rung; `strict: false` (W&B's lenient rule, a
+  run's best value so far against the band's threshold) is refused, as
+  no Rung scheduler has it. W&B's threshold is the value ranked
+  int(n/eta) among every run's value at the band, Rung's cutoff the
+  (1 - 1/eta) quantile of the earlier records there (docs/schedulers.md),
+  and W&B looks again at each poll where Rung judges once per rung. W&B
+  counts iterations as the metric's logged values; Rung counts the
+  reported `step`.
 - `program` and `command`: a command trainable. Without `command`, W&B
   runs `${env} ${interpreter} ${program} ${args}`, which is
   `["python3", PROGRAM, "--NAME={NAME}", ...]`, one `--NAME={NAME}` per
   parameter in the sweep's order (rung-worker puts each trial's values in
   the braces). In a `command`: `${env}` is dropped (rung-worker looks
-  argv[0] up in PATH), `${interpreter}` is `python3`, `${program}` the
+  argv[0] up in PATH), `${interpreter}` is `python3` (looked up in the
+  trial's PATH, which rung-worker sets from the trial's environment; a
+  worker's `--env` puts that environment's interpreter there), `${program}` the
   program, `${args}` the `--NAME={NAME}` arguments, `${args_no_hyphens}`
   `NAME={NAME}` ones, `${args_no_boolean_flags}` the same as `${args}` when
   no parameter can be a boolean, and `${NAME}` inside an argument a
   parameter's value. `${args_json}`, `${args_json_file}` and `${envvar:...}`
   are refused: rung-worker gives the trial its config as JSON in
   $RUNG_CONFIG (rung.config() reads it).
+- A sweep file is read in the YAML readers' W&B mode (rung/_yaml.py): as
+  W&B's PyYAML, `yes`/`no`/`on`/`off` are booleans there; `1e-5` is a
+  number in every mode.
 - `name` is the experiment's name; `description`, `entity`, `project`,
   `controller`, `apiVersion` and `kind` belong to W&B's service and are
   left out; `job`, `image_uri` (W&B Launch), `metrics` (several
@@ -153,7 +184,7 @@ _WANDB_DISTRIBUTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "q_log_uniform_values": (("min", "max", "q"), ("min", "max")),
     "inv_log_uniform": (("min", "max"), ("min", "max")),
     "inv_log_uniform_values": (("min", "max"), ("min", "max")),
-    "normal": (("mu", "sigma"), ()),
+    "normal": (("mu", "sigma"), ()),  # W&B's defaults: mu 0.0, sigma 1.0
     "q_normal": (("mu", "sigma", "q"), ()),
     "log_normal": (("mu", "sigma"), ()),
     "q_log_normal": (("mu", "sigma", "q"), ()),
@@ -161,11 +192,14 @@ _WANDB_DISTRIBUTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "q_beta": (("a", "b", "q"), ()),
 }
 _NO_RUNG_DOMAIN = {
-    "normal": "normal", "q_normal": "quantized normal", "log_normal": "log-normal",
-    "q_log_normal": "quantized log-normal", "beta": "beta", "q_beta": "quantized beta",
+    "log_normal": "log-normal", "q_log_normal": "quantized log-normal", "beta": "beta",
+    "q_beta": "quantized beta",
 }
 _RUNG_DOMAINS_TEXT = ("its domains are uniform, quniform, loguniform, qloguniform, randint, "
-                      "qrandint, lograndint, choice and grid (docs/api.md, search_space)")
+                      "qrandint, lograndint, qlograndint, normal, qnormal, choice and grid "
+                      "(docs/api.md, search_space)")
+# Integers an integer domain's bounds may take: where a double is exact.
+_EXACT_INT_MAX = 1 << 53
 
 _MACRO_RE = re.compile(r"\$\{([^}]*)\}")
 
@@ -317,6 +351,10 @@ def _decimal_steps(lo: Union[int, float], hi: Union[int, float], q: Union[int, f
     if q <= 0:
         raise ValueError(f"{path}.q: must be > 0, not {q!r}")
     if isinstance(lo, int) and isinstance(hi, int) and isinstance(q, int):
+        count = max(0, -((lo - hi) // q))  # ceil((hi - lo) / q), exactly
+        if count > _GRID_VALUES_MAX:
+            raise ValueError(f"{path}: {count} grid values, more than Rung's "
+                             f"{_GRID_VALUES_MAX} for one parameter")
         return list(range(lo, hi, q))
     d_lo, d_hi, d_q = Decimal(repr(lo)), Decimal(repr(hi)), Decimal(repr(q))
     count = max(0, math.ceil((d_hi - d_lo) / d_q))
@@ -375,15 +413,20 @@ def _wandb_parameter(name: str, param: Any, method: str) -> Any:
                                  f"and booleans, not {_describe(v)}")
         return {"type": "choice", "values": values}
 
-    lo = _number(param["min"], f"{path}.min")
-    hi = _number(param["max"], f"{path}.max")
-    q = _number(param.get("q", 1), f"{path}.q") if "q" in allowed else None
+    # W&B's q defaults to 1.0, a real: its values are then reals (40.0).
+    q = _number(param.get("q", 1.0), f"{path}.q") if "q" in allowed else None
     if q is not None and q <= 0:
         raise ValueError(f"{path}.q: must be > 0, not {q!r}")
+    if dist in ("normal", "q_normal"):
+        return _wandb_normal(param, path, q)
+    lo = _number(param["min"], f"{path}.min")
+    hi = _number(param["max"], f"{path}.max")
 
     if dist == "int_uniform":
         lo = _integer(param["min"], f"{path}.min")
         hi = _integer(param["max"], f"{path}.max")
+        if abs(lo) > _EXACT_INT_MAX or abs(hi) > _EXACT_INT_MAX:
+            raise ValueError(f"{path}: min and max must be within 2^53")
         if lo > hi:
             raise ValueError(f"{path}.max: must be >= min ({lo}), not {hi}")
         if method == "grid":
@@ -408,8 +451,8 @@ def _wandb_parameter(name: str, param: Any, method: str) -> Any:
     if dist == "uniform":
         return {"type": "uniform", "low": lo, "high": hi}
     if dist == "q_uniform":
-        if "q" in param and all(isinstance(v, int) for v in (lo, hi, q)):
-            return {"type": "qrandint", "low": lo, "high": hi, "q": q}
+        if isinstance(q, int):
+            return _integer_q(lo, hi, q, "qrandint", path)
         return {"type": "quniform", "low": lo, "high": hi, "q": q}
     if dist in ("log_uniform_values", "inv_log_uniform_values", "q_log_uniform_values"):
         if lo <= 0:
@@ -420,8 +463,46 @@ def _wandb_parameter(name: str, param: Any, method: str) -> Any:
     else:  # inv_log_uniform: log(1/X) uniform in [min, max]
         low, high = _exp(-hi, f"{path}.max"), _exp(-lo, f"{path}.min")
     if dist.startswith("q_"):
+        if isinstance(q, int):
+            return _integer_q(low, high, q, "qlograndint", path)
         return {"type": "qloguniform", "low": low, "high": high, "q": q}
     return {"type": "loguniform", "low": low, "high": high}
+
+
+def _integer_q(low: Union[int, float], high: Union[int, float], q: int, kind: str,
+               path: str) -> Any:
+    """A W&B q_ distribution whose q is an integer: W&B rounds each draw to
+    a multiple of q (round(x / q) * q, halves to even, as numpy.round) and
+    gives integers, from low's multiple to high's, both reachable. As Rung's
+    integer domain `kind` over those multiples; a constant when there is
+    one."""
+    lo_q = round(low / q) * q
+    hi_q = round(high / q) * q
+    if abs(lo_q) > _EXACT_INT_MAX:
+        raise ValueError(f"{path}.min: {low!r} rounds to {lo_q}, too large for an integer "
+                         f"domain (at most 2^53)")
+    if abs(hi_q) > _EXACT_INT_MAX:
+        raise ValueError(f"{path}.max: {high!r} rounds to {hi_q}, too large for an integer "
+                         f"domain (at most 2^53)")
+    if kind == "qlograndint" and lo_q <= 0:
+        raise ValueError(f"{path}.min: {low!r} rounds to {lo_q} with q {q}, which W&B can "
+                         "draw but a log-uniform integer domain cannot hold (its values are "
+                         "> 0); raise min to q or more")
+    if lo_q == hi_q:
+        return lo_q
+    return {"type": kind, "low": lo_q, "high": hi_q, "q": q}
+
+
+def _wandb_normal(param: Mapping, path: str, q: Optional[Union[int, float]]) -> dict:
+    """W&B's normal and q_normal, with W&B's defaults (mu 0, sigma 1)."""
+    integral = q is not None
+    mean = _number(param.get("mu", 0 if integral else 0.0), f"{path}.mu")
+    sd = _number(param.get("sigma", 1 if integral else 1.0), f"{path}.sigma")
+    if sd <= 0:
+        raise ValueError(f"{path}.sigma: must be > 0, not {sd!r}")
+    if q is None:
+        return {"type": "normal", "mean": mean, "sd": sd}
+    return {"type": "qnormal", "mean": mean, "sd": sd, "q": q}
 
 
 def _exp(x: Union[int, float], path: str) -> float:
@@ -436,6 +517,9 @@ def _exp(x: Union[int, float], path: str) -> float:
 
 
 def _wandb_scheduler(et: Any) -> dict:
+    """W&B's hyperband (wandb/sweeps, hyperband_stopping.py) as Rung's asha
+    with "end_at_max_t": false (docs/schedulers.md): rungs where W&B's bands
+    are, and no run ended at any of them but by its rule."""
     if not isinstance(et, Mapping):
         raise ValueError(f"early_terminate: must be a mapping, not {_describe(et)}")
     for key in et:
@@ -448,27 +532,27 @@ def _wandb_scheduler(et: Any) -> dict:
     eta = _number(et.get("eta", 3), "early_terminate.eta")
     if eta <= 1:
         raise ValueError(f"early_terminate.eta: must be > 1, not {eta!r}")
-    strict = et.get("strict", False)
+    strict = et.get("strict", True)  # W&B's default
     if not isinstance(strict, bool):
         raise ValueError(f"early_terminate.strict: must be a boolean, not {_describe(strict)}")
-    if strict:
-        raise ValueError("early_terminate.strict: strict mode is not supported: Rung's asha "
-                         "stops a trial below the top 1/eta at a rung, as W&B's default")
-    max_iter = None
+    if not strict:
+        raise ValueError("early_terminate.strict: false is W&B's lenient rule (a run's best "
+                         "value so far against a band's threshold), which Rung's schedulers "
+                         "do not have; Rung's asha judges the value at the rung, as W&B's "
+                         "strict: true (its default): leave strict out or set it true")
+    min_iter = max_iter = None
+    if et.get("min_iter") is not None:
+        min_iter = _integer(et["min_iter"], "early_terminate.min_iter")
+        if min_iter < 1:
+            raise ValueError(f"early_terminate.min_iter: must be >= 1, not {min_iter}")
     if et.get("max_iter") is not None:
         max_iter = _integer(et["max_iter"], "early_terminate.max_iter")
         if max_iter < 1:
             raise ValueError(f"early_terminate.max_iter: must be >= 1, not {max_iter}")
-    if et.get("min_iter") is not None:
-        grace = _integer(et["min_iter"], "early_terminate.min_iter")
-        if grace < 1:
-            raise ValueError(f"early_terminate.min_iter: must be >= 1, not {grace}")
-    elif max_iter is not None:
-        if et.get("s") is None:
-            raise ValueError("early_terminate.s: W&B's hyperband needs s (its number of "
-                             "brackets) with max_iter and no min_iter")
+    if max_iter is not None and et.get("s") is not None:
+        # W&B's bands: int(max_iter / eta^i) for i = 1 ... s while >= 1
+        # (min_iter is not read then). The top one is the top rung.
         s = _integer(et["s"], "early_terminate.s")
-        # W&B's brackets: int(max_iter / eta^i) for i = 1 ... s while >= 1.
         band: float = max_iter
         bands = []
         for _ in range(max(s, 0)):
@@ -479,21 +563,30 @@ def _wandb_scheduler(et: Any) -> dict:
         if not bands:
             raise ValueError(f"early_terminate.s: no bracket: max_iter / eta ({max_iter} / "
                              f"{eta}) is below 1, or s < 1")
-        grace = min(bands)
-    else:
+        grace, max_t = min(bands), max(bands)
+    elif min_iter is None and max_iter is not None:
+        raise ValueError("early_terminate.s: W&B's hyperband needs s (its number of "
+                         "brackets) with max_iter and no min_iter")
+    elif min_iter is None:
         raise ValueError("early_terminate.min_iter: W&B's hyperband needs min_iter, or "
                          "max_iter and s")
-    if max_iter is None:
-        # W&B's brackets go on (min_iter·eta^k); Rung's asha ends a trial at
-        # max_t, so it goes past any real run, within 40 rungs.
-        k = max(1, min(40, math.ceil(math.log(1e9 / grace) / math.log(eta))))
-        max_t: Union[int, float] = grace * eta ** k
+    elif max_iter is not None:
+        # W&B's engine needs s with max_iter; without it, the bands from
+        # min_iter up to max_iter.
+        if max_iter < min_iter:
+            raise ValueError(f"early_terminate.max_iter: must be >= min_iter ({min_iter}), "
+                             f"not {max_iter}")
+        grace, max_t = min_iter, max_iter
     else:
-        max_t = max_iter
-        if max_t < grace:
-            raise ValueError(f"early_terminate.max_iter: must be >= min_iter ({grace}), not "
-                             f"{max_t}")
-    return {"type": "asha", "grace_period": grace, "reduction_factor": eta, "max_t": max_t}
+        # W&B's bands go on (min_iter·eta^k): rungs up to past 10^9, within
+        # 40 of them.
+        grace = min_iter
+        k = max(1, min(40, math.ceil(math.log(1e9 / grace) / math.log(eta))))
+        max_t = grace * eta ** k
+        if max_t > _EXACT_INT_MAX:
+            raise ValueError(f"early_terminate.min_iter: {min_iter}·eta^k is past 2^53")
+    return {"type": "asha", "grace_period": grace, "reduction_factor": eta, "max_t": max_t,
+            "end_at_max_t": False}
 
 
 def _wandb_argv(sweep: Mapping, names: list[str], params: Mapping) -> Optional[list[str]]:
@@ -655,7 +748,7 @@ def from_wandb(path_or_dict: Union[str, "os.PathLike[str]", Mapping[str, Any]], 
         path = os.fspath(path_or_dict)
         try:
             text = read_document(path)
-            sweep = load_json(text) if path.endswith(".json") else load_yaml(text)
+            sweep = load_json(text) if path.endswith(".json") else load_yaml(text, wandb=True)
         except ValueError as err:
             raise ValueError(f"{path}: {err}") from None
         stem = os.path.splitext(os.path.basename(path))[0]

@@ -2,7 +2,8 @@
 
 Every test runs the real binary as a user would, against a daemon started by
 the harness, and checks what it prints against what the API answers: submit
-(and its errors; YAML specs, their errors' lines), ls, show, watch (driven to completion by a simulated worker
+(and its errors; YAML specs, their errors' lines; W&B sweep files, converted,
+a trial under their hyperband running past max_iter), ls, show, watch (driven to completion by a simulated worker
 in a thread; without a TTY, on a pseudo-terminal, across a daemon restart),
 cancel, export, workers, tokens, an unreachable server and RUNG_SERVER; the
 steering verbs (pause, resume, extend, set, stop-trial, retry, delete), each
@@ -233,6 +234,51 @@ class CliTest(h.RungdTestCase):
         p = self.rung("submit", "-", server=d, stdin=text, expect=1)
         self.assertIn("<stdin>:1:4: invalid JSON", p.stderr)
         self.assertIn("YAML", self.rung("--help", expect=0).stdout)
+
+    def test_submit_wandb_sweep(self):
+        """A W&B sweep file is converted (cli/wandb.c) and submitted; under
+        its hyperband (max_iter 27, s 2: bands 3 and 9) a trial runs past
+        both bands and past max_iter, to its own end."""
+        d = self.daemon()
+        corpus = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                              "data", "wandb")
+        sweep = os.path.join(corpus, "hyperband_max_iter_s.yaml")
+        p = self.rung("submit", sweep, server=d, expect=0)
+        m = re.fullmatch(r"experiment (\d+) submitted: hyperband_max_iter_s, 20 trials\n",
+                         p.stdout)
+        self.assertIsNotNone(m, p.stdout)
+        doc = d.experiment(int(m.group(1)))
+        self.assertEqual({k: doc["scheduler"][k] for k in ("type", "grace_period", "max_t",
+                                                            "reduction_factor", "end_at_max_t")},
+                         {"type": "asha", "grace_period": 3, "max_t": 9, "reduction_factor": 3,
+                          "end_at_max_t": False})
+        self.assertEqual(doc["trainable"]["cwd"], os.path.realpath(corpus))
+        w = h.Worker(d, name="wandb")
+        trial = w.lease_one()
+        for step in range(1, 41):
+            self.assertEqual(w.report_ok(trial, step, {"loss": 1.0 / step}), "continue", step)
+        w.finish_ok(trial)
+        self.assertEqual(d.trial(trial["id"])["state"], "completed")
+        # Without run_cap: --num-samples, and --name.
+        nrc = os.path.join(corpus, "no_run_cap.yaml")
+        p = self.rung("submit", nrc, server=d, expect=1)
+        self.assertIn("run_cap:", p.stderr)
+        self.assertIn("--num-samples", p.stderr)
+        p = self.rung("submit", "-q", nrc, "--num-samples", "3", "--name", "nrc", server=d,
+                      expect=0)
+        doc = d.experiment(int(p.stdout))
+        self.assertEqual((doc["name"], doc["total_trials"]), ("nrc", 3))
+        # What Rung cannot express names the sweep's field.
+        p = self.rung("submit", os.path.join(corpus, "hyperband_strict_false.yaml"), server=d,
+                      expect=1)
+        self.assertIn(": early_terminate.strict: false", p.stderr)
+        # Not a sweep (no method): rungd's unknown field, and a pointer.
+        path = self.write("half.yaml", "program: train.py\nparameters: {lr: {values: [1]}}\n")
+        p = self.rung("submit", path, server=d, expect=1)
+        self.assertIn("program", p.stderr)
+        self.assertIn("Coming from W&B", p.stderr)
+        p = self.rung("submit", "--num-samples", "3", path, server=d, expect=1)
+        self.assertIn("for W&B sweep files", p.stderr)
 
     def test_submit_yaml_errors_name_the_line(self):
         d = self.daemon()

@@ -466,7 +466,8 @@ class Contents(h.RungdTestCase):
         self.assertEqual(t["resources"]["cpus"], 1)
         self.assertIn(t["config"]["batch_size"], (64, 256))
         self.assertEqual(t["config"]["epochs"], 27)
-        self.assertEqual(exp["scheduler"], example["scheduler"] | {"promote": False})
+        self.assertEqual(exp["scheduler"], example["scheduler"] | {"promote": False,
+                                                                   "end_at_max_t": True})
 
 
 class Cancel(h.RungdTestCase):

@@ -65,8 +65,8 @@ class WandbDocExamplesTest(unittest.TestCase):
     def test_random_example(self) -> None:
         spec = wandb_to_spec(fixture("wandb_random.yaml"))
         self.assertEqual(spec["search_space"], {
-            # q_log_uniform_values: Rung's qloguniform (its values are reals).
-            "batch_size": {"type": "qloguniform", "low": 32, "high": 256, "q": 8},
+            # q_log_uniform_values with an integer q: W&B gives integers.
+            "batch_size": {"type": "qlograndint", "low": 32, "high": 256, "q": 8},
             "dropout": {"type": "choice", "values": [0.3, 0.4, 0.5]},
             "epochs": 1,
             "fc_layer_size": {"type": "choice", "values": [128, 256, 512]},
@@ -80,9 +80,11 @@ class WandbDocExamplesTest(unittest.TestCase):
 
     def test_bayes_hyperband_example(self) -> None:
         spec = wandb_to_spec(fixture("wandb_bayes_hyperband.yaml"))
-        # s: 2, eta: 3, max_iter: 27: W&B's brackets are 27/3 = 9 and 9/3 = 3.
+        # s: 2, eta: 3, max_iter: 27: W&B's brackets are 27/3 = 9 and 9/3 = 3,
+        # and no run ends at any of them but by the rule.
         self.assertEqual(spec["scheduler"], {"type": "asha", "grace_period": 3,
-                                             "reduction_factor": 3, "max_t": 27})
+                                             "reduction_factor": 3, "max_t": 9,
+                                             "end_at_max_t": False})
         self.assertEqual(spec["search_space"]["decay"],
                          {"type": "choice", "values": [1e-5, 1e-6, 1e-7]})
         self.assertEqual(spec["search_space"]["epochs"], 27)
@@ -171,9 +173,29 @@ class WandbDistributionTest(unittest.TestCase):
             ({"distribution": "log_uniform", "min": -9.2, "max": -2.3},
              {"type": "loguniform", "low": e(-9.2), "high": e(-2.3)}),
             ({"distribution": "q_log_uniform_values", "min": 32, "max": 256, "q": 8},
-             {"type": "qloguniform", "low": 32, "high": 256, "q": 8}),
-            ({"distribution": "q_log_uniform", "min": 0, "max": 3, "q": 2},
-             {"type": "qloguniform", "low": 1.0, "high": e(3), "q": 2}),
+             {"type": "qlograndint", "low": 32, "high": 256, "q": 8}),
+            # W&B's example: 139.0 and 256 unreachable before; integers to 256 now.
+            ({"distribution": "q_log_uniform_values", "min": 32, "max": 256, "q": 1},
+             {"type": "qlograndint", "low": 32, "high": 256, "q": 1}),
+            # Bounds rounded to the multiples of q W&B can draw.
+            ({"distribution": "q_log_uniform_values", "min": 30, "max": 250, "q": 8},
+             {"type": "qlograndint", "low": 32, "high": 248, "q": 8}),
+            ({"distribution": "q_log_uniform_values", "min": 32, "max": 256},
+             {"type": "qloguniform", "low": 32, "high": 256, "q": 1.0}),
+            ({"distribution": "q_log_uniform_values", "min": 0.001, "max": 0.1, "q": 0.001},
+             {"type": "qloguniform", "low": 0.001, "high": 0.1, "q": 0.001}),
+            # exp(1) = 2.72 and exp(3) = 20.1 round to 2 and 20.
+            ({"distribution": "q_log_uniform", "min": 1, "max": 3, "q": 2},
+             {"type": "qlograndint", "low": 2, "high": 20, "q": 2}),
+            ({"distribution": "q_log_uniform", "min": 0, "max": 3, "q": 0.5},
+             {"type": "qloguniform", "low": 1.0, "high": e(3), "q": 0.5}),
+            ({"distribution": "q_uniform", "min": 0.5, "max": 10.5, "q": 1},
+             {"type": "qrandint", "low": 0, "high": 10, "q": 1}),
+            ({"distribution": "normal", "mu": 1, "sigma": 0.5},
+             {"type": "normal", "mean": 1, "sd": 0.5}),
+            ({"distribution": "normal"}, {"type": "normal", "mean": 0.0, "sd": 1.0}),
+            ({"distribution": "q_normal", "mu": 10, "sigma": 3, "q": 2},
+             {"type": "qnormal", "mean": 10, "sd": 3, "q": 2}),
             ({"distribution": "inv_log_uniform", "min": 1, "max": 5},
              {"type": "loguniform", "low": e(-5), "high": e(-1)}),
             ({"distribution": "inv_log_uniform_values", "min": 0.01, "max": 1},
@@ -198,8 +220,7 @@ class WandbDistributionTest(unittest.TestCase):
                                  "q": 0.1}, "grid"), {"type": "grid", "values": [0.1, 0.2, 0.3]})
 
     def test_no_rung_domain_yet(self) -> None:
-        for dist, words in [("normal", "normal"), ("q_normal", "quantized normal"),
-                            ("log_normal", "log-normal"),
+        for dist, words in [("log_normal", "log-normal"),
                             ("q_log_normal", "quantized log-normal"), ("beta", "beta"),
                             ("q_beta", "quantized beta")]:
             with self.subTest(distribution=dist):
@@ -268,8 +289,19 @@ class WandbRefusalTest(unittest.TestCase):
             ({**base, "run_cap": 2.5}, "run_cap", "integer"),
             ({**base, "early_terminate": {"type": "median"}}, "early_terminate.type",
              "hyperband"),
-            ({**base, "early_terminate": {"type": "hyperband", "min_iter": 3, "strict": True}},
-             "early_terminate.strict", "not supported"),
+            ({**base, "early_terminate": {"type": "hyperband", "min_iter": 3, "strict": False}},
+             "early_terminate.strict", "lenient rule"),
+            ({**base, "early_terminate": {"type": "hyperband", "min_iter": 3, "strict": "no"}},
+             "early_terminate.strict", "boolean"),
+            (sweep(x={"distribution": "q_log_uniform_values", "min": 0.2, "max": 9, "q": 1}),
+             "parameters.x.min", "rounds to 0"),
+            (sweep(x={"distribution": "normal", "sigma": 0}), "parameters.x.sigma", "> 0"),
+            (sweep(x={"min": 0, "max": 2 ** 63 - 1}), "parameters.x", "2^53"),
+            ({**base, "method": "grid", "parameters": {"x": {
+                "distribution": "q_uniform", "min": -2 ** 63 + 1, "max": 2 ** 63 - 1, "q": 1}}},
+             "parameters.x", "grid values"),
+            (sweep(x={"distribution": "q_uniform", "min": -1e300, "max": 1, "q": 1}),
+             "parameters.x.min", "2^53"),
             ({**base, "early_terminate": {"type": "hyperband", "min_iter": 3, "eta": 1}},
              "early_terminate.eta", "> 1"),
             ({**base, "early_terminate": {"type": "hyperband", "max_iter": 27}},
@@ -329,12 +361,17 @@ class WandbMappingTest(unittest.TestCase):
         s = sweep(x={"values": [1]})
         s["early_terminate"] = {"type": "hyperband", "min_iter": 2, "max_iter": 50, "eta": 2}
         self.assertEqual(wandb_to_spec(s)["scheduler"],
-                         {"type": "asha", "grace_period": 2, "reduction_factor": 2, "max_t": 50})
-        # max_iter and s only: W&B's brackets are int(100/3) = 33 and int(33.3/3) = 11.
+                         {"type": "asha", "grace_period": 2, "reduction_factor": 2, "max_t": 50,
+                          "end_at_max_t": False})
+        # max_iter and s: W&B's brackets are int(100/3) = 33 and int(33.3/3) = 11,
+        # and 33 is the top rung (max_iter itself is none).
         s["early_terminate"] = {"type": "hyperband", "max_iter": 100, "s": 2}
         self.assertEqual(wandb_to_spec(s)["scheduler"],
                          {"type": "asha", "grace_period": 11, "reduction_factor": 3,
-                          "max_t": 100})
+                          "max_t": 33, "end_at_max_t": False})
+        # strict true, W&B's default, is Rung's rule.
+        s["early_terminate"]["strict"] = True
+        self.assertEqual(wandb_to_spec(s)["scheduler"]["max_t"], 33)
 
     def test_commands(self) -> None:
         s = sweep(lr={"min": 0.0, "max": 1.0}, flag={"values": [True, False]})
@@ -744,8 +781,32 @@ class AcceptedByRungdTest(unittest.TestCase):
         cls.daemon.stop()
         shutil.rmtree(cls.folder, ignore_errors=True)
 
+    # Domains the converter writes that rungd learns in a parallel change
+    # (qlograndint, normal, qnormal: issue 38's domains branch).
+    NEW_DOMAINS = ("qlograndint", "normal", "qnormal")
+
+    def rungd_knows(self, dtype: str) -> bool:
+        probe = {"search_space": {"x": {"type": dtype, "low": 1, "high": 8, "q": 1, "mean": 0,
+                                        "sd": 1}}, "metric": "loss", "mode": "min",
+                 "num_samples": 1, "trainable": {"type": "command", "argv": ["true"]}}
+        status, reply = self.daemon.call("POST", "/api/v1/experiments", probe)
+        message = (reply or {}).get("error", {}).get("message", "")
+        return not (status == 400 and f'unknown type "{dtype}"' in message)
+
     def submit(self, spec: dict) -> dict:
-        return self.daemon.create_experiment(spec)
+        """Submits spec; where this rungd does not know a domain of
+        NEW_DOMAINS yet, that parameter is sent as its low (or mean), and
+        the reply's search_space shows the converter's domain there again,
+        so that comparing it checks the other parameters."""
+        space = dict(spec["search_space"])
+        for name, d in space.items():
+            if isinstance(d, dict) and d.get("type") in self.NEW_DOMAINS and \
+                    not self.rungd_knows(d["type"]):
+                space[name] = d.get("low", d.get("mean"))
+        exp = self.daemon.create_experiment({**spec, "search_space": space})
+        exp["search_space"] = {**exp["search_space"], **{
+            n: spec["search_space"][n] for n in space if space[n] != spec["search_space"][n]}}
+        return exp
 
     def test_wandb_fixtures(self) -> None:
         for name, samples in [("wandb_sweepdemo.yaml", 5), ("wandb_random.yaml", None),
@@ -769,7 +830,10 @@ class AcceptedByRungdTest(unittest.TestCase):
             "qi": {"distribution": "q_uniform", "min": 0, "max": 10, "q": 5},
             "lu": {"distribution": "log_uniform", "min": -5, "max": 0},
             "luv": {"distribution": "log_uniform_values", "min": 0.001, "max": 1},
-            "qlu": {"distribution": "q_log_uniform", "min": 0, "max": 5, "q": 2},
+            "qlu": {"distribution": "q_log_uniform", "min": 1, "max": 5, "q": 2},
+            "qlur": {"distribution": "q_log_uniform", "min": 0, "max": 5, "q": 0.5},
+            "n": {"distribution": "normal", "mu": 1, "sigma": 2},
+            "qn": {"distribution": "q_normal", "mu": 10, "sigma": 2, "q": 2},
             "qluv": {"distribution": "q_log_uniform_values", "min": 32, "max": 256, "q": 8},
             "ilu": {"distribution": "inv_log_uniform", "min": 1, "max": 5},
             "iluv": {"distribution": "inv_log_uniform_values", "min": 0.1, "max": 10},

@@ -1,6 +1,7 @@
 """The shared YAML corpus (tests/data/yaml/, README.md there): every
 document, read by each Python reader, gives the JSON of NAME.json or is
-refused with the error of NAME.err, as cli/yaml.c must too
+refused with the error of NAME.err (in W&B mode: NAME.wandb.json or
+NAME.wandb.err where there is one), as cli/yaml.c must too
 (tests/unit/test_yaml.c walks the same folder). The readers: the built-in
 one (parse_subset), and load_yaml on PyYAML where PyYAML is installed.
 """
@@ -24,12 +25,24 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 from rung import _yaml  # noqa: E402
 
 
-def readers() -> list[tuple[str, Callable[[str], Any]]]:
-    out = [("builtin", _yaml.parse_subset)]
-    core = _yaml._pyyaml_core_loader()
+def readers(wandb: bool = False) -> list[tuple[str, Callable[[str], Any]]]:
+    out = [("builtin", lambda text: _yaml.parse_subset(text, wandb))]
+    core = _yaml._pyyaml_core_loader(wandb)
     if core is not None:
         out.append(("pyyaml", core))
     return out
+
+
+def answer(name: str, wandb: bool) -> str:
+    """The path of NAME's answer: NAME.json or NAME.err, or in W&B mode
+    NAME.wandb.json or NAME.wandb.err where the corpus has one."""
+    stems = [name + ".wandb", name] if wandb else [name]
+    for stem in stems:
+        for ext in (".json", ".err"):
+            path = os.path.join(CORPUS, stem + ext)
+            if os.path.exists(path):
+                return path
+    raise AssertionError(f"{name}: neither {name}.json nor {name}.err")
 
 
 def same(a: Any, b: Any) -> bool:
@@ -65,21 +78,32 @@ class CorpusTest(unittest.TestCase):
                 answers = [os.path.exists(os.path.join(CORPUS, name + ext))
                            for ext in (".json", ".err")]
                 self.assertEqual(sum(answers), 1, "one of NAME.json and NAME.err")
+                answers = [os.path.exists(os.path.join(CORPUS, name + ext))
+                           for ext in (".wandb.json", ".wandb.err")]
+                self.assertLessEqual(sum(answers), 1, "at most one W&B mode answer")
+        # W&B mode reads some documents otherwise, and the corpus says so.
+        self.assertIn("wandb_yaml11", self.CASES)
 
     def test_every_reader_passes_every_document(self) -> None:
-        for reader, read in readers():
+        self.check_every_document(wandb=False)
+
+    def test_every_reader_passes_every_document_in_wandb_mode(self) -> None:
+        self.check_every_document(wandb=True)
+
+    def check_every_document(self, wandb: bool) -> None:
+        for reader, read in readers(wandb):
             for name in self.CASES:
                 with open(os.path.join(CORPUS, name + ".yaml"), encoding="utf-8") as f:
                     text = f.read()
-                json_path = os.path.join(CORPUS, name + ".json")
-                with self.subTest(reader=reader, case=name):
-                    if os.path.exists(json_path):
-                        with open(json_path, encoding="utf-8") as f:
+                path = answer(name, wandb)
+                with self.subTest(reader=reader, case=name, wandb=wandb):
+                    if path.endswith(".json"):
+                        with open(path, encoding="utf-8") as f:
                             want = json.load(f)
                         got = read(text)
                         self.assertTrue(same(got, want), f"got {got!r}, want {want!r}")
                     else:
-                        with open(os.path.join(CORPUS, name + ".err"), encoding="utf-8") as f:
+                        with open(path, encoding="utf-8") as f:
                             want = f.readline().strip()
                         with self.assertRaises(ValueError) as ctx:
                             read(text)

@@ -211,6 +211,33 @@ static void test_max_t_completes(void **state)
     asha_free(a);
 }
 
+/* "end_at_max_t": false (open_end), as a W&B sweep's early_terminate
+ * becomes (python/rung/convert.py): max_t is the top rung and no report
+ * completes the trial, so a trial runs past max_t as far as its program goes. */
+static void test_open_end_runs_past_max_t(void **state)
+{
+    (void)state;
+    /* W&B's max_iter 27, s 2, eta 3: bands 3 and 9, asha max_t 9. */
+    AshaParams p = hw_params(ASHA_ASHA, false, 3);
+    p.grace_period = 3;
+    p.max_t = 9;
+    p.open_end = true;
+    Asha *a = hw_new(&p);
+    EXPECT_REPORT(a, 0, 3, 0.5, ASHA_CONTINUE, 0);
+    /* The top rung, max_t, is judged rather than completing the trial. */
+    EXPECT_REPORT(a, 0, 9, 0.4, ASHA_CONTINUE, 1);
+    for (int step = 10; step <= 20; step++)
+        EXPECT_REPORT(a, 0, step, 0.3, ASHA_CONTINUE, -1);
+    /* Trial 1 is worse at the top rung than trial 0 there: stopped at 9. */
+    EXPECT_REPORT(a, 1, 3, 0.5, ASHA_CONTINUE, 0);
+    EXPECT_REPORT(a, 1, 9, 0.9, ASHA_STOP, 1);
+    /* Trial 2 reports first past max_t: judged at the top rung it passed. */
+    EXPECT_REPORT(a, 2, 12, 0.1, ASHA_CONTINUE, 1);
+    EXPECT_REPORT(a, 2, 30, 0.1, ASHA_CONTINUE, 0);
+    EXPECT_REPORT(a, 2, 31, 0.1, ASHA_CONTINUE, -1);
+    asha_free(a);
+}
+
 static void test_trial_end_records(void **state)
 {
     (void)state;
@@ -1971,6 +1998,7 @@ int main(void)
         cmocka_unit_test(test_ties_at_cutoff_continue),
         cmocka_unit_test(test_min_and_max_mode),
         cmocka_unit_test(test_max_t_completes),
+        cmocka_unit_test(test_open_end_runs_past_max_t),
         cmocka_unit_test(test_trial_end_records),
         cmocka_unit_test(test_no_value_never_judged),
         cmocka_unit_test(test_bracket_milestones),

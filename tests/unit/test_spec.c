@@ -899,6 +899,30 @@ static void test_objectives(void **state)
         refuse(bad[i].text, bad[i].field);
 }
 
+/* scheduler.end_at_max_t (docs/schedulers.md): asha only, true unless
+ * given, shown in the spec; false leaves trials running past max_t. */
+static void test_end_at_max_t(void **state)
+{
+    (void)state;
+    Spec spec;
+    accept("{" BASE ", \"scheduler\": {\"type\": \"asha\"}}", &spec);
+    assert_false(spec.sched.open_end);
+    assert_true(
+        json_is_true(json_object_get(json_object_get(spec.json, "scheduler"), "end_at_max_t")));
+    spec_close(&spec);
+    accept("{" BASE ", \"scheduler\": {\"type\": \"asha\", \"max_t\": 9, \"grace_period\": 3, "
+           "\"reduction_factor\": 3, \"end_at_max_t\": false}}",
+           &spec);
+    assert_true(spec.sched.open_end);
+    assert_true(
+        json_is_false(json_object_get(json_object_get(spec.json, "scheduler"), "end_at_max_t")));
+    spec_close(&spec);
+    refuse("{" BASE ", \"scheduler\": {\"type\": \"asha\", \"end_at_max_t\": 0}}",
+           "scheduler.end_at_max_t");
+    refuse("{" BASE ", \"scheduler\": {\"type\": \"hyperband\", \"end_at_max_t\": false}}",
+           "scheduler.end_at_max_t");
+}
+
 /* searcher.multi_fidelity (docs/api.md, "searcher"): off unless the spec
  * asks, allowed for bayes with rungs, one metric and no constraints; shown
  * in the spec. */
@@ -1048,13 +1072,21 @@ static void test_pbt(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_multi_fidelity), cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_fields_given),   cmocka_unit_test(test_bounds),
-        cmocka_unit_test(test_points_domains), cmocka_unit_test(test_grid_order),
-        cmocka_unit_test(test_trainable),      cmocka_unit_test(test_trainable_code),
-        cmocka_unit_test(test_nested_object),  cmocka_unit_test(test_patch),
-        cmocka_unit_test(test_patch_refused),  cmocka_unit_test(test_gang_placeholders),
-        cmocka_unit_test(test_objectives),     cmocka_unit_test(test_pbt),
+        cmocka_unit_test(test_multi_fidelity),
+        cmocka_unit_test(test_end_at_max_t),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_fields_given),
+        cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_points_domains),
+        cmocka_unit_test(test_grid_order),
+        cmocka_unit_test(test_trainable),
+        cmocka_unit_test(test_trainable_code),
+        cmocka_unit_test(test_nested_object),
+        cmocka_unit_test(test_patch),
+        cmocka_unit_test(test_patch_refused),
+        cmocka_unit_test(test_gang_placeholders),
+        cmocka_unit_test(test_objectives),
+        cmocka_unit_test(test_pbt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -614,29 +614,45 @@ static bool error_matches(const char *err, const char *want, char *why, size_t s
     return true;
 }
 
-/* One case: NAME.yaml against NAME.json or NAME.err. Returns whether it
- * passed; a failure is printed. */
-static bool corpus_case(const char *dir, const char *name)
+/* NAME's answer: NAME.json, else NAME.err (*is_err set), each first as
+ * NAME.wandb.* in W&B mode; NULL when there is none. */
+static char *corpus_answer(const char *dir, const char *name, bool wandb, bool *is_err)
 {
     char path[2 * CORPUS_NAME_MAX + 16];
-    size_t len, want_len;
+    size_t len;
+    for (int mode = wandb ? 1 : 0; mode >= 0; mode--) {
+        for (int err = 0; err < 2; err++) {
+            snprintf(path, sizeof path, "%s/%s%s.%s", dir, name, mode ? ".wandb" : "",
+                     err ? "err" : "json");
+            char *text = read_file(path, &len);
+            if (text != NULL) {
+                *is_err = err;
+                return text;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* One case: NAME.yaml against NAME.json or NAME.err (in W&B mode, against
+ * NAME.wandb.* where there is one). Returns whether it passed; a failure
+ * is printed. */
+static bool corpus_case(const char *dir, const char *name, bool wandb)
+{
+    char path[2 * CORPUS_NAME_MAX + 16];
+    size_t len;
     snprintf(path, sizeof path, "%s/%s.yaml", dir, name);
     char *doc = read_file(path, &len);
     assert_non_null(doc);
     char err[ERR_SIZE];
-    json_t *got = cli_yaml_to_json(doc, len, err, sizeof err);
+    json_t *got = cli_yaml_read(doc, len, wandb ? CLI_YAML_WANDB : 0, err, sizeof err);
     free(doc);
-    snprintf(path, sizeof path, "%s/%s.json", dir, name);
-    char *want = read_file(path, &want_len);
-    bool expect_error = want == NULL;
-    if (expect_error) {
-        snprintf(path, sizeof path, "%s/%s.err", dir, name);
-        want = read_file(path, &want_len);
-        if (want == NULL) {
-            print_error("%s: neither %s.json nor %s.err\n", name, name, name);
-            json_decref(got);
-            return false;
-        }
+    bool expect_error = false;
+    char *want = corpus_answer(dir, name, wandb, &expect_error);
+    if (want == NULL) {
+        print_error("%s: neither %s.json nor %s.err\n", name, name, name);
+        json_decref(got);
+        return false;
     }
     bool ok;
     char why[2 * ERR_SIZE] = "";
@@ -668,7 +684,7 @@ static bool corpus_case(const char *dir, const char *name)
         json_decref(expected);
     }
     if (!ok)
-        print_error("%s.yaml: %s\n", name, why);
+        print_error("%s.yaml%s: %s\n", name, wandb ? " (W&B mode)" : "", why);
     json_decref(got);
     free(want);
     return ok;
@@ -703,8 +719,10 @@ static void test_corpus(void **state)
     qsort(names, n, sizeof names[0], by_name);
     assert_true(n >= 40); /* a corpus that vanished must not pass */
     size_t failed = 0;
-    for (size_t i = 0; i < n; i++)
-        failed += !corpus_case(dir, names[i]);
+    for (size_t i = 0; i < n; i++) {
+        failed += !corpus_case(dir, names[i], false);
+        failed += !corpus_case(dir, names[i], true);
+    }
     if (failed > 0)
         fail_msg("%zu of %zu corpus documents failed", failed, n);
 }
