@@ -214,6 +214,8 @@ class CliTest(h.RungdTestCase):
         self.assertEqual(from_yaml, from_json)
         with open(os.path.join(wh.EXAMPLES, "branin-random.json")) as f:
             for key, value in h.json.load(f).items():
+                if key == "searcher":  # rungd writes the default grid_order in (docs/api.md)
+                    value = dict(value, grid_order="ray")
                 self.assertEqual(from_yaml[key], value, key)
         # .yml too, and stdin with --yaml; values keep their YAML types.
         yml = self.write("small.yml", "name: small\nmetric: loss\nmode: max\n"
