@@ -251,6 +251,14 @@ class WithDaemonTest(unittest.TestCase):
         wandb_exp = self.daemon.experiment(wandb_id)
         self.assertEqual(wandb_exp["scheduler"]["grace_period"], 3)
         self.assertEqual(wandb_exp["trainable"]["cwd"], FIXTURES)
+        # Without --wandb too: a sweep file is recognized, as by the C client.
+        auto_id = int(self.cli("submit", "-q", os.path.join(
+            FIXTURES, "wandb_bayes_hyperband.yaml"), "--num-samples", "3").stdout)
+        auto_exp = self.daemon.experiment(auto_id)
+        for key in ("search_space", "scheduler", "trainable", "metric", "mode"):
+            self.assertEqual(auto_exp[key], wandb_exp[key], key)
+        self.cli("cancel", str(auto_id))
+        self.cli("delete", str(auto_id))
         stdin_id = int(self.cli("submit", "-q", "-", stdin=json.dumps(
             self.harness.spec(name="from-stdin"))).stdout)
         out = self.cli("submit", "--yaml", "-", stdin=YAML_SPEC.replace("yaml-spec", "again"))

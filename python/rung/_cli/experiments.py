@@ -53,6 +53,12 @@ def read_spec(path: str, wandb: bool, num_samples: Optional[int],
         raise CliError(f"{path}: {err}") from None
     if not isinstance(spec, dict):
         raise CliError(f"{path}: an experiment spec is a JSON object (a YAML mapping)")
+    if "method" in spec and "parameters" in spec and "search_space" not in spec:
+        # A W&B sweep file, as the C client recognizes one (cli/wandb.c).
+        if path == "-":
+            raise CliError("submit: a W&B sweep (method, parameters) needs its file's path, "
+                           "not -")
+        return read_spec(path, True, num_samples)
     if num_samples is not None:
         spec["num_samples"] = num_samples
     return spec
