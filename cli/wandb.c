@@ -564,8 +564,9 @@ static json_t *wandb_parameter(const char *name, const json_t *p, bool grid, Err
     if (json_object_get(p, "parameters") != NULL) {
         fail(e,
              "%s.parameters: nested parameters (W&B's nested search spaces) are not supported "
-             "by Rung yet: Rung's search spaces are flat, so give each nested parameter its own "
-             "top-level name",
+             "by Rung yet in a sweep file: give each nested parameter its own top-level name, or "
+             "write the experiment as Rung's spec, whose search_space takes sub-spaces "
+             "(docs/api.md, \"Nested and conditional spaces\")",
              path);
         return NULL;
     }

@@ -48,8 +48,8 @@ W&B sweeps, key by key (https://docs.wandb.ai/guides/sweeps/define-sweep-configu
   `beta` and `q_beta` are refused: Rung has no such domain yet. Without
   `distribution`, W&B's defaults: `values` is categorical, `value`
   constant, integer min and max `int_uniform`, other min and max
-  `uniform`. Nested `parameters` are refused: Rung has no conditional or
-  nested search spaces yet.
+  `uniform`. Nested `parameters` are refused (not converted yet;
+  Rung's own spec takes sub-spaces, docs/api.md).
 - `parameters`, for `grid` (W&B enumerates values, value, int_uniform and
   q_uniform only, and so does this): `values` a `grid`, `value` a constant,
   `int_uniform` a `grid` of every integer from min to max, `q_uniform` a
@@ -372,8 +372,10 @@ def _wandb_parameter(name: str, param: Any, method: str) -> Any:
                          f"min, max, ...), not {_describe(param)}")
     if "parameters" in param:
         raise ValueError(f"{path}.parameters: nested parameters (W&B's nested search spaces) "
-                         "are not supported by Rung yet: Rung's search spaces are flat, so "
-                         "give each nested parameter its own top-level name")
+                         "are not supported by Rung yet in a sweep file: give each nested "
+                         "parameter its own top-level name, or write the experiment as "
+                         "Rung's spec, whose search_space takes sub-spaces (docs/api.md, "
+                         "\"Nested and conditional spaces\")")
     dist = param.get("distribution")
     if dist is None:
         dist = _infer_distribution(param, path)
