@@ -23,7 +23,12 @@ ctest --test-dir build --output-on-failure -j"$jobs"
 
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRUNG_ASAN=ON -DRUNG_UBSAN=ON
 cmake --build build-asan -j"$jobs"
-ctest --test-dir build-asan --output-on-failure -j"$jobs"
+# Not again under the sanitizers: the packages (label package), the
+# dashboard's JavaScript (browser) and the tests whose own code is Python
+# (plain: the Python client's units, rung.compat, the PyTorch example);
+# the C they reach runs sanitized in the other tests, and CI's time is
+# bounded.
+ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE '^(package|browser|plain)$'
 
 # The fuzz targets under libFuzzer (clang): only they are built in build-fuzz,
 # and each runs for a bounded time (tests/fuzz/CMakeLists.txt), well under a
