@@ -171,6 +171,10 @@ class BlobCase(h.RungdTestCase):
             container={"image": "localhost/x", "runtime": "docker"})))["id"]
         wd = d.create_experiment(h.spec(name="wd", trainable=command(
             environment="torch", working_dir="sha256:" + sha)))["id"]
+        # The proposer thread makes the trials soon after; the leases below
+        # do not wait (wait_s 0), so their trials must be there first.
+        for eid in (env, ctr, docker, wd):
+            h.wait_until(lambda eid=eid: d.all_trials(eid), 30, "the trials of %d" % eid)
         # The plain worker offers none of it; the full one no downloads.
         self.assertIsNone(self.lease(d, plain))
         self.assertIsNone(self.lease(d, boxed, trainables=["external"]))
