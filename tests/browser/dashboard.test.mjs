@@ -315,6 +315,7 @@ test('experiments list shows the state, progress D/T and best value the API give
     }
     await waitText(`${row} ${tid('exp-searcher')}`, (x.searcher && x.searcher.type) || 'random', `experiment ${x.id} searcher`);
     await waitText(`${row} ${tid('exp-scheduler')}`, (x.scheduler && x.scheduler.type) || 'fifo', `experiment ${x.id} scheduler`);
+    if (x.metric) await waitText(`${row} ${tid('exp-metric')}`, `${x.metric} (${x.mode})`, `experiment ${x.id} metric`);
     assert.notEqual(await textOf(`${row} ${tid('exp-created')}`), '', `experiment ${x.id} created`);
   }
   assert.equal(await page.locator(tid('experiment-row')).count(), items.length, 'one row per experiment');
@@ -934,6 +935,10 @@ test('two objectives: the Pareto scatter has every trial, the front and the infe
   const infeasible = trials.filter((t) => t.feasible === false);
   assert.equal(infeasible.length, 4);
   assert.ok(doc.pareto.length >= 1);
+  // The list names both objectives (it read " ()" before).
+  await go('/');
+  await waitText(`${tid('experiment-row')}[data-id="${x.id}"] ${tid('exp-metric')}`,
+    'loss (min), latency (min)', 'the pareto experiment\'s objectives in the list');
   await go(`/experiments/${x.id}`);
   await waitAttr(tid('chart-pareto'), 'data-points', '12', 'the pareto scatter has a dot per trial');
   assert.equal(await attr(tid('chart-pareto'), 'data-front'), String(doc.pareto.length), 'the front');

@@ -8,6 +8,12 @@ const PAGE = 100;
 // Bar segments: final states first, then what is still to come.
 const BAR_STATES = ['completed', 'stopped', 'failed', 'canceled', 'running', 'preempted', 'paused', 'pending'];
 
+/** "loss (min)", or with several objectives each one: "loss (min), latency (min)". */
+export function objectivesText(x) {
+  const objectives = x.metrics || [{ name: x.metric, mode: x.mode }];
+  return objectives.map((m) => `${m.name || ''} (${m.mode || ''})`).join(', ');
+}
+
 export function mount(root) {
   document.title = 'Experiments · Rung';
   let offset = 0;
@@ -57,7 +63,7 @@ export function mount(root) {
       bar: h('div', { class: 'bar' }, BAR_STATES.map((s) => h('span', { class: `seg state-bg-${s}` }))),
       label: h('span', { class: 'progress-text' }),
       best: h('td', { class: 'num', testid: 'exp-best' }),
-      metric: h('td'),
+      metric: h('td', { testid: 'exp-metric' }),
       searcher: h('td', { testid: 'exp-searcher' }),
       scheduler: h('td', { testid: 'exp-scheduler' }),
       created: h('td', { testid: 'exp-created' }),
@@ -100,7 +106,7 @@ export function mount(root) {
     setAttr(c.progress, 'title',
       STATES.filter((s) => counts[s]).map((s) => `${s} ${counts[s]}`).join(', ') || 'no trials yet');
     setText(c.best, x.best ? num(x.best.value) : num(null));
-    setText(c.metric, `${x.metric || ''} (${x.mode || ''})`);
+    setText(c.metric, objectivesText(x));
     setText(c.searcher, typeOf(x.searcher, 'random'));
     setText(c.scheduler, typeOf(x.scheduler, 'fifo'));
     setText(c.created, time(x.created_at));
