@@ -948,6 +948,16 @@ test('two objectives: the Pareto scatter has every trial, the front and the infe
   await waitRows([...trials].sort((a, b) => a.number - b.number).map((t) => t.id), 'the pareto experiment\'s rows');
   const head = await page.$$eval(`${tid('trials')} thead th.param`, (th) => th.map((e) => e.textContent));
   assert.deepEqual(head, ['model.lr', 'opt.name', 'opt.momentum', 'opt.beta2']);
+  // A column per objective, each cell the trial's value of it (the API's values).
+  const objHead = await page.$$eval(`${tid('trials')} thead th.objective`, (th) => th.map((e) => e.textContent));
+  assert.deepEqual(objHead, ['loss (min)', 'latency (min)']);
+  const objCells = await page.$$eval(tid('trial-row'), (tr) => tr.map((r) => [Number(r.dataset.id),
+    [...r.querySelectorAll('[data-testid="trial-objective"]')].map((e) => [e.dataset.name, e.textContent])]));
+  for (const [id, cells] of objCells) {
+    const t = trials.find((u) => u.id === id);
+    assert.deepEqual(cells.map((c) => c[0]), ['loss', 'latency']);
+    for (const [name, text] of cells) assert.ok(showsNumber(text, t.values[name]), `trial ${id} ${name}: ${text} vs ${t.values[name]}`);
+  }
   const rows = await page.$$eval(tid('trial-row'), (tr) => tr.map((r) => ({
     id: Number(r.dataset.id),
     params: [...r.querySelectorAll('td.param')].map((e) => e.textContent),

@@ -23,6 +23,8 @@ export function createTrialsTable(id, data, onChange) {
   const query = { sort: 'number', state: '', offset: 0 };
   let page = { key: '', sig: '', rows: [] };
   let paramNames = null;
+  // Several objectives (docs/api.md): a column each, the trial's `values`.
+  let objectives = null;
 
   const sortSel = h('select', { testid: 'sort', 'aria-label': 'sort trials', onchange: () => setQuery({ sort: sortSel.value }) },
     SORTS.map(([v, label]) => h('option', { value: v, text: label })));
@@ -55,10 +57,13 @@ export function createTrialsTable(id, data, onChange) {
    * keys of the trials (docs/api.md, "Nested and conditional spaces"). */
   function setup(x, names) {
     paramNames = names;
+    objectives = x.metrics && x.metrics.length ? x.metrics : null;
     theadRow.replaceChildren(
       h('th', { class: 'num', text: '#' }),
       h('th', { text: 'State' }),
-      h('th', { class: 'num', text: `Best ${x.metric || ((x.metrics || [])[0] || {}).name}` }),
+      ...(objectives
+        ? objectives.map((m) => h('th', { class: 'num objective', text: `${m.name} (${m.mode})` }))
+        : [h('th', { class: 'num', text: `Best ${x.metric}` })]),
       h('th', { class: 'num', text: (x.scheduler && x.scheduler.time_attr) || 'step' }),
       h('th', { class: 'num', text: 'Rung' }),
       ...paramNames.map((p) => h('th', { class: 'param', text: p })),
@@ -73,6 +78,7 @@ export function createTrialsTable(id, data, onChange) {
       link: h('a', { href: `#/trials/${t.id}` }),
       state: h('span', { testid: 'trial-state' }),
       value: h('td', { class: 'num', testid: 'trial-value' }),
+      objectives: (objectives || []).map((m) => h('td', { class: 'num', testid: 'trial-objective', 'data-name': m.name })),
       step: h('td', { class: 'num', testid: 'trial-step' }),
       rung: h('td', { class: 'num' }),
       params: paramNames.map(() => h('td', { class: 'param' })),
@@ -83,7 +89,8 @@ export function createTrialsTable(id, data, onChange) {
     };
     c.infeasible = h('span', { class: 'infeasible-tag', testid: 'trial-infeasible', text: 'infeasible', hidden: true });
     const row = h('tr', { testid: 'trial-row', 'data-id': t.id },
-      h('td', { class: 'num' }, c.link), h('td', null, c.state, ' ', c.infeasible), c.value, c.step, c.rung, c.params, c.started, c.duration,
+      h('td', { class: 'num' }, c.link), h('td', null, c.state, ' ', c.infeasible),
+      objectives ? c.objectives : c.value, c.step, c.rung, c.params, c.started, c.duration,
       c.warnings, c.error);
     row.cells_ = c;
     return row;
@@ -98,6 +105,10 @@ export function createTrialsTable(id, data, onChange) {
     c.infeasible.hidden = t.feasible !== false;
     row.classList.toggle('infeasible', t.feasible === false);
     setText(c.value, t.best ? num(t.best.value) : DASH);
+    (objectives || []).forEach((m, i) => {
+      const v = t.values ? t.values[m.name] : undefined;
+      setText(c.objectives[i], v === undefined || v === null ? DASH : num(v));
+    });
     setText(c.step, int(t.step));
     setText(c.rung, t.rung === null || t.rung === undefined ? DASH : num(t.rung));
     paramNames.forEach((p, i) => {
