@@ -176,13 +176,10 @@ def _function_argv(fn: Any, shipped: bool = False) -> list[str]:
         raise ValueError(f"trainable: a function, not {type(fn).__name__}")
     if shipped:
         return [sys.executable, "-m", "rung.compat.run", "--pickled", PICKLED_FUNCTION]
-    path = inspect.getsourcefile(fn)
-    if path is None or not os.path.isfile(path) or fn.__qualname__ != fn.__name__:
-        raise ValueError(
-            f"trainable {getattr(fn, '__qualname__', fn)!r}: a worker runs a function by "
-            "importing it from its .py file, so it must be a top-level function of a file "
-            "(not a notebook cell, a lambda or a nested function)")
-    return [sys.executable, "-m", "rung.compat.run", os.path.abspath(path), fn.__name__]
+    # Not shipped: rung.experiment's _by_value found fn importable from its
+    # file, or _pickle_function (no cloudpickle here) checked that it is.
+    return [sys.executable, "-m", "rung.compat.run", os.path.abspath(inspect.getsourcefile(fn)),
+            fn.__name__]
 
 
 def _name_of(fn: Any) -> str:
