@@ -200,9 +200,10 @@ export function listTrials(id, { state, sort, limit, offset } = {}, signal) {
 }
 
 /** The experiment's metric values from a cursor, or the best trials' whole
- * curves when it has more than `best` (see views/experiment-data.js). */
-export function getCurves(id, { after, generation, limit, best } = {}, signal) {
-  return request('GET', `/experiments/${id}/curves`, { query: { after, generation, limit, best }, signal });
+ * curves when it has more than `best` (see views/experiment-data.js);
+ * metric: another reported metric's (docs/api.md, "curves"). */
+export function getCurves(id, { after, generation, limit, best, metric } = {}, signal) {
+  return request('GET', `/experiments/${id}/curves`, { query: { after, generation, limit, best, metric }, signal });
 }
 
 export function csvUrl(id) {

@@ -1,5 +1,8 @@
 // trials.csv (docs/api.md) read back into trial-like objects for the charts:
-// {id, number, state, config, best: {value} | null, step, feasible}. One request of
+// {id, number, state, config, best: {value} | null, step, feasible, last}
+// (last: {name: value} of the `metric:<name>` columns, as the trial
+// object's `last` holds the last report's metrics; the array's
+// `metricNames` lists those names in the header's order). One request of
 // about 110 bytes per trial instead of ten JSON pages of 450 each.
 
 import { STATES } from './format.js';
@@ -174,6 +177,13 @@ function stateAt(text, a, b) {
   return text.slice(a, b);
 }
 
+/** A `metric:<name>` cell as the trial object's `last` holds it: a number,
+ * or the API's string for a non-finite value ("NaN", "Infinity"). */
+function lastValue(text) {
+  const v = Number(text);
+  return Number.isFinite(v) ? v : text;
+}
+
 function finite(text) {
   if (text === '') return null;
   const v = Number(text);
@@ -204,9 +214,15 @@ export function trialsFromCsv(text, space) {
   if (iId !== 0 || iNum < 0 || iState < 0 || iBest < 0) return null;
   const params = Object.keys(space || {}).map((name) => [name, head.indexOf(name, iState + 1), typer(space[name])]);
   if (params.some(([, i]) => i < 0 || i >= iBest)) return null;
+  // The reported metrics (docs/api.md: after `steps`, `metric:<name>`).
+  const metricCols = [];
+  head.forEach((name, i) => {
+    if (i > iBest && name.startsWith('metric:')) metricCols.push([name.slice(7), i]);
+  });
   const out = [];
-  const trial = (id, number, state, config, best, step, feasible) => {
-    out.push({ id, number, state, config, best: best === null ? null : { value: best }, step, feasible });
+  out.metricNames = metricCols.map(([name]) => name);
+  const trial = (id, number, state, config, best, step, feasible, last) => {
+    out.push({ id, number, state, config, best: best === null ? null : { value: best }, step, feasible, last });
   };
   if (rows) {
     for (let r = 1; r < rows.length; r++) {
@@ -214,9 +230,13 @@ export function trialsFromCsv(text, space) {
       if (row.length < head.length) continue;
       const config = {};
       for (const [name, i, type] of params) config[name] = type(row[i], 0, row[i].length);
+      const last = {};
+      for (const [name, i] of metricCols) {
+        if (row[i] !== '') last[name] = lastValue(row[i]);
+      }
       trial(Number(row[iId]), Number(row[iNum]), row[iState], config, finite(row[iBest]),
         iSteps >= 0 ? finite(row[iSteps]) : null,
-        iFeasible < 0 || row[iFeasible] === '' ? null : row[iFeasible] === 'true');
+        iFeasible < 0 || row[iFeasible] === '' ? null : row[iFeasible] === 'true', last);
     }
     return out;
   }
@@ -249,9 +269,14 @@ export function trialsFromCsv(text, space) {
     for (const [name, i, type] of params) config[name] = type(text, cut[i], cut[i + 1] - 1);
     const feasible = iFeasible < 0 || cut[iFeasible] === cut[iFeasible + 1] - 1 ? null
       : cut[iFeasible + 1] - 1 - cut[iFeasible] === 4 && text.startsWith('true', cut[iFeasible]);
+    const last = {};
+    for (let m = 0; m < metricCols.length; m++) {
+      const i = metricCols[m][1];
+      if (cut[i + 1] - 1 > cut[i]) last[metricCols[m][0]] = lastValue(text.slice(cut[i], cut[i + 1] - 1));
+    }
     trial(numAt(text, cut[iId], cut[iId + 1] - 1), numAt(text, cut[iNum], cut[iNum + 1] - 1),
       stateAt(text, cut[iState], cut[iState + 1] - 1), config, finiteAt(text, cut[iBest], cut[iBest + 1] - 1),
-      iSteps >= 0 ? finiteAt(text, cut[iSteps], cut[iSteps + 1] - 1) : null, feasible);
+      iSteps >= 0 ? finiteAt(text, cut[iSteps], cut[iSteps + 1] - 1) : null, feasible, last);
   }
   return out;
 }

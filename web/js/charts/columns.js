@@ -4,27 +4,43 @@
 // objects and building an array per point in each chart cost more than
 // drawing them (web/README.md).
 import { isNum } from '../format.js';
+import { metricValue } from '../views/metric-state.js';
 import { axisValue, robustRange } from './uplot.js';
 
 export class TrialColumns {
-  /** trials: Map id -> trial; the rows are those with a finite best value
-   * and a config, in the Map's order. */
-  constructor(trials) {
+  /** trials: Map id -> trial; the rows are those with a finite value and a
+   * config, in the Map's order: the best value, or with `metric` (the
+   * picked one, views/metric-state.js) that metric's value. */
+  constructor(trials, metric = null) {
     const rows = [];
-    for (const t of trials.values()) {
-      if (t.best && isNum(t.best.value) && t.config) rows.push(t);
+    const values = [];
+    if (metric) {
+      for (const t of trials.values()) {
+        const v = metricValue(t, metric);
+        if (v !== null && t.config) {
+          rows.push(t);
+          values.push(v);
+        }
+      }
+    } else {
+      for (const t of trials.values()) {
+        if (t.best && isNum(t.best.value) && t.config) {
+          rows.push(t);
+          values.push(t.best.value);
+        }
+      }
     }
     const n = rows.length;
     this.n = n;
     this.trials = rows;
+    this.metric = metric;
     this.id = new Float64Array(n);
-    this.value = new Float64Array(n);
+    this.value = Float64Array.from(values);
     this.infeasible = new Uint8Array(n);
     let bad = 0;
     for (let i = 0; i < n; i++) {
       const t = rows[i];
       this.id[i] = t.id;
-      this.value[i] = t.best.value;
       if (t.feasible === false) {
         this.infeasible[i] = 1;
         bad++;

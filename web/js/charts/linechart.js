@@ -7,12 +7,9 @@
 // where x zooms, a drag to zoom and a double click back. Each chart keeps
 // only what it draws and how it finds the line under the cursor.
 import { h, setText } from '../dom.js';
-import { chartWidth, onWidth, showMissing, tick } from './uplot.js';
+import { INT_INCRS, chartWidth, intSplits, logSplits, logTicks, onWidth, showMissing, tickValues } from './uplot.js';
 
 const OUTLINE = '#111827';
-
-/** Tick labels of a linear axis. */
-const ticks = (s, splits) => splits.map(tick);
 
 /**
  * el: the container; uPlot: its constructor, or null when web/node_modules
@@ -22,13 +19,15 @@ const ticks = (s, splits) => splits.map(tick);
  *   before, after: elements above the plot and below the info line,
  *   zoomX: a drag zooms the x axis and a double click resets it,
  *   yLabel (with the default y axis), yAxis, yScale (uPlot's, merged over
- *   {range: the chart's y range}),
+ *   {range: the chart's y range}); the default y axis is a log one while
+ *   setRanges says so,
  *   draw(self): paints; may return the list of what it drew (data-drawn,
  *   sorted by trial and segment),
  *   nearest(self): the hit under the cursor, {line, ...}, or null,
  *   describe(hit): the info line of a hit,
  *   onPick(trialId) }.
- * Returns {plot, hovered(), rehover(fn), setRanges(xr, yr), destroy()}.
+ * The step axis has whole-number ticks only (INT_INCRS, intSplits).
+ * Returns {plot, hovered(), rehover(fn), setRanges(xr, yr, log), destroy()}.
  */
 export function createLineChart(el, uPlot, spec) {
   if (!uPlot) {
@@ -48,6 +47,7 @@ export function createLineChart(el, uPlot, spec) {
   let pending = false;
   let version = 0; // bumped by setRanges(): data-drawn is recorded again then
   let recorded = -1;
+  let ylog = false; // the default y axis is a log one (setRanges)
 
   function draw(self) {
     const drawn = spec.draw(self);
@@ -84,10 +84,12 @@ export function createLineChart(el, uPlot, spec) {
       height: spec.height,
       legend: { show: false },
       cursor: { points: { show: false }, drag: spec.zoomX ? { x: true, y: false, setScale: true } : { x: false, y: false } },
-      scales: { x, y: { ...(spec.yScale || {}), range: () => yr } },
+      scales: { x, y: { ...(spec.yScale || {}), ...(ylog ? { distr: 3, log: 10 } : {}), range: () => yr } },
       axes: [
-        { label: 'step', values: ticks },
-        spec.yAxis || { label: spec.yLabel, size: 60, values: ticks },
+        { label: 'step', values: tickValues, incrs: INT_INCRS, splits: intSplits },
+        spec.yAxis || (ylog
+          ? { label: spec.yLabel, size: 60, splits: logSplits, values: logTicks }
+          : { label: spec.yLabel, size: 60, values: tickValues }),
       ],
       series: [{}, { label: spec.yLabel, stroke: 'transparent', paths: () => null, points: { show: false } }],
       hooks: {
@@ -122,11 +124,18 @@ export function createLineChart(el, uPlot, spec) {
       if (hit) hit = fn(hit);
     },
     /** New data drawn on the x range xr and y range yr (a zoomed x axis
-     * stays zoomed). */
-    setRanges(nextX, nextY) {
+     * stays zoomed); log: the default y axis is a log one (every value
+     * drawn > 0: logOrLinear in uplot.js), made anew when that changes. */
+    setRanges(nextX, nextY, log = false) {
       xr = nextX;
       yr = nextY;
       version++;
+      if (u && log !== ylog) {
+        u.destroy();
+        u = null;
+        zoomed = false;
+      }
+      ylog = log;
       if (!u) make();
       else u.setData([[xr[0], xr[1]], [null, null]], !zoomed);
     },
@@ -138,20 +147,23 @@ export function createLineChart(el, uPlot, spec) {
 }
 
 /** What draw hooks need of uPlot's geometry: the canvas, the plot box (canvas
- * pixels), the device pixel ratio and the linear scales' X(v), Y(v) in
- * canvas pixels; null before the scales have a range. */
+ * pixels), the device pixel ratio and the scales' X(v), Y(v) in canvas
+ * pixels (x linear, y linear or log); null before the scales have a range. */
 export function plotFrame(self) {
   const { left, top, width, height } = self.bbox;
   const sx = self.scales.x;
   const sy = self.scales.y;
   if (sx.min === null || sy.min === null) return null;
   const kx = width / (sx.max - sx.min || 1);
-  const ky = height / (sy.max - sy.min || 1);
+  // A log y axis (distr 3): positions by the values' logarithms.
+  const ylog = sy.distr === 3;
+  const y0 = ylog ? Math.log10(sy.min) : sy.min;
+  const ky = height / ((ylog ? Math.log10(sy.max) : sy.max) - y0 || 1);
   return {
-    ctx: self.ctx, left, top, width, height, sx, sy, kx, ky,
+    ctx: self.ctx, left, top, width, height, sx, sy, kx, ky, ylog,
     dpr: self.pxRatio || window.devicePixelRatio || 1,
     X: (v) => left + (v - sx.min) * kx,
-    Y: (v) => top + height - (v - sy.min) * ky,
+    Y: ylog ? (v) => top + height - (Math.log10(v) - y0) * ky : (v) => top + height - (v - y0) * ky,
   };
 }
 

@@ -5,7 +5,7 @@
 // trial.
 import { h } from '../dom.js';
 import { isNum } from '../format.js';
-import { ACCENT, BEST, chartWidth, onWidth, paddedRange, showMissing, tick } from './uplot.js';
+import { ACCENT, BEST, chartWidth, onWidth, paddedRange, showMissing, tick, tickValues } from './uplot.js';
 
 const HEIGHT = 320;
 const GREY = '#9ca3af';
@@ -93,8 +93,8 @@ export function createParetoChart(el, uPlot, { metrics, onPick }) {
       legend: { show: false },
       cursor: { drag: { x: false, y: false }, points: { show: false } },
       scales: { x: { time: false, range: paddedRange(false) }, y: { range: paddedRange(false) } },
-      axes: [{ label: mx.name, values: (s, splits) => splits.map(tick) },
-        { label: my.name, size: 60, values: (s, splits) => splits.map(tick) }],
+      axes: [{ label: mx.name, values: tickValues },
+        { label: my.name, size: 60, values: tickValues }],
       series: [{}, { ...none, stroke: ACCENT }, { ...none, stroke: BEST }, { ...none, stroke: GREY }],
       hooks: {
         draw: [draw],

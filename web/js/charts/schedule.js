@@ -10,7 +10,7 @@ import { h } from '../dom.js';
 import { configValue } from '../format.js';
 import { schedule } from '../pbt.js';
 import { clipped, createLineChart, strokeFamilies } from './linechart.js';
-import { axisKind, axisValue, logSplits, logTicks, tick } from './uplot.js';
+import { axisKind, axisValue, logSplits, logTicks, tickValues } from './uplot.js';
 
 const HEIGHT = 220;
 const HOVER_PX = 8;
@@ -22,7 +22,7 @@ export function createScheduleChart(el, uPlot, { param, domain, onPick }) {
   const caption = h('div', { class: 'chart-caption', text: `${param} (${dom.type})` });
   const axis = axisKind(dom);
   const yScale = {};
-  const yAxis = { label: param, size: 60, values: (s, splits) => splits.map(tick) };
+  const yAxis = { label: param, size: 60, values: tickValues };
   if (axis.kind === 'log') {
     yScale.distr = 3;
     yScale.log = 10;

@@ -2,7 +2,7 @@
 // axis, the other metrics on the right one.
 import { h } from '../dom.js';
 import { isNum } from '../format.js';
-import { BEST, PALETTE, chartWidth, onWidth, showMissing, tick } from './uplot.js';
+import { BEST, PALETTE, chartWidth, onWidth, showMissing, tickValues, INT_INCRS, intSplits } from './uplot.js';
 
 const HEIGHT = 280;
 
@@ -33,12 +33,12 @@ export function createTrialChart(el, uPlot, { keys, metric }) {
       });
     });
     const axes = [
-      { label: 'step' },
-      { scale: 'y', label: keys.includes(metric) ? metric : '', size: 60, values: (s, splits) => splits.map(tick) },
+      { label: 'step', values: tickValues, incrs: INT_INCRS, splits: intSplits },
+      { scale: 'y', label: keys.includes(metric) ? metric : '', size: 60, values: tickValues },
     ];
     if (others.length) {
       axes.push({ scale: 'y2', side: 1, label: others.length === 1 ? others[0] : 'other metrics', size: 60,
-        grid: { show: false }, values: (s, splits) => splits.map(tick) });
+        grid: { show: false }, values: tickValues });
     }
     u = new uPlot({
       width: chartWidth(el),

@@ -220,12 +220,75 @@ export function paddedRange(log) {
   };
 }
 
-/** Compact tick labels. */
-export function tick(v) {
+/** Compact tick labels: `digits` significant digits (4 by default). */
+export function tick(v, digits = 4) {
   if (v === null || v === undefined) return '';
   const a = Math.abs(v);
-  if (a !== 0 && (a >= 1e5 || a < 1e-3)) return v.toExponential(1).replace('e+', 'e');
-  return String(Number(v.toPrecision(4)));
+  if (a !== 0 && (a >= 1e5 || a < 1e-3)) return v.toExponential(Math.max(1, digits - 3)).replace('e+', 'e');
+  return String(Number(v.toPrecision(digits)));
+}
+
+/** The labels of an axis's ticks (uPlot's `values`): tick() with the fewest
+ * digits, from 4, that keep consecutive labels apart, so that a narrow
+ * range never reads "1.189, 1.189, 1.189" (the PBT toy's best so far,
+ * issue 39); a null split (a hidden one) gets ''. */
+export function distinctTicks(splits) {
+  for (let digits = 4; digits <= 17; digits++) {
+    const labels = splits.map((v) => tick(v, digits));
+    let ok = true;
+    for (let i = 1; i < labels.length && ok; i++) {
+      if (labels[i] !== '' && labels[i] === labels[i - 1] && splits[i] !== splits[i - 1]) ok = false;
+    }
+    if (ok) return labels;
+  }
+  return splits.map((v) => tick(v, 17));
+}
+
+/** uPlot's `values` for a linear axis: distinctTicks. */
+export const tickValues = (u, splits) => distinctTicks(splits);
+
+/** Steps between ticks of an axis of whole numbers (steps, trial numbers):
+ * uPlot picks the first that leaves room, and never a fraction. */
+export const INT_INCRS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 2500, 5000,
+  1e4, 2e4, 2.5e4, 5e4, 1e5, 2e5, 2.5e5, 5e5, 1e6, 2e6, 5e6, 1e7, 1e8, 1e9];
+
+/** uPlot's `splits` of an axis of whole numbers: the multiples of the
+ * increment uPlot found (rounded up to a whole number, at least 1) inside
+ * [min, max]; at most 1,000. On a range narrower than one (a single step)
+ * it is that step alone. */
+export function intSplits(u, axisIdx, min, max, incr) {
+  if (!Number.isFinite(min) || !Number.isFinite(max) || max < min) return [];
+  const k = Math.max(1, Math.ceil(Number.isFinite(incr) ? incr - 1e-9 : 1));
+  const out = [];
+  for (let v = Math.ceil(min / k) * k; v <= max && out.length < 1000; v += k) out.push(v);
+  return out;
+}
+
+export const LINEAR_NOTE = 'linear: values \u2264 0';
+
+/**
+ * Whether a chart of these values (arrays or typed arrays of numbers,
+ * null or NaN for none) can have the log y axis it was asked for (wantLog):
+ * {log, note}. A log axis cannot place a value <= 0, so any such value
+ * makes it linear, with the note LINEAR_NOTE shown on the chart.
+ */
+export function logOrLinear(arrays, wantLog) {
+  if (!wantLog) return { log: false, note: '' };
+  for (const a of arrays) {
+    for (let i = 0; i < a.length; i++) {
+      const v = a[i];
+      if (v !== null && v !== undefined && v <= 0) return { log: false, note: LINEAR_NOTE };
+    }
+  }
+  return { log: true, note: '' };
+}
+
+/** robustRange of the values' logarithms, as values again (for a log
+ * axis: every value > 0). */
+export function logRange(arrays) {
+  const logs = arrays.map((a) => Array.from(a, (v) => (v === null || !(v > 0) ? null : Math.log10(v))));
+  const [lo, hi] = robustRange(logs);
+  return [10 ** lo, 10 ** hi];
 }
 
 /** [r, g, b, a (0..1)] of '#rgb', '#rrggbb' or '#rrggbbaa'; null otherwise. */
@@ -311,9 +374,11 @@ export function dotsHook(specs, points = seriesPoints) {
     const sy = u.scales.y;
     if (sx.min === null || sy.min === null) return;
     const log = sx.distr === 3;
+    const ylog = sy.distr === 3;
     const x0 = log ? Math.log10(sx.min) : sx.min;
     const kx = width / ((log ? Math.log10(sx.max) : sx.max) - x0 || 1);
-    const ky = height / (sy.max - sy.min || 1);
+    const y0 = ylog ? Math.log10(sy.min) : sy.min;
+    const ky = height / ((ylog ? Math.log10(sy.max) : sy.max) - y0 || 1);
     ctx.save();
     ctx.beginPath();
     ctx.rect(left, top, width, height);
@@ -331,7 +396,7 @@ export function dotsHook(specs, points = seriesPoints) {
           const y = ys[i];
           if (y === null || y === undefined || y !== y) continue;
           const px = left + ((log ? Math.log10(xs[i]) : xs[i]) - x0) * kx;
-          const py = top + height - (y - sy.min) * ky;
+          const py = top + height - ((ylog ? Math.log10(y) : y) - y0) * ky;
           corners[2 * count] = Math.round(px - r);
           corners[2 * count + 1] = Math.round(py - r);
           count++;
@@ -352,7 +417,7 @@ export function dotsHook(specs, points = seriesPoints) {
         const y = ys[i];
         if (y === null || y === undefined || y !== y) continue;
         const px = left + ((log ? Math.log10(xs[i]) : xs[i]) - x0) * kx;
-        const py = top + height - (y - sy.min) * ky;
+        const py = top + height - ((ylog ? Math.log10(y) : y) - y0) * ky;
         if (hollow) ctx.strokeRect(px - r, py - r, 2 * r, 2 * r);
         else ctx.fillRect(px - r, py - r, 2 * r, 2 * r);
       }

@@ -7,7 +7,10 @@
 //   experiment with more than CURVES_BEST trials that have a value answers
 //   with the whole curves of its CURVES_BEST best instead (a million points
 //   take seconds to send and read, and a chart of them shows no more):
-//   those replace the map, at most every BEST_REFRESH_MS.
+//   those replace the map, at most every BEST_REFRESH_MS. With another
+//   metric picked (views/metric-state.js) they are that metric's curves
+//   (?metric=NAME; the best trials still ranked by the objective): picking
+//   one drops what is held and reads it from the start.
 // - trials: id -> trial object (number, state, config, best). Loaded once
 //   from trials.csv (one compact request; JSON pages of 1,000 if its header
 //   is not the expected one). Afterwards only trials that can still change
@@ -53,6 +56,21 @@ export class ExperimentData {
     this.curvesBest = null; // {best, ranked} while only the best trials' curves are held
     this.bestReadAt = 0; // performance.now() of the last read of them
     this.trialsVersion = 0;
+    this.curvesMetric = null; // the reported metric the curves are of; null: the objective
+    this.metricNames = new Set(); // every reported metric's name (trials.csv's metric:<name>, trials' last)
+  }
+
+  /** The curves of the reported metric `name` from now on (null: the
+   * experiment's objective); what is held is dropped when it changes. */
+  setCurvesMetric(name) {
+    if ((name || null) === this.curvesMetric) return;
+    this.curvesMetric = name || null;
+    this.curves.clear();
+    this.generation = null;
+    this.cursor = 0;
+    this.curvesBest = null;
+    this.bestReadAt = 0;
+    this.curvesVersion++;
   }
 
   /** Starts reading trials.csv, before the experiment is in, for the first
@@ -67,12 +85,15 @@ export class ExperimentData {
   async syncCurves(signal) {
     if (this.curvesBest && performance.now() - this.bestReadAt < BEST_REFRESH_MS) return;
     for (;;) {
+      const metric = this.curvesMetric;
       const doc = await api.getCurves(this.id, {
         after: this.generation === null ? 0 : this.cursor,
         generation: this.generation === null ? 0 : this.generation,
         limit: CURVES_PAGE,
         best: CURVES_BEST,
+        metric: metric || undefined,
       }, signal);
+      if (metric !== this.curvesMetric) return; // another metric was picked meanwhile: the next poll reads it
       const best = doc.best ? { best: doc.best, ranked: doc.ranked } : null;
       if (!best && this.curvesBest) {
         // Fewer trials than before (never in practice): all from the start.
@@ -111,6 +132,7 @@ export class ExperimentData {
 
   #store(t) {
     this.trials.set(t.id, t);
+    if (t.last) for (const k of Object.keys(t.last)) this.metricNames.add(k);
     this.suspects.delete(t.id);
   }
 
@@ -145,8 +167,18 @@ export class ExperimentData {
       let items = null;
       if (!isPbt(x)) items = trialsFromCsv(await (this.csv || api.getCsvText(this.id, signal)), x.search_space);
       this.csv = null;
-      if (!items) items = await this.#listAll('', countTotal(counts), signal);
-      for (const t of items) this.#store(t);
+      if (items) {
+        // trials.csv names every reported metric in its header: the
+        // trials' `last` need not be walked for them.
+        for (const name of items.metricNames) this.metricNames.add(name);
+        for (const t of items) {
+          this.trials.set(t.id, t);
+          this.suspects.delete(t.id);
+        }
+      } else {
+        items = await this.#listAll('', countTotal(counts), signal);
+        for (const t of items) this.#store(t);
+      }
       this.loaded = true;
       this.trialsVersion++;
       return;
