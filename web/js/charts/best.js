@@ -1,8 +1,14 @@
 // Optimization history: every trial's best value against its number (dots)
-// and the best value so far (a stepped line), as optuna-dashboard draws it.
-import { h } from '../dom.js';
-import { isNum } from '../format.js';
-import { ACCENT, BEST, chartWidth, dotsHook, onWidth, paddedRange, robustRange, showMissing, tick } from './uplot.js';
+// and the best value so far (a stepped line), as optuna-dashboard draws it;
+// of the picked metric (views/metric-state.js: a reported metric's last
+// value, better as its mode says), on a log y axis when asked for and every
+// value is > 0, else linear with a note (logOrLinear).
+import { h, setText } from '../dom.js';
+import { metricValue } from '../views/metric-state.js';
+import {
+  ACCENT, BEST, INT_INCRS, chartWidth, distinctTicks, dotsHook, intSplits, logOrLinear, logRange, logSplits, logTicks, onWidth,
+  paddedRange, robustRange, showMissing, tickValues,
+} from './uplot.js';
 
 const HEIGHT = 260;
 
@@ -36,32 +42,44 @@ function bestPath(u, si, i0, i1) {
   return { stroke, fill: null, clip: null, band: null, gaps: null, flags: 0 };
 }
 
+/** metric: the picked metric ({name, kind, mode, single}, metric-state.js),
+ * or its name with mode (the objective). */
 export function createBestChart(el, uPlot, { metric, mode }) {
   if (!uPlot) {
     showMissing(el);
     return { update() {}, destroy() {} };
   }
+  const m = typeof metric === 'string' ? { name: metric, kind: 'objective', single: true, mode } : metric;
   const plot = h('div', { class: 'chart-plot' });
-  el.replaceChildren(plot);
+  const note = h('div', { class: 'chart-note', testid: 'scale-note', hidden: true });
+  el.replaceChildren(note, plot);
   el.dataset.series = '0';
   let yr = [0, 1];
   let u = null;
+  let ylog = false;
   const dots = dotsHook([[1, `${ACCENT}99`, 4]]);
-  const better = mode === 'max' ? (a, b) => a > b : (a, b) => a < b;
+  const better = m.mode === 'max' ? (a, b) => a > b : (a, b) => a < b;
+
+  /** The y axis's labels, kept in data-y-ticks (JSON) for tests. */
+  function yTicks(self, splits) {
+    const labels = distinctTicks(splits);
+    el.dataset.yTicks = JSON.stringify(labels);
+    return labels;
+  }
 
   function make(data) {
     u = new uPlot({
       width: chartWidth(el),
       height: HEIGHT,
       cursor: { drag: { x: true, y: false } },
-      scales: { x: { time: false, range: paddedRange(false) }, y: { range: () => yr } },
+      scales: { x: { time: false, range: paddedRange(false) }, y: { ...(ylog ? { distr: 3, log: 10 } : {}), range: () => yr } },
       axes: [
-        { label: 'trial number', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000] },
-        { label: metric, size: 60, values: (s, splits) => splits.map(tick) },
+        { label: 'trial number', incrs: INT_INCRS, splits: intSplits, values: tickValues },
+        ylog ? { label: m.name, size: 60, splits: logSplits, values: logTicks } : { label: m.name, size: 60, values: yTicks },
       ],
       series: [
         { label: 'trial' },
-        { label: metric, stroke: ACCENT, paths: () => null, points: { show: false } },
+        { label: m.name, stroke: ACCENT, paths: () => null, points: { show: false } },
         { label: 'best so far', stroke: BEST, width: 2, paths: bestPath, points: { show: false } },
       ],
       hooks: { drawSeries: [(self, si) => { if (si === 1) dots(self); }] },
@@ -73,11 +91,13 @@ export function createBestChart(el, uPlot, { metric, mode }) {
   });
 
   return {
-    /** trials: Map id -> trial; uses number and best.value. */
-    update(trials) {
+    /** trials: Map id -> trial; uses number and the metric's value; log:
+     * a log y axis asked for. */
+    update(trials, { log = false } = {}) {
       const pts = [];
       for (const t of trials.values()) {
-        if (t.best && isNum(t.best.value)) pts.push([t.number, t.best.value]);
+        const v = metricValue(t, m);
+        if (v !== null) pts.push([t.number, v]);
       }
       pts.sort((a, b) => a[0] - b[0]);
       const xs = new Array(pts.length);
@@ -90,12 +110,22 @@ export function createBestChart(el, uPlot, { metric, mode }) {
         if (cur === null || better(ys[i], cur)) cur = ys[i];
         run[i] = cur;
       }
-      yr = robustRange([ys]);
+      const scale = logOrLinear([ys], log);
+      yr = scale.log ? logRange([ys]) : robustRange([ys]);
       el.dataset.series = pts.length ? '2' : '0';
       el.dataset.points = String(pts.length);
+      el.dataset.yScale = scale.log ? 'log' : 'linear';
+      setText(note, scale.note);
+      note.hidden = !scale.note;
       const data = [xs, ys, run];
+      if (u && scale.log !== ylog) {
+        u.destroy();
+        u = null;
+      }
+      ylog = scale.log;
       if (!u) make(data);
       else u.setData(data);
+
     },
     destroy() {
       stopWidth();

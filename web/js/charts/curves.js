@@ -4,13 +4,17 @@
 // density image (density.js), so 10,000 trials cost about what one series
 // does (and of a larger experiment only its best trials' curves come:
 // experiment-data.js, CURVES_BEST). The best trial is drawn bold on top, stopped/failed/canceled ones
-// faded; ASHA rungs are dashed vertical lines. Hovering names the nearest
-// trial; a click opens it.
+// faded; ASHA rungs are dashed vertical lines (only over curves: an empty
+// chart has none; data-rungs-drawn counts them). Hovering names the nearest
+// trial; a click opens it. The metric is the picked one (views/metric-
+// state.js); a log y axis when asked for and every value is > 0, else
+// linear with a note (logOrLinear). With trials brushed on the parallel
+// coordinates, the others are faded (data-highlighted counts the rest).
 import { h, setText } from '../dom.js';
 import { num } from '../format.js';
 import { densityImage } from './density.js';
 import { clipped, createLineChart, plotFrame, traceCurve } from './linechart.js';
-import { ACCENT, BEST, PALETTE, robustRange } from './uplot.js';
+import { ACCENT, BEST, PALETTE, logOrLinear, logRange, robustRange } from './uplot.js';
 
 const HEIGHT = 320;
 const FADED = new Set(['stopped', 'failed', 'canceled']);
@@ -18,14 +22,16 @@ const HOVER_PX = 10; // the nearest point counts within this many CSS pixels
 const DENSITY_FROM = 300; // from this many curves on, a density image (density.js)
 
 /**
- * el: the container (data-testid=chart-curves); opts: {metric, rungs
- * (milestones on the step axis), onPick(trialId)}.
+ * el: the container (data-testid=chart-curves); opts: {metric (its name),
+ * rungs (milestones on the step axis), onPick(trialId)}.
  */
 export function createCurvesChart(el, uPlot, opts) {
   const subsetNote = h('div', { class: 'chart-info', testid: 'curves-subset', hidden: true });
+  const scaleNote = h('div', { class: 'chart-note', testid: 'scale-note', hidden: true });
   const chart = createLineChart(el, uPlot, {
     height: HEIGHT,
     infoText: 'hover a curve to see its trial; click to open it',
+    before: scaleNote,
     after: subsetNote,
     zoomX: true,
     yLabel: opts.metric,
@@ -44,7 +50,7 @@ export function createCurvesChart(el, uPlot, opts) {
   function draw(self) {
     const f = plotFrame(self);
     if (!f) return;
-    const { left, top, width, height, sx, sy, kx, ky, X, Y, dpr } = f;
+    const { left, top, width, height, sx, sy, kx, X, Y, dpr } = f;
     const hovered = chart.hovered();
     clipped(self, (ctx) => {
       // Rungs first, under the curves.
@@ -53,8 +59,11 @@ export function createCurvesChart(el, uPlot, opts) {
       ctx.strokeStyle = '#a0a7b4';
       ctx.fillStyle = '#6b7280';
       ctx.font = `${11 * dpr}px system-ui, sans-serif`;
-      (opts.rungs || []).forEach((m, k) => {
+      // Rungs mark where curves are cut: none over an empty chart.
+      let rungsDrawn = 0;
+      (lines.length ? opts.rungs || [] : []).forEach((m, k) => {
         if (m < sx.min || m > sx.max) return;
+        rungsDrawn++;
         const x = Math.round(X(m)) + 0.5;
         ctx.beginPath();
         ctx.moveTo(x, top);
@@ -65,6 +74,7 @@ export function createCurvesChart(el, uPlot, opts) {
         ctx.fillText(label, x + 3 * dpr + w > left + width ? x - 3 * dpr - w : x + 3 * dpr, top + 12 * dpr);
       });
       ctx.setLineDash([]);
+      if (el.dataset.rungsDrawn !== String(rungsDrawn)) el.dataset.rungsDrawn = String(rungsDrawn);
       const trace = (path, line) => traceCurve(path, line.steps, line.values, X, Y, dpr);
       if (lines.length >= DENSITY_FROM) {
         // Recomputed only when the data, the scales or the size changed (not
@@ -74,10 +84,9 @@ export function createCurvesChart(el, uPlot, opts) {
         const key = `${version}|${sx.min}|${sx.max}|${sy.min}|${sy.max}|${w}|${hh}`;
         if (cached.key !== key) {
           const x0 = sx.min;
-          const y0 = sy.min;
           cached = {
             key,
-            image: densityImage(lines, w, hh, (v) => (v - x0) * kx, (v) => hh - (v - y0) * ky, cached.image),
+            image: densityImage(lines, w, hh, (v) => (v - x0) * kx, (v) => Y(v) - top, cached.image),
           };
         }
         ctx.drawImage(cached.image, left, top);
@@ -160,8 +169,9 @@ export function createCurvesChart(el, uPlot, opts) {
     /** curves: Map id -> {steps, values}; trials: Map id -> trial (for
      * state and number); bestId: the best trial's id; subset: {best,
      * ranked} when curves holds only the best trials' (experiment-data.js),
-     * else null. */
-    update(curves, trials, bestId, subset = null) {
+     * else null; log: a log y axis asked for; brushed: a Set of the trial
+     * ids brushed, or null. */
+    update(curves, trials, bestId, subset = null, { log = false, brushed = null } = {}) {
       subsetNote.hidden = !subset;
       if (subset) {
         setText(subsetNote, `the curves of the ${subset.best.toLocaleString('en-US')} best of ` +
@@ -177,7 +187,8 @@ export function createCurvesChart(el, uPlot, opts) {
       for (const [id, c] of curves) {
         if (!c.values.some((v) => v !== null)) continue; // only non-finite values: nothing to draw
         const t = trials.get(id);
-        const style = id === bestId ? 'best' : t && FADED.has(t.state) ? 'faded' : 'normal';
+        const out = brushed && !brushed.has(id);
+        const style = out ? 'faded' : id === bestId ? 'best' : t && FADED.has(t.state) ? 'faded' : 'normal';
         const label = t ? `trial #${t.number} (id ${id}${t.state ? `, ${t.state}` : ''})` : `trial id ${id}`;
         next.push({ id, label, steps: c.steps, values: c.values, style, color: PALETTE[next.length % PALETTE.length] });
         const st = c.steps;
@@ -195,6 +206,15 @@ export function createCurvesChart(el, uPlot, opts) {
       });
       el.dataset.series = String(lines.length);
       el.dataset.points = String(lines.reduce((n, l) => n + l.steps.length, 0));
+      el.dataset.highlighted = String(brushed ? lines.filter((l) => brushed.has(l.id)).length : lines.length);
+      // The values drawn: data-values (JSON, trial id -> its values) for
+      // tests, only while few (it is text).
+      if (lines.length <= 200) el.dataset.values = JSON.stringify(Object.fromEntries(lines.map((l) => [l.id, l.values])));
+      else delete el.dataset.values;
+      const scale = logOrLinear(all, log);
+      el.dataset.yScale = scale.log ? 'log' : 'linear';
+      setText(scaleNote, scale.note);
+      scaleNote.hidden = !scale.note;
       if (lines.length === 0) {
         xmin = 0;
         xmax = 1;
@@ -202,7 +222,7 @@ export function createCurvesChart(el, uPlot, opts) {
         xmin -= 1;
         xmax += 1;
       }
-      chart.setRanges([xmin, xmax], robustRange(all));
+      chart.setRanges([xmin, xmax], scale.log ? logRange(all) : robustRange(all), scale.log);
     },
     destroy() {
       chart.destroy();

@@ -7,7 +7,7 @@
 // where x zooms, a drag to zoom and a double click back. Each chart keeps
 // only what it draws and how it finds the line under the cursor.
 import { h, setText } from '../dom.js';
-import { INT_INCRS, chartWidth, intSplits, logSplits, logTicks, onWidth, showMissing, tickValues } from './uplot.js';
+import { INT_INCRS, chartWidth, distinctTicks, intSplits, logSplits, logTicks, onWidth, showMissing, tickValues } from './uplot.js';
 
 const OUTLINE = '#111827';
 
@@ -74,6 +74,13 @@ export function createLineChart(el, uPlot, spec) {
     });
   }
 
+  /** The step axis's labels; its splits in data-x-ticks (JSON) for tests. */
+  function stepTicks(self, splits) {
+    const s = JSON.stringify(splits);
+    if (el.dataset.xTicks !== s) el.dataset.xTicks = s;
+    return distinctTicks(splits);
+  }
+
   function make() {
     const x = spec.zoomX
       // An explicit min/max is a drag zoom (or the data's own extremes).
@@ -86,7 +93,7 @@ export function createLineChart(el, uPlot, spec) {
       cursor: { points: { show: false }, drag: spec.zoomX ? { x: true, y: false, setScale: true } : { x: false, y: false } },
       scales: { x, y: { ...(spec.yScale || {}), ...(ylog ? { distr: 3, log: 10 } : {}), range: () => yr } },
       axes: [
-        { label: 'step', values: tickValues, incrs: INT_INCRS, splits: intSplits },
+        { label: 'step', values: stepTicks, incrs: INT_INCRS, splits: intSplits },
         spec.yAxis || (ylog
           ? { label: spec.yLabel, size: 60, splits: logSplits, values: logTicks }
           : { label: spec.yLabel, size: 60, values: tickValues }),

@@ -16,6 +16,17 @@
 // the lines, data-infeasible the dashed ones, data-axis-points (JSON: axis
 // name -> count) the lines with a value on each axis.
 //
+// Brushing: a drag along an axis selects a range of it (several axes AND
+// together); a click on an axis outside its range clears that range. The
+// lines outside the selection are drawn pale under the others; the ranges
+// are drawn on a canvas over the chart's (so a drag redraws only that), and
+// onBrush(ids) hears the selected trials' ids (a Set; null when nothing is
+// brushed) once the mouse is released. For tests: data-brush (JSON: axis
+// name -> [lo, hi] in the axis's values; a categorical axis's in its
+// choices' positions 0, 1, ...), data-brushed (how many lines are
+// selected) and data-axes (JSON: [{name, x, top, bottom}] in CSS pixels of
+// the canvas).
+//
 // The lines are held as columns (typed arrays: each line's value on each
 // axis, its id, metric and whether it is infeasible), from the shared
 // TrialColumns (columns.js) for the parameters' form: 50,000 lines of
@@ -30,6 +41,9 @@ const PAD = { left: 40, right: 60, top: 34, bottom: 26 };
 const NA_GAP = 34; // px between an axis's foot and its "n/a" mark (below the foot's label)
 const BUCKETS = 8; // colour bands: one canvas path each, fast for 10,000 lines
 const GREY = '#9ca3af';
+const PALE = '#d1d5db'; // lines outside a brushed selection
+const AXIS_HIT = 14; // px either side of an axis where a drag brushes it
+const DRAG_MIN = 3; // px of movement that make a drag of a click
 // From this many lines on, the bands are drawn into the canvas's pixels
 // (strokeBands): rastering 50,000 antialiased polylines took the canvas
 // half a second, on the page's main thread.
@@ -178,10 +192,11 @@ function strokeBands(ctx, canvas, dpr, xs, ys, A, band, colours, alpha, discrete
  * params ({name, domain}), metric and mode: the parameters' form; or
  * objectives (the experiment's `metrics`): the objectives' form.
  */
-export function createParallelChart(el, { params = [], metric, mode, objectives = null }) {
+export function createParallelChart(el, { params = [], metric, mode, objectives = null, onBrush = null }) {
   const canvas = h('canvas', { class: 'parallel', role: 'img', 'aria-label': 'parallel coordinates' });
-  el.replaceChildren(canvas);
-  Object.assign(el.dataset, { series: '0', infeasible: '0', axisPoints: '{}' });
+  const overlay = h('canvas', { class: 'parallel-brush', testid: 'parallel-brush' });
+  el.replaceChildren(h('div', { class: 'parallel-wrap' }, canvas, overlay));
+  Object.assign(el.dataset, { series: '0', infeasible: '0', axisPoints: '{}', brush: '{}' });
   // Each axis: {name, kind: 'log'|'linear'|'cat'|'metric', cats, flip (better up for a min objective)}.
   const axes = objectives
     ? objectives.map((m) => ({ name: m.name, label: `${m.name} (${m.mode})`, kind: 'metric', flip: m.mode === 'min' }))
@@ -196,6 +211,11 @@ export function createParallelChart(el, { params = [], metric, mode, objectives 
   let bestId = null;
   let front = new Set();
   let width = 0;
+  // Brushed ranges: axis name -> [lo, hi] in the axis's drawn units (log10
+  // of the value on a log axis); the geometry of the last draw.
+  const brush = new Map();
+  let geo = null; // {xs, ranges, plotH, dpr}
+  let drag = null; // {i, y0, y1} while the mouse is down on axis i
 
   function axisRange(ax, i) {
     if (ax.kind === 'cat') return [-0.5, Math.max(ax.cats.length, 1) - 0.5];
@@ -296,6 +316,8 @@ export function createParallelChart(el, { params = [], metric, mode, objectives 
     // Each feasible line's band (colour), -1 for the bold ones.
     const band = new Int8Array(N).fill(-1);
     let colours;
+    // With a brush, the lines outside it are one pale band under the rest.
+    const inBrush = brush.size ? selected() : null;
     if (objectives) {
       // The front on top, in the best colour; the others in one colour.
       colours = [ACCENT];
@@ -320,6 +342,20 @@ export function createParallelChart(el, { params = [], metric, mode, objectives 
         }
         const rank = mode === 'max' ? countBelow(sorted, value[k], true) : okCount - countBelow(sorted, value[k], false);
         band[k] = Math.min(BUCKETS - 1, Math.floor((rank * BUCKETS) / Math.max(okCount, 1)));
+      }
+    }
+    if (inBrush) {
+      colours = [PALE, ...colours];
+      for (let k = 0; k < N; k++) {
+        if (infeasible[k]) continue;
+        if (!inBrush[k]) band[k] = 0;
+        else if (band[k] >= 0) band[k]++;
+      }
+      for (let j = bold.length - 1; j >= 0; j--) {
+        if (!inBrush[bold[j]]) {
+          band[bold[j]] = 0;
+          bold.splice(j, 1);
+        }
       }
     }
     ctx.globalAlpha = alpha;
@@ -387,13 +423,183 @@ export function createParallelChart(el, { params = [], metric, mode, objectives 
         ctx.textAlign = 'center';
       }
     });
+    geo = { xs, ranges, plotH, dpr };
+    el.dataset.axes = JSON.stringify(axes.map((ax, i) => ({ name: ax.name, x: xs[i], top: PAD.top, bottom: PAD.top + plotH })));
+    drawBrush();
   }
+
+  // ---- brushing ----
+
+  /** Axis i's drawn units at the canvas's CSS y (clamped to the axis). */
+  function unitAt(i, y) {
+    const [lo, hi] = geo.ranges[i];
+    let f = (PAD.top + geo.plotH - y) / geo.plotH;
+    f = Math.max(0, Math.min(1, f));
+    if (axes[i].flip) f = 1 - f;
+    return lo + f * (hi - lo);
+  }
+
+  /** The CSS y of axis i's drawn units u. */
+  function yOf(i, u) {
+    const [lo, hi] = geo.ranges[i];
+    let f = (u - lo) / (hi - lo || 1);
+    if (axes[i].flip) f = 1 - f;
+    return PAD.top + geo.plotH * (1 - f);
+  }
+
+  /** Per line, 1 when its value on every brushed axis is in the range. */
+  function selected() {
+    const { n, vals } = rows;
+    const inside = new Uint8Array(n).fill(1);
+    axes.forEach((ax, i) => {
+      const r = brush.get(ax.name);
+      if (!r) return;
+      const log = ax.kind === 'log';
+      for (let k = 0, o = i; k < n; k++, o += A) {
+        if (!inside[k]) continue;
+        const v = vals[o];
+        const u = log ? Math.log10(v) : v;
+        if (!(u >= r[0] && u <= r[1])) inside[k] = 0; // NaN (no value on it) is outside
+      }
+    });
+    return inside;
+  }
+
+  /** The ranges in the axes' own values: {name: [lo, hi]}. */
+  function brushValues() {
+    const out = {};
+    for (const ax of axes) {
+      const r = brush.get(ax.name);
+      if (r) out[ax.name] = ax.kind === 'log' ? [10 ** r[0], 10 ** r[1]] : [r[0], r[1]];
+    }
+    return out;
+  }
+
+  function drawBrush() {
+    const dpr = window.devicePixelRatio || 1;
+    overlay.width = canvas.width;
+    overlay.height = canvas.height;
+    overlay.style.width = canvas.style.width;
+    overlay.style.height = canvas.style.height;
+    const ctx = overlay.getContext('2d');
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, width, HEIGHT);
+    if (!geo) return;
+    const box = (i, ya, yb) => {
+      const top = Math.min(ya, yb);
+      ctx.fillStyle = 'rgba(232, 89, 12, 0.18)';
+      ctx.strokeStyle = '#e8590c';
+      ctx.lineWidth = 1;
+      ctx.fillRect(geo.xs[i] - 8, top, 16, Math.abs(yb - ya));
+      ctx.strokeRect(geo.xs[i] - 8 + 0.5, top + 0.5, 15, Math.abs(yb - ya));
+    };
+    axes.forEach((ax, i) => {
+      const r = brush.get(ax.name);
+      if (r && !(drag && drag.i === i && drag.moved)) box(i, yOf(i, r[0]), yOf(i, r[1]));
+    });
+    if (drag && drag.moved) box(drag.i, drag.y0, drag.y1);
+  }
+
+  /** The selection changed: data-brush, the listener at once, the lines
+   * at the next frame (after the listener's table has been painted). */
+  function commit() {
+    const sel = brush.size ? selected() : null;
+    let count = rows.n;
+    if (sel) {
+      count = 0;
+      for (let k = 0; k < sel.length; k++) count += sel[k];
+    }
+    el.dataset.brush = JSON.stringify(brushValues());
+    el.dataset.brushed = String(count);
+    drawBrush();
+    if (onBrush) onBrush(sel ? idsOf(sel) : null);
+    requestAnimationFrame(() => setTimeout(draw, 0));
+  }
+
+  function idsOf(sel) {
+    const ids = new Set();
+    for (let k = 0; k < sel.length; k++) if (sel[k]) ids.add(rows.id[k]);
+    return ids;
+  }
+
+  function pointAt(e) {
+    const r = overlay.getBoundingClientRect();
+    return [e.clientX - r.left, e.clientY - r.top];
+  }
+
+  overlay.addEventListener('pointerdown', (e) => {
+    if (!geo || e.button !== 0) return;
+    const [x, y] = pointAt(e);
+    let i = -1;
+    let best = AXIS_HIT;
+    geo.xs.forEach((ax, j) => {
+      if (Math.abs(ax - x) <= best && axes[j].kind !== undefined) {
+        best = Math.abs(ax - x);
+        i = j;
+      }
+    });
+    if (i < 0 || y < PAD.top - 8 || y > PAD.top + geo.plotH + 8) return;
+    drag = { i, y0: y, y1: y, moved: false };
+    overlay.setPointerCapture(e.pointerId);
+    e.preventDefault();
+  });
+  overlay.addEventListener('pointermove', (e) => {
+    if (!drag) return;
+    const y = Math.max(PAD.top, Math.min(PAD.top + geo.plotH, pointAt(e)[1]));
+    drag.y1 = y;
+    if (Math.abs(y - drag.y0) >= DRAG_MIN) drag.moved = true;
+    if (drag.moved) drawBrush();
+  });
+  const end = (e) => {
+    if (!drag) return;
+    const d = drag;
+    drag = null;
+    const name = axes[d.i].name;
+    if (d.moved) {
+      const a = unitAt(d.i, Math.max(PAD.top, Math.min(PAD.top + geo.plotH, d.y0)));
+      const b = unitAt(d.i, d.y1);
+      brush.set(name, [Math.min(a, b), Math.max(a, b)]);
+      commit();
+    } else if (brush.has(name) && e.type === 'pointerup') {
+      // A click on the axis outside its range clears it.
+      const u = unitAt(d.i, d.y0);
+      const r = brush.get(name);
+      if (u < r[0] || u > r[1]) {
+        brush.delete(name);
+        commit();
+      } else {
+        drawBrush();
+      }
+    } else {
+      drawBrush();
+    }
+  };
+  overlay.addEventListener('pointerup', end);
+  overlay.addEventListener('pointercancel', end);
 
   const stopWidth = onWidth(el, (w) => {
     if (w !== width) draw();
   });
 
   return {
+    /** Clears every brushed range (the listener hears null). */
+    clearBrush() {
+      if (!brush.size) return;
+      brush.clear();
+      commit();
+    },
+    /** Sets axis name's range [lo, hi] in its values (tests, bench). */
+    setBrush(name, lo, hi) {
+      const ax = axes.find((a) => a.name === name);
+      if (!ax) return;
+      const f = (v) => (ax.kind === 'log' ? Math.log10(v) : v);
+      brush.set(name, [Math.min(f(lo), f(hi)), Math.max(f(lo), f(hi))]);
+      commit();
+    },
+    /** The brushed trials' ids (a Set), or null when nothing is brushed. */
+    brushed() {
+      return brush.size ? idsOf(selected()) : null;
+    },
     /** trials: Map id -> trial; best: the best trial's id; pareto: the
      * experiment's front ([{trial_id}], the objectives' form). */
     update(trials, best, pareto, cols = null) {
@@ -443,6 +649,14 @@ export function createParallelChart(el, { params = [], metric, mode, objectives 
         infeasible: String(bad),
         axisPoints: JSON.stringify(counts),
       });
+      if (brush.size) {
+        const sel = selected();
+        let c = 0;
+        for (let k = 0; k < sel.length; k++) c += sel[k];
+        el.dataset.brushed = String(c);
+      } else {
+        el.dataset.brushed = String(n);
+      }
       draw();
     },
     destroy() {

@@ -3,17 +3,27 @@
 // none and is left out), on a log axis for log domains and with the choices'
 // labels for categorical ones. Infeasible trials (constraints) are hollow
 // grey squares. data-points counts the dots, data-infeasible the hollow ones.
+// The metric is the picked one (views/metric-state.js; the caller's
+// TrialColumns hold its values); a log y axis when asked for and every
+// value is > 0, else linear with a note (logOrLinear). With trials brushed
+// on the parallel coordinates the others are pale (data-highlighted counts
+// the rest); data-values (JSON: [trial id, value] of each dot, while there
+// are at most 500) is for tests.
 //
 // The dots are kept out of uPlot (its data is only the x range) and drawn
 // by dotsHook from typed arrays built from the shared TrialColumns
 // (columns.js): uPlot would want them sorted by x and walk them at every
 // draw.
-import { h } from '../dom.js';
+import { h, setText } from '../dom.js';
 import { TrialColumns } from './columns.js';
-import { ACCENT, BEST, axisKind, chartWidth, decadesOnly, dotsHook, logTicks, paddedRange, jitter, logSplits, onWidth, robustRange, showMissing, tick } from './uplot.js';
+import {
+  ACCENT, BEST, axisKind, chartWidth, decadesOnly, dotsHook, logOrLinear, logRange, logTicks, paddedRange, jitter,
+  logSplits, onWidth, robustRange, showMissing, tickValues,
+} from './uplot.js';
 
 const HEIGHT = 220;
 const GREY = '#9ca3af';
+const PALE = '#d1d5db';
 
 /** param: {name, domain} from the search space. */
 export function createScatterChart(el, uPlot, { param, metric }) {
@@ -23,12 +33,15 @@ export function createScatterChart(el, uPlot, { param, metric }) {
   }
   const axis = axisKind(param.domain);
   const plot = h('div', { class: 'chart-plot' });
-  el.replaceChildren(h('div', { class: 'chart-caption', text: `${param.name} (${param.domain.type})` }), plot);
+  const note = h('div', { class: 'chart-note', testid: 'scale-note', hidden: true });
+  el.replaceChildren(h('div', { class: 'chart-caption', text: `${param.name} (${param.domain.type})` }), note, plot);
   Object.assign(el.dataset, { series: '0', points: '0', infeasible: '0' });
   let yr = [0, 1];
   let u = null;
-  // The dots by series (1: a trial, 2: the best, 3: infeasible): {xs, ys, n}.
-  let dots = [null, null, null, null];
+  let ylog = false;
+  // The dots by series (1: a trial, 2: the best, 3: infeasible, 4: not
+  // brushed): {xs, ys, n}.
+  let dots = [null, null, null, null, null];
 
   const xScale = { time: false };
   const xAxis = { label: param.name };
@@ -46,7 +59,7 @@ export function createScatterChart(el, uPlot, { param, metric }) {
     xAxis.values = (s, splits) => splits.map((v) => axis.cats[v] ?? '');
   } else {
     xScale.range = paddedRange(false);
-    xAxis.values = (s, splits) => splits.map(tick);
+    xAxis.values = tickValues;
   }
 
   function make(data) {
@@ -55,15 +68,16 @@ export function createScatterChart(el, uPlot, { param, metric }) {
       height: HEIGHT,
       legend: { show: false },
       cursor: { drag: { x: false, y: false }, points: { show: false } },
-      scales: { x: xScale, y: { range: () => yr } },
-      axes: [xAxis, { label: metric, size: 60, values: (s, splits) => splits.map(tick) }],
+      scales: { x: xScale, y: { ...(ylog ? { distr: 3, log: 10 } : {}), range: () => yr } },
+      axes: [xAxis, ylog ? { label: metric, size: 60, splits: logSplits, values: logTicks } : { label: metric, size: 60, values: tickValues }],
       series: [
         {},
         { stroke: ACCENT, paths: () => null, points: { show: false } },
         { stroke: BEST, paths: () => null, points: { show: false } },
         { stroke: GREY, paths: () => null, points: { show: false } },
+        { stroke: PALE, paths: () => null, points: { show: false } },
       ],
-      hooks: { draw: [dotsHook([[3, GREY, 5, true], [1, `${ACCENT}99`, 4], [2, BEST, 8]], (self, si) => dots[si])] },
+      hooks: { draw: [dotsHook([[4, `${PALE}aa`, 4], [3, GREY, 5, true], [1, `${ACCENT}99`, 4], [2, BEST, 8]], (self, si) => dots[si])] },
     }, data, plot);
   }
 
@@ -73,25 +87,27 @@ export function createScatterChart(el, uPlot, { param, metric }) {
 
   return {
     /** trials: Map id -> trial; bestId: the best trial's id; cols: their
-     * TrialColumns when the caller shares them between charts. */
-    update(trials, bestId, cols = new TrialColumns(trials)) {
+     * TrialColumns when the caller shares them between charts (of the
+     * picked metric); log: a log y axis asked for; brushed: a Set of the
+     * brushed trial ids, or null. */
+    update(trials, bestId, cols = new TrialColumns(trials), { log = false, brushed = null } = {}) {
       const px = cols.param(param.name, axis);
       const n = cols.n;
       const kinds = new Uint8Array(n); // 0: no dot, else the series
-      const sizes = [0, 0, 0, 0];
+      const sizes = [0, 0, 0, 0, 0];
       let xmin = Infinity;
       let xmax = -Infinity;
       for (let i = 0; i < n; i++) {
         const x = px[i];
         if (x !== x) continue; // no value on this axis (another branch)
-        // 1: a trial, 2: the best, 3: infeasible (never the best).
-        const k = cols.id[i] === bestId ? 2 : cols.infeasible[i] ? 3 : 1;
+        // 1: a trial, 2: the best, 3: infeasible (never the best), 4: not brushed.
+        const k = brushed && !brushed.has(cols.id[i]) ? 4 : cols.id[i] === bestId ? 2 : cols.infeasible[i] ? 3 : 1;
         kinds[i] = k;
         sizes[k]++;
         if (x < xmin) xmin = x;
         if (x > xmax) xmax = x;
       }
-      const count = sizes[1] + sizes[2] + sizes[3];
+      const count = sizes[1] + sizes[2] + sizes[3] + sizes[4];
       const next = sizes.map((m) => ({ xs: new Float64Array(m), ys: new Float64Array(m), n: 0 }));
       for (let i = 0; i < n; i++) {
         const k = kinds[i];
@@ -101,14 +117,32 @@ export function createScatterChart(el, uPlot, { param, metric }) {
         d.ys[d.n++] = cols.value[i];
       }
       dots = next;
-      yr = count === n ? cols.valueRange() : robustRange([next[1].ys, next[2].ys, next[3].ys]);
+      const ys = [next[1].ys, next[2].ys, next[3].ys, next[4].ys];
+      const scale = logOrLinear(ys, log);
+      yr = scale.log ? logRange(ys) : count === n ? cols.valueRange() : robustRange(ys);
       Object.assign(el.dataset, {
         series: count ? '1' : '0',
         points: String(count),
         infeasible: String(sizes[3]),
+        highlighted: String(count - sizes[4]),
+        yScale: scale.log ? 'log' : 'linear',
       });
+      if (count <= 500) {
+        const vals = [];
+        for (let i = 0; i < n; i++) if (kinds[i]) vals.push([cols.id[i], cols.value[i]]);
+        el.dataset.values = JSON.stringify(vals);
+      } else {
+        delete el.dataset.values;
+      }
+      setText(note, scale.note);
+      note.hidden = !scale.note;
       // uPlot sees only the x extent (its scale's range adds the margin).
-      const data = count ? [[xmin, xmax], [null, null], [null, null], [null, null]] : [[], [], [], []];
+      const data = count ? [[xmin, xmax], [null, null], [null, null], [null, null], [null, null]] : [[], [], [], [], []];
+      if (u && scale.log !== ylog) {
+        u.destroy();
+        u = null;
+      }
+      ylog = scale.log;
       if (!u) make(data);
       else u.setData(data);
     },

@@ -260,7 +260,7 @@ export function intSplits(u, axisIdx, min, max, incr) {
   if (!Number.isFinite(min) || !Number.isFinite(max) || max < min) return [];
   const k = Math.max(1, Math.ceil(Number.isFinite(incr) ? incr - 1e-9 : 1));
   const out = [];
-  for (let v = Math.ceil(min / k) * k; v <= max && out.length < 1000; v += k) out.push(v);
+  for (let v = Math.ceil(min / k) * k + 0; v <= max && out.length < 1000; v += k) out.push(v);
   return out;
 }
 

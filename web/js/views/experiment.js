@@ -3,7 +3,12 @@
 // nodes), the best trial, pause/resume, cancel and CSV, the charts (learning curves, history, one scatter per
 // parameter, parallel coordinates; with several objectives the Pareto front;
 // under the pbt scheduler its section, pbt-section.js, in place of the
-// learning curves) and one page of its trials.
+// learning curves) and one page of its trials. The charts of one metric
+// (curves, best so far, the scatters, the parallel coordinates) show the
+// metric picked in `metric-picker` (an objective, or any reported metric:
+// views/metric-state.js holds it for every chart module); a drag on the
+// parallel coordinates' axes brushes trials: the table holds only them and
+// the other charts fade the rest.
 import * as api from '../api.js';
 import { createBestChart } from '../charts/best.js';
 import { TrialColumns } from '../charts/columns.js';
@@ -18,6 +23,7 @@ import { startPoll } from '../poll.js';
 import { reportError, clearError } from '../shell.js';
 import { isPbt } from '../pbt.js';
 import { ExperimentData } from './experiment-data.js';
+import { getBrushed, getMetric, inferMode, resetMetricState, setBrushed, setMetric, subscribe } from './metric-state.js';
 import { createPbtSection } from './pbt-section.js';
 import { createTrialsTable } from './trials-table.js';
 
@@ -31,6 +37,8 @@ export function mount(root, { id }) {
   let charts = null;
   let chartsDrawn = '';
   let destroyed = false;
+  let brushVersion = 0;
+  resetMetricState();
 
   // ---- header, counts, best trial ----
   const title = h('h1', { testid: 'exp-title', text: `Experiment ${id}` });
@@ -91,8 +99,22 @@ export function mount(root, { id }) {
   const paretoSection = h('div', { hidden: true }, h('h2', { text: 'Pareto front' }), paretoEl, objectivesEl,
     h('div', { class: 'table-wrap' }, paretoTable));
 
+  // ---- the metric of the charts of one metric (metric-state.js) ----
+  const metricSel = h('select', { testid: 'metric-picker', 'aria-label': 'metric of the charts', onchange: onPickMetric });
+  // A reported metric's mode (better low or high) is inferred from its
+  // name (inferMode) until this says otherwise; an objective's is the spec's.
+  const modeSel = h('select', { testid: 'metric-mode', 'aria-label': 'better', hidden: true, onchange: onPickMetric },
+    h('option', { value: 'min', text: 'min is better' }), h('option', { value: 'max', text: 'max is better' }));
+  const logBox = h('input', { type: 'checkbox', testid: 'metric-log', onchange: onPickMetric });
+  const metricBar = h('div', { class: 'toolbar metric-bar' },
+    h('label', null, 'Metric ', metricSel), modeSel,
+    h('label', { title: 'a log y axis; linear while any value is \u2264 0' }, logBox, ' log y'));
+  let metricOptions = []; // [{value, metric}]
+
   // ---- trials table ----
-  const table = createTrialsTable(id, data, () => poller.kick());
+  const table = createTrialsTable(id, data, () => poller.kick(), {
+    onClearBrush: () => Promise.resolve(charts).then((c) => c && c.parallel.clearBrush && c.parallel.clearBrush()),
+  });
 
   root.append(
     h('section', { class: 'page' },
@@ -101,7 +123,7 @@ export function mount(root, { id }) {
         h('div', { class: 'actions' }, stateBadge, pauseGroup, resume, cancel, csv,
         h('a', { class: 'button', testid: 'timeline', href: `#/experiments/${id}/events` }, 'Timeline'))),
       expError, endedLine, pausedNote,
-      h('div', { class: 'summary' }, counts, bestBox), paretoSection,
+      h('div', { class: 'summary' }, counts, bestBox), paretoSection, metricBar,
       pbtHolder, curvesTitle, curvesEl,
       h('h2', { text: 'Best so far' }), bestEl,
       h('h2', { text: 'Trials' }), table.el,
@@ -202,14 +224,79 @@ export function mount(root, { id }) {
   }
 
   // ---- charts ----
+
+  /** The metric options: the objective(s), then every reported metric
+   * (trials.csv's metric:<name> columns) that is not one. */
+  function renderMetricOptions(x) {
+    const objectives = Array.isArray(x.metrics) && x.metrics.length ? x.metrics : [{ name: x.metric, mode: x.mode }];
+    const names = new Set(objectives.map((m) => m.name));
+    const opts = objectives.map((m, i) => ({
+      value: `objective:${m.name}`,
+      label: `${m.name} (objective, ${m.mode})`,
+      // The first objective's value is the trial's best, as before.
+      metric: { name: m.name, kind: 'objective', mode: m.mode, single: i === 0 },
+    }));
+    for (const name of [...data.metricNames].sort()) {
+      if (!names.has(name)) opts.push({ value: `metric:${name}`, label: name, metric: { name, kind: 'metric', mode: null } });
+    }
+    const sig = opts.map((o) => o.value).join('\u0000');
+    if (metricSel.dataset.sig !== sig) {
+      const was = metricSel.value;
+      metricSel.dataset.sig = sig;
+      metricSel.replaceChildren(...opts.map((o) => h('option', { value: o.value, text: o.label })));
+      metricSel.value = opts.some((o) => o.value === was) ? was : opts[0].value;
+    }
+    metricOptions = opts;
+    if (!getMetric()) setMetric({ ...opts[0].metric, log: false });
+  }
+
+  function onPickMetric() {
+    const o = metricOptions.find((m) => m.value === metricSel.value);
+    if (!o) return;
+    const m = { ...o.metric, log: logBox.checked };
+    if (m.kind === 'metric') {
+      const prev = getMetric();
+      // A newly picked metric starts from its inferred mode.
+      if (!prev || prev.name !== m.name || prev.kind !== 'metric') modeSel.value = inferMode(m.name);
+      m.mode = modeSel.value;
+    }
+    modeSel.hidden = m.kind !== 'metric';
+    setMetric(m);
+  }
+
+  let chartsMetric = ''; // the metric the charts of one metric were made for (JSON)
+
+  /** The charts of one metric, for the metric m. */
+  function metricCharts(x, uPlot, m, params) {
+    chartsMetric = JSON.stringify(m);
+    const sched = x.scheduler || {};
+    const onStep = !sched.time_attr || sched.time_attr === 'step';
+    const pick = (tid) => { window.location.hash = `#/trials/${tid}`; };
+    curvesEl.replaceChildren();
+    bestEl.replaceChildren();
+    parallelEl.replaceChildren();
+    scatterGrid.replaceChildren();
+    const made = {
+      curves: isPbt(x) ? { update() {}, destroy() {} } : createCurvesChart(curvesEl, uPlot, {
+        metric: m.name,
+        rungs: onStep ? ashaRungs(sched) : [],
+        onPick: pick,
+      }),
+      best: createBestChart(bestEl, uPlot, { metric: m }),
+      scatter: params.map((p) => {
+        const el = h('div', { class: 'chart', testid: `chart-scatter-${p.name}` });
+        scatterGrid.append(el);
+        return createScatterChart(el, uPlot, { param: p, metric: m.name });
+      }),
+      parallel: createParallelChart(parallelEl, { params, metric: m.name, mode: m.mode, onBrush: setBrushed }),
+    };
+    if (params.length === 0) scatterGrid.append(h('p', { class: 'muted', text: 'The search space has no parameters to plot.' }));
+    return made;
+  }
+
   async function setupCharts(x) {
     const uPlot = await loadUPlot();
     const params = searchParams(x.search_space);
-    // Several objectives: the charts of one metric draw the first.
-    const metric = x.metric || ((x.metrics || [])[0] || {}).name;
-    const mode = x.mode || ((x.metrics || [])[0] || {}).mode;
-    const sched = x.scheduler || {};
-    const onStep = !sched.time_attr || sched.time_attr === 'step';
     const pick = (tid) => { window.location.hash = `#/trials/${tid}`; };
     // Under pbt the section's curves, coloured by family, stand for these.
     const pbt = isPbt(x) ? createPbtSection(x, uPlot, { onPick: pick }) : null;
@@ -217,20 +304,12 @@ export function mount(root, { id }) {
     pbtHolder.hidden = !pbt;
     curvesTitle.hidden = !!pbt;
     curvesEl.hidden = !!pbt;
+    renderMetricOptions(x);
     const made = {
       pbt,
-      curves: pbt ? { update() {}, destroy() {} } : createCurvesChart(curvesEl, uPlot, {
-        metric: metric,
-        rungs: onStep ? ashaRungs(sched) : [],
-        onPick: pick,
-      }),
-      best: createBestChart(bestEl, uPlot, { metric: metric, mode: mode }),
-      scatter: params.map((p) => {
-        const el = h('div', { class: 'chart', testid: `chart-scatter-${p.name}` });
-        scatterGrid.append(el);
-        return createScatterChart(el, uPlot, { param: p, metric: metric });
-      }),
-      parallel: createParallelChart(parallelEl, { params, metric: metric, mode: mode }),
+      uPlot,
+      params,
+      ...metricCharts(x, uPlot, getMetric(), params),
       pareto: null,
       objectives: null,
     };
@@ -246,9 +325,47 @@ export function mount(root, { id }) {
         onPick: (tid) => { window.location.hash = `#/trials/${tid}`; },
       });
     }
-    if (params.length === 0) scatterGrid.append(h('p', { class: 'muted', text: 'The search space has no parameters to plot.' }));
     return made;
   }
+
+  /** Another metric picked (metric-state.js): its charts made anew, its
+   * curves read from the start, any brush dropped (it was over the old
+   * metric's axis). */
+  async function onMetricChange() {
+    const c = await charts;
+    if (!c || destroyed || !exp) return;
+    const m = getMetric();
+    if (JSON.stringify(m) === chartsMetric) return;
+    c.curves.destroy();
+    c.best.destroy();
+    c.scatter.forEach((sc) => sc.destroy());
+    c.parallel.destroy();
+    Object.assign(c, metricCharts(exp, c.uPlot, m, c.params));
+    data.setCurvesMetric(m.kind === 'metric' ? m.name : null);
+    if (getBrushed()) setBrushed(null);
+    colsCache = null;
+    chartsDrawn = '';
+    renderCharts();
+    poller.kick();
+  }
+
+  /** Trials brushed or unbrushed: the table at once, the charts at the
+   * next frame (after the table is painted). */
+  function onBrushChange() {
+    table.setBrushed(getBrushed());
+    brushVersion++;
+    requestAnimationFrame(() => setTimeout(() => {
+      if (!destroyed && charts && !(charts instanceof Promise)) renderCharts();
+    }, 0));
+  }
+
+  const unsubscribe = subscribe((what) => {
+    if (destroyed) return;
+    if (what === 'metric') onMetricChange();
+    else if (what === 'brush') onBrushChange();
+  });
+
+  let colsCache = null; // {key, cols}: the TrialColumns of the picked metric
 
   let paretoDrawn = '';
 
@@ -275,19 +392,26 @@ export function mount(root, { id }) {
 
   function renderCharts() {
     const bestId = exp && exp.best ? exp.best.trial_id : null;
+    const m = getMetric();
+    const brushed = getBrushed();
     const trialsKey = `${data.trialsVersion}/${bestId}`;
-    const curvesKey = `${data.curvesVersion}/${trialsKey}`;
-    const [lastCurves, lastTrials] = chartsDrawn.split('|');
+    const curvesKey = `${data.curvesVersion}/${trialsKey}/${brushVersion}`;
+    const [lastCurves, lastTrials, lastBrush] = chartsDrawn.split('|');
+    const opts = { log: !!(m && m.log), brushed };
     if (curvesKey !== lastCurves) {
-      charts.curves.update(data.curves, data.trials, bestId, data.curvesBest);
+      charts.curves.update(data.curves, data.trials, bestId, data.curvesBest, opts);
       if (charts.pbt) charts.pbt.update(data, bestId);
     }
-    if (trialsKey !== lastTrials) {
-      charts.best.update(data.trials);
-      // Read once for every chart of every trial (charts/columns.js).
-      const cols = new TrialColumns(data.trials);
-      for (const s of charts.scatter) s.update(data.trials, bestId, cols);
-      charts.parallel.update(data.trials, bestId, null, cols);
+    if (trialsKey !== lastTrials || String(brushVersion) !== lastBrush) {
+      if (trialsKey !== lastTrials) charts.best.update(data.trials, opts);
+      // Read once for every chart of every trial (charts/columns.js); the
+      // first objective's values are the trials' best as always.
+      if (!colsCache || colsCache.key !== trialsKey) {
+        colsCache = { key: trialsKey, cols: new TrialColumns(data.trials, m && !(m.kind === 'objective' && m.single) ? m : null) };
+      }
+      const cols = colsCache.cols;
+      for (const sc of charts.scatter) sc.update(data.trials, bestId, cols, opts);
+      if (trialsKey !== lastTrials) charts.parallel.update(data.trials, bestId, null, cols);
     }
     const front = exp && Array.isArray(exp.pareto) ? exp.pareto : null;
     const frontKey = JSON.stringify(front);
@@ -297,7 +421,7 @@ export function mount(root, { id }) {
       if (!paretoTable.hidden) renderParetoTable(front);
     }
     paretoDrawn = frontKey;
-    chartsDrawn = `${curvesKey}|${trialsKey}`;
+    chartsDrawn = `${curvesKey}|${trialsKey}|${brushVersion}`;
   }
 
   loadUPlot(); // start loading the charts' module with the data
@@ -313,6 +437,7 @@ export function mount(root, { id }) {
     if (!charts) charts = setupCharts(x);
     renderHeader(x);
     const trialsP = data.syncTrials(x, signal);
+    trialsP.then(() => { if (!destroyed) renderMetricOptions(x); }, () => {});
     trialsP.catch(() => {});
     if (table.needsTrials()) await trialsP;
     await table.sync(x, signal, pageP);
@@ -335,6 +460,8 @@ export function mount(root, { id }) {
   return () => {
     destroyed = true;
     window.removeEventListener('rung:session', renderButtons);
+    unsubscribe();
+    resetMetricState();
     poller.stop();
     clearError('cancel');
     clearError('pause');

@@ -3,6 +3,16 @@
 // value first, filtered by state, with prev/next paging. Each row ends with
 // its count of invalid @rung lines and its error in one line (error_summary:
 // the first line and the exception line; the whole error in the title).
+//
+// Metric columns (`table-metrics` adds or removes one): a reported
+// metric's value in the trial's last report (`last`; docs/api.md), a
+// `trial-metric` cell with data-name. With trials brushed on the parallel
+// coordinates (setBrushed), the table holds only those: built from the
+// trials the charts hold (trials.csv, kept up to date by
+// experiment-data.js) instead of the API's pages, sorted and filtered the
+// same way here, and says "N of M trials, brushed" with a button to clear
+// it (`brush-info`, `brush-clear`). Those rows have what trials.csv holds:
+// no start time, duration, warnings or error.
 import * as api from '../api.js';
 import { h, setAttr, setState, setText, syncRows } from '../dom.js';
 import { DASH, FINAL, STATES, configValue, countTotal, duration, firstLine, int, num, paramColumns, time, warningCount } from '../format.js';
@@ -19,12 +29,16 @@ const SORTS = [
  * value); onChange(): called when the user changes the query (poll now).
  * Returns {el, needsTrials(), prefetch(signal), sync(x, signal, early)}.
  */
-export function createTrialsTable(id, data, onChange) {
+export function createTrialsTable(id, data, onChange, { onClearBrush = null } = {}) {
   const query = { sort: 'number', state: '', offset: 0 };
   let page = { key: '', sig: '', rows: [] };
   let paramNames = null;
   // Several objectives (docs/api.md): a column each, the trial's `values`.
   let objectives = null;
+  let metricCols = []; // names of the reported metrics shown as columns
+  let lastX = null; // the experiment of the last sync
+  let brushed = null; // a Set of trial ids, or null
+  let apiPage = null; // the API's page while brushed rows are shown
 
   const sortSel = h('select', { testid: 'sort', 'aria-label': 'sort trials', onchange: () => setQuery({ sort: sortSel.value }) },
     SORTS.map(([v, label]) => h('option', { value: v, text: label })));
@@ -34,12 +48,17 @@ export function createTrialsTable(id, data, onChange) {
   const prev = h('button', { type: 'button', testid: 'page-prev', disabled: true, onclick: () => setQuery({ offset: Math.max(0, query.offset - PAGE_SIZE) }) }, '\u2039 Prev');
   const next = h('button', { type: 'button', testid: 'page-next', disabled: true, onclick: () => setQuery({ offset: query.offset + PAGE_SIZE }) }, 'Next \u203a');
   const pageInfo = h('span', { class: 'page-info', testid: 'page-info', text: '0\u20130 of 0' });
+  const metricsSel = h('select', { testid: 'table-metrics', 'aria-label': 'metric columns', onchange: () => toggleMetric(metricsSel.value) },
+    h('option', { value: '', text: 'metric columns\u2026' }));
+  const brushText = h('span', { testid: 'brush-text' });
+  const brushClear = h('button', { type: 'button', testid: 'brush-clear', onclick: () => { if (onClearBrush) onClearBrush(); } }, 'Clear brush');
+  const brushInfo = h('span', { class: 'brush-info', testid: 'brush-info', hidden: true }, brushText, ' ', brushClear);
   const theadRow = h('tr');
   const tbody = h('tbody');
   const rowMap = new Map();
   const el = h('div', null,
     h('div', { class: 'toolbar' },
-      h('label', null, 'Sort ', sortSel), h('label', null, 'State ', filterSel),
+      h('label', null, 'Sort ', sortSel), h('label', null, 'State ', filterSel), metricsSel, brushInfo,
       h('span', { class: 'spacer' }), prev, pageInfo, next),
     h('div', { class: 'table-wrap' }, h('table', { class: 'grid', testid: 'trials' }, h('thead', null, theadRow), tbody)));
 
@@ -50,7 +69,31 @@ export function createTrialsTable(id, data, onChange) {
     Object.assign(query, change);
     sortSel.value = query.sort;
     filterSel.value = query.state;
+    if (brushed) renderBrushed(); // from the trials held: at once
     onChange();
+  }
+
+  /** The options of table-metrics: each reported metric, checked when shown. */
+  function renderMetricOptions() {
+    const names = [...data.metricNames];
+    const want = ['', ...names].join('\u0000') + '|' + metricCols.join('\u0000');
+    if (metricsSel.dataset.sig === want) return;
+    metricsSel.dataset.sig = want;
+    metricsSel.replaceChildren(h('option', { value: '', text: 'metric columns\u2026' }),
+      ...names.map((n) => h('option', { value: n, text: `${metricCols.includes(n) ? '\u2713' : '+'} ${n}` })));
+    metricsSel.value = '';
+  }
+
+  function toggleMetric(name) {
+    metricsSel.value = '';
+    if (!name) return;
+    metricCols = metricCols.includes(name) ? metricCols.filter((n) => n !== name) : [...metricCols, name];
+    renderMetricOptions();
+    if (!lastX || !paramNames) return;
+    setup(lastX, paramNames);
+    tbody.replaceChildren();
+    rowMap.clear();
+    syncRows(tbody, rowMap, page.rows, (t) => t.id, createRow, updateRow);
   }
 
   /** The header for the parameter columns `names`: the flattened config
@@ -66,6 +109,7 @@ export function createTrialsTable(id, data, onChange) {
         : [h('th', { class: 'num', text: `Best ${x.metric}` })]),
       h('th', { class: 'num', text: (x.scheduler && x.scheduler.time_attr) || 'step' }),
       h('th', { class: 'num', text: 'Rung' }),
+      ...metricCols.map((m) => h('th', { class: 'num metric-col', 'data-name': m, text: m, title: 'in the last report' })),
       ...paramNames.map((p) => h('th', { class: 'param', text: p })),
       h('th', { text: 'Started' }),
       h('th', { class: 'num', text: 'Duration' }),
@@ -81,6 +125,7 @@ export function createTrialsTable(id, data, onChange) {
       objectives: (objectives || []).map((m) => h('td', { class: 'num', testid: 'trial-objective', 'data-name': m.name })),
       step: h('td', { class: 'num', testid: 'trial-step' }),
       rung: h('td', { class: 'num' }),
+      metrics: metricCols.map((m) => h('td', { class: 'num', testid: 'trial-metric', 'data-name': m })),
       params: paramNames.map(() => h('td', { class: 'param' })),
       started: h('td'),
       duration: h('td', { class: 'num' }),
@@ -90,7 +135,7 @@ export function createTrialsTable(id, data, onChange) {
     c.infeasible = h('span', { class: 'infeasible-tag', testid: 'trial-infeasible', text: 'infeasible', hidden: true });
     const row = h('tr', { testid: 'trial-row', 'data-id': t.id },
       h('td', { class: 'num' }, c.link), h('td', null, c.state, ' ', c.infeasible),
-      objectives ? c.objectives : c.value, c.step, c.rung, c.params, c.started, c.duration,
+      objectives ? c.objectives : c.value, c.step, c.rung, c.metrics, c.params, c.started, c.duration,
       c.warnings, c.error);
     row.cells_ = c;
     return row;
@@ -111,6 +156,11 @@ export function createTrialsTable(id, data, onChange) {
     });
     setText(c.step, int(t.step));
     setText(c.rung, t.rung === null || t.rung === undefined ? DASH : num(t.rung));
+    metricCols.forEach((m, i) => {
+      const v = t.last ? t.last[m] : undefined;
+      setText(c.metrics[i], v === undefined || v === null ? DASH : num(v));
+      setAttr(c.metrics[i], 'data-value', v === undefined || v === null ? null : String(v));
+    });
     paramNames.forEach((p, i) => {
       const v = t.config ? t.config[p] : undefined;
       // A parameter of a branch the trial did not take: an empty cell.
@@ -129,6 +179,46 @@ export function createTrialsTable(id, data, onChange) {
     // Errors come from user programs: text nodes and attributes only.
     setText(c.error, t.error ? (t.error_summary || firstLine(t.error)) : '');
     setAttr(c.error, 'title', t.error ? t.error : null);
+  }
+
+  /** The brushed trials in the table's order and state filter. */
+  function brushedItems() {
+    const out = [];
+    for (const tid of brushed) {
+      const t = data.trials.get(tid);
+      if (t && (!query.state || t.state === query.state)) out.push(t);
+    }
+    const x = lastX || {};
+    const mode = x.mode || ((x.metrics || [])[0] || {}).mode || 'min';
+    const val = (t) => (t.best && typeof t.best.value === 'number' ? t.best.value : null);
+    if (query.sort === 'number') {
+      out.sort((a, b) => a.number - b.number);
+    } else {
+      // Best first (or worst first), the trials without a value last, ties by number.
+      const sign = (mode === 'max' ? -1 : 1) * (query.sort === '-value' ? -1 : 1);
+      out.sort((a, b) => {
+        const va = val(a);
+        const vb = val(b);
+        if (va === null || vb === null) return (va === null) - (vb === null) || a.number - b.number;
+        return (va - vb) * sign || a.number - b.number;
+      });
+    }
+    return out;
+  }
+
+  /** The page of brushed trials, from the trials held. */
+  function renderBrushed() {
+    const items = brushedItems();
+    const total = items.length;
+    if (query.offset > 0 && query.offset >= total) query.offset = Math.max(0, Math.floor((total - 1) / PAGE_SIZE) * PAGE_SIZE);
+    const rows = items.slice(query.offset, query.offset + PAGE_SIZE);
+    page = { key: `brushed/${key()}`, sig: '', rows };
+    if (!paramNames && lastX) setup(lastX, paramColumns(lastX.search_space, rows));
+    if (paramNames) syncRows(tbody, rowMap, rows, (t) => t.id, createRow, updateRow);
+    const all = lastX ? countTotal(lastX.counts || {}) : data.trials.size;
+    setText(brushText, `${total} of ${all} trials, brushed`);
+    brushInfo.hidden = false;
+    renderInfo(total);
   }
 
   function renderInfo(total) {
@@ -173,12 +263,28 @@ export function createTrialsTable(id, data, onChange) {
   return {
     el,
 
+    /** Only the trials `ids` (a Set), or every trial again (null). */
+    setBrushed(ids) {
+      const was = !!brushed;
+      brushed = ids;
+      query.offset = 0;
+      if (brushed) {
+        if (!was) apiPage = page;
+        renderBrushed();
+      } else {
+        brushInfo.hidden = true;
+        page = apiPage || { key: '', sig: '', rows: [] };
+        page.key = ''; // the API's page is read again
+        onChange();
+      }
+    },
+
     /** Worst-first pages need the trials' values (data.syncTrials) first. */
     needsTrials: () => query.sort === '-value',
 
     /** A new query's page, asked for before the experiment is in; or null. */
     prefetch(signal) {
-      if (query.sort === '-value' || key() === page.key) return null;
+      if (brushed || query.sort === '-value' || key() === page.key) return null;
       const p = fetchPage(signal);
       p.catch(() => {}); // awaited in sync; this only keeps it from being "unhandled"
       return p;
@@ -187,6 +293,12 @@ export function createTrialsTable(id, data, onChange) {
     /** Brings the table up to date for the experiment x just read; early:
      * prefetch()'s promise. */
     async sync(x, signal, early) {
+      lastX = x;
+      renderMetricOptions();
+      if (brushed) {
+        renderBrushed();
+        return;
+      }
       const c = x.counts || {};
       const total = query.state ? c[query.state] || 0 : countTotal(c);
       if (query.offset > 0 && query.offset >= total) {
