@@ -424,6 +424,7 @@ export function createParallelChart(el, { params = [], metric, mode, objectives 
       }
     });
     geo = { xs, ranges, plotH, dpr };
+    el.dataset.drawnBrush = JSON.stringify(brushValues()); // the brush these lines were drawn for
     el.dataset.axes = JSON.stringify(axes.map((ax, i) => ({ name: ax.name, x: xs[i], top: PAD.top, bottom: PAD.top + plotH })));
     drawBrush();
   }
@@ -540,7 +541,11 @@ export function createParallelChart(el, { params = [], metric, mode, objectives 
     });
     if (i < 0 || y < PAD.top - 8 || y > PAD.top + geo.plotH + 8) return;
     drag = { i, y0: y, y1: y, moved: false };
-    overlay.setPointerCapture(e.pointerId);
+    try {
+      overlay.setPointerCapture(e.pointerId);
+    } catch {
+      /* a pointer that is not active (a synthetic event): no capture */
+    }
     e.preventDefault();
   });
   overlay.addEventListener('pointermove', (e) => {
