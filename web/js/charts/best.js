@@ -94,22 +94,32 @@ export function createBestChart(el, uPlot, { metric, mode }) {
     /** trials: Map id -> trial; uses number and the metric's value; log:
      * a log y axis asked for. */
     update(trials, { log = false } = {}) {
-      const pts = [];
+      // Columns, not a [number, value] pair per trial: 50,000 pairs and a
+      // sort by comparator cost more than the drawing. The trials come in
+      // number order (trials.csv), so the sort is skipped when they are.
+      let xs = [];
+      let ys = [];
+      let sorted = true;
       for (const t of trials.values()) {
         const v = metricValue(t, m);
-        if (v !== null) pts.push([t.number, v]);
+        if (v === null) continue;
+        if (xs.length && t.number < xs[xs.length - 1]) sorted = false;
+        xs.push(t.number);
+        ys.push(v);
       }
-      pts.sort((a, b) => a[0] - b[0]);
-      const xs = new Array(pts.length);
-      const ys = new Array(pts.length);
-      const run = new Array(pts.length);
+      if (!sorted) {
+        const order = xs.map((_, i) => i).sort((a, b) => xs[a] - xs[b]);
+        xs = order.map((i) => xs[i]);
+        ys = order.map((i) => ys[i]);
+      }
+      const n = xs.length;
+      const run = new Array(n);
       let cur = null;
-      for (let i = 0; i < pts.length; i++) {
-        xs[i] = pts[i][0];
-        ys[i] = pts[i][1];
+      for (let i = 0; i < n; i++) {
         if (cur === null || better(ys[i], cur)) cur = ys[i];
         run[i] = cur;
       }
+      const pts = xs;
       const scale = logOrLinear([ys], log);
       yr = scale.log ? logRange([ys]) : robustRange([ys]);
       el.dataset.series = pts.length ? '2' : '0';
@@ -125,7 +135,6 @@ export function createBestChart(el, uPlot, { metric, mode }) {
       ylog = scale.log;
       if (!u) make(data);
       else u.setData(data);
-
     },
     destroy() {
       stopWidth();
