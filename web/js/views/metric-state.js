@@ -37,10 +37,10 @@ export function getBrushed() {
   return brushed;
 }
 
-/** Sets the brushed trials (a Set of ids, or null to clear); listeners
- * hear 'brush'. */
+/** Sets the brushed trials (a Set of ids, kept as given: the caller does
+ * not change it afterwards; or null to clear); listeners hear 'brush'. */
 export function setBrushed(ids) {
-  brushed = ids ? new Set(ids) : null;
+  brushed = ids ? (ids instanceof Set ? ids : new Set(ids)) : null;
   emit('brush');
 }
 
