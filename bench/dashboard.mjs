@@ -16,6 +16,10 @@
 //   data-series of at least 1, and the trials table shows its first page of
 //   [data-testid=trial-row]s. The time is performance.now() in the page at
 //   the first animation frame where all of that holds.
+// - the renderer processes' CPU seconds until then (Chrome DevTools
+//   Protocol's SystemInfo.getProcessInfo, before and after), for
+//   information: on a shared host the wall-clock time moves with the other
+//   processes' load, the CPU the page's work took much less.
 // - bytes transferred until then: the sum of encodedDataLength of every
 //   response (headers and body as received; Chrome DevTools Protocol's
 //   Network.loadingFinished), and, for information, what the page's polling
@@ -280,9 +284,17 @@ function timeline(renderMs) {
   return out.join('\n');
 }
 
+/** The CPU seconds of every renderer process so far. */
+async function rendererCpu(bcdp) {
+  const info = await bcdp.send('SystemInfo.getProcessInfo');
+  return info.processInfo.filter((p) => p.type === 'renderer').reduce((a, p) => a + p.cpuTime, 0);
+}
+
 async function measure(browser, url, eid) {
   const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
   const page = await context.newPage();
+  const bcdp = await browser.newBrowserCDPSession();
+  await page.goto('about:blank');
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   if (TRACE) {
@@ -300,9 +312,11 @@ async function measure(browser, url, eid) {
   cdp.on('Network.responseReceived', (e) => urls.set(e.requestId, e.response.url));
   cdp.on('Network.loadingFinished', (e) => sizes.push({ t: performance.now(), id: e.requestId, bytes: e.encodedDataLength }));
   try {
+    const cpu0 = await rendererCpu(bcdp);
     await page.goto(`${url}/#/experiments/${eid}`, { waitUntil: 'commit' });
     const handle = await page.waitForFunction(renderedAt, TRIALS, { polling: 'raf', timeout: RENDER_TIMEOUT_MS });
     const renderMs = await handle.jsonValue();
+    const cpuS = (await rendererCpu(bcdp)) - cpu0;
     const readyAt = performance.now();
     const rows = await page.locator('[data-testid="trial-row"]').count();
     if (TRACE) console.log(await page.evaluate(timeline, renderMs));
@@ -331,7 +345,7 @@ async function measure(browser, url, eid) {
     const b = await page.evaluate(interact, 'brush');
     acts.brush = b.ms;
     acts.brushRedraw = b.redrawMs;
-    return { renderMs, bytes, requests: until.length, byUrl, idle, rows, errors, acts };
+    return { renderMs, cpuS, bytes, requests: until.length, byUrl, idle, rows, errors, acts };
   } finally {
     await context.close();
   }
@@ -380,7 +394,8 @@ async function main() {
       const r = await measure(browser, d.url, l.id);
       runs.push(r);
       const top = [...r.byUrl.entries()].sort((a, b) => b[1] - a[1]).slice(0, 4).map(([u, b]) => `${u} ${kb(b)}`).join(', ');
-      console.log(`run ${i + 1}: rendered in ${(r.renderMs / 1000).toFixed(3)} s; ${r.requests} responses, ${r.bytes} bytes`
+      console.log(`run ${i + 1}: rendered in ${(r.renderMs / 1000).toFixed(3)} s (renderer CPU ${r.cpuS.toFixed(2)} s,`
+        + ` load ${fs.readFileSync('/proc/loadavg', 'utf8').split(' ')[0]}); ${r.requests} responses, ${r.bytes} bytes`
         + ` (${kb(r.bytes)}; largest: ${top}); ${r.rows} trial rows; polling afterwards ${kb(r.idle)}/s;`
         + ` hover ${r.acts.hover.toFixed(0)} ms, sort by value ${r.acts.sort.toFixed(0)} ms, filter ${r.acts.filter.toFixed(0)} ms,`
         + ` brush ${r.acts.brush.toFixed(0)} ms (lines redrawn at ${r.acts.brushRedraw.toFixed(0)} ms)`);
@@ -395,6 +410,7 @@ async function main() {
     console.log(JSON.stringify({
       bench: 'dashboard', trials: TRIALS, metric_rows: l.reports, load_s: DB ? null : Number(l.seconds.toFixed(2)),
       render_s: runs.map((r) => Number((r.renderMs / 1000).toFixed(3))), render_s_median: Number(renderS.toFixed(3)),
+      renderer_cpu_s: runs.map((r) => Number(r.cpuS.toFixed(2))),
       hover_ms: runs.map((r) => Math.round(r.acts.hover)), sort_ms: runs.map((r) => Math.round(r.acts.sort)),
       filter_ms: runs.map((r) => Math.round(r.acts.filter)),
       brush_ms: runs.map((r) => Math.round(r.acts.brush)), brush_redraw_ms: runs.map((r) => Math.round(r.acts.brushRedraw)),
