@@ -21,6 +21,7 @@ const ticks = (s, splits) => splits.map(tick);
  *   height, infoText (the line below the plot before any hover),
  *   before, after: elements above the plot and below the info line,
  *   zoomX: a drag zooms the x axis and a double click resets it,
+ *   xLabel: the x axis' name ('step' by default),
  *   yLabel (with the default y axis), yAxis, yScale (uPlot's, merged over
  *   {range: the chart's y range}),
  *   draw(self): paints; may return the list of what it drew (data-drawn,
@@ -86,7 +87,7 @@ export function createLineChart(el, uPlot, spec) {
       cursor: { points: { show: false }, drag: spec.zoomX ? { x: true, y: false, setScale: true } : { x: false, y: false } },
       scales: { x, y: { ...(spec.yScale || {}), range: () => yr } },
       axes: [
-        { label: 'step', values: ticks },
+        { label: spec.xLabel || 'step', values: ticks },
         spec.yAxis || { label: spec.yLabel, size: 60, values: ticks },
       ],
       series: [{}, { label: spec.yLabel, stroke: 'transparent', paths: () => null, points: { show: false } }],
@@ -96,8 +97,8 @@ export function createLineChart(el, uPlot, spec) {
         setSelect: spec.zoomX ? [() => { zoomed = true; }] : [],
       },
     }, [[xr[0], xr[1]], [null, null]], plot);
-    u.over.addEventListener('click', () => {
-      if (hit && spec.onPick) spec.onPick(hit.line.id);
+    u.over.addEventListener('click', (ev) => {
+      if (hit && spec.onPick) spec.onPick(hit.line.id, ev); // ev: a shift-click picks (picks.js)
     });
     if (spec.zoomX) {
       u.over.addEventListener('dblclick', () => {

@@ -19,6 +19,9 @@ import { reportError, clearError } from '../shell.js';
 import { isPbt } from '../pbt.js';
 import { ExperimentData } from './experiment-data.js';
 import { createPbtSection } from './pbt-section.js';
+import { createSpecPanel } from './spec-panel.js';
+import { createTagsNotes } from './tags.js';
+import { togglePick } from '../picks.js';
 import { createTrialsTable } from './trials-table.js';
 
 // Experiment states that can still be paused, resumed or canceled.
@@ -93,6 +96,9 @@ export function mount(root, { id }) {
 
   // ---- trials table ----
   const table = createTrialsTable(id, data, () => poller.kick());
+  // Tags and notes (tags.js) and the spec as submitted and with defaults.
+  const specPanel = createSpecPanel(id);
+  const tagsNotes = createTagsNotes('experiment', id, { onSaved: (x) => { renderHeader(x); specPanel.refresh(); } });
 
   root.append(
     h('section', { class: 'page' },
@@ -100,7 +106,7 @@ export function mount(root, { id }) {
       h('div', { class: 'title-row' }, h('div', null, title, meta),
         h('div', { class: 'actions' }, stateBadge, pauseGroup, resume, cancel, csv,
         h('a', { class: 'button', testid: 'timeline', href: `#/experiments/${id}/events` }, 'Timeline'))),
-      expError, endedLine, pausedNote,
+      expError, endedLine, pausedNote, tagsNotes.el, specPanel.el,
       h('div', { class: 'summary' }, counts, bestBox), paretoSection,
       pbtHolder, curvesTitle, curvesEl,
       h('h2', { text: 'Best so far' }), bestEl,
@@ -176,6 +182,7 @@ export function mount(root, { id }) {
     setText(resources, nodes > 1 ? `${nodes} nodes per trial, each ${each}` : `${each} per trial`);
     setAttr(resources, 'data-nodes', nodes);
     renderButtons();
+    tagsNotes.update(x, api.canSteer(x));
     setText(endedReason, x.ended_reason || '');
     endedLine.hidden = !x.ended_reason;
     setText(expError, x.error || ''); // text, never markup: it quotes trial errors
@@ -210,7 +217,11 @@ export function mount(root, { id }) {
     const mode = x.mode || ((x.metrics || [])[0] || {}).mode;
     const sched = x.scheduler || {};
     const onStep = !sched.time_attr || sched.time_attr === 'step';
-    const pick = (tid) => { window.location.hash = `#/trials/${tid}`; };
+    // A click opens the trial; a shift-click on a curve picks it to compare (picks.js).
+    const pick = (tid, ev) => {
+      if (ev && ev.shiftKey) togglePick('trials', tid);
+      else window.location.hash = `#/trials/${tid}`;
+    };
     // Under pbt the section's curves, coloured by family, stand for these.
     const pbt = isPbt(x) ? createPbtSection(x, uPlot, { onPick: pick }) : null;
     if (pbt) pbtHolder.replaceChildren(pbt.el);
@@ -340,6 +351,7 @@ export function mount(root, { id }) {
     clearError('pause');
     clearError('resume');
     clearError('csv');
+    specPanel.destroy();
     Promise.resolve(charts).then((c) => {
       if (!c) return;
       c.curves.destroy();
