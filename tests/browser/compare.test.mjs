@@ -21,7 +21,8 @@
 //   spec panel           "as submitted" is the body the test posted,
 //                        "with defaults" the API's effective spec
 //   tags and notes       a tag and a note added on the experiment page and
-//                        on a trial page are what the API then holds; the
+//                        on a trial page are what the API then holds (a
+//                        tag with a comma is refused in the banner); the
 //                        tag's chip in the list leads to #/?tag=T, which
 //                        lists exactly the experiments GET /experiments?tag=T
 //                        answers (the other one not)
@@ -138,7 +139,11 @@ before(async () => {
   B = await d.createExperiment(specB);
   const t0 = Date.now();
   worker = startWorker(d, { name: 'compare-worker', cpuSlots: 2 });
-  browser = await launchBrowser();
+  // The browser starts and logs in while the worker runs the trials.
+  const opened = (async () => {
+    browser = await launchBrowser();
+    page = await newPage(TOKEN, `/experiments/${A.id}`);
+  })();
   for (const x of [A, B]) {
     await waitFor(async () => (await d.experiment(x.id)).state === 'completed', {
       timeout: 30000,
@@ -147,7 +152,7 @@ before(async () => {
     });
   }
   console.log(`# both experiments completed in ${Date.now() - t0} ms`);
-  page = await newPage(TOKEN, `/experiments/${A.id}`);
+  await opened;
 });
 
 after(async () => {
@@ -283,8 +288,14 @@ test('the spec panel shows the spec as submitted and with defaults', async () =>
 test('a tag and a note added on the pages are the API\'s; the tag filters the list', async () => {
   const note = 'lr sweep <b>not bold</b>\nsecond line';
   await page.locator(tid('meta-edit')).click();
+  // A tag the API would refuse (docs/api.md: no commas): the banner says so.
+  await page.locator(tid('tag-input')).fill('a,b');
+  await page.locator(tid('tag-add')).click();
+  await page.locator(tid('error')).waitFor({ state: 'visible', timeout: PAGE_WAIT });
+  assert.match(await page.locator(tid('error')).textContent(), /comma/);
   await page.locator(tid('tag-input')).fill('winner');
   await page.locator(tid('tag-add')).click();
+  await page.locator(tid('error')).waitFor({ state: 'hidden', timeout: PAGE_WAIT });
   await page.locator(tid('notes-input')).fill(note);
   await page.locator(tid('meta-save')).click();
   await waitFor(async () => {

@@ -20,6 +20,7 @@ import { compareHref, togglePick } from '../picks.js';
 const METRICS_PAGE = 10000; // server/api_trials.c METRICS_MAX: a full page, read on
 const LIST_PAGE = 1000; // docs/api.md: lists give at most 1,000 at once
 const LIVE = new Set(['running', 'paused']);
+const REREAD_MS = 5000; // a running experiment's trials are read again at most this often
 
 export function mount(root, { query }) {
   const trials = idList(query.get('trials'));
@@ -404,14 +405,15 @@ function mountExperiments(root, ids) {
     const xs = await Promise.all(ids.map((id) => api.getExperiment(id, signal)));
     await Promise.all(xs.map(async (x) => {
       const old = byId.get(x.id);
-      // Trials and spec are read again only when the experiment changed.
+      // Trials and spec are read again only when the experiment changed,
+      // and while it runs at most every REREAD_MS (every trial each time).
       const sig = canonical([x.counts, x.best, x.state, x.tags, x.notes, x.num_samples]);
-      if (old && old.sig === sig) {
+      if (old && (old.sig === sig || (LIVE.has(x.state) && performance.now() - old.at < REREAD_MS))) {
         old.x = x;
         return;
       }
       const [trials, spec] = await Promise.all([allTrials(x.id, signal), specOf(x, signal)]);
-      byId.set(x.id, { x, trials, spec, sig });
+      byId.set(x.id, { x, trials, spec, sig, at: performance.now() });
     }));
     if (destroyed) return undefined;
     renderTables();
