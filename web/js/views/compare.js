@@ -16,6 +16,7 @@ import { h, setText } from '../dom.js';
 import { DASH, FINAL, configValue, countDone, int, num, typeOf } from '../format.js';
 import { DONE, startPoll } from '../poll.js';
 import { compareHref, togglePick } from '../picks.js';
+import { tagChips } from './tags.js';
 
 const METRICS_PAGE = 10000; // server/api_trials.c METRICS_MAX: a full page, read on
 const LIST_PAGE = 1000; // docs/api.md: lists give at most 1,000 at once
@@ -136,7 +137,8 @@ function mountTrials(root, ids) {
       }),
       row('Steps', 'compare-steps', (c) => h('td', { class: 'num', 'data-step': c.trial.step ?? null,
         'data-reports': byId.get(c.id).reports.length,
-        text: `${int(c.trial.step)} (${byId.get(c.id).reports.length} reports)` }))));
+        text: `${int(c.trial.step)} (${byId.get(c.id).reports.length} reports)` })),
+      row('Tags', 'compare-tags', (c) => h('td', { class: 'tags-cell' }, tagChips(c.trial.tags, { link: false })))));
     const diff = keyDiff(cs.map((c) => c.trial.config || {}));
     diffHolder.replaceChildren(...diffTables({
       diff,
@@ -330,7 +332,8 @@ function mountExperiments(root, ids) {
       row('Best', 'compare-best', (c) => h('td', { class: 'num', 'data-value': c.x.best ? String(c.x.best.value) : null,
         text: c.x.best ? num(c.x.best.value) : DASH })),
       row('Searcher', 'compare-searcher', (c) => h('td', { text: typeOf(c.x.searcher, 'random') })),
-      row('Scheduler', 'compare-scheduler', (c) => h('td', { text: typeOf(c.x.scheduler, 'fifo') }))));
+      row('Scheduler', 'compare-scheduler', (c) => h('td', { text: typeOf(c.x.scheduler, 'fifo') })),
+      row('Tags', 'compare-tags', (c) => h('td', { class: 'tags-cell' }, tagChips(c.x.tags)))));
     const flat = new Map(cs.map((c) => [c.id, flatten(c.spec.value)]));
     const fromObject = cs.filter((c) => c.spec.from === 'experiment').map((c) => c.id);
     setText(specNote, fromObject.length
