@@ -296,6 +296,10 @@ test('a tag and a note added on the pages are the API\'s; the tag filters the li
   await page.locator(tid('tag-input')).fill('winner');
   await page.locator(tid('tag-add')).click();
   await page.locator(tid('error')).waitFor({ state: 'hidden', timeout: PAGE_WAIT });
+  // One more, removed again before saving.
+  await page.locator(tid('tag-input')).fill('drop-me');
+  await page.locator(tid('tag-add')).click();
+  await page.locator(`${tid('tag-remove')}[data-tag="drop-me"]`).click();
   await page.locator(tid('notes-input')).fill(note);
   await page.locator(tid('meta-save')).click();
   await waitFor(async () => {
