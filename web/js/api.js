@@ -130,14 +130,16 @@ function abortable(p, signal) {
   });
 }
 
-async function request(method, path, { query, signal, as = 'json' } = {}) {
+async function request(method, path, { query, signal, as = 'json', body } = {}) {
   const headers = { Accept: as === 'json' ? 'application/json' : '*/*' };
   if (method !== 'GET' && csrf) headers['X-CSRF-Token'] = csrf;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const data = body === undefined ? undefined : JSON.stringify(body);
   const u = url(path, query);
   const early = takeEarly(method, u);
   let resp;
   try {
-    resp = await (early ? abortable(early, signal) : fetch(u, { method, headers, signal, cache: 'no-store' }));
+    resp = await (early ? abortable(early, signal) : fetch(u, { method, headers, body: data, signal, cache: 'no-store' }));
   } catch (e) {
     if (e && e.name === 'AbortError') throw e;
     throw new ApiError(0, 'unreachable', `cannot reach rungd: ${e && e.message ? e.message : e}`);
@@ -169,12 +171,25 @@ async function request(method, path, { query, signal, as = 'json' } = {}) {
   }
 }
 
-export function listExperiments({ limit, offset } = {}, signal) {
-  return request('GET', '/experiments', { query: { limit, offset }, signal });
+/** A page of experiments, newest first; tag: only those tagged so. */
+export function listExperiments({ limit, offset, tag } = {}, signal) {
+  return request('GET', '/experiments', { query: { limit, offset, tag }, signal });
 }
 
 export function getExperiment(id, signal) {
   return request('GET', `/experiments/${id}`, { signal });
+}
+
+/** {submitted, effective}: the spec as POSTed (null for experiments
+ * stored before rungd kept it) and with its defaults. */
+export function getSpec(id, signal) {
+  return request('GET', `/experiments/${id}/spec`, { signal });
+}
+
+/** PATCH /experiments/{id} with `change` ({tags, notes}, ...); answers the
+ * experiment object. */
+export function patchExperiment(id, change) {
+  return request('PATCH', `/experiments/${id}`, { body: change });
 }
 
 export function cancelExperiment(id) {
@@ -221,6 +236,11 @@ export function getCsvText(id, signal) {
 
 export function getTrial(id, signal) {
   return request('GET', `/trials/${id}`, { signal });
+}
+
+/** PATCH /trials/{id} with `change` ({tags, notes}); answers the trial. */
+export function patchTrial(id, change) {
+  return request('PATCH', `/trials/${id}`, { body: change });
 }
 
 /** Reports of the trial's current attempt with step > afterStep. */

@@ -1,6 +1,8 @@
-// Hash routing: #/ experiments, #/experiments/ID, #/trials/ID, #/workers,
-// #/events and #/experiments/ID/events (the log, and one experiment's timeline).
-// A view is a module with mount(root, params) returning its unmount().
+// Hash routing: #/ experiments (#/?tag=T: those tagged T), #/experiments/ID,
+// #/trials/ID, #/workers, #/events, #/experiments/ID/events (the log, and
+// one experiment's timeline) and #/compare?trials=1,2 or ?experiments=1,2.
+// A view is a module with mount(root, params) returning its unmount();
+// params: {id, query} (query: the URLSearchParams after the path's '?').
 import { dropEarly } from './api.js';
 import { h } from './dom.js';
 import { clearAllErrors, setActiveNav } from './shell.js';
@@ -9,6 +11,7 @@ import * as experiment from './views/experiment.js';
 import * as trial from './views/trial.js';
 import * as workers from './views/workers.js';
 import * as events from './views/events.js';
+import * as compare from './views/compare.js';
 
 const ROUTES = [
   { re: /^#?\/?$/, view: experiments, nav: 'experiments' },
@@ -18,6 +21,7 @@ const ROUTES = [
   { re: /^#\/workers\/?$/, view: workers, nav: 'workers' },
   { re: /^#\/events\/?$/, view: events, nav: 'events' },
   { re: /^#\/experiments\/(\d+)\/events\/?$/, view: events, nav: 'events' },
+  { re: /^#\/compare\/?$/, view: compare, nav: 'experiments' },
 ];
 
 let unmount = null;
@@ -31,11 +35,14 @@ function route(root) {
   clearAllErrors();
   root.replaceChildren();
   const hash = window.location.hash || '#/';
+  const q = hash.indexOf('?');
+  const path = q < 0 ? hash : hash.slice(0, q);
+  const query = new URLSearchParams(q < 0 ? '' : hash.slice(q + 1));
   for (const r of ROUTES) {
-    const m = r.re.exec(hash);
+    const m = r.re.exec(path);
     if (m) {
       setActiveNav(r.nav);
-      unmount = r.view.mount(root, { id: m[1] ? Number(m[1]) : null });
+      unmount = r.view.mount(root, { id: m[1] ? Number(m[1]) : null, query });
       window.scrollTo(0, 0);
       return;
     }

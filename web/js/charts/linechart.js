@@ -18,6 +18,7 @@ const OUTLINE = '#111827';
  *   height, infoText (the line below the plot before any hover),
  *   before, after: elements above the plot and below the info line,
  *   zoomX: a drag zooms the x axis and a double click resets it,
+ *   xLabel: the x axis' name ('step' by default),
  *   yLabel (with the default y axis), yAxis, yScale (uPlot's, merged over
  *   {range: the chart's y range}); the default y axis is a log one while
  *   setRanges says so,
@@ -93,7 +94,7 @@ export function createLineChart(el, uPlot, spec) {
       cursor: { points: { show: false }, drag: spec.zoomX ? { x: true, y: false, setScale: true } : { x: false, y: false } },
       scales: { x, y: { ...(spec.yScale || {}), ...(ylog ? { distr: 3, log: 10 } : {}), range: () => yr } },
       axes: [
-        { label: 'step', values: stepTicks, incrs: INT_INCRS, splits: intSplits },
+        { label: spec.xLabel || 'step', values: stepTicks, incrs: INT_INCRS, splits: intSplits },
         spec.yAxis || (ylog
           ? { label: spec.yLabel, size: 60, splits: logSplits, values: logTicks }
           : { label: spec.yLabel, size: 60, values: tickValues }),
@@ -105,8 +106,8 @@ export function createLineChart(el, uPlot, spec) {
         setSelect: spec.zoomX ? [() => { zoomed = true; }] : [],
       },
     }, [[xr[0], xr[1]], [null, null]], plot);
-    u.over.addEventListener('click', () => {
-      if (hit && spec.onPick) spec.onPick(hit.line.id);
+    u.over.addEventListener('click', (ev) => {
+      if (hit && spec.onPick) spec.onPick(hit.line.id, ev); // ev: a shift-click picks (picks.js)
     });
     if (spec.zoomX) {
       u.over.addEventListener('dblclick', () => {

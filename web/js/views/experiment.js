@@ -25,6 +25,9 @@ import { isPbt } from '../pbt.js';
 import { ExperimentData } from './experiment-data.js';
 import { getBrushed, getMetric, inferMode, resetMetricState, setBrushed, setMetric, subscribe } from './metric-state.js';
 import { createPbtSection } from './pbt-section.js';
+import { createSpecPanel } from './spec-panel.js';
+import { createTagsNotes } from './tags.js';
+import { togglePick } from '../picks.js';
 import { createTrialsTable } from './trials-table.js';
 
 // Experiment states that can still be paused, resumed or canceled.
@@ -115,6 +118,9 @@ export function mount(root, { id }) {
   const table = createTrialsTable(id, data, () => poller.kick(), {
     onClearBrush: () => Promise.resolve(charts).then((c) => c && c.parallel.clearBrush && c.parallel.clearBrush()),
   });
+  // Tags and notes (tags.js) and the spec as submitted and with defaults.
+  const specPanel = createSpecPanel(id);
+  const tagsNotes = createTagsNotes('experiment', id, { onSaved: (x) => { renderHeader(x); specPanel.refresh(); } });
 
   root.append(
     h('section', { class: 'page' },
@@ -122,7 +128,7 @@ export function mount(root, { id }) {
       h('div', { class: 'title-row' }, h('div', null, title, meta),
         h('div', { class: 'actions' }, stateBadge, pauseGroup, resume, cancel, csv,
         h('a', { class: 'button', testid: 'timeline', href: `#/experiments/${id}/events` }, 'Timeline'))),
-      expError, endedLine, pausedNote,
+      expError, endedLine, pausedNote, tagsNotes.el, specPanel.el,
       h('div', { class: 'summary' }, counts, bestBox), paretoSection, metricBar,
       pbtHolder, curvesTitle, curvesEl,
       h('h2', { text: 'Best so far' }), bestEl,
@@ -198,6 +204,7 @@ export function mount(root, { id }) {
     setText(resources, nodes > 1 ? `${nodes} nodes per trial, each ${each}` : `${each} per trial`);
     setAttr(resources, 'data-nodes', nodes);
     renderButtons();
+    tagsNotes.update(x, api.canSteer(x));
     setText(endedReason, x.ended_reason || '');
     endedLine.hidden = !x.ended_reason;
     setText(expError, x.error || ''); // text, never markup: it quotes trial errors
@@ -264,6 +271,12 @@ export function mount(root, { id }) {
     setMetric(m);
   }
 
+  // A click opens the trial; a shift-click on a curve picks it to compare (picks.js).
+  function pickOrOpen(tid, ev) {
+    if (ev && ev.shiftKey) togglePick('trials', tid);
+    else window.location.hash = `#/trials/${tid}`;
+  }
+
   let chartsMetric = ''; // the metric the charts of one metric were made for (JSON)
 
   /** The charts of one metric, for the metric m. */
@@ -271,7 +284,7 @@ export function mount(root, { id }) {
     chartsMetric = JSON.stringify(m);
     const sched = x.scheduler || {};
     const onStep = !sched.time_attr || sched.time_attr === 'step';
-    const pick = (tid) => { window.location.hash = `#/trials/${tid}`; };
+    const pick = pickOrOpen;
     curvesEl.replaceChildren();
     bestEl.replaceChildren();
     parallelEl.replaceChildren();
@@ -297,7 +310,7 @@ export function mount(root, { id }) {
   async function setupCharts(x) {
     const uPlot = await loadUPlot();
     const params = searchParams(x.search_space);
-    const pick = (tid) => { window.location.hash = `#/trials/${tid}`; };
+    const pick = pickOrOpen;
     // Under pbt the section's curves, coloured by family, stand for these.
     const pbt = isPbt(x) ? createPbtSection(x, uPlot, { onPick: pick }) : null;
     if (pbt) pbtHolder.replaceChildren(pbt.el);
@@ -467,6 +480,7 @@ export function mount(root, { id }) {
     clearError('pause');
     clearError('resume');
     clearError('csv');
+    specPanel.destroy();
     Promise.resolve(charts).then((c) => {
       if (!c) return;
       c.curves.destroy();

@@ -1,8 +1,12 @@
-// #/ — the experiments, newest first, with progress by trial state.
+// #/ — the experiments, newest first, with progress by trial state and
+// tags; #/?tag=T lists those tagged T (GET /experiments?tag=T). A checkbox
+// per row picks experiments to compare (picks.js, views/compare.js).
 import * as api from '../api.js';
 import { h, setAttr, setState, setText, syncRows } from '../dom.js';
 import { STATES, countDone, num, time, typeOf } from '../format.js';
+import { compareBar, pickBox } from '../picks.js';
 import { startPoll } from '../poll.js';
+import { tagChips } from './tags.js';
 
 const PAGE = 100;
 // Bar segments: final states first, then what is still to come.
@@ -14,8 +18,9 @@ export function objectivesText(x) {
   return objectives.map((m) => `${m.name || ''} (${m.mode || ''})`).join(', ');
 }
 
-export function mount(root) {
-  document.title = 'Experiments · Rung';
+export function mount(root, { query } = {}) {
+  const tag = query ? query.get('tag') || '' : '';
+  document.title = tag ? `Experiments tagged ${tag} · Rung` : 'Experiments · Rung';
   let offset = 0;
   let total = 0;
   const rows = new Map();
@@ -27,12 +32,23 @@ export function mount(root) {
   const info = h('span', { class: 'page-info' });
   const pager = h('div', { class: 'pager', hidden: true }, prev, info, next);
 
+  if (tag) {
+    empty.replaceChildren(`No experiment is tagged ${tag}.`); // a text node: tags are user input
+  }
+  // Tagged T: says so, with the way back to every experiment.
+  const filter = tag
+    ? h('p', { class: 'tag-filter', testid: 'tag-filter', 'data-tag': tag }, 'Tagged ', tagChips([tag]), ' \u00b7 ',
+      h('a', { href: '#/', testid: 'tag-filter-clear' }, 'all experiments'))
+    : null;
   root.append(
     h('section', { class: 'page' },
       h('h1', { text: 'Experiments' }),
+      filter,
+      h('div', { class: 'toolbar' }, compareBar('experiments', tbody)),
       h('div', { class: 'table-wrap' },
         h('table', { class: 'grid', testid: 'experiments' },
           h('thead', null, h('tr', null,
+            h('th', { class: 'pick', title: 'pick to compare' }),
             h('th', { class: 'num', text: 'ID' }),
             h('th', { text: 'Name' }),
             h('th', { text: 'State' }),
@@ -41,6 +57,7 @@ export function mount(root) {
             h('th', { text: 'Metric' }),
             h('th', { text: 'Searcher' }),
             h('th', { text: 'Scheduler' }),
+            h('th', { text: 'Tags' }),
             h('th', { text: 'Created' }))),
           tbody)),
       empty,
@@ -66,15 +83,17 @@ export function mount(root) {
       metric: h('td', { testid: 'exp-metric' }),
       searcher: h('td', { testid: 'exp-searcher' }),
       scheduler: h('td', { testid: 'exp-scheduler' }),
+      tags: h('td', { class: 'tags-cell', testid: 'exp-tags' }),
       created: h('td', { testid: 'exp-created' }),
     };
     cells.progress = h('div', { class: 'progress', testid: 'exp-progress' }, cells.bar, cells.label);
     const row = h('tr', { testid: 'experiment-row', 'data-id': x.id },
+      h('td', { class: 'pick' }, pickBox('experiments', x.id)),
       cells.id,
       h('td', null, cells.name),
       h('td', { class: 'state-cell' }, cells.state, cells.reason, cells.error),
       h('td', null, cells.progress),
-      cells.best, cells.metric, cells.searcher, cells.scheduler, cells.created);
+      cells.best, cells.metric, cells.searcher, cells.scheduler, cells.tags, cells.created);
     row.cells_ = cells;
     return row;
   }
@@ -109,11 +128,16 @@ export function mount(root) {
     setText(c.metric, objectivesText(x));
     setText(c.searcher, typeOf(x.searcher, 'random'));
     setText(c.scheduler, typeOf(x.scheduler, 'fifo'));
+    const tags = JSON.stringify(x.tags || []);
+    if (c.tags.dataset.tags !== tags) {
+      c.tags.dataset.tags = tags;
+      c.tags.replaceChildren(...tagChips(x.tags)); // a click lists those tagged so
+    }
     setText(c.created, time(x.created_at));
   }
 
   const poller = startPoll('experiments', async (signal) => {
-    const doc = await api.listExperiments({ limit: PAGE, offset }, signal);
+    const doc = await api.listExperiments({ limit: PAGE, offset, tag }, signal);
     total = doc.total || 0;
     if (offset > 0 && offset >= total) {
       offset = Math.max(0, Math.floor((total - 1) / PAGE) * PAGE);

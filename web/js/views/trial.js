@@ -12,6 +12,7 @@ import { h, setAttr, setState, setText } from '../dom.js';
 import { DASH, FINAL, configText, int, num, time, duration, warningCount } from '../format.js';
 import { DONE, startPoll } from '../poll.js';
 import { changes, isPbt, lineageOf } from '../pbt.js';
+import { createTagsNotes } from './tags.js';
 
 export function mount(root, { id }) {
   document.title = `Trial ${id} · Rung`;
@@ -80,11 +81,14 @@ export function mount(root, { id }) {
   const tbody = h('tbody');
   const table = h('table', { class: 'grid metrics', testid: 'metrics' }, h('thead', null, headRow), tbody);
   const log = h('pre', { class: 'log', testid: 'trial-log', text: 'no log yet' });
+  // Its tags and notes (tags.js), editable by its experiment's owner or an admin.
+  const tagsNotes = createTagsNotes('trial', id, { onSaved: (t) => renderTrial(t) });
 
   root.append(
     h('section', { class: 'page' },
       crumbs,
       h('div', { class: 'title-row' }, title, state),
+      tagsNotes.el,
       h('dl', { class: 'facts' },
         h('dt', { text: 'Config' }), h('dd', null, config),
         h('dt', { text: 'Best' }), h('dd', null, best),
@@ -108,6 +112,7 @@ export function mount(root, { id }) {
       ' / ', `trial #${t.number} (id ${t.id})`);
     setState(state, t.state);
     setText(config, configText(t.config));
+    tagsNotes.update(t, api.canSteer(exp));
     if (t.error) {
       setText(error, t.error); // text, never markup: errors come from user programs
       error.hidden = false;

@@ -16,6 +16,7 @@
 import * as api from '../api.js';
 import { h, setAttr, setState, setText, syncRows } from '../dom.js';
 import { DASH, FINAL, STATES, configValue, countTotal, duration, firstLine, int, num, paramColumns, time, warningCount } from '../format.js';
+import { compareBar, pickBox } from '../picks.js';
 
 const PAGE_SIZE = 50;
 const SORTS = [
@@ -59,6 +60,7 @@ export function createTrialsTable(id, data, onChange, { onClearBrush = null } = 
   const el = h('div', null,
     h('div', { class: 'toolbar' },
       h('label', null, 'Sort ', sortSel), h('label', null, 'State ', filterSel), metricsSel, brushInfo,
+      compareBar('trials', tbody), // picks.js: the trial-pick boxes' Compare (N)
       h('span', { class: 'spacer' }), prev, pageInfo, next),
     h('div', { class: 'table-wrap' }, h('table', { class: 'grid', testid: 'trials' }, h('thead', null, theadRow), tbody)));
 
@@ -102,6 +104,7 @@ export function createTrialsTable(id, data, onChange, { onClearBrush = null } = 
     paramNames = names;
     objectives = x.metrics && x.metrics.length ? x.metrics : null;
     theadRow.replaceChildren(
+      h('th', { class: 'pick', title: 'pick to compare' }),
       h('th', { class: 'num', text: '#' }),
       h('th', { text: 'State' }),
       ...(objectives
@@ -134,6 +137,7 @@ export function createTrialsTable(id, data, onChange, { onClearBrush = null } = 
     };
     c.infeasible = h('span', { class: 'infeasible-tag', testid: 'trial-infeasible', text: 'infeasible', hidden: true });
     const row = h('tr', { testid: 'trial-row', 'data-id': t.id },
+      h('td', { class: 'pick' }, pickBox('trials', t.id)),
       h('td', { class: 'num' }, c.link), h('td', null, c.state, ' ', c.infeasible),
       objectives ? c.objectives : c.value, c.step, c.rung, c.metrics, c.params, c.started, c.duration,
       c.warnings, c.error);
