@@ -17,6 +17,7 @@ import { DASH, STATES, configText, int, num, time, typeOf } from '../format.js';
 import { startPoll } from '../poll.js';
 import { reportError, clearError } from '../shell.js';
 import { isPbt } from '../pbt.js';
+import { createAnalysisSection } from './analysis-section.js';
 import { ExperimentData } from './experiment-data.js';
 import { createPbtSection } from './pbt-section.js';
 import { createTrialsTable } from './trials-table.js';
@@ -91,6 +92,10 @@ export function mount(root, { id }) {
   const paretoSection = h('div', { hidden: true }, h('h2', { text: 'Pareto front' }), paretoEl, objectivesEl,
     h('div', { class: 'table-wrap' }, paretoTable));
 
+  // The analysis section (analysis-section.js): importance, contour, EDF,
+  // the workers' timeline.
+  const analysisHolder = h('div');
+
   // ---- trials table ----
   const table = createTrialsTable(id, data, () => poller.kick());
 
@@ -105,8 +110,9 @@ export function mount(root, { id }) {
       pbtHolder, curvesTitle, curvesEl,
       h('h2', { text: 'Best so far' }), bestEl,
       h('h2', { text: 'Trials' }), table.el,
-      h('h2', { text: 'Parameters against the metric' }), scatterGrid,
-      h('h2', { text: 'Parallel coordinates' }), parallelEl));
+      h('h2', { text: 'Slice plots: each parameter against the metric' }), scatterGrid,
+      h('h2', { text: 'Parallel coordinates' }), parallelEl,
+      analysisHolder));
 
   async function onCancel() {
     if (!exp || !LIVE.has(exp.state) || busy) return;
@@ -233,7 +239,9 @@ export function mount(root, { id }) {
       parallel: createParallelChart(parallelEl, { params, metric: metric, mode: mode }),
       pareto: null,
       objectives: null,
+      analysis: createAnalysisSection(x, uPlot, { onPick: pick }),
     };
+    analysisHolder.replaceChildren(made.analysis.el);
     const objectives = Array.isArray(x.metrics) ? x.metrics : [];
     paretoSection.hidden = objectives.length < 2;
     paretoEl.hidden = objectives.length !== 2;
@@ -325,6 +333,7 @@ export function mount(root, { id }) {
     if (destroyed) return undefined;
     renderHeader(x); // the best trial's number may be known now
     renderCharts();
+    charts.analysis.update(x, data);
     await curvesP;
     if (destroyed) return undefined;
     renderCharts();
@@ -349,6 +358,7 @@ export function mount(root, { id }) {
       c.parallel.destroy();
       if (c.pareto) c.pareto.destroy();
       if (c.objectives) c.objectives.destroy();
+      c.analysis.destroy();
     });
   };
 }
