@@ -72,11 +72,18 @@ export function createAnalysisSection(x, uPlot, { onPick }) {
   let impDoc = null; // the default entries, then the metrics asked for
   const extra = new Map(); // name -> entry of a metric asked for (?metric=)
   const busy = { importance: false, contour: false, timeline: false };
+  const again = { importance: null, contour: null, timeline: null };
   const tries = { importance: 0, contour: 0 };
 
-  /** Runs fetch() unless one of `kind` is in flight; show(answer, error). */
+  /** Runs fetch() and then show(answer, error), one of `kind` at a time:
+   * asked again while one is in flight, it runs once more after it (the
+   * latest fetch and show), so that a change during a request is not lost. */
   async function once(kind, fetch, show) {
-    if (busy[kind] || ctl.signal.aborted) return;
+    if (ctl.signal.aborted) return;
+    if (busy[kind]) {
+      again[kind] = [fetch, show];
+      return;
+    }
     busy[kind] = true;
     try {
       const doc = await fetch(ctl.signal);
@@ -86,6 +93,9 @@ export function createAnalysisSection(x, uPlot, { onPick }) {
     } finally {
       busy[kind] = false;
     }
+    const next = again[kind];
+    again[kind] = null;
+    if (next) once(kind, ...next);
   }
 
   // The entries used fewer trials than are completed: computed before the
@@ -139,25 +149,24 @@ export function createAnalysisSection(x, uPlot, { onPick }) {
   function chose() {
     chosen = true;
     tries.contour = 0;
-    loadContour(true);
+    loadContour();
   }
 
-  function loadContour(again = false) {
+  function loadContour() {
     if (numeric.length < 2) return;
     if (selX.value === selY.value) {
       contour.update(null, new Error('pick two different parameters'));
       return;
     }
-    const want = `${selX.value}/${selY.value}`;
-    once('contour', (signal) => api.getSurface(id, { x: selX.value, y: selY.value }, signal), (doc, err) => {
-      if (`${selX.value}/${selY.value}` !== want) return loadContour(); // changed while in flight
+    const [x, y] = [selX.value, selY.value];
+    once('contour', (signal) => api.getSurface(id, { x, y }, signal), (doc, err) => {
+      if (selX.value !== x || selY.value !== y) return; // the axes changed: their request follows
       contour.update(doc, err);
       if (doc && (doc.points || []).length < completed && tries.contour < RETRIES) {
         tries.contour++;
         setTimeout(() => loadContour(), RETRY_MS);
       }
     });
-    if (again && busy.contour) setTimeout(() => loadContour(), RETRY_MS); // the one in flight was for the old axes
   }
 
   function loadTimeline() {
