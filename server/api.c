@@ -5,6 +5,7 @@
 #include "api_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "errjson.h"
 #include "store_read.h"
@@ -45,6 +46,19 @@ int api_query_int(const Job *job, const char *name, int64_t def, int64_t min, in
         return rung_error_set(err, A, name, "%s: must be an integer between %lld and %lld", name,
                               (long long)min, (long long)max);
     *out = v;
+    return 0;
+}
+
+int api_query_tag(Job *job, const char **tag)
+{
+    *tag = json_string_value(json_object_get(job->query, "tag"));
+    if (*tag != NULL && (*tag)[0] == '\0')
+        *tag = NULL; /* as for the other arguments: empty is absent */
+    if (*tag != NULL && !spec_tag_ok(*tag, strlen(*tag))) {
+        api_error(job, A, "tag",
+                  "tag: must be 1 to 64 bytes of printable UTF-8 without commas (a tag)");
+        return -1;
+    }
     return 0;
 }
 

@@ -22,6 +22,11 @@ void api_experiment_patch(Engine *e, Job *job);
 void api_experiment_retry_failed(Engine *e, Job *job);
 void api_experiment_delete(Engine *e, Job *job);
 void api_trial_stop(Engine *e, Job *job);
+/* api_meta.c: tags and notes of trials, an experiment's submitted spec
+ * and its timeline (docs/api.md, "Tags and notes", "Timeline"). */
+void api_trial_patch(Engine *e, Job *job);
+void api_experiment_spec(Engine *e, Job *job);
+void api_experiment_timeline(Engine *e, Job *job);
 void api_experiment_trials(Engine *e, Job *job);
 void api_experiment_csv(Engine *e, Job *job);
 void api_experiment_curves(Engine *e, Job *job);

@@ -84,6 +84,8 @@ void api_experiment_create(Engine *e, Job *job)
         api_fail(job, &err);
         return;
     }
+    /* The body as submitted (GET .../spec), stored with the row. */
+    spec.submitted = json_dumps(job->body, JSON_COMPACT);
     Experiment *x = core_experiment_add(engine_core(e), &spec, engine_now(e));
     core_experiment_set_warm(x, warm);
     core_set_owner(x, job->who.user_id, job->who.name);
@@ -102,9 +104,12 @@ void api_experiment_list(Engine *e, Job *job)
         api_fail(job, &err);
         return;
     }
+    const char *tag;
+    if (api_query_tag(job, &tag))
+        return;
     int64_t ids[LIST_MAX], total;
     json_t *items;
-    if (store_read_experiments(engine_store(e), limit, offset, &items, ids, &total, &err)) {
+    if (store_read_experiments(engine_store(e), tag, limit, offset, &items, ids, &total, &err)) {
         api_fail(job, &err);
         return;
     }
@@ -238,17 +243,64 @@ void api_experiment_resume(Engine *e, Job *job)
     api_reply(job, 200, experiment_json(x));
 }
 
-void api_experiment_patch(Engine *e, Job *job)
+/* Tags and notes of an experiment that is not in memory: written to its
+ * row alone, in a savepoint of the batch's transaction (as DELETE does),
+ * without reading it back in. */
+static void patch_stored_meta(Engine *e, Job *job, json_t *tags, json_t *notes)
 {
-    Experiment *x = revived_experiment(e, job);
-    if (x == NULL)
-        return;
+    Store *store = engine_store(e);
     RungError err;
     rung_error_clear(&err);
-    if (core_patch(engine_core(e), x, job->body, engine_now(e), &err) != 0) {
+    json_t *o = NULL;
+    if (store_savepoint(store, &err) != 0 ||
+        store_set_experiment_meta(store, job->ids[0], tags, notes, &err) != 0 ||
+        store_release_savepoint(store, &err) != 0 ||
+        store_read_experiment(store, job->ids[0], &o, &err) != 0) {
+        store_rollback_savepoint(store);
+        api_fail(job, &err);
+    } else {
+        api_event(e, job, "experiment.patched", job->ids[0], 0, 0, json_deep_copy(job->body));
+        api_reply(job, 200, o);
+    }
+    json_decref(tags);
+    json_decref(notes);
+}
+
+void api_experiment_patch(Engine *e, Job *job)
+{
+    RungError err;
+    rung_error_clear(&err);
+    /* tags and notes (docs/api.md, "Tags and notes") are checked first,
+     * so that a body with a bad one changes nothing; they may change on
+     * an experiment of any state, the other fields only as before. */
+    json_t *tags = NULL, *notes = NULL;
+    if (json_is_object(job->body) && spec_meta_patch(job->body, &tags, &notes, &err) != 0) {
         api_fail(job, &err);
         return;
     }
+    json_t *rest = json_is_object(job->body) ? json_copy(job->body) : json_incref(job->body);
+    json_object_del(rest, "tags");
+    json_object_del(rest, "notes");
+    bool meta_only = (tags != NULL || notes != NULL) && json_object_size(rest) == 0;
+    Experiment *x = meta_only ? core_experiment(engine_core(e), job->ids[0])
+                              : revived_experiment(e, job);
+    if (x == NULL && meta_only) {
+        json_decref(rest);
+        patch_stored_meta(e, job, tags, notes);
+        return;
+    }
+    if (x == NULL ||
+        (!meta_only && core_patch(engine_core(e), x, rest, engine_now(e), &err) != 0)) {
+        if (x != NULL)
+            api_fail(job, &err);
+        json_decref(rest);
+        json_decref(tags);
+        json_decref(notes);
+        return;
+    }
+    json_decref(rest);
+    if (tags != NULL || notes != NULL)
+        core_set_exp_meta(engine_core(e), x, tags, notes);
     api_event(e, job, "experiment.patched", x->id, 0, 0, json_deep_copy(job->body));
     api_reply(job, 200, experiment_json(x));
 }
@@ -355,6 +407,9 @@ void api_experiment_trials(Engine *e, Job *job)
         api_error(job, A, "sort", "sort: must be number or value");
         return;
     }
+    const char *tag;
+    if (api_query_tag(job, &tag))
+        return;
     Spec own;
     bool owned;
     const Spec *spec = api_spec_of(e, job, job->ids[0], &own, &owned);
@@ -368,7 +423,7 @@ void api_experiment_trials(Engine *e, Job *job)
     if (sort && strcmp(sort, "value") == 0) {
         /* Ranked here: trials in memory have newer bests than their rows. */
         TrialRank *ranks;
-        rc = store_read_trial_ranks(store, spec, job->ids[0], st, &ranks, &total, &err);
+        rc = store_read_trial_ranks(store, spec, job->ids[0], st, tag, &ranks, &total, &err);
         if (rc == 0) {
             for (int64_t i = 0; i < total; i++) {
                 Trial *t = core_trial(engine_core(e), ranks[i].id);
@@ -389,7 +444,8 @@ void api_experiment_trials(Engine *e, Job *job)
             free(ranks);
         }
     } else {
-        rc = store_read_trials(store, spec, job->ids[0], st, limit, offset, &items, &total, &err);
+        rc = store_read_trials(store, spec, job->ids[0], st, tag, limit, offset, &items, &total,
+                               &err);
         for (size_t i = 0; rc == 0 && i < json_array_size(items); i++) {
             json_int_t id = json_integer_value(json_object_get(json_array_get(items, i), "id"));
             Trial *t = core_trial(engine_core(e), id);

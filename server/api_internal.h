@@ -34,6 +34,10 @@ void api_reply(Job *job, int status, json_t *body);
 /* A non-negative integer query argument; fills err on a bad one. */
 int api_query_int(const Job *job, const char *name, int64_t def, int64_t min, int64_t max,
                   int64_t *out, RungError *err);
+/* The ?tag= of a listing (docs/api.md, "Tags and notes"): *tag is NULL
+ * when absent or empty; -1 with the reply set (400, field "tag") when it
+ * cannot be a tag. */
+int api_query_tag(Job *job, const char **tag);
 /* A trial in memory as the API shows it (views.h). */
 json_t *api_trial_json(const Trial *t);
 /* api_artifacts.c: {"upload_token"} for a finish reply when the spec keeps

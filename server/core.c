@@ -145,12 +145,18 @@ void core_changes_clear(Core *core)
 void core_experiment_stored(Experiment *e)
 {
     e->stored = true;
+    e->meta_changed = false;
+    /* The submitted body is read from the store from now on
+     * (GET /api/v1/experiments/{id}/spec), not kept in memory. */
+    free(e->spec.submitted);
+    e->spec.submitted = NULL;
 }
 
 void core_trial_stored(Trial *t)
 {
     t->stored = true;
     t->config_changed = false;
+    t->meta_changed = false;
 }
 
 void core_worker_stored(Worker *w)

@@ -161,6 +161,8 @@ typedef struct Trial {
                                                  max_failures (CORE_MAX_WORKER_LOSSES), >= 0 */
     uint8_t leased_from;                      /* TrialState it was last leased from */
     json_t *warnings, *info;                  /* owned, or NULL: bad @rung lines; reports' info */
+    json_t *tags, *notes;                     /* owned, or NULL for [] and "": what people wrote
+                                                 about it (PATCH /api/v1/trials/{id}, schema 015) */
     char *error;                              /* owned, or NULL */
     int64_t created_at, started_at, ended_at; /* ms; 0 = not yet */
     /* Derived from the current attempt's reports (rebuilt at load). */
@@ -194,9 +196,10 @@ typedef struct Trial {
     size_t n_seen, cap_seen;
     /* Intrusive lists: the experiment's pending queue, or the core's running list. */
     struct Trial *prev, *next;
-    bool dirty;     /* queued for a store write */
-    bool stored;    /* has a row in the store (else: insert it) */
-    bool releasing; /* terminal: queued for core_release */
+    bool dirty;        /* queued for a store write */
+    bool stored;       /* has a row in the store (else: insert it) */
+    bool meta_changed; /* tags or notes are not the stored ones: write them */
+    bool releasing;    /* terminal: queued for core_release */
 } Trial;
 
 typedef struct TrialList {
@@ -298,7 +301,8 @@ typedef struct Experiment {
     GangWait gang;     /* spec.nodes > 1: the holds gathering for its next gang */
     bool dirty;
     bool stored;
-    bool releasing; /* ended: queued for core_release */
+    bool meta_changed; /* spec.tags or spec.notes are not the stored ones: write them */
+    bool releasing;    /* ended: queued for core_release */
 } Experiment;
 
 typedef struct Worker {
@@ -640,6 +644,11 @@ void core_load_worker_caps(Worker *w, json_t *caps);
 /* Who submitted e, or registered w (docs/api.md, "Users, roles and
  * tokens"): set before they are first stored, and at load. */
 void core_set_owner(Experiment *e, int64_t owner_id, const char *owner);
+/* Replaces the tags and notes of an experiment or trial by those given
+ * (stolen; NULL: keep), as PATCH does or store_load reads them, and queues
+ * the write (core NULL: loading, nothing to write). */
+void core_set_exp_meta(Core *core, Experiment *e, json_t *tags, json_t *notes);
+void core_set_trial_meta(Core *core, Trial *t, json_t *tags, json_t *notes);
 void core_set_worker_owner(Worker *w, int64_t owner_id);
 /* After loading: running trials get a fresh lease window from now, and
  * pending queues are ordered. */

@@ -230,6 +230,8 @@ void core_trial_free(Trial *t)
     json_decref(t->last);
     json_decref(t->warnings);
     json_decref(t->info);
+    json_decref(t->tags);
+    json_decref(t->notes);
     members_free(t->gang);
     json_decref(t->gang_json);
     json_decref(t->lineage);

@@ -82,6 +82,31 @@ int core_patch(Core *core, Experiment *e, const json_t *patch, int64_t now, Rung
     return 0;
 }
 
+void core_set_exp_meta(Core *core, Experiment *e, json_t *tags, json_t *notes)
+{
+    spec_set_meta(&e->spec, tags, notes);
+    if (core != NULL) {
+        e->meta_changed = true;
+        core_mark_exp(core, e);
+    }
+}
+
+void core_set_trial_meta(Core *core, Trial *t, json_t *tags, json_t *notes)
+{
+    if (tags != NULL) {
+        json_decref(t->tags);
+        t->tags = tags;
+    }
+    if (notes != NULL) {
+        json_decref(t->notes);
+        t->notes = notes;
+    }
+    if (core != NULL) {
+        t->meta_changed = true;
+        core_mark_trial(core, t);
+    }
+}
+
 int core_stop_trial(Core *core, Trial *t, int64_t now, RungError *err)
 {
     if (trial_state_terminal(t->state))

@@ -11,6 +11,7 @@
 #include "spec_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "jsonv.h"
@@ -38,6 +39,8 @@ static const char *const top_keys[] = {"name",
                                        "trainable",
                                        "keep_artifacts",
                                        "notify",
+                                       "tags",
+                                       "notes",
                                        NULL};
 
 
@@ -323,7 +326,7 @@ static int parse(const json_t *spec_json, uint64_t seed, bool stored, Spec *spec
         parse_counts(j, spec, err) || parse_best_scope(j, spec, err) ||
         parse_resources(j, spec, err) || parse_selector(j, spec, err) ||
         spec_parse_trainable(j, stored, spec, err) || spec_parse_keep(j, spec, err) ||
-        spec_parse_notify(j, spec, err) ||
+        spec_parse_notify(j, spec, err) || spec_parse_meta(j, spec, err) ||
         sampler_total_trials(spec->space, &spec->searcher, spec->num_samples, &spec->total_trials,
                              err) ||
         parse_points(j, spec, err) || parse_warm_start(j, spec, err) || parse_stop(j, spec, err) ||
@@ -361,6 +364,9 @@ void spec_close(Spec *spec)
     space_free(spec->mutations);
     json_decref(spec->mutations_json);
     json_decref(spec->json);
+    json_decref(spec->tags);
+    json_decref(spec->notes);
+    free(spec->submitted);
     memset(spec, 0, sizeof *spec);
 }
 

@@ -68,6 +68,12 @@ typedef enum {
 #define SPEC_MAX_CONCURRENT 1000000     /* max_concurrent_trials */
 #define SPEC_MAX_FAILED_TRIALS 10000000 /* max_failed_trials */
 #define SPEC_MAX_TIME_BUDGET_S 1e9      /* stop.time_budget_s: about 31 years */
+/* Tags and notes (docs/api.md, "Tags and notes"): enough to label a run
+ * and write a page about it, small enough that a listing of 1,000
+ * experiments with their tags stays a few hundred KiB. */
+#define SPEC_MAX_TAGS 32     /* tags of an experiment or trial */
+#define SPEC_MAX_TAG 64      /* bytes of one tag */
+#define SPEC_MAX_NOTES 65536 /* bytes of notes */
 
 /* keep_artifacts: which completed trials' folders rungd keeps. */
 typedef enum { SPEC_KEEP_BEST = 0, SPEC_KEEP_NONE, SPEC_KEEP_ALL } SpecKeep;
@@ -132,7 +138,13 @@ typedef struct Spec {
     bool has_stop_threshold;
     double stop_threshold; /* a value at least this good ends the search */
     int64_t stop_patience; /* finished trials without a better best */
-    json_t *json;          /* owned: the spec with defaults filled in */
+    json_t *json;          /* owned: the spec with defaults filled in, without tags and notes */
+    /* What people say about it (spec_meta.c): kept apart from json, since
+     * PATCH changes them on experiments of any state and they are stored
+     * in columns of their own (schema 015). */
+    json_t *tags;    /* owned: an array of distinct tags (spec_tag_ok), [] by default */
+    json_t *notes;   /* owned: a string of at most SPEC_MAX_NOTES bytes, "" by default */
+    char *submitted; /* owned: the POSTed body as compact JSON until stored, or NULL */
 } Spec;
 
 /* Validates spec_json and fills spec. Errors are RUNG_E_INVALID_SPEC (or
@@ -191,6 +203,21 @@ static inline bool spec_label_key_ok(const char *key)
     }
     return true;
 }
+
+/* Whether s (len bytes) may be a tag: 1 ... SPEC_MAX_TAG bytes of valid,
+ * printable UTF-8 (no control character) without a comma. */
+bool spec_tag_ok(const char *s, size_t len);
+/* Checks v as field's tags (an array of at most SPEC_MAX_TAGS distinct
+ * tags) or notes (a string of at most SPEC_MAX_NOTES bytes without NUL);
+ * errors have code and name the field ("tags[3]"). *out is new (free
+ * with json_decref). */
+int spec_tags_parse(const json_t *v, const char *field, int code, json_t **out, RungError *err);
+int spec_notes_parse(const json_t *v, const char *field, int code, json_t **out, RungError *err);
+/* The "tags" and "notes" of a PATCH body, checked (RUNG_E_INVALID_ARGUMENT
+ * naming the field); each *out is new, or NULL when the body has none. */
+int spec_meta_patch(const json_t *body, json_t **tags, json_t **notes, RungError *err);
+/* Replaces spec's tags and notes by those given (stolen; NULL: keep). */
+void spec_set_meta(Spec *spec, json_t *tags, json_t *notes);
 
 /* PATCH /api/v1/experiments/{id}: {"num_samples", "priority",
  * "max_concurrent_trials", "share"}, every key optional, no other key.

@@ -36,6 +36,9 @@ int spec_parse_trainable(json_t *spec_json, bool stored, Spec *spec, RungError *
 /* keep_artifacts (spec_artifacts.c). */
 int spec_parse_keep(json_t *spec_json, Spec *spec, RungError *err);
 int spec_parse_notify(json_t *spec_json, Spec *spec, RungError *err);
+/* spec_meta.c: "tags" and "notes", moved from j into spec->tags and
+ * spec->notes with their defaults. */
+int spec_parse_meta(json_t *spec_json, Spec *spec, RungError *err);
 
 /* spec_objectives.c: "metric"/"mode" or "metrics", "constraints", and the
  * rules that several objectives or constraints add (docs/api.md, "Several

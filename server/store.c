@@ -28,22 +28,25 @@ static const char *const sql_text[ST__COUNT] = {
     [ST_ROLLBACK_TO] = "ROLLBACK TO request",
     [ST_EXP_INSERT] =
         "INSERT INTO experiments (id, name, spec, seed, state, total_trials, "
-        "created_at, ended_at, summary, error, ended_reason, health, owner_id, owner) "
-        "VALUES (:id, :name, :spec, :seed, :state, :total, :created_at, :ended_at, "
-        ":summary, :error, :ended_reason, :health, :owner_id, :owner)",
+        "created_at, ended_at, summary, error, ended_reason, health, owner_id, owner, tags, notes, "
+        "submitted) VALUES (:id, :name, :spec, :seed, :state, :total, :created_at, :ended_at, "
+        ":summary, :error, :ended_reason, :health, :owner_id, :owner, coalesce(:tags, '[]'), "
+        "coalesce(:notes, ''), :submitted)",
     [ST_EXP_UPDATE] = "UPDATE experiments SET state = :state, ended_at = :ended_at, "
                       "summary = :summary, error = :error, ended_reason = :ended_reason, "
-                      "health = :health, spec = :spec, total_trials = :total WHERE id = :id",
+                      "health = :health, spec = :spec, total_trials = :total, "
+                      "tags = coalesce(:tags, tags), notes = coalesce(:notes, notes) "
+                      "WHERE id = :id",
     [ST_TRIAL_INSERT] =
         "INSERT INTO trials (id, experiment_id, number, state, config, attempt, worker_id, "
         "lease_token, resources, stop_requested, error, created_at, started_at, ended_at, "
         "rung, queue_pos, step, last_metrics, best_value, best_step, log_tail, stopped_by, "
         "stop_kind, user_paused, warnings, gang, preemptions, lineage, resume_from, worker_losses, "
-        "info) VALUES (:id, :exp, :number, :state, :config, "
+        "info, tags, notes) VALUES (:id, :exp, :number, :state, :config, "
         ":attempt, :worker, :token, :resources, :stop, :error, :created_at, :started_at, "
         ":ended_at, :rung, :queue_pos, :step, :last, :best_value, :best_step, :log_tail, "
         ":stopped_by, :stop_kind, :user_paused, :warnings, :gang, :preemptions, :lineage, "
-        ":resume_from, :worker_losses, :info)",
+        ":resume_from, :worker_losses, :info, coalesce(:tags, '[]'), coalesce(:notes, ''))",
     [ST_TRIAL_UPDATE] =
         "UPDATE trials SET state = :state, attempt = :attempt, worker_id = :worker, "
         "lease_token = :token, resources = :resources, stop_requested = :stop, error = :error, "
@@ -54,7 +57,8 @@ static const char *const sql_text[ST__COUNT] = {
         "preemptions = :preemptions, worker_losses = :worker_losses, "
         "config = coalesce(:config, config), lineage = "
         "coalesce(:lineage, lineage), "
-        "resume_from = :resume_from WHERE id = :id",
+        "resume_from = :resume_from, tags = coalesce(:tags, tags), "
+        "notes = coalesce(:notes, notes) WHERE id = :id",
     [ST_REPORT_INSERT] = "INSERT INTO reports (trial_id, attempt, step, time, metrics, action) "
                          "VALUES (:trial, :attempt, :step, :time, :metrics, :action)",
     [ST_WORKER_INSERT] = "INSERT INTO workers (id, name, hostname, gpus, cpus, registered_at, "
@@ -379,7 +383,13 @@ static int write_exp(Store *s, Experiment *e, RungError *err)
     json_decref(health);
     bind_json(st, ":spec", e->spec.json); /* PATCH changes it */
     bind_int(st, ":total", e->spec.total_trials);
+    /* Tags and notes (schema 015) only when new or changed: notes may be
+     * 64 KiB, and an experiment's row is written at every trial's end. */
+    bool meta = !e->stored || e->meta_changed;
+    bind_json(st, ":tags", meta ? e->spec.tags : NULL);
+    bind_text(st, ":notes", meta ? json_string_value(e->spec.notes) : NULL);
     if (!e->stored) {
+        bind_text(st, ":submitted", e->spec.submitted);
         bind_text(st, ":name", e->spec.name);
         bind_int(st, ":seed", (int64_t)e->spec.searcher.seed);
         bind_int(st, ":created_at", e->created_at);
@@ -432,6 +442,11 @@ static int write_trial(Store *s, Trial *t, RungError *err)
         sqlite3_bind_null(st, param(st, ":best_step"));
     }
     bind_text(st, ":log_tail", t->log_tail);
+    /* Tags and notes (schema 015): NULL keeps the stored ones, as for the
+     * config, so that a report's write does not carry 64 KiB of notes. */
+    bool meta = !t->stored || t->meta_changed;
+    bind_json(st, ":tags", meta ? t->tags : NULL);
+    bind_text(st, ":notes", meta ? json_string_value(t->notes) : NULL);
     /* pbt's exploit changes a trial's config and lineage (schema 008);
      * NULL keeps the stored ones, which spares a report's write their
      * text (a lineage grows by a config per exploit). */
@@ -739,4 +754,40 @@ int store_reports(Store *s, int64_t trial_id, int64_t attempt, int64_t after_ste
     }
     *items = arr;
     return 0;
+}
+
+/* ---- tags and notes of rows not in memory (schema 015) ---- */
+
+static int set_meta(Store *s, const char *table, int64_t id, const json_t *tags,
+                    const json_t *notes, RungError *err)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql,
+             "UPDATE %s SET tags = coalesce(?2, tags), notes = coalesce(?3, notes) WHERE id = ?1",
+             table);
+    sqlite3_stmt *st;
+    if (store_prepare(s, sql, &st, err, "set tags and notes"))
+        return err->code;
+    sqlite3_bind_int64(st, 1, id);
+    bind_json(st, "?2", tags);
+    if (notes != NULL)
+        sqlite3_bind_text(st, 3, json_string_value(notes), -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : store_db_error(s, err, "set tags and notes");
+    if (rc == 0 && sqlite3_changes(s->db) == 0)
+        rc = rung_error_set(err, RUNG_E_NOT_FOUND, NULL, "%s %lld not found",
+                            table[0] == 'e' ? "experiment" : "trial", (long long)id);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int store_set_experiment_meta(Store *s, int64_t id, const json_t *tags, const json_t *notes,
+                              RungError *err)
+{
+    return set_meta(s, "experiments", id, tags, notes, err);
+}
+
+int store_set_trial_meta(Store *s, int64_t id, const json_t *tags, const json_t *notes,
+                         RungError *err)
+{
+    return set_meta(s, "trials", id, tags, notes, err);
 }

@@ -87,6 +87,14 @@ bool store_has_checkpoint(Store *store, int64_t trial_id, int64_t step);
 int store_delete_experiment(Store *store, int64_t id, int64_t trial_counts[TRIAL__COUNT],
                             RungError *err);
 
+/* Tags and notes of a row not in memory (schema 015), inside the batch's
+ * transaction: tags and notes as given (borrowed; NULL: keep).
+ * RUNG_E_NOT_FOUND when there is no such row. */
+int store_set_experiment_meta(Store *s, int64_t id, const json_t *tags, const json_t *notes,
+                              RungError *err);
+int store_set_trial_meta(Store *s, int64_t id, const json_t *tags, const json_t *notes,
+                         RungError *err);
+
 /* A late finish's warnings from a member of an ended trial's stored gang
  * whose token is token (borrowed): kept as that member's, and the trial's
  * warnings become every member's added up (members_warnings). Nothing

@@ -19,7 +19,7 @@ static int load_experiments(Store *s, Core *core, const char *where, int64_t id_
     char sql[512];
     snprintf(sql, sizeof sql,
              "SELECT id, spec, seed, state, created_at, ended_at, ended_reason, error, health, "
-             "owner_id, owner FROM experiments WHERE %s ORDER BY id",
+             "owner_id, owner, tags, notes FROM experiments WHERE %s ORDER BY id",
              where);
     sqlite3_stmt *st;
     if (store_prepare(s, sql, &st, err, "load experiments"))
@@ -55,6 +55,12 @@ static int load_experiments(Store *s, Core *core, const char *where, int64_t id_
         core_set_owner(e,
                        sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9),
                        (const char *)sqlite3_column_text(st, 10));
+        /* Schema 015: what people wrote about it (NOT NULL columns). */
+        json_t *tags = store_column_json(st, 11);
+        core_set_exp_meta(NULL, e, json_is_array(tags) ? tags : NULL,
+                          json_string((const char *)sqlite3_column_text(st, 12)));
+        if (!json_is_array(tags))
+            json_decref(tags);
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "load experiments");
@@ -74,7 +80,8 @@ static int load_trials(Store *s, Core *core, Experiment *e, bool all, RungError 
              "SELECT id, experiment_id, number, state, config, attempt, worker_id, "
              "lease_token, resources, stop_requested, error, created_at, started_at, "
              "ended_at, rung, queue_pos, log_tail, stop_kind, stopped_by, user_paused, "
-             "warnings, gang, preemptions, lineage, resume_from, worker_losses, info FROM trials "
+             "warnings, gang, preemptions, lineage, resume_from, worker_losses, info, tags, notes "
+             "FROM trials "
              "WHERE "
              "experiment_id = ? %s ORDER BY number",
              all ? "" : "AND state IN " LIVE_STATES);
@@ -121,6 +128,14 @@ static int load_trials(Store *s, Core *core, Experiment *e, bool all, RungError 
                                 sqlite3_column_int(st, 19) != 0, store_column_json(st, 20),
                                 store_column_json(st, 26));
         core_load_trial_preemptions(t, sqlite3_column_int64(st, 22));
+        /* Schema 015: tags and notes; NULL in memory for [] and "". */
+        json_t *tags = store_column_json(st, 27);
+        const char *notes = (const char *)sqlite3_column_text(st, 28);
+        if (json_array_size(tags) == 0) {
+            json_decref(tags);
+            tags = NULL;
+        }
+        core_set_trial_meta(NULL, t, tags, notes && notes[0] ? json_string(notes) : NULL);
         core_load_trial_losses(t, sqlite3_column_int64(st, 25));
         json_t *from = store_column_json(st, 24);
         core_load_trial_pbt(t, store_column_json(st, 23), from);

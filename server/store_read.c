@@ -5,6 +5,7 @@
 #include "store_read_internal.h"
 
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,6 +83,9 @@ static json_t *experiment_of_row(Store *s, sqlite3_stmt *st)
     v.ended_reason = end_reason_parse((const char *)sqlite3_column_text(st, 7));
     v.error = (const char *)sqlite3_column_text(st, 8);
     v.owner = (const char *)sqlite3_column_text(st, 9);
+    json_t *tags = column_json(st, 10); /* schema 015 */
+    v.tags = tags;
+    v.notes = (const char *)sqlite3_column_text(st, 11);
     json_t *summary = column_json(st, 6);
     if (summary != NULL) {
         json_t *counts = json_object_get(summary, "counts");
@@ -107,11 +111,13 @@ static json_t *experiment_of_row(Store *s, sqlite3_stmt *st)
     json_decref(v.best.config);
     json_decref(summary);
     json_decref(spec);
+    json_decref(tags);
     return o;
 }
 
 #define EXP_COLUMNS                                                                                \
-    "id, spec, state, created_at, ended_at, total_trials, summary, ended_reason, error, owner"
+    "id, spec, state, created_at, ended_at, total_trials, summary, ended_reason, error, owner, "   \
+    "tags, notes"
 
 int store_read_experiment(Store *s, int64_t id, json_t **out, RungError *err)
 {
@@ -178,19 +184,36 @@ int store_read_trial_best(Store *s, int64_t trial_id, double *value, bool *has, 
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_error(s, err, "trials");
 }
 
-int store_read_experiments(Store *s, int64_t limit, int64_t offset, json_t **items, int64_t *ids,
-                           int64_t *total, RungError *err)
+/* The condition that a row's tags (a JSON array) hold the tag bound to
+ * parameter n (docs/api.md, "?tag="): an exact match. */
+#define HAS_TAG(n) " EXISTS (SELECT 1 FROM json_each(tags) WHERE value = ?" #n ")"
+
+int store_read_experiments(Store *s, const char *tag, int64_t limit, int64_t offset, json_t **items,
+                           int64_t *ids, int64_t *total, RungError *err)
 {
-    if (count(s, "SELECT count(*) FROM experiments", 0, 0, total, err))
-        return err->code;
+    const char *where = tag ? " WHERE" HAS_TAG(3) : "";
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM experiments%s", where);
     sqlite3_stmt *st;
-    if (prepare(s, "SELECT " EXP_COLUMNS " FROM experiments ORDER BY id DESC LIMIT ? OFFSET ?", &st,
-                err))
+    if (prepare(s, sql, &st, err))
+        return err->code;
+    if (tag)
+        sqlite3_bind_text(st, 3, tag, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    *total = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW)
+        return db_error(s, err, "experiments");
+    snprintf(sql, sizeof sql,
+             "SELECT " EXP_COLUMNS " FROM experiments%s ORDER BY id DESC LIMIT ?1 OFFSET ?2",
+             where);
+    if (prepare(s, sql, &st, err))
         return err->code;
     sqlite3_bind_int64(st, 1, limit);
     sqlite3_bind_int64(st, 2, offset);
+    if (tag)
+        sqlite3_bind_text(st, 3, tag, -1, SQLITE_STATIC);
     json_t *arr = json_array();
-    int rc;
     int64_t n = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         ids[n++] = sqlite3_column_int64(st, 0);
@@ -210,7 +233,7 @@ int store_read_experiments(Store *s, int64_t limit, int64_t offset, json_t **ite
 #define TRIAL_COLUMNS                                                                              \
     "id, experiment_id, number, state, config, attempt, worker_id, step, last_metrics, "           \
     "best_value, best_step, error, rung, log_tail, created_at, started_at, ended_at, stopped_by, " \
-    "user_paused, warnings, gang, preemptions, lineage, worker_losses, info"
+    "user_paused, warnings, gang, preemptions, lineage, worker_losses, info, tags, notes"
 
 static json_t *trial_of_row(sqlite3_stmt *st, const Spec *spec)
 {
@@ -242,6 +265,9 @@ static json_t *trial_of_row(sqlite3_stmt *st, const Spec *spec)
     json_t *gang = column_json(st, 20);
     json_t *lineage = column_json(st, 22);
     json_t *info = column_json(st, 24);
+    json_t *tags = column_json(st, 25); /* schema 015 */
+    v.tags = tags;
+    v.notes = (const char *)sqlite3_column_text(st, 26);
     v.lineage = lineage;
     v.info = info;
     v.warnings = warnings;
@@ -262,6 +288,7 @@ static json_t *trial_of_row(sqlite3_stmt *st, const Spec *spec)
     json_decref(gang);
     json_decref(lineage);
     json_decref(info);
+    json_decref(tags);
     return o;
 }
 
@@ -283,19 +310,22 @@ int store_read_trial(Store *s, int64_t id, const Spec *spec, json_t **out, int64
     return rc == SQLITE_ROW ? 0 : db_error(s, err, "trial");
 }
 
-int store_read_trial_ranks(Store *s, const Spec *spec, int64_t exp_id, int state, TrialRank **out,
-                           int64_t *n, RungError *err)
+int store_read_trial_ranks(Store *s, const Spec *spec, int64_t exp_id, int state, const char *tag,
+                           TrialRank **out, int64_t *n, RungError *err)
 {
     sqlite3_stmt *st;
-    const char *sql = state < 0 ? "SELECT id, number, best_value FROM trials WHERE "
-                                  "experiment_id = ? ORDER BY number"
-                                : "SELECT id, number, best_value FROM trials WHERE "
-                                  "experiment_id = ? AND state = ? ORDER BY number";
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT id, number, best_value FROM trials WHERE experiment_id = ?1%s%s "
+             "ORDER BY number",
+             state < 0 ? "" : " AND state = ?2", tag ? " AND" HAS_TAG(3) : "");
     if (prepare(s, sql, &st, err))
         return err->code;
     sqlite3_bind_int64(st, 1, exp_id);
     if (state >= 0)
         sqlite3_bind_text(st, 2, trial_state_name((TrialState)state), -1, SQLITE_STATIC);
+    if (tag)
+        sqlite3_bind_text(st, 3, tag, -1, SQLITE_STATIC);
     TrialRank *v = NULL;
     int64_t len = 0, cap = 0;
     int rc;
@@ -317,35 +347,43 @@ int store_read_trial_ranks(Store *s, const Spec *spec, int64_t exp_id, int state
     return 0;
 }
 
-int store_read_trials(Store *s, const Spec *spec, int64_t exp_id, int state, int64_t limit,
-                      int64_t offset, json_t **items, int64_t *total, RungError *err)
+int store_read_trials(Store *s, const Spec *spec, int64_t exp_id, int state, const char *tag,
+                      int64_t limit, int64_t offset, json_t **items, int64_t *total, RungError *err)
 {
-    const char *state_name = state < 0 ? NULL : trial_state_name((TrialState)state);
-    if (state < 0
-            ? count(s, "SELECT count(*) FROM trials WHERE experiment_id = ?", exp_id, 0, total, err)
-            : 0)
-        return err->code;
+    /* The conditions as SQL text, so that each query reads the index that
+     * fits it (trials_by_experiment_state for a state). */
+    char where[256];
+    snprintf(where, sizeof where, "experiment_id = ?1%s%s", state < 0 ? "" : " AND state = ?4",
+             tag ? " AND" HAS_TAG(5) : "");
+    char sql[1024];
     sqlite3_stmt *st;
-    if (state >= 0) {
-        if (prepare(s, "SELECT count(*) FROM trials WHERE experiment_id = ? AND state = ?", &st,
-                    err))
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 0)
+            snprintf(sql, sizeof sql, "SELECT count(*) FROM trials WHERE %s", where);
+        else
+            snprintf(sql, sizeof sql,
+                     "SELECT " TRIAL_COLUMNS " FROM trials WHERE %s ORDER BY number "
+                     "LIMIT ?2 OFFSET ?3",
+                     where);
+        if (prepare(s, sql, &st, err))
             return err->code;
+        /* Binding a number the count does not use is an SQLITE_RANGE
+         * that changes nothing. */
         sqlite3_bind_int64(st, 1, exp_id);
-        sqlite3_bind_text(st, 2, state_name, -1, SQLITE_STATIC);
-        *total = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+        sqlite3_bind_int64(st, 2, limit);
+        sqlite3_bind_int64(st, 3, offset);
+        if (state >= 0)
+            sqlite3_bind_text(st, 4, trial_state_name((TrialState)state), -1, SQLITE_STATIC);
+        if (tag)
+            sqlite3_bind_text(st, 5, tag, -1, SQLITE_STATIC);
+        if (pass == 1)
+            break;
+        int rc = sqlite3_step(st);
+        *total = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
         sqlite3_finalize(st);
+        if (rc != SQLITE_ROW)
+            return db_error(s, err, "trials");
     }
-    const char *sql = state < 0 ? "SELECT " TRIAL_COLUMNS " FROM trials WHERE experiment_id = ? "
-                                  "ORDER BY number LIMIT ? OFFSET ?"
-                                : "SELECT " TRIAL_COLUMNS " FROM trials WHERE experiment_id = ? "
-                                  "AND state = ?4 ORDER BY number LIMIT ?2 OFFSET ?3";
-    if (prepare(s, sql, &st, err))
-        return err->code;
-    sqlite3_bind_int64(st, 1, exp_id);
-    sqlite3_bind_int64(st, 2, limit);
-    sqlite3_bind_int64(st, 3, offset);
-    if (state >= 0)
-        sqlite3_bind_text(st, 4, state_name, -1, SQLITE_STATIC);
     json_t *arr = json_array();
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW)
@@ -604,4 +642,77 @@ int store_read_warm_attach(Store *s, Experiment *e, RungError *err)
         return 0; /* the source changed since (warm.h): e runs without */
     *err = why;
     return err->code;
+}
+
+/* ---- the submitted spec and the timeline (schema 015) ---- */
+
+int store_read_submitted(Store *s, int64_t id, json_t **submitted, json_t **effective,
+                         RungError *err)
+{
+    sqlite3_stmt *st;
+    if (prepare(s, "SELECT submitted, spec, tags, notes FROM experiments WHERE id = ?", &st, err))
+        return err->code;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        json_t *sub = column_json(st, 0);
+        *submitted = sub ? sub : json_null();
+        if (effective != NULL) {
+            json_t *spec = column_json(st, 1);
+            *effective = spec ? spec : json_object();
+            json_t *tags = column_json(st, 2);
+            json_object_set_new(*effective, "tags", tags ? tags : json_array());
+            json_object_set_new(*effective, "notes",
+                                json_string((const char *)sqlite3_column_text(st, 3)));
+        }
+    }
+    sqlite3_finalize(st);
+    if (rc == SQLITE_DONE)
+        return not_found(err, "experiment", id);
+    return rc == SQLITE_ROW ? 0 : db_error(s, err, "experiment");
+}
+
+int store_read_timeline(Store *s, int64_t exp_id, TimelineRow **rows, int64_t *n, json_t *workers,
+                        RungError *err)
+{
+    /* One query over the experiment's rows (trials_by_experiment_state's
+     * prefix), sorted in a temporary b-tree: about 60 ms for 50,000
+     * trials (docs/api.md, "GET .../timeline"). */
+    sqlite3_stmt *st;
+    if (prepare(s,
+                "SELECT t.id, t.attempt, t.worker_id, t.started_at, t.ended_at, t.state, w.name "
+                "FROM trials t LEFT JOIN workers w ON w.id = t.worker_id "
+                "WHERE t.experiment_id = ? AND t.started_at IS NOT NULL "
+                "ORDER BY t.started_at, t.id",
+                &st, err))
+        return err->code;
+    sqlite3_bind_int64(st, 1, exp_id);
+    TimelineRow *v = NULL;
+    int64_t len = 0, cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        rung_grow((void **)&v, &cap, len, sizeof *v);
+        TimelineRow *r = &v[len++];
+        *r = (TimelineRow){.trial_id = sqlite3_column_int64(st, 0),
+                           .attempt = sqlite3_column_int64(st, 1),
+                           .worker_id = sqlite3_column_int64(st, 2),
+                           .started_at = sqlite3_column_int64(st, 3),
+                           .ended_at = sqlite3_column_int64(st, 4)};
+        trial_state_parse((const char *)sqlite3_column_text(st, 5), &r->state);
+        const char *name = (const char *)sqlite3_column_text(st, 6);
+        if (name != NULL && r->worker_id > 0) {
+            char key[24];
+            snprintf(key, sizeof key, "%lld", (long long)r->worker_id);
+            if (json_object_get(workers, key) == NULL)
+                json_object_set_new(workers, key, json_string(name));
+        }
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        free(v);
+        return db_error(s, err, "timeline");
+    }
+    *rows = v;
+    *n = len;
+    return 0;
 }

@@ -31,21 +31,40 @@ int store_read_trial_rank(Store *s, int64_t exp_id, int64_t trial_id, double val
 /* A trial's stored best_value: *has false when it has none. */
 int store_read_trial_best(Store *s, int64_t trial_id, double *value, bool *has, RungError *err);
 
-/* Experiments newest first: items[i] for ids[i] (ids: limit entries). */
-int store_read_experiments(Store *s, int64_t limit, int64_t offset, json_t **items, int64_t *ids,
-                           int64_t *total, RungError *err);
+/* Experiments newest first: items[i] for ids[i] (ids: limit entries);
+ * only those tagged tag unless it is NULL. */
+int store_read_experiments(Store *s, const char *tag, int64_t limit, int64_t offset, json_t **items,
+                           int64_t *ids, int64_t *total, RungError *err);
 
 /* A trial; its experiment's spec (or NULL) gives its bracket and nodes.
  * *exp_id gets its experiment. */
 int store_read_trial(Store *s, int64_t id, const Spec *spec, json_t **out, int64_t *exp_id,
                      RungError *err);
 
-/* The trials of an experiment: those in state (or any when state < 0), by
- * number, or by best value (lower loss first, none last) when by_value. */
-int store_read_trial_ranks(Store *s, const Spec *spec, int64_t exp_id, int state, TrialRank **out,
-                           int64_t *n, RungError *err);
-int store_read_trials(Store *s, const Spec *spec, int64_t exp_id, int state, int64_t limit,
-                      int64_t offset, json_t **items, int64_t *total, RungError *err);
+/* The trials of an experiment: those in state (or any when state < 0)
+ * and tagged tag (or any when NULL), by number, or by best value (lower
+ * loss first, none last) when by_value. */
+int store_read_trial_ranks(Store *s, const Spec *spec, int64_t exp_id, int state, const char *tag,
+                           TrialRank **out, int64_t *n, RungError *err);
+int store_read_trials(Store *s, const Spec *spec, int64_t exp_id, int state, const char *tag,
+                      int64_t limit, int64_t offset, json_t **items, int64_t *total,
+                      RungError *err);
+
+/* GET /api/v1/experiments/{id}/spec: the submitted body (new reference;
+ * json null for an experiment stored before schema 015), and, when
+ * effective is not NULL, the stored spec with its tags and notes. */
+int store_read_submitted(Store *s, int64_t id, json_t **submitted, json_t **effective,
+                         RungError *err);
+
+/* GET /api/v1/experiments/{id}/timeline: the trials of exp_id that were
+ * ever leased (started_at set), by start: one row per trial's current
+ * attempt, with its worker's name. */
+typedef struct TimelineRow {
+    int64_t trial_id, attempt, worker_id, started_at, ended_at; /* ended_at 0: running */
+    TrialState state;
+} TimelineRow;
+int store_read_timeline(Store *s, int64_t exp_id, TimelineRow **rows, int64_t *n, json_t *workers,
+                        RungError *err);
 
 /* What a worker's late call on an ended trial is answered from. */
 typedef struct TrialLease {

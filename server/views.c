@@ -20,6 +20,14 @@ json_t *view_value(double v)
     return rung_nonfinite_to_json(v);
 }
 
+/* Tags and notes (docs/api.md, "Tags and notes"), copied: a PATCH
+ * replaces them in memory while the reply may still be on its way. */
+static void view_meta(json_t *o, const json_t *tags, const char *notes)
+{
+    json_object_set_new(o, "tags", tags ? json_deep_copy(tags) : json_array());
+    json_object_set_new(o, "notes", json_string(notes ? notes : ""));
+}
+
 json_t *view_trial(const TrialView *v)
 {
     json_t *o = json_pack("{s:I, s:I, s:I, s:s, s:O, s:I}", "id", (json_int_t)v->id,
@@ -68,6 +76,7 @@ json_t *view_trial(const TrialView *v)
     /* The last value of each key its reports carried that was not a
      * number ({"phase": "train", "done": true}); {} before any. */
     json_object_set_new(o, "info", v->info ? json_incref((json_t *)v->info) : json_object());
+    view_meta(o, v->tags, v->notes);
     /* Several objectives and constraints (docs/api.md, "The trial object"):
      * judged on the last report. */
     if (v->spec != NULL && v->spec->n_objectives > 1) {
@@ -140,6 +149,7 @@ json_t *view_experiment(const ExperimentView *v)
                                : json_null());
     if (v->pareto != NULL)
         json_object_set(o, "pareto", v->pareto);
+    view_meta(o, v->tags, v->notes);
     return o;
 }
 
@@ -171,6 +181,8 @@ void view_of_trial(const Trial *t, TrialView *out)
                        .worker_losses = t->worker_losses,
                        .warnings = t->warnings,
                        .info = t->info,
+                       .tags = t->tags,
+                       .notes = json_string_value(t->notes),
                        .lineage = t->lineage,
                        .nodes = t->exp->spec.nodes,
                        .gang = t->gang_json,
@@ -190,7 +202,9 @@ void view_of_experiment(const Experiment *x, ExperimentView *out)
                             .total_trials = x->spec.total_trials,
                             .ended_reason = x->ended_reason,
                             .error = x->error,
-                            .owner = x->owner};
+                            .owner = x->owner,
+                            .tags = x->spec.tags,
+                            .notes = json_string_value(x->spec.notes)};
     for (int s = 0; s < TRIAL__COUNT; s++)
         out->counts[s] = x->counts[s];
     core_experiment_best(x, &out->best);

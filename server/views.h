@@ -33,6 +33,8 @@ typedef struct TrialView {
     int64_t worker_losses;  /* attempts that ended with its worker lost, >= 0 */
     const json_t *warnings; /* or NULL: none */
     const json_t *info;     /* the last values that are not numbers, or NULL: none */
+    const json_t *tags;     /* an array of strings, or NULL: [] (schema 015) */
+    const char *notes;      /* or NULL: "" */
     const json_t *lineage;  /* pbt's exploits (an array), or NULL: none */
     int64_t nodes;          /* resources_per_trial.nodes: workers per attempt */
     const json_t *gang;     /* its gang as stored (gang_members.h), or NULL: none formed */
@@ -48,8 +50,10 @@ typedef struct ExperimentView {
     BestRef best;
     json_t *pareto; /* owned by the view's maker: several objectives' front, or NULL */
     EndReason ended_reason;
-    const char *error; /* or NULL */
-    const char *owner; /* who submitted it, or NULL (before schema 13) */
+    const char *error;  /* or NULL */
+    const char *owner;  /* who submitted it, or NULL (before schema 13) */
+    const json_t *tags; /* an array of strings, or NULL: [] (schema 015) */
+    const char *notes;  /* or NULL: "" */
 } ExperimentView;
 
 json_t *view_trial(const TrialView *v);
