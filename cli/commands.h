@@ -35,6 +35,7 @@ int cli_cmd_fetch(CliRest *h, int argc, char **argv);
 int cli_cmd_admin(CliRest *h, int argc, char **argv);
 int cli_cmd_token(CliRest *h, int argc, char **argv);
 int cli_cmd_events(CliRest *h, int argc, char **argv);
+int cli_cmd_importance(CliRest *h, int argc, char **argv);
 
 /* Prints v as indented JSON on stdout (--json: the API's objects, for
  * scripts); returns the exit status. */

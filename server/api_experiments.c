@@ -374,8 +374,9 @@ void api_experiment_delete(Engine *e, Job *job)
         return;
     }
     core_forget_deleted(core, state, counts);
-    api_blob_sweep(e);           /* its working directory, when nothing else runs it (blobs.h) */
-    api_artifacts_forget(e, id); /* its trials' kept folders */
+    api_blob_sweep(e);             /* its working directory, when nothing else runs it (blobs.h) */
+    api_artifacts_forget(e, id);   /* its trials' kept folders */
+    engine_analysis_forget(e, id); /* its cached importance and surfaces */
     int64_t n = 0;
     for (int k = 0; k < TRIAL__COUNT; k++)
         n += counts[k];

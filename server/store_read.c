@@ -716,3 +716,68 @@ int store_read_timeline(Store *s, int64_t exp_id, TimelineRow **rows, int64_t *n
     *n = len;
     return 0;
 }
+/* ---- what an analysis reads (store_read.h) ---- */
+
+static char *dup_text(sqlite3_stmt *st, int col)
+{
+    const char *t = (const char *)sqlite3_column_text(st, col);
+    if (t == NULL)
+        return NULL;
+    char *copy = strdup(t);
+    if (copy == NULL)
+        abort();
+    return copy;
+}
+
+int store_read_completed(Store *s, int64_t exp_id, StoreCompleted **rows, int64_t *n,
+                         RungError *err)
+{
+    *rows = NULL;
+    *n = 0;
+    int64_t cap = 0;
+    if (store_read_completed_count(s, exp_id, &cap, err))
+        return err->code;
+    sqlite3_stmt *st;
+    if (prepare(s,
+                "SELECT id, config, last_metrics, best_value FROM trials WHERE experiment_id = ? "
+                "AND state = 'completed' ORDER BY number",
+                &st, err))
+        return err->code;
+    StoreCompleted *r = calloc((size_t)(cap > 0 ? cap : 1), sizeof *r);
+    if (r == NULL)
+        abort();
+    sqlite3_bind_int64(st, 1, exp_id);
+    int64_t k = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && k < cap) {
+        r[k].id = sqlite3_column_int64(st, 0);
+        r[k].config = dup_text(st, 1);
+        r[k].last = dup_text(st, 2);
+        r[k].has_best = sqlite3_column_type(st, 3) != SQLITE_NULL;
+        r[k].best = r[k].has_best ? sqlite3_column_double(st, 3) : 0.0;
+        k++;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        store_completed_free(r, k);
+        return db_error(s, err, "completed trials");
+    }
+    *rows = r;
+    *n = k;
+    return 0;
+}
+
+void store_completed_free(StoreCompleted *rows, int64_t n)
+{
+    for (int64_t i = 0; rows != NULL && i < n; i++) {
+        free(rows[i].config);
+        free(rows[i].last);
+    }
+    free(rows);
+}
+
+int store_read_completed_count(Store *s, int64_t exp_id, int64_t *n, RungError *err)
+{
+    return count(s, "SELECT count(*) FROM trials WHERE experiment_id = ? AND state = 'completed'",
+                 exp_id, 0, n, err);
+}

@@ -142,4 +142,22 @@ int store_read_warm(Store *s, Spec *spec, int64_t before, bool check, struct War
  * that no longer gives a Warm leaves e without one. */
 int store_read_warm_attach(Store *s, Experiment *e, RungError *err);
 
+/* An experiment's completed trials as an analysis reads them (docs/api.md,
+ * "importance" and "surface"; server/analysis.h): in trial-number order,
+ * each with its id, its config and last metrics as their stored JSON text
+ * (malloc'd; last NULL before any report) and its best value. The text is
+ * parsed on the analysis thread, not here on the engine thread. */
+typedef struct StoreCompleted {
+    int64_t id;
+    char *config;
+    char *last;
+    double best;
+    bool has_best;
+} StoreCompleted;
+int store_read_completed(Store *s, int64_t exp_id, StoreCompleted **rows, int64_t *n,
+                         RungError *err);
+void store_completed_free(StoreCompleted *rows, int64_t n);
+/* How many of the experiment's stored trials are completed. */
+int store_read_completed_count(Store *s, int64_t exp_id, int64_t *n, RungError *err);
+
 #endif
