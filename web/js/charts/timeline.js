@@ -15,7 +15,7 @@
 // data-busy-s, data-idle-s), and timeline-idle the overall idle share
 // (data-idle-pct).
 import { h, setText } from '../dom.js';
-import { duration, num } from '../format.js';
+import { duration } from '../format.js';
 import { chartWidth, onWidth } from './uplot.js';
 
 const LANE_PX = 26;
@@ -142,7 +142,9 @@ export function createTimelineChart(el, uPlot, { onPick }) {
         const y0 = Y(base[r] + b.lane + 0.15);
         const y1 = Y(base[r] + b.lane + 0.85);
         const x0 = X(b.start);
-        const w = Math.max(2 * dpr, X(b.end) - x0); // a short attempt still shows
+        // A short attempt still shows; one pixel left out at its end tells
+        // it from a next attempt that starts as it ends.
+        const w = Math.max(2 * dpr, X(b.end) - x0 - dpr);
         ctx.fillStyle = STATE_COLORS[b.state] || '#6b7280';
         ctx.globalAlpha = b === hot ? 1 : 0.85;
         ctx.fillRect(x0, y0, w, y1 - y0);
@@ -250,7 +252,7 @@ export function createTimelineChart(el, uPlot, { onPick }) {
       const pct = model.spanMs > 0 ? (100 * model.idleMs) / model.spanMs : 0;
       idle.dataset.idlePct = String(pct);
       setText(idle, model.rows.length
-        ? `${bars.length} attempts on ${model.rows.length} worker${model.rows.length === 1 ? '' : 's'}; idle ${num(pct)}% ` +
+        ? `${bars.length} attempts on ${model.rows.length} worker${model.rows.length === 1 ? '' : 's'}; idle ${pct.toFixed(1)}% ` +
           `(${duration(model.idleMs)} of ${duration(model.spanMs)}: each worker's gaps between its first start and its last end). Drag to zoom, double click to reset.`
         : 'No attempt leased yet.');
       body.replaceChildren(...model.rows.map((row) => h('tr', {
