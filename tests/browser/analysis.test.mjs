@@ -129,6 +129,23 @@ async function settle(got, want, what) {
   return g;
 }
 
+/** Hovers the mark of trial `id` in chart `testid` (its data-px: [id,
+ * ..., left, top] in CSS px of the plot area), checks that the info line
+ * names it, clicks it and checks that its page opened; then goes back. */
+async function hoverAndOpen(testid, id) {
+  const px = (await json(testid, 'data-px')).find((p) => p[0] === id);
+  assert.ok(px, `${testid}: trial ${id} has a mark`);
+  const [left, top] = px.slice(-2);
+  const over = page.locator(`${tid(testid)} .u-over`);
+  await over.hover({ position: { x: left, y: top } });
+  await waitFor(async () => (await page.locator(`${tid(testid)} .chart-info`).textContent()).includes(`trial id ${id}`),
+    { timeout: PAGE_WAIT, what: `${testid}: hovering trial ${id} names it` });
+  await over.click({ position: { x: left, y: top } });
+  await waitFor(async () => page.url().endsWith(`#/trials/${id}`), { timeout: PAGE_WAIT, what: `${testid}: a click opens trial ${id}` });
+  await page.goBack();
+  await page.locator(tid('analysis-section')).waitFor({ timeout: PAGE_WAIT });
+}
+
 const completed = () => trials.filter((t) => t.state === 'completed' && t.best && typeof t.best.value === 'number');
 
 test('importance: the bars in the API order, for the objective and for a metric asked for', async () => {
@@ -174,6 +191,10 @@ test('contour: the completed trials as dots, the model and the fixed values the 
   assert.match(text, /GP's posterior mean of loss/);
   for (const k of Object.keys(api.fixed)) assert.ok(text.includes(`${k} = `), `the fixed value of ${k} named: ${text}`);
   assert.equal(Object.keys(api.fixed).sort().join(), ['lr', 'a', 'b', 'c', 'd'].filter((p) => p !== x && p !== y).sort().join());
+
+  // Hovering a dot names its trial, a click opens it: the best one (on
+  // top of the others where they crowd).
+  await hoverAndOpen('chart-contour', exp.best.trial_id);
 
   // Another pair: the dots follow.
   await page.locator(tid('contour-y')).selectOption(x === 'd' || y === 'd' ? 'c' : 'd');
@@ -234,6 +255,9 @@ test('timeline: a row per worker, a bar per attempt, none overlapping another in
   }
   assert.equal(await attr('chart-timeline', 'data-bars'), String(want.length));
   assert.match(await page.locator(tid('timeline-idle')).textContent(), /idle \d+(\.\d+)?%/);
+  // The longest attempt: the widest bar to hover and click.
+  const longest = bars.reduce((p, q) => (q[4] - q[3] > p[4] - p[3] ? q : p));
+  await hoverAndOpen('chart-timeline', longest[0]);
 });
 
 test('slices: the per-parameter scatters are the slice plots; screenshots; no page errors', async () => {

@@ -9,8 +9,9 @@
 // names its trial, a click opens it.
 //
 // For tests: data-points counts the dots, data-drawn (JSON) lists them as
-// [trial_id, x, y] in the order of the API's points, data-model says
-// "gp" or "interpolation", data-levels the band boundaries.
+// [trial_id, x, y] in the order of the API's points, data-px the same dots
+// as [trial_id, left, top] in CSS px of the plot area (uPlot's .u-over),
+// data-model says "gp" or "interpolation", data-levels the band boundaries.
 import { h, setText } from '../dom.js';
 import { isNum, num } from '../format.js';
 import { chartWidth, decadesOnly, logSplits, logTicks, onWidth, showMissing, tick } from './uplot.js';
@@ -110,6 +111,7 @@ export function createContourChart(el, uPlot, { mode, selects, onPick }) {
   let grid = null; // {xe, ye, levels, bands}
   let hot = null;
   let axesKey = '';
+  let recorded = false; // data-px written for this answer
 
   function draw(self) {
     if (!doc || !grid) return;
@@ -140,6 +142,13 @@ export function createContourChart(el, uPlot, { mode, selects, onPick }) {
       }
     }
     const r = 3.5 * dpr;
+    if (!recorded) {
+      // Where each dot is, in CSS px of the plot area (uPlot's .u-over),
+      // once per answer: tests hover and click them.
+      recorded = true;
+      const at = (v, axis) => Math.round(self.valToPos(v, axis) * 10) / 10;
+      el.dataset.px = JSON.stringify((doc.points || []).map((p) => [p[3], at(p[0], 'x'), at(p[1], 'y')]));
+    }
     for (const p of doc.points || []) {
       const hotOne = hot && hot.id === p[3];
       ctx.fillStyle = hotOne ? '#e8590c' : '#ffffff';
@@ -227,7 +236,10 @@ export function createContourChart(el, uPlot, { mode, selects, onPick }) {
   }
 
   const stopWidth = onWidth(el, (w) => {
-    if (u && u.width !== w) u.setSize({ width: w, height: HEIGHT });
+    if (u && u.width !== w) {
+      recorded = false; // the dots move
+      u.setSize({ width: w, height: HEIGHT });
+    }
   });
 
   return {
@@ -244,6 +256,7 @@ export function createContourChart(el, uPlot, { mode, selects, onPick }) {
       }
       doc = next;
       hot = null;
+      recorded = false;
       const levels = contourLevels(doc.z);
       grid = { xe: cellEdges(doc.x.values || [], doc.x.log), ye: cellEdges(doc.y.values || [], doc.y.log), levels };
       const pts = doc.points || [];

@@ -10,7 +10,9 @@
 // a click opens the trial.
 //
 // For tests: the chart's data-bars counts the bars, data-drawn (JSON) lists
-// them as [trial_id, attempt, worker_id, start_ms, end_ms, state, lane]; the
+// them as [trial_id, attempt, worker_id, start_ms, end_ms, state, lane],
+// data-px their middles as [trial_id, attempt, left, top] in CSS px of the
+// plot area (uPlot's .u-over); the
 // table below has a row per worker (timeline-row: data-worker, data-bars,
 // data-busy-s, data-idle-s), and timeline-idle the overall idle share
 // (data-idle-pct).
@@ -119,6 +121,7 @@ export function createTimelineChart(el, uPlot, { onPick }) {
   let base = []; // each row's first lane from the top
   let lanesTotal = 1;
   let hot = null;
+  let recorded = false; // data-px written for this answer
 
   const height = () => Math.max(2, lanesTotal) * LANE_PX + 50;
   // Lane position: row r's lane k is centred at y = base[r] + k + 0.5,
@@ -133,6 +136,14 @@ export function createTimelineChart(el, uPlot, { onPick }) {
     ctx.clip();
     const Y = (v) => self.valToPos(v, 'y', true);
     const X = (ms) => self.valToPos(ms / 1000, 'x', true);
+    if (!recorded) {
+      // Each bar's middle in CSS px of the plot area (uPlot's .u-over),
+      // once per answer: tests hover and click them.
+      recorded = true;
+      const at = (v) => Math.round(v * 10) / 10;
+      el.dataset.px = JSON.stringify(model.rows.flatMap((row, r) => row.bars.map((b) => [b.trial, b.attempt,
+        at(self.valToPos((b.start + b.end) / 2000, 'x')), at(self.valToPos(base[r] + b.lane + 0.5, 'y'))])));
+    }
     model.rows.forEach((row, r) => {
       if (r % 2 === 1) {
         ctx.fillStyle = '#f3f4f6';
@@ -224,7 +235,10 @@ export function createTimelineChart(el, uPlot, { onPick }) {
   }
 
   const stopWidth = onWidth(el, (w) => {
-    if (u && u.width !== w) u.setSize({ width: w, height: height() });
+    if (u && u.width !== w) {
+      recorded = false; // the dots move
+      u.setSize({ width: w, height: height() });
+    }
   });
 
   return {
@@ -243,6 +257,7 @@ export function createTimelineChart(el, uPlot, { onPick }) {
       }
       lanesTotal = Math.max(1, k);
       hot = null;
+      recorded = false;
       const bars = model.rows.flatMap((row) => row.bars);
       Object.assign(el.dataset, {
         bars: String(bars.length),
