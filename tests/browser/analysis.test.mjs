@@ -171,6 +171,15 @@ test('importance: the bars in the API order, for the objective and for a metric 
   const auxOrder = async () => (await fresh('?metric=aux')).metrics[0].importance.map((r) => r.param);
   await settle(async () => ((await attr('chart-importance', 'data-metric')) === 'aux' ? bars() : null), auxOrder,
     'the bars of ?metric=aux in the API order');
+  // A metric no trial reported: the API's error in the status line, the
+  // bars kept.
+  const refused = await d.request('GET', `/api/v1/experiments/${exp.id}/importance?metric=nosuch`);
+  assert.equal(refused.status, 400);
+  await page.locator(tid('importance-other')).fill('nosuch');
+  await page.locator(tid('importance-other')).press('Enter');
+  await waitFor(async () => (await page.locator(tid('importance-status')).textContent()).includes(refused.json.error.message),
+    { timeout: PAGE_WAIT, what: 'the refusal of ?metric=nosuch shown' });
+  assert.equal(await page.locator(tid('importance-bar')).count(), 5, 'the bars kept');
   await page.locator(tid('importance-metric')).selectOption('loss');
   await settle(bars, apiOrder, 'back to the objective');
 });

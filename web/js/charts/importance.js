@@ -113,6 +113,11 @@ export function createImportanceChart(el, { onMetric }) {
     pending() {
       setText(status, 'computing\u2026');
     },
+    /** A line in place of the status, the bars kept (a metric asked for
+     * that the API refused). */
+    note(text) {
+      setText(status, text);
+    },
     destroy() {},
   };
 }

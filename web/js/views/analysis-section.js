@@ -130,7 +130,7 @@ export function createAnalysisSection(x, uPlot, { onPick }) {
       if (entry) extra.set(entry.name, entry);
       showImportance(entry ? entry.name : null);
     }, (e) => {
-      if (!ctl.signal.aborted) importance.update(null, e);
+      if (!ctl.signal.aborted && !(e && e.name === 'AbortError')) importance.note(`${name}: ${e.message}`);
     });
   }
 
