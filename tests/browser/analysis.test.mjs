@@ -3,8 +3,8 @@
 // real rungd and two real rung-workers (one CPU slot each, so the timeline
 // has two rows) run a quick bayes experiment over five parameters of which
 // two matter (lr, on a log scale, and a; the other three barely move the
-// loss) while headless chromium has its page open, so the page follows the
-// run by polling. Once it completed, each check compares what the page
+// loss) while headless chromium opens its page, which follows the run by
+// polling. Once it completed, each check compares what the page
 // shows with the API's answers and the trials:
 //
 //   importance  the bars' order is the API's (GET .../importance) for the
@@ -80,10 +80,12 @@ before(async () => {
   browser = await launchBrowser();
   page = await browser.newPage({ viewport: { width: 1300, height: 1000 } });
   page.on('pageerror', (e) => pageErrors.push(String(e && e.stack ? e.stack : e)));
-  await page.goto(`${d.url}/#/experiments/${exp.id}`);
-  await page.locator(tid('analysis-section')).waitFor({ timeout: PAGE_WAIT });
+  // The workers start as the page loads (each takes seconds on a loaded
+  // host): the page follows the rest of the run by polling.
   const t0 = Date.now();
   workers.push(startWorker(d, { name: 'analysis-w1', cpuSlots: 1 }), startWorker(d, { name: 'analysis-w2', cpuSlots: 1 }));
+  await page.goto(`${d.url}/#/experiments/${exp.id}`);
+  await page.locator(tid('analysis-section')).waitFor({ timeout: PAGE_WAIT });
   await waitFor(async () => (await d.experiment(exp.id)).state === 'completed', {
     timeout: 45000,
     interval: 200,
