@@ -76,7 +76,8 @@ int main(int argc, char **argv)
     double *x = malloc((size_t)n * d * sizeof *x), *y = malloc((size_t)n * sizeof *y);
     int *cats = calloc((size_t)d, sizeof *cats);
     double *imp = malloc((size_t)d * sizeof *imp), *sd = malloc((size_t)d * sizeof *sd);
-    double *wall = malloc((size_t)repeat * sizeof *wall), *cpu = malloc((size_t)repeat * sizeof *cpu);
+    double *wall = malloc((size_t)repeat * sizeof *wall),
+           *cpu = malloc((size_t)repeat * sizeof *cpu);
     if (!x || !y || !cats || !imp || !sd || !wall || !cpu) {
         fprintf(stderr, "importance_bench: out of memory\n");
         return 1;
