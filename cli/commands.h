@@ -7,6 +7,7 @@
 #define RUNG_CLI_COMMANDS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "rest.h"
@@ -36,6 +37,8 @@ int cli_cmd_admin(CliRest *h, int argc, char **argv);
 int cli_cmd_token(CliRest *h, int argc, char **argv);
 int cli_cmd_events(CliRest *h, int argc, char **argv);
 int cli_cmd_importance(CliRest *h, int argc, char **argv);
+int cli_cmd_tag(CliRest *h, int argc, char **argv);
+int cli_cmd_note(CliRest *h, int argc, char **argv);
 
 /* Prints v as indented JSON on stdout (--json: the API's objects, for
  * scripts); returns the exit status. */
@@ -43,6 +46,15 @@ int cli_cmd_print_json(const json_t *v);
 /* The same for every item of a list endpoint (stolen) as the API's list
  * object, {"items": [...], "total": N}. */
 int cli_cmd_print_list(json_t *items);
+/* Takes "--NAME VALUE" out of argv wherever it stands; NULL when absent.
+ * *bad is set when the flag has no value. */
+const char *cli_cmd_take_value(int *argc, char **argv, const char *name, bool *bad);
+/* Appends "&name=value" to q (size bytes) with value percent-encoded:
+ * letters, digits and - _ . ~ stay as they are. */
+void cli_cmd_add_query(char *q, size_t size, const char *name, const char *value);
+/* An experiment's or trial's tags in one line, "a,b" ("-" for none):
+ * tags hold no comma (docs/api.md, "Tags and notes"). */
+void cli_cmd_join_tags(const json_t *tags, char *buf, size_t size);
 /* Takes flag out of argv wherever it stands; whether it was there. */
 bool cli_cmd_take_flag(int *argc, char **argv, const char *flag);
 

@@ -24,6 +24,7 @@
  * fewest round trips. */
 #define PAGE 1000
 /* Trials `show` lists: the best ones; `export` has them all. */
+#define TAGS_WIDTH 32 /* ls: the TAGS column, cut with "…" beyond */
 #define SHOW_TRIALS 20
 /* Longest experiment name shown in `ls`: the rest is in `show`. */
 #define NAME_WIDTH 32
@@ -385,14 +386,28 @@ bool cli_cmd_take_flag(int *argc, char **argv, const char *flag)
 int cli_cmd_ls(CliRest *h, int argc, char **argv)
 {
     bool as_json = cli_cmd_take_flag(&argc, argv, "--json");
-    if (argc != 0)
+    bool bad = false;
+    const char *tag = cli_cmd_take_value(&argc, argv, "--tag", &bad);
+    if (argc != 0 || bad)
         return CLI_EXIT_USAGE;
     CliError err;
     json_t *items;
-    if (cli_cmd_fetch_all(h, "/api/v1/experiments", &items, &err) != 0)
+    /* --tag T: the daemon filters (docs/api.md, "?tag="). */
+    char path[512] = "/api/v1/experiments";
+    if (tag != NULL) {
+        char q[400] = "";
+        cli_cmd_add_query(q, sizeof q, "tag", tag);
+        snprintf(path, sizeof path, "/api/v1/experiments?%s", q + 1);
+    }
+    if (cli_cmd_fetch_all(h, path, &items, &err) != 0)
         return cli_cmd_fail(h, &err);
     if (as_json)
         return cli_cmd_print_list(items);
+    if (json_array_size(items) == 0 && tag != NULL) {
+        fputs("no experiment has this tag\n", stderr);
+        json_decref(items);
+        return CLI_EXIT_OK;
+    }
     if (json_array_size(items) == 0) {
         fputs("no experiments yet (submit one with: rung submit SPEC.json)\n", stderr);
         json_decref(items);
@@ -408,6 +423,7 @@ int cli_cmd_ls(CliRest *h, int argc, char **argv)
     cli_table_column(t, "METRIC", CLI_ALIGN_LEFT, 0);
     cli_table_column(t, "SEARCHER", CLI_ALIGN_LEFT, 0);
     cli_table_column(t, "CREATED", CLI_ALIGN_LEFT, 0);
+    cli_table_column(t, "TAGS", CLI_ALIGN_LEFT, TAGS_WIDTH);
     size_t i;
     json_t *x;
     json_array_foreach(items, i, x) {
@@ -429,6 +445,8 @@ int cli_cmd_ls(CliRest *h, int argc, char **argv)
                             cli_fmt_str(x, "mode", "?"));
         cli_table_cell(t, cli_fmt_str(json_object_get(x, "searcher"), "type", "random"));
         cli_table_cell(t, cli_fmt_age(cli_fmt_str(x, "created_at", NULL), now, buf, sizeof buf));
+        cli_cmd_join_tags(json_object_get(x, "tags"), buf, sizeof buf);
+        cli_table_cell(t, buf);
     }
     cli_table_print(t, stdout, CLI_TABLE_PLAIN);
     cli_table_free(t);
@@ -507,6 +525,30 @@ static void show_time(FILE *out, const char *label, const char *rfc3339, int64_t
     fprintf(out, "  %-12s%s (%s)\n", label, shown, cli_fmt_age(rfc3339, now, age, sizeof age));
 }
 
+/* Tags on a line, notes on as many as they have, each indented under
+ * the labels (docs/api.md, "Tags and notes"). */
+static void show_meta(FILE *out, const json_t *x)
+{
+    char raw[4096], shown[4096];
+    cli_cmd_join_tags(json_object_get(x, "tags"), raw, sizeof raw);
+    cli_fmt_sanitize(raw, shown, sizeof shown, false);
+    fprintf(out, "  %-12s%s\n", "tags:", shown);
+    const char *notes = cli_fmt_str(x, "notes", "");
+    if (notes[0] == '\0')
+        return;
+    size_t size = strlen(notes) + 1;
+    char *text = cli_xmalloc(size);
+    cli_fmt_sanitize(notes, text, size, true);
+    fprintf(out, "  %-12s", "notes:");
+    for (const char *p = text; *p != '\0';) {
+        const char *nl = strchr(p, '\n');
+        int len = nl ? (int)(nl - p) : (int)strlen(p);
+        fprintf(out, "%s%.*s\n", p == text ? "" : "              ", len, p);
+        p += len + (nl != NULL);
+    }
+    free(text);
+}
+
 int cli_cmd_show(CliRest *h, int argc, char **argv)
 {
     int64_t id;
@@ -549,6 +591,7 @@ int cli_cmd_show(CliRest *h, int argc, char **argv)
         cli_fmt_sanitize(error, text, sizeof text, false);
         printf("  %-12s%s\n", "error:", text);
     }
+    show_meta(stdout, x);
     const json_t *objectives = json_object_get(x, "metrics");
     if (json_is_array(objectives)) {
         /* Several objectives and constraints (docs/api.md). */

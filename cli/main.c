@@ -40,8 +40,11 @@ static const Command commands[] = {
      "id; --working-dir: DIR, minus .rungignore, goes to the workers as the trials' folder; "
      "--num-samples, --name: a sweep's size and name)",
      cli_cmd_submit},
-    {"ls", "[--json]", "list experiments, newest first (--json: the API's objects)", cli_cmd_ls},
-    {"show", "ID [--json]", "an experiment: settings, state, error, best trial, its best 20 trials",
+    {"ls", "[--tag T] [--json]",
+     "list experiments, newest first (--tag: those tagged T; --json: the API's objects)",
+     cli_cmd_ls},
+    {"show", "ID [--json]",
+     "an experiment: settings, tags, notes, state, error, best trial, its best 20 trials",
      cli_cmd_show},
     {"watch", "ID [--interval S] [--rows N]", "follow an experiment live until it ends",
      cli_cmd_watch},
@@ -53,6 +56,14 @@ static const Command commands[] = {
      cli_cmd_extend},
     {"set", "ID [--priority P] [--share S] [--max-concurrent N] [--num-samples N]",
      "change a submitted experiment's settings", cli_cmd_set},
+    {"tag", "[--trial] ID [+T|-T ...]",
+     "add (+T, or T) and remove (-T) tags of an experiment (--trial: of a trial); none: print "
+     "them",
+     cli_cmd_tag},
+    {"note", "[--trial] ID [TEXT|-]",
+     "set the notes of an experiment (--trial: of a trial) to TEXT ('-': read from stdin, '': "
+     "clear); none: print them",
+     cli_cmd_note},
     {"stop-trial", "TRIAL_ID", "stop one trial (stopped_by user)", cli_cmd_stop_trial},
     {"retry", "ID", "put the failed trials back in line (the experiment runs again)",
      cli_cmd_retry},
@@ -106,7 +117,7 @@ static void usage(FILE *out)
           "  name metric mode (or metrics) constraints search_space searcher scheduler\n"
           "  num_samples max_concurrent_trials max_failures max_failed_trials best_scope\n"
           "  priority share worker_selector points_to_evaluate warm_start stop\n"
-          "  resources_per_trial trainable\n"
+          "  resources_per_trial trainable keep_artifacts notify tags notes\n"
           "experiment states: running paused completed failed canceled (with ended_reason)\n"
           "\nexit status: 0 done, 1 the request failed, 2 bad arguments\n",
           out);

@@ -12,9 +12,7 @@
 #include "fmt.h"
 #include "table.h"
 
-/* Takes "--NAME VALUE" out of argv wherever it stands; NULL when absent.
- * *bad is set when the flag has no value. */
-static const char *take_value(int *argc, char **argv, const char *name, bool *bad)
+const char *cli_cmd_take_value(int *argc, char **argv, const char *name, bool *bad)
 {
     for (int i = 0; i < *argc; i++) {
         if (strcmp(argv[i], name) != 0)
@@ -31,9 +29,7 @@ static const char *take_value(int *argc, char **argv, const char *name, bool *ba
     return NULL;
 }
 
-/* Appends "&name=value" to q (size bytes) with value percent-encoded:
- * letters, digits and - _ . ~ stay as they are. */
-static void add_query(char *q, size_t size, const char *name, const char *value)
+void cli_cmd_add_query(char *q, size_t size, const char *name, const char *value)
 {
     size_t n = strlen(q);
     n += (size_t)snprintf(q + n, size > n ? size - n : 0, "&%s=", name);
@@ -71,9 +67,9 @@ static void print_new_token(const json_t *r)
 static int user_add(CliRest *h, int argc, char **argv)
 {
     bool bad = false;
-    const char *role = take_value(&argc, argv, "--role", &bad);
-    const char *expires = take_value(&argc, argv, "--expires-days", &bad);
-    const char *pool = take_value(&argc, argv, "--pool", &bad);
+    const char *role = cli_cmd_take_value(&argc, argv, "--role", &bad);
+    const char *expires = cli_cmd_take_value(&argc, argv, "--expires-days", &bad);
+    const char *pool = cli_cmd_take_value(&argc, argv, "--pool", &bad);
     if (bad || argc != 1 || role == NULL)
         return CLI_EXIT_USAGE;
     json_t *body = json_pack("{s:s, s:s}", "name", argv[0], "role", role);
@@ -199,7 +195,7 @@ int cli_cmd_admin(CliRest *h, int argc, char **argv)
 static int token_create(CliRest *h, int argc, char **argv)
 {
     bool bad = false;
-    const char *expires = take_value(&argc, argv, "--expires-days", &bad);
+    const char *expires = cli_cmd_take_value(&argc, argv, "--expires-days", &bad);
     if (bad || argc > 1)
         return CLI_EXIT_USAGE;
     json_t *body = json_pack("{s:s}", "name", argc == 1 ? argv[0] : "token");
@@ -318,9 +314,9 @@ int cli_cmd_events(CliRest *h, int argc, char **argv)
     bool follow = cli_cmd_take_flag(&argc, argv, "--follow");
     bool json = cli_cmd_take_flag(&argc, argv, "--json");
     bool bad = false;
-    const char *experiment = take_value(&argc, argv, "--experiment", &bad);
-    const char *kind = take_value(&argc, argv, "--kind", &bad);
-    const char *actor = take_value(&argc, argv, "--actor", &bad);
+    const char *experiment = cli_cmd_take_value(&argc, argv, "--experiment", &bad);
+    const char *kind = cli_cmd_take_value(&argc, argv, "--kind", &bad);
+    const char *actor = cli_cmd_take_value(&argc, argv, "--actor", &bad);
     if (bad || argc != 0)
         return CLI_EXIT_USAGE;
     int64_t exp_id = 0;
@@ -330,9 +326,9 @@ int cli_cmd_events(CliRest *h, int argc, char **argv)
     if (exp_id > 0)
         snprintf(filter, sizeof filter, "&experiment=%" PRId64, exp_id);
     if (kind != NULL)
-        add_query(filter, sizeof filter, "kind", kind);
+        cli_cmd_add_query(filter, sizeof filter, "kind", kind);
     if (actor != NULL)
-        add_query(filter, sizeof filter, "actor", actor);
+        cli_cmd_add_query(filter, sizeof filter, "actor", actor);
     int64_t after = 0;
     for (;;) {
         char path[700];

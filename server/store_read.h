@@ -57,8 +57,9 @@ int store_read_submitted(Store *s, int64_t id, json_t **submitted, json_t **effe
                          RungError *err);
 
 /* GET /api/v1/experiments/{id}/timeline: the trials of exp_id that were
- * ever leased (started_at set), by start: one row per trial's current
- * attempt, with its worker's name. */
+ * leased (started_at set), in no particular order: one row per trial's
+ * current attempt; workers (an object) gets each one's worker's name
+ * under its id. *rows is new (free). */
 typedef struct TimelineRow {
     int64_t trial_id, attempt, worker_id, started_at, ended_at; /* ended_at 0: running */
     TrialState state;

@@ -252,17 +252,30 @@ class Client:
         """POST /api/v1/experiments: submits a spec; returns the experiment."""
         return self.request("POST", "/api/v1/experiments", spec)
 
-    def list_experiments(self, state: Optional[str] = None) -> list[dict]:
-        """Every experiment, newest first; only those in `state` when given."""
-        items = self._pages("/api/v1/experiments")
+    def list_experiments(self, state: Optional[str] = None,
+                         tag: Optional[str] = None) -> list[dict]:
+        """Every experiment, newest first; only those in `state` and those
+        tagged `tag` (rungd filters) when given."""
+        items = self._pages("/api/v1/experiments", {"tag": tag})
         return [e for e in items if state is None or e["state"] == state]
 
     def get_experiment(self, experiment_id: int) -> dict:
         return self.request("GET", f"/api/v1/experiments/{int(experiment_id)}")
 
     def patch_experiment(self, experiment_id: int, **fields: Any) -> dict:
-        """Changes num_samples (only up), priority, max_concurrent_trials or share."""
+        """Changes num_samples (only up), priority, max_concurrent_trials,
+        share, tags or notes (tags and notes in any state)."""
         return self.request("PATCH", f"/api/v1/experiments/{int(experiment_id)}", fields)
+
+    def experiment_spec(self, experiment_id: int) -> dict:
+        """{"submitted": the body as POSTed (None for experiments stored
+        before rungd kept it), "effective": the spec with its defaults}."""
+        return self.request("GET", f"/api/v1/experiments/{int(experiment_id)}/spec")
+
+    def timeline(self, experiment_id: int) -> dict:
+        """{"items": [[trial_id, attempt, worker_id, started_ms, ended_ms or
+        None, state], ...] by start, "workers": {"id": "name"}}."""
+        return self.request("GET", f"/api/v1/experiments/{int(experiment_id)}/timeline")
 
     def delete_experiment(self, experiment_id: int) -> dict:
         """Deletes an ended experiment with its trials and reports."""
@@ -285,10 +298,11 @@ class Client:
         return self.request("POST", f"/api/v1/experiments/{int(experiment_id)}/retry-failed")
 
     def list_trials(self, experiment_id: int, state: Optional[str] = None,
-                    sort: str = "number") -> list[dict]:
-        """The experiment's trials (`sort`: "number" or "value", best first)."""
+                    sort: str = "number", tag: Optional[str] = None) -> list[dict]:
+        """The experiment's trials (`sort`: "number" or "value", best
+        first); only those tagged `tag` when given."""
         return list(self._pages(f"/api/v1/experiments/{int(experiment_id)}/trials",
-                                {"state": state, "sort": sort}))
+                                {"state": state, "sort": sort, "tag": tag}))
 
     def trials_csv(self, experiment_id: int) -> str:
         """The trials as CSV, as `rung export` writes them."""
@@ -320,6 +334,10 @@ class Client:
 
     def get_trial(self, trial_id: int) -> dict:
         return self.request("GET", f"/api/v1/trials/{int(trial_id)}")
+
+    def patch_trial(self, trial_id: int, **fields: Any) -> dict:
+        """Changes a trial's tags or notes (the only fields it takes)."""
+        return self.request("PATCH", f"/api/v1/trials/{int(trial_id)}", fields)
 
     def trial_metrics(self, trial_id: int, after_step: Optional[int] = None) -> list[dict]:
         """The reports of the trial's current attempt, ascending by step."""

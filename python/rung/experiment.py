@@ -218,7 +218,8 @@ class Experiment:
                  scheduler: Union[str, dict, None] = None, num_samples: int = 1,
                  client: Optional[Client] = None, metrics: Optional[list] = None,
                  constraints: Optional[list] = None, working_dir: Optional[str] = None,
-                 environment: Optional[str] = None, _upload_files: Optional[dict] = None,
+                 environment: Optional[str] = None, tags: Optional[list] = None,
+                 notes: Optional[str] = None, _upload_files: Optional[dict] = None,
                  **spec_fields: Any):
         self.client = client or Client()
         # Uploaded at submit(): the folder may change until then.
@@ -256,6 +257,12 @@ class Experiment:
             self._spec["scheduler"] = ({"type": scheduler} if isinstance(scheduler, str)
                                        else scheduler)
         self._spec["num_samples"] = num_samples
+        # What people say about it (docs/api.md, "Tags and notes"): spec
+        # fields, changed later with update().
+        if tags is not None:
+            self._spec["tags"] = list(tags)
+        if notes is not None:
+            self._spec["notes"] = notes
         self._spec.update({k: v for k, v in spec_fields.items() if v is not None})
         if trainable is not None and callable(trainable) and \
                 not isinstance(trainable, (dict, str, list, tuple)) and _by_value(trainable):
@@ -336,6 +343,42 @@ class Experiment:
         if "metrics" in spec:
             return [dict(m) for m in spec["metrics"]]
         return [{"name": spec["metric"], "mode": spec["mode"]}]
+
+    @property
+    def tags(self) -> list[str]:
+        """Its tags, as last read (refresh() reads them again)."""
+        return list((self.data or self._spec).get("tags", []))
+
+    @property
+    def notes(self) -> str:
+        return (self.data or self._spec).get("notes", "")
+
+    def update(self, tags: Optional[list] = None, notes: Optional[str] = None) -> dict:
+        """Replaces its tags and/or notes (in any state; ApiError naming the
+        field, e.g. tags[2], for one rungd refuses); returns its object."""
+        fields: dict[str, Any] = {}
+        if tags is not None:
+            fields["tags"] = list(tags)
+        if notes is not None:
+            fields["notes"] = notes
+        self.data = self.client.patch_experiment(self._need_id(), **fields)
+        return self.data
+
+    def add_tags(self, *tags: str) -> dict:
+        """Adds tags it lacks, keeping its own first (read, then replaced)."""
+        have = self.refresh().get("tags", [])
+        return self.update(tags=have + [t for t in dict.fromkeys(tags) if t not in have])
+
+    def remove_tags(self, *tags: str) -> dict:
+        return self.update(tags=[t for t in self.refresh().get("tags", []) if t not in tags])
+
+    def submitted_spec(self) -> Optional[dict]:
+        """The spec as it was POSTed (None for one stored before rungd kept it)."""
+        return self.client.experiment_spec(self._need_id())["submitted"]
+
+    def timeline(self) -> dict:
+        """When and where its trials ran (Client.timeline)."""
+        return self.client.timeline(self._need_id())
 
     def spec(self) -> dict:
         """The spec this experiment submits (or submitted), as the API's JSON."""
@@ -458,9 +501,10 @@ class Experiment:
 
     # -- results -----------------------------------------------------------
 
-    def trials(self, state: Optional[str] = None) -> list[dict]:
-        """The trial objects, in number order (docs/api.md, "The trial object")."""
-        return self.client.list_trials(self._need_id(), state=state)
+    def trials(self, state: Optional[str] = None, tag: Optional[str] = None) -> list[dict]:
+        """The trial objects, in number order (docs/api.md, "The trial
+        object"); only those tagged `tag` when given."""
+        return self.client.list_trials(self._need_id(), state=state, tag=tag)
 
     def best(self, scope: Optional[str] = None) -> Optional[Result]:
         """The best trial, or None before any trial reported the metric.

@@ -724,7 +724,8 @@ class Live(RungdTestCase):
             "bs": {"type": "grid", "values": [32, 64]},
             "seedless": None},
             scheduler={"type": "asha", "max_t": 9, "grace_period": 1, "reduction_factor": 3},
-            stop={"time_budget_s": 3600}, worker_selector={}, num_samples=3)
+            stop={"time_budget_s": 3600}, worker_selector={}, num_samples=3,
+            tags=["first"], notes="a note\nof two lines")
         exp = self.call(d, "POST", E, E, 201, body=s)
         eid = exp["id"]
         ep = "%s/%d" % (E, eid)
@@ -765,6 +766,20 @@ class Live(RungdTestCase):
                   body={"lease_token": token, "status": "completed", "log": "done\n",
                         "warnings": {"count": 1, "last": [{"line": "@rung {", "why": "x"}]}})
         self.call(d, "GET", tp, T + "/{id}", 200)
+        # Tags and notes, the submitted spec and the timeline.
+        got = self.call(d, "PATCH", tp, T + "/{id}", 200,
+                        body={"tags": ["good", "x y"], "notes": "fine"})
+        self.assertEqual((got["tags"], got["notes"]), (["good", "x y"], "fine"))
+        self.call(d, "PATCH", tp, T + "/{id}", 400, body={"state": "failed"})
+        self.call(d, "GET", ep + "/trials?tag=good", E + "/{id}/trials", 200)
+        self.call(d, "GET", ep + "/trials?tag=a,b", E + "/{id}/trials", 400)
+        self.call(d, "PATCH", ep, E + "/{id}", 200, body={"tags": ["base"], "notes": "n"})
+        self.call(d, "GET", E + "?tag=base", E, 200)
+        specs = self.call(d, "GET", ep + "/spec", E + "/{id}/spec", 200)
+        self.assertEqual(specs["submitted"], s)
+        timeline = self.call(d, "GET", ep + "/timeline", E + "/{id}/timeline", 200)
+        self.assertEqual([i[0] for i in timeline["items"]], [tid])
+        self.call(d, "GET", E + "/999/timeline", E + "/{id}/timeline", 404)
         self.call(d, "GET", ep + "/trials?sort=value", E + "/{id}/trials", 200)
         self.call(d, "GET", ep + "/curves", E + "/{id}/curves", 200)
         self.call(d, "GET", ep + "/curves?best=1", E + "/{id}/curves", 200)

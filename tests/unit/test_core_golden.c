@@ -848,6 +848,15 @@ static void step_delete(Run *r)
         abort();
     }
     json_object_del(searcher, "grid_order");
+    /* Tags and notes (schema 015) are [] and "" here, and the hashes
+     * predate them. */
+    if (json_array_size(json_object_get(o, "tags")) != 0 ||
+        strcmp(json_string_value(json_object_get(o, "notes")), "") != 0) {
+        fprintf(stderr, "experiment %" PRId64 " has tags or notes\n", id);
+        abort();
+    }
+    json_object_del(o, "tags");
+    json_object_del(o, "notes");
     note_json("experiment", o);
     ExpState state = EXP_COMPLETED;
     exp_state_parse(json_string_value(json_object_get(o, "state")), &state);
