@@ -43,11 +43,11 @@ const TRAINABLE = `
 import json, math, os, time
 c = json.loads(os.environ["RUNG_CONFIG"])
 loss = (math.log10(c["lr"]) + 2.5) ** 2 + 4 * (c["a"] - 0.3) ** 2 + 0.01 * (c["b"] + c["c"] + c["d"])
-time.sleep(0.15)
+time.sleep(0.1)
 print("@rung " + json.dumps({"step": 1, "loss": loss, "aux": (c["b"] - 0.5) ** 2 + 0.001 * c["a"]}), flush=True)
 `;
 
-const N = 14;
+const N = 12;
 const spec = {
   name: 'analysis-charts',
   metric: 'loss',
@@ -101,8 +101,8 @@ after(async () => {
   const problems = [];
   for (const w of workers) {
     if (!w.alive()) problems.push(`rung-worker ${w.name} died on its own (${w.proc.exitCode})\n${w.stderr().slice(-2000)}`);
-    await w.stop();
   }
+  await Promise.all(workers.map((w) => w.stop()));
   if (d) {
     const died = !d.alive();
     const rc = await d.stop();
