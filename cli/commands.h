@@ -36,6 +36,7 @@ int cli_cmd_fetch(CliRest *h, int argc, char **argv);
 int cli_cmd_admin(CliRest *h, int argc, char **argv);
 int cli_cmd_token(CliRest *h, int argc, char **argv);
 int cli_cmd_events(CliRest *h, int argc, char **argv);
+int cli_cmd_importance(CliRest *h, int argc, char **argv);
 int cli_cmd_tag(CliRest *h, int argc, char **argv);
 int cli_cmd_note(CliRest *h, int argc, char **argv);
 

@@ -68,6 +68,8 @@ static const Command commands[] = {
     {"retry", "ID", "put the failed trials back in line (the experiment runs again)",
      cli_cmd_retry},
     {"delete", "ID", "delete an ended experiment with its trials and reports", cli_cmd_delete},
+    {"importance", "ID [--metric NAME] [--json]",
+     "which parameters matter: fANOVA over the completed trials", cli_cmd_importance},
     {"logs", "TRIAL_ID [--follow] [--interval S]",
      "a trial's log tail (--follow: until the trial ends; exit 3 if it failed)", cli_cmd_logs},
     {"export", "ID [-o FILE]", "write the experiment's trials as CSV", cli_cmd_export},

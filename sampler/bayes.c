@@ -185,6 +185,11 @@ typedef struct Bayes {
     int nfront, capfront;
     double ref[BAYES_MAX_OBJECTIVES];
     ParetoCells *cells;
+    /* The loss's output transform (transform), for bayes_predict to undo:
+     * Box-Cox of (loss - out_lo) / out_spread + delta with power
+     * out_lambda (boxcox: false when none), then (y - out_mean) / out_sd. */
+    bool out_boxcox;
+    double out_lo, out_spread, out_lambda, out_mean, out_sd;
     /* Candidate buffers: cap of them. */
     int cap;
     double *cu; /* cap x dims */
@@ -490,12 +495,12 @@ static int collect(Bayes *b, const BayesHistory *h, RungError *err)
  * -n/2 log var(y) + (lambda - 1) sum log z: heavy right tails (lambda near
  * 0, a log) are pulled in, symmetric or left-skewed losses stay linear. */
 #define BAYES_BOXCOX_STEPS 20
-static void boxcox(const double *loss, int n, double lo, double spread, double delta, double *y)
+static double boxcox(const double *loss, int n, double lo, double spread, double delta, double *y)
 {
     if (!(spread > 0.0)) {
         for (int i = 0; i < n; i++)
             y[i] = 0.0;
-        return;
+        return 1.0;
     }
     double sumlog = 0.0;
     for (int i = 0; i < n; i++)
@@ -522,6 +527,7 @@ static void boxcox(const double *loss, int n, double lo, double spread, double d
         double z = (loss[i] - lo) / spread + delta;
         y[i] = best_l == 0.0 ? log(z) : (pow(z, best_l) - 1.0) / best_l;
     }
+    return best_l;
 }
 
 /* The objectives' output transform. With several objectives they are only
@@ -566,9 +572,13 @@ static int transform(Bayes *b)
         b->centres[k] = (int)r[k].index;
 
     double spread = hi - lo;
+    b->out_lo = lo;
+    b->out_spread = spread;
+    b->out_boxcox = false;
     switch (output_of(b)) {
     case BAYES_OUTPUT_BOXCOX:
-        boxcox(b->loss, n, lo, spread, b->tu->boxcox_delta, b->y);
+        b->out_lambda = boxcox(b->loss, n, lo, spread, b->tu->boxcox_delta, b->y);
+        b->out_boxcox = spread > 0.0;
         break;
     default:
         for (int i = 0; i < n; i++)
@@ -585,6 +595,8 @@ static int transform(Bayes *b)
     double sd = n > 1 ? sqrt(ss / (n - 1)) : 0.0;
     /* Equal losses (or a spread lost to rounding) carry no slope. */
     b->flat = !(sd > 1e-12 * (fabs(mean) + 1e-300)) || !isfinite(sd);
+    b->out_mean = mean;
+    b->out_sd = b->flat ? 0.0 : sd;
     b->best = 0.0;
     for (int i = 0; i < n; i++) {
         b->y[i] = b->flat ? 0.0 : (b->y[i] - mean) / sd;
@@ -1350,4 +1362,97 @@ int bayes_propose(const Space *space, const SearcherSpec *searcher, int64_t firs
     BayesTuning tuning;
     bayes__default_tuning(&tuning);
     return bayes__propose_tuned(space, searcher, first, count, history, &tuning, out, err);
+}
+
+/* ---- the model's mean, for rungd's surface (bayes.h) ---------------------- */
+
+/* A standardized model value back in loss units: transform's steps undone. */
+static double untransform(const Bayes *b, double y)
+{
+    double t = y * b->out_sd + b->out_mean;
+    if (!b->out_boxcox) /* identity, or Box-Cox of equal losses: all at out_lo */
+        return output_of(b) == BAYES_OUTPUT_BOXCOX ? b->out_lo : t;
+    double lam = b->out_lambda, z;
+    if (lam == 0.0) {
+        z = exp(t);
+    } else {
+        double base = lam * t + 1.0;
+        z = base > 0.0 ? pow(base, 1.0 / lam) : 0.0; /* below the transform's range */
+    }
+    return (z - b->tu->boxcox_delta) * b->out_spread + b->out_lo;
+}
+
+int bayes_predict(const Space *space, const SearcherSpec *searcher, const BayesHistory *history,
+                  const json_t *base, const double *u, int m, double *loss, RungError *err)
+{
+    if (history == NULL || history->n_obs < 0 || (history->n_obs > 0 && history->obs == NULL) ||
+        m < 0 || (m > 0 && (u == NULL || loss == NULL)))
+        return rung_error_set(err, RUNG_E_INVALID_ARGUMENT, NULL,
+                              "bayes_predict: a history and m >= 0 points are needed");
+    gsl_set_error_handler_off();
+    BayesTuning tuning;
+    bayes__default_tuning(&tuning);
+    Bayes *b = calloc(1, sizeof *b);
+    if (b == NULL)
+        return oom(err);
+    b->space = space;
+    b->searcher = searcher;
+    b->tu = &tuning;
+    b->nobj = 1; /* the loss alone: a surface shows one metric */
+    build_layout(b);
+    int rc = collect(b, history, err);
+    if (rc == 0 && transform(b) != 0)
+        rc = oom(err);
+    if (rc == 0 && (b->n < BAYES_MIN_OBS || b->nf == 0))
+        rc = rung_error_set(err, RUNG_E_INVALID_ARGUMENT, NULL,
+                            "bayes_predict: %d usable observations of %d features: nothing to "
+                            "model",
+                            b->n, b->nf);
+    if (rc == 0) {
+        gp_blas_threads_for(b->n);
+        rc = build_gp(b, 0, err);
+    }
+    /* The grid parameters' indices are base's (config_point's rule). */
+    int64_t gidx[SPACE_MAX_PARAMS];
+    double *scratch = NULL;
+    if (rc == 0) {
+        double *x = malloc((size_t)(b->nf > 0 ? b->nf : 1) * sizeof *x);
+        scratch = malloc((size_t)(space->dims > 0 ? space->dims : 1) * sizeof *scratch);
+        if (x == NULL || scratch == NULL || config_point(b, base, scratch, x) != 0)
+            rc = x == NULL || scratch == NULL
+                     ? oom(err)
+                     : rung_error_set(err, RUNG_E_INVALID_ARGUMENT, "base",
+                                      "bayes_predict: the base config does not fit the space");
+        free(x);
+    }
+    for (int i = 0; rc == 0 && i < space->nparams; i++) {
+        const SpaceParam *p = &space->params[i];
+        gidx[i] = -1;
+        if (p->kind != SPACE_GRID)
+            continue;
+        const json_t *v = json_object_get(base, p->name);
+        int64_t k = 0;
+        while (k < p->count && !json_equal(json_array_get(p->values, (size_t)k), v))
+            k++;
+        gidx[i] = k;
+    }
+    double *xs = NULL, *var = NULL;
+    if (rc == 0 && m > 0) {
+        xs = malloc((size_t)m * (size_t)b->nf * sizeof *xs);
+        var = malloc((size_t)m * sizeof *var);
+        if (xs == NULL || var == NULL)
+            rc = oom(err);
+    }
+    for (int i = 0; rc == 0 && i < m; i++)
+        features_of(b, u + (size_t)i * (size_t)b->dims, gidx, xs + (size_t)i * (size_t)b->nf);
+    if (rc == 0 && m > 0 && gp_predict_many(b->gp, xs, m, loss, var) != 0)
+        rc = rung_error_set(err, RUNG_E_INTERNAL, NULL, "bayes_predict: the prediction failed");
+    for (int i = 0; rc == 0 && i < m; i++)
+        loss[i] = untransform(b, loss[i]);
+    free(xs);
+    free(var);
+    free(scratch);
+    bayes_close(b);
+    free(b);
+    return rc;
 }

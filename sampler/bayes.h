@@ -109,4 +109,15 @@ double bayes_mf_level(const BayesRungRecord *records, int64_t n, int64_t min_rec
 /* How many records a level needs: max(searcher->n_initial, dims + 2). */
 int64_t bayes_mf_min_records(const Space *space, const SearcherSpec *searcher);
 
+/* The model's mean loss at m points, for rungd's surface endpoint
+ * (docs/api.md): the GP bayes_propose would fit on history's observations
+ * (the first objective's loss only; its output transform, kernel and
+ * hyperparameter fit), its mean at the cube points u (m x
+ * space_cube_dims, row-major; grid parameters take base's values, base a
+ * config of the space) back in loss units (the transform undone). Fails
+ * with RUNG_E_INVALID_ARGUMENT when fewer than two observations fit the
+ * space or nothing varies, RUNG_E_INTERNAL on a numerical failure. */
+int bayes_predict(const Space *space, const SearcherSpec *searcher, const BayesHistory *history,
+                  const json_t *base, const double *u, int m, double *loss, RungError *err);
+
 #endif

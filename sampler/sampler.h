@@ -198,4 +198,29 @@ int64_t sampler_grid_index(const Space *space, const json_t *config, GridOrder o
 json_t *space_decode(const Space *space, const double *u, int64_t grid_index, GridOrder order);
 int space_encode(const Space *space, const json_t *config, double *u, RungError *err);
 
+/* Features (features.c): the parameters an analysis of finished trials
+ * ranks or plots (rungd's importance and surface endpoints, docs/api.md),
+ * one per config key that can vary (no constants, no single-valued choice
+ * or grid, no conditional choice: its branches' parameters stand for it),
+ * in spec order. A numeric feature is valued by its cube coordinate (a log
+ * domain on its log scale, as the searchers see it), a categorical one
+ * (choice, grid) by the index of its value. */
+typedef struct SpaceFeature {
+    const char *name; /* the config key (dotted path), borrowed from the space */
+    int categories;   /* 0: numeric; k >= 2: categorical with k values */
+    bool log;         /* numeric on a log scale */
+    double low, high; /* numeric: the ends of its domain in its own units */
+    int cube;         /* numeric: its cube coordinate (the first parameter of that name) */
+} SpaceFeature;
+
+/* Fills out (room for SPACE_MAX_PARAMS) and returns how many. */
+int space_features(const Space *space, SpaceFeature *out);
+/* config's value of each of the nf features f into x: NAN where the
+ * config took a branch without it. -1 when config does not fit the space. */
+int space_feature_row(const Space *space, const SpaceFeature *f, int nf, const json_t *config,
+                      double *x);
+/* The cube coordinate of value (in the feature's own units, clamped into
+ * its domain) of numeric feature f; NAN for a categorical one. */
+double space_feature_coord(const Space *space, const SpaceFeature *f, double value);
+
 #endif

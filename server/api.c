@@ -4,6 +4,8 @@
  * shape. */
 #include "api_internal.h"
 
+#include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +62,15 @@ int api_query_tag(Job *job, const char **tag)
         return -1;
     }
     return 0;
+}
+
+FILE *api_reply_stream(char **buf, size_t *len)
+{
+    FILE *out = open_memstream(buf, len);
+    if (out == NULL)
+        abort();
+    __fsetlocking(out, FSETLOCKING_BYCALLER);
+    return out;
 }
 
 /* ---- objects ---- */

@@ -30,6 +30,8 @@ void api_experiment_timeline(Engine *e, Job *job);
 void api_experiment_trials(Engine *e, Job *job);
 void api_experiment_csv(Engine *e, Job *job);
 void api_experiment_curves(Engine *e, Job *job);
+void api_experiment_importance(Engine *e, Job *job);
+void api_experiment_surface(Engine *e, Job *job);
 void api_trial_get(Engine *e, Job *job);
 void api_trial_metrics(Engine *e, Job *job);
 void api_trial_report(Engine *e, Job *job);

@@ -5,7 +5,6 @@
 #include "api_internal.h"
 
 #include <stdio.h>
-#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,17 +17,6 @@
 #define A RUNG_E_INVALID_ARGUMENT
 #define CURVES_MAX 250000     /* metric values per curves call; page with after */
 #define CURVES_BEST_MAX 10000 /* curves?best=K: at most this many trials' curves */
-
-/* A memory stream for a large reply: only this thread writes it, so its
- * calls skip stdio's lock (one per fputc of 50,000 CSV rows). */
-static FILE *reply_stream(char **buf, size_t *len)
-{
-    FILE *out = open_memstream(buf, len);
-    if (out == NULL)
-        abort();
-    __fsetlocking(out, FSETLOCKING_BYCALLER);
-    return out;
-}
 
 static json_t *experiment_json(const Experiment *x)
 {
@@ -374,8 +362,9 @@ void api_experiment_delete(Engine *e, Job *job)
         return;
     }
     core_forget_deleted(core, state, counts);
-    api_blob_sweep(e);           /* its working directory, when nothing else runs it (blobs.h) */
-    api_artifacts_forget(e, id); /* its trials' kept folders */
+    api_blob_sweep(e);             /* its working directory, when nothing else runs it (blobs.h) */
+    api_artifacts_forget(e, id);   /* its trials' kept folders */
+    engine_analysis_forget(e, id); /* its cached importance and surfaces */
     int64_t n = 0;
     for (int k = 0; k < TRIAL__COUNT; k++)
         n += counts[k];
@@ -536,7 +525,7 @@ void api_experiment_csv(Engine *e, Job *job)
     }
     char *buf = NULL;
     size_t len = 0;
-    FILE *out = reply_stream(&buf, &len);
+    FILE *out = api_reply_stream(&buf, &len);
     fputs("id,number,state", out);
     for (int i = 0; i < space_param_count(spec->space); i++) {
         fputc(',', out);
@@ -625,12 +614,12 @@ void api_experiment_curves(Engine *e, Job *job)
         after = 0; /* another daemon run: from the start */
     char *buf = NULL;
     size_t len = 0;
-    FILE *out = reply_stream(&buf, &len);
+    FILE *out = api_reply_stream(&buf, &len);
     /* Reports of this batch carry its time and may still come: up to it. */
     int64_t next = 0;
     char *items = NULL;
     size_t items_len = 0;
-    FILE *io = reply_stream(&items, &items_len);
+    FILE *io = api_reply_stream(&items, &items_len);
     int64_t ranked = 0;
     int rc = 0;
     if (best > 0)

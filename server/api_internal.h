@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "api.h"
 #include "core.h"
@@ -38,6 +39,10 @@ int api_query_int(const Job *job, const char *name, int64_t def, int64_t min, in
  * when absent or empty; -1 with the reply set (400, field "tag") when it
  * cannot be a tag. */
 int api_query_tag(Job *job, const char **tag);
+/* A memory stream for a large reply (free *buf after fclose): only the
+ * engine thread writes it, so its calls skip stdio's lock (one per fputc
+ * of 50,000 CSV rows). */
+FILE *api_reply_stream(char **buf, size_t *len);
 /* A trial in memory as the API shows it (views.h). */
 json_t *api_trial_json(const Trial *t);
 /* api_artifacts.c: {"upload_token"} for a finish reply when the spec keeps

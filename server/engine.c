@@ -572,6 +572,7 @@ static void run_batch(Engine *e)
             prune_events(e);
             drain_notices(e);
             sample_rate(e);
+            engine_analysis_tick(e);
             if (e->front.tick)
                 e->front.tick(e->front.ctx);
         }
@@ -666,7 +667,8 @@ Engine *engine_new(Store *store, Core *core, const EngineConfig *cfg, Stats *sta
     e->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     e->epfd = epoll_create1(EPOLL_CLOEXEC);
     e->proposer = proposer_start(engine_on_proposals, engine_on_explored, e);
-    if (e->wake_fd < 0 || e->epfd < 0 || e->proposer == NULL) {
+    e->analysis = analysis_start(engine_on_analysis, e);
+    if (e->wake_fd < 0 || e->epfd < 0 || e->proposer == NULL || e->analysis == NULL) {
         engine_free(e);
         return NULL;
     }
@@ -705,6 +707,7 @@ void engine_free(Engine *e)
         return;
     engine_stop(e);
     proposer_stop(e->proposer);
+    engine_analysis_free(e);
     /* Proposals that arrived after the last batch are dropped: they are
      * asked for again after a restart. */
     for (Job *j = e->inbox, *next; j != NULL; j = next) {

@@ -135,4 +135,26 @@ void engine_token(char out[CORE_TOKEN_LEN + 1]);
 /* A random 53-bit seed for experiments that name none. */
 uint64_t engine_seed(void);
 
+/* The analysis thread's results (engine_analysis.c; analysis.h), for the
+ * handlers of GET .../importance and .../surface (api_analysis.c), on the
+ * engine thread. A result is cached under a key the handler makes, with
+ * the version it was computed at: how many trials of its experiment were
+ * completed (engine_analysis_version; -1 when it cannot be read). */
+typedef struct AnalysisJob AnalysisJob;
+/* Builds the job (its snapshot) for a key's query at version, for the
+ * background refresh when trials complete; NULL when it cannot. */
+typedef AnalysisJob *(*AnalysisBuild)(Engine *e, int64_t exp_id, const json_t *query,
+                                      int64_t version);
+int64_t engine_analysis_version(Engine *e, int64_t exp_id);
+/* key's result if computed at a version >= min_version: a new reference
+ * with its HTTP status in *status; else NULL. */
+json_t *engine_analysis_cached(Engine *e, const char *key, int64_t min_version, int *status);
+/* Whether a job for key at a version >= min_version is queued or running. */
+bool engine_analysis_running(Engine *e, const char *key, int64_t min_version);
+/* Hands job (stolen; its key, exp_id and version set) to the analysis
+ * thread; query (copied) and build let the engine refresh it. */
+void engine_analysis_submit(Engine *e, AnalysisJob *job, const json_t *query, AnalysisBuild build);
+/* Drops an experiment's results (it was deleted). */
+void engine_analysis_forget(Engine *e, int64_t exp_id);
+
 #endif

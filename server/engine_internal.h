@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "analysis.h"
 #include "engine.h"
 #include "propose.h"
 
@@ -30,6 +31,9 @@ struct Engine {
     EngineConfig cfg;
     Stats *stats;
     Proposer *proposer;
+    Analysis *analysis;             /* the analysis thread (analysis.h) */
+    struct AnalysisEntry *analyses; /* its results (engine_analysis.c) */
+    int64_t n_analyses;
     bool draining;
     Job *done;   /* jobs answered in this batch, released after commit */
     Job *parked; /* parked jobs, newest first */
@@ -74,5 +78,16 @@ void engine_on_proposals(void *ctx, Proposals *p);
 void engine_on_explored(void *ctx, PbtExplore *x);
 /* Frees an internal job (proposals or an explore) that will not run. */
 void engine_job_discard(Job *job);
+
+/* engine_analysis.c: the analysis thread's answers (on that thread: queued
+ * as internal jobs that engine_analysis_apply runs), the background
+ * refresh of cached results whose experiment completed trials (each tick),
+ * and the cache's end (after the loop stopped: stops the thread). */
+typedef struct AnalysisEntry AnalysisEntry;
+void engine_on_analysis(void *ctx, AnalysisJob *job);
+void engine_analysis_apply(Engine *e, Job *job);
+void engine_analysis_discard(Job *job);
+void engine_analysis_tick(Engine *e);
+void engine_analysis_free(Engine *e);
 
 #endif

@@ -70,7 +70,9 @@ void engine_on_explored(void *ctx, PbtExplore *x)
 
 void engine_job_discard(Job *job)
 {
-    if (job->fn == apply_explored)
+    if (job->fn == engine_analysis_apply)
+        engine_analysis_discard(job); /* asked again by whoever wants it */
+    else if (job->fn == apply_explored)
         pbt_explore_free(job->data); /* its member is reloaded waiting: it asks again */
     else
         proposals_free(job->data);

@@ -57,8 +57,9 @@ int store_read_submitted(Store *s, int64_t id, json_t **submitted, json_t **effe
                          RungError *err);
 
 /* GET /api/v1/experiments/{id}/timeline: the trials of exp_id that were
- * ever leased (started_at set), by start: one row per trial's current
- * attempt, with its worker's name. */
+ * leased (started_at set), in no particular order: one row per trial's
+ * current attempt; workers (an object) gets each one's worker's name
+ * under its id. *rows is new (free). */
 typedef struct TimelineRow {
     int64_t trial_id, attempt, worker_id, started_at, ended_at; /* ended_at 0: running */
     TrialState state;
@@ -141,5 +142,23 @@ int store_read_warm(Store *s, Spec *spec, int64_t before, bool check, struct War
  * ended before e was created). Fails only when the store does; a source
  * that no longer gives a Warm leaves e without one. */
 int store_read_warm_attach(Store *s, Experiment *e, RungError *err);
+
+/* An experiment's completed trials as an analysis reads them (docs/api.md,
+ * "importance" and "surface"; server/analysis.h): in trial-number order,
+ * each with its id, its config and last metrics as their stored JSON text
+ * (malloc'd; last NULL before any report) and its best value. The text is
+ * parsed on the analysis thread, not here on the engine thread. */
+typedef struct StoreCompleted {
+    int64_t id;
+    char *config;
+    char *last;
+    double best;
+    bool has_best;
+} StoreCompleted;
+int store_read_completed(Store *s, int64_t exp_id, StoreCompleted **rows, int64_t *n,
+                         RungError *err);
+void store_completed_free(StoreCompleted *rows, int64_t n);
+/* How many of the experiment's stored trials are completed. */
+int store_read_completed_count(Store *s, int64_t exp_id, int64_t *n, RungError *err);
 
 #endif

@@ -316,6 +316,20 @@ class Client:
         return self.request("GET", f"/api/v1/experiments/{int(experiment_id)}/curves",
                             query={"after": after, "generation": generation, "metric": metric})
 
+    def importance(self, experiment_id: int, metric: Optional[str] = None) -> dict:
+        """Each parameter's share of the variance of each objective and
+        constraint (or of `metric`), by fANOVA over the completed trials
+        (docs/api.md, "GET /api/v1/experiments/{id}/importance")."""
+        return self.request("GET", f"/api/v1/experiments/{int(experiment_id)}/importance",
+                            query={"metric": metric})
+
+    def surface(self, experiment_id: int, x: str, y: str, metric: Optional[str] = None,
+                n: Optional[int] = None) -> dict:
+        """The metric over two numeric parameters on an n x n grid (docs/api.md,
+        "GET /api/v1/experiments/{id}/surface")."""
+        return self.request("GET", f"/api/v1/experiments/{int(experiment_id)}/surface",
+                            query={"x": x, "y": y, "metric": metric, "n": n})
+
     # -- trials ------------------------------------------------------------
 
     def get_trial(self, trial_id: int) -> dict:

@@ -601,6 +601,16 @@ class Experiment:
                               "the same table as a list of dicts") from None
         return pandas.DataFrame(self.rows())
 
+    def importance(self, metric: Optional[str] = None) -> list[dict]:
+        """Which parameters matter: for each objective then constraint (or
+        for `metric` alone), fANOVA's share of the metric's variance each
+        parameter explains over the completed trials, most important first
+        (docs/api.md, "GET /api/v1/experiments/{id}/importance"). A list of
+        {"name", "kind", "mode", "trials", "importance": [{"param",
+        "importance", "std", "trials"}, ...]} (with "reason" when too few
+        trials have a value)."""
+        return self.client.importance(self._need_id(), metric=metric)["metrics"]
+
     def curves(self, metric: Optional[str] = None
                ) -> dict[int, list[tuple[int, int, Optional[float]]]]:
         """Every reported value of the metric (or of `metric`, any metric

@@ -256,3 +256,21 @@ export function listWorkers(signal) {
 export function listEvents({ after, experiment, kind, limit } = {}, signal) {
   return request('GET', '/events', { query: { after, experiment, kind, limit }, signal });
 }
+
+/** Each parameter's importance per objective and constraint, or for the
+ * reported metric `metric` (docs/api.md, GET /experiments/{id}/importance). */
+export function getImportance(id, { metric } = {}, signal) {
+  return request('GET', `/experiments/${id}/importance`, { query: { metric }, signal });
+}
+
+/** The metric over a grid of two numeric parameters x and y, and the
+ * trials there (docs/api.md, GET /experiments/{id}/surface). */
+export function getSurface(id, { x, y, metric, n } = {}, signal) {
+  return request('GET', `/experiments/${id}/surface`, { query: { x, y, metric, n }, signal });
+}
+
+/** Every leased attempt with its worker and times (docs/api.md, GET
+ * /experiments/{id}/timeline). */
+export function getTimeline(id, signal) {
+  return request('GET', `/experiments/${id}/timeline`, { signal });
+}

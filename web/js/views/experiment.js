@@ -22,6 +22,7 @@ import { DASH, STATES, configText, int, num, time, typeOf } from '../format.js';
 import { startPoll } from '../poll.js';
 import { reportError, clearError } from '../shell.js';
 import { isPbt } from '../pbt.js';
+import { createAnalysisSection } from './analysis-section.js';
 import { ExperimentData } from './experiment-data.js';
 import { getBrushed, getMetric, inferMode, resetMetricState, setBrushed, setMetric, subscribe } from './metric-state.js';
 import { createPbtSection } from './pbt-section.js';
@@ -113,6 +114,9 @@ export function mount(root, { id }) {
     h('label', null, 'Metric ', metricSel), modeSel,
     h('label', { title: 'a log y axis; linear while any value is \u2264 0' }, logBox, ' log y'));
   let metricOptions = []; // [{value, metric}]
+  // The analysis section (analysis-section.js): importance, contour, EDF,
+  // the workers' timeline.
+  const analysisHolder = h('div');
 
   // ---- trials table ----
   const table = createTrialsTable(id, data, () => poller.kick(), {
@@ -133,8 +137,9 @@ export function mount(root, { id }) {
       pbtHolder, curvesTitle, curvesEl,
       h('h2', { text: 'Best so far' }), bestEl,
       h('h2', { text: 'Trials' }), table.el,
-      h('h2', { text: 'Parameters against the metric' }), scatterGrid,
-      h('h2', { text: 'Parallel coordinates' }), parallelEl));
+      h('h2', { text: 'Slice plots: each parameter against the metric' }), scatterGrid,
+      h('h2', { text: 'Parallel coordinates' }), parallelEl,
+      analysisHolder));
 
   async function onCancel() {
     if (!exp || !LIVE.has(exp.state) || busy) return;
@@ -325,7 +330,9 @@ export function mount(root, { id }) {
       ...metricCharts(x, uPlot, getMetric(), params),
       pareto: null,
       objectives: null,
+      analysis: createAnalysisSection(x, uPlot, { onPick: pick }),
     };
+    analysisHolder.replaceChildren(made.analysis.el);
     const objectives = Array.isArray(x.metrics) ? x.metrics : [];
     paretoSection.hidden = objectives.length < 2;
     paretoEl.hidden = objectives.length !== 2;
@@ -463,6 +470,7 @@ export function mount(root, { id }) {
     if (destroyed) return undefined;
     renderHeader(x); // the best trial's number may be known now
     renderCharts();
+    charts.analysis.update(x, data);
     await curvesP;
     if (destroyed) return undefined;
     renderCharts();
@@ -490,6 +498,7 @@ export function mount(root, { id }) {
       c.parallel.destroy();
       if (c.pareto) c.pareto.destroy();
       if (c.objectives) c.objectives.destroy();
+      c.analysis.destroy();
     });
   };
 }
