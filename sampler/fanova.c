@@ -43,7 +43,6 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,9 +50,12 @@
 #include "why.h"
 
 /* Most rows and parameters: n x d doubles of input, and the forest keeps a
- * few ints per row per parameter. */
+ * few words per row per parameter. A search space has at most
+ * SPACE_MAX_PARAMS (256, sampler.h) parameters, a few more with its
+ * conditional choices' branches; the grouping of parameters by activity
+ * compares pairs of them. */
 #define FANOVA_MAX_ROWS (1 << 24)
-#define FANOVA_MAX_PARAMS 100000
+#define FANOVA_MAX_PARAMS 4096
 /* Threads that build one forest's trees; the second pays for itself only
  * when a forest's rows x trees is at least this much (it takes about
  * 0.1 ms to start, the work about 0.1 us per row per tree per feature). */
