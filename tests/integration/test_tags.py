@@ -316,6 +316,18 @@ class Tags(wh.WorkerTestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn("tags[2]", p.stderr)
 
+        # The Python command line client has the same verbs.
+        env = dict(env, PYTHONPATH=os.path.join(ROOT, "python"), PYTHONDONTWRITEBYTECODE="1")
+        py = [sys.executable or "/usr/bin/python3", "-m", "rung"]
+        p = subprocess.run(py + ["tag", str(eid), "-best", "+py"], env=env, text=True,
+                           capture_output=True, timeout=30)
+        self.assertEqual((p.returncode, p.stdout), (0, "experiment %d: tags lr sweep,py\n" % eid),
+                         p.stderr)
+        p = subprocess.run(py + ["ls", "--tag", "py"], env=env, text=True, capture_output=True,
+                           timeout=30)
+        self.assertEqual(len(p.stdout.splitlines()), 2, p.stdout + p.stderr)
+        self.assertIn("lr sweep,py", p.stdout)
+
         # The Python client: submit with tags, read, update, filter.
         sys.path.insert(0, os.path.join(ROOT, "python"))
         import rung

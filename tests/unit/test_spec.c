@@ -2,8 +2,8 @@
  * spec"): the defaults GET shows, every bound and the field each refusal
  * names, points_to_evaluate against each kind of domain, the trainable
  * that submission requires and the stored specs that load without one,
- * nested objects in search_space, and spec_patch, whose refusals leave the
- * spec as it was. */
+ * nested objects in search_space, spec_patch, whose refusals leave the
+ * spec as it was, and tags and notes (spec_meta.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1069,6 +1069,84 @@ static void test_pbt(void **state)
            "scheduler.hyperparam_bounds.x");
 }
 
+
+/* Tags and notes (docs/api.md, "Tags and notes"): defaults, kept apart
+ * from spec->json, each refusal naming its field, and the same rules for
+ * a PATCH body and a ?tag=. */
+static void test_tags_notes(void **state)
+{
+    (void)state;
+    Spec spec;
+    accept("{" BASE "}", &spec);
+    assert_int_equal(json_array_size(spec.tags), 0);
+    assert_string_equal(json_string_value(spec.notes), "");
+    assert_null(json_object_get(spec.json, "tags"));
+    spec_close(&spec);
+    accept("{" BASE ", \"tags\": [\"b\", \"a\", \"\u00e9 x\"], \"notes\": \"two\\nlines\"}", &spec);
+    json_t *want = parse("[\"b\", \"a\", \"\u00e9 x\"]");
+    assert_true(json_equal(spec.tags, want));
+    json_decref(want);
+    assert_string_equal(json_string_value(spec.notes), "two\nlines");
+    assert_null(json_object_get(spec.json, "tags"));
+    assert_null(json_object_get(spec.json, "notes"));
+    spec_close(&spec);
+
+    refuse("{" BASE ", \"tags\": \"a\"}", "tags");
+    refuse("{" BASE ", \"tags\": null}", "tags");
+    refuse("{" BASE ", \"tags\": [\"a\", 1]}", "tags[1]");
+    refuse("{" BASE ", \"tags\": [\"a\", \"\"]}", "tags[1]");
+    refuse("{" BASE ", \"tags\": [\"a\", \"b\", \"c,d\"]}", "tags[2]");
+    refuse("{" BASE ", \"tags\": [\"a\\u0007\"]}", "tags[0]");
+    refuse("{" BASE ", \"tags\": [\"a\\u007f\"]}", "tags[0]");
+    refuse("{" BASE ", \"tags\": [\"a\\u0085\"]}", "tags[0]"); /* C1: NEL */
+    refuse("{" BASE ", \"tags\": [\"x\", \"y\", \"x\"]}", "tags[2]");
+    refuse("{" BASE ", \"notes\": 5}", "notes");
+    /* 32 tags of 64 bytes pass, a 33rd tag or a 65th byte does not. */
+    char text[4096];
+    size_t n = (size_t)snprintf(text, sizeof text, "{" BASE ", \"tags\": [");
+    for (int i = 0; i < 33; i++)
+        n += (size_t)snprintf(text + n, sizeof text - n, "%s\"%02d%062d\"", i ? ", " : "", i, 0);
+    snprintf(text + n, sizeof text - n, "]}");
+    refuse(text, "tags");
+    char *cut = strrchr(text, ',');
+    snprintf(cut, (size_t)(text + sizeof text - cut), "]}");
+    accept(text, &spec);
+    assert_int_equal(json_array_size(spec.tags), 32);
+    spec_close(&spec);
+
+    char tag[80];
+    memset(tag, 'x', sizeof tag);
+    assert_true(spec_tag_ok(tag, 64));
+    assert_false(spec_tag_ok(tag, 65));
+    assert_false(spec_tag_ok(tag, 0));
+    assert_true(spec_tag_ok("\xc3\xa9", 2));  /* é */
+    assert_false(spec_tag_ok("\xc3", 1));     /* cut in half */
+    assert_false(spec_tag_ok("\xff", 1));     /* not UTF-8 */
+    assert_true(spec_tag_ok("\xc2\xa0", 2));  /* U+00A0, after the C1 range */
+    assert_false(spec_tag_ok("\xc2\x9f", 2)); /* U+009F, C1 */
+
+    /* PATCH bodies: the same rules, invalid_argument, nothing returned. */
+    RungError err;
+    json_t *tags, *notes;
+    json_t *body = parse("{\"tags\": [\"a\", \"a\"], \"notes\": \"n\"}");
+    assert_int_equal(spec_meta_patch(body, &tags, &notes, &err), RUNG_E_INVALID_ARGUMENT);
+    assert_string_equal(err.field, "tags[1]");
+    assert_null(tags);
+    assert_null(notes);
+    json_decref(body);
+    body = parse("{\"tags\": [\"a\"], \"notes\": 1}");
+    assert_int_equal(spec_meta_patch(body, &tags, &notes, &err), RUNG_E_INVALID_ARGUMENT);
+    assert_string_equal(err.field, "notes");
+    assert_null(tags);
+    json_decref(body);
+    body = parse("{\"notes\": \"only\"}");
+    assert_int_equal(spec_meta_patch(body, &tags, &notes, &err), 0);
+    assert_null(tags);
+    assert_string_equal(json_string_value(notes), "only");
+    json_decref(notes);
+    json_decref(body);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1087,6 +1165,7 @@ int main(void)
         cmocka_unit_test(test_gang_placeholders),
         cmocka_unit_test(test_objectives),
         cmocka_unit_test(test_pbt),
+        cmocka_unit_test(test_tags_notes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

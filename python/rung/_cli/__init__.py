@@ -11,6 +11,7 @@ that a verb is found in the same place in both:
     experiments.py  cli/experiments.c  submit, ls, show, cancel, export, best
     control.py      cli/control.c      pause, resume, extend, set,
                                        stop-trial, delete, retry, logs
+    meta.py         cli/meta.c         tag, note
     watch.py        cli/watch.c        watch
     workers.py      cli/workers.c      workers
     view.py         cli/view.c         the pieces of show: parameter

@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from ..client import Client
 from .commands import EXIT_OK, CliError, print_json
-from .fmt import NAME_WIDTH, clean, cut, done, fmt
+from .fmt import NAME_WIDTH, TAGS_WIDTH, clean, cut, done, fmt, join_tags
 from .table import table
 from .view import nodes, print_pareto, print_schedule, print_state, trials_table
 
@@ -93,9 +93,12 @@ def cmd_submit(client: Client, args: argparse.Namespace) -> int:
 
 
 def cmd_ls(client: Client, args: argparse.Namespace) -> int:
-    items = client.list_experiments()
+    items = client.list_experiments(tag=getattr(args, "tag", None))
     if args.json:
         print_json({"items": items, "total": len(items)})
+        return EXIT_OK
+    if not items and getattr(args, "tag", None):
+        print("no experiment has this tag", file=sys.stderr)
         return EXIT_OK
     if not items:
         print("no experiments yet (submit one with: python3 -m rung submit SPEC.json)",
@@ -108,8 +111,10 @@ def cmd_ls(client: Client, args: argparse.Namespace) -> int:
                      f"{done(x.get('counts'))}/{x.get('total_trials')}",
                      str((x.get("counts") or {}).get("running", 0)), fmt(best),
                      f"{clean(x.get('metric'))} ({clean(x.get('mode'))})",
-                     clean((x.get("searcher") or {}).get("type", "random"))])
-    print(table(["ID", "NAME", "STATE", "DONE", "RUNNING", "BEST", "METRIC", "SEARCHER"], rows,
+                     clean((x.get("searcher") or {}).get("type", "random")),
+                     cut(join_tags(x.get("tags")), TAGS_WIDTH)])
+    print(table(["ID", "NAME", "STATE", "DONE", "RUNNING", "BEST", "METRIC", "SEARCHER", "TAGS"],
+                rows,
                 right=(0, 3, 4, 5)))
     return EXIT_OK
 
@@ -155,6 +160,11 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
     print(f"  {'state:':<12}{state}")
     if x.get("error"):
         print(f"  {'error:':<12}{clean(x['error'])}")
+    print(f"  {'tags:':<12}{join_tags(x.get('tags'))}")
+    notes = clean(x.get("notes") or "", keep_newlines=True).rstrip("\n").split("\n")
+    if notes != [""]:
+        print(f"  {'notes:':<12}" + "\n".join(("" if i == 0 else " " * 14) + line
+                                              for i, line in enumerate(notes)))
     objectives = x.get("metrics")
     if objectives:
         # Several objectives and constraints (docs/api.md), as rung show.

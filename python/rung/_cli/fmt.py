@@ -13,6 +13,7 @@ _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
 _CONTROL_LINE_RE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f\x80-\x9f]")
 
 NAME_WIDTH = 32  # the longest name `ls` and `workers` show before cutting it
+TAGS_WIDTH = 32  # `ls`'s TAGS column, cut beyond
 
 # The states a trial ends in: it never changes again.
 TRIAL_OVER = ("completed", "stopped", "failed", "canceled")
@@ -25,6 +26,11 @@ def clean(text: Any, keep_newlines: bool = False) -> str:
     if keep_newlines:
         return _CONTROL_RE.sub("", text.replace("\r\n", "\n"))
     return _CONTROL_LINE_RE.sub(" ", text.replace("\r", "").replace("\n", " "))
+
+
+def join_tags(tags: Any) -> str:
+    """Tags in one line, "a,b" ("-" for none): tags hold no comma."""
+    return ",".join(clean(t) for t in tags) if isinstance(tags, list) and tags else "-"
 
 
 def fmt(value: Any) -> str:

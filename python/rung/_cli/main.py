@@ -19,6 +19,7 @@ from .control import (cmd_delete, cmd_extend, cmd_logs, cmd_pause, cmd_resume, c
                       cmd_set, cmd_stop_trial)
 from .experiments import cmd_best, cmd_cancel, cmd_export, cmd_ls, cmd_show, cmd_submit
 from .fetch import cmd_fetch
+from .meta import cmd_note, cmd_tag
 from .fmt import clean
 from .rest import print_api_error
 from .watch import cmd_watch
@@ -161,6 +162,19 @@ def _add_admin(p: argparse.ArgumentParser) -> None:
     _add_json(p)
 
 
+def _add_tag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--trial", action="store_true", help="ID is a trial's")
+    _id(p, "id", "the experiment's (or with --trial the trial's) id")
+    # REMAINDER: "-T" is a change, not an option.
+    p.add_argument("changes", nargs=argparse.REMAINDER, metavar="+T|-T")
+
+
+def _add_note(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--trial", action="store_true", help="ID is a trial's")
+    _id(p, "id", "the experiment's (or with --trial the trial's) id")
+    p.add_argument("text", nargs="?", metavar="TEXT|-")
+
+
 def _add_best(p: argparse.ArgumentParser) -> None:
     _id(p)
     p.add_argument("--scope", choices=("all", "last"),
@@ -179,9 +193,11 @@ def _add_run_function(p: argparse.ArgumentParser) -> None:
 _command("submit", "SPEC|- [--yaml] [-q] [--wandb] [--num-samples N]",
          "submit an experiment, JSON or YAML, or a W&B sweep (-q: print only its id)",
          cmd_submit, _add_submit)
-_command("ls", "[--json]", "list experiments, newest first", cmd_ls, _add_json)
+_command("ls", "[--tag T] [--json]", "list experiments, newest first (--tag: those tagged T)",
+         cmd_ls, lambda p: (p.add_argument("--tag", metavar="T"), _add_json(p)))
 _command("show", "ID [--json]",
-         "an experiment: settings, state, error, best trial, its best 20 trials", cmd_show,
+         "an experiment: settings, tags, notes, state, error, best trial, its best 20 trials",
+         cmd_show,
          lambda p: (_id(p), _add_json(p)))
 _command("watch", "ID [--interval S]", "follow an experiment until it ends", cmd_watch,
          _add_watch)
@@ -196,6 +212,12 @@ _command("set", "ID [--priority P] [--share S] [--max-concurrent N] [--num-sampl
          "change a submitted experiment's settings", cmd_set, _add_set)
 _command("stop-trial", "TRIAL_ID", "stop one trial (stopped_by user)", cmd_stop_trial,
          _trial_id)
+_command("tag", "[--trial] ID [+T|-T ...]",
+         "add (+T, or T) and remove (-T) tags of an experiment (--trial: of a trial); none: "
+         "print them", cmd_tag, _add_tag)
+_command("note", "[--trial] ID [TEXT|-]",
+         "set the notes of an experiment (--trial: of a trial) to TEXT ('-': read from stdin, "
+         "'': clear); none: print them", cmd_note, _add_note)
 _command("retry", "ID", "put the failed trials back in line (the experiment runs again)",
          cmd_retry, _id)
 _command("delete", "ID", "delete an ended experiment with its trials and reports", cmd_delete,
