@@ -8,11 +8,13 @@ surface's points are the trials and the GP passes near them, bad arguments
 name their field, and the CLI and the Python client say what the API says.
 """
 
+import datetime
 import json
 import math
 import os
 import subprocess
 import sys
+import time
 
 import rungd_harness as h
 
@@ -67,14 +69,22 @@ class Importance(h.RungdTestCase):
 
     def test_ranking_metrics_cli_and_python(self):
         d = self.daemon()
-        eid = d.create_experiment(h.spec(name="imp", search_space=SPACE, num_samples=80,
+        # 100 planned, 80 run: the experiment stays running (in memory).
+        eid = d.create_experiment(h.spec(name="imp", search_space=SPACE, num_samples=100,
                                          searcher={"type": "random", "seed": 7}))["id"]
         run = lambda c: {"loss": loss_of(c), "aux": aux_of(c)}  # noqa: E731
         self.run_trials(d, eid, 60, run)
         self.assertEqual(self.importance(d, eid)["metrics"][0]["trials"], 60)
-        # More trials complete: the next answer counts them (fresh, not the
-        # cached one).
+        # More trials complete: rungd recomputes in the background (at most
+        # once a second), so the next answer, a while later, counts them
+        # and was computed before it was asked for.
         self.run_trials(d, eid, 20, run)
+        time.sleep(3.0)
+        asked = datetime.datetime.now(datetime.timezone.utc)
+        self.assertEqual(self.importance(d, eid)["metrics"][0]["trials"], 80)
+        computed = datetime.datetime.fromisoformat(
+            self.importance(d, eid)["computed_at"].replace("Z", "+00:00"))
+        self.assertLess(computed, asked)
         r = self.importance(d, eid)
         self.assertEqual(r["experiment_id"], eid)
         self.assertEqual(r["method"], "fanova")
