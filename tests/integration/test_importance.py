@@ -128,6 +128,15 @@ class Importance(h.RungdTestCase):
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertEqual(json.loads(out.stdout)["metrics"], aux)
 
+        # python3 -m rung prints the same table.
+        py_env = dict(env, PYTHONPATH=PYTHON_DIR)
+        out = subprocess.run([sys.executable, "-m", "rung", "--server", d.url, "importance",
+                              str(eid)], capture_output=True, text=True, env=py_env,
+                             timeout=20)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        printed = [line.split()[0] for line in out.stdout.splitlines()[2:] if line.strip()]
+        self.assertEqual(printed, ranked, out.stdout)
+
         # The Python client returns the same.
         client = rung.Client(d.url)
         self.assertEqual(client.importance(eid)["metrics"], r["metrics"])

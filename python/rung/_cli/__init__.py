@@ -12,6 +12,7 @@ that a verb is found in the same place in both:
     control.py      cli/control.c      pause, resume, extend, set,
                                        stop-trial, delete, retry, logs
     watch.py        cli/watch.c        watch
+    analysis.py     cli/analysis.c     importance
     workers.py      cli/workers.c      workers
     view.py         cli/view.c         the pieces of show: parameter
                                        columns, gang members, PBT schedule,
