@@ -43,7 +43,6 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,9 +50,12 @@
 #include "why.h"
 
 /* Most rows and parameters: n x d doubles of input, and the forest keeps a
- * few ints per row per parameter. */
+ * few words per row per parameter. A search space has at most
+ * SPACE_MAX_PARAMS (256, sampler.h) parameters, a few more with its
+ * conditional choices' branches; the grouping of parameters by activity
+ * compares pairs of them. */
 #define FANOVA_MAX_ROWS (1 << 24)
-#define FANOVA_MAX_PARAMS 100000
+#define FANOVA_MAX_PARAMS 4096
 /* Threads that build one forest's trees; the second pays for itself only
  * when a forest's rows x trees is at least this much (it takes about
  * 0.1 ms to start, the work about 0.1 us per row per tree per feature). */
@@ -87,16 +89,16 @@ typedef struct {
 /* One forest: a group of rows and the parameters active in all of them.
  * Filled before the trees are grown, read-only while they are. */
 typedef struct {
-    int nr;            /* rows */
-    int nf;            /* features */
-    const int *kcat;   /* nf: 0 numeric, k categorical */
-    const double *xc;  /* nf x nr, column-major: coordinate or category */
-    const double *yc;  /* nr: y minus the rows' mean */
-    const int *order;  /* nf x nr: a numeric feature's rows sorted by x */
-    double tiny;       /* below this a tree's variance is 0 */
-    FanovaOptions opt; /* trees, depth and leaf bounds */
-    uint64_t key;      /* the forest's seed: tree t's stream is key's output t+1 */
-    double *frac;      /* trees x nf: fraction per tree, NAN when the tree has no variance */
+    int nr;                /* rows */
+    int nf;                /* features */
+    const int *kcat;       /* nf: 0 numeric, k categorical */
+    const double *xc;      /* nf x nr, column-major: coordinate or category */
+    const double *yc;      /* nr: y minus the rows' mean */
+    const uint64_t *order; /* nf x nr: a numeric feature's entries sorted by x */
+    double tiny;           /* below this a tree's variance is 0 */
+    FanovaOptions opt;     /* trees, depth and leaf bounds */
+    uint64_t key;          /* the forest's seed: tree t's stream is key's output t+1 */
+    double *frac;          /* trees x nf: fraction per tree, NAN when the tree has no variance */
 } Forest;
 
 /* One thread's scratch, reused for each of its trees. */
@@ -104,8 +106,11 @@ typedef struct {
     const Forest *fo;
     int first, step;          /* trees first, first + step, ... */
     int *cnt;                 /* nr: bootstrap count of each row */
+    double *wt;               /* nr: the count as a double (the row's weight) */
+    double *wy;               /* nr: weight times centered y */
     unsigned char *goes_left; /* nr */
-    int *sorted;              /* nf x nr: numeric features' node lists (used rows only) */
+    uint64_t *sorted;         /* nf x nr: numeric features' node lists (drawn rows only) */
+    uint64_t *tmp64;          /* nr: their partition buffer */
     int *rows;                /* nr: the node's rows in any order */
     int *tmp;                 /* nr: partition buffer */
     int *perm;                /* nf: the feature order of a node */
@@ -146,19 +151,45 @@ static double uniform01(uint64_t *s)
 
 /* ---- growing a tree ---- */
 
+/* A numeric feature's sorted lists hold entries (rank << ENTRY_ROW_BITS) |
+ * row, rank the dense rank of the row's value among the forest's: the scan
+ * tells equal values apart from the entries it reads in order, without a
+ * dependent load of x for each. */
+#define ENTRY_ROW_BITS 24 /* FANOVA_MAX_ROWS = 2^24 */
+#define ENTRY_ROW(e) ((int)((e) & ((1ULL << ENTRY_ROW_BITS) - 1)))
+#define ENTRY_RANK(e) ((e) >> ENTRY_ROW_BITS)
+
 /* Stable partition of a[start, end) by goes_left; returns the first right. */
 static int partition(int *a, int start, int end, const unsigned char *goes_left, int *tmp)
 {
     int w = start, r = 0;
+    /* Without a branch: which side a row goes is a coin flip to the branch
+     * predictor. Both stores are made, one index advances. */
     for (int p = start; p < end; p++) {
-        int i = a[p];
-        if (goes_left[i])
-            a[w++] = i;
-        else
-            tmp[r++] = i;
+        int i = a[p], left = goes_left[i];
+        a[w] = i;
+        tmp[r] = i;
+        w += left;
+        r += !left;
     }
     memcpy(a + w, tmp, (size_t)r * sizeof *a);
     return w;
+}
+
+/* The same for a list of entries. */
+static void partition_entries(uint64_t *a, int start, int end, const unsigned char *goes_left,
+                              uint64_t *tmp)
+{
+    int w = start, r = 0;
+    for (int p = start; p < end; p++) {
+        uint64_t e = a[p];
+        int left = goes_left[ENTRY_ROW(e)];
+        a[w] = e;
+        tmp[r] = e;
+        w += left;
+        r += !left;
+    }
+    memcpy(a + w, tmp, (size_t)r * sizeof *a);
 }
 
 typedef struct {
@@ -173,24 +204,25 @@ static void numeric_split(Work *w, int f, int start, int end, double sw, double 
 {
     const Forest *fo = w->fo;
     const double *x = fo->xc + (size_t)f * fo->nr;
-    const int *s = w->sorted + (size_t)f * fo->nr;
+    const uint64_t *s = w->sorted + (size_t)f * fo->nr;
     int count = end - start, min_leaf = fo->opt.min_leaf;
     double wl = 0, sl = 0;
+    const double *wt = w->wt, *wy = w->wy;
     for (int p = start; p < end - 1; p++) {
-        int i = s[p];
-        wl += w->cnt[i];
-        sl += w->cnt[i] * fo->yc[i];
+        int i = ENTRY_ROW(s[p]);
+        wl += wt[i];
+        sl += wy[i];
         int nl = p - start + 1;
         if (count - nl < min_leaf)
             break;
-        double xa = x[i], xb = x[s[p + 1]];
-        if (nl < min_leaf || !(xa < xb))
+        if (nl < min_leaf || ENTRY_RANK(s[p]) == ENTRY_RANK(s[p + 1]))
             continue;
         double wr = sw - wl, sr = ss - sl;
         double score = sl * sl / wl + sr * sr / wr;
         if (score > best->score) {
             /* Halfway, but never rounded up onto xb (then x <= thr would
              * send xb left too). */
+            double xa = x[i], xb = x[ENTRY_ROW(s[p + 1])];
             double thr = xa / 2 + xb / 2;
             if (thr >= xb)
                 thr = xa;
@@ -217,8 +249,8 @@ static void categorical_split(Work *w, int f, int start, int end, double sw, dou
             w->cw[c] = w->cs[c] = 0;
         }
         w->ccount[c]++;
-        w->cw[c] += w->cnt[i];
-        w->cs[c] += w->cnt[i] * fo->yc[i];
+        w->cw[c] += w->wt[i];
+        w->cs[c] += w->wy[i];
     }
     /* In ascending category order, so that ties go the same way whatever
      * order the rows came in. */
@@ -246,8 +278,8 @@ static int grow(Work *w, int start, int end, int depth)
     for (int p = start; p < end; p++) {
         int i = w->rows[p];
         double y = fo->yc[i];
-        sw += w->cnt[i];
-        ss += w->cnt[i] * y;
+        sw += w->wt[i];
+        ss += w->wy[i];
         ymin = y < ymin ? y : ymin;
         ymax = y > ymax ? y : ymax;
     }
@@ -280,9 +312,9 @@ static int grow(Work *w, int start, int end, int depth)
 
     const double *x = fo->xc + (size_t)best.feat * fo->nr;
     if (fo->kcat[best.feat] == 0) {
-        const int *s = w->sorted + (size_t)best.feat * fo->nr;
+        const uint64_t *s = w->sorted + (size_t)best.feat * fo->nr;
         for (int p = start; p < end; p++)
-            w->goes_left[s[p]] = p <= best.pos;
+            w->goes_left[ENTRY_ROW(s[p])] = p <= best.pos;
     } else {
         for (int p = start; p < end; p++)
             w->goes_left[w->rows[p]] = (int)x[w->rows[p]] == best.cat;
@@ -290,7 +322,7 @@ static int grow(Work *w, int start, int end, int depth)
     int mid = partition(w->rows, start, end, w->goes_left, w->tmp);
     for (int f = 0; f < fo->nf; f++)
         if (fo->kcat[f] == 0)
-            partition(w->sorted + (size_t)f * fo->nr, start, end, w->goes_left, w->tmp);
+            partition_entries(w->sorted + (size_t)f * fo->nr, start, end, w->goes_left, w->tmp64);
     nd->feat = best.feat;
     nd->cat = best.cat;
     nd->thr = best.thr;
@@ -491,11 +523,11 @@ static void tree_fractions(Work *w, double *frac)
 
 static void work_free(Work *w)
 {
-    void *all[] = {w->cnt,     w->goes_left, w->sorted,  w->rows,     w->tmp,     w->perm,
-                   w->nodes,   w->ccount,    w->cw,      w->cs,       w->touched, w->pos_off,
-                   w->pos,     w->diff,      w->cat_off, w->single,   w->sub,     w->base,
-                   w->lo,      w->hi,        w->only,    w->excluded, w->path_f,  w->path_c,
-                   w->measure, w->pre,       w->suf,     w->leaf_vol, w->leaf_val};
+    void *all[] = {w->cnt,     w->wt,   w->wy,       w->goes_left, w->sorted, w->tmp64,  w->rows,
+                   w->tmp,     w->perm, w->nodes,    w->ccount,    w->cw,     w->cs,     w->touched,
+                   w->pos_off, w->pos,  w->diff,     w->cat_off,   w->single, w->sub,    w->base,
+                   w->lo,      w->hi,   w->only,     w->excluded,  w->path_f, w->path_c, w->measure,
+                   w->pre,     w->suf,  w->leaf_vol, w->leaf_val};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         free(all[i]);
 }
@@ -511,8 +543,11 @@ static int work_init(Work *w, const Forest *fo)
     }
     w->kmax = kmax;
     w->cnt = malloc(nr * sizeof *w->cnt);
+    w->wt = malloc(nr * sizeof *w->wt);
+    w->wy = malloc(nr * sizeof *w->wy);
     w->goes_left = malloc(nr);
     w->sorted = malloc(nf * nr * sizeof *w->sorted);
+    w->tmp64 = malloc(nr * sizeof *w->tmp64);
     w->rows = malloc(nr * sizeof *w->rows);
     w->tmp = malloc(nr * sizeof *w->tmp);
     w->perm = malloc(nf * sizeof *w->perm);
@@ -540,11 +575,11 @@ static int work_init(Work *w, const Forest *fo)
     w->suf = malloc((nf + 1) * sizeof *w->suf);
     w->leaf_vol = malloc(nodes * sizeof *w->leaf_vol);
     w->leaf_val = malloc(nodes * sizeof *w->leaf_val);
-    if (!w->cnt || !w->goes_left || !w->sorted || !w->rows || !w->tmp || !w->perm || !w->nodes ||
-        !w->ccount || !w->cw || !w->cs || !w->touched || !w->pos_off || !w->pos || !w->diff ||
-        !w->cat_off || !w->single || !w->sub || !w->base || !w->lo || !w->hi || !w->only ||
-        !w->excluded || !w->path_f || !w->path_c || !w->measure || !w->pre || !w->suf ||
-        !w->leaf_vol || !w->leaf_val) {
+    if (!w->cnt || !w->wt || !w->wy || !w->goes_left || !w->sorted || !w->tmp64 || !w->rows ||
+        !w->tmp || !w->perm || !w->nodes || !w->ccount || !w->cw || !w->cs || !w->touched ||
+        !w->pos_off || !w->pos || !w->diff || !w->cat_off || !w->single || !w->sub || !w->base ||
+        !w->lo || !w->hi || !w->only || !w->excluded || !w->path_f || !w->path_c || !w->measure ||
+        !w->pre || !w->suf || !w->leaf_vol || !w->leaf_val) {
         work_free(w);
         return -1;
     }
@@ -569,16 +604,20 @@ static void grow_tree(Work *w, int t, double *frac)
     }
     /* The drawn rows, each once, keeping every feature's sorted order. */
     int m = 0;
-    for (int i = 0; i < nr; i++)
+    for (int i = 0; i < nr; i++) {
+        w->wt[i] = w->cnt[i];
+        w->wy[i] = w->cnt[i] * fo->yc[i];
         if (w->cnt[i] > 0)
             w->rows[m++] = i;
+    }
     for (int f = 0; f < fo->nf; f++) {
         if (fo->kcat[f] != 0)
             continue;
-        const int *order = fo->order + (size_t)f * nr;
-        int *s = w->sorted + (size_t)f * nr, q = 0;
+        const uint64_t *order = fo->order + (size_t)f * nr;
+        uint64_t *s = w->sorted + (size_t)f * nr;
+        int q = 0;
         for (int p = 0; p < nr; p++)
-            if (w->cnt[order[p]] > 0)
+            if (w->cnt[ENTRY_ROW(order[p])] > 0)
                 s[q++] = order[p];
     }
     w->nn = 0;
@@ -737,7 +776,7 @@ static int fit_group(const FanovaData *data, const FanovaOptions *o, const int *
     int *kcat = malloc((size_t)d * sizeof *kcat);
     double *yc = malloc((size_t)n * sizeof *yc);
     double *xc = NULL, *frac = NULL;
-    int *order = NULL;
+    uint64_t *order = NULL;
     Keyed *keyed = NULL;
     if (!rows || !feat || !kcat || !yc)
         goto done;
@@ -783,8 +822,11 @@ static int fit_group(const FanovaData *data, const FanovaOptions *o, const int *
         for (int r = 0; r < nr; r++)
             keyed[r] = (Keyed){col[r], r};
         qsort(keyed, (size_t)nr, sizeof *keyed, cmp_keyed);
-        for (int r = 0; r < nr; r++)
-            order[(size_t)f * nr + r] = keyed[r].i;
+        uint64_t rank = 0;
+        for (int r = 0; r < nr; r++) {
+            rank += r > 0 && keyed[r].v != keyed[r - 1].v;
+            order[(size_t)f * nr + r] = rank << ENTRY_ROW_BITS | (uint64_t)keyed[r].i;
+        }
     }
     Forest fo = {
         .nr = nr,

@@ -12,9 +12,9 @@
 
 #include <stddef.h>
 
-/* Most categories of one categorical parameter: a choice of the search
- * space has at most this many values in practice, and the forest keeps a
- * few numbers per category per tree. */
+/* Most categories of one categorical parameter: above a choice's
+ * SPACE_MAX_VALUES (10,000, sampler.h); the forest keeps a few numbers per
+ * category per thread. */
 #define FANOVA_MAX_CATEGORIES 65536
 /* Most trees and the deepest tree: bounds on the work and on the
  * recursion depth of the importance pass (one frame per level). */
