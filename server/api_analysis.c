@@ -17,7 +17,7 @@
 
 #define A RUNG_E_INVALID_ARGUMENT
 /* How long a request waits for its result before 503: below the clients'
- * 30 s timeout (python/rung/client.py), far above the second a fANOVA of
+ * 30 s timeout (python/rung/client.py), far above the 0.4 s a fANOVA of
  * 10,000 trials takes (docs/architecture.md, "The analysis thread"). */
 #define ANALYSIS_WAIT_MS (25 * 1000)
 /* The request is re-run this long before the engine's deadline (which
