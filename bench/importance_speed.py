@@ -13,7 +13,7 @@ reply computes it on the analysis thread; the second comes from the
 cache) and for a surface, and prints the times and the latencies seen
 during the computation.
 
-Usage: importance_speed.py --rungd PATH [--trials 10000] [--workers 8]
+Usage: importance_speed.py --rungd PATH [--trials 10000] [--workers 8] [--bayes]
 """
 
 import argparse
@@ -64,6 +64,9 @@ def main():
     ap.add_argument("--rungd", required=True)
     ap.add_argument("--trials", type=int, default=10000)
     ap.add_argument("--workers", type=int, default=8)
+    ap.add_argument("--bayes", action="store_true",
+                    help="the bayes searcher (n_initial = trials: Sobol points): the surface "
+                    "is its GP's")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="rung-importance-")
     proc = subprocess.Popen([os.path.abspath(args.rungd), "--db", os.path.join(tmp, "r.db"),
@@ -84,7 +87,9 @@ def main():
 def run(args, port):
     c = Conn(port)
     spec = {"name": "importance-speed", "metric": "loss", "mode": "min", "search_space": SPACE,
-            "num_samples": args.trials, "searcher": {"type": "random", "seed": 1},
+            "num_samples": args.trials,
+            "searcher": ({"type": "bayes", "seed": 1, "n_initial": args.trials} if args.bayes
+                         else {"type": "random", "seed": 1}),
             "trainable": {"type": "external"}}
     st, exp = c.call("POST", "/api/v1/experiments", spec)
     assert st == 201, (st, exp)
@@ -158,8 +163,8 @@ def run(args, port):
           % (first, cached * 1000.0, m["trials"]))
     print("  ranking: " + ", ".join("%s %.3f" % (p["param"], p["importance"])
                                     for p in m["importance"]))
-    print("surface (interpolation, 32 x 32): %d in %.2f s, %d points"
-          % (st2, surface_s, len(surf.get("points", []))))
+    print("surface (%s, 32 x 32): %d in %.2f s, %d points"
+          % (surf.get("model"), st2, surface_s, len(surf.get("points", []))))
     for name, v in lat.items():
         v.sort()
         if v:
