@@ -219,7 +219,8 @@ static void axis(const SpaceFeature *f, int n, double *v)
         v[i] = f->log && f->low > 0.0 ? exp(log(f->low) + t * (log(f->high) - log(f->low)))
                                       : f->low + t * (f->high - f->low);
     }
-    v[n - 1] = f->high; /* exactly the end, not a rounding short of it */
+    v[0] = f->low; /* exactly the ends, not a rounding off them */
+    v[n - 1] = f->high;
 }
 
 static json_t *axis_json(const SpaceFeature *f, const double *v, int n)

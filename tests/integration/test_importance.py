@@ -8,11 +8,13 @@ surface's points are the trials and the GP passes near them, bad arguments
 name their field, and the CLI and the Python client say what the API says.
 """
 
+import datetime
 import json
 import math
 import os
 import subprocess
 import sys
+import time
 
 import rungd_harness as h
 
@@ -67,14 +69,22 @@ class Importance(h.RungdTestCase):
 
     def test_ranking_metrics_cli_and_python(self):
         d = self.daemon()
-        eid = d.create_experiment(h.spec(name="imp", search_space=SPACE, num_samples=80,
+        # 100 planned, 80 run: the experiment stays running (in memory).
+        eid = d.create_experiment(h.spec(name="imp", search_space=SPACE, num_samples=100,
                                          searcher={"type": "random", "seed": 7}))["id"]
         run = lambda c: {"loss": loss_of(c), "aux": aux_of(c)}  # noqa: E731
         self.run_trials(d, eid, 60, run)
         self.assertEqual(self.importance(d, eid)["metrics"][0]["trials"], 60)
-        # More trials complete: the next answer counts them (fresh, not the
-        # cached one).
+        # More trials complete: rungd recomputes in the background (at most
+        # once a second), so the next answer, a while later, counts them
+        # and was computed before it was asked for.
         self.run_trials(d, eid, 20, run)
+        time.sleep(3.0)
+        asked = datetime.datetime.now(datetime.timezone.utc)
+        self.assertEqual(self.importance(d, eid)["metrics"][0]["trials"], 80)
+        computed = datetime.datetime.fromisoformat(
+            self.importance(d, eid)["computed_at"].replace("Z", "+00:00"))
+        self.assertLess(computed, asked)
         r = self.importance(d, eid)
         self.assertEqual(r["experiment_id"], eid)
         self.assertEqual(r["method"], "fanova")
@@ -117,6 +127,15 @@ class Importance(h.RungdTestCase):
                              timeout=20)
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertEqual(json.loads(out.stdout)["metrics"], aux)
+
+        # python3 -m rung prints the same table.
+        py_env = dict(env, PYTHONPATH=PYTHON_DIR)
+        out = subprocess.run([sys.executable, "-m", "rung", "--server", d.url, "importance",
+                              str(eid)], capture_output=True, text=True, env=py_env,
+                             timeout=20)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        printed = [line.split()[0] for line in out.stdout.splitlines()[2:] if line.strip()]
+        self.assertEqual(printed, ranked, out.stdout)
 
         # The Python client returns the same.
         client = rung.Client(d.url)

@@ -799,6 +799,16 @@ class Live(RungdTestCase):
                   body={"lease_token": mt["lease_token"], "status": "completed"})
         self.call(d, "GET", "%s/%d" % (T, mt["id"]), T + "/{id}", 200)
         self.call(d, "GET", "%s/%d" % (E, multi_exp["id"]), E + "/{id}", 200)
+        # What the completed trials say: too few for importance (a reason),
+        # a surface of the one point, and bad arguments.
+        mp = "%s/%d" % (E, multi_exp["id"])
+        self.call(d, "GET", ep + "/importance", E + "/{id}/importance", 200)
+        self.call(d, "GET", mp + "/importance", E + "/{id}/importance", 200)
+        self.call(d, "GET", mp + "/importance?metric=mem", E + "/{id}/importance", 200)
+        self.call(d, "GET", ep + "/importance?metric=nope", E + "/{id}/importance", 400)
+        self.call(d, "GET", ep + "/surface?x=x&y=model.depth&n=4", E + "/{id}/surface", 200)
+        self.call(d, "GET", ep + "/surface?x=opt.name&y=x", E + "/{id}/surface", 400)
+        self.call(d, "GET", E + "/9999/surface?x=x&y=n", E + "/{id}/surface", 404)
 
         # Nothing left for the worker: 204, no body.
         self.call(d, "POST", "%s/%d/lease" % (W, wid), W + "/{id}/lease", 204,

@@ -573,6 +573,64 @@ static void test_arguments(void **state)
     space_free(space);
 }
 
+/* bayes_predict (rungd's surface): the GP fitted on 40 Sobol points of a
+ * smooth bowl passes near every observation, in the loss's own units (the
+ * output transform undone), and near the function between them; grid
+ * parameters take the base config's value; too few observations fail. */
+static double bowl(double a, double b)
+{
+    return 3.0 + 10.0 * (a - 0.3) * (a - 0.3) + 4.0 * (b - 0.6) * (b - 0.6);
+}
+
+static void test_predict_is_the_model_mean(void **state)
+{
+    (void)state;
+    Space *space = parse_space("{\"a\":{\"type\":\"uniform\",\"low\":0,\"high\":1},"
+                               "\"b\":{\"type\":\"uniform\",\"low\":0,\"high\":1},"
+                               "\"g\":{\"type\":\"grid\",\"values\":[1,2]}}");
+    SearcherSpec s = parse_searcher("{\"type\":\"bayes\",\"seed\":4}", space);
+    History h = {0};
+    for (int64_t t = 0; t < 40; t++) {
+        json_t *c = sampler_config(space, &s, t);
+        assert_non_null(c);
+        history_add(&h, c, bowl(num(c, "a"), num(c, "b")));
+    }
+    BayesHistory b = view(&h);
+    double u[80 + 2 * 25], mean[65];
+    int m = 0;
+    for (int64_t i = 0; i < h.n; i++) {
+        assert_int_equal(space_encode(space, h.obs[i].config, u + 2 * m, NULL), 0);
+        m++;
+    }
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 5; j++) {
+            u[2 * m] = 0.1 + 0.2 * i;
+            u[2 * m + 1] = 0.1 + 0.2 * j;
+            m++;
+        }
+    RungError err;
+    rung_error_clear(&err);
+    if (bayes_predict(space, &s, &b, h.obs[0].config, u, m, mean, &err) != 0)
+        fail_msg("bayes_predict: %s", err.message);
+    double lo = INFINITY, hi = -INFINITY;
+    for (int64_t i = 0; i < h.n; i++) {
+        lo = h.obs[i].loss < lo ? h.obs[i].loss : lo;
+        hi = h.obs[i].loss > hi ? h.obs[i].loss : hi;
+    }
+    for (int i = 0; i < m; i++) {
+        double want = i < h.n ? h.obs[i].loss : bowl(u[2 * i], u[2 * i + 1]);
+        double tol = (i < h.n ? 0.02 : 0.1) * (hi - lo);
+        if (!(fabs(mean[i] - want) < tol))
+            fail_msg("point %d at (%g, %g): mean %g, the function %g", i, u[2 * i], u[2 * i + 1],
+                     mean[i], want);
+    }
+    BayesHistory one = {.obs = h.obs, .n_obs = 1};
+    assert_int_equal(bayes_predict(space, &s, &one, h.obs[0].config, u, 1, mean, &err),
+                     RUNG_E_INVALID_ARGUMENT);
+    history_free(&h);
+    space_free(space);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -586,6 +644,7 @@ int main(void)
         cmocka_unit_test(test_equal_and_failed_losses),
         cmocka_unit_test(test_many_dimensions),
         cmocka_unit_test(test_arguments),
+        cmocka_unit_test(test_predict_is_the_model_mean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1670,9 +1670,55 @@ static void test_conditional_grid(void **state)
     space_free(space);
 }
 
+/* space_features (rungd's importance and surface): a feature per config
+ * key that varies, in spec order (no constant, single-valued choice or
+ * conditional choice); a config's row holds cube coordinates (a log
+ * domain's on its log scale), category indices and NAN where its branch
+ * lacks the parameter. */
+static void test_features(void **state)
+{
+    (void)state;
+    Space *space = parse_space(
+        "{\"lr\":{\"type\":\"loguniform\",\"low\":1e-4,\"high\":1},"
+        "\"k\":3,\"one\":{\"type\":\"choice\",\"values\":[\"x\"]},"
+        "\"opt\":{\"type\":\"choice\",\"values\":[\"sgd\",\"adam\",\"rms\"]},"
+        "\"n\":{\"type\":\"randint\",\"low\":1,\"high\":5},"
+        "\"m\":{\"type\":\"choice\",\"values\":[{\"p\":{\"type\":\"uniform\","
+        "\"low\":0,\"high\":2}},{\"q\":{\"type\":\"uniform\",\"low\":0,\"high\":1}}]}}");
+    SpaceFeature f[SPACE_MAX_PARAMS];
+    int nf = space_features(space, f);
+    const char *names[] = {"lr", "opt", "n", "m.p", "m.q"};
+    assert_int_equal(nf, 5);
+    for (int k = 0; k < nf; k++)
+        assert_string_equal(f[k].name, names[k]);
+    assert_true(f[0].log);
+    assert_int_equal(f[0].categories, 0);
+    assert_int_equal(f[1].categories, 3);
+    assert_false(f[2].log);
+    assert_true(f[2].low == 1.0 && f[2].high == 4.0); /* randint excludes high */
+    assert_true(f[3].low == 0.0 && f[3].high == 2.0);
+    json_t *c = load("{\"lr\":0.01,\"k\":3,\"one\":\"x\",\"opt\":\"rms\",\"n\":2,\"m.p\":0.5}");
+    double x[5];
+    assert_int_equal(space_feature_row(space, f, nf, c, x), 0);
+    assert_true(fabs(x[0] - 0.5) < 1e-12); /* log10(0.01) is half way from -4 to 0 */
+    assert_true(x[1] == 2.0);
+    assert_true(x[2] > 0.25 && x[2] < 0.5); /* 2 of 1..4: the second of four cells */
+    assert_true(fabs(x[3] - 0.25) < 1e-12);
+    assert_true(isnan(x[4]));
+    assert_true(fabs(space_feature_coord(space, &f[0], 0.01) - 0.5) < 1e-12);
+    assert_true(fabs(space_feature_coord(space, &f[3], 1.0) - 0.5) < 1e-12);
+    assert_true(isnan(space_feature_coord(space, &f[1], 1.0)));
+    json_decref(c);
+    c = load("{\"lr\":0.01,\"opt\":\"none\",\"n\":2,\"m.p\":0.5}");
+    assert_int_equal(space_feature_row(space, f, nf, c, x), -1);
+    json_decref(c);
+    space_free(space);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_features),
         cmocka_unit_test(test_domains_bounds_and_round_trip),
         cmocka_unit_test(test_decode_edges),
         cmocka_unit_test(test_loguniform_is_uniform_in_log_space),

@@ -13,6 +13,7 @@ that a verb is found in the same place in both:
                                        stop-trial, delete, retry, logs
     meta.py         cli/meta.c         tag, note
     watch.py        cli/watch.c        watch
+    analysis.py     cli/analysis.c     importance
     workers.py      cli/workers.c      workers
     view.py         cli/view.c         the pieces of show: parameter
                                        columns, gang members, PBT schedule,

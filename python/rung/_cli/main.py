@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional, Sequence
 from ..client import ApiError, Client, RungError, UnreachableError
 from .commands import (EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError, UsageError, interval,
                        positive_int)
+from .analysis import cmd_importance
 from .control import (cmd_delete, cmd_extend, cmd_logs, cmd_pause, cmd_resume, cmd_retry,
                       cmd_set, cmd_stop_trial)
 from .experiments import cmd_best, cmd_cancel, cmd_export, cmd_ls, cmd_show, cmd_submit
@@ -147,6 +148,13 @@ def _add_events(p: argparse.ArgumentParser) -> None:
     _add_json(p)
 
 
+def _add_importance(p: argparse.ArgumentParser) -> None:
+    _id(p)
+    p.add_argument("--metric", metavar="NAME",
+                   help="one metric instead of every objective and constraint")
+    _add_json(p)
+
+
 def _add_token(p: argparse.ArgumentParser) -> None:
     p.add_argument("words", nargs="+", metavar="create [NAME] | list | revoke ID")
     p.add_argument("--expires-days", type=positive_int, metavar="N")
@@ -222,6 +230,9 @@ _command("retry", "ID", "put the failed trials back in line (the experiment runs
          cmd_retry, _id)
 _command("delete", "ID", "delete an ended experiment with its trials and reports", cmd_delete,
          _id)
+_command("importance", "ID [--metric NAME] [--json]",
+         "which parameters matter: fANOVA over the completed trials", cmd_importance,
+         _add_importance)
 _command("logs", "TRIAL_ID [--follow] [--interval S]",
          "a trial's log tail (--follow: until the trial ends; exit 3 if it failed)", cmd_logs,
          _add_logs)
