@@ -2,6 +2,7 @@
  * an experiment is revived or a failed trial re-added (store_load.c calls these;
  * core.h, "Loading"), and what the scheduler's records rebuild from them. */
 #include "core_internal.h"
+#include "core_load.h"
 
 #include <math.h>
 #include <stdio.h>

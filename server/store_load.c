@@ -2,6 +2,7 @@
  * store_revive_experiment, store_readd_failed): the rows of the work in
  * flight, read into the core through its core_load_* calls, and what a
  * revived experiment or a failed write brings back. */
+#include "core_load.h"
 #include "store_internal.h"
 
 #include "store_read.h"

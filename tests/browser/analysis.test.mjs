@@ -223,6 +223,18 @@ test('EDF: a step per trial with a value, non-decreasing to 1', async () => {
   for (let i = 1; i < shares.length; i++) assert.ok(shares[i] >= shares[i - 1], 'non-decreasing');
   assert.equal(shares[shares.length - 1], 1);
   assert.equal(await attr('chart-edf', 'data-points'), String(got.length));
+
+  // The page's metric picker drives the EDF and the contour too: aux's
+  // value in each trial's last report, and the surface of ?metric=aux.
+  await page.locator(tid('metric-picker')).selectOption('metric:aux');
+  const wantAux = trials.filter((t) => t.last && typeof t.last.aux === 'number')
+    .map((t) => [t.id, t.last.aux]).sort((p, q) => p[1] - q[1] || p[0] - q[0]);
+  assert.ok(wantAux.length > 0, 'trials reported aux');
+  await settle(async () => (await json('chart-edf', 'data-drawn') || []).map(([i, v]) => [i, v]), async () => wantAux,
+    'the EDF steps are the trials\' aux values');
+  await settle(async () => attr('chart-contour', 'data-metric'), async () => 'aux', 'the contour is of aux');
+  await page.locator(tid('metric-picker')).selectOption('objective:loss');
+  await settle(async () => attr('chart-contour', 'data-metric'), async () => 'loss', 'the contour is of loss again');
 });
 
 test('timeline: a row per worker, a bar per attempt, none overlapping another in a row', async () => {

@@ -69,16 +69,19 @@ test('edfSteps: one step per value, sorted, non-decreasing, ending at 1', () => 
   assert.deepEqual(edfSteps([]), []);
   const trials = new Map([
     [1, { id: 1, state: 'completed', best: { value: 1 } }],
-    [2, { id: 2, state: 'completed', best: { value: 2 }, feasible: false }],
+    [2, { id: 2, state: 'completed', best: { value: 2 }, feasible: false, last: { acc: 0.9 } }],
     [3, { id: 3, state: 'failed', best: null }],
     [4, { id: 4, state: 'running', best: null }],
-    [5, { id: 5, state: 'stopped', best: { value: 0.5 } }],
+    [5, { id: 5, state: 'stopped', best: { value: 0.5 }, last: { acc: 0.7 } }],
   ]);
   const input = edfInput(trials);
   assert.deepEqual(input.feasible.map((p) => p.id), [1, 5]);
   assert.deepEqual(input.all.map((p) => p.id), [1, 2, 5]);
   assert.equal(input.infeasible, 1);
   assert.equal(input.noValue, 1); // the failed one; the running one may still report
+  // Another metric picked (metric-state.js): its last reported value, not the best.
+  const last = edfInput(trials, (t) => (t.last ? t.last.acc : null));
+  assert.deepEqual(last.all.map((p) => [p.id, p.value]), [[2, 0.9], [5, 0.7]]);
 });
 
 test('unionLength and assignLanes: overlaps counted once, lanes never overlap', () => {

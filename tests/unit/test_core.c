@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "core_load.h"
 #include "spec.h"
 
 #define LEASE_MS 1000

@@ -14,7 +14,7 @@
 // data-model says "gp" or "interpolation", data-levels the band boundaries.
 import { h, setText } from '../dom.js';
 import { isNum, num } from '../format.js';
-import { chartWidth, decadesOnly, logSplits, logTicks, onWidth, showMissing, tick } from './uplot.js';
+import { chartWidth, decadesOnly, logSplits, logTicks, onWidth, showMissing, tickValues } from './uplot.js';
 
 const HEIGHT = 360;
 const LEVELS = 10;
@@ -101,7 +101,7 @@ export function createContourChart(el, uPlot, { mode, selects, onPick }) {
   const plot = h('div', { class: 'chart-plot' });
   el.replaceChildren(h('div', { class: 'toolbar' }, h('label', null, 'x ', selects.x), h('label', null, 'y ', selects.y)),
     model, plot, legend, info);
-  Object.assign(el.dataset, { points: '0', drawn: '[]', model: '' });
+  Object.assign(el.dataset, { points: '0', drawn: '[]', model: '', metric: '' });
   if (!uPlot) {
     plot.append(h('p', { class: 'chart-missing', text: 'charts need `npm ci` in web/' }));
     return { update() {}, destroy() {} };
@@ -199,7 +199,7 @@ export function createContourChart(el, uPlot, { mode, selects, onPick }) {
     if (log) {
       Object.assign(scale, { distr: 3, log: 10 });
       Object.assign(ax, { splits: logSplits, values: logTicks, filter: decadesOnly });
-    } else ax.values = (s, splits) => splits.map(tick);
+    } else ax.values = tickValues;
     return { scale, ax };
   }
 
@@ -250,7 +250,7 @@ export function createContourChart(el, uPlot, { mode, selects, onPick }) {
         grid = null;
         setText(model, error ? `contour not available: ${error.message}` : 'computing\u2026');
         setText(legend, '');
-        Object.assign(el.dataset, { points: '0', drawn: '[]', model: '' });
+        Object.assign(el.dataset, { points: '0', drawn: '[]', model: '', metric: '' });
         if (u) u.redraw(false);
         return;
       }
@@ -264,6 +264,7 @@ export function createContourChart(el, uPlot, { mode, selects, onPick }) {
         points: String(pts.length),
         drawn: JSON.stringify(pts.map((p) => [p[3], p[0], p[1]])),
         model: doc.model,
+        metric: doc.metric || '',
         levels: JSON.stringify(levels),
       });
       const fixed = Object.entries(doc.fixed || {});

@@ -1,4 +1,5 @@
-// Empirical distribution function of the metric (the first objective) over
+// Empirical distribution function of the metric (the first objective, or
+// the one the page's metric picker chose) over
 // the trials with a value, as optuna's plot_edf draws it: at each value v
 // the share of those trials whose value is at most v, a step line rising
 // by 1/n at each trial. It shows at a glance how much of a search landed
@@ -11,7 +12,7 @@
 // trials left out, data-drawn (JSON) the steps as [trial_id, value, share].
 import { h, setText } from '../dom.js';
 import { isNum, num } from '../format.js';
-import { ACCENT, chartWidth, onWidth, paddedRange, showMissing, tick } from './uplot.js';
+import { ACCENT, chartWidth, onWidth, paddedRange, showMissing, tickValues } from './uplot.js';
 import { clipped, plotFrame } from './linechart.js';
 
 const HEIGHT = 240;
@@ -26,16 +27,22 @@ export function edfSteps(points) {
   return pts.map((p, k) => ({ id: p.id, value: p.value, share: (k + 1) / n }));
 }
 
-/** trials: Map id -> trial ({best: {value}, feasible, state}). The trials
- * the EDF is of: {feasible: [{id, value}], all: [{id, value}], infeasible,
- * noValue (finished without a value)}. Pure. */
-export function edfInput(trials) {
+/** A trial's best value of the objective: the EDF's value by default. */
+const bestValue = (t) => (t.best ? t.best.value : null);
+
+/** trials: Map id -> trial ({best: {value}, feasible, state}); value(t):
+ * the trial's value of the metric drawn (the best value of the objective
+ * unless the page's metric picker chose another: metricValue in
+ * views/metric-state.js). The trials the EDF is of: {feasible: [{id,
+ * value}], all: [{id, value}], infeasible, noValue (finished without a
+ * value)}. Pure. */
+export function edfInput(trials, value = bestValue) {
   const feasible = [];
   const all = [];
   let infeasible = 0;
   let noValue = 0;
   for (const t of trials.values()) {
-    const v = t.best ? t.best.value : null;
+    const v = value(t);
     if (!isNum(v)) {
       if (t.state === 'completed' || t.state === 'stopped' || t.state === 'failed') noValue++;
       continue;
@@ -47,7 +54,7 @@ export function edfInput(trials) {
   return { feasible, all, infeasible, noValue };
 }
 
-export function createEdfChart(el, uPlot, { metric, mode, onPick }) {
+export function createEdfChart(el, uPlot, { metric, mode, onPick, value }) {
   if (!uPlot) {
     showMissing(el);
     return { update() {}, destroy() {} };
@@ -118,7 +125,7 @@ export function createEdfChart(el, uPlot, { metric, mode, onPick }) {
       legend: { show: false },
       cursor: { drag: { x: false, y: false }, points: { show: false } },
       scales: { x: { time: false, range: (s, min, max) => paddedRange(false)(s, xr[0], xr[1]) }, y: { range: () => [0, 1.02] } },
-      axes: [{ label: metric, values: (s, splits) => splits.map(tick) }, { label: 'share of trials \u2264 value', size: 60, values: (s, splits) => splits.map(tick) }],
+      axes: [{ label: metric, values: tickValues }, { label: 'share of trials \u2264 value', size: 60, values: tickValues }],
       series: [{}, { stroke: 'transparent', paths: () => null, points: { show: false } }],
       hooks: {
         draw: [draw],
@@ -145,7 +152,7 @@ export function createEdfChart(el, uPlot, { metric, mode, onPick }) {
   return {
     /** trials: Map id -> trial. */
     update(trials) {
-      const input = edfInput(trials);
+      const input = edfInput(trials, value);
       steps = edfSteps(input.feasible);
       allSteps = edfSteps(input.all);
       hot = null;

@@ -13,6 +13,7 @@
 import * as api from '../api.js';
 import { createContourChart } from '../charts/contour.js';
 import { createEdfChart } from '../charts/edf.js';
+import { getMetric, metricValue, subscribe } from './metric-state.js';
 import { createImportanceChart } from '../charts/importance.js';
 import { createTimelineChart } from '../charts/timeline.js';
 import { axisKind, searchParams } from '../charts/uplot.js';
@@ -57,7 +58,27 @@ export function createAnalysisSection(x, uPlot, { onPick }) {
 
   const importance = createImportanceChart(importanceEl, { onMetric: (name) => askMetric(name) });
   const contour = createContourChart(contourEl, uPlot, { mode, selects: { x: selX, y: selY }, onPick });
-  const edf = createEdfChart(edfEl, uPlot, { metric, mode, onPick });
+  // The EDF and the contour follow the page's metric picker
+  // (metric-state.js); the importance chart has its own select.
+  let picked = getMetric();
+  const edfFor = (m) => (m
+    ? createEdfChart(edfEl, uPlot, { metric: m.name, mode: m.mode, onPick, value: (t) => metricValue(t, m) })
+    : createEdfChart(edfEl, uPlot, { metric, mode, onPick }));
+  let edf = edfFor(picked);
+  let lastTrials = null;
+  // The surface's ?metric=: none for the (first) objective, the API's default.
+  const surfaceMetric = () => (picked && picked.name !== metric ? picked.name : undefined);
+  const unsubscribe = subscribe((what) => {
+    if (what !== 'metric') return;
+    const m = getMetric();
+    if (m && picked && m.name === picked.name && m.mode === picked.mode && m.kind === picked.kind) return;
+    picked = m;
+    edf.destroy();
+    edf = edfFor(picked);
+    if (lastTrials) edf.update(lastTrials);
+    tries.contour = 0;
+    loadContour();
+  });
   const timeline = createTimelineChart(timelineEl, uPlot, { onPick });
   if (numeric.length < 2) {
     contourEl.replaceChildren(h('p', { class: 'muted', text: 'A contour needs two numeric parameters; this search space has fewer.' }));
@@ -158,9 +179,10 @@ export function createAnalysisSection(x, uPlot, { onPick }) {
       contour.update(null, new Error('pick two different parameters'));
       return;
     }
-    const [x, y] = [selX.value, selY.value];
-    once('contour', (signal) => api.getSurface(id, { x, y }, signal), (doc, err) => {
-      if (selX.value !== x || selY.value !== y) return; // the axes changed: their request follows
+    const [x, y, m] = [selX.value, selY.value, surfaceMetric()];
+    once('contour', (signal) => api.getSurface(id, { x, y, metric: m }, signal), (doc, err) => {
+      // The axes or the metric changed: their request follows.
+      if (selX.value !== x || selY.value !== y || surfaceMetric() !== m) return;
       contour.update(doc, err);
       if (doc && (doc.points || []).length < completed && tries.contour < RETRIES) {
         tries.contour++;
@@ -200,10 +222,12 @@ export function createAnalysisSection(x, uPlot, { onPick }) {
       }
       if (data.trialsVersion !== trialsVersion) {
         trialsVersion = data.trialsVersion;
+        lastTrials = data.trials;
         edf.update(data.trials);
       }
     },
     destroy() {
+      unsubscribe();
       ctl.abort();
       importance.destroy();
       contour.destroy();
