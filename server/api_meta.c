@@ -126,7 +126,8 @@ void api_experiment_timeline(Engine *e, Job *job)
                                 .ended_at = t->ended_at,
                                 .state = t->state};
     }
-    qsort(rows, (size_t)n, sizeof *rows, by_start);
+    if (n > 1) /* rows is NULL when there are none */
+        qsort(rows, (size_t)n, sizeof *rows, by_start);
     /* Written as text, as the curves are: 50,000 items as jansson arrays
      * cost the engine thread several times more (docs/api.md gives the
      * time). Every value is a number, null or a state's name. */
@@ -142,28 +143,28 @@ void api_experiment_timeline(Engine *e, Job *job)
         /* rung_fmt_i64, not fprintf: glibc's printf parsed the format of
          * each of 50,000 items anew, a third of the call's time. */
         char item[6 * RUNG_FMTNUM_MAX + 32];
-        size_t len = 0;
+        size_t used = 0;
         int64_t nums[5] = {r->trial_id, r->attempt, r->worker_id, r->started_at, r->ended_at};
-        item[len++] = '[';
+        item[used++] = '[';
         for (int k = 0; k < 5; k++) {
             if (nums[k] > 0 || k == 3) {
-                len += rung_fmt_i64(item + len, nums[k]);
+                used += rung_fmt_i64(item + used, nums[k]);
             } else {
-                memcpy(item + len, "null", 4); /* no worker; running */
-                len += 4;
+                memcpy(item + used, "null", 4); /* no worker; running */
+                used += 4;
             }
-            memcpy(item + len, ", ", 2);
-            len += 2;
+            memcpy(item + used, ", ", 2);
+            used += 2;
         }
         const char *state = trial_state_name(r->state); /* a short ASCII word */
         size_t n_state = strlen(state);
-        item[len++] = '"';
-        memcpy(item + len, state, n_state);
-        len += n_state;
-        memcpy(item + len, "\"]", 2);
-        len += 2;
+        item[used++] = '"';
+        memcpy(item + used, state, n_state);
+        used += n_state;
+        memcpy(item + used, "\"]", 2);
+        used += 2;
         fputs(sep, out);
-        fwrite(item, 1, len, out);
+        fwrite(item, 1, used, out);
         sep = ", ";
         char key[24];
         snprintf(key, sizeof key, "%lld", (long long)r->worker_id);
