@@ -466,7 +466,7 @@ export function mount(root, { id }) {
     // with the curves too (rungd answers them right after trials.csv,
     // index.html), in one go: drawn apart, the curves' answer waited
     // behind the first charts' paint and the analysis section, and the
-    // page was whole about 1 s later (bench/dashboard.sh, 50,000 trials).
+    // page was whole about 0.7 s later (bench/dashboard.sh, 50,000 trials).
     // Afterwards renderCharts draws only what changed.
     await trialsP;
     if (firstDraw) await curvesP.catch(() => {}); // a failure is thrown below
