@@ -16,6 +16,7 @@
  * Built with libFuzzer under clang, or with fuzz_driver.c under gcc (see
  * CMakeLists.txt). */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -497,14 +498,17 @@ static void check_heartbeat(const json_t *body, const HeartbeatRequest *h)
                                            "memory_total_mb", "state",        "trial_id",
                                            "foreign_mb",      "foreign_util", NULL};
     check_keys(body, allowed);
-    /* cache: an object of a whole free_bytes >= 0 and a boolean full. */
+    /* cache: an object of a whole free_bytes >= 0 and a boolean full. A
+     * whole number may be written as a real (1e6), as every integer field
+     * of the API may (common/jsonv.c, jsonv_int). */
     json_t *cache = member(body, "cache");
     if (cache != NULL) {
         CHECK(json_is_object(cache));
         check_keys(cache, cache_keys);
         json_t *free_bytes = member(cache, "free_bytes"), *full = member(cache, "full");
         CHECK(free_bytes == NULL ||
-              (json_is_integer(free_bytes) && json_integer_value(free_bytes) >= 0));
+              (json_is_number(free_bytes) && json_number_value(free_bytes) >= 0 &&
+               floor(json_number_value(free_bytes)) == json_number_value(free_bytes)));
         CHECK(full == NULL || json_is_boolean(full));
     }
     /* GPUs: objects of known keys, an index in range; hours and next_lease_at strings. */
