@@ -41,6 +41,12 @@
 //   target dashboard_render_50k_s: X (goal 1) ok|short
 //   target dashboard_hover_ms: X (goal 100) ok|short   (and sort, filter, brush)
 //   target dashboard_bytes: N (...)
+// DASH_TRACE=1 prints each run's timeline (requests, long tasks);
+// DASH_PROFILE=1 a CPU profile's summary of the page until the render (the
+// most self time by script and by function; DASH_PROFILE_FILE=F also writes
+// the profile, a .cpuprofile Chromium's DevTools opens), or with
+// DASH_TRACE_FILE=F a Chromium trace (devtools.timeline, blink, v8) to F
+// instead. Both slow the page down: their runs are not the figures.
 // Exit status 1 when the load or a page failed. Programs: RUNGD (default
 // build/bin/rungd); web/node_modules must hold playwright-core (npm ci).
 
@@ -59,6 +65,7 @@ const RUNS = Number(process.env.DASH_RUNS || 3);
 const IDLE_S = Number(process.env.DASH_IDLE_S || 5);
 let GOAL_S = Number(process.env.DASH_GOAL_S || 0); // 0: by the size (main)
 const TRACE = process.env.DASH_TRACE === '1';
+const PROFILE = process.env.DASH_PROFILE === '1';
 const ACT_GOAL_MS = 100; // hover, sort, filter and brush, each
 const ACTS = ['hover', 'sort', 'filter', 'brush'];
 const RENDER_TIMEOUT_MS = Number(process.env.DASH_RENDER_TIMEOUT_S || 60) * 1000;
@@ -301,6 +308,29 @@ function timeline(renderMs) {
   return out.join('\n');
 }
 
+// DASH_PROFILE=1: the page's main thread until the render, from a CPU
+// profile (Chrome DevTools Protocol's Profiler, 200 µs samples): the
+// functions with the most self time, and the time by script.
+function profileSummary(profile, base) {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const self = new Map();
+  const deltas = profile.timeDeltas;
+  for (let i = 0; i < profile.samples.length; i++) {
+    const n = byId.get(profile.samples[i]);
+    const dt = (deltas[i + 1] ?? 0) / 1000;
+    const f = n.callFrame;
+    const key = `${f.functionName || '(anonymous)'} ${f.url.replace(base, '')}:${f.lineNumber + 1}`;
+    self.set(key, (self.get(key) || 0) + dt);
+  }
+  const byScript = new Map();
+  for (const [k, ms] of self) {
+    const script = k.split(' ')[1].replace(/:\d+$/, '') || k.split(' ')[0];
+    byScript.set(script, (byScript.get(script) || 0) + ms);
+  }
+  const top = (m, n) => [...m].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, ms]) => `    ${ms.toFixed(0).padStart(5)} ms  ${k}`);
+  return ['  main thread by script (self ms):', ...top(byScript, 15), '  functions (self ms):', ...top(self, 30)].join('\n');
+}
+
 /** The CPU seconds of every renderer process so far. */
 async function rendererCpu(bcdp) {
   const info = await bcdp.send('SystemInfo.getProcessInfo');
@@ -330,10 +360,23 @@ async function measure(browser, url, eid) {
   cdp.on('Network.loadingFinished', (e) => sizes.push({ t: performance.now(), id: e.requestId, bytes: e.encodedDataLength }));
   try {
     const cpu0 = await rendererCpu(bcdp);
+    if (PROFILE && process.env.DASH_TRACE_FILE) {
+      await browser.startTracing(page, { path: process.env.DASH_TRACE_FILE, categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'v8', 'blink'] });
+    } else if (PROFILE) {
+      await cdp.send('Profiler.enable');
+      await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
+      await cdp.send('Profiler.start');
+    }
     await page.goto(`${url}/#/experiments/${eid}`, { waitUntil: 'commit' });
     const handle = await page.waitForFunction(renderedAt, TRIALS, { polling: 'raf', timeout: RENDER_TIMEOUT_MS });
     const renderMs = await handle.jsonValue();
     const cpuS = (await rendererCpu(bcdp)) - cpu0;
+    if (PROFILE && process.env.DASH_TRACE_FILE) await browser.stopTracing();
+    else if (PROFILE) {
+      const { profile } = await cdp.send('Profiler.stop');
+      if (process.env.DASH_PROFILE_FILE) fs.writeFileSync(process.env.DASH_PROFILE_FILE, JSON.stringify(profile));
+      console.log(profileSummary(profile, url));
+    }
     const readyAt = performance.now();
     const analysisMs = await (await page.waitForFunction(analysisAt, null, { polling: 'raf', timeout: RENDER_TIMEOUT_MS })).jsonValue();
     const rows = await page.locator('[data-testid="trial-row"]').count();
