@@ -43,7 +43,11 @@
 
 typedef struct Space Space;
 
-typedef enum { SEARCHER_RANDOM, SEARCHER_GRID, SEARCHER_BAYES } SearcherType;
+typedef enum { SEARCHER_RANDOM, SEARCHER_GRID, SEARCHER_BAYES, SEARCHER_TPE } SearcherType;
+
+/* Whether the searcher learns from finished trials: rungd then keeps their
+ * results (the history of sampler/bayes.h) and passes them to it. */
+bool searcher_uses_history(SearcherType type);
 
 /* The order in which grid combinations are numbered (docs/api.md, "Grid
  * semantics"; "searcher.grid_order"). Ray Tune's: the enumerated parameters
@@ -57,11 +61,16 @@ typedef struct SearcherSpec {
     uint64_t seed;     /* always set: from the spec, or drawn by the caller */
     bool has_seed;     /* whether the spec gave one */
     bool quasi;        /* random: Sobol points instead of pseudo-random ones */
-    int64_t n_initial; /* bayes: quasi-random start points */
+    int64_t n_initial; /* bayes, tpe: quasi-random start points */
     /* bayes: model rung records (bayes_mf_propose): 1 or 0 as the spec
      * says, -1 when it does not (rungd decides with the scheduler). */
     int multi_fidelity;
     GridOrder grid_order; /* "grid_order": Ray's unless the spec says "spec" */
+    /* tpe (sampler/tpe.h): joint kernels over the parameters of a block
+     * (else one parameter at a time), blocks by conditional group (else
+     * the always-active parameters and one per other), pending trials as
+     * the worst results; searcher_parse sets all three true by default. */
+    bool multivariate, group, constant_liar;
 } SearcherSpec;
 
 /* Parses and validates search_space (the object itself). Errors are

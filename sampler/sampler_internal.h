@@ -34,6 +34,8 @@
 #define SAMPLER_STREAM_MUTATE 8
 /* pb2_propose: its candidates and its draws without a model. */
 #define SAMPLER_STREAM_PB2 9
+/* tpe_propose: the draws from l(x), per trial and block. */
+#define SAMPLER_STREAM_TPE 11
 
 /* Integer bounds are kept within +-2^40 so that every value, every count and
  * every cell centre of the unit cube is exact in a double, and log-uniform

@@ -20,8 +20,44 @@
 /* Seeds go up to 2^53 so that they survive a trip through a JSON double. */
 #define SEARCHER_MAX_SEED (INT64_C(1) << 53)
 
-static const char *const SEARCHER_KEYS[] = {"type",           "seed",       "quasi", "n_initial",
-                                            "multi_fidelity", "grid_order", NULL};
+static const char *const SEARCHER_KEYS[] = {"type",           "seed",
+                                            "quasi",          "n_initial",
+                                            "multi_fidelity", "grid_order",
+                                            "multivariate",   "group",
+                                            "constant_liar",  NULL};
+
+bool searcher_uses_history(SearcherType type)
+{
+    return type == SEARCHER_BAYES || type == SEARCHER_TPE;
+}
+
+/* tpe's booleans (docs/api.md, "searcher"): each defaults to true, and only
+ * tpe takes them. group joins kernels, so it needs multivariate. */
+static int parse_tpe_flags(const json_t *searcher, SearcherSpec *out, RungError *err)
+{
+    static const char *const names[] = {"multivariate", "group", "constant_liar"};
+    bool *flags[] = {&out->multivariate, &out->group, &out->constant_liar};
+    for (int i = 0; i < 3; i++) {
+        char field[RUNG_FIELD_MAX];
+        snprintf(field, sizeof field, "searcher.%s", names[i]);
+        const json_t *v = json_object_get(searcher, names[i]);
+        if (v != NULL && out->type != SEARCHER_TPE)
+            return rung_error_set(err, INVALID, field, "%s: only the tpe searcher takes %s", field,
+                                  names[i]);
+        *flags[i] = out->type == SEARCHER_TPE;
+        int rc = jsonv_bool(searcher, "searcher", names[i], JSONV_OPTIONAL, flags[i], INVALID, err);
+        if (rc != 0)
+            return rc;
+    }
+    if (out->group && !out->multivariate) {
+        if (json_object_get(searcher, "group") != NULL)
+            return rung_error_set(
+                err, INVALID, "searcher.group",
+                "searcher.group: needs multivariate (groups are sampled jointly)");
+        out->group = false;
+    }
+    return 0;
+}
 
 /* Fails on the first parameter the grid searcher cannot enumerate. */
 static int check_enumerable(const Space *space, RungError *err)
@@ -67,9 +103,12 @@ int searcher_parse(const json_t *searcher, const Space *space, SearcherSpec *out
         out->type = SEARCHER_GRID;
     else if (strcmp(type, "bayes") == 0)
         out->type = SEARCHER_BAYES;
+    else if (strcmp(type, "tpe") == 0)
+        out->type = SEARCHER_TPE;
     else
         return rung_error_set(err, INVALID, "searcher.type",
-                              "searcher.type: unknown searcher \"%s\" (random, grid or bayes)",
+                              "searcher.type: unknown searcher \"%s\" (random, grid, bayes or "
+                              "tpe)",
                               type);
 
     int64_t seed = -1;
@@ -95,9 +134,20 @@ int searcher_parse(const json_t *searcher, const Space *space, SearcherSpec *out
                               SOBOL_MAX_DIMS, dims);
 
     const json_t *n_initial = json_object_get(searcher, "n_initial");
-    if (n_initial != NULL && out->type != SEARCHER_BAYES)
+    if (n_initial != NULL && out->type != SEARCHER_BAYES && out->type != SEARCHER_TPE)
         return rung_error_set(err, INVALID, "searcher.n_initial",
-                              "searcher.n_initial: only the bayes searcher takes n_initial");
+                              "searcher.n_initial: only the bayes and tpe searchers take "
+                              "n_initial");
+    if (out->type == SEARCHER_TPE) {
+        out->n_initial = 10; /* Optuna's n_startup_trials (docs/api.md) */
+        rc = jsonv_int(searcher, "searcher", "n_initial", JSONV_OPTIONAL, 1, SAMPLER_MAX_TRIALS,
+                       &out->n_initial, INVALID, err);
+        if (rc != 0)
+            return rc;
+    }
+    rc = parse_tpe_flags(searcher, out, err);
+    if (rc != 0)
+        return rc;
     if (out->type == SEARCHER_BAYES) {
         out->n_initial = 2 * (int64_t)dims > 5 ? 2 * (int64_t)dims : 5; /* docs/api.md default */
         rc = jsonv_int(searcher, "searcher", "n_initial", JSONV_OPTIONAL, 1, SAMPLER_MAX_TRIALS,

@@ -212,7 +212,7 @@ void engine_request_proposals(Engine *e)
         adjusted.n_initial = warm_n_initial(exp->warm, &adjusted);
         const SearcherSpec *searcher = &adjusted;
         int64_t first = exp->n_trials + exp->proposing;
-        bool bayes = searcher->type == SEARCHER_BAYES;
+        bool bayes = searcher_uses_history(searcher->type); /* bayes, tpe */
         bool model = bayes && first >= searcher->n_initial;
         /* A model-based proposal should see every result that came in, so
          * only one waits ready ahead; the quasi-random start points and the

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "log.h"
+#include "tpe.h"
 
 typedef struct Request {
     int64_t exp_id, first, count;
@@ -79,7 +80,7 @@ static Proposals *compute(const Request *r)
     RungError err;
     if (space_parse(r->space, &space, &err) != 0)
         return p; /* cannot happen for a spec that was validated; entries stay NULL */
-    if (r->searcher.type == SEARCHER_BAYES) {
+    if (searcher_uses_history(r->searcher.type)) {
         BayesHistory h = {0};
         if (r->history) {
             h.obs = r->history->obs;
@@ -91,7 +92,11 @@ static Proposals *compute(const Request *r)
             h.rungs = r->history->rungs;
             h.n_rungs = r->history->n_rungs;
         }
-        if (r->searcher.multi_fidelity == 1) {
+        if (r->searcher.type == SEARCHER_TPE) {
+            if (tpe_propose(space, &r->searcher, r->first, r->count, &h, configs, &err) != 0)
+                LOG_ERROR("tpe proposal for experiment %lld failed: %s", (long long)r->exp_id,
+                          err.message);
+        } else if (r->searcher.multi_fidelity == 1) {
             double *levels = calloc((size_t)r->count, sizeof *levels);
             if (levels == NULL)
                 abort();

@@ -182,6 +182,11 @@ int spec_check_objective_rules(const json_t *j, Spec *spec, RungError *err)
     if (spec->searcher.type == SEARCHER_BAYES)
         json_object_set_new(json_object_get(spec->json, "searcher"), "multi_fidelity",
                             json_boolean(spec->searcher.multi_fidelity == 1));
+    /* tpe models one loss; several objectives (MOTPE) are later work. */
+    if (spec->searcher.type == SEARCHER_TPE && !one_loss)
+        return rung_error_set(err, E, "searcher.type",
+                              "searcher.type: tpe models one metric; not with several objectives "
+                              "or constraints (use bayes)");
     if (spec->n_constraints > 0 && spec->has_stop_threshold)
         return rung_error_set(err, E, "stop.metric_threshold",
                               "stop.metric_threshold: not with constraints (a value may come "
