@@ -1,5 +1,6 @@
-/* sampler_speed: the wall time of one bayes proposal (bench/README.md,
- * section 2, "bench/sampler_speed").
+/* sampler_speed: the wall time of one bayes proposal, and of one tpe
+ * proposal (first, cells of their own: run_tpe) (bench/README.md, section 2,
+ * "bench/sampler_speed").
  *
  * For n observations in d uniform parameters on [0, 1] it builds a history
  * of n random configs with a smooth synthetic loss, then times
@@ -38,6 +39,7 @@
 #include "error.h"
 #include "gp.h"
 #include "sampler.h"
+#include "tpe.h"
 #ifdef RUNG_BENCH_HAVE_BAYES
 #include "bayes.h"
 #endif
@@ -80,7 +82,6 @@ typedef struct CellResult {
     char error[512]; /* non-empty when a proposal failed */
 } CellResult;
 
-#ifdef RUNG_BENCH_HAVE_BAYES
 /* splitmix64: the histories' configs, reproducible from the cell alone. */
 static double next_uniform(uint64_t *state)
 {
@@ -109,6 +110,112 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* tpe: the same history shape (n random configs, the synthetic loss),
+ * tpe_propose(first = n, count = 1) timed; n = 1,000 and 10,000, d = 2, 6
+ * and 20. It needs no BLAS and no bayes.c. The issue's goal is at least 20
+ * times Optuna's per-proposal time at n = 1,000 (bench/README.md). */
+typedef struct TpeCell {
+    int n, d;
+} TpeCell;
+static const TpeCell TPE_CELLS[] = {{1000, 6},  {10000, 6}, {1000, 2},
+                                    {1000, 20}, {10000, 2}, {10000, 20}};
+#define TPE_NCELLS ((int)(sizeof TPE_CELLS / sizeof TPE_CELLS[0]))
+
+static void measure_tpe(const TpeCell *cell, const Options *opt, CellResult *r)
+{
+    memset(r, 0, sizeof *r);
+    int n = cell->n, d = cell->d;
+    json_t *sj = json_object();
+    for (int j = 0; j < d; j++) {
+        char name[16];
+        snprintf(name, sizeof name, "x%d", j);
+        json_object_set_new(sj, name,
+                            json_pack("{s:s, s:f, s:f}", "type", "uniform", "low", 0.0, "high",
+                                      1.0));
+    }
+    Space *space = NULL;
+    RungError err;
+    int rc = space_parse(sj, &space, &err);
+    json_decref(sj);
+    if (rc != 0) {
+        snprintf(r->error, sizeof r->error, "space_parse: %s", err.message);
+        return;
+    }
+    json_t **configs = calloc((size_t)n, sizeof *configs);
+    BayesObservation *obs = calloc((size_t)n, sizeof *obs);
+    uint64_t state = (uint64_t)n * 1000003u + (uint64_t)d;
+    for (int i = 0; i < n; i++) {
+        double u[SPEED_MAX_DIMS];
+        configs[i] = json_object();
+        for (int j = 0; j < d; j++) {
+            char name[16];
+            snprintf(name, sizeof name, "x%d", j);
+            u[j] = next_uniform(&state);
+            json_object_set_new(configs[i], name, json_real(u[j]));
+        }
+        obs[i].config = configs[i];
+        obs[i].loss = synthetic_loss(u, d);
+    }
+    BayesHistory history = {.obs = obs, .n_obs = n};
+    int reps = opt->reps > 5 ? opt->reps : 5;
+    double times[SPEED_MAX_REPS];
+    int64_t start = rung_mono_ns();
+    for (int k = 0; k < reps; k++) {
+        SearcherSpec spec = {.type = SEARCHER_TPE,
+                             .seed = (uint64_t)k,
+                             .n_initial = 10,
+                             .multivariate = true,
+                             .group = true,
+                             .constant_liar = true};
+        json_t *out = NULL;
+        int64_t t0 = rung_mono_ns();
+        rc = tpe_propose(space, &spec, n, 1, &history, &out, &err);
+        int64_t t1 = rung_mono_ns();
+        if (rc != 0) {
+            snprintf(r->error, sizeof r->error, "tpe_propose (seed %d): %s", k, err.message);
+            break;
+        }
+        json_decref(out);
+        times[r->reps++] = (double)(t1 - t0) / 1e6;
+        if ((double)(rung_mono_ns() - start) / 1e9 > opt->budget_s)
+            break;
+    }
+    if (r->reps > 0) {
+        qsort(times, (size_t)r->reps, sizeof times[0], cmp_double);
+        int m = r->reps;
+        r->median_ms = m % 2 ? times[m / 2] : 0.5 * (times[m / 2 - 1] + times[m / 2]);
+        r->min_ms = times[0];
+        r->max_ms = times[m - 1];
+    }
+    for (int i = 0; i < n; i++)
+        json_decref(configs[i]);
+    free(configs);
+    free(obs);
+    space_free(space);
+}
+
+static void run_tpe(const Options *opt, CellResult *tpe_results)
+{
+    printf("\n# tpe: wall time of one tpe_propose(count = 1) after n observations of d uniform "
+           "parameters (multivariate, group, constant liar)\n");
+    printf("%6s %4s %5s %11s %10s %10s\n", "n", "d", "reps", "median_ms", "min_ms", "max_ms");
+    for (int c = 0; c < TPE_NCELLS; c++) {
+        CellResult *r = &tpe_results[c];
+        measure_tpe(&TPE_CELLS[c], opt, r);
+        if (r->error[0] != '\0')
+            printf("%6d %4d FAILED: %s\n", TPE_CELLS[c].n, TPE_CELLS[c].d, r->error);
+        else
+            printf("%6d %4d %5d %11.3f %10.3f %10.3f\n", TPE_CELLS[c].n, TPE_CELLS[c].d, r->reps,
+                   r->median_ms, r->min_ms, r->max_ms);
+        if (opt->json && r->error[0] == '\0')
+            printf("{\"bench\":\"sampler_speed\",\"searcher\":\"tpe\",\"n\":%d,\"d\":%d,"
+                   "\"reps\":%d,\"median_ms\":%.6g,\"min_ms\":%.6g,\"max_ms\":%.6g}\n",
+                   TPE_CELLS[c].n, TPE_CELLS[c].d, r->reps, r->median_ms, r->min_ms, r->max_ms);
+        fflush(stdout);
+    }
+}
+
+#ifdef RUNG_BENCH_HAVE_BAYES
 /* Measures one cell into r. */
 static void measure(const Cell *cell, const Options *opt, CellResult *r)
 {
@@ -220,11 +327,13 @@ static void usage(FILE *to)
 {
     fprintf(to,
             "usage: sampler_speed [--reps N] [--reps-large N] [--budget-s S] [--cells K] [--json]\n"
+            "                     [--tpe-only]\n"
             "  --reps N        proposals timed per cell with n < %d (default %d)\n"
             "  --reps-large N  proposals timed per cell with n >= %d (default %d)\n"
             "  --budget-s S    no new repetition in a cell after S seconds (default %g)\n"
             "  --cells K       only the first K cells (the targets' come first)\n"
-            "  --json          also print one JSON object per cell\n",
+            "  --json          also print one JSON object per cell\n"
+            "  --tpe-only      only the tpe cells\n",
             SPEED_LARGE_N, SPEED_DEFAULT_REPS, SPEED_LARGE_N, SPEED_DEFAULT_REPS_LARGE,
             SPEED_DEFAULT_BUDGET_S);
 }
@@ -244,6 +353,7 @@ int main(int argc, char **argv)
 {
     Options opt = {SPEED_DEFAULT_REPS, SPEED_DEFAULT_REPS_LARGE, SPEED_DEFAULT_BUDGET_S,
                    SPEED_NCELLS, false};
+    bool tpe_only = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -251,6 +361,9 @@ int main(int argc, char **argv)
         bool ok = true;
         if (strcmp(a, "--json") == 0) {
             opt.json = true;
+            continue;
+        } else if (strcmp(a, "--tpe-only") == 0) {
+            tpe_only = true;
             continue;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
@@ -282,6 +395,15 @@ int main(int argc, char **argv)
     CellResult results[SPEED_NCELLS];
     memset(results, 0, sizeof results);
     int failures = 0;
+    CellResult tpe_results[TPE_NCELLS];
+    run_tpe(&opt, tpe_results);
+    for (int c = 0; c < TPE_NCELLS; c++)
+        failures += tpe_results[c].error[0] != '\0';
+    if (tpe_only) {
+        printf("\n");
+        target("tpe_proposal_ms_n1000_d6", &tpe_results[0], 10);
+        return failures == 0 ? 0 : 1;
+    }
 #ifdef RUNG_BENCH_HAVE_BAYES
     printf("# sampler_speed: wall time of one bayes_propose(count = 1) after n observations "
            "of d uniform parameters\n");
@@ -344,5 +466,6 @@ int main(int argc, char **argv)
     target("proposal_ms_n100_d6_two_objectives", t3, 50);
     target("proposal_ms_1000_rung_records_d7", t4, 50);
     target("proposal_ms_1000_rung_records_d7_one_level", t5, 50);
+    target("tpe_proposal_ms_n1000_d6", &tpe_results[0], 10);
     return failures == 0 ? 0 : 1;
 }

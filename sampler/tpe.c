@@ -115,7 +115,7 @@ struct TpeParzen {
     double *w;     /* n weights (normalized), for sampling */
     double *mu;    /* n x nd: numeric means; categorical: the observed index (-1 prior) */
     double *sigma; /* n x nd: numeric sigmas */
-    double *lnorm; /* n x nd: log(sigma sqrt(2 pi) Z), Z the kernel's mass on [0, 1] */
+    double *lnorm; /* n x nd: log(sqrt(2 pi) Z), Z the kernel's mass on [0, 1] */
     double *lz;    /* n x nd: log Z */
     double *cat_hit, *cat_miss; /* nd: a categorical kernel's log probability of its own value
                                    and of another */
@@ -286,7 +286,9 @@ TpeParzen *tpe__parzen_new(const TpeDim *dims, int nd, const double *x, int64_t 
             double mu = pe->mu[k * nd + j], sg = pe->sigma[k * nd + j];
             double lz = log_gauss_mass((0.0 - mu) / sg, (1.0 - mu) / sg);
             pe->lz[k * nd + j] = lz;
-            pe->lnorm[k * nd + j] = log(sg) + LOG_SQRT_2PI + lz;
+            /* Optuna 3.1's kernel: the truncated normal's density without
+             * its 1/sigma (docs/searchers.md, "TPE", says why rung keeps it). */
+            pe->lnorm[k * nd + j] = LOG_SQRT_2PI + lz;
         }
     }
     return pe;

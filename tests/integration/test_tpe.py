@@ -1,0 +1,109 @@
+"""Integration tests of the tpe searcher inside rungd (docs/searchers.md,
+"TPE"): real workers run a command trainable on a conditional space four
+trials at a time. Every config holds exactly one branch's parameters,
+trials that ran at the same time have distinct configs (pending trials are
+the constant liar's worst values), and after a rungd restart the searcher
+goes on from the stored results: it keeps to the branch they favour, where
+the quasi-random start points it would fall back to without them split
+evenly between the two."""
+
+import datetime
+
+import worker_harness as wh
+
+# Branch "good" has its minimum 0 at x = 0.3; branch "bad" is 5 or more.
+TRAINABLE = """
+import json, os
+c = json.loads(os.environ["RUNG_CONFIG"])
+if c["arm.kind"] == "good":
+    loss = (c["arm.x"] - 0.3) ** 2 + 0.01 * c["width"]
+else:
+    loss = 5.0 + c["arm.y"] + 0.01 * c["width"]
+print("@rung " + json.dumps({"loss": loss}), flush=True)
+"""
+
+SPACE = {
+    "width": {"type": "randint", "low": 1, "high": 5},
+    "arm": {"type": "choice", "values": [
+        {"kind": "good", "x": {"type": "uniform", "low": 0, "high": 1}},
+        {"kind": "bad", "y": {"type": "loguniform", "low": 0.01, "high": 1},
+         "n": {"type": "qrandint", "low": 2, "high": 10, "q": 2}},
+    ]},
+}
+KEYS = {"good": {"width", "arm.kind", "arm.x"}, "bad": {"width", "arm.kind", "arm.y", "arm.n"}}
+
+
+def parse_time(s):
+    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+
+
+class Tpe(wh.WorkerTestCase):
+
+    def spec(self, num_samples):
+        path = self.script("arms.py", TRAINABLE)
+        return wh.command_spec([wh.PYTHON, path], search_space=SPACE, num_samples=num_samples,
+                               max_concurrent_trials=4,
+                               searcher={"type": "tpe", "seed": 3, "n_initial": 8})
+
+    def check_configs(self, trials):
+        for t in trials:
+            c = t["config"]
+            self.assertIn(c.get("arm.kind"), KEYS, c)
+            self.assertEqual(set(c), KEYS[c["arm.kind"]], c)
+
+    def test_parallel_conditional(self):
+        d = self.daemon()
+        eid = d.create_experiment(self.spec(32))["id"]
+        workers = [self.worker(d, name, cpu_slots=2, once=True) for name in ("ta", "tb")]
+        codes = self.wait_workers_exit(workers, 60)
+        self.assertEqual(codes, [0, 0], self.explain(d, *workers))
+        exp = d.experiment(eid)
+        self.assertEqual(exp["state"], "completed", self.explain(d, *workers))
+        self.assertEqual(exp["counts"]["completed"], 32, exp["counts"])
+        trials = d.all_trials(eid)
+        self.check_configs(trials)
+        overlapping = 0
+        for i, a in enumerate(trials):
+            for b in trials[i + 1:]:
+                a0, a1 = parse_time(a["started_at"]), parse_time(a["ended_at"])
+                b0, b1 = parse_time(b["started_at"]), parse_time(b["ended_at"])
+                if a0 < b1 and b0 < a1:
+                    overlapping += 1
+                    self.assertNotEqual(a["config"], b["config"],
+                                        "trials %d and %d ran at once with one config"
+                                        % (a["number"], b["number"]))
+        self.assertGreater(overlapping, 0, "no two trials ran at the same time")
+        late = [t for t in trials if t["number"] >= 16]
+        good = sum(t["config"]["arm.kind"] == "good" for t in late)
+        self.assertGreaterEqual(good, 13, "tpe chose the good branch %d of %d times"
+                                % (good, len(late)))
+        self.assertLess(exp["best"]["value"], 0.05, exp["best"])
+
+    def test_restart_keeps_history(self):
+        d = self.daemon()
+        eid = d.create_experiment(self.spec(30))["id"]
+        w = self.worker(d, "ra", cpu_slots=2)
+        wh.h.wait_until(lambda: d.experiment(eid)["counts"]["completed"] >= 12, 30,
+                        "12 completed trials", interval=0.1)
+        w.stop()
+        d.stop()
+        d.restart()
+        done_before = {t["number"] for t in d.all_trials(eid) if t["state"] == "completed"}
+        w2 = self.worker(d, "rb", cpu_slots=2, once=True)
+        self.assertEqual(self.wait_workers_exit([w2], 60), [0], self.explain(d, w2))
+        exp = d.experiment(eid)
+        self.assertEqual(exp["state"], "completed", self.explain(d, w2))
+        trials = d.all_trials(eid)
+        self.check_configs(trials)
+        after = [t for t in trials if t["number"] not in done_before and t["number"] >= 16]
+        self.assertGreaterEqual(len(after), 8, [t["number"] for t in trials])
+        good = sum(t["config"]["arm.kind"] == "good" for t in after)
+        # Without the stored results these would be quasi-random start
+        # points, half in each branch.
+        self.assertGreaterEqual(good, len(after) - 2, "after the restart tpe chose the good "
+                                "branch %d of %d times" % (good, len(after)))
+
+
+if __name__ == "__main__":
+    wh.main()
