@@ -1,4 +1,4 @@
-/* Conditional-space quality: Rung's random and bayes searchers on the
+/* Conditional-space quality: Rung's random, bayes and tpe searchers on the
  * tree-structured function of Jenatton et al. (2017) (docs/searchers.md,
  * bench/conditional.sh). The space is examples/jenatton-bayes.json's:
  * a choice of two branches (x1), each with a choice of two leaves (x2 or
@@ -26,6 +26,7 @@
 
 #include "bayes.h"
 #include "sampler.h"
+#include "tpe.h"
 
 #define F_MIN 0.1
 
@@ -97,8 +98,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "conditional: space: %s\n", err.message);
         return 1;
     }
-    const char *searchers[] = {"random", "bayes"};
-    for (int k = 0; k < 2; k++) {
+    const char *searchers[] = {"random", "bayes", "tpe"};
+    for (int k = 0; k < 3; k++) {
         printf("{\"searcher\": \"rung-%s\", \"problem\": \"%s\", \"evals\": %d, \"regret\": [",
                searchers[k], problem, evals);
         for (int seed = 0; seed < seeds; seed++) {
@@ -121,6 +122,13 @@ int main(int argc, char **argv)
                     BayesHistory h = {.obs = obs, .n_obs = n};
                     if (bayes_propose(space, &spec, n, 1, &h, &c, &err) != 0) {
                         fprintf(stderr, "conditional: bayes seed %d trial %d: %s\n", seed, n,
+                                err.message);
+                        return 1;
+                    }
+                } else if (k == 2) {
+                    BayesHistory h = {.obs = obs, .n_obs = n};
+                    if (tpe_propose(space, &spec, n, 1, &h, &c, &err) != 0) {
+                        fprintf(stderr, "conditional: tpe seed %d trial %d: %s\n", seed, n,
                                 err.message);
                         return 1;
                     }

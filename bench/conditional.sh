@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Conditional spaces: the tree-structured function of Jenatton et al. (2017)
-# (docs/searchers.md), Rung's bayes and random searchers against Optuna's
+# (docs/searchers.md), Rung's bayes, tpe and random searchers against Optuna's
 # TPE (multivariate, group) and random in the same run. It runs
 # BUILD/bin/conditional_bench (bench/conditional.c), then
 # bench/optuna_conditional.py with Debian's /usr/bin/python3, and prints the
@@ -61,7 +61,7 @@ for problem in ("jenatton", "jenatton-shifted"):
     print()
     print("%s: median regret (best so far - 0.1)" % problem)
     print("%-14s" % "searcher" + "".join("%14s" % ("median@%d" % e) for e in points))
-    for name in ("rung-bayes", "optuna-tpe", "rung-random", "optuna-random"):
+    for name in ("rung-bayes", "rung-tpe", "optuna-tpe", "rung-random", "optuna-random"):
         print("%-14s" % name + "".join("%14.5f" % median_at(name, e) for e in points))
     for e in (50, 100):
         if e > evals:
@@ -70,4 +70,10 @@ for problem in ("jenatton", "jenatton-shifted"):
         print("target%s: rung-bayes median regret <= 0.5 x optuna-tpe at %d evaluations: "
               "%.5f vs %.5f (ratio %s)" % ("" if problem == "jenatton" else " (" + problem + ")",
                                            e, b, t, "%.3f" % (b / t) if t > 0 else "n/a"))
+    # Issue 40: rung's tpe at least as good as Optuna's TPE (multivariate, group).
+    for e in points:
+        r, t = median_at("rung-tpe", e), median_at("optuna-tpe", e)
+        print("target tpe%s: rung-tpe median regret <= optuna-tpe at %d evaluations: %.5f vs "
+              "%.5f %s" % ("" if problem == "jenatton" else " (" + problem + ")", e, r, t,
+                           "ok" if r <= t else "short"))
 PY

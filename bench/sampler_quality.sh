@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sampler quality, Rung against Optuna and a scikit-learn GP-EI in the same
 # run (bench/README.md, section 2). It runs build/bin/sampler_quality (Rung's
-# random, quasi and bayes searchers), then bench/optuna_quality.py with
+# random, quasi, bayes and tpe searchers), then bench/optuna_quality.py with
 # Debian's /usr/bin/python3 (Optuna random, TPE, multivariate TPE), then the
 # scikit-learn GP-EI reference on fewer seeds (it fits a GP per point), each
 # under its own time limit; a run cut short keeps the rows it finished. It
@@ -141,7 +141,7 @@ for path in sys.argv[2:]:
                 if line.get("bench") == "sampler_quality":
                     rows[(line["function"], line["label"])] = line
 
-LABELS = ["rung-random", "rung-quasi", "rung-bayes", "optuna-random", "optuna-tpe",
+LABELS = ["rung-random", "rung-quasi", "rung-bayes", "rung-tpe", "optuna-random", "optuna-tpe",
           "optuna-tpe-mv", "sklearn-gp"]
 CHECK = (25, 50, 100)
 
@@ -191,6 +191,12 @@ for fn in functions:
         b, t = median_at(fn, "rung-bayes", at), median_at(fn, "optuna-tpe", at)
         ratios.append("n/a" if b is None or t is None or t <= 0 else f"{b / t:.3g}")
     print(f"  ratio rung-bayes / optuna-tpe (medians): @50 {ratios[0]}  @100 {ratios[1]}")
+    ratios = []
+    for at in CHECK:
+        r, t = median_at(fn, "rung-tpe", at), median_at(fn, "optuna-tpe-mv", at)
+        ratios.append("n/a" if r is None or t is None or t <= 0 else f"{r / t:.3g}")
+    print(f"  ratio rung-tpe / optuna-tpe-mv (medians): @25 {ratios[0]}  @50 {ratios[1]}  "
+          f"@100 {ratios[2]}")
 
 # "No worse" than the GP-EI reference: rung-bayes' median regret at 100 is at
 # most sklearn-gp's, or both are below 1e-5 (both found f*, which bench/README.md
@@ -227,6 +233,14 @@ for fn in functions:
             target(f"bayes_vs_tpe_{fn}_{at}", "n/a", "< 1", False)
         else:
             target(f"bayes_vs_tpe_{fn}_{at}", f"{b / t:.3g}", "< 1", b / t < 1)
+# Issue 40: rung's tpe beside the Optuna sampler it follows (multivariate TPE).
+for fn in functions:
+    for at in CHECK:
+        r, t = median_at(fn, "rung-tpe", at), median_at(fn, "optuna-tpe-mv", at)
+        if r is None or t is None or t <= 0:
+            target(f"tpe_vs_optuna_tpe_mv_{fn}_{at}", "n/a", "<= 1", False)
+        else:
+            target(f"tpe_vs_optuna_tpe_mv_{fn}_{at}", f"{r / t:.3g}", "<= 1", r / t <= 1)
 v = median_at("branin", "rung-bayes", 50)
 target("branin_regret_50", "n/a" if v is None else f"{v:.3g}", "<= 1e-4",
        v is not None and v <= 1e-4)

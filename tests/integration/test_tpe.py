@@ -80,6 +80,20 @@ class Tpe(wh.WorkerTestCase):
                                 % (good, len(late)))
         self.assertLess(exp["best"]["value"], 0.05, exp["best"])
 
+    def test_refused_with_several_objectives(self):
+        d = self.daemon()
+        s = wh.h.spec(metrics=[{"name": "a", "mode": "min"}, {"name": "b", "mode": "min"}],
+                      searcher={"type": "tpe"})
+        s.pop("metric")
+        s.pop("mode")
+        r = d.request("POST", "/api/v1/experiments", s)
+        self.assertEqual(r.status, 400, r.body)
+        self.assertEqual(r.json["error"]["field"], "searcher.type", r.json)
+        r = d.request("POST", "/api/v1/experiments",
+                      wh.h.spec(searcher={"type": "tpe", "multivariate": False, "group": True}))
+        self.assertEqual(r.status, 400, r.body)
+        self.assertEqual(r.json["error"]["field"], "searcher.group", r.json)
+
     def test_restart_keeps_history(self):
         d = self.daemon()
         eid = d.create_experiment(self.spec(30))["id"]
