@@ -96,6 +96,11 @@ static Proposals *compute(const Request *r)
             if (tpe_propose(space, &r->searcher, r->first, r->count, &h, configs, &err) != 0)
                 LOG_ERROR("tpe proposal for experiment %lld failed: %s", (long long)r->exp_id,
                           err.message);
+            else /* what it learned from: after a restart, the stored results too */
+                LOG_INFO("experiment %lld: tpe proposed trial %lld from %lld results and %lld "
+                         "pending",
+                         (long long)r->exp_id, (long long)(r->first + r->count - 1),
+                         (long long)h.n_obs, (long long)h.n_pending);
         } else if (r->searcher.multi_fidelity == 1) {
             double *levels = calloc((size_t)r->count, sizeof *levels);
             if (levels == NULL)

@@ -8,6 +8,7 @@ the quasi-random start points it would fall back to without them split
 evenly between the two."""
 
 import datetime
+import re
 
 import worker_harness as wh
 
@@ -76,7 +77,7 @@ class Tpe(wh.WorkerTestCase):
         self.assertGreater(overlapping, 0, "no two trials ran at the same time")
         late = [t for t in trials if t["number"] >= 16]
         good = sum(t["config"]["arm.kind"] == "good" for t in late)
-        self.assertGreaterEqual(good, 13, "tpe chose the good branch %d of %d times"
+        self.assertGreaterEqual(good, 12, "tpe chose the good branch %d of %d times"
                                 % (good, len(late)))
         self.assertLess(exp["best"]["value"], 0.05, exp["best"])
 
@@ -104,18 +105,24 @@ class Tpe(wh.WorkerTestCase):
         d.stop()
         d.restart()
         done_before = {t["number"] for t in d.all_trials(eid) if t["state"] == "completed"}
+        # rungd logs what each tpe proposal learned from (server/propose.c):
+        # the first after the restart already has every stored result.
         w2 = self.worker(d, "rb", cpu_slots=2, once=True)
         self.assertEqual(self.wait_workers_exit([w2], 60), [0], self.explain(d, w2))
         exp = d.experiment(eid)
         self.assertEqual(exp["state"], "completed", self.explain(d, w2))
         trials = d.all_trials(eid)
         self.check_configs(trials)
+        learned = [int(m.group(1)) for m in re.finditer(
+            r"tpe proposed trial \d+ from (\d+) results", d.stderr_text())]
+        self.assertTrue(learned, d.diagnostics())
+        self.assertGreaterEqual(learned[0], len(done_before), d.diagnostics())
         after = [t for t in trials if t["number"] not in done_before and t["number"] >= 16]
         self.assertGreaterEqual(len(after), 8, [t["number"] for t in trials])
         good = sum(t["config"]["arm.kind"] == "good" for t in after)
         # Without the stored results these would be quasi-random start
         # points, half in each branch.
-        self.assertGreaterEqual(good, len(after) - 2, "after the restart tpe chose the good "
+        self.assertGreaterEqual(good, len(after) - 3, "after the restart tpe chose the good "
                                 "branch %d of %d times" % (good, len(after)))
 
 
