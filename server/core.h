@@ -233,7 +233,8 @@ typedef struct ParetoRef {
  * experiment holds at most 4,000 results, not one per trial. Not with
  * searcher.multi_fidelity, whose rung records take their configs from it;
  * a retry-failed, which takes entries out, may leave a little less than
- * the selection would have seen. */
+ * the selection would have seen. tpe gets the same history (its bad set
+ * then loses its oldest members: docs/searchers.md, "TPE"). */
 #define CORE_HIST_HALF 1000
 
 /* A released trial's result, for the searcher (bayes only). */
