@@ -399,6 +399,73 @@ static void test_conditional(void **state)
     space_free(space);
 }
 
+/* Every domain: proposals are values the space can take (integers,
+ * multiples of q, choices), the grid parameter follows trial n mod G, and
+ * failed trials (NaN, +inf) and configs that do not fit are taken in
+ * stride; a batch proposes distinct configs. */
+static const char *const SPACE_ALL =
+    "{\"g\": {\"type\": \"grid\", \"values\": [\"a\", \"b\", \"c\"]},"
+    " \"n\": {\"type\": \"normal\", \"mean\": 1, \"sd\": 2},"
+    " \"qn\": {\"type\": \"qnormal\", \"mean\": 0, \"sd\": 3, \"q\": 0.5},"
+    " \"li\": {\"type\": \"lograndint\", \"low\": 1, \"high\": 1000},"
+    " \"ql\": {\"type\": \"qloguniform\", \"low\": 0.001, \"high\": 1, \"q\": 0.001},"
+    " \"qi\": {\"type\": \"qrandint\", \"low\": 0, \"high\": 100, \"q\": 5},"
+    " \"c\": {\"type\": \"choice\", \"values\": [1, \"two\", true, \"four\"]},"
+    " \"k\": 7}";
+
+static double all_loss(const json_t *c)
+{
+    double n = json_real_value(json_object_get(c, "n"));
+    double li = (double)json_integer_value(json_object_get(c, "li"));
+    return (n - 2) * (n - 2) + fabs(log(li) - 3.0) +
+           (json_is_true(json_object_get(c, "c")) ? 0 : 1);
+}
+
+static void test_all_domains(void **state)
+{
+    (void)state;
+    Space *space = parse_space(SPACE_ALL);
+    SearcherSpec s = tpe_spec(21);
+    s.n_initial = 5;
+    enum { N = 40 };
+    BayesObservation obs[N + 1];
+    json_t *cfg[N];
+    for (int i = 0; i < N; i++) {
+        BayesHistory h = {.obs = obs, .n_obs = i};
+        RungError err;
+        assert_int_equal(tpe_propose(space, &s, i, 1, &h, &cfg[i], &err), 0);
+        json_t *c = space_conform(space, cfg[i]);
+        assert_non_null(c);
+        assert_true(json_equal(c, cfg[i]));
+        json_decref(c);
+        const char *g = json_string_value(json_object_get(cfg[i], "g"));
+        assert_int_equal(g[0] - 'a', i % 3);
+        obs[i] = (BayesObservation){.config = cfg[i], .loss = all_loss(cfg[i])};
+        if (i % 7 == 3)
+            obs[i].loss = i % 2 ? NAN : INFINITY; /* failed */
+    }
+    /* A config of another space is skipped, not an error. */
+    json_t *alien = load("{\"zzz\": 1}");
+    obs[N] = (BayesObservation){.config = alien, .loss = -100.0};
+    BayesHistory h = {.obs = obs, .n_obs = N + 1};
+    json_t *batch[6];
+    RungError err;
+    assert_int_equal(tpe_propose(space, &s, N, 6, &h, batch, &err), 0);
+    for (int i = 0; i < 6; i++) {
+        json_t *c = space_conform(space, batch[i]);
+        assert_true(c != NULL && json_equal(c, batch[i]));
+        json_decref(c);
+        for (int j = 0; j < i; j++)
+            assert_false(json_equal(batch[i], batch[j]));
+    }
+    for (int i = 0; i < 6; i++)
+        json_decref(batch[i]);
+    for (int i = 0; i < N; i++)
+        json_decref(cfg[i]);
+    json_decref(alien);
+    space_free(space);
+}
+
 /* The spec's fields: defaults, refusals naming the field. */
 static void test_parse(void **state)
 {
@@ -452,17 +519,12 @@ static void test_parse(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parzen_univariate),
-        cmocka_unit_test(test_parzen_multivariate),
-        cmocka_unit_test(test_parzen_categorical),
-        cmocka_unit_test(test_parzen_integer),
-        cmocka_unit_test(test_weights_and_clip),
-        cmocka_unit_test(test_gamma_split),
-        cmocka_unit_test(test_beats_random),
-        cmocka_unit_test(test_determinism),
-        cmocka_unit_test(test_constant_liar),
-        cmocka_unit_test(test_conditional),
-        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_parzen_univariate),  cmocka_unit_test(test_parzen_multivariate),
+        cmocka_unit_test(test_parzen_categorical), cmocka_unit_test(test_parzen_integer),
+        cmocka_unit_test(test_weights_and_clip),   cmocka_unit_test(test_gamma_split),
+        cmocka_unit_test(test_beats_random),       cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_constant_liar),      cmocka_unit_test(test_conditional),
+        cmocka_unit_test(test_all_domains),        cmocka_unit_test(test_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
