@@ -78,7 +78,10 @@ typedef struct TpeParzen TpeParzen;
 TpeParzen *tpe__parzen_new(const TpeDim *dims, int nd, const double *x, int64_t n,
                            bool multivariate);
 void tpe__parzen_free(TpeParzen *pe);
-/* log density (log mass on integer and categorical dimensions) at x. */
+/* log density at x: the weighted sum over kernels of the product over
+ * dimensions of a kernel's mass on an integer or categorical dimension,
+ * and on a numeric one its truncated normal's density without the
+ * 1/sigma, as Optuna 3.1 scores it (docs/searchers.md, "TPE"). */
 double tpe__parzen_log_pdf(const TpeParzen *pe, const double *x);
 /* Component k's (0 .. n; n is the prior) mean, sigma of dimension j and weight. */
 double tpe__parzen_mu(const TpeParzen *pe, int64_t k, int j);
