@@ -62,6 +62,10 @@ typedef struct SearcherSpec {
      * says, -1 when it does not (rungd decides with the scheduler). */
     int multi_fidelity;
     GridOrder grid_order; /* "grid_order": Ray's unless the spec says "spec" */
+    /* "noisy": the objective is noisy, so a config may be worth trying
+     * again; false: bayes never proposes a config already observed, running
+     * or proposed while an unseen one is left (docs/searchers.md). */
+    bool noisy;
 } SearcherSpec;
 
 /* Parses and validates search_space (the object itself). Errors are

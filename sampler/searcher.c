@@ -21,7 +21,7 @@
 #define SEARCHER_MAX_SEED (INT64_C(1) << 53)
 
 static const char *const SEARCHER_KEYS[] = {"type",           "seed",       "quasi", "n_initial",
-                                            "multi_fidelity", "grid_order", NULL};
+                                            "multi_fidelity", "grid_order", "noisy", NULL};
 
 /* Fails on the first parameter the grid searcher cannot enumerate. */
 static int check_enumerable(const Space *space, RungError *err)
@@ -118,6 +118,9 @@ int searcher_parse(const json_t *searcher, const Space *space, SearcherSpec *out
             return rc;
         out->multi_fidelity = on;
     }
+    rc = jsonv_bool(searcher, "searcher", "noisy", JSONV_OPTIONAL, &out->noisy, INVALID, err);
+    if (rc != 0)
+        return rc;
     const char *order = "ray";
     rc = jsonv_string(searcher, "searcher", "grid_order", JSONV_OPTIONAL, 16, &order, INVALID, err);
     if (rc != 0)
