@@ -244,7 +244,10 @@ typedef struct BayesTuning {
     int fit_iter;         /* BFGS iterations per run */
     BayesOutput output;   /* transform of the losses */
     double boxcox_delta;  /* BAYES_OUTPUT_BOXCOX: delta, a fraction of the losses' spread */
-    GpPrior prior;        /* log_ls_mean is for one feature: it grows by log(d) / 2 */
+    /* BAYES_OUTPUT_BOXCOX: when > 0 and every loss is positive with
+     * max / min >= log_span, the transform sees log(loss) instead. */
+    double log_span;
+    GpPrior prior; /* log_ls_mean is for one feature: it grows by log(d) / 2 */
 } BayesTuning;
 
 void bayes__default_tuning(BayesTuning *tuning);
