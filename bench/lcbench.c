@@ -89,6 +89,7 @@ struct LcbGraph {
     Node *nodes;
     int in_cat, in_cont, output;
     char *columns[LCB_OUTPUTS];
+    json_t *tasks; /* the file's "tasks": {task id: x_cat}; a new reference */
 };
 
 static int fail(char *err, size_t len, const char *fmt, ...)
@@ -888,6 +889,7 @@ LcbGraph *lcb_load(const char *dir, char *err, size_t len)
         fail(err, len, "%s: no node writes the output", path);
         goto bad;
     }
+    g->tasks = json_incref(json_object_get(root, "tasks"));
     json_decref(root);
     return g;
 bad:
@@ -906,8 +908,15 @@ void lcb_free(LcbGraph *g)
     }
     for (int j = 0; j < LCB_OUTPUTS; j++)
         free(g->columns[j]);
+    json_decref(g->tasks);
     free(g->nodes);
     free(g);
+}
+
+int lcb_task_index(const LcbGraph *g, const char *task)
+{
+    json_t *v = json_object_get(g->tasks, task);
+    return json_is_integer(v) ? (int)json_integer_value(v) : -1;
 }
 
 const char *lcb_output_name(const LcbGraph *g, int j)

@@ -28,6 +28,10 @@ typedef struct LcbGraph LcbGraph;
 LcbGraph *lcb_load(const char *dir, char *err, size_t errlen);
 void lcb_free(LcbGraph *g);
 
+/* The x_cat of an OpenML task id ("3945"): the graph file's "tasks", which
+ * the exporter copies from encoding.json; -1 when it has no such task. */
+int lcb_task_index(const LcbGraph *g, const char *task);
+
 /* Column j's name (borrowed), j < LCB_OUTPUTS. */
 const char *lcb_output_name(const LcbGraph *g, int j);
 

@@ -8,7 +8,8 @@ Two halves:
   files the evaluators read without onnx: lcbench_graph.json (the inputs,
   outputs, the output's column names, the initializers' dtype, shape and
   byte offset, and the node list with its attributes; Constant values
-  inline) and lcbench_graph.bin (the initializers, little-endian, each at an
+  inline; "tasks", encoding.json's x_cat of each task id, and "task_ids",
+  config_space.json's 34) and lcbench_graph.bin (the initializers, little-endian, each at an
   offset that is a multiple of 8).
 - a numpy evaluator of that file: the 17 operator types the graph uses, with
   ONNX's semantics (numpy broadcasting for the elementwise ops, Gemm's
@@ -148,6 +149,13 @@ def export(data_dir, out_dir):
     }
     if len(outputs) != 1 or outputs[0]["shape"][-1] != len(OUTPUT_COLUMNS):
         raise SystemExit("export: expected one output of 6 columns; is this LCBench's model.onnx?")
+    # the task ids' x_cat, so that the C side needs only this folder
+    enc_path = os.path.join(data_dir, "encoding.json")
+    if not os.path.exists(enc_path):
+        raise SystemExit(f"export: {enc_path} missing")
+    with open(enc_path) as f:
+        graph["tasks"] = {k: v for k, v in json.load(f)["OpenML_task_id"].items() if k != "#na#"}
+    graph["task_ids"] = tasks(data_dir)
     ops = sorted({n["op"] for n in nodes})
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, GRAPH_BIN), "wb") as f:
