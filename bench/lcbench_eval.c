@@ -36,8 +36,9 @@ static int eval_file(LcbGraph *g, const char *path)
     int c;
     float x[LCB_X_CONT];
     int rc = 0;
-    while (fscanf(f, "%d %f %f %f %f %f %f %f %f", &c, &x[0], &x[1], &x[2], &x[3], &x[4], &x[5],
-                  &x[6], &x[7]) == 9) {
+    int got;
+    while ((got = fscanf(f, "%d %f %f %f %f %f %f %f %f", &c, &x[0], &x[1], &x[2], &x[3], &x[4],
+                         &x[5], &x[6], &x[7])) == 9) {
         if (n == cap) {
             cap *= 2;
             cat = realloc(cat, cap * sizeof(*cat));
@@ -51,7 +52,7 @@ static int eval_file(LcbGraph *g, const char *path)
         memcpy(cont + n * LCB_X_CONT, x, sizeof(x));
         n++;
     }
-    if (!feof(f)) {
+    if (got != EOF) {
         fprintf(stderr, "lcbench_eval: %s: line %zu: needs 9 numbers\n", path, n + 1);
         rc = 1;
     }
