@@ -212,8 +212,11 @@ void engine_request_proposals(Engine *e)
         adjusted.n_initial = warm_n_initial(exp->warm, &adjusted);
         const SearcherSpec *searcher = &adjusted;
         int64_t first = exp->n_trials + exp->proposing;
-        bool bayes = searcher->type == SEARCHER_BAYES;
-        bool model = bayes && first >= searcher->n_initial;
+        /* cmaes is a model from its first trial: its distribution moves
+         * with each generation of results. */
+        bool cmaes = searcher->type == SEARCHER_CMAES;
+        bool bayes = searcher->type == SEARCHER_BAYES || cmaes;
+        bool model = cmaes || (bayes && first >= searcher->n_initial);
         /* A model-based proposal should see every result that came in, so
          * only one waits ready ahead; the quasi-random start points and the
          * other searchers are proposed in bulk. */

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "cmaes.h"
 #include "log.h"
 
 typedef struct Request {
@@ -117,6 +118,15 @@ static Proposals *compute(const Request *r)
             LOG_ERROR("bayes proposal for experiment %lld failed: %s", (long long)r->exp_id,
                       err.message);
         }
+    } else if (r->searcher.type == SEARCHER_CMAES) {
+        BayesHistory h = {0};
+        if (r->history) {
+            h.obs = r->history->obs;
+            h.n_obs = r->history->n_obs;
+        }
+        if (cmaes_propose(space, &r->searcher, r->first, r->count, &h, configs, &err) != 0)
+            LOG_ERROR("cmaes proposal for experiment %lld failed: %s", (long long)r->exp_id,
+                      err.message); /* entries stay NULL: the engine asks again later */
     } else {
         for (int64_t i = 0; i < r->count; i++)
             configs[i] = warm_config(r->warm, space, &r->searcher, r->first + i);
