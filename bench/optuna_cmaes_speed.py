@@ -8,8 +8,9 @@ in-memory study for n trials (default 1,000) of d = 6 uniform parameters on
 --reps proposals (ask() plus the suggest_float calls, where Optuna samples;
 each told before the next), and prints their median. With --rung PATH (the
 sampler_speed binary) it also runs `PATH --cmaes-only --json`, reads its
-n = 1,000, d = 6 cell (cmaes_propose after 1,000 results) and prints the
-ratio with the target line of bench/README.md section 5 (>= 20x).
+n = 1,000, d = 6 memo cell (cmaes_propose_cached after 1,000 results, the
+memo left by the proposal before, as rungd's proposer runs it) and prints
+the ratio with the target line of bench/README.md section 5 (>= 20x).
 
 Run with Debian's /usr/bin/python3 (python3-optuna).
 """
@@ -58,7 +59,8 @@ def rung_ms(path, n, d):
     for text in out.splitlines():
         if text.startswith("{"):
             line = json.loads(text)
-            if line.get("searcher") == "cmaes" and line["n"] == n and line["d"] == d:
+            if (line.get("searcher") == "cmaes" and line.get("kind") == "memo" and line["n"] == n
+                    and line["d"] == d):
                 return line["median_ms"]
     raise SystemExit(f"optuna_cmaes_speed: no cmaes cell n={n} d={d} in {path}'s output")
 

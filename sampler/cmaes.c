@@ -421,6 +421,7 @@ static void replay_free(Replay *r)
     cmaes__free(&r->es);
     free(r->bx);
     free(r->bf);
+    memset(r, 0, sizeof *r);
 }
 
 static int replay_start(Replay *r, const SearcherSpec *s, int n, int lambda, const double *mean)
@@ -437,8 +438,43 @@ static int replay_start(Replay *r, const SearcherSpec *s, int n, int lambda, con
     return cmaes__init(&r->es, n, lambda, mean, sigma0);
 }
 
-/* Feeds one observation; a full batch is a generation, after which IPOP
- * may restart. Returns 0 or -1. */
+/* The state before any result: the middle of the cube (Optuna's mean). */
+static int replay_initial(Replay *r, const SearcherSpec *s, int n)
+{
+    double mean[SPACE_MAX_PARAMS];
+    for (int j = 0; j < n; j++)
+        mean[j] = 0.5;
+    return replay_start(r, s, n, s->popsize > 0 ? s->popsize : default_popsize(n), mean);
+}
+
+/* A deep copy of src (whose batch is empty: a generation boundary). */
+static int replay_clone(Replay *dst, const Replay *src, const SearcherSpec *s)
+{
+    const CmaesEs *a = &src->es;
+    int n = a->n;
+    memset(dst, 0, sizeof *dst);
+    if (replay_start(dst, s, n, a->lambda, a->mean) != 0)
+        return -1;
+    CmaesEs *b = &dst->es;
+    size_t nn = (size_t)n * (size_t)n;
+    memcpy(b->ps, a->ps, (size_t)n * sizeof *b->ps);
+    memcpy(b->pc, a->pc, (size_t)n * sizeof *b->pc);
+    memcpy(b->C, a->C, nn * sizeof *b->C);
+    memcpy(b->B, a->B, nn * sizeof *b->B);
+    memcpy(b->D, a->D, (size_t)n * sizeof *b->D);
+    memcpy(b->isqrtC, a->isqrtC, nn * sizeof *b->isqrtC);
+    memcpy(b->funhist, a->funhist, 2 * (size_t)a->term * sizeof *b->funhist);
+    b->sigma = a->sigma;
+    b->sigma0 = a->sigma0;
+    b->g = a->g;
+    dst->restarts = src->restarts;
+    dst->used = src->used;
+    return 0;
+}
+
+/* Feeds one point; a full batch is a generation, after which IPOP may
+ * restart. Returns 1 when a generation ended, 0 when the batch waits, -1
+ * on a numerical failure or out of memory. */
 static int replay_feed(Replay *r, const SearcherSpec *s, const double *x, double f)
 {
     int n = r->es.n;
@@ -451,7 +487,7 @@ static int replay_feed(Replay *r, const SearcherSpec *s, const double *x, double
     if (cmaes__tell(&r->es, r->bx, r->bf) != 0)
         return -1;
     if (s->no_restart || !cmaes__should_stop(&r->es))
-        return 0;
+        return 1;
     /* IPOP: a random mean (Optuna's randomize_start_point), twice the
      * population, the initial step and an identity covariance. */
     r->restarts++;
@@ -462,7 +498,20 @@ static int replay_feed(Replay *r, const SearcherSpec *s, const double *x, double
                                       (uint64_t)j);
         mean[j] = (double)(bits >> 11) * 0x1.0p-53;
     }
-    return replay_start(r, s, n, lambda, mean);
+    return replay_start(r, s, n, lambda, mean) == 0 ? 1 : -1;
+}
+
+/* Feeds observation o: its modeled coordinates (cube[0 .. n-1]) and loss.
+ * One that does not fit the space is skipped (0), as bayes skips it. */
+static int replay_feed_obs(Replay *r, const Space *space, const SearcherSpec *s,
+                           const BayesObservation *o, const int *cube)
+{
+    double u[SPACE_MAX_PARAMS], x[SPACE_MAX_PARAMS];
+    if (o->config == NULL || space_encode(space, o->config, u, NULL) != 0)
+        return 0;
+    for (int j = 0; j < r->es.n; j++)
+        x[j] = u[cube[j]];
+    return replay_feed(r, s, x, o->loss);
 }
 
 static int check_args(const SearcherSpec *searcher, int64_t first, int64_t count,
@@ -489,29 +538,22 @@ static int check_args(const SearcherSpec *searcher, int64_t first, int64_t count
     return 0;
 }
 
-/* Replays h into r (r zeroed by the caller); n modeled coordinates at
- * cube[]. */
+static int replay_failed(RungError *err)
+{
+    return rung_error_set(err, RUNG_E_INTERNAL, NULL,
+                          "cmaes: the covariance's eigendecomposition failed (or out of memory)");
+}
+
+/* Replays h from the start into r (zeroed by the caller). */
 static int replay(const Space *space, const SearcherSpec *s, const BayesHistory *h, int n,
                   const int *cube, Replay *r, RungError *err)
 {
-    double mean[SPACE_MAX_PARAMS];
-    for (int j = 0; j < n; j++)
-        mean[j] = 0.5; /* Optuna's: the middle of the bounds */
-    int lambda = s->popsize > 0 ? s->popsize : default_popsize(n);
-    if (replay_start(r, s, n, lambda, mean) != 0)
-        return rung_error_set(err, RUNG_E_INTERNAL, NULL, "cmaes: out of memory");
+    if (replay_initial(r, s, n) != 0)
+        return replay_failed(err);
     int64_t nobs = h != NULL ? h->n_obs : 0;
-    double u[SPACE_MAX_PARAMS], x[SPACE_MAX_PARAMS];
-    for (int64_t i = 0; i < nobs; i++) {
-        const BayesObservation *o = &h->obs[i];
-        if (o->config == NULL || space_encode(space, o->config, u, NULL) != 0)
-            continue; /* not of this space: skipped, as bayes does */
-        for (int j = 0; j < n; j++)
-            x[j] = u[cube[j]];
-        if (replay_feed(r, s, x, o->loss) != 0)
-            return rung_error_set(err, RUNG_E_INTERNAL, NULL,
-                                  "cmaes: the covariance's eigendecomposition failed");
-    }
+    for (int64_t i = 0; i < nobs; i++)
+        if (replay_feed_obs(r, space, s, &h->obs[i], cube) < 0)
+            return replay_failed(err);
     return 0;
 }
 
@@ -567,19 +609,12 @@ static void draw(const CmaesEs *es, uint64_t seed, int64_t number, double *x)
         x[j] = x[j] < 0 ? 0 : x[j] > 1 ? 1 : x[j];
 }
 
-int cmaes_propose(const Space *space, const SearcherSpec *searcher, int64_t first, int64_t count,
-                  const BayesHistory *history, json_t **out, RungError *err)
+/* The configs of trials first .. first + count - 1 from the replayed state
+ * r (NULL when no coordinate is modeled: n is 0). */
+static int sample_configs(const Space *space, const SearcherSpec *searcher, int64_t first,
+                          int64_t count, const Replay *r, int n, const int *cube, json_t **out,
+                          RungError *err)
 {
-    int rc = check_args(searcher, first, count, history, err);
-    if (rc != 0 || count == 0)
-        return rc;
-    int cube[SPACE_MAX_PARAMS];
-    int n = modeled_dims(space, cube);
-    Replay r = {0};
-    if (n > 0 && (rc = replay(space, searcher, history, n, cube, &r, err)) != 0) {
-        replay_free(&r);
-        return rc;
-    }
     int64_t g = space->grid_size;
     for (int64_t k = 0; k < count; k++) {
         int64_t number = first + k;
@@ -590,7 +625,7 @@ int cmaes_propose(const Space *space, const SearcherSpec *searcher, int64_t firs
         for (int j = 0; j < space->dims; j++)
             u[j] = sampler__uniform(searcher->seed, (uint64_t)number, (uint64_t)j);
         if (n > 0) {
-            draw(&r.es, searcher->seed, number, x);
+            draw(&r->es, searcher->seed, number, x);
             for (int j = 0; j < n; j++)
                 u[cube[j]] = x[j];
         }
@@ -600,10 +635,186 @@ int cmaes_propose(const Space *space, const SearcherSpec *searcher, int64_t firs
                 json_decref(out[i]);
                 out[i] = NULL;
             }
-            replay_free(&r);
             return rung_error_set(err, RUNG_E_INTERNAL, NULL, "cmaes: out of memory");
         }
     }
-    replay_free(&r);
     return 0;
+}
+
+int cmaes_propose(const Space *space, const SearcherSpec *searcher, int64_t first, int64_t count,
+                  const BayesHistory *history, json_t **out, RungError *err)
+{
+    int rc = check_args(searcher, first, count, history, err);
+    if (rc != 0 || count == 0)
+        return rc;
+    int cube[SPACE_MAX_PARAMS];
+    int n = modeled_dims(space, cube);
+    Replay r = {0};
+    if (n > 0)
+        rc = replay(space, searcher, history, n, cube, &r, err);
+    if (rc == 0)
+        rc = sample_configs(space, searcher, first, count, &r, n, cube, out, err);
+    replay_free(&r);
+    return rc;
+}
+
+/* ---- The memo of replays. ---- */
+
+typedef struct CacheEntry {
+    json_t *config; /* a reference, or NULL as the observation had */
+    double loss;    /* compared bit for bit */
+} CacheEntry;
+
+typedef struct Checkpoint {
+    int64_t at; /* the state after history entries 0 .. at-1 (a generation boundary) */
+    Replay state;
+} Checkpoint;
+
+struct CmaesCache {
+    bool valid;
+    /* What the replay depends on besides the history. */
+    uint64_t seed;
+    double sigma0;
+    int popsize;
+    bool no_restart;
+    int dims, n;
+    int cube[SPACE_MAX_PARAMS];
+    CacheEntry *entries; /* the last call's history, len of them */
+    int64_t len, cap;
+    Checkpoint cps[CMAES_CACHE_CHECKPOINTS]; /* ascending at, ncps of them */
+    int ncps;
+};
+
+CmaesCache *cmaes_cache_new(void)
+{
+    return calloc(1, sizeof(CmaesCache));
+}
+
+static void cache_truncate(CmaesCache *c, int64_t len)
+{
+    while (c->len > len)
+        json_decref(c->entries[--c->len].config);
+}
+
+static void cache_reset(CmaesCache *c)
+{
+    cache_truncate(c, 0);
+    while (c->ncps > 0)
+        replay_free(&c->cps[--c->ncps].state);
+    c->valid = false;
+}
+
+void cmaes_cache_free(CmaesCache *cache)
+{
+    if (cache == NULL)
+        return;
+    cache_reset(cache);
+    free(cache->entries);
+    free(cache);
+}
+
+static bool cache_fits(const CmaesCache *c, const Space *space, const SearcherSpec *s, int n,
+                       const int *cube)
+{
+    return c->valid && c->seed == s->seed && c->sigma0 == s->sigma0 && c->popsize == s->popsize &&
+           c->no_restart == s->no_restart && c->dims == space->dims && c->n == n &&
+           memcmp(c->cube, cube, (size_t)n * sizeof *cube) == 0;
+}
+
+static bool same_entry(const CacheEntry *e, const BayesObservation *o)
+{
+    return e->config == o->config && memcmp(&e->loss, &o->loss, sizeof e->loss) == 0;
+}
+
+static int cache_append(CmaesCache *c, const BayesObservation *o)
+{
+    if (c->len == c->cap) {
+        int64_t cap = c->cap > 0 ? 2 * c->cap : 256;
+        CacheEntry *e = realloc(c->entries, (size_t)cap * sizeof *e);
+        if (e == NULL)
+            return -1;
+        c->entries = e;
+        c->cap = cap;
+    }
+    c->entries[c->len++] = (CacheEntry){json_incref((json_t *)o->config), o->loss};
+    return 0;
+}
+
+static int cache_checkpoint(CmaesCache *c, int64_t at, const Replay *r, const SearcherSpec *s)
+{
+    if (c->ncps == CMAES_CACHE_CHECKPOINTS) {
+        replay_free(&c->cps[0].state);
+        memmove(c->cps, c->cps + 1, (size_t)(c->ncps - 1) * sizeof *c->cps);
+        c->ncps--;
+    }
+    Checkpoint *cp = &c->cps[c->ncps];
+    cp->at = at;
+    if (replay_clone(&cp->state, r, s) != 0) {
+        replay_free(&cp->state);
+        return -1;
+    }
+    c->ncps++;
+    return 0;
+}
+
+/* Brings r to the state after all of h, from the cache's latest
+ * checkpoint within the part of h the cache saw; the cache then holds h. */
+static int cache_replay(CmaesCache *c, const Space *space, const SearcherSpec *s,
+                        const BayesHistory *h, int n, const int *cube, Replay *r)
+{
+    if (!cache_fits(c, space, s, n, cube)) {
+        cache_reset(c);
+        c->valid = true;
+        c->seed = s->seed;
+        c->sigma0 = s->sigma0;
+        c->popsize = s->popsize;
+        c->no_restart = s->no_restart;
+        c->dims = space->dims;
+        c->n = n;
+        memcpy(c->cube, cube, (size_t)n * sizeof *cube);
+    }
+    int64_t nobs = h != NULL ? h->n_obs : 0, same = 0;
+    while (same < c->len && same < nobs && same_entry(&c->entries[same], &h->obs[same]))
+        same++;
+    while (c->ncps > 0 && c->cps[c->ncps - 1].at > same)
+        replay_free(&c->cps[--c->ncps].state);
+    int64_t from = 0;
+    if (c->ncps > 0) {
+        from = c->cps[c->ncps - 1].at;
+        if (replay_clone(r, &c->cps[c->ncps - 1].state, s) != 0)
+            return -1;
+    } else if (replay_initial(r, s, n) != 0) {
+        return -1;
+    }
+    cache_truncate(c, from);
+    for (int64_t i = from; i < nobs; i++) {
+        if (cache_append(c, &h->obs[i]) != 0)
+            return -1;
+        int rc = replay_feed_obs(r, space, s, &h->obs[i], cube);
+        if (rc < 0 || (rc == 1 && cache_checkpoint(c, i + 1, r, s) != 0))
+            return -1;
+    }
+    return 0;
+}
+
+int cmaes_propose_cached(CmaesCache *cache, const Space *space, const SearcherSpec *searcher,
+                         int64_t first, int64_t count, const BayesHistory *history, json_t **out,
+                         RungError *err)
+{
+    int cube[SPACE_MAX_PARAMS];
+    int n = modeled_dims(space, cube);
+    if (cache == NULL || n == 0)
+        return cmaes_propose(space, searcher, first, count, history, out, err);
+    int rc = check_args(searcher, first, count, history, err);
+    if (rc != 0 || count == 0)
+        return rc;
+    Replay r = {0};
+    if (cache_replay(cache, space, searcher, history, n, cube, &r) != 0) {
+        cache_reset(cache); /* whatever it holds may be half-updated */
+        rc = replay_failed(err);
+    }
+    if (rc == 0)
+        rc = sample_configs(space, searcher, first, count, &r, n, cube, out, err);
+    replay_free(&r);
+    return rc;
 }

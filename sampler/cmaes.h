@@ -42,6 +42,28 @@
 int cmaes_propose(const Space *space, const SearcherSpec *searcher, int64_t first, int64_t count,
                   const BayesHistory *history, json_t **out, RungError *err);
 
+/* A memo of replays, so that a proposal after one more result does not
+ * replay them all (cmaes_propose_cached). It holds the history it saw
+ * (a reference to each config, and each loss) and the strategy's state at
+ * the last CMAES_CACHE_CHECKPOINTS generation boundaries. One per
+ * experiment (its space and searcher), used by one thread at a time. */
+typedef struct CmaesCache CmaesCache;
+#define CMAES_CACHE_CHECKPOINTS 16
+
+CmaesCache *cmaes_cache_new(void);        /* NULL when out of memory */
+void cmaes_cache_free(CmaesCache *cache); /* accepts NULL */
+
+/* cmaes_propose, the same configs for the same arguments, resuming the
+ * replay from cache (may be NULL: a full replay). A history whose first
+ * entries are those of the cache's last call (the same config objects,
+ * which rungd never changes, and the same losses) resumes from the last
+ * generation boundary within them; any other history, or another searcher
+ * or space, replays from the start. The configs of history->obs must not
+ * change while the cache holds them (it holds a reference to each). */
+int cmaes_propose_cached(CmaesCache *cache, const Space *space, const SearcherSpec *searcher,
+                         int64_t first, int64_t count, const BayesHistory *history, json_t **out,
+                         RungError *err);
+
 /* What the replay of a history ends in (for tests, logs and benches). */
 typedef struct CmaesSummary {
     int dims;                      /* coordinates the strategy models (0: all drawn at random) */

@@ -331,6 +331,77 @@ static void test_categorical_fallback(void **state)
     space_free(cond);
 }
 
+/* The memo gives what the full replay gives: as results come one by one,
+ * when an earlier trial's result arrives late (an entry in the middle),
+ * when an early loss differs, and for another seed. */
+static void expect_same(CmaesCache *cache, const Space *space, const SearcherSpec *s,
+                        int64_t number, const BayesObservation *obs, int64_t nobs)
+{
+    BayesHistory bh = {.obs = obs, .n_obs = nobs};
+    json_t *a[2] = {NULL, NULL}, *b[2] = {NULL, NULL};
+    RungError err;
+    assert_int_equal(cmaes_propose(space, s, number, 2, &bh, a, &err), 0);
+    assert_int_equal(cmaes_propose_cached(cache, space, s, number, 2, &bh, b, &err), 0);
+    for (int k = 0; k < 2; k++) {
+        if (!json_equal(a[k], b[k]))
+            fail_msg("trial %lld after %lld results: the memo differs from the replay",
+                     (long long)number + k, (long long)nobs);
+        json_decref(a[k]);
+        json_decref(b[k]);
+    }
+}
+
+static void test_cache_same_as_replay(void **state)
+{
+    (void)state;
+    Space *space = parse_space("{\"a\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
+                               " \"k\": {\"type\": \"randint\", \"low\": 0, \"high\": 9},"
+                               " \"c\": {\"type\": \"choice\", \"values\": [1, 2]},"
+                               " \"b\": {\"type\": \"loguniform\", \"low\": 0.01, \"high\": 1}}");
+    SearcherSpec s = {.type = SEARCHER_CMAES, .seed = 21, .popsize = 4};
+    static Hist h;
+    CmaesCache *cache = cmaes_cache_new();
+    assert_non_null(cache);
+    for (int n = 0; n < 150; n++) {
+        expect_same(cache, space, &s, n, h.obs, h.n);
+        json_t *c = propose_one(space, &s, n, &h);
+        hist_add(&h, c, fabs(num(c, "a") - 0.7) + fabs(log10(num(c, "b")) + 1));
+    }
+    expect_same(cache, space, &s, 150, h.obs, h.n);
+    /* Trial 140's result arrives after 141 .. 149's. */
+    static BayesObservation late[150];
+    memcpy(late, h.obs, sizeof late);
+    BayesObservation t140 = late[140];
+    memmove(late + 140, late + 141, 9 * sizeof *late);
+    expect_same(cache, space, &s, 150, late, 149);
+    late[149] = t140;
+    expect_same(cache, space, &s, 150, h.obs, 150);
+    expect_same(cache, space, &s, 151, late, 150);
+    /* Early losses changed (the first generation's ranking reversed):
+     * another state, replayed from the start. */
+    memcpy(late, h.obs, sizeof late);
+    for (int i = 0; i < 4; i++)
+        late[i].loss = h.obs[3 - i].loss;
+    json_t *before[2], *after[2];
+    BayesHistory hb = {.obs = h.obs, .n_obs = 150}, ha = {.obs = late, .n_obs = 150};
+    RungError err;
+    assert_int_equal(cmaes_propose(space, &s, 150, 1, &hb, before, &err), 0);
+    assert_int_equal(cmaes_propose(space, &s, 150, 1, &ha, after, &err), 0);
+    assert_false(json_equal(before[0], after[0]));
+    json_decref(before[0]);
+    json_decref(after[0]);
+    expect_same(cache, space, &s, 150, late, 150);
+    /* Fewer results than the cache saw, another seed, no history. */
+    expect_same(cache, space, &s, 150, h.obs, 37);
+    SearcherSpec s2 = s;
+    s2.seed = 22;
+    expect_same(cache, space, &s2, 150, h.obs, 150);
+    expect_same(cache, space, &s2, 0, NULL, 0);
+    cmaes_cache_free(cache);
+    hist_free(&h);
+    space_free(space);
+}
+
 static int parse_searcher(const char *text, SearcherSpec *out, RungError *err)
 {
     Space *space = parse_space("{\"a\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}");
@@ -471,6 +542,7 @@ int main(void)
         cmocka_unit_test(test_categorical_fallback),
         cmocka_unit_test(test_fields),
         cmocka_unit_test(test_beats_random),
+        cmocka_unit_test(test_cache_same_as_replay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
