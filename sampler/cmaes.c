@@ -1,7 +1,7 @@
 /* The cmaes searcher (cmaes.h; docs/searchers.md, "CMA-ES").
  *
- * The strategy is the (mu/mu_w, lambda)-CMA-ES of Hansen's tutorial (2016)
- * as Optuna's CmaEsSampler runs it (docs/searchers.md names the constants):
+ * The strategy is the (mu/mu_w, lambda)-CMA-ES as Optuna's CmaEsSampler
+ * runs it (docs/searchers.md, "CMA-ES", names its sources and constants):
  * weighted recombination of the better half with active (negative) weights
  * for the worse half, cumulative step-size adaptation, rank-one and rank-mu
  * covariance updates, and the eigendecomposition C = B D^2 B^T (GSL's
@@ -12,7 +12,7 @@
  * cube are drawn again, up to 10 d times, and the last one is clipped into
  * it, as Optuna does. With restart "ipop" (the default) a run that has
  * converged or stalled (cmaes__should_stop: Optuna's conditions) restarts
- * from a random mean with twice the population (Auger and Hansen's IPOP).
+ * from a random mean with twice the population (IPOP).
  *
  * The replay. rungd's searchers keep no state between proposals (a restart
  * of rungd, or another experiment's proposals in between, must not change
@@ -21,16 +21,20 @@
  * of the current population size and each full batch is one generation's
  * update; a partial batch waits. A completed trial's point enters through
  * its recomputed step y = (x - m) / sigma from the mean of the generation
- * it is fed to, as an injected solution does (Hansen 2011, "Injecting
- * external solutions into CMA-ES"): y is shortened to Mahalanobis length
- * at most sqrt(n) + 2n / (n + 2), so a point sampled from an older
- * distribution (parallel workers finish out of order) cannot throw the
- * step size off. Trial n's config is then drawn from the replayed
- * distribution with normal deviates hashed from (seed, n): every trial
- * number gets its own sample, so running trials never share a config, and
- * the same history always gives trial n the same config. Optuna instead
- * stores the pickled optimizer with each trial and drops results of older
- * generations; the replay uses every result once and needs no storage.
+ * it is fed to, as an injected solution does (docs/searchers.md): y is
+ * shortened to Mahalanobis length at most sqrt(n) + 2n / (n + 2), so a
+ * point sampled from an older distribution (parallel workers finish out of
+ * order) cannot throw the step size off. Trial n's config is then drawn
+ * from the replayed distribution, its normal deviates the inverse normal
+ * CDF of point n of a Sobol sequence shifted by the seed (consecutive
+ * trials, a generation's samples when they run one at a time, are spread
+ * evenly: measured better than independent draws, docs/searchers.md),
+ * hashed from (seed, n) beyond 40 dimensions and for the resamples of a
+ * point outside the cube. Every trial number gets its own sample, so
+ * running trials never share a config, and the same history always gives
+ * trial n the same config. Optuna instead stores the pickled optimizer
+ * with each trial and drops results of older generations; the replay uses
+ * every result once and needs no storage.
  *
  * The cost is the replay: O(N d) to encode N observations and O(d^3 +
  * lambda d^2) per generation; bench/sampler_speed.c times it. */
@@ -73,7 +77,8 @@ void cmaes__free(CmaesEs *es)
 }
 
 /* The tutorial's default parameters for n dimensions and lambda points
- * (Hansen 2016, table 1; the cmaes package's choices where it has one). */
+ * (docs/searchers.md, "CMA-ES"; the cmaes package's choices where it has
+ * one). */
 static void set_parameters(CmaesEs *es)
 {
     int n = es->n, lambda = es->lambda, mu = lambda / 2;
@@ -590,14 +595,20 @@ static double normal_draw(uint64_t seed, int64_t number, uint64_t key)
 
 /* Trial `number`'s modeled coordinates: samples of the replayed
  * distribution until one lies in the cube (10 n tries), else the last one
- * clipped into it. */
+ * clipped into it. The first try's deviates come from the shifted Sobol
+ * point `number` (its 30-bit coordinates kept off 0 and 1, where the
+ * normal quantile is infinite), the others from the hash. */
 static void draw(const CmaesEs *es, uint64_t seed, int64_t number, double *x)
 {
     int n = es->n, tries = 10 * n;
-    double z[SPACE_MAX_PARAMS];
+    double z[SPACE_MAX_PARAMS], q[SPACE_MAX_PARAMS];
+    bool sobol = n <= SOBOL_MAX_DIMS && sampler__sobol_point((uint64_t)number, n, seed,
+                                                             SAMPLER_STREAM_CMAES_SAMPLE, q) == 0;
     for (int t = 0; t <= tries; t++) {
         for (int j = 0; j < n; j++)
-            z[j] = normal_draw(seed, number, (uint64_t)t * SPACE_MAX_PARAMS + (uint64_t)j);
+            z[j] = t == 0 && sobol
+                       ? gsl_cdf_ugaussian_Pinv(fmin(fmax(q[j], 0x1.0p-31), 1 - 0x1.0p-31))
+                       : normal_draw(seed, number, (uint64_t)t * SPACE_MAX_PARAMS + (uint64_t)j);
         cmaes__sample(es, z, x);
         bool inside = true;
         for (int j = 0; j < n; j++)

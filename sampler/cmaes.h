@@ -6,7 +6,8 @@
  * other searchers. rungd keeps no optimizer state: every call rebuilds the
  * strategy by replaying the completed observations in trial-number order in
  * batches of the population size, one generation per full batch, and trial
- * n's config is a sample of the replayed distribution drawn from (seed, n).
+ * n's config is a sample of the replayed distribution drawn from (seed, n)
+ * (quasi-random: point n of a Sobol sequence shifted by the seed).
  * The same seed and history give the same proposals; a restarted rungd
  * rebuilds the same history and goes on where it stopped. Called on rungd's
  * proposer thread, never on a request. */
