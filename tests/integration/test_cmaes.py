@@ -58,8 +58,8 @@ class Cmaes(wh.WorkerTestCase):
                                 "the experiment to end after the restart")
         self.assertEqual(exp["state"], "completed", self.explain(d, *workers))
         self.assertEqual(exp["counts"]["completed"], N, exp["counts"])
-        for w in workers:
-            w.stop()
+        for w in workers:  # idle now; SIGTERM would wait out a lease's long poll
+            w.kill9()
 
         trials = sorted(d.all_trials(eid), key=lambda t: t["id"])
         self.assertEqual(len(trials), N)
