@@ -6,9 +6,9 @@
  * sequential evaluations: build a search space with one uniform parameter
  * per dimension over the box, propose a config, evaluate it, and record the
  * simple regret (best value so far - f*). `random` and `quasi` take trial
- * n's config from sampler_config; `bayes` calls bayes_propose with count 1
- * and the full history of earlier configs and losses, as rungd's proposer
- * does for one sequential worker.
+ * n's config from sampler_config; `bayes` calls bayes_propose and `cmaes`
+ * cmaes_propose with count 1 and the full history of earlier configs and
+ * losses, as rungd's proposer does for one sequential worker.
  *
  * It prints, per (function, searcher), the median and interquartile range
  * over seeds of the regret at 25, 50 and 100 evaluations and the median wall
@@ -36,6 +36,7 @@
 #include "clock.h"
 #include "error.h"
 #include "gp.h"
+#include "cmaes.h"
 #include "sampler.h"
 #ifdef RUNG_BENCH_HAVE_BAYES
 #include "bayes.h"
@@ -166,10 +167,10 @@ static const TestFunction FUNCTIONS[] = {
 };
 #define QB_NFUNCTIONS ((int)(sizeof FUNCTIONS / sizeof FUNCTIONS[0]))
 
-typedef enum { QB_RANDOM, QB_QUASI, QB_BAYES } SearcherKind;
+typedef enum { QB_RANDOM, QB_QUASI, QB_BAYES, QB_CMAES } SearcherKind;
 
-static const char *const SEARCHER_NAMES[] = {"random", "quasi", "bayes"};
-#define QB_NSEARCHERS 3
+static const char *const SEARCHER_NAMES[] = {"random", "quasi", "bayes", "cmaes"};
+#define QB_NSEARCHERS 4
 
 typedef struct Options {
     bool functions[QB_NFUNCTIONS]; /* which to run */
@@ -317,8 +318,10 @@ static bool run_seed(const TestFunction *fn, const Space *space, SearcherKind ki
 {
     char spec_text[128];
     snprintf(spec_text, sizeof spec_text, "{\"type\": \"%s\", \"seed\": %d%s}",
-             kind == QB_BAYES ? "bayes" : "random", seed,
-             kind == QB_QUASI ? ", \"quasi\": true" : "");
+             kind == QB_BAYES   ? "bayes"
+             : kind == QB_CMAES ? "cmaes"
+                                : "random",
+             seed, kind == QB_QUASI ? ", \"quasi\": true" : "");
     json_t *spec_json = json_loads(spec_text, 0, NULL);
     SearcherSpec spec;
     RungError err;
@@ -330,9 +333,7 @@ static bool run_seed(const TestFunction *fn, const Space *space, SearcherKind ki
     }
     int evals = r->evals;
     json_t **configs = calloc((size_t)evals, sizeof *configs);
-#ifdef RUNG_BENCH_HAVE_BAYES
     BayesObservation *obs = calloc((size_t)evals, sizeof *obs);
-#endif
     double best = INFINITY;
     bool ok = true;
     for (int n = 0; n < evals && ok; n++) {
@@ -348,6 +349,14 @@ static bool run_seed(const TestFunction *fn, const Space *space, SearcherKind ki
                 config = NULL;
             }
 #endif
+        } else if (kind == QB_CMAES) {
+            BayesHistory history = {.obs = obs, .n_obs = n};
+            rc = cmaes_propose(space, &spec, n, 1, &history, &config, &err);
+            if (rc != 0) {
+                snprintf(r->error, sizeof r->error, "cmaes_propose(seed %d, trial %d): %s [%s]",
+                         seed, n, err.message, rung_error_string(rc));
+                config = NULL;
+            }
         } else {
             config = sampler_config(space, &spec, n);
             if (config == NULL)
@@ -380,19 +389,15 @@ static bool run_seed(const TestFunction *fn, const Space *space, SearcherKind ki
         if (y < best)
             best = y;
         configs[n] = config;
-#ifdef RUNG_BENCH_HAVE_BAYES
         obs[n].config = config;
         obs[n].loss = y;
-#endif
         r->regret[(size_t)seed * evals + n] = best - fn->fstar;
         r->prop_ms[(size_t)seed * evals + n] = (double)(t1 - t0) / 1e6;
     }
     for (int n = 0; n < evals; n++)
         json_decref(configs[n]);
     free(configs);
-#ifdef RUNG_BENCH_HAVE_BAYES
     free(obs);
-#endif
     return ok;
 }
 
@@ -527,7 +532,7 @@ static void usage(FILE *to)
             "                       [--evals N] [--json] [--check-only]\n"
             "  --functions  comma-separated: branin,hartmann6,rosenbrock4,ackley5,levy4 "
             "(default all)\n"
-            "  --searchers  comma-separated: random,quasi,bayes (default all)\n"
+            "  --searchers  comma-separated: random,quasi,bayes,cmaes (default all)\n"
             "  --seeds N    seeds 0..N-1, at most %d (default 20)\n"
             "  --evals N    sequential evaluations per seed, at most %d (default 100)\n"
             "  --json       also print one JSON object per result line\n"

@@ -43,7 +43,7 @@
 
 typedef struct Space Space;
 
-typedef enum { SEARCHER_RANDOM, SEARCHER_GRID, SEARCHER_BAYES } SearcherType;
+typedef enum { SEARCHER_RANDOM, SEARCHER_GRID, SEARCHER_BAYES, SEARCHER_CMAES } SearcherType;
 
 /* The order in which grid combinations are numbered (docs/api.md, "Grid
  * semantics"; "searcher.grid_order"). Ray Tune's: the enumerated parameters
@@ -66,6 +66,12 @@ typedef struct SearcherSpec {
      * again; false: bayes never proposes a config already observed, running
      * or proposed while an unseen one is left (docs/searchers.md). */
     bool noisy;
+    /* cmaes (sampler/cmaes.h): the initial step in cube units (0: the
+     * default, 1/6), the population (0: the default, 4 + floor(3 ln d)),
+     * and "restart": "none" (IPOP restarts are the default). */
+    double sigma0;
+    int popsize;
+    bool no_restart;
 } SearcherSpec;
 
 /* Parses and validates search_space (the object itself). Errors are

@@ -34,6 +34,10 @@
 #define SAMPLER_STREAM_MUTATE 8
 /* pb2_propose: its candidates and its draws without a model. */
 #define SAMPLER_STREAM_PB2 9
+/* cmaes_propose: the normal draws of a trial's sample (and its resamples
+ * outside the cube), and the random mean of an IPOP restart. */
+#define SAMPLER_STREAM_CMAES_SAMPLE 20
+#define SAMPLER_STREAM_CMAES_RESTART 21
 
 /* Integer bounds are kept within +-2^40 so that every value, every count and
  * every cell centre of the unit cube is exact in a double, and log-uniform

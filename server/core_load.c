@@ -254,8 +254,8 @@ bool core_load_wants_ended_reports(const Experiment *e)
 bool core_load_wants_ended_rows(const Experiment *e)
 {
     const Spec *sp = &e->spec;
-    return sp->searcher.type == SEARCHER_BAYES || sp->n_objectives > 1 || sp->n_constraints > 0 ||
-           sp->best_last;
+    return sp->searcher.type == SEARCHER_BAYES || sp->searcher.type == SEARCHER_CMAES ||
+           sp->n_objectives > 1 || sp->n_constraints > 0 || sp->best_last;
 }
 
 Trial *core_load_ended_begin(Experiment *e, int64_t id, int64_t number, TrialState st,

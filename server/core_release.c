@@ -97,11 +97,15 @@ void core_keep_result(Experiment *e, const Trial *t)
     if (e->spec.n_objectives > 1)
         core_pareto_keep(e, t);
     BayesObservation o;
-    if (e->spec.searcher.type == SEARCHER_BAYES && core_trial_observation(t, &o)) {
+    bool history = e->spec.searcher.type == SEARCHER_BAYES ||
+                   e->spec.searcher.type == SEARCHER_CMAES;
+    if (history && core_trial_observation(t, &o)) {
         rung_grow((void **)&e->hist, &e->cap_hist, e->n_hist, sizeof *e->hist);
         o.config = json_incref(t->config);
         e->hist[e->n_hist++] = (HistEntry){.number = t->number, .obs = o};
-        if (e->n_hist > 4 * CORE_HIST_HALF && e->spec.searcher.multi_fidelity != 1)
+        /* cmaes replays every result (sampler/cmaes.h): never pruned. */
+        if (e->n_hist > 4 * CORE_HIST_HALF && e->spec.searcher.multi_fidelity != 1 &&
+            e->spec.searcher.type != SEARCHER_CMAES)
             hist_prune(e);
     }
 }
