@@ -26,6 +26,20 @@
  *   diverged) or above 10 is reported as 10 (chance is ln 10 = 2.30). True
  *   final loss: the recorded val_loss at epoch 27; best possible: the
  *   table's lowest.
+ * - lcbench: one OpenML task of LCBench through YAHPO Gym's surrogate
+ *   network (bench/README.md section 10; --lcbench DIR, the graph that
+ *   bench/lcbench_export.py exports, and --task ID). The config is the
+ *   proposal in LCB_SPACE (config_space.json's ranges and log scales);
+ *   the surrogate gives its val_accuracy and cumulative time at epochs
+ *   1 .. 52 in one batch (bench/lcbench.c). Loss at epoch t: 1 -
+ *   val_accuracy / 100 (val_accuracy, the metric the data's sanity figure
+ *   gives, not val_balanced_accuracy); epoch t takes time(t) -
+ *   max over s < t of time(s), at least MF_LCB_MIN_EPOCH_S (the surrogate's
+ *   cumulative time is not always increasing). No start-up cost (time(1)
+ *   includes it) and no noise: the reported loss is the true one. Best
+ *   possible: the lowest loss at epoch 52 that lcb_best's search finds
+ *   (65,536 random configs, then 8 rounds of 1,024 Gaussian steps around
+ *   the best so far); an arm may beat it (negative regret).
  *
  * Each arm drives server/asha.h as bench/asha.c does (asha_report,
  * asha_trial_end, asha_promotions' trials to the front of the queue): idle
@@ -58,7 +72,8 @@
  * (bench/optuna_multifidelity.py).
  *
  * --check-lc4 FILE writes lc4's noise and durations of seeds 0 .. 1,
- * trials 0 .. 29, and --dump-table FILE the table's cube coordinates, so that
+ * trials 0 .. 29, and --dump-table FILE the table's cube coordinates (on
+ * lcbench: the best possible and the curve of LCB_CHECK_CONFIG), so that
  * the Python side can check it replays the same numbers. */
 #include <jansson.h>
 #include <math.h>
@@ -72,6 +87,7 @@
 #include "asha.h"
 #include "bayes.h"
 #include "lc4.h"
+#include "lcbench.h"
 #include "sampler.h"
 
 #define MF_MAX_T 81
@@ -85,6 +101,28 @@ static const char *LC4_SPACE = "{\"x0\": {\"type\": \"uniform\", \"low\": 0, \"h
                                " \"x2\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1},"
                                " \"x3\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}";
 
+/* LCBench's tuned parameters (config_space.json's ranges and log scales;
+ * randint and lograndint exclude high), and x_cont's columns 1 .. 7 in
+ * order (column 0 is the epoch). */
+static const char *LCB_SPACE =
+    "{\"batch_size\": {\"type\": \"lograndint\", \"low\": 16, \"high\": 513},"
+    " \"learning_rate\": {\"type\": \"loguniform\", \"low\": 0.0001, \"high\": 0.1},"
+    " \"momentum\": {\"type\": \"uniform\", \"low\": 0.1, \"high\": 0.99},"
+    " \"weight_decay\": {\"type\": \"uniform\", \"low\": 0.00001, \"high\": 0.1},"
+    " \"num_layers\": {\"type\": \"randint\", \"low\": 1, \"high\": 6},"
+    " \"max_units\": {\"type\": \"lograndint\", \"low\": 64, \"high\": 1025},"
+    " \"max_dropout\": {\"type\": \"uniform\", \"low\": 0, \"high\": 1}}";
+static const char *const LCB_NAMES[LCB_X_CONT] = {"epoch",     "batch_size",   "learning_rate",
+                                                  "momentum",  "weight_decay", "num_layers",
+                                                  "max_units", "max_dropout"};
+/* config_space.json's defaults: the curve --dump-table writes */
+static const char *LCB_CHECK_CONFIG =
+    "{\"batch_size\": 91, \"learning_rate\": 0.0031622777, \"momentum\": 0.545,"
+    " \"weight_decay\": 0.050005, \"num_layers\": 3, \"max_units\": 256, \"max_dropout\": 0.5}";
+#define MF_LCB_EPOCHS 52
+#define MF_LCB_MIN_EPOCH_S 0.01
+#define MF_LCB_WORKER_TIME 20000.0 /* budget T = this / W seconds (bench/README.md) */
+
 /* ---- the benchmark ---- */
 
 /* The table's tuned parameters, in the space's order: the names
@@ -95,6 +133,8 @@ typedef struct Dim {
 
 typedef struct Bench {
     bool lc4;
+    LcbGraph *lcb; /* lcbench: the surrogate; NULL otherwise */
+    int lcb_cat;   /* the task's x_cat */
     json_t *space_json;
     Space *space;
     int max_t;
@@ -205,6 +245,88 @@ static int load_table(Bench *b, const char *space_path, const char *curves_path)
     if (b->n_rows == 0) {
         fprintf(stderr, "multifidelity: %s: no rows\n", curves_path);
         return -1;
+    }
+    return 0;
+}
+
+/* One config's loss and epoch durations at epochs 1 .. 52 (header). */
+static int lcb_curve(const Bench *b, const json_t *config, double *loss, double *dur)
+{
+    float x[MF_LCB_EPOCHS * LCB_X_CONT], y[MF_LCB_EPOCHS * LCB_OUTPUTS];
+    int32_t cat[MF_LCB_EPOCHS];
+    for (int t = 0; t < MF_LCB_EPOCHS; t++) {
+        cat[t] = b->lcb_cat;
+        x[t * LCB_X_CONT] = (float)(t + 1);
+        for (int j = 1; j < LCB_X_CONT; j++)
+            x[t * LCB_X_CONT + j] = (float)json_number_value(json_object_get(config, LCB_NAMES[j]));
+    }
+    char err[256];
+    if (lcb_eval(b->lcb, MF_LCB_EPOCHS, cat, x, y, err, sizeof err) != 0) {
+        fprintf(stderr, "multifidelity: lcbench: %s\n", err);
+        return -1;
+    }
+    double done = 0; /* the latest cumulative time so far */
+    loss[0] = dur[0] = 0;
+    for (int t = 1; t <= MF_LCB_EPOCHS; t++) {
+        double cum = y[(t - 1) * LCB_OUTPUTS + 0];
+        loss[t] = 1.0 - y[(t - 1) * LCB_OUTPUTS + 1] / 100.0;
+        dur[t] = cum - done > MF_LCB_MIN_EPOCH_S ? cum - done : MF_LCB_MIN_EPOCH_S;
+        done = cum > done ? cum : done;
+    }
+    return 0;
+}
+
+/* LCB_SPACE's values of a point u of [0, 1]^7 into x_cont's columns 1 .. 7. */
+static void lcb_decode(const double *u, float *x)
+{
+    x[1] = (float)fmin(512, floor(exp(log(16) + u[0] * (log(513) - log(16)))));
+    x[2] = (float)exp(log(1e-4) + u[1] * (log(0.1) - log(1e-4)));
+    x[3] = (float)(0.1 + u[2] * 0.89);
+    x[4] = (float)(1e-5 + u[3] * (0.1 - 1e-5));
+    x[5] = (float)fmin(5, 1 + floor(u[4] * 5));
+    x[6] = (float)fmin(1024, floor(exp(log(64) + u[5] * (log(1025) - log(64)))));
+    x[7] = (float)u[6];
+}
+
+/* The best possible final loss, as the header says: a search, not a proof. */
+static int lcb_best(Bench *b, double *best)
+{
+    enum { BATCH = 1024, DIMS = LCB_X_CONT - 1 };
+    static float x[BATCH * LCB_X_CONT], y[BATCH * LCB_OUTPUTS];
+    static double u[BATCH * DIMS];
+    static int32_t cat[BATCH];
+    double ubest[DIMS] = {0};
+    uint64_t st = 0x6c6362656e6368ULL; /* "lcbench": the search is the same every run */
+    char err[256];
+    *best = INFINITY;
+    for (int round = 0; round < 64 + 8; round++) {
+        double sigma = round < 64 ? -1 : 0.1 / (double)(1 << (round - 64));
+        for (int i = 0; i < BATCH; i++) {
+            for (int d = 0; d < DIMS; d++) {
+                double v;
+                if (sigma < 0) {
+                    v = lc4_uniform(&st);
+                } else { /* Box-Muller */
+                    double r = sqrt(-2 * log(1 - lc4_uniform(&st)));
+                    v = ubest[d] + sigma * r * cos(2 * M_PI * lc4_uniform(&st));
+                }
+                u[i * DIMS + d] = fmin(1, fmax(0, v));
+            }
+            cat[i] = b->lcb_cat;
+            x[i * LCB_X_CONT] = MF_LCB_EPOCHS;
+            lcb_decode(&u[i * DIMS], &x[i * LCB_X_CONT]);
+        }
+        if (lcb_eval(b->lcb, BATCH, cat, x, y, err, sizeof err) != 0) {
+            fprintf(stderr, "multifidelity: lcbench: %s\n", err);
+            return -1;
+        }
+        for (int i = 0; i < BATCH; i++) {
+            double l = 1.0 - y[i * LCB_OUTPUTS + 1] / 100.0;
+            if (l < *best) {
+                *best = l;
+                memcpy(ubest, &u[i * DIMS], sizeof ubest);
+            }
+        }
     }
     return 0;
 }
@@ -374,6 +496,13 @@ static int64_t new_trial(Sim *s)
         }
         t->final = lc4_clean(x, LC4_STEPS);
         t->config = config;
+    } else if (b->lcb != NULL) {
+        t->config = config;
+        if (lcb_curve(b, config, t->loss, t->dur) != 0) {
+            json_decref(config);
+            return -1;
+        }
+        t->final = t->loss[b->max_t];
     } else {
         int r = nearest_row(b, config, s->used);
         s->used[r] = true;
@@ -532,6 +661,7 @@ static void bench_free(Bench *b)
     free(b->row_u);
     free(b->row_loss);
     free(b->row_dur);
+    lcb_free(b->lcb);
     space_free(b->space);
     json_decref(b->space_json);
 }
@@ -557,7 +687,8 @@ static int parse_list(const char *text, int *out, int cap)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: multifidelity_bench lc4|fmnist [--space FILE --curves FILE.jsonl]\n"
+            "usage: multifidelity_bench lc4|fmnist|lcbench [--space FILE --curves FILE.jsonl]\n"
+            "  [--lcbench GRAPH_DIR --task ID (lcbench_export.py's folder, an OpenML task)]\n"
             "  [--workers 4,16] [--seeds 20] [--seed0 0] [--worker-time C (budget T = C / W)]\n"
             "  [--arms a,b,...] [--jitter 4] [--startup 1.0] [--check-lc4 FILE]\n"
             "  [--dump-table FILE]\n");
@@ -570,11 +701,13 @@ int main(int argc, char **argv)
         return 2;
     }
     Bench b = {.lc4 = strcmp(argv[1], "lc4") == 0, .jitter = 4, .startup = 1.0};
-    if (!b.lc4 && strcmp(argv[1], "fmnist") != 0) {
+    bool lcbench = strcmp(argv[1], "lcbench") == 0;
+    if (!b.lc4 && !lcbench && strcmp(argv[1], "fmnist") != 0) {
         usage();
         return 2;
     }
     const char *space_path = NULL, *curves_path = NULL, *arms = NULL, *check = NULL, *dump = NULL;
+    const char *lcb_dir = NULL, *task = NULL;
     int workers[8] = {4, 16}, n_workers = 2, seeds = 20, seed0 = 0;
     double worker_time = -1;
     for (int i = 2; i < argc; i++) {
@@ -606,6 +739,10 @@ int main(int argc, char **argv)
             check = v;
         else if (!strcmp(a, "--dump-table"))
             dump = v;
+        else if (!strcmp(a, "--lcbench"))
+            lcb_dir = v;
+        else if (!strcmp(a, "--task"))
+            task = v;
         else {
             usage();
             return 2;
@@ -629,6 +766,31 @@ int main(int argc, char **argv)
         }
         if (worker_time < 0)
             worker_time = 4000;
+    } else if (lcbench) {
+        if (lcb_dir == NULL || task == NULL) {
+            fprintf(stderr, "multifidelity: lcbench needs --lcbench GRAPH_DIR and --task ID\n");
+            return 2;
+        }
+        char lerr[512];
+        b.lcb = lcb_load(lcb_dir, lerr, sizeof lerr);
+        if (b.lcb == NULL) {
+            fprintf(stderr, "multifidelity: --lcbench: %s\n", lerr);
+            return 1;
+        }
+        b.lcb_cat = lcb_task_index(b.lcb, task);
+        if (b.lcb_cat < 0) {
+            fprintf(stderr, "multifidelity: --task: %s is not one of LCBench's tasks\n", task);
+            return 2;
+        }
+        b.space_json = json_loads(LCB_SPACE, 0, NULL);
+        if (space_parse(b.space_json, &b.space, &err) != 0)
+            return 1;
+        b.max_t = MF_LCB_EPOCHS;
+        b.startup = 0;
+        if (lcb_best(&b, &b.best) != 0)
+            return 1;
+        if (worker_time < 0)
+            worker_time = MF_LCB_WORKER_TIME;
     } else {
         if (space_path == NULL || curves_path == NULL) {
             usage();
@@ -656,7 +818,23 @@ int main(int argc, char **argv)
         fprintf(f, "{\"gstar\": %.17g}\n", lc4_gstar(NULL));
         fclose(f);
     }
-    if (dump != NULL && !b.lc4) {
+    if (dump != NULL && b.lcb != NULL) {
+        json_t *cc = json_loads(LCB_CHECK_CONFIG, 0, NULL);
+        double loss[MF_MAX_T + 1], dur[MF_MAX_T + 1];
+        FILE *f = fopen(dump, "w");
+        if (f == NULL || lcb_curve(&b, cc, loss, dur) != 0)
+            return 1;
+        fprintf(f, "{\"task\": \"%s\", \"x_cat\": %d, \"best\": %.17g, \"loss\": [", task,
+                b.lcb_cat, b.best);
+        for (int t = 1; t <= b.max_t; t++)
+            fprintf(f, "%s%.17g", t > 1 ? ", " : "", loss[t]);
+        fprintf(f, "], \"dur\": [");
+        for (int t = 1; t <= b.max_t; t++)
+            fprintf(f, "%s%.17g", t > 1 ? ", " : "", dur[t]);
+        fprintf(f, "]}\n");
+        fclose(f);
+        json_decref(cc);
+    } else if (dump != NULL && !b.lc4) {
         FILE *f = fopen(dump, "w");
         if (f == NULL)
             return 1;
@@ -673,8 +851,11 @@ int main(int argc, char **argv)
         fprintf(f, "]}\n");
         fclose(f);
     }
-    fprintf(stderr, "multifidelity: %s, max_t %d, best %.6f%s, worker time %g (T = %g / W)\n",
-            argv[1], b.max_t, b.best, b.lc4 ? " (g*)" : "", worker_time, worker_time);
+    /* lcbench's runs are named by task, so that the report keeps them apart */
+    char name[64];
+    snprintf(name, sizeof name, "%s%s%s", argv[1], lcbench ? "-" : "", lcbench ? task : "");
+    fprintf(stderr, "multifidelity: %s, max_t %d, best %.6f%s, worker time %g (T = %g / W)\n", name,
+            b.max_t, b.best, b.lc4 ? " (g*)" : "", worker_time, worker_time);
     int rc = 0;
     for (int wi = 0; wi < n_workers; wi++) {
         int W = workers[wi];
@@ -714,7 +895,7 @@ int main(int argc, char **argv)
                        "\"budget\": %.17g, \"trials\": %lld, \"steps\": %lld, "
                        "\"propose_s\": %.3f, \"run_s\": %.3f, \"best_reached\": %.17g, "
                        "\"best_cut\": %.17g, \"trace\": [",
-                       argv[1], ARMS[a].name, W, seed, budget, (long long)s.n, (long long)s.steps,
+                       name, ARMS[a].name, W, seed, budget, (long long)s.n, (long long)s.steps,
                        s.propose_s, now_s() - t0, isfinite(reached) ? reached : -1.0,
                        isfinite(cut) ? cut : -1.0);
                 for (int64_t i = 0; i < s.n_trace; i++)

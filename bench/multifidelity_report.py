@@ -17,6 +17,10 @@ Then the target lines of bench/README.md section 5:
       optuna-tpe+hyperband's, goal < 1
 A missed target says by how much: the factor by which the value exceeds
 the goal, or that bayes_mf+asha never reached the regret within T.
+LCBench's tasks (bench "lcbench-<task id>", bench/README.md section 10) get
+the same table each, no target lines, and then one summary per W over the
+tasks: each arm's median over tasks of its final median regret, and on how
+many tasks that is below, level with or above random+asha's.
 
     python3 bench/multifidelity_report.py FILE...
 """
@@ -73,7 +77,9 @@ def main():
                     o = json.loads(line)
                     runs[(o["bench"], o["W"], o["arm"])].append(o)
     targets = []
-    for bench in ("lc4", "fmnist"):
+    lcb = sorted({k[0] for k in runs if k[0].startswith("lcbench-")})
+    lcb_final = defaultdict(dict)  # (W, arm) -> {task: final median regret}
+    for bench in ["lc4", "fmnist"] + lcb:
         for w in sorted({k[1] for k in runs if k[0] == bench}):
             arms = [a for a in ARM_ORDER if (bench, w, a) in runs]
             if not arms:
@@ -91,6 +97,7 @@ def main():
                 rs = runs[(bench, w, a)]
                 meds = [median([regret_at(r["trace"], f * budget) for r in rs]) for f in FRACTIONS]
                 final[a] = meds[-1]
+                lcb_final[(w, a)][bench] = meds[-1]
             ref = final.get("random+asha")
             tt = {}
             for a in arms:
@@ -120,7 +127,7 @@ def main():
             print("  at T against random+asha, seeds better/level/worse: " + ", ".join(parts))
             tag = f"{bench}_W{w}"
             mf = final.get("bayes_mf+asha")
-            if mf is None or ref is None:
+            if mf is None or ref is None or bench in lcb:
                 continue
             a_val = tt["bayes_mf+asha"] / tt["random+asha"]
             targets.append(("mf_time_" + tag, a_val, "<= 0.5", a_val <= 0.5, a_val / 0.5))
@@ -130,6 +137,17 @@ def main():
             if hb is not None:
                 c_val = mf / hb if hb > 0 else math.inf
                 targets.append(("mf_vs_tpe_hb_" + tag, c_val, "< 1", c_val < 1, c_val))
+    for w in sorted({k[1] for k in runs if k[0] in lcb}):
+        base = lcb_final.get((w, "random+asha"), {})
+        print(f"\nLCBench, W = {w}, {len(lcb)} tasks: median over tasks of the final median "
+              f"regret; tasks below/level/above random+asha's")
+        for a in ARM_ORDER:
+            fin = {t: v for t, v in lcb_final.get((w, a), {}).items() if t in lcb}
+            if not fin:
+                continue
+            cmp = [(v > base[t]) - (v < base[t]) for t, v in fin.items() if t in base]
+            print(f"  {a:22} {fmt(median(list(fin.values()))):>8}  "
+                  f"{cmp.count(-1)}/{cmp.count(0)}/{cmp.count(1)}")
     print()
     for name, v, goal, ok, factor in targets:
         if ok:

@@ -27,11 +27,21 @@ failed trials) and the snapped config enqueued and asked for, and that
 trial runs. Losses that are null or >= 10 are 10; each run of a trial costs
 --startup seconds before its first epoch.
 
+lcbench: one OpenML task of LCBench through YAHPO Gym's surrogate, evaluated
+by bench/lcbench_export.py's numpy evaluator on the graph it exported
+(--lcbench GRAPH_DIR --task ID); TPE proposes in the C side's LCB_SPACE,
+the loss at epoch t is 1 - val_accuracy / 100 and the epoch's duration
+time(t) - the latest time before it (at least 0.01 s), as multifidelity.c
+does. The best possible is read from the C side's --dump-table file, and
+the numpy curve of its check config is checked against the C side's there.
+
 Prints one JSON line per (arm, W, seed) in multifidelity_bench's format.
 
     /usr/bin/python3 bench/optuna_multifidelity.py lc4 --check FILE
     /usr/bin/python3 bench/optuna_multifidelity.py fmnist --space space.json \
         --curves curves.jsonl.gz --check table.json
+    /usr/bin/python3 bench/optuna_multifidelity.py lcbench --lcbench GRAPH_DIR \
+        --task 3945 --check lcbench-dump.json
 """
 import argparse
 import gzip
@@ -44,6 +54,21 @@ M64 = (1 << 64) - 1
 LC4_SALT = 0x6C63342D6265
 LC4_STEPS = 81
 LOSS_CAP = 10.0
+LCB_EPOCHS = 52
+LCB_MIN_EPOCH_S = 0.01
+# multifidelity.c's LCB_SPACE and its check config (config_space.json's defaults)
+LCB_DIMS = [
+    ("batch_size", {"type": "lograndint", "low": 16, "high": 513}),
+    ("learning_rate", {"type": "loguniform", "low": 0.0001, "high": 0.1}),
+    ("momentum", {"type": "uniform", "low": 0.1, "high": 0.99}),
+    ("weight_decay", {"type": "uniform", "low": 0.00001, "high": 0.1}),
+    ("num_layers", {"type": "randint", "low": 1, "high": 6}),
+    ("max_units", {"type": "lograndint", "low": 64, "high": 1025}),
+    ("max_dropout", {"type": "uniform", "low": 0.0, "high": 1.0}),
+]
+LCB_CHECK_CONFIG = {"batch_size": 91, "learning_rate": 0.0031622777, "momentum": 0.545,
+                    "weight_decay": 0.050005, "num_layers": 3, "max_units": 256,
+                    "max_dropout": 0.5}
 
 
 def mix64(x):
@@ -129,7 +154,11 @@ def encode_dim(d, v):
 class Bench:
     def __init__(self, a):
         self.lc4 = a.bench == "lc4"
+        self.lcb = None
         self.jitter = a.jitter
+        if a.bench == "lcbench":
+            self.init_lcbench(a)
+            return
         if self.lc4:
             self.max_t = LC4_STEPS
             self.best = lc4_gstar()
@@ -162,6 +191,47 @@ class Bench:
             worst = max(abs(x - y) for r, cu in zip(self.rows, c["u"]) for x, y in zip(r["u"], cu))
             if worst > 1e-12 or c["best"] != self.best:
                 raise SystemExit(f"optuna_multifidelity: cube coordinates differ by {worst}")
+
+    def init_lcbench(self, a):
+        import os
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import lcbench_export
+        if not a.lcbench or not a.task or not a.check:
+            raise SystemExit("optuna_multifidelity: lcbench needs --lcbench GRAPH_DIR, --task ID "
+                             "and --check (multifidelity_bench lcbench --dump-table)")
+        self.np = lcbench_export.np
+        self.export = lcbench_export
+        self.lcb = lcbench_export.Graph(a.lcbench)
+        if a.task not in self.lcb.g.get("tasks", {}):
+            raise SystemExit(f"optuna_multifidelity: --task: {a.task} is not one of LCBench's")
+        self.x_cat = self.lcb.g["tasks"][a.task]
+        self.max_t = LCB_EPOCHS
+        self.startup = 0.0
+        self.dims = LCB_DIMS
+        with open(a.check) as f:
+            c = json.load(f)
+        if c["task"] != a.task or c["x_cat"] != self.x_cat:
+            raise SystemExit("optuna_multifidelity: --check is another task's")
+        self.best = c["best"]
+        loss, dur, _ = self.lcb_curve(LCB_CHECK_CONFIG)
+        dl = max(abs(x - y) for x, y in zip(loss[1:], c["loss"]))
+        dd = max(abs(x - y) for x, y in zip(dur[1:], c["dur"]))
+        if dl > 1e-5 or dd > 0.05:
+            raise SystemExit(f"optuna_multifidelity: numpy's curve differs from C's by {dl:.3g} "
+                             f"(loss), {dd:.3g} s (duration)")
+
+    def lcb_curve(self, config):
+        """multifidelity.c's lcb_curve: loss and durations at epochs 1 .. 52."""
+        np = self.np
+        x = self.export.rows(config, range(1, LCB_EPOCHS + 1))
+        y = self.lcb.run(np.full((LCB_EPOCHS, 1), self.x_cat), x).astype(np.float64)
+        loss, dur, done = [0.0], [0.0], 0.0
+        for t in range(LCB_EPOCHS):
+            cum = float(y[t, 0])
+            loss.append(1.0 - float(y[t, 1]) / 100.0)
+            dur.append(cum - done if cum - done > LCB_MIN_EPOCH_S else LCB_MIN_EPOCH_S)
+            done = max(done, cum)
+        return loss, dur, loss[LCB_EPOCHS]
 
     def check_lc4(self, path):
         with open(path) as f:
@@ -238,6 +308,8 @@ def simulate(optuna, bench, pruner_name, workers, seed, budget):
             loss = [0.0] + [lc4_clean(x, t) + 0.01 * eps[t] for t in range(1, LC4_STEPS + 1)]
             durs = [float(dur)] * (LC4_STEPS + 1)
             final = lc4_clean(x, LC4_STEPS)
+        elif bench.lcb is not None:
+            loss, durs, final = bench.lcb_curve(config)
         else:
             index = bench.nearest(config, used)
             used.add(index)
@@ -294,7 +366,9 @@ def simulate(optuna, bench, pruner_name, workers, seed, budget):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("bench", choices=["lc4", "fmnist"])
+    ap.add_argument("bench", choices=["lc4", "fmnist", "lcbench"])
+    ap.add_argument("--lcbench", help="the graph folder bench/lcbench_export.py exported")
+    ap.add_argument("--task", help="lcbench: an OpenML task id")
     ap.add_argument("--space")
     ap.add_argument("--curves", help="curves.jsonl.gz")
     ap.add_argument("--workers", default="4,16")
@@ -312,7 +386,8 @@ def main():
     import warnings
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     bench = Bench(a)
-    print(f"optuna_multifidelity: optuna {optuna.__version__}, {a.bench}, max_t {bench.max_t}, "
+    name = f"lcbench-{a.task}" if a.bench == "lcbench" else a.bench
+    print(f"optuna_multifidelity: optuna {optuna.__version__}, {name}, max_t {bench.max_t}, "
           f"best {bench.best:.6f}", file=sys.stderr)
     arms = a.arms.split(",")
     for w in [int(x) for x in a.workers.split(",")]:
@@ -320,7 +395,7 @@ def main():
             pruner = {"optuna-tpe+hyperband": "hb", "optuna-tpe+sh": "sh"}[arm]
             for seed in range(a.seed0, a.seed0 + a.seeds):
                 r = simulate(optuna, bench, pruner, w, seed, a.worker_time / w)
-                out = {"bench": a.bench, "arm": arm, "W": w, "seed": seed,
+                out = {"bench": name, "arm": arm, "W": w, "seed": seed,
                        "budget": a.worker_time / w}
                 out.update(r)
                 print(json.dumps(out), flush=True)

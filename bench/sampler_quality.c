@@ -6,9 +6,10 @@
  * sequential evaluations: build a search space with one uniform parameter
  * per dimension over the box, propose a config, evaluate it, and record the
  * simple regret (best value so far - f*). `random` and `quasi` take trial
- * n's config from sampler_config; `bayes` calls bayes_propose with count 1
- * and the full history of earlier configs and losses, as rungd's proposer
- * does for one sequential worker; `tpe` calls tpe_propose the same way.
+ * n's config from sampler_config; `bayes` calls bayes_propose, `cmaes`
+ * cmaes_propose and `tpe` tpe_propose with count 1 and the full history of
+ * earlier configs and losses, as rungd's proposer does for one sequential
+ * worker.
  *
  * It prints, per (function, searcher), the median and interquartile range
  * over seeds of the regret at 25, 50 and 100 evaluations and the median wall
@@ -36,6 +37,7 @@
 #include "clock.h"
 #include "error.h"
 #include "gp.h"
+#include "cmaes.h"
 #include "sampler.h"
 #include "tpe.h"
 #ifdef RUNG_BENCH_HAVE_BAYES
@@ -167,10 +169,10 @@ static const TestFunction FUNCTIONS[] = {
 };
 #define QB_NFUNCTIONS ((int)(sizeof FUNCTIONS / sizeof FUNCTIONS[0]))
 
-typedef enum { QB_RANDOM, QB_QUASI, QB_BAYES, QB_TPE } SearcherKind;
+typedef enum { QB_RANDOM, QB_QUASI, QB_BAYES, QB_CMAES, QB_TPE } SearcherKind;
 
-static const char *const SEARCHER_NAMES[] = {"random", "quasi", "bayes", "tpe"};
-#define QB_NSEARCHERS 4
+static const char *const SEARCHER_NAMES[] = {"random", "quasi", "bayes", "cmaes", "tpe"};
+#define QB_NSEARCHERS 5
 
 typedef struct Options {
     bool functions[QB_NFUNCTIONS]; /* which to run */
@@ -318,9 +320,10 @@ static bool run_seed(const TestFunction *fn, const Space *space, SearcherKind ki
 {
     char spec_text[128];
     snprintf(spec_text, sizeof spec_text, "{\"type\": \"%s\", \"seed\": %d%s}",
-             kind == QB_BAYES ? "bayes"
-             : kind == QB_TPE ? "tpe"
-                              : "random",
+             kind == QB_BAYES   ? "bayes"
+             : kind == QB_CMAES ? "cmaes"
+             : kind == QB_TPE   ? "tpe"
+                                : "random",
              seed, kind == QB_QUASI ? ", \"quasi\": true" : "");
     json_t *spec_json = json_loads(spec_text, 0, NULL);
     SearcherSpec spec;
@@ -349,6 +352,14 @@ static bool run_seed(const TestFunction *fn, const Space *space, SearcherKind ki
                 config = NULL;
             }
 #endif
+        } else if (kind == QB_CMAES) {
+            BayesHistory history = {.obs = obs, .n_obs = n};
+            rc = cmaes_propose(space, &spec, n, 1, &history, &config, &err);
+            if (rc != 0) {
+                snprintf(r->error, sizeof r->error, "cmaes_propose(seed %d, trial %d): %s [%s]",
+                         seed, n, err.message, rung_error_string(rc));
+                config = NULL;
+            }
         } else if (kind == QB_TPE) {
             BayesHistory history = {.obs = obs, .n_obs = n};
             rc = tpe_propose(space, &spec, n, 1, &history, &config, &err);
@@ -532,7 +543,7 @@ static void usage(FILE *to)
             "                       [--evals N] [--json] [--check-only]\n"
             "  --functions  comma-separated: branin,hartmann6,rosenbrock4,ackley5,levy4 "
             "(default all)\n"
-            "  --searchers  comma-separated: random,quasi,bayes,tpe (default all)\n"
+            "  --searchers  comma-separated: random,quasi,bayes,cmaes,tpe (default all)\n"
             "  --seeds N    seeds 0..N-1, at most %d (default 20)\n"
             "  --evals N    sequential evaluations per seed, at most %d (default 100)\n"
             "  --json       also print one JSON object per result line\n"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sampler quality, Rung against Optuna and a scikit-learn GP-EI in the same
 # run (bench/README.md, section 2). It runs build/bin/sampler_quality (Rung's
-# random, quasi, bayes and tpe searchers), then bench/optuna_quality.py with
-# Debian's /usr/bin/python3 (Optuna random, TPE, multivariate TPE), then the
+# random, quasi, bayes, cmaes and tpe searchers), then bench/optuna_quality.py
+# with Debian's /usr/bin/python3 (Optuna random, TPE, multivariate TPE, CMA-ES
+# with IPOP restarts), then the
 # scikit-learn GP-EI reference on fewer seeds (it fits a GP per point), each
 # under its own time limit; a run cut short keeps the rows it finished. It
 # prints each tool's lines, the JSON objects, a table per function, and last
@@ -80,10 +81,10 @@ if [[ ! -x $PEER_PY ]] || ! "$PEER_PY" -c 'import optuna' 2>/dev/null; then
         "Rung measured alone"
 else
     echo
-    echo "# optuna: random, tpe, tpe-mv (time limit $OPTUNA_TIMEOUT_S s)"
+    echo "# optuna: random, tpe, tpe-mv, cmaes (time limit $OPTUNA_TIMEOUT_S s)"
     rc=0
     run_bounded "$TMP/optuna.out" "$OPTUNA_TIMEOUT_S" "$PEER_PY" "$PEER" --seeds "$SEEDS" \
-        --evals "$EVALS" --functions "$FUNCTIONS" --samplers random,tpe,tpe-mv --json || rc=$?
+        --evals "$EVALS" --functions "$FUNCTIONS" --samplers random,tpe,tpe-mv,cmaes --json || rc=$?
     if ((rc == 124 || rc == 137)); then
         note "optuna_quality ran past $OPTUNA_TIMEOUT_S s and was stopped; rows it finished" \
             "are kept"
@@ -141,8 +142,8 @@ for path in sys.argv[2:]:
                 if line.get("bench") == "sampler_quality":
                     rows[(line["function"], line["label"])] = line
 
-LABELS = ["rung-random", "rung-quasi", "rung-bayes", "rung-tpe", "optuna-random", "optuna-tpe",
-          "optuna-tpe-mv", "sklearn-gp"]
+LABELS = ["rung-random", "rung-quasi", "rung-bayes", "rung-cmaes", "rung-tpe", "optuna-random",
+          "optuna-tpe", "optuna-tpe-mv", "optuna-cmaes", "sklearn-gp"]
 CHECK = (25, 50, 100)
 
 
@@ -191,6 +192,12 @@ for fn in functions:
         b, t = median_at(fn, "rung-bayes", at), median_at(fn, "optuna-tpe", at)
         ratios.append("n/a" if b is None or t is None or t <= 0 else f"{b / t:.3g}")
     print(f"  ratio rung-bayes / optuna-tpe (medians): @50 {ratios[0]}  @100 {ratios[1]}")
+    ratios = []
+    for at in CHECK:
+        c, o = median_at(fn, "rung-cmaes", at), median_at(fn, "optuna-cmaes", at)
+        ratios.append("n/a" if c is None or o is None or o <= 0 else f"{c / o:.3g}")
+    print(f"  ratio rung-cmaes / optuna-cmaes (medians): @25 {ratios[0]}  @50 {ratios[1]}"
+          f"  @100 {ratios[2]}")
     ratios = []
     for at in CHECK:
         r, t = median_at(fn, "rung-tpe", at), median_at(fn, "optuna-tpe-mv", at)
@@ -253,6 +260,16 @@ row = rows.get(("hartmann6", "rung-bayes"))
 v = row.get("q3_100") if usable(row) else None
 target("hartmann6_q3_regret_100", "n/a" if v is None else f"{v:.3g}", "<= 0.01",
        v is not None and v <= 0.01)
+# CMA-ES (issue 40): Rung's median regret at least as good as Optuna's
+# CmaEsSampler (IPOP) at 25, 50 and 100 evaluations, or both below TIE.
+for fn in functions:
+    for at in CHECK:
+        c, o = median_at(fn, "rung-cmaes", at), median_at(fn, "optuna-cmaes", at)
+        if c is None or o is None:
+            target(f"cmaes_vs_optuna_cmaes_{fn}_{at}", "n/a", "<= optuna", False)
+        else:
+            target(f"cmaes_vs_optuna_cmaes_{fn}_{at}", f"{c:.3g} vs {o:.3g}", "<= optuna",
+                   c <= o or (c <= TIE and o <= TIE))
 if with_sklearn > 0:
     print(f"target bayes_vs_sklearn: {no_worse}/{with_sklearn} functions "
           f"no worse at 100 (goal {len(functions)}, every function) "

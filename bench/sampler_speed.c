@@ -23,6 +23,14 @@
  * it has spent its time budget, so the whole run stays within minutes even
  * on a slow implementation.
  *
+ * Then the cmaes searcher after n = 1,000 and 10,000 observations of d = 6
+ * and 20 (the same histories): cmaes_propose_cached(first = n, count = 1)
+ * with the memo of the proposal before it (trial n - 1 after n - 1
+ * results), as rungd's proposer runs it, and cold: cmaes_propose, the
+ * replay of the whole history (a memo evicted, or rungd just restarted).
+ * bench/optuna_cmaes_speed.py puts the n = 1,000, d = 6 cell beside
+ * Optuna's CmaEsSampler; --cmaes-only measures these cells alone.
+ *
  * Prints a table, one JSON object per cell with --json, and last the target
  * lines of bench/README.md section 5. Without the bayes searcher in the build
  * (RUNG_BENCH_HAVE_BAYES unset) it says so and prints the targets as n/a. */
@@ -42,6 +50,7 @@
 #include "tpe.h"
 #ifdef RUNG_BENCH_HAVE_BAYES
 #include "bayes.h"
+#include "cmaes.h"
 #endif
 
 /* The largest d of the cells; SPACE_MAX_PARAMS bounds it anyway. */
@@ -58,7 +67,8 @@
 typedef struct Cell {
     int n; /* observations in the history */
     int d; /* uniform parameters */
-    int m; /* objectives: 1 or 2; 0: n rung records of asha's shape; -1: all at level 1 */
+    int m; /* objectives: 1 or 2; 0: n rung records of asha's shape; -1: all at level 1;
+            * the cmaes searcher: 3 with a memo, 4 cold (the whole replay) */
 } Cell;
 
 /* The target cells come first so that a run cut short still has them. */
@@ -73,7 +83,12 @@ typedef struct Options {
     double budget_s; /* per cell: no new repetition after this much time */
     int cells;       /* only the first this many cells */
     bool json;       /* one JSON object per cell */
+    bool cmaes_only; /* only the cmaes cells */
 } Options;
+
+/* The cmaes cells: (n, d); many repetitions, as a proposal takes ms. */
+static const int CMAES_CELLS[][2] = {{1000, 6}, {10000, 6}, {1000, 20}, {10000, 20}};
+#define CMAES_NCELLS ((int)(sizeof CMAES_CELLS / sizeof CMAES_CELLS[0]))
 
 typedef struct CellResult {
     int reps;         /* repetitions done; 0 = not measured */
@@ -237,6 +252,7 @@ static void measure(const Cell *cell, const Options *opt, CellResult *r)
         snprintf(r->error, sizeof r->error, "space_parse: %s", err.message);
         return;
     }
+    bool cmaes = cell->m >= 3, cold = cell->m == 4;
     json_t **configs = calloc((size_t)n, sizeof *configs);
     BayesObservation *obs = calloc((size_t)n, sizeof *obs);
     BayesRungRecord *recs = calloc((size_t)n, sizeof *recs);
@@ -256,7 +272,7 @@ static void measure(const Cell *cell, const Options *opt, CellResult *r)
             u[j] = 1.0 - u[j];
         obs[i].more[0] = synthetic_loss(u, d);
     }
-    BayesHistory history = {.obs = obs, .n_obs = n, .n_objectives = cell->m};
+    BayesHistory history = {.obs = obs, .n_obs = n, .n_objectives = cmaes ? 1 : cell->m};
     if (cell->m <= 0) {
         /* Rung records: trial k's config at each rung 3^j (j < 4) that 3^j
          * divides k, until there are n records. */
@@ -268,12 +284,13 @@ static void measure(const Cell *cell, const Options *opt, CellResult *r)
         history = (BayesHistory){.rungs = recs, .n_rungs = nr};
     }
 
-    int reps = n >= SPEED_LARGE_N ? opt->reps_large : opt->reps;
+    int reps = cmaes ? 25 : n >= SPEED_LARGE_N ? opt->reps_large : opt->reps;
     double times[SPEED_MAX_REPS];
     int64_t start = rung_mono_ns();
     for (int k = 0; k < reps; k++) {
         char text[64];
-        snprintf(text, sizeof text, "{\"type\": \"bayes\", \"seed\": %d}", k);
+        snprintf(text, sizeof text, "{\"type\": \"%s\", \"seed\": %d}", cmaes ? "cmaes" : "bayes",
+                 k);
         json_t *spec_json = json_loads(text, 0, NULL);
         SearcherSpec spec;
         rc = searcher_parse(spec_json, space, &spec, &err);
@@ -283,12 +300,30 @@ static void measure(const Cell *cell, const Options *opt, CellResult *r)
             break;
         }
         json_t *out = NULL;
+        CmaesCache *memo = NULL;
+        if (cmaes && !cold) {
+            /* The memo as the proposal of trial n - 1 left it. */
+            BayesHistory before = history;
+            before.n_obs = n - 1;
+            memo = cmaes_cache_new();
+            if (memo == NULL ||
+                cmaes_propose_cached(memo, space, &spec, n - 1, 1, &before, &out, &err) != 0) {
+                snprintf(r->error, sizeof r->error, "cmaes memo: %s", err.message);
+                cmaes_cache_free(memo);
+                break;
+            }
+            json_decref(out);
+            out = NULL;
+        }
         int64_t t0 = rung_mono_ns();
-        rc = cell->m <= 0 ? bayes_mf_propose(space, &spec, n, 1, &history, &out, NULL, &err)
-                          : bayes_propose(space, &spec, n, 1, &history, &out, &err);
+        rc = cmaes          ? cmaes_propose_cached(memo, space, &spec, n, 1, &history, &out, &err)
+             : cell->m <= 0 ? bayes_mf_propose(space, &spec, n, 1, &history, &out, NULL, &err)
+                            : bayes_propose(space, &spec, n, 1, &history, &out, &err);
         int64_t t1 = rung_mono_ns();
+        cmaes_cache_free(memo);
         if (rc != 0) {
-            snprintf(r->error, sizeof r->error, "bayes_propose (seed %d): %s [%s]", k, err.message,
+            snprintf(r->error, sizeof r->error, "%s (seed %d): %s [%s]",
+                     cmaes ? "cmaes_propose" : "bayes_propose", k, err.message,
                      rung_error_string(rc));
             break;
         }
@@ -327,12 +362,13 @@ static void usage(FILE *to)
 {
     fprintf(to,
             "usage: sampler_speed [--reps N] [--reps-large N] [--budget-s S] [--cells K] [--json]\n"
-            "                     [--tpe-only]\n"
+            "                     [--cmaes-only] [--tpe-only]\n"
             "  --reps N        proposals timed per cell with n < %d (default %d)\n"
             "  --reps-large N  proposals timed per cell with n >= %d (default %d)\n"
             "  --budget-s S    no new repetition in a cell after S seconds (default %g)\n"
             "  --cells K       only the first K cells (the targets' come first)\n"
             "  --json          also print one JSON object per cell\n"
+            "  --cmaes-only    only the cmaes cells\n"
             "  --tpe-only      only the tpe cells\n",
             SPEED_LARGE_N, SPEED_DEFAULT_REPS, SPEED_LARGE_N, SPEED_DEFAULT_REPS_LARGE,
             SPEED_DEFAULT_BUDGET_S);
@@ -351,8 +387,12 @@ static void target(const char *name, const CellResult *r, double goal)
 
 int main(int argc, char **argv)
 {
-    Options opt = {SPEED_DEFAULT_REPS, SPEED_DEFAULT_REPS_LARGE, SPEED_DEFAULT_BUDGET_S,
-                   SPEED_NCELLS, false};
+    Options opt = {SPEED_DEFAULT_REPS,
+                   SPEED_DEFAULT_REPS_LARGE,
+                   SPEED_DEFAULT_BUDGET_S,
+                   SPEED_NCELLS,
+                   false,
+                   false};
     bool tpe_only = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -364,6 +404,9 @@ int main(int argc, char **argv)
             continue;
         } else if (strcmp(a, "--tpe-only") == 0) {
             tpe_only = true;
+            continue;
+        } else if (strcmp(a, "--cmaes-only") == 0) {
+            opt.cmaes_only = true;
             continue;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
@@ -392,11 +435,14 @@ int main(int argc, char **argv)
 
     /* OpenBLAS's kernel as rungd picks it (server/main.c, common/blascore.h). */
     blascore_pick(argv, BENCH_BLAS_PICKED_ENV);
-    CellResult results[SPEED_NCELLS];
+    CellResult results[SPEED_NCELLS], cmaes_results[2 * CMAES_NCELLS];
     memset(results, 0, sizeof results);
+    memset(cmaes_results, 0, sizeof cmaes_results);
     int failures = 0;
     CellResult tpe_results[TPE_NCELLS];
-    run_tpe(&opt, tpe_results);
+    memset(tpe_results, 0, sizeof tpe_results);
+    if (!opt.cmaes_only)
+        run_tpe(&opt, tpe_results);
     for (int c = 0; c < TPE_NCELLS; c++)
         failures += tpe_results[c].error[0] != '\0';
     if (tpe_only) {
@@ -412,7 +458,7 @@ int main(int argc, char **argv)
     printf("%6s %4s %2s %5s %11s %10s %10s\n", "n", "d", "m", "reps", "median_ms", "min_ms",
            "max_ms");
     fflush(stdout);
-    for (int c = 0; c < opt.cells; c++) {
+    for (int c = 0; c < (opt.cmaes_only ? 0 : opt.cells); c++) {
         CellResult *r = &results[c];
         measure(&CELLS[c], &opt, r);
         if (r->error[0] != '\0') {
@@ -441,6 +487,29 @@ int main(int argc, char **argv)
         }
         fflush(stdout);
     }
+    printf("\n# cmaes: one proposal (count = 1) after n observations of d uniform parameters; "
+           "memo: with the memo of the proposal before, as rungd; cold: the whole replay\n");
+    printf("%6s %4s %5s %5s %11s %10s %10s\n", "n", "d", "kind", "reps", "median_ms", "min_ms",
+           "max_ms");
+    for (int c = 0; c < 2 * CMAES_NCELLS; c++) {
+        Cell cell = {CMAES_CELLS[c / 2][0], CMAES_CELLS[c / 2][1], 3 + c % 2};
+        CellResult *r = &cmaes_results[c];
+        measure(&cell, &opt, r);
+        const char *kind = cell.m == 4 ? "cold" : "memo";
+        if (r->error[0] != '\0') {
+            failures++;
+            printf("%6d %4d %5s FAILED: %s\n", cell.n, cell.d, kind, r->error);
+        } else {
+            printf("%6d %4d %5s %5d %11.4f %10.4f %10.4f\n", cell.n, cell.d, kind, r->reps,
+                   r->median_ms, r->min_ms, r->max_ms);
+        }
+        if (opt.json && r->error[0] == '\0')
+            printf("{\"bench\":\"sampler_speed\",\"searcher\":\"cmaes\",\"kind\":\"%s\","
+                   "\"n\":%d,\"d\":%d,\"reps\":%d,\"median_ms\":%.6g,\"min_ms\":%.6g,"
+                   "\"max_ms\":%.6g}\n",
+                   kind, cell.n, cell.d, r->reps, r->median_ms, r->min_ms, r->max_ms);
+        fflush(stdout);
+    }
 #else
     printf("# sampler_speed: bayes searcher not available in this build (sampler/bayes.c); "
            "nothing measured\n");
@@ -461,11 +530,18 @@ int main(int argc, char **argv)
             t5 = &results[c];
     }
     printf("\n");
-    target("proposal_ms_n100_d6", t1, 10);
-    target("proposal_ms_n1000_d20", t2, 1000);
-    target("proposal_ms_n100_d6_two_objectives", t3, 50);
-    target("proposal_ms_1000_rung_records_d7", t4, 50);
-    target("proposal_ms_1000_rung_records_d7_one_level", t5, 50);
-    target("tpe_proposal_ms_n1000_d6", &tpe_results[0], 10);
+    if (!opt.cmaes_only) { /* the bayes cells were not measured */
+        target("proposal_ms_n100_d6", t1, 10);
+        target("proposal_ms_n1000_d20", t2, 1000);
+        target("proposal_ms_n100_d6_two_objectives", t3, 50);
+        target("proposal_ms_1000_rung_records_d7", t4, 50);
+        target("proposal_ms_1000_rung_records_d7_one_level", t5, 50);
+    }
+    /* cmaes (bench/README.md section 5): the cold replay of 10,000 results
+     * stays well under a trial's time; the memo's proposal at n = 1,000
+     * beside Optuna's is bench/optuna_cmaes_speed.py's target. */
+    target("cmaes_cold_proposal_ms_n10000_d6", &cmaes_results[3], 50);
+    if (!opt.cmaes_only)
+        target("tpe_proposal_ms_n1000_d6", &tpe_results[0], 10);
     return failures == 0 ? 0 : 1;
 }

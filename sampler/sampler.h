@@ -43,10 +43,17 @@
 
 typedef struct Space Space;
 
-typedef enum { SEARCHER_RANDOM, SEARCHER_GRID, SEARCHER_BAYES, SEARCHER_TPE } SearcherType;
+typedef enum {
+    SEARCHER_RANDOM,
+    SEARCHER_GRID,
+    SEARCHER_BAYES,
+    SEARCHER_CMAES,
+    SEARCHER_TPE
+} SearcherType;
 
-/* Whether the searcher learns from finished trials: rungd then keeps their
- * results (the history of sampler/bayes.h) and passes them to it. */
+/* Whether the searcher learns from finished trials (bayes, cmaes, tpe):
+ * rungd then keeps their results (the history of sampler/bayes.h) and
+ * passes them to it. */
 bool searcher_uses_history(SearcherType type);
 
 /* The order in which grid combinations are numbered (docs/api.md, "Grid
@@ -66,6 +73,16 @@ typedef struct SearcherSpec {
      * says, -1 when it does not (rungd decides with the scheduler). */
     int multi_fidelity;
     GridOrder grid_order; /* "grid_order": Ray's unless the spec says "spec" */
+    /* "noisy": the objective is noisy, so a config may be worth trying
+     * again; false: bayes never proposes a config already observed, running
+     * or proposed while an unseen one is left (docs/searchers.md). */
+    bool noisy;
+    /* cmaes (sampler/cmaes.h): the initial step in cube units (0: the
+     * default, 1/6), the population (0: the default, 4 + floor(3 ln d)),
+     * and "restart": "none" (IPOP restarts are the default). */
+    double sigma0;
+    int popsize;
+    bool no_restart;
     /* tpe (sampler/tpe.h): joint kernels over the parameters of a block
      * (else one parameter at a time), blocks by conditional group (else
      * the always-active parameters and one per other), pending trials as

@@ -36,6 +36,10 @@
 #define SAMPLER_STREAM_PB2 9
 /* tpe_propose: the draws from l(x), per trial and block. */
 #define SAMPLER_STREAM_TPE 11
+/* cmaes_propose: the normal draws of a trial's sample (and its resamples
+ * outside the cube), and the random mean of an IPOP restart. */
+#define SAMPLER_STREAM_CMAES_SAMPLE 20
+#define SAMPLER_STREAM_CMAES_RESTART 21
 
 /* Integer bounds are kept within +-2^40 so that every value, every count and
  * every cell centre of the unit cube is exact in a double, and log-uniform
@@ -246,7 +250,10 @@ typedef struct BayesTuning {
     int fit_iter;         /* BFGS iterations per run */
     BayesOutput output;   /* transform of the losses */
     double boxcox_delta;  /* BAYES_OUTPUT_BOXCOX: delta, a fraction of the losses' spread */
-    GpPrior prior;        /* log_ls_mean is for one feature: it grows by log(d) / 2 */
+    /* BAYES_OUTPUT_BOXCOX: when > 0 and every loss is positive with
+     * max / min >= log_span, the transform sees log(loss) instead. */
+    double log_span;
+    GpPrior prior; /* log_ls_mean is for one feature: it grows by log(d) / 2 */
 } BayesTuning;
 
 void bayes__default_tuning(BayesTuning *tuning);

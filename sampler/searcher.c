@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmaes.h"
 #include "jsonv.h"
 
 #define INVALID RUNG_E_INVALID_SPEC
@@ -20,15 +21,13 @@
 /* Seeds go up to 2^53 so that they survive a trip through a JSON double. */
 #define SEARCHER_MAX_SEED (INT64_C(1) << 53)
 
-static const char *const SEARCHER_KEYS[] = {"type",           "seed",
-                                            "quasi",          "n_initial",
-                                            "multi_fidelity", "grid_order",
-                                            "multivariate",   "group",
-                                            "constant_liar",  NULL};
+static const char *const SEARCHER_KEYS[] = {
+    "type",   "seed",    "quasi",   "n_initial",    "multi_fidelity", "grid_order",    "noisy",
+    "sigma0", "popsize", "restart", "multivariate", "group",          "constant_liar", NULL};
 
 bool searcher_uses_history(SearcherType type)
 {
-    return type == SEARCHER_BAYES || type == SEARCHER_TPE;
+    return type == SEARCHER_BAYES || type == SEARCHER_CMAES || type == SEARCHER_TPE;
 }
 
 /* tpe's booleans (docs/api.md, "searcher"): each defaults to true, and only
@@ -56,6 +55,47 @@ static int parse_tpe_flags(const json_t *searcher, SearcherSpec *out, RungError 
                 "searcher.group: needs multivariate (groups are sampled jointly)");
         out->group = false;
     }
+    return 0;
+}
+
+/* The cmaes searcher's fields (docs/api.md, "searcher"): sigma0 in cube
+ * units, popsize, restart; other searchers refuse them. */
+static int parse_cmaes(const json_t *searcher, SearcherSpec *out, RungError *err)
+{
+    static const char *const keys[] = {"sigma0", "popsize", "restart"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        if (out->type != SEARCHER_CMAES && json_object_get(searcher, keys[i]) != NULL) {
+            char field[RUNG_FIELD_MAX];
+            jsonv_path(field, sizeof field, "searcher", keys[i]);
+            return rung_error_set(err, INVALID, field, "%s: only the cmaes searcher takes %s",
+                                  field, keys[i]);
+        }
+    }
+    if (out->type != SEARCHER_CMAES)
+        return 0;
+    double sigma0 = 0;
+    int rc = jsonv_number(searcher, "searcher", "sigma0", JSONV_OPTIONAL, &sigma0, INVALID, err);
+    if (rc != 0)
+        return rc;
+    if (json_object_get(searcher, "sigma0") != NULL && !(sigma0 > 0 && sigma0 <= 1))
+        return rung_error_set(err, INVALID, "searcher.sigma0",
+                              "searcher.sigma0: must be > 0 and <= 1 (the unit cube's width)");
+    out->sigma0 = sigma0;
+    int64_t popsize = 0;
+    rc = jsonv_int(searcher, "searcher", "popsize", JSONV_OPTIONAL, 2, CMAES_MAX_POPSIZE, &popsize,
+                   INVALID, err);
+    if (rc != 0)
+        return rc;
+    out->popsize = (int)popsize;
+    const char *restart = "ipop";
+    rc = jsonv_string(searcher, "searcher", "restart", JSONV_OPTIONAL, 16, &restart, INVALID, err);
+    if (rc != 0)
+        return rc;
+    if (strcmp(restart, "none") == 0)
+        out->no_restart = true;
+    else if (strcmp(restart, "ipop") != 0)
+        return rung_error_set(err, INVALID, "searcher.restart",
+                              "searcher.restart: unknown restart \"%s\" (ipop or none)", restart);
     return 0;
 }
 
@@ -103,12 +143,14 @@ int searcher_parse(const json_t *searcher, const Space *space, SearcherSpec *out
         out->type = SEARCHER_GRID;
     else if (strcmp(type, "bayes") == 0)
         out->type = SEARCHER_BAYES;
+    else if (strcmp(type, "cmaes") == 0)
+        out->type = SEARCHER_CMAES;
     else if (strcmp(type, "tpe") == 0)
         out->type = SEARCHER_TPE;
     else
         return rung_error_set(err, INVALID, "searcher.type",
-                              "searcher.type: unknown searcher \"%s\" (random, grid, bayes or "
-                              "tpe)",
+                              "searcher.type: unknown searcher \"%s\" (random, grid, bayes, "
+                              "cmaes or tpe)",
                               type);
 
     int64_t seed = -1;
@@ -168,6 +210,10 @@ int searcher_parse(const json_t *searcher, const Space *space, SearcherSpec *out
             return rc;
         out->multi_fidelity = on;
     }
+    rc = jsonv_bool(searcher, "searcher", "noisy", JSONV_OPTIONAL, &out->noisy, INVALID, err);
+    rc = parse_cmaes(searcher, out, err);
+    if (rc != 0)
+        return rc;
     const char *order = "ray";
     rc = jsonv_string(searcher, "searcher", "grid_order", JSONV_OPTIONAL, 16, &order, INVALID, err);
     if (rc != 0)

@@ -9,18 +9,24 @@
 #   bash scripts/deps.sh --tests  that and what the tests need besides
 #                                 (scripts/test.sh): PyTorch, Optuna, pandas,
 #                                 Chromium, clang and libFuzzer, the .deb tools
+#   bash scripts/deps.sh --bench  that and what only the benchmarks need
+#                                 (bench/README.md): python3-onnx, which
+#                                 bench/lcbench_export.py reads LCBench's
+#                                 surrogate with; no test needs it
 #   --list                        prints the packages, one a line, and
 #                                 installs nothing
 set -euo pipefail
 
 tests=0
+bench=0
 list=0
 for arg in "$@"; do
   case "$arg" in
     --tests) tests=1 ;;
+    --bench) bench=1 ;;
     --list) list=1 ;;
     *)
-      echo "usage: bash scripts/deps.sh [--tests] [--list]" >&2
+      echo "usage: bash scripts/deps.sh [--tests] [--bench] [--list]" >&2
       exit 2
       ;;
   esac
@@ -50,6 +56,11 @@ if [ "$tests" = 1 ]; then
     python3-yaml  # tests/integration/test_openapi.py reads docs/openapi.yaml
     python3-torch python3-pandas  # examples/pytorch and its test (integration_pytorch, skipped without torch); pandas: rung.Experiment.dataframe()
     podman runc catatonit uidmap slirp4netns fuse-overlayfs busybox-static  # container trials (tests/integration/test_container.py, its image from busybox)
+  )
+fi
+if [ "$bench" = 1 ]; then
+  packages+=(
+    python3-numpy python3-onnx  # bench/lcbench_export.py: LCBench's model.onnx to the graph the evaluators read
   )
 fi
 if [ "$list" = 1 ]; then

@@ -231,7 +231,8 @@ typedef struct ParetoRef {
  * still take (sampler/bayes.h: with more than 2,000 observations the GP
  * sees the best 1,000 and the 1,000 most recent others): a long bayes
  * experiment holds at most 4,000 results, not one per trial. Not with
- * searcher.multi_fidelity, whose rung records take their configs from it;
+ * searcher.multi_fidelity, whose rung records take their configs from it,
+ * nor with the cmaes searcher, which replays every result;
  * a retry-failed, which takes entries out, may leave a little less than
  * the selection would have seen. tpe gets the same history (its bad set
  * then loses its oldest members: docs/searchers.md, "TPE"). */

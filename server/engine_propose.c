@@ -212,8 +212,10 @@ void engine_request_proposals(Engine *e)
         adjusted.n_initial = warm_n_initial(exp->warm, &adjusted);
         const SearcherSpec *searcher = &adjusted;
         int64_t first = exp->n_trials + exp->proposing;
-        bool bayes = searcher_uses_history(searcher->type); /* bayes, tpe */
-        bool model = bayes && first >= searcher->n_initial;
+        bool bayes = searcher->type == SEARCHER_BAYES || searcher->type == SEARCHER_TPE;
+        /* cmaes is a model from its first trial: its distribution moves
+         * with each generation of results. */
+        bool model = searcher->type == SEARCHER_CMAES || (bayes && first >= searcher->n_initial);
         /* A model-based proposal should see every result that came in, so
          * only one waits ready ahead; the quasi-random start points and the
          * other searchers are proposed in bulk. */
@@ -225,7 +227,7 @@ void engine_request_proposals(Engine *e)
         /* Ask in chunks, so that one answer is not one long transaction and
          * the proposer is not woken per trial; the end of the experiment is
          * asked for whatever it is. */
-        if (!bayes && want < PENDING_TARGET / 4 && first + want < exp->spec.total_trials)
+        if (!bayes && !model && want < PENDING_TARGET / 4 && first + want < exp->spec.total_trials)
             continue;
         core_proposing_add(exp, want);
         proposer_request(e->proposer, exp->id, json_object_get(exp->spec.json, "search_space"),

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "cmaes.h"
 #include "log.h"
 #include "tpe.h"
 
@@ -19,7 +20,21 @@ typedef struct Request {
     struct Request *next;
 } Request;
 
+/* cmaes: a memo of its replay per experiment (cmaes_propose_cached), for
+ * the PROPOSE_CMAES_MEMOS experiments that asked last; only the proposer
+ * thread touches them. A memo gives what a full replay gives, so losing
+ * one (evicted, or rungd restarted) costs time, never a different config. */
+#define PROPOSE_CMAES_MEMOS 8
+
+typedef struct CmaesMemo {
+    int64_t exp_id;
+    CmaesCache *cache; /* NULL: a free slot */
+    uint64_t used;     /* the proposer's tick when it last served */
+} CmaesMemo;
+
 struct Proposer {
+    CmaesMemo memos[PROPOSE_CMAES_MEMOS];
+    uint64_t tick;
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cond;
@@ -66,7 +81,31 @@ void proposals_free(Proposals *p)
     free(p);
 }
 
-static Proposals *compute(const Request *r)
+/* The memo of experiment exp_id: its own, else a free slot's, else the
+ * least recently used one's, emptied. NULL when out of memory (a full
+ * replay then). */
+static CmaesCache *memo_of(Proposer *p, int64_t exp_id)
+{
+    CmaesMemo *pick = NULL;
+    for (int i = 0; i < PROPOSE_CMAES_MEMOS; i++) {
+        CmaesMemo *m = &p->memos[i];
+        if (m->cache != NULL && m->exp_id == exp_id) {
+            pick = m;
+            break;
+        }
+        if (pick == NULL || (pick->cache != NULL && (m->cache == NULL || m->used < pick->used)))
+            pick = m;
+    }
+    if (pick->cache == NULL || pick->exp_id != exp_id) {
+        cmaes_cache_free(pick->cache);
+        pick->cache = cmaes_cache_new();
+        pick->exp_id = exp_id;
+    }
+    pick->used = ++p->tick;
+    return pick->cache;
+}
+
+static Proposals *compute(Proposer *proposer, const Request *r)
 {
     Proposals *p = calloc(1, sizeof *p);
     json_t **configs = calloc((size_t)r->count, sizeof *configs);
@@ -80,7 +119,7 @@ static Proposals *compute(const Request *r)
     RungError err;
     if (space_parse(r->space, &space, &err) != 0)
         return p; /* cannot happen for a spec that was validated; entries stay NULL */
-    if (searcher_uses_history(r->searcher.type)) {
+    if (r->searcher.type == SEARCHER_BAYES || r->searcher.type == SEARCHER_TPE) {
         BayesHistory h = {0};
         if (r->history) {
             h.obs = r->history->obs;
@@ -127,6 +166,16 @@ static Proposals *compute(const Request *r)
             LOG_ERROR("bayes proposal for experiment %lld failed: %s", (long long)r->exp_id,
                       err.message);
         }
+    } else if (r->searcher.type == SEARCHER_CMAES) {
+        BayesHistory h = {0};
+        if (r->history) {
+            h.obs = r->history->obs;
+            h.n_obs = r->history->n_obs;
+        }
+        if (cmaes_propose_cached(memo_of(proposer, r->exp_id), space, &r->searcher, r->first,
+                                 r->count, &h, configs, &err) != 0)
+            LOG_ERROR("cmaes proposal for experiment %lld failed: %s", (long long)r->exp_id,
+                      err.message); /* entries stay NULL: the engine asks again later */
     } else {
         for (int64_t i = 0; i < r->count; i++)
             configs[i] = warm_config(r->warm, space, &r->searcher, r->first + i);
@@ -173,7 +222,7 @@ static void *run(void *arg)
             request_free(r);
             p->explored(p->ctx, x);
         } else {
-            Proposals *out = compute(r);
+            Proposals *out = compute(p, r);
             request_free(r);
             p->done(p->ctx, out);
         }
@@ -255,6 +304,8 @@ void proposer_stop(Proposer *p)
         p->head = r->next;
         request_free(r);
     }
+    for (int i = 0; i < PROPOSE_CMAES_MEMOS; i++)
+        cmaes_cache_free(p->memos[i].cache);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cond);
     free(p);

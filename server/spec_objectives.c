@@ -166,6 +166,11 @@ int spec_check_objective_rules(const json_t *j, Spec *spec, RungError *err)
      * rungs and one loss per record. */
     bool rungs = spec->sched.type == ASHA_ASHA || spec->sched.type == ASHA_HYPERBAND;
     bool one_loss = spec->n_objectives <= 1 && spec->n_constraints == 0;
+    /* cmaes ranks one loss (docs/searchers.md, "CMA-ES"). */
+    if (spec->searcher.type == SEARCHER_CMAES && !one_loss)
+        return rung_error_set(err, E, "searcher.type",
+                              "searcher.type: cmaes optimizes one objective; not with several "
+                              "objectives or constraints");
     if (spec->searcher.multi_fidelity == 1 && !rungs)
         return rung_error_set(err, E, "searcher.multi_fidelity",
                               "searcher.multi_fidelity: needs a scheduler with rungs (asha or "
