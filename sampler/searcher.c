@@ -211,6 +211,8 @@ int searcher_parse(const json_t *searcher, const Space *space, SearcherSpec *out
         out->multi_fidelity = on;
     }
     rc = jsonv_bool(searcher, "searcher", "noisy", JSONV_OPTIONAL, &out->noisy, INVALID, err);
+    if (rc != 0)
+        return rc;
     rc = parse_cmaes(searcher, out, err);
     if (rc != 0)
         return rc;

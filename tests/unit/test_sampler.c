@@ -961,6 +961,8 @@ static const BadCase BAD_SEARCHERS[] = {
     {"{\"n_initial\": 3}", "searcher.n_initial"},
     {"{\"type\": \"bayes\", \"n_initial\": 0}", "searcher.n_initial"},
     {"{\"type\": \"bayes\", \"n_initial\": true}", "searcher.n_initial"},
+    {"{\"type\": \"bayes\", \"noisy\": 1}", "searcher.noisy"},
+    {"{\"type\": \"bayes\", \"noisy\": \"yes\"}", "searcher.noisy"},
     {"{\"typo\": 1}", "searcher.typo"},
     {"{\"type\": \"grid\"}", "search_space.lr.grid_points"},
 };
