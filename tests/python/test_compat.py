@@ -54,6 +54,31 @@ class TunerSpec(unittest.TestCase):
         self.assertEqual(spec["trainable"]["argv"][1:4], ["-m", "rung.compat.run",
                                                           os.path.abspath(__file__)])
 
+    def test_optuna_and_hyperopt_as_tpe(self):
+        spec = self.build(metric="loss", mode="min", search_alg=tune.OptunaSearch(seed=7))
+        self.assertEqual(spec["searcher"], {"type": "tpe", "seed": 7})
+        spec = self.build(metric="loss", mode="min",
+                          search_alg=tune.HyperOptSearch(n_initial_points=5))
+        self.assertEqual(spec["searcher"], {"type": "tpe", "multivariate": False,
+                                            "group": False, "n_initial": 5})
+
+        # Optuna's samplers by their class and attributes (optuna's own
+        # objects carry these; stand-ins keep the test free of optuna).
+        class TPESampler:
+            _multivariate, _group, _constant_liar, _n_startup_trials = False, False, True, 4
+
+        class CmaEsSampler:
+            _popsize, _restart_strategy = 12, "ipop"
+
+        spec = self.build(metric="loss", mode="min",
+                          search_alg=tune.OptunaSearch(sampler=TPESampler(), seed=1))
+        self.assertEqual(spec["searcher"], {"type": "tpe", "seed": 1, "multivariate": False,
+                                            "group": False, "constant_liar": True,
+                                            "n_initial": 4})
+        spec = self.build(metric="loss", mode="min",
+                          search_alg=tune.OptunaSearch(sampler=CmaEsSampler()))
+        self.assertEqual(spec["searcher"], {"type": "cmaes", "popsize": 12, "restart": "ipop"})
+
     def test_metric_from_the_scheduler_and_pbt_adds_missing_parameters(self):
         pbt = tune.PopulationBasedTraining(
             time_attr="training_iteration", metric="acc", mode="max", perturbation_interval=4,

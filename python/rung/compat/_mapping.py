@@ -377,29 +377,65 @@ class BayesOptSearch(Searcher):
                              "n_initial": self.random_search_steps})
 
 
+def _optuna_sampler(sampler: Any, seed: dict) -> dict:
+    """An Optuna sampler object as Rung's searcher, by its class: TPESampler
+    as tpe (its multivariate, group, constant_liar and n_startup_trials),
+    CmaEsSampler as cmaes (its popsize and restart strategy), RandomSampler
+    as random; read from the object's attributes, so optuna itself is not
+    imported here."""
+    kind = type(sampler).__name__
+    if kind == "TPESampler":
+        out = {"type": "tpe", **seed}
+        for attr, field in (("_multivariate", "multivariate"), ("_group", "group"),
+                            ("_constant_liar", "constant_liar")):
+            value = getattr(sampler, attr, None)
+            if isinstance(value, bool):
+                out[field] = value
+        if out.get("multivariate") is False:
+            out["group"] = False
+        startup = getattr(sampler, "_n_startup_trials", None)
+        if isinstance(startup, int) and not isinstance(startup, bool) and startup >= 1:
+            out["n_initial"] = startup
+        return out
+    if kind == "CmaEsSampler":
+        out = {"type": "cmaes", **seed}
+        popsize = getattr(sampler, "_popsize", None)
+        if isinstance(popsize, int) and not isinstance(popsize, bool) and popsize >= 2:
+            out["popsize"] = popsize
+        out["restart"] = "ipop" if getattr(sampler, "_restart_strategy", None) == "ipop" \
+            else "none"
+        return out
+    if kind == "RandomSampler":
+        return {"type": "random", **seed}
+    raise ValueError(f"OptunaSearch(sampler={kind}): Rung runs TPESampler (as tpe), "
+                     "CmaEsSampler (as cmaes) or RandomSampler (as random); leave sampler "
+                     "out for tpe")
+
+
 class OptunaSearch(Searcher):
-    """Optuna's default sampler is TPE; Rung's model-based searcher is
-    bayes (a Gaussian process), which takes its place."""
+    """Optuna's default sampler is TPE: Rung's tpe searcher takes its place
+    (multivariate, by groups on conditional spaces: docs/searchers.md)."""
     _defaults = {"space": None, "metric": None, "mode": None, "points_to_evaluate": None,
                  "sampler": None, "seed": None, "evaluated_rewards": None}
 
     def rung_searcher(self) -> tuple[dict, dict]:
-        if self.sampler is not None:
-            raise ValueError(f"OptunaSearch(sampler={type(self.sampler).__name__}): Rung's "
-                             "model-based searcher is bayes; leave sampler out")
         if self.evaluated_rewards is not None:
             raise ValueError("OptunaSearch(evaluated_rewards=...): start from an earlier "
                              "Rung experiment with warm_start instead")
-        return self._common({"type": "bayes", **_seed(self.seed, "seed")})
+        seed = _seed(self.seed, "seed")
+        if self.sampler is not None:
+            return self._common(_optuna_sampler(self.sampler, seed))
+        return self._common({"type": "tpe", **seed})
 
 
 class HyperOptSearch(Searcher):
-    """HyperOpt's TPE becomes Rung's bayes; n_initial_points its n_initial."""
+    """HyperOpt's TPE becomes Rung's tpe, one parameter at a time as
+    hyperopt's is; n_initial_points its n_initial."""
     _defaults = {"space": None, "metric": None, "mode": None, "points_to_evaluate": None,
                  "n_initial_points": 20, "random_state_seed": None, "gamma": 0.25}
 
     def rung_searcher(self) -> tuple[dict, dict]:
-        return self._common({"type": "bayes",
+        return self._common({"type": "tpe", "multivariate": False, "group": False,
                              **_seed(self.random_state_seed, "random_state_seed"),
                              "n_initial": self.n_initial_points})
 
