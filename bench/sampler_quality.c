@@ -40,6 +40,7 @@
 #include "error.h"
 #include "gp.h"
 #include "cmaes.h"
+#include "auto.h"
 #include "sampler.h"
 #include "tpe.h"
 #ifdef RUNG_BENCH_HAVE_BAYES
@@ -56,7 +57,7 @@
 #define QB_MAX_SEEDS 1000
 #define QB_MAX_EVALS 5000
 /* Evaluations at which regret is reported (those <= --evals). */
-static const int QB_CHECKPOINTS[] = {25, 50, 100};
+static const int QB_CHECKPOINTS[] = {25, 50, 100, 1000, 2000, 5000};
 #define QB_NCHECK ((int)(sizeof QB_CHECKPOINTS / sizeof QB_CHECKPOINTS[0]))
 /* Random points per function for the "nothing below f*" self-check. */
 #define QB_CHECK_POINTS 200000
@@ -248,10 +249,10 @@ static const TestFunction FUNCTIONS[] = {
 };
 #define QB_NFUNCTIONS ((int)(sizeof FUNCTIONS / sizeof FUNCTIONS[0]))
 
-typedef enum { QB_RANDOM, QB_QUASI, QB_BAYES, QB_CMAES, QB_TPE } SearcherKind;
+typedef enum { QB_RANDOM, QB_QUASI, QB_BAYES, QB_CMAES, QB_TPE, QB_AUTO } SearcherKind;
 
-static const char *const SEARCHER_NAMES[] = {"random", "quasi", "bayes", "cmaes", "tpe"};
-#define QB_NSEARCHERS 5
+static const char *const SEARCHER_NAMES[] = {"random", "quasi", "bayes", "cmaes", "tpe", "auto"};
+#define QB_NSEARCHERS 6
 
 typedef struct Options {
     bool functions[QB_NFUNCTIONS]; /* which to run */
@@ -402,6 +403,7 @@ static bool run_seed(const TestFunction *fn, const Space *space, SearcherKind ki
              kind == QB_BAYES   ? "bayes"
              : kind == QB_CMAES ? "cmaes"
              : kind == QB_TPE   ? "tpe"
+             : kind == QB_AUTO  ? "auto"
                                 : "random",
              seed, kind == QB_QUASI ? ", \"quasi\": true" : "");
     json_t *spec_json = json_loads(spec_text, 0, NULL);
@@ -421,34 +423,43 @@ static bool run_seed(const TestFunction *fn, const Space *space, SearcherKind ki
     for (int n = 0; n < evals && ok; n++) {
         json_t *config = NULL;
         int64_t t0 = rung_mono_ns();
-        if (kind == QB_BAYES) {
+        /* auto: the searcher its rule picks after n results, as rungd's
+         * proposer does (sampler/auto.h). */
+        SearcherKind k = kind;
+        SearcherSpec use = spec;
+        if (kind == QB_AUTO) {
+            SearcherType pick = auto_pick(space, &spec, n, 1, 0);
+            use = auto_spec(&spec, pick);
+            k = pick == SEARCHER_TPE ? QB_TPE : pick == SEARCHER_CMAES ? QB_CMAES : QB_BAYES;
+        }
+        if (k == QB_BAYES) {
 #ifdef RUNG_BENCH_HAVE_BAYES
             BayesHistory history = {.obs = obs, .n_obs = n};
-            rc = bayes_propose(space, &spec, n, 1, &history, &config, &err);
+            rc = bayes_propose(space, &use, n, 1, &history, &config, &err);
             if (rc != 0) {
                 snprintf(r->error, sizeof r->error, "bayes_propose(seed %d, trial %d): %s [%s]",
                          seed, n, err.message, rung_error_string(rc));
                 config = NULL;
             }
 #endif
-        } else if (kind == QB_CMAES) {
+        } else if (k == QB_CMAES) {
             BayesHistory history = {.obs = obs, .n_obs = n};
-            rc = cmaes_propose(space, &spec, n, 1, &history, &config, &err);
+            rc = cmaes_propose(space, &use, n, 1, &history, &config, &err);
             if (rc != 0) {
                 snprintf(r->error, sizeof r->error, "cmaes_propose(seed %d, trial %d): %s [%s]",
                          seed, n, err.message, rung_error_string(rc));
                 config = NULL;
             }
-        } else if (kind == QB_TPE) {
+        } else if (k == QB_TPE) {
             BayesHistory history = {.obs = obs, .n_obs = n};
-            rc = tpe_propose(space, &spec, n, 1, &history, &config, &err);
+            rc = tpe_propose(space, &use, n, 1, &history, &config, &err);
             if (rc != 0) {
                 snprintf(r->error, sizeof r->error, "tpe_propose(seed %d, trial %d): %s [%s]", seed,
                          n, err.message, rung_error_string(rc));
                 config = NULL;
             }
         } else {
-            config = sampler_config(space, &spec, n);
+            config = sampler_config(space, &use, n);
             if (config == NULL)
                 snprintf(r->error, sizeof r->error, "sampler_config(seed %d, trial %d) failed",
                          seed, n);
@@ -623,7 +634,7 @@ static void usage(FILE *to)
             "  --functions  comma-separated: branin,hartmann6,rosenbrock4,ackley5,levy4 "
             "(default),\n"
             "               branin_exp,hartmann6_exp (heavy-tailed variants)\n"
-            "  --searchers  comma-separated: random,quasi,bayes,cmaes,tpe (default all)\n"
+            "  --searchers  comma-separated: random,quasi,bayes,cmaes,tpe,auto (default all)\n"
             "  --seeds N    seeds 0..N-1, at most %d (default 20)\n"
             "  --evals N    sequential evaluations per seed, at most %d (default 100)\n"
             "  --json       also print one JSON object per result line\n"

@@ -142,7 +142,7 @@ for path in sys.argv[2:]:
                 if line.get("bench") == "sampler_quality":
                     rows[(line["function"], line["label"])] = line
 
-LABELS = ["rung-random", "rung-quasi", "rung-bayes", "rung-cmaes", "rung-tpe", "optuna-random",
+LABELS = ["rung-random", "rung-quasi", "rung-bayes", "rung-cmaes", "rung-tpe", "rung-auto", "optuna-random",
           "optuna-tpe", "optuna-tpe-mv", "optuna-cmaes", "sklearn-gp"]
 CHECK = (25, 50, 100)
 

@@ -48,10 +48,11 @@ typedef enum {
     SEARCHER_GRID,
     SEARCHER_BAYES,
     SEARCHER_CMAES,
-    SEARCHER_TPE
+    SEARCHER_TPE,
+    SEARCHER_AUTO /* bayes, tpe or cmaes by sampler/auto.h's rule */
 } SearcherType;
 
-/* Whether the searcher learns from finished trials (bayes, cmaes, tpe):
+/* Whether the searcher learns from finished trials (bayes, cmaes, tpe, auto):
  * rungd then keeps their results (the history of sampler/bayes.h) and
  * passes them to it. */
 bool searcher_uses_history(SearcherType type);
@@ -77,6 +78,9 @@ typedef struct SearcherSpec {
      * again; false: bayes never proposes a config already observed, running
      * or proposed while an unseen one is left (docs/searchers.md). */
     bool noisy;
+    /* auto (sampler/auto.h): the results after which tpe or cmaes takes
+     * over from bayes. */
+    int64_t switch_after;
     /* cmaes (sampler/cmaes.h): the initial step in cube units (0: the
      * default, 1/6), the population (0: the default, 4 + floor(3 ln d)),
      * and "restart": "none" (IPOP restarts are the default). */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cmaes.h"
+#include "auto.h"
 #include "jsonv.h"
 
 #define INVALID RUNG_E_INVALID_SPEC
@@ -21,13 +22,16 @@
 /* Seeds go up to 2^53 so that they survive a trip through a JSON double. */
 #define SEARCHER_MAX_SEED (INT64_C(1) << 53)
 
-static const char *const SEARCHER_KEYS[] = {
-    "type",   "seed",    "quasi",   "n_initial",    "multi_fidelity", "grid_order",    "noisy",
-    "sigma0", "popsize", "restart", "multivariate", "group",          "constant_liar", NULL};
+static const char *const SEARCHER_KEYS[] = {"type",          "seed",           "quasi",
+                                            "n_initial",     "multi_fidelity", "grid_order",
+                                            "noisy",         "sigma0",         "popsize",
+                                            "restart",       "multivariate",   "group",
+                                            "constant_liar", "switch_after",   NULL};
 
 bool searcher_uses_history(SearcherType type)
 {
-    return type == SEARCHER_BAYES || type == SEARCHER_CMAES || type == SEARCHER_TPE;
+    return type == SEARCHER_BAYES || type == SEARCHER_CMAES || type == SEARCHER_TPE ||
+           type == SEARCHER_AUTO;
 }
 
 /* tpe's booleans (docs/api.md, "searcher"): each defaults to true, and only
@@ -147,10 +151,12 @@ int searcher_parse(const json_t *searcher, const Space *space, SearcherSpec *out
         out->type = SEARCHER_CMAES;
     else if (strcmp(type, "tpe") == 0)
         out->type = SEARCHER_TPE;
+    else if (strcmp(type, "auto") == 0)
+        out->type = SEARCHER_AUTO;
     else
         return rung_error_set(err, INVALID, "searcher.type",
                               "searcher.type: unknown searcher \"%s\" (random, grid, bayes, "
-                              "cmaes or tpe)",
+                              "cmaes, tpe or auto)",
                               type);
 
     int64_t seed = -1;
@@ -176,9 +182,10 @@ int searcher_parse(const json_t *searcher, const Space *space, SearcherSpec *out
                               SOBOL_MAX_DIMS, dims);
 
     const json_t *n_initial = json_object_get(searcher, "n_initial");
-    if (n_initial != NULL && out->type != SEARCHER_BAYES && out->type != SEARCHER_TPE)
+    if (n_initial != NULL && out->type != SEARCHER_BAYES && out->type != SEARCHER_TPE &&
+        out->type != SEARCHER_AUTO)
         return rung_error_set(err, INVALID, "searcher.n_initial",
-                              "searcher.n_initial: only the bayes and tpe searchers take "
+                              "searcher.n_initial: only the bayes, tpe and auto searchers take "
                               "n_initial");
     if (out->type == SEARCHER_TPE) {
         out->n_initial = 10; /* Optuna's n_startup_trials (docs/api.md) */
@@ -190,7 +197,7 @@ int searcher_parse(const json_t *searcher, const Space *space, SearcherSpec *out
     rc = parse_tpe_flags(searcher, out, err);
     if (rc != 0)
         return rc;
-    if (out->type == SEARCHER_BAYES) {
+    if (out->type == SEARCHER_BAYES || out->type == SEARCHER_AUTO) {
         out->n_initial = 2 * (int64_t)dims > 5 ? 2 * (int64_t)dims : 5; /* docs/api.md default */
         rc = jsonv_int(searcher, "searcher", "n_initial", JSONV_OPTIONAL, 1, SAMPLER_MAX_TRIALS,
                        &out->n_initial, INVALID, err);
@@ -211,6 +218,14 @@ int searcher_parse(const json_t *searcher, const Space *space, SearcherSpec *out
         out->multi_fidelity = on;
     }
     rc = jsonv_bool(searcher, "searcher", "noisy", JSONV_OPTIONAL, &out->noisy, INVALID, err);
+    if (rc != 0)
+        return rc;
+    if (json_object_get(searcher, "switch_after") != NULL && out->type != SEARCHER_AUTO)
+        return rung_error_set(err, INVALID, "searcher.switch_after",
+                              "searcher.switch_after: only the auto searcher takes switch_after");
+    out->switch_after = AUTO_GP_MAX_OBS;
+    rc = jsonv_int(searcher, "searcher", "switch_after", JSONV_OPTIONAL, 1, SAMPLER_MAX_TRIALS,
+                   &out->switch_after, INVALID, err);
     if (rc != 0)
         return rc;
     rc = parse_cmaes(searcher, out, err);

@@ -101,9 +101,10 @@ void core_keep_result(Experiment *e, const Trial *t)
         rung_grow((void **)&e->hist, &e->cap_hist, e->n_hist, sizeof *e->hist);
         o.config = json_incref(t->config);
         e->hist[e->n_hist++] = (HistEntry){.number = t->number, .obs = o};
-        /* cmaes replays every result (sampler/cmaes.h): never pruned. */
+        /* cmaes replays every result (sampler/cmaes.h), and auto may go
+         * on with cmaes: never pruned. */
         if (e->n_hist > 4 * CORE_HIST_HALF && e->spec.searcher.multi_fidelity != 1 &&
-            e->spec.searcher.type != SEARCHER_CMAES)
+            e->spec.searcher.type != SEARCHER_CMAES && e->spec.searcher.type != SEARCHER_AUTO)
             hist_prune(e);
     }
 }

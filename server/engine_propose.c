@@ -212,7 +212,9 @@ void engine_request_proposals(Engine *e)
         adjusted.n_initial = warm_n_initial(exp->warm, &adjusted);
         const SearcherSpec *searcher = &adjusted;
         int64_t first = exp->n_trials + exp->proposing;
-        bool bayes = searcher->type == SEARCHER_BAYES || searcher->type == SEARCHER_TPE;
+        /* auto starts as bayes does (sampler/auto.h). */
+        bool bayes = searcher->type == SEARCHER_BAYES || searcher->type == SEARCHER_TPE ||
+                     searcher->type == SEARCHER_AUTO;
         /* cmaes is a model from its first trial: its distribution moves
          * with each generation of results. */
         bool model = searcher->type == SEARCHER_CMAES || (bayes && first >= searcher->n_initial);

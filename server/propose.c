@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "cmaes.h"
+#include "auto.h"
 #include "log.h"
 #include "tpe.h"
 
@@ -119,7 +120,15 @@ static Proposals *compute(Proposer *proposer, const Request *r)
     RungError err;
     if (space_parse(r->space, &space, &err) != 0)
         return p; /* cannot happen for a spec that was validated; entries stay NULL */
-    if (r->searcher.type == SEARCHER_BAYES || r->searcher.type == SEARCHER_TPE) {
+    /* auto: the searcher its rule picks for this many results (auto.h). */
+    SearcherSpec searcher = r->searcher;
+    if (searcher.type == SEARCHER_AUTO) {
+        const ProposeHistory *ph = r->history;
+        searcher = auto_spec(&r->searcher,
+                             auto_pick(space, &r->searcher, ph ? ph->n_obs : 0,
+                                       ph ? ph->n_objectives : 0, ph ? ph->n_constraints : 0));
+    }
+    if (searcher.type == SEARCHER_BAYES || searcher.type == SEARCHER_TPE) {
         BayesHistory h = {0};
         if (r->history) {
             h.obs = r->history->obs;
@@ -131,8 +140,8 @@ static Proposals *compute(Proposer *proposer, const Request *r)
             h.rungs = r->history->rungs;
             h.n_rungs = r->history->n_rungs;
         }
-        if (r->searcher.type == SEARCHER_TPE) {
-            if (tpe_propose(space, &r->searcher, r->first, r->count, &h, configs, &err) != 0)
+        if (searcher.type == SEARCHER_TPE) {
+            if (tpe_propose(space, &searcher, r->first, r->count, &h, configs, &err) != 0)
                 LOG_ERROR("tpe proposal for experiment %lld failed: %s", (long long)r->exp_id,
                           err.message);
             else /* what it learned from: after a restart, the stored results too */
@@ -140,15 +149,15 @@ static Proposals *compute(Proposer *proposer, const Request *r)
                          "pending",
                          (long long)r->exp_id, (long long)(r->first + r->count - 1),
                          (long long)h.n_obs, (long long)h.n_pending);
-        } else if (r->searcher.multi_fidelity == 1) {
+        } else if (searcher.multi_fidelity == 1) {
             double *levels = calloc((size_t)r->count, sizeof *levels);
             if (levels == NULL)
                 abort();
-            if (bayes_mf_propose(space, &r->searcher, r->first, r->count, &h, configs, levels,
-                                 &err) != 0) {
+            if (bayes_mf_propose(space, &searcher, r->first, r->count, &h, configs, levels, &err) !=
+                0) {
                 LOG_ERROR("bayes proposal for experiment %lld failed: %s", (long long)r->exp_id,
                           err.message);
-            } else if (r->first + r->count > r->searcher.n_initial) {
+            } else if (r->first + r->count > searcher.n_initial) {
                 /* Which rung level the model learned from (docs/searchers.md,
                  * "Multi-fidelity"); 0: final results, too few rung records. */
                 double level = levels[r->count - 1];
@@ -161,24 +170,24 @@ static Proposals *compute(Proposer *proposer, const Request *r)
                          (long long)at, (long long)h.n_rungs);
             }
             free(levels);
-        } else if (bayes_propose(space, &r->searcher, r->first, r->count, &h, configs, &err) != 0) {
+        } else if (bayes_propose(space, &searcher, r->first, r->count, &h, configs, &err) != 0) {
             /* Entries stay NULL: the engine asks again later. */
             LOG_ERROR("bayes proposal for experiment %lld failed: %s", (long long)r->exp_id,
                       err.message);
         }
-    } else if (r->searcher.type == SEARCHER_CMAES) {
+    } else if (searcher.type == SEARCHER_CMAES) {
         BayesHistory h = {0};
         if (r->history) {
             h.obs = r->history->obs;
             h.n_obs = r->history->n_obs;
         }
-        if (cmaes_propose_cached(memo_of(proposer, r->exp_id), space, &r->searcher, r->first,
-                                 r->count, &h, configs, &err) != 0)
+        if (cmaes_propose_cached(memo_of(proposer, r->exp_id), space, &searcher, r->first, r->count,
+                                 &h, configs, &err) != 0)
             LOG_ERROR("cmaes proposal for experiment %lld failed: %s", (long long)r->exp_id,
                       err.message); /* entries stay NULL: the engine asks again later */
     } else {
         for (int64_t i = 0; i < r->count; i++)
-            configs[i] = warm_config(r->warm, space, &r->searcher, r->first + i);
+            configs[i] = warm_config(r->warm, space, &searcher, r->first + i);
     }
     /* points_to_evaluate: the first trials, in order. */
     int64_t n_points = (int64_t)json_array_size(r->points);

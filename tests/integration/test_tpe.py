@@ -81,6 +81,33 @@ class Tpe(wh.WorkerTestCase):
                                 % (good, len(late)))
         self.assertLess(exp["best"]["value"], 0.05, exp["best"])
 
+    def test_auto_switches_to_tpe(self):
+        # auto (sampler/auto.h) is bayes until switch_after results, then
+        # tpe on this conditional space; rungd logs each tpe proposal.
+        d = self.daemon()
+        path = self.script("arms.py", TRAINABLE)
+        spec = wh.command_spec([wh.PYTHON, path], search_space=SPACE, num_samples=24,
+                               max_concurrent_trials=4,
+                               searcher={"type": "auto", "seed": 5, "n_initial": 6,
+                                         "switch_after": 10})
+        eid = d.create_experiment(spec)["id"]
+        workers = [self.worker(d, name, cpu_slots=2, once=True) for name in ("aa", "ab")]
+        self.assertEqual(self.wait_workers_exit(workers, 60), [0, 0], self.explain(d, *workers))
+        exp = d.experiment(eid)
+        self.assertEqual(exp["counts"]["completed"], 24, self.explain(d, *workers))
+        self.assertEqual(exp["searcher"]["type"], "auto", exp["searcher"])
+        trials = d.all_trials(eid)
+        self.check_configs(trials)
+        tpe = [(int(m.group(1)), int(m.group(2))) for m in re.finditer(
+            r"experiment %d: tpe proposed trial (\d+) from (\d+) results" % eid,
+            d.stderr_text())]
+        self.assertTrue(tpe, "auto never went on with tpe: " + d.diagnostics())
+        for number, results in tpe:
+            self.assertGreaterEqual(results, 10, "tpe proposed trial %d from %d results, "
+                                    "before switch_after" % (number, results))
+        # The trials before the line came from bayes: none of them from tpe.
+        self.assertGreaterEqual(min(n for n, _ in tpe), 10, tpe)
+
     def test_refused_with_several_objectives(self):
         d = self.daemon()
         s = wh.h.spec(metrics=[{"name": "a", "mode": "min"}, {"name": "b", "mode": "min"}],

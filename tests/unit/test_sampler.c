@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auto.h"
 #include "sampler.h"
 #include "sampler_internal.h"
 #include "space_testing.h"
@@ -962,10 +963,71 @@ static const BadCase BAD_SEARCHERS[] = {
     {"{\"type\": \"bayes\", \"n_initial\": 0}", "searcher.n_initial"},
     {"{\"type\": \"bayes\", \"n_initial\": true}", "searcher.n_initial"},
     {"{\"type\": \"bayes\", \"noisy\": 1}", "searcher.noisy"},
+    {"{\"type\": \"auto\", \"multivariate\": true}", "searcher.multivariate"},
+    {"{\"type\": \"auto\", \"sigma0\": 0.2}", "searcher.sigma0"},
+    {"{\"type\": \"auto\", \"multi_fidelity\": true}", "searcher.multi_fidelity"},
+    {"{\"type\": \"autos\"}", "searcher.type"},
+    {"{\"type\": \"auto\", \"switch_after\": 0}", "searcher.switch_after"},
+    {"{\"type\": \"bayes\", \"switch_after\": 10}", "searcher.switch_after"},
     {"{\"type\": \"bayes\", \"noisy\": \"yes\"}", "searcher.noisy"},
     {"{\"typo\": 1}", "searcher.typo"},
     {"{\"type\": \"grid\"}", "search_space.lr.grid_points"},
 };
+
+/* auto's rule (sampler/auto.h): the GP first, then tpe where there is a
+ * choice or a condition, cmaes otherwise; bayes alone for several
+ * objectives or constraints, and for none past 40 parameters. */
+static void test_auto_rule(void **state)
+{
+    (void)state;
+    Space *flat = parse_space("{\"a\":{\"type\":\"uniform\",\"low\":0,\"high\":1},"
+                              "\"b\":{\"type\":\"randint\",\"low\":0,\"high\":9}}");
+    Space *choice = parse_space("{\"a\":{\"type\":\"uniform\",\"low\":0,\"high\":1},"
+                                "\"c\":{\"type\":\"choice\",\"values\":[\"x\",\"y\"]}}");
+    Space *branch = parse_space(
+        "{\"m\":{\"type\":\"choice\",\"values\":[{\"k\":\"a\",\"lr\":{\"type\":"
+        "\"uniform\",\"low\":0,\"high\":1}},{\"k\":\"b\"}]}}");
+    SearcherSpec a0 = searcher_ok("{\"type\":\"auto\"}", flat);
+    assert_int_equal(a0.switch_after, AUTO_GP_MAX_OBS);
+    const SearcherSpec *d0 = &a0;
+    assert_int_equal(auto_pick(flat, d0, 0, 1, 0), SEARCHER_BAYES);
+    assert_int_equal(auto_pick(flat, d0, AUTO_GP_MAX_OBS - 1, 1, 0), SEARCHER_BAYES);
+    assert_int_equal(auto_pick(flat, d0, AUTO_GP_MAX_OBS, 1, 0), SEARCHER_CMAES);
+    assert_int_equal(auto_pick(choice, d0, AUTO_GP_MAX_OBS - 1, 1, 0), SEARCHER_BAYES);
+    assert_int_equal(auto_pick(choice, d0, AUTO_GP_MAX_OBS, 1, 0), SEARCHER_TPE);
+    assert_int_equal(auto_pick(branch, d0, 5000, 1, 0), SEARCHER_TPE);
+    assert_int_equal(auto_pick(flat, d0, 5000, 2, 0), SEARCHER_BAYES);
+    assert_int_equal(auto_pick(flat, d0, 5000, 1, 1), SEARCHER_BAYES);
+    char big[8192];
+    int o = snprintf(big, sizeof big, "{");
+    for (int i = 0; i <= AUTO_GP_MAX_DIMS; i++)
+        o += snprintf(big + o, sizeof big - (size_t)o,
+                      "%s\"x%d\":{\"type\":\"uniform\",\"low\":0,\"high\":1}", i ? "," : "", i);
+    snprintf(big + o, sizeof big - (size_t)o, "}");
+    Space *wide = parse_space(big);
+    assert_int_equal(auto_pick(wide, d0, 0, 1, 0), SEARCHER_CMAES);
+    /* The line is the spec's to move. */
+    SearcherSpec early = searcher_ok("{\"type\":\"auto\",\"switch_after\":10}", choice);
+    assert_int_equal(auto_pick(choice, &early, 9, 1, 0), SEARCHER_BAYES);
+    assert_int_equal(auto_pick(choice, &early, 10, 1, 0), SEARCHER_TPE);
+
+    /* What the pick runs with: auto's seed and start, the pick's defaults. */
+    SearcherSpec a = searcher_ok("{\"type\":\"auto\",\"seed\":7,\"n_initial\":9}", choice);
+    assert_true(searcher_uses_history(a.type));
+    SearcherSpec t = auto_spec(&a, SEARCHER_TPE);
+    assert_int_equal(t.type, SEARCHER_TPE);
+    assert_true(t.multivariate && t.group && t.constant_liar);
+    assert_int_equal(t.seed, 7);
+    assert_int_equal(t.n_initial, 9);
+    SearcherSpec c = auto_spec(&a, SEARCHER_CMAES);
+    assert_true(c.sigma0 == 0.0 && c.popsize == 0 && !c.no_restart && !c.multivariate);
+    SearcherSpec d = searcher_ok("{\"type\":\"auto\"}", flat);
+    assert_int_equal(d.n_initial, 5); /* max(5, 2 d), as bayes */
+    space_free(flat);
+    space_free(choice);
+    space_free(branch);
+    space_free(wide);
+}
 
 static void expect_bad_searcher(const char *searcher_text, const Space *space, const char *field)
 {
@@ -1747,6 +1809,7 @@ int main(void)
         cmocka_unit_test(test_conditional_flatten),
         cmocka_unit_test(test_conditional_points),
         cmocka_unit_test(test_conditional_grid),
+        cmocka_unit_test(test_auto_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
