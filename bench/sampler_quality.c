@@ -57,7 +57,7 @@
 #define QB_MAX_SEEDS 1000
 #define QB_MAX_EVALS 5000
 /* Evaluations at which regret is reported (those <= --evals). */
-static const int QB_CHECKPOINTS[] = {25, 50, 100, 1000, 2000, 5000};
+static const int QB_CHECKPOINTS[] = {25, 50, 100, 200, 1000, 2000, 5000};
 #define QB_NCHECK ((int)(sizeof QB_CHECKPOINTS / sizeof QB_CHECKPOINTS[0]))
 /* Random points per function for the "nothing below f*" self-check. */
 #define QB_CHECK_POINTS 200000
@@ -394,6 +394,9 @@ typedef struct Result {
     double wall_s;   /* the whole pair */
 } Result;
 
+/* --switch-after: the auto rows' searcher.switch_after (0: its default). */
+static int64_t auto_switch_after;
+
 /* One seed: fills row `seed` of r. Returns false (and r->error) on failure. */
 static bool run_seed(const TestFunction *fn, const Space *space, SearcherKind kind, int seed,
                      Result *r)
@@ -415,6 +418,8 @@ static bool run_seed(const TestFunction *fn, const Space *space, SearcherKind ki
         snprintf(r->error, sizeof r->error, "searcher_parse: %s", err.message);
         return false;
     }
+    if (kind == QB_AUTO && auto_switch_after > 0)
+        spec.switch_after = auto_switch_after;
     int evals = r->evals;
     json_t **configs = calloc((size_t)evals, sizeof *configs);
     BayesObservation *obs = calloc((size_t)evals, sizeof *obs);
@@ -637,6 +642,7 @@ static void usage(FILE *to)
             "  --searchers  comma-separated: random,quasi,bayes,cmaes,tpe,auto (default all)\n"
             "  --seeds N    seeds 0..N-1, at most %d (default 20)\n"
             "  --evals N    sequential evaluations per seed, at most %d (default 100)\n"
+            "  --switch-after N  the auto rows' searcher.switch_after (default 200)\n"
             "  --json       also print one JSON object per result line\n"
             "  --check-only run the self-check of the test functions and exit\n",
             QB_MAX_SEEDS, QB_MAX_EVALS);
@@ -709,6 +715,10 @@ int main(int argc, char **argv)
             ok = parse_int(v, 1, QB_MAX_SEEDS, &opt.seeds);
         } else if (strcmp(a, "--evals") == 0) {
             ok = parse_int(v, 1, QB_MAX_EVALS, &opt.evals);
+        } else if (strcmp(a, "--switch-after") == 0) {
+            int n = 0;
+            ok = parse_int(v, 1, QB_MAX_EVALS, &n);
+            auto_switch_after = n;
         } else {
             ok = false;
         }

@@ -12,10 +12,13 @@
 #include "sampler.h"
 
 /* searcher.switch_after's default: the GP proposes while the experiment
- * has fewer results than this; a proposal there takes about 150-200 ms at
- * d = 6 to 20 (bench/sampler_speed), and bayes conditions on at most 2,000
- * points anyway. */
-#define AUTO_GP_MAX_OBS 1000
+ * has fewer results than this. Up to 200 results bayes beat what took
+ * over from it (at 200 evaluations, switching at 100 was worse on
+ * Hartmann-6, Ackley-5 and Levy-4); past a few hundred it plateaus where
+ * CMA-ES goes on refining (Rosenbrock-4 at 1,000: 2.3 switching at 1,000,
+ * 3e-5 at 200, 2e-5 for cmaes alone). docs/searchers.md, "auto", has the
+ * table; a GP proposal at 200 results takes about 35-50 ms. */
+#define AUTO_GP_MAX_OBS 200
 /* The GP takes at most this many sampled parameters under auto. */
 #define AUTO_GP_MAX_DIMS 40
 
