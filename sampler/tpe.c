@@ -44,6 +44,10 @@
 #define TPE_MAGIC_CLIP 100.0 /* the smallest sigma is the range / min(100, kernels + 1) */
 #define TPE_FLAT_WEIGHTS 25  /* the most recent 25 observations weigh 1, older ones less */
 #define TPE_TRUNC_TRIES 64   /* rejection draws of a truncated normal (each accepted >= 1/3) */
+/* searcher.noisy false, a proposal already tried: the model's other
+ * draws, then the random searcher's (sampler_redraw), before a repeat. */
+#define TPE_RETRIES 8
+#define TPE_REDRAWS 64
 #define LOG_SQRT_2PI 0.91893853320467274178
 
 int64_t tpe__gamma(int64_t n)
@@ -402,10 +406,11 @@ typedef struct {
     Block *blocks;
     int nblocks;
     int64_t rows, cap;
-    double *u;     /* rows x dims cube points */
-    double *loss;  /* rows: finished first, then pending */
-    bool *active;  /* rows x nblocks */
-    int64_t n_fin; /* finished rows */
+    double *u;          /* rows x dims cube points */
+    double *loss;       /* rows: finished first, then pending */
+    bool *active;       /* rows x nblocks */
+    const json_t **cfg; /* rows: each row's config (borrowed), for seen() */
+    int64_t n_fin;      /* finished rows */
 } Rows;
 
 static TpeDim dim_of(const SpaceParam *p)
@@ -472,6 +477,10 @@ static int add_row(Rows *r, const json_t *config, double loss)
         if (a == NULL)
             return -1;
         r->active = a;
+        const json_t **cf = realloc(r->cfg, (size_t)cap * sizeof *cf);
+        if (cf == NULL)
+            return -1;
+        r->cfg = cf;
         r->cap = cap;
     }
     RungError err;
@@ -483,8 +492,30 @@ static int add_row(Rows *r, const json_t *config, double loss)
     for (int b = 0; b < r->nblocks; b++)
         r->active[r->rows * r->nblocks + b] = active[r->blocks[b].head];
     r->loss[r->rows] = isnan(loss) ? INFINITY : loss;
+    r->cfg[r->rows] = config;
     r->rows++;
     return 0;
+}
+
+/* Whether config c is one of r's rows (finished, and with constant_liar
+ * pending or proposed before it in the batch): the same cube point, then
+ * the same JSON (grid parameters have no cube coordinate). */
+static bool seen(const Rows *r, const json_t *c)
+{
+    const Space *space = r->space;
+    double u[SPACE_MAX_PARAMS];
+    RungError err;
+    if (c == NULL || space_encode(space, c, u, &err) != 0)
+        return false;
+    for (int64_t i = 0; i < r->rows; i++) {
+        const double *v = r->u + i * space->dims;
+        int j = 0;
+        while (j < space->dims && fabs(v[j] - u[j]) <= 1e-9)
+            j++;
+        if (j == space->dims && json_equal(r->cfg[i], c))
+            return true;
+    }
+    return false;
 }
 
 /* The value of dimension j of block b in row u: the category index of a
@@ -516,7 +547,7 @@ static double snap(const SpaceParam *p, double x)
 
 /* Proposes block b's part of the cube point into ucfg. -1 out of memory. */
 static int propose_block(const Rows *r, int bi, const bool *below, bool multivariate, uint64_t seed,
-                         int64_t number, double *ucfg)
+                         int64_t number, int attempt, double *ucfg)
 {
     const Space *space = r->space;
     const Block *b = &r->blocks[bi];
@@ -545,7 +576,10 @@ static int propose_block(const Rows *r, int bi, const bool *below, bool multivar
         tpe__parzen_free(g);
         return -1;
     }
-    uint64_t rng = sampler__hash(seed, SAMPLER_STREAM_TPE, (uint64_t)number, (uint64_t)bi);
+    /* Attempt 0 is the proposal; later ones (a repeat, tpe_propose) draw
+     * other candidates. */
+    uint64_t rng = sampler__hash(seed, SAMPLER_STREAM_TPE, (uint64_t)number,
+                                 (uint64_t)bi + (uint64_t)attempt * SPACE_MAX_PARAMS);
     double x[SPACE_MAX_PARAMS], best[SPACE_MAX_PARAMS];
     double best_score = -INFINITY;
     for (int c = 0; c < TPE_CANDIDATES; c++) {
@@ -568,7 +602,8 @@ static int propose_block(const Rows *r, int bi, const bool *below, bool multivar
     return 0;
 }
 
-static json_t *propose_one(const Rows *r, const SearcherSpec *s, int64_t number, int *oom)
+static json_t *propose_one(const Rows *r, const SearcherSpec *s, int64_t number, int attempt,
+                           int *oom)
 {
     const Space *space = r->space;
     bool *below = malloc((size_t)(r->rows > 0 ? r->rows : 1) * sizeof *below);
@@ -581,7 +616,7 @@ static json_t *propose_one(const Rows *r, const SearcherSpec *s, int64_t number,
     for (int j = 0; j < space->dims; j++)
         ucfg[j] = SPACE_INACTIVE_U;
     for (int b = 0; b < r->nblocks; b++) {
-        if (propose_block(r, b, below, s->multivariate, s->seed, number, ucfg) != 0) {
+        if (propose_block(r, b, below, s->multivariate, s->seed, number, attempt, ucfg) != 0) {
             free(below);
             *oom = 1;
             return NULL;
@@ -625,7 +660,23 @@ int tpe_propose(const Space *space, const SearcherSpec *searcher, int64_t first,
             out[c] = sampler_config(space, searcher, number);
             oom = out[c] == NULL;
         } else {
-            out[c] = propose_one(&r, searcher, number, &oom);
+            out[c] = propose_one(&r, searcher, number, 0, &oom);
+            /* searcher.noisy false: not a config tried already, while other
+             * draws of the model, then of the random searcher, find one. */
+            for (int a = 1; !oom && !searcher->noisy && a <= TPE_RETRIES && seen(&r, out[c]); a++) {
+                json_decref(out[c]);
+                out[c] = propose_one(&r, searcher, number, a, &oom);
+            }
+            for (int64_t k = 1; !oom && !searcher->noisy && k <= TPE_REDRAWS && seen(&r, out[c]);
+                 k++) {
+                json_t *alt = sampler_redraw(space, searcher, number, k);
+                if (alt != NULL && !seen(&r, alt)) {
+                    json_decref(out[c]);
+                    out[c] = alt;
+                } else {
+                    json_decref(alt);
+                }
+            }
         }
         /* The constant liar: this config is pending for the next of the batch. */
         if (!oom && searcher->constant_liar && c + 1 < count)
@@ -635,6 +686,7 @@ int tpe_propose(const Space *space, const SearcherSpec *searcher, int64_t first,
     free(r.u);
     free(r.loss);
     free(r.active);
+    free(r.cfg);
     if (oom) {
         for (int64_t i = 0; i < count; i++) {
             json_decref(out[i]);

@@ -467,6 +467,56 @@ static void test_all_domains(void **state)
 }
 
 /* The spec's fields: defaults, refusals naming the field. */
+/* 4 x 5 = 20 configs, one best (b = 2, a = "c"). */
+static const char *const SPACE_DISCRETE =
+    "{\"a\": {\"type\": \"choice\", \"values\": [\"a\", \"b\", \"c\", \"d\"]},"
+    " \"b\": {\"type\": \"randint\", \"low\": 0, \"high\": 5}}";
+
+static double discrete_loss(const json_t *c)
+{
+    double b = (double)json_integer_value(json_object_get(c, "b"));
+    const char *a = json_string_value(json_object_get(c, "a"));
+    return (b - 2.0) * (b - 2.0) + (strcmp(a, "c") == 0 ? 0.0 : 1.0 + (double)(a[0] - 'a'));
+}
+
+/* Repeats among 18 sequential trials of s (of the 20 configs). */
+static int repeats(const Space *space, const SearcherSpec *s)
+{
+    json_t *c[18];
+    run(space, s, 18, discrete_loss, c);
+    int n = 0;
+    for (int i = 0; i < 18; i++) {
+        for (int k = 0; k < i; k++)
+            if (json_equal(c[i], c[k])) {
+                n++;
+                break;
+            }
+    }
+    for (int i = 0; i < 18; i++)
+        json_decref(c[i]);
+    return n;
+}
+
+/* searcher.noisy false: once the model proposes, no config is tried
+ * twice while one is left; declared noisy, TPE's draws from the good
+ * configs repeat them. */
+static void test_no_repeats_unless_noisy(void **state)
+{
+    (void)state;
+    Space *space = parse_space(SPACE_DISCRETE);
+    int quiet = 0, noisy = 0;
+    for (uint64_t seed = 0; seed < 5; seed++) {
+        SearcherSpec s = tpe_spec(seed);
+        s.n_initial = 4;
+        quiet += repeats(space, &s);
+        s.noisy = true;
+        noisy += repeats(space, &s);
+    }
+    assert_int_equal(quiet, 0);
+    assert_true(noisy > 0);
+    space_free(space);
+}
+
 static void test_parse(void **state)
 {
     (void)state;
@@ -519,12 +569,19 @@ static void test_parse(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parzen_univariate),  cmocka_unit_test(test_parzen_multivariate),
-        cmocka_unit_test(test_parzen_categorical), cmocka_unit_test(test_parzen_integer),
-        cmocka_unit_test(test_weights_and_clip),   cmocka_unit_test(test_gamma_split),
-        cmocka_unit_test(test_beats_random),       cmocka_unit_test(test_determinism),
-        cmocka_unit_test(test_constant_liar),      cmocka_unit_test(test_conditional),
-        cmocka_unit_test(test_all_domains),        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_parzen_univariate),
+        cmocka_unit_test(test_parzen_multivariate),
+        cmocka_unit_test(test_parzen_categorical),
+        cmocka_unit_test(test_parzen_integer),
+        cmocka_unit_test(test_weights_and_clip),
+        cmocka_unit_test(test_gamma_split),
+        cmocka_unit_test(test_beats_random),
+        cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_constant_liar),
+        cmocka_unit_test(test_conditional),
+        cmocka_unit_test(test_all_domains),
+        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_no_repeats_unless_noisy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
