@@ -1232,41 +1232,44 @@ static void active_free(const Bayes *b, const double *u, bool *movable)
  * the m candidates snapped. Where every one of them was seen (a small
  * space nearly exhausted), u stays: a repeat beats no trial. 0, -1 out of
  * memory, 1 when the acquisition failed. */
+/* v, when unseen and of higher log EI than *best, becomes alt. 0, or 1
+ * when the acquisition failed. */
+static int keep_unseen(Bayes *b, const double *v, const int64_t *gidx, double *best, double *alt)
+{
+    double x[SPACE_MAX_PARAMS], a;
+    features_of(b, v, gidx, x);
+    if (seen(b, x))
+        return 0;
+    if (log_ei_at(b, v, gidx, &a) != 0)
+        return 1;
+    if (a > *best) {
+        *best = a;
+        memcpy(alt, v, (size_t)b->dims * sizeof *v);
+    }
+    return 0;
+}
+
 static int unseen_alternative(Bayes *b, int m, const int64_t *gidx, int64_t combo, double *u)
 {
     double x[SPACE_MAX_PARAMS], v[SPACE_MAX_PARAMS], alt[SPACE_MAX_PARAMS];
     features_of(b, u, gidx, x);
     if (!seen(b, x))
         return 0;
-    double best = -INFINITY, a;
+    double best = -INFINITY;
     int dims = b->dims;
     for (int j = 0; j < dims; j++)
         for (int l = 0; l < b->nlevels[j]; l++) {
             memcpy(v, u, (size_t)dims * sizeof *v);
             v[j] = b->levels[j][l];
-            features_of(b, v, gidx, x);
-            if (v[j] == u[j] || seen(b, x))
-                continue;
-            if (log_ei_at(b, v, gidx, &a) != 0)
+            if (v[j] != u[j] && keep_unseen(b, v, gidx, &best, alt) != 0)
                 return 1;
-            if (a > best) {
-                best = a;
-                memcpy(alt, v, (size_t)dims * sizeof *v);
-            }
         }
     for (int i = 0; best == -INFINITY && i < m; i++) {
         memcpy(v, b->cu + (size_t)i * (size_t)dims, (size_t)dims * sizeof *v);
         if (snap(b, v, combo) != 0)
             return -1;
-        features_of(b, v, gidx, x);
-        if (seen(b, x))
-            continue;
-        if (log_ei_at(b, v, gidx, &a) != 0)
+        if (keep_unseen(b, v, gidx, &best, alt) != 0)
             return 1;
-        if (a > best) {
-            best = a;
-            memcpy(alt, v, (size_t)dims * sizeof *v);
-        }
     }
     if (best > -INFINITY)
         memcpy(u, alt, (size_t)dims * sizeof *u);

@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmaes.h"
 #include "auto.h"
+#include "cmaes.h"
 #include "jsonv.h"
 
 #define INVALID RUNG_E_INVALID_SPEC

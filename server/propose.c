@@ -5,8 +5,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "cmaes.h"
 #include "auto.h"
+#include "cmaes.h"
 #include "log.h"
 #include "tpe.h"
 
