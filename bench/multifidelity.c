@@ -58,6 +58,17 @@
  *                        the loss the scheduler judged there), as rungd does
  *                        with searcher.multi_fidelity
  *   bayes_mf+hyperband   the same under hyperband
+ *   tpe+asha             tpe_propose (sampler/tpe.h) on each ended trial's
+ *                        last value, as rungd's tpe with multi_fidelity false
+ *   tpe_mf+asha          tpe_mf_propose given every rung record so far and
+ *                        a record at max_t for each trial that ran to it,
+ *                        as rungd's tpe does by default under rungs
+ *   tpe_mf+hyperband     the same under hyperband: Rung's multi-fidelity
+ *                        method (docs/searchers.md, "Multi-fidelity")
+ *   tpe_mfb+hyperband    the same, each trial's config proposed from the
+ *                        trials of its own hyperband bracket only (as
+ *                        Optuna's TPE sees a HyperbandPruner's study); a
+ *                        variant measured here, not in rungd
  * asha: grace period 1, rf 3, one bracket; hyperband: grace 1, rf 3, every
  * bracket; searcher seed = the run's seed, bayes with its default n_initial.
  *
@@ -89,6 +100,7 @@
 #include "lc4.h"
 #include "lcbench.h"
 #include "sampler.h"
+#include "tpe.h"
 
 #define MF_MAX_T 81
 #define MF_MAX_WORKERS 256
@@ -360,7 +372,7 @@ static int nearest_row(const Bench *b, const json_t *config, const bool *used)
 
 /* ---- arms ---- */
 
-typedef enum { S_RANDOM, S_BAYES, S_BAYES_MF } SearcherKind;
+typedef enum { S_RANDOM, S_BAYES, S_BAYES_MF, S_TPE, S_TPE_MF, S_TPE_MFB } SearcherKind;
 
 typedef struct Arm {
     const char *name;
@@ -373,6 +385,10 @@ static const Arm ARMS[] = {
     {"bayes+asha", S_BAYES, ASHA_ASHA},
     {"bayes_mf+asha", S_BAYES_MF, ASHA_ASHA},
     {"bayes_mf+hyperband", S_BAYES_MF, ASHA_HYPERBAND},
+    {"tpe+asha", S_TPE, ASHA_ASHA},
+    {"tpe_mf+asha", S_TPE_MF, ASHA_ASHA},
+    {"tpe_mf+hyperband", S_TPE_MF, ASHA_HYPERBAND},
+    {"tpe_mfb+hyperband", S_TPE_MFB, ASHA_HYPERBAND},
 };
 #define MF_NARMS ((int)(sizeof ARMS / sizeof ARMS[0]))
 
@@ -430,33 +446,65 @@ static json_t *propose(Sim *s)
     const json_t **pend = calloc((size_t)n + 1, sizeof *pend);
     BayesRungRecord *rr = NULL;
     int64_t n_obs = 0, n_pend = 0, n_rr = 0;
+    const AshaParams *ap = asha_params(s->asha);
+    int my_bracket = asha_bracket(ap, n);
+    bool per_bracket = s->arm->searcher == S_TPE_MFB;
     for (int64_t i = 0; i < n; i++) {
         const SimTrial *t = &s->trials[i];
+        if (per_bracket && asha_bracket(ap, i) != my_bracket)
+            continue;
         if (t->state == TS_ENDED)
             obs[n_obs++] = (BayesObservation){.config = t->config, .loss = t->loss[t->t]};
         else
             pend[n_pend++] = t->config;
     }
     BayesHistory h = {.obs = obs, .n_obs = n_obs, .pending = pend, .n_pending = n_pend};
-    if (s->arm->searcher == S_BAYES_MF) {
+    if (s->arm->searcher == S_BAYES_MF || s->arm->searcher == S_TPE_MF || per_bracket) {
         int64_t k = asha_records(s->asha, NULL, 0);
         AshaRecord *recs = malloc((size_t)(k + 1) * sizeof *recs);
         rr = malloc((size_t)(k + 1) * sizeof *rr);
         asha_records(s->asha, recs, k);
         for (int64_t i = 0; i < k; i++)
-            rr[n_rr++] = (BayesRungRecord){.config = s->trials[recs[i].trial].config,
-                                           .level = recs[i].milestone,
-                                           .loss = recs[i].loss};
+            if (!per_bracket || asha_bracket(ap, recs[i].trial) == my_bracket)
+                rr[n_rr++] = (BayesRungRecord){.config = s->trials[recs[i].trial].config,
+                                               .level = recs[i].milestone,
+                                               .loss = recs[i].loss,
+                                               .number = recs[i].trial};
         free(recs);
+        /* The trials that ran to max_t: a record there (max_t is not
+         * always a rung: LCBench's 52 epochs under rf 3). */
+        if (s->arm->searcher != S_BAYES_MF) {
+            rr = realloc(rr, (size_t)(k + n + 1) * sizeof *rr);
+            for (int64_t i = 0; i < n; i++) {
+                const SimTrial *t = &s->trials[i];
+                if (t->t == s->b->max_t && (!per_bracket || asha_bracket(ap, i) == my_bracket))
+                    rr[n_rr++] = (BayesRungRecord){.config = t->config,
+                                                   .level = s->b->max_t,
+                                                   .loss = t->loss[t->t],
+                                                   .number = i};
+            }
+        }
         h.rungs = rr;
         h.n_rungs = n_rr;
     }
     json_t *out = NULL;
     RungError err;
     double t0 = now_s();
-    int rc = s->arm->searcher == S_BAYES_MF
-                 ? bayes_mf_propose(s->b->space, &s->spec, n, 1, &h, &out, NULL, &err)
-                 : bayes_propose(s->b->space, &s->spec, n, 1, &h, &out, &err);
+    int rc;
+    switch (s->arm->searcher) {
+    case S_BAYES_MF:
+        rc = bayes_mf_propose(s->b->space, &s->spec, n, 1, &h, &out, NULL, &err);
+        break;
+    case S_TPE:
+        rc = tpe_propose(s->b->space, &s->spec, n, 1, &h, &out, &err);
+        break;
+    case S_TPE_MF:
+    case S_TPE_MFB:
+        rc = tpe_mf_propose(s->b->space, &s->spec, n, 1, &h, &out, &err);
+        break;
+    default:
+        rc = bayes_propose(s->b->space, &s->spec, n, 1, &h, &out, &err);
+    }
     s->propose_s += now_s() - t0;
     if (rc != 0) {
         fprintf(stderr, "multifidelity: %s seed %d trial %lld: %s\n", s->arm->name, s->seed,
@@ -615,7 +663,11 @@ static int simulate(Sim *s, const Bench *b, const Arm *arm, int workers, int see
     s->promote = asha_params(s->asha)->promote;
     char text[96];
     snprintf(text, sizeof text, "{\"type\": \"%s\", \"seed\": %d}",
-             arm->searcher == S_RANDOM ? "random" : "bayes", seed);
+             arm->searcher == S_RANDOM ? "random"
+             : arm->searcher == S_TPE || arm->searcher == S_TPE_MF || arm->searcher == S_TPE_MFB
+                 ? "tpe"
+                 : "bayes",
+             seed);
     json_t *sj = json_loads(text, 0, NULL);
     RungError err;
     if (searcher_parse(sj, b->space, &s->spec, &err) != 0) {

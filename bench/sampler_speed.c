@@ -280,7 +280,7 @@ static void measure(const Cell *cell, const Options *opt, CellResult *r)
         for (int k = 0; nr < n; k++)
             for (int j = 0, level = 1; j < (cell->m == 0 ? 4 : 1) && nr < n && k % level == 0;
                  j++, level *= 3)
-                recs[nr++] = (BayesRungRecord){obs[k].config, level, obs[k].loss + 1.0 / level};
+                recs[nr++] = (BayesRungRecord){obs[k].config, level, obs[k].loss + 1.0 / level, k};
         history = (BayesHistory){.rungs = recs, .n_rungs = nr};
     }
 

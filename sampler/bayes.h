@@ -61,6 +61,7 @@ typedef struct BayesRungRecord {
     const json_t *config; /* borrowed */
     double level;         /* the rung's milestone (time_attr units), > 0 */
     double loss;          /* minimized; NaN when the trial failed there */
+    int64_t number;       /* the trial's number (tpe_mf_propose keeps their order) */
 } BayesRungRecord;
 
 /* The most configs one call proposes: each joins the GP as a point. */

@@ -206,9 +206,9 @@ int searcher_parse(const json_t *searcher, const Space *space, SearcherSpec *out
     }
     out->multi_fidelity = -1;
     const json_t *mf = json_object_get(searcher, "multi_fidelity");
-    if (mf != NULL && out->type != SEARCHER_BAYES)
+    if (mf != NULL && out->type != SEARCHER_BAYES && out->type != SEARCHER_TPE)
         return rung_error_set(err, INVALID, "searcher.multi_fidelity",
-                              "searcher.multi_fidelity: only the bayes searcher takes "
+                              "searcher.multi_fidelity: only the bayes and tpe searchers take "
                               "multi_fidelity");
     if (mf != NULL) {
         bool on = false;

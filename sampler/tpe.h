@@ -45,6 +45,16 @@
 int tpe_propose(const Space *space, const SearcherSpec *searcher, int64_t first, int64_t count,
                 const BayesHistory *history, json_t **out, RungError *err);
 
+/* Multi-fidelity TPE (sampler/tpe_mf.c; docs/searchers.md,
+ * "Multi-fidelity"): with history's rung records (history->rungs), every
+ * trial that reached a rung is an observation, ranked by the deepest rung
+ * it reached (deeper is better), then by its loss there; history's obs
+ * add only the trials with no record (below all others), its pending
+ * configs only those with no record yet. Without records it is
+ * tpe_propose. Same arguments and errors as tpe_propose. */
+int tpe_mf_propose(const Space *space, const SearcherSpec *searcher, int64_t first, int64_t count,
+                   const BayesHistory *history, json_t **out, RungError *err);
+
 /* The pieces, for the unit tests (tests/unit/test_tpe.c). */
 
 /* Optuna's default gamma: the size of the good set of n observations. */

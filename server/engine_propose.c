@@ -133,9 +133,34 @@ static void rung_records(const Experiment *exp, const NumberedObs *obs, size_t n
         if (config == NULL)
             continue;
         h->rungs[h->n_rungs++] = (BayesRungRecord){json_incref((json_t *)config), recs[i].milestone,
-                                                   recs[i].loss};
+                                                   recs[i].loss, num};
     }
     free(recs);
+    if (exp->spec.searcher.type != SEARCHER_TPE)
+        return;
+    /* tpe ranks by the deepest level reached: a trial that ran to max_t
+     * gets a record there, above those stopped at the last rung (max_t is
+     * not always a rung: 52 epochs under rf 3). Trials released from
+     * memory are left at their last rung. */
+    double max_t = asha_params(exp->asha)->max_t;
+    int64_t lo = exp->trials_base + exp->trials_lo, extra = 0;
+    for (int64_t i = lo; i < exp->n_trials; i++) {
+        const Trial *t = core_exp_trial(exp, i);
+        extra += t != NULL && t->state == TRIAL_COMPLETED && t->has_time && t->time >= max_t;
+    }
+    if (extra == 0)
+        return;
+    BayesRungRecord *grown = realloc(h->rungs, (size_t)(h->n_rungs + extra) * sizeof *grown);
+    if (grown == NULL)
+        abort();
+    h->rungs = grown;
+    for (int64_t i = lo; i < exp->n_trials; i++) {
+        const Trial *t = core_exp_trial(exp, i);
+        double loss;
+        if (t != NULL && t->state == TRIAL_COMPLETED && t->has_time && t->time >= max_t &&
+            core_trial_result(t, &loss))
+            h->rungs[h->n_rungs++] = (BayesRungRecord){json_incref(t->config), max_t, loss, i};
+    }
 }
 
 /* What a bayes experiment knows now: the trials of its warm_start source

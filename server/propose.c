@@ -141,14 +141,19 @@ static Proposals *compute(Proposer *proposer, const Request *r)
             h.n_rungs = r->history->n_rungs;
         }
         if (searcher.type == SEARCHER_TPE) {
-            if (tpe_propose(space, &searcher, r->first, r->count, &h, configs, &err) != 0)
+            /* multi_fidelity: ranked by the rung each trial reached (tpe.h). */
+            if ((searcher.multi_fidelity == 1
+                     ? tpe_mf_propose(space, &searcher, r->first, r->count, &h, configs, &err)
+                     : tpe_propose(space, &searcher, r->first, r->count, &h, configs, &err)) != 0)
                 LOG_ERROR("tpe proposal for experiment %lld failed: %s", (long long)r->exp_id,
                           err.message);
             else /* what it learned from: after a restart, the stored results too */
-                LOG_INFO("experiment %lld: tpe proposed trial %lld from %lld results and %lld "
-                         "pending",
+                LOG_INFO("experiment %lld: tpe proposed trial %lld from %lld results, %lld rung "
+                         "records and %lld pending",
                          (long long)r->exp_id, (long long)(r->first + r->count - 1),
-                         (long long)h.n_obs, (long long)h.n_pending);
+                         (long long)h.n_obs,
+                         (long long)(searcher.multi_fidelity == 1 ? h.n_rungs : 0),
+                         (long long)h.n_pending);
         } else if (searcher.multi_fidelity == 1) {
             double *levels = calloc((size_t)r->count, sizeof *levels);
             if (levels == NULL)

@@ -179,12 +179,17 @@ int spec_check_objective_rules(const json_t *j, Spec *spec, RungError *err)
         return rung_error_set(err, E, "searcher.multi_fidelity",
                               "searcher.multi_fidelity: models one metric; not with several "
                               "objectives or constraints");
+    /* tpe ranks its trials: with rungs it ranks them by the rung they
+     * reached first (sampler/tpe_mf.c), as Optuna's TPE does under a pruner;
+     * last values alone mix fidelities (docs/searchers.md, "Multi-fidelity"). */
     if (spec->searcher.multi_fidelity < 0)
-        spec->searcher.multi_fidelity = spec->searcher.type == SEARCHER_BAYES && rungs &&
-                                        one_loss && SPEC_MULTI_FIDELITY_DEFAULT;
+        spec->searcher.multi_fidelity =
+            rungs && one_loss &&
+            (spec->searcher.type == SEARCHER_TPE ||
+             (spec->searcher.type == SEARCHER_BAYES && SPEC_MULTI_FIDELITY_DEFAULT));
     /* Shown, and stored: a later rungd with another default goes on as
      * the experiment started. */
-    if (spec->searcher.type == SEARCHER_BAYES)
+    if (spec->searcher.type == SEARCHER_BAYES || spec->searcher.type == SEARCHER_TPE)
         json_object_set_new(json_object_get(spec->json, "searcher"), "multi_fidelity",
                             json_boolean(spec->searcher.multi_fidelity == 1));
     /* tpe models one loss; several objectives (MOTPE) are later work. */

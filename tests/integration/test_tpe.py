@@ -5,7 +5,8 @@ trials that ran at the same time have distinct configs (pending trials are
 the constant liar's worst values), and after a rungd restart the searcher
 goes on from the stored results: it keeps to the branch they favour, where
 the quasi-random start points it would fall back to without them split
-evenly between the two."""
+evenly between the two. Under asha it learns from every trial's rung
+records (multi-fidelity)."""
 
 import datetime
 import re
@@ -21,6 +22,14 @@ if c["arm.kind"] == "good":
 else:
     loss = 5.0 + c["arm.y"] + 0.01 * c["width"]
 print("@rung " + json.dumps({"loss": loss}), flush=True)
+"""
+
+# A learning curve: the loss falls with the step towards (x - 0.3)^2.
+CURVE = """
+import json, os
+x = json.loads(os.environ["RUNG_CONFIG"])["x"]
+for step in range(1, 10):
+    print("@rung " + json.dumps({"step": step, "loss": (x - 0.3) ** 2 + 0.5 / step}), flush=True)
 """
 
 SPACE = {
@@ -107,6 +116,38 @@ class Tpe(wh.WorkerTestCase):
                                     "before switch_after" % (number, results))
         # The trials before the line came from bayes: none of them from tpe.
         self.assertGreaterEqual(min(n for n, _ in tpe), 10, tpe)
+
+    def test_multi_fidelity_under_asha(self):
+        # With asha, tpe ranks trials by the rung they reached, then their
+        # loss there (sampler/tpe_mf.c): every trial that reported at rung 1
+        # counts at once, so it learns before the first trial finishes. The
+        # spec shows multi_fidelity on; rungd logs the rung records each
+        # proposal learned from; late trials are near the optimum x = 0.3.
+        d = self.daemon()
+        path = self.script("curve.py", CURVE)
+        spec = wh.command_spec([wh.PYTHON, path], search_space={
+            "x": {"type": "uniform", "low": 0, "high": 1}}, num_samples=30,
+            max_concurrent_trials=4, searcher={"type": "tpe", "seed": 4, "n_initial": 8},
+            scheduler={"type": "asha", "time_attr": "step", "max_t": 9, "grace_period": 1,
+                       "reduction_factor": 3})
+        eid = d.create_experiment(spec)["id"]
+        self.assertIs(d.experiment(eid)["searcher"]["multi_fidelity"], True)
+        workers = [self.worker(d, name, cpu_slots=2, once=True) for name in ("ma", "mb")]
+        self.assertEqual(self.wait_workers_exit(workers, 60), [0, 0], self.explain(d, *workers))
+        exp = d.experiment(eid)
+        self.assertEqual(exp["state"], "completed", self.explain(d, *workers))
+        logged = [(int(m.group(1)), int(m.group(2)), int(m.group(3))) for m in re.finditer(
+            r"experiment %d: tpe proposed trial (\d+) from (\d+) results, (\d+) rung records"
+            % eid, d.stderr_text())]
+        self.assertTrue(logged, d.diagnostics())
+        # Past the n_initial start points, every proposal had rung records.
+        self.assertTrue(all(records > 0 for number, _, records in logged if number >= 8), logged)
+        trials = d.all_trials(eid)
+        stopped = [t for t in trials if t["state"] == "stopped"]
+        self.assertTrue(stopped, "asha stopped no trial")
+        late = [t["config"]["x"] for t in trials if t["number"] >= 20]
+        near = sum(abs(x - 0.3) < 0.2 for x in late)
+        self.assertGreaterEqual(near, 7, "late trials' x: %s" % late)
 
     def test_refused_with_several_objectives(self):
         d = self.daemon()

@@ -24,7 +24,7 @@ static void test_level_rule(void **state)
     /* 4 at level 1, 3 at level 3 (one NaN), 1 at level 9. */
     double levels[10] = {1, 1, 1, 1, 3, 3, 3, 9};
     for (int i = 0; i < 8; i++)
-        r[i] = (BayesRungRecord){c, levels[i], i == 6 ? NAN : 0.5};
+        r[i] = (BayesRungRecord){c, levels[i], i == 6 ? NAN : 0.5, i};
     assert_true(bayes_mf_level(r, 8, 1) == 9);
     assert_true(bayes_mf_level(r, 8, 2) == 3);
     assert_true(bayes_mf_level(r, 8, 3) == 1); /* level 3 has 2 finite */
@@ -54,7 +54,8 @@ static void add_level(Recs *R, double level, int n, double centre)
         double x = (i + 0.5) / n;
         json_t *c = json_pack("{s:f}", "x", x);
         R->owned[R->n] = c;
-        R->r[R->n++] = (BayesRungRecord){c, level, (x - centre) * (x - centre)};
+        R->r[R->n] = (BayesRungRecord){c, level, (x - centre) * (x - centre), R->n};
+        R->n++;
     }
 }
 
@@ -163,12 +164,12 @@ static void test_bad_records(void **state)
     Space *space = parse_space(SPACE1);
     SearcherSpec s = {.type = SEARCHER_BAYES, .seed = 3, .n_initial = 4};
     json_t *c = json_pack("{s:f}", "x", 0.5), *out = NULL;
-    BayesRungRecord r[1] = {{c, 0, 1.0}};
+    BayesRungRecord r[1] = {{c, 0, 1.0, 0}};
     BayesHistory h = {.rungs = r, .n_rungs = 1};
     RungError err;
     assert_int_equal(bayes_mf_propose(space, &s, 20, 1, &h, &out, NULL, &err),
                      RUNG_E_INVALID_ARGUMENT);
-    r[0] = (BayesRungRecord){NULL, 1, 1.0};
+    r[0] = (BayesRungRecord){NULL, 1, 1.0, 0};
     assert_int_equal(bayes_mf_propose(space, &s, 20, 1, &h, &out, NULL, &err),
                      RUNG_E_INVALID_ARGUMENT);
     h.rungs = NULL;

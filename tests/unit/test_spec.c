@@ -923,9 +923,9 @@ static void test_end_at_max_t(void **state)
            "scheduler.end_at_max_t");
 }
 
-/* searcher.multi_fidelity (docs/api.md, "searcher"): off unless the spec
- * asks, allowed for bayes with rungs, one metric and no constraints; shown
- * in the spec. */
+/* searcher.multi_fidelity (docs/api.md, "searcher"): for bayes off unless
+ * the spec asks, for tpe on with rungs unless it says no; allowed with
+ * rungs, one metric and no constraints; shown in the spec. */
 #define BAYES "\"searcher\": {\"type\": \"bayes\"}"
 #define ASHA "\"scheduler\": {\"type\": \"asha\"}"
 static void test_multi_fidelity(void **state)
@@ -962,6 +962,24 @@ static void test_multi_fidelity(void **state)
            &spec);
     assert_int_equal(spec.searcher.multi_fidelity, 0);
     spec_close(&spec);
+    /* tpe with rungs: on unless the spec says (sampler/tpe_mf.c); shown. */
+    accept("{" BASE ", \"searcher\": {\"type\": \"tpe\"}, " ASHA "}", &spec);
+    assert_int_equal(spec.searcher.multi_fidelity, 1);
+    assert_true(
+        json_is_true(json_object_get(json_object_get(spec.json, "searcher"), "multi_fidelity")));
+    spec_close(&spec);
+    accept("{" BASE ", \"searcher\": {\"type\": \"tpe\", \"multi_fidelity\": false}, "
+           "\"scheduler\": {\"type\": \"hyperband\"}}",
+           &spec);
+    assert_int_equal(spec.searcher.multi_fidelity, 0);
+    spec_close(&spec);
+    accept("{" BASE ", \"searcher\": {\"type\": \"tpe\"}}", &spec);
+    assert_int_equal(spec.searcher.multi_fidelity, 0);
+    assert_true(
+        json_is_false(json_object_get(json_object_get(spec.json, "searcher"), "multi_fidelity")));
+    spec_close(&spec);
+    refuse("{" BASE ", \"searcher\": {\"type\": \"tpe\", \"multi_fidelity\": true}}",
+           "searcher.multi_fidelity");
     /* random takes no such key, and shows none. */
     accept("{" BASE ", " ASHA "}", &spec);
     assert_null(json_object_get(json_object_get(spec.json, "searcher"), "multi_fidelity"));

@@ -3,6 +3,7 @@
  * independently (Optuna 3.1's estimator with its defaults, on the same
  * observations: the method tpe.c follows), the good/bad split, the
  * constant liar, determinism, conditional spaces, the searcher's fields,
+ * the multi-fidelity ranking (tpe_mf.c),
  * and that it beats random search on a quadratic. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -336,6 +337,85 @@ static void test_constant_liar(void **state)
     space_free(space);
 }
 
+/* Multi-fidelity (tpe_mf_propose): 40 trials, x spread over [0, 1]. Those
+ * with x > 0.5 are slow starters that reached level 9 (loss there 0.3 + x
+ * / 10); those with x < 0.5 looked best at level 1 (loss 0.01) and were
+ * stopped there. Ranked by the rung reached, the good set is the slow
+ * starters and the proposals go to x > 0.5; from the last values alone
+ * (tpe_propose) they would go to x < 0.5. A trial running with a record
+ * counts as pending, not as ranked (the constant liar, as Optuna's). A
+ * trial with no record (failed before its first rung) ranks below all. */
+static void test_multi_fidelity(void **state)
+{
+    (void)state;
+    Space *space = parse_space(SPACE_2D);
+    enum { N = 40 };
+    json_t *cfg[N];
+    BayesObservation obs[N];
+    BayesRungRecord rec[2 * N];
+    int nr = 0;
+    for (int i = 0; i < N; i++) {
+        double x = (i + 0.5) / N;
+        cfg[i] = json_pack("{s:f, s:f}", "x", x, "y", 0.5);
+        bool slow = x > 0.5;
+        double last = slow ? 0.3 + x / 10 : 0.01;
+        obs[i] = (BayesObservation){.config = cfg[i], .loss = last};
+        rec[nr++] = (BayesRungRecord){cfg[i], 1, slow ? 0.5 : 0.01, i};
+        if (slow)
+            rec[nr++] = (BayesRungRecord){cfg[i], 9, last, i};
+    }
+    SearcherSpec s = tpe_spec(5);
+    BayesHistory h = {.obs = obs, .n_obs = N, .rungs = rec, .n_rungs = nr};
+    BayesHistory last_only = {.obs = obs, .n_obs = N};
+    RungError err;
+    int mf_high = 0, last_high = 0;
+    for (int k = 0; k < 20; k++) {
+        json_t *a, *b;
+        assert_int_equal(tpe_mf_propose(space, &s, N + k, 1, &h, &a, &err), 0);
+        assert_int_equal(tpe_propose(space, &s, N + k, 1, &last_only, &b, &err), 0);
+        mf_high += json_real_value(json_object_get(a, "x")) > 0.5;
+        last_high += json_real_value(json_object_get(b, "x")) > 0.5;
+        json_decref(a);
+        json_decref(b);
+    }
+    print_message("x > 0.5 in 20 proposals: ranked by rung %d, by last value %d\n", mf_high,
+                  last_high);
+    assert_true(mf_high >= 14);
+    assert_true(last_high <= 4);
+
+    /* Without records it is tpe_propose. */
+    BayesHistory none = {.obs = obs, .n_obs = N};
+    json_t *p, *q;
+    assert_int_equal(tpe_mf_propose(space, &s, N, 1, &none, &p, &err), 0);
+    assert_int_equal(tpe_propose(space, &s, N, 1, &none, &q, &err), 0);
+    assert_true(json_equal(p, q));
+    json_decref(p);
+    json_decref(q);
+
+    /* The slow starters all running (pending, each with its records): they
+     * are liars, so the good set is the fast starters' again. */
+    const json_t *pend[N];
+    int np = 0;
+    for (int i = N / 2; i < N; i++)
+        pend[np++] = cfg[i];
+    BayesHistory running = {
+        .obs = obs, .n_obs = N / 2, .pending = pend, .n_pending = np, .rungs = rec, .n_rungs = nr};
+    int run_high = 0;
+    for (int k = 0; k < 20; k++) {
+        json_t *a;
+        assert_int_equal(tpe_mf_propose(space, &s, N + k, 1, &running, &a, &err), 0);
+        run_high += json_real_value(json_object_get(a, "x")) > 0.5;
+        json_decref(a);
+    }
+    assert_true(run_high <= 4);
+
+    BayesHistory bad = {.obs = NULL, .n_obs = 3, .rungs = rec, .n_rungs = nr};
+    assert_int_equal(tpe_mf_propose(space, &s, N, 1, &bad, &p, &err), RUNG_E_INVALID_ARGUMENT);
+    for (int i = 0; i < N; i++)
+        json_decref(cfg[i]);
+    space_free(space);
+}
+
 /* A conditional space: optimizer sgd (lr, momentum) or adam (lr, beta),
  * and a nested choice inside adam. Every config is one the space holds
  * exactly (space_conform gives it back: no parameter of a branch not
@@ -535,6 +615,11 @@ static void test_parse(void **state)
              "\"n_initial\": 3, \"seed\": 5}");
     assert_int_equal(searcher_parse(j, space, &s, &err), 0);
     assert_true(!s.multivariate && !s.group && !s.constant_liar && s.n_initial == 3);
+    assert_int_equal(s.multi_fidelity, -1); /* rungd decides with the scheduler */
+    json_decref(j);
+    j = load("{\"type\": \"tpe\", \"multi_fidelity\": false}");
+    assert_int_equal(searcher_parse(j, space, &s, &err), 0);
+    assert_int_equal(s.multi_fidelity, 0);
     json_decref(j);
     struct {
         const char *spec, *field;
@@ -546,8 +631,9 @@ static void test_parse(void **state)
         {"{\"type\": \"random\", \"constant_liar\": true}", "searcher.constant_liar"},
         {"{\"type\": \"bayes\", \"group\": false}", "searcher.group"},
         {"{\"type\": \"tpe\", \"quasi\": true}", "searcher.quasi"},
-        {"{\"type\": \"tpe\", \"multi_fidelity\": true}", "searcher.multi_fidelity"},
         {"{\"type\": \"tpee\"}", "searcher.type"},
+        {"{\"type\": \"tpe\", \"multi_fidelity\": 1}", "searcher.multi_fidelity"},
+        {"{\"type\": \"cmaes\", \"multi_fidelity\": true}", "searcher.multi_fidelity"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         j = load(bad[i].spec);
@@ -582,6 +668,7 @@ int main(void)
         cmocka_unit_test(test_all_domains),
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_no_repeats_unless_noisy),
+        cmocka_unit_test(test_multi_fidelity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
