@@ -50,6 +50,8 @@
  * handled in time order, ties in worker order; the run ends at the budget
  * T: no report after T counts. Arms:
  *   random+asha          sampler_config of the random searcher, asha
+ *   random+hyperband     the same under hyperband (what the scheduler
+ *                        alone gives)
  *   bayes+asha           bayes_propose as rungd does without multi_fidelity:
  *                        each ended trial (stopped or completed) one
  *                        observation, its last reported value
@@ -382,6 +384,7 @@ typedef struct Arm {
 
 static const Arm ARMS[] = {
     {"random+asha", S_RANDOM, ASHA_ASHA},
+    {"random+hyperband", S_RANDOM, ASHA_HYPERBAND},
     {"bayes+asha", S_BAYES, ASHA_ASHA},
     {"bayes_mf+asha", S_BAYES_MF, ASHA_ASHA},
     {"bayes_mf+hyperband", S_BAYES_MF, ASHA_HYPERBAND},

@@ -36,7 +36,7 @@ import sys
 from collections import defaultdict
 
 FRACTIONS = (0.125, 0.25, 0.5, 0.75, 1.0)
-ARM_ORDER = ["random+asha", "bayes+asha", "bayes_mf+asha", "bayes_mf+hyperband", "tpe+asha",
+ARM_ORDER = ["random+asha", "random+hyperband", "bayes+asha", "bayes_mf+asha", "bayes_mf+hyperband", "tpe+asha",
              "tpe_mf+asha", "tpe_mf+hyperband", "tpe_mfb+hyperband", "optuna-tpe+hyperband",
              "optuna-tpe+sh"]
 METHOD = "tpe_mf+hyperband"
