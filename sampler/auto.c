@@ -31,6 +31,9 @@ SearcherSpec auto_spec(const SearcherSpec *a, SearcherType pick)
     s.type = pick;
     /* tpe's defaults (searcher_parse); cmaes's are its zeros. */
     s.multivariate = s.group = s.constant_liar = pick == SEARCHER_TPE;
+    /* Under rungs rungd sets auto's multi_fidelity for its tpe (the rung
+     * ranking, tpe_mf.c); bayes keeps last values, as its own default. */
+    s.multi_fidelity = pick == SEARCHER_TPE && a->multi_fidelity == 1;
     s.sigma0 = 0.0;
     s.popsize = 0;
     s.no_restart = false;

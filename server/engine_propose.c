@@ -136,7 +136,7 @@ static void rung_records(const Experiment *exp, const NumberedObs *obs, size_t n
                                                    recs[i].loss, num};
     }
     free(recs);
-    if (exp->spec.searcher.type != SEARCHER_TPE)
+    if (exp->spec.searcher.type == SEARCHER_BAYES)
         return;
     /* tpe ranks by the deepest level reached: a trial that ran to max_t
      * gets a record there, above those stopped at the last rung (max_t is

@@ -181,11 +181,12 @@ int spec_check_objective_rules(const json_t *j, Spec *spec, RungError *err)
                               "objectives or constraints");
     /* tpe ranks its trials: with rungs it ranks them by the rung they
      * reached first (sampler/tpe_mf.c), as Optuna's TPE does under a pruner;
-     * last values alone mix fidelities (docs/searchers.md, "Multi-fidelity"). */
+     * last values alone mix fidelities (docs/searchers.md, "Multi-fidelity").
+     * auto's tpe phase too (auto_spec; not shown: auto takes no such key). */
     if (spec->searcher.multi_fidelity < 0)
         spec->searcher.multi_fidelity =
             rungs && one_loss &&
-            (spec->searcher.type == SEARCHER_TPE ||
+            (spec->searcher.type == SEARCHER_TPE || spec->searcher.type == SEARCHER_AUTO ||
              (spec->searcher.type == SEARCHER_BAYES && SPEC_MULTI_FIDELITY_DEFAULT));
     /* Shown, and stored: a later rungd with another default goes on as
      * the experiment started. */

@@ -1019,8 +1019,14 @@ static void test_auto_rule(void **state)
     assert_true(t.multivariate && t.group && t.constant_liar);
     assert_int_equal(t.seed, 7);
     assert_int_equal(t.n_initial, 9);
+    assert_int_equal(t.multi_fidelity, 0);
     SearcherSpec c = auto_spec(&a, SEARCHER_CMAES);
     assert_true(c.sigma0 == 0.0 && c.popsize == 0 && !c.no_restart && !c.multivariate);
+    /* Under rungs (rungd sets auto's multi_fidelity): tpe ranks by rung,
+     * bayes keeps last values. */
+    a.multi_fidelity = 1;
+    assert_int_equal(auto_spec(&a, SEARCHER_TPE).multi_fidelity, 1);
+    assert_int_equal(auto_spec(&a, SEARCHER_BAYES).multi_fidelity, 0);
     SearcherSpec d = searcher_ok("{\"type\":\"auto\"}", flat);
     assert_int_equal(d.n_initial, 5); /* max(5, 2 d), as bayes */
     space_free(flat);

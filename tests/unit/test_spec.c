@@ -980,6 +980,11 @@ static void test_multi_fidelity(void **state)
     spec_close(&spec);
     refuse("{" BASE ", \"searcher\": {\"type\": \"tpe\", \"multi_fidelity\": true}}",
            "searcher.multi_fidelity");
+    /* auto with rungs: on for its tpe phase (sampler/auto.c), not shown. */
+    accept("{" BASE ", \"searcher\": {\"type\": \"auto\"}, " ASHA "}", &spec);
+    assert_int_equal(spec.searcher.multi_fidelity, 1);
+    assert_null(json_object_get(json_object_get(spec.json, "searcher"), "multi_fidelity"));
+    spec_close(&spec);
     /* random takes no such key, and shows none. */
     accept("{" BASE ", " ASHA "}", &spec);
     assert_null(json_object_get(json_object_get(spec.json, "searcher"), "multi_fidelity"));
