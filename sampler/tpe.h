@@ -49,9 +49,11 @@ int tpe_propose(const Space *space, const SearcherSpec *searcher, int64_t first,
  * "Multi-fidelity"): with history's rung records (history->rungs), every
  * trial that reached a rung is an observation, ranked by the deepest rung
  * it reached (deeper is better), then by its loss there; history's obs
- * add only the trials with no record (below all others), its pending
- * configs only those with no record yet. Without records it is
- * tpe_propose. Same arguments and errors as tpe_propose. */
+ * add only the trials with no record (below all others, by their loss),
+ * and its pending configs are pending whether they have records or not
+ * (a running trial is a liar, not ranked). Records and pending configs
+ * are matched by pointer: pass the same json_t for one trial. Without
+ * records it is tpe_propose. Same arguments and errors as tpe_propose. */
 int tpe_mf_propose(const Space *space, const SearcherSpec *searcher, int64_t first, int64_t count,
                    const BayesHistory *history, json_t **out, RungError *err);
 
