@@ -4,8 +4,11 @@
 # lc4 (bench/asha.c's synthetic learning curves) and the Fashion-MNIST table
 # (bench/data/fmnist-mlp-curves), with W = 4 and 16 simulated workers and the
 # same simulated wall-clock budget for every arm:
-#   build/bin/multifidelity_bench     random+asha, bayes+asha, bayes_mf+asha,
-#                                     bayes_mf+hyperband (server/asha.h and
+#   build/bin/multifidelity_bench     random+asha, random+hyperband,
+#                                     bayes+asha, bayes_mf+asha,
+#                                     bayes_mf+hyperband, tpe+asha,
+#                                     tpe_mf+asha, tpe_mf+hyperband,
+#                                     tpe_mfb+hyperband (server/asha.h and
 #                                     the sampler in-process)
 #   bench/optuna_multifidelity.py     Optuna TPE (multivariate, constant liar)
 #                                     with HyperbandPruner and with
