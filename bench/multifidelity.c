@@ -60,6 +60,8 @@
  *                        the loss the scheduler judged there), as rungd does
  *                        with searcher.multi_fidelity
  *   bayes_mf+hyperband   the same under hyperband
+ *   bayes+hyperband      bayes on last values under hyperband (what
+ *                        multi_fidelity false gives there)
  *   tpe+asha             tpe_propose (sampler/tpe.h) on each ended trial's
  *                        last value, as rungd's tpe with multi_fidelity false
  *   tpe_mf+asha          tpe_mf_propose given every rung record so far and
@@ -388,6 +390,7 @@ static const Arm ARMS[] = {
     {"bayes+asha", S_BAYES, ASHA_ASHA},
     {"bayes_mf+asha", S_BAYES_MF, ASHA_ASHA},
     {"bayes_mf+hyperband", S_BAYES_MF, ASHA_HYPERBAND},
+    {"bayes+hyperband", S_BAYES, ASHA_HYPERBAND},
     {"tpe+asha", S_TPE, ASHA_ASHA},
     {"tpe_mf+asha", S_TPE_MF, ASHA_ASHA},
     {"tpe_mf+hyperband", S_TPE_MF, ASHA_HYPERBAND},

@@ -8,8 +8,8 @@ any: the median is "-" while half the seeds have none), the median trials
 started and steps reported, and the time at which the arm's median regret
 first reaches random+asha's final median regret (">T" when it never does).
 Then the target lines of bench/README.md section 5, for METHOD (Rung's
-multi-fidelity method: tpe_mf+hyperband, docs/searchers.md
-"Multi-fidelity"):
+multi-fidelity method: bayes_mf+hyperband, the GP on the rung records
+under hyperband, docs/searchers.md "Multi-fidelity"):
   (a) mf_time_<bench>_W<W>: METHOD's time to random+asha's final
       median regret / random+asha's own time to it (the first time its
       median regret is at its final value), goal <= 0.5
@@ -36,10 +36,10 @@ import sys
 from collections import defaultdict
 
 FRACTIONS = (0.125, 0.25, 0.5, 0.75, 1.0)
-ARM_ORDER = ["random+asha", "random+hyperband", "bayes+asha", "bayes_mf+asha", "bayes_mf+hyperband", "tpe+asha",
-             "tpe_mf+asha", "tpe_mf+hyperband", "tpe_mfb+hyperband", "optuna-tpe+hyperband",
-             "optuna-tpe+sh"]
-METHOD = "tpe_mf+hyperband"
+ARM_ORDER = ["random+asha", "random+hyperband", "bayes+asha", "bayes_mf+asha", "bayes+hyperband",
+             "bayes_mf+hyperband", "tpe+asha", "tpe_mf+asha", "tpe_mf+hyperband",
+             "tpe_mfb+hyperband", "optuna-tpe+hyperband", "optuna-tpe+sh"]
+METHOD = "bayes_mf+hyperband"
 
 
 def regret_at(trace, t):
@@ -159,7 +159,8 @@ def main():
                 continue
             cmp = [(v > base[t]) - (v < base[t]) for t, v in fin.items() if t in base]
             print(f"  {a:22} {fmt(median(list(fin.values()))):>8}  "
-                  f"{cmp.count(-1)}/{cmp.count(0)}/{cmp.count(1)}")
+                  f"{cmp.count(-1)}/{cmp.count(0)}/{cmp.count(1)}"
+                  + (f"  (over {len(fin)} of {len(lcb)} tasks)" if len(fin) < len(lcb) else ""))
         ratios = lcb_time.get(w, {})
         if ratios:
             fast = sum(r <= 0.5 for r in ratios.values())

@@ -923,9 +923,10 @@ static void test_end_at_max_t(void **state)
            "scheduler.end_at_max_t");
 }
 
-/* searcher.multi_fidelity (docs/api.md, "searcher"): for bayes off unless
- * the spec asks, for tpe on with rungs unless it says no; allowed with
- * rungs, one metric and no constraints; shown in the spec. */
+/* searcher.multi_fidelity (docs/api.md, "searcher"): for bayes on under
+ * hyperband and off under asha unless the spec says, for tpe on with rungs
+ * unless it says no; allowed with rungs, one metric and no constraints;
+ * shown in the spec. */
 #define BAYES "\"searcher\": {\"type\": \"bayes\"}"
 #define ASHA "\"scheduler\": {\"type\": \"asha\"}"
 static void test_multi_fidelity(void **state)
@@ -947,6 +948,17 @@ static void test_multi_fidelity(void **state)
            "\"scheduler\": {\"type\": \"hyperband\"}}",
            &spec);
     assert_int_equal(spec.searcher.multi_fidelity, 1);
+    spec_close(&spec);
+    /* bayes under hyperband: on unless the spec says no, and shown. */
+    accept("{" BASE ", " BAYES ", \"scheduler\": {\"type\": \"hyperband\"}}", &spec);
+    assert_int_equal(spec.searcher.multi_fidelity, 1);
+    assert_true(
+        json_is_true(json_object_get(json_object_get(spec.json, "searcher"), "multi_fidelity")));
+    spec_close(&spec);
+    accept("{" BASE ", \"searcher\": {\"type\": \"bayes\", \"multi_fidelity\": false}, "
+           "\"scheduler\": {\"type\": \"hyperband\"}}",
+           &spec);
+    assert_int_equal(spec.searcher.multi_fidelity, 0);
     spec_close(&spec);
     /* No rungs, or constraints: off, and said so. */
     accept("{" BASE ", " BAYES "}", &spec);
