@@ -143,14 +143,9 @@ static void rung_records(const Experiment *exp, const NumberedObs *obs, size_t n
      * not always a rung: 52 epochs under rf 3). Trials released from
      * memory are left at their last rung. */
     double max_t = asha_params(exp->asha)->max_t;
-    int64_t lo = exp->trials_base + exp->trials_lo, extra = 0;
-    for (int64_t i = lo; i < exp->n_trials; i++) {
-        const Trial *t = core_exp_trial(exp, i);
-        extra += t != NULL && t->state == TRIAL_COMPLETED && t->has_time && t->time >= max_t;
-    }
-    if (extra == 0)
-        return;
-    BayesRungRecord *grown = realloc(h->rungs, (size_t)(h->n_rungs + extra) * sizeof *grown);
+    int64_t lo = exp->trials_base + exp->trials_lo;
+    int64_t window = exp->n_trials > lo ? exp->n_trials - lo : 0;
+    BayesRungRecord *grown = realloc(h->rungs, (size_t)(h->n_rungs + window + 1) * sizeof *grown);
     if (grown == NULL)
         abort();
     h->rungs = grown;

@@ -929,78 +929,54 @@ static void test_end_at_max_t(void **state)
  * shown in the spec. */
 #define BAYES "\"searcher\": {\"type\": \"bayes\"}"
 #define ASHA "\"scheduler\": {\"type\": \"asha\"}"
+/* Accepts text; its searcher.multi_fidelity is want, and the spec shows
+ * it as want (shown) or not at all. */
+static void expect_mf(const char *text, int want, bool shown)
+{
+    Spec spec;
+    accept(text, &spec);
+    assert_int_equal(spec.searcher.multi_fidelity, want);
+    const json_t *v = json_object_get(json_object_get(spec.json, "searcher"), "multi_fidelity");
+    if (shown)
+        assert_true(want ? json_is_true(v) : json_is_false(v));
+    else
+        assert_null(v);
+    spec_close(&spec);
+}
+
 static void test_multi_fidelity(void **state)
 {
     (void)state;
-    Spec spec;
-    accept("{" BASE ", " BAYES ", " ASHA "}", &spec);
-    assert_int_equal(spec.searcher.multi_fidelity, 0);
-    assert_true(
-        json_is_false(json_object_get(json_object_get(spec.json, "searcher"), "multi_fidelity")));
-    spec_close(&spec);
-    accept("{" BASE ", \"searcher\": {\"type\": \"bayes\", \"multi_fidelity\": true}, " ASHA "}",
-           &spec);
-    assert_int_equal(spec.searcher.multi_fidelity, 1);
-    assert_true(
-        json_is_true(json_object_get(json_object_get(spec.json, "searcher"), "multi_fidelity")));
-    spec_close(&spec);
-    accept("{" BASE ", \"searcher\": {\"type\": \"bayes\", \"multi_fidelity\": true}, "
-           "\"scheduler\": {\"type\": \"hyperband\"}}",
-           &spec);
-    assert_int_equal(spec.searcher.multi_fidelity, 1);
-    spec_close(&spec);
-    /* bayes under hyperband: on unless the spec says no, and shown. */
-    accept("{" BASE ", " BAYES ", \"scheduler\": {\"type\": \"hyperband\"}}", &spec);
-    assert_int_equal(spec.searcher.multi_fidelity, 1);
-    assert_true(
-        json_is_true(json_object_get(json_object_get(spec.json, "searcher"), "multi_fidelity")));
-    spec_close(&spec);
-    accept("{" BASE ", \"searcher\": {\"type\": \"bayes\", \"multi_fidelity\": false}, "
-           "\"scheduler\": {\"type\": \"hyperband\"}}",
-           &spec);
-    assert_int_equal(spec.searcher.multi_fidelity, 0);
-    spec_close(&spec);
+    expect_mf("{" BASE ", " BAYES ", " ASHA "}", 0, true);
+    expect_mf("{" BASE ", \"searcher\": {\"type\": \"bayes\", \"multi_fidelity\": true}, " ASHA "}",
+              1, true);
+    expect_mf("{" BASE ", \"searcher\": {\"type\": \"bayes\", \"multi_fidelity\": true}, "
+              "\"scheduler\": {\"type\": \"hyperband\"}}",
+              1, true);
+    /* bayes under hyperband: on unless the spec says no. */
+    expect_mf("{" BASE ", " BAYES ", \"scheduler\": {\"type\": \"hyperband\"}}", 1, true);
+    expect_mf("{" BASE ", \"searcher\": {\"type\": \"bayes\", \"multi_fidelity\": false}, "
+              "\"scheduler\": {\"type\": \"hyperband\"}}",
+              0, true);
     /* No rungs, or constraints: off, and said so. */
-    accept("{" BASE ", " BAYES "}", &spec);
-    assert_int_equal(spec.searcher.multi_fidelity, 0);
-    assert_true(
-        json_is_false(json_object_get(json_object_get(spec.json, "searcher"), "multi_fidelity")));
-    spec_close(&spec);
-    accept("{" BASE ", " BAYES ", " ASHA ", \"constraints\": [{\"metric\": \"m\", \"max\": 1}]}",
-           &spec);
-    assert_int_equal(spec.searcher.multi_fidelity, 0);
-    spec_close(&spec);
-    accept("{" BASE ", \"searcher\": {\"type\": \"bayes\", \"multi_fidelity\": false}, " ASHA "}",
-           &spec);
-    assert_int_equal(spec.searcher.multi_fidelity, 0);
-    spec_close(&spec);
-    /* tpe with rungs: on unless the spec says (sampler/tpe_mf.c); shown. */
-    accept("{" BASE ", \"searcher\": {\"type\": \"tpe\"}, " ASHA "}", &spec);
-    assert_int_equal(spec.searcher.multi_fidelity, 1);
-    assert_true(
-        json_is_true(json_object_get(json_object_get(spec.json, "searcher"), "multi_fidelity")));
-    spec_close(&spec);
-    accept("{" BASE ", \"searcher\": {\"type\": \"tpe\", \"multi_fidelity\": false}, "
-           "\"scheduler\": {\"type\": \"hyperband\"}}",
-           &spec);
-    assert_int_equal(spec.searcher.multi_fidelity, 0);
-    spec_close(&spec);
-    accept("{" BASE ", \"searcher\": {\"type\": \"tpe\"}}", &spec);
-    assert_int_equal(spec.searcher.multi_fidelity, 0);
-    assert_true(
-        json_is_false(json_object_get(json_object_get(spec.json, "searcher"), "multi_fidelity")));
-    spec_close(&spec);
+    expect_mf("{" BASE ", " BAYES "}", 0, true);
+    expect_mf("{" BASE ", " BAYES ", " ASHA ", \"constraints\": [{\"metric\": \"m\", \"max\": 1}]}",
+              0, true);
+    expect_mf("{" BASE ", \"searcher\": {\"type\": \"bayes\", \"multi_fidelity\": false}, " ASHA
+              "}",
+              0, true);
+    /* tpe with rungs: on unless the spec says (sampler/tpe_mf.c). */
+    expect_mf("{" BASE ", \"searcher\": {\"type\": \"tpe\"}, " ASHA "}", 1, true);
+    expect_mf("{" BASE ", \"searcher\": {\"type\": \"tpe\", \"multi_fidelity\": false}, "
+              "\"scheduler\": {\"type\": \"hyperband\"}}",
+              0, true);
+    expect_mf("{" BASE ", \"searcher\": {\"type\": \"tpe\"}}", 0, true);
     refuse("{" BASE ", \"searcher\": {\"type\": \"tpe\", \"multi_fidelity\": true}}",
            "searcher.multi_fidelity");
-    /* auto with rungs: on for its tpe phase (sampler/auto.c), not shown. */
-    accept("{" BASE ", \"searcher\": {\"type\": \"auto\"}, " ASHA "}", &spec);
-    assert_int_equal(spec.searcher.multi_fidelity, 1);
-    assert_null(json_object_get(json_object_get(spec.json, "searcher"), "multi_fidelity"));
-    spec_close(&spec);
-    /* random takes no such key, and shows none. */
-    accept("{" BASE ", " ASHA "}", &spec);
-    assert_null(json_object_get(json_object_get(spec.json, "searcher"), "multi_fidelity"));
-    spec_close(&spec);
+    /* auto with rungs: on for its tpe phase (sampler/auto.c), not shown;
+     * random takes no such key, and shows none. */
+    expect_mf("{" BASE ", \"searcher\": {\"type\": \"auto\"}, " ASHA "}", 1, false);
+    expect_mf("{" BASE ", " ASHA "}", 0, false);
 
     refuse("{" BASE ", \"searcher\": {\"type\": \"random\", \"multi_fidelity\": true}}",
            "searcher.multi_fidelity");
