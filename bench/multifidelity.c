@@ -73,8 +73,13 @@
  *                        trials of its own hyperband bracket only (as
  *                        Optuna's TPE sees a HyperbandPruner's study); a
  *                        variant measured here, not in rungd
+ *   random+hyperband_b, bayes_mf+hyperband_b, tpe_mf+hyperband_b
+ *                        the same arms with "allocation": "budget" (the
+ *                        brackets drawn as Hyperband sizes them, as
+ *                        Optuna's HyperbandPruner does; docs/schedulers.md)
  * asha: grace period 1, rf 3, one bracket; hyperband: grace 1, rf 3, every
- * bracket; searcher seed = the run's seed, bayes with its default n_initial.
+ * bracket, drawn by Ray's softmax unless the arm says budget; searcher seed = the run's seed, bayes
+ * with its default n_initial.
  *
  * Figures per (arm, W, seed): the trial a user would pick at time T is the
  * one with the lowest reported loss at max_t among trials that reported
@@ -382,19 +387,23 @@ typedef struct Arm {
     const char *name;
     SearcherKind searcher;
     AshaType type;
+    bool budget_brackets; /* hyperband's brackets as Li et al. size them */
 } Arm;
 
 static const Arm ARMS[] = {
-    {"random+asha", S_RANDOM, ASHA_ASHA},
-    {"random+hyperband", S_RANDOM, ASHA_HYPERBAND},
-    {"bayes+asha", S_BAYES, ASHA_ASHA},
-    {"bayes_mf+asha", S_BAYES_MF, ASHA_ASHA},
-    {"bayes_mf+hyperband", S_BAYES_MF, ASHA_HYPERBAND},
-    {"bayes+hyperband", S_BAYES, ASHA_HYPERBAND},
-    {"tpe+asha", S_TPE, ASHA_ASHA},
-    {"tpe_mf+asha", S_TPE_MF, ASHA_ASHA},
-    {"tpe_mf+hyperband", S_TPE_MF, ASHA_HYPERBAND},
-    {"tpe_mfb+hyperband", S_TPE_MFB, ASHA_HYPERBAND},
+    {"random+asha", S_RANDOM, ASHA_ASHA, false},
+    {"random+hyperband", S_RANDOM, ASHA_HYPERBAND, false},
+    {"bayes+asha", S_BAYES, ASHA_ASHA, false},
+    {"bayes_mf+asha", S_BAYES_MF, ASHA_ASHA, false},
+    {"bayes_mf+hyperband", S_BAYES_MF, ASHA_HYPERBAND, false},
+    {"bayes+hyperband", S_BAYES, ASHA_HYPERBAND, false},
+    {"tpe+asha", S_TPE, ASHA_ASHA, false},
+    {"tpe_mf+asha", S_TPE_MF, ASHA_ASHA, false},
+    {"tpe_mf+hyperband", S_TPE_MF, ASHA_HYPERBAND, false},
+    {"tpe_mfb+hyperband", S_TPE_MFB, ASHA_HYPERBAND, false},
+    {"random+hyperband_b", S_RANDOM, ASHA_HYPERBAND, true},
+    {"bayes_mf+hyperband_b", S_BAYES_MF, ASHA_HYPERBAND, true},
+    {"tpe_mf+hyperband_b", S_TPE_MF, ASHA_HYPERBAND, true},
 };
 #define MF_NARMS ((int)(sizeof ARMS / sizeof ARMS[0]))
 
@@ -664,6 +673,7 @@ static int simulate(Sim *s, const Bench *b, const Arm *arm, int workers, int see
                     .grace_period = 1,
                     .rf = 3,
                     .brackets = 1,
+                    .budget_brackets = arm->budget_brackets,
                     .seed = (uint64_t)seed};
     s->asha = asha_new(&p);
     s->promote = asha_params(s->asha)->promote;

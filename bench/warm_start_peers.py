@@ -34,6 +34,10 @@ Optuna gets the 30 source points as completed trials (study.add_trials of
 optuna.trial.create_trial with FloatDistributions over the box), then 10
 ask/tell trials.
 
+Rung's bayes itself runs on the same source points in bench/warm_start.c
+(`--dump-sources FILE` writes them, one JSON line per seed, for
+`build/bin/warm_start_bench --sources FILE`).
+
 Output: per method a line with the median regret, the fraction of seeds at
 or below 0.01, the worst and the wall time; with --json also one JSON object
 per method with the per-seed regrets.
@@ -194,7 +198,15 @@ def main():
     ap.add_argument("--restarts", type=int, default=5, help="n_restarts_optimizer of the GP fit")
     ap.add_argument("--candidates", type=int, default=10000, help="random EI candidates")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--dump-sources", metavar="FILE",
+                    help="write each seed's source points (a JSON line each) for "
+                         "warm_start_bench (bench/warm_start.c) and exit")
     args = ap.parse_args()
+    if args.dump_sources:
+        with open(args.dump_sources, "w") as f:
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
+                f.write(json.dumps({"seed": seed, "points": source_points(seed).tolist()}) + "\n")
+        return
 
     # Branin's minimum, checked at one of its three minimizers.
     assert abs(branin(math.pi, 2.275) - F_STAR) < 1e-6

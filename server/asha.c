@@ -81,11 +81,18 @@ int asha_bracket(const AshaParams *p, int64_t trial)
     int nb = bracket_count(p);
     if (nb <= 1)
         return 0;
-    /* softmax over rung counts, as Ray's on_trial_add */
+    /* Ray's on_trial_add: a softmax over rung counts. Or, budget_brackets,
+     * Hyperband's own sizes (Li et al. 2018, Algorithm 1: the bracket of
+     * s + 1 rungs out of s_max + 1 starts ceil((s_max + 1) / (s + 1) *
+     * rf^s) trials), as Optuna's HyperbandPruner draws its brackets: less
+     * to the most aggressive bracket than the softmax, more to those that
+     * stop late (docs/schedulers.md, "Brackets"). */
     double w[ASHA_MAX_BRACKETS], total = 0;
     int max = rung_count(p, 0);
     for (int s = 0; s < nb; s++) {
-        w[s] = exp((double)(rung_count(p, s) - max));
+        int rungs = rung_count(p, s); /* the paper's s + 1 */
+        w[s] = p->budget_brackets ? ceil((double)max / rungs * pow(p->rf, rungs - 1))
+                                  : exp((double)(rungs - max));
         total += w[s];
     }
     uint64_t h = mix64(mix64(p->seed ^ 0x617368612d627261ULL) + (uint64_t)trial);

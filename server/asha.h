@@ -56,17 +56,19 @@ typedef enum { ASHA_FIFO, ASHA_ASHA, ASHA_HYPERBAND, ASHA_MEDIAN } AshaType;
 
 typedef struct AshaParams {
     AshaType type;
-    bool maximize;       /* the metric's mode is max */
-    double max_t;        /* asha, hyperband: time that completes a trial */
-    double grace_period; /* asha, hyperband: the first rung; median: no stop before */
-    double rf;           /* asha, hyperband: reduction factor, > 1 */
-    int brackets;        /* asha: 1 .. asha_max_brackets(); hyperband: set by asha_new */
-    bool promote;        /* asha: pause at rungs and promote (the paper's ASHA) */
-    bool open_end;       /* asha: max_t only bounds the rungs ("end_at_max_t": false); zero,
-                            the default, keeps Ray's rule */
-    int64_t min_samples; /* median: other trials needed at the same time */
-    uint64_t seed;       /* bracket draws */
-    int objectives;      /* 0 or 1: one (the value); 2 .. ASHA_MAX_OBJECTIVES: AshaPoints */
+    bool maximize;        /* the metric's mode is max */
+    double max_t;         /* asha, hyperband: time that completes a trial */
+    double grace_period;  /* asha, hyperband: the first rung; median: no stop before */
+    double rf;            /* asha, hyperband: reduction factor, > 1 */
+    int brackets;         /* asha: 1 .. asha_max_brackets(); hyperband: set by asha_new */
+    bool promote;         /* asha: pause at rungs and promote (the paper's ASHA) */
+    bool open_end;        /* asha: max_t only bounds the rungs ("end_at_max_t": false); zero,
+                             the default, keeps Ray's rule */
+    bool budget_brackets; /* "allocation": "budget": brackets drawn in proportion to Li et
+                             al.'s bracket sizes (Optuna's); zero, the default, Ray's softmax */
+    int64_t min_samples;  /* median: other trials needed at the same time */
+    uint64_t seed;        /* bracket draws */
+    int objectives;       /* 0 or 1: one (the value); 2 .. ASHA_MAX_OBJECTIVES: AshaPoints */
 } AshaParams;
 
 /* One report's objectives when there are several. */

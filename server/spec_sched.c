@@ -182,14 +182,15 @@ int spec_parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
     if (jsonv_string(s, "scheduler", "type", JSONV_OPTIONAL, 32, &type, E, err))
         return err->code;
     static const char *const fifo_keys[] = {"type", "time_attr", NULL};
-    static const char *const asha_keys[] = {"type",         "time_attr",        "max_t",
-                                            "grace_period", "reduction_factor", "brackets",
-                                            "promote",      "end_at_max_t",     NULL};
+    static const char *const asha_keys[] = {
+        "type",     "time_attr", "max_t",        "grace_period", "reduction_factor",
+        "brackets", "promote",   "end_at_max_t", "allocation",   NULL};
     /* hyperband uses every bracket, and the stored spec says how many: a
      * spec is parsed again from the store at every start, so "brackets" is
      * allowed here, when it is that number (checked below). */
     static const char *const hyperband_keys[] = {
-        "type", "time_attr", "max_t", "grace_period", "reduction_factor", "brackets", NULL};
+        "type",     "time_attr",  "max_t", "grace_period", "reduction_factor",
+        "brackets", "allocation", NULL};
     static const char *const median_keys[] = {"type", "time_attr", "grace_period",
                                               "min_samples_required", NULL};
     if (strcmp(type, "pbt") == 0 || strcmp(type, "pb2") == 0)
@@ -214,6 +215,7 @@ int spec_parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
     }
     int64_t brackets = 1;
     bool end_at_max_t = true;
+    const char *allocation = "softmax";
     if (jsonv_only_keys(s, "scheduler", allowed, E, err) ||
         jsonv_string(s, "scheduler", "time_attr", JSONV_OPTIONAL, SPEC_MAX_METRIC, &spec->time_attr,
                      E, err) ||
@@ -225,8 +227,18 @@ int spec_parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
         jsonv_bool(s, "scheduler", "promote", JSONV_OPTIONAL, &p->promote, E, err) ||
         jsonv_bool(s, "scheduler", "end_at_max_t", JSONV_OPTIONAL, &end_at_max_t, E, err) ||
         jsonv_int(s, "scheduler", "min_samples_required", JSONV_OPTIONAL, 1, INT32_MAX,
-                  &p->min_samples, E, err))
+                  &p->min_samples, E, err) ||
+        jsonv_string(s, "scheduler", "allocation", JSONV_OPTIONAL, 16, &allocation, E, err))
         return err->code;
+    /* How a trial's bracket is drawn (docs/schedulers.md, "Brackets"):
+     * Ray's softmax over rung counts, or Hyperband's budget (Li et al.'s
+     * bracket sizes, as Optuna's HyperbandPruner). */
+    if (strcmp(allocation, "budget") == 0)
+        p->budget_brackets = true;
+    else if (strcmp(allocation, "softmax") != 0)
+        return rung_error_set(err, E, "scheduler.allocation",
+                              "scheduler.allocation: '%s' is not one of softmax, budget",
+                              allocation);
     p->brackets = (int)brackets;
     p->open_end = !end_at_max_t;
     if (p->type == ASHA_MEDIAN) {
@@ -270,6 +282,8 @@ int spec_parse_scheduler(json_t *spec_json, Spec *spec, RungError *err)
         json_object_set_new(s, "grace_period", number_json(p->grace_period));
         json_object_set_new(s, "reduction_factor", number_json(p->rf));
         json_object_set_new(s, "brackets", json_integer(p->brackets));
+        json_object_set_new(s, "allocation",
+                            json_string(p->budget_brackets ? "budget" : "softmax"));
         if (p->type == ASHA_ASHA) {
             json_object_set_new(s, "promote", json_boolean(p->promote));
             json_object_set_new(s, "end_at_max_t", json_boolean(end_at_max_t));

@@ -467,7 +467,8 @@ class Contents(h.RungdTestCase):
         self.assertIn(t["config"]["batch_size"], (64, 256))
         self.assertEqual(t["config"]["epochs"], 27)
         self.assertEqual(exp["scheduler"], example["scheduler"] | {"promote": False,
-                                                                   "end_at_max_t": True})
+                                                                   "end_at_max_t": True,
+                                                                   "allocation": "softmax"})
 
 
 class Cancel(h.RungdTestCase):

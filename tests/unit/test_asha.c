@@ -403,6 +403,41 @@ static void test_bracket_draws(void **state)
         }
     }
 
+    /* "allocation": "budget": Hyperband's bracket sizes, ceil(5 / r * 3^(r - 1))
+     * for a bracket of r rungs out of 5: 81, 34, 15, 8, 5 under hyperband
+     * (Optuna's HyperbandPruner draws in these proportions), and the first
+     * three of them when asha keeps 3 brackets. */
+    static const struct {
+        AshaType type;
+        int brackets;
+        double w[5];
+    } budget[] = {
+        {ASHA_HYPERBAND, 5, {81, 34, 15, 8, 5}},
+        {ASHA_ASHA, 3, {81, 34, 15}},
+    };
+    for (size_t c = 0; c < sizeof budget / sizeof budget[0]; c++) {
+        AshaParams p = hw_params(budget[c].type, true, 3);
+        p.brackets = budget[c].brackets;
+        p.budget_brackets = true;
+        p.seed = 11;
+        int nb = budget[c].brackets, count[5] = {0};
+        double sum = 0;
+        for (int b = 0; b < nb; b++)
+            sum += budget[c].w[b];
+        for (int64_t t = 0; t < n; t++) {
+            int b = asha_bracket(&p, t);
+            assert_true(b >= 0 && b < nb);
+            count[b]++;
+        }
+        for (int b = 0; b < nb; b++) {
+            double pb = budget[c].w[b] / sum;
+            double sigma = sqrt(n * pb * (1 - pb));
+            if (fabs(count[b] - n * pb) > 4 * sigma)
+                fail_msg("budget case %zu bracket %d: %d of %d, expected %.0f +- %.0f", c, b,
+                         count[b], n, n * pb, sigma);
+        }
+    }
+
     /* Another seed, other draws (about half the trials move). */
     AshaParams p1 = hw_params(ASHA_ASHA, true, 3), p2;
     p1.brackets = 3;

@@ -923,6 +923,44 @@ static void test_end_at_max_t(void **state)
            "scheduler.end_at_max_t");
 }
 
+/* scheduler.allocation (docs/schedulers.md, "Brackets"): asha and
+ * hyperband, "softmax" (Ray's) unless given and shown in the spec,
+ * "budget" sets budget_brackets; any other value or scheduler is refused. */
+static void test_allocation(void **state)
+{
+    (void)state;
+    Spec spec;
+    const char *sched[] = {"asha", "hyperband"};
+    for (int i = 0; i < 2; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "{" BASE ", \"scheduler\": {\"type\": \"%s\"}}", sched[i]);
+        accept(text, &spec);
+        assert_false(spec.sched.budget_brackets);
+        assert_string_equal(json_string_value(
+                                json_object_get(json_object_get(spec.json, "scheduler"),
+                                                "allocation")),
+                            "softmax");
+        spec_close(&spec);
+        snprintf(text, sizeof text,
+                 "{" BASE ", \"scheduler\": {\"type\": \"%s\", \"allocation\": \"budget\"}}",
+                 sched[i]);
+        accept(text, &spec);
+        assert_true(spec.sched.budget_brackets);
+        assert_string_equal(json_string_value(
+                                json_object_get(json_object_get(spec.json, "scheduler"),
+                                                "allocation")),
+                            "budget");
+        spec_close(&spec);
+    }
+    refuse("{" BASE ", \"scheduler\": {\"type\": \"hyperband\", \"allocation\": \"optuna\"}}",
+           "scheduler.allocation");
+    refuse("{" BASE ", \"scheduler\": {\"type\": \"hyperband\", \"allocation\": 1}}",
+           "scheduler.allocation");
+    refuse("{" BASE ", \"scheduler\": {\"type\": \"median\", \"allocation\": \"budget\"}}",
+           "scheduler.allocation");
+    refuse("{" BASE ", \"scheduler\": {\"allocation\": \"budget\"}}", "scheduler.allocation");
+}
+
 /* searcher.multi_fidelity (docs/api.md, "searcher"): for bayes on under
  * hyperband and off under asha unless the spec says, for tpe on with rungs
  * unless it says no; allowed with rungs, one metric and no constraints;
@@ -1161,21 +1199,14 @@ static void test_tags_notes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_multi_fidelity),
-        cmocka_unit_test(test_end_at_max_t),
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_fields_given),
-        cmocka_unit_test(test_bounds),
-        cmocka_unit_test(test_points_domains),
-        cmocka_unit_test(test_grid_order),
-        cmocka_unit_test(test_trainable),
-        cmocka_unit_test(test_trainable_code),
-        cmocka_unit_test(test_nested_object),
-        cmocka_unit_test(test_patch),
-        cmocka_unit_test(test_patch_refused),
-        cmocka_unit_test(test_gang_placeholders),
-        cmocka_unit_test(test_objectives),
-        cmocka_unit_test(test_pbt),
+        cmocka_unit_test(test_multi_fidelity), cmocka_unit_test(test_end_at_max_t),
+        cmocka_unit_test(test_allocation),     cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_fields_given),   cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_points_domains), cmocka_unit_test(test_grid_order),
+        cmocka_unit_test(test_trainable),      cmocka_unit_test(test_trainable_code),
+        cmocka_unit_test(test_nested_object),  cmocka_unit_test(test_patch),
+        cmocka_unit_test(test_patch_refused),  cmocka_unit_test(test_gang_placeholders),
+        cmocka_unit_test(test_objectives),     cmocka_unit_test(test_pbt),
         cmocka_unit_test(test_tags_notes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
