@@ -8,8 +8,11 @@
 #                                     bayes+asha, bayes_mf+asha,
 #                                     bayes_mf+hyperband, tpe+asha,
 #                                     tpe_mf+asha, tpe_mf+hyperband,
-#                                     tpe_mfb+hyperband (server/asha.h and
-#                                     the sampler in-process)
+#                                     tpe_mfb+hyperband, and random,
+#                                     bayes_mf and tpe_mf under hyperband
+#                                     with "allocation": "budget" (*_b)
+#                                     (server/asha.h and the sampler
+#                                     in-process)
 #   bench/optuna_multifidelity.py     Optuna TPE (multivariate, constant liar)
 #                                     with HyperbandPruner and with
 #                                     SuccessiveHalvingPruner

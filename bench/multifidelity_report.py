@@ -38,7 +38,8 @@ from collections import defaultdict
 FRACTIONS = (0.125, 0.25, 0.5, 0.75, 1.0)
 ARM_ORDER = ["random+asha", "random+hyperband", "bayes+asha", "bayes_mf+asha", "bayes+hyperband",
              "bayes_mf+hyperband", "tpe+asha", "tpe_mf+asha", "tpe_mf+hyperband",
-             "tpe_mfb+hyperband", "optuna-tpe+hyperband", "optuna-tpe+sh"]
+             "tpe_mfb+hyperband", "random+hyperband_b", "bayes_mf+hyperband_b",
+             "tpe_mf+hyperband_b", "optuna-tpe+hyperband", "optuna-tpe+sh"]
 METHOD = "bayes_mf+hyperband"
 
 
