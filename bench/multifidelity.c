@@ -78,8 +78,8 @@
  *                        brackets drawn as Hyperband sizes them, as
  *                        Optuna's HyperbandPruner does; docs/schedulers.md)
  * asha: grace period 1, rf 3, one bracket; hyperband: grace 1, rf 3, every
- * bracket, drawn by Ray's softmax unless the arm says budget; searcher seed = the run's seed, bayes
- * with its default n_initial.
+ * bracket, drawn by Ray's softmax unless the arm says budget; searcher
+ * seed = the run's seed, bayes with its default n_initial.
  *
  * Figures per (arm, W, seed): the trial a user would pick at time T is the
  * one with the lowest reported loss at max_t among trials that reported
