@@ -39,6 +39,7 @@
 #define F_STAR 0.397887357729738
 #define GOAL 0.01
 
+#ifdef RUNG_BENCH_HAVE_BAYES
 static double branin(double x1, double x2)
 {
     const double b = 5.1 / (4 * M_PI * M_PI), c = 5 / M_PI, t = 1 / (8 * M_PI);
@@ -60,7 +61,6 @@ static double quantile(const double *v, int n, double q)
     return lo + 1 < n ? v[lo] + (i - lo) * (v[lo + 1] - v[lo]) : v[n - 1];
 }
 
-#ifdef RUNG_BENCH_HAVE_BAYES
 /* One seed: the regret of the best of N_NEW trials after the sources. */
 static int run_seed(const Space *space, int64_t seed, const json_t *points, bool ahead,
                     double *regret)
@@ -138,8 +138,10 @@ int main(int argc, char **argv)
             ways = argv[++i];
         else if (strcmp(argv[i], "--json") == 0)
             as_json = true;
-        else
-            sources = NULL, i = argc;
+        else {
+            sources = NULL; /* anything else: the usage */
+            break;
+        }
     }
     if (sources == NULL) {
         fprintf(stderr, "usage: warm_start_bench --sources FILE (warm_start_peers.py "
