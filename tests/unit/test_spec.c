@@ -926,7 +926,7 @@ static void test_end_at_max_t(void **state)
 /* scheduler.allocation (docs/schedulers.md, "Brackets"): asha and
  * hyperband, "softmax" (Ray's) unless given and shown in the spec,
  * "budget" sets budget_brackets; any other value or scheduler is refused. */
-static void test_allocation(void **state)
+static void test_scheduler_allocation_budget_or_softmax(void **state)
 {
     (void)state;
     Spec spec;
@@ -1199,14 +1199,22 @@ static void test_tags_notes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_multi_fidelity), cmocka_unit_test(test_end_at_max_t),
-        cmocka_unit_test(test_allocation),     cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_fields_given),   cmocka_unit_test(test_bounds),
-        cmocka_unit_test(test_points_domains), cmocka_unit_test(test_grid_order),
-        cmocka_unit_test(test_trainable),      cmocka_unit_test(test_trainable_code),
-        cmocka_unit_test(test_nested_object),  cmocka_unit_test(test_patch),
-        cmocka_unit_test(test_patch_refused),  cmocka_unit_test(test_gang_placeholders),
-        cmocka_unit_test(test_objectives),     cmocka_unit_test(test_pbt),
+        cmocka_unit_test(test_multi_fidelity),
+        cmocka_unit_test(test_end_at_max_t),
+        cmocka_unit_test(test_scheduler_allocation_budget_or_softmax),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_fields_given),
+        cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_points_domains),
+        cmocka_unit_test(test_grid_order),
+        cmocka_unit_test(test_trainable),
+        cmocka_unit_test(test_trainable_code),
+        cmocka_unit_test(test_nested_object),
+        cmocka_unit_test(test_patch),
+        cmocka_unit_test(test_patch_refused),
+        cmocka_unit_test(test_gang_placeholders),
+        cmocka_unit_test(test_objectives),
+        cmocka_unit_test(test_pbt),
         cmocka_unit_test(test_tags_notes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
