@@ -926,31 +926,34 @@ static void test_end_at_max_t(void **state)
 /* scheduler.allocation (docs/schedulers.md, "Brackets"): asha and
  * hyperband, "softmax" (Ray's) unless given and shown in the spec,
  * "budget" sets budget_brackets; any other value or scheduler is refused. */
+/* Accepts scheduler `sched` with "allocation" given as `given` (NULL: left
+ * out) and expects budget_brackets and the spec's shown value `want`. */
+static void expect_allocation(const char *sched, const char *given, const char *want)
+{
+    char text[256];
+    Spec spec;
+    if (given)
+        snprintf(text, sizeof text,
+                 "{" BASE ", \"scheduler\": {\"type\": \"%s\", \"allocation\": \"%s\"}}", sched,
+                 given);
+    else
+        snprintf(text, sizeof text, "{" BASE ", \"scheduler\": {\"type\": \"%s\"}}", sched);
+    accept(text, &spec);
+    assert_int_equal(spec.sched.budget_brackets, strcmp(want, "budget") == 0);
+    assert_string_equal(json_string_value(
+                            json_object_get(json_object_get(spec.json, "scheduler"), "allocation")),
+                        want);
+    spec_close(&spec);
+}
+
 static void test_scheduler_allocation_budget_or_softmax(void **state)
 {
     (void)state;
-    Spec spec;
     const char *sched[] = {"asha", "hyperband"};
     for (int i = 0; i < 2; i++) {
-        char text[256];
-        snprintf(text, sizeof text, "{" BASE ", \"scheduler\": {\"type\": \"%s\"}}", sched[i]);
-        accept(text, &spec);
-        assert_false(spec.sched.budget_brackets);
-        assert_string_equal(json_string_value(
-                                json_object_get(json_object_get(spec.json, "scheduler"),
-                                                "allocation")),
-                            "softmax");
-        spec_close(&spec);
-        snprintf(text, sizeof text,
-                 "{" BASE ", \"scheduler\": {\"type\": \"%s\", \"allocation\": \"budget\"}}",
-                 sched[i]);
-        accept(text, &spec);
-        assert_true(spec.sched.budget_brackets);
-        assert_string_equal(json_string_value(
-                                json_object_get(json_object_get(spec.json, "scheduler"),
-                                                "allocation")),
-                            "budget");
-        spec_close(&spec);
+        expect_allocation(sched[i], NULL, "softmax");
+        expect_allocation(sched[i], "budget", "budget");
+        expect_allocation(sched[i], "softmax", "softmax");
     }
     refuse("{" BASE ", \"scheduler\": {\"type\": \"hyperband\", \"allocation\": \"optuna\"}}",
            "scheduler.allocation");
