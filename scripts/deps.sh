@@ -35,6 +35,7 @@ done
 packages=(
   build-essential cmake pkg-config git ca-certificates
   libmicrohttpd-dev libsqlite3-dev libgsl-dev libopenblas-dev libjansson-dev
+  libpq-dev  # PostgreSQL's client library: the store's other database (server/db.h)
   libgnutls28-dev  # rungd's HTTPS certificates (server/http_tls.c), the GnuTLS MHD uses
   libcurl4-openssl-dev zlib1g-dev
   libcmocka-dev  # the unit tests are part of every build (CMakeLists.txt requires cmocka)
@@ -56,6 +57,7 @@ if [ "$tests" = 1 ]; then
     python3-yaml  # tests/integration/test_openapi.py reads docs/openapi.yaml
     python3-torch python3-pandas  # examples/pytorch and its test (integration_pytorch, skipped without torch); pandas: rung.Experiment.dataframe()
     podman runc catatonit uidmap slirp4netns fuse-overlayfs busybox-static  # container trials (tests/integration/test_container.py, its image from busybox)
+    postgresql-15  # the store on PostgreSQL (label postgres): tests/postgres/cluster.sh runs its own cluster
   )
 fi
 if [ "$bench" = 1 ]; then
@@ -85,6 +87,12 @@ if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "deps: run as root (apt-get needs it)" >&2
     exit 1
+  fi
+  # postgresql-15 would make and start a cluster of its own on port 5432:
+  # the tests run theirs (tests/postgres/cluster.sh), so none is made.
+  if [ ! -e /etc/postgresql-common/createcluster.conf ]; then
+    mkdir -p /etc/postgresql-common
+    echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.conf
   fi
   apt-get update -q
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -27,12 +27,14 @@ cmake --build build-asan -j"$jobs"
 # dashboard's JavaScript (browser) and the tests whose own code is Python
 # (plain: the Python client's units, rung.compat, the PyTorch example);
 # the C they reach runs sanitized in the other tests, and CI's time is
-# bounded.
-ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE '^(package|browser|plain)$'
+# bounded. Nor the integration files' second run on PostgreSQL (*_pg): the
+# same C but db_pg.c, which test_db runs sanitized.
+ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE '^(package|browser|plain)$' \
+  -E '^integration_.*_pg$'
 
 # The fuzz targets under libFuzzer (clang): only they are built in build-fuzz,
-# and each runs for a bounded time (tests/fuzz/CMakeLists.txt), well under a
-# minute in all. The gcc builds above ran them with the plain driver.
+# and each runs for a bounded time (tests/fuzz/CMakeLists.txt), one per core
+# at a time. The gcc builds above ran them with the plain driver.
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build-fuzz -j"$jobs" --target fuzz_targets
-ctest --test-dir build-fuzz -L fuzz --output-on-failure
+ctest --test-dir build-fuzz -L fuzz --output-on-failure -j"$jobs"

@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +13,6 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -105,24 +103,9 @@ void engine_token(char out[CORE_TOKEN_LEN + 1])
     out[CORE_TOKEN_LEN] = '\0';
 }
 
-/* st_size of path; 0 when it does not exist (a WAL checkpointed away). */
-static int64_t file_bytes(const char *path, bool *exists)
-{
-    struct stat st;
-    *exists = path != NULL && path[0] != '\0' && stat(path, &st) == 0;
-    return *exists ? (int64_t)st.st_size : 0;
-}
-
 int64_t engine_database_bytes(Engine *e)
 {
-    /* SQLite names its files (an absolute path, "" for a database in
-     * memory); the shared-memory index (-shm) is a cache, not data. */
-    const char *db = sqlite3_db_filename(store_db(e->store), "main");
-    bool exists, wal_exists;
-    int64_t bytes = file_bytes(db, &exists);
-    if (!exists)
-        return -1;
-    return bytes + file_bytes(sqlite3_filename_wal(db), &wal_exists);
+    return store_database_bytes(e->store);
 }
 
 uint64_t engine_seed(void)

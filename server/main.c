@@ -54,6 +54,8 @@ enum {
     O_BIND,
     O_PORT,
     O_DB,
+    O_DATABASE,
+    O_DATABASE_FILE,
     O_TOKEN,
     O_TOKEN_FILE,
     O_WEB_DIR,
@@ -81,6 +83,13 @@ static Option options[O__COUNT] = {
                 "address to listen on (non-loopback needs a token)"},
     [O_PORT] = {"port", OPT_INT, NULL, 8080, 0, 65535, "port; 0 picks a free one"},
     [O_DB] = {"db", OPT_STRING, "rung.db", 0, 0, 0, "SQLite database file"},
+    [O_DATABASE] = {"database", OPT_STRING, NULL, 0, 0, 0,
+                    "the store on PostgreSQL instead of --db: a postgresql:// URI or libpq "
+                    "connection string without its password (that from ~/.pgpass or "
+                    "PGPASSFILE, or use --database-file)"},
+    [O_DATABASE_FILE] = {"database-file", OPT_STRING, NULL, 0, 0, 0,
+                         "read --database from this file's first line, password included (not "
+                         "shown by ps; keep it mode 600)"},
     [O_TOKEN] = {"token", OPT_STRING, NULL, 0, 0, 0,
                  "bearer token for /api/v1 (default: $RUNG_TOKEN)"},
     [O_TOKEN_FILE] = {"token-file", OPT_STRING, NULL, 0, 0, 0,
@@ -161,8 +170,63 @@ static void default_web_dir(void)
         options[O_WEB_DIR].value = dir;
 }
 
+/* Whether a connection string carries a password: password=… or a URI's
+ * user:password@. */
+static bool has_password(const char *conninfo)
+{
+    if (strcasestr(conninfo, "password") != NULL)
+        return true;
+    const char *scheme = strstr(conninfo, "://");
+    if (scheme == NULL)
+        return false;
+    const char *at = strchr(scheme + 3, '@');
+    const char *colon = strchr(scheme + 3, ':');
+    const char *slash = strchr(scheme + 3, '/');
+    return at != NULL && colon != NULL && colon < at && (slash == NULL || at < slash);
+}
+
+/* --database-file's first line, or NULL after saying why. */
+static const char *read_conninfo(const char *path)
+{
+    static char line[4096];
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        fprintf(stderr, "rungd: --database-file: cannot read %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    bool got = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    line[got ? strcspn(line, "\r\n") : 0] = '\0';
+    if (line[0] == '\0') {
+        fprintf(stderr, "rungd: --database-file: %s holds no connection string\n", path);
+        return NULL;
+    }
+    return line;
+}
+
 static int check_args(void)
 {
+    if (options[O_DATABASE].value && options[O_DATABASE_FILE].value) {
+        fprintf(stderr, "rungd: give --database or --database-file, not both\n");
+        return -1;
+    }
+    if (options[O_DATABASE].value && has_password(options[O_DATABASE].value)) {
+        fprintf(stderr, "rungd: --database: no password on the command line (every user sees it "
+                        "with ps); put it in ~/.pgpass or the file of --database-file\n");
+        return -1;
+    }
+    if ((options[O_DATABASE].value || options[O_DATABASE_FILE].value) &&
+        options[O_DATA_DIR].value == NULL) {
+        fprintf(stderr, "rungd: --database: give --data-dir too (the folder for checkpoints, "
+                        "working directories and artifacts, which PostgreSQL does not hold)\n");
+        return -1;
+    }
+    if ((options[O_DATABASE].value || options[O_DATABASE_FILE].value) &&
+        options[O_CHECK].value != NULL) {
+        fprintf(stderr, "rungd: --check reads a SQLite file (--db); check PostgreSQL with its own "
+                        "tools (docs/operations.md, \"PostgreSQL\")\n");
+        return -1;
+    }
     if (options[O_TOKEN].value && options[O_TOKEN_FILE].value) {
         fprintf(stderr, "rungd: give --token or --token-file, not both\n");
         return -1;
@@ -273,15 +337,26 @@ int main(int argc, char **argv)
     Store *store;
     StoreOptions sopt = {.durable_full = strcmp(options[O_DURABILITY].value, "full") == 0,
                          .init = options[O_INIT].value != NULL,
-                         .data_dir = data_dir};
+                         .data_dir = data_dir,
+                         .pg_conninfo = options[O_DATABASE].value};
+    if (options[O_DATABASE_FILE].value != NULL &&
+        (sopt.pg_conninfo = read_conninfo(options[O_DATABASE_FILE].value)) == NULL)
+        return 2;
     int rc = store_open(options[O_DB].value, &sopt, &store, &err);
     if (rc != 0) {
         fprintf(stderr, "rungd: %s\n", err.message);
-        if (rc == RUNG_E_UNAVAILABLE)
+        if (rc == RUNG_E_UNAVAILABLE && sopt.pg_conninfo != NULL)
+            fprintf(stderr, "rungd: check that PostgreSQL runs and takes the connection string "
+                            "of --database (docs/operations.md, \"PostgreSQL\")\n");
+        else if (rc == RUNG_E_UNAVAILABLE)
             fprintf(stderr,
                     "rungd: nothing was changed; check the database with `rungd --check --db %s` "
                     "and see docs/operations.md, \"Recover the database\"\n",
                     options[O_DB].value);
+        /* PostgreSQL that is not up yet (a reboot) is worth another try:
+         * the unit restarts on 1, not on EXIT_DATABASE. */
+        if (sopt.pg_conninfo != NULL)
+            return 1;
         return rc == RUNG_E_NOT_FOUND || rc == RUNG_E_UNAVAILABLE ? EXIT_DATABASE : 1;
     }
     /* Copies nobody will fetch: dropped before a stop, never committed, or
@@ -386,7 +461,8 @@ int main(int argc, char **argv)
     const char *scheme = tls_cert != NULL ? "https" : "http";
     printf("listening on %s://%s%s%s:%d\n", scheme, v6 ? "[" : "", host, v6 ? "]" : "", port);
     printf("dashboard: %s://%s%s%s:%d/\n", scheme, v6 ? "[" : "", host, v6 ? "]" : "", port);
-    LOG_INFO("rungd: database %s, lease %llds, %s", options[O_DB].value,
+    LOG_INFO("rungd: database %s, lease %llds, %s",
+             sopt.pg_conninfo ? "on PostgreSQL" : options[O_DB].value,
              (long long)options[O_LEASE_S].ival,
              !(token && token[0]) ? "no token"
              : old_token          ? "token required (the new one or the old one)"

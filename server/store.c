@@ -1,4 +1,5 @@
-/* The SQLite store; see store.h.
+/* The store; see store.h. SQL through db.h, on the SQLite file or on
+ * PostgreSQL; opening it and the migrations are store_open.c.
  *
  * Workload: a stream of small writes (a report is one INSERT; a lease, a
  * finish or a retry one UPDATE of a trial row) from one thread, batched into
@@ -12,12 +13,12 @@
 #include "clock.h"
 #include "log.h"
 
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-extern const char *const rung_migrations[];
 
 static const char *const sql_text[ST__COUNT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
@@ -78,209 +79,120 @@ static const char *const sql_text[ST__COUNT] = {
 static bool damage_code(int code)
 {
     int primary = code & 0xff;
-    return primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB || primary == SQLITE_IOERR;
+    return primary == DB_CORRUPT || primary == DB_NOTADB || primary == DB_IOERR;
 }
 
 int store_db_error(Store *s, RungError *err, const char *what)
 {
-    int code = sqlite3_extended_errcode(s->db);
-    if (damage_code(code)) {
-        store_set_fault(s, "SQLite found the database file %s damaged or unreadable (%s: %s)",
-                        s->path, what, sqlite3_errmsg(s->db));
+    int code = db_extended_errcode(s->db);
+    /* PostgreSQL's I/O error is a connection that broke or a server that
+     * stopped: the store stops as for a damaged file (nothing after it may
+     * say "kept"), and the operator finds why in the message. */
+    if (db_kind(s->db) == DB_POSTGRES && (code & 0xff) == DB_IOERR) {
+        store_set_fault(s, "the connection to PostgreSQL failed (%s: %s)", what, db_errmsg(s->db));
         return rung_error_set(err, RUNG_E_UNAVAILABLE, NULL, "store: %s", s->fault);
     }
-    return rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: %s: %s", what, sqlite3_errmsg(s->db));
+    if (damage_code(code)) {
+        store_set_fault(s, "SQLite found the database file %s damaged or unreadable (%s: %s)",
+                        s->path, what, db_errmsg(s->db));
+        return rung_error_set(err, RUNG_E_UNAVAILABLE, NULL, "store: %s", s->fault);
+    }
+    return rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: %s: %s", what, db_errmsg(s->db));
 }
 
-static int param(sqlite3_stmt *st, const char *name)
+static int param(DbStmt *st, const char *name)
 {
-    int i = sqlite3_bind_parameter_index(st, name);
+    int i = db_bind_parameter_index(st, name);
     if (i == 0) {
-        fprintf(stderr, "store: no parameter %s in: %s\n", name, sqlite3_sql(st));
+        fprintf(stderr, "store: no parameter %s in: %s\n", name, db_sql(st));
         abort();
     }
     return i;
 }
 
-static void bind_int(sqlite3_stmt *st, const char *name, int64_t v)
+static void bind_int(DbStmt *st, const char *name, int64_t v)
 {
-    sqlite3_bind_int64(st, param(st, name), v);
+    db_bind_int64(st, param(st, name), v);
 }
 
 /* An owner's users.id (0: the bootstrap admin), or NULL for -1: none. */
-static void bind_owner(sqlite3_stmt *st, int64_t v)
+static void bind_owner(DbStmt *st, int64_t v)
 {
     if (v < 0)
-        sqlite3_bind_null(st, param(st, ":owner_id"));
+        db_bind_null(st, param(st, ":owner_id"));
     else
-        sqlite3_bind_int64(st, param(st, ":owner_id"), v);
+        db_bind_int64(st, param(st, ":owner_id"), v);
 }
 
 /* Binds v, or NULL when v is 0 (times and ids that are not set yet). */
-static void bind_int_or_null(sqlite3_stmt *st, const char *name, int64_t v)
+static void bind_int_or_null(DbStmt *st, const char *name, int64_t v)
 {
     if (v == 0)
-        sqlite3_bind_null(st, param(st, name));
+        db_bind_null(st, param(st, name));
     else
-        sqlite3_bind_int64(st, param(st, name), v);
+        db_bind_int64(st, param(st, name), v);
 }
 
-static void bind_real_or_null(sqlite3_stmt *st, const char *name, double v)
+static void bind_real_or_null(DbStmt *st, const char *name, double v)
 {
     if (v == 0)
-        sqlite3_bind_null(st, param(st, name));
+        db_bind_null(st, param(st, name));
     else
-        sqlite3_bind_double(st, param(st, name), v);
+        db_bind_double(st, param(st, name), v);
 }
 
-static void bind_text(sqlite3_stmt *st, const char *name, const char *v)
+static void bind_text(DbStmt *st, const char *name, const char *v)
 {
     if (v == NULL)
-        sqlite3_bind_null(st, param(st, name));
+        db_bind_null(st, param(st, name));
     else
-        sqlite3_bind_text(st, param(st, name), v, -1, SQLITE_TRANSIENT);
+        db_bind_text(st, param(st, name), v, -1, DB_TRANSIENT);
 }
 
-/* Binds the compact JSON text of v (NULL for no value). */
-static void bind_json(sqlite3_stmt *st, const char *name, const json_t *v)
+/* Binds the compact JSON text of v (NULL for no value) to parameter i. */
+static void bind_json_at(DbStmt *st, int i, const json_t *v)
 {
     if (v == NULL) {
-        sqlite3_bind_null(st, param(st, name));
+        db_bind_null(st, i);
         return;
     }
     char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
     if (text == NULL)
         abort();
-    sqlite3_bind_text(st, param(st, name), text, -1, free);
+    db_bind_text(st, i, text, -1, free);
+}
+
+static void bind_json(DbStmt *st, const char *name, const json_t *v)
+{
+    bind_json_at(st, param(st, name), v);
 }
 
 /* Runs a write statement once and resets it. */
-static int run(Store *s, sqlite3_stmt *st, RungError *err, const char *what)
+static int run(Store *s, DbStmt *st, RungError *err, const char *what)
 {
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-    if (rc != SQLITE_DONE)
+    int rc = db_step(st);
+    db_reset(st);
+    db_clear_bindings(st);
+    if (rc != DB_DONE)
         return store_db_error(s, err, what);
     return 0;
 }
 
-static int exec(Store *s, const char *sql, RungError *err)
-{
-    char *msg = NULL;
-    if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        sqlite3_free(msg);
-        return store_db_error(s, err, "exec");
-    }
-    return 0;
-}
 
-static int user_version(Store *s, int *out, RungError *err)
+/* The statements every commit runs, prepared once. */
+int store_prepare_all(Store *s, RungError *err)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
-        return store_db_error(s, err, "user_version");
-    int rc = sqlite3_step(st);
-    *out = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
-    sqlite3_finalize(st);
-    return rc == SQLITE_ROW ? 0 : store_db_error(s, err, "user_version");
-}
-
-/* Fails when a row refers to one that does not exist (run after each
- * migration, since they run with foreign keys off). */
-static int foreign_keys_hold(Store *s, RungError *err)
-{
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "PRAGMA foreign_key_check", -1, &st, NULL) != SQLITE_OK)
-        return store_db_error(s, err, "foreign_key_check");
-    int rc = sqlite3_step(st);
-    char table[128] = "";
-    if (rc == SQLITE_ROW)
-        snprintf(table, sizeof table, "%s", (const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    if (rc == SQLITE_ROW)
-        return rung_error_set(err, RUNG_E_INTERNAL, NULL,
-                              "store: after migrating, table %s refers to missing rows", table);
-    return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "foreign_key_check");
-}
-
-/* Applies migrations user_version+1 … N, each in its own transaction. */
-static int migrate(Store *s, RungError *err)
-{
-    int have, known = 0;
-    while (rung_migrations[known] != NULL)
-        known++;
-    if (user_version(s, &have, err))
-        return err->code;
-    if (have > known)
-        return rung_error_set(err, RUNG_E_INTERNAL, NULL,
-                              "store: the database has schema version %d, newer than the %d "
-                              "this rungd knows; use a newer rungd",
-                              have, known);
-    for (int v = have; v < known; v++) {
-        char pragma[64];
-        snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", v + 1);
-        if (exec(s, "BEGIN", err) || exec(s, rung_migrations[v], err) ||
-            foreign_keys_hold(s, err) || exec(s, pragma, err) || exec(s, "COMMIT", err)) {
-            exec(s, "ROLLBACK", NULL);
-            return err->code;
-        }
-    }
-    return 0;
-}
-
-
-int store_open(const char *path, const StoreOptions *opt, Store **out, RungError *err)
-{
-    if (store_file_before_open(path, opt, err) != 0)
-        return err->code;
-    Store *s = calloc(1, sizeof *s);
-    if (s == NULL)
-        return rung_error_set(err, RUNG_E_INTERNAL, NULL, "out of memory");
-    s->lock_fd = -1;
-    snprintf(s->path, sizeof s->path, "%s", path);
-    if (store_lock_database(s, path, err) != 0) {
-        store_close(s);
-        return err->code;
-    }
-    /* NOMUTEX: one thread at a time uses the connection (main.c opens and
-     * loads it before the engine thread starts and closes it after that
-     * thread ended; docs/architecture.md, "Threads"), so SQLite's own lock
-     * around every call would only cost: a fifth of reading 100,000 rows. */
-    if (sqlite3_open_v2(path, &s->db,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                        NULL) != SQLITE_OK) {
-        rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: cannot open %s: %s", path,
-                       s->db ? sqlite3_errmsg(s->db) : "out of memory");
-        store_close(s);
-        return RUNG_E_INTERNAL;
-    }
-    /* WAL: readers never block the writer, and a commit is one append.
-     * synchronous=NORMAL in WAL loses nothing on a process crash, only on
-     * power loss; FULL adds an fsync per commit. */
-    const char *pragmas = opt->durable_full ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-                                            : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;";
-    /* Foreign keys come on after the migrations: a migration that rebuilds a
-     * table (002) drops the old one, which other tables refer to. */
-    if (exec(s, pragmas, err) || exec(s, "PRAGMA busy_timeout=5000;", err) || migrate(s, err) ||
-        exec(s, "PRAGMA foreign_keys=ON;", err)) {
-        store_close(s);
-        return err->code;
-    }
     for (int i = 0; i < ST__COUNT; i++) {
-        if (sqlite3_prepare_v3(s->db, sql_text[i], -1, SQLITE_PREPARE_PERSISTENT, &s->st[i],
-                               NULL) != SQLITE_OK) {
-            store_db_error(s, err, sql_text[i]);
-            store_close(s);
-            return err->code;
-        }
+        /* PostgreSQL's BEGIN has no IMMEDIATE: one rungd writes (the
+         * advisory lock), so there is no other writer to wait for. */
+        const char *sql = i == ST_BEGIN && db_kind(s->db) == DB_POSTGRES ? "BEGIN" : sql_text[i];
+        if (db_prepare_persistent(s->db, sql, &s->st[i]) != DB_OK)
+            return store_db_error(s, err, sql);
     }
-    store_file_opened(s, path, opt);
-    *out = s;
     return 0;
 }
 
-sqlite3 *store_db(Store *s)
+Db *store_db(Store *s)
 {
     return s->db;
 }
@@ -290,13 +202,15 @@ void store_close(Store *s)
     if (s == NULL)
         return;
     for (int i = 0; i < ST__COUNT; i++)
-        sqlite3_finalize(s->st[i]);
+        db_finalize(s->st[i]);
     /* A store that stopped leaves its files as they are: the last close
      * would checkpoint into a file that left its path and delete the
-     * -wal that the path names now, which may be another database's. */
-    if (s->db != NULL && s->fault[0] != '\0' && s->serving)
-        sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
-    sqlite3_close(s->db);
+     * -wal that the path names now, which may be another database's.
+     * (SQLite only: its own handle.) */
+    sqlite3 *lite = s->db != NULL ? db_sqlite(s->db) : NULL;
+    if (lite != NULL && s->fault[0] != '\0' && s->serving)
+        sqlite3_db_config(lite, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+    db_close(s->db);
     if (s->lock_fd >= 0)
         close(s->lock_fd); /* releases the lock */
     free(s);
@@ -312,6 +226,11 @@ int store_begin(Store *s, RungError *err)
 
 int store_commit(Store *s, RungError *err)
 {
+    if (db_kind(s->db) == DB_POSTGRES) {
+        if (s->fault[0] != '\0')
+            return rung_error_set(err, RUNG_E_UNAVAILABLE, NULL, "%s", s->fault);
+        return run(s, s->st[ST_COMMIT], err, "commit");
+    }
     /* Nothing goes into a file that left its path, nor over another
      * program's writes (the caller rolls back). */
     if (store_guard(s, true, err) != 0)
@@ -326,7 +245,7 @@ int store_commit(Store *s, RungError *err)
 
 void store_rollback(Store *s)
 {
-    if (!sqlite3_get_autocommit(s->db))
+    if (db_in_transaction(s->db))
         run(s, s->st[ST_ROLLBACK], NULL, "rollback");
     /* Outside the transaction now: the copy for the operator, once. */
     if (s->fault[0] != '\0' && s->serving && !s->rescued) {
@@ -356,7 +275,7 @@ void store_rollback_savepoint(Store *s)
 
 static int write_exp(Store *s, Experiment *e, RungError *err)
 {
-    sqlite3_stmt *st = s->st[e->stored ? ST_EXP_UPDATE : ST_EXP_INSERT];
+    DbStmt *st = s->st[e->stored ? ST_EXP_UPDATE : ST_EXP_INSERT];
     bind_int(st, ":id", e->id);
     bind_text(st, ":state", exp_state_name(e->state));
     bind_int_or_null(st, ":ended_at", e->ended_at);
@@ -404,7 +323,7 @@ static int write_exp(Store *s, Experiment *e, RungError *err)
 
 static int write_trial(Store *s, Trial *t, RungError *err)
 {
-    sqlite3_stmt *st = s->st[t->stored ? ST_TRIAL_UPDATE : ST_TRIAL_INSERT];
+    DbStmt *st = s->st[t->stored ? ST_TRIAL_UPDATE : ST_TRIAL_INSERT];
     bind_int(st, ":id", t->id);
     bind_text(st, ":state", trial_state_name(t->state));
     bind_int(st, ":attempt", t->attempt);
@@ -428,18 +347,18 @@ static int write_trial(Store *s, Trial *t, RungError *err)
     if (t->state == TRIAL_PENDING || t->state == TRIAL_PREEMPTED) /* in line */
         bind_int(st, ":queue_pos", t->queue_pos);
     else
-        sqlite3_bind_null(st, param(st, ":queue_pos"));
+        db_bind_null(st, param(st, ":queue_pos"));
     if (t->has_step)
         bind_int(st, ":step", t->step);
     else
-        sqlite3_bind_null(st, param(st, ":step"));
+        db_bind_null(st, param(st, ":step"));
     bind_json(st, ":last", t->last);
     if (t->has_best) {
-        sqlite3_bind_double(st, param(st, ":best_value"), t->best_value);
+        db_bind_double(st, param(st, ":best_value"), t->best_value);
         bind_int(st, ":best_step", t->best_step);
     } else {
-        sqlite3_bind_null(st, param(st, ":best_value"));
-        sqlite3_bind_null(st, param(st, ":best_step"));
+        db_bind_null(st, param(st, ":best_value"));
+        db_bind_null(st, param(st, ":best_step"));
     }
     bind_text(st, ":log_tail", t->log_tail);
     /* Tags and notes (schema 015): NULL keeps the stored ones, as for the
@@ -473,7 +392,7 @@ static int write_trial(Store *s, Trial *t, RungError *err)
 
 static int write_worker(Store *s, Worker *w, RungError *err)
 {
-    sqlite3_stmt *st = s->st[w->stored ? ST_WORKER_UPDATE : ST_WORKER_INSERT];
+    DbStmt *st = s->st[w->stored ? ST_WORKER_UPDATE : ST_WORKER_INSERT];
     bind_int(st, ":id", w->id);
     bind_int(st, ":last_seen_at", w->last_seen_at);
     bind_json(st, ":heartbeat", w->heartbeat);
@@ -495,7 +414,7 @@ static int write_worker(Store *s, Worker *w, RungError *err)
 
 static int write_report(Store *s, const NewReport *r, RungError *err)
 {
-    sqlite3_stmt *st = s->st[ST_REPORT_INSERT];
+    DbStmt *st = s->st[ST_REPORT_INSERT];
     bind_int(st, ":trial", r->trial_id);
     bind_int(st, ":attempt", r->attempt);
     bind_int(st, ":step", r->step);
@@ -509,33 +428,33 @@ static int write_report(Store *s, const NewReport *r, RungError *err)
  * was renamed into place before. */
 static int write_checkpoint(Store *s, const CoreCheckpoint *c, RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (store_prepare(
             s,
             "INSERT OR REPLACE INTO checkpoints (trial_id, step, sha256, size, stored_at) "
             "VALUES (?1, ?2, ?3, ?4, ?5)",
             &st, err, "write checkpoint"))
         return err->code;
-    sqlite3_bind_int64(st, 1, c->trial_id);
-    sqlite3_bind_int64(st, 2, c->step);
-    sqlite3_bind_text(st, 3, c->sha256, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 4, c->size);
-    sqlite3_bind_int64(st, 5, c->stored_at);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : store_db_error(s, err, "write checkpoint");
-    sqlite3_finalize(st);
+    db_bind_int64(st, 1, c->trial_id);
+    db_bind_int64(st, 2, c->step);
+    db_bind_text(st, 3, c->sha256, -1, DB_TRANSIENT);
+    db_bind_int64(st, 4, c->size);
+    db_bind_int64(st, 5, c->stored_at);
+    int rc = db_step(st) == DB_DONE ? 0 : store_db_error(s, err, "write checkpoint");
+    db_finalize(st);
     return rc;
 }
 
 static int drop_checkpoint(Store *s, const CoreCheckpoint *c, RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (store_prepare(s, "DELETE FROM checkpoints WHERE trial_id = ?1 AND step = ?2", &st, err,
                       "drop checkpoint"))
         return err->code;
-    sqlite3_bind_int64(st, 1, c->trial_id);
-    sqlite3_bind_int64(st, 2, c->step);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : store_db_error(s, err, "drop checkpoint");
-    sqlite3_finalize(st);
+    db_bind_int64(st, 1, c->trial_id);
+    db_bind_int64(st, 2, c->step);
+    int rc = db_step(st) == DB_DONE ? 0 : store_db_error(s, err, "drop checkpoint");
+    db_finalize(st);
     return rc;
 }
 
@@ -543,36 +462,36 @@ static int drop_checkpoint(Store *s, const CoreCheckpoint *c, RungError *err)
  * level (docs/operations.md, "Events"). */
 static int write_event(Store *s, const CoreEvent *ev, RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (store_prepare(s,
                       "INSERT INTO events (at, actor_kind, actor, kind, experiment_id, trial_id, "
                       "worker_id, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                       &st, err, "write event"))
         return err->code;
-    sqlite3_bind_int64(st, 1, ev->at);
-    sqlite3_bind_text(st, 2, ev->actor_kind, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, ev->actor, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, ev->kind, -1, SQLITE_STATIC);
+    db_bind_int64(st, 1, ev->at);
+    db_bind_text(st, 2, ev->actor_kind, -1, DB_STATIC);
+    db_bind_text(st, 3, ev->actor, -1, DB_STATIC);
+    db_bind_text(st, 4, ev->kind, -1, DB_STATIC);
     if (ev->experiment_id > 0)
-        sqlite3_bind_int64(st, 5, ev->experiment_id);
+        db_bind_int64(st, 5, ev->experiment_id);
     if (ev->trial_id > 0)
-        sqlite3_bind_int64(st, 6, ev->trial_id);
+        db_bind_int64(st, 6, ev->trial_id);
     if (ev->worker_id > 0)
-        sqlite3_bind_int64(st, 7, ev->worker_id);
+        db_bind_int64(st, 7, ev->worker_id);
     char *detail = ev->detail ? json_dumps(ev->detail, JSON_COMPACT) : NULL;
     if (detail)
-        sqlite3_bind_text(st, 8, detail, -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : store_db_error(s, err, "write event");
-    sqlite3_finalize(st);
+        db_bind_text(st, 8, detail, -1, DB_TRANSIENT);
+    int rc = db_step(st) == DB_DONE ? 0 : store_db_error(s, err, "write event");
+    db_finalize(st);
     if (rc == 0)
-        ((CoreEvent *)ev)->id = sqlite3_last_insert_rowid(store_db(s)); /* the queue's own */
+        ((CoreEvent *)ev)->id = db_last_insert_id(store_db(s)); /* the queue's own */
     if (rc == 0) /* docs/operations.md, "Logs": every event at info level */
         LOG_INFO("event %lld %s by %s %s%s%.0lld%s%.0lld%s%.0lld %s",
-                 (long long)sqlite3_last_insert_rowid(store_db(s)), ev->kind, ev->actor_kind,
-                 ev->actor, ev->experiment_id > 0 ? " experiment=" : "",
-                 (long long)ev->experiment_id, ev->trial_id > 0 ? " trial=" : "",
-                 (long long)ev->trial_id, ev->worker_id > 0 ? " worker=" : "",
-                 (long long)ev->worker_id, detail ? detail : "");
+                 (long long)db_last_insert_id(store_db(s)), ev->kind, ev->actor_kind, ev->actor,
+                 ev->experiment_id > 0 ? " experiment=" : "", (long long)ev->experiment_id,
+                 ev->trial_id > 0 ? " trial=" : "", (long long)ev->trial_id,
+                 ev->worker_id > 0 ? " worker=" : "", (long long)ev->worker_id,
+                 detail ? detail : "");
     free(detail);
     return rc;
 }
@@ -605,18 +524,18 @@ int store_write_changes(Store *s, const CoreChanges *c, RungError *err)
     return 0;
 }
 
-json_t *store_column_json(sqlite3_stmt *st, int col)
+json_t *store_column_json(DbStmt *st, int col)
 {
-    const char *text = (const char *)sqlite3_column_text(st, col);
+    const char *text = db_column_text(st, col);
     if (text == NULL)
         return NULL;
     return json_loads(text, JSON_DECODE_ANY, NULL);
 }
 
 /* Prepares sql, or fails naming what. */
-int store_prepare(Store *s, const char *sql, sqlite3_stmt **st, RungError *err, const char *what)
+int store_prepare(Store *s, const char *sql, DbStmt **st, RungError *err, const char *what)
 {
-    if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK)
+    if (db_prepare(s->db, sql, st) != DB_OK)
         return store_db_error(s, err, what);
     return 0;
 }
@@ -624,43 +543,45 @@ int store_prepare(Store *s, const char *sql, sqlite3_stmt **st, RungError *err, 
 
 bool store_has_checkpoint(Store *s, int64_t trial_id, int64_t step)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     RungError err;
     if (store_prepare(s, "SELECT 1 FROM checkpoints WHERE trial_id = ?1 AND step = ?2", &st, &err,
                       "checkpoint"))
         return true; /* cannot tell: keep it */
-    sqlite3_bind_int64(st, 1, trial_id);
-    sqlite3_bind_int64(st, 2, step);
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    return rc != SQLITE_DONE; /* a row, or an error: keep it */
+    db_bind_int64(st, 1, trial_id);
+    db_bind_int64(st, 2, step);
+    int rc = db_step(st);
+    db_finalize(st);
+    return rc != DB_DONE; /* a row, or an error: keep it */
 }
 
 int store_delete_experiment(Store *s, int64_t id, int64_t trial_counts[TRIAL__COUNT],
                             RungError *err)
 {
     memset(trial_counts, 0, sizeof(int64_t) * TRIAL__COUNT);
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (store_prepare(s,
                       "SELECT state, count(*) FROM trials WHERE experiment_id = ? GROUP BY state",
                       &st, err, "delete"))
         return err->code;
-    sqlite3_bind_int64(st, 1, id);
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    db_bind_int64(st, 1, id);
+    while (db_step(st) == DB_ROW) {
         TrialState ts;
-        if (trial_state_parse((const char *)sqlite3_column_text(st, 0), &ts) == 0)
-            trial_counts[ts] = sqlite3_column_int64(st, 1);
+        if (trial_state_parse(db_column_text(st, 0), &ts) == 0)
+            trial_counts[ts] = db_column_int64(st, 1);
     }
-    sqlite3_finalize(st);
+    db_finalize(st);
     static const char *const sql[] = {
         /* The highest ids so far, kept before their rows may go (schema 011). */
         /* (WHERE true: an upsert's SELECT needs a WHERE to be parsed as one;
          * the id bound below is out of range here and ignored.) */
         "INSERT INTO id_floors (kind, max_id) SELECT 'experiments', coalesce(max(id), 0) FROM "
         "experiments WHERE true ON CONFLICT (kind) DO UPDATE SET max_id = "
-        "max(max_id, excluded.max_id)",
+        "CASE WHEN id_floors.max_id > excluded.max_id THEN id_floors.max_id "
+        "ELSE excluded.max_id END",
         "INSERT INTO id_floors (kind, max_id) SELECT 'trials', coalesce(max(id), 0) FROM trials "
-        "WHERE true ON CONFLICT (kind) DO UPDATE SET max_id = max(max_id, excluded.max_id)",
+        "WHERE true ON CONFLICT (kind) DO UPDATE SET max_id = CASE WHEN id_floors.max_id > "
+        "excluded.max_id THEN id_floors.max_id ELSE excluded.max_id END",
         "DELETE FROM reports WHERE trial_id IN (SELECT id FROM trials WHERE experiment_id = ?)",
         /* pbt's stored checkpoints (their files, which nothing reads once
          * their rows are gone, are removed by ckptstore_sweep at the next
@@ -672,10 +593,10 @@ int store_delete_experiment(Store *s, int64_t id, int64_t trial_counts[TRIAL__CO
     for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++) {
         if (store_prepare(s, sql[i], &st, err, "delete"))
             return err->code;
-        sqlite3_bind_int64(st, 1, id);
-        int rc = sqlite3_step(st);
-        sqlite3_finalize(st);
-        if (rc != SQLITE_DONE)
+        db_bind_int64(st, 1, id);
+        int rc = db_step(st);
+        db_finalize(st);
+        if (rc != DB_DONE)
             return store_db_error(s, err, "delete");
     }
     return 0;
@@ -688,14 +609,14 @@ int store_delete_experiment(Store *s, int64_t id, int64_t trial_counts[TRIAL__CO
 int store_gang_warnings(Store *s, int64_t trial_id, const char *token, json_t *warnings,
                         RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (store_prepare(s, "SELECT gang FROM trials WHERE id = ?", &st, err, "gang warnings"))
         return err->code;
-    sqlite3_bind_int64(st, 1, trial_id);
-    int rc = sqlite3_step(st);
-    json_t *stored = rc == SQLITE_ROW ? store_column_json(st, 0) : NULL;
-    sqlite3_finalize(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    db_bind_int64(st, 1, trial_id);
+    int rc = db_step(st);
+    json_t *stored = rc == DB_ROW ? store_column_json(st, 0) : NULL;
+    db_finalize(st);
+    if (rc != DB_ROW && rc != DB_DONE)
         return store_db_error(s, err, "gang warnings");
     Gang *g = stored != NULL ? members_from_json(stored) : NULL;
     json_decref(stored);
@@ -711,16 +632,16 @@ int store_gang_warnings(Store *s, int64_t trial_id, const char *token, json_t *w
     members_free(g);
     if (store_prepare(s, "UPDATE trials SET gang = ?1, warnings = ?2 WHERE id = ?3", &st, err,
                       "gang warnings") == 0) {
-        sqlite3_bind_int64(st, 3, trial_id);
+        db_bind_int64(st, 3, trial_id);
         char *text = json_dumps(gang, JSON_COMPACT);
         char *merged_text = merged != NULL ? json_dumps(merged, JSON_COMPACT) : NULL;
         if (text == NULL || (merged != NULL && merged_text == NULL))
             abort(); /* as bind_json: no memory, no state to trust */
-        sqlite3_bind_text(st, 1, text, -1, free);
+        db_bind_text(st, 1, text, -1, free);
         if (merged_text != NULL)
-            sqlite3_bind_text(st, 2, merged_text, -1, free);
-        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : store_db_error(s, err, "gang warnings");
-        sqlite3_finalize(st);
+            db_bind_text(st, 2, merged_text, -1, free);
+        rc = db_step(st) == DB_DONE ? 0 : store_db_error(s, err, "gang warnings");
+        db_finalize(st);
     } else {
         rc = err->code;
     }
@@ -731,24 +652,24 @@ int store_gang_warnings(Store *s, int64_t trial_id, const char *token, json_t *w
 int store_reports(Store *s, int64_t trial_id, int64_t attempt, int64_t after_step, int64_t limit,
                   json_t **items, RungError *err)
 {
-    sqlite3_stmt *st = s->st[ST_REPORTS_OF];
+    DbStmt *st = s->st[ST_REPORTS_OF];
     bind_int(st, ":trial", trial_id);
     bind_int(st, ":attempt", attempt);
     bind_int(st, ":after", after_step);
     bind_int(st, ":limit", limit);
     json_t *arr = json_array();
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         char when[32];
-        rung_time_format(sqlite3_column_int64(st, 1), when, sizeof when);
+        rung_time_format(db_column_int64(st, 1), when, sizeof when);
         json_t *metrics = store_column_json(st, 2);
         json_array_append_new(arr, json_pack("{s:I, s:s, s:o}", "step",
-                                             (json_int_t)sqlite3_column_int64(st, 0), "time", when,
+                                             (json_int_t)db_column_int64(st, 0), "time", when,
                                              "metrics", metrics ? metrics : json_object()));
     }
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-    if (rc != SQLITE_DONE) {
+    db_reset(st);
+    db_clear_bindings(st);
+    if (rc != DB_DONE) {
         json_decref(arr);
         return store_db_error(s, err, "read reports");
     }
@@ -765,18 +686,18 @@ static int set_meta(Store *s, const char *table, int64_t id, const json_t *tags,
     snprintf(sql, sizeof sql,
              "UPDATE %s SET tags = coalesce(?2, tags), notes = coalesce(?3, notes) WHERE id = ?1",
              table);
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (store_prepare(s, sql, &st, err, "set tags and notes"))
         return err->code;
-    sqlite3_bind_int64(st, 1, id);
-    bind_json(st, "?2", tags);
+    db_bind_int64(st, 1, id);
+    bind_json_at(st, 2, tags);
     if (notes != NULL)
-        sqlite3_bind_text(st, 3, json_string_value(notes), -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : store_db_error(s, err, "set tags and notes");
-    if (rc == 0 && sqlite3_changes(s->db) == 0)
+        db_bind_text(st, 3, json_string_value(notes), -1, DB_TRANSIENT);
+    int rc = db_step(st) == DB_DONE ? 0 : store_db_error(s, err, "set tags and notes");
+    if (rc == 0 && db_changes(s->db) == 0)
         rc = rung_error_set(err, RUNG_E_NOT_FOUND, NULL, "%s %lld not found",
                             table[0] == 'e' ? "experiment" : "trial", (long long)id);
-    sqlite3_finalize(st);
+    db_finalize(st);
     return rc;
 }
 

@@ -23,6 +23,9 @@ typedef struct StoreOptions {
     bool init;            /* --init: may create where an earlier database was, and
                              starts on a database that an earlier run stopped using */
     const char *data_dir; /* its checkpoints/ is a sign of an earlier database */
+    /* Not NULL: the store is this PostgreSQL database (a libpq connection
+     * string; db.h), not the SQLite file at path. */
+    const char *pg_conninfo;
 } StoreOptions;
 
 /* Opens the database at path and applies the migrations it lacks. *out is
@@ -113,8 +116,12 @@ void store_rollback_savepoint(Store *store);
 int store_reports(Store *store, int64_t trial_id, int64_t attempt, int64_t after_step,
                   int64_t limit, json_t **items, RungError *err);
 
+/* Bytes of the database on disk: its file plus its -wal file (stat(2), so
+ * it costs no query); -1 when there is no file to measure. */
+int64_t store_database_bytes(Store *store);
+
 /* The connection, for the read side of this module only (store_read*.c). */
-struct sqlite3 *store_db(Store *store);
+struct Db *store_db(Store *store);
 
 /* ---- users, tokens, owners, events (store_users.c; schema 13) ---- */
 

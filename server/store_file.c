@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,16 +81,18 @@ static int write_text(const char *path, const char *text)
 
 /* What the connection still reads (the file it opened, its WAL) into
  * PATH.rescued-TIME, for the operator: after an unlink or a replace it is
- * the only copy of the acknowledged work. Outside a transaction. */
+ * the only copy of the acknowledged work. Outside a transaction. SQLite
+ * only (VACUUM INTO, on its own handle). */
 void store_rescue(Store *s)
 {
+    sqlite3 *lite = db_sqlite(s->db);
     char stamp[32], dest[PATH_MAX];
     now_text(stamp, sizeof stamp, ".rescued-%Y%m%dT%H%M%SZ");
-    if (!path_with(dest, sizeof dest, s->path, stamp))
+    if (lite == NULL || !path_with(dest, sizeof dest, s->path, stamp))
         return;
     char *sql = sqlite3_mprintf("VACUUM INTO %Q", dest);
     char *msg = NULL;
-    int rc = sql ? sqlite3_exec(s->db, sql, NULL, NULL, &msg) : SQLITE_NOMEM;
+    int rc = sql ? sqlite3_exec(lite, sql, NULL, NULL, &msg) : SQLITE_NOMEM;
     sqlite3_free(sql);
     if (rc == SQLITE_OK) {
         LOG_ERROR("store: copied what rungd still reads of its database to %s "
@@ -115,6 +118,14 @@ void store_set_fault(Store *s, const char *fmt, ...)
     va_end(ap);
     if (!s->serving)
         return; /* at the open: the start fails with it */
+    if (db_kind(s->db) == DB_POSTGRES) {
+        /* No file to mark: a restart connects again (docs/operations.md,
+         * "PostgreSQL"). */
+        LOG_ERROR("store: %s; rungd takes no more writes (every request is answered 503) until "
+                  "it is restarted",
+                  s->fault);
+        return;
+    }
     LOG_ERROR("store: %s; rungd takes no more writes (every request is answered 503) until it is "
               "restarted on a database that `rungd --check` accepts (docs/operations.md, "
               "\"Recover the database\")",
@@ -273,39 +284,39 @@ static void mark_created(const char *path)
 
 /* One-column rows of sql on db, each printed as "label: row" (at most 20);
  * how many there were, or -1 when the statement failed (said too). */
-static int64_t print_rows(sqlite3 *db, const char *sql, const char *label, FILE *out)
+static int64_t print_rows(Db *db, const char *sql, const char *label, FILE *out)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        fprintf(out, "%s: %s\n", label, sqlite3_errmsg(db));
+    DbStmt *st;
+    if (db_prepare(db, sql, &st) != DB_OK) {
+        fprintf(out, "%s: %s\n", label, db_errmsg(db));
         return -1;
     }
     int64_t n = 0;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         if (n++ >= 20)
             continue;
         fprintf(out, "%s:", label);
-        for (int c = 0; c < sqlite3_column_count(st); c++) {
-            const unsigned char *v = sqlite3_column_text(st, c);
-            fprintf(out, " %s", v ? (const char *)v : "NULL");
+        for (int c = 0; c < db_column_count(st); c++) {
+            const char *v = db_column_text(st, c);
+            fprintf(out, " %s", v ? v : "NULL");
         }
         fputc('\n', out);
     }
-    if (rc != SQLITE_DONE)
-        fprintf(out, "%s: %s\n", label, sqlite3_errmsg(db));
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? n : -1;
+    if (rc != DB_DONE)
+        fprintf(out, "%s: %s\n", label, db_errmsg(db));
+    db_finalize(st);
+    return rc == DB_DONE ? n : -1;
 }
 
 /* The single integer that sql returns, or -1. */
-static int64_t query_int(sqlite3 *db, const char *sql)
+static int64_t query_int(Db *db, const char *sql)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+    DbStmt *st;
+    if (db_prepare(db, sql, &st) != DB_OK)
         return -1;
-    int64_t v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
-    sqlite3_finalize(st);
+    int64_t v = db_step(st) == DB_ROW ? db_column_int64(st, 0) : -1;
+    db_finalize(st);
     return v;
 }
 
@@ -320,22 +331,23 @@ int store_check(const char *path, FILE *out)
         fprintf(out, "%s: %s: no database to check\n", path, strerror(errno));
         return 1;
     }
-    sqlite3 *db = NULL;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        fprintf(out, "%s: cannot open: %s\n", path, db ? sqlite3_errmsg(db) : "out of memory");
-        sqlite3_close(db);
+    /* SQLite only: a read-only connection of its own to the file. */
+    Db *db = NULL;
+    if (db_open_sqlite(path, SQLITE_OPEN_READONLY, &db) != DB_OK) {
+        fprintf(out, "%s: cannot open: %s\n", path, db ? db_errmsg(db) : "out of memory");
+        db_close(db);
         return 1;
     }
-    sqlite3_busy_timeout(db, 5000);
+    sqlite3_busy_timeout(db_sqlite(db), 5000);
     /* integrity_check reads every page and index; its single row "ok"
      * means sound. */
-    sqlite3_stmt *st;
+    DbStmt *st;
     bool sound = false;
-    if (sqlite3_prepare_v2(db, "PRAGMA integrity_check(20)", -1, &st, NULL) == SQLITE_OK) {
+    if (db_prepare(db, "PRAGMA integrity_check(20)", &st) == DB_OK) {
         int rc;
         int64_t n = 0;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            const char *row = (const char *)sqlite3_column_text(st, 0);
+        while ((rc = db_step(st)) == DB_ROW) {
+            const char *row = db_column_text(st, 0);
             n++;
             if (n == 1 && row != NULL && strcmp(row, "ok") == 0)
                 sound = true;
@@ -343,13 +355,13 @@ int store_check(const char *path, FILE *out)
                 sound = false;
             fprintf(out, "integrity_check: %s\n", row ? row : "NULL");
         }
-        if (rc != SQLITE_DONE) {
-            fprintf(out, "integrity_check: %s\n", sqlite3_errmsg(db));
+        if (rc != DB_DONE) {
+            fprintf(out, "integrity_check: %s\n", db_errmsg(db));
             sound = false;
         }
-        sqlite3_finalize(st);
+        db_finalize(st);
     } else {
-        fprintf(out, "integrity_check: %s\n", sqlite3_errmsg(db));
+        fprintf(out, "integrity_check: %s\n", db_errmsg(db));
     }
     int64_t orphans = print_rows(db, "PRAGMA foreign_key_check", "foreign_key_check", out);
     if (orphans != 0)
@@ -376,8 +388,32 @@ int store_check(const char *path, FILE *out)
                 "(docs/operations.md, \"Recover the database\")\n",
                 path);
     }
-    sqlite3_close(db);
+    db_close(db);
     return sound ? 0 : 1;
+}
+
+/* st_size of path; 0 when it does not exist (a WAL checkpointed away). */
+static int64_t file_bytes(const char *path, bool *exists)
+{
+    struct stat st;
+    *exists = path != NULL && path[0] != '\0' && stat(path, &st) == 0;
+    return *exists ? (int64_t)st.st_size : 0;
+}
+
+int64_t store_database_bytes(Store *s)
+{
+    /* SQLite only (its own handle): SQLite names its files (an absolute
+     * path, "" for a database in memory); the shared-memory index (-shm)
+     * is a cache, not data. */
+    sqlite3 *lite = db_sqlite(s->db);
+    if (lite == NULL)
+        return -1;
+    const char *db = sqlite3_db_filename(lite, "main");
+    bool exists, wal_exists;
+    int64_t bytes = file_bytes(db, &exists);
+    if (!exists)
+        return -1;
+    return bytes + file_bytes(sqlite3_filename_wal(db), &wal_exists);
 }
 
 /* Takes an exclusive flock on the database file itself. Two daemons on one

@@ -5,10 +5,10 @@
 #ifndef RUNG_SERVER_STORE_INTERNAL_H
 #define RUNG_SERVER_STORE_INTERNAL_H
 
+#include "db.h"
 #include "store.h"
 
 #include <limits.h>
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -32,8 +32,8 @@ enum {
 };
 
 struct Store {
-    sqlite3 *db;
-    sqlite3_stmt *st[ST__COUNT];
+    Db *db;
+    DbStmt *st[ST__COUNT];
     int lock_fd; /* the database file, flock'ed: one rungd per database */
     /* The guard (store_fault): which file the path named at the open, and
      * the database file's size and time after rungd's own last write. */
@@ -52,10 +52,12 @@ struct Store {
 /* Fails with SQLite's error of the last call, naming what; a damaged or
  * unreadable file stops the store (store_set_fault). */
 int store_db_error(Store *s, RungError *err, const char *what);
+/* Prepares the statements every commit runs (Store.st). */
+int store_prepare_all(Store *s, RungError *err);
 /* Prepares sql, or fails naming what. */
-int store_prepare(Store *s, const char *sql, sqlite3_stmt **st, RungError *err, const char *what);
+int store_prepare(Store *s, const char *sql, DbStmt **st, RungError *err, const char *what);
 /* The JSON of a text column (new reference), or NULL for NULL or bad text. */
-json_t *store_column_json(sqlite3_stmt *st, int col);
+json_t *store_column_json(DbStmt *st, int col);
 
 /* ---- store_file.c: the database file (docs/operations.md, "The database
  * file") ---- */

@@ -22,49 +22,48 @@ static int load_experiments(Store *s, Core *core, const char *where, int64_t id_
              "SELECT id, spec, seed, state, created_at, ended_at, ended_reason, error, health, "
              "owner_id, owner, tags, notes FROM experiments WHERE %s ORDER BY id",
              where);
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (store_prepare(s, sql, &st, err, "load experiments"))
         return err->code;
     if (id_arg > 0)
-        sqlite3_bind_int64(st, 1, id_arg);
+        db_bind_int64(st, 1, id_arg);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0);
+    while ((rc = db_step(st)) == DB_ROW) {
+        int64_t id = db_column_int64(st, 0);
         json_t *spec_json = store_column_json(st, 1);
         Spec spec;
         RungError why;
         ExpState state = EXP_RUNNING;
-        exp_state_parse((const char *)sqlite3_column_text(st, 3), &state);
-        if (spec_load(spec_json, (uint64_t)sqlite3_column_int64(st, 2), &spec, &why)) {
+        exp_state_parse(db_column_text(st, 3), &state);
+        if (spec_load(spec_json, (uint64_t)db_column_int64(st, 2), &spec, &why)) {
             json_decref(spec_json);
-            sqlite3_finalize(st);
+            db_finalize(st);
             return rung_error_set(err, RUNG_E_INTERNAL, NULL,
                                   "store: experiment %lld has a spec this rungd rejects: %s",
                                   (long long)id, why.message);
         }
         json_decref(spec_json);
-        Experiment *e = core_load_experiment(core, id, &spec, state, sqlite3_column_int64(st, 4),
-                                             sqlite3_column_int64(st, 5));
+        Experiment *e = core_load_experiment(core, id, &spec, state, db_column_int64(st, 4),
+                                             db_column_int64(st, 5));
         if (store_read_warm_attach(s, e, err)) {
-            sqlite3_finalize(st);
+            db_finalize(st);
             return err->code;
         }
         json_t *health = store_column_json(st, 8);
-        core_load_experiment_ended(e, end_reason_parse((const char *)sqlite3_column_text(st, 6)),
-                                   (const char *)sqlite3_column_text(st, 7), health);
+        core_load_experiment_ended(e, end_reason_parse(db_column_text(st, 6)),
+                                   db_column_text(st, 7), health);
         json_decref(health);
-        core_set_owner(e,
-                       sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9),
-                       (const char *)sqlite3_column_text(st, 10));
+        core_set_owner(e, db_column_type(st, 9) == DB_NULL ? -1 : db_column_int64(st, 9),
+                       db_column_text(st, 10));
         /* Schema 015: what people wrote about it (NOT NULL columns). */
         json_t *tags = store_column_json(st, 11);
         core_set_exp_meta(NULL, e, json_is_array(tags) ? tags : NULL,
-                          json_string((const char *)sqlite3_column_text(st, 12)));
+                          json_string(db_column_text(st, 12)));
         if (!json_is_array(tags))
             json_decref(tags);
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "load experiments");
+    db_finalize(st);
+    return rc == DB_DONE ? 0 : store_db_error(s, err, "load experiments");
 }
 
 /* The states of the trials in flight, which a running experiment holds as
@@ -75,7 +74,7 @@ static int load_experiments(Store *s, Core *core, const char *where, int64_t id_
 /* Loads e's trials: those in flight, or with all every one. */
 static int load_trials(Store *s, Core *core, Experiment *e, bool all, RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     char sql[1024];
     snprintf(sql, sizeof sql,
              "SELECT id, experiment_id, number, state, config, attempt, worker_id, "
@@ -88,56 +87,56 @@ static int load_trials(Store *s, Core *core, Experiment *e, bool all, RungError 
              all ? "" : "AND state IN " LIVE_STATES);
     if (store_prepare(s, sql, &st, err, "load trials"))
         return err->code;
-    sqlite3_bind_int64(st, 1, e->id);
+    db_bind_int64(st, 1, e->id);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         TrialState state = TRIAL_PENDING;
-        trial_state_parse((const char *)sqlite3_column_text(st, 3), &state);
+        trial_state_parse(db_column_text(st, 3), &state);
         json_t *config = store_column_json(st, 4);
         if (config == NULL) {
-            sqlite3_finalize(st);
+            db_finalize(st);
             return rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: trial %lld is corrupt",
-                                  (long long)sqlite3_column_int64(st, 0));
+                                  (long long)db_column_int64(st, 0));
         }
         CoreTrialRow row = {
-            .id = sqlite3_column_int64(st, 0),
-            .number = sqlite3_column_int64(st, 2),
+            .id = db_column_int64(st, 0),
+            .number = db_column_int64(st, 2),
             .state = state,
             .config = config,
-            .attempt = sqlite3_column_int64(st, 5),
-            .worker_id = sqlite3_column_int64(st, 6),
-            .token = (const char *)sqlite3_column_text(st, 7),
+            .attempt = db_column_int64(st, 5),
+            .worker_id = db_column_int64(st, 6),
+            .token = db_column_text(st, 7),
             .resources = store_column_json(st, 8),
-            .stop_kind = sqlite3_column_int(st, 9) == 0
+            .stop_kind = db_column_int(st, 9) == 0
                              ? STOP_NONE
-                             : (sqlite3_column_type(st, 17) == SQLITE_NULL
+                             : (db_column_type(st, 17) == DB_NULL
                                     ? STOP_CANCEL /* the only kind before schema 005 */
-                                    : stop_kind_parse((const char *)sqlite3_column_text(st, 17))),
-            .error = (const char *)sqlite3_column_text(st, 10),
-            .created_at = sqlite3_column_int64(st, 11),
-            .started_at = sqlite3_column_int64(st, 12),
-            .ended_at = sqlite3_column_int64(st, 13),
+                                    : stop_kind_parse(db_column_text(st, 17))),
+            .error = db_column_text(st, 10),
+            .created_at = db_column_int64(st, 11),
+            .started_at = db_column_int64(st, 12),
+            .ended_at = db_column_int64(st, 13),
         };
         Trial *t = core_load_trial(core, e, &row);
-        core_load_rung(t, sqlite3_column_double(st, 14)); /* NULL reads as 0: none */
+        core_load_rung(t, db_column_double(st, 14)); /* NULL reads as 0: none */
         if ((state == TRIAL_PENDING || state == TRIAL_PREEMPTED) &&
-            sqlite3_column_type(st, 15) != SQLITE_NULL)
-            core_load_queue_pos(t, sqlite3_column_int64(st, 15));
-        if (sqlite3_column_type(st, 16) != SQLITE_NULL)
-            core_trial_set_log(NULL, t, (const char *)sqlite3_column_text(st, 16));
-        core_load_trial_control(t, stopped_by_parse((const char *)sqlite3_column_text(st, 18)),
-                                sqlite3_column_int(st, 19) != 0, store_column_json(st, 20),
+            db_column_type(st, 15) != DB_NULL)
+            core_load_queue_pos(t, db_column_int64(st, 15));
+        if (db_column_type(st, 16) != DB_NULL)
+            core_trial_set_log(NULL, t, db_column_text(st, 16));
+        core_load_trial_control(t, stopped_by_parse(db_column_text(st, 18)),
+                                db_column_int(st, 19) != 0, store_column_json(st, 20),
                                 store_column_json(st, 26));
-        core_load_trial_preemptions(t, sqlite3_column_int64(st, 22));
+        core_load_trial_preemptions(t, db_column_int64(st, 22));
         /* Schema 015: tags and notes; NULL in memory for [] and "". */
         json_t *tags = store_column_json(st, 27);
-        const char *notes = (const char *)sqlite3_column_text(st, 28);
+        const char *notes = db_column_text(st, 28);
         if (json_array_size(tags) == 0) {
             json_decref(tags);
             tags = NULL;
         }
         core_set_trial_meta(NULL, t, tags, notes && notes[0] ? json_string(notes) : NULL);
-        core_load_trial_losses(t, sqlite3_column_int64(st, 25));
+        core_load_trial_losses(t, db_column_int64(st, 25));
         json_t *from = store_column_json(st, 24);
         core_load_trial_pbt(t, store_column_json(st, 23), from);
         json_decref(from);
@@ -145,14 +144,14 @@ static int load_trials(Store *s, Core *core, Experiment *e, bool all, RungError 
         core_load_gang(core, t, gang);
         json_decref(gang);
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "load trials");
+    db_finalize(st);
+    return rc == DB_DONE ? 0 : store_db_error(s, err, "load trials");
 }
 
 /* Replays the reports of the current attempt of e's trials, in step order. */
 static int load_reports(Store *s, Core *core, Experiment *e, bool all, RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     char sql[512];
     snprintf(sql, sizeof sql,
              "SELECT r.trial_id, r.step, r.metrics, r.action FROM trials t "
@@ -161,51 +160,51 @@ static int load_reports(Store *s, Core *core, Experiment *e, bool all, RungError
              all ? "" : "AND t.state IN " LIVE_STATES);
     if (store_prepare(s, sql, &st, err, "load reports"))
         return err->code;
-    sqlite3_bind_int64(st, 1, e->id);
+    db_bind_int64(st, 1, e->id);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        Trial *t = core_trial(core, sqlite3_column_int64(st, 0));
+    while ((rc = db_step(st)) == DB_ROW) {
+        Trial *t = core_trial(core, db_column_int64(st, 0));
         json_t *metrics = store_column_json(st, 2);
-        const char *action = (const char *)sqlite3_column_text(st, 3);
+        const char *action = db_column_text(st, 3);
         if (t != NULL && metrics != NULL)
-            core_load_report(core, t, sqlite3_column_int64(st, 1), metrics,
+            core_load_report(core, t, db_column_int64(st, 1), metrics,
                              strcmp(action, "stop") == 0 ? ACTION_STOP : ACTION_CONTINUE);
         json_decref(metrics);
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "load reports");
+    db_finalize(st);
+    return rc == DB_DONE ? 0 : store_db_error(s, err, "load reports");
 }
 
 /* e's counts of ended trials and its number of trials. */
 static int load_ended_counts(Store *s, Core *core, Experiment *e, RungError *err)
 {
     int64_t counts[TRIAL__COUNT] = {0}, n_trials = 0;
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (store_prepare(
             s,
             "SELECT state, count(*) FROM trials WHERE experiment_id = ? AND state IN " ENDED_STATES
             " GROUP BY state",
             &st, err, "ended trials"))
         return err->code;
-    sqlite3_bind_int64(st, 1, e->id);
+    db_bind_int64(st, 1, e->id);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         TrialState ts;
-        if (trial_state_parse((const char *)sqlite3_column_text(st, 0), &ts) == 0)
-            counts[ts] = sqlite3_column_int64(st, 1);
+        if (trial_state_parse(db_column_text(st, 0), &ts) == 0)
+            counts[ts] = db_column_int64(st, 1);
     }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE)
+    db_finalize(st);
+    if (rc != DB_DONE)
         return store_db_error(s, err, "ended trials");
     if (store_prepare(s, "SELECT max(number) FROM trials WHERE experiment_id = ?", &st, err,
                       "trials"))
         return err->code;
-    sqlite3_bind_int64(st, 1, e->id);
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-        n_trials = sqlite3_column_int64(st, 0) + 1;
-    sqlite3_finalize(st);
-    if (rc != SQLITE_ROW)
+    db_bind_int64(st, 1, e->id);
+    rc = db_step(st);
+    if (rc == DB_ROW && db_column_type(st, 0) != DB_NULL)
+        n_trials = db_column_int64(st, 0) + 1;
+    db_finalize(st);
+    if (rc != DB_ROW)
         return store_db_error(s, err, "trials");
     core_load_ended_counts(core, e, counts, n_trials);
     return 0;
@@ -219,7 +218,7 @@ static int load_ended_counts(Store *s, Core *core, Experiment *e, RungError *err
  * of 5 reports, bench/long_restart.py). */
 static int load_ended_reports(Store *s, Core *core, Experiment *e, RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (store_prepare(s,
                       "SELECT t.id, t.number, t.state, r.step, r.metrics, r.action FROM trials t "
                       "JOIN reports r ON r.trial_id = t.id AND r.attempt = t.attempt "
@@ -227,31 +226,31 @@ static int load_ended_reports(Store *s, Core *core, Experiment *e, RungError *er
                       " ORDER BY t.number, r.step",
                       &st, err, "ended reports"))
         return err->code;
-    sqlite3_bind_int64(st, 1, e->id);
+    db_bind_int64(st, 1, e->id);
     Trial *t = NULL;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0);
+    while ((rc = db_step(st)) == DB_ROW) {
+        int64_t id = db_column_int64(st, 0);
         if (t != NULL && t->id != id) {
             core_load_ended_end(core, t, true, false);
             t = NULL;
         }
         if (t == NULL) {
             TrialState ts = TRIAL_COMPLETED;
-            trial_state_parse((const char *)sqlite3_column_text(st, 2), &ts);
-            t = core_load_ended_begin(e, id, sqlite3_column_int64(st, 1), ts, NULL);
+            trial_state_parse(db_column_text(st, 2), &ts);
+            t = core_load_ended_begin(e, id, db_column_int64(st, 1), ts, NULL);
         }
         json_t *metrics = store_column_json(st, 4);
-        const char *action = (const char *)sqlite3_column_text(st, 5);
+        const char *action = db_column_text(st, 5);
         if (metrics != NULL)
-            core_load_report(core, t, sqlite3_column_int64(st, 3), metrics,
+            core_load_report(core, t, db_column_int64(st, 3), metrics,
                              action && strcmp(action, "stop") == 0 ? ACTION_STOP : ACTION_CONTINUE);
         json_decref(metrics);
     }
     if (t != NULL)
         core_load_ended_end(core, t, true, false);
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "ended reports");
+    db_finalize(st);
+    return rc == DB_DONE ? 0 : store_db_error(s, err, "ended reports");
 }
 
 /* The rows of e's ended trials for what they leave in memory (the best
@@ -273,28 +272,27 @@ static int load_ended_rows(Store *s, Core *core, Experiment *e, RungError *err)
                             "t.number LIMIT 1"
                           : "AND t.best_value IS NOT NULL ORDER BY t.best_value, "
                             "t.number LIMIT 1"));
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (store_prepare(s, sql, &st, err, "ended trials"))
         return err->code;
-    sqlite3_bind_int64(st, 1, e->id);
+    db_bind_int64(st, 1, e->id);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         TrialState ts = TRIAL_COMPLETED;
-        trial_state_parse((const char *)sqlite3_column_text(st, 2), &ts);
+        trial_state_parse(db_column_text(st, 2), &ts);
         json_t *config = store_column_json(st, 3);
         if (config == NULL)
             continue; /* cannot be a result; load_trials reports a corrupt live one */
-        Trial *t = core_load_ended_begin(e, sqlite3_column_int64(st, 0),
-                                         sqlite3_column_int64(st, 1), ts, config);
-        bool has_best = sqlite3_column_type(st, 5) != SQLITE_NULL;
-        core_load_ended_summary(t, store_column_json(st, 4), has_best, sqlite3_column_double(st, 5),
-                                sqlite3_column_int64(st, 6),
-                                sqlite3_column_type(st, 7) != SQLITE_NULL,
-                                sqlite3_column_int64(st, 7));
+        Trial *t = core_load_ended_begin(e, db_column_int64(st, 0), db_column_int64(st, 1), ts,
+                                         config);
+        bool has_best = db_column_type(st, 5) != DB_NULL;
+        core_load_ended_summary(t, store_column_json(st, 4), has_best, db_column_double(st, 5),
+                                db_column_int64(st, 6), db_column_type(st, 7) != DB_NULL,
+                                db_column_int64(st, 7));
         core_load_ended_end(core, t, false, true);
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "ended trials");
+    db_finalize(st);
+    return rc == DB_DONE ? 0 : store_db_error(s, err, "ended trials");
 }
 
 /* Loads what e keeps in memory (core.h, "What lives in memory" in
@@ -325,53 +323,49 @@ static int load_workers(Store *s, Core *core, const char *where, int64_t arg, Ru
              "SELECT id, name, hostname, gpus, cpus, registered_at, last_seen_at, heartbeat, "
              "labels, caps, owner_id FROM workers WHERE %s ORDER BY id",
              where);
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (store_prepare(s, sql, &st, err, "load workers"))
         return err->code;
-    sqlite3_bind_int64(st, 1, arg);
+    db_bind_int64(st, 1, arg);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (core_worker(core, sqlite3_column_int64(st, 0)) != NULL)
+    while ((rc = db_step(st)) == DB_ROW) {
+        if (core_worker(core, db_column_int64(st, 0)) != NULL)
             continue;
         json_t *gpus = store_column_json(st, 3);
-        Worker *w = core_load_worker(core, sqlite3_column_int64(st, 0),
-                                     (const char *)sqlite3_column_text(st, 1),
-                                     (const char *)sqlite3_column_text(st, 2),
-                                     gpus ? gpus : json_array(), sqlite3_column_int64(st, 4),
-                                     sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6),
-                                     store_column_json(st, 7));
+        Worker *w = core_load_worker(core, db_column_int64(st, 0), db_column_text(st, 1),
+                                     db_column_text(st, 2), gpus ? gpus : json_array(),
+                                     db_column_int64(st, 4), db_column_int64(st, 5),
+                                     db_column_int64(st, 6), store_column_json(st, 7));
         core_load_worker_labels(w, store_column_json(st, 8));
         core_load_worker_caps(w, store_column_json(st, 9));
-        core_set_worker_owner(w, sqlite3_column_type(st, 10) == SQLITE_NULL
-                                     ? -1
-                                     : sqlite3_column_int64(st, 10));
+        core_set_worker_owner(w, db_column_type(st, 10) == DB_NULL ? -1 : db_column_int64(st, 10));
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "load workers");
+    db_finalize(st);
+    return rc == DB_DONE ? 0 : store_db_error(s, err, "load workers");
 }
 
 /* Counts of the whole store and the highest ids, for the core's totals. */
 static int load_totals(Store *s, Core *core, RungError *err)
 {
     int64_t tc[TRIAL__COUNT] = {0}, ec[EXP__COUNT] = {0}, max[3] = {0, 0, 0};
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (store_prepare(s, "SELECT state, count(*) FROM trials GROUP BY state", &st, err, "counts"))
         return err->code;
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    while (db_step(st) == DB_ROW) {
         TrialState ts;
-        if (trial_state_parse((const char *)sqlite3_column_text(st, 0), &ts) == 0)
-            tc[ts] = sqlite3_column_int64(st, 1);
+        if (trial_state_parse(db_column_text(st, 0), &ts) == 0)
+            tc[ts] = db_column_int64(st, 1);
     }
-    sqlite3_finalize(st);
+    db_finalize(st);
     if (store_prepare(s, "SELECT state, count(*) FROM experiments GROUP BY state", &st, err,
                       "counts"))
         return err->code;
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    while (db_step(st) == DB_ROW) {
         ExpState es;
-        if (exp_state_parse((const char *)sqlite3_column_text(st, 0), &es) == 0)
-            ec[es] = sqlite3_column_int64(st, 1);
+        if (exp_state_parse(db_column_text(st, 0), &es) == 0)
+            ec[es] = db_column_int64(st, 1);
     }
-    sqlite3_finalize(st);
+    db_finalize(st);
     /* The highest ids ever given, deleted ones too (schema 011): an id is
      * never given twice. */
     if (store_prepare(
@@ -382,10 +376,13 @@ static int load_totals(Store *s, Core *core, RungError *err)
             "'trials'), 0)), (SELECT max(id) FROM workers)",
             &st, err, "ids"))
         return err->code;
-    if (sqlite3_step(st) == SQLITE_ROW)
+    int rc = db_step(st);
+    if (rc == DB_ROW)
         for (int i = 0; i < 3; i++)
-            max[i] = sqlite3_column_int64(st, i);
-    sqlite3_finalize(st);
+            max[i] = db_column_int64(st, i);
+    db_finalize(st);
+    if (rc != DB_ROW)
+        return store_db_error(s, err, "ids");
     core_load_totals(core, tc, ec, max[0], max[1], max[2]);
     return 0;
 }
@@ -424,22 +421,22 @@ static int write_load_changes(Store *s, Core *core, RungError *err)
  * (the others' are not asked for again). */
 static int load_checkpoints(Store *s, Core *core, RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (store_prepare(s, "SELECT trial_id, step, sha256, size, stored_at FROM checkpoints", &st,
                       err, "load checkpoints"))
         return err->code;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        CoreCheckpoint c = {.trial_id = sqlite3_column_int64(st, 0),
-                            .step = sqlite3_column_int64(st, 1),
-                            .size = sqlite3_column_int64(st, 3),
-                            .stored_at = sqlite3_column_int64(st, 4)};
-        const char *sha = (const char *)sqlite3_column_text(st, 2);
+    while ((rc = db_step(st)) == DB_ROW) {
+        CoreCheckpoint c = {.trial_id = db_column_int64(st, 0),
+                            .step = db_column_int64(st, 1),
+                            .size = db_column_int64(st, 3),
+                            .stored_at = db_column_int64(st, 4)};
+        const char *sha = db_column_text(st, 2);
         snprintf(c.sha256, sizeof c.sha256, "%s", sha ? sha : "");
         core_load_checkpoint(core, &c);
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "load checkpoints");
+    db_finalize(st);
+    return rc == DB_DONE ? 0 : store_db_error(s, err, "load checkpoints");
 }
 
 int store_load(Store *s, Core *core, int64_t now, RungError *err)
@@ -488,34 +485,34 @@ int store_revive_experiment(Store *s, Core *core, int64_t id, int64_t now, RungE
 
 int store_readd_failed(Store *s, Core *core, Experiment *e, RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     const char *sql = "SELECT id, number, config, attempt, worker_id, error, created_at, "
                       "started_at, ended_at FROM trials WHERE experiment_id = ? AND "
                       "state = 'failed' ORDER BY number";
     if (store_prepare(s, sql, &st, err, "failed trials"))
         return err->code;
-    sqlite3_bind_int64(st, 1, e->id);
+    db_bind_int64(st, 1, e->id);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (core_trial(core, sqlite3_column_int64(st, 0)) != NULL)
+    while ((rc = db_step(st)) == DB_ROW) {
+        if (core_trial(core, db_column_int64(st, 0)) != NULL)
             continue; /* still in memory */
         json_t *config = store_column_json(st, 2);
         if (config == NULL)
             continue;
-        CoreTrialRow row = {.id = sqlite3_column_int64(st, 0),
-                            .number = sqlite3_column_int64(st, 1),
+        CoreTrialRow row = {.id = db_column_int64(st, 0),
+                            .number = db_column_int64(st, 1),
                             .state = TRIAL_FAILED,
                             .config = config,
-                            .attempt = sqlite3_column_int64(st, 3),
-                            .worker_id = sqlite3_column_int64(st, 4),
-                            .error = (const char *)sqlite3_column_text(st, 5),
-                            .created_at = sqlite3_column_int64(st, 6),
-                            .started_at = sqlite3_column_int64(st, 7),
-                            .ended_at = sqlite3_column_int64(st, 8)};
+                            .attempt = db_column_int64(st, 3),
+                            .worker_id = db_column_int64(st, 4),
+                            .error = db_column_text(st, 5),
+                            .created_at = db_column_int64(st, 6),
+                            .started_at = db_column_int64(st, 7),
+                            .ended_at = db_column_int64(st, 8)};
         core_readd_trial(core, e, &row);
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "failed trials");
+    db_finalize(st);
+    return rc == DB_DONE ? 0 : store_db_error(s, err, "failed trials");
 }
 
 int store_reload_worker(Store *s, Core *core, int64_t id, RungError *err)

@@ -4,7 +4,6 @@
  * store_read_curves.c). */
 #include "store_read_internal.h"
 
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,19 +15,19 @@
 
 int store_read_spec(Store *s, int64_t id, Spec *spec, RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (prepare(s, "SELECT spec, seed FROM experiments WHERE id = ?", &st, err))
         return err->code;
-    sqlite3_bind_int64(st, 1, id);
-    int rc = sqlite3_step(st);
-    if (rc != SQLITE_ROW) {
-        sqlite3_finalize(st);
-        return rc == SQLITE_DONE ? not_found(err, "experiment", id) : db_error(s, err, "spec");
+    db_bind_int64(st, 1, id);
+    int rc = db_step(st);
+    if (rc != DB_ROW) {
+        db_finalize(st);
+        return rc == DB_DONE ? not_found(err, "experiment", id) : db_error(s, err, "spec");
     }
     json_t *json = column_json(st, 0);
-    rc = spec_load(json, (uint64_t)sqlite3_column_int64(st, 1), spec, err);
+    rc = spec_load(json, (uint64_t)db_column_int64(st, 1), spec, err);
     json_decref(json);
-    sqlite3_finalize(st);
+    db_finalize(st);
     return rc;
 }
 
@@ -36,17 +35,17 @@ int store_read_spec(Store *s, int64_t id, Spec *spec, RungError *err)
  * before schema version 4, or still running). */
 static void summary_from_trials(Store *s, int64_t id, const json_t *spec, ExperimentView *v)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     RungError ignored;
     if (prepare(s, "SELECT state, count(*) FROM trials WHERE experiment_id = ? GROUP BY state", &st,
                 &ignored) == 0) {
-        sqlite3_bind_int64(st, 1, id);
-        while (sqlite3_step(st) == SQLITE_ROW) {
+        db_bind_int64(st, 1, id);
+        while (db_step(st) == DB_ROW) {
             TrialState ts;
-            if (trial_state_parse((const char *)sqlite3_column_text(st, 0), &ts) == 0)
-                v->counts[ts] = sqlite3_column_int64(st, 1);
+            if (trial_state_parse(db_column_text(st, 0), &ts) == 0)
+                v->counts[ts] = db_column_int64(st, 1);
         }
-        sqlite3_finalize(st);
+        db_finalize(st);
     }
     const char *mode = json_string_value(json_object_get(spec, "mode"));
     const char *sql = mode && strcmp(mode, "max") == 0
@@ -57,35 +56,35 @@ static void summary_from_trials(Store *s, int64_t id, const json_t *spec, Experi
                             "experiment_id = ? AND best_value IS NOT NULL ORDER BY best_value, "
                             "number LIMIT 1";
     if (prepare(s, sql, &st, &ignored) == 0) {
-        sqlite3_bind_int64(st, 1, id);
-        if (sqlite3_step(st) == SQLITE_ROW)
+        db_bind_int64(st, 1, id);
+        if (db_step(st) == DB_ROW)
             v->best = (BestRef){.has = true,
-                                .trial_id = sqlite3_column_int64(st, 0),
-                                .value = sqlite3_column_double(st, 1),
-                                .step = sqlite3_column_int64(st, 2),
+                                .trial_id = db_column_int64(st, 0),
+                                .value = db_column_double(st, 1),
+                                .step = db_column_int64(st, 2),
                                 .config = column_json(st, 3)}; /* owned here */
-        sqlite3_finalize(st);
+        db_finalize(st);
     }
 }
 
 /* The experiment of the current row of st: EXP_COLUMNS. */
-static json_t *experiment_of_row(Store *s, sqlite3_stmt *st)
+static json_t *experiment_of_row(Store *s, DbStmt *st)
 {
-    ExperimentView v = {.id = sqlite3_column_int64(st, 0)};
+    ExperimentView v = {.id = db_column_int64(st, 0)};
     json_t *spec = column_json(st, 1);
     if (spec == NULL)
         spec = json_object();
     v.spec = spec;
-    exp_state_parse((const char *)sqlite3_column_text(st, 2), &v.state);
-    v.created_at = sqlite3_column_int64(st, 3);
-    v.ended_at = sqlite3_column_int64(st, 4);
-    v.total_trials = sqlite3_column_int64(st, 5);
-    v.ended_reason = end_reason_parse((const char *)sqlite3_column_text(st, 7));
-    v.error = (const char *)sqlite3_column_text(st, 8);
-    v.owner = (const char *)sqlite3_column_text(st, 9);
+    exp_state_parse(db_column_text(st, 2), &v.state);
+    v.created_at = db_column_int64(st, 3);
+    v.ended_at = db_column_int64(st, 4);
+    v.total_trials = db_column_int64(st, 5);
+    v.ended_reason = end_reason_parse(db_column_text(st, 7));
+    v.error = db_column_text(st, 8);
+    v.owner = db_column_text(st, 9);
     json_t *tags = column_json(st, 10); /* schema 015 */
     v.tags = tags;
-    v.notes = (const char *)sqlite3_column_text(st, 11);
+    v.notes = db_column_text(st, 11);
     json_t *summary = column_json(st, 6);
     if (summary != NULL) {
         json_t *counts = json_object_get(summary, "counts");
@@ -121,38 +120,38 @@ static json_t *experiment_of_row(Store *s, sqlite3_stmt *st)
 
 int store_read_experiment(Store *s, int64_t id, json_t **out, RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (prepare(s, "SELECT " EXP_COLUMNS " FROM experiments WHERE id = ?", &st, err))
         return err->code;
-    sqlite3_bind_int64(st, 1, id);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
+    db_bind_int64(st, 1, id);
+    int rc = db_step(st);
+    if (rc == DB_ROW)
         *out = experiment_of_row(s, st);
-    sqlite3_finalize(st);
-    if (rc == SQLITE_DONE)
+    db_finalize(st);
+    if (rc == DB_DONE)
         return not_found(err, "experiment", id);
-    return rc == SQLITE_ROW ? 0 : db_error(s, err, "experiment");
+    return rc == DB_ROW ? 0 : db_error(s, err, "experiment");
 }
 
 int store_read_blob_referenced(Store *s, const char *sha256_hex, bool *referenced, RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (prepare(s,
                 "SELECT 1 FROM experiments WHERE "
                 "json_extract(spec, '$.trainable.working_dir') = 'sha256:' || ? LIMIT 1",
                 &st, err))
         return err->code;
-    sqlite3_bind_text(st, 1, sha256_hex, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    *referenced = rc == SQLITE_ROW;
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_error(s, err, "experiments");
+    db_bind_text(st, 1, sha256_hex, -1, DB_STATIC);
+    int rc = db_step(st);
+    db_finalize(st);
+    *referenced = rc == DB_ROW;
+    return rc == DB_ROW || rc == DB_DONE ? 0 : db_error(s, err, "experiments");
 }
 
 int store_read_trial_rank(Store *s, int64_t exp_id, int64_t trial_id, double value, bool max,
                           int64_t *better, RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     const char *sql = max ? "SELECT count(*) FROM trials WHERE experiment_id = ?1 AND id != ?2 AND "
                             "state = 'completed' AND best_value IS NOT NULL AND (best_value > ?3 "
                             "OR (best_value = ?3 AND id < ?2))"
@@ -161,27 +160,27 @@ int store_read_trial_rank(Store *s, int64_t exp_id, int64_t trial_id, double val
                             "OR (best_value = ?3 AND id < ?2))";
     if (prepare(s, sql, &st, err))
         return err->code;
-    sqlite3_bind_int64(st, 1, exp_id);
-    sqlite3_bind_int64(st, 2, trial_id);
-    sqlite3_bind_double(st, 3, value);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        *better = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return rc == SQLITE_ROW ? 0 : db_error(s, err, "trials");
+    db_bind_int64(st, 1, exp_id);
+    db_bind_int64(st, 2, trial_id);
+    db_bind_double(st, 3, value);
+    int rc = db_step(st);
+    if (rc == DB_ROW)
+        *better = db_column_int64(st, 0);
+    db_finalize(st);
+    return rc == DB_ROW ? 0 : db_error(s, err, "trials");
 }
 
 int store_read_trial_best(Store *s, int64_t trial_id, double *value, bool *has, RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (prepare(s, "SELECT best_value FROM trials WHERE id = ?", &st, err))
         return err->code;
-    sqlite3_bind_int64(st, 1, trial_id);
-    int rc = sqlite3_step(st);
-    *has = rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL;
-    *value = *has ? sqlite3_column_double(st, 0) : 0;
-    sqlite3_finalize(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_error(s, err, "trials");
+    db_bind_int64(st, 1, trial_id);
+    int rc = db_step(st);
+    *has = rc == DB_ROW && db_column_type(st, 0) != DB_NULL;
+    *value = *has ? db_column_double(st, 0) : 0;
+    db_finalize(st);
+    return rc == DB_ROW || rc == DB_DONE ? 0 : db_error(s, err, "trials");
 }
 
 /* The condition that a row's tags (a JSON array) hold the tag bound to
@@ -194,33 +193,33 @@ int store_read_experiments(Store *s, const char *tag, int64_t limit, int64_t off
     const char *where = tag ? " WHERE" HAS_TAG(3) : "";
     char sql[512];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM experiments%s", where);
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (prepare(s, sql, &st, err))
         return err->code;
     if (tag)
-        sqlite3_bind_text(st, 3, tag, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    *total = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    sqlite3_finalize(st);
-    if (rc != SQLITE_ROW)
+        db_bind_text(st, 3, tag, -1, DB_STATIC);
+    int rc = db_step(st);
+    *total = rc == DB_ROW ? db_column_int64(st, 0) : 0;
+    db_finalize(st);
+    if (rc != DB_ROW)
         return db_error(s, err, "experiments");
     snprintf(sql, sizeof sql,
              "SELECT " EXP_COLUMNS " FROM experiments%s ORDER BY id DESC LIMIT ?1 OFFSET ?2",
              where);
     if (prepare(s, sql, &st, err))
         return err->code;
-    sqlite3_bind_int64(st, 1, limit);
-    sqlite3_bind_int64(st, 2, offset);
+    db_bind_int64(st, 1, limit);
+    db_bind_int64(st, 2, offset);
     if (tag)
-        sqlite3_bind_text(st, 3, tag, -1, SQLITE_STATIC);
+        db_bind_text(st, 3, tag, -1, DB_STATIC);
     json_t *arr = json_array();
     int64_t n = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        ids[n++] = sqlite3_column_int64(st, 0);
+    while ((rc = db_step(st)) == DB_ROW) {
+        ids[n++] = db_column_int64(st, 0);
         json_array_append_new(arr, experiment_of_row(s, st));
     }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
+    db_finalize(st);
+    if (rc != DB_DONE) {
         json_decref(arr);
         return db_error(s, err, "experiments");
     }
@@ -235,30 +234,30 @@ int store_read_experiments(Store *s, const char *tag, int64_t limit, int64_t off
     "best_value, best_step, error, rung, log_tail, created_at, started_at, ended_at, stopped_by, " \
     "user_paused, warnings, gang, preemptions, lineage, worker_losses, info, tags, notes"
 
-static json_t *trial_of_row(sqlite3_stmt *st, const Spec *spec)
+static json_t *trial_of_row(DbStmt *st, const Spec *spec)
 {
-    TrialView v = {.id = sqlite3_column_int64(st, 0),
-                   .exp_id = sqlite3_column_int64(st, 1),
-                   .number = sqlite3_column_int64(st, 2),
-                   .attempt = sqlite3_column_int64(st, 5),
-                   .worker_id = sqlite3_column_int64(st, 6),
-                   .has_step = sqlite3_column_type(st, 7) != SQLITE_NULL,
-                   .step = sqlite3_column_int64(st, 7),
-                   .has_best = sqlite3_column_type(st, 9) != SQLITE_NULL,
-                   .best_value = sqlite3_column_double(st, 9),
-                   .best_step = sqlite3_column_int64(st, 10),
-                   .error = (const char *)sqlite3_column_text(st, 11),
-                   .rung = sqlite3_column_double(st, 12),
+    TrialView v = {.id = db_column_int64(st, 0),
+                   .exp_id = db_column_int64(st, 1),
+                   .number = db_column_int64(st, 2),
+                   .attempt = db_column_int64(st, 5),
+                   .worker_id = db_column_int64(st, 6),
+                   .has_step = db_column_type(st, 7) != DB_NULL,
+                   .step = db_column_int64(st, 7),
+                   .has_best = db_column_type(st, 9) != DB_NULL,
+                   .best_value = db_column_double(st, 9),
+                   .best_step = db_column_int64(st, 10),
+                   .error = db_column_text(st, 11),
+                   .rung = db_column_double(st, 12),
                    .bracket = -1,
-                   .log_tail = (const char *)sqlite3_column_text(st, 13),
-                   .created_at = sqlite3_column_int64(st, 14),
-                   .started_at = sqlite3_column_int64(st, 15),
-                   .ended_at = sqlite3_column_int64(st, 16),
-                   .stopped_by = stopped_by_parse((const char *)sqlite3_column_text(st, 17)),
-                   .user_paused = sqlite3_column_int(st, 18) != 0,
-                   .preemptions = sqlite3_column_int64(st, 21),
-                   .worker_losses = sqlite3_column_int64(st, 23)};
-    trial_state_parse((const char *)sqlite3_column_text(st, 3), &v.state);
+                   .log_tail = db_column_text(st, 13),
+                   .created_at = db_column_int64(st, 14),
+                   .started_at = db_column_int64(st, 15),
+                   .ended_at = db_column_int64(st, 16),
+                   .stopped_by = stopped_by_parse(db_column_text(st, 17)),
+                   .user_paused = db_column_int(st, 18) != 0,
+                   .preemptions = db_column_int64(st, 21),
+                   .worker_losses = db_column_int64(st, 23)};
+    trial_state_parse(db_column_text(st, 3), &v.state);
     json_t *config = column_json(st, 4);
     json_t *last = column_json(st, 8);
     json_t *warnings = column_json(st, 19);
@@ -267,7 +266,7 @@ static json_t *trial_of_row(sqlite3_stmt *st, const Spec *spec)
     json_t *info = column_json(st, 24);
     json_t *tags = column_json(st, 25); /* schema 015 */
     v.tags = tags;
-    v.notes = (const char *)sqlite3_column_text(st, 26);
+    v.notes = db_column_text(st, 26);
     v.lineage = lineage;
     v.info = info;
     v.warnings = warnings;
@@ -295,25 +294,25 @@ static json_t *trial_of_row(sqlite3_stmt *st, const Spec *spec)
 int store_read_trial(Store *s, int64_t id, const Spec *spec, json_t **out, int64_t *exp_id,
                      RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (prepare(s, "SELECT " TRIAL_COLUMNS " FROM trials WHERE id = ?", &st, err))
         return err->code;
-    sqlite3_bind_int64(st, 1, id);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        *exp_id = sqlite3_column_int64(st, 1);
+    db_bind_int64(st, 1, id);
+    int rc = db_step(st);
+    if (rc == DB_ROW) {
+        *exp_id = db_column_int64(st, 1);
         *out = trial_of_row(st, spec);
     }
-    sqlite3_finalize(st);
-    if (rc == SQLITE_DONE)
+    db_finalize(st);
+    if (rc == DB_DONE)
         return not_found(err, "trial", id);
-    return rc == SQLITE_ROW ? 0 : db_error(s, err, "trial");
+    return rc == DB_ROW ? 0 : db_error(s, err, "trial");
 }
 
 int store_read_trial_ranks(Store *s, const Spec *spec, int64_t exp_id, int state, const char *tag,
                            TrialRank **out, int64_t *n, RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     char sql[512];
     snprintf(sql, sizeof sql,
              "SELECT id, number, best_value FROM trials WHERE experiment_id = ?1%s%s "
@@ -321,24 +320,24 @@ int store_read_trial_ranks(Store *s, const Spec *spec, int64_t exp_id, int state
              state < 0 ? "" : " AND state = ?2", tag ? " AND" HAS_TAG(3) : "");
     if (prepare(s, sql, &st, err))
         return err->code;
-    sqlite3_bind_int64(st, 1, exp_id);
+    db_bind_int64(st, 1, exp_id);
     if (state >= 0)
-        sqlite3_bind_text(st, 2, trial_state_name((TrialState)state), -1, SQLITE_STATIC);
+        db_bind_text(st, 2, trial_state_name((TrialState)state), -1, DB_STATIC);
     if (tag)
-        sqlite3_bind_text(st, 3, tag, -1, SQLITE_STATIC);
+        db_bind_text(st, 3, tag, -1, DB_STATIC);
     TrialRank *v = NULL;
     int64_t len = 0, cap = 0;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         rung_grow((void **)&v, &cap, len, sizeof *v);
-        bool has = sqlite3_column_type(st, 2) != SQLITE_NULL;
-        v[len++] = (TrialRank){.id = sqlite3_column_int64(st, 0),
-                               .number = sqlite3_column_int64(st, 1),
+        bool has = db_column_type(st, 2) != DB_NULL;
+        v[len++] = (TrialRank){.id = db_column_int64(st, 0),
+                               .number = db_column_int64(st, 1),
                                .has_best = has,
-                               .loss = has ? spec_loss(spec, sqlite3_column_double(st, 2)) : 0};
+                               .loss = has ? spec_loss(spec, db_column_double(st, 2)) : 0};
     }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
+    db_finalize(st);
+    if (rc != DB_DONE) {
         free(v);
         return db_error(s, err, "trial ranks");
     }
@@ -356,7 +355,7 @@ int store_read_trials(Store *s, const Spec *spec, int64_t exp_id, int state, con
     snprintf(where, sizeof where, "experiment_id = ?1%s%s", state < 0 ? "" : " AND state = ?4",
              tag ? " AND" HAS_TAG(5) : "");
     char sql[1024];
-    sqlite3_stmt *st;
+    DbStmt *st;
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 0)
             snprintf(sql, sizeof sql, "SELECT count(*) FROM trials WHERE %s", where);
@@ -369,27 +368,27 @@ int store_read_trials(Store *s, const Spec *spec, int64_t exp_id, int state, con
             return err->code;
         /* Binding a number the count does not use is an SQLITE_RANGE
          * that changes nothing. */
-        sqlite3_bind_int64(st, 1, exp_id);
-        sqlite3_bind_int64(st, 2, limit);
-        sqlite3_bind_int64(st, 3, offset);
+        db_bind_int64(st, 1, exp_id);
+        db_bind_int64(st, 2, limit);
+        db_bind_int64(st, 3, offset);
         if (state >= 0)
-            sqlite3_bind_text(st, 4, trial_state_name((TrialState)state), -1, SQLITE_STATIC);
+            db_bind_text(st, 4, trial_state_name((TrialState)state), -1, DB_STATIC);
         if (tag)
-            sqlite3_bind_text(st, 5, tag, -1, SQLITE_STATIC);
+            db_bind_text(st, 5, tag, -1, DB_STATIC);
         if (pass == 1)
             break;
-        int rc = sqlite3_step(st);
-        *total = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-        sqlite3_finalize(st);
-        if (rc != SQLITE_ROW)
+        int rc = db_step(st);
+        *total = rc == DB_ROW ? db_column_int64(st, 0) : 0;
+        db_finalize(st);
+        if (rc != DB_ROW)
             return db_error(s, err, "trials");
     }
     json_t *arr = json_array();
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+    while ((rc = db_step(st)) == DB_ROW)
         json_array_append_new(arr, trial_of_row(st, spec));
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
+    db_finalize(st);
+    if (rc != DB_DONE) {
         json_decref(arr);
         return db_error(s, err, "trials");
     }
@@ -399,36 +398,36 @@ int store_read_trials(Store *s, const Spec *spec, int64_t exp_id, int state, con
 
 int store_read_trial_lease(Store *s, int64_t id, TrialLease *out, RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (prepare(s, "SELECT experiment_id, attempt, state, lease_token FROM trials WHERE id = ?",
                 &st, err))
         return err->code;
-    sqlite3_bind_int64(st, 1, id);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        out->exp_id = sqlite3_column_int64(st, 0);
-        out->attempt = sqlite3_column_int64(st, 1);
-        trial_state_parse((const char *)sqlite3_column_text(st, 2), &out->state);
-        const char *tok = (const char *)sqlite3_column_text(st, 3);
+    db_bind_int64(st, 1, id);
+    int rc = db_step(st);
+    if (rc == DB_ROW) {
+        out->exp_id = db_column_int64(st, 0);
+        out->attempt = db_column_int64(st, 1);
+        trial_state_parse(db_column_text(st, 2), &out->state);
+        const char *tok = db_column_text(st, 3);
         snprintf(out->token, sizeof out->token, "%s", tok ? tok : "");
     }
-    sqlite3_finalize(st);
-    if (rc == SQLITE_DONE)
+    db_finalize(st);
+    if (rc == DB_DONE)
         return not_found(err, "trial", id);
-    return rc == SQLITE_ROW ? 0 : db_error(s, err, "trial");
+    return rc == DB_ROW ? 0 : db_error(s, err, "trial");
 }
 
 int store_read_gang_member(Store *s, int64_t id, const char *token, int64_t *rank, int64_t *attempt,
                            RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (prepare(s, "SELECT gang FROM trials WHERE id = ?", &st, err))
         return -1;
-    sqlite3_bind_int64(st, 1, id);
-    int rc = sqlite3_step(st);
-    json_t *stored = rc == SQLITE_ROW ? column_json(st, 0) : NULL;
-    sqlite3_finalize(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    db_bind_int64(st, 1, id);
+    int rc = db_step(st);
+    json_t *stored = rc == DB_ROW ? column_json(st, 0) : NULL;
+    db_finalize(st);
+    if (rc != DB_ROW && rc != DB_DONE) {
         db_error(s, err, "trial");
         return -1;
     }
@@ -446,23 +445,22 @@ int store_read_gang_member(Store *s, int64_t id, const char *token, int64_t *ran
 int store_read_report_action(Store *s, int64_t trial_id, int64_t attempt, int64_t step,
                              ReportAction *action, RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (prepare(s, "SELECT action FROM reports WHERE trial_id = ? AND attempt = ? AND step = ?",
                 &st, err))
         return -1;
-    sqlite3_bind_int64(st, 1, trial_id);
-    sqlite3_bind_int64(st, 2, attempt);
-    sqlite3_bind_int64(st, 3, step);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        *action = strcmp((const char *)sqlite3_column_text(st, 0), "stop") == 0 ? ACTION_STOP
-                                                                                : ACTION_CONTINUE;
-    sqlite3_finalize(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    db_bind_int64(st, 1, trial_id);
+    db_bind_int64(st, 2, attempt);
+    db_bind_int64(st, 3, step);
+    int rc = db_step(st);
+    if (rc == DB_ROW)
+        *action = strcmp(db_column_text(st, 0), "stop") == 0 ? ACTION_STOP : ACTION_CONTINUE;
+    db_finalize(st);
+    if (rc != DB_ROW && rc != DB_DONE) {
         db_error(s, err, "report");
         return -1;
     }
-    return rc == SQLITE_ROW;
+    return rc == DB_ROW;
 }
 /* ---- workers ---- */
 
@@ -475,30 +473,27 @@ int store_read_workers(Store *s, int64_t seen_since, int64_t limit, int64_t offs
 {
     if (count(s, "SELECT count(*)" WORKERS_SHOWN, seen_since, 0, total, err))
         return err->code;
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (prepare(s,
                 "SELECT id, name, hostname, gpus, cpus, registered_at, last_seen_at, heartbeat, "
                 "labels, caps" WORKERS_SHOWN "ORDER BY id LIMIT ?2 OFFSET ?3",
                 &st, err))
         return err->code;
-    sqlite3_bind_int64(st, 1, seen_since);
-    sqlite3_bind_int64(st, 2, limit);
-    sqlite3_bind_int64(st, 3, offset);
+    db_bind_int64(st, 1, seen_since);
+    db_bind_int64(st, 2, limit);
+    db_bind_int64(st, 3, offset);
     json_t *arr = json_array();
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         json_t *gpus = column_json(st, 3);
         json_t *hb = column_json(st, 7);
-        json_array_append_new(arr,
-                              json_pack("{s:I, s:s, s:s, s:o, s:I, s:o, s:o, s:o}", "id",
-                                        (json_int_t)sqlite3_column_int64(st, 0), "name",
-                                        (const char *)sqlite3_column_text(st, 1), "hostname",
-                                        (const char *)sqlite3_column_text(st, 2), "gpus",
-                                        gpus ? gpus : json_array(), "cpus",
-                                        (json_int_t)sqlite3_column_int64(st, 4), "registered_at",
-                                        view_time(sqlite3_column_int64(st, 5)), "last_seen_at",
-                                        view_time(sqlite3_column_int64(st, 6)), "heartbeat",
-                                        hb ? hb : json_null()));
+        json_array_append_new(
+            arr, json_pack("{s:I, s:s, s:s, s:o, s:I, s:o, s:o, s:o}", "id",
+                           (json_int_t)db_column_int64(st, 0), "name", db_column_text(st, 1),
+                           "hostname", db_column_text(st, 2), "gpus", gpus ? gpus : json_array(),
+                           "cpus", (json_int_t)db_column_int64(st, 4), "registered_at",
+                           view_time(db_column_int64(st, 5)), "last_seen_at",
+                           view_time(db_column_int64(st, 6)), "heartbeat", hb ? hb : json_null()));
         json_t *labels = column_json(st, 8);
         json_t *o = json_array_get(arr, json_array_size(arr) - 1);
         json_object_set_new(o, "labels", labels ? labels : json_object());
@@ -512,8 +507,8 @@ int store_read_workers(Store *s, int64_t seen_since, int64_t limit, int64_t offs
                             json_is_array(ctrs) ? json_incref(ctrs) : json_array());
         json_decref(caps);
     }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
+    db_finalize(st);
+    if (rc != DB_DONE) {
         json_decref(arr);
         return db_error(s, err, "workers");
     }
@@ -552,25 +547,25 @@ static int warm_check_space(int64_t source, const json_t *src_spec, const Spec *
 static int warm_check_source(Store *s, int64_t source, const Spec *spec, RungError *err)
 {
     const char *field = "warm_start.experiment";
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (prepare(s,
                 "SELECT state, spec, (SELECT count(*) FROM trials WHERE experiment_id = ?1 AND "
                 "state IN ('pending', 'running', 'paused')) FROM experiments WHERE id = ?1",
                 &st, err))
         return err->code;
-    sqlite3_bind_int64(st, 1, source);
-    int rc = sqlite3_step(st);
-    if (rc != SQLITE_ROW) {
-        sqlite3_finalize(st);
-        if (rc != SQLITE_DONE)
+    db_bind_int64(st, 1, source);
+    int rc = db_step(st);
+    if (rc != DB_ROW) {
+        db_finalize(st);
+        if (rc != DB_DONE)
             return db_error(s, err, "warm_start");
         return rung_error_set(err, RUNG_E_INVALID_SPEC, field,
                               "warm_start.experiment: experiment %lld not found",
                               (long long)source);
     }
-    const char *state = (const char *)sqlite3_column_text(st, 0);
+    const char *state = db_column_text(st, 0);
     json_t *src_spec = column_json(st, 1);
-    int64_t unfinished = sqlite3_column_int64(st, 2);
+    int64_t unfinished = db_column_int64(st, 2);
     if (state == NULL || (strcmp(state, "completed") != 0 && strcmp(state, "canceled") != 0 &&
                           strcmp(state, "failed") != 0))
         rc = rung_error_set(err, RUNG_E_INVALID_SPEC, field,
@@ -586,7 +581,7 @@ static int warm_check_source(Store *s, int64_t source, const Spec *spec, RungErr
     else
         rc = warm_check_space(source, src_spec, spec, err);
     json_decref(src_spec);
-    sqlite3_finalize(st);
+    db_finalize(st);
     return rc;
 }
 
@@ -596,20 +591,20 @@ int store_read_warm(Store *s, Spec *spec, int64_t before, bool check, Warm **out
     int64_t source = spec->warm_start_exp;
     if (check && warm_check_source(s, source, spec, err))
         return err->code;
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (prepare(s,
                 "SELECT state, config, last_metrics FROM trials WHERE experiment_id = ? AND "
                 "state IN ('completed', 'stopped', 'failed') AND (ended_at IS NULL OR "
                 "ended_at <= ?) ORDER BY number",
                 &st, err))
         return err->code;
-    sqlite3_bind_int64(st, 1, source);
-    sqlite3_bind_int64(st, 2, before);
+    db_bind_int64(st, 1, source);
+    db_bind_int64(st, 2, before);
     Warm *w = warm_new(spec, source);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         TrialState state;
-        if (trial_state_parse((const char *)sqlite3_column_text(st, 0), &state) != 0)
+        if (trial_state_parse(db_column_text(st, 0), &state) != 0)
             continue;
         json_t *config = column_json(st, 1);
         json_t *last = column_json(st, 2);
@@ -617,8 +612,8 @@ int store_read_warm(Store *s, Spec *spec, int64_t before, bool check, Warm **out
         json_decref(config);
         json_decref(last);
     }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
+    db_finalize(st);
+    if (rc != DB_DONE) {
         warm_free(w);
         return db_error(s, err, "warm_start trials");
     }
@@ -649,12 +644,12 @@ int store_read_warm_attach(Store *s, Experiment *e, RungError *err)
 int store_read_submitted(Store *s, int64_t id, json_t **submitted, json_t **effective,
                          RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (prepare(s, "SELECT submitted, spec, tags, notes FROM experiments WHERE id = ?", &st, err))
         return err->code;
-    sqlite3_bind_int64(st, 1, id);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
+    db_bind_int64(st, 1, id);
+    int rc = db_step(st);
+    if (rc == DB_ROW) {
         json_t *sub = column_json(st, 0);
         *submitted = sub ? sub : json_null();
         if (effective != NULL) {
@@ -662,14 +657,13 @@ int store_read_submitted(Store *s, int64_t id, json_t **submitted, json_t **effe
             *effective = spec ? spec : json_object();
             json_t *tags = column_json(st, 2);
             json_object_set_new(*effective, "tags", tags ? tags : json_array());
-            json_object_set_new(*effective, "notes",
-                                json_string((const char *)sqlite3_column_text(st, 3)));
+            json_object_set_new(*effective, "notes", json_string(db_column_text(st, 3)));
         }
     }
-    sqlite3_finalize(st);
-    if (rc == SQLITE_DONE)
+    db_finalize(st);
+    if (rc == DB_DONE)
         return not_found(err, "experiment", id);
-    return rc == SQLITE_ROW ? 0 : db_error(s, err, "experiment");
+    return rc == DB_ROW ? 0 : db_error(s, err, "experiment");
 }
 
 int store_read_timeline(Store *s, int64_t exp_id, TimelineRow **rows, int64_t *n, json_t *workers,
@@ -679,27 +673,27 @@ int store_read_timeline(Store *s, int64_t exp_id, TimelineRow **rows, int64_t *n
      * experiment_id; the caller sorts them by start (an ORDER BY here
      * sorted 50,000 rows in SQLite's sorter, which spilled to a
      * temporary file). */
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (prepare(s,
                 "SELECT t.id, t.attempt, t.worker_id, t.started_at, t.ended_at, t.state, w.name "
                 "FROM trials t LEFT JOIN workers w ON w.id = t.worker_id "
                 "WHERE t.experiment_id = ? AND t.started_at IS NOT NULL",
                 &st, err))
         return err->code;
-    sqlite3_bind_int64(st, 1, exp_id);
+    db_bind_int64(st, 1, exp_id);
     TimelineRow *v = NULL;
     int64_t len = 0, cap = 0;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         rung_grow((void **)&v, &cap, len, sizeof *v);
         TimelineRow *r = &v[len++];
-        *r = (TimelineRow){.trial_id = sqlite3_column_int64(st, 0),
-                           .attempt = sqlite3_column_int64(st, 1),
-                           .worker_id = sqlite3_column_int64(st, 2),
-                           .started_at = sqlite3_column_int64(st, 3),
-                           .ended_at = sqlite3_column_int64(st, 4)};
-        trial_state_parse((const char *)sqlite3_column_text(st, 5), &r->state);
-        const char *name = (const char *)sqlite3_column_text(st, 6);
+        *r = (TimelineRow){.trial_id = db_column_int64(st, 0),
+                           .attempt = db_column_int64(st, 1),
+                           .worker_id = db_column_int64(st, 2),
+                           .started_at = db_column_int64(st, 3),
+                           .ended_at = db_column_int64(st, 4)};
+        trial_state_parse(db_column_text(st, 5), &r->state);
+        const char *name = db_column_text(st, 6);
         if (name != NULL && r->worker_id > 0) {
             char key[24];
             snprintf(key, sizeof key, "%lld", (long long)r->worker_id);
@@ -707,8 +701,8 @@ int store_read_timeline(Store *s, int64_t exp_id, TimelineRow **rows, int64_t *n
                 json_object_set_new(workers, key, json_string(name));
         }
     }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
+    db_finalize(st);
+    if (rc != DB_DONE) {
         free(v);
         return db_error(s, err, "timeline");
     }
@@ -718,9 +712,9 @@ int store_read_timeline(Store *s, int64_t exp_id, TimelineRow **rows, int64_t *n
 }
 /* ---- what an analysis reads (store_read.h) ---- */
 
-static char *dup_text(sqlite3_stmt *st, int col)
+static char *dup_text(DbStmt *st, int col)
 {
-    const char *t = (const char *)sqlite3_column_text(st, col);
+    const char *t = db_column_text(st, col);
     if (t == NULL)
         return NULL;
     char *copy = strdup(t);
@@ -737,7 +731,7 @@ int store_read_completed(Store *s, int64_t exp_id, StoreCompleted **rows, int64_
     int64_t cap = 0;
     if (store_read_completed_count(s, exp_id, &cap, err))
         return err->code;
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (prepare(s,
                 "SELECT id, config, last_metrics, best_value FROM trials WHERE experiment_id = ? "
                 "AND state = 'completed' ORDER BY number",
@@ -746,19 +740,19 @@ int store_read_completed(Store *s, int64_t exp_id, StoreCompleted **rows, int64_
     StoreCompleted *r = calloc((size_t)(cap > 0 ? cap : 1), sizeof *r);
     if (r == NULL)
         abort();
-    sqlite3_bind_int64(st, 1, exp_id);
+    db_bind_int64(st, 1, exp_id);
     int64_t k = 0;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW && k < cap) {
-        r[k].id = sqlite3_column_int64(st, 0);
+    while ((rc = db_step(st)) == DB_ROW && k < cap) {
+        r[k].id = db_column_int64(st, 0);
         r[k].config = dup_text(st, 1);
         r[k].last = dup_text(st, 2);
-        r[k].has_best = sqlite3_column_type(st, 3) != SQLITE_NULL;
-        r[k].best = r[k].has_best ? sqlite3_column_double(st, 3) : 0.0;
+        r[k].has_best = db_column_type(st, 3) != DB_NULL;
+        r[k].best = r[k].has_best ? db_column_double(st, 3) : 0.0;
         k++;
     }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    db_finalize(st);
+    if (rc != DB_ROW && rc != DB_DONE) {
         store_completed_free(r, k);
         return db_error(s, err, "completed trials");
     }

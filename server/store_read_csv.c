@@ -276,44 +276,43 @@ static bool csv_row_text(FILE *out, const Spec *spec, const json_t *names, int64
 
 int store_read_metric_names(Store *s, int64_t exp_id, json_t *set, RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (prepare(s,
                 "SELECT DISTINCT j.key FROM trials, json_each(trials.last_metrics) AS j "
                 "WHERE trials.experiment_id = ? AND trials.last_metrics IS NOT NULL",
                 &st, err))
         return err->code;
-    sqlite3_bind_int64(st, 1, exp_id);
+    db_bind_int64(st, 1, exp_id);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-        json_object_set_new(set, (const char *)sqlite3_column_text(st, 0), json_true());
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : db_error(s, err, "csv");
+    while ((rc = db_step(st)) == DB_ROW)
+        json_object_set_new(set, db_column_text(st, 0), json_true());
+    db_finalize(st);
+    return rc == DB_DONE ? 0 : db_error(s, err, "csv");
 }
 
 int store_read_csv(Store *s, const Spec *spec, const json_t *names, int64_t exp_id, FILE *out,
                    bool (*row)(void *ctx, int64_t id, FILE *out), void *ctx, RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (prepare(s,
                 "SELECT id, number, state, config, best_value, last_metrics, step FROM trials "
                 "WHERE experiment_id = ? ORDER BY number",
                 &st, err))
         return err->code;
-    sqlite3_bind_int64(st, 1, exp_id);
+    db_bind_int64(st, 1, exp_id);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0);
+    while ((rc = db_step(st)) == DB_ROW) {
+        int64_t id = db_column_int64(st, 0);
         if (row(ctx, id, out))
             continue;
-        int64_t number = sqlite3_column_int64(st, 1);
-        const char *state = (const char *)sqlite3_column_text(st, 2);
-        bool has_best = sqlite3_column_type(st, 4) != SQLITE_NULL;
-        double best = sqlite3_column_double(st, 4);
-        bool has_step = sqlite3_column_type(st, 6) != SQLITE_NULL;
-        int64_t step = sqlite3_column_int64(st, 6);
-        if (csv_row_text(out, spec, names, id, number, state,
-                         (const char *)sqlite3_column_text(st, 3), has_best, best,
-                         (const char *)sqlite3_column_text(st, 5), has_step, step))
+        int64_t number = db_column_int64(st, 1);
+        const char *state = db_column_text(st, 2);
+        bool has_best = db_column_type(st, 4) != DB_NULL;
+        double best = db_column_double(st, 4);
+        bool has_step = db_column_type(st, 6) != DB_NULL;
+        int64_t step = db_column_int64(st, 6);
+        if (csv_row_text(out, spec, names, id, number, state, db_column_text(st, 3), has_best, best,
+                         db_column_text(st, 5), has_step, step))
             continue;
         json_t *config = column_json(st, 3);
         json_t *last = column_json(st, 5);
@@ -322,6 +321,6 @@ int store_read_csv(Store *s, const Spec *spec, const json_t *names, int64_t exp_
         json_decref(config);
         json_decref(last);
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : db_error(s, err, "csv");
+    db_finalize(st);
+    return rc == DB_DONE ? 0 : db_error(s, err, "csv");
 }

@@ -26,19 +26,19 @@ static void metric_path(const char *metric, char path[SPEC_MAX_METRIC * 2 + 8])
 
 /* Writes the value column `col` of a curves row as ",[trial,attempt,step,v]"
  * (no comma for the first); false when the row has no value of the metric. */
-static bool curve_item(sqlite3_stmt *st, int col, bool first, FILE *out)
+static bool curve_item(DbStmt *st, int col, bool first, FILE *out)
 {
-    int type = sqlite3_column_type(st, col);
-    if (type != SQLITE_INTEGER && type != SQLITE_FLOAT && type != SQLITE_TEXT)
+    int type = db_column_type(st, col);
+    if (type != DB_INTEGER && type != DB_FLOAT && type != DB_TEXT)
         return false; /* the report has no value of the metric */
-    const char *text = type == SQLITE_TEXT ? (const char *)sqlite3_column_text(st, col) : NULL;
+    const char *text = type == DB_TEXT ? db_column_text(st, col) : NULL;
     double nonfinite;
     if (text != NULL && !rung_nonfinite_parse(text, strlen(text), &nonfinite))
         return false;
     fprintf(out, first ? "[%lld,%d,%lld," : ",[%lld,%d,%lld,",
-            (long long)sqlite3_column_int64(st, col - 3), sqlite3_column_int(st, col - 2),
-            (long long)sqlite3_column_int64(st, col - 1));
-    double v = text ? NAN : sqlite3_column_double(st, col);
+            (long long)db_column_int64(st, col - 3), db_column_int(st, col - 2),
+            (long long)db_column_int64(st, col - 1));
+    double v = text ? NAN : db_column_double(st, col);
     if (isfinite(v))
         fprintf(out, "%.9g]", v);
     else
@@ -49,7 +49,7 @@ static bool curve_item(sqlite3_stmt *st, int col, bool first, FILE *out)
 int store_read_curves(Store *s, int64_t exp_id, const char *metric, int64_t from, int64_t before,
                       int64_t limit, FILE *out, int64_t *next, RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     char path[SPEC_MAX_METRIC * 2 + 8];
     metric_path(metric, path);
     if (prepare(s,
@@ -59,15 +59,15 @@ int store_read_curves(Store *s, int64_t exp_id, const char *metric, int64_t from
                 "ORDER BY r.time, r.trial_id, r.attempt, r.step",
                 &st, err))
         return err->code;
-    sqlite3_bind_text(st, 1, path, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 2, exp_id);
-    sqlite3_bind_int64(st, 3, from);
-    sqlite3_bind_int64(st, 4, before);
+    db_bind_text(st, 1, path, -1, DB_TRANSIENT);
+    db_bind_int64(st, 2, exp_id);
+    db_bind_int64(st, 3, from);
+    db_bind_int64(st, 4, before);
     int64_t n = 0, last_time = -1;
     *next = before;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t time = sqlite3_column_int64(st, 0);
+    while ((rc = db_step(st)) == DB_ROW) {
+        int64_t time = db_column_int64(st, 0);
         /* A page ends between two times, never inside one: the cursor is a time. */
         if (n >= limit && time != last_time) {
             *next = time;
@@ -77,8 +77,8 @@ int store_read_curves(Store *s, int64_t exp_id, const char *metric, int64_t from
         if (curve_item(st, 4, n == 0, out))
             n++;
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : db_error(s, err, "curves");
+    db_finalize(st);
+    return rc == DB_DONE || rc == DB_ROW ? 0 : db_error(s, err, "curves");
 }
 
 int store_read_curves_best(Store *s, int64_t exp_id, const char *metric, bool max, int64_t best,
@@ -89,7 +89,7 @@ int store_read_curves_best(Store *s, int64_t exp_id, const char *metric, bool ma
         return err->code;
     if (*ranked <= best)
         return 0;
-    sqlite3_stmt *st;
+    DbStmt *st;
     char path[SPEC_MAX_METRIC * 2 + 8];
     metric_path(metric, path);
     /* The best trials by their best value (ties to the lower id), then
@@ -104,14 +104,14 @@ int store_read_curves_best(Store *s, int64_t exp_id, const char *metric, bool ma
              max ? "DESC" : "ASC", max ? "DESC" : "ASC");
     if (prepare(s, sql, &st, err))
         return err->code;
-    sqlite3_bind_text(st, 1, path, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 2, exp_id);
-    sqlite3_bind_int64(st, 3, best);
+    db_bind_text(st, 1, path, -1, DB_TRANSIENT);
+    db_bind_int64(st, 2, exp_id);
+    db_bind_int64(st, 3, best);
     int64_t n = 0;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+    while ((rc = db_step(st)) == DB_ROW)
         if (curve_item(st, 3, n == 0, out))
             n++;
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : db_error(s, err, "curves");
+    db_finalize(st);
+    return rc == DB_DONE ? 0 : db_error(s, err, "curves");
 }

@@ -4,26 +4,25 @@
 #ifndef RUNG_SERVER_STORE_READ_INTERNAL_H
 #define RUNG_SERVER_STORE_READ_INTERNAL_H
 
+#include "db.h"
 #include "store_read.h"
-
-#include <sqlite3.h>
 
 static inline int db_error(Store *s, RungError *err, const char *what)
 {
     return rung_error_set(err, RUNG_E_INTERNAL, NULL, "store: %s: %s", what,
-                          sqlite3_errmsg(store_db(s)));
+                          db_errmsg(store_db(s)));
 }
 
-static inline int prepare(Store *s, const char *sql, sqlite3_stmt **st, RungError *err)
+static inline int prepare(Store *s, const char *sql, DbStmt **st, RungError *err)
 {
-    if (sqlite3_prepare_v2(store_db(s), sql, -1, st, NULL) != SQLITE_OK)
+    if (db_prepare(store_db(s), sql, st) != DB_OK)
         return db_error(s, err, sql);
     return 0;
 }
 
-static inline json_t *column_json(sqlite3_stmt *st, int col)
+static inline json_t *column_json(DbStmt *st, int col)
 {
-    const char *text = (const char *)sqlite3_column_text(st, col);
+    const char *text = db_column_text(st, col);
     return text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
 }
 
@@ -36,17 +35,17 @@ static inline int not_found(RungError *err, const char *what, int64_t id)
 static inline int count(Store *s, const char *sql, int64_t arg, int arg2, int64_t *out,
                         RungError *err)
 {
-    sqlite3_stmt *st;
+    DbStmt *st;
     if (prepare(s, sql, &st, err))
         return err->code;
-    if (sqlite3_bind_parameter_count(st) >= 1)
-        sqlite3_bind_int64(st, 1, arg);
-    if (sqlite3_bind_parameter_count(st) >= 2)
-        sqlite3_bind_int(st, 2, arg2);
-    int rc = sqlite3_step(st);
-    *out = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    sqlite3_finalize(st);
-    return rc == SQLITE_ROW ? 0 : db_error(s, err, "count");
+    if (db_bind_parameter_count(st) >= 1)
+        db_bind_int64(st, 1, arg);
+    if (db_bind_parameter_count(st) >= 2)
+        db_bind_int(st, 2, arg2);
+    int rc = db_step(st);
+    *out = rc == DB_ROW ? db_column_int64(st, 0) : 0;
+    db_finalize(st);
+    return rc == DB_ROW ? 0 : db_error(s, err, "count");
 }
 
 #endif

@@ -18,6 +18,13 @@ does. This module holds what every test file shares:
 - `main()`: runs a test file. The path of rungd comes from `--rungd PATH`
   (what CMake passes) or the environment variable RUNGD.
 
+With RUNG_TEST_DATABASE set (the path of a file holding a libpq connection
+string: tests/postgres/cluster.sh's conninfo), a daemon whose test names no
+database file of its own runs on PostgreSQL instead: a database of its own,
+made on the cluster when the Daemon is made and kept across its restarts
+(`--database-file`, `--data-dir` its folder). Tests that read the SQLite file
+itself say so (`skip_on_postgres`).
+
 Every wait is bounded: process start, HTTP requests, polling loops and the
 whole test file (a watchdog kills every daemon and exits non-zero), so a hang
 fails a test instead of blocking ctest. Only the Python standard library is
@@ -138,6 +145,39 @@ class Response:
         return "<HTTP %d %s>" % (self.status, self.text[:500])
 
 
+def postgres_conninfo():
+    """The cluster's connection string when the tests run on PostgreSQL
+    (RUNG_TEST_DATABASE), else None."""
+    path = os.environ.get("RUNG_TEST_DATABASE")
+    if not path:
+        return None
+    with open(path) as f:
+        return f.readline().strip()
+
+
+_pg_count = 0
+
+
+def postgres_database(conninfo):
+    """A new empty database on the cluster of `conninfo`; returns the
+    connection string of it. psql gets the password in its environment."""
+    global _pg_count
+    _pg_count += 1
+    kv = dict(item.split("=", 1) for item in conninfo.split())
+    name = "rung_t%d_%d" % (os.getpid(), _pg_count)
+    env = dict(os.environ, PGPASSWORD=kv.get("password", ""))
+    subprocess.run(["psql", "-X", "-q", "-h", kv["host"], "-p", kv["port"], "-U", kv["user"],
+                    "-d", "postgres", "-c", "CREATE DATABASE %s" % name],
+                   env=env, check=True, stdout=subprocess.DEVNULL, timeout=30)
+    kv["dbname"] = name
+    return " ".join("%s=%s" % (k, v) for k, v in kv.items())
+
+
+def skip_on_postgres(why):
+    """Decorator: the test reads or writes the SQLite file itself."""
+    return unittest.skipIf(postgres_conninfo() is not None, "on SQLite only: " + why)
+
+
 class Daemon:
     """One rungd process on an ephemeral loopback port.
 
@@ -149,6 +189,15 @@ class Daemon:
     def __init__(self, workdir, args=(), db=None, env=None, token=None):
         self.workdir = workdir
         self.db = db or os.path.join(workdir, "rung.db")
+        # On PostgreSQL (RUNG_TEST_DATABASE): a database of its own, named in
+        # a file of its folder (the password off the command line).
+        self.database_file = None
+        cluster = postgres_conninfo() if db is None else None
+        if cluster:
+            Daemon._count += 1
+            self.database_file = os.path.join(workdir, "database-%d" % Daemon._count)
+            with open(self.database_file, "w") as f:
+                f.write(postgres_database(cluster) + "\n")
         self.args = list(args)
         self.extra_env = dict(env or {})
         self.token = token  # sent as Bearer on /api/v1 requests when set
@@ -164,6 +213,9 @@ class Daemon:
     # ---- process lifecycle -------------------------------------------------
 
     def command(self):
+        if self.database_file:
+            return [rungd_path(), "--port", "0", "--database-file", self.database_file,
+                    "--data-dir", self.workdir] + self.args
         return [rungd_path(), "--port", "0", "--db", self.db] + self.args
 
     def _environment(self):

@@ -767,6 +767,7 @@ class Delete(h.RungdTestCase):
         t4 = w.lease_one()
         self.assertGreater(t4["id"], t3["id"])
 
+    @h.skip_on_postgres("a trigger made with Python's sqlite3 makes the delete fail part way")
     def test_a_delete_that_fails_part_way_deletes_nothing(self):
         # The handler deletes in several statements inside the batch's
         # transaction (store_delete_experiment); one that fails after others

@@ -41,9 +41,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
-
 #include "core.h"
+#include "db.h"
 #include "sampler.h"
 #include "sched_explore.h"
 #include "spec.h"
@@ -942,30 +941,30 @@ static void step_restart(Run *r)
 }
 
 /* The store's rows, in id order: what a restart and the API read. */
-static void note_table(sqlite3 *db, const char *sql)
+static void note_table(Db *db, const char *sql)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        fprintf(stderr, "%s: %s\n", sql, sqlite3_errmsg(db));
+    DbStmt *st;
+    if (db_prepare(db, sql, &st) != DB_OK) {
+        fprintf(stderr, "%s: %s\n", sql, db_errmsg(db));
         abort();
     }
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    while (db_step(st) == DB_ROW) {
         char line[8192];
         size_t off = 0;
-        for (int c = 0; c < sqlite3_column_count(st) && off < sizeof line - 1; c++) {
-            const unsigned char *v = sqlite3_column_text(st, c);
-            int n = snprintf(line + off, sizeof line - off, "%s|", v ? (const char *)v : "NULL");
+        for (int c = 0; c < db_column_count(st) && off < sizeof line - 1; c++) {
+            const char *v = db_column_text(st, c);
+            int n = snprintf(line + off, sizeof line - off, "%s|", v ? v : "NULL");
             off += n > 0 ? (size_t)n : 0;
         }
         line[sizeof line - 1] = '\0';
         note("row %s", line);
     }
-    sqlite3_finalize(st);
+    db_finalize(st);
 }
 
 static void note_store(Run *r)
 {
-    sqlite3 *db = store_db(r->store);
+    Db *db = store_db(r->store);
     /* The columns up to schema 12: 013's owner (who submitted it) is NULL
      * for every experiment here, and the hashes predate it; so does the
      * spec's searcher.grid_order (spec_text). */

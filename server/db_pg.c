@@ -1,0 +1,427 @@
+/* PostgreSQL's side of the store's SQL connection (db.h), over libpq.
+ *
+ * SQLite's placeholders (?, ?N, :name) become $N when a statement is
+ * prepared; parameters go as text (PostgreSQL infers each one's type from
+ * where it stands) and results come back as text, which db.c's column
+ * calls read as SQLite would convert them. The first db_step after a bind
+ * or a reset runs the statement and keeps its whole result; the next steps
+ * walk its rows. A persistent statement is prepared on the server once
+ * (named s1, s2, … on this connection); the others are sent whole with
+ * each run (PQexecParams), which costs no extra round trip. */
+#include "db_internal.h"
+
+#include <libpq-fe.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int db_pg_fail(Db *db, int code, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    free(db->msg);
+    db->msg = strdup(buf);
+    db->code = code;
+    db->extended = code;
+    return code;
+}
+
+void db_pg_ok(Db *db)
+{
+    db->code = DB_OK;
+    db->extended = DB_OK;
+}
+
+/* Type OIDs (PostgreSQL's catalog, pg_type.dat): they are fixed. */
+enum {
+    OID_BOOL = 16,
+    OID_BYTEA = 17,
+    OID_INT8 = 20,
+    OID_INT2 = 21,
+    OID_INT4 = 23,
+    OID_OID = 26,
+    OID_FLOAT4 = 700,
+    OID_FLOAT8 = 701,
+    OID_NUMERIC = 1700,
+};
+
+/* Notices ("relation exists, skipping") are not errors: not printed. */
+static void quiet(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
+/* SQLite's code for a failed command's SQLSTATE, so that the store reads
+ * failures alike on both: a broken constraint, a retryable conflict, a
+ * connection or disk that failed. */
+static int code_of(Db *db, const PGresult *res)
+{
+    if (PQstatus(db->pg) != CONNECTION_OK)
+        return DB_IOERR;
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    if (state == NULL)
+        return DB_ERROR;
+    if (strncmp(state, "23", 2) == 0)
+        return DB_CONSTRAINT;
+    if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0 || strcmp(state, "55P03") == 0)
+        return DB_BUSY;
+    if (strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0 ||
+        strncmp(state, "58", 2) == 0)
+        return DB_IOERR;
+    if (strcmp(state, "53100") == 0)
+        return DB_FULL;
+    if (strcmp(state, "53200") == 0)
+        return DB_NOMEM;
+    return DB_ERROR;
+}
+
+/* Records res's failure on db (or none), and frees res unless keep. */
+static int check(Db *db, PGresult *res, bool keep)
+{
+    ExecStatusType s = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+    if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) {
+        const char *n = PQcmdTuples(res);
+        if (n != NULL && n[0] != '\0')
+            db->changes = strtoll(n, NULL, 10);
+        db_pg_ok(db);
+        if (!keep)
+            PQclear(res);
+        return DB_OK;
+    }
+    const char *msg = res ? PQresultErrorMessage(res) : PQerrorMessage(db->pg);
+    size_t len = strlen(msg);
+    while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
+        len--; /* libpq ends its messages with a newline */
+    int code = code_of(db, res);
+    db_pg_fail(db, code, "%.*s", (int)len, msg);
+    PQclear(res);
+    return code;
+}
+
+int db_pg_open(Db *db, const char *conninfo)
+{
+    db->pg = PQconnectdb(conninfo);
+    if (db->pg == NULL)
+        return db_pg_fail(db, DB_NOMEM, "out of memory");
+    if (PQstatus(db->pg) != CONNECTION_OK) {
+        const char *msg = PQerrorMessage(db->pg);
+        size_t len = strlen(msg);
+        while (len > 0 && msg[len - 1] == '\n')
+            len--;
+        return db_pg_fail(db, DB_IOERR, "cannot connect to PostgreSQL: %.*s", (int)len, msg);
+    }
+    PQsetNoticeProcessor(db->pg, quiet, NULL);
+    /* Text in and out is UTF-8, as SQLite's; times and numbers are ours. */
+    return db_pg_exec(db, "SET client_encoding = 'UTF8'");
+}
+
+void db_pg_close(Db *db)
+{
+    if (db->pg != NULL)
+        PQfinish(db->pg);
+}
+
+int db_pg_exec(Db *db, const char *sql)
+{
+    return check(db, PQexec(db->pg, sql), false);
+}
+
+int64_t db_pg_last_insert_id(Db *db)
+{
+    PGresult *res = PQexec(db->pg, "SELECT lastval()");
+    if (check(db, res, true) != DB_OK)
+        return 0;
+    int64_t id = PQntuples(res) == 1 ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : 0;
+    PQclear(res);
+    return id;
+}
+
+bool db_pg_in_transaction(Db *db)
+{
+    PGTransactionStatusType t = PQtransactionStatus(db->pg);
+    return t == PQTRANS_INTRANS || t == PQTRANS_INERROR || t == PQTRANS_ACTIVE;
+}
+
+/* ---- placeholders ---- */
+
+static bool is_name_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Appends s[0..n) to the growing text *out. */
+static void put(char **out, size_t *len, size_t *cap, const char *s, size_t n)
+{
+    if (*len + n + 1 > *cap) {
+        while (*len + n + 1 > *cap)
+            *cap = *cap ? *cap * 2 : 256;
+        *out = realloc(*out, *cap);
+        if (*out == NULL)
+            abort();
+    }
+    memcpy(*out + *len, s, n);
+    *len += n;
+    (*out)[*len] = '\0';
+}
+
+/* The number of the named parameter name[0..n), numbered on its first
+ * use as SQLite numbers it (one more than the largest so far). */
+static int named(DbStmt *st, const char *name, size_t n)
+{
+    for (int i = 0; i < st->n_params; i++)
+        if (st->param_names[i] && strlen(st->param_names[i]) == n &&
+            memcmp(st->param_names[i], name, n) == 0)
+            return i + 1;
+    int k = ++st->n_params;
+    st->param_names = realloc(st->param_names, (size_t)k * sizeof *st->param_names);
+    if (st->param_names == NULL)
+        abort();
+    st->param_names[k - 1] = strndup(name, n);
+    return k;
+}
+
+/* Numbers up to k exist (unnamed ones between get no name). */
+static void at_least(DbStmt *st, int k)
+{
+    if (k <= st->n_params)
+        return;
+    st->param_names = realloc(st->param_names, (size_t)k * sizeof *st->param_names);
+    if (st->param_names == NULL)
+        abort();
+    for (int i = st->n_params; i < k; i++)
+        st->param_names[i] = NULL;
+    st->n_params = k;
+}
+
+/* sql with ?, ?N and :name as $N, outside quotes and comments; sets the
+ * statement's parameters. Returns false for a number out of range. */
+static bool translate(DbStmt *st, const char *sql)
+{
+    char *out = NULL;
+    size_t len = 0, cap = 0;
+    put(&out, &len, &cap, "", 0);
+    const char *p = sql;
+    while (*p) {
+        const char *q = p;
+        if (*p == '\'' || *p == '"') {
+            char end = *p;
+            q++;
+            while (*q && !(*q == end && q[1] != end))
+                q += *q == end ? 2 : 1;
+            if (*q)
+                q++;
+        } else if (p[0] == '-' && p[1] == '-') {
+            q = p + strcspn(p, "\n");
+        } else if (p[0] == '/' && p[1] == '*') {
+            const char *e = strstr(p + 2, "*/");
+            q = e ? e + 2 : p + strlen(p);
+        } else if (p[0] == ':' && p[1] == ':') {
+            q = p + 2; /* a cast */
+        } else if (*p == '?' || (*p == ':' && is_name_char(p[1]))) {
+            int k;
+            if (*p == '?') {
+                q = p + 1;
+                long v = 0;
+                while (*q >= '0' && *q <= '9' && v < 100000)
+                    v = v * 10 + (*q++ - '0');
+                if (q > p + 1 && (v < 1 || v > 32766)) {
+                    free(out);
+                    return false;
+                }
+                k = q > p + 1 ? (int)v : st->n_params + 1;
+                at_least(st, k);
+            } else {
+                q = p + 1;
+                while (is_name_char(*q))
+                    q++;
+                k = named(st, p, (size_t)(q - p));
+            }
+            char t[16];
+            int n = snprintf(t, sizeof t, "$%d", k);
+            put(&out, &len, &cap, t, (size_t)n);
+            p = q;
+            continue;
+        } else {
+            q = p + 1;
+        }
+        put(&out, &len, &cap, p, (size_t)(q - p));
+        p = q;
+    }
+    st->pg_sql = out;
+    return true;
+}
+
+int db_pg_prepare(Db *db, const char *sql, bool persistent, DbStmt *st)
+{
+    st->sql = strdup(sql);
+    if (st->sql == NULL)
+        return db_pg_fail(db, DB_NOMEM, "out of memory");
+    if (!translate(st, sql))
+        return db_pg_fail(db, DB_RANGE, "parameter number out of range in: %s", sql);
+    st->params = calloc(st->n_params ? (size_t)st->n_params : 1, sizeof *st->params);
+    if (st->params == NULL)
+        return db_pg_fail(db, DB_NOMEM, "out of memory");
+    if (persistent) {
+        snprintf(st->name, sizeof st->name, "s%lu", ++db->named);
+        PGresult *res = PQprepare(db->pg, st->name, st->pg_sql, st->n_params, NULL);
+        int rc = check(db, res, false);
+        if (rc != DB_OK) {
+            st->name[0] = '\0'; /* nothing to deallocate */
+            return rc;
+        }
+    }
+    db_pg_ok(db);
+    return DB_OK;
+}
+
+/* ---- parameters, runs and rows ---- */
+
+static void release(DbParam *p)
+{
+    if (p->free_fn != DB_STATIC && p->free_fn != DB_TRANSIENT)
+        p->free_fn((void *)p->text);
+    else if (p->free_fn == DB_TRANSIENT && p->text != p->own)
+        free((void *)p->text);
+    p->text = NULL;
+    p->free_fn = DB_STATIC;
+}
+
+int db_pg_bind(DbStmt *st, int i, const char *text, int n, DbDestructor d)
+{
+    if (i < 1 || i > st->n_params) {
+        if (d != DB_STATIC && d != DB_TRANSIENT && text != NULL)
+            d((void *)text);
+        return db_pg_fail(st->db, DB_RANGE, "column index out of range");
+    }
+    DbParam *p = &st->params[i - 1];
+    release(p);
+    if (text == NULL)
+        return DB_OK;
+    /* libpq reads a text parameter up to its NUL: a length shorter than
+     * the string, or an unterminated one, is copied. */
+    size_t len = n < 0 ? strlen(text) : (size_t)n;
+    if (d == DB_TRANSIENT || n >= 0) {
+        char *copy = len < sizeof p->own ? p->own : malloc(len + 1);
+        if (copy == NULL)
+            abort();
+        memcpy(copy, text, len);
+        copy[len] = '\0';
+        if (d != DB_STATIC && d != DB_TRANSIENT)
+            d((void *)text);
+        p->text = copy;
+        p->free_fn = DB_TRANSIENT;
+    } else {
+        p->text = text;
+        p->free_fn = d;
+    }
+    return DB_OK;
+}
+
+void db_pg_reset(DbStmt *st)
+{
+    PQclear(st->res);
+    st->res = NULL;
+    st->row = st->rows = 0;
+    st->ran = false;
+}
+
+void db_pg_finalize(DbStmt *st)
+{
+    db_pg_reset(st);
+    for (int i = 0; i < st->n_params; i++) {
+        release(&st->params[i]);
+        free(st->param_names[i]);
+    }
+    free(st->params);
+    free(st->param_names);
+    if (st->name[0] != '\0' && PQstatus(st->db->pg) == CONNECTION_OK) {
+        char sql[48];
+        snprintf(sql, sizeof sql, "DEALLOCATE %s", st->name);
+        PQclear(PQexec(st->db->pg, sql));
+    }
+    free(st->sql);
+    free(st->pg_sql);
+}
+
+int db_pg_step(DbStmt *st)
+{
+    Db *db = st->db;
+    if (!st->ran) {
+        const char *stack[16];
+        const char **values = st->n_params <= 16 ? stack
+                                                 : malloc((size_t)st->n_params * sizeof *values);
+        if (values == NULL)
+            abort();
+        for (int i = 0; i < st->n_params; i++)
+            values[i] = st->params[i].text;
+        PGresult *res = st->name[0]
+                            ? PQexecPrepared(db->pg, st->name, st->n_params, values, NULL, NULL, 0)
+                            : PQexecParams(db->pg, st->pg_sql, st->n_params, NULL, values, NULL,
+                                           NULL, 0);
+        if (values != stack)
+            free(values);
+        st->ran = true;
+        int rc = check(db, res, true);
+        if (rc != DB_OK)
+            return rc;
+        st->res = res;
+        st->rows = PQresultStatus(res) == PGRES_TUPLES_OK ? PQntuples(res) : 0;
+        st->row = 0;
+    }
+    if (st->row < st->rows) {
+        st->row++;
+        return DB_ROW;
+    }
+    return DB_DONE;
+}
+
+int db_pg_column_count(DbStmt *st)
+{
+    return st->res ? PQnfields(st->res) : 0;
+}
+
+/* The row the last step reached, or -1. */
+static int current(DbStmt *st, int col)
+{
+    if (st->res == NULL || st->row < 1 || st->row > st->rows || col < 0 ||
+        col >= PQnfields(st->res))
+        return -1;
+    return st->row - 1;
+}
+
+int db_pg_column_type(DbStmt *st, int col)
+{
+    int r = current(st, col);
+    if (r < 0 || PQgetisnull(st->res, r, col))
+        return DB_NULL;
+    switch (PQftype(st->res, col)) {
+    case OID_BOOL:
+    case OID_INT2:
+    case OID_INT4:
+    case OID_INT8:
+    case OID_OID:
+        return DB_INTEGER;
+    case OID_FLOAT4:
+    case OID_FLOAT8:
+        return DB_FLOAT;
+    case OID_NUMERIC: /* sum() of integers is a numeric: an integer when whole */
+        return strpbrk(PQgetvalue(st->res, r, col), ".eEN") ? DB_FLOAT : DB_INTEGER;
+    case OID_BYTEA:
+        return DB_BLOB;
+    default:
+        return DB_TEXT;
+    }
+}
+
+const char *db_pg_column_text(DbStmt *st, int col)
+{
+    int r = current(st, col);
+    if (r < 0 || PQgetisnull(st->res, r, col))
+        return NULL;
+    return PQgetvalue(st->res, r, col);
+}

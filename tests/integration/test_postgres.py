@@ -1,0 +1,89 @@
+"""rungd on PostgreSQL (docs/operations.md, "PostgreSQL"): how it is told the
+database, what it refuses, and one rungd per database.
+
+Needs RUNG_TEST_DATABASE (tests/postgres/cluster.sh's conninfo file; ctest
+gives it, label postgres): without it every test fails, as a test of this
+file must not pass unrun.
+"""
+
+import os
+import time
+
+import rungd_harness as h
+
+
+class Options(h.RungdTestCase):
+    def setUp(self):
+        super().setUp()
+        self.cluster = h.postgres_conninfo()
+        self.assertIsNotNone(self.cluster, "RUNG_TEST_DATABASE names no cluster")
+
+    def refused(self, args, want_rc, *phrases):
+        d = h.Daemon(self.tmp)
+        rc = d.run_to_exit([h.rungd_path(), "--port", "0"] + args)
+        err = d.stderr_text()
+        self.assertEqual(rc, want_rc, err)
+        for p in phrases:
+            self.assertIn(p, err)
+        return err
+
+    def test_no_password_on_the_command_line(self):
+        kv = dict(item.split("=", 1) for item in self.cluster.split())
+        uri = "postgresql://%s:%s@%s:%s/rung" % (kv["user"], kv["password"], kv["host"], kv["port"])
+        for database in (uri, self.cluster):
+            err = self.refused(["--database", database, "--data-dir", self.tmp], 2,
+                               "--database", "password")
+            # The password is never echoed back.
+            self.assertNotIn(kv["password"], err)
+
+    def test_database_file_needs_data_dir_and_a_line(self):
+        f = os.path.join(self.tmp, "database")
+        with open(f, "w") as out:
+            out.write(self.cluster + "\n")
+        self.refused(["--database-file", f], 2, "--data-dir")
+        self.refused(["--database-file", f, "--database", "dbname=x", "--data-dir", self.tmp], 2,
+                     "not both")
+        empty = os.path.join(self.tmp, "empty")
+        open(empty, "w").close()
+        self.refused(["--database-file", empty, "--data-dir", self.tmp], 2,
+                     "--database-file", "no connection string")
+        self.refused(["--database-file", f, "--data-dir", self.tmp, "--check"], 2, "--check")
+
+    def test_unreachable_server_exits_1_and_says_why(self):
+        f = os.path.join(self.tmp, "database")
+        with open(f, "w") as out:
+            out.write("host=127.0.0.1 port=1 dbname=rung user=rung password=hidden-pw "
+                      "connect_timeout=3\n")
+        err = self.refused(["--database-file", f, "--data-dir", self.tmp], 1,
+                           "cannot connect to PostgreSQL")
+        self.assertNotIn("hidden-pw", err)
+
+
+class OneDaemonPerDatabase(h.RungdTestCase):
+    def test_second_daemon_refused_until_the_first_is_gone(self):
+        self.assertIsNotNone(h.postgres_conninfo(), "RUNG_TEST_DATABASE names no cluster")
+        first = self.daemon()
+        eid = first.create_experiment(h.spec(num_samples=2))["id"]
+        # A second rungd on the same database: refused while the first
+        # holds the advisory lock.
+        second = h.Daemon(self.tmp)
+        second.database_file = first.database_file
+        rc = second.run_to_exit()
+        self.assertEqual(rc, 1, second.stderr_text())
+        self.assertIn("in use by another rungd", second.stderr_text())
+        # kill -9 of the first: PostgreSQL ends its session and frees the
+        # lock, and a new rungd starts on the same data.
+        first.kill9()
+        t0 = time.monotonic()
+        third = h.Daemon(self.tmp)
+        third.database_file = first.database_file
+        self._daemons.append(third)
+        third.start()
+        took = time.monotonic() - t0
+        self.assertLess(took, 5.0)
+        self.assertEqual(third.experiment(eid)["id"], eid)
+        third.wait_proposed(eid, 2)
+
+
+if __name__ == "__main__":
+    h.main()
