@@ -103,7 +103,8 @@ static void usage(FILE *out)
             fprintf(out, "  %-24s  %s\n", head, commands[i].help);
     }
     fputs("\noptions:\n"
-          "  --server URL   the daemon (default $RUNG_SERVER, else " DEFAULT_SERVER ")\n"
+          "  --server URL   the daemon, or several comma-separated: a leader and its\n"
+          "                 standbys (default $RUNG_SERVER, else " DEFAULT_SERVER ")\n"
           "  --token T      your token (default $RUNG_TOKEN)\n"
           "  --token-file FILE  read the token from FILE instead (not shown by ps)\n"
           "  --ca FILE      the CA that verifies an https:// daemon (default $RUNG_CA, else the "

@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fmt.h"
+#include "servers.h"
 
 /* A daemon on a reachable host accepts within a blink; a host that drops
  * packets should not freeze a command for curl's default of 300 s. */
@@ -24,7 +26,10 @@
 struct CliRest {
     CURL *curl;
     RungTransport transport; /* --ca, --insecure (common/transport.h) */
-    char base[CLI_URL_MAX];
+    RungServers servers;     /* rungd's addresses: a leader and its standbys (servers.h) */
+    int cur;                 /* the one talked to */
+    char base[CLI_URL_MAX];  /* servers.url[cur] */
+    bool connect_failed;     /* the last attempt could not connect */
     struct curl_slist *auth; /* "Authorization: Bearer ..." or NULL */
 };
 
@@ -63,7 +68,7 @@ CliRest *cli_rest_new(const char *server, const char *token, CliError *err)
         return NULL;
     }
     for (const unsigned char *p = (const unsigned char *)server; *p; p++) {
-        if (*p <= 0x20 || *p == 0x7F) {
+        if (*p < 0x20 || *p == 0x7F || (*p == ' ' && strchr(server, ',') == NULL)) {
             cli_error_local(err, "server URL must not contain spaces or control characters");
             return NULL;
         }
@@ -77,16 +82,15 @@ CliRest *cli_rest_new(const char *server, const char *token, CliError *err)
     }
     CliRest *h = cli_xmalloc(sizeof *h);
     memset(h, 0, sizeof *h);
-    /* "127.0.0.1:8080" is what people type; the daemon only speaks HTTP(S). */
-    bool has_scheme = strstr(server, "://") != NULL;
-    if (has_scheme && strncmp(server, "http://", 7) != 0 && strncmp(server, "https://", 8) != 0) {
-        cli_error_local(err, "server URL must start with http:// or https://: %s", server);
+    /* "127.0.0.1:8080" is what people type; the daemon only speaks HTTP(S).
+     * Several, comma-separated: a leader and its standbys. */
+    char why[300];
+    if (rung_servers_parse(server, &h->servers, why, sizeof why) != 0) {
+        cli_error_local(err, "server URL: %s", why);
         free(h);
         return NULL;
     }
-    snprintf(h->base, sizeof h->base, "%s%s", has_scheme ? "" : "http://", server);
-    for (size_t len = strlen(h->base); len > 0 && h->base[len - 1] == '/'; len--)
-        h->base[len - 1] = '\0';
+    snprintf(h->base, sizeof h->base, "%s", h->servers.url[0]);
     h->curl = curl_easy_init();
     if (h->curl == NULL) {
         cli_error_local(err, "cannot initialize libcurl");
@@ -176,9 +180,13 @@ static void api_error(CliError *err, long status, const Buffer *b)
     json_decref(doc);
 }
 
-int cli_rest_request(CliRest *h, const char *method, const char *path, const char *body, size_t len,
-                     CliReply *reply, CliError *err)
+/* One request to h->base; see cli_rest_request. *standby: the answer was
+ * a standby's (503, role "standby"), whose leader goes to leader. */
+static int attempt(CliRest *h, const char *method, const char *path, const char *body, size_t len,
+                   CliReply *reply, CliError *err, bool *standby, char *leader, size_t leader_n)
 {
+    *standby = false;
+    h->connect_failed = false;
     memset(reply, 0, sizeof *reply);
     memset(err, 0, sizeof *err);
     char url[CLI_URL_MAX + 256];
@@ -228,12 +236,22 @@ int cli_rest_request(CliRest *h, const char *method, const char *path, const cha
             return -1;
         }
         err->kind = CLI_ERR_CONNECT;
+        /* Nothing was sent: another address may take it. */
+        h->connect_failed = rc == CURLE_COULDNT_CONNECT;
         cli_fmt_sanitize(errbuf[0] ? errbuf : curl_easy_strerror(rc), err->message,
                          sizeof err->message, false);
         return -1;
     }
     if (status < 200 || status > 299) {
         api_error(err, status, &b);
+        json_t *doc = status == 503 && b.data ? json_loads(b.data, 0, NULL) : NULL;
+        const char *role = json_string_value(json_object_get(doc, "role"));
+        if (role != NULL && strcmp(role, "standby") == 0) {
+            *standby = true;
+            snprintf(leader, leader_n, "%s",
+                     json_string_value(json_object_get(doc, "leader")) ?: "");
+        }
+        json_decref(doc);
         free(b.data);
         return -1;
     }
@@ -243,6 +261,35 @@ int cli_rest_request(CliRest *h, const char *method, const char *path, const cha
     reply->body = b.data;
     reply->len = b.len;
     return 0;
+}
+
+/* With several addresses, how long a request goes on trying them while
+ * none leads (a standby takes over within a few seconds). */
+#define FAILOVER_WAIT_S 10
+
+int cli_rest_request(CliRest *h, const char *method, const char *path, const char *body, size_t len,
+                     CliReply *reply, CliError *err)
+{
+    int tries = h->servers.n > 1 ? h->servers.n * (FAILOVER_WAIT_S + 1) : 1;
+    for (int i = 0;; i++) {
+        bool standby;
+        char leader[RUNG_SERVER_URL_MAX];
+        int rc = attempt(h, method, path, body, len, reply, err, &standby, leader, sizeof leader);
+        /* Only what was surely not done goes elsewhere: a refused
+         * connection or a standby's answer (a request that may have reached
+         * a leader is not sent twice). */
+        bool refused = rc != 0 && err->kind == CLI_ERR_CONNECT && h->connect_failed;
+        if (rc == 0 || (!standby && !refused) || i + 1 >= tries)
+            return rc;
+        int next = standby ? rung_servers_find(&h->servers, leader) : -1;
+        if (next < 0 || next == h->cur)
+            next = (h->cur + 1) % h->servers.n;
+        h->cur = next;
+        snprintf(h->base, sizeof h->base, "%s", h->servers.url[next]);
+        /* Each address once, then a second's pause. */
+        if ((i + 1) % h->servers.n == 0)
+            sleep(1);
+    }
 }
 
 void cli_rest_reply_free(CliReply *reply)

@@ -27,10 +27,11 @@ cmake --build build-asan -j"$jobs"
 # dashboard's JavaScript (browser) and the tests whose own code is Python
 # (plain: the Python client's units, rung.compat, the PyTorch example);
 # the C they reach runs sanitized in the other tests, and CI's time is
-# bounded. Nor the integration files' second run on PostgreSQL (*_pg): the
-# same C but db_pg.c, which test_db runs sanitized.
+# bounded. Nor the integration files' second run on PostgreSQL (*_pg) and
+# the failover test: the same C but db_pg.c, which test_db runs sanitized,
+# and standby.c, which integration_postgres does.
 ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE '^(package|browser|plain)$' \
-  -E '^integration_.*_pg$'
+  -E '^integration_(.*_pg|failover)$'
 
 # The fuzz targets under libFuzzer (clang): only they are built in build-fuzz,
 # and each runs for a bounded time (tests/fuzz/CMakeLists.txt), one per core

@@ -120,8 +120,21 @@ void api_prometheus(Engine *e, Job *job)
                           "Report request latency, first byte in to reply queued (its commit "
                           "included).",
                           &st->report_latency);
-    stats_write_histogram(out, "rung_sqlite_commit_seconds", "SQLite COMMIT latency.",
+    stats_write_histogram(out, "rung_sqlite_commit_seconds",
+                          "The database's COMMIT latency (SQLite, or PostgreSQL: --database).",
                           &st->commit_latency);
+    /* Which database, and on PostgreSQL this rungd's lead (a standby
+     * answers its own /metrics: server/standby.c). */
+    Store *store = engine_store(e);
+    family(out, "rung_store_info", "gauge", "Always 1; its label is the store's database.");
+    fprintf(out, "rung_store_info{database=\"%s\"} 1\n",
+            store_has_leader(store) ? "postgresql" : "sqlite");
+    family(out, "rung_role", "gauge",
+           "1 for this rungd's role: leader, or standby (PostgreSQL, docs/operations.md).");
+    fputs("rung_role{role=\"leader\"} 1\n", out);
+    single(out, "rung_leader_epoch", "gauge",
+           "The epoch this rungd leads its PostgreSQL database in (0 on SQLite).",
+           store_leader_epoch(store));
     int64_t db_bytes = engine_database_bytes(e);
     if (db_bytes >= 0)
         single(out, "rung_database_size_bytes", "gauge",

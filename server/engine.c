@@ -698,6 +698,9 @@ void engine_free(Engine *e)
         engine_job_discard(j);
     }
     json_decref(e->notices);
+    /* A clean stop hands the lead over at once (PostgreSQL: a standby
+     * takes it without waiting for the lease to end). */
+    store_leader_resign(e->store);
     store_close(e->store);
     core_free(e->core);
     if (e->wake_fd >= 0)

@@ -561,12 +561,25 @@ static int listen_on(const HttpConfig *cfg, int *fd_out, int *port_out, RungErro
     return 0;
 }
 
+int http_listen(const HttpConfig *cfg, int *fd, int *port, RungError *err)
+{
+    return listen_on(cfg, fd, port, err);
+}
+
 int http_start(const HttpConfig *cfg, Engine *engine, Stats *stats, Http **out, int *port,
                RungError *err)
 {
     int fd = -1;
-    if (listen_on(cfg, &fd, port, err) != 0)
+    if (cfg->listen_fd > 0) {
+        fd = cfg->listen_fd;
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+        getsockname(fd, (struct sockaddr *)&ss, &len);
+        *port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                               : ((struct sockaddr_in *)&ss)->sin_port);
+    } else if (listen_on(cfg, &fd, port, err) != 0) {
         return err->code;
+    }
     Http *h = calloc(1, sizeof *h);
     if (h == NULL)
         abort();

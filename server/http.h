@@ -67,13 +67,17 @@ typedef struct HttpConfig {
     HttpLookupFn lookup;   /* users' tokens; NULL: only rungd's own token */
     HttpCheckFn check;     /* routes' rules; NULL: every principal may use every route */
     HttpSessionFn session; /* the dashboard's cookies; NULL: none */
+    int listen_fd;         /* > 0: a socket http_listen bound already (a standby's) */
 } HttpConfig;
 
 typedef struct Http Http;
 
-/* Binds and listens. Refuses (RUNG_E_INVALID_ARGUMENT) a non-loopback
- * address without a token. *port gets the bound port. Nothing is served
- * until the engine runs it. */
+/* Binds and listens on cfg's address (bind, port, token): *fd and *port
+ * get the socket and its port. Refuses (RUNG_E_INVALID_ARGUMENT) a
+ * non-loopback address without a token. */
+int http_listen(const HttpConfig *cfg, int *fd, int *port, RungError *err);
+/* Binds and listens (or takes cfg->listen_fd), as http_listen. *port gets
+ * the bound port. Nothing is served until the engine runs it. */
 int http_start(const HttpConfig *cfg, Engine *engine, Stats *stats, Http **out, int *port,
                RungError *err);
 /* The calls the engine's loop drives this front with (see EngineFront). */

@@ -28,6 +28,7 @@
 #include "notify.h"
 #include "options.h"
 #include "sdnotify.h"
+#include "standby.h"
 #include "secret.h"
 #include "stats.h"
 #include "store.h"
@@ -56,6 +57,7 @@ enum {
     O_DB,
     O_DATABASE,
     O_DATABASE_FILE,
+    O_ADVERTISE_URL,
     O_TOKEN,
     O_TOKEN_FILE,
     O_WEB_DIR,
@@ -90,6 +92,10 @@ static Option options[O__COUNT] = {
     [O_DATABASE_FILE] = {"database-file", OPT_STRING, NULL, 0, 0, 0,
                          "read --database from this file's first line, password included (not "
                          "shown by ps; keep it mode 600)"},
+    [O_ADVERTISE_URL] = {"advertise-url", OPT_STRING, NULL, 0, 0, 0,
+                         "with --database: the URL clients reach this rungd at, which a standby "
+                         "names to them (default: http(s)://BIND:PORT, the host's name for a "
+                         "wildcard --bind)"},
     [O_TOKEN] = {"token", OPT_STRING, NULL, 0, 0, 0,
                  "bearer token for /api/v1 (default: $RUNG_TOKEN)"},
     [O_TOKEN_FILE] = {"token-file", OPT_STRING, NULL, 0, 0, 0,
@@ -202,6 +208,74 @@ static const char *read_conninfo(const char *path)
         return NULL;
     }
     return line;
+}
+
+/* The URL this rungd is reached at, which a standby names to clients:
+ * --advertise-url, else the scheme, --bind (the host's name for a
+ * wildcard) and the port. */
+static void advertise_url(char *out, size_t n, bool tls, int port)
+{
+    if (options[O_ADVERTISE_URL].value != NULL) {
+        snprintf(out, n, "%s", options[O_ADVERTISE_URL].value);
+        return;
+    }
+    const char *bind = options[O_BIND].value;
+    char host[256];
+    if (strcmp(bind, "0.0.0.0") == 0 || strcmp(bind, "::") == 0) {
+        if (gethostname(host, sizeof host) != 0)
+            snprintf(host, sizeof host, "localhost");
+        host[sizeof host - 1] = '\0';
+    } else {
+        snprintf(host, sizeof host, strchr(bind, ':') ? "[%s]" : "%s", bind);
+    }
+    snprintf(out, n, "%s://%s:%d", tls ? "https" : "http", host, port);
+}
+
+/* PostgreSQL: listens at once, and waits as a standby (standby.h) while
+ * another rungd leads; *listen_fd is the socket the front serves on once
+ * this one leads. 1: it leads; 0: a signal stopped it; -1: an error. */
+static int lead_or_stand_by(Store *store, const char *token, bool tls, int *listen_fd)
+{
+    HttpConfig lcfg = {.bind = options[O_BIND].value,
+                       .port = (int)options[O_PORT].ival,
+                       .token = token};
+    RungError err;
+    int port;
+    if (http_listen(&lcfg, listen_fd, &port, &err) != 0) {
+        fprintf(stderr, "rungd: %s\n", err.message);
+        return -1;
+    }
+    char me[512];
+    advertise_url(me, sizeof me, tls, port);
+    StoreLeader leader;
+    int rc = store_leader_claim(store, me, &leader, &err);
+    if (rc == 0) {
+        /* Clients find a standby where they look for rungd: listening. */
+        bool v6 = strchr(options[O_BIND].value, ':') != NULL;
+        printf("listening on %s://%s%s%s:%d (standby)\n", tls ? "https" : "http", v6 ? "[" : "",
+               options[O_BIND].value, v6 ? "]" : "", port);
+        sdnotify_send("READY=1\nSTATUS=standby");
+        sigset_t sigs;
+        sigemptyset(&sigs);
+        sigaddset(&sigs, SIGINT);
+        sigaddset(&sigs, SIGTERM);
+        sigaddset(&sigs, SIGHUP);
+        pthread_sigmask(SIG_UNBLOCK, &sigs, NULL);
+        StandbyConfig sc = {.store = store,
+                            .listen_fd = *listen_fd,
+                            .me = me,
+                            .stop_fd = signal_pipe[0]};
+        rc = standby_run(&sc, &err);
+        pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    }
+    if (rc < 0) {
+        fprintf(stderr, "rungd: %s\n", err.message);
+        return -1;
+    }
+    if (rc == 1)
+        LOG_INFO("rungd: leads the database as %s (epoch %lld)", me,
+                 (long long)store_leader_epoch(store));
+    return rc;
 }
 
 static int check_args(void)
@@ -359,6 +433,15 @@ int main(int argc, char **argv)
             return 1;
         return rc == RUNG_E_NOT_FOUND || rc == RUNG_E_UNAVAILABLE ? EXIT_DATABASE : 1;
     }
+    /* PostgreSQL: several rungd may share it; one leads, the others wait. */
+    int listen_fd = -1;
+    if (store_has_leader(store)) {
+        int led = lead_or_stand_by(store, token, options[O_TLS_CERT].value != NULL, &listen_fd);
+        if (led != 1) {
+            store_close(store);
+            return led == 0 ? 0 : 1;
+        }
+    }
     /* Copies nobody will fetch: dropped before a stop, never committed, or
      * half uploaded. */
     int swept = ckptstore_sweep(data_dir, keep_checkpoint, store);
@@ -442,7 +525,8 @@ int main(int argc, char **argv)
                        .tls = tls_cert != NULL,
                        .lookup = api_access_lookup,
                        .check = api_access_check,
-                       .session = api_session_lookup};
+                       .session = api_session_lookup,
+                       .listen_fd = listen_fd};
     Http *http;
     int port;
     if (http_start(&hcfg, engine, &stats, &http, &port, &err) != 0) {

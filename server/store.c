@@ -203,6 +203,7 @@ void store_close(Store *s)
         return;
     for (int i = 0; i < ST__COUNT; i++)
         db_finalize(s->st[i]);
+    db_finalize(s->renew);
     /* A store that stopped leaves its files as they are: the last close
      * would checkpoint into a file that left its path and delete the
      * -wal that the path names now, which may be another database's.
@@ -224,11 +225,31 @@ int store_begin(Store *s, RungError *err)
     return run(s, s->st[ST_BEGIN], err, "begin");
 }
 
+/* PostgreSQL: renews this leader's lease inside the commit's transaction
+ * (Store.renew, store_leader.c); fails, and stops the store, when another
+ * rungd took the lead. */
+static int renew_lead(Store *s, RungError *err)
+{
+    db_bind_int64(s->renew, 1, s->epoch);
+    int rc = db_step(s->renew);
+    db_reset(s->renew);
+    if (rc != DB_DONE)
+        return store_db_error(s, err, "leader renewal");
+    if (db_changes(s->db) == 1)
+        return 0;
+    store_set_fault(s, "another rungd leads the database now (this one led epoch %lld)",
+                    (long long)s->epoch);
+    return rung_error_set(err, RUNG_E_UNAVAILABLE, NULL, "%s", s->fault);
+}
+
 int store_commit(Store *s, RungError *err)
 {
     if (db_kind(s->db) == DB_POSTGRES) {
         if (s->fault[0] != '\0')
             return rung_error_set(err, RUNG_E_UNAVAILABLE, NULL, "%s", s->fault);
+        /* Only while this rungd still leads (store_leader.c). */
+        if (s->epoch != 0 && renew_lead(s, err) != 0)
+            return err->code;
         return run(s, s->st[ST_COMMIT], err, "commit");
     }
     /* Nothing goes into a file that left its path, nor over another

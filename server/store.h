@@ -28,6 +28,27 @@ typedef struct StoreOptions {
     const char *pg_conninfo;
 } StoreOptions;
 
+/* PostgreSQL: which rungd leads the database (store_leader.c;
+ * docs/operations.md, "A standby rungd"). */
+typedef struct StoreLeader {
+    int64_t epoch;    /* the leader's epoch: one more at each change of leader */
+    char holder[256]; /* the URL clients reach the leader at ("" when none) */
+} StoreLeader;
+
+/* Whether the store has a leader to elect (PostgreSQL: several rungd may
+ * share it, one leads); a SQLite file has one rungd, its flock's. */
+bool store_has_leader(const Store *s);
+/* Tries to lead as `me` (the URL clients reach this rungd at): 1 when this
+ * rungd leads now (*out: its epoch), 0 when another one leads (*out: its
+ * URL and epoch), -1 on an error (err). A leader whose lease ran out (no
+ * commit for 2 s: it died, hangs or lost its connection) is replaced, its
+ * connection ended first. */
+int store_leader_claim(Store *s, const char *me, StoreLeader *out, RungError *err);
+/* The epoch this rungd leads; 0 when it does not. */
+int64_t store_leader_epoch(const Store *s);
+/* Gives the lead up at a clean stop: a standby takes it at once. */
+void store_leader_resign(Store *s);
+
 /* Opens the database at path and applies the migrations it lacks. *out is
  * new (free with store_close). A missing database is created only on a
  * first start: where signs of an earlier one remain (PATH.created, its

@@ -119,12 +119,13 @@ void store_set_fault(Store *s, const char *fmt, ...)
     if (!s->serving)
         return; /* at the open: the start fails with it */
     if (db_kind(s->db) == DB_POSTGRES) {
-        /* No file to mark: a restart connects again (docs/operations.md,
-         * "PostgreSQL"). */
-        LOG_ERROR("store: %s; rungd takes no more writes (every request is answered 503) until "
-                  "it is restarted",
-                  s->fault);
-        return;
+        /* No file to mark, and nothing this rungd still holds in memory may
+         * be answered: it exits, its requests unanswered (none was said
+         * kept), and its clients go on with the leader (a standby now, or
+         * this one again once systemd restarts it: exit status 1;
+         * docs/operations.md, "A standby rungd"). */
+        LOG_ERROR("store: %s; rungd exits", s->fault);
+        _exit(1);
     }
     LOG_ERROR("store: %s; rungd takes no more writes (every request is answered 503) until it is "
               "restarted on a database that `rungd --check` accepts (docs/operations.md, "

@@ -45,6 +45,10 @@ struct Store {
     char fault[RUNG_MESSAGE_MAX]; /* why the store stopped; "" while it works */
     bool serving;                 /* a transaction began: faults stop the daemon */
     bool rescued;                 /* store_rescue() ran */
+    /* PostgreSQL: the epoch this rungd leads (0: not the leader) and the
+     * statement that renews its lease in each commit (store_leader.c). */
+    int64_t epoch;
+    DbStmt *renew;
 };
 
 /* ---- store.c ---- */
@@ -52,6 +56,12 @@ struct Store {
 /* Fails with SQLite's error of the last call, naming what; a damaged or
  * unreadable file stops the store (store_set_fault). */
 int store_db_error(Store *s, RungError *err, const char *what);
+/* ---- store_leader.c (PostgreSQL) ---- */
+
+/* Makes the leader's row where it is missing, and prepares Store.renew
+ * (which store_commit runs). */
+int store_leader_table(Store *s, RungError *err);
+
 /* Prepares the statements every commit runs (Store.st). */
 int store_prepare_all(Store *s, RungError *err);
 /* Prepares sql, or fails naming what. */

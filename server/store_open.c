@@ -94,40 +94,37 @@ static int migrate(Store *s, RungError *err)
     return 0;
 }
 
-/* The key of the advisory lock a rungd holds on its PostgreSQL database
- * ("Rung" in ASCII): one rungd per database, as the flock on a SQLite file. */
+/* The key of the advisory lock that rungd holds while it makes or migrates
+ * the tables ("Rung" in ASCII): daemons that start together on one
+ * database migrate it one after the other. */
 #define PG_LOCK_KEY 0x52756e67
 
-/* The store on PostgreSQL (opt->pg_conninfo): connected, the only rungd
- * on the database (a session's advisory lock, which PostgreSQL frees when
- * the connection ends, however the process did), SQLite's JSON functions
- * (db_pg_prelude, made again on each start so that a newer rungd's apply)
- * and the migrations in PostgreSQL's dialect. */
+/* The store on PostgreSQL (opt->pg_conninfo): connected; under the
+ * advisory lock, SQLite's JSON functions (db_pg_prelude, made again on
+ * each start so that a newer rungd's apply), the migrations in
+ * PostgreSQL's dialect and the leader's row (store_leader.c). Which rungd
+ * leads is decided after (store_leader_claim). */
 static int open_postgres(Store *s, const StoreOptions *opt, RungError *err)
 {
     snprintf(s->path, sizeof s->path, "PostgreSQL");
     if (db_open_postgres(opt->pg_conninfo, &s->db) != DB_OK)
         return rung_error_set(err, RUNG_E_UNAVAILABLE, "database", "store: %s",
                               s->db ? db_errmsg(s->db) : "out of memory");
+    char lock[96];
+    snprintf(lock, sizeof lock, "SELECT pg_advisory_lock(%d)", PG_LOCK_KEY);
     DbStmt *st;
-    if (db_prepare(s->db, "SELECT pg_try_advisory_lock(?)", &st) != DB_OK)
+    if (db_prepare(s->db, lock, &st) != DB_OK || db_step(st) != DB_ROW) {
+        db_finalize(st);
         return store_db_error(s, err, "advisory lock");
-    db_bind_int64(st, 1, PG_LOCK_KEY);
-    int rc = db_step(st);
-    bool locked = rc == DB_ROW && db_column_int(st, 0) == 1;
+    }
     db_finalize(st);
-    if (rc != DB_ROW)
-        return store_db_error(s, err, "advisory lock");
-    if (!locked)
-        return rung_error_set(err, RUNG_E_CONFLICT, NULL,
-                              "store: the PostgreSQL database is in use by another rungd (it "
-                              "holds the advisory lock %d)",
-                              PG_LOCK_KEY);
-    if (exec(s, db_pg_prelude, err) || migrate(s, err))
-        return err->code;
-    return 0;
+    int rc = exec(s, db_pg_prelude, err) || migrate(s, err) || store_leader_table(s, err);
+    snprintf(lock, sizeof lock, "SELECT pg_advisory_unlock(%d)", PG_LOCK_KEY);
+    if (db_prepare(s->db, lock, &st) == DB_OK)
+        db_step(st);
+    db_finalize(st);
+    return rc ? err->code : 0;
 }
-
 
 int store_open(const char *path, const StoreOptions *opt, Store **out, RungError *err)
 {

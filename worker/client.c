@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "backoff.h"
+#include "servers.h"
 #include "clock.h"
 #include "log.h"
 
@@ -26,7 +27,9 @@ struct Client {
     CURL *curl;
     struct curl_slist *headers; /* JSON requests' */
     char *auth;                 /* "Authorization: Bearer <token>", or NULL */
-    char *base;                 /* base URL without a trailing '/' */
+    RungServers servers;        /* rungd's addresses (servers.h) */
+    int cur;                    /* the one talked to */
+    const char *base;           /* servers.url[cur]: no trailing '/' */
     char *buf;                  /* reply body of the request in flight */
     size_t len, cap;
     bool too_large;
@@ -70,14 +73,12 @@ Client *client_new(const char *base_url, const char *token)
         return NULL;
     c->up_fd = c->down_fd = -1;
     c->curl = curl_easy_init();
-    c->base = strdup(base_url);
-    if (c->curl == NULL || c->base == NULL) {
+    char why[300];
+    if (c->curl == NULL || rung_servers_parse(base_url, &c->servers, why, sizeof why) != 0) {
         client_free(c);
         return NULL;
     }
-    size_t n = strlen(c->base);
-    while (n > 0 && c->base[n - 1] == '/')
-        c->base[--n] = '\0';
+    c->base = c->servers.url[0];
     if (token && token[0]) {
         size_t len = strlen(token) + 32;
         c->auth = malloc(len);
@@ -116,7 +117,6 @@ void client_free(Client *c)
         curl_easy_cleanup(c->curl);
     curl_slist_free_all(c->headers);
     free(c->auth);
-    free(c->base);
     free(c->buf);
     free(c);
 }
@@ -352,6 +352,31 @@ static char *make_url(const Client *c, const char *path)
     return url;
 }
 
+/* After a failed attempt: moves to another of rungd's addresses when the
+ * one talked to could not be reached or answered as a standby (its reply
+ * names the leader: that one, when it is in the list; else the next).
+ * Whether it moved. */
+static bool move_on(Client *c, const ClientReply *out, const char *what)
+{
+    if (c->servers.n < 2)
+        return false;
+    const char *role = json_string_value(json_object_get(out->body, "role"));
+    bool standby = out->status == 503 && role != NULL && strcmp(role, "standby") == 0;
+    if (out->status != 0 && !standby)
+        return false;
+    int next = standby ? rung_servers_find(&c->servers,
+                                           json_string_value(json_object_get(out->body, "leader"))
+                                               ?: "")
+                       : -1;
+    if (next < 0 || next == c->cur)
+        next = (c->cur + 1) % c->servers.n;
+    LOG_INFO("%s: %s %s; trying %s", what, c->base, standby ? "is a standby" : "cannot be reached",
+             c->servers.url[next]);
+    c->cur = next;
+    c->base = c->servers.url[next];
+    return true;
+}
+
 /* The request with its retries (see client.h). */
 static int perform(Client *c, const char *path, const Req *req, const ClientCall *call,
                    ClientReply *out)
@@ -365,6 +390,7 @@ static int perform(Client *c, const char *path, const Req *req, const ClientCall
         snprintf(out->error, sizeof out->error, "out of memory");
         return -1;
     }
+    int moves = 0; /* address changes since the last sleep */
     c->cancel = call->cancel;
     c->cancel_arg = call->cancel_arg;
     long timeout_ms = call->timeout_ms > 0   ? call->timeout_ms
@@ -403,6 +429,17 @@ static int perform(Client *c, const char *path, const Req *req, const ClientCall
                      retry == 0 ? "" : " (still)");
             last_log = now;
         }
+        /* Another address at once, each once; then the backoff's sleep. */
+        if (move_on(c, out, what)) {
+            char *moved = make_url(c, path);
+            if (moved != NULL) {
+                free(url);
+                url = moved;
+            }
+            if (++moves < c->servers.n)
+                continue;
+        }
+        moves = 0;
         sleep_ms(backoff_delay_ms(retry, BACKOFF_BASE_MS, BACKOFF_CAP_MS, &c->rng), call);
     }
     c->cancel = NULL;

@@ -8,7 +8,8 @@
  * connection, reset, timeout), a 5xx (503 while the daemon drains) and a 429
  * are retried with backoff (backoff.h) until a reply comes or the caller's
  * cancel function says stop; any other status is final and handed back, so a
- * 4xx is never retried. The server is idempotent where we retry (reports by
+ * 4xx is never retried; with several addresses, see client_new. The
+ * server is idempotent where we retry (reports by
  * step, finish, heartbeat; a checkpoint PUT replaces the same file), so a
  * retry after an unanswered request is safe. A call may bound its retries
  * (max_retries). */
@@ -55,8 +56,13 @@ typedef struct ClientCall {
     const char *what; /* for log lines: "report of trial 5 step 3" */
 } ClientCall;
 
-/* base_url like "http://127.0.0.1:8080" (a trailing '/' is fine); token may
- * be NULL or "". NULL when out of memory. */
+/* base_url like "http://127.0.0.1:8080" (a trailing '/' is fine), or
+ * several, comma-separated (common/servers.h): a leader and its standbys.
+ * A request that cannot reach one, or that a standby answers (503, role
+ * "standby"), goes at once to the leader it names when that one is in the
+ * list, else to the next; after each has been tried, the backoff's sleep.
+ * token may be NULL or "". NULL when out of memory or base_url is not such
+ * a list. */
 Client *client_new(const char *base_url, const char *token);
 /* How every client of the process verifies an https:// rungd (--ca,
  * --insecure; common/transport.h). Call before the first client. */

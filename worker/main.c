@@ -45,6 +45,7 @@
 #include "log.h"
 #include "options.h"
 #include "secret.h"
+#include "servers.h"
 #include "setup.h"
 #include "trial_code.h"
 #include "trialdir.h"
@@ -90,7 +91,8 @@ enum {
 /* The one table of options: validation and --help both come from it. */
 static Option options[O__COUNT] = {
     [O_SERVER] = {"server", OPT_STRING, NULL, 0, 0, 0,
-                  "rungd's address, http://HOST:PORT (default: $RUNG_SERVER, else " DEFAULT_SERVER
+                  "rungd's address, http://HOST:PORT, or several comma-separated (a leader "
+                  "and its standbys) (default: $RUNG_SERVER, else " DEFAULT_SERVER
                   ", as for rung)"},
     [O_TOKEN] = {"token", OPT_STRING, NULL, 0, 0, 0, "bearer token (default: $RUNG_TOKEN)"},
     [O_TOKEN_FILE] = {"token-file", OPT_STRING, NULL, 0, 0, 0,
@@ -240,8 +242,11 @@ static int setup_advertise(WorkerState *w, const char *given)
         return 0;
     }
     char why[512];
-    if (advertise_route_addr(w->server, w->advertise_addr, sizeof w->advertise_addr, why,
-                             sizeof why) == 0 &&
+    /* The route to the first of rungd's addresses (a list: servers.h). */
+    char first[RUNG_SERVER_URL_MAX];
+    snprintf(first, sizeof first, "%.*s", (int)strcspn(w->server, ","), w->server);
+    if (advertise_route_addr(first, w->advertise_addr, sizeof w->advertise_addr, why, sizeof why) ==
+            0 &&
         gang_addr_valid(w->advertise_addr))
         return 0;
     snprintf(w->advertise_addr, sizeof w->advertise_addr, "%s", w->hostname);
@@ -513,31 +518,31 @@ int main(int argc, char **argv)
     }
     if (server == NULL || server[0] == '\0')
         server = DEFAULT_SERVER;
-    /* "127.0.0.1:8080" is what people type, and rung takes it (cli/rest.c). */
-    static char server_url[2048];
-    if (strstr(server, "://") == NULL) {
-        if ((size_t)snprintf(server_url, sizeof server_url, "http://%s", server) >=
-            sizeof server_url) {
-            fprintf(stderr, "rung-worker: --server is too long\n");
-            return 2;
-        }
-        server = server_url;
-    }
-    if (strncmp(server, "http://", 7) != 0 && strncmp(server, "https://", 8) != 0) {
-        fprintf(stderr, "rung-worker: --server must start with http:// or https://, not '%s'\n",
-                server);
+    /* "127.0.0.1:8080" is what people type, and rung takes it (cli/rest.c);
+     * several, comma-separated: a leader and its standbys (servers.h). The
+     * clients get the list; what needs one address (the route to rungd,
+     * the token's refusal below) takes the first, and each is checked. */
+    static RungServers servers;
+    char list_why[300];
+    if (rung_servers_parse(server, &servers, list_why, sizeof list_why) != 0) {
+        fprintf(stderr, "rung-worker: --server: %s\n", list_why);
         return 2;
     }
+    const char *server_list = server;
+    server = servers.url[0];
     /* HTTPS (common/transport.h): every request of this process. */
     RungTransport transport = rung_transport_from_env();
     if (options[O_CA].value != NULL)
         transport.ca_file = options[O_CA].value;
     transport.insecure |= options[O_INSECURE].value != NULL;
     transport.allow_plain |= options[O_ALLOW_PLAIN_HTTP].value != NULL;
-    const char *refusal = rung_plain_token_refusal(server, token && token[0], &transport);
-    if (refusal != NULL) {
-        fprintf(stderr, "rung-worker: %s\n", refusal);
-        return 2;
+    for (int i = 0; i < servers.n; i++) {
+        const char *refusal = rung_plain_token_refusal(servers.url[i], token && token[0],
+                                                       &transport);
+        if (refusal != NULL) {
+            fprintf(stderr, "rung-worker: %s\n", refusal);
+            return 2;
+        }
     }
     client_set_transport(&transport);
     int mode, gpus[SLOTS_MAX_GPUS], n_gpus;
@@ -561,7 +566,7 @@ int main(int argc, char **argv)
     envs_init(&w.envs);
     if (setup_labels_envs(&w, labels, &repeated) != 0)
         return 2;
-    w.server = server;
+    w.server = server_list;
     w.token = token && token[0] ? token : NULL;
     w.once = options[O_ONCE].value != NULL;
     w.lease_wait_s = (int)options[O_LEASE_WAIT].ival;
@@ -636,11 +641,12 @@ int main(int argc, char **argv)
     LOG_INFO("registered with %s as worker %" PRId64 " (%s): gpus [%s], %" PRId64
              " cpu slots, heartbeat every %.3g s, lease %.3g s; trials in %s/trials; gang "
              "members reach it at %s",
-             server, w.id, w.name, gpu_text, cpus, w.heartbeat_s, w.lease_s, w.workdir,
+             server_list, w.id, w.name, gpu_text, cpus, w.heartbeat_s, w.lease_s, w.workdir,
              w.advertise_addr);
 
     char why[512];
-    w.uploader = uploader_new(server, w.token, w.workdir, w.id, upload_cancel, &w, why, sizeof why);
+    w.uploader = uploader_new(server_list, w.token, w.workdir, w.id, upload_cancel, &w, why,
+                              sizeof why);
     if (w.uploader == NULL)
         LOG_WARN("pbt: no checkpoint uploads from this worker (%s); trials on other workers "
                  "that exploit this worker's trials start without their checkpoints",

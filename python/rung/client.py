@@ -23,6 +23,9 @@ PAGE = 1000  # the lists' largest limit
 # Transport errors and 503 (rungd refusing connections beyond its limits,
 # or a long-poll queue that is full) are worth a few more tries.
 RETRIES = 3
+# With several addresses: how long a request goes on looking for the leader
+# while none leads (a standby takes over within a few seconds).
+FAILOVER_WAIT_S = 10
 
 
 class _ReplyAfterRefusal:
@@ -105,13 +108,20 @@ class ApiError(RungError):
 
 
 class UnreachableError(RungError):
-    """rungd could not be reached (connection refused, timeout, DNS)."""
+    """rungd could not be reached (connection refused, timeout, DNS);
+    `refused`: the connection was refused, so nothing was sent."""
+
+    refused = False
 
 
 class Client:
-    """A connection to one rungd.
+    """A connection to rungd.
 
-    `server` defaults to $RUNG_SERVER, else http://127.0.0.1:8080; `token`
+    `server` defaults to $RUNG_SERVER, else http://127.0.0.1:8080; several
+    comma-separated addresses are a leader and its standbys on one
+    PostgreSQL store: a request goes to one, and moves to the leader a
+    standby names (or to the next address) when it is answered by a standby
+    or cannot connect (docs/api.md, "Several servers"). `token`
     to $RUNG_TOKEN (sent as `Authorization: Bearer`, needed when rungd runs
     with --token). An https:// server is verified against `ca` (a CA
     file; default $RUNG_CA, else the system's CAs) unless `insecure`
@@ -125,18 +135,25 @@ class Client:
                  insecure: Optional[bool] = None, allow_plain_http: Optional[bool] = None):
         import ssl
 
-        self.server = (server or os.environ.get("RUNG_SERVER") or DEFAULT_SERVER).rstrip("/")
-        if "://" not in self.server:
-            self.server = "http://" + self.server
+        given = server or os.environ.get("RUNG_SERVER") or DEFAULT_SERVER
+        self.servers = []
+        for one in given.split(","):
+            one = one.strip().rstrip("/")
+            if not one:
+                raise RungError(f"an empty address in the server list {given!r}")
+            self.servers.append(one if "://" in one else "http://" + one)
+        self.server = self.servers[0]
         self.token = token if token is not None else os.environ.get("RUNG_TOKEN")
         self.timeout = timeout
         allow = _env_true("RUNG_ALLOW_PLAIN_HTTP") if allow_plain_http is None \
             else allow_plain_http
-        if self.token and self.server.lower().startswith("http://") and not allow \
-                and not _is_loopback(self.server):
-            raise RungError("refusing to send the token over plain http:// to another machine: "
-                            "use https:// (rungd --tls-cert), or allow_plain_http=True / "
-                            "RUNG_ALLOW_PLAIN_HTTP=1 on a network you trust")
+        for one in self.servers:
+            if self.token and one.lower().startswith("http://") and not allow \
+                    and not _is_loopback(one):
+                raise RungError("refusing to send the token over plain http:// to another "
+                                "machine: use https:// (rungd --tls-cert), or "
+                                "allow_plain_http=True / RUNG_ALLOW_PLAIN_HTTP=1 on a network "
+                                "you trust")
         ca = ca if ca is not None else (os.environ.get("RUNG_CA") or None)
         context = ssl.create_default_context(cafile=ca)
         if (_env_true("RUNG_INSECURE") if insecure is None else insecure):
@@ -149,15 +166,46 @@ class Client:
 
     # -- transport ---------------------------------------------------------
 
+    def _move_on(self, leader: Optional[str]) -> None:
+        """Talks to the leader a standby named when it is one of the
+        addresses, else to the next."""
+        leader = (leader or "").rstrip("/")
+        if leader in self.servers and leader != self.server:
+            self.server = leader
+        else:
+            self.server = self.servers[(self.servers.index(self.server) + 1)
+                                       % len(self.servers)]
+
     def request(self, method: str, path: str, body: Any = None,
                 query: Optional[dict] = None, raw: bool = False) -> Any:
         """One request; returns the decoded JSON reply (None for 204), or
-        the text when `raw`. Raises ApiError or UnreachableError."""
-        url = self.server + path
+        the text when `raw`. Raises ApiError or UnreachableError. With
+        several addresses, a standby's answer or a refused connection (the
+        request was not carried out) sends it to another, for up to
+        FAILOVER_WAIT_S while none leads."""
+        suffix = ""
         if query:
             query = {k: _query_value(v) for k, v in query.items() if v is not None}
             if query:
-                url += "?" + urllib.parse.urlencode(query)
+                suffix = "?" + urllib.parse.urlencode(query)
+        moves = 0
+        while True:
+            try:
+                return self._request_once(method, path + suffix, body, raw)
+            except (ApiError, UnreachableError) as err:
+                n = len(self.servers)
+                standby = isinstance(err, ApiError) and err.status == 503 \
+                    and getattr(err, "role", None) == "standby"
+                refused = isinstance(err, UnreachableError) and err.refused
+                if n < 2 or not (standby or refused) or moves >= n * (FAILOVER_WAIT_S + 1):
+                    raise
+                moves += 1
+                self._move_on(getattr(err, "leader", None))
+                if moves % n == 0:
+                    time.sleep(1.0)
+
+    def _request_once(self, method: str, path: str, body: Any, raw: bool) -> Any:
+        url = self.server + path
         data = None
         headers = {"Accept": "application/json"}
         if body is not None or method in ("POST", "PATCH", "PUT"):
@@ -176,7 +224,10 @@ class Client:
             except urllib.error.HTTPError as err:
                 payload = err.read()
                 # A 503 that carries Retry-After is rungd refusing the
-                # connection before reading it: safe to send again.
+                # connection before reading it: safe to send again; a
+                # standby's goes to another address (request).
+                if err.code == 503 and err.headers.get("X-Rung-Role") == "standby":
+                    raise _api_error(err.code, payload) from None
                 if err.code == 503 and attempt < RETRIES and err.headers.get("Retry-After"):
                     time.sleep(min(float(err.headers.get("Retry-After") or 1), 5.0))
                     continue
@@ -184,11 +235,16 @@ class Client:
             except (urllib.error.URLError, ConnectionError, TimeoutError) as err:
                 # Only requests that change nothing are sent again: a POST
                 # whose reply was lost may have been carried out.
-                if method == "GET" and attempt < RETRIES:
+                reason = getattr(err, "reason", err)
+                refused = isinstance(reason, ConnectionRefusedError) or \
+                    isinstance(err, ConnectionRefusedError)
+                if method == "GET" and attempt < RETRIES and not (refused and
+                                                                  len(self.servers) > 1):
                     time.sleep(0.2 * (attempt + 1))
                     continue
-                reason = getattr(err, "reason", err)
-                raise UnreachableError(f"cannot reach rungd at {self.server}: {reason}") from None
+                unreachable = UnreachableError(f"cannot reach rungd at {self.server}: {reason}")
+                unreachable.refused = refused
+                raise unreachable from None
         raise AssertionError("unreachable")
 
     def _pages(self, path: str, query: Optional[dict] = None) -> Iterator[dict]:
@@ -457,9 +513,14 @@ def _query_value(value: Any) -> str:
 
 def _api_error(status: int, payload: bytes) -> ApiError:
     try:
-        err = json.loads(payload)["error"]
-        return ApiError(status, err.get("code", "error"), err.get("message", ""),
-                        err.get("field"))
+        doc = json.loads(payload)
+        err = doc["error"]
+        out = ApiError(status, err.get("code", "error"), err.get("message", ""),
+                       err.get("field"))
+        # A standby's answer names the leader (docs/api.md, "Several servers").
+        out.role = doc.get("role")
+        out.leader = doc.get("leader")
+        return out
     except (ValueError, KeyError, TypeError):
         text = payload.decode("utf-8", "replace").strip()[:200]
         return ApiError(status, "http_error", text or f"HTTP {status}")

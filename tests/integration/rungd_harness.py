@@ -192,6 +192,11 @@ class Daemon:
         # On PostgreSQL (RUNG_TEST_DATABASE): a database of its own, named in
         # a file of its folder (the password off the command line).
         self.database_file = None
+        # start() returns once it leads (a rungd restarted after a kill -9
+        # stands by until PostgreSQL has ended the dead one's connection);
+        # False: once it listens, as a standby too.
+        self.wait_leader = True
+        self.leading = threading.Event()
         cluster = postgres_conninfo() if db is None else None
         if cluster:
             Daemon._count += 1
@@ -232,6 +237,7 @@ class Daemon:
         self.host = self.port = None
         self._stopping = False
         self._listen_event = threading.Event()
+        self.leading = threading.Event()
         log = open(self.log_path, "wb")
         try:
             self.proc = subprocess.Popen(
@@ -252,6 +258,8 @@ class Daemon:
             line = raw.decode("utf-8", errors="replace").rstrip("\n")
             self.stdout_lines.append(line)
             m = LISTEN_RE.search(line)
+            if m and "(standby)" not in line:
+                self.leading.set()
             if m and self.port is None:
                 host = m.group(1).strip("[]")
                 # A daemon bound to every address is reached through loopback.
@@ -260,6 +268,7 @@ class Daemon:
                 self._listen_event.set()
         proc.stdout.close()
         self._listen_event.set()  # exited: wake whoever waits for the address
+        self.leading.set()
 
     def start(self):
         """Starts rungd and waits until it prints its address."""
@@ -274,6 +283,9 @@ class Daemon:
                                      % (START_TIMEOUT_S, self.diagnostics()))
             raise AssertionError("rungd exited with %d before listening\n%s"
                                  % (rc, self.diagnostics()))
+        if self.wait_leader and not self.leading.wait(START_TIMEOUT_S):
+            raise AssertionError("rungd stood by for %.0f s without taking the lead\n%s"
+                                 % (START_TIMEOUT_S, self.diagnostics()))
         return self
 
     def run_to_exit(self, command=None, timeout=10.0):

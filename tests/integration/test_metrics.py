@@ -45,6 +45,9 @@ FAMILIES = {
     "rung_report_duration_seconds": "histogram",
     "rung_sqlite_commit_seconds": "histogram",
     "rung_database_size_bytes": "gauge",
+    "rung_store_info": "gauge",
+    "rung_role": "gauge",
+    "rung_leader_epoch": "gauge",
     "rung_build_info": "gauge",
 }
 

@@ -1,5 +1,6 @@
 """rungd on PostgreSQL (docs/operations.md, "PostgreSQL"): how it is told the
-database, what it refuses, and one rungd per database.
+database, what it refuses, and one leader per database (a second rungd
+stands by: test_failover.py has the clients that follow).
 
 Needs RUNG_TEST_DATABASE (tests/postgres/cluster.sh's conninfo file; ctest
 gives it, label postgres): without it every test fails, as a test of this
@@ -59,30 +60,31 @@ class Options(h.RungdTestCase):
         self.assertNotIn("hidden-pw", err)
 
 
-class OneDaemonPerDatabase(h.RungdTestCase):
-    def test_second_daemon_refused_until_the_first_is_gone(self):
+class OneLeaderPerDatabase(h.RungdTestCase):
+    def test_second_daemon_stands_by_until_the_first_is_gone(self):
         self.assertIsNotNone(h.postgres_conninfo(), "RUNG_TEST_DATABASE names no cluster")
         first = self.daemon()
         eid = first.create_experiment(h.spec(num_samples=2))["id"]
-        # A second rungd on the same database: refused while the first
-        # holds the advisory lock.
+        # A second rungd on the same database listens as a standby: every
+        # request is answered 503 with the leader's address.
         second = h.Daemon(self.tmp)
         second.database_file = first.database_file
-        rc = second.run_to_exit()
-        self.assertEqual(rc, 1, second.stderr_text())
-        self.assertIn("in use by another rungd", second.stderr_text())
-        # kill -9 of the first: PostgreSQL ends its session and frees the
-        # lock, and a new rungd starts on the same data.
+        second.wait_leader = False
+        self._daemons.append(second)
+        second.start()
+        self.assertIn("(standby)", "\n".join(second.stdout_lines))
+        st, body = second.call("GET", "/api/v1/experiments/%d" % eid)
+        self.assertEqual(st, 503)
+        self.assertEqual((body["role"], body["leader"]), ("standby", first.url))
+        # kill -9 of the first: its lease ends, and the second leads on the
+        # same data.
         first.kill9()
         t0 = time.monotonic()
-        third = h.Daemon(self.tmp)
-        third.database_file = first.database_file
-        self._daemons.append(third)
-        third.start()
-        took = time.monotonic() - t0
-        self.assertLess(took, 5.0)
-        self.assertEqual(third.experiment(eid)["id"], eid)
-        third.wait_proposed(eid, 2)
+        h.wait_until(lambda: second.call("GET", "/api/v1/experiments/%d" % eid)[0] == 200, 10,
+                     "the standby to take over")
+        self.assertLess(time.monotonic() - t0, 5.0)
+        self.assertEqual(second.experiment(eid)["id"], eid)
+        second.wait_proposed(eid, 2)
 
 
 if __name__ == "__main__":
