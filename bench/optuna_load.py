@@ -92,6 +92,9 @@ def main():
     ap.add_argument("--reports", type=int, default=20, help="reports per trial (default 20)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", action="store_true", help="also print one JSON object")
+    ap.add_argument("--url-file", help="a file whose first line is the storage's SQLAlchemy URL "
+                    "(e.g. postgresql+psycopg2://USER:PASSWORD@HOST:PORT/DB: the password off "
+                    "the command line) instead of a fresh SQLite file")
     args = ap.parse_args()
     if not (1 <= args.workers <= 256 and 1 <= args.trials and 1 <= args.reports <= 10000):
         ap.error("--workers in [1, 256], --trials >= 1, --reports in [1, 10000]")
@@ -108,6 +111,9 @@ def main():
     tmpdir = tempfile.mkdtemp(prefix="optuna_load.")
     try:
         url = "sqlite:///" + os.path.join(tmpdir, "optuna.db")
+        if args.url_file:
+            with open(args.url_file) as f:
+                url = f.readline().strip()
         # Creating the schema takes a while and is not part of the work.
         study = optuna.create_study(
             study_name="optuna_load",
@@ -176,7 +182,7 @@ def main():
         row = {
             "bench": "server_load",
             "impl": "optuna",
-            "storage": "sqlite",
+            "storage": url.split(":", 1)[0].split("+", 1)[0],
             "optuna": optuna.__version__,
             "workers": args.workers,
             "trials": trials,

@@ -63,6 +63,7 @@ fi
 if [ "$bench" = 1 ]; then
   packages+=(
     python3-numpy python3-onnx  # bench/lcbench_export.py: LCBench's model.onnx to the graph the evaluators read
+    python3-psycopg2  # bench/postgres_load.sh: Optuna's RDB storage on PostgreSQL
   )
 fi
 if [ "$list" = 1 ]; then

@@ -238,6 +238,13 @@ int db_column_count(DbStmt *st)
     return db_pg_column_count(st);
 }
 
+const char *db_column_name(DbStmt *st, int col)
+{
+    if (st->db->kind == DB_SQLITE)
+        return sqlite3_column_name(st->lite, col);
+    return db_pg_column_name(st, col);
+}
+
 int db_column_type(DbStmt *st, int col)
 {
     if (st->db->kind == DB_SQLITE)

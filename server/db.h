@@ -115,8 +115,9 @@ int db_bind_text(DbStmt *st, int i, const char *v, int n, DbDestructor d);
 /* DB_ROW while there is a row, then DB_DONE, or an error code. */
 int db_step(DbStmt *st);
 
-/* Columns are numbered from 0. */
+/* Columns are numbered from 0. On PostgreSQL, known once stepped. */
 int db_column_count(DbStmt *st);
+const char *db_column_name(DbStmt *st, int col);
 int db_column_type(DbStmt *st, int col);
 int64_t db_column_int64(DbStmt *st, int col);
 int db_column_int(DbStmt *st, int col);

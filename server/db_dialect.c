@@ -33,6 +33,12 @@ const char db_pg_prelude[] =
     "  RETURN true;\n"
     "EXCEPTION WHEN others THEN RETURN false;\n"
     "END $$;\n"
+    /* The schema's CHECKs call this one (db_pg_migration): plain SQL, which
+     * PostgreSQL inlines, where json_valid's exception block costs a
+     * subtransaction per row; invalid JSON is an error rather than false,
+     * which refuses the row all the same. */
+    "CREATE OR REPLACE FUNCTION rung_json_ok(t text) RETURNS boolean\n"
+    "LANGUAGE sql IMMUTABLE AS $$ SELECT t IS NULL OR t::jsonb IS NOT NULL $$;\n"
     "CREATE OR REPLACE FUNCTION rung_json_kind(j jsonb) RETURNS text\n"
     "LANGUAGE sql IMMUTABLE AS $$\n"
     "  SELECT CASE jsonb_typeof(j)\n"
@@ -125,6 +131,7 @@ char *db_pg_migration(const char *sql)
         {"INTEGER", "BIGINT"},
         {"REAL", "DOUBLE PRECISION"},
         {"WITHOUT ROWID", ""},
+        {"json_valid", "rung_json_ok"},
     };
     char *out = NULL;
     size_t len = 0, cap = 0;

@@ -13,8 +13,9 @@ extern const char db_pg_prelude[];
 /* A migration (schema/NNN_*.sql, written for SQLite) in PostgreSQL's
  * dialect: INTEGER is BIGINT (times are milliseconds), INTEGER PRIMARY KEY
  * a BIGSERIAL (a rowid that an insert without it numbers), REAL DOUBLE
- * PRECISION, no WITHOUT ROWID, no REFERENCES (a foreign key), and DROP
- * TABLE … CASCADE. Quoted text and
+ * PRECISION, no WITHOUT ROWID, no REFERENCES (a foreign key), DROP TABLE …
+ * CASCADE, and json_valid rung_json_ok (db_pg_prelude: the CHECKs' cheaper
+ * kind). Quoted text and
  * comments are kept as they are. Returns malloc'ed text. */
 char *db_pg_migration(const char *sql);
 

@@ -55,6 +55,7 @@ void db_pg_reset(DbStmt *st);
 int db_pg_bind(DbStmt *st, int i, const char *text, int n, DbDestructor d);
 int db_pg_step(DbStmt *st);
 int db_pg_column_count(DbStmt *st);
+const char *db_pg_column_name(DbStmt *st, int col);
 int db_pg_column_type(DbStmt *st, int col);
 const char *db_pg_column_text(DbStmt *st, int col);
 

@@ -385,6 +385,11 @@ int db_pg_column_count(DbStmt *st)
     return st->res ? PQnfields(st->res) : 0;
 }
 
+const char *db_pg_column_name(DbStmt *st, int col)
+{
+    return st->res && col >= 0 && col < PQnfields(st->res) ? PQfname(st->res, col) : NULL;
+}
+
 /* The row the last step reached, or -1. */
 static int current(DbStmt *st, int col)
 {

@@ -25,6 +25,7 @@
 #include "http.h"
 #include "http_tls.h"
 #include "log.h"
+#include "migrate.h"
 #include "notify.h"
 #include "options.h"
 #include "sdnotify.h"
@@ -316,6 +317,9 @@ static int check_args(void)
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    /* `rungd migrate`: a copy of a store, not a daemon (migrate.h). */
+    if (argc >= 2 && strcmp(argv[1], "migrate") == 0)
+        return migrate_main(argc - 1, argv + 1);
     default_web_dir();
     int parsed = options_parse("rungd", options, O__COUNT, argc, argv);
     if (parsed == 1) {

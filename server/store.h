@@ -49,6 +49,12 @@ int64_t store_leader_epoch(const Store *s);
 /* Gives the lead up at a clean stop: a standby takes it at once. */
 void store_leader_resign(Store *s);
 
+/* Copies every table of `from` into `to` (both open at the newest schema;
+ * `to` empty) in one transaction of `to`, then checks the copy: each
+ * table's row count, and a sample of rows found column by column. Lines
+ * for a person go to log. (`rungd migrate`: server/migrate.c.) */
+int store_copy(Store *from, Store *to, FILE *log, RungError *err);
+
 /* Opens the database at path and applies the migrations it lacks. *out is
  * new (free with store_close). A missing database is created only on a
  * first start: where signs of an earlier one remain (PATH.created, its

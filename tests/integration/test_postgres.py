@@ -8,6 +8,7 @@ file must not pass unrun.
 """
 
 import os
+import subprocess
 import time
 
 import rungd_harness as h
@@ -85,6 +86,71 @@ class OneLeaderPerDatabase(h.RungdTestCase):
         self.assertLess(time.monotonic() - t0, 5.0)
         self.assertEqual(second.experiment(eid)["id"], eid)
         second.wait_proposed(eid, 2)
+
+
+class Migrate(h.RungdTestCase):
+    """rungd migrate: a store copied SQLite to PostgreSQL and back answers as
+    the first did."""
+
+    def snapshot(self, d, eid):
+        """What a client sees of an experiment: it, its trials and every
+        trial's reports (times of the daemon's own clock left out)."""
+        exp = d.experiment(eid)
+        trials = d.all_trials(eid)
+        metrics = {t["id"]: d.metrics_of(t["id"]) for t in trials}
+        return exp["state"], exp["counts"], exp["best"], trials, metrics
+
+    def migrate(self, frm, to):
+        r = subprocess.run([h.rungd_path(), "migrate", "--from", frm, "--to", to],
+                           capture_output=True, text=True, timeout=120)
+        return r.returncode, r.stdout + r.stderr
+
+    def test_sqlite_to_postgres_and_back(self):
+        cluster = h.postgres_conninfo()
+        self.assertIsNotNone(cluster, "RUNG_TEST_DATABASE names no cluster")
+        lite = os.path.join(self.tmp, "first.db")
+        d = self.daemon(db=lite)
+        eid = d.create_experiment(h.spec(num_samples=3))["id"]
+        d.wait_proposed(eid, 3)
+        w = h.Worker(d)
+        for i in range(3):
+            t = w.lease_one()
+            for step in range(1, 4):
+                w.report_ok(t, step, {"loss": 1.0 / (step + i), "acc": 0.1 * step})
+            if i < 2:
+                w.finish_ok(t)  # the third stays running
+        before = self.snapshot(d, eid)
+        self.assertEqual(d.stop(), 0)
+
+        pg = os.path.join(self.tmp, "pg")
+        with open(pg, "w") as f:
+            f.write(h.postgres_database(cluster) + "\n")
+        rc, out = self.migrate("sqlite:" + lite, "pgfile:" + pg)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("reports: 9 rows copied, counted and sampled", out)
+        # Into a database that holds data: refused, nothing changed.
+        rc, out = self.migrate("sqlite:" + lite, "pgfile:" + pg)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("not empty", out)
+
+        on_pg = h.Daemon(self.tmp)
+        on_pg.database_file = pg
+        self._daemons.append(on_pg)
+        on_pg.start()
+        self.assertEqual(self.snapshot(on_pg, eid), before)
+        # While a rungd leads it, the database is not copied from.
+        back = os.path.join(self.tmp, "back.db")
+        rc, out = self.migrate("pgfile:" + pg, "sqlite:" + back)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("a rungd leads", out)
+        self.assertEqual(on_pg.stop(), 0)
+
+        rc, out = self.migrate("pgfile:" + pg, "sqlite:" + back)
+        self.assertEqual(rc, 0, out)
+        again = self.daemon(db=back)
+        self.assertEqual(self.snapshot(again, eid), before)
+        # New ids go on after the copied ones, on both.
+        self.assertGreater(again.create_experiment(h.spec())["id"], eid)
 
 
 if __name__ == "__main__":
