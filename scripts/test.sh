@@ -29,9 +29,12 @@ cmake --build build-asan -j"$jobs"
 # the C they reach runs sanitized in the other tests, and CI's time is
 # bounded. Nor the integration files' second run on PostgreSQL (*_pg) and
 # the failover test: the same C but db_pg.c, which test_db runs sanitized,
-# and standby.c, which integration_postgres does.
+# and standby.c, which integration_postgres does; nor integration_train
+# (rung-train training Fashion-MNIST, over two minutes under the
+# sanitizers), whose C runs sanitized in test_train, test_ops, test_data
+# and test_train_nodes.
 ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE '^(package|browser|plain)$' \
-  -E '^integration_(.*_pg|failover)$'
+  -E '^integration_(.*_pg|failover|train)$'
 
 # The fuzz targets under libFuzzer (clang): only they are built in build-fuzz,
 # and each runs for a bounded time (tests/fuzz/CMakeLists.txt), one per core

@@ -178,6 +178,10 @@ int store_guard(Store *s, bool content, RungError *err)
         store_set_fault(s, "SQLite found the database file %s damaged: %s", s->path, sqlite_damage);
     struct stat now, path_st;
     char wal[PATH_MAX];
+    /* The open file first, the path after: a rename over the path between
+     * the two calls is then seen as the path naming another file, never as
+     * the open file unlinked while the path still named it. */
+    bool fstat_ok = fstat(s->lock_fd, &now) == 0;
     if (s->fault[0] != '\0') {
         /* stopped already */
     } else if (stat(s->path, &path_st) != 0) {
@@ -187,7 +191,7 @@ int store_guard(Store *s, bool content, RungError *err)
         store_set_fault(
             s, "%s names another file than the database rungd opened (replaced while it ran)",
             s->path);
-    } else if (fstat(s->lock_fd, &now) != 0 || now.st_nlink == 0) {
+    } else if (!fstat_ok || now.st_nlink == 0) {
         store_set_fault(s, "the database file %s was deleted while rungd ran", s->path);
     } else if (content && (now.st_size != s->size || now.st_mtim.tv_sec != s->mtime.tv_sec ||
                            now.st_mtim.tv_nsec != s->mtime.tv_nsec)) {

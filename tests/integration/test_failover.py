@@ -117,7 +117,7 @@ class Failover(wh.WorkerTestCase):
         # the standby.
         plan = ["kill"] * 5 + ["stop"] + ["kill"] * 5 + ["stop"]
         for i, how in enumerate(plan):
-            time.sleep(0.8)
+            time.sleep(0.5)
             t0 = time.monotonic()
             if how == "kill":
                 leader.kill9()
