@@ -2,6 +2,8 @@
 # Durable reports on PostgreSQL (bench/README.md, section "PostgreSQL"): in
 # one run, on this machine, bench/server_load with W worker threads against
 #   1. rungd on a fresh SQLite file (the default store),
+#   1b. the same with --durability full (an fsync per commit, as
+#      PostgreSQL's commits),
 #   2. rungd on a fresh PostgreSQL database (--database-file),
 # and the Optuna peer (bench/optuna_load.py, W processes) on
 #   3. Optuna 3.1's RDBStorage on a fresh database of the same PostgreSQL
@@ -76,8 +78,10 @@ ROWS=()
 # rungd on $1 (sqlite|postgresql), server_load against it; the JSON line.
 rung_run() {
     local kind=$1 url="" i
-    if [[ $kind == sqlite ]]; then
-        "$RUNGD" --port 0 --db "$TMP/rung.db" >"$TMP/rungd-$kind.out" 2>"$TMP/rungd-$kind.err" &
+    if [[ $kind == sqlite* ]]; then
+        rm -f "$TMP/rung.db" "$TMP/rung.db-wal" "$TMP/rung.db-shm" "$TMP/rung.db.created"
+        "$RUNGD" --port 0 --db "$TMP/rung.db" --durability "$([[ $kind == sqlite-full ]] && echo full || echo normal)" \
+            >"$TMP/rungd-$kind.out" 2>"$TMP/rungd-$kind.err" &
     else
         "$RUNGD" --port 0 --database-file "$TMP/rung.conn" --data-dir "$TMP" \
             >"$TMP/rungd-$kind.out" 2>"$TMP/rungd-$kind.err" &
@@ -106,6 +110,8 @@ jget() { sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"}]*\).*/\1/p" <<<"$1"; }
 
 sqlite=$(rung_run sqlite)
 echo "$sqlite"
+sqlite_full=$(rung_run sqlite-full)
+echo "$sqlite_full"
 pg=$(rung_run postgresql)
 echo "$pg"
 echo "# optuna $(/usr/bin/python3 -c 'import optuna; print(optuna.__version__)') RDBStorage on the same PostgreSQL, W=$W processes, about $OPTUNA_SECONDS s" >&2
@@ -115,7 +121,7 @@ optuna=$(timeout --kill-after=10 $((OPTUNA_SECONDS + 180)) /usr/bin/python3 "$RO
 echo "$optuna"
 
 printf '%-22s %9s %9s %9s\n' "store" "reports/s" "p50 ms" "p99 ms"
-for row in "$sqlite" "$pg" "$optuna"; do
+for row in "$sqlite" "$sqlite_full" "$pg" "$optuna"; do
     name=$(jget "$row" impl)/$(jget "$row" store)$(jget "$row" storage)
     printf '%-22s %9s %9s %9s\n' "$name" "$(jget "$row" reports_per_s)" \
         "$(jget "$row" report_p50_ms)" "$(jget "$row" report_p99_ms)"
