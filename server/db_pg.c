@@ -85,8 +85,12 @@ static int check(Db *db, PGresult *res, bool keep)
 {
     ExecStatusType s = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
     if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) {
-        const char *n = PQcmdTuples(res);
-        if (n != NULL && n[0] != '\0')
+        /* As sqlite3_changes: the rows of the last INSERT, UPDATE or
+         * DELETE (PQcmdTuples also counts a SELECT's). */
+        const char *cmd = PQcmdStatus(res), *n = PQcmdTuples(res);
+        if (n != NULL && n[0] != '\0' &&
+            (strncmp(cmd, "INSERT", 6) == 0 || strncmp(cmd, "UPDATE", 6) == 0 ||
+             strncmp(cmd, "DELETE", 6) == 0))
             db->changes = strtoll(n, NULL, 10);
         db_pg_ok(db);
         if (!keep)

@@ -213,6 +213,9 @@ static void persistent(DbKind k)
     exec_ok(db, "UPDATE e SET n = n + 1 WHERE id > 150");
     assert_int_equal(db_changes(db), 50);
     assert_string_equal(scalar(db, "SELECT sum(n) FROM e"), "201050");
+    /* A SELECT leaves the count of the last change as it was. */
+    scalar(db, "SELECT count(*) FROM e");
+    assert_int_equal(db_changes(db), 50);
     /* A parameter out of range, and SQL that does not parse. */
     DbStmt *st = prep(db, "SELECT n FROM e WHERE id = ?");
     assert_int_equal(db_bind_int64(st, 2, 1), DB_RANGE);
