@@ -420,6 +420,9 @@ static int perform(Client *c, const char *path, const Req *req, const ClientCall
             if (call->retry)
                 LOG_WARN("%s: %s; giving up after %d retries", what,
                          out->error[0] ? out->error : "no reply", retry);
+            /* Not sent again now, but the next call (a heartbeat's) goes
+             * to the leader or the next address. */
+            move_on(c, out, what);
             rc = out->status == 0 ? -1 : 0;
             break;
         }

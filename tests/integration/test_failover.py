@@ -97,6 +97,36 @@ class Failover(wh.WorkerTestCase):
         took = self.leader_within(second, t0, "after a clean stop")
         self.assertLess(took, 1.5)
 
+    def test_heartbeats_follow_the_leader(self):
+        # A trial that is silent longer than the lease lives on its
+        # worker's heartbeats: they must reach the new leader, or the trial
+        # would be declared lost and run again.
+        first = self.daemon("--lease-s", "3", fixed_port=True)
+        second = wh.FixedPortDaemon(self.tmp, args=("--lease-s", "3"))
+        second.database_file = first.database_file
+        second.wait_leader = False
+        self._daemons.append(second)
+        second.start()
+        prog = self.script("quiet.py", '''
+            import json, sys, time
+            print("@rung " + json.dumps({"step": 1, "loss": 1.0}), flush=True)
+            time.sleep(9)
+            print("@rung " + json.dumps({"step": 2, "loss": 0.5}), flush=True)
+            ''')
+        both = "%s,%s" % (first.url, second.url)
+        client = rung.Client(both)
+        eid = client.request("POST", "/api/v1/experiments", wh.command_spec(
+            [wh.PYTHON, prog, "{x}"], num_samples=1, max_failures=0))["id"]
+        worker = wh.WorkerProc(self, types.SimpleNamespace(url=both), "quiet")
+        self._workers.append(worker)
+        h.wait_until(lambda: [t for t in client._pages("/api/v1/experiments/%d/trials" % eid)
+                              if (t.get("step") or 0) >= 1], 20, "the first report")
+        first.kill9()
+        h.wait_until(lambda: client.request("GET", "/api/v1/experiments/%d" % eid)["state"]
+                     == "completed", 40, "the experiment to complete", interval=0.5)
+        t = list(client._pages("/api/v1/experiments/%d/trials" % eid))[0]
+        self.assertEqual((t["state"], t["attempt"]), ("completed", 1), t)
+
     def test_kills_and_hangs_lose_nothing(self):
         a, b = self.pair()
         both = "%s,%s" % (a.url, b.url)
