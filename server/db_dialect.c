@@ -4,6 +4,7 @@
 #include "db_dialect.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,20 +106,6 @@ static bool at_words(const char *sql, size_t i, const char *w)
     return !word_char(sql[i + n]);
 }
 
-static void put(char **out, size_t *len, size_t *cap, const char *s, size_t n)
-{
-    if (*len + n + 1 > *cap) {
-        while (*len + n + 1 > *cap)
-            *cap = *cap ? *cap * 2 : 1024;
-        *out = realloc(*out, *cap);
-        if (*out == NULL)
-            abort();
-    }
-    memcpy(*out + *len, s, n);
-    *len += n;
-    (*out)[*len] = '\0';
-}
-
 char *db_pg_migration(const char *sql)
 {
     /* SQLite's words, in the order tried (the longer first), and
@@ -133,9 +120,12 @@ char *db_pg_migration(const char *sql)
         {"WITHOUT ROWID", ""},
         {"json_valid", "rung_json_ok"},
     };
+    /* The text is written to a memory stream (open_memstream). */
     char *out = NULL;
-    size_t len = 0, cap = 0;
-    put(&out, &len, &cap, "", 0);
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    if (f == NULL)
+        abort();
     size_t i = 0;
     while (sql[i] != '\0') {
         size_t j = i;
@@ -152,7 +142,7 @@ char *db_pg_migration(const char *sql)
             bool done = false;
             for (size_t w = 0; w < sizeof words / sizeof words[0] && !done; w++) {
                 if (at_words(sql, i, words[w].from)) {
-                    put(&out, &len, &cap, words[w].to, strlen(words[w].to));
+                    fwrite(words[w].to, 1, strlen(words[w].to), f);
                     i += strlen(words[w].from);
                     done = true;
                 }
@@ -186,8 +176,8 @@ char *db_pg_migration(const char *sql)
                 size_t k = i + strlen("DROP TABLE");
                 k += strspn(sql + k, " ");
                 k += strcspn(sql + k, ";");
-                put(&out, &len, &cap, sql + i, k - i);
-                put(&out, &len, &cap, " CASCADE", 8);
+                fwrite(sql + i, 1, k - i, f);
+                fwrite(" CASCADE", 1, 8, f);
                 i = k;
                 continue;
             }
@@ -195,8 +185,10 @@ char *db_pg_migration(const char *sql)
             while (word_char(sql[i]) && word_char(sql[j]))
                 j++;
         }
-        put(&out, &len, &cap, sql + i, j - i);
+        fwrite(sql + i, 1, j - i, f);
         i = j;
     }
+    if (fclose(f) != 0)
+        abort();
     return out;
 }

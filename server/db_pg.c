@@ -158,21 +158,6 @@ static bool is_name_char(char c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-/* Appends s[0..n) to the growing text *out. */
-static void put(char **out, size_t *len, size_t *cap, const char *s, size_t n)
-{
-    if (*len + n + 1 > *cap) {
-        while (*len + n + 1 > *cap)
-            *cap = *cap ? *cap * 2 : 256;
-        *out = realloc(*out, *cap);
-        if (*out == NULL)
-            abort();
-    }
-    memcpy(*out + *len, s, n);
-    *len += n;
-    (*out)[*len] = '\0';
-}
-
 /* The number of the named parameter name[0..n), numbered on its first
  * use as SQLite numbers it (one more than the largest so far). */
 static int named(DbStmt *st, const char *name, size_t n)
@@ -206,9 +191,12 @@ static void at_least(DbStmt *st, int k)
  * statement's parameters. Returns false for a number out of range. */
 static bool translate(DbStmt *st, const char *sql)
 {
+    /* The text is written to a memory stream (open_memstream). */
     char *out = NULL;
-    size_t len = 0, cap = 0;
-    put(&out, &len, &cap, "", 0);
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    if (f == NULL)
+        abort();
     const char *p = sql;
     while (*p) {
         const char *q = p;
@@ -234,6 +222,7 @@ static bool translate(DbStmt *st, const char *sql)
                 while (*q >= '0' && *q <= '9' && v < 100000)
                     v = v * 10 + (*q++ - '0');
                 if (q > p + 1 && (v < 1 || v > 32766)) {
+                    fclose(f);
                     free(out);
                     return false;
                 }
@@ -247,15 +236,17 @@ static bool translate(DbStmt *st, const char *sql)
             }
             char t[16];
             int n = snprintf(t, sizeof t, "$%d", k);
-            put(&out, &len, &cap, t, (size_t)n);
+            fwrite(t, 1, (size_t)n, f);
             p = q;
             continue;
         } else {
             q = p + 1;
         }
-        put(&out, &len, &cap, p, (size_t)(q - p));
+        fwrite(p, 1, (size_t)(q - p), f);
         p = q;
     }
+    if (fclose(f) != 0)
+        abort();
     st->pg_sql = out;
     return true;
 }
