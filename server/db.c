@@ -231,6 +231,16 @@ int db_step(DbStmt *st)
     return db_pg_step(st);
 }
 
+int db_step_later(DbStmt *st)
+{
+    if (st->db->kind == DB_SQLITE) {
+        int rc = sqlite3_step(st->lite);
+        sqlite3_reset(st->lite);
+        return rc;
+    }
+    return db_pg_step_later(st);
+}
+
 int db_column_count(DbStmt *st)
 {
     if (st->db->kind == DB_SQLITE)

@@ -114,6 +114,14 @@ int db_bind_text(DbStmt *st, int i, const char *v, int n, DbDestructor d);
 
 /* DB_ROW while there is a row, then DB_DONE, or an error code. */
 int db_step(DbStmt *st);
+/* Runs st, a statement whose rows and changes are not read (BEGIN, a
+ * savepoint), at the latest together with the next statement, and resets
+ * it: on PostgreSQL it is sent with the next db_step, db_exec or commit in
+ * one round trip (libpq's pipeline mode) and its failure is that call's
+ * failure; on SQLite it runs now. Its parameters are copied now. DB_DONE,
+ * or an error code (SQLite's at once; PostgreSQL's only when out of room
+ * or memory). */
+int db_step_later(DbStmt *st);
 
 /* Columns are numbered from 0. On PostgreSQL, known once stepped. */
 int db_column_count(DbStmt *st);

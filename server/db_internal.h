@@ -19,6 +19,9 @@ struct Db {
     char *msg;           /* its message (malloc'ed), or NULL */
     int64_t changes;     /* rows the last command changed */
     unsigned long named; /* persistent statements prepared: their names */
+    /* Statements of db_step_later waiting for the next one (db_pg.c). */
+    struct DbLater *later;
+    int n_later, cap_later;
 };
 
 /* A parameter's value on PostgreSQL: text, or NULL. */
@@ -54,6 +57,7 @@ void db_pg_finalize(DbStmt *st);
 void db_pg_reset(DbStmt *st);
 int db_pg_bind(DbStmt *st, int i, const char *text, int n, DbDestructor d);
 int db_pg_step(DbStmt *st);
+int db_pg_step_later(DbStmt *st);
 int db_pg_column_count(DbStmt *st);
 const char *db_pg_column_name(DbStmt *st, int col);
 int db_pg_column_type(DbStmt *st, int col);

@@ -7,7 +7,11 @@
  * or a reset runs the statement and keeps its whole result; the next steps
  * walk its rows. A persistent statement is prepared on the server once
  * (named s1, s2, … on this connection); the others are sent whole with
- * each run (PQexecParams), which costs no extra round trip. */
+ * each run (PQexecParams), which costs no extra round trip. A statement of
+ * db_step_later (BEGIN, a savepoint, the leader's renewal) waits in
+ * Db.later and goes with the next one in libpq's pipeline mode: the
+ * store's report is then one round trip where it was three
+ * (docs/architecture.md, "The store's two databases"). */
 #include "db_internal.h"
 
 #include <libpq-fe.h>
@@ -97,7 +101,11 @@ static int check(Db *db, PGresult *res, bool keep)
             PQclear(res);
         return DB_OK;
     }
-    const char *msg = res ? PQresultErrorMessage(res) : PQerrorMessage(db->pg);
+    /* The server's own message without libpq's "ERROR:  " and CONTEXT
+     * lines (a PL/pgSQL function's RAISE: the function and line), as
+     * SQLite's are; libpq's when the server said nothing. */
+    const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    const char *msg = primary ? primary : res ? PQresultErrorMessage(res) : PQerrorMessage(db->pg);
     size_t len = strlen(msg);
     while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
         len--; /* libpq ends its messages with a newline */
@@ -106,6 +114,8 @@ static int check(Db *db, PGresult *res, bool keep)
     PQclear(res);
     return code;
 }
+
+static void drop_later(Db *db);
 
 int db_pg_open(Db *db, const char *conninfo)
 {
@@ -126,17 +136,150 @@ int db_pg_open(Db *db, const char *conninfo)
 
 void db_pg_close(Db *db)
 {
+    drop_later(db); /* never sent: the connection's end rolls back its transaction */
+    free(db->later);
     if (db->pg != NULL)
         PQfinish(db->pg);
 }
 
+/* ---- statements sent later (db_step_later) ---- */
+
+/* A statement of db_step_later, with its parameters' values as they were
+ * then (copies; NULL: SQL NULL). */
+struct DbLater {
+    DbStmt *st;
+    char **values;
+    int n; /* values */
+};
+
+static void drop_later(Db *db)
+{
+    for (int i = 0; i < db->n_later; i++) {
+        for (int k = 0; k < db->later[i].n; k++)
+            free(db->later[i].values[k]);
+        free(db->later[i].values);
+    }
+    db->n_later = 0;
+}
+
+int db_pg_step_later(DbStmt *st)
+{
+    Db *db = st->db;
+    if (db->n_later == db->cap_later) {
+        int cap = db->cap_later ? 2 * db->cap_later : 8;
+        struct DbLater *grown = realloc(db->later, (size_t)cap * sizeof *grown);
+        if (grown == NULL)
+            return db_pg_fail(db, DB_NOMEM, "out of memory");
+        db->later = grown;
+        db->cap_later = cap;
+    }
+    char **values = calloc(st->n_params ? (size_t)st->n_params : 1, sizeof *values);
+    if (values == NULL)
+        return db_pg_fail(db, DB_NOMEM, "out of memory");
+    for (int k = 0; k < st->n_params; k++) {
+        if (st->params[k].text != NULL && (values[k] = strdup(st->params[k].text)) == NULL) {
+            while (k-- > 0)
+                free(values[k]);
+            free(values);
+            return db_pg_fail(db, DB_NOMEM, "out of memory");
+        }
+    }
+    db->later[db->n_later++] = (struct DbLater){st, values, st->n_params};
+    db_pg_reset(st);
+    return DB_DONE;
+}
+
+static bool send_stmt(Db *db, DbStmt *st, const char *const *values)
+{
+    return st->name[0]
+               ? PQsendQueryPrepared(db->pg, st->name, st->n_params, values, NULL, NULL, 0)
+               : PQsendQueryParams(db->pg, st->pg_sql, st->n_params, NULL, values, NULL, NULL, 0);
+}
+
+/* Sends the statements of db_step_later and then cur with values (NULL:
+ * none) in one pipeline, one round trip, and reads their results in turn:
+ * DB_OK with *out cur's result (NULL without cur), or the first failure's
+ * code and message on db; PostgreSQL runs nothing of the pipeline after a
+ * failure (each later result is PGRES_PIPELINE_ABORTED). The statements
+ * that waited are dropped either way. */
+static int pipeline(Db *db, DbStmt *cur, const char *const *values, PGresult **out)
+{
+    *out = NULL;
+    int rc = DB_OK;
+    int sent = 0;
+    if (PQenterPipelineMode(db->pg) != 1) {
+        drop_later(db);
+        return check(db, NULL, false);
+    }
+    for (int i = 0; i < db->n_later && rc == DB_OK; i++, sent++) {
+        if (!send_stmt(db, db->later[i].st, (const char *const *)db->later[i].values))
+            rc = check(db, NULL, false);
+    }
+    int cur_at = -1; /* cur's place among the results */
+    if (rc == DB_OK && cur != NULL) {
+        if (send_stmt(db, cur, values))
+            cur_at = sent++;
+        else
+            rc = check(db, NULL, false);
+    }
+    if (PQpipelineSync(db->pg) != 1 && rc == DB_OK)
+        rc = check(db, NULL, false);
+    /* Each command's results end with a NULL; the pipeline's with its
+     * sync. Two NULLs in a row: nothing more is coming (a connection that
+     * broke). */
+    int seen = 0;
+    bool was_null = false;
+    for (;;) {
+        PGresult *res = PQgetResult(db->pg);
+        if (res == NULL) {
+            if (was_null)
+                break;
+            was_null = true;
+            continue;
+        }
+        was_null = false;
+        if (PQresultStatus(res) == PGRES_PIPELINE_SYNC) {
+            PQclear(res);
+            break;
+        }
+        int at = seen++;
+        if (rc != DB_OK) {
+            PQclear(res);
+        } else if ((rc = check(db, res, at == cur_at)) == DB_OK && at == cur_at) {
+            *out = res;
+        }
+    }
+    if (rc == DB_OK && seen < sent)
+        rc = check(db, NULL, false); /* results that never came */
+    if (PQexitPipelineMode(db->pg) != 1 && rc == DB_OK)
+        rc = db_pg_fail(db, DB_IOERR, "PostgreSQL's pipeline did not end: %s",
+                        PQerrorMessage(db->pg));
+    if (rc != DB_OK && *out != NULL) {
+        PQclear(*out);
+        *out = NULL;
+    }
+    drop_later(db);
+    return rc;
+}
+
+/* The statements of db_step_later, now: before any call that talks to the
+ * server on its own. */
+static int flush_later(Db *db)
+{
+    PGresult *none;
+    return db->n_later > 0 ? pipeline(db, NULL, NULL, &none) : DB_OK;
+}
+
 int db_pg_exec(Db *db, const char *sql)
 {
-    return check(db, PQexec(db->pg, sql), false);
+    int rc = flush_later(db);
+    return rc != DB_OK ? rc : check(db, PQexec(db->pg, sql), false);
 }
 
 int64_t db_pg_last_insert_id(Db *db)
 {
+    if (flush_later(db) != DB_OK)
+        return 0;
     PGresult *res = PQexec(db->pg, "SELECT lastval()");
     if (check(db, res, true) != DB_OK)
         return 0;
@@ -147,6 +290,7 @@ int64_t db_pg_last_insert_id(Db *db)
 
 bool db_pg_in_transaction(Db *db)
 {
+    flush_later(db); /* a failure leaves the transaction failed: still open */
     PGTransactionStatusType t = PQtransactionStatus(db->pg);
     return t == PQTRANS_INTRANS || t == PQTRANS_INERROR || t == PQTRANS_ACTIVE;
 }
@@ -262,9 +406,12 @@ int db_pg_prepare(Db *db, const char *sql, bool persistent, DbStmt *st)
     if (st->params == NULL)
         return db_pg_fail(db, DB_NOMEM, "out of memory");
     if (persistent) {
+        int rc = flush_later(db);
+        if (rc != DB_OK)
+            return rc;
         snprintf(st->name, sizeof st->name, "s%lu", ++db->named);
         PGresult *res = PQprepare(db->pg, st->name, st->pg_sql, st->n_params, NULL);
-        int rc = check(db, res, false);
+        rc = check(db, res, false);
         if (rc != DB_OK) {
             st->name[0] = '\0'; /* nothing to deallocate */
             return rc;
@@ -327,6 +474,7 @@ void db_pg_reset(DbStmt *st)
 
 void db_pg_finalize(DbStmt *st)
 {
+    flush_later(st->db); /* st may be among them */
     db_pg_reset(st);
     for (int i = 0; i < st->n_params; i++) {
         release(&st->params[i]);
@@ -354,14 +502,19 @@ int db_pg_step(DbStmt *st)
             abort();
         for (int i = 0; i < st->n_params; i++)
             values[i] = st->params[i].text;
-        PGresult *res = st->name[0]
-                            ? PQexecPrepared(db->pg, st->name, st->n_params, values, NULL, NULL, 0)
-                            : PQexecParams(db->pg, st->pg_sql, st->n_params, NULL, values, NULL,
-                                           NULL, 0);
+        PGresult *res = NULL;
+        int rc;
+        if (db->n_later > 0) {
+            rc = pipeline(db, st, values, &res); /* with the statements that waited */
+        } else {
+            res = st->name[0]
+                      ? PQexecPrepared(db->pg, st->name, st->n_params, values, NULL, NULL, 0)
+                      : PQexecParams(db->pg, st->pg_sql, st->n_params, NULL, values, NULL, NULL, 0);
+            rc = check(db, res, true);
+        }
         if (values != stack)
             free(values);
         st->ran = true;
-        int rc = check(db, res, true);
         if (rc != DB_OK)
             return rc;
         st->res = res;

@@ -217,29 +217,21 @@ void store_close(Store *s)
     free(s);
 }
 
+/* Runs a statement whose answer matters only if it fails, at the latest
+ * with the next one (db_step_later: on PostgreSQL in the same round trip). */
+static int run_later(Store *s, DbStmt *st, RungError *err, const char *what)
+{
+    int rc = db_step_later(st);
+    db_clear_bindings(st);
+    return rc == DB_DONE ? 0 : store_db_error(s, err, what);
+}
+
 int store_begin(Store *s, RungError *err)
 {
     s->serving = true;
     if (s->fault[0] != '\0')
         return rung_error_set(err, RUNG_E_UNAVAILABLE, NULL, "%s", s->fault);
-    return run(s, s->st[ST_BEGIN], err, "begin");
-}
-
-/* PostgreSQL: renews this leader's lease inside the commit's transaction
- * (Store.renew, store_leader.c); fails, and stops the store, when another
- * rungd took the lead. */
-static int renew_lead(Store *s, RungError *err)
-{
-    db_bind_int64(s->renew, 1, s->epoch);
-    int rc = db_step(s->renew);
-    db_reset(s->renew);
-    if (rc != DB_DONE)
-        return store_db_error(s, err, "leader renewal");
-    if (db_changes(s->db) == 1)
-        return 0;
-    store_set_fault(s, "another rungd leads the database now (this one led epoch %lld)",
-                    (long long)s->epoch);
-    return rung_error_set(err, RUNG_E_UNAVAILABLE, NULL, "%s", s->fault);
+    return run_later(s, s->st[ST_BEGIN], err, "begin");
 }
 
 int store_commit(Store *s, RungError *err)
@@ -247,10 +239,22 @@ int store_commit(Store *s, RungError *err)
     if (db_kind(s->db) == DB_POSTGRES) {
         if (s->fault[0] != '\0')
             return rung_error_set(err, RUNG_E_UNAVAILABLE, NULL, "%s", s->fault);
-        /* Only while this rungd still leads (store_leader.c). */
-        if (s->epoch != 0 && renew_lead(s, err) != 0)
-            return err->code;
-        return run(s, s->st[ST_COMMIT], err, "commit");
+        if (s->epoch == 0)
+            return run(s, s->st[ST_COMMIT], err, "commit");
+        /* Only while this rungd still leads: the renewal of its lease
+         * (store_leader.c, rung_renew_lead) fails when another rungd took
+         * the lead, and PostgreSQL then runs nothing after it in the
+         * round trip, the COMMIT least of all. */
+        db_bind_int64(s->renew, 1, s->epoch);
+        if (run_later(s, s->renew, err, "leader renewal") == 0 &&
+            run(s, s->st[ST_COMMIT], err, "commit") == 0)
+            return 0;
+        /* A leader that cannot commit stops (store_set_fault: on
+         * PostgreSQL rungd exits, the batch unanswered): nothing more it
+         * does may say "kept". */
+        if (s->fault[0] == '\0')
+            store_set_fault(s, "the commit failed: %s", db_errmsg(s->db));
+        return rung_error_set(err, RUNG_E_UNAVAILABLE, NULL, "%s", s->fault);
     }
     /* Nothing goes into a file that left its path, nor over another
      * program's writes (the caller rolls back). */
@@ -277,12 +281,12 @@ void store_rollback(Store *s)
 
 int store_savepoint(Store *s, RungError *err)
 {
-    return run(s, s->st[ST_SAVEPOINT], err, "savepoint");
+    return run_later(s, s->st[ST_SAVEPOINT], err, "savepoint");
 }
 
 int store_release_savepoint(Store *s, RungError *err)
 {
-    return run(s, s->st[ST_RELEASE], err, "release savepoint");
+    return run_later(s, s->st[ST_RELEASE], err, "release savepoint");
 }
 
 void store_rollback_savepoint(Store *s)

@@ -51,10 +51,17 @@ int store_leader_table(Store *s, RungError *err)
      * holds: it tries again at its next turn. */
     if (exec(s, "SET lock_timeout = '2s'", err, "lock_timeout"))
         return err->code;
-    if (db_prepare_persistent(s->db,
-                              "UPDATE rung_leader SET expires_at = clock_timestamp() + " LEASE
-                              " WHERE id = 1 AND epoch = ?",
-                              &s->renew) != DB_OK)
+    /* The renewal fails, rather than change no row, when the epoch is
+     * not this leader's any more: store_commit sends it with the COMMIT,
+     * in one round trip, and PostgreSQL runs nothing after a failure. */
+    if (exec(s,
+             "CREATE OR REPLACE FUNCTION rung_renew_lead(e bigint) RETURNS void LANGUAGE plpgsql "
+             "AS $$ BEGIN UPDATE rung_leader SET expires_at = clock_timestamp() + " LEASE
+             " WHERE id = 1 AND epoch = e; IF NOT FOUND THEN RAISE EXCEPTION "
+             "'another rungd leads the database now (this one led epoch %)', e; END IF; END $$",
+             err, "leader renewal"))
+        return err->code;
+    if (db_prepare_persistent(s->db, "SELECT rung_renew_lead(?)", &s->renew) != DB_OK)
         return store_db_error(s, err, "leader renewal");
     return 0;
 }

@@ -88,6 +88,42 @@ class OneLeaderPerDatabase(h.RungdTestCase):
         second.wait_proposed(eid, 2)
 
 
+    def test_a_leader_whose_epoch_was_taken_commits_nothing_more(self):
+        """Another rungd took the lead while this one's connection lived (a
+        claim after its lease ran out, say while it was stopped): its next
+        commit fails in the lease renewal, the report in it is not kept and
+        not answered, and the rungd exits with status 1."""
+        self.assertIsNotNone(h.postgres_conninfo(), "RUNG_TEST_DATABASE names no cluster")
+        d = self.daemon()
+        eid = d.create_experiment(h.spec(num_samples=1))["id"]
+        d.wait_proposed(eid, 1)
+        w = h.Worker(d)
+        t = w.lease_one()
+        w.report_ok(t, 1, {"loss": 1.0})
+        with open(d.database_file) as f:
+            conninfo = f.readline().strip()
+        psql(conninfo, "UPDATE rung_leader SET epoch = epoch + 1, holder = 'http://elsewhere'")
+        d._stopping = True  # it is to exit on its own
+        with self.assertRaisesRegex(AssertionError, "Connection|closed|refused"):
+            w.report(t, 2, {"loss": 0.5})  # unanswered: the process exits
+        self.assertEqual(d.wait_exit(10), 1)
+        self.assertIn("another rungd leads the database now (this one led epoch 1)",
+                      d.stderr_text())
+        steps = psql(conninfo, "SELECT string_agg(step::text, ',' ORDER BY step) FROM reports "
+                               "WHERE trial_id = %d" % t["id"])
+        self.assertEqual(steps, "1")
+
+
+def psql(conninfo, sql):
+    """The first column of the first row of `sql` on that database, as text."""
+    kv = dict(item.split("=", 1) for item in conninfo.split())
+    env = dict(os.environ, PGPASSWORD=kv.get("password", ""))
+    r = subprocess.run(["psql", "-X", "-q", "-t", "-A", "-h", kv["host"], "-p", kv["port"], "-U",
+                        kv["user"], "-d", kv["dbname"], "-c", sql],
+                       env=env, check=True, capture_output=True, text=True, timeout=30)
+    return r.stdout.strip()
+
+
 class Migrate(h.RungdTestCase):
     """rungd migrate: a store copied SQLite to PostgreSQL and back answers as
     the first did."""

@@ -194,6 +194,82 @@ static void savepoints_postgres(void **state)
     savepoints(DB_POSTGRES);
 }
 
+/* db_step_later: statements that wait for the next one (on PostgreSQL in
+ * its round trip) run before it, in order, with the values bound when they
+ * were queued; a failure among them is the next call's failure, and nothing
+ * after it runs (the COMMIT behind a failed lease renewal commits
+ * nothing). */
+static void later(DbKind k)
+{
+    Db *db = open_fresh(k);
+    exec_ok(db, "CREATE TABLE t (id BIGINT PRIMARY KEY, v TEXT NOT NULL)");
+    DbStmt *begin = NULL, *sp = NULL, *rel = NULL, *ins = NULL, *commit = NULL;
+    assert_int_equal(db_prepare_persistent(db, "BEGIN", &begin), DB_OK);
+    assert_int_equal(db_prepare_persistent(db, "SAVEPOINT req", &sp), DB_OK);
+    assert_int_equal(db_prepare_persistent(db, "RELEASE req", &rel), DB_OK);
+    assert_int_equal(db_prepare_persistent(db, "INSERT INTO t VALUES (?, ?)", &ins), DB_OK);
+    assert_int_equal(db_prepare_persistent(db, "COMMIT", &commit), DB_OK);
+    assert_int_equal(db_step_later(begin), DB_DONE);
+    /* Values are taken when queued: binding again changes only the next. */
+    for (int i = 1; i <= 3; i++) {
+        assert_int_equal(db_step_later(sp), DB_DONE);
+        db_bind_int64(ins, 1, i);
+        db_bind_text(ins, 2, i == 2 ? "two" : "other", -1, DB_TRANSIENT);
+        assert_int_equal(db_step_later(ins), DB_DONE);
+        db_clear_bindings(ins);
+        assert_int_equal(db_step_later(rel), DB_DONE);
+    }
+    assert_true(db_in_transaction(db)); /* the queue went first */
+    assert_string_equal(scalar(db, "SELECT v FROM t WHERE id = 2"), "two");
+    assert_int_equal(db_step(commit), DB_DONE);
+    db_reset(commit);
+    assert_false(db_in_transaction(db));
+    /* A broken constraint among the queued: the next statement says so
+     * and does not run, nor does what was queued after the failure. */
+    assert_int_equal(db_step_later(begin), DB_DONE);
+    db_bind_int64(ins, 1, 1);
+    db_bind_text(ins, 2, "again", -1, DB_STATIC);
+    int rc = db_step_later(ins);
+    db_clear_bindings(ins);
+    if (k == DB_SQLITE) {
+        assert_int_equal(rc, DB_CONSTRAINT); /* SQLite: at once */
+    } else {
+        assert_int_equal(rc, DB_DONE);
+        db_bind_int64(ins, 1, 9);
+        db_bind_text(ins, 2, "not run", -1, DB_STATIC);
+        assert_int_equal(db_step_later(ins), DB_DONE);
+        assert_int_equal(db_step(commit) & 0xff, DB_CONSTRAINT);
+        db_reset(commit);
+        assert_true(db_in_transaction(db)); /* failed, not committed */
+        assert_true(strlen(db_errmsg(db)) > 0);
+    }
+    exec_ok(db, "ROLLBACK");
+    assert_string_equal(scalar(db, "SELECT count(*) FROM t"), "3");
+    assert_string_equal(scalar(db, "SELECT count(*) FROM t WHERE id = 9"), "0");
+    /* A queued statement that is finalized is sent first: nothing is left
+     * pointing at it. */
+    assert_int_equal(db_step_later(begin), DB_DONE);
+    db_finalize(begin);
+    assert_true(db_in_transaction(db));
+    db_finalize(sp);
+    db_finalize(rel);
+    db_finalize(ins);
+    db_finalize(commit);
+    db_close(db);
+}
+
+static void later_sqlite(void **state)
+{
+    (void)state;
+    later(DB_SQLITE);
+}
+
+static void later_postgres(void **state)
+{
+    (void)state;
+    later(DB_POSTGRES);
+}
+
 /* A persistent statement runs many times with new bindings; changes and
  * the id the last insert took, in each dialect's table of a generated id. */
 static void persistent(DbKind k)
@@ -432,6 +508,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(round_trip_sqlite),    cmocka_unit_test(round_trip_postgres),
         cmocka_unit_test(savepoints_sqlite),    cmocka_unit_test(savepoints_postgres),
+        cmocka_unit_test(later_sqlite),         cmocka_unit_test(later_postgres),
         cmocka_unit_test(persistent_sqlite),    cmocka_unit_test(persistent_postgres),
         cmocka_unit_test(bound_text_sqlite),    cmocka_unit_test(bound_text_postgres),
         cmocka_unit_test(json_functions_agree), cmocka_unit_test(migrations_on_both),
