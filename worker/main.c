@@ -12,7 +12,13 @@
  *     delivered within WORKER_HARD_STOP_S is, then exit (1 if something was
  *     left undelivered; the server retries those trials once their leases
  *     expire).
- *   - --once: exit 0 when a lease request made with nothing running got 204.
+ *   - --once: exit 0 when a lease request made with nothing running got 204;
+ *     --exit-idle-s N: the same once nothing ran for N s; --max-trials N:
+ *     no lease request after the Nth trial, exit 0 once they end.
+ *   - in a batch job (setup_batchjob, jobend.h): SIGTERM (--on-sigterm
+ *     give-back, the default under Slurm) and --deadline's margin give the
+ *     running trials back (each resumes elsewhere from its checkpoint)
+ *     instead of letting them finish; exit 0 once that is delivered.
  *
  * Each trial runs in <workdir>/trials/<trial id> (RUNG_TRIAL_DIR), with its
  * stdout.log and stderr.log (every attempt appended after a header line).
@@ -32,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "advertise.h"
@@ -41,6 +48,7 @@
 #include "gpus.h"
 #include "gpuwatch.h"
 #include "hours.h"
+#include "jobend.h"
 #include "labels.h"
 #include "log.h"
 #include "options.h"
@@ -70,6 +78,11 @@ enum {
     O_WORKDIR,
     O_KEEP_TRIALS,
     O_ONCE,
+    O_EXIT_IDLE,
+    O_MAX_TRIALS,
+    O_DEADLINE,
+    O_DEADLINE_MARGIN,
+    O_ON_SIGTERM,
     O_LEASE_WAIT,
     O_YIELD,
     O_IDLE_S,
@@ -110,16 +123,35 @@ static Option options[O__COUNT] = {
      * (take_labels); listed here for --help. */
     [O_LABEL] = {"label", OPT_STRING, NULL, 0, 0, 0,
                  "key=value: a label rungd matches against worker_selector; repeatable"},
-    [O_GPUS] = {"gpus", OPT_STRING, "auto", 0, 0, 0,
-                "auto (every GPU NVML sees), none, or indices like 0,1"},
+    [O_GPUS] = {"gpus", OPT_STRING, NULL, 0, 0, 0,
+                "auto (every GPU NVML sees), none, or indices like 0,1 (default: in a Slurm "
+                "job its GPUs, SLURM_JOB_GPUS or CUDA_VISIBLE_DEVICES, else auto)"},
     [O_CPU_SLOTS] = {"cpu-slots", OPT_INT, NULL, 0, 1, MAX_CPU_SLOTS,
-                     "CPUs offered to trials (default: the online CPUs)"},
+                     "CPUs offered to trials (default: in a Slurm job SLURM_CPUS_ON_NODE, "
+                     "else the online CPUs)"},
     [O_WORKDIR] = {"workdir", OPT_STRING, NULL, 0, 0, 0,
                    "folder for trial folders (default: ./rung-worker-<worker id>)"},
     [O_KEEP_TRIALS] = {"keep-trials", OPT_INT, NULL, 50, 0, 1000000000,
                        "folders of ended trials kept in the workdir, newest first (paused "
                        "trials' are always kept)"},
     [O_ONCE] = {"once", OPT_FLAG, NULL, 0, 0, 0, "exit when the server has no more work"},
+    /* A worker in a batch job (batchjob.h, jobend.h; docs/workers.md, "On
+     * Slurm"). */
+    [O_EXIT_IDLE] = {"exit-idle-s", OPT_INT, NULL, 0, 0, 1LL << 31,
+                     "exit after this many seconds without a trial to run (0: never)"},
+    [O_MAX_TRIALS] = {"max-trials", OPT_INT, NULL, 0, 0, 1LL << 40,
+                      "take at most this many trials, then exit once they end (0: no limit)"},
+    [O_DEADLINE] = {"deadline", OPT_STRING, NULL, 0, 0, 0,
+                    "when the job ends: seconds since the epoch, +N[s|m|h], "
+                    "YYYY-MM-DDTHH:MM[:SS][Z], or auto (squeue's end of $SLURM_JOB_ID); "
+                    "--deadline-margin-s before it, running trials are given back and the "
+                    "worker exits (default: auto in a Slurm job)"},
+    [O_DEADLINE_MARGIN] = {"deadline-margin-s", OPT_INT, NULL, 120, 0, 86400,
+                           "seconds before --deadline that trials are given back"},
+    [O_ON_SIGTERM] = {"on-sigterm", OPT_STRING, NULL, 0, 0, 0,
+                      "finish: running trials run to their end; give-back: they are given "
+                      "back at once and resume elsewhere (default: give-back in a Slurm job, "
+                      "where scancel and the time limit send SIGTERM, else finish)"},
     [O_LEASE_WAIT] = {"lease-wait-s", OPT_INT, NULL, 10, 1, 30,
                       "long poll of one lease request, seconds"},
     /* Spare GPUs and working hours (gpuwatch.h; docs/workers.md). */
@@ -170,7 +202,8 @@ static void usage(FILE *out)
     fprintf(out, "usage: rung-worker [--server URL] [options]\n\n");
     options_usage(out, options, O__COUNT);
     fprintf(out, "\nSIGINT/SIGTERM: finish the running trials, then exit; "
-                 "a second one ends them now.\n");
+                 "a second one ends them now. With --on-sigterm give-back (the default in a "
+                 "Slurm job) SIGTERM gives them back at once.\n");
     fprintf(out, "\n--hours: comma-separated days (Mon, Mon-Fri), times (HH:MM-HH:MM, end not "
                  "included, 24:00 allowed) or both;\ntimes apply to each day, and 19:00-07:00 "
                  "means 00:00-07:00 and 19:00-24:00.\n");
@@ -293,6 +326,7 @@ static int setup_spare(WorkerState *w, Hours *hours)
 /* ---- signals ---- */
 
 static sigset_t stop_signals;
+static bool term_gives_back; /* --on-sigterm give-back; set before the thread starts */
 
 /* Waits for SIGINT/SIGTERM (blocked in every thread) and escalates. Never
  * returns; the process ends with it. */
@@ -304,7 +338,10 @@ static void *signal_main(void *arg)
         if (sigwait(&stop_signals, &sig) != 0)
             continue;
         LOG_INFO("%s received", sig == SIGINT ? "SIGINT" : "SIGTERM");
-        worker_stop(w, count == 1 ? STOP_DRAIN : STOP_HARD);
+        if (count == 1 && sig == SIGTERM && term_gives_back)
+            jobend_give_back(w, "SIGTERM (--on-sigterm give-back)");
+        else
+            worker_stop(w, count == 1 ? STOP_DRAIN : STOP_HARD);
     }
     return NULL;
 }
@@ -545,11 +582,24 @@ int main(int argc, char **argv)
         }
     }
     client_set_transport(&transport);
-    int mode, gpus[SLOTS_MAX_GPUS], n_gpus;
-    if (parse_gpus(options[O_GPUS].value, &mode, gpus, &n_gpus) != 0)
+    static BatchJob job;
+    int64_t deadline_s;
+    if (setup_batchjob(&job, options[O_ON_SIGTERM].value, options[O_DEADLINE].value,
+                       &term_gives_back, &deadline_s) != 0)
         return 2;
+    int mode, gpus[SLOTS_MAX_GPUS], n_gpus;
+    if (options[O_GPUS].value == NULL && job.slurm) {
+        /* The job's GPUs, none when it holds none. */
+        mode = job.n_gpus > 0 ? GPUS_LIST : GPUS_NONE;
+        n_gpus = job.n_gpus;
+        memcpy(gpus, job.gpus, sizeof gpus);
+    } else if (parse_gpus(options[O_GPUS].value ? options[O_GPUS].value : "auto", &mode, gpus,
+                          &n_gpus) != 0) {
+        return 2;
+    }
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     int64_t cpus = options[O_CPU_SLOTS].value ? options[O_CPU_SLOTS].ival
+                   : job.cpus > 0             ? job.cpus
                                               : (online > 0 ? online : 1);
     if (cpus > MAX_CPU_SLOTS)
         cpus = MAX_CPU_SLOTS;
@@ -569,6 +619,8 @@ int main(int argc, char **argv)
     w.server = server_list;
     w.token = token && token[0] ? token : NULL;
     w.once = options[O_ONCE].value != NULL;
+    w.exit_idle_s = options[O_EXIT_IDLE].ival;
+    w.max_trials = options[O_MAX_TRIALS].ival;
     w.lease_wait_s = (int)options[O_LEASE_WAIT].ival;
     w.keep_trials = options[O_KEEP_TRIALS].ival;
     w.labels = labels;
@@ -588,6 +640,8 @@ int main(int argc, char **argv)
         }
     }
 
+    /* Where a list of GPUs came from, for the messages below. */
+    const char *gpus_src = options[O_GPUS].value ? "--gpus" : job.gpus_from;
     if (mode != GPUS_NONE) {
         char why[256] = "";
         w.gpus = gpus_open(why, sizeof why);
@@ -600,13 +654,12 @@ int main(int argc, char **argv)
             if (w.gpus == NULL)
                 LOG_INFO("no GPUs: NVML is not available (%s)", why);
         } else if (w.gpus == NULL) {
-            LOG_WARN("NVML is not available (%s); offering GPUs %s as given", why,
-                     options[O_GPUS].value);
+            LOG_WARN("NVML is not available (%s); offering the GPUs of %s as given", why, gpus_src);
         } else {
             for (int i = 0; i < n_gpus; i++)
                 if (gpus[i] >= gpus_count(w.gpus)) {
-                    fprintf(stderr, "rung-worker: --gpus: no GPU %d (NVML sees %d)\n", gpus[i],
-                            gpus_count(w.gpus));
+                    fprintf(stderr, "rung-worker: %s: no GPU %d (NVML sees %d)\n", gpus_src,
+                            gpus[i], gpus_count(w.gpus));
                     return 2;
                 }
         }
@@ -652,6 +705,20 @@ int main(int argc, char **argv)
                  "that exploit this worker's trials start without their checkpoints",
                  why);
 
+    if (job.slurm)
+        LOG_INFO("in Slurm job %s: gpus from %s, cpus from %s; SIGTERM %s", job.job_id,
+                 options[O_GPUS].value ? "--gpus"
+                 : job.gpus_from       ? job.gpus_from
+                                       : "none held",
+                 options[O_CPU_SLOTS].value ? "--cpu-slots"
+                 : job.cpus > 0             ? "SLURM_CPUS_ON_NODE"
+                                            : "the online CPUs",
+                 term_gives_back ? "gives trials back" : "lets trials finish");
+    if (deadline_s > 0 &&
+        jobend_start_deadline(&w, deadline_s, options[O_DEADLINE_MARGIN].ival) != 0) {
+        fprintf(stderr, "rung-worker: cannot start the deadline thread\n");
+        return 1;
+    }
     gpuwatch_look(w.watch);
     pthread_t lease_thread, heartbeat_thread, watch_thread;
     if ((w.watch != NULL && pthread_create(&watch_thread, NULL, gpuwatch_main, w.watch) != 0) ||

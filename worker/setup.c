@@ -1,9 +1,10 @@
-/* rung-worker's start-up for a team's code (setup.h). */
+/* rung-worker's start-up for a team's code and for a batch job (setup.h). */
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "blobcache.h"
 #include "container.h"
@@ -149,4 +150,47 @@ bool setup_register_refused(const WorkerState *w, json_t *body, const ClientRepl
     json_object_del(body, "environments");
     json_object_del(body, "containers");
     return true;
+}
+
+static const char *getenv_text(const char *name)
+{
+    return getenv(name);
+}
+
+int setup_batchjob(BatchJob *job, const char *on_sigterm, const char *deadline,
+                   bool *term_gives_back, int64_t *deadline_s)
+{
+    char why[400];
+    *deadline_s = 0;
+    if (batchjob_read(job, getenv_text, why, sizeof why) != 0) {
+        fprintf(stderr, "rung-worker: %s\n", why);
+        return -1;
+    }
+    const char *term = on_sigterm ? on_sigterm : job->slurm ? "give-back" : "finish";
+    if (strcmp(term, "give-back") != 0 && strcmp(term, "finish") != 0) {
+        fprintf(stderr, "rung-worker: --on-sigterm is '%s': give finish or give-back\n", term);
+        return -1;
+    }
+    *term_gives_back = strcmp(term, "give-back") == 0;
+    if (deadline == NULL && !job->slurm)
+        return 0;
+    if (deadline == NULL || strcmp(deadline, "auto") == 0) {
+        if (!job->slurm) {
+            fprintf(stderr, "rung-worker: --deadline auto: not in a Slurm job (no SLURM_JOB_ID)\n");
+            return -1;
+        }
+        *deadline_s = batchjob_slurm_end(job->job_id);
+        if (*deadline_s < 0) {
+            LOG_WARN("Slurm job %s: squeue does not say when it ends; no --deadline (trials run "
+                     "until the job is cancelled)",
+                     job->job_id);
+            *deadline_s = 0;
+        }
+        return 0;
+    }
+    if (batchjob_parse_time(deadline, (int64_t)time(NULL), deadline_s, why, sizeof why) != 0) {
+        fprintf(stderr, "rung-worker: --deadline %s\n", why);
+        return -1;
+    }
+    return 0;
 }

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "batchjob.h"
 #include "client.h"
 #include "options.h"
 #include "worker.h"
@@ -45,5 +46,14 @@ void setup_register_fields(const WorkerState *w, json_t *body);
 /* Whether reply refuses those fields (a rungd from before them): then
  * they are taken off body, with a warning, to register again without. */
 bool setup_register_refused(const WorkerState *w, json_t *body, const ClientReply *reply);
+
+/* A worker in a batch job (batchjob.h; docs/workers.md, "On Slurm"):
+ * reads the job's environment into job (main takes the defaults of --gpus
+ * and --cpu-slots from it), --on-sigterm into *term_gives_back (default:
+ * give-back in a Slurm job), and --deadline into *deadline_s, seconds since
+ * the epoch (default in a Slurm job: squeue's end of it; 0: none). 0, or
+ * -1 after a message. */
+int setup_batchjob(BatchJob *job, const char *on_sigterm, const char *deadline,
+                   bool *term_gives_back, int64_t *deadline_s);
 
 #endif

@@ -489,6 +489,7 @@ void *worker_lease_main(void *arg)
     snprintf(path, sizeof path, "/api/v1/workers/%" PRId64 "/lease", w->id);
     uint64_t rng = backoff_seed((uint64_t)rung_mono_ns() ^ (uint64_t)w->id);
     int refusals = 0;
+    int64_t taken = 0, idle_since = rung_mono_ns(); /* --max-trials, --exit-idle-s */
     bool port_failing = false;
     bool gangs_off = false; /* this rungd refused the gang fields: it predates gangs */
     if (c == NULL)
@@ -505,7 +506,7 @@ void *worker_lease_main(void *arg)
             else
                 break;
         }
-        if (worker_stopping(w, STOP_DRAIN)) {
+        if (worker_stopping(w, STOP_DRAIN) || (w->max_trials > 0 && taken >= w->max_trials)) {
             pthread_mutex_unlock(&w->mu);
             break;
         }
@@ -513,6 +514,9 @@ void *worker_lease_main(void *arg)
         int ng = slots_free_gpus(&w->slots, free_gpus, SLOTS_MAX_GPUS);
         int64_t cpus = slots_free_cpus(&w->slots);
         int held = w->n_trials;
+        if (held > 0)
+            idle_since = rung_mono_ns();
+        int64_t idle_left = w->exit_idle_s - (rung_mono_ns() - idle_since) / NS_PER_S;
         /* GPUs someone else uses make the offer partial as well. */
         bool partial = held > 0 || slots_n_used(&w->slots) > 0;
         pthread_mutex_unlock(&w->mu);
@@ -526,6 +530,8 @@ void *worker_lease_main(void *arg)
         int64_t open_s = gpuwatch_open_left_s(w->hours);
         if (open_s < wait_s)
             wait_s = open_s > 1 ? (int)open_s : 1;
+        if (w->exit_idle_s > 0 && held == 0 && idle_left < wait_s)
+            wait_s = idle_left > 1 ? (int)idle_left : 1;
         /* Never an external experiment's trial: nothing here would run it
          * (docs/api.md, POST /api/v1/workers/{id}/lease). */
         json_t *body = json_pack("{s:o, s:I, s:i, s:[s, s]}", "gpus", gpus, "cpus",
@@ -566,11 +572,14 @@ void *worker_lease_main(void *arg)
         }
         if (reply.status == 200) {
             refusals = 0;
+            taken++;
             take_trial(w, reply.body, port_fd, port);
         } else if (reply.status == 204) {
             refusals = 0;
-            if (w->once && held == 0) {
-                LOG_INFO("no more work for this worker (--once)");
+            bool idle_out = w->exit_idle_s > 0 && held == 0 &&
+                            rung_mono_ns() - idle_since >= w->exit_idle_s * NS_PER_S;
+            if (held == 0 && (w->once || idle_out)) {
+                LOG_INFO("no more work for this worker (%s)", w->once ? "--once" : "--exit-idle-s");
                 client_reply_clear(&reply);
                 break;
             }
@@ -591,6 +600,8 @@ void *worker_lease_main(void *arg)
         }
         client_reply_clear(&reply);
     }
+    if (w->max_trials > 0 && taken >= w->max_trials)
+        LOG_INFO("took %" PRId64 " trials (--max-trials): no more", taken);
     client_free(c);
     pthread_mutex_lock(&w->mu);
     w->lease_done = true;

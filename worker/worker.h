@@ -63,6 +63,8 @@ typedef struct WorkerState {
     double lease_s;         /* from the server, > 0 */
     int lease_wait_s;       /* long poll of one lease request, 1..30 */
     bool once;              /* --once */
+    int64_t exit_idle_s;    /* --exit-idle-s: exit after this long without a trial; 0: never */
+    int64_t max_trials;     /* --max-trials: trials taken at most; 0: no limit */
     char workdir[PATH_MAX]; /* absolute; trials in <workdir>/trials/<id> */
     char exe_dir[PATH_MAX]; /* folder of this binary, where rung-train lives */
     Gpus *gpus;             /* NVML, or NULL; for names and usage */

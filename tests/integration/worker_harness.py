@@ -127,15 +127,17 @@ class WorkerProc:
     """One rung-worker process, in a new session (so its own process group)."""
 
     def __init__(self, test, daemon, name, cpu_slots=1, once=False, extra=(), env=None,
-                 workdir=None):
+                 workdir=None, sized=True):
         self.name = name
         self.daemon = daemon
         self.workdir = workdir or os.path.join(test.tmp, "work-" + name)
         os.makedirs(self.workdir, exist_ok=True)
         self.out_path = os.path.join(test.tmp, "worker-%s.out" % name)
         self.err_path = os.path.join(test.tmp, "worker-%s.err" % name)
-        self.args = ["--server", daemon.url, "--name", name, "--gpus", "none",
-                     "--cpu-slots", str(cpu_slots), "--workdir", self.workdir] + list(extra)
+        # sized=False: no --gpus nor --cpu-slots, the worker's defaults.
+        size = ["--gpus", "none", "--cpu-slots", str(cpu_slots)] if sized else []
+        self.args = (["--server", daemon.url, "--name", name] + size +
+                     ["--workdir", self.workdir] + list(extra))
         if once:
             self.args.append("--once")
             # --once exits after a lease request that found no work; a short
@@ -326,8 +328,9 @@ class WorkerTestCase(h.RungdTestCase):
             d.start()
         return d
 
-    def worker(self, daemon, name, cpu_slots=1, once=False, extra=(), env=None, workdir=None):
-        w = WorkerProc(self, daemon, name, cpu_slots, once, extra, env, workdir)
+    def worker(self, daemon, name, cpu_slots=1, once=False, extra=(), env=None, workdir=None,
+               sized=True):
+        w = WorkerProc(self, daemon, name, cpu_slots, once, extra, env, workdir, sized)
         self._workers.append(w)
         return w
 
