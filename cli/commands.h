@@ -39,6 +39,7 @@ int cli_cmd_events(CliRest *h, int argc, char **argv);
 int cli_cmd_importance(CliRest *h, int argc, char **argv);
 int cli_cmd_tag(CliRest *h, int argc, char **argv);
 int cli_cmd_note(CliRest *h, int argc, char **argv);
+int cli_cmd_launch(CliRest *h, int argc, char **argv);
 
 /* Prints v as indented JSON on stdout (--json: the API's objects, for
  * scripts); returns the exit status. */

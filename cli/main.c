@@ -76,6 +76,12 @@ static const Command commands[] = {
     {"fetch", "TRIAL_ID [DIR]",
      "a completed trial's kept artifacts, hash checked, unpacked into DIR (default trial-ID)",
      cli_cmd_fetch},
+    {"launch",
+     "slurm [--partition P] [--account A] [--time T] [--max-jobs N] [--interval-s S] "
+     "[--exit-idle-s S] [--worker PATH] [--worker-token-file F] [--dir DIR] [--name PREFIX] "
+     "[--sbatch-arg ARG]... [--once] [--dry-run]",
+     "submit Slurm jobs running rung-worker while trials wait (docs/workers.md, On Slurm)",
+     cli_cmd_launch},
     {"workers", "[--all] [--json]",
      "list workers, their GPUs, running trials (--all: gone ones too)", cli_cmd_workers},
     {"events", "[--follow] [--experiment ID] [--kind K] [--actor NAME] [--json]",

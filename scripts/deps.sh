@@ -58,6 +58,7 @@ if [ "$tests" = 1 ]; then
     python3-torch python3-pandas  # examples/pytorch and its test (integration_pytorch, skipped without torch); pandas: rung.Experiment.dataframe()
     podman runc catatonit uidmap slirp4netns fuse-overlayfs busybox-static  # container trials (tests/integration/test_container.py, its image from busybox)
     postgresql-15  # the store on PostgreSQL (label postgres): tests/postgres/cluster.sh runs its own cluster
+    slurmctld slurmd slurm-client munge  # rung launch slurm (integration_slurm): tests/slurm/cluster.sh runs its own
   )
 fi
 if [ "$bench" = 1 ]; then

@@ -32,10 +32,11 @@ cmake --build build-asan -j"$jobs"
 # and standby.c, which integration_postgres does; nor integration_train
 # (rung-train training Fashion-MNIST, over two minutes under the
 # sanitizers), whose C runs sanitized in test_train, test_ops, test_data
-# and test_train_nodes; nor integration_batchjob, the worker's batch-job
-# mode, whose C runs sanitized in test_batchjob and the other worker files.
+# and test_train_nodes; nor integration_batchjob and integration_slurm, the
+# worker in a batch job and `rung launch slurm`, whose C runs sanitized in
+# test_batchjob, test_slurm and the other worker files.
 ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE '^(package|browser|plain)$' \
-  -E '^integration_(.*_pg|failover|train|batchjob)$'
+  -E '^integration_(.*_pg|failover|train|batchjob|slurm)$'
 
 # The fuzz targets under libFuzzer (clang): only they are built in build-fuzz,
 # and each runs for a bounded time (tests/fuzz/CMakeLists.txt), one per core

@@ -1,0 +1,187 @@
+"""`rung launch slurm` on a real Slurm (docs/workers.md, "On Slurm").
+
+tests/slurm/cluster.sh starts Debian's slurmctld, two slurmd (node names
+node1 and node2, both on this machine, CPUs only) and munged in the
+test's folder, on loopback; a real rungd and `rung launch slurm` run
+beside it, and every worker comes from the jobs the launcher submits.
+Where Slurm cannot run (not root, packages missing), every test is
+skipped with the reason cluster.sh gave. What is checked:
+
+- jobs appear while trials wait, never more than --max-jobs at once, the
+  trials complete, and the jobs end once their workers are idle;
+- a job cancelled mid-trial (scancel: SIGTERM to its worker) gives its
+  trial back; the launcher submits another job, and the trial completes
+  there with every step reported exactly once;
+- a gang trial of two nodes runs in one allocation of two nodes: both of
+  its members' workers carry that job's label.
+
+Run alone (as root): /usr/bin/python3 tests/integration/test_slurm.py --rungd build/bin/rungd
+"""
+
+import os
+import subprocess
+import time
+
+import rungd_harness as h
+import worker_harness as wh
+
+CLUSTER = os.path.join(wh.REPO_ROOT, "tests", "slurm", "cluster.sh")
+
+TRAINABLE = """
+import json, os, signal, sys, time
+
+steps, delay = int(sys.argv[1]), float(sys.argv[2])
+stop = False
+
+
+def on_term(sig, frame):
+    global stop
+    stop = True
+
+
+signal.signal(signal.SIGTERM, on_term)
+start = int(os.environ.get("RUNG_RESUME_STEP", "0"))
+rank = int(os.environ.get("RUNG_NODE_RANK", "0"))  # a gang's node 0 reports
+for step in range(start + 1, steps + 1):
+    time.sleep(delay)
+    if stop:
+        sys.exit(0)
+    if rank == 0:
+        print("@rung " + json.dumps({"step": step, "loss": 1.0 / step}), flush=True)
+"""
+
+
+def rung_cli():
+    path = os.environ.get("RUNG_CLI") or os.path.join(os.path.dirname(h.rungd_path()), "rung")
+    if not os.access(path, os.X_OK):
+        raise AssertionError("rung not found: %s" % path)
+    return path
+
+
+class Slurm(wh.WorkerTestCase):
+    cluster_dir = None
+    skip_why = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster_dir = "/tmp/rung-slurm-%d" % os.getpid()
+        r = subprocess.run(["bash", CLUSTER, "start", cls.cluster_dir, "2"],
+                           capture_output=True, text=True, timeout=120)
+        if r.returncode == 3:
+            cls.skip_why = "Slurm cannot run here: " + r.stderr.strip()
+        elif r.returncode != 0:
+            raise AssertionError("tests/slurm/cluster.sh start failed (%d): %s"
+                                 % (r.returncode, r.stderr))
+        else:
+            print("# " + r.stdout.strip())
+
+    @classmethod
+    def tearDownClass(cls):
+        subprocess.run(["bash", CLUSTER, "stop", cls.cluster_dir], capture_output=True,
+                       timeout=120)
+
+    def setUp(self):
+        if self.skip_why:
+            self.skipTest(self.skip_why)
+        super().setUp()
+        self.env = dict(os.environ, SLURM_CONF=os.path.join(self.cluster_dir, "slurm.conf"))
+        self.train = self.script("train.py", TRAINABLE)
+        self.jobs_dir = os.path.join(self.tmp, "jobs")
+        self.launcher = None
+        self.addCleanup(self._stop_launcher)
+
+    def _stop_launcher(self):
+        if self.launcher is not None and self.launcher.poll() is None:
+            self.launcher.terminate()
+            self.launcher.wait(10)
+        # What the launcher submitted goes with the test.
+        subprocess.run(["scancel", "--quiet", "--full", "--signal=KILL", "--user=root"],
+                       env=self.env, capture_output=True, timeout=30)
+        h.wait_until(lambda: not self.squeue(), 30, "the jobs gone")
+
+    def squeue(self):
+        """[(job id, name, state, nodes)] of every job."""
+        r = subprocess.run(["squeue", "-h", "-o", "%i|%j|%T|%D"], env=self.env,
+                           capture_output=True, text=True, timeout=30, check=True)
+        return [tuple(line.split("|")) for line in r.stdout.splitlines() if line]
+
+    def launch(self, d, *extra):
+        out = open(os.path.join(self.tmp, "launch.out"), "wb")
+        self.launcher = subprocess.Popen(
+            [rung_cli(), "--server", d.url, "launch", "slurm", "--interval-s", "1",
+             "--exit-idle-s", "3", "--time", "10", "--dir", self.jobs_dir] + list(extra),
+            stdout=out, stderr=subprocess.STDOUT, env=self.env, start_new_session=True,
+            preexec_fn=h._die_with_parent)
+        out.close()
+
+    def launch_log(self):
+        with open(os.path.join(self.tmp, "launch.out")) as f:
+            return f.read()
+
+    def submit(self, d, n, steps, delay, **resources):
+        spec = wh.command_spec([wh.PYTHON, self.train, str(steps), str(delay)], num_samples=n,
+                               resources_per_trial=dict({"cpu": 1}, **resources))
+        return d.create_experiment(spec)["id"]
+
+    def test_jobs_come_while_trials_wait_and_end_when_idle(self):
+        d = self.daemon("--lease-s", "3")
+        eid = self.submit(d, n=3, steps=5, delay=0.3)
+        self.launch(d, "--max-jobs", "2")
+        most = 0
+        t_end = time.monotonic() + 60
+        while d.experiment(eid)["counts"]["completed"] < 3:
+            most = max(most, len(self.squeue()))
+            self.assertLess(time.monotonic(), t_end, "the trials did not complete:\n" +
+                            self.launch_log())
+            time.sleep(0.3)
+        print("# at most %d jobs at once" % most)
+        self.assertGreaterEqual(most, 1)
+        self.assertLessEqual(most, 2)
+        self.assertIn("submitted job", self.launch_log())
+        t0 = time.monotonic()
+        h.wait_until(lambda: not self.squeue(), 30, "the idle jobs to end")
+        print("# the jobs ended %.1f s after the last trial (--exit-idle-s 3)"
+              % (time.monotonic() - t0))
+        workers = d.ok("GET", "/api/v1/workers")["items"]
+        self.assertTrue(workers and all((w.get("labels") or {}).get("slurm_job") for w in workers),
+                        workers)
+
+    def test_a_cancelled_job_gives_its_trial_back(self):
+        d = self.daemon("--lease-s", "3")
+        eid = self.submit(d, n=1, steps=25, delay=0.2)
+        self.launch(d, "--max-jobs", "1")
+        t = h.wait_until(lambda: next((x for x in d.trials(eid)["items"]
+                                       if x["state"] == "running" and (x.get("step") or 0) >= 2),
+                                      None), 60, "the trial running on a job")
+        job = next(j for j in self.squeue() if j[2] == "RUNNING")
+        subprocess.run(["scancel", job[0]], env=self.env, check=True, timeout=30)
+        t0 = time.monotonic()
+        self.wait_trial(d, t["id"], lambda x: x["state"] == "preempted", 15,
+                        "the trial given back")
+        print("# given back %.2f s after scancel" % (time.monotonic() - t0))
+        t = self.wait_trial(d, t["id"], lambda x: x["state"] == "completed", 90,
+                            "the trial completed on another job")
+        steps = [m["step"] for m in d.metrics_of(t["id"])]
+        self.assertEqual(steps, list(range(1, 26)))
+        self.assertEqual(t["preemptions"], 1)
+        self.assertGreaterEqual(self.launch_log().count("submitted job"), 2, self.launch_log())
+
+    def test_a_gang_runs_in_one_allocation(self):
+        d = self.daemon("--lease-s", "3")
+        eid = self.submit(d, n=1, steps=4, delay=0.3, nodes=2)
+        self.launch(d, "--max-jobs", "1")
+        t = h.wait_until(lambda: next((x for x in d.trials(eid)["items"]
+                                       if x["state"] == "completed"), None), 90,
+                         "the gang trial completed")
+        jobs = [line for line in self.launch_log().splitlines() if "submitted job" in line]
+        self.assertTrue(jobs and all("-n2)" in line for line in jobs), self.launch_log())
+        members = (t.get("gang") or {}).get("members") or []
+        self.assertEqual(len(members), 2, t)
+        workers = {w["id"]: w for w in d.ok("GET", "/api/v1/workers?all=true")["items"]}
+        labels = {(workers[m["worker_id"]].get("labels") or {}).get("slurm_job") for m in members}
+        self.assertEqual(len(labels), 1, labels)
+        self.assertIsNotNone(labels.pop())
+
+
+if __name__ == "__main__":
+    wh.main()
