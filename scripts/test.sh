@@ -34,9 +34,11 @@ cmake --build build-asan -j"$jobs"
 # sanitizers), whose C runs sanitized in test_train, test_ops, test_data
 # and test_train_nodes; nor integration_batchjob and integration_slurm, the
 # worker in a batch job and `rung launch slurm`, whose C runs sanitized in
-# test_batchjob, test_slurm and the other worker files.
+# test_batchjob, test_slurm and the other worker files; nor integration_pbt
+# (the longest here, two minutes), whose C runs sanitized in test_core_pbt,
+# test_ckpt, test_ckptxfer and integration_ckpt_upload.
 ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE '^(package|browser|plain)$' \
-  -E '^integration_(.*_pg|failover|train|batchjob|slurm)$'
+  -E '^integration_(.*_pg|failover|train|batchjob|slurm|pbt)$'
 
 # The fuzz targets under libFuzzer (clang): only they are built in build-fuzz,
 # and each runs for a bounded time (tests/fuzz/CMakeLists.txt), one per core
