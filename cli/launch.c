@@ -4,7 +4,9 @@
  * any other: each pass lists the experiments (GET /api/v1/experiments),
  * lists its own jobs (squeue, by their names), decides with cli/slurm.c,
  * and runs sbatch and scancel. Its jobs' workers leave by themselves once
- * idle (--exit-idle-s), so a finished search leaves nothing allocated. */
+ * idle (--exit-idle-s), so a finished search leaves nothing allocated.
+ * `rung launch k8s` makes the same passes with Kubernetes Jobs
+ * (cli/launch_k8s.c, cli/k8s.c). */
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -17,7 +19,7 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "slurm.h"
+#include "launch.h"
 
 #define JOBS_MAX 4096 /* of the launcher's own, listed in one pass */
 #define EXTRA_MAX 16  /* --sbatch-arg */
@@ -30,10 +32,7 @@ static void on_stop(int sig)
     stop_asked = 1;
 }
 
-/* Runs argv (PATH searched) with input on its stdin (NULL: none) and its
- * stdout into out (size bytes, NUL-terminated; stderr passes through).
- * The exit status, or -1 when it could not run. */
-static int run(char *const argv[], const char *input, char *out, size_t size)
+int launch_run(char *const argv[], const char *input, char *out, size_t size)
 {
     int in[2], res[2];
     if (pipe(in) != 0)
@@ -83,13 +82,13 @@ static int run(char *const argv[], const char *input, char *out, size_t size)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/* The launcher's jobs from squeue, by shape; ids of the queued ones (newest
- * last) into queued[]. Returns the number of shapes, or -1. */
-static int list_jobs(const char *prefix, SlurmCount *jobs, int64_t (*queued)[64], int *n_queued)
+/* The launcher's jobs from squeue, by shape, and the ids of the queued
+ * ones. Returns the number of shapes, or -1. */
+static int list_slurm(const char *prefix, SlurmCount *jobs, LaunchQueued *queued)
 {
     static char out[1 << 20];
     char *argv[] = {"squeue", "--me", "-h", "-o", "%i|%j|%T", NULL};
-    int rc = run(argv, NULL, out, sizeof out);
+    int rc = launch_run(argv, NULL, out, sizeof out);
     if (rc != 0) {
         fprintf(stderr, "rung launch: squeue failed (exit status %d)\n", rc);
         return -1;
@@ -110,28 +109,19 @@ static int list_jobs(const char *prefix, SlurmCount *jobs, int64_t (*queued)[64]
             if (n == SLURM_SHAPES_MAX)
                 continue;
             jobs[n] = (SlurmCount){.shape = s};
-            n_queued[n++] = 0;
+            queued[n++].n = 0;
         }
         jobs[k].n++;
-        if (strcmp(state, "PENDING") == 0) {
-            if (n_queued[k] < 64)
-                queued[k][n_queued[k]++] = id;
-        } else {
+        if (strcmp(state, "PENDING") != 0)
             jobs[k].running++; /* RUNNING, CONFIGURING, COMPLETING: holding nodes */
-        }
+        else if (queued[k].n < LAUNCH_QUEUED_MAX)
+            snprintf(queued[k].id[queued[k].n++], sizeof queued[k].id[0], "%lld", id);
     }
     return n;
 }
 
-typedef struct Launch {
-    SlurmJob job;
-    const char *prefix;
-    int64_t max_jobs, interval_s;
-    bool once, dry_run;
-} Launch;
-
-/* Submits one job of shape s; its id, or -1. */
-static long long submit(const Launch *l, const SlurmShape *s, int64_t waiting)
+/* Submits one job of shape s: its id, or -1. */
+static long long submit_slurm(const Launch *l, const SlurmShape *s, int64_t waiting)
 {
     char name[128];
     slurm_job_name(l->prefix, s, name, sizeof name);
@@ -148,7 +138,7 @@ static long long submit(const Launch *l, const SlurmShape *s, int64_t waiting)
     }
     char out[256];
     char *argv[] = {"sbatch", "--parsable", NULL};
-    int rc = run(argv, script, out, sizeof out);
+    int rc = launch_run(argv, script, out, sizeof out);
     free(script);
     long long id = -1;
     if (rc != 0 || sscanf(out, "%lld", &id) != 1) {
@@ -160,7 +150,7 @@ static long long submit(const Launch *l, const SlurmShape *s, int64_t waiting)
     return id;
 }
 
-/* One pass: 0, or -1 when rungd or squeue could not be read. */
+/* One pass: 0, or -1 when rungd or the jobs could not be read. */
 static int pass(CliRest *h, const Launch *l, SlurmCount *prev, int *n_prev)
 {
     json_t *doc;
@@ -187,26 +177,29 @@ static int pass(CliRest *h, const Launch *l, SlurmCount *prev, int *n_prev)
     memcpy(prev, now, sizeof now);
     *n_prev = n_now;
     SlurmCount jobs[SLURM_SHAPES_MAX];
-    static int64_t queued[SLURM_SHAPES_MAX][64];
-    int n_queued[SLURM_SHAPES_MAX];
-    int n_jobs = l->dry_run ? 0 : list_jobs(l->prefix, jobs, queued, n_queued);
+    static LaunchQueued queued[SLURM_SHAPES_MAX];
+    int n_jobs = l->dry_run ? 0
+                 : l->k8s   ? launch_k8s_list(l, jobs, queued)
+                            : list_slurm(l->prefix, jobs, queued);
     if (n_jobs < 0)
         return -1;
     int64_t add[SLURM_SHAPES_MAX], cancel[SLURM_SHAPES_MAX];
     slurm_plan(waiting, n_waiting, jobs, n_jobs, l->max_jobs, add, cancel);
     for (int j = 0; j < n_jobs; j++) {
-        for (int64_t k = 0; k < cancel[j] && k < n_queued[j]; k++) {
-            char id[32];
-            snprintf(id, sizeof id, "%" PRId64, queued[j][n_queued[j] - 1 - k]);
-            char *argv[] = {"scancel", id, NULL};
+        /* The newest queued first: they are the furthest from starting. */
+        for (int64_t k = 0; k < cancel[j] && k < queued[j].n; k++) {
+            const char *id = queued[j].id[queued[j].n - 1 - k];
+            char *argv[] = {"scancel", (char *)id, NULL};
             char out[64];
-            if (run(argv, NULL, out, sizeof out) == 0)
+            if (l->k8s ? launch_k8s_cancel(l, id) == 0
+                       : launch_run(argv, NULL, out, sizeof out) == 0)
                 printf("cancelled queued job %s: no trial waits for it\n", id);
         }
     }
     for (int i = 0; i < n_waiting; i++)
         for (int64_t k = 0; k < add[i]; k++)
-            if (submit(l, &waiting[i].shape, waiting[i].n) < 0)
+            if ((l->k8s ? launch_k8s_submit(l, &waiting[i].shape, waiting[i].n)
+                        : submit_slurm(l, &waiting[i].shape, waiting[i].n)) < 0)
                 return -1;
     fflush(stdout);
     return 0;
@@ -233,93 +226,142 @@ static int take_int(int *argc, char **argv, const char *name, int64_t dflt, int6
     return 0;
 }
 
-int cli_cmd_launch(CliRest *h, int argc, char **argv)
+/* Slurm's options (docs/workers.md, "rung launch slurm"). */
+static int setup_slurm(Launch *l, int *argc, char **argv)
 {
-    if (argc < 1 || strcmp(argv[0], "slurm") != 0) {
-        fprintf(stderr, "rung launch: give slurm (the only launcher built)\n");
-        return CLI_EXIT_USAGE;
-    }
-    argc--, argv++;
-    Launch l = {.prefix = "rung"};
     bool bad = false;
     static const char *extra[EXTRA_MAX + 1];
     int n_extra = 0;
     const char *v;
-    while ((v = cli_cmd_take_value(&argc, argv, "--sbatch-arg", &bad)) != NULL) {
+    while ((v = cli_cmd_take_value(argc, argv, "--sbatch-arg", &bad)) != NULL) {
         if (n_extra == EXTRA_MAX || strchr(v, '\n') != NULL) {
             fprintf(stderr, "rung launch: --sbatch-arg: at most %d, each one line\n", EXTRA_MAX);
             return CLI_EXIT_USAGE;
         }
         extra[n_extra++] = v;
     }
-    l.job.extra = extra;
-    l.job.partition = cli_cmd_take_value(&argc, argv, "--partition", &bad);
-    l.job.account = cli_cmd_take_value(&argc, argv, "--account", &bad);
-    l.job.time = cli_cmd_take_value(&argc, argv, "--time", &bad);
-    l.job.token_file = cli_cmd_take_value(&argc, argv, "--worker-token-file", &bad);
-    l.job.worker = cli_cmd_take_value(&argc, argv, "--worker", &bad);
-    l.job.output_dir = cli_cmd_take_value(&argc, argv, "--dir", &bad);
-    const char *prefix = cli_cmd_take_value(&argc, argv, "--name", &bad);
-    l.once = cli_cmd_take_flag(&argc, argv, "--once");
-    l.dry_run = cli_cmd_take_flag(&argc, argv, "--dry-run");
-    if (bad || take_int(&argc, argv, "--max-jobs", 8, 1, 10000, &l.max_jobs) != 0 ||
-        take_int(&argc, argv, "--interval-s", 10, 1, 3600, &l.interval_s) != 0 ||
-        take_int(&argc, argv, "--exit-idle-s", 120, 1, 86400, &l.job.exit_idle_s) != 0 || argc != 0)
+    SlurmJob *j = &l->job;
+    j->extra = extra;
+    j->partition = cli_cmd_take_value(argc, argv, "--partition", &bad);
+    j->account = cli_cmd_take_value(argc, argv, "--account", &bad);
+    j->time = cli_cmd_take_value(argc, argv, "--time", &bad);
+    j->token_file = cli_cmd_take_value(argc, argv, "--worker-token-file", &bad);
+    j->worker = cli_cmd_take_value(argc, argv, "--worker", &bad);
+    j->output_dir = cli_cmd_take_value(argc, argv, "--dir", &bad);
+    if (bad)
         return CLI_EXIT_USAGE;
-    if (prefix != NULL)
-        l.prefix = prefix;
-    for (const char *p = l.prefix; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) {
-            fprintf(stderr, "rung launch: --name is '%s': lower-case letters, digits, _\n",
-                    l.prefix);
-            return CLI_EXIT_USAGE;
-        }
     /* #SBATCH lines are read up to the line's end, without a shell. */
-    const char *lined[] = {l.job.partition, l.job.account, l.job.time, l.job.output_dir};
+    const char *lined[] = {j->partition, j->account, j->time, j->output_dir};
     const char *names[] = {"--partition", "--account", "--time", "--dir"};
     for (int i = 0; i < 4; i++)
         if (lined[i] != NULL && (lined[i][0] == '\0' || strpbrk(lined[i], " \t\n") != NULL)) {
             fprintf(stderr, "rung launch: %s is '%s': one word\n", names[i], lined[i]);
             return CLI_EXIT_USAGE;
         }
-    if (l.job.time == NULL)
-        l.job.time = "01:00:00";
+    if (j->time == NULL)
+        j->time = "01:00:00";
     static char dir[4096], worker[4096];
-    if (l.job.output_dir == NULL) {
+    if (j->output_dir == NULL) {
         const char *home = getenv("HOME");
         snprintf(dir, sizeof dir, "%s/rung-slurm", home ? home : ".");
-        l.job.output_dir = dir;
+        j->output_dir = dir;
     }
-    if (l.job.output_dir[0] != '/') {
+    if (j->output_dir[0] != '/') {
         fprintf(stderr, "rung launch: --dir is '%s': an absolute path (the nodes see it)\n",
-                l.job.output_dir);
+                j->output_dir);
         return CLI_EXIT_USAGE;
     }
-    if (!l.dry_run && mkdir(l.job.output_dir, 0755) != 0 && errno != EEXIST) {
-        fprintf(stderr, "rung launch: cannot make --dir %s: %s\n", l.job.output_dir,
-                strerror(errno));
+    if (!l->dry_run && mkdir(j->output_dir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "rung launch: cannot make --dir %s: %s\n", j->output_dir, strerror(errno));
         return CLI_EXIT_ERROR;
     }
-    if (l.job.worker == NULL) {
+    if (j->worker == NULL) {
         /* rung-worker beside this rung (a build tree, or /usr/bin). */
         ssize_t n = readlink("/proc/self/exe", worker, sizeof worker - 32);
         char *slash = n > 0 ? memrchr(worker, '/', (size_t)n) : NULL;
         if (slash != NULL)
             strcpy(slash + 1, "rung-worker");
-        l.job.worker = slash != NULL && access(worker, X_OK) == 0 ? worker : "rung-worker";
+        j->worker = slash != NULL && access(worker, X_OK) == 0 ? worker : "rung-worker";
     }
-    l.job.server = cli_rest_server(h);
+    return 0;
+}
+
+/* Kubernetes's options (docs/workers.md, "On Kubernetes"). */
+static int setup_k8s(Launch *l, int *argc, char **argv)
+{
+    bool bad = false;
+    K8sJob *j = &l->kjob;
+    j->namespace_ = cli_cmd_take_value(argc, argv, "--namespace", &bad);
+    j->image = cli_cmd_take_value(argc, argv, "--image", &bad);
+    j->token_secret = cli_cmd_take_value(argc, argv, "--token-secret", &bad);
+    if (bad || take_int(argc, argv, "--grace-s", 60, 1, 3600, &j->grace_s) != 0)
+        return CLI_EXIT_USAGE;
+    if (j->image == NULL) {
+        fprintf(stderr, "rung launch k8s: give --image, one with rung-worker on its PATH\n");
+        return CLI_EXIT_USAGE;
+    }
+    if (j->namespace_ == NULL)
+        j->namespace_ = "default";
+    return 0;
+}
+
+int cli_cmd_launch(CliRest *h, int argc, char **argv)
+{
+    if (argc < 1 || (strcmp(argv[0], "slurm") != 0 && strcmp(argv[0], "k8s") != 0)) {
+        fprintf(stderr, "rung launch: give slurm or k8s\n");
+        return CLI_EXIT_USAGE;
+    }
+    Launch l = {.prefix = "rung", .k8s = strcmp(argv[0], "k8s") == 0};
+    argc--, argv++;
+    bool bad = false;
+    const char *prefix = cli_cmd_take_value(&argc, argv, "--name", &bad);
+    l.once = cli_cmd_take_flag(&argc, argv, "--once");
+    l.dry_run = cli_cmd_take_flag(&argc, argv, "--dry-run");
+    int64_t idle;
+    if (bad || take_int(&argc, argv, "--max-jobs", 8, 1, 10000, &l.max_jobs) != 0 ||
+        take_int(&argc, argv, "--interval-s", 10, 1, 3600, &l.interval_s) != 0 ||
+        take_int(&argc, argv, "--exit-idle-s", 120, 1, 86400, &idle) != 0)
+        return CLI_EXIT_USAGE;
+    int rc = l.k8s ? setup_k8s(&l, &argc, argv) : setup_slurm(&l, &argc, argv);
+    if (rc != 0)
+        return rc;
+    if (argc != 0) {
+        fprintf(stderr, "rung launch: unexpected '%s'\n", argv[0]);
+        return CLI_EXIT_USAGE;
+    }
+    if (prefix != NULL)
+        l.prefix = prefix;
+    /* A job's name, and a Kubernetes object's: lower-case letters, digits
+     * and '-', from a letter. */
+    bool ok = l.prefix[0] >= 'a' && l.prefix[0] <= 'z' && strlen(l.prefix) <= 32;
+    for (const char *p = l.prefix; *p; p++)
+        ok &= (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-';
+    if (!ok) {
+        fprintf(stderr,
+                "rung launch: --name is '%s': up to 32 lower-case letters, digits and "
+                "'-', from a letter\n",
+                l.prefix);
+        return CLI_EXIT_USAGE;
+    }
+    l.job.server = l.kjob.server = cli_rest_server(h);
+    l.job.exit_idle_s = l.kjob.exit_idle_s = idle;
+    l.kjob.prefix = l.prefix;
     struct sigaction sa = {.sa_handler = on_stop};
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    printf("rung launch slurm: jobs named %s-g*-c*-n*, at most %" PRId64
-           " at once, workers from %s, every %" PRId64 " s\n",
-           l.prefix, l.max_jobs, l.job.worker, l.interval_s);
+    if (l.k8s)
+        printf("rung launch k8s: Jobs labelled rung.dev/launcher=%s in namespace %s, at most "
+               "%" PRId64 " at once, image %s, every %" PRId64 " s\n",
+               l.prefix, l.kjob.namespace_, l.max_jobs, l.kjob.image, l.interval_s);
+    else
+        printf("rung launch slurm: jobs named %s-g*-c*-n*, at most %" PRId64
+               " at once, workers from %s, every %" PRId64 " s\n",
+               l.prefix, l.max_jobs, l.job.worker, l.interval_s);
     fflush(stdout);
     SlurmCount prev[SLURM_SHAPES_MAX];
     int n_prev = 0;
     for (;;) {
-        int rc = pass(h, &l, prev, &n_prev);
+        rc = pass(h, &l, prev, &n_prev);
         if (l.once || l.dry_run)
             return rc == 0 ? CLI_EXIT_OK : CLI_EXIT_ERROR;
         for (int64_t t = 0; t < l.interval_s * 10 && !stop_asked; t++)

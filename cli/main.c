@@ -77,10 +77,11 @@ static const Command commands[] = {
      "a completed trial's kept artifacts, hash checked, unpacked into DIR (default trial-ID)",
      cli_cmd_fetch},
     {"launch",
-     "slurm [--partition P] [--account A] [--time T] [--max-jobs N] [--interval-s S] "
-     "[--exit-idle-s S] [--worker PATH] [--worker-token-file F] [--dir DIR] [--name PREFIX] "
-     "[--sbatch-arg ARG]... [--once] [--dry-run]",
-     "submit Slurm jobs running rung-worker while trials wait (docs/workers.md, On Slurm)",
+     "slurm|k8s [--max-jobs N] [--interval-s S] [--exit-idle-s S] [--name PREFIX] [--once] "
+     "[--dry-run]; slurm: [--partition P] [--account A] [--time T] [--worker PATH] "
+     "[--worker-token-file F] [--dir DIR] [--sbatch-arg ARG]...; k8s: --image I "
+     "[--namespace NS] [--token-secret NAME] [--grace-s S]",
+     "start workers as Slurm jobs or Kubernetes Jobs while trials wait (docs/workers.md)",
      cli_cmd_launch},
     {"workers", "[--all] [--json]",
      "list workers, their GPUs, running trials (--all: gone ones too)", cli_cmd_workers},

@@ -18,6 +18,7 @@ skipped with the reason cluster.sh gave. What is checked:
 Run alone (as root): /usr/bin/python3 tests/integration/test_slurm.py --rungd build/bin/rungd
 """
 
+import json
 import os
 import subprocess
 import time
@@ -181,6 +182,57 @@ class Slurm(wh.WorkerTestCase):
         labels = {(workers[m["worker_id"]].get("labels") or {}).get("slurm_job") for m in members}
         self.assertEqual(len(labels), 1, labels)
         self.assertIsNotNone(labels.pop())
+
+
+class DryRun(wh.WorkerTestCase):
+    """`rung launch slurm|k8s --dry-run --once` against a real rungd: the
+    jobs one pass would start, printed, without Slurm or Kubernetes."""
+
+    def run_cli(self, d, *args):
+        return subprocess.run([rung_cli(), "--server", d.url, "launch"] + list(args),
+                              capture_output=True, text=True, timeout=30)
+
+    def test_one_object_per_waiting_trial_by_shape(self):
+        d = self.daemon()
+        argv = [wh.PYTHON, "-c", "pass"]
+        d.create_experiment(wh.command_spec(argv, num_samples=3, resources_per_trial={"cpu": 2}))
+        d.create_experiment(wh.command_spec(argv, num_samples=1,
+                                            resources_per_trial={"cpu": 1, "gpu": 1, "nodes": 2}))
+        h.wait_until(lambda: sum(x["counts"]["pending"]
+                                 for x in d.ok("GET", "/api/v1/experiments")["items"]) == 4,
+                     10, "4 pending trials")
+        r = self.run_cli(d, "k8s", "--dry-run", "--once", "--image", "registry.lan/rw:1",
+                         "--namespace", "ml")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        text = r.stdout[r.stdout.index("{"):]
+        lists, dec, at = [], json.JSONDecoder(), 0
+        while at < len(text):
+            doc, at = dec.raw_decode(text, at)
+            lists.append(doc)
+            while at < len(text) and text[at].isspace():
+                at += 1
+        kinds = sorted(tuple(o["kind"] for o in x["items"]) for x in lists)
+        self.assertEqual(kinds, [("Job",), ("Job",), ("Job",), ("Service", "Job")])
+        gang = next(x for x in lists if len(x["items"]) == 2)["items"][1]
+        self.assertEqual((gang["spec"]["completions"], gang["metadata"]["namespace"]), (2, "ml"))
+        for x in lists:
+            c = x["items"][-1]["spec"]["template"]["spec"]["containers"][0]
+            self.assertEqual(c["image"], "registry.lan/rw:1")
+            self.assertEqual(dict((e["name"], e.get("value")) for e in c["env"])["RUNG_SERVER"],
+                             d.url)
+        r = self.run_cli(d, "slurm", "--dry-run", "--once", "--partition", "gpu")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.count("#SBATCH --job-name=rung-g0-c2-n1"), 3)
+        self.assertEqual(r.stdout.count("#SBATCH --job-name=rung-g1-c1-n2"), 1)
+        self.assertEqual(r.stdout.count("#SBATCH --partition=gpu"), 4)
+        # What cannot be right is refused, naming it.
+        for args, phrase in ((["k8s", "--once"], "--image"),
+                             (["slurm", "--partition", "a b"], "--partition"),
+                             (["slurm", "--name", "Rung_1"], "--name"),
+                             (["nomad"], "slurm or k8s")):
+            r = self.run_cli(d, *args)
+            self.assertEqual(r.returncode, 2, (args, r.stdout, r.stderr))
+            self.assertIn(phrase, r.stderr)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
-/* Unit tests of cli/slurm.c, `rung launch slurm`'s decisions: which trials
- * wait, by shape; the jobs' names; the plan (submit, cancel queued); and
- * the job scripts of a 1-node, a multi-GPU and a gang trial against the
- * golden files in tests/data/slurm/ (RUNG_GOLDEN_UPDATE=1 writes them
- * anew: then read the diff). */
+/* Unit tests of cli/slurm.c and cli/k8s.c, `rung launch`'s decisions:
+ * which trials wait, by shape; the jobs' names; the plan (submit, cancel
+ * queued); and the Slurm job scripts and Kubernetes objects of a 1-node, a
+ * multi-GPU and a gang trial against the golden files in tests/data/slurm/
+ * and tests/data/k8s/ (RUNG_GOLDEN_UPDATE=1 writes them anew: then read
+ * the diff). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s.h"
 #include "slurm.h"
 
 static json_t *experiment(const char *state, const char *type, int pending, int preempted,
@@ -109,12 +111,12 @@ static void the_plan(void **state)
     assert_int_equal(submit[0], 0);
 }
 
-static void golden(const char *name, const SlurmJob *j)
+/* text (freed here) against the golden file dir/name. */
+static void golden_text(const char *dir, const char *name, char *text)
 {
-    char *text = slurm_script(j);
     assert_non_null(text);
     char path[512];
-    snprintf(path, sizeof path, "%s/%s", RUNG_SLURM_GOLDEN, name);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
     if (getenv("RUNG_GOLDEN_UPDATE") != NULL) {
         FILE *f = fopen(path, "w");
         assert_non_null(f);
@@ -129,8 +131,47 @@ static void golden(const char *name, const SlurmJob *j)
     want[n] = '\0';
     fclose(f);
     if (strcmp(text, want) != 0)
-        fail_msg("%s differs from the script made now:\n%s", path, text);
+        fail_msg("%s differs from the text made now:\n%s", path, text);
     free(text);
+}
+
+static void golden(const char *name, const SlurmJob *j)
+{
+    golden_text(RUNG_SLURM_GOLDEN, name, slurm_script(j));
+}
+
+static void golden_k8s(const char *name, const K8sJob *j)
+{
+    json_t *objects = k8s_objects(j);
+    assert_non_null(objects);
+    char *text = json_dumps(objects, JSON_INDENT(2) | JSON_SORT_KEYS);
+    json_decref(objects);
+    size_t n = strlen(text);
+    text = realloc(text, n + 2);
+    strcpy(text + n, "\n");
+    golden_text(RUNG_K8S_GOLDEN, name, text);
+}
+
+/* The Kubernetes objects of the same three shapes. */
+static void k8s_objects_match_the_golden_files(void **state)
+{
+    (void)state;
+    K8sJob j = {.shape = {0, 1, 1},
+                .name = "rung-g0-c1-n1-1796000000-1",
+                .namespace_ = "ml",
+                .image = "registry.lan/rung-worker:1.0",
+                .server = "http://rungd.ml.svc:8080",
+                .prefix = "rung",
+                .exit_idle_s = 120,
+                .grace_s = 60};
+    golden_k8s("one_node.json", &j);
+    j.shape = (SlurmShape){4, 32, 1};
+    j.name = "rung-g4-c32-n1-1796000000-2";
+    j.token_secret = "rung-worker-token";
+    golden_k8s("multi_gpu.json", &j);
+    j.shape = (SlurmShape){2, 16, 4};
+    j.name = "rung-g2-c16-n4-1796000000-3";
+    golden_k8s("gang.json", &j);
 }
 
 static void scripts_match_the_golden_files(void **state)
@@ -176,6 +217,7 @@ int main(void)
         cmocka_unit_test(job_names_round_trip),
         cmocka_unit_test(the_plan),
         cmocka_unit_test(scripts_match_the_golden_files),
+        cmocka_unit_test(k8s_objects_match_the_golden_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
