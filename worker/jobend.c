@@ -18,8 +18,8 @@ void jobend_give_back(WorkerState *w, const char *why)
             n += wtrial_kill(t, KILL_PREEMPT) ? 1 : 0;
     pthread_mutex_unlock(&w->mu);
     if (n > 0)
-        LOG_INFO("%s: giving %d trial(s) back (SIGTERM; each resumes elsewhere from its "
-                 "checkpoint)",
+        LOG_INFO("%s: giving %d trial(s) back (SIGTERM; each finishes preempted and is "
+                 "leased again, docs/api.md \"Preempted trials\")",
                  why, n);
     else
         LOG_INFO("%s", why);

@@ -1,8 +1,8 @@
 /* How a worker in a batch job ends (docs/workers.md, "On Slurm"): before
  * the job's time runs out, or when scancel sends SIGTERM, its trials are
- * given back as preemptions (each checkpoints on SIGTERM and resumes on
- * another worker from that checkpoint) rather than run to their end, which
- * the job would not live to see. */
+ * given back as preemptions (each gets SIGTERM, may save a checkpoint, and
+ * is leased again: docs/api.md, "Preempted trials") rather than run to
+ * their end, which the job would not live to see. */
 #ifndef RUNG_WORKER_JOBEND_H
 #define RUNG_WORKER_JOBEND_H
 

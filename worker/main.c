@@ -17,7 +17,7 @@
  *     no lease request after the Nth trial, exit 0 once they end.
  *   - in a batch job (setup_batchjob, jobend.h): SIGTERM (--on-sigterm
  *     give-back, the default under Slurm) and --deadline's margin give the
- *     running trials back (each resumes elsewhere from its checkpoint)
+ *     running trials back (each finishes preempted and is leased again)
  *     instead of letting them finish; exit 0 once that is delivered.
  *
  * Each trial runs in <workdir>/trials/<trial id> (RUNG_TRIAL_DIR), with its
