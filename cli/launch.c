@@ -57,6 +57,9 @@ int launch_run(char *const argv[], const char *input, char *out, size_t size)
     }
     close(in[0]);
     close(res[1]);
+    /* The whole input first, then the output: the inputs (a job script,
+     * a Job's JSON) fit in a pipe's buffer, whatever the program does
+     * before reading them. */
     if (input != NULL) {
         size_t len = strlen(input), done = 0;
         while (done < len) {
@@ -76,10 +79,11 @@ int launch_run(char *const argv[], const char *input, char *out, size_t size)
             n += (size_t)r;
     out[n] = '\0';
     close(res[0]);
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    int status = 0;
+    pid_t got;
+    while ((got = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
     }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return got == pid && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 /* The launcher's jobs from squeue, by shape, and the ids of the queued
@@ -349,6 +353,7 @@ int cli_cmd_launch(CliRest *h, int argc, char **argv)
     struct sigaction sa = {.sa_handler = on_stop};
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN); /* a program that exits before reading its input */
     if (l.k8s)
         printf("rung launch k8s: Jobs labelled rung.dev/launcher=%s in namespace %s, at most "
                "%" PRId64 " at once, image %s, every %" PRId64 " s\n",
