@@ -29,7 +29,7 @@ int launch_k8s_list(const Launch *l, SlurmCount *jobs, LaunchQueued *queued)
     json_array_foreach(json_object_get(doc, "items"), i, job) {
         const json_t *status = json_object_get(job, "status");
         int64_t active = json_integer_value(json_object_get(status, "active"));
-        int64_t ready = json_integer_value(json_object_get(status, "ready"));
+        const json_t *ready = json_object_get(status, "ready");
         const char *name =
             json_string_value(json_object_get(json_object_get(job, "metadata"), "name"));
         const char *shape_text = json_string_value(
@@ -52,8 +52,10 @@ int launch_k8s_list(const Launch *l, SlurmCount *jobs, LaunchQueued *queued)
         }
         jobs[k].n++;
         /* A pod that is ready holds its node; one that is not is still
-         * waiting for one (or for its image). */
-        if (ready > 0)
+         * waiting for one (or for its image). A cluster that does not say
+         * (status.ready is Kubernetes 1.24's) has its Jobs counted as
+         * running: never cancelled. */
+        if (!json_is_integer(ready) || json_integer_value(ready) > 0)
             jobs[k].running++;
         else if (queued[k].n < LAUNCH_QUEUED_MAX)
             snprintf(queued[k].id[queued[k].n++], sizeof queued[k].id[0], "%s", name);
