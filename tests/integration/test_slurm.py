@@ -235,5 +235,67 @@ class DryRun(wh.WorkerTestCase):
             self.assertIn(phrase, r.stderr)
 
 
+KUBECTL = """#!/bin/sh
+# A stand-in kubectl: `get jobs` answers the Jobs of $DIR/jobs.json, `create
+# -f -` and `delete job` are written down in $DIR.
+DIR=$(dirname "$0")
+echo "$@" >>"$DIR/calls"
+case "$1" in
+get) cat "$DIR/jobs.json" ;;
+create) n=$(ls "$DIR" | grep -c '^created-'); cat >"$DIR/created-$n.json"; echo created ;;
+delete) echo deleted ;;
+*) exit 1 ;;
+esac
+"""
+
+
+class LaunchK8s(wh.WorkerTestCase):
+    """`rung launch k8s --once` with a stand-in kubectl: the Jobs it lists
+    count (a ready one runs, one not ready is queued), it creates what
+    waits beyond them, and deletes the queued ones nothing waits for."""
+
+    def test_create_and_delete_through_kubectl(self):
+        bin_dir = os.path.join(self.tmp, "kbin")
+        os.makedirs(bin_dir)
+        with open(os.path.join(bin_dir, "kubectl"), "w") as f:
+            f.write(KUBECTL)
+        os.chmod(os.path.join(bin_dir, "kubectl"), 0o755)
+        def job(name, ready):
+            return {"metadata": {"name": name, "labels": {"rung.dev/launcher": "rung",
+                                                          "rung.dev/shape": "g0-c2-n1"}},
+                    "status": {"active": 1, "ready": ready}}
+        with open(os.path.join(bin_dir, "jobs.json"), "w") as f:
+            json.dump({"items": [job("rung-g0-c2-n1-1-1", 1), job("rung-g0-c2-n1-1-2", 0),
+                                 {"metadata": {"name": "done"}, "status": {"succeeded": 1}}]}, f)
+        env = dict(os.environ, PATH=bin_dir + ":" + os.environ.get("PATH", "/usr/bin:/bin"))
+        d = self.daemon()
+        eid = d.create_experiment(wh.command_spec([wh.PYTHON, "-c", "pass"], num_samples=4,
+                                                  resources_per_trial={"cpu": 2}))["id"]
+        h.wait_until(lambda: d.experiment(eid)["counts"]["pending"] == 4, 10, "4 pending")
+        cmd = [rung_cli(), "--server", d.url, "launch", "k8s", "--once", "--image", "img:1",
+               "--namespace", "ml"]
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        # 4 wait; one Job queued covers one of them: 3 more.
+        created = sorted(n for n in os.listdir(bin_dir) if n.startswith("created-"))
+        self.assertEqual(len(created), 3, r.stdout)
+        self.assertEqual(r.stdout.count("created Job rung-g0-c2-n1-"), 3)
+        with open(os.path.join(bin_dir, created[0])) as f:
+            objs = json.load(f)
+        self.assertEqual([o["kind"] for o in objs["items"]], ["Job"])
+        with open(os.path.join(bin_dir, "calls")) as f:
+            calls = f.read()
+        self.assertIn("get jobs -n ml -l rung.dev/launcher=rung -o json", calls)
+        # Nothing waits any more: the queued Job goes, the ready one stays.
+        d.ok("POST", "/api/v1/experiments/%d/cancel" % eid)
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(bin_dir, "calls")) as f:
+            calls = f.read()
+        self.assertIn("delete job -n ml rung-g0-c2-n1-1-2 --wait=false", calls)
+        self.assertNotIn("rung-g0-c2-n1-1-1 --wait", calls)
+        self.assertEqual(len([n for n in os.listdir(bin_dir) if n.startswith("created-")]), 3)
+
+
 if __name__ == "__main__":
     wh.main()
