@@ -220,11 +220,20 @@ class DryRun(wh.WorkerTestCase):
             self.assertEqual(c["image"], "registry.lan/rw:1")
             self.assertEqual(dict((e["name"], e.get("value")) for e in c["env"])["RUNG_SERVER"],
                              d.url)
-        r = self.run_cli(d, "slurm", "--dry-run", "--once", "--partition", "gpu")
+        r = self.run_cli(d, "slurm", "--dry-run", "--once", "--partition", "gpu", "--worker",
+                         "/opt/rung-worker", "--dir", "/scratch/rung")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.count("#SBATCH --job-name=rung-g0-c2-n1"), 3)
         self.assertEqual(r.stdout.count("#SBATCH --job-name=rung-g1-c1-n2"), 1)
         self.assertEqual(r.stdout.count("#SBATCH --partition=gpu"), 4)
+        # The Python client's launcher prints the same scripts.
+        py = subprocess.run([wh.PYTHON, "-m", "rung", "--server", d.url, "launch", "slurm",
+                             "--dry-run", "--once", "--partition", "gpu", "--worker",
+                             "/opt/rung-worker", "--dir", "/scratch/rung"],
+                            capture_output=True, text=True, timeout=30,
+                            env=dict(os.environ, PYTHONPATH=os.path.join(wh.REPO_ROOT, "python")))
+        self.assertEqual(py.returncode, 0, py.stderr)
+        self.assertEqual(py.stdout, r.stdout[r.stdout.index("\n") + 1:])
         # What cannot be right is refused, naming it.
         for args, phrase in ((["k8s", "--once"], "--image"),
                              (["slurm", "--partition", "a b"], "--partition"),

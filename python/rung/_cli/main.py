@@ -20,6 +20,7 @@ from .control import (cmd_delete, cmd_extend, cmd_logs, cmd_pause, cmd_resume, c
                       cmd_set, cmd_stop_trial)
 from .experiments import cmd_best, cmd_cancel, cmd_export, cmd_ls, cmd_show, cmd_submit
 from .fetch import cmd_fetch
+from .launch import cmd_launch
 from .meta import cmd_note, cmd_tag
 from .fmt import clean
 from .rest import print_api_error
@@ -135,6 +136,27 @@ def _add_fetch(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", nargs="?", metavar="DIR", help="where to unpack (default trial-ID)")
 
 
+def _add_launch(p: argparse.ArgumentParser) -> None:
+    p.add_argument("launcher", choices=["slurm", "k8s"])
+    p.add_argument("--max-jobs", type=positive_int, default=8, metavar="N")
+    p.add_argument("--interval-s", type=positive_int, default=10, metavar="S")
+    p.add_argument("--exit-idle-s", type=positive_int, default=120, metavar="S")
+    p.add_argument("--name", default="rung", metavar="PREFIX")
+    p.add_argument("--once", action="store_true", help="one pass, then exit")
+    p.add_argument("--dry-run", action="store_true", help="print what one pass would start")
+    p.add_argument("--partition", metavar="P")
+    p.add_argument("--account", metavar="A")
+    p.add_argument("--time", metavar="T")
+    p.add_argument("--worker", metavar="PATH")
+    p.add_argument("--worker-token-file", metavar="F")
+    p.add_argument("--dir", metavar="DIR")
+    p.add_argument("--sbatch-arg", action="append", metavar="ARG")
+    p.add_argument("--image", metavar="I")
+    p.add_argument("--namespace", default="default", metavar="NS")
+    p.add_argument("--token-secret", metavar="NAME")
+    p.add_argument("--grace-s", type=positive_int, default=60, metavar="S")
+
+
 def _add_workers(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all", action="store_true", help="also the forgotten ones")
     _add_json(p)
@@ -241,6 +263,12 @@ _command("export", "ID [-o FILE]", "write the experiment's trials as CSV", cmd_e
 _command("fetch", "TRIAL_ID [DIR]",
          "a completed trial's kept artifacts, hash checked, unpacked into DIR (default trial-ID)",
          cmd_fetch, _add_fetch)
+_command("launch", "slurm|k8s [--max-jobs N] [--interval-s S] [--exit-idle-s S] [--name PREFIX] "
+         "[--once] [--dry-run]; slurm: [--partition P] [--account A] [--time T] [--worker PATH] "
+         "[--worker-token-file F] [--dir DIR] [--sbatch-arg ARG]...; k8s: --image I "
+         "[--namespace NS] [--token-secret NAME] [--grace-s S]",
+         "start workers as Slurm jobs or Kubernetes Jobs while trials wait (docs/workers.md)",
+         cmd_launch, _add_launch)
 _command("workers", "[--all] [--json]",
          "list workers, their GPUs, running trials (--all: gone ones too)", cmd_workers,
          _add_workers)
