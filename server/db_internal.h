@@ -41,8 +41,13 @@ struct DbStmt {
     int n_params;
     char **param_names; /* [n_params]: ":name" of each, or NULL */
     DbParam *params;    /* [n_params] */
-    PGresult *res;      /* the run's result while stepping */
-    int row, rows;      /* the next row to step to; rows in res */
+    /* [n_params]: 0 (PostgreSQL infers the type from where it stands), or
+     * text's OID for a number the SQL never names (SQLite's ?4 with no ?2:
+     * PostgreSQL cannot type $2 otherwise, and refuses the statement). */
+    unsigned int *types;
+    int n_typed;   /* entries of types set so far */
+    PGresult *res; /* the run's result while stepping */
+    int row, rows; /* the next row to step to; rows in res */
     bool ran;
 };
 

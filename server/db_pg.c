@@ -51,6 +51,7 @@ enum {
     OID_FLOAT4 = 700,
     OID_FLOAT8 = 701,
     OID_NUMERIC = 1700,
+    OID_TEXT = 25,
 };
 
 /* Notices ("relation exists, skipping") are not errors: not printed. */
@@ -191,9 +192,9 @@ int db_pg_step_later(DbStmt *st)
 
 static bool send_stmt(Db *db, DbStmt *st, const char *const *values)
 {
-    return st->name[0]
-               ? PQsendQueryPrepared(db->pg, st->name, st->n_params, values, NULL, NULL, 0)
-               : PQsendQueryParams(db->pg, st->pg_sql, st->n_params, NULL, values, NULL, NULL, 0);
+    return st->name[0] ? PQsendQueryPrepared(db->pg, st->name, st->n_params, values, NULL, NULL, 0)
+                       : PQsendQueryParams(db->pg, st->pg_sql, st->n_params, st->types, values,
+                                           NULL, NULL, 0);
 }
 
 /* Sends the statements of db_step_later and then cur with values (NULL:
@@ -331,6 +332,20 @@ static void at_least(DbStmt *st, int k)
     st->n_params = k;
 }
 
+/* Parameter k appears in the SQL: its type is PostgreSQL's to infer
+ * (DbStmt.types); the numbers below it never seen so far are text. */
+static void mark_named(DbStmt *st, int k)
+{
+    unsigned int *t = realloc(st->types, (size_t)st->n_params * sizeof *t);
+    if (t == NULL)
+        abort();
+    for (int i = st->n_typed; i < st->n_params; i++)
+        t[i] = OID_TEXT;
+    st->n_typed = st->n_params;
+    t[k - 1] = 0;
+    st->types = t;
+}
+
 /* sql with ?, ?N and :name as $N, outside quotes and comments; sets the
  * statement's parameters. Returns false for a number out of range. */
 static bool translate(DbStmt *st, const char *sql)
@@ -378,6 +393,7 @@ static bool translate(DbStmt *st, const char *sql)
                     q++;
                 k = named(st, p, (size_t)(q - p));
             }
+            mark_named(st, k);
             char t[16];
             int n = snprintf(t, sizeof t, "$%d", k);
             fwrite(t, 1, (size_t)n, f);
@@ -410,7 +426,7 @@ int db_pg_prepare(Db *db, const char *sql, bool persistent, DbStmt *st)
         if (rc != DB_OK)
             return rc;
         snprintf(st->name, sizeof st->name, "s%lu", ++db->named);
-        PGresult *res = PQprepare(db->pg, st->name, st->pg_sql, st->n_params, NULL);
+        PGresult *res = PQprepare(db->pg, st->name, st->pg_sql, st->n_params, st->types);
         rc = check(db, res, false);
         if (rc != DB_OK) {
             st->name[0] = '\0'; /* nothing to deallocate */
@@ -482,6 +498,7 @@ void db_pg_finalize(DbStmt *st)
     }
     free(st->params);
     free(st->param_names);
+    free(st->types);
     if (st->name[0] != '\0' && PQstatus(st->db->pg) == CONNECTION_OK) {
         char sql[48];
         snprintf(sql, sizeof sql, "DEALLOCATE %s", st->name);
@@ -509,7 +526,8 @@ int db_pg_step(DbStmt *st)
         } else {
             res = st->name[0]
                       ? PQexecPrepared(db->pg, st->name, st->n_params, values, NULL, NULL, 0)
-                      : PQexecParams(db->pg, st->pg_sql, st->n_params, NULL, values, NULL, NULL, 0);
+                      : PQexecParams(db->pg, st->pg_sql, st->n_params, st->types, values, NULL,
+                                     NULL, 0);
             rc = check(db, res, true);
         }
         if (values != stack)

@@ -249,12 +249,13 @@ int store_commit(Store *s, RungError *err)
         if (run_later(s, s->renew, err, "leader renewal") == 0 &&
             run(s, s->st[ST_COMMIT], err, "commit") == 0)
             return 0;
-        /* A leader that cannot commit stops (store_set_fault: on
-         * PostgreSQL rungd exits, the batch unanswered): nothing more it
-         * does may say "kept". */
-        if (s->fault[0] == '\0')
-            store_set_fault(s, "the commit failed: %s", db_errmsg(s->db));
-        return rung_error_set(err, RUNG_E_UNAVAILABLE, NULL, "%s", s->fault);
+        /* A deposed leader stops (store_set_fault: on PostgreSQL rungd
+         * exits, the batch unanswered): nothing more it does may say
+         * "kept". Another failure (a statement of the batch that failed)
+         * is the engine's to roll back, as on SQLite. */
+        if (s->fault[0] == '\0' && strstr(db_errmsg(s->db), STORE_DEPOSED) != NULL)
+            store_set_fault(s, "%s", db_errmsg(s->db));
+        return err->code;
     }
     /* Nothing goes into a file that left its path, nor over another
      * program's writes (the caller rolls back). */

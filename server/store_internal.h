@@ -58,6 +58,10 @@ struct Store {
 int store_db_error(Store *s, RungError *err, const char *what);
 /* ---- store_leader.c (PostgreSQL) ---- */
 
+/* The start of the error rung_renew_lead raises when another rungd took
+ * the lead (store_leader.c): store_commit stops the store on it. */
+#define STORE_DEPOSED "another rungd leads the database now"
+
 /* Makes the leader's row where it is missing, and prepares Store.renew
  * (which store_commit runs). */
 int store_leader_table(Store *s, RungError *err);

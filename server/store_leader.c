@@ -58,7 +58,7 @@ int store_leader_table(Store *s, RungError *err)
              "CREATE OR REPLACE FUNCTION rung_renew_lead(e bigint) RETURNS void LANGUAGE plpgsql "
              "AS $$ BEGIN UPDATE rung_leader SET expires_at = clock_timestamp() + " LEASE
              " WHERE id = 1 AND epoch = e; IF NOT FOUND THEN RAISE EXCEPTION "
-             "'another rungd leads the database now (this one led epoch %)', e; END IF; END $$",
+             "'" STORE_DEPOSED " (this one led epoch %)', e; END IF; END $$",
              err, "leader renewal"))
         return err->code;
     if (db_prepare_persistent(s->db, "SELECT rung_renew_lead(?)", &s->renew) != DB_OK)

@@ -294,14 +294,17 @@ int store_trial_experiment(Store *s, int64_t trial_id, int64_t *exp_id, RungErro
 
 /* ---- events ---- */
 
+/* The CASTs give PostgreSQL the type of a filter that a NULL turns off
+ * (it cannot infer one from `$2 IS NULL`); SQLite reads them as they were. */
 int store_read_events(Store *s, const EventFilter *f, json_t **items, RungError *err)
 {
     DbStmt *st;
     if (store_prepare(s,
                       "SELECT id, at, actor_kind, actor, kind, experiment_id, trial_id, worker_id, "
-                      "detail FROM events WHERE id > ?1 AND (?2 IS NULL OR kind = ?2 OR kind "
-                      "LIKE ?2 || '.%') AND (?3 = 0 OR experiment_id = ?3) AND (?4 IS NULL OR "
-                      "actor = ?4) AND (?5 = 0 OR trial_id = ?5) ORDER BY id LIMIT ?6",
+                      "detail FROM events WHERE id > ?1 AND (CAST(?2 AS TEXT) IS NULL OR kind = "
+                      "?2 OR kind LIKE ?2 || '.%') AND (?3 = 0 OR experiment_id = ?3) AND "
+                      "(CAST(?4 AS TEXT) IS NULL OR actor = ?4) AND (?5 = 0 OR trial_id = ?5) "
+                      "ORDER BY id LIMIT ?6",
                       &st, err, "read events"))
         return err->code;
     db_bind_int64(st, 1, f->after);
