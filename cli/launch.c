@@ -105,23 +105,33 @@ static int list_slurm(const char *prefix, SlurmCount *jobs, LaunchQueued *queued
         if (sscanf(line, "%lld|%255[^|]|%63s", &id, name, state) != 3 ||
             !slurm_parse_job_name(prefix, name, &s))
             continue;
-        int k = 0;
-        while (k < n && !(jobs[k].shape.gpus == s.gpus && jobs[k].shape.cpus == s.cpus &&
-                          jobs[k].shape.nodes == s.nodes))
-            k++;
-        if (k == n) {
-            if (n == SLURM_SHAPES_MAX)
-                continue;
-            jobs[n] = (SlurmCount){.shape = s};
-            queued[n++].n = 0;
-        }
-        jobs[k].n++;
-        if (strcmp(state, "PENDING") != 0)
-            jobs[k].running++; /* RUNNING, CONFIGURING, COMPLETING: holding nodes */
-        else if (queued[k].n < LAUNCH_QUEUED_MAX)
-            snprintf(queued[k].id[queued[k].n++], sizeof queued[k].id[0], "%lld", id);
+        char text[32];
+        snprintf(text, sizeof text, "%lld", id);
+        /* RUNNING, CONFIGURING, COMPLETING: holding nodes. */
+        launch_count(jobs, queued, &n, &s, strcmp(state, "PENDING") != 0, text);
     }
     return n;
+}
+
+void launch_count(SlurmCount *jobs, LaunchQueued *queued, int *n, const SlurmShape *s, bool running,
+                  const char *id)
+{
+    int k = 0;
+    while (k < *n && !(jobs[k].shape.gpus == s->gpus && jobs[k].shape.cpus == s->cpus &&
+                       jobs[k].shape.nodes == s->nodes))
+        k++;
+    if (k == *n) {
+        if (*n == SLURM_SHAPES_MAX)
+            return; /* more shapes than looked at in one pass: the next */
+        jobs[k] = (SlurmCount){.shape = *s};
+        queued[k].n = 0;
+        (*n)++;
+    }
+    jobs[k].n++;
+    if (running)
+        jobs[k].running++;
+    else if (queued[k].n < LAUNCH_QUEUED_MAX)
+        snprintf(queued[k].id[queued[k].n++], sizeof queued[k].id[0], "%s", id);
 }
 
 /* Submits one job of shape s: its id, or -1. */

@@ -35,6 +35,12 @@ typedef struct Launch {
  * the exit status, or -1 when it could not run. */
 int launch_run(char *const argv[], const char *input, char *out, size_t size);
 
+/* Counts one of the launcher's jobs of shape s in jobs[0..*n) (a shape
+ * not there yet is added, up to SLURM_SHAPES_MAX), and a queued one's id
+ * in queued. */
+void launch_count(SlurmCount *jobs, LaunchQueued *queued, int *n, const SlurmShape *s, bool running,
+                  const char *id);
+
 /* cli/launch_k8s.c: the launcher's Jobs from kubectl, by shape (a Job with
  * a ready pod runs; one whose pods are not ready yet is queued): the
  * number of shapes, or -1. Creates one Job of shape s: 0 or -1. Deletes a

@@ -40,25 +40,12 @@ int launch_k8s_list(const Launch *l, SlurmCount *jobs, LaunchQueued *queued)
         snprintf(full, sizeof full, "%s-%s", l->prefix, shape_text ? shape_text : "");
         if (active == 0 || name == NULL || !slurm_parse_job_name(l->prefix, full, &s))
             continue; /* ended, or not one of ours */
-        int k = 0;
-        while (k < n && !(jobs[k].shape.gpus == s.gpus && jobs[k].shape.cpus == s.cpus &&
-                          jobs[k].shape.nodes == s.nodes))
-            k++;
-        if (k == n) {
-            if (n == SLURM_SHAPES_MAX)
-                continue;
-            jobs[n] = (SlurmCount){.shape = s};
-            queued[n++].n = 0;
-        }
-        jobs[k].n++;
         /* A pod that is ready holds its node; one that is not is still
          * waiting for one (or for its image). A cluster that does not say
          * (status.ready is Kubernetes 1.24's) has its Jobs counted as
          * running: never cancelled. */
-        if (!json_is_integer(ready) || json_integer_value(ready) > 0)
-            jobs[k].running++;
-        else if (queued[k].n < LAUNCH_QUEUED_MAX)
-            snprintf(queued[k].id[queued[k].n++], sizeof queued[k].id[0], "%s", name);
+        launch_count(jobs, queued, &n, &s, !json_is_integer(ready) || json_integer_value(ready) > 0,
+                     name);
     }
     json_decref(doc);
     return n;
